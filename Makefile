@@ -13,7 +13,7 @@ DL_LIBS := $(shell printf '\043include <dlfcn.h>\nint main(void){return dlopen("
              $(CC) -x c - -o /dev/null >/dev/null 2>&1 || echo -ldl)
 LIBS = -lm -lpthread $(DL_LIBS)
 
-.PHONY: all test test-asan test-tsan test-oclgrind check-gen check-warnings check-parts check-determinism examples demo bench bench-mem bench-layers compile-scale clean
+.PHONY: all test test-asan test-tsan test-oclgrind check-gen check-warnings check-parts check-determinism examples demo bench bench-mem bench-layers compile-scale clean bench-rnn
 
 all: nn.h
 
@@ -90,9 +90,12 @@ check-warnings: nn.h
 	  echo "ok: $$cc -x $$lang $$st after <CL/cl.h>"; done; done; done; \
 	else echo "check-warnings: no <CL/cl.h> here: the check with it included first is skipped"; fi
 
-EXAMPLES = examples/xor examples/fashion_mnist_mlp examples/fashion_mnist_cnn examples/fashion_mnist_vae
+EXAMPLES = examples/xor examples/fashion_mnist_mlp examples/fashion_mnist_cnn examples/fashion_mnist_vae \
+           examples/char_lstm
 examples: $(EXAMPLES)
 examples/xor: examples/xor.c nn.h
+	$(CC) $(CFLAGS) -I. -o $@ $< $(LIBS)
+examples/char_lstm: examples/char_lstm.c nn.h
 	$(CC) $(CFLAGS) -I. -o $@ $< $(LIBS)
 # zlib (zlib1g-dev) when its header and library are here: then the example reads the .gz
 # files as they are; without it, -DFMNIST_NO_ZLIB: plain IDX files only, which `make demo`
@@ -194,7 +197,7 @@ gpu-report: gpu-report-build
 
 clean:
 	rm -rf tests/oclgrind-out
-	rm -f gen/amalg tests/nn_test tests/nn_test_asan tests/nn_test_tsan tests/interop_mlp $(EXAMPLES) bench/nn_bench bench/compile_scale bench/sgemm_clblast bench/segment_bench bench/segment_bench_base
+	rm -f gen/amalg tests/nn_test tests/nn_test_asan tests/nn_test_tsan tests/interop_mlp $(EXAMPLES) bench/nn_bench bench/compile_scale bench/sgemm_clblast bench/segment_bench bench/segment_bench_base tests/interop_rnn bench/rnn_bench
 	rm -rf build/gpu-report build/gpu-report-out
 
 # ---- fuzzing: every loader of untrusted bytes under libFuzzer, ASan and UBSan (clang) -------
@@ -275,8 +278,9 @@ INTEROP_DATA ?= /usr/share/datasets/fashion-mnist
 tests/interop_mlp: tests/interop_mlp.c nn.h
 	$(CC) $(CFLAGS) $(WARN) -o $@ $< $(LIBS)
 
-interop: tests/interop_mlp
+interop: tests/interop_mlp tests/interop_rnn
 	env -u OPENBLAS_CORETYPE OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 tests/interop_torch.py tests/interop_mlp $(INTEROP_DATA)
+	env -u OPENBLAS_CORETYPE OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 tests/interop_rnn.py tests/interop_rnn
 
 # ---- attention: fused nn_attention against the composed matmul + softmax + matmul ----------
 # forward + backward at B = 4, H = 8, D = 64, T = 256, 1024, 4096, per backend, time and
@@ -287,3 +291,19 @@ bench/attention_bench: bench/attention_bench.c nn.h
 bench-attention: bench/attention_bench
 	./bench/attention.sh
 .PHONY: bench-attention
+
+# the recurrent lines (tests/interop_rnn.py): examples/char_lstm.c's model, 20 Adam steps
+tests/interop_rnn: tests/interop_rnn.c nn.h
+	$(CC) $(CFLAGS) $(WARN) -o $@ $< $(LIBS)
+
+# ---- recurrent: the time loop's representation, measured (HACKING.md, "Recurrent layers") ----
+# `make bench/rnn_loop && ./bench/rnn_loop [T B I H steps]` (NN_DEVICE picks the backend)
+bench/rnn_loop: bench/rnn_loop.c nn.h
+	$(CC) $(CFLAGS) $(WARN) -D_POSIX_C_SOURCE=200809L -I. -o $@ $< $(LIBS)
+# ---- recurrent examples' figures (bench/rnn_bench.c, bench/char_lstm_torch.py) ----------------
+# Training tokens/s of the char-LSTM (examples/char_lstm.c's model), a 2-layer LSTM and GRU of
+# 512 (batch 64, sequence 128) on every backend, with kernel launches per time step, beside
+# PyTorch's at 1 and 2 threads: `make bench-rnn [ROUNDS=n]`.
+bench/rnn_bench: bench/rnn_bench.c nn.h
+bench-rnn: bench/nn_bench bench/rnn_bench
+	FIGURES=rnn ./bench/run.sh

@@ -1156,6 +1156,80 @@ typedef struct nn_embedding_desc {
 NN_API nn_tensor nn_embedding(nn_graph *g, nn_tensor indices, int64_t num_embeddings, int64_t embedding_dim,
                               const nn_embedding_desc *desc, const char *name);
 NN_API nn_tensor nn_embedding_lookup(nn_graph *g, nn_tensor weight, nn_tensor indices, const nn_embedding_desc *desc);
+/* ---- Recurrent layers and cells (src/ops/recurrent.c) --------------------------------------
+   PyTorch's nn.RNN, nn.LSTM and nn.GRU, and their single-step cells, with PyTorch's math,
+   parameter names, layouts and initialisation (every parameter U(+-1/sqrt(hidden_size))),
+   so that a state dict of theirs loads as it is. Gate order: LSTM i, f, g, o; GRU r, z, n
+   with the reset gate applied after the hidden product,
+   n = tanh(W_in x + b_in + r * (W_hn h + b_hn)), h' = (1 - z) * n + z * h. The input
+   projection of all time steps is one matrix product; each time step is one product of
+   the state and one fused gate kernel (backward: one gate kernel and the products), the
+   recurrent weights' gradients one product over all steps. */
+typedef enum nn_rnn_nonlinearity {
+    NN_RNN_TANH = 0,     /* PyTorch's default */
+    NN_RNN_RELU = 1
+} nn_rnn_nonlinearity;
+
+/* nn_rnn, nn_lstm and nn_gru's options and extra inputs and outputs (NULL: PyTorch's
+   defaults: one layer, one direction, [T, B, I] input, no dropout, biases, zero initial
+   states, all sequences of length T, no final states made). */
+typedef struct nn_rnn_desc {
+    int num_layers;      /* stacked layers (0: 1; at most 32); layer k > 0 takes layer k - 1's output */
+    int bidirectional;   /* 1: each layer also runs backwards in time (parameters
+                            ..._l{k}_reverse); outputs concatenate forward then reverse */
+    int batch_first;     /* 1: x is [B, T, I] and the output [B, T, D * Hout]; 0: [T, B, ...].
+                            The states are [L * D, B, H] either way, as PyTorch's */
+    float dropout;       /* dropout on each layer's output but the last's, while training */
+    int no_bias;         /* 1: no bias_ih_l{k} / bias_hh_l{k} (PyTorch's bias=False) */
+    nn_rnn_nonlinearity nonlinearity; /* nn_rnn only */
+    int64_t proj_size;   /* nn_lstm only (0: none): h = W_hr (o * tanh(c)), weight_hr_l{k}
+                            [proj_size, hidden_size]; Hout = proj_size, else hidden_size */
+    nn_tensor h0;        /* initial hidden state [L * D, B, Hout] (NN_NONE: zeros) */
+    nn_tensor c0;        /* nn_lstm's initial cell state [L * D, B, hidden_size] (NN_NONE: zeros) */
+    nn_tensor lengths;   /* int32 [B], each in [1, T] (NN_NONE: all T): PyTorch's packed
+                            sequences: a sequence's states stop after its length, its outputs
+                            there are 0, and the reverse direction starts at its own last
+                            element; h_n / c_n are each sequence's states at its length. Values
+                            outside [1, T] (PyTorch raises) are counted and reported by the next
+                            nn_tensor_read / nn_graph_finish (NN_ERR_INVALID_ARGUMENT); meanwhile
+                            one <= 0 keeps its initial states, one > T runs all T steps */
+    nn_tensor *h_n;      /* receives the final hidden states [L * D, B, Hout] (NULL: not made) */
+    nn_tensor *c_n;      /* nn_lstm: receives the final cell states [L * D, B, hidden_size] */
+} nn_rnn_desc;
+
+/* The layers on x [T, B, I] ([B, T, I] with batch_first) -> the last layer's hidden states
+   at every step [T, B, D * Hout] (D = 2 when bidirectional, else 1). Parameters under
+   NAME: weight_ih_l{k} [G * H, I_k], weight_hh_l{k} [G * H, Hout], bias_ih_l{k} [G * H],
+   bias_hh_l{k} [G * H] (G = 1, 4, 3 for RNN, LSTM, GRU; I_0 = I, I_k = D * Hout), with
+   _reverse twins, and nn_lstm's weight_hr_l{k} [proj_size, H]: "NAME.weight_ih_l0", as
+   PyTorch's state dict keys. */
+NN_API nn_tensor nn_rnn(nn_graph *g, nn_tensor x, int64_t hidden_size, const nn_rnn_desc *desc, const char *name);
+NN_API nn_tensor nn_lstm(nn_graph *g, nn_tensor x, int64_t hidden_size, const nn_rnn_desc *desc, const char *name);
+NN_API nn_tensor nn_gru(nn_graph *g, nn_tensor x, int64_t hidden_size, const nn_rnn_desc *desc, const char *name);
+
+/* The cells' options (NULL: biases, tanh). */
+typedef struct nn_rnn_cell_desc {
+    int no_bias;         /* 1: no NAME.bias_ih / NAME.bias_hh */
+    nn_rnn_nonlinearity nonlinearity; /* nn_rnn_cell only */
+} nn_rnn_cell_desc;
+
+/* One step, PyTorch's nn.RNNCell, nn.LSTMCell and nn.GRUCell: x [B, I], h [B, H] (NN_NONE:
+   zeros) -> h' [B, H]; nn_lstm_cell also takes c [B, H] (NN_NONE: zeros) and writes c'
+   [B, H] to *c_out (NULL: not made). Parameters NAME.weight_ih [G * H, I],
+   NAME.weight_hh [G * H, H], NAME.bias_ih [G * H], NAME.bias_hh [G * H]. */
+NN_API nn_tensor nn_rnn_cell(nn_graph *g, nn_tensor x, nn_tensor h, int64_t hidden_size,
+                             const nn_rnn_cell_desc *desc, const char *name);
+NN_API nn_tensor nn_lstm_cell(nn_graph *g, nn_tensor x, nn_tensor h, nn_tensor c, int64_t hidden_size,
+                              const nn_rnn_cell_desc *desc, const char *name, nn_tensor *c_out);
+NN_API nn_tensor nn_gru_cell(nn_graph *g, nn_tensor x, nn_tensor h, int64_t hidden_size,
+                             const nn_rnn_cell_desc *desc, const char *name);
+
+/* The output at each sequence's last valid step, for classifiers: y [T, B, F] ([B, T, F]
+   with batch_first), lengths int32 [B] in [1, T] -> [B, F], row b = y[lengths[b] - 1, b]
+   (PyTorch: y[lengths - 1, arange(B)]). For a bidirectional layer's output this is the
+   forward direction's last state beside the reverse direction's output at that step.
+   Lengths outside [1, T] are clamped there, counted and reported as nn_rnn_desc.lengths'. */
+NN_API nn_tensor nn_last_valid(nn_graph *g, nn_tensor y, nn_tensor lengths, int batch_first);
 
 /* ==== 13. Random ops and dropout =========================================================
    Samples drawn on the device, PyTorch's names and semantics. The generator is counter-based
@@ -1799,6 +1873,29 @@ typedef struct nn__attn_attr { /* q [B, H, Tq, D], k and v [B, Hkv, Tk, D] (or [
 #endif
 
 /* ======================================================================
+   src/ops/recurrent.h
+   ====================================================================== */
+/* The recurrent family's typed attributes (a node's a.rec), read and written by
+   src/ops/recurrent.c and the CPU loops of src/cpu/recurrent.c. */
+#ifndef NN__OPS_RECURRENT_H
+#define NN__OPS_RECURRENT_H
+
+/* The cell of a sequence node (kernels/recurrent.cl's `kind`). */
+enum { NN__REC_RNN_TANH = 0, NN__REC_RNN_RELU = 1, NN__REC_LSTM = 2, NN__REC_GRU = 3 };
+
+typedef struct nn__rec_attr {
+    int kind;            /* NN__REC_* */
+    int T, B, H, Hr;     /* steps, batch, hidden, the state's width (proj_size, else H) */
+    int G;               /* gates: 1, 4 or 3 */
+    int reverse;         /* runs t = T-1 .. 0 */
+    int i_bias, i_h0, i_c0, i_len, i_whr; /* optional inputs' positions in in[] (-1: absent) */
+    int batch_first;     /* nn_last_valid: y is [B, T, F] */
+    int F;               /* nn_last_valid: features */
+} nn__rec_attr;
+
+#endif
+
+/* ======================================================================
    src/base/internal.h
    ====================================================================== */
 /* Private definitions shared by every part of the implementation. */
@@ -1885,6 +1982,7 @@ typedef union nn__attr {
     nn__segment_attr seg;
     nn__rope_attr rope;
     nn__attn_attr attn;
+    nn__rec_attr rec;
 } nn__attr;
 
 typedef struct nn__node {
@@ -2393,6 +2491,13 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     X(ATTENTION_DQ, "attention_grad_query", attention_dq, 0)                  \
     X(ATTENTION_DKV, "attention_grad_key_value", attention_dkv, 0)
 
+#define NN__OPS_RECURRENT(X)                                         \
+    X(REC_WS, "recurrent_workspace", rec_ws, NN__OPF_NO_GRAD)        \
+    X(REC_SEQ, "recurrent", rec_seq, 0)                              \
+    X(REC_SEQ_GRAD, "recurrent_grad", rec_seq_grad, 0)               \
+    X(LAST_VALID, "last_valid", last_valid, 0)                       \
+    X(LAST_VALID_GRAD, "last_valid_grad", last_valid_grad, 0)
+
 #define NN__OPS(X)                                                                                          \
     NN__OPS_LEAF(X) NN__OPS_ELEMENTWISE(X) NN__OPS_MATMUL(X) NN__OPS_REDUCE(X) NN__OPS_SOFTMAX(X)          \
     NN__OPS_LOSS(X) NN__OPS_GATHER(X) NN__OPS_SHAPE(X) NN__OPS_CONV(X) NN__OPS_NORM(X) NN__OPS_POOL(X)    \
@@ -2400,6 +2505,7 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     NN__OPS_SEGMENT(X)                                                                                     \
     NN__OPS_ROPE(X)                                                                                        \
     NN__OPS_ATTENTION(X)                                                                                   \
+    NN__OPS_RECURRENT(X)                                                                                   \
     /* a new family's list goes on the line above */
 
 typedef enum nn__opcode {
@@ -9621,6 +9727,184 @@ static nn_result nn__attn_run(nn__threadpool *pool, nn__attn_job *J) {
     else nn__threadpool_run(pool, nn__attn_task, J, tasks);
     NN_FREE(own);
     return NN_OK;
+}
+
+/* ======================================================================
+   src/cpu/recurrent.c
+   ====================================================================== */
+/* The recurrent family's CPU loops (src/ops/recurrent.c calls them per time step, between
+   its GEMMs): the same gate math, offsets and frozen rows as kernels/recurrent.cl, on the
+   calling thread (a step's gate math is too small to wake the pool for). */
+
+static float nn__rec_sig(float v) { return 1.0f / (1.0f + expf(-v)); }
+
+/* tanh on expf (libm's tanhf, through expm1f, was a third of a training step's time):
+   1 - 2 / (e^2|x| + 1) with x's sign, and below |x| = 1/8, where that cancels, its Taylor
+   series to x^9 (the next term is under 1e-11 relative there). Within 3e-7 relative of
+   tanh; NaN stays NaN, +-inf gives +-1. */
+static float nn__rec_tanh(float x) {
+    float ax = fabsf(x), r;
+    if (ax < 0.125f) {
+        float x2 = x * x;
+        return x * (1.0f + x2 * (-1.0f / 3.0f + x2 * (2.0f / 15.0f + x2 * (-17.0f / 315.0f + x2 * (62.0f / 2835.0f)))));
+    }
+    r = 1.0f - 2.0f / (expf(2.0f * ax) + 1.0f);
+    return x < 0.0f ? -r : r;
+}
+
+/* One step forward over rows b < B (kernels/recurrent.cl rec_gates_fwd). xp, hp: this
+   step's input and state products [B, G*H]; bias [G*H] or NULL; lens NULL or [B]; ws the
+   node's workspace; y the output row block of step t [B, Hr]. */
+static void nn__cpu_rec_gates_fwd(int kind, int B, int H, int Hr, int t, const float *xp, const float *hp,
+                                  const float *bias, const int32_t *lens, float *ws, float *y, int proj, size_t og,
+                                  size_t oh, size_t oc, size_t ou, size_t ohn) {
+    int G = kind == NN__REC_LSTM ? 4 : kind == NN__REC_GRU ? 3 : 1, b, j;
+    for (b = 0; b < B; b++) {
+        int active = !lens || t < lens[b];
+        const float *x = xp + (size_t)b * G * H, *p = hp + (size_t)b * G * H;
+        float *gt = ws + og + (size_t)b * G * H;
+        for (j = 0; j < H; j++) {
+            size_t hi = (size_t)b * Hr + j, ci = (size_t)b * H + j;
+            float hprev = ws[oh + hi], hnew;
+#define NN__REC_PRE(k) (x[(k) * H + j] + p[(k) * H + j] + (bias ? bias[(k) * H + j] : 0.0f))
+            if (kind == NN__REC_LSTM) {
+                float ig = nn__rec_sig(NN__REC_PRE(0)), fg = nn__rec_sig(NN__REC_PRE(1));
+                float gg = nn__rec_tanh(NN__REC_PRE(2)), o = nn__rec_sig(NN__REC_PRE(3));
+                float cprev = ws[oc + ci];
+                float c = active ? fg * cprev + ig * gg : cprev;
+                gt[j] = ig;
+                gt[H + j] = fg;
+                gt[2 * H + j] = gg;
+                gt[3 * H + j] = o;
+                ws[oc + (size_t)B * H + ci] = c;
+                hnew = o * nn__rec_tanh(c);
+                if (proj) {
+                    ws[ou + ci] = active ? hnew : 0.0f;
+                    continue;
+                }
+            } else if (kind == NN__REC_GRU) {
+                float r = nn__rec_sig(NN__REC_PRE(0)), z = nn__rec_sig(NN__REC_PRE(1));
+                float hn = p[2 * H + j] + (bias ? bias[2 * H + j] : 0.0f);
+                float n = nn__rec_tanh(x[2 * H + j] + r * hn);
+                gt[j] = r;
+                gt[H + j] = z;
+                gt[2 * H + j] = n;
+                ws[ohn + ci] = hn;
+                hnew = (1.0f - z) * n + z * hprev;
+            } else {
+                float v = NN__REC_PRE(0);
+                hnew = kind == NN__REC_RNN_TANH ? nn__rec_tanh(v) : (v <= 0.0f ? 0.0f : v);
+                gt[j] = hnew;
+            }
+#undef NN__REC_PRE
+            ws[oh + (size_t)B * Hr + hi] = active ? hnew : hprev;
+            y[hi] = active ? hnew : 0.0f;
+        }
+    }
+}
+
+/* With a projection, after the step's projection GEMM (rec_proj_fix). */
+static void nn__cpu_rec_proj_fix(int B, int Hr, int t, const int32_t *lens, float *ws, float *y, size_t oh) {
+    int i;
+    for (i = 0; i < B * Hr; i++) {
+        int active = !lens || t < lens[i / Hr];
+        if (active) {
+            y[i] = ws[oh + (size_t)B * Hr + i];
+        } else {
+            ws[oh + (size_t)B * Hr + i] = ws[oh + i];
+            y[i] = 0.0f;
+        }
+    }
+}
+
+/* One step backward (rec_gates_bwd): gy the output's gradient at step t [B, Hr]; dh [B, Hr]
+   and dc [B, H] the running state gradients; dxp the step's input-product gradient
+   [B, G*H], dhp its state-product gradient; du (proj) the gradient of o*tanh(c) [B, H]. */
+static void nn__cpu_rec_gates_bwd(int kind, int B, int H, int Hr, int t, const float *ws, const float *gy,
+                                  const int32_t *lens, const float *du, float *dh, float *dc, float *dxp,
+                                  float *dhp, size_t og, size_t oh, size_t oc, size_t ohn) {
+    int G = kind == NN__REC_LSTM ? 4 : kind == NN__REC_GRU ? 3 : 1, b, j, k;
+    for (b = 0; b < B; b++) {
+        int active = !lens || t < lens[b];
+        const float *gt = ws + og + (size_t)b * G * H;
+        float *dx = dxp + (size_t)b * G * H, *dp = dhp + (size_t)b * G * H;
+        for (j = 0; j < H; j++) {
+            size_t hi = (size_t)b * Hr + j, ci = (size_t)b * H + j;
+            float d = du ? du[ci] : dh[hi] + (active ? gy[hi] : 0.0f);
+            if (!active) {
+                for (k = 0; k < G; k++) dx[k * H + j] = dp[k * H + j] = 0.0f;
+                if (!du) dh[hi] = d;
+                continue;
+            }
+            if (kind == NN__REC_LSTM) {
+                float ig = gt[j], fg = gt[H + j], gg = gt[2 * H + j], o = gt[3 * H + j];
+                float c = ws[oc + (size_t)B * H + ci], cprev = ws[oc + ci];
+                float tc = nn__rec_tanh(c);
+                float dct = dc[ci] + d * o * (1.0f - tc * tc);
+                float di = dct * gg * ig * (1.0f - ig), df = dct * cprev * fg * (1.0f - fg);
+                float dg = dct * ig * (1.0f - gg * gg), d_o = d * tc * o * (1.0f - o);
+                dx[j] = dp[j] = di;
+                dx[H + j] = dp[H + j] = df;
+                dx[2 * H + j] = dp[2 * H + j] = dg;
+                dx[3 * H + j] = dp[3 * H + j] = d_o;
+                dc[ci] = dct * fg;
+                if (!du) dh[hi] = 0.0f;
+            } else if (kind == NN__REC_GRU) {
+                float r = gt[j], z = gt[H + j], n = gt[2 * H + j], hn = ws[ohn + ci], hprev = ws[oh + hi];
+                float dn = d * (1.0f - z) * (1.0f - n * n);
+                float dr = dn * hn * r * (1.0f - r), dz = d * (hprev - n) * z * (1.0f - z);
+                dx[j] = dp[j] = dr;
+                dx[H + j] = dp[H + j] = dz;
+                dx[2 * H + j] = dn;
+                dp[2 * H + j] = dn * r;
+                dh[hi] = d * z;
+            } else {
+                float h = gt[j];
+                float v = kind == NN__REC_RNN_TANH ? d * (1.0f - h * h) : (h > 0.0f ? d : 0.0f);
+                dx[j] = dp[j] = v;
+                dh[hi] = 0.0f;
+            }
+        }
+    }
+}
+
+/* With a projection, before a step backward (rec_proj_bwd): dht = the state's gradient of
+   the active rows (0 for frozen ones), whose dh then restarts at 0. */
+static void nn__cpu_rec_proj_bwd(int B, int Hr, int t, const int32_t *lens, const float *gy, float *dh, float *dht) {
+    int i;
+    for (i = 0; i < B * Hr; i++) {
+        int active = !lens || t < lens[i / Hr];
+        if (active) {
+            dht[i] = dh[i] + gy[i];
+            dh[i] = 0.0f;
+        } else {
+            dht[i] = 0.0f;
+        }
+    }
+}
+
+/* y[j] = sum over r of x[r * cols + j], in order of r (rec_colsum) */
+static void nn__cpu_rec_colsum(const float *x, float *y, int rows, int cols) {
+    int r, j;
+    for (j = 0; j < cols; j++) y[j] = 0.0f;
+    for (r = 0; r < rows; r++)
+        for (j = 0; j < cols; j++) y[j] += x[(size_t)r * cols + j];
+}
+
+/* nn_last_valid (kernels/recurrent.cl last_valid_fwd/bwd): the row's last valid step,
+   lengths clamped to [1, T]; x [T, B, F] or (bf) [B, T, F]. */
+static int nn__last_t(const int32_t *lens, int b, int T) { return lens[b] < 1 ? 0 : lens[b] > T ? T - 1 : lens[b] - 1; }
+static size_t nn__last_at(int bf, int T, int B, int F, int t, int b) {
+    return bf ? ((size_t)b * T + t) * F : ((size_t)t * B + b) * F;
+}
+static void nn__cpu_last_valid_fwd(const float *x, const int32_t *lens, float *y, int T, int B, int F, int bf) {
+    int b;
+    for (b = 0; b < B; b++) memcpy(y + (size_t)b * F, x + nn__last_at(bf, T, B, F, nn__last_t(lens, b, T), b), (size_t)F * 4);
+}
+static void nn__cpu_last_valid_bwd(const float *dy, const int32_t *lens, float *dx, int T, int B, int F, int bf) {
+    int b;
+    memset(dx, 0, (size_t)T * B * F * 4);
+    for (b = 0; b < B; b++) memcpy(dx + nn__last_at(bf, T, B, F, nn__last_t(lens, b, T), b), dy + (size_t)b * F, (size_t)F * 4);
 }
 
 /* ======================================================================
@@ -18604,6 +18888,435 @@ static const char *const nn__cl_src_attention[] = {
 0 };
 
 /* ======================================================================
+   kernels/recurrent.cl
+   ====================================================================== */
+static const char *const nn__cl_src_recurrent[] = {
+"#line 1 \"kernels/recurrent.cl\"\n",
+"/* The recurrent family (src/ops/recurrent.c): a sequence node's time loop enqueues, per\n",
+"   step, a GEMM of kernels/gemm.cl for the state's product and one of the fused gate\n",
+"   kernels here. Gates: LSTM i, f, g, o; GRU r, z, n (n's hidden part reset after the\n",
+"   product); RNN tanh or relu. A row b is active at step t when t < lens[b] (no lengths:\n",
+"   always): a frozen row keeps its states and outputs 0. Offsets are in floats. */\n",
+"#line 1 \"kernels/kargs.h\"\n",
+"/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
+"   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
+"   on the C side both are parts of nn.h (gen/parts.txt).\n",
+"\n",
+"   A kernel's parameters are one list, NN__KARGS_<sig>(F, P): the first parameter by F, the\n",
+"   others by P, each as (kind, name):\n",
+"\n",
+"       #define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)\n",
+"       NN__KSIG(cumsum)\n",
+"\n",
+"   In OpenCL C the kernel takes its parameter list from it,\n",
+"\n",
+"       __kernel void cumsum(NN__KPARAMS(cumsum)) { ... }\n",
+"\n",
+"   and in C, NN__KSIG(cumsum) makes the struct a device plan fills by field name and the\n",
+"   function that records it as a launch's arguments, in the kernel's order:\n",
+"\n",
+"       nn__k_cumsum k;\n",
+"       memset(&k, 0, sizeof k);\n",
+"       k.x = &g->nodes[n->in[0]].buf;  ...\n",
+"       r = nn__launch_kernel(g, id, \"reduce\", \"cumsum\", work_items, &l);\n",
+"       if (r == NN_OK) r = nn__kargs_cumsum(l, &k);\n",
+"\n",
+"   so a field the kernel does not have, or a value of the wrong type, is a compile error.\n",
+"   Kernels stamped from one macro (the activations' NAME_forward) share one signature.\n",
+"\n",
+"   Kinds, with the OpenCL C type and the C field:\n",
+"     in, out      __global const float * / __global float *   const nn__buf *\n",
+"     iin, iout    __global const int * / __global int *       const nn__buf *\n",
+"     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     int, uint    const int / const uint                      int / unsigned\n",
+"     float        const float                                 float\n",
+"     int8         const int8                                  const int * (eight ints)\n",
+"     lfloat, lint __local float * / __local int *             size_t (bytes)\n",
+"     fstep, istep, ustep: a float, int or uint that changes every run: the same in OpenCL C;\n",
+"                  in C, set at compile time as the others and again before each run by the\n",
+"                  launch's update function through nn__kstep_<sig>(l, &k), which writes only\n",
+"                  the step fields. */\n",
+"#ifndef NN__KARGS_H\n",
+"#define NN__KARGS_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__KCL_in __global const float *\n",
+"#define NN__KCL_out __global float *\n",
+"#define NN__KCL_iin __global const int *\n",
+"#define NN__KCL_iout __global int *\n",
+"#define NN__KCL_uin __global const uint *\n",
+"#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_int const int\n",
+"#define NN__KCL_uint const uint\n",
+"#define NN__KCL_float const float\n",
+"#define NN__KCL_int8 const int8\n",
+"#define NN__KCL_lfloat __local float *\n",
+"#define NN__KCL_lint __local int *\n",
+"#define NN__KCL_fstep const float\n",
+"#define NN__KCL_istep const int\n",
+"#define NN__KCL_ustep const uint\n",
+"#define NN__KCL_F(kind, name) NN__KCL_##kind name\n",
+"#define NN__KCL_P(kind, name) , NN__KCL_##kind name\n",
+"#define NN__KPARAMS(sig) NN__KARGS_##sig(NN__KCL_F, NN__KCL_P)\n",
+"#define NN__KSIG(sig)\n",
+"\n",
+"#else /* C: the argument structs and their recorders */\n",
+"\n",
+"#define NN__KC_in const nn__buf *\n",
+"#define NN__KC_out const nn__buf *\n",
+"#define NN__KC_iin const nn__buf *\n",
+"#define NN__KC_iout const nn__buf *\n",
+"#define NN__KC_uin const nn__buf *\n",
+"#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_int int\n",
+"#define NN__KC_uint unsigned\n",
+"#define NN__KC_float float\n",
+"#define NN__KC_int8 const int *\n",
+"#define NN__KC_lfloat size_t\n",
+"#define NN__KC_lint size_t\n",
+"#define NN__KC_fstep float\n",
+"#define NN__KC_istep int\n",
+"#define NN__KC_ustep unsigned\n",
+"\n",
+"/* One argument appended to l, by kind. A buffer left NULL or one argument too many is\n",
+"   NN_ERR_STATE, with the field's name in l->bad_arg for the compile error's message. */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_bad(nn__launch *l, const char *name) {\n",
+"    l->bad_arg = name;\n",
+"    return NN_ERR_STATE;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn__karg *nn__karg_next(nn__launch *l) {\n",
+"    nn__karg *a;\n",
+"    if (l->n_args == NN__MAX_KARGS) return NULL;\n",
+"    a = &l->args[l->n_args++];\n",
+"    memset(a, 0, sizeof *a);\n",
+"    return a;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_buf(nn__launch *l, const char *name, const nn__buf *b) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a || !b) return nn__karg_bad(l, name);\n",
+"    a->kind = 'm';\n",
+"    a->v.buf = *b;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int(nn__launch *l, const char *name, int v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'i';\n",
+"    a->v.i = (int32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_uint(nn__launch *l, const char *name, unsigned v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'u';\n",
+"    a->v.u = (uint32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_float(nn__launch *l, const char *name, float v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'f';\n",
+"    a->v.f = v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int8(nn__launch *l, const char *name, const int *v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    int k;\n",
+"    if (!a || !v) return nn__karg_bad(l, name);\n",
+"    a->kind = '8';\n",
+"    for (k = 0; k < 8; k++) a->v.v8[k] = (int32_t)v[k];\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_local(nn__launch *l, const char *name, size_t bytes) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'L';\n",
+"    a->v.local = bytes;\n",
+"    return NN_OK;\n",
+"}\n",
+"/* A step argument: recorded as the others, its position kept in l->upd[] (in order). */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {\n",
+"    if (r != NN_OK) return r;\n",
+"    if (l->n_upd == NN__MAX_KUPD) return nn__karg_bad(l, \"(a step argument too many)\");\n",
+"    l->upd[l->n_upd++] = l->n_args - 1;\n",
+"    return NN_OK;\n",
+"}\n",
+"\n",
+"#define NN__KREC_in(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_out(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
+"#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
+"#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
+"#define NN__KREC_int8(l, name, v) nn__karg_int8(l, name, v)\n",
+"#define NN__KREC_lfloat(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_lint(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_fstep(l, name, v) nn__karg_mark(l, nn__karg_float(l, name, v))\n",
+"#define NN__KREC_istep(l, name, v) nn__karg_mark(l, nn__karg_int(l, name, v))\n",
+"#define NN__KREC_ustep(l, name, v) nn__karg_mark(l, nn__karg_uint(l, name, v))\n",
+"\n",
+"/* Before a run: a step field's new value into its recorded argument, the k-th step field. */\n",
+"#define NN__KSTEP_in(l_, k_, v_)\n",
+"#define NN__KSTEP_out(l_, k_, v_)\n",
+"#define NN__KSTEP_iin(l_, k_, v_)\n",
+"#define NN__KSTEP_iout(l_, k_, v_)\n",
+"#define NN__KSTEP_uin(l_, k_, v_)\n",
+"#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_int(l_, k_, v_)\n",
+"#define NN__KSTEP_uint(l_, k_, v_)\n",
+"#define NN__KSTEP_float(l_, k_, v_)\n",
+"#define NN__KSTEP_int8(l_, k_, v_)\n",
+"#define NN__KSTEP_lfloat(l_, k_, v_)\n",
+"#define NN__KSTEP_lint(l_, k_, v_)\n",
+"#define NN__KSTEP_fstep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.f = (v_);\n",
+"#define NN__KSTEP_istep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.i = (int32_t)(v_);\n",
+"#define NN__KSTEP_ustep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.u = (uint32_t)(v_);\n",
+"\n",
+"#define NN__KC_FIELD(kind, name) NN__KC_##kind name;\n",
+"#define NN__KC_REC(kind, name) \\\n",
+"    if (r == NN_OK) r = NN__KREC_##kind(l, #name, k->name);\n",
+"#define NN__KC_STEP(kind, name) NN__KSTEP_##kind(l, s, k->name)\n",
+"\n",
+"/* The struct nn__k_<sig>, nn__kargs_<sig>(l, &k) that records its fields as l's arguments\n",
+"   (NN_ERR_STATE for a buffer left NULL or too many arguments), and nn__kstep_<sig>(l, &k)\n",
+"   that rewrites the step fields of a recorded launch. */\n",
+"#define NN__KSIG(sig)                                                                             \\\n",
+"    typedef struct nn__k_##sig { NN__KARGS_##sig(NN__KC_FIELD, NN__KC_FIELD) } nn__k_##sig;        \\\n",
+"    static NN__MAYBE_UNUSED nn_result nn__kargs_##sig(nn__launch *l, const nn__k_##sig *k) {       \\\n",
+"        nn_result r = NN_OK;                                                                      \\\n",
+"        NN__KARGS_##sig(NN__KC_REC, NN__KC_REC) return r;                                         \\\n",
+"    }                                                                                             \\\n",
+"    static NN__MAYBE_UNUSED void nn__kstep_##sig(nn__launch *l, const nn__k_##sig *k) {            \\\n",
+"        int s = 0;                                                                                \\\n",
+"        NN__KARGS_##sig(NN__KC_STEP, NN__KC_STEP)(void) s;                                        \\\n",
+"        (void)l;                                                                                  \\\n",
+"        (void)k;                                                                                  \\\n",
+"    }\n",
+"\n",
+"#endif\n",
+"#endif\n",
+"#line 7 \"kernels/recurrent.cl\"\n",
+"#line 1 \"kernels/recurrent_args.h\"\n",
+"/* kernels/recurrent.cl's kernel signatures (kernels/kargs.h says how to read them). Offsets\n",
+"   are in floats into the buffer named beside them; `ws` is a sequence node's workspace\n",
+"   (src/ops/recurrent.c: the gates, the states, ...), `pk` a gradient node's packed output,\n",
+"   `sc` its scratch. t is the time step, lens the optional int32 [B] lengths. */\n",
+"#ifndef NN__RECURRENT_ARGS_H\n",
+"#define NN__RECURRENT_ARGS_H\n",
+"\n",
+"/* dst[odst + i] = has_src ? src[osrc + i] : 0, i < n */\n",
+"#define NN__KARGS_rec_copy(F, P) F(in, src) P(out, dst) P(int, has_src) P(int, osrc) P(int, odst) P(int, n)\n",
+"NN__KSIG(rec_copy)\n",
+"/* one step's gate math forward, a work-item per (b, j < H) */\n",
+"#define NN__KARGS_rec_gates_fwd(F, P)                                                              \\\n",
+"    F(in, xp) P(in, hp) P(in, bias) P(iin, lens) P(out, ws) P(out, y) P(int, kind) P(int, B)      \\\n",
+"    P(int, H) P(int, Hr) P(int, t) P(int, has_bias) P(int, has_len) P(int, proj) P(int, oxp)       \\\n",
+"    P(int, og) P(int, oh) P(int, oc) P(int, ou) P(int, ohn) P(int, oy)\n",
+"NN__KSIG(rec_gates_fwd)\n",
+"/* with a projection: the frozen rows' states kept and the output written, (b, k < Hr) */\n",
+"#define NN__KARGS_rec_proj_fix(F, P)                                                               \\\n",
+"    F(out, ws) P(out, y) P(iin, lens) P(int, has_len) P(int, B) P(int, Hr) P(int, t) P(int, oh)  \\\n",
+"    P(int, oy)\n",
+"NN__KSIG(rec_proj_fix)\n",
+"/* one step's gate math backward, a work-item per (b, j < H) */\n",
+"#define NN__KARGS_rec_gates_bwd(F, P)                                                              \\\n",
+"    F(in, ws) P(in, gy) P(out, sc) P(out, pk) P(iin, lens) P(int, kind) P(int, B) P(int, H)       \\\n",
+"    P(int, Hr) P(int, t) P(int, has_len) P(int, proj) P(int, og) P(int, oh) P(int, oc) P(int, ohn) \\\n",
+"    P(int, ogy) P(int, odu) P(int, odhp) P(int, odh) P(int, odc) P(int, odxp)\n",
+"NN__KSIG(rec_gates_bwd)\n",
+"/* with a projection, before a step backward: dHt = the state's gradient of active rows, (b, k < Hr) */\n",
+"#define NN__KARGS_rec_proj_bwd(F, P)                                                               \\\n",
+"    F(in, gy) P(out, pk) P(out, sc) P(iin, lens) P(int, has_len) P(int, B) P(int, Hr) P(int, t)  \\\n",
+"    P(int, ogy) P(int, odh) P(int, odht)\n",
+"NN__KSIG(rec_proj_bwd)\n",
+"/* y[oy + j] = sum over r < rows of x[ox + r * cols + j], in order of r */\n",
+"#define NN__KARGS_rec_colsum(F, P) F(in, x) P(out, y) P(int, rows) P(int, cols) P(int, ox) P(int, oy)\n",
+"NN__KSIG(rec_colsum)\n",
+"/* lengths outside [1, T] counted into bad[slot] (the graph's check counters) */\n",
+"#define NN__KARGS_rec_len_check(F, P) F(iin, lens) P(int, n) P(int, T) P(iout, bad) P(int, slot)\n",
+"NN__KSIG(rec_len_check)\n",
+"/* nn_last_valid: y [B, F] from x [T, B, F] (bf: [B, T, F]) at each row's lengths - 1 */\n",
+"#define NN__KARGS_last_valid_fwd(F, P) F(in, x) P(iin, lens) P(out, y) P(int, T) P(int, B) P(int, nf) P(int, bf)\n",
+"NN__KSIG(last_valid_fwd)\n",
+"#define NN__KARGS_last_valid_bwd(F, P) F(in, dy) P(iin, lens) P(out, dx) P(int, T) P(int, B) P(int, nf) P(int, bf)\n",
+"NN__KSIG(last_valid_bwd)\n",
+"\n",
+"#endif\n",
+"#line 8 \"kernels/recurrent.cl\"\n",
+"\n",
+"#define NN__REC_SIG(v) (1.0f / (1.0f + exp(-(v))))\n",
+"\n",
+"__kernel void rec_copy(NN__KPARAMS(rec_copy)) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= n) return;\n",
+"    dst[odst + i] = has_src ? src[osrc + i] : 0.0f;\n",
+"}\n",
+"\n",
+"/* kind 0 tanh, 1 relu, 2 LSTM, 3 GRU. ws: gates at og ([B, G*H] activated), the states h\n",
+"   at oh (this step's input; the next at oh + B*Hr), c at oc (LSTM, likewise), U at ou (the\n",
+"   LSTM's o*tanh(c) before its projection), the GRU's W_hn h + b_hn at ohn. */\n",
+"__kernel void rec_gates_fwd(NN__KPARAMS(rec_gates_fwd)) {\n",
+"    int idx = get_global_id(0);\n",
+"    if (idx >= B * H) return;\n",
+"    int b = idx / H, j = idx - b * H;\n",
+"    int G = kind == 2 ? 4 : kind == 3 ? 3 : 1;\n",
+"    int active = !has_len || t < lens[b];\n",
+"    __global const float *x = xp + oxp + (size_t)b * G * H;\n",
+"    __global const float *p = hp + (size_t)b * G * H;\n",
+"    __global float *gt = ws + og + (size_t)b * G * H;\n",
+"    size_t hi = (size_t)b * Hr + j, ci = (size_t)b * H + j;\n",
+"    float hprev = ws[oh + hi];\n",
+"    float hnew;\n",
+"#define NN__REC_PRE(k) (x[(k) * H + j] + p[(k) * H + j] + (has_bias ? bias[(k) * H + j] : 0.0f))\n",
+"    if (kind == 2) {\n",
+"        float ig = NN__REC_SIG(NN__REC_PRE(0)), fg = NN__REC_SIG(NN__REC_PRE(1));\n",
+"        float gg = tanh(NN__REC_PRE(2)), og_ = NN__REC_SIG(NN__REC_PRE(3));\n",
+"        float cprev = ws[oc + ci];\n",
+"        float c = active ? fg * cprev + ig * gg : cprev;\n",
+"        gt[j] = ig;\n",
+"        gt[H + j] = fg;\n",
+"        gt[2 * H + j] = gg;\n",
+"        gt[3 * H + j] = og_;\n",
+"        ws[oc + (size_t)B * H + ci] = c;\n",
+"        hnew = og_ * tanh(c);\n",
+"        if (proj) {\n",
+"            ws[ou + ci] = active ? hnew : 0.0f;\n",
+"            return;\n",
+"        }\n",
+"    } else if (kind == 3) {\n",
+"        float r = NN__REC_SIG(NN__REC_PRE(0)), z = NN__REC_SIG(NN__REC_PRE(1));\n",
+"        float hn = p[2 * H + j] + (has_bias ? bias[2 * H + j] : 0.0f);\n",
+"        float nn_ = tanh(x[2 * H + j] + r * hn);\n",
+"        gt[j] = r;\n",
+"        gt[H + j] = z;\n",
+"        gt[2 * H + j] = nn_;\n",
+"        ws[ohn + ci] = hn;\n",
+"        hnew = (1.0f - z) * nn_ + z * hprev;\n",
+"    } else {\n",
+"        float v = NN__REC_PRE(0);\n",
+"        hnew = kind == 0 ? tanh(v) : (v <= 0.0f ? 0.0f : v);\n",
+"        gt[j] = hnew;\n",
+"    }\n",
+"#undef NN__REC_PRE\n",
+"    ws[oh + (size_t)B * Hr + hi] = active ? hnew : hprev;\n",
+"    y[oy + hi] = active ? hnew : 0.0f;\n",
+"}\n",
+"\n",
+"__kernel void rec_proj_fix(NN__KPARAMS(rec_proj_fix)) {\n",
+"    int idx = get_global_id(0);\n",
+"    if (idx >= B * Hr) return;\n",
+"    int b = idx / Hr;\n",
+"    int active = !has_len || t < lens[b];\n",
+"    if (active) {\n",
+"        y[oy + idx] = ws[oh + (size_t)B * Hr + idx];\n",
+"    } else {\n",
+"        ws[oh + (size_t)B * Hr + idx] = ws[oh + idx];\n",
+"        y[oy + idx] = 0.0f;\n",
+"    }\n",
+"}\n",
+"\n",
+"/* pk: the running dh at odh, dc at odc (LSTM), d(xp) of step t at odxp; sc: d(hp) of the\n",
+"   step at odhp, and (proj) the gradient of o*tanh(c) at odu. gy: the output's gradient at ogy. */\n",
+"__kernel void rec_gates_bwd(NN__KPARAMS(rec_gates_bwd)) {\n",
+"    int idx = get_global_id(0);\n",
+"    if (idx >= B * H) return;\n",
+"    int b = idx / H, j = idx - b * H;\n",
+"    int G = kind == 2 ? 4 : kind == 3 ? 3 : 1;\n",
+"    int active = !has_len || t < lens[b];\n",
+"    __global const float *gt = ws + og + (size_t)b * G * H;\n",
+"    __global float *dx = pk + odxp + (size_t)b * G * H;\n",
+"    __global float *dp = sc + odhp + (size_t)b * G * H;\n",
+"    size_t hi = (size_t)b * Hr + j, ci = (size_t)b * H + j;\n",
+"    float dh = proj ? sc[odu + ci] : pk[odh + hi] + (active ? gy[ogy + hi] : 0.0f);\n",
+"    if (!active) {\n",
+"        for (int k = 0; k < G; k++) dx[k * H + j] = dp[k * H + j] = 0.0f;\n",
+"        if (!proj) pk[odh + hi] = dh;\n",
+"        return;\n",
+"    }\n",
+"    if (kind == 2) {\n",
+"        float ig = gt[j], fg = gt[H + j], gg = gt[2 * H + j], o = gt[3 * H + j];\n",
+"        float c = ws[oc + (size_t)B * H + ci], cprev = ws[oc + ci];\n",
+"        float tc = tanh(c);\n",
+"        float dc = pk[odc + ci] + dh * o * (1.0f - tc * tc);\n",
+"        float di = dc * gg * ig * (1.0f - ig), df = dc * cprev * fg * (1.0f - fg);\n",
+"        float dg = dc * ig * (1.0f - gg * gg), d_o = dh * tc * o * (1.0f - o);\n",
+"        dx[j] = dp[j] = di;\n",
+"        dx[H + j] = dp[H + j] = df;\n",
+"        dx[2 * H + j] = dp[2 * H + j] = dg;\n",
+"        dx[3 * H + j] = dp[3 * H + j] = d_o;\n",
+"        pk[odc + ci] = dc * fg;\n",
+"        if (!proj) pk[odh + hi] = 0.0f;\n",
+"    } else if (kind == 3) {\n",
+"        float r = gt[j], z = gt[H + j], nn_ = gt[2 * H + j], hn = ws[ohn + ci], hprev = ws[oh + hi];\n",
+"        float dn = dh * (1.0f - z) * (1.0f - nn_ * nn_);\n",
+"        float dr = dn * hn * r * (1.0f - r), dz = dh * (hprev - nn_) * z * (1.0f - z);\n",
+"        dx[j] = dp[j] = dr;\n",
+"        dx[H + j] = dp[H + j] = dz;\n",
+"        dx[2 * H + j] = dn;\n",
+"        dp[2 * H + j] = dn * r;\n",
+"        pk[odh + hi] = dh * z;\n",
+"    } else {\n",
+"        float h = gt[j];\n",
+"        float d = kind == 0 ? dh * (1.0f - h * h) : (h > 0.0f ? dh : 0.0f);\n",
+"        dx[j] = dp[j] = d;\n",
+"        pk[odh + hi] = 0.0f;\n",
+"    }\n",
+"}\n",
+"\n",
+"__kernel void rec_proj_bwd(NN__KPARAMS(rec_proj_bwd)) {\n",
+"    int idx = get_global_id(0);\n",
+"    if (idx >= B * Hr) return;\n",
+"    int b = idx / Hr;\n",
+"    int active = !has_len || t < lens[b];\n",
+"    if (active) {\n",
+"        sc[odht + idx] = pk[odh + idx] + gy[ogy + idx];\n",
+"        pk[odh + idx] = 0.0f;\n",
+"    } else {\n",
+"        sc[odht + idx] = 0.0f;\n",
+"    }\n",
+"}\n",
+"\n",
+"__kernel void rec_len_check(NN__KPARAMS(rec_len_check)) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= n) return;\n",
+"    if (lens[i] < 1 || lens[i] > T) atomic_inc(bad + slot);\n",
+"}\n",
+"\n",
+"__kernel void rec_colsum(NN__KPARAMS(rec_colsum)) {\n",
+"    int j = get_global_id(0);\n",
+"    if (j >= cols) return;\n",
+"    float s = 0.0f;\n",
+"    for (int r = 0; r < rows; r++) s += x[ox + (size_t)r * cols + j];\n",
+"    y[oy + j] = s;\n",
+"}\n",
+"\n",
+"/* the row's last valid step, lengths clamped to [1, T] */\n",
+"#define NN__LAST_T(b) (lens[b] < 1 ? 0 : lens[b] > T ? T - 1 : lens[b] - 1)\n",
+"#define NN__LAST_AT(tt, b, f) (bf ? ((size_t)(b) * T + (tt)) * nf + (f) : ((size_t)(tt) * B + (b)) * nf + (f))\n",
+"\n",
+"__kernel void last_valid_fwd(NN__KPARAMS(last_valid_fwd)) {\n",
+"    int idx = get_global_id(0);\n",
+"    if (idx >= B * nf) return;\n",
+"    int b = idx / nf, f = idx - b * nf;\n",
+"    y[idx] = x[NN__LAST_AT(NN__LAST_T(b), b, f)];\n",
+"}\n",
+"\n",
+"/* dx [T, B, F] (bf: [B, T, F]): dy at each row's last step, 0 elsewhere; a work-item per element */\n",
+"__kernel void last_valid_bwd(NN__KPARAMS(last_valid_bwd)) {\n",
+"    int idx = get_global_id(0);\n",
+"    if (idx >= T * B * nf) return;\n",
+"    int f = idx % nf, rest = idx / nf, b, tt;\n",
+"    if (bf) b = rest / T, tt = rest - b * T;\n",
+"    else tt = rest / B, b = rest - tt * B;\n",
+"    dx[idx] = tt == NN__LAST_T(b) ? dy[(size_t)b * nf + f] : 0.0f;\n",
+"}\n",
+0 };
+
+/* ======================================================================
    kernel table
    ====================================================================== */
 typedef struct nn__cl_source { const char *name; const char *const *lines; } nn__cl_source;
@@ -18624,8 +19337,9 @@ static const nn__cl_source nn__cl_sources[] = {
     { "segment", nn__cl_src_segment },
     { "rope", nn__cl_src_rope },
     { "attention", nn__cl_src_attention },
+    { "recurrent", nn__cl_src_recurrent },
 };
-#define NN__CL_NSOURCES 16
+#define NN__CL_NSOURCES 17
 
 /* ======================================================================
    src/opencl/backend.c
@@ -22095,6 +22809,55 @@ NN__KSIG(attn_bwd)
 /* delta [B, H, Tq] = rowsum(dout * o) */
 #define NN__KARGS_attn_delta(F, P) F(in, o) P(in, dout) P(out, delta) P(int8, dims)
 NN__KSIG(attn_delta)
+
+#endif
+
+/* ======================================================================
+   kernels/recurrent_args.h
+   ====================================================================== */
+/* kernels/recurrent.cl's kernel signatures (kernels/kargs.h says how to read them). Offsets
+   are in floats into the buffer named beside them; `ws` is a sequence node's workspace
+   (src/ops/recurrent.c: the gates, the states, ...), `pk` a gradient node's packed output,
+   `sc` its scratch. t is the time step, lens the optional int32 [B] lengths. */
+#ifndef NN__RECURRENT_ARGS_H
+#define NN__RECURRENT_ARGS_H
+
+/* dst[odst + i] = has_src ? src[osrc + i] : 0, i < n */
+#define NN__KARGS_rec_copy(F, P) F(in, src) P(out, dst) P(int, has_src) P(int, osrc) P(int, odst) P(int, n)
+NN__KSIG(rec_copy)
+/* one step's gate math forward, a work-item per (b, j < H) */
+#define NN__KARGS_rec_gates_fwd(F, P)                                                              \
+    F(in, xp) P(in, hp) P(in, bias) P(iin, lens) P(out, ws) P(out, y) P(int, kind) P(int, B)      \
+    P(int, H) P(int, Hr) P(int, t) P(int, has_bias) P(int, has_len) P(int, proj) P(int, oxp)       \
+    P(int, og) P(int, oh) P(int, oc) P(int, ou) P(int, ohn) P(int, oy)
+NN__KSIG(rec_gates_fwd)
+/* with a projection: the frozen rows' states kept and the output written, (b, k < Hr) */
+#define NN__KARGS_rec_proj_fix(F, P)                                                               \
+    F(out, ws) P(out, y) P(iin, lens) P(int, has_len) P(int, B) P(int, Hr) P(int, t) P(int, oh)  \
+    P(int, oy)
+NN__KSIG(rec_proj_fix)
+/* one step's gate math backward, a work-item per (b, j < H) */
+#define NN__KARGS_rec_gates_bwd(F, P)                                                              \
+    F(in, ws) P(in, gy) P(out, sc) P(out, pk) P(iin, lens) P(int, kind) P(int, B) P(int, H)       \
+    P(int, Hr) P(int, t) P(int, has_len) P(int, proj) P(int, og) P(int, oh) P(int, oc) P(int, ohn) \
+    P(int, ogy) P(int, odu) P(int, odhp) P(int, odh) P(int, odc) P(int, odxp)
+NN__KSIG(rec_gates_bwd)
+/* with a projection, before a step backward: dHt = the state's gradient of active rows, (b, k < Hr) */
+#define NN__KARGS_rec_proj_bwd(F, P)                                                               \
+    F(in, gy) P(out, pk) P(out, sc) P(iin, lens) P(int, has_len) P(int, B) P(int, Hr) P(int, t)  \
+    P(int, ogy) P(int, odh) P(int, odht)
+NN__KSIG(rec_proj_bwd)
+/* y[oy + j] = sum over r < rows of x[ox + r * cols + j], in order of r */
+#define NN__KARGS_rec_colsum(F, P) F(in, x) P(out, y) P(int, rows) P(int, cols) P(int, ox) P(int, oy)
+NN__KSIG(rec_colsum)
+/* lengths outside [1, T] counted into bad[slot] (the graph's check counters) */
+#define NN__KARGS_rec_len_check(F, P) F(iin, lens) P(int, n) P(int, T) P(iout, bad) P(int, slot)
+NN__KSIG(rec_len_check)
+/* nn_last_valid: y [B, F] from x [T, B, F] (bf: [B, T, F]) at each row's lengths - 1 */
+#define NN__KARGS_last_valid_fwd(F, P) F(in, x) P(iin, lens) P(out, y) P(int, T) P(int, B) P(int, nf) P(int, bf)
+NN__KSIG(last_valid_fwd)
+#define NN__KARGS_last_valid_bwd(F, P) F(in, dy) P(iin, lens) P(out, dx) P(int, T) P(int, B) P(int, nf) P(int, bf)
+NN__KSIG(last_valid_bwd)
 
 #endif
 
@@ -30536,6 +31299,740 @@ static nn_result nn__launch_attention_dkv(nn_graph *g, int id) {
     k.out = &n->buf;
     return nn__kargs_attn_bwd(l, &k);
 }
+
+/* ======================================================================
+   src/ops/recurrent.c
+   ====================================================================== */
+/* The recurrent family: PyTorch's nn.RNN, nn.LSTM, nn.GRU and their cells (nn_rnn, nn_lstm,
+   nn_gru, nn_rnn_cell, nn_lstm_cell, nn_gru_cell) and nn_last_valid. A layer is, per layer
+   and direction, one GEMM of the input projection for all steps (nn_matmul, + bias_ih) and
+   one sequence node (REC_SEQ) that loops over time inside itself: per step the state's
+   GEMM and one fused gate kernel (kernels/recurrent.cl; on the CPU backend the loops of
+   src/cpu/recurrent.c), saving gates and states in a workspace node (REC_WS). Its gradient
+   is one node (REC_SEQ_GRAD): per step one gate-backward kernel and the GEMM of the state's
+   gradient, then the recurrent weights' gradients as one GEMM over all steps. HACKING.md
+   ("Recurrent layers") says why the loop is one node and not unrolled. */
+
+/* ==== the workspace and the packed buffers of a sequence node ==== */
+
+/* The workspace of a sequence node (floats), in processing order s (t = s, or T-1-s
+   reversed): gates [T, B, G*H] (activated), the states Hs [T+1, B, Hr] (Hs[0] the initial
+   one; frozen rows carried), Cs [T+1, B, H] (LSTM), U [T, B, H] (LSTM with a projection:
+   o*tanh(c)), HN [T, B, H] (GRU: W_hn h + b_hn). Returns the total. */
+static int64_t nn__rec_ws_layout(const nn__rec_attr *a, int64_t off[5]) {
+    int64_t TB = (int64_t)a->T * a->B, o = 0;
+    off[0] = o, o += TB * a->G * a->H;
+    off[1] = o, o += (TB + a->B) * a->Hr;
+    off[2] = o, o += a->kind == NN__REC_LSTM ? (TB + a->B) * a->H : 0;
+    off[3] = o, o += a->i_whr >= 0 ? TB * a->H : 0;
+    off[4] = o, o += a->kind == NN__REC_GRU ? TB * a->H : 0;
+    return o;
+}
+
+/* A sequence node's output: Y [T, B, Hr] in time order, h_n [B, Hr], c_n [B, H] (LSTM). */
+static int64_t nn__rec_out_size(const nn__rec_attr *a) {
+    return ((int64_t)a->T * a->B + a->B) * a->Hr + (a->kind == NN__REC_LSTM ? (int64_t)a->B * a->H : 0);
+}
+
+/* Its gradient node's output: d(xp) [T, B, G*H], dh0 [B, Hr], dc0 [B, H] (LSTM),
+   dW_hh [G*H, Hr], db_hh [G*H], dW_hr [Hr, H] (projection). Returns the total. */
+static int64_t nn__rec_grad_layout(const nn__rec_attr *a, int64_t off[6]) {
+    int64_t GH = (int64_t)a->G * a->H, o = 0;
+    off[0] = o, o += (int64_t)a->T * a->B * GH;
+    off[1] = o, o += (int64_t)a->B * a->Hr;
+    off[2] = o, o += a->kind == NN__REC_LSTM ? (int64_t)a->B * a->H : 0;
+    off[3] = o, o += GH * a->Hr;
+    off[4] = o, o += GH;
+    off[5] = o, o += a->i_whr >= 0 ? (int64_t)a->Hr * a->H : 0;
+    return o;
+}
+
+/* A checked node's lengths outside [1, T] (PyTorch raises on them; here a frozen row's
+   states stay its initial ones and nn_last_valid clamps): counted into its counter. */
+static void nn__rec_len_count(nn_graph *g, const nn__node *n, const int32_t *lens, int B, int T) {
+    int32_t *c;
+    uint32_t bad = 0;
+    int b;
+    if (!n->check) return;
+    for (b = 0; b < B; b++) bad += lens[b] < 1 || lens[b] > T;
+    c = (int32_t *)g->checks.host + n->check_slot;
+    *c = (int32_t)((uint32_t)*c + bad);
+}
+static nn_result nn__rec_len_launch(nn_graph *g, int id, const nn__buf *lens, int B, int T) {
+    nn__launch *l = NULL;
+    nn__k_rec_len_check k;
+    nn_result r;
+    if (!g->nodes[id].check) return NN_OK;
+    r = nn__launch_kernel(g, id, "recurrent", "rec_len_check", (size_t)B, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.lens = lens;
+    k.n = B;
+    k.T = T;
+    k.bad = &g->checks;
+    k.slot = g->nodes[id].check_slot;
+    return nn__kargs_rec_len_check(l, &k);
+}
+
+/* ==== REC_WS: a sequence node's workspace [n], written by the sequence node that takes it
+   and read by its gradient node (its order in the schedule: ids). No computation ==== */
+
+static nn_result nn__cpu_rec_ws(nn_graph *g, nn__node *n) {
+    (void)g, (void)n;
+    return NN_OK;
+}
+static nn_result nn__launch_rec_ws(nn_graph *g, int id) {
+    (void)g, (void)id;
+    return NN_OK;
+}
+#define nn__grad_rec_ws nn__grad_none
+#define nn__plan_rec_ws nn__no_plan
+
+/* ==== REC_SEQ: one layer-direction over time: xp [T*B, G*H] (x W_ih^T + b_ih), W_hh
+   [G*H, Hr], the workspace, then the optional b_hh [G*H], h0 [B, Hr], c0 [B, H], lengths
+   int32 [B], W_hr [Hr, H] -> [Y | h_n | c_n] (nn__rec_out_size). No PyTorch op alone: the
+   loop of nn.LSTM's (nn.RNN's, nn.GRU's) forward for one layer and direction ==== */
+
+/* The sequence node and its workspace; Y, h_n and c_n (each NULL: not made) are slices of it. */
+static void nn__rec_seq(nn_graph *g, const nn__rec_attr *at, nn_tensor xp, nn_tensor whh, nn_tensor bhh, nn_tensor h0,
+                        nn_tensor c0, nn_tensor lens, nn_tensor whr, const char *check, nn_tensor *y, nn_tensor *hn,
+                        nn_tensor *cn) {
+    int in[8], n_in = 3, ws, id;
+    int64_t off[5], TBH = (int64_t)at->T * at->B * at->Hr;
+    nn__rec_attr a = *at;
+    nn_tensor out;
+    a.i_bias = a.i_h0 = a.i_c0 = a.i_len = a.i_whr = -1;
+    if (whr.id > 0) a.i_whr = 0; /* the layout reads only whether it is there */
+    ws = nn__new_node(g, NN__OP_REC_WS, NN_F32, nn_shape1(nn__rec_ws_layout(&a, off)), NULL, 0);
+    if (ws < 0) {
+        *y = nn__tensor(-1);
+        return;
+    }
+    in[0] = xp.id, in[1] = whh.id, in[2] = ws;
+    if (bhh.id > 0) a.i_bias = n_in, in[n_in++] = bhh.id;
+    if (h0.id > 0) a.i_h0 = n_in, in[n_in++] = h0.id;
+    if (c0.id > 0) a.i_c0 = n_in, in[n_in++] = c0.id;
+    if (lens.id > 0) a.i_len = n_in, in[n_in++] = lens.id;
+    if (whr.id > 0) a.i_whr = n_in, in[n_in++] = whr.id;
+    id = nn__new_node(g, NN__OP_REC_SEQ, NN_F32, nn_shape1(nn__rec_out_size(&a)), in, n_in);
+    if (id < 0) {
+        *y = nn__tensor(-1);
+        return;
+    }
+    g->nodes[id].a.rec = a;
+    if (lens.id > 0) g->nodes[id].check = check;
+    out = nn__tensor(id);
+    *y = nn_reshape(g, nn_slice(g, out, 0, 0, TBH), nn_shape3(a.T, a.B, a.Hr));
+    if (hn) *hn = nn_reshape(g, nn_slice(g, out, 0, TBH, (int64_t)a.B * a.Hr), nn_shape3(1, a.B, a.Hr));
+    if (cn && a.kind == NN__REC_LSTM)
+        *cn = nn_reshape(g, nn_slice(g, out, 0, TBH + (int64_t)a.B * a.Hr, (int64_t)a.B * a.H), nn_shape3(1, a.B, a.H));
+}
+
+/* d(xp), d(W_hh), d(b_hh), d(h0), d(c0), d(W_hr): slices of one REC_SEQ_GRAD node. */
+static void nn__grad_rec_seq(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn__rec_attr at = n.a.rec;
+    int64_t off[6], total;
+    int in[5], n_in = 3, k, any = 0;
+    nn_tensor pk;
+    for (k = 0; k < n.n_in; k++) any |= k != 2 && g->nodes[n.in[k]].needs_grad;
+    if (!any) return;
+    in[0] = gy.id, in[1] = n.in[1], in[2] = n.in[2];
+    if (at.i_len >= 0) in[n_in] = n.in[at.i_len], at.i_len = n_in++;
+    if (at.i_whr >= 0) in[n_in] = n.in[at.i_whr], at.i_whr = n_in++;
+    total = nn__rec_grad_layout(&at, off);
+    pk = nn__tensor(nn__new_node(g, NN__OP_REC_SEQ_GRAD, NN_F32, nn_shape1(total), in, n_in));
+    if (pk.id < 0) return;
+    g->nodes[pk.id].a.rec = at;
+#define NN__REC_ACC(i, o, len)                                                                            \
+    if ((i) >= 0 && g->nodes[n.in[i]].needs_grad)                                                        \
+        nn__acc_grad(g, n.in[i], nn_reshape(g, nn_slice(g, pk, 0, (o), (len)), g->nodes[n.in[i]].shape))
+    NN__REC_ACC(0, off[0], off[1] - off[0]);
+    NN__REC_ACC(1, off[3], off[4] - off[3]);
+    NN__REC_ACC(n.a.rec.i_bias, off[4], off[5] - off[4]);
+    NN__REC_ACC(n.a.rec.i_h0, off[1], off[2] - off[1]);
+    NN__REC_ACC(n.a.rec.i_c0, off[2], off[3] - off[2]);
+    NN__REC_ACC(n.a.rec.i_whr, off[5], total - off[5]);
+#undef NN__REC_ACC
+}
+
+/* the state product of one step [B, G*H] */
+static void nn__plan_rec_seq(nn_graph *g, nn__node *n) {
+    (void)g;
+    n->scratch = (int64_t)n->a.rec.B * n->a.rec.G * n->a.rec.H;
+}
+
+#define NN__REC_OPT(n, i) ((i) >= 0 ? g->nodes[(n)->in[i]].buf.host : NULL)
+
+static nn_result nn__cpu_rec_seq(nn_graph *g, nn__node *n) {
+    const nn__rec_attr *a = &n->a.rec;
+    int T = a->T, B = a->B, H = a->H, Hr = a->Hr, GH = a->G * a->H, s;
+    int64_t off[5];
+    const float *xp = NN__F(n->in[0]), *whh = NN__F(n->in[1]);
+    const float *bias = NN__REC_OPT(n, a->i_bias), *h0 = NN__REC_OPT(n, a->i_h0), *c0 = NN__REC_OPT(n, a->i_c0);
+    const float *whr = NN__REC_OPT(n, a->i_whr);
+    const int32_t *lens = a->i_len >= 0 ? NN__I(n->in[a->i_len]) : NULL;
+    float *ws = NN__F(n->in[2]), *y = n->buf.host, *hp = n->scratch_buf.host;
+    size_t BHr = (size_t)B * Hr, BH = (size_t)B * H;
+    nn__threadpool *pool = g->ctx->threads;
+    nn__rec_ws_layout(a, off);
+    if (lens) nn__rec_len_count(g, n, lens, B, T);
+    if (h0) memcpy(ws + off[1], h0, BHr * 4);
+    else memset(ws + off[1], 0, BHr * 4);
+    if (a->kind == NN__REC_LSTM) {
+        if (c0) memcpy(ws + off[2], c0, BH * 4);
+        else memset(ws + off[2], 0, BH * 4);
+    }
+    for (s = 0; s < T; s++) {
+        int t = a->reverse ? T - 1 - s : s;
+        size_t oh = (size_t)off[1] + s * BHr;
+        nn__sgemm(pool, 0, 1, B, GH, Hr, 1.0f, ws + oh, Hr, whh, Hr, 0.0f, hp, GH);
+        nn__cpu_rec_gates_fwd(a->kind, B, H, Hr, t, xp + (size_t)t * B * GH, hp, bias, lens, ws, y + (size_t)t * BHr,
+                              whr != NULL, (size_t)off[0] + s * (size_t)B * GH, oh, (size_t)off[2] + s * BH,
+                              (size_t)off[3] + s * BH, (size_t)off[4] + s * BH);
+        if (whr) {
+            nn__sgemm(pool, 0, 1, B, Hr, H, 1.0f, ws + off[3] + s * BH, H, whr, H, 0.0f, ws + oh + BHr, Hr);
+            nn__cpu_rec_proj_fix(B, Hr, t, lens, ws, y + (size_t)t * BHr, oh);
+        }
+    }
+    memcpy(y + (size_t)T * BHr, ws + off[1] + (size_t)T * BHr, BHr * 4);
+    if (a->kind == NN__REC_LSTM) memcpy(y + (size_t)(T + 1) * BHr, ws + off[2] + (size_t)T * BH, BH * 4);
+    return NN_OK;
+}
+
+static nn_result nn__launch_rec_copy(nn_graph *g, int id, const nn__buf *src, int osrc, const nn__buf *dst, int odst, int64_t count) {
+    nn__launch *l = NULL;
+    nn__k_rec_copy k;
+    nn_result r = nn__launch_kernel(g, id, "recurrent", "rec_copy", (size_t)count, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.src = src ? src : &g->one;
+    k.dst = dst;
+    k.has_src = src != NULL;
+    k.osrc = osrc;
+    k.odst = odst;
+    k.n = (int)count;
+    return nn__kargs_rec_copy(l, &k);
+}
+
+/* one product on kernels/gemm.cl: C [M, N] (ldc, at oc) = op(A) op(B) + beta C */
+static nn_result nn__rec_gemm(nn_graph *g, int id, int ta, int tb, int M, int N, int K, const nn__buf *A, int lda, int oa,
+                              const nn__buf *B, int ldb, int ob, const nn__buf *C, int ldc, int oc, float beta) {
+    int pa[4], pb[4], pc[4];
+    pa[0] = lda, pa[1] = oa, pa[2] = pa[3] = 0;
+    pb[0] = ldb, pb[1] = ob, pb[2] = pb[3] = 0;
+    pc[0] = ldc, pc[1] = oc, pc[2] = pc[3] = 0;
+    return nn__launch_gemm_beta(g, id, ta, tb, M, N, K, A, pa, B, pb, C, pc, 1, 1, beta);
+}
+
+#define NN__REC_BUF(n, i) ((i) >= 0 ? &g->nodes[(n)->in[i]].buf : NULL)
+
+static nn_result nn__launch_rec_seq(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__rec_attr *a = &n->a.rec;
+    int T = a->T, B = a->B, H = a->H, Hr = a->Hr, GH = a->G * a->H, s;
+    int64_t off[5];
+    const nn__buf *ws = &g->nodes[n->in[2]].buf, *whh = &g->nodes[n->in[1]].buf, *y = &n->buf;
+    const nn__buf *lens = NN__REC_BUF(n, a->i_len), *whr = NN__REC_BUF(n, a->i_whr), *bias = NN__REC_BUF(n, a->i_bias);
+    int BHr = B * Hr, BH = B * H;
+    nn_result r;
+    nn__rec_ws_layout(a, off);
+    r = lens ? nn__rec_len_launch(g, id, lens, B, T) : NN_OK;
+    if (r == NN_OK) r = nn__launch_rec_copy(g, id, NN__REC_BUF(n, a->i_h0), 0, ws, (int)off[1], BHr);
+    if (r == NN_OK && a->kind == NN__REC_LSTM) r = nn__launch_rec_copy(g, id, NN__REC_BUF(n, a->i_c0), 0, ws, (int)off[2], BH);
+    for (s = 0; s < T && r == NN_OK; s++) {
+        int t = a->reverse ? T - 1 - s : s, oh = (int)off[1] + s * BHr;
+        nn__launch *l = NULL;
+        nn__k_rec_gates_fwd k;
+        r = nn__rec_gemm(g, id, 0, 1, B, GH, Hr, ws, Hr, oh, whh, Hr, 0, &n->scratch_buf, GH, 0, 0.0f);
+        if (r == NN_OK) r = nn__launch_kernel(g, id, "recurrent", "rec_gates_fwd", (size_t)BH, &l);
+        if (r != NN_OK) break;
+        memset(&k, 0, sizeof k);
+        k.xp = &g->nodes[n->in[0]].buf;
+        k.hp = &n->scratch_buf;
+        k.bias = bias ? bias : &g->one;
+        k.lens = lens ? lens : &g->one;
+        k.ws = ws;
+        k.y = y;
+        k.kind = a->kind;
+        k.B = B;
+        k.H = H;
+        k.Hr = Hr;
+        k.t = t;
+        k.has_bias = bias != NULL;
+        k.has_len = lens != NULL;
+        k.proj = whr != NULL;
+        k.oxp = t * B * GH;
+        k.og = (int)off[0] + s * B * GH;
+        k.oh = oh;
+        k.oc = (int)off[2] + s * BH;
+        k.ou = (int)off[3] + s * BH;
+        k.ohn = (int)off[4] + s * BH;
+        k.oy = t * BHr;
+        r = nn__kargs_rec_gates_fwd(l, &k);
+        if (r == NN_OK && whr) {
+            nn__k_rec_proj_fix f;
+            r = nn__rec_gemm(g, id, 0, 1, B, Hr, H, ws, H, (int)off[3] + s * BH, whr, H, 0, ws, Hr, oh + BHr, 0.0f);
+            if (r == NN_OK) r = nn__launch_kernel(g, id, "recurrent", "rec_proj_fix", (size_t)BHr, &l);
+            if (r != NN_OK) break;
+            memset(&f, 0, sizeof f);
+            f.ws = ws;
+            f.y = y;
+            f.lens = lens ? lens : &g->one;
+            f.has_len = lens != NULL;
+            f.B = B;
+            f.Hr = Hr;
+            f.t = t;
+            f.oh = oh;
+            f.oy = t * BHr;
+            r = nn__kargs_rec_proj_fix(l, &f);
+        }
+    }
+    if (r == NN_OK) r = nn__launch_rec_copy(g, id, ws, (int)off[1] + T * BHr, y, T * BHr, BHr);
+    if (r == NN_OK && a->kind == NN__REC_LSTM) r = nn__launch_rec_copy(g, id, ws, (int)off[2] + T * BH, y, (T + 1) * BHr, BH);
+    return r;
+}
+
+/* ==== REC_SEQ_GRAD: gy [Y | h_n | c_n], W_hh, the workspace, then the optional lengths
+   and W_hr -> [d(xp) | dh0 | dc0 | dW_hh | db_hh | dW_hr] (nn__rec_grad_layout) ==== */
+
+#define nn__grad_rec_seq_grad nn__grad_none
+
+/* d(hp) of every step [T, B, G*H] (processing order), and with a projection the state
+   gradients [T, B, Hr] and one step's gradient of o*tanh(c) [B, H] */
+static void nn__plan_rec_seq_grad(nn_graph *g, nn__node *n) {
+    const nn__rec_attr *a = &n->a.rec;
+    int64_t TB = (int64_t)a->T * a->B;
+    (void)g;
+    n->scratch = TB * a->G * a->H + (a->i_whr >= 0 ? TB * a->Hr + (int64_t)a->B * a->H : 0);
+}
+
+static nn_result nn__cpu_rec_seq_grad(nn_graph *g, nn__node *n) {
+    const nn__rec_attr *a = &n->a.rec;
+    int T = a->T, B = a->B, H = a->H, Hr = a->Hr, GH = a->G * a->H, s;
+    int64_t off[5], po[6];
+    const float *gy = NN__F(n->in[0]), *whh = NN__F(n->in[1]), *ws = NN__F(n->in[2]);
+    const float *whr = NN__REC_OPT(n, a->i_whr);
+    const int32_t *lens = a->i_len >= 0 ? NN__I(n->in[a->i_len]) : NULL;
+    float *pk = n->buf.host, *dhp = n->scratch_buf.host;
+    float *dht = dhp + (size_t)T * B * GH, *du = dht + (size_t)T * B * Hr;
+    size_t BHr = (size_t)B * Hr, BH = (size_t)B * H;
+    nn__threadpool *pool = g->ctx->threads;
+    float *dh, *dc;
+    nn__rec_ws_layout(a, off);
+    nn__rec_grad_layout(a, po);
+    dh = pk + po[1];
+    dc = pk + po[2];
+    memcpy(dh, gy + (size_t)T * BHr, BHr * 4);
+    if (a->kind == NN__REC_LSTM) memcpy(dc, gy + (size_t)(T + 1) * BHr, BH * 4);
+    for (s = T - 1; s >= 0; s--) {
+        int t = a->reverse ? T - 1 - s : s;
+        float *dhp_s = dhp + (size_t)s * B * GH;
+        if (whr) {
+            nn__cpu_rec_proj_bwd(B, Hr, t, lens, gy + (size_t)t * BHr, dh, dht + s * BHr);
+            nn__sgemm(pool, 0, 0, B, H, Hr, 1.0f, dht + s * BHr, Hr, whr, H, 0.0f, du, H);
+        }
+        nn__cpu_rec_gates_bwd(a->kind, B, H, Hr, t, ws, gy + (size_t)t * BHr, lens, whr ? du : NULL, dh, dc,
+                              pk + po[0] + (size_t)t * B * GH, dhp_s, (size_t)off[0] + s * (size_t)B * GH,
+                              (size_t)off[1] + s * BHr, (size_t)off[2] + s * BH, (size_t)off[4] + s * BH);
+        nn__sgemm(pool, 0, 0, B, Hr, GH, 1.0f, dhp_s, GH, whh, Hr, 1.0f, dh, Hr);
+    }
+    nn__sgemm(pool, 1, 0, GH, Hr, T * B, 1.0f, dhp, GH, ws + off[1], Hr, 0.0f, pk + po[3], Hr);
+    nn__cpu_rec_colsum(dhp, pk + po[4], T * B, GH);
+    if (whr) nn__sgemm(pool, 1, 0, Hr, H, T * B, 1.0f, dht, Hr, ws + off[3], H, 0.0f, pk + po[5], H);
+    return NN_OK;
+}
+
+static nn_result nn__launch_rec_seq_grad(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__rec_attr *a = &n->a.rec;
+    int T = a->T, B = a->B, H = a->H, Hr = a->Hr, GH = a->G * a->H, s;
+    int64_t off[5], po[6];
+    const nn__buf *gy = &g->nodes[n->in[0]].buf, *whh = &g->nodes[n->in[1]].buf, *ws = &g->nodes[n->in[2]].buf;
+    const nn__buf *lens = NN__REC_BUF(n, a->i_len), *whr = NN__REC_BUF(n, a->i_whr), *pk = &n->buf, *sc = &n->scratch_buf;
+    int BHr = B * Hr, BH = B * H, odht = T * B * GH, odu = odht + T * BHr;
+    nn__launch *l = NULL;
+    nn_result r;
+    nn__rec_ws_layout(a, off);
+    nn__rec_grad_layout(a, po);
+    r = nn__launch_rec_copy(g, id, gy, T * BHr, pk, (int)po[1], BHr);
+    if (r == NN_OK && a->kind == NN__REC_LSTM) r = nn__launch_rec_copy(g, id, gy, (T + 1) * BHr, pk, (int)po[2], BH);
+    for (s = T - 1; s >= 0 && r == NN_OK; s--) {
+        int t = a->reverse ? T - 1 - s : s;
+        nn__k_rec_gates_bwd k;
+        if (whr) {
+            nn__k_rec_proj_bwd p;
+            r = nn__launch_kernel(g, id, "recurrent", "rec_proj_bwd", (size_t)BHr, &l);
+            if (r != NN_OK) break;
+            memset(&p, 0, sizeof p);
+            p.gy = gy;
+            p.pk = pk;
+            p.sc = sc;
+            p.lens = lens ? lens : &g->one;
+            p.has_len = lens != NULL;
+            p.B = B;
+            p.Hr = Hr;
+            p.t = t;
+            p.ogy = t * BHr;
+            p.odh = (int)po[1];
+            p.odht = odht + s * BHr;
+            r = nn__kargs_rec_proj_bwd(l, &p);
+            if (r == NN_OK) r = nn__rec_gemm(g, id, 0, 0, B, H, Hr, sc, Hr, odht + s * BHr, whr, H, 0, sc, H, odu, 0.0f);
+        }
+        if (r == NN_OK) r = nn__launch_kernel(g, id, "recurrent", "rec_gates_bwd", (size_t)BH, &l);
+        if (r != NN_OK) break;
+        memset(&k, 0, sizeof k);
+        k.ws = ws;
+        k.gy = gy;
+        k.sc = sc;
+        k.pk = pk;
+        k.lens = lens ? lens : &g->one;
+        k.kind = a->kind;
+        k.B = B;
+        k.H = H;
+        k.Hr = Hr;
+        k.t = t;
+        k.has_len = lens != NULL;
+        k.proj = whr != NULL;
+        k.og = (int)off[0] + s * B * GH;
+        k.oh = (int)off[1] + s * BHr;
+        k.oc = (int)off[2] + s * BH;
+        k.ohn = (int)off[4] + s * BH;
+        k.ogy = t * BHr;
+        k.odu = odu;
+        k.odhp = s * B * GH;
+        k.odh = (int)po[1];
+        k.odc = (int)po[2];
+        k.odxp = (int)po[0] + t * B * GH;
+        r = nn__kargs_rec_gates_bwd(l, &k);
+        if (r == NN_OK) r = nn__rec_gemm(g, id, 0, 0, B, Hr, GH, sc, GH, s * B * GH, whh, Hr, 0, pk, Hr, (int)po[1], 1.0f);
+    }
+    if (r == NN_OK) r = nn__rec_gemm(g, id, 1, 0, GH, Hr, T * B, sc, GH, 0, ws, Hr, (int)off[1], pk, Hr, (int)po[3], 0.0f);
+    if (r == NN_OK) {
+        nn__k_rec_colsum c;
+        r = nn__launch_kernel(g, id, "recurrent", "rec_colsum", (size_t)GH, &l);
+        if (r != NN_OK) return r;
+        memset(&c, 0, sizeof c);
+        c.x = sc;
+        c.y = pk;
+        c.rows = T * B;
+        c.cols = GH;
+        c.ox = 0;
+        c.oy = (int)po[4];
+        r = nn__kargs_rec_colsum(l, &c);
+    }
+    if (r == NN_OK && whr) r = nn__rec_gemm(g, id, 1, 0, Hr, H, T * B, sc, Hr, odht, ws, H, (int)off[3], pk, H, (int)po[5], 0.0f);
+    return r;
+}
+
+/* ==== the layers: nn_rnn, nn_lstm, nn_gru (PyTorch's nn.RNN, nn.LSTM, nn.GRU) ==== */
+
+static int nn__rec_gates(int kind) { return kind == NN__REC_LSTM ? 4 : kind == NN__REC_GRU ? 3 : 1; }
+
+/* A parameter NAME.stem{suffix} of shape s, U(+-1/sqrt(H)) as PyTorch's RNN modules. */
+static nn_tensor nn__rec_param(nn_graph *g, const char *name, const char *stem, const char *suffix, nn_shape s, int64_t H) {
+    char pn[320];
+    nn_init init;
+    init.kind = NN_INIT_UNIFORM;
+    init.a = (float)(-1.0 / sqrt((double)H));
+    init.b = -init.a;
+    snprintf(pn, sizeof pn, "%s.%s%s", name, stem, suffix);
+    return nn_param(g, pn, s, init);
+}
+
+/* A [L*D, B, X] state's row k as [B, X] (NN_NONE stays NN_NONE). */
+static nn_tensor nn__rec_state_row(nn_graph *g, nn_tensor s, int k) {
+    nn__node *n;
+    if (s.id == 0) return s;
+    n = nn__n(g, s);
+    return nn_reshape(g, nn_slice(g, s, 0, k, 1), nn_shape2(n->shape.dim[1], n->shape.dim[2]));
+}
+
+/* An optional state's shape [rows, B, X], or a refusal naming the op and the shapes. */
+static int nn__rec_state_ok(nn_graph *g, const char *op, const char *what, nn_tensor s, int64_t rows, int64_t B, int64_t X) {
+    nn__node *n;
+    int o = nn__optional(g, op, s);
+    if (o <= 0) return o == 0;
+    if (!nn__expect_f32(g, op, s, what)) return 0;
+    n = nn__n(g, s);
+    if (n->shape.ndim != 3 || n->shape.dim[0] != rows || n->shape.dim[1] != B || n->shape.dim[2] != X) {
+        char sh[128];
+        nn__shape_str(&n->shape, sh, sizeof sh);
+        nn__op_fail(g, NN_ERR_SHAPE, "%s: %s %s must be [%lld, %lld, %lld]", op, what, sh, (long long)rows, (long long)B,
+                    (long long)X);
+        return 0;
+    }
+    return 1;
+}
+
+/* Optional lengths: int32 [B]. */
+static int nn__rec_lengths_ok(nn_graph *g, const char *op, nn_tensor lens, int64_t B) {
+    nn__node *n;
+    int o = nn__optional(g, op, lens);
+    if (o <= 0) return o == 0;
+    n = nn__n(g, lens);
+    if (n->dtype != NN_I32 || n->shape.ndim != 1 || n->shape.dim[0] != B) {
+        char sh[128];
+        nn__shape_str(&n->shape, sh, sizeof sh);
+        nn__op_fail(g, NN_ERR_SHAPE, "%s: lengths %s %s must be int32 [%lld]", op, nn__dtype_name(n->dtype), sh, (long long)B);
+        return 0;
+    }
+    return 1;
+}
+
+static nn_tensor nn__rec_layers(nn_graph *g, const char *op, int kind, nn_tensor x, int64_t hidden, const nn_rnn_desc *desc,
+                                const char *name) {
+    nn_rnn_desc d;
+    nn_tensor inp, out = nn__tensor(-1), hn[2 * 64], cn[2 * 64];
+    int64_t T, B, H = hidden, Hr, I;
+    int L, D, G = nn__rec_gates(kind), k, dir, perm[3] = {1, 0, 2};
+    float p;
+    nn__rec_attr a;
+    const char *lcheck = kind == NN__REC_LSTM ? "nn_lstm: lengths outside [1, T]" : kind == NN__REC_GRU ? "nn_gru: lengths outside [1, T]"
+                                                                                                      : "nn_rnn: lengths outside [1, T]";
+    if (desc) d = *desc;
+    else memset(&d, 0, sizeof d);
+    if (!nn__check(g, op, 1, &x) || !nn__expect_f32(g, op, x, "x")) return nn__tensor(-1);
+    if (!name || !name[0] || strlen(name) > 200) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: needs a name (at most 200 chars)", op);
+    if (nn__n(g, x)->shape.ndim != 3) {
+        char s[128];
+        nn__shape_str(&nn__n(g, x)->shape, s, sizeof s);
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s %s: x %s must be 3-D [T, B, input_size] ([B, T, input_size] with batch_first)", op,
+                           name, s);
+    }
+    L = nn__defi(d.num_layers, 1);
+    D = d.bidirectional ? 2 : 1;
+    p = d.dropout == (float)NN_ZERO ? 0.0f : d.dropout;
+    if (hidden < 1 || hidden > (1 << 24))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: hidden_size %lld is not in [1, 2^24]", op, name, (long long)hidden);
+    if (L < 1 || L > 32) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: num_layers %d is not in [1, 32]", op, name, L);
+    if (!(p >= 0.0f && p < 1.0f)) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: dropout %g is not in [0, 1)", op, name, p);
+    if (d.proj_size != 0 && d.proj_size != NN_ZERO && (kind != NN__REC_LSTM || d.proj_size < 0 || d.proj_size >= hidden))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: proj_size %lld must be 0%s (hidden_size %lld)", op, name,
+                           (long long)d.proj_size, kind == NN__REC_LSTM ? " or in [1, hidden_size)" : " (LSTM only)", (long long)hidden);
+    if (d.nonlinearity != NN_RNN_TANH && (kind == NN__REC_LSTM || kind == NN__REC_GRU || d.nonlinearity != NN_RNN_RELU))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: nonlinearity %d is not %s", op, name, (int)d.nonlinearity,
+                           kind <= NN__REC_RNN_RELU ? "NN_RNN_TANH or NN_RNN_RELU" : "NN_RNN_TANH (nn_rnn only)");
+    if (kind == NN__REC_RNN_TANH && d.nonlinearity == NN_RNN_RELU) kind = NN__REC_RNN_RELU;
+    Hr = d.proj_size > 0 ? d.proj_size : H;
+    if (d.c0.id != 0 && kind != NN__REC_LSTM) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: c0 is nn_lstm's only", op, name);
+    if (d.c_n && kind != NN__REC_LSTM) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: c_n is nn_lstm's only", op, name);
+    inp = d.batch_first ? nn_permute(g, x, perm, 3) : x;
+    if (inp.id < 0) return inp;
+    T = nn__n(g, inp)->shape.dim[0];
+    B = nn__n(g, inp)->shape.dim[1];
+    I = nn__n(g, inp)->shape.dim[2];
+    if (!nn__rec_state_ok(g, op, "h0", d.h0, (int64_t)L * D, B, Hr) || !nn__rec_state_ok(g, op, "c0", d.c0, (int64_t)L * D, B, H) ||
+        !nn__rec_lengths_ok(g, op, d.lengths, B))
+        return nn__tensor(-1);
+    memset(&a, 0, sizeof a);
+    a.kind = kind;
+    a.T = (int)T, a.B = (int)B, a.H = (int)H, a.Hr = (int)Hr, a.G = G;
+    for (k = 0; k < L && g->status == NN_OK; k++) {
+        nn_tensor ys[2], x2 = nn_reshape(g, inp, nn_shape2(T * B, k == 0 ? I : D * Hr));
+        for (dir = 0; dir < D; dir++) {
+            char stem[64];
+            const char *sfx = dir ? "_reverse" : "";
+            nn_tensor wih, whh, bih = NN_NONE, bhh = NN_NONE, whr = NN_NONE, xp;
+            snprintf(stem, sizeof stem, "weight_ih_l%d", k);
+            wih = nn__rec_param(g, name, stem, sfx, nn_shape2(G * H, k == 0 ? I : D * Hr), H);
+            snprintf(stem, sizeof stem, "weight_hh_l%d", k);
+            whh = nn__rec_param(g, name, stem, sfx, nn_shape2(G * H, Hr), H);
+            if (!d.no_bias) {
+                snprintf(stem, sizeof stem, "bias_ih_l%d", k);
+                bih = nn__rec_param(g, name, stem, sfx, nn_shape1(G * H), H);
+                snprintf(stem, sizeof stem, "bias_hh_l%d", k);
+                bhh = nn__rec_param(g, name, stem, sfx, nn_shape1(G * H), H);
+            }
+            if (Hr != H) {
+                snprintf(stem, sizeof stem, "weight_hr_l%d", k);
+                whr = nn__rec_param(g, name, stem, sfx, nn_shape2(Hr, H), H);
+            }
+            xp = nn_matmul(g, x2, wih, 0, 1);
+            if (bih.id != 0) xp = nn_add(g, xp, bih);
+            if (g->status != NN_OK) return nn__tensor(-1);
+            a.reverse = dir;
+            nn__rec_seq(g, &a, xp, whh, bhh, nn__rec_state_row(g, d.h0, k * D + dir), nn__rec_state_row(g, d.c0, k * D + dir),
+                        d.lengths, whr, k + dir == 0 ? lcheck : NULL, &ys[dir], &hn[k * D + dir], &cn[k * D + dir]);
+        }
+        out = D == 2 ? nn_concat(g, ys, 2, 2) : ys[0];
+        if (k < L - 1 && p > 0.0f) out = nn_dropout(g, out, p);
+        inp = out;
+    }
+    if (g->status != NN_OK) return nn__tensor(-1);
+    if (d.h_n) *d.h_n = L * D == 1 ? hn[0] : nn_concat(g, hn, L * D, 0);
+    if (d.c_n) *d.c_n = L * D == 1 ? cn[0] : nn_concat(g, cn, L * D, 0);
+    return d.batch_first ? nn_permute(g, out, perm, 3) : out;
+}
+
+NN_API nn_tensor nn_rnn(nn_graph *g, nn_tensor x, int64_t hidden_size, const nn_rnn_desc *desc, const char *name) {
+    return nn__rec_layers(g, "nn_rnn", NN__REC_RNN_TANH, x, hidden_size, desc, name);
+}
+NN_API nn_tensor nn_lstm(nn_graph *g, nn_tensor x, int64_t hidden_size, const nn_rnn_desc *desc, const char *name) {
+    return nn__rec_layers(g, "nn_lstm", NN__REC_LSTM, x, hidden_size, desc, name);
+}
+NN_API nn_tensor nn_gru(nn_graph *g, nn_tensor x, int64_t hidden_size, const nn_rnn_desc *desc, const char *name) {
+    return nn__rec_layers(g, "nn_gru", NN__REC_GRU, x, hidden_size, desc, name);
+}
+
+/* ==== the cells: nn_rnn_cell, nn_lstm_cell, nn_gru_cell (nn.RNNCell, nn.LSTMCell,
+   nn.GRUCell): a sequence node of one step ==== */
+
+/* A cell's optional state: float32 [B, H]. */
+static int nn__rec_cell_state_ok(nn_graph *g, const char *op, const char *name, const char *what, nn_tensor s, int64_t B,
+                                 int64_t H) {
+    nn__node *n;
+    int o = nn__optional(g, op, s);
+    if (o <= 0) return o == 0;
+    if (!nn__expect_f32(g, op, s, what)) return 0;
+    n = nn__n(g, s);
+    if (n->shape.ndim != 2 || n->shape.dim[0] != B || n->shape.dim[1] != H) {
+        char sh[128];
+        nn__shape_str(&n->shape, sh, sizeof sh);
+        nn__op_fail(g, NN_ERR_SHAPE, "%s %s: %s %s must be [%lld, %lld]", op, name, what, sh, (long long)B, (long long)H);
+        return 0;
+    }
+    return 1;
+}
+
+static nn_tensor nn__rec_cell(nn_graph *g, const char *op, int kind, nn_tensor x, nn_tensor h, nn_tensor c, int64_t hidden,
+                              const nn_rnn_cell_desc *desc, const char *name, nn_tensor *c_out) {
+    nn_rnn_cell_desc d;
+    nn_tensor wih, whh, bih = NN_NONE, bhh = NN_NONE, xp, y, cn;
+    int64_t B, I, H = hidden;
+    int G;
+    nn__rec_attr a;
+    if (desc) d = *desc;
+    else memset(&d, 0, sizeof d);
+    if (!nn__check(g, op, 1, &x) || !nn__expect_f32(g, op, x, "x")) return nn__tensor(-1);
+    if (!name || !name[0] || strlen(name) > 200) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: needs a name (at most 200 chars)", op);
+    if (nn__n(g, x)->shape.ndim != 2) {
+        char s[128];
+        nn__shape_str(&nn__n(g, x)->shape, s, sizeof s);
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s %s: x %s must be 2-D [B, input_size]", op, name, s);
+    }
+    if (hidden < 1 || hidden > (1 << 24))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: hidden_size %lld is not in [1, 2^24]", op, name, (long long)hidden);
+    if (d.nonlinearity != NN_RNN_TANH && (kind != NN__REC_RNN_TANH || d.nonlinearity != NN_RNN_RELU))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: nonlinearity %d is not %s", op, name, (int)d.nonlinearity,
+                           kind == NN__REC_RNN_TANH ? "NN_RNN_TANH or NN_RNN_RELU" : "NN_RNN_TANH (nn_rnn_cell only)");
+    if (kind == NN__REC_RNN_TANH && d.nonlinearity == NN_RNN_RELU) kind = NN__REC_RNN_RELU;
+    B = nn__n(g, x)->shape.dim[0];
+    I = nn__n(g, x)->shape.dim[1];
+    if (!nn__rec_cell_state_ok(g, op, name, "h", h, B, H) || !nn__rec_cell_state_ok(g, op, name, "c", c, B, H))
+        return nn__tensor(-1);
+    G = nn__rec_gates(kind);
+    wih = nn__rec_param(g, name, "weight_ih", "", nn_shape2(G * H, I), H);
+    whh = nn__rec_param(g, name, "weight_hh", "", nn_shape2(G * H, H), H);
+    if (!d.no_bias) {
+        bih = nn__rec_param(g, name, "bias_ih", "", nn_shape1(G * H), H);
+        bhh = nn__rec_param(g, name, "bias_hh", "", nn_shape1(G * H), H);
+    }
+    xp = nn_matmul(g, x, wih, 0, 1);
+    if (bih.id != 0) xp = nn_add(g, xp, bih);
+    if (g->status != NN_OK) return nn__tensor(-1);
+    memset(&a, 0, sizeof a);
+    a.kind = kind;
+    a.T = 1, a.B = (int)B, a.H = a.Hr = (int)H, a.G = G;
+    nn__rec_seq(g, &a, xp, whh, bhh, h, c, NN_NONE, NN_NONE, NULL, &y, NULL,
+                c_out ? &cn : NULL);
+    if (c_out) *c_out = g->status == NN_OK ? nn_reshape(g, cn, nn_shape2(B, H)) : nn__tensor(-1);
+    return g->status == NN_OK ? nn_reshape(g, y, nn_shape2(B, H)) : nn__tensor(-1);
+}
+
+NN_API nn_tensor nn_rnn_cell(nn_graph *g, nn_tensor x, nn_tensor h, int64_t hidden_size, const nn_rnn_cell_desc *desc,
+                             const char *name) {
+    return nn__rec_cell(g, "nn_rnn_cell", NN__REC_RNN_TANH, x, h, NN_NONE, hidden_size, desc, name, NULL);
+}
+NN_API nn_tensor nn_lstm_cell(nn_graph *g, nn_tensor x, nn_tensor h, nn_tensor c, int64_t hidden_size,
+                              const nn_rnn_cell_desc *desc, const char *name, nn_tensor *c_out) {
+    return nn__rec_cell(g, "nn_lstm_cell", NN__REC_LSTM, x, h, c, hidden_size, desc, name, c_out);
+}
+NN_API nn_tensor nn_gru_cell(nn_graph *g, nn_tensor x, nn_tensor h, int64_t hidden_size, const nn_rnn_cell_desc *desc,
+                             const char *name) {
+    return nn__rec_cell(g, "nn_gru_cell", NN__REC_GRU, x, h, NN_NONE, hidden_size, desc, name, NULL);
+}
+
+/* ==== LAST_VALID: y [T, B, F] ([B, T, F]), lengths int32 [B] -> [B, F] at each row's
+   lengths - 1 (clamped to [0, T - 1]); PyTorch: y[lengths - 1, arange(B)]. LAST_VALID_GRAD:
+   dy [B, F] -> dx of y's shape ==== */
+
+NN_API nn_tensor nn_last_valid(nn_graph *g, nn_tensor y, nn_tensor lengths, int batch_first) {
+    nn_tensor ts[2], t;
+    nn__node *n;
+    int64_t T, B;
+    ts[0] = y, ts[1] = lengths;
+    if (!nn__check(g, "nn_last_valid", 2, ts) || !nn__expect_f32(g, "nn_last_valid", y, "y")) return nn__tensor(-1);
+    n = nn__n(g, y);
+    if (n->shape.ndim != 3) {
+        char s[128];
+        nn__shape_str(&n->shape, s, sizeof s);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_last_valid: y %s must be 3-D [T, B, F] ([B, T, F] with batch_first)", s);
+    }
+    T = n->shape.dim[batch_first ? 1 : 0];
+    B = n->shape.dim[batch_first ? 0 : 1];
+    if (!nn__rec_lengths_ok(g, "nn_last_valid", lengths, B)) return nn__tensor(-1);
+    t = nn__op2(g, NN__OP_LAST_VALID, NN_F32, nn_shape2(B, n->shape.dim[2]), y.id, lengths.id);
+    if (t.id >= 0) {
+        nn__rec_attr *a = &g->nodes[t.id].a.rec;
+        memset(a, 0, sizeof *a);
+        a->T = (int)T, a->B = (int)B, a->F = (int)g->nodes[y.id].shape.dim[2], a->batch_first = batch_first != 0;
+        g->nodes[t.id].check = "nn_last_valid: lengths outside [1, T]";
+    }
+    return t;
+}
+
+static void nn__grad_last_valid(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    if (!ga) return;
+    t = nn__op2(g, NN__OP_LAST_VALID_GRAD, NN_F32, g->nodes[a].shape, gy.id, b);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+}
+#define nn__grad_last_valid_grad nn__grad_none
+#define nn__plan_last_valid nn__no_plan
+#define nn__plan_last_valid_grad nn__no_plan
+
+static nn_result nn__cpu_last_valid(nn_graph *g, nn__node *n) {
+    const nn__rec_attr *a = &n->a.rec;
+    nn__rec_len_count(g, n, NN__I(n->in[1]), a->B, a->T);
+    nn__cpu_last_valid_fwd(NN__F(n->in[0]), NN__I(n->in[1]), n->buf.host, a->T, a->B, a->F, a->batch_first);
+    return NN_OK;
+}
+static nn_result nn__cpu_last_valid_grad(nn_graph *g, nn__node *n) {
+    const nn__rec_attr *a = &n->a.rec;
+    nn__cpu_last_valid_bwd(NN__F(n->in[0]), NN__I(n->in[1]), n->buf.host, a->T, a->B, a->F, a->batch_first);
+    return NN_OK;
+}
+
+static nn_result nn__launch_last_valid_any(nn_graph *g, int id, int bwd) {
+    nn__node *n = &g->nodes[id];
+    const nn__rec_attr *a = &n->a.rec;
+    nn__launch *l = NULL;
+    nn_result r = bwd ? NN_OK : nn__rec_len_launch(g, id, &g->nodes[n->in[1]].buf, a->B, a->T);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "recurrent", bwd ? "last_valid_bwd" : "last_valid_fwd", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    if (bwd) {
+        nn__k_last_valid_bwd k;
+        memset(&k, 0, sizeof k);
+        k.dy = &g->nodes[n->in[0]].buf;
+        k.lens = &g->nodes[n->in[1]].buf;
+        k.dx = &n->buf;
+        k.T = a->T, k.B = a->B, k.nf = a->F, k.bf = a->batch_first;
+        return nn__kargs_last_valid_bwd(l, &k);
+    } else {
+        nn__k_last_valid_fwd k;
+        memset(&k, 0, sizeof k);
+        k.x = &g->nodes[n->in[0]].buf;
+        k.lens = &g->nodes[n->in[1]].buf;
+        k.y = &n->buf;
+        k.T = a->T, k.B = a->B, k.nf = a->F, k.bf = a->batch_first;
+        return nn__kargs_last_valid_fwd(l, &k);
+    }
+}
+static nn_result nn__launch_last_valid(nn_graph *g, int id) { return nn__launch_last_valid_any(g, id, 0); }
+static nn_result nn__launch_last_valid_grad(nn_graph *g, int id) { return nn__launch_last_valid_any(g, id, 1); }
 
 /* ======================================================================
    src/ops/registry.c

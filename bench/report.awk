@@ -107,6 +107,8 @@ BEGIN {
     PRIMARY["mem"] = "gbps"
     PRIMARY["layer"] = "ms_per_step"
     METRIC["ms_per_step"] = 1
+    METRIC["tokens_per_sec"] = METRIC["launches_per_timestep"] = 1
+    PRIMARY["rnn_train"] = "tokens_per_sec"
     NLAYER = split("se_block glu swiglu_ffn highway rmse_loss info_nce_loss rbf moe", LAYER, " ")
     LAYER_LABEL["se_block"] = "nn_se_layer x [32, 64, 16, 16], reduction 16"
     LAYER_LABEL["glu"] = "nn_glu x [256, 1024], dim -1"
@@ -183,6 +185,12 @@ END {
     CNN_CPU = get("name=cnn_train backend=cpu batch=64", "samples_per_sec")
     CNN_TORCH = get("name=cnn_train backend=torch batch=64", "samples_per_sec")
     ratio("mlp_train_cpu_vs_torch", MLP_CPU, MLP_TORCH, "torch")
+    for (rm = 1; rm <= split("char lstm512 gru512", RNNM, " "); rm++) {
+        rid = "model=" RNNM[rm] " batch=" (RNNM[rm] == "char" ? "32 seq=64" : "64 seq=128")
+        RT = get("name=rnn_train backend=torch " rid, "tokens_per_sec")
+        ratio("rnn_" RNNM[rm] "_cpu_vs_torch", get("name=rnn_train backend=cpu " rid, "tokens_per_sec"), RT, "torch")
+        if (cl != "") ratio("rnn_" RNNM[rm] "_opencl_vs_torch", get("name=rnn_train backend=" cl " " rid, "tokens_per_sec"), RT, "torch")
+    }
     ratio("cnn_train_cpu_vs_torch", CNN_CPU, CNN_TORCH, "torch")
     ratio("sgemm1024_cpu_vs_openblas", get("name=sgemm backend=cpu n=1024", "gflops"), get(ob " n=1024", "gflops"), "numpy")
     ratio("sgemm1024_cpu_vs_torch", get("name=sgemm backend=cpu n=1024", "gflops"), get("name=sgemm backend=torch n=1024", "gflops"), "torch")

@@ -17,6 +17,10 @@
 #   FIGURES=layers ...                          # only the composed layers (make bench-layers):
 #       ms per training step of each layer of src/layers/layers.c per backend, and PyTorch's at
 #       each of BLAS_THREADS threads (bench/layers_torch.py)
+#   FIGURES=rnn ...                             # only the recurrent figures (make bench-rnn):
+#       training tokens/s of the char-LSTM (examples/char_lstm.c's model) and a 2-layer LSTM and
+#       GRU of 512 (batch 64, sequence 128) per backend with kernel launches per time step
+#       (bench/rnn_bench), PyTorch's in TORCH_THREADS configurations (bench/char_lstm_torch.py)
 #   FIGURE_TIMEOUT=s ...                        # stop each nn_bench run after s seconds
 #       (with timeout(1); tools/gpu_report.sh sets it, so one hung figure leaves the others)
 #
@@ -51,7 +55,7 @@ ROUNDS=${ROUNDS:-4}
 BASELINE=${BASELINE:-}
 ONLY=${ONLY:-}
 FIGURES=${FIGURES:-all}
-case $FIGURES in all | layers) ;; mem) ONLY=nn ;; *) echo "run.sh: FIGURES must be all, mem or layers (got '$FIGURES')" >&2; exit 1 ;; esac
+case $FIGURES in all | layers | rnn) ;; mem) ONLY=nn ;; *) echo "run.sh: FIGURES must be all, mem, layers or rnn (got '$FIGURES')" >&2; exit 1 ;; esac
 TORCH_THREADS=${TORCH_THREADS:-1/1 1/2 2/1 2/2}
 BLAS_THREADS=${BLAS_THREADS:-1 2}
 T0=$(date +%s)
@@ -128,6 +132,7 @@ BLAS_WARN=
 if [ "$ONLY" != nn ]; then
     mods="torch numpy"
     [ "$FIGURES" = layers ] && mods=torch # no NumPy figure among the layers
+    [ "$FIGURES" = rnn ] && mods=torch
     for m in $mods; do
         if ! "$PY" -c "import $m" 2>/dev/null; then
             note "no $m for $PY (python3-$m): skipping its figures"
@@ -241,6 +246,17 @@ torch_fig() {
 R=1
 while [ $R -le "$ROUNDS" ]; do
     note "round $R of $ROUNDS ($(($(date +%s) - T0)) s)"
+    if [ "$FIGURES" = rnn ]; then
+        [ -x ./bench/rnn_bench ] || die "./bench/rnn_bench is missing; run it as 'make bench-rnn'"
+        for model in char lstm512 gru512; do
+            echo "$DEVICES" | while read -r sel name; do
+                limit ./bench/rnn_bench train "$sel" $model </dev/null | tag $R || note "rnn_bench train $sel $model failed"
+            done
+            if [ -n "$HAVE_TORCH" ]; then torch_fig $R "$TORCH_THREADS" bench/char_lstm_torch.py --model $model; fi
+        done
+        R=$((R + 1))
+        continue
+    fi
     if [ "$FIGURES" = layers ]; then
         nn_fig $R layers
         if [ -n "$HAVE_TORCH" ]; then torch_fig $R "$BLAS_THREADS" bench/layers_torch.py; fi

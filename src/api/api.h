@@ -992,6 +992,80 @@ typedef struct nn_embedding_desc {
 NN_API nn_tensor nn_embedding(nn_graph *g, nn_tensor indices, int64_t num_embeddings, int64_t embedding_dim,
                               const nn_embedding_desc *desc, const char *name);
 NN_API nn_tensor nn_embedding_lookup(nn_graph *g, nn_tensor weight, nn_tensor indices, const nn_embedding_desc *desc);
+/* ---- Recurrent layers and cells (src/ops/recurrent.c) --------------------------------------
+   PyTorch's nn.RNN, nn.LSTM and nn.GRU, and their single-step cells, with PyTorch's math,
+   parameter names, layouts and initialisation (every parameter U(+-1/sqrt(hidden_size))),
+   so that a state dict of theirs loads as it is. Gate order: LSTM i, f, g, o; GRU r, z, n
+   with the reset gate applied after the hidden product,
+   n = tanh(W_in x + b_in + r * (W_hn h + b_hn)), h' = (1 - z) * n + z * h. The input
+   projection of all time steps is one matrix product; each time step is one product of
+   the state and one fused gate kernel (backward: one gate kernel and the products), the
+   recurrent weights' gradients one product over all steps. */
+typedef enum nn_rnn_nonlinearity {
+    NN_RNN_TANH = 0,     /* PyTorch's default */
+    NN_RNN_RELU = 1
+} nn_rnn_nonlinearity;
+
+/* nn_rnn, nn_lstm and nn_gru's options and extra inputs and outputs (NULL: PyTorch's
+   defaults: one layer, one direction, [T, B, I] input, no dropout, biases, zero initial
+   states, all sequences of length T, no final states made). */
+typedef struct nn_rnn_desc {
+    int num_layers;      /* stacked layers (0: 1; at most 32); layer k > 0 takes layer k - 1's output */
+    int bidirectional;   /* 1: each layer also runs backwards in time (parameters
+                            ..._l{k}_reverse); outputs concatenate forward then reverse */
+    int batch_first;     /* 1: x is [B, T, I] and the output [B, T, D * Hout]; 0: [T, B, ...].
+                            The states are [L * D, B, H] either way, as PyTorch's */
+    float dropout;       /* dropout on each layer's output but the last's, while training */
+    int no_bias;         /* 1: no bias_ih_l{k} / bias_hh_l{k} (PyTorch's bias=False) */
+    nn_rnn_nonlinearity nonlinearity; /* nn_rnn only */
+    int64_t proj_size;   /* nn_lstm only (0: none): h = W_hr (o * tanh(c)), weight_hr_l{k}
+                            [proj_size, hidden_size]; Hout = proj_size, else hidden_size */
+    nn_tensor h0;        /* initial hidden state [L * D, B, Hout] (NN_NONE: zeros) */
+    nn_tensor c0;        /* nn_lstm's initial cell state [L * D, B, hidden_size] (NN_NONE: zeros) */
+    nn_tensor lengths;   /* int32 [B], each in [1, T] (NN_NONE: all T): PyTorch's packed
+                            sequences: a sequence's states stop after its length, its outputs
+                            there are 0, and the reverse direction starts at its own last
+                            element; h_n / c_n are each sequence's states at its length. Values
+                            outside [1, T] (PyTorch raises) are counted and reported by the next
+                            nn_tensor_read / nn_graph_finish (NN_ERR_INVALID_ARGUMENT); meanwhile
+                            one <= 0 keeps its initial states, one > T runs all T steps */
+    nn_tensor *h_n;      /* receives the final hidden states [L * D, B, Hout] (NULL: not made) */
+    nn_tensor *c_n;      /* nn_lstm: receives the final cell states [L * D, B, hidden_size] */
+} nn_rnn_desc;
+
+/* The layers on x [T, B, I] ([B, T, I] with batch_first) -> the last layer's hidden states
+   at every step [T, B, D * Hout] (D = 2 when bidirectional, else 1). Parameters under
+   NAME: weight_ih_l{k} [G * H, I_k], weight_hh_l{k} [G * H, Hout], bias_ih_l{k} [G * H],
+   bias_hh_l{k} [G * H] (G = 1, 4, 3 for RNN, LSTM, GRU; I_0 = I, I_k = D * Hout), with
+   _reverse twins, and nn_lstm's weight_hr_l{k} [proj_size, H]: "NAME.weight_ih_l0", as
+   PyTorch's state dict keys. */
+NN_API nn_tensor nn_rnn(nn_graph *g, nn_tensor x, int64_t hidden_size, const nn_rnn_desc *desc, const char *name);
+NN_API nn_tensor nn_lstm(nn_graph *g, nn_tensor x, int64_t hidden_size, const nn_rnn_desc *desc, const char *name);
+NN_API nn_tensor nn_gru(nn_graph *g, nn_tensor x, int64_t hidden_size, const nn_rnn_desc *desc, const char *name);
+
+/* The cells' options (NULL: biases, tanh). */
+typedef struct nn_rnn_cell_desc {
+    int no_bias;         /* 1: no NAME.bias_ih / NAME.bias_hh */
+    nn_rnn_nonlinearity nonlinearity; /* nn_rnn_cell only */
+} nn_rnn_cell_desc;
+
+/* One step, PyTorch's nn.RNNCell, nn.LSTMCell and nn.GRUCell: x [B, I], h [B, H] (NN_NONE:
+   zeros) -> h' [B, H]; nn_lstm_cell also takes c [B, H] (NN_NONE: zeros) and writes c'
+   [B, H] to *c_out (NULL: not made). Parameters NAME.weight_ih [G * H, I],
+   NAME.weight_hh [G * H, H], NAME.bias_ih [G * H], NAME.bias_hh [G * H]. */
+NN_API nn_tensor nn_rnn_cell(nn_graph *g, nn_tensor x, nn_tensor h, int64_t hidden_size,
+                             const nn_rnn_cell_desc *desc, const char *name);
+NN_API nn_tensor nn_lstm_cell(nn_graph *g, nn_tensor x, nn_tensor h, nn_tensor c, int64_t hidden_size,
+                              const nn_rnn_cell_desc *desc, const char *name, nn_tensor *c_out);
+NN_API nn_tensor nn_gru_cell(nn_graph *g, nn_tensor x, nn_tensor h, int64_t hidden_size,
+                             const nn_rnn_cell_desc *desc, const char *name);
+
+/* The output at each sequence's last valid step, for classifiers: y [T, B, F] ([B, T, F]
+   with batch_first), lengths int32 [B] in [1, T] -> [B, F], row b = y[lengths[b] - 1, b]
+   (PyTorch: y[lengths - 1, arange(B)]). For a bidirectional layer's output this is the
+   forward direction's last state beside the reverse direction's output at that step.
+   Lengths outside [1, T] are clamped there, counted and reported as nn_rnn_desc.lengths'. */
+NN_API nn_tensor nn_last_valid(nn_graph *g, nn_tensor y, nn_tensor lengths, int batch_first);
 
 /* ==== 13. Random ops and dropout =========================================================
    Samples drawn on the device, PyTorch's names and semantics. The generator is counter-based

@@ -81,6 +81,7 @@ typedef struct nn__buf {
 #include "../ops/segment.h"
 #include "../ops/rope.h"
 #include "../ops/attention.h"
+#include "../ops/recurrent.h"
 
 typedef union nn__attr {
     nn__ew_attr ew;
@@ -97,6 +98,7 @@ typedef union nn__attr {
     nn__segment_attr seg;
     nn__rope_attr rope;
     nn__attn_attr attn;
+    nn__rec_attr rec;
 } nn__attr;
 
 typedef struct nn__node {

@@ -192,6 +192,13 @@
     X(ATTENTION_DQ, "attention_grad_query", attention_dq, 0)                  \
     X(ATTENTION_DKV, "attention_grad_key_value", attention_dkv, 0)
 
+#define NN__OPS_RECURRENT(X)                                         \
+    X(REC_WS, "recurrent_workspace", rec_ws, NN__OPF_NO_GRAD)        \
+    X(REC_SEQ, "recurrent", rec_seq, 0)                              \
+    X(REC_SEQ_GRAD, "recurrent_grad", rec_seq_grad, 0)               \
+    X(LAST_VALID, "last_valid", last_valid, 0)                       \
+    X(LAST_VALID_GRAD, "last_valid_grad", last_valid_grad, 0)
+
 #define NN__OPS(X)                                                                                          \
     NN__OPS_LEAF(X) NN__OPS_ELEMENTWISE(X) NN__OPS_MATMUL(X) NN__OPS_REDUCE(X) NN__OPS_SOFTMAX(X)          \
     NN__OPS_LOSS(X) NN__OPS_GATHER(X) NN__OPS_SHAPE(X) NN__OPS_CONV(X) NN__OPS_NORM(X) NN__OPS_POOL(X)    \
@@ -199,6 +206,7 @@
     NN__OPS_SEGMENT(X)                                                                                     \
     NN__OPS_ROPE(X)                                                                                        \
     NN__OPS_ATTENTION(X)                                                                                   \
+    NN__OPS_RECURRENT(X)                                                                                   \
     /* a new family's list goes on the line above */
 
 typedef enum nn__opcode {

@@ -1,0 +1,339 @@
+/* char_lstm.c - a character-level LSTM language model trained on a text file, then sampling
+   200 characters from it.
+
+   Build and run (from the repository root, after `make nn.h`):
+       cc -O2 -I. examples/char_lstm.c -o examples/char_lstm -lm -lpthread
+       ./examples/char_lstm [TEXT]     (STEPS=n overrides the step count, default 300;
+                                        SEED=n the initialisation and batch seed, default
+                                        1; NN_DEVICE picks the backend)
+
+   Text: TEXT, or the regular files of /usr/share/common-licenses concatenated in name order
+   (the GPT example's corpus). Characters: newline and printable ASCII (vocabulary 96),
+   anything else a space; the first 90% trains, the last 10% is held out. Model: an
+   embedding of 32 (a parameter table, N(0, 1) as nn.Embedding's, gathered with
+   nn_index_select), one nn_lstm layer of 128 (batch_first), a linear head to 96; context 64,
+   batches of 32 windows, Adam lr 1e-3 (PyTorch's other defaults); bench/char_lstm_torch.py
+   is the same run in PyTorch.
+
+   The text is written to the device once, in rows of 64 characters. A batch is built
+   there: each step writes only the windows' start offsets (the two rows a window of 65
+   characters spans, and its offset in them: 3 int32 per window, 384 bytes a step) and
+   reads nothing back but the loss every 50 steps. Sampling runs one character per
+   nn_graph_forward of a batch-1, one-step graph sharing the parameters, its states fed
+   back on the host (h and c: 1 KiB each way a character).
+
+   The last line: RESULT device=<name> steps=<n> tokens_per_sec=<x> heldout_loss=<x>
+   h2d_bytes_per_step=<x> d2h_bytes_per_step=<x> */
+#define _POSIX_C_SOURCE 200809L
+#define NN_IMPLEMENTATION
+#include "nn.h"
+
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#define V 96
+#define E 32
+#define H 128
+#define T 64
+#define B 32
+#define DEFAULT_STEPS 300
+#define EVAL_BATCHES 50
+#define GEN_CHARS 200
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static uint32_t rnd(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng >> 32);
+}
+
+static int tok_of(int c) { return c == '\n' ? 0 : (c >= 32 && c < 127) ? c - 31 : 1; }
+static int chr_of(int t) { return t == 0 ? '\n' : t + 31; }
+
+static int append_file(const char *path, char **buf, size_t *len, size_t *cap) {
+    FILE *f = fopen(path, "rb");
+    size_t n;
+    if (!f) return 0;
+    for (;;) {
+        if (*cap - *len < 65536) {
+            char *nb = (char *)realloc(*buf, *cap * 2 + 65536);
+            if (!nb) {
+                fclose(f);
+                return 0;
+            }
+            *buf = nb;
+            *cap = *cap * 2 + 65536;
+        }
+        n = fread(*buf + *len, 1, *cap - *len, f);
+        *len += n;
+        if (n == 0) break;
+    }
+    fclose(f);
+    return 1;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* The corpus: one file, or the regular files of dir in name order. */
+static char *read_corpus(const char *path, size_t *len) {
+    char *buf = NULL;
+    size_t cap = 0;
+    *len = 0;
+    if (path) {
+        if (!append_file(path, &buf, len, &cap)) {
+            free(buf);
+            return NULL;
+        }
+        return buf;
+    } else {
+        const char *dir = "/usr/share/common-licenses";
+        DIR *d = opendir(dir);
+        struct dirent *e;
+        char **names = NULL;
+        int n = 0, i;
+        if (!d) return NULL;
+        while ((e = readdir(d)) != NULL) {
+            char **nn;
+            if (e->d_name[0] == '.') continue;
+            nn = (char **)realloc(names, sizeof *names * (size_t)(n + 1));
+            if (!nn) break;
+            names = nn;
+            names[n++] = strdup(e->d_name);
+        }
+        closedir(d);
+        qsort(names, (size_t)n, sizeof *names, cmp_str);
+        for (i = 0; i < n; i++) {
+            char p[1024];
+            struct stat st;
+            snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+            if (stat(p, &st) == 0 && S_ISREG(st.st_mode)) append_file(p, &buf, len, &cap);
+            free(names[i]);
+        }
+        free(names);
+        return buf;
+    }
+}
+
+static int fail(nn_context *ctx, const char *what) {
+    fprintf(stderr, "char_lstm: %s: %s\n", what, ctx ? nn_context_last_error(ctx) : "");
+    return 1;
+}
+
+/* The batch's device inputs: rows (q, q+1) of the text's 64-wide view for each window, and
+   b*64 + r (its offset r in them), for windows starting at s[b]. */
+static void fill_batch(const int64_t *s, int32_t *rows, int32_t *off) {
+    int b;
+    for (b = 0; b < B; b++) {
+        rows[2 * b] = (int32_t)(s[b] / T);
+        rows[2 * b + 1] = (int32_t)(s[b] / T + 1);
+        off[b] = (int32_t)(b * T + s[b] % T);
+    }
+}
+
+/* Samples a token from probabilities p (temperature: p^(1/temp), renormalised). */
+static int sample(const float *p, float temp) {
+    double w[V], sum = 0, u;
+    int i;
+    for (i = 0; i < V; i++) sum += (w[i] = pow((double)p[i], 1.0 / temp));
+    u = (rnd() / 4294967296.0) * sum;
+    for (i = 0; i < V - 1; i++) {
+        if (u < w[i]) return i;
+        u -= w[i];
+    }
+    return V - 1;
+}
+
+/* embedding -> LSTM -> linear: tokens [Bn, Tn] int32 -> logits [Bn * Tn, V]. */
+static nn_tensor model(nn_graph *g, nn_tensor tokens, int64_t bn, int64_t tn, nn_tensor h0, nn_tensor c0,
+                       nn_tensor *h_n, nn_tensor *c_n) {
+    nn_init emb_init = {NN_INIT_NORMAL, 0.0f, 1.0f};
+    nn_rnn_desc rd;
+    nn_tensor table = nn_param(g, "embedding.weight", nn_shape2(V, E), emb_init);
+    nn_tensor x = nn_reshape(g, nn_index_select(g, table, 0, nn_reshape(g, tokens, nn_shape1(bn * tn))),
+                             nn_shape3(bn, tn, E));
+    nn_tensor y;
+    memset(&rd, 0, sizeof rd);
+    rd.batch_first = 1;
+    rd.h0 = h0;
+    rd.c0 = c0;
+    rd.h_n = h_n;
+    rd.c_n = c_n;
+    y = nn_lstm(g, x, H, &rd, "lstm");
+    return nn_linear_layer(g, nn_reshape(g, y, nn_shape2(bn * tn, H)), V, NULL, "head");
+}
+
+int main(int argc, char **argv) {
+    nn_context *ctx = NULL;
+    nn_graph *g = NULL, *gen = NULL;
+    nn_graph_desc gd;
+    nn_compile_desc cd;
+    nn_tensor text, rows, off, dx, dy, xt, yt, logits, loss, tok, h0, c0, hn, cn, probs;
+    nn_stats st0, st1;
+    nn_device_info dev;
+    char *raw, devname[128], out[GEN_CHARS + 1];
+    size_t n, i;
+    int64_t ntrain, nrows, steps = DEFAULT_STEPS, step, s[B];
+    int32_t *txt = NULL, *tab = NULL, brow[2 * B], boff[B];
+    int k;
+    double t0, train_time = 0, heldout = 0;
+    float lossv = 0;
+    uint64_t seed = 1;
+
+    if (getenv("STEPS")) steps = atoll(getenv("STEPS"));
+    if (steps < 1) steps = 1;
+    if (getenv("SEED")) seed = (uint64_t)atoll(getenv("SEED"));
+    rng ^= (seed - 1) * 0xD1B54A32D192ED03ull; /* SEED=1: the default stream */
+    if (rng == 0) rng = 1;
+    raw = read_corpus(argc > 1 ? argv[1] : NULL, &n);
+    if (!raw || n < 20 * (T + 1)) {
+        fprintf(stderr, "char_lstm: cannot read the text (%s), or it is shorter than %d characters\n",
+                argc > 1 ? argv[1] : "/usr/share/common-licenses", 20 * (T + 1));
+        free(raw);
+        return 1;
+    }
+    ntrain = (int64_t)(n * 9 / 10);
+    nrows = (int64_t)n / T + 2;
+    txt = (int32_t *)calloc((size_t)(nrows * T), 4);
+    tab = (int32_t *)malloc((size_t)B * T * T * 4);
+    if (!txt || !tab) return fail(NULL, "out of memory");
+    for (i = 0; i < n; i++) txt[i] = tok_of((unsigned char)raw[i]);
+    printf("text: %zu characters (%lld train, %lld held out)\n", n, (long long)ntrain, (long long)(n - ntrain));
+
+    if (nn_context_create(NULL, &ctx) != NN_OK) return fail(NULL, "nn_context_create");
+    nn_context_device(ctx, &dev);
+    printf("backend: %s\n", dev.name);
+    snprintf(devname, sizeof devname, "%s", dev.name);
+    for (k = 0; devname[k]; k++)
+        if (devname[k] == ' ') devname[k] = '_';
+
+    /* ---- the training graph: batches gathered from the text on the device ---- */
+    memset(&gd, 0, sizeof gd);
+    gd.seed = seed;
+    if (nn_graph_create(ctx, &gd, &g) != NN_OK) return fail(ctx, "nn_graph_create");
+    text = nn_input(g, "text", NN_I32, nn_shape2(nrows, T));  /* the text in rows of 64 */
+    rows = nn_input(g, "rows", NN_I32, nn_shape1(2 * B));     /* per window: rows q, q+1 */
+    off = nn_input(g, "offsets", NN_I32, nn_shape1(B));       /* per window: b*64 + r */
+    dx = nn_input(g, "x_index", NN_I32, nn_shape2(B * T, T)); /* [b*64 + r, t]: b*128 + r + t */
+    dy = nn_input(g, "y_index", NN_I32, nn_shape2(B * T, T)); /* the same + 1 */
+    {
+        nn_tensor flat = nn_reshape(g, nn_gather_rows(g, text, rows), nn_shape1(B * 2 * T)); /* [B, 128] flat */
+        xt = nn_index_select(g, flat, 0, nn_reshape(g, nn_gather_rows(g, dx, off), nn_shape1(B * T)));
+        yt = nn_index_select(g, flat, 0, nn_reshape(g, nn_gather_rows(g, dy, off), nn_shape1(B * T)));
+    }
+    logits = model(g, nn_reshape(g, xt, nn_shape2(B, T)), B, T, NN_NONE, NN_NONE, NULL, NULL);
+    loss = nn_cross_entropy_loss(g, logits, yt, NULL);
+    nn_graph_output(g, loss);
+    memset(&cd, 0, sizeof cd);
+    cd.loss = loss;
+    cd.optimizer.kind = NN_OPT_ADAM;
+    cd.optimizer.lr = 1e-3f;
+    if (nn_graph_compile(g, &cd) != NN_OK) return fail(ctx, "compile");
+    {
+        int64_t b, r, t;
+        for (b = 0; b < B; b++)
+            for (r = 0; r < T; r++)
+                for (t = 0; t < T; t++) tab[(b * T + r) * T + t] = (int32_t)(b * 2 * T + r + t);
+        if (nn_tensor_write(g, dx, tab, (size_t)B * T * T * 4) != NN_OK) return fail(ctx, "write");
+        for (i = 0; i < (size_t)B * T * T; i++) tab[i]++;
+        if (nn_tensor_write(g, dy, tab, (size_t)B * T * T * 4) != NN_OK ||
+            nn_tensor_write(g, text, txt, (size_t)(nrows * T) * 4) != NN_OK)
+            return fail(ctx, "write");
+    }
+
+    /* ---- training ---- */
+    nn_context_stats(ctx, &st0);
+    t0 = now();
+    for (step = 1; step <= steps; step++) {
+        int b;
+        for (b = 0; b < B; b++) s[b] = (int64_t)(rnd() % (uint32_t)(ntrain - T - 1));
+        fill_batch(s, brow, boff);
+        if (nn_tensor_write(g, rows, brow, sizeof brow) != NN_OK || nn_tensor_write(g, off, boff, sizeof boff) != NN_OK ||
+            nn_graph_step(g) != NN_OK)
+            return fail(ctx, "step");
+        if (step % 50 == 0 || step == steps) {
+            if (nn_tensor_read(g, loss, &lossv, 4) != NN_OK) return fail(ctx, "read");
+            train_time = now() - t0;
+            printf("step %5lld  loss %.4f  %.0f tokens/s\n", (long long)step, lossv, (double)step * B * T / train_time);
+            fflush(stdout);
+        }
+    }
+    train_time = now() - t0;
+    nn_context_stats(ctx, &st1);
+
+    /* ---- held-out loss: the same graph, forward only, on windows of the last 10% ---- */
+    {
+        int e, b;
+        uint64_t pick = 12345;
+        for (e = 0; e < EVAL_BATCHES; e++) {
+            for (b = 0; b < B; b++) {
+                pick = pick * 6364136223846793005ull + 1442695040888963407ull;
+                s[b] = ntrain + (int64_t)((pick >> 33) % (uint64_t)((int64_t)n - ntrain - T - 1));
+            }
+            fill_batch(s, brow, boff);
+            if (nn_tensor_write(g, rows, brow, sizeof brow) != NN_OK || nn_tensor_write(g, off, boff, sizeof boff) != NN_OK ||
+                nn_graph_forward(g) != NN_OK || nn_tensor_read(g, loss, &lossv, 4) != NN_OK)
+                return fail(ctx, "eval");
+            heldout += lossv;
+        }
+        heldout /= EVAL_BATCHES;
+        printf("held-out loss %.4f (%d batches of %d x %d)\n", heldout, EVAL_BATCHES, B, T);
+    }
+
+    /* ---- sampling: one step at a time, the states carried on the host ---- */
+    memset(&gd, 0, sizeof gd);
+    gd.share_params = g;
+    gd.eval = 1;
+    if (nn_graph_create(ctx, &gd, &gen) != NN_OK) return fail(ctx, "nn_graph_create");
+    tok = nn_input(gen, "token", NN_I32, nn_shape2(1, 1));
+    h0 = nn_input(gen, "h0", NN_F32, nn_shape3(1, 1, H));
+    c0 = nn_input(gen, "c0", NN_F32, nn_shape3(1, 1, H));
+    probs = nn_softmax(gen, model(gen, tok, 1, 1, h0, c0, &hn, &cn), -1);
+    nn_graph_output(gen, probs);
+    nn_graph_output(gen, hn);
+    nn_graph_output(gen, cn);
+    memset(&cd, 0, sizeof cd);
+    if (nn_graph_compile(gen, &cd) != NN_OK) return fail(ctx, "compile (sampling)");
+    {
+        const char *prompt = "The ";
+        static float hv[H], cv[H];
+        float pr[V];
+        int c, plen = (int)strlen(prompt);
+        for (c = 0; c < H; c++) hv[c] = cv[c] = 0.0f;
+        /* feed the prompt, then each sampled character; after the prompt's last, sample */
+        for (c = 0; c < plen + GEN_CHARS - 1; c++) {
+            int32_t tv = (int32_t)(c < plen ? tok_of((unsigned char)prompt[c]) : tok_of((unsigned char)out[c - plen]));
+            if (nn_tensor_write(gen, tok, &tv, 4) != NN_OK || nn_tensor_write(gen, h0, hv, sizeof hv) != NN_OK ||
+                nn_tensor_write(gen, c0, cv, sizeof cv) != NN_OK || nn_graph_forward(gen) != NN_OK ||
+                nn_tensor_read(gen, probs, pr, sizeof pr) != NN_OK || nn_tensor_read(gen, hn, hv, sizeof hv) != NN_OK ||
+                nn_tensor_read(gen, cn, cv, sizeof cv) != NN_OK)
+                return fail(ctx, "sample");
+            if (c >= plen - 1) out[c - plen + 1] = (char)chr_of(sample(pr, 0.8f));
+        }
+        out[GEN_CHARS] = 0;
+        printf("---- %d characters after \"%s\" ----\n%s%s\n----\n", GEN_CHARS, prompt, prompt, out);
+    }
+
+    printf("RESULT device=%s steps=%lld tokens_per_sec=%.0f heldout_loss=%.4f h2d_bytes_per_step=%.1f "
+           "d2h_bytes_per_step=%.2f\n",
+           devname, (long long)steps, (double)steps * B * T / train_time, heldout,
+           (double)(st1.h2d_bytes - st0.h2d_bytes) / (double)steps, (double)(st1.d2h_bytes - st0.d2h_bytes) / (double)steps);
+    nn_graph_destroy(gen);
+    nn_graph_destroy(g);
+    nn_context_destroy(ctx);
+    free(txt);
+    free(tab);
+    free(raw);
+    return 0;
+}
