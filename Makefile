@@ -90,9 +90,11 @@ check-warnings: nn.h
 	  echo "ok: $$cc -x $$lang $$st after <CL/cl.h>"; done; done; done; \
 	else echo "check-warnings: no <CL/cl.h> here: the check with it included first is skipped"; fi
 
-EXAMPLES = examples/xor examples/fashion_mnist_mlp examples/fashion_mnist_cnn examples/fashion_mnist_vae
+EXAMPLES = examples/xor examples/fashion_mnist_mlp examples/fashion_mnist_cnn examples/fashion_mnist_vae examples/tiny_gpt
 examples: $(EXAMPLES)
 examples/xor: examples/xor.c nn.h
+	$(CC) $(CFLAGS) -I. -o $@ $< $(LIBS)
+examples/tiny_gpt: examples/tiny_gpt.c nn.h
 	$(CC) $(CFLAGS) -I. -o $@ $< $(LIBS)
 # zlib (zlib1g-dev) when its header and library are here: then the example reads the .gz
 # files as they are; without it, -DFMNIST_NO_ZLIB: plain IDX files only, which `make demo`
@@ -181,7 +183,7 @@ gpu-report: gpu-report-build
 
 clean:
 	rm -rf tests/oclgrind-out
-	rm -f gen/amalg tests/nn_test tests/nn_test_asan tests/nn_test_tsan tests/interop_mlp $(EXAMPLES) bench/nn_bench bench/compile_scale bench/sgemm_clblast
+	rm -f gen/amalg tests/nn_test tests/nn_test_asan tests/nn_test_tsan tests/interop_mlp tests/interop_gpt $(EXAMPLES) bench/nn_bench bench/compile_scale bench/sgemm_clblast
 	rm -rf build/gpu-report build/gpu-report-out
 
 # ---- fuzzing: every loader of untrusted bytes under libFuzzer, ASan and UBSan (clang) -------
@@ -262,5 +264,10 @@ INTEROP_DATA ?= /usr/share/datasets/fashion-mnist
 tests/interop_mlp: tests/interop_mlp.c nn.h
 	$(CC) $(CFLAGS) $(WARN) -o $@ $< $(LIBS)
 
-interop: tests/interop_mlp
+interop: tests/interop_mlp tests/interop_gpt
 	env -u OPENBLAS_CORETYPE OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 tests/interop_torch.py tests/interop_mlp $(INTEROP_DATA)
+	env -u OPENBLAS_CORETYPE OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 tests/interop_gpt.py tests/interop_gpt
+
+# the tiny GPT against nanoGPT's model in PyTorch (tests/interop_gpt.py): logits, 20 AdamW steps
+tests/interop_gpt: tests/interop_gpt.c nn.h
+	$(CC) $(CFLAGS) $(WARN) -o $@ $< $(LIBS)

@@ -900,6 +900,43 @@ typedef struct nn_moe_desc {
 NN_API nn_tensor nn_moe_layer(nn_graph *g, nn_tensor x, int64_t n_experts, int64_t top_k, int64_t hidden,
                               const nn_moe_desc *desc, const char *name);
 
+/* ---- Transformers (src/layers/transformer.c) ----
+   nanoGPT's GPT (Karpathy's model.py, GPT-2's layout): parameters named as its state dict,
+   PREFIX.transformer.wte.weight [vocab_size, n_embd], .wpe.weight [block_size, n_embd],
+   .h.{i}.ln_1.{weight,bias}, .h.{i}.attn.c_attn.{weight [3C, C], bias [3C]} (q | k | v),
+   .h.{i}.attn.c_proj [C, C], .h.{i}.ln_2, .h.{i}.mlp.c_fc [4C, C], .h.{i}.mlp.c_proj
+   [C, 4C], .ln_f; lm_head.weight is wte's (tied: one parameter, the sum of both gradients;
+   a PyTorch state dict's lm_head.weight is the same tensor). Initialised as nanoGPT: every
+   weight N(0, 0.02), the c_proj weights N(0, 0.02 / sqrt(2 n_layer)), biases zeros, layer
+   norms ones and zeros. GELU is the exact one (nn.GELU()). Attention is composed today
+   (matmul, masked softmax, matmul: a [T, T] matrix per head is stored). */
+typedef struct nn_gpt_config {
+    int64_t vocab_size;  /* tokens */
+    int64_t block_size;  /* context length (positions) */
+    int n_layer, n_head;
+    int64_t n_embd;      /* width, divisible by n_head */
+    float dropout;       /* nanoGPT's dropout (0: none; the identity in eval graphs) */
+    int no_bias;         /* nanoGPT's bias=False: no Linear and LayerNorm biases */
+    const char *name;    /* a prefix for the parameter names (NULL or "": none) */
+} nn_gpt_config;
+/* The model: idx int32 [B, T] (T <= block_size) -> logits [B*T, vocab_size] (rows in
+   (b, t) order, ready for nn_softmax_cross_entropy against the targets as [B*T]). */
+NN_API nn_tensor nn_gpt(nn_graph *g, nn_tensor idx, const nn_gpt_config *cfg);
+/* One block, x [B, T, n_embd] -> [B, T, n_embd] with the causal mask: x + attn(ln_1(x)),
+   then + mlp(ln_2(.)); parameters NAME.ln_1 ... as above. */
+NN_API nn_tensor nn_gpt_block(nn_graph *g, nn_tensor x, const nn_gpt_config *cfg, const char *name);
+/* Generation, one token per run: idx int32 [B] (the current token of each sequence) at
+   position pos (int32 [1], the same for every sequence, 0 <= pos < block_size) -> logits
+   [B, vocab_size] of the next token, against a key/value cache held on the device: per
+   layer a key and a value tensor [B, n_head, block_size, n_embd / n_head] (running sums,
+   nn_accumulate: each run adds the new key and value at slot pos, zero elsewhere), so a run
+   costs one token's work plus the attention over the cache, never the context again. The
+   caches start at zero; before a new sequence (pos 0 again) zero them with nn_tensor_fill
+   (caches, NULL or 2 * n_layer tensors, receives them: key of layer i at 2i, value at
+   2i + 1). Positions must be run in order 0, 1, 2, ... Use an eval graph made with
+   share_params of the trained one; parameter names as nn_gpt's. */
+NN_API nn_tensor nn_gpt_decode(nn_graph *g, nn_tensor idx, nn_tensor pos, const nn_gpt_config *cfg, nn_tensor *caches);
+
 /* ==== 13. Random ops and dropout =========================================================
    Samples drawn on the device, PyTorch's names and semantics. The generator is counter-based
    (Philox4x32-10, Salmon et al., SC'11): element i of a random op takes the words of counter
