@@ -190,7 +190,8 @@ void t_run_parts(const t_env *e, const t_part *parts, int n);
     X(matmul) X(activation) X(elementwise) X(conv) X(softmax) X(loss) X(shape) X(reduce)    \
     X(index) X(norm) X(pool) X(layers) X(optim) X(graph) X(errors) X(io) X(cache) X(safetensors)   \
     X(ckpt) X(files) X(numerics) X(api) X(limits) X(options) X(lifetime) X(threads) X(randexpr)    \
-    X(random) X(launch) X(registry)
+    X(random) X(launch) X(registry)                                                                \
+    X(transformer)
 /* The test binary's path (argv[0]), for the cases that run it again in a child process. */
 extern const char *t_argv0;
 /* tests/test_threads.c's child (NN_TEST_THREADS_CHILD=which, dispatched from main). */
