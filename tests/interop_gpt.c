@@ -10,7 +10,13 @@
          BATCHES (raw little-endian int32: STEPS*B*T inputs, then STEPS*B*T targets), writes
          each step's loss (before its update) to LOSSES and the final weights to OUT
      interop_gpt eval IN.safetensors BATCHES STEPS
-         loads weights (e.g. PyTorch's) and prints the loss of the first batch */
+         loads weights (e.g. PyTorch's) and prints the loss of the first batch
+     interop_gpt encoder VARIANT OUT0.safetensors X STEPS OUTPUTS LOSSES OUT.safetensors
+         a TransformerEncoderLayer (d_model 32, 4 heads, dim_feedforward 64, dropout 0,
+         batch_first; VARIANT 0: post-norm ReLU, 1: norm_first GELU) on x [3, 7, 32] (raw
+         float32 in X, then the target of the same shape): saves its initial weights to OUT0,
+         writes its output to OUTPUTS, then trains STEPS AdamW steps (lr 1e-3) on the MSE
+         against the target and writes the losses and the final weights */
 #define NN_IMPLEMENTATION
 #include "../nn.h"
 #include <stdio.h>
@@ -78,6 +84,59 @@ static int write_file(const char *path, const void *p, size_t bytes) {
     return ok;
 }
 
+static int encoder(nn_context *ctx, int variant, char **a) {
+    enum { EB = 3, ET = 7, EE = 32 };
+    nn_graph *g = NULL;
+    nn_transformer_desc td;
+    nn_compile_desc cd;
+    nn_tensor x, t, y, loss;
+    static float xs[2 * EB * ET * EE], out[EB * ET * EE];
+    float losses[64];
+    int steps = atoi(a[1]), i, rc = 1;
+    FILE *f = fopen(a[0], "rb");
+    size_t n = 2 * EB * ET * EE;
+    if (!f || fread(xs, 4, n, f) != n || steps < 1 || steps > 64) {
+        if (f) fclose(f);
+        return fail(ctx, "encoder input");
+    }
+    fclose(f);
+    memset(&td, 0, sizeof td);
+    td.dim_feedforward = 64;
+    td.dropout = NN_ZERO;
+    td.batch_first = 1;
+    td.norm_first = variant;
+    td.activation = variant;
+    if (nn_graph_create(ctx, NULL, &g) != NN_OK) return fail(ctx, "graph");
+    x = nn_input(g, "x", NN_F32, nn_shape3(EB, ET, EE));
+    t = nn_input(g, "t", NN_F32, nn_shape3(EB, ET, EE));
+    y = nn_transformer_encoder_layer(g, x, EE, 4, &td, "enc");
+    loss = nn_mse_loss(g, y, t, NULL);
+    nn_graph_output(g, y);
+    memset(&cd, 0, sizeof cd);
+    cd.loss = loss;
+    cd.optimizer.kind = NN_OPT_ADAMW;
+    cd.optimizer.lr = 1e-3f;
+    if (nn_graph_compile(g, &cd) != NN_OK || nn_graph_save_safetensors(g, a[-1]) != NN_OK ||
+        nn_tensor_write(g, x, xs, sizeof xs / 2) != NN_OK || nn_tensor_write(g, t, xs + n / 2, sizeof xs / 2) != NN_OK ||
+        nn_graph_forward(g) != NN_OK || nn_tensor_read(g, y, out, sizeof out) != NN_OK || !write_file(a[2], out, sizeof out)) {
+        rc = fail(ctx, "encoder");
+        goto done;
+    }
+    for (i = 0; i < steps; i++)
+        if (nn_graph_step(g) != NN_OK || nn_tensor_read(g, loss, &losses[i], 4) != NN_OK) {
+            rc = fail(ctx, "encoder step");
+            goto done;
+        }
+    if (!write_file(a[3], losses, (size_t)steps * 4) || nn_graph_save_safetensors(g, a[4]) != NN_OK) {
+        rc = fail(ctx, "encoder save");
+        goto done;
+    }
+    rc = 0;
+done:
+    nn_graph_destroy(g);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     nn_context *ctx = NULL;
     nn_context_desc cdesc;
@@ -99,7 +158,9 @@ int main(int argc, char **argv) {
         nn_context_device(ctx, &dev);
         fprintf(stderr, "interop_gpt: backend %s\n", dev.name);
     }
-    if (strcmp(argv[1], "init") == 0) {
+    if (strcmp(argv[1], "encoder") == 0 && argc == 9) {
+        rc = encoder(ctx, atoi(argv[2]), argv + 4);
+    } else if (strcmp(argv[1], "init") == 0) {
         if (build(ctx, &m, 0) != NN_OK) rc = fail(ctx, "build");
         else if (nn_graph_save_safetensors(m.g, argv[2]) != NN_OK) rc = fail(ctx, "save");
         else rc = 0;

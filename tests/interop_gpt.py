@@ -11,9 +11,16 @@
      where that is missing).
   3. nn.h loads PyTorch's final weights and must give PyTorch's loss on the first batch.
 
-Prints one line, INTEROP model=gpt steps=20 max_rel_logit_diff=<x> max_rel_loss_diff=<x>
-max_abs_weight_diff=<x>, and exits non-zero unless the logits and the per-step losses agree
-within 1e-4 relative (logits: max |diff| / max |logit|), and the cross-load as well.
+Then nn.TransformerEncoderLayer (d_model 32, 4 heads, dim_feedforward 64, dropout 0,
+batch_first; post-norm with ReLU, and norm_first with GELU) against
+nn_transformer_encoder_layer from nn.h's initial weights: the outputs on x [3, 7, 32], and
+the losses of 20 AdamW steps (lr 1e-3) on the MSE against a random target.
+
+Prints INTEROP model=gpt steps=20 max_rel_logit_diff=<x> max_rel_loss_diff=<x>
+max_abs_weight_diff=<x> and INTEROP model=encoder_layer variant=V steps=20
+max_rel_out_diff=<x> max_rel_loss_diff=<x>, and exits non-zero unless the outputs and the
+per-step losses agree within 1e-4 relative (outputs: max |diff| / max |value|), and the
+cross-load as well.
 Usage: interop_gpt.py DRIVER; diagnostics go to stderr.
 """
 import math
@@ -151,7 +158,43 @@ def main():
     print("INTEROP model=gpt steps=%d max_rel_logit_diff=%.3e max_rel_loss_diff=%.3e max_abs_weight_diff=%.3e"
           % (STEPS, lrel, rel, wdiff))
     ok = lrel <= 1e-4 and rel <= 1e-4 and eval_rel <= 1e-4 and set(nn_final) == set(t_final) and math.isfinite(rel)
+    for variant in (0, 1):
+        ok = encoder(torch, driver, variant) and ok
     return 0 if ok else 1
+
+
+def encoder(torch, driver, variant):
+    eb, et, ee = 3, 7, 32
+    rs = np.random.RandomState(5 + variant)
+    xt = rs.uniform(-1, 1, (2, eb, et, ee)).astype(np.float32)
+    with tempfile.TemporaryDirectory() as tmp:
+        p = lambda name: os.path.join(tmp, name)  # noqa: E731
+        xt.astype("<f4").tofile(p("x.bin"))
+        subprocess.run([driver, "encoder", str(variant), p("w0.safetensors"), p("x.bin"), str(STEPS), p("out.bin"),
+                        p("losses.bin"), p("final.safetensors")], check=True, stdout=subprocess.PIPE)
+        w0, _ = read_safetensors(p("w0.safetensors"))
+        nn_out = np.fromfile(p("out.bin"), dtype="<f4").astype(np.float64)
+        nn_losses = np.fromfile(p("losses.bin"), dtype="<f4").astype(np.float64)
+    layer = torch.nn.TransformerEncoderLayer(ee, 4, dim_feedforward=64, dropout=0.0, batch_first=True,
+                                             norm_first=bool(variant), activation="gelu" if variant else "relu")
+    sd = {k[len("enc."):]: torch.from_numpy(v) for k, v in w0.items()}
+    layer.load_state_dict(sd, strict=True)
+    x, target = torch.from_numpy(xt[0]), torch.from_numpy(xt[1])
+    with torch.no_grad():
+        t_out = layer(x).reshape(-1).double().numpy()
+    opt = torch.optim.AdamW(layer.parameters(), lr=1e-3)
+    t_losses = []
+    for _ in range(STEPS):
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(layer(x), target)
+        loss.backward()
+        opt.step()
+        t_losses.append(loss.item())
+    orel = float(np.max(np.abs(nn_out - t_out)) / np.max(np.abs(t_out)))
+    rel = float(np.max(np.abs(nn_losses - np.array(t_losses)) / np.abs(np.array(t_losses))))
+    print("INTEROP model=encoder_layer variant=%s steps=%d max_rel_out_diff=%.3e max_rel_loss_diff=%.3e"
+          % ("norm_first_gelu" if variant else "post_norm_relu", STEPS, orel, rel))
+    return orel <= 1e-4 and rel <= 1e-4
 
 
 if __name__ == "__main__":

@@ -937,6 +937,58 @@ NN_API nn_tensor nn_gpt_block(nn_graph *g, nn_tensor x, const nn_gpt_config *cfg
    share_params of the trained one; parameter names as nn_gpt's. */
 NN_API nn_tensor nn_gpt_decode(nn_graph *g, nn_tensor idx, nn_tensor pos, const nn_gpt_config *cfg, nn_tensor *caches);
 
+/* PyTorch's nn.MultiheadAttention(embed_dim, num_heads, dropout, bias, batch_first) called
+   as forward(query, key, value, key_padding_mask, need_weights=False, attn_mask,
+   is_causal): query [T, B, E] ([B, T, E] with batch_first), key and value [S, B, E] (one
+   shape) -> [T, B, E]. Parameters NAME.in_proj_weight [3E, E] (q | k | v rows, Xavier
+   uniform), NAME.in_proj_bias [3E] (zeros), NAME.out_proj.weight [E, E] (nn.Linear's
+   init), NAME.out_proj.bias [E] (zeros); no_bias: none of the biases. Masks are float32:
+   key_padding_mask [B, S], nonzero where a key is padding (PyTorch's True) and left out;
+   attn_mask [T, S] or [B*num_heads, T, S], added to the scores (PyTorch's float mask; -inf
+   hides); is_causal hides the keys after each query (top-left aligned). The weights are not
+   returned (need_weights=False). Composed: scores stored per head. */
+typedef struct nn_mha_desc {
+    float dropout;                /* on the attention weights (0: none, PyTorch's default) */
+    int no_bias;                  /* PyTorch's bias=False */
+    int batch_first;              /* 1: [B, T, E] tensors */
+    nn_tensor key_padding_mask;   /* NN_NONE: none */
+    nn_tensor attn_mask;          /* NN_NONE: none */
+    int is_causal;
+} nn_mha_desc;
+NN_API nn_tensor nn_multihead_attention(nn_graph *g, nn_tensor query, nn_tensor key, nn_tensor value, int64_t embed_dim,
+                                        int num_heads, const nn_mha_desc *desc, const char *name);
+/* PyTorch's nn.TransformerEncoderLayer(d_model, nhead, dim_feedforward, dropout, activation,
+   layer_norm_eps, batch_first, norm_first) and nn.TransformerDecoderLayer, with their names:
+   NAME.self_attn.* (nn_multihead_attention's), NAME.linear1 [dim_feedforward, d_model],
+   NAME.linear2 [d_model, dim_feedforward], NAME.norm1, NAME.norm2 (weight, bias), and for
+   the decoder NAME.multihead_attn.* (attention over memory) and NAME.norm3. Post-norm
+   (PyTorch's default): x = norm1(x + sa(x)), x = norm2(x + ff(x)); norm_first: x = x +
+   sa(norm1(x)), x = x + ff(norm2(x)) (the decoder's cross-attention between, with norm2;
+   its feed-forward with norm3). Dropout after each sub-block, inside the feed-forward and on
+   the attention weights (PyTorch's places). src / tgt [T, B, E] ([B, T, E] with
+   batch_first), memory [S, B, E]; masks as nn_multihead_attention's. The stacks
+   (nn.TransformerEncoder / Decoder without a final norm) name their layers NAME.layers.{i}. */
+typedef struct nn_transformer_desc {
+    int64_t dim_feedforward;      /* 0: 2048 */
+    float dropout;                /* 0: 0.1 (PyTorch's); NN_ZERO: none */
+    int activation;               /* 0: relu, 1: gelu (exact) */
+    float layer_norm_eps;         /* 0: 1e-5; NN_ZERO: 0 */
+    int batch_first, norm_first;
+    nn_tensor src_mask, src_key_padding_mask;  /* encoder */
+    int is_causal;                             /* encoder: src_mask is causal */
+    nn_tensor tgt_mask, tgt_key_padding_mask;  /* decoder's self-attention */
+    int tgt_is_causal;
+    nn_tensor memory_mask, memory_key_padding_mask; /* decoder's cross-attention */
+} nn_transformer_desc;
+NN_API nn_tensor nn_transformer_encoder_layer(nn_graph *g, nn_tensor src, int64_t d_model, int nhead,
+                                              const nn_transformer_desc *desc, const char *name);
+NN_API nn_tensor nn_transformer_decoder_layer(nn_graph *g, nn_tensor tgt, nn_tensor memory, int64_t d_model, int nhead,
+                                              const nn_transformer_desc *desc, const char *name);
+NN_API nn_tensor nn_transformer_encoder(nn_graph *g, nn_tensor src, int num_layers, int64_t d_model, int nhead,
+                                        const nn_transformer_desc *desc, const char *name);
+NN_API nn_tensor nn_transformer_decoder(nn_graph *g, nn_tensor tgt, nn_tensor memory, int num_layers, int64_t d_model, int nhead,
+                                        const nn_transformer_desc *desc, const char *name);
+
 /* ==== 13. Random ops and dropout =========================================================
    Samples drawn on the device, PyTorch's names and semantics. The generator is counter-based
    (Philox4x32-10, Salmon et al., SC'11): element i of a random op takes the words of counter

@@ -246,3 +246,356 @@ NN_API nn_tensor nn_gpt_decode(nn_graph *g, nn_tensor idx, nn_tensor pos, const 
     x = nn__tf_layer_norm(g, x, !cfg->no_bias, nb);
     return nn_matmul(g, x, wte, 0, 1);
 }
+
+/* ---- nn.MultiheadAttention, nn.TransformerEncoderLayer / DecoderLayer and their stacks ---- */
+
+/* x [B, T, E] (batch_first) or [T, B, E] -> [B, T, E] */
+static nn_tensor nn__tf_bfirst(nn_graph *g, nn_tensor x, int batch_first) {
+    int p[3] = {1, 0, 2};
+    return batch_first ? x : nn_permute(g, x, p, 3);
+}
+
+/* rows [B*T, E] -> heads [B, H, T, D] */
+static nn_tensor nn__tf_heads(nn_graph *g, nn_tensor r, int64_t b, int64_t t, int64_t h, int64_t d) {
+    int p[4] = {0, 2, 1, 3};
+    return nn_permute(g, nn_reshape(g, r, nn_shape4(b, t, h, d)), p, 4);
+}
+
+static int nn__tf_mha_checks(nn_graph *g, const char *op, const char *name, nn_tensor q, nn_tensor k, nn_tensor v, int64_t e, int h) {
+    nn_tensor in[3];
+    const nn_shape *sq, *sk, *sv;
+    in[0] = q;
+    in[1] = k;
+    in[2] = v;
+    if (!nn__check(g, op, 3, in) || !nn__expect_f32(g, op, q, "query") || !nn__expect_f32(g, op, k, "key") ||
+        !nn__expect_f32(g, op, v, "value"))
+        return 0;
+    if (!name || !name[0] || strlen(name) > 200) {
+        nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: needs a name (at most 200 chars)", op);
+        return 0;
+    }
+    sq = &nn__n(g, q)->shape;
+    sk = &nn__n(g, k)->shape;
+    sv = &nn__n(g, v)->shape;
+    if (h < 1 || e < 1 || e % h) {
+        nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: embed_dim %lld is not divisible by num_heads %d", op, name, (long long)e, h);
+        return 0;
+    }
+    if (sq->ndim != 3 || sk->ndim != 3 || !nn__shape_eq(sk, sv) || sq->dim[2] != e || sk->dim[2] != e) {
+        char a[128], b[128], c[128];
+        nn__shape_str(sq, a, sizeof a);
+        nn__shape_str(sk, b, sizeof b);
+        nn__shape_str(sv, c, sizeof c);
+        nn__op_fail(g, NN_ERR_SHAPE, "%s %s: query %s, key %s, value %s must be 3-D with embed_dim %lld last, key and value alike",
+                    op, name, a, b, c, (long long)e);
+        return 0;
+    }
+    return 1;
+}
+
+/* The attention of nn.MultiheadAttention on batch-first q [B, T, E], k, v [B, S, E]. */
+static nn_tensor nn__tf_mha(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, int64_t e, int h, const nn_mha_desc *desc,
+                            float dropout, const char *name) {
+    char wn[300], bn[300], on[240];
+    int64_t b = nn__n(g, q)->shape.dim[0], t = nn__n(g, q)->shape.dim[1], s = nn__n(g, k)->shape.dim[1], d = e / h;
+    int bias = !(desc && desc->no_bias);
+    nn_init xu, zero;
+    nn_tensor w, wb = NN_NONE, qr, kr, vr, mask = NN_NONE, add = NN_NONE, y;
+    memset(&xu, 0, sizeof xu);
+    memset(&zero, 0, sizeof zero);
+    xu.kind = NN_INIT_XAVIER_UNIFORM;
+    snprintf(wn, sizeof wn, "%s.in_proj_weight", name);
+    snprintf(bn, sizeof bn, "%s.in_proj_bias", name);
+    snprintf(on, sizeof on, "%s.out_proj", name);
+    w = nn_param(g, wn, nn_shape2(3 * e, e), xu);
+    if (bias) wb = nn_param(g, bn, nn_shape1(3 * e), zero);
+    qr = nn_reshape(g, q, nn_shape2(b * t, e));
+    if (q.id == k.id && k.id == v.id) { /* self-attention: one product */
+        nn_tensor p = nn_matmul(g, qr, w, 0, 1);
+        if (bias) p = nn_add(g, p, wb);
+        kr = nn_slice(g, p, 1, e, e);
+        vr = nn_slice(g, p, 1, 2 * e, e);
+        qr = nn_slice(g, p, 1, 0, e);
+    } else {
+        nn_tensor kin = nn_reshape(g, k, nn_shape2(b * s, e)), vin = nn_reshape(g, v, nn_shape2(b * s, e));
+        qr = nn_matmul(g, qr, nn_slice(g, w, 0, 0, e), 0, 1);
+        kr = nn_matmul(g, kin, nn_slice(g, w, 0, e, e), 0, 1);
+        vr = nn_matmul(g, vin, nn_slice(g, w, 0, 2 * e, e), 0, 1);
+        if (bias) {
+            qr = nn_add(g, qr, nn_slice(g, wb, 0, 0, e));
+            kr = nn_add(g, kr, nn_slice(g, wb, 0, e, e));
+            vr = nn_add(g, vr, nn_slice(g, wb, 0, 2 * e, e));
+        }
+    }
+    if (desc && desc->is_causal) mask = nn__tf_causal_mask(g, t > s ? t : s);
+    if (mask.id && t != s) mask = nn_slice(g, nn_slice(g, mask, 0, 0, t), 1, 0, s);
+    if (desc && desc->key_padding_mask.id) {
+        nn_tensor kp = nn_reshape(g, desc->key_padding_mask, nn_shape4(b, 1, 1, s));
+        mask = mask.id ? nn_logical_or(g, mask, kp) : kp;
+    }
+    if (desc && desc->attn_mask.id) {
+        const nn_shape *am = &nn__n(g, desc->attn_mask)->shape;
+        add = am->ndim == 3 ? nn_reshape(g, desc->attn_mask, nn_shape4(b, h, t, s)) : desc->attn_mask;
+    }
+    {
+        nn_tensor qh = nn__tf_heads(g, qr, b, t, h, d), kh = nn__tf_heads(g, kr, b, s, h, d), vh = nn__tf_heads(g, vr, b, s, h, d);
+        nn_tensor att = nn_mul_scalar(g, nn_matmul(g, qh, kh, 0, 1), (float)(1.0 / sqrt((double)d)));
+        int p[4] = {0, 2, 1, 3};
+        if (add.id) att = nn_add(g, att, add);
+        if (mask.id) att = nn_masked_fill(g, att, mask, -INFINITY);
+        att = nn_softmax(g, att, -1);
+        if (dropout > 0) att = nn_dropout(g, att, dropout);
+        y = nn_reshape(g, nn_permute(g, nn_matmul(g, att, vh, 0, 0), p, 4), nn_shape2(b * t, e));
+    }
+    {
+        nn_init li;
+        memset(&li, 0, sizeof li);
+        li.kind = NN_INIT_UNIFORM; /* nn.Linear's weight init; the bias zeros (MultiheadAttention's) */
+        li.a = (float)(-1.0 / sqrt((double)e));
+        li.b = -li.a;
+        snprintf(wn, sizeof wn, "%s.weight", on);
+        snprintf(bn, sizeof bn, "%s.bias", on);
+        y = nn_matmul(g, y, nn_param(g, wn, nn_shape2(e, e), li), 0, 1);
+        if (bias) y = nn_add(g, y, nn_param(g, bn, nn_shape1(e), zero));
+    }
+    return nn_reshape(g, y, nn_shape3(b, t, e));
+}
+
+static int nn__tf_masks(nn_graph *g, const char *op, const char *name, int64_t b, int64_t t, int64_t s, int h, const nn_mha_desc *d) {
+    char m[128];
+    if (!d) return 1;
+    if (d->key_padding_mask.id) {
+        const nn_shape *k;
+        if (!nn__check(g, op, 1, &d->key_padding_mask)) return 0;
+        k = &nn__n(g, d->key_padding_mask)->shape;
+        if (k->ndim != 2 || k->dim[0] != b || k->dim[1] != s || nn__n(g, d->key_padding_mask)->dtype != NN_F32) {
+            nn__shape_str(k, m, sizeof m);
+            nn__op_fail(g, NN_ERR_SHAPE, "%s %s: key_padding_mask %s must be float32 [B %lld, S %lld]", op, name, m, (long long)b,
+                        (long long)s);
+            return 0;
+        }
+    }
+    if (d->attn_mask.id) {
+        const nn_shape *a;
+        if (!nn__check(g, op, 1, &d->attn_mask)) return 0;
+        a = &nn__n(g, d->attn_mask)->shape;
+        if (nn__n(g, d->attn_mask)->dtype != NN_F32 || !((a->ndim == 2 && a->dim[0] == t && a->dim[1] == s) ||
+                                                          (a->ndim == 3 && a->dim[0] == b * h && a->dim[1] == t && a->dim[2] == s))) {
+            nn__shape_str(a, m, sizeof m);
+            nn__op_fail(g, NN_ERR_SHAPE, "%s %s: attn_mask %s must be float32 [T %lld, S %lld] or [B*num_heads %lld, T, S]", op, name,
+                        m, (long long)t, (long long)s, (long long)(b * h));
+            return 0;
+        }
+    }
+    return 1;
+}
+
+NN_API nn_tensor nn_multihead_attention(nn_graph *g, nn_tensor query, nn_tensor key, nn_tensor value, int64_t embed_dim, int num_heads,
+                                        const nn_mha_desc *desc, const char *name) {
+    const char *op = "nn_multihead_attention";
+    int bf = desc && desc->batch_first;
+    float dropout = desc ? desc->dropout : 0;
+    nn_tensor q, k, v, y;
+    if (!nn__tf_mha_checks(g, op, name, query, key, value, embed_dim, num_heads)) return nn__tensor(-1);
+    if (!(dropout >= 0 && dropout < 1)) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: dropout %g is not in [0, 1)", op, name, (double)dropout);
+    {
+        const nn_shape *sq = &nn__n(g, query)->shape, *sk = &nn__n(g, key)->shape;
+        int64_t b = sq->dim[bf ? 0 : 1], t = sq->dim[bf ? 1 : 0], s = sk->dim[bf ? 1 : 0];
+        if (sk->dim[bf ? 0 : 1] != b) {
+            char a[128], c[128];
+            nn__shape_str(sq, a, sizeof a);
+            nn__shape_str(sk, c, sizeof c);
+            return nn__op_fail(g, NN_ERR_SHAPE, "%s %s: query %s and key %s differ in the batch", op, name, a, c);
+        }
+        if (!nn__tf_masks(g, op, name, b, t, s, num_heads, desc)) return nn__tensor(-1);
+    }
+    q = nn__tf_bfirst(g, query, bf);
+    k = key.id == query.id ? q : nn__tf_bfirst(g, key, bf);
+    v = value.id == key.id ? k : nn__tf_bfirst(g, value, bf);
+    y = nn__tf_mha(g, q, k, v, embed_dim, num_heads, desc, dropout, name);
+    return nn__tf_bfirst(g, y, bf);
+}
+
+/* Options read with PyTorch's defaults: dim_feedforward 2048, dropout 0.1, eps 1e-5. */
+static int64_t nn__tf_dff(const nn_transformer_desc *d) { return d && d->dim_feedforward > 0 ? d->dim_feedforward : 2048; }
+static float nn__tf_drop(const nn_transformer_desc *d) { return d ? nn__deff(d->dropout, 0.1f) : 0.1f; }
+static float nn__tf_eps(const nn_transformer_desc *d) { return d ? nn__deff(d->layer_norm_eps, 1e-5f) : 1e-5f; }
+
+static int nn__tf_desc(nn_graph *g, const char *op, const char *name, const nn_transformer_desc *d) {
+    float p = nn__tf_drop(d);
+    if (!(p >= 0 && p < 1) || (d && (d->activation < 0 || d->activation > 1 || d->dim_feedforward < 0)) || !(nn__tf_eps(d) >= 0)) {
+        nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: dropout %g (needs [0, 1)), activation %d (0 relu, 1 gelu), dim_feedforward %lld",
+                    op, name ? name : "", (double)p, d ? d->activation : 0, d ? (long long)d->dim_feedforward : 0LL);
+        return 0;
+    }
+    return 1;
+}
+
+static nn_tensor nn__tf_norm(nn_graph *g, nn_tensor x, float eps, const char *name) {
+    char wn[256], bn[256];
+    nn_init one, zero;
+    nn_norm_desc nd;
+    int64_t c = nn__n(g, x)->shape.dim[nn__n(g, x)->shape.ndim - 1];
+    memset(&one, 0, sizeof one);
+    memset(&zero, 0, sizeof zero);
+    memset(&nd, 0, sizeof nd);
+    one.kind = NN_INIT_CONSTANT;
+    one.a = 1.0f;
+    nd.eps = eps == 0 ? NN_ZERO : eps;
+    snprintf(wn, sizeof wn, "%s.weight", name);
+    snprintf(bn, sizeof bn, "%s.bias", name);
+    return nn_layer_norm(g, x, 1, nn_param(g, wn, nn_shape1(c), one), nn_param(g, bn, nn_shape1(c), zero), &nd);
+}
+
+static nn_tensor nn__tf_drop_if(nn_graph *g, nn_tensor x, float p) { return p > 0 ? nn_dropout(g, x, p) : x; }
+
+/* linear2(dropout(activation(linear1(x)))) on batch-first x [B, T, E] */
+static nn_tensor nn__tf_ff(nn_graph *g, nn_tensor x, const nn_transformer_desc *d, const char *name) {
+    char n1[256], n2[256];
+    const nn_shape *s = &nn__n(g, x)->shape;
+    int64_t rows = s->dim[0] * s->dim[1], e = s->dim[2];
+    nn_tensor h;
+    snprintf(n1, sizeof n1, "%s.linear1", name);
+    snprintf(n2, sizeof n2, "%s.linear2", name);
+    h = nn_linear_layer(g, nn_reshape(g, x, nn_shape2(rows, e)), nn__tf_dff(d), NULL, n1);
+    h = d && d->activation == 1 ? nn_gelu(g, h) : nn_relu(g, h);
+    h = nn_linear_layer(g, nn__tf_drop_if(g, h, nn__tf_drop(d)), e, NULL, n2);
+    return nn_reshape(g, h, *s);
+}
+
+/* One attention sub-block's options from the layer's: dropout, batch-first (already), masks. */
+static nn_mha_desc nn__tf_sub(nn_tensor attn_mask, nn_tensor kpm, int causal) {
+    nn_mha_desc m;
+    memset(&m, 0, sizeof m);
+    m.batch_first = 1;
+    m.attn_mask = attn_mask;
+    m.key_padding_mask = kpm;
+    m.is_causal = causal;
+    return m;
+}
+
+static nn_tensor nn__tf_encoder_layer(nn_graph *g, nn_tensor x, int64_t e, int h, const nn_transformer_desc *d, const char *name) {
+    char na[256], n1[256], n2[256];
+    float p = nn__tf_drop(d), eps = nn__tf_eps(d);
+    nn_mha_desc m = nn__tf_sub(d ? d->src_mask : NN_NONE, d ? d->src_key_padding_mask : NN_NONE, d ? d->is_causal : 0);
+    nn_tensor a;
+    snprintf(na, sizeof na, "%s.self_attn", name);
+    snprintf(n1, sizeof n1, "%s.norm1", name);
+    snprintf(n2, sizeof n2, "%s.norm2", name);
+    if (d && d->norm_first) {
+        a = nn__tf_norm(g, x, eps, n1);
+        x = nn_add(g, x, nn__tf_drop_if(g, nn__tf_mha(g, a, a, a, e, h, &m, p, na), p));
+        x = nn_add(g, x, nn__tf_drop_if(g, nn__tf_ff(g, nn__tf_norm(g, x, eps, n2), d, name), p));
+    } else {
+        x = nn__tf_norm(g, nn_add(g, x, nn__tf_drop_if(g, nn__tf_mha(g, x, x, x, e, h, &m, p, na), p)), eps, n1);
+        x = nn__tf_norm(g, nn_add(g, x, nn__tf_drop_if(g, nn__tf_ff(g, x, d, name), p)), eps, n2);
+    }
+    return x;
+}
+
+static nn_tensor nn__tf_decoder_layer(nn_graph *g, nn_tensor x, nn_tensor mem, int64_t e, int h, const nn_transformer_desc *d,
+                                      const char *name) {
+    char na[256], nc[256], n1[256], n2[256], n3[256];
+    float p = nn__tf_drop(d), eps = nn__tf_eps(d);
+    nn_mha_desc ms = nn__tf_sub(d ? d->tgt_mask : NN_NONE, d ? d->tgt_key_padding_mask : NN_NONE, d ? d->tgt_is_causal : 0);
+    nn_mha_desc mc = nn__tf_sub(d ? d->memory_mask : NN_NONE, d ? d->memory_key_padding_mask : NN_NONE, 0);
+    nn_tensor a;
+    snprintf(na, sizeof na, "%s.self_attn", name);
+    snprintf(nc, sizeof nc, "%s.multihead_attn", name);
+    snprintf(n1, sizeof n1, "%s.norm1", name);
+    snprintf(n2, sizeof n2, "%s.norm2", name);
+    snprintf(n3, sizeof n3, "%s.norm3", name);
+    if (d && d->norm_first) {
+        a = nn__tf_norm(g, x, eps, n1);
+        x = nn_add(g, x, nn__tf_drop_if(g, nn__tf_mha(g, a, a, a, e, h, &ms, p, na), p));
+        x = nn_add(g, x, nn__tf_drop_if(g, nn__tf_mha(g, nn__tf_norm(g, x, eps, n2), mem, mem, e, h, &mc, p, nc), p));
+        x = nn_add(g, x, nn__tf_drop_if(g, nn__tf_ff(g, nn__tf_norm(g, x, eps, n3), d, name), p));
+    } else {
+        x = nn__tf_norm(g, nn_add(g, x, nn__tf_drop_if(g, nn__tf_mha(g, x, x, x, e, h, &ms, p, na), p)), eps, n1);
+        x = nn__tf_norm(g, nn_add(g, x, nn__tf_drop_if(g, nn__tf_mha(g, x, mem, mem, e, h, &mc, p, nc), p)), eps, n2);
+        x = nn__tf_norm(g, nn_add(g, x, nn__tf_drop_if(g, nn__tf_ff(g, x, d, name), p)), eps, n3);
+    }
+    return x;
+}
+
+/* Shared checks of the four layer builders; *b, *t of x (any layout) out. */
+static int nn__tf_layer_checks(nn_graph *g, const char *op, const char *name, nn_tensor x, nn_tensor mem, int64_t e, int h,
+                               const nn_transformer_desc *d) {
+    int bf = d && d->batch_first;
+    const nn_shape *s;
+    int64_t b, t, sm;
+    if (!nn__tf_mha_checks(g, op, name, x, mem.id ? mem : x, mem.id ? mem : x, e, h) || !nn__tf_desc(g, op, name, d)) return 0;
+    s = &nn__n(g, x)->shape;
+    b = s->dim[bf ? 0 : 1];
+    t = s->dim[bf ? 1 : 0];
+    sm = t;
+    if (mem.id) {
+        const nn_shape *m = &nn__n(g, mem)->shape;
+        sm = m->dim[bf ? 1 : 0];
+        if (m->dim[bf ? 0 : 1] != b) {
+            char a[128], c[128];
+            nn__shape_str(s, a, sizeof a);
+            nn__shape_str(m, c, sizeof c);
+            nn__op_fail(g, NN_ERR_SHAPE, "%s %s: tgt %s and memory %s differ in the batch", op, name, a, c);
+            return 0;
+        }
+        {
+            nn_mha_desc ms = nn__tf_sub(d ? d->tgt_mask : NN_NONE, d ? d->tgt_key_padding_mask : NN_NONE, 0);
+            nn_mha_desc mc = nn__tf_sub(d ? d->memory_mask : NN_NONE, d ? d->memory_key_padding_mask : NN_NONE, 0);
+            return nn__tf_masks(g, op, name, b, t, t, h, &ms) && nn__tf_masks(g, op, name, b, t, sm, h, &mc);
+        }
+    } else {
+        nn_mha_desc ms = nn__tf_sub(d ? d->src_mask : NN_NONE, d ? d->src_key_padding_mask : NN_NONE, 0);
+        return nn__tf_masks(g, op, name, b, t, t, h, &ms);
+    }
+}
+
+NN_API nn_tensor nn_transformer_encoder_layer(nn_graph *g, nn_tensor src, int64_t d_model, int nhead, const nn_transformer_desc *desc,
+                                              const char *name) {
+    int bf = desc && desc->batch_first;
+    if (!nn__tf_layer_checks(g, "nn_transformer_encoder_layer", name, src, NN_NONE, d_model, nhead, desc)) return nn__tensor(-1);
+    return nn__tf_bfirst(g, nn__tf_encoder_layer(g, nn__tf_bfirst(g, src, bf), d_model, nhead, desc, name), bf);
+}
+
+NN_API nn_tensor nn_transformer_decoder_layer(nn_graph *g, nn_tensor tgt, nn_tensor memory, int64_t d_model, int nhead,
+                                              const nn_transformer_desc *desc, const char *name) {
+    int bf = desc && desc->batch_first;
+    if (!nn__check(g, "nn_transformer_decoder_layer", 1, &memory) ||
+        !nn__tf_layer_checks(g, "nn_transformer_decoder_layer", name, tgt, memory, d_model, nhead, desc))
+        return nn__tensor(-1);
+    return nn__tf_bfirst(g, nn__tf_decoder_layer(g, nn__tf_bfirst(g, tgt, bf), nn__tf_bfirst(g, memory, bf), d_model, nhead, desc, name),
+                         bf);
+}
+
+NN_API nn_tensor nn_transformer_encoder(nn_graph *g, nn_tensor src, int num_layers, int64_t d_model, int nhead,
+                                        const nn_transformer_desc *desc, const char *name) {
+    char nl[256];
+    int bf = desc && desc->batch_first, i;
+    nn_tensor x;
+    if (!nn__tf_layer_checks(g, "nn_transformer_encoder", name, src, NN_NONE, d_model, nhead, desc)) return nn__tensor(-1);
+    if (num_layers < 1) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_transformer_encoder %s: num_layers %d is not >= 1", name, num_layers);
+    x = nn__tf_bfirst(g, src, bf);
+    for (i = 0; i < num_layers; i++) {
+        snprintf(nl, sizeof nl, "%s.layers.%d", name, i);
+        x = nn__tf_encoder_layer(g, x, d_model, nhead, desc, nl);
+    }
+    return nn__tf_bfirst(g, x, bf);
+}
+
+NN_API nn_tensor nn_transformer_decoder(nn_graph *g, nn_tensor tgt, nn_tensor memory, int num_layers, int64_t d_model, int nhead,
+                                        const nn_transformer_desc *desc, const char *name) {
+    char nl[256];
+    int bf = desc && desc->batch_first, i;
+    nn_tensor x, m;
+    if (!nn__check(g, "nn_transformer_decoder", 1, &memory) ||
+        !nn__tf_layer_checks(g, "nn_transformer_decoder", name, tgt, memory, d_model, nhead, desc))
+        return nn__tensor(-1);
+    if (num_layers < 1) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_transformer_decoder %s: num_layers %d is not >= 1", name, num_layers);
+    x = nn__tf_bfirst(g, tgt, bf);
+    m = nn__tf_bfirst(g, memory, bf);
+    for (i = 0; i < num_layers; i++) {
+        snprintf(nl, sizeof nl, "%s.layers.%d", name, i);
+        x = nn__tf_decoder_layer(g, x, m, d_model, nhead, desc, nl);
+    }
+    return nn__tf_bfirst(g, x, bf);
+}
