@@ -13,7 +13,7 @@ DL_LIBS := $(shell printf '\043include <dlfcn.h>\nint main(void){return dlopen("
              $(CC) -x c - -o /dev/null >/dev/null 2>&1 || echo -ldl)
 LIBS = -lm -lpthread $(DL_LIBS)
 
-.PHONY: all test test-asan test-tsan test-oclgrind check-gen check-warnings check-parts check-determinism examples demo bench bench-mem bench-layers compile-scale clean
+.PHONY: all test test-asan test-tsan test-oclgrind check-gen check-warnings check-parts check-determinism examples demo bench bench-mem bench-layers bench-gpt compile-scale clean
 
 all: nn.h
 
@@ -148,6 +148,15 @@ bench-mem: bench/nn_bench
 bench-layers: bench/nn_bench
 	FIGURES=layers ./bench/run.sh
 
+# GPT training tokens/s (the tiny GPT of examples/tiny_gpt.c, a GPT-2-small-shaped one) per
+# backend beside PyTorch's (bench/gpt_torch.py), the FMA peak, generation with and without
+# the key/value cache: `make bench-gpt [ROUNDS=n]` (the GPT-2-small figures take minutes).
+bench/gpt_bench: bench/gpt_bench.c nn.h
+	$(CC) $(CFLAGS) -I. -o $@ $< $(LIBS)
+
+bench-gpt: bench/nn_bench bench/gpt_bench
+	FIGURES=gpt ./bench/run.sh
+
 # ---- the GPU report: built here, run where the GPU is (tools/gpu_report.sh) ------------------
 # `make gpu-report-build` puts into build/gpu-report/ (about 6 MiB) what a machine with a GPU
 # and no compiler, package or network needs: tests/nn_test, bench/nn_bench with run.sh and
@@ -183,7 +192,7 @@ gpu-report: gpu-report-build
 
 clean:
 	rm -rf tests/oclgrind-out
-	rm -f gen/amalg tests/nn_test tests/nn_test_asan tests/nn_test_tsan tests/interop_mlp tests/interop_gpt $(EXAMPLES) bench/nn_bench bench/compile_scale bench/sgemm_clblast
+	rm -f gen/amalg tests/nn_test tests/nn_test_asan tests/nn_test_tsan tests/interop_mlp tests/interop_gpt $(EXAMPLES) bench/nn_bench bench/gpt_bench bench/compile_scale bench/sgemm_clblast
 	rm -rf build/gpu-report build/gpu-report-out
 
 # ---- fuzzing: every loader of untrusted bytes under libFuzzer, ASan and UBSan (clang) -------

@@ -144,7 +144,7 @@ static int bench_train(const char *sel, const char *model) {
     if (strcmp(model, "tiny") == 0) {
         B = 16, T = 64, cfg.n_layer = 4, cfg.n_head = 4, cfg.n_embd = 128, warm = 10, min_steps = 30, min_time = 2.0;
     } else if (strcmp(model, "gpt2s") == 0) {
-        B = 4, T = 256, cfg.n_layer = 12, cfg.n_head = 12, cfg.n_embd = 768, warm = 2, min_steps = 3, min_time = 5.0;
+        B = 4, T = 256, cfg.n_layer = 12, cfg.n_head = 12, cfg.n_embd = 768, warm = 1, min_steps = 2, min_time = 0.0;
     } else {
         fprintf(stderr, "gpt_bench: model %s is not tiny or gpt2s\n", model);
         return 2;

@@ -17,6 +17,10 @@
 #   FIGURES=layers ...                          # only the composed layers (make bench-layers):
 #       ms per training step of each layer of src/layers/layers.c per backend, and PyTorch's at
 #       each of BLAS_THREADS threads (bench/layers_torch.py)
+#   FIGURES=gpt ...                             # only the GPT figures (make bench-gpt): tokens/s
+#       training the tiny GPT (examples/tiny_gpt.c's) and a GPT-2-small-shaped one per backend
+#       (bench/gpt_bench), PyTorch's in TORCH_THREADS configurations (bench/gpt_torch.py), the
+#       machine's FMA peak, and generation tokens/s with the key/value cache and without
 #   FIGURE_TIMEOUT=s ...                        # stop each nn_bench run after s seconds
 #       (with timeout(1); tools/gpu_report.sh sets it, so one hung figure leaves the others)
 #
@@ -51,7 +55,7 @@ ROUNDS=${ROUNDS:-4}
 BASELINE=${BASELINE:-}
 ONLY=${ONLY:-}
 FIGURES=${FIGURES:-all}
-case $FIGURES in all | layers) ;; mem) ONLY=nn ;; *) echo "run.sh: FIGURES must be all, mem or layers (got '$FIGURES')" >&2; exit 1 ;; esac
+case $FIGURES in all | layers | gpt) ;; mem) ONLY=nn ;; *) echo "run.sh: FIGURES must be all, mem, layers or gpt (got '$FIGURES')" >&2; exit 1 ;; esac
 TORCH_THREADS=${TORCH_THREADS:-1/1 1/2 2/1 2/2}
 BLAS_THREADS=${BLAS_THREADS:-1 2}
 T0=$(date +%s)
@@ -128,6 +132,7 @@ BLAS_WARN=
 if [ "$ONLY" != nn ]; then
     mods="torch numpy"
     [ "$FIGURES" = layers ] && mods=torch # no NumPy figure among the layers
+    [ "$FIGURES" = gpt ] && mods=torch
     for m in $mods; do
         if ! "$PY" -c "import $m" 2>/dev/null; then
             note "no $m for $PY (python3-$m): skipping its figures"
@@ -241,6 +246,20 @@ torch_fig() {
 R=1
 while [ $R -le "$ROUNDS" ]; do
     note "round $R of $ROUNDS ($(($(date +%s) - T0)) s)"
+    if [ "$FIGURES" = gpt ]; then
+        [ $R -eq 1 ] && ./bench/gpt_bench peak | tag $R
+        for model in tiny gpt2s; do
+            echo "$DEVICES" | while read -r sel name; do
+                limit ./bench/gpt_bench train "$sel" $model </dev/null | tag $R || note "gpt_bench train $sel $model failed"
+            done
+            if [ -n "$HAVE_TORCH" ]; then torch_fig $R "$TORCH_THREADS" bench/gpt_torch.py --model $model; fi
+        done
+        echo "$DEVICES" | while read -r sel name; do
+            limit ./bench/gpt_bench generate "$sel" </dev/null | tag $R || note "gpt_bench generate $sel failed"
+        done
+        R=$((R + 1))
+        continue
+    fi
     if [ "$FIGURES" = layers ]; then
         nn_fig $R layers
         if [ -n "$HAVE_TORCH" ]; then torch_fig $R "$BLAS_THREADS" bench/layers_torch.py; fi
