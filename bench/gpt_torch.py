@@ -99,6 +99,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--model", default="tiny", choices=["tiny", "gpt2s"])
+    ap.add_argument("--heldout-after", type=int, default=0,
+                    help="train this many steps, then print the held-out loss (50 batches of the last 10%%)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -123,6 +125,20 @@ def main():
         opt.step()
         return loss
 
+    if args.heldout_after:
+        for _ in range(args.heldout_after):
+            step()
+        held = data[len(data) * 9 // 10:]
+        g = torch.Generator().manual_seed(12345)
+        tot = 0.0
+        with torch.no_grad():
+            for _ in range(50):
+                ix = torch.randint(len(held) - T - 1, (B,), generator=g)
+                x = torch.stack([held[i:i + T] for i in ix])
+                y = torch.stack([held[i + 1:i + T + 1] for i in ix])
+                tot += model(x, y).item()
+        print(f"BENCH name=gpt_heldout backend=torch model={args.model} steps={args.heldout_after} heldout_loss={tot / 50:.4f}")
+        return
     for _ in range(warm):
         step()
     steps, t0 = 0, time.perf_counter()
