@@ -13,7 +13,7 @@ DL_LIBS := $(shell printf '\043include <dlfcn.h>\nint main(void){return dlopen("
              $(CC) -x c - -o /dev/null >/dev/null 2>&1 || echo -ldl)
 LIBS = -lm -lpthread $(DL_LIBS)
 
-.PHONY: all test test-asan test-tsan test-oclgrind check-gen check-warnings check-parts check-determinism examples demo bench bench-mem bench-layers compile-scale clean bench-rnn
+.PHONY: all test test-asan test-tsan test-oclgrind check-gen check-warnings check-parts check-determinism examples demo bench bench-mem bench-layers compile-scale clean bench-rnn bench-gpt
 
 all: nn.h
 
@@ -91,11 +91,13 @@ check-warnings: nn.h
 	else echo "check-warnings: no <CL/cl.h> here: the check with it included first is skipped"; fi
 
 EXAMPLES = examples/xor examples/fashion_mnist_mlp examples/fashion_mnist_cnn examples/fashion_mnist_vae \
-           examples/char_lstm
+           examples/char_lstm examples/tiny_gpt
 examples: $(EXAMPLES)
 examples/xor: examples/xor.c nn.h
 	$(CC) $(CFLAGS) -I. -o $@ $< $(LIBS)
 examples/char_lstm: examples/char_lstm.c nn.h
+	$(CC) $(CFLAGS) -I. -o $@ $< $(LIBS)
+examples/tiny_gpt: examples/tiny_gpt.c nn.h
 	$(CC) $(CFLAGS) -I. -o $@ $< $(LIBS)
 # zlib (zlib1g-dev) when its header and library are here: then the example reads the .gz
 # files as they are; without it, -DFMNIST_NO_ZLIB: plain IDX files only, which `make demo`
@@ -149,6 +151,15 @@ bench-mem: bench/nn_bench
 bench-layers: bench/nn_bench
 	FIGURES=layers ./bench/run.sh
 
+# GPT training tokens/s (the tiny GPT of examples/tiny_gpt.c, a GPT-2-small-shaped one) per
+# backend beside PyTorch's (bench/gpt_torch.py), the FMA peak, generation with and without
+# the key/value cache: `make bench-gpt [ROUNDS=n]` (the GPT-2-small figures take minutes).
+bench/gpt_bench: bench/gpt_bench.c nn.h
+	$(CC) $(CFLAGS) -I. -o $@ $< $(LIBS)
+
+bench-gpt: bench/nn_bench bench/gpt_bench
+	FIGURES=gpt ./bench/run.sh
+
 # ---- the GPU report: built here, run where the GPU is (tools/gpu_report.sh) ------------------
 # `make gpu-report-build` puts into build/gpu-report/ (about 6 MiB) what a machine with a GPU
 # and no compiler, package or network needs: tests/nn_test, bench/nn_bench with run.sh and
@@ -197,7 +208,7 @@ gpu-report: gpu-report-build
 
 clean:
 	rm -rf tests/oclgrind-out
-	rm -f gen/amalg tests/nn_test tests/nn_test_asan tests/nn_test_tsan tests/interop_mlp $(EXAMPLES) bench/nn_bench bench/compile_scale bench/sgemm_clblast bench/segment_bench bench/segment_bench_base tests/interop_rnn bench/rnn_bench
+	rm -f gen/amalg tests/nn_test tests/nn_test_asan tests/nn_test_tsan tests/interop_mlp $(EXAMPLES) bench/nn_bench bench/compile_scale bench/sgemm_clblast bench/segment_bench bench/segment_bench_base tests/interop_rnn bench/rnn_bench tests/interop_gpt bench/gpt_bench
 	rm -rf build/gpu-report build/gpu-report-out
 
 # ---- fuzzing: every loader of untrusted bytes under libFuzzer, ASan and UBSan (clang) -------
@@ -278,9 +289,10 @@ INTEROP_DATA ?= /usr/share/datasets/fashion-mnist
 tests/interop_mlp: tests/interop_mlp.c nn.h
 	$(CC) $(CFLAGS) $(WARN) -o $@ $< $(LIBS)
 
-interop: tests/interop_mlp tests/interop_rnn
+interop: tests/interop_mlp tests/interop_rnn tests/interop_gpt
 	env -u OPENBLAS_CORETYPE OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 tests/interop_torch.py tests/interop_mlp $(INTEROP_DATA)
 	env -u OPENBLAS_CORETYPE OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 tests/interop_rnn.py tests/interop_rnn
+	env -u OPENBLAS_CORETYPE OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 tests/interop_gpt.py tests/interop_gpt
 
 # ---- attention: fused nn_attention against the composed matmul + softmax + matmul ----------
 # forward + backward at B = 4, H = 8, D = 64, T = 256, 1024, 4096, per backend, time and
@@ -305,5 +317,10 @@ bench/rnn_loop: bench/rnn_loop.c nn.h
 # 512 (batch 64, sequence 128) on every backend, with kernel launches per time step, beside
 # PyTorch's at 1 and 2 threads: `make bench-rnn [ROUNDS=n]`.
 bench/rnn_bench: bench/rnn_bench.c nn.h
+	$(CC) $(CFLAGS) $(WARN) -I. -o $@ $< $(LIBS)
 bench-rnn: bench/nn_bench bench/rnn_bench
 	FIGURES=rnn ./bench/run.sh
+
+# the tiny GPT against nanoGPT's model in PyTorch (tests/interop_gpt.py): logits, 20 AdamW steps
+tests/interop_gpt: tests/interop_gpt.c nn.h
+	$(CC) $(CFLAGS) $(WARN) -o $@ $< $(LIBS)

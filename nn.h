@@ -1230,6 +1230,93 @@ NN_API nn_tensor nn_gru_cell(nn_graph *g, nn_tensor x, nn_tensor h, int64_t hidd
    forward direction's last state beside the reverse direction's output at that step.
    Lengths outside [1, T] are clamped there, counted and reported as nn_rnn_desc.lengths'. */
 NN_API nn_tensor nn_last_valid(nn_graph *g, nn_tensor y, nn_tensor lengths, int batch_first);
+/* ---- Transformers (src/layers/transformer.c) ----
+   nanoGPT's GPT (Karpathy's model.py, GPT-2's layout): parameters named as its state dict,
+   PREFIX.transformer.wte.weight [vocab_size, n_embd], .wpe.weight [block_size, n_embd],
+   .h.{i}.ln_1.{weight,bias}, .h.{i}.attn.c_attn.{weight [3C, C], bias [3C]} (q | k | v),
+   .h.{i}.attn.c_proj [C, C], .h.{i}.ln_2, .h.{i}.mlp.c_fc [4C, C], .h.{i}.mlp.c_proj
+   [C, 4C], .ln_f; lm_head.weight is wte's (tied: one parameter, the sum of both gradients;
+   a PyTorch state dict's lm_head.weight is the same tensor). Initialised as nanoGPT: every
+   weight N(0, 0.02), the c_proj weights N(0, 0.02 / sqrt(2 n_layer)), biases zeros, layer
+   norms ones and zeros. GELU is the exact one (nn.GELU()). Attention is composed today
+   (matmul, masked softmax, matmul: a [T, T] matrix per head is stored). */
+typedef struct nn_gpt_config {
+    int64_t vocab_size;  /* tokens */
+    int64_t block_size;  /* context length (positions) */
+    int n_layer, n_head;
+    int64_t n_embd;      /* width, divisible by n_head */
+    float dropout;       /* nanoGPT's dropout (0: none; the identity in eval graphs) */
+    int no_bias;         /* nanoGPT's bias=False: no Linear and LayerNorm biases */
+    const char *name;    /* a prefix for the parameter names (NULL or "": none) */
+} nn_gpt_config;
+/* The model: idx int32 [B, T] (T <= block_size) -> logits [B*T, vocab_size] (rows in
+   (b, t) order, ready for nn_softmax_cross_entropy against the targets as [B*T]). */
+NN_API nn_tensor nn_gpt(nn_graph *g, nn_tensor idx, const nn_gpt_config *cfg);
+/* One block, x [B, T, n_embd] -> [B, T, n_embd] with the causal mask: x + attn(ln_1(x)),
+   then + mlp(ln_2(.)); parameters NAME.ln_1 ... as above. */
+NN_API nn_tensor nn_gpt_block(nn_graph *g, nn_tensor x, const nn_gpt_config *cfg, const char *name);
+/* Generation, one token per run: idx int32 [B] (the current token of each sequence) at
+   position pos (int32 [1], the same for every sequence, 0 <= pos < block_size) -> logits
+   [B, vocab_size] of the next token, against a key/value cache held on the device: per
+   layer a key and a value tensor [B, n_head, block_size, n_embd / n_head] (running sums,
+   nn_accumulate: each run adds the new key and value at slot pos, zero elsewhere), so a run
+   costs one token's work plus the attention over the cache, never the context again. The
+   caches start at zero; before a new sequence (pos 0 again) zero them with nn_tensor_fill
+   (caches, NULL or 2 * n_layer tensors, receives them: key of layer i at 2i, value at
+   2i + 1). Positions must be run in order 0, 1, 2, ... Use an eval graph made with
+   share_params of the trained one; parameter names as nn_gpt's. */
+NN_API nn_tensor nn_gpt_decode(nn_graph *g, nn_tensor idx, nn_tensor pos, const nn_gpt_config *cfg, nn_tensor *caches);
+/* PyTorch's nn.MultiheadAttention(embed_dim, num_heads, dropout, bias, batch_first) called
+   as forward(query, key, value, key_padding_mask, need_weights=False, attn_mask,
+   is_causal): query [T, B, E] ([B, T, E] with batch_first), key and value [S, B, E] (one
+   shape) -> [T, B, E]. Parameters NAME.in_proj_weight [3E, E] (q | k | v rows, Xavier
+   uniform), NAME.in_proj_bias [3E] (zeros), NAME.out_proj.weight [E, E] (nn.Linear's
+   init), NAME.out_proj.bias [E] (zeros); no_bias: none of the biases. Masks are float32:
+   key_padding_mask [B, S], nonzero where a key is padding (PyTorch's True) and left out;
+   attn_mask [T, S] or [B*num_heads, T, S], added to the scores (PyTorch's float mask; -inf
+   hides); is_causal hides the keys after each query (top-left aligned). The weights are not
+   returned (need_weights=False). Composed: scores stored per head. */
+typedef struct nn_mha_desc {
+    float dropout;                /* on the attention weights (0: none, PyTorch's default) */
+    int no_bias;                  /* PyTorch's bias=False */
+    int batch_first;              /* 1: [B, T, E] tensors */
+    nn_tensor key_padding_mask;   /* NN_NONE: none */
+    nn_tensor attn_mask;          /* NN_NONE: none */
+    int is_causal;
+} nn_mha_desc;
+NN_API nn_tensor nn_multihead_attention(nn_graph *g, nn_tensor query, nn_tensor key, nn_tensor value, int64_t embed_dim,
+                                        int num_heads, const nn_mha_desc *desc, const char *name);
+/* PyTorch's nn.TransformerEncoderLayer(d_model, nhead, dim_feedforward, dropout, activation,
+   layer_norm_eps, batch_first, norm_first) and nn.TransformerDecoderLayer, with their names:
+   NAME.self_attn.* (nn_multihead_attention's), NAME.linear1 [dim_feedforward, d_model],
+   NAME.linear2 [d_model, dim_feedforward], NAME.norm1, NAME.norm2 (weight, bias), and for
+   the decoder NAME.multihead_attn.* (attention over memory) and NAME.norm3. Post-norm
+   (PyTorch's default): x = norm1(x + sa(x)), x = norm2(x + ff(x)); norm_first: x = x +
+   sa(norm1(x)), x = x + ff(norm2(x)) (the decoder's cross-attention between, with norm2;
+   its feed-forward with norm3). Dropout after each sub-block, inside the feed-forward and on
+   the attention weights (PyTorch's places). src / tgt [T, B, E] ([B, T, E] with
+   batch_first), memory [S, B, E]; masks as nn_multihead_attention's. The stacks
+   (nn.TransformerEncoder / Decoder without a final norm) name their layers NAME.layers.{i}. */
+typedef struct nn_transformer_desc {
+    int64_t dim_feedforward;      /* 0: 2048 */
+    float dropout;                /* 0: 0.1 (PyTorch's); NN_ZERO: none */
+    int activation;               /* 0: relu, 1: gelu (exact) */
+    float layer_norm_eps;         /* 0: 1e-5; NN_ZERO: 0 */
+    int batch_first, norm_first;
+    nn_tensor src_mask, src_key_padding_mask;  /* encoder */
+    int is_causal;                             /* encoder: src_mask is causal */
+    nn_tensor tgt_mask, tgt_key_padding_mask;  /* decoder's self-attention */
+    int tgt_is_causal;
+    nn_tensor memory_mask, memory_key_padding_mask; /* decoder's cross-attention */
+} nn_transformer_desc;
+NN_API nn_tensor nn_transformer_encoder_layer(nn_graph *g, nn_tensor src, int64_t d_model, int nhead,
+                                              const nn_transformer_desc *desc, const char *name);
+NN_API nn_tensor nn_transformer_decoder_layer(nn_graph *g, nn_tensor tgt, nn_tensor memory, int64_t d_model, int nhead,
+                                              const nn_transformer_desc *desc, const char *name);
+NN_API nn_tensor nn_transformer_encoder(nn_graph *g, nn_tensor src, int num_layers, int64_t d_model, int nhead,
+                                        const nn_transformer_desc *desc, const char *name);
+NN_API nn_tensor nn_transformer_decoder(nn_graph *g, nn_tensor tgt, nn_tensor memory, int num_layers, int64_t d_model, int nhead,
+                                        const nn_transformer_desc *desc, const char *name);
 
 /* ==== 13. Random ops and dropout =========================================================
    Samples drawn on the device, PyTorch's names and semantics. The generator is counter-based
@@ -32275,6 +32362,610 @@ NN_API nn_tensor nn_moe_layer(nn_graph *g, nn_tensor x, int64_t n_experts, int64
         *aux_loss = nn_mul_scalar(g, nn_sum(g, nn_mul(g, f, p)), (float)n_experts);
     }
     return y;
+}
+
+/* ======================================================================
+   src/layers/transformer.c
+   ====================================================================== */
+/* Transformer layers composed of the public builders: nanoGPT's GPT (blocks, the model,
+   and one-token decoding against a key/value cache kept on the device). Parameter names
+   and layouts are nanoGPT's (Linear weights [out, in]), so state dicts load both ways.
+   The embedding and the attention are each one small function here (nn__tf_embedding,
+   nn__tf_attention): switching them to the fused ops is a one-line change. */
+
+/* PyTorch-style name NAME.suffix, or suffix alone when NAME is empty. */
+static void nn__tf_name(char *out, size_t cap, const char *name, const char *suffix) {
+    size_t n = name ? strlen(name) : 0;
+    if (n + strlen(suffix) + 2 > cap) n = 0; /* refused by nn__tf_cfg before any use */
+    if (n) {
+        memcpy(out, name, n);
+        out[n++] = '.';
+    }
+    memcpy(out + n, suffix, strlen(suffix) + 1);
+}
+
+static int nn__tf_cfg(nn_graph *g, const char *op, const nn_gpt_config *c) {
+    if (!c) {
+        nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: needs a config", op);
+        return 0;
+    }
+    if (c->vocab_size < 1 || c->block_size < 1 || c->n_layer < 1 || c->n_head < 1 || c->n_embd < 1 || c->n_embd % c->n_head ||
+        !(c->dropout >= 0 && c->dropout < 1)) {
+        nn__op_fail(g, NN_ERR_INVALID_ARGUMENT,
+                    "%s: config vocab_size %lld, block_size %lld, n_layer %d, n_head %d, n_embd %lld, dropout %g (needs all >= 1, "
+                    "n_embd divisible by n_head, 0 <= dropout < 1)",
+                    op, (long long)c->vocab_size, (long long)c->block_size, c->n_layer, c->n_head, (long long)c->n_embd,
+                    (double)c->dropout);
+        return 0;
+    }
+    if (c->name && strlen(c->name) > 180) {
+        nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: name prefix longer than 180 chars", op);
+        return 0;
+    }
+    return 1;
+}
+
+/* nanoGPT's init: Linear weights N(0, std), biases zeros. y = x W^T + b on rows x [R, in]. */
+static nn_tensor nn__tf_linear(nn_graph *g, nn_tensor x, int64_t out, float std, int bias, const char *name) {
+    char wn[256], bn[256];
+    nn_init wi, bi;
+    nn_tensor y;
+    memset(&wi, 0, sizeof wi);
+    memset(&bi, 0, sizeof bi);
+    wi.kind = NN_INIT_NORMAL;
+    wi.b = std;
+    snprintf(wn, sizeof wn, "%s.weight", name);
+    snprintf(bn, sizeof bn, "%s.bias", name);
+    y = nn_matmul(g, x, nn_param(g, wn, nn_shape2(out, nn__n(g, x)->shape.dim[1]), wi), 0, 1);
+    return bias ? nn_add(g, y, nn_param(g, bn, nn_shape1(out), bi)) : y;
+}
+
+/* nn.LayerNorm(C) (nanoGPT's LayerNorm(ndim, bias)): weight ones, bias zeros. */
+static nn_tensor nn__tf_layer_norm(nn_graph *g, nn_tensor x, int bias, const char *name) {
+    char wn[256], bn[256];
+    nn_init one, zero;
+    int64_t c = nn__n(g, x)->shape.dim[nn__n(g, x)->shape.ndim - 1];
+    memset(&one, 0, sizeof one);
+    memset(&zero, 0, sizeof zero);
+    one.kind = NN_INIT_CONSTANT;
+    one.a = 1.0f;
+    snprintf(wn, sizeof wn, "%s.weight", name);
+    snprintf(bn, sizeof bn, "%s.bias", name);
+    return nn_layer_norm(g, x, 1, nn_param(g, wn, nn_shape1(c), one), bias ? nn_param(g, bn, nn_shape1(c), zero) : NN_NONE, NULL);
+}
+
+/* The token embedding: rows of weight [V, C] at idx (int32, any shape) -> [numel(idx), C]. */
+static nn_tensor nn__tf_embedding(nn_graph *g, nn_tensor weight, nn_tensor idx) {
+    int64_t n = nn__n(g, idx)->numel;
+    return nn_gather_rows(g, weight, nn__n(g, idx)->shape.ndim == 1 ? idx : nn_reshape(g, idx, nn_shape1(n)));
+}
+
+/* Scaled dot-product attention on q [B, H, Tq, D], k, v [B, H, Tk, D]; mask (float, nonzero
+   where a key is hidden, broadcast to [B, H, Tq, Tk]) or NN_NONE. Composed: the [Tq, Tk]
+   scores are stored. */
+static nn_tensor nn__tf_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, nn_tensor mask, float dropout) {
+    const nn_shape *s = &nn__n(g, q)->shape;
+    nn_tensor att = nn_mul_scalar(g, nn_matmul(g, q, k, 0, 1), (float)(1.0 / sqrt((double)s->dim[s->ndim - 1])));
+    if (mask.id) att = nn_masked_fill(g, att, mask, -INFINITY);
+    att = nn_softmax(g, att, -1);
+    if (dropout > 0) att = nn_dropout(g, att, dropout);
+    return nn_matmul(g, att, v, 0, 0);
+}
+
+/* [T, T], 1 above the diagonal (the keys after each query). */
+static nn_tensor nn__tf_causal_mask(nn_graph *g, int64_t t) {
+    nn_tensor r = nn_arange(g, 0, (double)t, 1);
+    return nn_gt(g, nn_reshape(g, r, nn_shape2(1, t)), nn_reshape(g, r, nn_shape2(t, 1)));
+}
+
+/* nanoGPT's MLP: c_fc (C -> 4C), GELU (exact), c_proj (4C -> C), dropout; on rows [R, C]. */
+static nn_tensor nn__gpt_mlp(nn_graph *g, nn_tensor x, const nn_gpt_config *c, const char *name) {
+    char n1[256], n2[256];
+    float pstd = (float)(0.02 / sqrt(2.0 * c->n_layer));
+    nn_tensor h;
+    snprintf(n1, sizeof n1, "%s.mlp.c_fc", name);
+    snprintf(n2, sizeof n2, "%s.mlp.c_proj", name);
+    h = nn_gelu(g, nn__tf_linear(g, x, 4 * c->n_embd, 0.02f, !c->no_bias, n1));
+    h = nn__tf_linear(g, h, c->n_embd, pstd, !c->no_bias, n2);
+    return c->dropout > 0 ? nn_dropout(g, h, c->dropout) : h;
+}
+
+/* One block on x [B, T, C]; mask: the causal mask [T, T]. */
+static nn_tensor nn__gpt_block(nn_graph *g, nn_tensor x, nn_tensor mask, const nn_gpt_config *c, const char *name) {
+    char nb[256];
+    const nn_shape *s = &nn__n(g, x)->shape;
+    int64_t b = s->dim[0], t = s->dim[1], e = c->n_embd, h = c->n_head, d = e / h;
+    int perm[5] = {2, 0, 3, 1, 4}, back[4] = {0, 2, 1, 3};
+    float pstd = (float)(0.02 / sqrt(2.0 * c->n_layer));
+    nn_tensor r = nn_reshape(g, x, nn_shape2(b * t, e)), a, qkv, q, k, v, y;
+    snprintf(nb, sizeof nb, "%s.ln_1", name);
+    a = nn__tf_layer_norm(g, r, !c->no_bias, nb);
+    snprintf(nb, sizeof nb, "%s.attn.c_attn", name);
+    qkv = nn_permute(g, nn_reshape(g, nn__tf_linear(g, a, 3 * e, 0.02f, !c->no_bias, nb), nn_shape5(b, t, 3, h, d)), perm, 5);
+    q = nn_reshape(g, nn_slice(g, qkv, 0, 0, 1), nn_shape4(b, h, t, d));
+    k = nn_reshape(g, nn_slice(g, qkv, 0, 1, 1), nn_shape4(b, h, t, d));
+    v = nn_reshape(g, nn_slice(g, qkv, 0, 2, 1), nn_shape4(b, h, t, d));
+    y = nn__tf_attention(g, q, k, v, mask, c->dropout);
+    y = nn_reshape(g, nn_permute(g, y, back, 4), nn_shape2(b * t, e));
+    snprintf(nb, sizeof nb, "%s.attn.c_proj", name);
+    y = nn__tf_linear(g, y, e, pstd, !c->no_bias, nb);
+    if (c->dropout > 0) y = nn_dropout(g, y, c->dropout);
+    r = nn_add(g, r, y);
+    snprintf(nb, sizeof nb, "%s.ln_2", name);
+    r = nn_add(g, r, nn__gpt_mlp(g, nn__tf_layer_norm(g, r, !c->no_bias, nb), c, name));
+    return nn_reshape(g, r, nn_shape3(b, t, e));
+}
+
+NN_API nn_tensor nn_gpt_block(nn_graph *g, nn_tensor x, const nn_gpt_config *cfg, const char *name) {
+    const nn_shape *s;
+    char b[128];
+    if (!nn__check(g, "nn_gpt_block", 1, &x) || !nn__expect_f32(g, "nn_gpt_block", x, "x") || !nn__tf_cfg(g, "nn_gpt_block", cfg))
+        return nn__tensor(-1);
+    if (!name || !name[0] || strlen(name) > 200) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_gpt_block: needs a name (at most 200 chars)");
+    s = &nn__n(g, x)->shape;
+    nn__shape_str(s, b, sizeof b);
+    if (s->ndim != 3 || s->dim[2] != cfg->n_embd || s->dim[1] > cfg->block_size)
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_gpt_block %s: x %s must be [B, T, n_embd %lld] with T <= block_size %lld", name, b,
+                           (long long)cfg->n_embd, (long long)cfg->block_size);
+    return nn__gpt_block(g, x, nn__tf_causal_mask(g, s->dim[1]), cfg, name);
+}
+
+/* Token and position embeddings, the blocks, ln_f and the head tied to wte: [B*T, V]. */
+NN_API nn_tensor nn_gpt(nn_graph *g, nn_tensor idx, const nn_gpt_config *cfg) {
+    char nb[320], pre[200];
+    const nn_shape *s;
+    nn_tensor wte, x, mask;
+    nn_init wi;
+    int64_t b, t, e;
+    int i;
+    if (!nn__check(g, "nn_gpt", 1, &idx) || !nn__tf_cfg(g, "nn_gpt", cfg)) return nn__tensor(-1);
+    s = &nn__n(g, idx)->shape;
+    if (nn__n(g, idx)->dtype != NN_I32 || s->ndim != 2 || s->dim[1] > cfg->block_size) {
+        char sb[128];
+        nn__shape_str(s, sb, sizeof sb);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_gpt: idx %s %s must be int32 [B, T] with T <= block_size %lld", sb,
+                           nn__dtype_name(nn__n(g, idx)->dtype), (long long)cfg->block_size);
+    }
+    b = s->dim[0];
+    t = s->dim[1];
+    e = cfg->n_embd;
+    memset(&wi, 0, sizeof wi);
+    wi.kind = NN_INIT_NORMAL;
+    wi.b = 0.02f;
+    nn__tf_name(pre, sizeof pre, cfg->name, "transformer");
+    snprintf(nb, sizeof nb, "%s.wte.weight", pre);
+    wte = nn_param(g, nb, nn_shape2(cfg->vocab_size, e), wi);
+    snprintf(nb, sizeof nb, "%s.wpe.weight", pre);
+    /* positions 0..T-1: the first T rows of wpe */
+    x = nn_add(g, nn_reshape(g, nn__tf_embedding(g, wte, idx), nn_shape3(b, t, e)),
+               nn_slice(g, nn_param(g, nb, nn_shape2(cfg->block_size, e), wi), 0, 0, t));
+    if (cfg->dropout > 0) x = nn_dropout(g, x, cfg->dropout);
+    mask = nn__tf_causal_mask(g, t);
+    for (i = 0; i < cfg->n_layer; i++) {
+        snprintf(nb, sizeof nb, "%s.h.%d", pre, i);
+        x = nn__gpt_block(g, x, mask, cfg, nb);
+    }
+    snprintf(nb, sizeof nb, "%s.ln_f", pre);
+    x = nn__tf_layer_norm(g, nn_reshape(g, x, nn_shape2(b * t, e)), !cfg->no_bias, nb);
+    return nn_matmul(g, x, wte, 0, 1); /* lm_head: wte's weight (tied) */
+}
+
+/* One token per sequence at position pos against the caches: x [B, C] -> logits [B, V]. */
+NN_API nn_tensor nn_gpt_decode(nn_graph *g, nn_tensor idx, nn_tensor pos, const nn_gpt_config *cfg, nn_tensor *caches) {
+    char nb[320], pre[200];
+    nn_tensor wte, x, onehot, slot, mask;
+    nn_init wi;
+    int64_t b, e, h, d, tmax;
+    int i;
+    nn_tensor in[2];
+    in[0] = idx;
+    in[1] = pos;
+    if (!nn__check(g, "nn_gpt_decode", 2, in) || !nn__tf_cfg(g, "nn_gpt_decode", cfg)) return nn__tensor(-1);
+    if (nn__n(g, idx)->dtype != NN_I32 || nn__n(g, idx)->shape.ndim != 1 || nn__n(g, pos)->dtype != NN_I32 ||
+        nn__n(g, pos)->numel != 1 || nn__n(g, pos)->shape.ndim != 1) {
+        char s1[128], s2[128];
+        nn__shape_str(&nn__n(g, idx)->shape, s1, sizeof s1);
+        nn__shape_str(&nn__n(g, pos)->shape, s2, sizeof s2);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_gpt_decode: idx %s %s and pos %s %s must be int32 [B] and int32 [1]", s1,
+                           nn__dtype_name(nn__n(g, idx)->dtype), s2, nn__dtype_name(nn__n(g, pos)->dtype));
+    }
+    b = nn__n(g, idx)->shape.dim[0];
+    e = cfg->n_embd;
+    h = cfg->n_head;
+    d = e / h;
+    tmax = cfg->block_size;
+    memset(&wi, 0, sizeof wi);
+    wi.kind = NN_INIT_NORMAL;
+    wi.b = 0.02f;
+    nn__tf_name(pre, sizeof pre, cfg->name, "transformer");
+    snprintf(nb, sizeof nb, "%s.wte.weight", pre);
+    wte = nn_param(g, nb, nn_shape2(cfg->vocab_size, e), wi);
+    snprintf(nb, sizeof nb, "%s.wpe.weight", pre);
+    x = nn_add(g, nn__tf_embedding(g, wte, idx), nn__tf_embedding(g, nn_param(g, nb, nn_shape2(tmax, e), wi), pos));
+    /* the cache slot of pos ([Tmax] one-hot) and the keys after it (hidden) */
+    onehot = nn_one_hot(g, pos, tmax);
+    slot = nn_reshape(g, onehot, nn_shape4(1, 1, tmax, 1));
+    mask = nn_reshape(g, nn_sub(g, nn_cumsum(g, onehot, 1), onehot), nn_shape4(1, 1, 1, tmax));
+    for (i = 0; i < cfg->n_layer; i++) {
+        char nl[240];
+        float pstd = (float)(0.02 / sqrt(2.0 * cfg->n_layer));
+        nn_tensor a, qkv, q, kc, vc, y;
+        snprintf(nl, sizeof nl, "%s.h.%d", pre, i);
+        snprintf(nb, sizeof nb, "%s.ln_1", nl);
+        a = nn__tf_layer_norm(g, x, !cfg->no_bias, nb);
+        snprintf(nb, sizeof nb, "%s.attn.c_attn", nl);
+        qkv = nn__tf_linear(g, a, 3 * e, 0.02f, !cfg->no_bias, nb); /* [B, 3C]: q | k | v, each [H, D] */
+        q = nn_reshape(g, nn_slice(g, qkv, 1, 0, e), nn_shape4(b, h, 1, d));
+        /* the cache: a running sum on the device, zero but at the positions written; the new
+           key and value land at pos (its slot is zero until then) */
+        kc = nn_accumulate(g, nn_mul(g, nn_reshape(g, nn_slice(g, qkv, 1, e, e), nn_shape4(b, h, 1, d)), slot));
+        vc = nn_accumulate(g, nn_mul(g, nn_reshape(g, nn_slice(g, qkv, 1, 2 * e, e), nn_shape4(b, h, 1, d)), slot));
+        if (caches) {
+            caches[2 * i] = kc;
+            caches[2 * i + 1] = vc;
+        }
+        y = nn_reshape(g, nn__tf_attention(g, q, kc, vc, mask, 0), nn_shape2(b, e));
+        snprintf(nb, sizeof nb, "%s.attn.c_proj", nl);
+        x = nn_add(g, x, nn__tf_linear(g, y, e, pstd, !cfg->no_bias, nb));
+        snprintf(nb, sizeof nb, "%s.ln_2", nl);
+        x = nn_add(g, x, nn__gpt_mlp(g, nn__tf_layer_norm(g, x, !cfg->no_bias, nb), cfg, nl));
+    }
+    snprintf(nb, sizeof nb, "%s.ln_f", pre);
+    x = nn__tf_layer_norm(g, x, !cfg->no_bias, nb);
+    return nn_matmul(g, x, wte, 0, 1);
+}
+
+/* ---- nn.MultiheadAttention, nn.TransformerEncoderLayer / DecoderLayer and their stacks ---- */
+
+/* x [B, T, E] (batch_first) or [T, B, E] -> [B, T, E] */
+static nn_tensor nn__tf_bfirst(nn_graph *g, nn_tensor x, int batch_first) {
+    int p[3] = {1, 0, 2};
+    return batch_first ? x : nn_permute(g, x, p, 3);
+}
+
+/* rows [B*T, E] -> heads [B, H, T, D] */
+static nn_tensor nn__tf_heads(nn_graph *g, nn_tensor r, int64_t b, int64_t t, int64_t h, int64_t d) {
+    int p[4] = {0, 2, 1, 3};
+    return nn_permute(g, nn_reshape(g, r, nn_shape4(b, t, h, d)), p, 4);
+}
+
+static int nn__tf_mha_checks(nn_graph *g, const char *op, const char *name, nn_tensor q, nn_tensor k, nn_tensor v, int64_t e, int h) {
+    nn_tensor in[3];
+    const nn_shape *sq, *sk, *sv;
+    in[0] = q;
+    in[1] = k;
+    in[2] = v;
+    if (!nn__check(g, op, 3, in) || !nn__expect_f32(g, op, q, "query") || !nn__expect_f32(g, op, k, "key") ||
+        !nn__expect_f32(g, op, v, "value"))
+        return 0;
+    if (!name || !name[0] || strlen(name) > 200) {
+        nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: needs a name (at most 200 chars)", op);
+        return 0;
+    }
+    sq = &nn__n(g, q)->shape;
+    sk = &nn__n(g, k)->shape;
+    sv = &nn__n(g, v)->shape;
+    if (h < 1 || e < 1 || e % h) {
+        nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: embed_dim %lld is not divisible by num_heads %d", op, name, (long long)e, h);
+        return 0;
+    }
+    if (sq->ndim != 3 || sk->ndim != 3 || !nn__shape_eq(sk, sv) || sq->dim[2] != e || sk->dim[2] != e) {
+        char a[128], b[128], c[128];
+        nn__shape_str(sq, a, sizeof a);
+        nn__shape_str(sk, b, sizeof b);
+        nn__shape_str(sv, c, sizeof c);
+        nn__op_fail(g, NN_ERR_SHAPE, "%s %s: query %s, key %s, value %s must be 3-D with embed_dim %lld last, key and value alike",
+                    op, name, a, b, c, (long long)e);
+        return 0;
+    }
+    return 1;
+}
+
+/* The attention of nn.MultiheadAttention on batch-first q [B, T, E], k, v [B, S, E]. */
+static nn_tensor nn__tf_mha(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, int64_t e, int h, const nn_mha_desc *desc,
+                            float dropout, const char *name) {
+    char wn[300], bn[300], on[240];
+    int64_t b = nn__n(g, q)->shape.dim[0], t = nn__n(g, q)->shape.dim[1], s = nn__n(g, k)->shape.dim[1], d = e / h;
+    int bias = !(desc && desc->no_bias);
+    nn_init xu, zero;
+    nn_tensor w, wb = NN_NONE, qr, kr, vr, mask = NN_NONE, add = NN_NONE, y;
+    memset(&xu, 0, sizeof xu);
+    memset(&zero, 0, sizeof zero);
+    xu.kind = NN_INIT_XAVIER_UNIFORM;
+    snprintf(wn, sizeof wn, "%s.in_proj_weight", name);
+    snprintf(bn, sizeof bn, "%s.in_proj_bias", name);
+    snprintf(on, sizeof on, "%s.out_proj", name);
+    w = nn_param(g, wn, nn_shape2(3 * e, e), xu);
+    if (bias) wb = nn_param(g, bn, nn_shape1(3 * e), zero);
+    qr = nn_reshape(g, q, nn_shape2(b * t, e));
+    if (q.id == k.id && k.id == v.id) { /* self-attention: one product */
+        nn_tensor p = nn_matmul(g, qr, w, 0, 1);
+        if (bias) p = nn_add(g, p, wb);
+        kr = nn_slice(g, p, 1, e, e);
+        vr = nn_slice(g, p, 1, 2 * e, e);
+        qr = nn_slice(g, p, 1, 0, e);
+    } else {
+        nn_tensor kin = nn_reshape(g, k, nn_shape2(b * s, e)), vin = nn_reshape(g, v, nn_shape2(b * s, e));
+        qr = nn_matmul(g, qr, nn_slice(g, w, 0, 0, e), 0, 1);
+        kr = nn_matmul(g, kin, nn_slice(g, w, 0, e, e), 0, 1);
+        vr = nn_matmul(g, vin, nn_slice(g, w, 0, 2 * e, e), 0, 1);
+        if (bias) {
+            qr = nn_add(g, qr, nn_slice(g, wb, 0, 0, e));
+            kr = nn_add(g, kr, nn_slice(g, wb, 0, e, e));
+            vr = nn_add(g, vr, nn_slice(g, wb, 0, 2 * e, e));
+        }
+    }
+    if (desc && desc->is_causal) mask = nn__tf_causal_mask(g, t > s ? t : s);
+    if (mask.id && t != s) mask = nn_slice(g, nn_slice(g, mask, 0, 0, t), 1, 0, s);
+    if (desc && desc->key_padding_mask.id) {
+        nn_tensor kp = nn_reshape(g, desc->key_padding_mask, nn_shape4(b, 1, 1, s));
+        mask = mask.id ? nn_logical_or(g, mask, kp) : kp;
+    }
+    if (desc && desc->attn_mask.id) {
+        const nn_shape *am = &nn__n(g, desc->attn_mask)->shape;
+        add = am->ndim == 3 ? nn_reshape(g, desc->attn_mask, nn_shape4(b, h, t, s)) : desc->attn_mask;
+    }
+    {
+        nn_tensor qh = nn__tf_heads(g, qr, b, t, h, d), kh = nn__tf_heads(g, kr, b, s, h, d), vh = nn__tf_heads(g, vr, b, s, h, d);
+        nn_tensor att = nn_mul_scalar(g, nn_matmul(g, qh, kh, 0, 1), (float)(1.0 / sqrt((double)d)));
+        int p[4] = {0, 2, 1, 3};
+        if (add.id) att = nn_add(g, att, add);
+        if (mask.id) att = nn_masked_fill(g, att, mask, -INFINITY);
+        att = nn_softmax(g, att, -1);
+        if (dropout > 0) att = nn_dropout(g, att, dropout);
+        y = nn_reshape(g, nn_permute(g, nn_matmul(g, att, vh, 0, 0), p, 4), nn_shape2(b * t, e));
+    }
+    {
+        nn_init li;
+        memset(&li, 0, sizeof li);
+        li.kind = NN_INIT_UNIFORM; /* nn.Linear's weight init; the bias zeros (MultiheadAttention's) */
+        li.a = (float)(-1.0 / sqrt((double)e));
+        li.b = -li.a;
+        snprintf(wn, sizeof wn, "%s.weight", on);
+        snprintf(bn, sizeof bn, "%s.bias", on);
+        y = nn_matmul(g, y, nn_param(g, wn, nn_shape2(e, e), li), 0, 1);
+        if (bias) y = nn_add(g, y, nn_param(g, bn, nn_shape1(e), zero));
+    }
+    return nn_reshape(g, y, nn_shape3(b, t, e));
+}
+
+static int nn__tf_masks(nn_graph *g, const char *op, const char *name, int64_t b, int64_t t, int64_t s, int h, const nn_mha_desc *d) {
+    char m[128];
+    if (!d) return 1;
+    if (d->key_padding_mask.id) {
+        const nn_shape *k;
+        if (!nn__check(g, op, 1, &d->key_padding_mask)) return 0;
+        k = &nn__n(g, d->key_padding_mask)->shape;
+        if (k->ndim != 2 || k->dim[0] != b || k->dim[1] != s || nn__n(g, d->key_padding_mask)->dtype != NN_F32) {
+            nn__shape_str(k, m, sizeof m);
+            nn__op_fail(g, NN_ERR_SHAPE, "%s %s: key_padding_mask %s must be float32 [B %lld, S %lld]", op, name, m, (long long)b,
+                        (long long)s);
+            return 0;
+        }
+    }
+    if (d->attn_mask.id) {
+        const nn_shape *a;
+        if (!nn__check(g, op, 1, &d->attn_mask)) return 0;
+        a = &nn__n(g, d->attn_mask)->shape;
+        if (nn__n(g, d->attn_mask)->dtype != NN_F32 || !((a->ndim == 2 && a->dim[0] == t && a->dim[1] == s) ||
+                                                          (a->ndim == 3 && a->dim[0] == b * h && a->dim[1] == t && a->dim[2] == s))) {
+            nn__shape_str(a, m, sizeof m);
+            nn__op_fail(g, NN_ERR_SHAPE, "%s %s: attn_mask %s must be float32 [T %lld, S %lld] or [B*num_heads %lld, T, S]", op, name,
+                        m, (long long)t, (long long)s, (long long)(b * h));
+            return 0;
+        }
+    }
+    return 1;
+}
+
+NN_API nn_tensor nn_multihead_attention(nn_graph *g, nn_tensor query, nn_tensor key, nn_tensor value, int64_t embed_dim, int num_heads,
+                                        const nn_mha_desc *desc, const char *name) {
+    const char *op = "nn_multihead_attention";
+    int bf = desc && desc->batch_first;
+    float dropout = desc ? desc->dropout : 0;
+    nn_tensor q, k, v, y;
+    if (!nn__tf_mha_checks(g, op, name, query, key, value, embed_dim, num_heads)) return nn__tensor(-1);
+    if (!(dropout >= 0 && dropout < 1)) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: dropout %g is not in [0, 1)", op, name, (double)dropout);
+    {
+        const nn_shape *sq = &nn__n(g, query)->shape, *sk = &nn__n(g, key)->shape;
+        int64_t b = sq->dim[bf ? 0 : 1], t = sq->dim[bf ? 1 : 0], s = sk->dim[bf ? 1 : 0];
+        if (sk->dim[bf ? 0 : 1] != b) {
+            char a[128], c[128];
+            nn__shape_str(sq, a, sizeof a);
+            nn__shape_str(sk, c, sizeof c);
+            return nn__op_fail(g, NN_ERR_SHAPE, "%s %s: query %s and key %s differ in the batch", op, name, a, c);
+        }
+        if (!nn__tf_masks(g, op, name, b, t, s, num_heads, desc)) return nn__tensor(-1);
+    }
+    q = nn__tf_bfirst(g, query, bf);
+    k = key.id == query.id ? q : nn__tf_bfirst(g, key, bf);
+    v = value.id == key.id ? k : nn__tf_bfirst(g, value, bf);
+    y = nn__tf_mha(g, q, k, v, embed_dim, num_heads, desc, dropout, name);
+    return nn__tf_bfirst(g, y, bf);
+}
+
+/* Options read with PyTorch's defaults: dim_feedforward 2048, dropout 0.1, eps 1e-5. */
+static int64_t nn__tf_dff(const nn_transformer_desc *d) { return d && d->dim_feedforward > 0 ? d->dim_feedforward : 2048; }
+static float nn__tf_drop(const nn_transformer_desc *d) { return d ? nn__deff(d->dropout, 0.1f) : 0.1f; }
+static float nn__tf_eps(const nn_transformer_desc *d) { return d ? nn__deff(d->layer_norm_eps, 1e-5f) : 1e-5f; }
+
+static int nn__tf_desc(nn_graph *g, const char *op, const char *name, const nn_transformer_desc *d) {
+    float p = nn__tf_drop(d);
+    if (!(p >= 0 && p < 1) || (d && (d->activation < 0 || d->activation > 1 || d->dim_feedforward < 0)) || !(nn__tf_eps(d) >= 0)) {
+        nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: dropout %g (needs [0, 1)), activation %d (0 relu, 1 gelu), dim_feedforward %lld",
+                    op, name ? name : "", (double)p, d ? d->activation : 0, d ? (long long)d->dim_feedforward : 0LL);
+        return 0;
+    }
+    return 1;
+}
+
+static nn_tensor nn__tf_norm(nn_graph *g, nn_tensor x, float eps, const char *name) {
+    char wn[256], bn[256];
+    nn_init one, zero;
+    nn_norm_desc nd;
+    int64_t c = nn__n(g, x)->shape.dim[nn__n(g, x)->shape.ndim - 1];
+    memset(&one, 0, sizeof one);
+    memset(&zero, 0, sizeof zero);
+    memset(&nd, 0, sizeof nd);
+    one.kind = NN_INIT_CONSTANT;
+    one.a = 1.0f;
+    nd.eps = eps == 0 ? NN_ZERO : eps;
+    snprintf(wn, sizeof wn, "%s.weight", name);
+    snprintf(bn, sizeof bn, "%s.bias", name);
+    return nn_layer_norm(g, x, 1, nn_param(g, wn, nn_shape1(c), one), nn_param(g, bn, nn_shape1(c), zero), &nd);
+}
+
+static nn_tensor nn__tf_drop_if(nn_graph *g, nn_tensor x, float p) { return p > 0 ? nn_dropout(g, x, p) : x; }
+
+/* linear2(dropout(activation(linear1(x)))) on batch-first x [B, T, E] */
+static nn_tensor nn__tf_ff(nn_graph *g, nn_tensor x, const nn_transformer_desc *d, const char *name) {
+    char n1[256], n2[256];
+    const nn_shape *s = &nn__n(g, x)->shape;
+    int64_t rows = s->dim[0] * s->dim[1], e = s->dim[2];
+    nn_tensor h;
+    snprintf(n1, sizeof n1, "%s.linear1", name);
+    snprintf(n2, sizeof n2, "%s.linear2", name);
+    h = nn_linear_layer(g, nn_reshape(g, x, nn_shape2(rows, e)), nn__tf_dff(d), NULL, n1);
+    h = d && d->activation == 1 ? nn_gelu(g, h) : nn_relu(g, h);
+    h = nn_linear_layer(g, nn__tf_drop_if(g, h, nn__tf_drop(d)), e, NULL, n2);
+    return nn_reshape(g, h, *s);
+}
+
+/* One attention sub-block's options from the layer's: dropout, batch-first (already), masks. */
+static nn_mha_desc nn__tf_sub(nn_tensor attn_mask, nn_tensor kpm, int causal) {
+    nn_mha_desc m;
+    memset(&m, 0, sizeof m);
+    m.batch_first = 1;
+    m.attn_mask = attn_mask;
+    m.key_padding_mask = kpm;
+    m.is_causal = causal;
+    return m;
+}
+
+static nn_tensor nn__tf_encoder_layer(nn_graph *g, nn_tensor x, int64_t e, int h, const nn_transformer_desc *d, const char *name) {
+    char na[256], n1[256], n2[256];
+    float p = nn__tf_drop(d), eps = nn__tf_eps(d);
+    nn_mha_desc m = nn__tf_sub(d ? d->src_mask : NN_NONE, d ? d->src_key_padding_mask : NN_NONE, d ? d->is_causal : 0);
+    nn_tensor a;
+    snprintf(na, sizeof na, "%s.self_attn", name);
+    snprintf(n1, sizeof n1, "%s.norm1", name);
+    snprintf(n2, sizeof n2, "%s.norm2", name);
+    if (d && d->norm_first) {
+        a = nn__tf_norm(g, x, eps, n1);
+        x = nn_add(g, x, nn__tf_drop_if(g, nn__tf_mha(g, a, a, a, e, h, &m, p, na), p));
+        x = nn_add(g, x, nn__tf_drop_if(g, nn__tf_ff(g, nn__tf_norm(g, x, eps, n2), d, name), p));
+    } else {
+        x = nn__tf_norm(g, nn_add(g, x, nn__tf_drop_if(g, nn__tf_mha(g, x, x, x, e, h, &m, p, na), p)), eps, n1);
+        x = nn__tf_norm(g, nn_add(g, x, nn__tf_drop_if(g, nn__tf_ff(g, x, d, name), p)), eps, n2);
+    }
+    return x;
+}
+
+static nn_tensor nn__tf_decoder_layer(nn_graph *g, nn_tensor x, nn_tensor mem, int64_t e, int h, const nn_transformer_desc *d,
+                                      const char *name) {
+    char na[256], nc[256], n1[256], n2[256], n3[256];
+    float p = nn__tf_drop(d), eps = nn__tf_eps(d);
+    nn_mha_desc ms = nn__tf_sub(d ? d->tgt_mask : NN_NONE, d ? d->tgt_key_padding_mask : NN_NONE, d ? d->tgt_is_causal : 0);
+    nn_mha_desc mc = nn__tf_sub(d ? d->memory_mask : NN_NONE, d ? d->memory_key_padding_mask : NN_NONE, 0);
+    nn_tensor a;
+    snprintf(na, sizeof na, "%s.self_attn", name);
+    snprintf(nc, sizeof nc, "%s.multihead_attn", name);
+    snprintf(n1, sizeof n1, "%s.norm1", name);
+    snprintf(n2, sizeof n2, "%s.norm2", name);
+    snprintf(n3, sizeof n3, "%s.norm3", name);
+    if (d && d->norm_first) {
+        a = nn__tf_norm(g, x, eps, n1);
+        x = nn_add(g, x, nn__tf_drop_if(g, nn__tf_mha(g, a, a, a, e, h, &ms, p, na), p));
+        x = nn_add(g, x, nn__tf_drop_if(g, nn__tf_mha(g, nn__tf_norm(g, x, eps, n2), mem, mem, e, h, &mc, p, nc), p));
+        x = nn_add(g, x, nn__tf_drop_if(g, nn__tf_ff(g, nn__tf_norm(g, x, eps, n3), d, name), p));
+    } else {
+        x = nn__tf_norm(g, nn_add(g, x, nn__tf_drop_if(g, nn__tf_mha(g, x, x, x, e, h, &ms, p, na), p)), eps, n1);
+        x = nn__tf_norm(g, nn_add(g, x, nn__tf_drop_if(g, nn__tf_mha(g, x, mem, mem, e, h, &mc, p, nc), p)), eps, n2);
+        x = nn__tf_norm(g, nn_add(g, x, nn__tf_drop_if(g, nn__tf_ff(g, x, d, name), p)), eps, n3);
+    }
+    return x;
+}
+
+/* Shared checks of the four layer builders; *b, *t of x (any layout) out. */
+static int nn__tf_layer_checks(nn_graph *g, const char *op, const char *name, nn_tensor x, nn_tensor mem, int64_t e, int h,
+                               const nn_transformer_desc *d) {
+    int bf = d && d->batch_first;
+    const nn_shape *s;
+    int64_t b, t, sm;
+    if (!nn__tf_mha_checks(g, op, name, x, mem.id ? mem : x, mem.id ? mem : x, e, h) || !nn__tf_desc(g, op, name, d)) return 0;
+    s = &nn__n(g, x)->shape;
+    b = s->dim[bf ? 0 : 1];
+    t = s->dim[bf ? 1 : 0];
+    sm = t;
+    if (mem.id) {
+        const nn_shape *m = &nn__n(g, mem)->shape;
+        sm = m->dim[bf ? 1 : 0];
+        if (m->dim[bf ? 0 : 1] != b) {
+            char a[128], c[128];
+            nn__shape_str(s, a, sizeof a);
+            nn__shape_str(m, c, sizeof c);
+            nn__op_fail(g, NN_ERR_SHAPE, "%s %s: tgt %s and memory %s differ in the batch", op, name, a, c);
+            return 0;
+        }
+        {
+            nn_mha_desc ms = nn__tf_sub(d ? d->tgt_mask : NN_NONE, d ? d->tgt_key_padding_mask : NN_NONE, 0);
+            nn_mha_desc mc = nn__tf_sub(d ? d->memory_mask : NN_NONE, d ? d->memory_key_padding_mask : NN_NONE, 0);
+            return nn__tf_masks(g, op, name, b, t, t, h, &ms) && nn__tf_masks(g, op, name, b, t, sm, h, &mc);
+        }
+    } else {
+        nn_mha_desc ms = nn__tf_sub(d ? d->src_mask : NN_NONE, d ? d->src_key_padding_mask : NN_NONE, 0);
+        return nn__tf_masks(g, op, name, b, t, t, h, &ms);
+    }
+}
+
+NN_API nn_tensor nn_transformer_encoder_layer(nn_graph *g, nn_tensor src, int64_t d_model, int nhead, const nn_transformer_desc *desc,
+                                              const char *name) {
+    int bf = desc && desc->batch_first;
+    if (!nn__tf_layer_checks(g, "nn_transformer_encoder_layer", name, src, NN_NONE, d_model, nhead, desc)) return nn__tensor(-1);
+    return nn__tf_bfirst(g, nn__tf_encoder_layer(g, nn__tf_bfirst(g, src, bf), d_model, nhead, desc, name), bf);
+}
+
+NN_API nn_tensor nn_transformer_decoder_layer(nn_graph *g, nn_tensor tgt, nn_tensor memory, int64_t d_model, int nhead,
+                                              const nn_transformer_desc *desc, const char *name) {
+    int bf = desc && desc->batch_first;
+    if (!nn__check(g, "nn_transformer_decoder_layer", 1, &memory) ||
+        !nn__tf_layer_checks(g, "nn_transformer_decoder_layer", name, tgt, memory, d_model, nhead, desc))
+        return nn__tensor(-1);
+    return nn__tf_bfirst(g, nn__tf_decoder_layer(g, nn__tf_bfirst(g, tgt, bf), nn__tf_bfirst(g, memory, bf), d_model, nhead, desc, name),
+                         bf);
+}
+
+NN_API nn_tensor nn_transformer_encoder(nn_graph *g, nn_tensor src, int num_layers, int64_t d_model, int nhead,
+                                        const nn_transformer_desc *desc, const char *name) {
+    char nl[256];
+    int bf = desc && desc->batch_first, i;
+    nn_tensor x;
+    if (!nn__tf_layer_checks(g, "nn_transformer_encoder", name, src, NN_NONE, d_model, nhead, desc)) return nn__tensor(-1);
+    if (num_layers < 1) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_transformer_encoder %s: num_layers %d is not >= 1", name, num_layers);
+    x = nn__tf_bfirst(g, src, bf);
+    for (i = 0; i < num_layers; i++) {
+        snprintf(nl, sizeof nl, "%s.layers.%d", name, i);
+        x = nn__tf_encoder_layer(g, x, d_model, nhead, desc, nl);
+    }
+    return nn__tf_bfirst(g, x, bf);
+}
+
+NN_API nn_tensor nn_transformer_decoder(nn_graph *g, nn_tensor tgt, nn_tensor memory, int num_layers, int64_t d_model, int nhead,
+                                        const nn_transformer_desc *desc, const char *name) {
+    char nl[256];
+    int bf = desc && desc->batch_first, i;
+    nn_tensor x, m;
+    if (!nn__check(g, "nn_transformer_decoder", 1, &memory) ||
+        !nn__tf_layer_checks(g, "nn_transformer_decoder", name, tgt, memory, d_model, nhead, desc))
+        return nn__tensor(-1);
+    if (num_layers < 1) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_transformer_decoder %s: num_layers %d is not >= 1", name, num_layers);
+    x = nn__tf_bfirst(g, tgt, bf);
+    m = nn__tf_bfirst(g, memory, bf);
+    for (i = 0; i < num_layers; i++) {
+        snprintf(nl, sizeof nl, "%s.layers.%d", name, i);
+        x = nn__tf_decoder_layer(g, x, m, d_model, nhead, desc, nl);
+    }
+    return nn__tf_bfirst(g, x, bf);
 }
 
 /* ======================================================================

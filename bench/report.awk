@@ -106,6 +106,9 @@ BEGIN {
     PRIMARY["start"] = "cold_ms"
     PRIMARY["mem"] = "gbps"
     PRIMARY["layer"] = "ms_per_step"
+    PRIMARY["gpt_train"] = PRIMARY["gpt_generate"] = "tokens_per_sec"
+    PRIMARY["fma_peak"] = "gflops"
+    METRIC["tokens_per_sec"] = 1
     METRIC["ms_per_step"] = 1
     METRIC["tokens_per_sec"] = METRIC["launches_per_timestep"] = 1
     PRIMARY["rnn_train"] = "tokens_per_sec"
@@ -212,6 +215,24 @@ END {
         ratio("layer_" LAYER[k] "_cpu_vs_torch", lt, get("name=layer backend=cpu layer=" LAYER[k], "ms_per_step"), "torch")
         if (cl != "") ratio("layer_" LAYER[k] "_opencl_vs_torch", lt, get("name=layer backend=" cl " layer=" LAYER[k], "ms_per_step"), "torch")
     }
+    # GPT (FIGURES=gpt): nn.h / PyTorch tokens/s, the share of the FMA peak, cache / no cache
+    for (f = 1; f <= NID; f++) {
+        id = IDS[f]
+        if (NAME[id] == "gpt_train" && id !~ /backend=torch/ && id !~ /^build=/) {
+            tid = id; sub(/backend=[^ ]*/, "backend=torch", tid)
+            mdl = id; sub(/.*model=/, "", mdl); sub(/ .*/, "", mdl)
+            bk = id; sub(/.*backend=/, "", bk); sub(/ .*/, "", bk)
+            ratio("gpt_" mdl "_" (bk == "cpu" ? "cpu" : "opencl") "_vs_torch", get(id, "tokens_per_sec"), get(tid, "tokens_per_sec"), "torch")
+            pk = get("name=fma_peak", "gflops")
+            if (pk == "") for (q = 1; q <= NID; q++) if (NAME[IDS[q]] == "fma_peak") pk = get(IDS[q], "gflops")
+            if (pk != "") ratio("gpt_" mdl "_" (bk == "cpu" ? "cpu" : "opencl") "_fma_peak_share", get(id, "gflops"), pk, "")
+        }
+        if (NAME[id] == "gpt_generate" && id ~ /cache=yes/) {
+            nid = id; sub(/cache=yes/, "cache=no", nid)
+            bk = id; sub(/.*backend=/, "", bk); sub(/ .*/, "", bk)
+            ratio("gpt_generate_" (bk == "cpu" ? "cpu" : "opencl") "_cache_vs_none", get(id, "tokens_per_sec"), get(nid, "tokens_per_sec"), "")
+        }
+    }
     nsh = split("64x1x28x28k32 64x32x14x14k64 8x64x56x56k64", SH, " ")
     for (s = 1; s <= nsh; s++)
         for (q = 1; q <= 2; q++) {
@@ -274,6 +295,7 @@ END {
     print "| figure | nn.h CPU backend | nn.h on OpenCL | reference (same run) | ratio |"
     print "|---|---|---|---|---|"
     if (ENV["run", "figures"] == "mem") { memrows(cl); exit }
+    if (ENV["run", "figures"] == "gpt") exit # the BENCH lines above
     if (LAYERS_RUN) { layerrows(cl); exit }
     ofig = ""; oname = ""
     if (get(ob " n=1024", "gflops") != "") { oname = "OpenBLAS"; ofig = ob }

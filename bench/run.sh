@@ -21,6 +21,10 @@
 #       training tokens/s of the char-LSTM (examples/char_lstm.c's model) and a 2-layer LSTM and
 #       GRU of 512 (batch 64, sequence 128) per backend with kernel launches per time step
 #       (bench/rnn_bench), PyTorch's in TORCH_THREADS configurations (bench/char_lstm_torch.py)
+#   FIGURES=gpt ...                             # only the GPT figures (make bench-gpt): tokens/s
+#       training the tiny GPT (examples/tiny_gpt.c's) and a GPT-2-small-shaped one per backend
+#       (bench/gpt_bench), PyTorch's in TORCH_THREADS configurations (bench/gpt_torch.py), the
+#       machine's FMA peak, and generation tokens/s with the key/value cache and without
 #   FIGURE_TIMEOUT=s ...                        # stop each nn_bench run after s seconds
 #       (with timeout(1); tools/gpu_report.sh sets it, so one hung figure leaves the others)
 #
@@ -55,7 +59,7 @@ ROUNDS=${ROUNDS:-4}
 BASELINE=${BASELINE:-}
 ONLY=${ONLY:-}
 FIGURES=${FIGURES:-all}
-case $FIGURES in all | layers | rnn) ;; mem) ONLY=nn ;; *) echo "run.sh: FIGURES must be all, mem, layers or rnn (got '$FIGURES')" >&2; exit 1 ;; esac
+case $FIGURES in all | layers | rnn | gpt) ;; mem) ONLY=nn ;; *) echo "run.sh: FIGURES must be all, mem, layers, rnn or gpt (got '$FIGURES')" >&2; exit 1 ;; esac
 TORCH_THREADS=${TORCH_THREADS:-1/1 1/2 2/1 2/2}
 BLAS_THREADS=${BLAS_THREADS:-1 2}
 T0=$(date +%s)
@@ -132,7 +136,7 @@ BLAS_WARN=
 if [ "$ONLY" != nn ]; then
     mods="torch numpy"
     [ "$FIGURES" = layers ] && mods=torch # no NumPy figure among the layers
-    [ "$FIGURES" = rnn ] && mods=torch
+    case $FIGURES in rnn | gpt) mods=torch ;; esac
     for m in $mods; do
         if ! "$PY" -c "import $m" 2>/dev/null; then
             note "no $m for $PY (python3-$m): skipping its figures"
@@ -253,6 +257,20 @@ while [ $R -le "$ROUNDS" ]; do
                 limit ./bench/rnn_bench train "$sel" $model </dev/null | tag $R || note "rnn_bench train $sel $model failed"
             done
             if [ -n "$HAVE_TORCH" ]; then torch_fig $R "$TORCH_THREADS" bench/char_lstm_torch.py --model $model; fi
+        done
+        R=$((R + 1))
+        continue
+    fi
+    if [ "$FIGURES" = gpt ]; then
+        [ $R -eq 1 ] && ./bench/gpt_bench peak | tag $R
+        for model in tiny gpt2s; do
+            echo "$DEVICES" | while read -r sel name; do
+                limit ./bench/gpt_bench train "$sel" $model </dev/null | tag $R || note "gpt_bench train $sel $model failed"
+            done
+            if [ -n "$HAVE_TORCH" ]; then torch_fig $R "$TORCH_THREADS" bench/gpt_torch.py --model $model; fi
+        done
+        echo "$DEVICES" | while read -r sel name; do
+            limit ./bench/gpt_bench generate "$sel" </dev/null | tag $R || note "gpt_bench generate $sel failed"
         done
         R=$((R + 1))
         continue

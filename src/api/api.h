@@ -1066,6 +1066,93 @@ NN_API nn_tensor nn_gru_cell(nn_graph *g, nn_tensor x, nn_tensor h, int64_t hidd
    forward direction's last state beside the reverse direction's output at that step.
    Lengths outside [1, T] are clamped there, counted and reported as nn_rnn_desc.lengths'. */
 NN_API nn_tensor nn_last_valid(nn_graph *g, nn_tensor y, nn_tensor lengths, int batch_first);
+/* ---- Transformers (src/layers/transformer.c) ----
+   nanoGPT's GPT (Karpathy's model.py, GPT-2's layout): parameters named as its state dict,
+   PREFIX.transformer.wte.weight [vocab_size, n_embd], .wpe.weight [block_size, n_embd],
+   .h.{i}.ln_1.{weight,bias}, .h.{i}.attn.c_attn.{weight [3C, C], bias [3C]} (q | k | v),
+   .h.{i}.attn.c_proj [C, C], .h.{i}.ln_2, .h.{i}.mlp.c_fc [4C, C], .h.{i}.mlp.c_proj
+   [C, 4C], .ln_f; lm_head.weight is wte's (tied: one parameter, the sum of both gradients;
+   a PyTorch state dict's lm_head.weight is the same tensor). Initialised as nanoGPT: every
+   weight N(0, 0.02), the c_proj weights N(0, 0.02 / sqrt(2 n_layer)), biases zeros, layer
+   norms ones and zeros. GELU is the exact one (nn.GELU()). Attention is composed today
+   (matmul, masked softmax, matmul: a [T, T] matrix per head is stored). */
+typedef struct nn_gpt_config {
+    int64_t vocab_size;  /* tokens */
+    int64_t block_size;  /* context length (positions) */
+    int n_layer, n_head;
+    int64_t n_embd;      /* width, divisible by n_head */
+    float dropout;       /* nanoGPT's dropout (0: none; the identity in eval graphs) */
+    int no_bias;         /* nanoGPT's bias=False: no Linear and LayerNorm biases */
+    const char *name;    /* a prefix for the parameter names (NULL or "": none) */
+} nn_gpt_config;
+/* The model: idx int32 [B, T] (T <= block_size) -> logits [B*T, vocab_size] (rows in
+   (b, t) order, ready for nn_softmax_cross_entropy against the targets as [B*T]). */
+NN_API nn_tensor nn_gpt(nn_graph *g, nn_tensor idx, const nn_gpt_config *cfg);
+/* One block, x [B, T, n_embd] -> [B, T, n_embd] with the causal mask: x + attn(ln_1(x)),
+   then + mlp(ln_2(.)); parameters NAME.ln_1 ... as above. */
+NN_API nn_tensor nn_gpt_block(nn_graph *g, nn_tensor x, const nn_gpt_config *cfg, const char *name);
+/* Generation, one token per run: idx int32 [B] (the current token of each sequence) at
+   position pos (int32 [1], the same for every sequence, 0 <= pos < block_size) -> logits
+   [B, vocab_size] of the next token, against a key/value cache held on the device: per
+   layer a key and a value tensor [B, n_head, block_size, n_embd / n_head] (running sums,
+   nn_accumulate: each run adds the new key and value at slot pos, zero elsewhere), so a run
+   costs one token's work plus the attention over the cache, never the context again. The
+   caches start at zero; before a new sequence (pos 0 again) zero them with nn_tensor_fill
+   (caches, NULL or 2 * n_layer tensors, receives them: key of layer i at 2i, value at
+   2i + 1). Positions must be run in order 0, 1, 2, ... Use an eval graph made with
+   share_params of the trained one; parameter names as nn_gpt's. */
+NN_API nn_tensor nn_gpt_decode(nn_graph *g, nn_tensor idx, nn_tensor pos, const nn_gpt_config *cfg, nn_tensor *caches);
+/* PyTorch's nn.MultiheadAttention(embed_dim, num_heads, dropout, bias, batch_first) called
+   as forward(query, key, value, key_padding_mask, need_weights=False, attn_mask,
+   is_causal): query [T, B, E] ([B, T, E] with batch_first), key and value [S, B, E] (one
+   shape) -> [T, B, E]. Parameters NAME.in_proj_weight [3E, E] (q | k | v rows, Xavier
+   uniform), NAME.in_proj_bias [3E] (zeros), NAME.out_proj.weight [E, E] (nn.Linear's
+   init), NAME.out_proj.bias [E] (zeros); no_bias: none of the biases. Masks are float32:
+   key_padding_mask [B, S], nonzero where a key is padding (PyTorch's True) and left out;
+   attn_mask [T, S] or [B*num_heads, T, S], added to the scores (PyTorch's float mask; -inf
+   hides); is_causal hides the keys after each query (top-left aligned). The weights are not
+   returned (need_weights=False). Composed: scores stored per head. */
+typedef struct nn_mha_desc {
+    float dropout;                /* on the attention weights (0: none, PyTorch's default) */
+    int no_bias;                  /* PyTorch's bias=False */
+    int batch_first;              /* 1: [B, T, E] tensors */
+    nn_tensor key_padding_mask;   /* NN_NONE: none */
+    nn_tensor attn_mask;          /* NN_NONE: none */
+    int is_causal;
+} nn_mha_desc;
+NN_API nn_tensor nn_multihead_attention(nn_graph *g, nn_tensor query, nn_tensor key, nn_tensor value, int64_t embed_dim,
+                                        int num_heads, const nn_mha_desc *desc, const char *name);
+/* PyTorch's nn.TransformerEncoderLayer(d_model, nhead, dim_feedforward, dropout, activation,
+   layer_norm_eps, batch_first, norm_first) and nn.TransformerDecoderLayer, with their names:
+   NAME.self_attn.* (nn_multihead_attention's), NAME.linear1 [dim_feedforward, d_model],
+   NAME.linear2 [d_model, dim_feedforward], NAME.norm1, NAME.norm2 (weight, bias), and for
+   the decoder NAME.multihead_attn.* (attention over memory) and NAME.norm3. Post-norm
+   (PyTorch's default): x = norm1(x + sa(x)), x = norm2(x + ff(x)); norm_first: x = x +
+   sa(norm1(x)), x = x + ff(norm2(x)) (the decoder's cross-attention between, with norm2;
+   its feed-forward with norm3). Dropout after each sub-block, inside the feed-forward and on
+   the attention weights (PyTorch's places). src / tgt [T, B, E] ([B, T, E] with
+   batch_first), memory [S, B, E]; masks as nn_multihead_attention's. The stacks
+   (nn.TransformerEncoder / Decoder without a final norm) name their layers NAME.layers.{i}. */
+typedef struct nn_transformer_desc {
+    int64_t dim_feedforward;      /* 0: 2048 */
+    float dropout;                /* 0: 0.1 (PyTorch's); NN_ZERO: none */
+    int activation;               /* 0: relu, 1: gelu (exact) */
+    float layer_norm_eps;         /* 0: 1e-5; NN_ZERO: 0 */
+    int batch_first, norm_first;
+    nn_tensor src_mask, src_key_padding_mask;  /* encoder */
+    int is_causal;                             /* encoder: src_mask is causal */
+    nn_tensor tgt_mask, tgt_key_padding_mask;  /* decoder's self-attention */
+    int tgt_is_causal;
+    nn_tensor memory_mask, memory_key_padding_mask; /* decoder's cross-attention */
+} nn_transformer_desc;
+NN_API nn_tensor nn_transformer_encoder_layer(nn_graph *g, nn_tensor src, int64_t d_model, int nhead,
+                                              const nn_transformer_desc *desc, const char *name);
+NN_API nn_tensor nn_transformer_decoder_layer(nn_graph *g, nn_tensor tgt, nn_tensor memory, int64_t d_model, int nhead,
+                                              const nn_transformer_desc *desc, const char *name);
+NN_API nn_tensor nn_transformer_encoder(nn_graph *g, nn_tensor src, int num_layers, int64_t d_model, int nhead,
+                                        const nn_transformer_desc *desc, const char *name);
+NN_API nn_tensor nn_transformer_decoder(nn_graph *g, nn_tensor tgt, nn_tensor memory, int num_layers, int64_t d_model, int nhead,
+                                        const nn_transformer_desc *desc, const char *name);
 
 /* ==== 13. Random ops and dropout =========================================================
    Samples drawn on the device, PyTorch's names and semantics. The generator is counter-based

@@ -1,0 +1,370 @@
+/* tiny_gpt.c - a character-level GPT (nanoGPT's model) trained on a text file, then
+   generating from a prompt against a key/value cache on the device.
+
+   Build and run (from the repository root, after `make nn.h`):
+       cc -O2 -I. examples/tiny_gpt.c -o examples/tiny_gpt -lm -lpthread
+       ./examples/tiny_gpt [TEXT]      (STEPS=n overrides the step count; NN_DEVICE picks the
+                                        backend; CKPT=path the checkpoint, default
+                                        tiny_gpt.safetensors, CKPT= none)
+
+   Text: TEXT, or the files of /usr/share/common-licenses concatenated in name order.
+   Characters: newline and printable ASCII (vocabulary 96), anything else a space; the
+   first 90% trains, the last 10% is held out. Model: 4 layers, width 128, 4 heads,
+   context 64; AdamW (lr 3e-4, PyTorch's other defaults), batches of 16 windows.
+
+   The text is written to the device once. A batch is built there: each step writes only
+   the windows' start offsets (as the two 64-character rows each window spans and its
+   offset in them: 3 int32 per window), and reads nothing back but the loss every 50 steps.
+   The checkpoint is a safetensors file with nanoGPT's names (transformer.wte.weight, ...;
+   lm_head.weight is tied to wte: load it with strict=False or set it to wte's tensor).
+   Generation runs one token per nn_graph_forward against the cache (nn_gpt_decode) and
+   reads back the next token's 96 probabilities, from which the host samples (temperature
+   0.8): nn.h has no sampling op on the device yet. When the 64 positions are used up, the
+   cache is refilled with the last 32 characters and generation goes on.
+
+   The last line: RESULT device=<name> steps=<n> tokens_per_sec=<x> heldout_loss=<x>
+   h2d_bytes_per_step=<x> d2h_bytes_per_step=<x> generate_tokens_per_sec=<x> */
+#define _POSIX_C_SOURCE 200809L
+#define NN_IMPLEMENTATION
+#include "nn.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#define V 96
+#define T 64
+#define B 16
+#define DEFAULT_STEPS 300
+#define EVAL_BATCHES 50
+#define GEN_CHARS 200
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static uint32_t rnd(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng >> 32);
+}
+
+static int tok_of(int c) { return c == '\n' ? 0 : (c >= 32 && c < 127) ? c - 31 : 1; }
+static int chr_of(int t) { return t == 0 ? '\n' : t + 31; }
+
+static int append_file(const char *path, char **buf, size_t *len, size_t *cap) {
+    FILE *f = fopen(path, "rb");
+    size_t n;
+    if (!f) return 0;
+    for (;;) {
+        if (*cap - *len < 65536) {
+            char *nb = (char *)realloc(*buf, *cap * 2 + 65536);
+            if (!nb) {
+                fclose(f);
+                return 0;
+            }
+            *buf = nb;
+            *cap = *cap * 2 + 65536;
+        }
+        n = fread(*buf + *len, 1, *cap - *len, f);
+        *len += n;
+        if (n == 0) break;
+    }
+    fclose(f);
+    return 1;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* The corpus: one file, or the regular files of dir in name order. */
+static char *read_corpus(const char *path, size_t *len) {
+    char *buf = NULL;
+    size_t cap = 0;
+    *len = 0;
+    if (path) {
+        if (!append_file(path, &buf, len, &cap)) {
+            free(buf);
+            return NULL;
+        }
+        return buf;
+    } else {
+        const char *dir = "/usr/share/common-licenses";
+        DIR *d = opendir(dir);
+        struct dirent *e;
+        char **names = NULL;
+        int n = 0, i;
+        if (!d) return NULL;
+        while ((e = readdir(d)) != NULL) {
+            char **nn;
+            if (e->d_name[0] == '.') continue;
+            nn = (char **)realloc(names, sizeof *names * (size_t)(n + 1));
+            if (!nn) break;
+            names = nn;
+            names[n++] = strdup(e->d_name);
+        }
+        closedir(d);
+        qsort(names, (size_t)n, sizeof *names, cmp_str);
+        for (i = 0; i < n; i++) {
+            char p[1024];
+            struct stat st;
+            snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+            if (stat(p, &st) == 0 && S_ISREG(st.st_mode)) append_file(p, &buf, len, &cap);
+            free(names[i]);
+        }
+        free(names);
+        return buf;
+    }
+}
+
+static int fail(nn_context *ctx, const char *what) {
+    fprintf(stderr, "tiny_gpt: %s: %s\n", what, ctx ? nn_context_last_error(ctx) : "");
+    return 1;
+}
+
+/* The batch's device inputs: rows (q, q+1) of the text's 64-wide view for each window, and
+   b*64 + r (its offset r in them), for windows starting at s[b]. */
+static void fill_batch(const int64_t *s, int32_t *rows, int32_t *off) {
+    int b;
+    for (b = 0; b < B; b++) {
+        rows[2 * b] = (int32_t)(s[b] / T);
+        rows[2 * b + 1] = (int32_t)(s[b] / T + 1);
+        off[b] = (int32_t)(b * T + s[b] % T);
+    }
+}
+
+/* Samples a token from probabilities p (temperature: p^(1/temp), renormalised). */
+static int sample(const float *p, float temp) {
+    double w[V], sum = 0, u;
+    int i;
+    for (i = 0; i < V; i++) sum += (w[i] = pow((double)p[i], 1.0 / temp));
+    u = (rnd() / 4294967296.0) * sum;
+    for (i = 0; i < V - 1; i++) {
+        if (u < w[i]) return i;
+        u -= w[i];
+    }
+    return V - 1;
+}
+
+int main(int argc, char **argv) {
+    nn_context *ctx = NULL;
+    nn_graph *g = NULL, *gen = NULL, *full = NULL;
+    nn_graph_desc gd;
+    nn_compile_desc cd;
+    nn_gpt_config cfg;
+    nn_tensor text, rows, off, dx, dy, xt, yt, logits, loss, tok, pos, probs, caches[8], widx, wprobs;
+    nn_stats st0, st1;
+    nn_device_info dev;
+    char *raw, devname[128], out[GEN_CHARS + 1];
+    const char *ckpt = getenv("CKPT") ? getenv("CKPT") : "tiny_gpt.safetensors";
+    size_t n, i;
+    int64_t ntrain, nrows, steps = DEFAULT_STEPS, step, s[B];
+    int32_t *txt = NULL, *tab = NULL, brow[2 * B], boff[B];
+    int rc = 1, k;
+    double t0, train_time = 0, heldout = 0, gen_tps = 0, nocache_tps = 0;
+    float lossv = 0;
+
+    if (getenv("STEPS")) steps = atoll(getenv("STEPS"));
+    raw = read_corpus(argc > 1 ? argv[1] : NULL, &n);
+    if (!raw || n < 20 * (T + 1)) {
+        fprintf(stderr, "tiny_gpt: cannot read the text (%s), or it is shorter than %d characters\n",
+                argc > 1 ? argv[1] : "/usr/share/common-licenses", 20 * (T + 1));
+        free(raw);
+        return 1;
+    }
+    ntrain = (int64_t)(n * 9 / 10);
+    nrows = (int64_t)n / T + 2;
+    txt = (int32_t *)calloc((size_t)(nrows * T), 4);
+    tab = (int32_t *)malloc((size_t)B * T * T * 4);
+    if (!txt || !tab) return fail(NULL, "out of memory");
+    for (i = 0; i < n; i++) txt[i] = tok_of((unsigned char)raw[i]);
+    printf("text: %zu characters (%lld train, %lld held out)\n", n, (long long)ntrain, (long long)(n - ntrain));
+
+    if (nn_context_create(NULL, &ctx) != NN_OK) return fail(NULL, "nn_context_create");
+    nn_context_device(ctx, &dev);
+    printf("backend: %s\n", dev.name);
+    snprintf(devname, sizeof devname, "%s", dev.name);
+    for (k = 0; devname[k]; k++)
+        if (devname[k] == ' ') devname[k] = '_';
+
+    memset(&cfg, 0, sizeof cfg);
+    cfg.vocab_size = V;
+    cfg.block_size = T;
+    cfg.n_layer = 4;
+    cfg.n_head = 4;
+    cfg.n_embd = 128;
+
+    /* ---- the training graph: batches gathered from the text on the device ---- */
+    memset(&gd, 0, sizeof gd);
+    gd.seed = 1;
+    if (nn_graph_create(ctx, &gd, &g) != NN_OK) return fail(ctx, "nn_graph_create");
+    text = nn_input(g, "text", NN_I32, nn_shape2(nrows, T));  /* the text in rows of 64 */
+    rows = nn_input(g, "rows", NN_I32, nn_shape1(2 * B));     /* per window: rows q, q+1 */
+    off = nn_input(g, "offsets", NN_I32, nn_shape1(B));       /* per window: b*64 + r */
+    dx = nn_input(g, "x_index", NN_I32, nn_shape2(B * T, T)); /* [b*64 + r, t]: b*128 + r + t */
+    dy = nn_input(g, "y_index", NN_I32, nn_shape2(B * T, T)); /* the same + 1 */
+    {
+        nn_tensor flat = nn_reshape(g, nn_gather_rows(g, text, rows), nn_shape1(B * 2 * T)); /* [B, 128] flat */
+        xt = nn_index_select(g, flat, 0, nn_reshape(g, nn_gather_rows(g, dx, off), nn_shape1(B * T)));
+        yt = nn_index_select(g, flat, 0, nn_reshape(g, nn_gather_rows(g, dy, off), nn_shape1(B * T)));
+    }
+    logits = nn_gpt(g, nn_reshape(g, xt, nn_shape2(B, T)), &cfg);
+    loss = nn_softmax_cross_entropy(g, logits, yt);
+    nn_graph_output(g, loss);
+    memset(&cd, 0, sizeof cd);
+    cd.loss = loss;
+    cd.optimizer.kind = NN_OPT_ADAMW;
+    cd.optimizer.lr = 3e-4f;
+    if (nn_graph_compile(g, &cd) != NN_OK) return fail(ctx, "compile");
+    {
+        int64_t b, r, t;
+        for (b = 0; b < B; b++)
+            for (r = 0; r < T; r++)
+                for (t = 0; t < T; t++) tab[(b * T + r) * T + t] = (int32_t)(b * 2 * T + r + t);
+        if (nn_tensor_write(g, dx, tab, (size_t)B * T * T * 4) != NN_OK) return fail(ctx, "write");
+        for (i = 0; i < (size_t)B * T * T; i++) tab[i]++;
+        if (nn_tensor_write(g, dy, tab, (size_t)B * T * T * 4) != NN_OK ||
+            nn_tensor_write(g, text, txt, (size_t)(nrows * T) * 4) != NN_OK)
+            return fail(ctx, "write");
+    }
+
+    /* ---- training ---- */
+    nn_context_stats(ctx, &st0);
+    t0 = now();
+    for (step = 1; step <= steps; step++) {
+        int b;
+        for (b = 0; b < B; b++) s[b] = (int64_t)(rnd() % (uint32_t)(ntrain - T - 1));
+        fill_batch(s, brow, boff);
+        if (nn_tensor_write(g, rows, brow, sizeof brow) != NN_OK || nn_tensor_write(g, off, boff, sizeof boff) != NN_OK ||
+            nn_graph_step(g) != NN_OK)
+            return fail(ctx, "step");
+        if (step % 50 == 0 || step == steps) {
+            if (nn_tensor_read(g, loss, &lossv, 4) != NN_OK) return fail(ctx, "read");
+            train_time = now() - t0;
+            printf("step %5lld  loss %.4f  %.0f tokens/s\n", (long long)step, lossv, (double)step * B * T / train_time);
+            fflush(stdout);
+        }
+    }
+    train_time = now() - t0;
+    nn_context_stats(ctx, &st1);
+
+    /* ---- held-out loss: the same graph, forward only, on windows of the last 10% ---- */
+    {
+        int e, b;
+        uint64_t pick = 12345;
+        for (e = 0; e < EVAL_BATCHES; e++) {
+            for (b = 0; b < B; b++) {
+                pick = pick * 6364136223846793005ull + 1442695040888963407ull;
+                s[b] = ntrain + (int64_t)((pick >> 33) % (uint64_t)((int64_t)n - ntrain - T - 1));
+            }
+            fill_batch(s, brow, boff);
+            if (nn_tensor_write(g, rows, brow, sizeof brow) != NN_OK || nn_tensor_write(g, off, boff, sizeof boff) != NN_OK ||
+                nn_graph_forward(g) != NN_OK || nn_tensor_read(g, loss, &lossv, 4) != NN_OK)
+                return fail(ctx, "eval");
+            heldout += lossv;
+        }
+        heldout /= EVAL_BATCHES;
+        printf("held-out loss %.4f (%d batches of %d x %d)\n", heldout, EVAL_BATCHES, B, T);
+    }
+    if (ckpt[0]) {
+        if (nn_graph_save_safetensors(g, ckpt) != NN_OK) return fail(ctx, "save");
+        printf("checkpoint: %s\n", ckpt);
+    }
+
+    /* ---- generation against the key/value cache ---- */
+    memset(&gd, 0, sizeof gd);
+    gd.share_params = g;
+    gd.eval = 1;
+    if (nn_graph_create(ctx, &gd, &gen) != NN_OK) return fail(ctx, "nn_graph_create");
+    tok = nn_input(gen, "token", NN_I32, nn_shape1(1));
+    pos = nn_input(gen, "position", NN_I32, nn_shape1(1));
+    probs = nn_softmax(gen, nn_gpt_decode(gen, tok, pos, &cfg, caches), -1);
+    nn_graph_output(gen, probs);
+    memset(&cd, 0, sizeof cd);
+    if (nn_graph_compile(gen, &cd) != NN_OK) return fail(ctx, "compile (generation)");
+    {
+        const char *prompt = "The ";
+        int hist[T + GEN_CHARS + 8], nh = 0, p = 0, next = 0, c;
+        float pr[V];
+        double tg;
+        for (k = 0; prompt[k]; k++) hist[nh++] = tok_of((unsigned char)prompt[k]);
+        tg = now();
+        /* run hist[from..nh) into the cache from position 0 */
+#define RUN_TOKEN(tk)                                                                                                   \
+    do {                                                                                                                \
+        int32_t tv = (int32_t)(tk), pv = (int32_t)p;                                                                   \
+        if (nn_tensor_write(gen, tok, &tv, 4) != NN_OK || nn_tensor_write(gen, pos, &pv, 4) != NN_OK ||                \
+            nn_graph_forward(gen) != NN_OK || nn_tensor_read(gen, probs, pr, sizeof pr) != NN_OK)                       \
+            return fail(ctx, "generate");                                                                               \
+        p++;                                                                                                            \
+    } while (0)
+        for (k = 0; k < 2 * cfg.n_layer; k++) nn_tensor_fill(gen, caches[k], 0.0f);
+        for (k = 0; k < nh; k++) RUN_TOKEN(hist[k]);
+        for (c = 0; c < GEN_CHARS; c++) {
+            next = sample(pr, 0.8f);
+            out[c] = (char)chr_of(next);
+            hist[nh++] = next;
+            if (p == T) { /* the context is full: refill the cache with the last 32 characters */
+                for (k = 0; k < 2 * cfg.n_layer; k++) nn_tensor_fill(gen, caches[k], 0.0f);
+                p = 0;
+                for (k = nh - T / 2; k < nh - 1; k++) RUN_TOKEN(hist[k]);
+            }
+            RUN_TOKEN(next);
+        }
+        out[GEN_CHARS] = 0;
+        gen_tps = GEN_CHARS / (now() - tg);
+        printf("---- %d characters after \"%s\" ----\n%s%s\n----\n", GEN_CHARS, prompt, prompt, out);
+#undef RUN_TOKEN
+    }
+
+    /* ---- the same generation without the cache: the whole context run for every token ---- */
+    memset(&gd, 0, sizeof gd);
+    gd.share_params = g;
+    gd.eval = 1;
+    if (nn_graph_create(ctx, &gd, &full) != NN_OK) return fail(ctx, "nn_graph_create");
+    widx = nn_input(full, "window", NN_I32, nn_shape2(1, T));
+    wprobs = nn_softmax(full, nn_gpt(full, widx, &cfg), -1);
+    nn_graph_output(full, wprobs);
+    memset(&cd, 0, sizeof cd);
+    if (nn_graph_compile(full, &cd) != NN_OK) return fail(ctx, "compile (no cache)");
+    {
+        static float pr[T * V];
+        int32_t w[T];
+        int hist[T + GEN_CHARS + 8], nh = 0, c, len;
+        double tg = now();
+        hist[nh++] = tok_of('T');
+        for (c = 0; c < GEN_CHARS; c++) {
+            len = nh < T ? nh : T;
+            memset(w, 0, sizeof w);
+            for (k = 0; k < len; k++) w[k] = hist[nh - len + k];
+            if (nn_tensor_write(full, widx, w, sizeof w) != NN_OK || nn_graph_forward(full) != NN_OK ||
+                nn_tensor_read(full, wprobs, pr, sizeof pr) != NN_OK)
+                return fail(ctx, "generate (no cache)");
+            hist[nh++] = sample(pr + (size_t)(len - 1) * V, 0.8f);
+        }
+        nocache_tps = GEN_CHARS / (now() - tg);
+        printf("generation: %.0f tokens/s with the cache, %.0f tokens/s running the context for each token\n", gen_tps,
+               nocache_tps);
+    }
+
+    printf("RESULT device=%s steps=%lld tokens_per_sec=%.0f heldout_loss=%.4f h2d_bytes_per_step=%.1f d2h_bytes_per_step=%.2f "
+           "generate_tokens_per_sec=%.0f\n",
+           devname, (long long)steps, (double)steps * B * T / train_time, heldout,
+           (double)(st1.h2d_bytes - st0.h2d_bytes) / (double)steps, (double)(st1.d2h_bytes - st0.d2h_bytes) / (double)steps,
+           gen_tps);
+    rc = 0;
+    nn_graph_destroy(full);
+    nn_graph_destroy(gen);
+    nn_graph_destroy(g);
+    nn_context_destroy(ctx);
+    free(txt);
+    free(tab);
+    free(raw);
+    return rc;
+}
