@@ -4,7 +4,7 @@ CFLAGS  ?= -O2
 WARN     = -std=c99 -Wall -Wextra -pedantic -Werror
 KERNELS  = $(wildcard kernels/*.cl kernels/*.h)
 SOURCES  = $(wildcard src/*/*.c src/*/*.h src/*/*/*.c src/*/*/*.h) gen/parts.txt
-TESTSRC  = $(filter-out tests/fuzz_%.c tests/interop_%.c tests/fault_%.c,$(wildcard tests/*.c))
+TESTSRC  = $(filter-out tests/fuzz_%.c tests/interop_%.c tests/fault_%.c tests/dist_%.c,$(wildcard tests/*.c))
 DATA_DIR ?= data/fashion-mnist
 
 # No OpenCL headers or -lOpenCL: nn.h declares what it calls and loads the library at run
@@ -264,3 +264,17 @@ tests/interop_mlp: tests/interop_mlp.c nn.h
 
 interop: tests/interop_mlp
 	env -u OPENBLAS_CORETYPE OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 tests/interop_torch.py tests/interop_mlp $(INTEROP_DATA)
+
+# Data-parallel training over MPI (src/dist/dist.c, -DNN_MPI): tests/dist_test.c under
+# mpirun with 2 and 3 ranks on this machine (Open MPI: libopenmpi-dev openmpi-bin; as root
+# the two OMPI_ALLOW_RUN_AS_ROOT variables; --oversubscribe for more ranks than cores).
+MPICC  ?= mpicc
+MPIRUN ?= mpirun
+MPIRUN_FLAGS ?= --oversubscribe
+.PHONY: dist-test
+tests/dist_test: nn.h tests/dist_test.c
+	$(MPICC) $(CFLAGS) $(WARN) -I. -o $@ tests/dist_test.c $(LIBS)
+
+dist-test: tests/dist_test
+	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 $(MPIRUN) $(MPIRUN_FLAGS) -np 2 ./tests/dist_test
+	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 $(MPIRUN) $(MPIRUN_FLAGS) -np 3 ./tests/dist_test

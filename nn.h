@@ -1228,6 +1228,11 @@ struct nn_compile_desc {
     nn_optimizer optimizer;
     int keep_grads;      /* keep every parameter's gradient readable (nn_graph_grad) */
     nn_lr_schedule schedule; /* kind 0: the constant optimizer.lr */
+    int data_parallel;   /* builds with -DNN_MPI (see "Data-parallel training" at the end):
+                            0: a training graph is data-parallel over nn_dist_init's
+                            communicator (MPI_COMM_WORLD, initialised here when the program
+                            did not) when it has more than one rank; NN_ZERO: this process
+                            alone. Ignored without NN_MPI. */
 };
 
 /* Into *count: the updates skip_nonfinite skipped since compile (a read of 8 bytes; 0
@@ -1323,6 +1328,40 @@ NN_API nn_result nn_graph_load_safetensors(nn_graph *g, const char *path, int al
    (NN_ERR_STATE / NN_ERR_IO / NN_ERR_SHAPE naming what) before it changes anything. */
 NN_API nn_result nn_graph_save_state(nn_graph *g, const char *path);
 NN_API nn_result nn_graph_load_state(nn_graph *g, const char *path);
+
+/* ---- Data-parallel training over MPI (compiled in with -DNN_MPI, linked with mpicc) ----
+   One process per rank, each with its own context and the same graph. A training graph
+   compiled with data_parallel 0 (the default) over more than one rank runs each
+   nn_graph_step as one micro-step of a gradient accumulation over the ranks: rank r's
+   step s is micro-step s * N + r of one process with accumulate_steps N (its dropout draws
+   included), and the N gradients are averaged in rank order, acc = 0 + g_0 / N, then
+   acc + g_r / N for r = 1 .. N-1, exactly as that process's GRAD_ACC sums them, by a
+   reduce-scatter and all-gather over MPI point-to-point (each rank owns a slice of the
+   flat gradient and sums its slice in that order). So N ranks with per-rank batch B give
+   the same bits on the CPU backend as one process with batch B and accumulate_steps N, and
+   the parameters stay identical on every rank; nn_graph_step counts N steps per call on
+   every rank (the saved step, the schedules). accumulate_steps > 1 is refused with it.
+   Compile compares a hash of the graph (ops, shapes, parameters, optimizer) across the
+   ranks and fails on a mismatch; a rank that does not answer within the timeout makes the
+   step (or compile) fail with NN_ERR_STATE naming it, never hang. A nn_dataset gives each
+   rank a disjoint shard of every epoch's permutation (rank r takes the batches r, r + N,
+   ...); nn_graph_save_state writes on rank 0 only. Declared only when NN_MPI is defined
+   (nn.h then includes <mpi.h>). */
+#ifdef NN_MPI
+#include <mpi.h>
+/* Sets the communicator data-parallel graphs use (a duplicate of *comm; NULL:
+   MPI_COMM_WORLD), calling MPI_Init first when MPI is not initialised (MPI_Finalize then
+   runs at exit). Optional: the first data-parallel compile calls nn_dist_init(NULL).
+   Graphs compiled before keep theirs. */
+NN_API nn_result nn_dist_init(const MPI_Comm *comm);
+/* Into *rank / *size: this process's rank in that communicator and the number of ranks
+   (initialising it as nn_dist_init(NULL) when needed). */
+NN_API nn_result nn_dist_rank(int *rank);
+NN_API nn_result nn_dist_size(int *size);
+/* The seconds a rank waits for the others in a step or compile before failing (default 300;
+   NN_DIST_TIMEOUT in the environment sets the default). */
+NN_API nn_result nn_dist_set_timeout(double seconds);
+#endif
 
 #ifdef __cplusplus
 }
@@ -1846,6 +1885,12 @@ struct nn_graph {
     nn__buf checks;              /* int32 [n_checks]: bad inputs counted by checked ops (node.check) */
     int n_checks;
     int checks_pending;          /* a run since the counters were last read */
+    /* data-parallel training (src/dist/dist.c, NN_MPI builds; unset otherwise) */
+    int run_from;                /* backend->run starts at this schedule position (0; the update part's
+                                    first when a data-parallel step runs it after the reduction) */
+    int dist_rank, dist_size;    /* this rank and the ranks' count (both 0 unless data-parallel) */
+    void *dist;                  /* the reduction's communicator and buffers (NULL: not data-parallel) */
+    void (*dist_free)(nn_graph *g); /* its destructor, set by the compile that made it */
 };
 
 
@@ -8732,13 +8777,13 @@ static nn_result nn__cpub_prepare(nn_graph *g) {
 
 static nn_result nn__cpub_run(nn_graph *g, int n_sched) {
     int i;
-    for (i = 0; i < n_sched; i++) {
+    for (i = g->run_from; i < n_sched; i++) { /* run_from: 0 but for a data-parallel update part */
         nn__node *n = &g->nodes[g->sched[i]];
         nn_result r = nn__op(n->op)->cpu(g, n);
         if (r != NN_OK) return r;
         g->progress++;
     }
-    g->ctx->stats.kernel_launches += (uint64_t)n_sched;
+    g->ctx->stats.kernel_launches += (uint64_t)(n_sched - g->run_from);
     return NN_OK;
 }
 
@@ -17042,10 +17087,10 @@ static cl_int nn__cl_guard_enqueue(cl_command_queue q, const nn__launch *l, unsi
 }
 
 /* After a guarded run of launches [0, n): the first launch that changed a guard, named. */
-static nn_result nn__cl_guard_check(nn_graph *g, int n) {
+static nn_result nn__cl_guard_check(nn_graph *g, int from, int n) {
     const unsigned char *at = NN__CL(g->ctx)->guard_seen;
     int i, k;
-    for (i = 0; i < n; i++) {
+    for (i = from; i < n; i++) {
         const nn__launch *l = &g->launches[i];
         int j = 0, m = nn__cl_guard_bufs(l);
         for (k = 0; k < l->n_args; k++) {
@@ -17072,17 +17117,18 @@ static nn_result nn__cl_guard_check(nn_graph *g, int n) {
     return NN_OK;
 }
 
-/* Enqueues the launches of the first n_sched schedule positions (with NN_CL_GUARDS, each
-   between its guards' fills and reads, and waits for them to check). */
+/* Enqueues the launches of the first n_sched schedule positions (from g->run_from: 0 but
+   for a data-parallel update part; with NN_CL_GUARDS, each between its guards' fills and
+   reads, and waits for them to check). */
 static nn_result nn__cl_run(nn_graph *g, int n_sched) {
     nn__cl *cl = NN__CL(g->ctx);
     cl_command_queue q = cl->queue;
-    int i, k, n = g->sched_launch[n_sched], guard = g->ctx->dev.guard != 0;
+    int i, k, n = g->sched_launch[n_sched], from = g->sched_launch[g->run_from], guard = g->ctx->dev.guard != 0;
     unsigned char *at = NULL;
     nn_result r = NN_OK;
     if (guard) {
         size_t need = 0;
-        for (i = 0; i < n; i++) need += (size_t)2 * nn__cl_guard_bufs(&g->launches[i]) * NN__CL_GUARD;
+        for (i = from; i < n; i++) need += (size_t)2 * nn__cl_guard_bufs(&g->launches[i]) * NN__CL_GUARD;
         if (need > cl->guard_cap) {
             unsigned char *p = (unsigned char *)NN_REALLOC(cl->guard_seen, need);
             if (!p) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "NN_CL_GUARDS: out of memory for %lu bytes", (unsigned long)need);
@@ -17091,7 +17137,7 @@ static nn_result nn__cl_run(nn_graph *g, int n_sched) {
         }
         at = cl->guard_seen;
     }
-    for (i = 0; i < n && r == NN_OK; i++) {
+    for (i = from; i < n && r == NN_OK; i++) {
         nn__launch *l = &g->launches[i];
         cl_int err = CL_SUCCESS;
         if (l->update) {
@@ -17116,9 +17162,9 @@ static nn_result nn__cl_run(nn_graph *g, int n_sched) {
     if (guard) { /* the reads land in guard_seen: none may be pending when it is checked, grown or freed */
         cl_int err = clFinish(q);
         if (r == NN_OK && err != CL_SUCCESS) r = nn__fail(g->ctx, NN_ERR_DEVICE, "clFinish: %s (%d)", nn__cl_errstr(err), err);
-        if (r == NN_OK) r = nn__cl_guard_check(g, n);
+        if (r == NN_OK) r = nn__cl_guard_check(g, from, n);
     }
-    if (r == NN_OK) g->ctx->stats.kernel_launches += (uint64_t)n;
+    if (r == NN_OK) g->ctx->stats.kernel_launches += (uint64_t)(n - from);
     return r;
 }
 
@@ -17728,6 +17774,7 @@ static int nn__graph_free(nn_graph *g) {
     nn__graph_release_compiled(g);
     nn__groups_free(g);
     if (g->datasets_free) g->datasets_free(g); /* files/ckpt.c's, set by nn_dataset_create */
+    if (g->dist_free) g->dist_free(g);         /* src/dist/dist.c's (NN_MPI), set by the compile */
     for (i = 0; i < g->n_nodes; i++) NN_FREE(g->nodes[i].name);
     NN_FREE(g->nodes);
     NN_FREE(g->param_node);
@@ -18443,6 +18490,321 @@ static void nn__autograd(nn_graph *g, int loss, int n_user) {
 }
 
 /* ======================================================================
+   src/dist/dist.c
+   ====================================================================== */
+/* Data-parallel training over MPI (compiled in with -DNN_MPI; api.h's "Data-parallel
+   training"). A data-parallel graph's step (src/engine/compile.c's nn__graph_step) runs the
+   forward and backward part of the schedule as micro-step rank + 1 of the ranks' N, then
+   nn__dist_reduce averages the gradients across ranks, then the update part runs on every
+   rank alike.
+
+   The reduction, reproducible by construction: the gradients of the parameters (node order)
+   are copied into one flat host buffer (host staging: a device backend's buffers are read
+   and written back; Debian's Open MPI is not GPU-aware). Rank c owns the slice
+   [P c / N, P (c + 1) / N) of the P floats; every rank sends each other rank its slice
+   (MPI_Isend), the owner sums its slice in rank order, acc = 0 + g_0 * (1/N), then
+   acc + g_r * (1/N) for r = 1 .. N-1: the expression of the GRAD_ACC op's CPU body (one
+   process, accumulate_steps N, micro-step r's gradient g_r), with contraction off as in
+   the whole implementation; then every rank sends its reduced slice to all (an
+   all-gather). Where the sum of a float runs does not depend on which rank runs it, so the
+   bits are those of the single process. Point-to-point only (no MPI_Allreduce, whose
+   order Open MPI does not promise); every wait polls MPI_Testall against a deadline, so a
+   rank that died or stopped answering is an error naming it, not a hang. Each graph works
+   on its own duplicate of the communicator (messages of two graphs never meet). */
+
+#ifdef NN_MPI
+#include <mpi.h>
+
+static int nn__dist_have;           /* nn__dist_comm is set */
+static MPI_Comm nn__dist_comm;      /* nn_dist_init's duplicate */
+static double nn__dist_timeout_s;   /* 0: NN_DIST_TIMEOUT or 300 */
+
+typedef struct nn__dist {
+    MPI_Comm comm;
+    int rank, size;
+    int failed;                     /* a wait timed out: sends may still read flat, kept (leaked) */
+    int64_t n;                      /* P: the floats of the gradients */
+    float *flat;                    /* [P] this rank's gradients, then the mean */
+    float *recv;                    /* [N][the largest slice] the others' parts of this rank's slice */
+    MPI_Request *req;               /* [2 N] */
+    int *peer;                      /* [2 N] each request's rank */
+} nn__dist;
+
+static void nn__dist_finalize_at_exit(void) {
+    int fin = 0;
+    MPI_Finalized(&fin);
+    if (!fin) MPI_Finalize();
+}
+
+static nn_result nn__dist_setup(const MPI_Comm *comm) {
+    int inited = 0, provided = 0;
+    MPI_Initialized(&inited);
+    if (!inited) {
+        if (MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS) return NN_ERR_UNAVAILABLE;
+        atexit(nn__dist_finalize_at_exit);
+    }
+    if (nn__dist_have) MPI_Comm_free(&nn__dist_comm);
+    nn__dist_have = 0;
+    if (MPI_Comm_dup(comm ? *comm : MPI_COMM_WORLD, &nn__dist_comm) != MPI_SUCCESS) return NN_ERR_UNAVAILABLE;
+    nn__dist_have = 1;
+    return NN_OK;
+}
+
+NN_API nn_result nn_dist_init(const MPI_Comm *comm) { return nn__dist_setup(comm); }
+
+NN_API nn_result nn_dist_rank(int *rank) {
+    nn_result r = nn__dist_have ? NN_OK : nn__dist_setup(NULL);
+    if (!rank) return NN_ERR_INVALID_ARGUMENT;
+    *rank = 0;
+    return r == NN_OK ? (MPI_Comm_rank(nn__dist_comm, rank) == MPI_SUCCESS ? NN_OK : NN_ERR_UNAVAILABLE) : r;
+}
+
+NN_API nn_result nn_dist_size(int *size) {
+    nn_result r = nn__dist_have ? NN_OK : nn__dist_setup(NULL);
+    if (!size) return NN_ERR_INVALID_ARGUMENT;
+    *size = 1;
+    return r == NN_OK ? (MPI_Comm_size(nn__dist_comm, size) == MPI_SUCCESS ? NN_OK : NN_ERR_UNAVAILABLE) : r;
+}
+
+NN_API nn_result nn_dist_set_timeout(double seconds) {
+    if (!(seconds > 0.0)) return NN_ERR_INVALID_ARGUMENT;
+    nn__dist_timeout_s = seconds;
+    return NN_OK;
+}
+
+static double nn__dist_timeout(void) {
+    const char *e;
+    double t;
+    if (nn__dist_timeout_s > 0.0) return nn__dist_timeout_s;
+    e = getenv("NN_DIST_TIMEOUT");
+    t = e ? atof(e) : 0.0;
+    return t > 0.0 ? t : 300.0;
+}
+
+/* Waits for n requests until the deadline: NN_OK, or NN_ERR_STATE naming the first rank
+   still pending (its receives cancelled, its sends left to MPI). */
+static nn_result nn__dist_wait(nn_graph *g, nn__dist *d, int n, const char *what) {
+    double deadline = MPI_Wtime() + nn__dist_timeout();
+    long spins = 0;
+    int done = 0, i;
+    if (n == 0) return NN_OK;
+    for (;;) {
+        if (MPI_Testall(n, d->req, &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS) break;
+        if (done) return NN_OK;
+        if ((++spins & 1023) == 0 && MPI_Wtime() > deadline) break;
+    }
+    d->failed = 1;
+    for (i = 0; i < n; i++) {
+        int flag = 0;
+        if (d->req[i] == MPI_REQUEST_NULL) continue;
+        MPI_Test(&d->req[i], &flag, MPI_STATUS_IGNORE);
+        if (!flag) {
+            int who = d->peer[i];
+            for (; i < n; i++)
+                if (d->req[i] != MPI_REQUEST_NULL) MPI_Request_free(&d->req[i]);
+            return nn__fail(g->ctx, NN_ERR_STATE,
+                            "%s: data-parallel: rank %d did not answer rank %d within %.0f s (it died, stopped or runs "
+                            "another graph)",
+                            what, who, d->rank, nn__dist_timeout());
+        }
+    }
+    return nn__fail(g->ctx, NN_ERR_STATE, "%s: data-parallel: an MPI call failed on rank %d", what, d->rank);
+}
+
+static void nn__dist_free(nn_graph *g) {
+    nn__dist *d = (nn__dist *)g->dist;
+    if (!d) return;
+    if (!d->failed) { /* after a timeout MPI may still read or write the buffers */
+        NN_FREE(d->flat);
+        NN_FREE(d->recv);
+        MPI_Comm_free(&d->comm);
+    }
+    NN_FREE(d->req);
+    NN_FREE(d->peer);
+    NN_FREE(d);
+    g->dist = NULL;
+}
+
+static uint64_t nn__dist_mix(uint64_t h, uint64_t v) {
+    int i;
+    for (i = 0; i < 8; i++) {
+        h ^= (v >> (8 * i)) & 0xffu;
+        h *= 1099511628211ull; /* FNV-1a */
+    }
+    return h;
+}
+
+/* What must agree across ranks: every node's op, dtype and shape, which are parameters,
+   and the optimizer's kind. */
+static uint64_t nn__dist_hash(const nn_graph *g) {
+    uint64_t h = 14695981039346656037ull;
+    int i, k;
+    h = nn__dist_mix(h, (uint64_t)g->n_nodes);
+    h = nn__dist_mix(h, (uint64_t)g->opt.kind);
+    for (i = 0; i < g->n_nodes; i++) {
+        const nn__node *n = &g->nodes[i];
+        h = nn__dist_mix(h, ((uint64_t)n->op << 32) ^ ((uint64_t)n->dtype << 8) ^ (uint64_t)n->shape.ndim);
+        for (k = 0; k < n->shape.ndim; k++) h = nn__dist_mix(h, (uint64_t)n->shape.dim[k]);
+        h = nn__dist_mix(h, (uint64_t)(n->grad >= 0));
+    }
+    return h;
+}
+
+/* The slice of the P floats rank c owns */
+static int64_t nn__dist_lo(const nn__dist *d, int c) { return d->n * c / d->size; }
+
+/* At the end of a training graph's compile: whether it is data-parallel, the ranks'
+   hashes compared, the buffers. */
+static nn_result nn__dist_compile(nn_graph *g, const nn_compile_desc *desc) {
+    nn__dist *d;
+    MPI_Request rq;
+    int size = 1, i, nr = 0;
+    uint64_t mine, *all;
+    nn_result r;
+    if (desc->data_parallel == NN_ZERO || desc->loss.id == 0 || g->opt.kind == NN_OPT_NONE) return NN_OK;
+    r = nn_dist_size(&size);
+    if (r != NN_OK) return nn__fail(g->ctx, r, "nn_graph_compile: data-parallel: MPI did not initialise");
+    if (size < 2) return NN_OK;
+    if (g->accum_steps > 1)
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT,
+                        "nn_graph_compile: data-parallel over %d ranks: accumulate_steps %d is not supported with it "
+                        "(data_parallel = NN_ZERO to train this rank alone)",
+                        size, g->accum_steps);
+    d = (nn__dist *)nn__calloc(1, sizeof *d);
+    if (!d) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
+    g->dist = d;
+    g->dist_free = nn__dist_free;
+    d->size = size;
+    d->req = (MPI_Request *)nn__calloc((size_t)2 * size, sizeof *d->req);
+    d->peer = (int *)nn__calloc((size_t)2 * size, sizeof *d->peer);
+    all = (uint64_t *)nn__calloc((size_t)size, sizeof *all);
+    if (!d->req || !d->peer || !all) {
+        NN_FREE(all);
+        d->failed = 1; /* no communicator yet */
+        nn__dist_free(g);
+        return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
+    }
+    MPI_Comm_rank(nn__dist_comm, &d->rank);
+    /* the graph's own communicator: a collective, waited for with the deadline */
+    d->req[0] = MPI_REQUEST_NULL;
+    if (MPI_Comm_idup(nn__dist_comm, &d->comm, &rq) != MPI_SUCCESS) rq = MPI_REQUEST_NULL;
+    d->req[0] = rq;
+    d->peer[0] = d->rank == 0 ? 1 : 0;
+    r = nn__dist_wait(g, d, 1, "nn_graph_compile");
+    if (r != NN_OK) { /* d->failed: the communicator may never be made */
+        NN_FREE(all);
+        return r;
+    }
+    /* every rank's hash to every rank */
+    mine = nn__dist_hash(g);
+    all[d->rank] = mine;
+    for (i = 0; i < size; i++) {
+        if (i == d->rank) continue;
+        MPI_Irecv(&all[i], 8, MPI_BYTE, i, 1, d->comm, &d->req[nr]);
+        d->peer[nr++] = i;
+        MPI_Isend(&mine, 8, MPI_BYTE, i, 1, d->comm, &d->req[nr]);
+        d->peer[nr++] = i;
+    }
+    r = nn__dist_wait(g, d, nr, "nn_graph_compile");
+    for (i = 0; i < size && r == NN_OK; i++)
+        if (all[i] != all[0])
+            r = nn__fail(g->ctx, NN_ERR_SHAPE,
+                         "nn_graph_compile: data-parallel: rank %d's graph differs from rank 0's (ops, shapes, parameters "
+                         "or optimizer; hashes %016llx and %016llx)",
+                         i, (unsigned long long)all[i], (unsigned long long)all[0]);
+    NN_FREE(all);
+    if (r != NN_OK) return r;
+    for (i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].op == NN__OP_PARAM && g->nodes[i].grad >= 0) d->n += g->nodes[i].numel;
+    d->flat = (float *)nn__calloc((size_t)(d->n > 0 ? d->n : 1), sizeof(float));
+    d->recv = (float *)nn__calloc((size_t)size * (size_t)(d->n / size + 1), sizeof(float));
+    if (!d->flat || !d->recv) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: data-parallel: out of memory");
+    g->dist_rank = d->rank;
+    g->dist_size = size;
+    return NN_OK;
+}
+
+/* Rank 0's result, on every rank (the others' own is ignored): after rank 0 alone wrote a
+   file, the others wait for it and learn whether it failed. */
+static nn_result nn__dist_agree(nn_graph *g, nn_result mine, const char *what) {
+    nn__dist *d = (nn__dist *)g->dist;
+    int code = (int)mine, c, nr = 0;
+    nn_result r;
+    if (d->failed) return nn__fail(g->ctx, NN_ERR_STATE, "%s: data-parallel: an earlier step timed out on this graph", what);
+    for (c = 1; c < d->size && d->rank == 0; c++) {
+        MPI_Isend(&code, 1, MPI_INT, c, 4, d->comm, &d->req[nr]);
+        d->peer[nr++] = c;
+    }
+    if (d->rank != 0) {
+        MPI_Irecv(&code, 1, MPI_INT, 0, 4, d->comm, &d->req[nr]);
+        d->peer[nr++] = 0;
+    }
+    r = nn__dist_wait(g, d, nr, what);
+    if (r != NN_OK || d->rank == 0 || code == NN_OK) return r == NN_OK ? mine : r;
+    return nn__fail(g->ctx, (nn_result)code, "%s: data-parallel: rank 0 failed (%s)", what, nn_result_string((nn_result)code));
+}
+
+/* Between the backward part and the update part of a step: every parameter's gradient
+   replaced by the mean over the ranks, summed in rank order. */
+static nn_result nn__dist_reduce(nn_graph *g) {
+    nn__dist *d = (nn__dist *)g->dist;
+    const nn__backend *be = g->ctx->backend;
+    int64_t off = 0, lo, hi, m, j, slice = d->n / d->size + 1;
+    float inv = 1.0f / (float)d->size;
+    int i, c, nr = 0;
+    nn_result r = NN_OK;
+    if (d->failed)
+        return nn__fail(g->ctx, NN_ERR_STATE, "nn_graph_step: data-parallel: an earlier step or compile timed out on "
+                                              "this graph; the ranks are out of step");
+    for (i = 0; i < g->n_nodes && r == NN_OK; i++) { /* host staging, parameter order */
+        nn__node *p = &g->nodes[i];
+        if (p->op != NN__OP_PARAM || p->grad < 0) continue;
+        r = be->read(g->ctx, &g->nodes[p->grad].buf, d->flat + off, (size_t)p->numel * sizeof(float));
+        off += p->numel;
+    }
+    if (r != NN_OK) return r;
+    lo = nn__dist_lo(d, d->rank);
+    hi = nn__dist_lo(d, d->rank + 1);
+    m = hi - lo;
+    for (c = 0; c < d->size; c++) { /* reduce-scatter: slice c to its owner */
+        if (c == d->rank) continue;
+        MPI_Irecv(d->recv + (size_t)c * (size_t)slice, (int)m, MPI_FLOAT, c, 2, d->comm, &d->req[nr]);
+        d->peer[nr++] = c;
+        MPI_Isend(d->flat + nn__dist_lo(d, c), (int)(nn__dist_lo(d, c + 1) - nn__dist_lo(d, c)), MPI_FLOAT, c, 2, d->comm,
+                  &d->req[nr]);
+        d->peer[nr++] = c;
+    }
+    r = nn__dist_wait(g, d, nr, "nn_graph_step");
+    if (r != NN_OK) return r;
+    memcpy(d->recv + (size_t)d->rank * (size_t)slice, d->flat + lo, (size_t)m * sizeof(float));
+    for (j = 0; j < m; j++) { /* GRAD_ACC's sum, in rank order */
+        float acc = 0.0f + d->recv[j] * inv;
+        for (c = 1; c < d->size; c++) acc = acc + d->recv[(size_t)c * (size_t)slice + (size_t)j] * inv;
+        d->flat[lo + j] = acc;
+    }
+    nr = 0;
+    for (c = 0; c < d->size; c++) { /* all-gather: every slice from its owner */
+        if (c == d->rank) continue;
+        MPI_Irecv(d->flat + nn__dist_lo(d, c), (int)(nn__dist_lo(d, c + 1) - nn__dist_lo(d, c)), MPI_FLOAT, c, 3, d->comm,
+                  &d->req[nr]);
+        d->peer[nr++] = c;
+        MPI_Isend(d->flat + lo, (int)m, MPI_FLOAT, c, 3, d->comm, &d->req[nr]);
+        d->peer[nr++] = c;
+    }
+    r = nn__dist_wait(g, d, nr, "nn_graph_step");
+    if (r != NN_OK) return r;
+    off = 0;
+    for (i = 0; i < g->n_nodes && r == NN_OK; i++) {
+        nn__node *p = &g->nodes[i];
+        if (p->op != NN__OP_PARAM || p->grad < 0) continue;
+        r = be->write(g->ctx, &g->nodes[p->grad].buf, d->flat + off, (size_t)p->numel * sizeof(float));
+        off += p->numel;
+    }
+    return r;
+}
+#endif
+
+/* ======================================================================
    src/engine/compile.c
    ====================================================================== */
 /* Compiling and running a graph: autograd and the optimizer's ops added, the schedule,
@@ -18877,6 +19239,13 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
         g->status = r;
         return r;
     }
+#ifdef NN_MPI /* data-parallel training (src/dist/dist.c): the ranks compare their graphs */
+    r = nn__dist_compile(g, &d);
+    if (r != NN_OK) {
+        g->status = r;
+        return r;
+    }
+#endif
     for (i = 0; i < g->n_sched; i++) g->ctx->op_compiled[g->nodes[g->sched[i]].op]++;
     for (i = 0; i < g->n_nodes; i++) /* constants: computed at compile time, not scheduled */
         if (g->nodes[i].live && (nn__op(g->nodes[i].op)->flags & NN__OPF_CONST)) g->ctx->op_compiled[g->nodes[i].op]++;
@@ -18919,6 +19288,27 @@ static nn_result nn__graph_step(nn_graph *g) {
     g->progress = 0;
     clock = g->clock;
     lr = g->lr;
+#ifdef NN_MPI
+    if (g->dist) { /* data-parallel (src/dist/dist.c): this rank is micro-step rank + 1 of the N
+                      that one process accumulating N steps would run (dropout's draws);
+                      its gradients are averaged across ranks, then every rank updates */
+        uint64_t step0 = g->step - 1;
+        int progress;
+        g->step = step0 + (uint64_t)g->dist_rank + 1;
+        r = nn__run(g, g->n_sched_update);
+        progress = g->progress;
+        if (r == NN_OK) r = nn__dist_reduce(g);
+        g->step = step0 + (uint64_t)g->dist_size;
+        if (r == NN_OK && nn__opt_begin(g)) {
+            g->run_from = g->n_sched_update;
+            r = nn__run(g, g->n_sched);
+            g->run_from = 0;
+            progress += g->progress;
+        }
+        g->progress = progress;
+        if (r != NN_OK) g->step = step0 + 1; /* restored to step0 below */
+    } else
+#endif
     r = nn__run(g, nn__opt_begin(g) ? g->n_sched : g->n_sched_update);
     if (r != NN_OK && g->progress > 0 && !g->broken) g->broken = 1; /* some of it ran: a retry would update twice */
     if (r != NN_OK) {
@@ -28576,6 +28966,10 @@ static int nn__parse_u64(const char *s, uint64_t *out) {
     return 1;
 }
 
+/* The steps a training state's update averages: accumulate_steps, times the ranks of a
+   data-parallel graph (each rank's step is one of that many micro-steps). */
+static int nn__accum_effective(const nn_graph *g) { return g->accum_steps * (g->dist_size > 1 ? g->dist_size : 1); }
+
 static nn_result nn__save_state(nn_graph *g, const char *path) {
     nn_context *ctx;
     nn__state_list l;
@@ -28598,7 +28992,7 @@ static nn_result nn__save_state(nn_graph *g, const char *path) {
     nn__meta_put(&h, &first, "nn.state", "1");
     nn__meta_put(&h, &first, "nn.optimizer", nn__opt_kind_name(g->opt.kind));
     nn__meta_u64(&h, &first, "nn.optimizer_state", (uint64_t)nn__opt_n_aux(&g->opt) * (g->opt.kind != NN_OPT_NONE));
-    nn__meta_u64(&h, &first, "nn.accumulate_steps", (uint64_t)g->accum_steps);
+    nn__meta_u64(&h, &first, "nn.accumulate_steps", (uint64_t)nn__accum_effective(g));
     nn__meta_u64(&h, &first, "nn.seed", g->seed);
     nn__meta_u64(&h, &first, "nn.step", g->step);
     nn__meta_u64(&h, &first, "nn.updates", g->clock.t);
@@ -28620,6 +29014,14 @@ static nn_result nn__save_state(nn_graph *g, const char *path) {
     nn__state_list_free(&l);
     return r;
 }
+
+#ifdef NN_MPI /* data-parallel (src/dist/dist.c): rank 0 writes, the others wait for its result */
+static nn_result nn__save_state_ranks(nn_graph *g, const char *path) {
+    if (!g || !g->dist) return nn__save_state(g, path);
+    return nn__dist_agree(g, g->dist_rank == 0 ? nn__save_state(g, path) : NN_OK, "nn_graph_save_state");
+}
+#define nn__save_state nn__save_state_ranks
+#endif
 
 NN_API nn_result nn_graph_save_state(nn_graph *g, const char *path) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
@@ -28685,9 +29087,14 @@ static nn_result nn__load_state_mem(nn_graph *g, const char *path, const unsigne
                      path, (unsigned long long)n_state, nn__opt_n_aux(&g->opt) * (g->opt.kind != NN_OPT_NONE));
         goto done;
     }
-    if (accum != (uint64_t)g->accum_steps) {
+    if (accum != (uint64_t)nn__accum_effective(g)) {
         r = nn__fail(ctx, NN_ERR_STATE, "%s: accumulate_steps is %llu there, %d here", path, (unsigned long long)accum,
-                     g->accum_steps);
+                     nn__accum_effective(g));
+        goto done;
+    }
+    if (g->dist_size > 1 && step % (uint64_t)g->dist_size) { /* data-parallel: whole cycles only */
+        r = nn__fail(ctx, NN_ERR_STATE, "%s: saved at step %llu, inside a cycle of %d accumulated steps: %d ranks resume at a "
+                     "cycle's end only", path, (unsigned long long)step, g->dist_size, g->dist_size);
         goto done;
     }
     if (updates > step) {
@@ -28733,6 +29140,9 @@ static nn_result nn__load_state_mem(nn_graph *g, const char *path, const unsigne
         nn__st_item *it = &l.it[i];
         const nn__st_tensor *t = nn__st_find(&f, it->name);
         int same;
+        if (!t && accum > 0 && step % accum == 0 && strlen(it->name) > 11 &&
+            strcmp(it->name + strlen(it->name) - 11, ".__grad_acc") == 0)
+            continue; /* saved at a cycle's end (by ranks, data-parallel): the next step resets it */
         if (!t) {
             r = nn__fail(ctx, NN_ERR_IO, "%s: no tensor %s", path, it->name);
             goto done;
@@ -28760,6 +29170,7 @@ static nn_result nn__load_state_mem(nn_graph *g, const char *path, const unsigne
     /* every check passed: now write */
     for (i = 0; i < l.n && r == NN_OK; i++) {
         nn__st_item *it = &l.it[i];
+        if (!it->t) continue; /* a running mean the next step resets (above) */
         nn__st_convert(tmp, buf + f.data_off + (size_t)it->t->begin, (size_t)it->numel, it->t->dtype);
         if (it->buf) r = nn__buf_write(ctx, it->buf, tmp, (size_t)it->numel * 4);
         else memcpy(it->host, tmp, (size_t)it->numel * 4);
@@ -28980,6 +29391,28 @@ static nn_result nn__dataset_next_batch(nn_dataset *d) {
         NN_FREE(d->x_host);
         NN_FREE(d->y_host);
         d->x_host = d->y_host = NULL;
+    }
+    if (g->dist_size > 1) { /* data-parallel: of the next N batches of the sequence (across
+                               epochs), rank r takes the r-th; every rank advances by N */
+        int64_t e = d->epoch, p = d->pos, me_e = e, me_p = p, e0 = d->epoch;
+        int i;
+        for (i = 0; i < g->dist_size; i++) {
+            if (p >= d->per_epoch) {
+                e++;
+                p = 0;
+            }
+            if (i == g->dist_rank) {
+                me_e = e;
+                me_p = p;
+            }
+            p++;
+        }
+        d->epoch = me_e;
+        r = nn__dataset_order(d);
+        if (r == NN_OK) r = nn__tensor_write(g, d->idx, d->perm + me_p * d->batch, (size_t)d->batch * sizeof(int32_t));
+        d->epoch = r == NN_OK ? e : e0;
+        if (r == NN_OK) d->pos = p;
+        return r;
     }
     if (d->pos >= d->per_epoch) {
         d->epoch++;

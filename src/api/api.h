@@ -1064,6 +1064,11 @@ struct nn_compile_desc {
     nn_optimizer optimizer;
     int keep_grads;      /* keep every parameter's gradient readable (nn_graph_grad) */
     nn_lr_schedule schedule; /* kind 0: the constant optimizer.lr */
+    int data_parallel;   /* builds with -DNN_MPI (see "Data-parallel training" at the end):
+                            0: a training graph is data-parallel over nn_dist_init's
+                            communicator (MPI_COMM_WORLD, initialised here when the program
+                            did not) when it has more than one rank; NN_ZERO: this process
+                            alone. Ignored without NN_MPI. */
 };
 
 /* Into *count: the updates skip_nonfinite skipped since compile (a read of 8 bytes; 0
@@ -1159,6 +1164,40 @@ NN_API nn_result nn_graph_load_safetensors(nn_graph *g, const char *path, int al
    (NN_ERR_STATE / NN_ERR_IO / NN_ERR_SHAPE naming what) before it changes anything. */
 NN_API nn_result nn_graph_save_state(nn_graph *g, const char *path);
 NN_API nn_result nn_graph_load_state(nn_graph *g, const char *path);
+
+/* ---- Data-parallel training over MPI (compiled in with -DNN_MPI, linked with mpicc) ----
+   One process per rank, each with its own context and the same graph. A training graph
+   compiled with data_parallel 0 (the default) over more than one rank runs each
+   nn_graph_step as one micro-step of a gradient accumulation over the ranks: rank r's
+   step s is micro-step s * N + r of one process with accumulate_steps N (its dropout draws
+   included), and the N gradients are averaged in rank order, acc = 0 + g_0 / N, then
+   acc + g_r / N for r = 1 .. N-1, exactly as that process's GRAD_ACC sums them, by a
+   reduce-scatter and all-gather over MPI point-to-point (each rank owns a slice of the
+   flat gradient and sums its slice in that order). So N ranks with per-rank batch B give
+   the same bits on the CPU backend as one process with batch B and accumulate_steps N, and
+   the parameters stay identical on every rank; nn_graph_step counts N steps per call on
+   every rank (the saved step, the schedules). accumulate_steps > 1 is refused with it.
+   Compile compares a hash of the graph (ops, shapes, parameters, optimizer) across the
+   ranks and fails on a mismatch; a rank that does not answer within the timeout makes the
+   step (or compile) fail with NN_ERR_STATE naming it, never hang. A nn_dataset gives each
+   rank a disjoint shard of every epoch's permutation (rank r takes the batches r, r + N,
+   ...); nn_graph_save_state writes on rank 0 only. Declared only when NN_MPI is defined
+   (nn.h then includes <mpi.h>). */
+#ifdef NN_MPI
+#include <mpi.h>
+/* Sets the communicator data-parallel graphs use (a duplicate of *comm; NULL:
+   MPI_COMM_WORLD), calling MPI_Init first when MPI is not initialised (MPI_Finalize then
+   runs at exit). Optional: the first data-parallel compile calls nn_dist_init(NULL).
+   Graphs compiled before keep theirs. */
+NN_API nn_result nn_dist_init(const MPI_Comm *comm);
+/* Into *rank / *size: this process's rank in that communicator and the number of ranks
+   (initialising it as nn_dist_init(NULL) when needed). */
+NN_API nn_result nn_dist_rank(int *rank);
+NN_API nn_result nn_dist_size(int *size);
+/* The seconds a rank waits for the others in a step or compile before failing (default 300;
+   NN_DIST_TIMEOUT in the environment sets the default). */
+NN_API nn_result nn_dist_set_timeout(double seconds);
+#endif
 
 #ifdef __cplusplus
 }
