@@ -1361,6 +1361,19 @@ NN_API nn_result nn_dist_size(int *size);
 /* The seconds a rank waits for the others in a step or compile before failing (default 300;
    NN_DIST_TIMEOUT in the environment sets the default). */
 NN_API nn_result nn_dist_set_timeout(double seconds);
+/* The gradients' bucket size for graphs compiled after (0: NN_DIST_BUCKET_MB in the
+   environment, else 25 MB). The backward pass is cut where a bucket's gradients are
+   complete; with more than one bucket, and MPI initialised with at least
+   MPI_THREAD_SERIALIZED (nn_dist_init's own MPI_Init_thread asks for it), a communication
+   thread reduces each bucket (host staging) while the backward pass goes on, and the
+   update waits for the last one (NN_DIST_OVERLAP=0 in the environment: after the backward
+   pass instead). The bits do not depend on the buckets. */
+NN_API nn_result nn_dist_set_bucket_bytes(int64_t bytes);
+/* Into *comm_seconds and *wait_seconds, since compile: the time the reduction took (the
+   communication thread's, or the step's own without it) and the time steps waited for it
+   after their backward part; 1 - wait / comm is the share hidden behind the backward
+   pass. 0 and 0 for a graph that is not data-parallel. */
+NN_API nn_result nn_graph_dist_stats(nn_graph *g, double *comm_seconds, double *wait_seconds);
 #endif
 
 #ifdef __cplusplus
@@ -18514,6 +18527,8 @@ static void nn__autograd(nn_graph *g, int loss, int n_user) {
 
 #ifdef NN_MPI
 #include <mpi.h>
+#include <pthread.h>
+#include <sched.h>
 
 static int nn__dist_have;           /* nn__dist_comm is set */
 static MPI_Comm nn__dist_comm;      /* nn_dist_init's duplicate */
@@ -18528,7 +18543,29 @@ typedef struct nn__dist {
     float *recv;                    /* [N][the largest slice] the others' parts of this rank's slice */
     MPI_Request *req;               /* [2 N] */
     int *peer;                      /* [2 N] each request's rank */
+    char msg[200];                  /* a failed wait's words */
+    /* the flat layout: parameters in the order the backward pass completes their gradients,
+       cut into buckets; bucket b is flat[blo[b], blo[b + 1]), complete after schedule
+       position bend[b] */
+    int n_par, *par;                /* parameter node ids, in that order */
+    int64_t *poff;                  /* [n_par] each one's offset in flat */
+    int n_buckets, *bend, *bpar;    /* bpar[b]: its first parameter (index into par); [n_buckets + 1] */
+    int64_t *blo;
+    /* the communication thread (overlap): reduces bucket `done` while staged > done */
+    int thread_on, quit, staged, done, err;
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    double comm_s, wait_s;          /* seconds reducing (the thread) and waiting for it (the step) */
 } nn__dist;
+
+static int64_t nn__dist_bucket_bytes = 0; /* 0: NN_DIST_BUCKET_MB or 25 MB */
+
+NN_API nn_result nn_dist_set_bucket_bytes(int64_t bytes) {
+    if (bytes < 0) return NN_ERR_INVALID_ARGUMENT;
+    nn__dist_bucket_bytes = bytes;
+    return NN_OK;
+}
 
 static void nn__dist_finalize_at_exit(void) {
     int fin = 0;
@@ -18581,19 +18618,22 @@ static double nn__dist_timeout(void) {
     return t > 0.0 ? t : 300.0;
 }
 
-/* Waits for n requests until the deadline: NN_OK, or NN_ERR_STATE naming the first rank
-   still pending (its receives cancelled, its sends left to MPI). */
-static nn_result nn__dist_wait(nn_graph *g, nn__dist *d, int n, const char *what) {
+/* Waits for n requests until the deadline: 0, or 1 with d->msg naming the first rank still
+   pending (its requests freed; MPI may still use the buffers, so they are never freed).
+   Any thread (no nn__fail here). */
+static int nn__dist_wait_(nn__dist *d, int n, const char *what) {
     double deadline = MPI_Wtime() + nn__dist_timeout();
     long spins = 0;
     int done = 0, i;
-    if (n == 0) return NN_OK;
+    if (n == 0) return 0;
     for (;;) {
         if (MPI_Testall(n, d->req, &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS) break;
-        if (done) return NN_OK;
-        if ((++spins & 1023) == 0 && MPI_Wtime() > deadline) break;
+        if (done) return 0;
+        if (++spins > 64) sched_yield(); /* a waiting rank leaves its core to the computing ones */
+        if ((spins & 1023) == 0 && MPI_Wtime() > deadline) break;
     }
     d->failed = 1;
+    snprintf(d->msg, sizeof d->msg, "%s: data-parallel: an MPI call failed on rank %d", what, d->rank);
     for (i = 0; i < n; i++) {
         int flag = 0;
         if (d->req[i] == MPI_REQUEST_NULL) continue;
@@ -18602,18 +18642,91 @@ static nn_result nn__dist_wait(nn_graph *g, nn__dist *d, int n, const char *what
             int who = d->peer[i];
             for (; i < n; i++)
                 if (d->req[i] != MPI_REQUEST_NULL) MPI_Request_free(&d->req[i]);
-            return nn__fail(g->ctx, NN_ERR_STATE,
-                            "%s: data-parallel: rank %d did not answer rank %d within %.0f s (it died, stopped or runs "
-                            "another graph)",
-                            what, who, d->rank, nn__dist_timeout());
+            snprintf(d->msg, sizeof d->msg,
+                     "%s: data-parallel: rank %d did not answer rank %d within %.0f s (it died, stopped or runs another "
+                     "graph)",
+                     what, who, d->rank, nn__dist_timeout());
+            break;
         }
     }
-    return nn__fail(g->ctx, NN_ERR_STATE, "%s: data-parallel: an MPI call failed on rank %d", what, d->rank);
+    return 1;
+}
+
+static nn_result nn__dist_wait(nn_graph *g, nn__dist *d, int n, const char *what) {
+    return nn__dist_wait_(d, n, what) ? nn__fail(g->ctx, NN_ERR_STATE, "%s", d->msg) : NN_OK;
+}
+
+/* Bucket b reduced in place in flat: its slices to their owners, each owner's slice summed
+   in rank order, then every slice to every rank. 0, or 1 with d->msg. Any one thread. */
+static int nn__dist_reduce_bucket(nn__dist *d, int b) {
+    int64_t base = d->blo[b], len = d->blo[b + 1] - d->blo[b], lo, hi, m, j, slice = d->n / d->size + 1;
+    float inv = 1.0f / (float)d->size;
+    int c, nr = 0;
+#define NN__SLO(c) (base + len * (int64_t)(c) / d->size)
+    lo = NN__SLO(d->rank);
+    hi = NN__SLO(d->rank + 1);
+    m = hi - lo;
+    for (c = 0; c < d->size; c++) { /* reduce-scatter: slice c to its owner */
+        if (c == d->rank) continue;
+        MPI_Irecv(d->recv + (size_t)c * (size_t)slice, (int)m, MPI_FLOAT, c, 2, d->comm, &d->req[nr]);
+        d->peer[nr++] = c;
+        MPI_Isend(d->flat + NN__SLO(c), (int)(NN__SLO(c + 1) - NN__SLO(c)), MPI_FLOAT, c, 2, d->comm, &d->req[nr]);
+        d->peer[nr++] = c;
+    }
+    if (nn__dist_wait_(d, nr, "nn_graph_step")) return 1;
+    memcpy(d->recv + (size_t)d->rank * (size_t)slice, d->flat + lo, (size_t)m * sizeof(float));
+    for (j = 0; j < m; j++) { /* GRAD_ACC's sum, in rank order */
+        float acc = 0.0f + d->recv[j] * inv;
+        for (c = 1; c < d->size; c++) acc = acc + d->recv[(size_t)c * (size_t)slice + (size_t)j] * inv;
+        d->flat[lo + j] = acc;
+    }
+    nr = 0;
+    for (c = 0; c < d->size; c++) { /* all-gather: every slice from its owner */
+        if (c == d->rank) continue;
+        MPI_Irecv(d->flat + NN__SLO(c), (int)(NN__SLO(c + 1) - NN__SLO(c)), MPI_FLOAT, c, 3, d->comm, &d->req[nr]);
+        d->peer[nr++] = c;
+        MPI_Isend(d->flat + lo, (int)m, MPI_FLOAT, c, 3, d->comm, &d->req[nr]);
+        d->peer[nr++] = c;
+    }
+#undef NN__SLO
+    return nn__dist_wait_(d, nr, "nn_graph_step");
+}
+
+/* The communication thread: reduces each bucket the step has staged, in order. */
+static void *nn__dist_thread(void *arg) {
+    nn__dist *d = (nn__dist *)arg;
+    pthread_mutex_lock(&d->mu);
+    for (;;) {
+        int b, e;
+        double t0;
+        while (!d->quit && d->done >= d->staged) pthread_cond_wait(&d->cv, &d->mu);
+        if (d->quit) break;
+        b = d->done;
+        pthread_mutex_unlock(&d->mu);
+        t0 = MPI_Wtime();
+        e = d->err ? 1 : nn__dist_reduce_bucket(d, b); /* after a failure: nothing more on the wire */
+        pthread_mutex_lock(&d->mu);
+        d->comm_s += MPI_Wtime() - t0;
+        if (e) d->err = 1;
+        d->done++;
+        pthread_cond_broadcast(&d->cv);
+    }
+    pthread_mutex_unlock(&d->mu);
+    return NULL;
 }
 
 static void nn__dist_free(nn_graph *g) {
     nn__dist *d = (nn__dist *)g->dist;
     if (!d) return;
+    if (d->thread_on) {
+        pthread_mutex_lock(&d->mu);
+        d->quit = 1;
+        pthread_cond_broadcast(&d->cv);
+        pthread_mutex_unlock(&d->mu);
+        pthread_join(d->th, NULL);
+        pthread_mutex_destroy(&d->mu);
+        pthread_cond_destroy(&d->cv);
+    }
     if (!d->failed) { /* after a timeout MPI may still read or write the buffers */
         NN_FREE(d->flat);
         NN_FREE(d->recv);
@@ -18621,6 +18734,11 @@ static void nn__dist_free(nn_graph *g) {
     }
     NN_FREE(d->req);
     NN_FREE(d->peer);
+    NN_FREE(d->par);
+    NN_FREE(d->poff);
+    NN_FREE(d->bend);
+    NN_FREE(d->bpar);
+    NN_FREE(d->blo);
     NN_FREE(d);
     g->dist = NULL;
 }
@@ -18649,9 +18767,6 @@ static uint64_t nn__dist_hash(const nn_graph *g) {
     }
     return h;
 }
-
-/* The slice of the P floats rank c owns */
-static int64_t nn__dist_lo(const nn__dist *d, int c) { return d->n * c / d->size; }
 
 /* At the end of a training graph's compile: whether it is data-parallel, the ranks'
    hashes compared, the buffers. */
@@ -18714,13 +18829,66 @@ static nn_result nn__dist_compile(nn_graph *g, const nn_compile_desc *desc) {
                          i, (unsigned long long)all[i], (unsigned long long)all[0]);
     NN_FREE(all);
     if (r != NN_OK) return r;
-    for (i = 0; i < g->n_nodes; i++)
-        if (g->nodes[i].op == NN__OP_PARAM && g->nodes[i].grad >= 0) d->n += g->nodes[i].numel;
+    /* the flat layout: by the schedule position completing each gradient (insertion sort:
+       ties keep node order), cut into buckets of about bucket_bytes */
+    d->par = (int *)nn__calloc((size_t)g->n_nodes + 1, sizeof(int));
+    d->poff = (int64_t *)nn__calloc((size_t)g->n_nodes + 1, sizeof(int64_t));
+    d->bend = (int *)nn__calloc((size_t)g->n_nodes + 1, sizeof(int));
+    d->bpar = (int *)nn__calloc((size_t)g->n_nodes + 2, sizeof(int));
+    d->blo = (int64_t *)nn__calloc((size_t)g->n_nodes + 2, sizeof(int64_t));
+    if (!d->par || !d->poff || !d->bend || !d->bpar || !d->blo)
+        return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: data-parallel: out of memory");
+    for (i = 0; i < g->n_nodes; i++) {
+        int k;
+        if (g->nodes[i].op != NN__OP_PARAM || g->nodes[i].grad < 0) continue;
+        for (k = d->n_par; k > 0 && g->nodes[g->nodes[d->par[k - 1]].grad].first > g->nodes[g->nodes[i].grad].first; k--)
+            d->par[k] = d->par[k - 1];
+        d->par[k] = i;
+        d->n_par++;
+    }
+    {
+        const char *e = getenv("NN_DIST_BUCKET_MB");
+        int64_t cap = nn__dist_bucket_bytes > 0 ? nn__dist_bucket_bytes
+                      : e && atof(e) > 0.0 ? (int64_t)(atof(e) * 1048576.0) : (int64_t)25 * 1048576, bytes = 0;
+        for (i = 0; i < d->n_par; i++) {
+            nn__node *p = &g->nodes[d->par[i]];
+            if (bytes == 0) {
+                d->bpar[d->n_buckets] = i;
+                d->blo[d->n_buckets] = d->n;
+            }
+            d->poff[i] = d->n;
+            d->n += p->numel;
+            bytes += p->numel * 4;
+            d->bend[d->n_buckets] = g->nodes[p->grad].first;
+            if (bytes >= cap || i == d->n_par - 1) {
+                d->n_buckets++;
+                bytes = 0;
+            }
+        }
+        d->bpar[d->n_buckets] = d->n_par;
+        d->blo[d->n_buckets] = d->n;
+    }
     d->flat = (float *)nn__calloc((size_t)(d->n > 0 ? d->n : 1), sizeof(float));
     d->recv = (float *)nn__calloc((size_t)size * (size_t)(d->n / size + 1), sizeof(float));
     if (!d->flat || !d->recv) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: data-parallel: out of memory");
+    { /* overlap: a communication thread when MPI allows one to call it (NN_DIST_OVERLAP=0: off) */
+        const char *e = getenv("NN_DIST_OVERLAP");
+        int level = MPI_THREAD_SINGLE;
+        MPI_Query_thread(&level);
+        if (level >= MPI_THREAD_SERIALIZED && d->n_buckets > 1 && !(e && strcmp(e, "0") == 0)) {
+            pthread_mutex_init(&d->mu, NULL);
+            pthread_cond_init(&d->cv, NULL);
+            if (pthread_create(&d->th, NULL, nn__dist_thread, d) == 0) d->thread_on = 1;
+            else {
+                pthread_mutex_destroy(&d->mu);
+                pthread_cond_destroy(&d->cv);
+            }
+        }
+    }
     g->dist_rank = d->rank;
     g->dist_size = size;
+    nn__log(g->ctx, NN_LOG_DEBUG, "data-parallel: rank %d of %d, %lld gradient floats in %d buckets, %s", d->rank, size,
+            (long long)d->n, d->n_buckets, d->thread_on ? "reduced on a communication thread" : "reduced after the backward pass");
     return NN_OK;
 }
 
@@ -18744,63 +18912,81 @@ static nn_result nn__dist_agree(nn_graph *g, nn_result mine, const char *what) {
     return nn__fail(g->ctx, (nn_result)code, "%s: data-parallel: rank 0 failed (%s)", what, nn_result_string((nn_result)code));
 }
 
-/* Between the backward part and the update part of a step: every parameter's gradient
-   replaced by the mean over the ranks, summed in rank order. */
-static nn_result nn__dist_reduce(nn_graph *g) {
+/* A step's forward and backward part, with every parameter's gradient replaced by the mean
+   over the ranks. The backward part runs in segments, each ending where a bucket's
+   gradients are complete; the bucket is staged into flat (host) and handed to the
+   communication thread, which reduces it while the next segment runs; the update waits
+   for the last bucket only. Without the thread, the buckets are reduced after the
+   backward part. run: compile.c's nn__run (from g->run_from). */
+static nn_result nn__dist_backward(nn_graph *g, nn_result (*run)(nn_graph *g, int n_sched)) {
     nn__dist *d = (nn__dist *)g->dist;
     const nn__backend *be = g->ctx->backend;
-    int64_t off = 0, lo, hi, m, j, slice = d->n / d->size + 1;
-    float inv = 1.0f / (float)d->size;
-    int i, c, nr = 0;
+    int progress = 0, from = 0, b, i, err = 0;
     nn_result r = NN_OK;
+    double t0;
     if (d->failed)
         return nn__fail(g->ctx, NN_ERR_STATE, "nn_graph_step: data-parallel: an earlier step or compile timed out on "
                                               "this graph; the ranks are out of step");
-    for (i = 0; i < g->n_nodes && r == NN_OK; i++) { /* host staging, parameter order */
-        nn__node *p = &g->nodes[i];
-        if (p->op != NN__OP_PARAM || p->grad < 0) continue;
-        r = be->read(g->ctx, &g->nodes[p->grad].buf, d->flat + off, (size_t)p->numel * sizeof(float));
-        off += p->numel;
+    if (d->thread_on) {
+        pthread_mutex_lock(&d->mu);
+        d->staged = d->done = 0;
+        pthread_mutex_unlock(&d->mu);
     }
+    for (b = 0; b < d->n_buckets && r == NN_OK; b++) {
+        if (d->thread_on && d->bend[b] + 1 > from) { /* the segment completing bucket b */
+            g->run_from = from;
+            r = run(g, d->bend[b] + 1);
+            progress += g->progress;
+            from = d->bend[b] + 1;
+        }
+        for (i = d->bpar[b]; i < d->bpar[b + 1] && r == NN_OK && d->thread_on; i++) { /* host staging */
+            nn__node *p = &g->nodes[d->par[i]];
+            r = be->read(g->ctx, &g->nodes[p->grad].buf, d->flat + d->poff[i], (size_t)p->numel * sizeof(float));
+        }
+        if (r == NN_OK && d->thread_on) {
+            pthread_mutex_lock(&d->mu);
+            d->staged = b + 1;
+            pthread_cond_broadcast(&d->cv);
+            pthread_mutex_unlock(&d->mu);
+        }
+    }
+    if (r == NN_OK) { /* the rest of the backward part (all of it without the thread) */
+        g->run_from = from;
+        r = run(g, g->n_sched_update);
+        progress += g->progress;
+    }
+    g->run_from = 0;
+    t0 = MPI_Wtime();
+    if (d->thread_on) { /* the last bucket */
+        pthread_mutex_lock(&d->mu);
+        while (d->done < d->staged) pthread_cond_wait(&d->cv, &d->mu);
+        err = d->err;
+        pthread_mutex_unlock(&d->mu);
+    } else {
+        for (i = 0; i < d->n_par && r == NN_OK; i++) {
+            nn__node *p = &g->nodes[d->par[i]];
+            r = be->read(g->ctx, &g->nodes[p->grad].buf, d->flat + d->poff[i], (size_t)p->numel * sizeof(float));
+        }
+        for (b = 0; b < d->n_buckets && r == NN_OK && !err; b++) err = nn__dist_reduce_bucket(d, b);
+    }
+    d->wait_s += MPI_Wtime() - t0;
+    g->progress = progress;
     if (r != NN_OK) return r;
-    lo = nn__dist_lo(d, d->rank);
-    hi = nn__dist_lo(d, d->rank + 1);
-    m = hi - lo;
-    for (c = 0; c < d->size; c++) { /* reduce-scatter: slice c to its owner */
-        if (c == d->rank) continue;
-        MPI_Irecv(d->recv + (size_t)c * (size_t)slice, (int)m, MPI_FLOAT, c, 2, d->comm, &d->req[nr]);
-        d->peer[nr++] = c;
-        MPI_Isend(d->flat + nn__dist_lo(d, c), (int)(nn__dist_lo(d, c + 1) - nn__dist_lo(d, c)), MPI_FLOAT, c, 2, d->comm,
-                  &d->req[nr]);
-        d->peer[nr++] = c;
-    }
-    r = nn__dist_wait(g, d, nr, "nn_graph_step");
-    if (r != NN_OK) return r;
-    memcpy(d->recv + (size_t)d->rank * (size_t)slice, d->flat + lo, (size_t)m * sizeof(float));
-    for (j = 0; j < m; j++) { /* GRAD_ACC's sum, in rank order */
-        float acc = 0.0f + d->recv[j] * inv;
-        for (c = 1; c < d->size; c++) acc = acc + d->recv[(size_t)c * (size_t)slice + (size_t)j] * inv;
-        d->flat[lo + j] = acc;
-    }
-    nr = 0;
-    for (c = 0; c < d->size; c++) { /* all-gather: every slice from its owner */
-        if (c == d->rank) continue;
-        MPI_Irecv(d->flat + nn__dist_lo(d, c), (int)(nn__dist_lo(d, c + 1) - nn__dist_lo(d, c)), MPI_FLOAT, c, 3, d->comm,
-                  &d->req[nr]);
-        d->peer[nr++] = c;
-        MPI_Isend(d->flat + lo, (int)m, MPI_FLOAT, c, 3, d->comm, &d->req[nr]);
-        d->peer[nr++] = c;
-    }
-    r = nn__dist_wait(g, d, nr, "nn_graph_step");
-    if (r != NN_OK) return r;
-    off = 0;
-    for (i = 0; i < g->n_nodes && r == NN_OK; i++) {
-        nn__node *p = &g->nodes[i];
-        if (p->op != NN__OP_PARAM || p->grad < 0) continue;
-        r = be->write(g->ctx, &g->nodes[p->grad].buf, d->flat + off, (size_t)p->numel * sizeof(float));
-        off += p->numel;
+    if (err) return nn__fail(g->ctx, NN_ERR_STATE, "%s", d->msg);
+    for (i = 0; i < d->n_par && r == NN_OK; i++) {
+        nn__node *p = &g->nodes[d->par[i]];
+        r = be->write(g->ctx, &g->nodes[p->grad].buf, d->flat + d->poff[i], (size_t)p->numel * sizeof(float));
     }
     return r;
+}
+
+NN_API nn_result nn_graph_dist_stats(nn_graph *g, double *comm_seconds, double *wait_seconds) {
+    nn__dist *d;
+    if (!g || !comm_seconds || !wait_seconds) return NN_ERR_INVALID_ARGUMENT;
+    d = (nn__dist *)g->dist;
+    *comm_seconds = d ? (d->thread_on ? d->comm_s : d->wait_s) : 0.0;
+    *wait_seconds = d ? d->wait_s : 0.0;
+    return NN_OK;
 }
 #endif
 
@@ -19295,9 +19481,8 @@ static nn_result nn__graph_step(nn_graph *g) {
         uint64_t step0 = g->step - 1;
         int progress;
         g->step = step0 + (uint64_t)g->dist_rank + 1;
-        r = nn__run(g, g->n_sched_update);
+        r = nn__dist_backward(g, nn__run); /* forward, backward, the reduction overlapped */
         progress = g->progress;
-        if (r == NN_OK) r = nn__dist_reduce(g);
         g->step = step0 + (uint64_t)g->dist_size;
         if (r == NN_OK && nn__opt_begin(g)) {
             g->run_from = g->n_sched_update;

@@ -151,6 +151,11 @@ static void t_equal(const char *name, nn_optimizer_kind opt, float p, int64_t n_
     for (s = 0; s < steps && r == NN_OK; s++) r = step(&dp, s * size_ + rank_);
     for (m = 0; m < steps * size_ && r == NN_OK; m++) r = step(&ref, m);
     if (r == NN_OK) d = differing(dp.g, ref.g, &n);
+    if (r == NN_OK) {
+        double comm = 0.0, wait = 0.0;
+        nn_graph_dist_stats(dp.g, &comm, &wait);
+        check(comm > 0.0 && wait >= 0.0, "dist_stats", "no reduction time counted");
+    }
     snprintf(msg, sizeof msg, "%s; %ld of %ld floats differ after %d steps x %d ranks", r == NN_OK ? "ok" : nn_context_last_error(ctx),
              d, n, steps, size_);
     check(r == NN_OK && d == 0 && n > 0, name, msg);
@@ -224,7 +229,8 @@ static void t_resume(nn_optimizer_kind opt, const char *name) {
 int main(int argc, char **argv) {
     nn_context_desc cd;
     int counts[2], total[2];
-    MPI_Init(&argc, &argv);
+    int provided = 0;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
     if (nn_dist_init(NULL) != NN_OK || nn_dist_rank(&rank_) != NN_OK || nn_dist_size(&size_) != NN_OK) {
         fprintf(stderr, "nn_dist_init failed\n");
         return 1;
@@ -238,6 +244,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "dist_test: run it with mpirun -np 2 or more\n");
         return 1;
     }
+    t_equal("sgd_momentum_one_bucket", NN_OPT_SGD, 0.0f, 0, 6); /* 25 MB: one bucket, no thread */
+    nn_dist_set_bucket_bytes(64); /* from here on: buckets of 16 floats or more, the thread */
     t_equal("sgd_momentum", NN_OPT_SGD, 0.0f, 0, 6);
     t_equal("sgd_dropout", NN_OPT_SGD, 0.3f, 0, 6);
     t_equal("adam_dropout", NN_OPT_ADAM, 0.3f, 0, 6);

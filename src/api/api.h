@@ -1197,6 +1197,19 @@ NN_API nn_result nn_dist_size(int *size);
 /* The seconds a rank waits for the others in a step or compile before failing (default 300;
    NN_DIST_TIMEOUT in the environment sets the default). */
 NN_API nn_result nn_dist_set_timeout(double seconds);
+/* The gradients' bucket size for graphs compiled after (0: NN_DIST_BUCKET_MB in the
+   environment, else 25 MB). The backward pass is cut where a bucket's gradients are
+   complete; with more than one bucket, and MPI initialised with at least
+   MPI_THREAD_SERIALIZED (nn_dist_init's own MPI_Init_thread asks for it), a communication
+   thread reduces each bucket (host staging) while the backward pass goes on, and the
+   update waits for the last one (NN_DIST_OVERLAP=0 in the environment: after the backward
+   pass instead). The bits do not depend on the buckets. */
+NN_API nn_result nn_dist_set_bucket_bytes(int64_t bytes);
+/* Into *comm_seconds and *wait_seconds, since compile: the time the reduction took (the
+   communication thread's, or the step's own without it) and the time steps waited for it
+   after their backward part; 1 - wait / comm is the share hidden behind the backward
+   pass. 0 and 0 for a graph that is not data-parallel. */
+NN_API nn_result nn_graph_dist_stats(nn_graph *g, double *comm_seconds, double *wait_seconds);
 #endif
 
 #ifdef __cplusplus

@@ -488,9 +488,8 @@ static nn_result nn__graph_step(nn_graph *g) {
         uint64_t step0 = g->step - 1;
         int progress;
         g->step = step0 + (uint64_t)g->dist_rank + 1;
-        r = nn__run(g, g->n_sched_update);
+        r = nn__dist_backward(g, nn__run); /* forward, backward, the reduction overlapped */
         progress = g->progress;
-        if (r == NN_OK) r = nn__dist_reduce(g);
         g->step = step0 + (uint64_t)g->dist_size;
         if (r == NN_OK && nn__opt_begin(g)) {
             g->run_from = g->n_sched_update;
