@@ -27,7 +27,7 @@
 
    Exit status: 0 when the library loads and every device opens and passes the check (no
    device at all is 0 too: the lines say so); 1 otherwise. Linux and the BSDs (dladdr). */
-#if defined(__linux__)
+#if defined(__linux__) && !defined(_GNU_SOURCE)
 #  define _GNU_SOURCE /* dladdr: the file a function of the library lies in */
 #endif
 #define NN_IMPLEMENTATION
@@ -131,7 +131,7 @@ static uint64_t dsize(cl_device_id d, cl_uint what, int *ok) { return dnum(d, wh
 /* s with every space, tab and = made _, for key=value lines. */
 static const char *word(const char *s, char *buf, size_t n) {
     size_t i;
-    snprintf(buf, n, "%s", s[0] ? s : "-");
+    if (snprintf(buf, n, "%s", s[0] ? s : "-") < 0) buf[0] = 0; /* cut to n - 1 bytes: enough for a key=value line */
     for (i = 0; buf[i]; i++)
         if (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '=' || buf[i] == '\n') buf[i] = '_';
     return buf;
@@ -336,6 +336,7 @@ int main(void) {
             size_t items[3] = {0, 0, 0};
             uint64_t t, dims, v;
             int ok, ok2, has_nv, has_amd, fp64, fp16;
+            unsigned long long units, clock, global_mib, alloc_mib, local_kib, max_wg;
             facts_nn f;
             ext = (char *)malloc(65536);
             if (!ext) return 1;
@@ -419,40 +420,37 @@ int main(void) {
                 printf("  nn.h: check %s: %s\n", f.check_ok ? "ok" : "FAILED", f.why);
             }
             if (!f.opened || !f.check_ok) status = 1;
+            units = (unsigned long long)du32(devs[d], F_DEVICE_MAX_COMPUTE_UNITS, &ok);
+            clock = (unsigned long long)du32(devs[d], F_DEVICE_MAX_CLOCK_FREQUENCY, &ok);
+            global_mib = (unsigned long long)(du64(devs[d], F_DEVICE_GLOBAL_MEM_SIZE, &ok) >> 20);
+            alloc_mib = (unsigned long long)(du64(devs[d], F_DEVICE_MAX_MEM_ALLOC_SIZE, &ok) >> 20);
+            local_kib = (unsigned long long)(du64(devs[d], F_DEVICE_LOCAL_MEM_SIZE, &ok) >> 10);
+            max_wg = (unsigned long long)dsize(devs[d], F_DEVICE_MAX_WORK_GROUP_SIZE, &ok);
             if (pass < 64)
-                snprintf(summary_lines[pass], sizeof summary_lines[0],
+                if (snprintf(summary_lines[pass], sizeof summary_lines[0],
                          "SUMMARY device %d: %s (%s; %s): %s, %s, driver %s; %llu units at %llu MHz, %llu MiB (largest"
                          " buffer %llu MiB), local memory %llu KiB, work-group %llu (items %llux%llux%llu), fp64 %s, fp16"
                          " %s, %d extensions; nn.h: %s, check %s",
                          devices, name, type, pname, ver, cver, drv,
-                         (unsigned long long)du32(devs[d], F_DEVICE_MAX_COMPUTE_UNITS, &ok),
-                         (unsigned long long)du32(devs[d], F_DEVICE_MAX_CLOCK_FREQUENCY, &ok),
-                         (unsigned long long)(du64(devs[d], F_DEVICE_GLOBAL_MEM_SIZE, &ok) >> 20),
-                         (unsigned long long)(du64(devs[d], F_DEVICE_MAX_MEM_ALLOC_SIZE, &ok) >> 20),
-                         (unsigned long long)(du64(devs[d], F_DEVICE_LOCAL_MEM_SIZE, &ok) >> 10),
-                         (unsigned long long)dsize(devs[d], F_DEVICE_MAX_WORK_GROUP_SIZE, &ok),
+                         units, clock, global_mib, alloc_mib, local_kib, max_wg,
                          (unsigned long long)items[0], (unsigned long long)items[1], (unsigned long long)items[2],
                          fp64 ? "yes" : "no", fp16 ? "yes" : "no", count_words(ext),
                          !f.opened ? "cannot open it" : f.tuning_gpu ? "GPU tuning" : "CPU tuning",
-                         !f.opened ? "not run" : f.check_ok ? "ok" : "FAILED");
+                         !f.opened ? "not run" : f.check_ok ? "ok" : "FAILED") < 0) summary_lines[pass][0] = 0;
             if (pass < 64)
-                snprintf(facts_lines[pass++], sizeof facts_lines[0],
+                if (snprintf(facts_lines[pass], sizeof facts_lines[0],
                          "FACTS device=%d name=%s type=%s platform=%s version=%s opencl_c=%s driver=%s units=%llu"
                          " clock_mhz=%llu global_mib=%llu max_alloc_mib=%llu local_kib=%llu max_wg=%llu"
                          " max_items=%llux%llux%llu fp64=%s fp16=%s extensions=%d tuning=%s open_ms=%.0f build_ms=%.0f"
                          " check=%s",
                          devices, word(name, w1, sizeof w1), word(type, w2, sizeof w2), word(pname, w3, sizeof w3),
                          word(ver, w4, sizeof w4), word(cver, w5, sizeof w5), word(drv, w6, sizeof w6),
-                         (unsigned long long)du32(devs[d], F_DEVICE_MAX_COMPUTE_UNITS, &ok),
-                         (unsigned long long)du32(devs[d], F_DEVICE_MAX_CLOCK_FREQUENCY, &ok),
-                         (unsigned long long)(du64(devs[d], F_DEVICE_GLOBAL_MEM_SIZE, &ok) >> 20),
-                         (unsigned long long)(du64(devs[d], F_DEVICE_MAX_MEM_ALLOC_SIZE, &ok) >> 20),
-                         (unsigned long long)(du64(devs[d], F_DEVICE_LOCAL_MEM_SIZE, &ok) >> 10),
-                         (unsigned long long)dsize(devs[d], F_DEVICE_MAX_WORK_GROUP_SIZE, &ok),
+                         units, clock, global_mib, alloc_mib, local_kib, max_wg,
                          (unsigned long long)items[0], (unsigned long long)items[1], (unsigned long long)items[2],
                          fp64 ? "yes" : "no", fp16 ? "yes" : "no", count_words(ext),
                          !f.opened ? "-" : f.tuning_gpu ? "gpu" : "cpu", f.open_ms, f.build_ms,
-                         !f.opened ? "error" : f.check_ok ? "ok" : "FAILED");
+                         !f.opened ? "error" : f.check_ok ? "ok" : "FAILED") < 0) facts_lines[pass][0] = 0;
+            if (pass < 64) pass++;
             free(ext);
         }
         free(pext);
