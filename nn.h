@@ -167,6 +167,9 @@ LICENCE
 
 #include <stddef.h>
 #include <stdint.h>
+#ifdef NN_MPI /* data-parallel training (the end of this file) */
+#include <mpi.h>
+#endif
 
 #ifndef NN_API
 #  if defined(NN_STATIC) && defined(__GNUC__)
@@ -1348,7 +1351,6 @@ NN_API nn_result nn_graph_load_state(nn_graph *g, const char *path);
    ...); nn_graph_save_state writes on rank 0 only. Declared only when NN_MPI is defined
    (nn.h then includes <mpi.h>). */
 #ifdef NN_MPI
-#include <mpi.h>
 /* Sets the communicator data-parallel graphs use (a duplicate of *comm; NULL:
    MPI_COMM_WORLD), calling MPI_Init first when MPI is not initialised (MPI_Finalize then
    runs at exit). Optional: the first data-parallel compile calls nn_dist_init(NULL).

@@ -165,6 +165,32 @@ static void t_equal(const char *name, nn_optimizer_kind opt, float p, int64_t n_
     nn_graph_destroy(ref.g);
 }
 
+/* a state saved by one process after 2 cycles of N accumulated steps, resumed on N ranks */
+static void t_resume_on_ranks(void) {
+    model dp, ref;
+    long n = 0, d = -2;
+    int s, m;
+    char path[80], msg[300];
+    nn_result r;
+    memset(&ref, 0, sizeof ref);
+    r = build(&dp, 1, 1, NN_OPT_ADAM, 0.25f, HID, 0);
+    snprintf(path, sizeof path, "dist_test_state_%d_rank%d.safetensors", size_, rank_);
+    if (r == NN_OK) r = build(&ref, 0, size_, NN_OPT_ADAM, 0.25f, HID, 0);
+    for (m = 0; m < 2 * size_ && r == NN_OK; m++) r = step(&ref, m);
+    if (r == NN_OK) r = nn_graph_save_state(ref.g, path); /* not data-parallel: every rank writes its own */
+    if (r == NN_OK) r = nn_graph_load_state(dp.g, path);
+    for (s = 2; s < 4 && r == NN_OK; s++) r = step(&dp, s * size_ + rank_);
+    for (m = 2 * size_; m < 4 * size_ && r == NN_OK; m++) r = step(&ref, m);
+    if (r == NN_OK) d = differing(dp.g, ref.g, &n);
+    snprintf(msg, sizeof msg, "%s; %ld of %ld floats differ", r == NN_OK ? "ok" : nn_context_last_error(ctx), d, n);
+    check(r == NN_OK && d == 0 && n > 0, "resume_1_on_ranks", msg);
+    if (rank_ == 0) printf("resume_1_on_ranks: saved by 1 process after %d micro-steps, resumed on %d ranks for 2 steps: %ld of %ld floats differ\n",
+                           2 * size_, size_, d, n);
+    remove(path);
+    nn_graph_destroy(dp.g);
+    nn_graph_destroy(ref.g);
+}
+
 /* rank 1 builds a wider hidden layer: every rank's compile fails naming the mismatch */
 static void t_mismatch(void) {
     model md;
@@ -251,6 +277,7 @@ int main(int argc, char **argv) {
     t_equal("adam_dropout", NN_OPT_ADAM, 0.3f, 0, 6);
     t_equal("adam_dataset_uneven", NN_OPT_ADAM, 0.2f, 7 * B, 9);
     t_resume(NN_OPT_ADAM, "resume_adam_on_1");
+    t_resume_on_ranks();
     t_mismatch();
     t_silent_rank();
     counts[0] = passed;
