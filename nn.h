@@ -1328,7 +1328,10 @@ NN_API nn_result nn_graph_load_safetensors(nn_graph *g, const char *path, int al
    and position. nn_graph_load_state() into a graph built and compiled the same way continues
    exactly as the saved run would have: the same bits on the CPU backend. It checks the
    optimizer kind and options, accumulate_steps and every tensor's presence and shape
-   (NN_ERR_STATE / NN_ERR_IO / NN_ERR_SHAPE naming what) before it changes anything. */
+   (NN_ERR_STATE / NN_ERR_IO / NN_ERR_SHAPE naming what) before it changes anything; the
+   gradient-accumulation means may be missing from a state saved at the end of a cycle
+   (as data-parallel ranks save: see "Data-parallel training"), where the next step resets
+   them. */
 NN_API nn_result nn_graph_save_state(nn_graph *g, const char *path);
 NN_API nn_result nn_graph_load_state(nn_graph *g, const char *path);
 
@@ -17101,7 +17104,7 @@ static cl_int nn__cl_guard_enqueue(cl_command_queue q, const nn__launch *l, unsi
     return err;
 }
 
-/* After a guarded run of launches [0, n): the first launch that changed a guard, named. */
+/* After a guarded run of launches [from, n): the first launch that changed a guard, named. */
 static nn_result nn__cl_guard_check(nn_graph *g, int from, int n) {
     const unsigned char *at = NN__CL(g->ctx)->guard_seen;
     int i, k;

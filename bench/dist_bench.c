@@ -6,7 +6,9 @@
        NN_THREADS=1 mpirun -np 2 ./bench/dist_bench [ROUNDS] [STEPS]
    Prints, per rank count, the median over rounds of the ms per step of each mode, and
    their ratio (local / data-parallel: the scaling efficiency at this per-rank batch); with
-   -np 1 the data-parallel graph is the local one (one rank is never data-parallel). */
+   -np 1 the data-parallel graph is the local one (one rank is never data-parallel). With 2
+   ranks or more it also measures the link between ranks 0 and 1 (ping-pong: latency of 8
+   bytes, bandwidth of 16 MB) and prints the scaling model's predictions (MODEL lines). */
 #define NN_IMPLEMENTATION
 #define NN_MPI
 #include "nn.h"
@@ -109,6 +111,45 @@ int main(int argc, char **argv) {
     qsort(td, (size_t)rounds, sizeof *td, cmp);
     qsort(tl, (size_t)rounds, sizeof *tl, cmp);
     nn_graph_dist_stats(gd, &comm, &wait);
+    if (size >= 2 && rank < 2) { /* the scaling model's inputs: ping-pong between ranks 0 and 1 */
+        static float buf[4 << 20]; /* 16 MB */
+        int reps[2] = {1000, 10}, bytes[2] = {8, (int)sizeof buf}, j, q;
+        double lat = 0.0, bw = 0.0;
+        for (q = 0; q < 2; q++) {
+            double t0;
+            MPI_Barrier(MPI_COMM_WORLD);
+            t0 = MPI_Wtime();
+            for (j = 0; j < reps[q]; j++) {
+                if (rank == 0) {
+                    MPI_Send(buf, bytes[q], MPI_BYTE, 1, 9, MPI_COMM_WORLD);
+                    MPI_Recv(buf, bytes[q], MPI_BYTE, 1, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                } else {
+                    MPI_Recv(buf, bytes[q], MPI_BYTE, 0, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                    MPI_Send(buf, bytes[q], MPI_BYTE, 0, 9, MPI_COMM_WORLD);
+                }
+            }
+            if (q == 0) lat = (MPI_Wtime() - t0) / (2.0 * reps[q]);
+            else bw = (double)bytes[q] / ((MPI_Wtime() - t0) / (2.0 * reps[q]) - lat);
+        }
+        if (rank == 0) {
+            /* The model: each rank sends N-1 slices of P/N floats twice (reduce-scatter,
+               all-gather) through one link: T(N) = 2 (N-1) (alpha + 4 P / (N beta)); the
+               step is the compute time plus the part of T not hidden (the share measured
+               here). Compute: this run's local step. */
+            double P = 421834.0, tc = tl[rounds / 2] * 1e-3, hid = comm > 0.0 ? 1.0 - wait / comm : 0.0;
+            static const double gbps[2] = {25.0, 100.0};
+            static const int ranks[2] = {8, 64};
+            int a, c;
+            printf("LINK loopback latency_us=%.2f bandwidth_GBps=%.2f\n", lat * 1e6, bw * 1e-9);
+            for (a = 0; a < 2; a++)
+                for (c = 0; c < 2; c++) {
+                    double n = ranks[c], t = 2.0 * (n - 1.0) * (5e-6 + 4.0 * P / (n * gbps[a] * 1e9 / 8.0));
+                    printf("MODEL cnn ranks=%d link=%.0fGb/s alpha=5us comm_ms=%.2f compute_ms=%.1f efficiency_no_overlap=%.3f "
+                           "efficiency_overlap=%.3f\n",
+                           ranks[c], gbps[a], t * 1e3, tc * 1e3, tc / (tc + t), tc / (tc + (1.0 - hid) * t));
+                }
+        }
+    }
     if (rank == 0)
         printf("DIST ranks=%d batch_per_rank=%d rounds=%d steps=%d local_ms_per_step=%.2f dp_ms_per_step=%.2f "
                "efficiency=%.3f reduce_ms_per_step=%.2f waited_ms_per_step=%.2f hidden=%.2f\n",

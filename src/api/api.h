@@ -1164,7 +1164,10 @@ NN_API nn_result nn_graph_load_safetensors(nn_graph *g, const char *path, int al
    and position. nn_graph_load_state() into a graph built and compiled the same way continues
    exactly as the saved run would have: the same bits on the CPU backend. It checks the
    optimizer kind and options, accumulate_steps and every tensor's presence and shape
-   (NN_ERR_STATE / NN_ERR_IO / NN_ERR_SHAPE naming what) before it changes anything. */
+   (NN_ERR_STATE / NN_ERR_IO / NN_ERR_SHAPE naming what) before it changes anything; the
+   gradient-accumulation means may be missing from a state saved at the end of a cycle
+   (as data-parallel ranks save: see "Data-parallel training"), where the next step resets
+   them. */
 NN_API nn_result nn_graph_save_state(nn_graph *g, const char *path);
 NN_API nn_result nn_graph_load_state(nn_graph *g, const char *path);
 

@@ -732,7 +732,7 @@ static cl_int nn__cl_guard_enqueue(cl_command_queue q, const nn__launch *l, unsi
     return err;
 }
 
-/* After a guarded run of launches [0, n): the first launch that changed a guard, named. */
+/* After a guarded run of launches [from, n): the first launch that changed a guard, named. */
 static nn_result nn__cl_guard_check(nn_graph *g, int from, int n) {
     const unsigned char *at = NN__CL(g->ctx)->guard_seen;
     int i, k;
