@@ -4,7 +4,7 @@ CFLAGS  ?= -O2
 WARN     = -std=c99 -Wall -Wextra -pedantic -Werror
 KERNELS  = $(wildcard kernels/*.cl kernels/*.h)
 SOURCES  = $(wildcard src/*/*.c src/*/*.h src/*/*/*.c src/*/*/*.h) gen/parts.txt
-TESTSRC  = $(filter-out tests/fuzz_%.c tests/interop_%.c tests/fault_%.c,$(wildcard tests/*.c))
+TESTSRC  = $(filter-out tests/fuzz_%.c tests/interop_%.c tests/fault_%.c tests/dist_%.c,$(wildcard tests/*.c))
 DATA_DIR ?= data/fashion-mnist
 
 # No OpenCL headers or -lOpenCL: nn.h declares what it calls and loads the library at run
@@ -324,3 +324,33 @@ bench-rnn: bench/nn_bench bench/rnn_bench
 # the tiny GPT against nanoGPT's model in PyTorch (tests/interop_gpt.py): logits, 20 AdamW steps
 tests/interop_gpt: tests/interop_gpt.c nn.h
 	$(CC) $(CFLAGS) $(WARN) -o $@ $< $(LIBS)
+
+# Data-parallel training over MPI (src/dist/dist.c, -DNN_MPI): tests/dist_test.c under
+# mpirun with 2 and 3 ranks on this machine (Open MPI: libopenmpi-dev openmpi-bin; as root
+# the two OMPI_ALLOW_RUN_AS_ROOT variables; --oversubscribe for more ranks than cores).
+MPICC  ?= mpicc
+MPIRUN ?= mpirun
+MPIRUN_FLAGS ?= --oversubscribe
+.PHONY: dist-test dist-bench
+tests/dist_test: nn.h tests/dist_test.c
+	$(MPICC) $(CFLAGS) $(WARN) -I. -o $@ tests/dist_test.c $(LIBS)
+
+# the examples as they are, built with -DNN_MPI: under mpirun every rank trains the same
+# batches (their own shuffle), data-parallel, the parameters equal on every rank
+EXAMPLES_MPI = examples/fashion_mnist_mlp_mpi examples/fashion_mnist_cnn_mpi
+$(EXAMPLES_MPI): examples/%_mpi: examples/%.c examples/fashion_mnist.h nn.h
+	$(MPICC) $(CFLAGS) -DNN_MPI $(if $(FMNIST_HAVE_ZLIB),,-DFMNIST_NO_ZLIB) -I. -o $@ $< $(if $(FMNIST_HAVE_ZLIB),-lz) $(LIBS)
+
+bench/dist_bench: bench/dist_bench.c nn.h
+	$(MPICC) $(CFLAGS) $(WARN) -I. -o $@ $< $(LIBS)
+
+# ms per step of the CNN, 2 ranks x 1 thread, data-parallel against local, interleaved
+dist-bench: bench/dist_bench
+	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NN_THREADS=1 NN_DEVICE=cpu $(MPIRUN) $(MPIRUN_FLAGS) \
+	  -x NN_THREADS -x NN_DEVICE -np 2 ./bench/dist_bench
+
+dist-test: tests/dist_test $(EXAMPLES_MPI)
+	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 $(MPIRUN) $(MPIRUN_FLAGS) -np 2 ./tests/dist_test
+	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 $(MPIRUN) $(MPIRUN_FLAGS) -np 3 ./tests/dist_test
+	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 EPOCHS=1 NN_DEVICE=cpu $(MPIRUN) $(MPIRUN_FLAGS) \
+	  -x EPOCHS -x NN_DEVICE -np 2 ./examples/fashion_mnist_mlp_mpi '$(if $(wildcard $(DATA_DIR)/train-images-idx3-ubyte*),$(DATA_DIR))' | grep RESULT

@@ -167,6 +167,9 @@ LICENCE
 
 #include <stddef.h>
 #include <stdint.h>
+#ifdef NN_MPI /* data-parallel training (the end of this file) */
+#include <mpi.h>
+#endif
 
 #ifndef NN_API
 #  if defined(NN_STATIC) && defined(__GNUC__)
@@ -1534,6 +1537,11 @@ struct nn_compile_desc {
     nn_optimizer optimizer;
     int keep_grads;      /* keep every parameter's gradient readable (nn_graph_grad) */
     nn_lr_schedule schedule; /* kind 0: the constant optimizer.lr */
+    int data_parallel;   /* builds with -DNN_MPI (see "Data-parallel training" at the end):
+                            0: a training graph is data-parallel over nn_dist_init's
+                            communicator (MPI_COMM_WORLD, initialised here when the program
+                            did not) when it has more than one rank; NN_ZERO: this process
+                            alone. Ignored without NN_MPI. */
 };
 
 /* Into *count: the updates skip_nonfinite skipped since compile (a read of 8 bytes; 0
@@ -1626,9 +1634,58 @@ NN_API nn_result nn_graph_load_safetensors(nn_graph *g, const char *path, int al
    and position. nn_graph_load_state() into a graph built and compiled the same way continues
    exactly as the saved run would have: the same bits on the CPU backend. It checks the
    optimizer kind and options, accumulate_steps and every tensor's presence and shape
-   (NN_ERR_STATE / NN_ERR_IO / NN_ERR_SHAPE naming what) before it changes anything. */
+   (NN_ERR_STATE / NN_ERR_IO / NN_ERR_SHAPE naming what) before it changes anything; the
+   gradient-accumulation means may be missing from a state saved at the end of a cycle
+   (as data-parallel ranks save: see "Data-parallel training"), where the next step resets
+   them. */
 NN_API nn_result nn_graph_save_state(nn_graph *g, const char *path);
 NN_API nn_result nn_graph_load_state(nn_graph *g, const char *path);
+
+/* ---- Data-parallel training over MPI (compiled in with -DNN_MPI, linked with mpicc) ----
+   One process per rank, each with its own context and the same graph. A training graph
+   compiled with data_parallel 0 (the default) over more than one rank runs each
+   nn_graph_step as one micro-step of a gradient accumulation over the ranks: rank r's
+   step s is micro-step s * N + r of one process with accumulate_steps N (its dropout draws
+   included), and the N gradients are averaged in rank order, acc = 0 + g_0 / N, then
+   acc + g_r / N for r = 1 .. N-1, exactly as that process's GRAD_ACC sums them, by a
+   reduce-scatter and all-gather over MPI point-to-point (each rank owns a slice of the
+   flat gradient and sums its slice in that order). So N ranks with per-rank batch B give
+   the same bits on the CPU backend as one process with batch B and accumulate_steps N, and
+   the parameters stay identical on every rank; nn_graph_step counts N steps per call on
+   every rank (the saved step, the schedules). accumulate_steps > 1 is refused with it.
+   Compile compares a hash of the graph (ops, shapes, parameters, optimizer) across the
+   ranks and fails on a mismatch; a rank that does not answer within the timeout makes the
+   step (or compile) fail with NN_ERR_STATE naming it, never hang. A nn_dataset gives each
+   rank a disjoint shard of every epoch's permutation (rank r takes the batches r, r + N,
+   ...); nn_graph_save_state writes on rank 0 only. Declared only when NN_MPI is defined
+   (nn.h then includes <mpi.h>). */
+#ifdef NN_MPI
+/* Sets the communicator data-parallel graphs use (a duplicate of *comm; NULL:
+   MPI_COMM_WORLD), calling MPI_Init first when MPI is not initialised (MPI_Finalize then
+   runs at exit). Optional: the first data-parallel compile calls nn_dist_init(NULL).
+   Graphs compiled before keep theirs. */
+NN_API nn_result nn_dist_init(const MPI_Comm *comm);
+/* Into *rank / *size: this process's rank in that communicator and the number of ranks
+   (initialising it as nn_dist_init(NULL) when needed). */
+NN_API nn_result nn_dist_rank(int *rank);
+NN_API nn_result nn_dist_size(int *size);
+/* The seconds a rank waits for the others in a step or compile before failing (default 300;
+   NN_DIST_TIMEOUT in the environment sets the default). */
+NN_API nn_result nn_dist_set_timeout(double seconds);
+/* The gradients' bucket size for graphs compiled after (0: NN_DIST_BUCKET_MB in the
+   environment, else 25 MB). The backward pass is cut where a bucket's gradients are
+   complete; with more than one bucket, and MPI initialised with at least
+   MPI_THREAD_SERIALIZED (nn_dist_init's own MPI_Init_thread asks for it), a communication
+   thread reduces each bucket (host staging) while the backward pass goes on, and the
+   update waits for the last one (NN_DIST_OVERLAP=0 in the environment: after the backward
+   pass instead). The bits do not depend on the buckets. */
+NN_API nn_result nn_dist_set_bucket_bytes(int64_t bytes);
+/* Into *comm_seconds and *wait_seconds, since compile: the time the reduction took (the
+   communication thread's, or the step's own without it) and the time steps waited for it
+   after their backward part; 1 - wait / comm is the share hidden behind the backward
+   pass. 0 and 0 for a graph that is not data-parallel. */
+NN_API nn_result nn_graph_dist_stats(nn_graph *g, double *comm_seconds, double *wait_seconds);
+#endif
 
 #ifdef __cplusplus
 }
@@ -2258,6 +2315,12 @@ struct nn_graph {
     nn__buf checks;              /* int32 [n_checks]: bad inputs counted by checked ops (node.check) */
     int n_checks;
     int checks_pending;          /* a run since the counters were last read */
+    /* data-parallel training (src/dist/dist.c, NN_MPI builds; unset otherwise) */
+    int run_from;                /* backend->run starts at this schedule position (0; the update part's
+                                    first when a data-parallel step runs it after the reduction) */
+    int dist_rank, dist_size;    /* this rank and the ranks' count (both 0 unless data-parallel) */
+    void *dist;                  /* the reduction's communicator and buffers (NULL: not data-parallel) */
+    void (*dist_free)(nn_graph *g); /* its destructor, set by the compile that made it */
 };
 
 
@@ -10103,13 +10166,13 @@ static nn_result nn__cpub_prepare(nn_graph *g) {
 
 static nn_result nn__cpub_run(nn_graph *g, int n_sched) {
     int i;
-    for (i = 0; i < n_sched; i++) {
+    for (i = g->run_from; i < n_sched; i++) { /* run_from: 0 but for a data-parallel update part */
         nn__node *n = &g->nodes[g->sched[i]];
         nn_result r = nn__op(n->op)->cpu(g, n);
         if (r != NN_OK) return r;
         g->progress++;
     }
-    g->ctx->stats.kernel_launches += (uint64_t)n_sched;
+    g->ctx->stats.kernel_launches += (uint64_t)(n_sched - g->run_from);
     return NN_OK;
 }
 
@@ -20162,11 +20225,11 @@ static cl_int nn__cl_guard_enqueue(cl_command_queue q, const nn__launch *l, unsi
     return err;
 }
 
-/* After a guarded run of launches [0, n): the first launch that changed a guard, named. */
-static nn_result nn__cl_guard_check(nn_graph *g, int n) {
+/* After a guarded run of launches [from, n): the first launch that changed a guard, named. */
+static nn_result nn__cl_guard_check(nn_graph *g, int from, int n) {
     const unsigned char *at = NN__CL(g->ctx)->guard_seen;
     int i, k;
-    for (i = 0; i < n; i++) {
+    for (i = from; i < n; i++) {
         const nn__launch *l = &g->launches[i];
         int j = 0, m = nn__cl_guard_bufs(l);
         for (k = 0; k < l->n_args; k++) {
@@ -20193,17 +20256,18 @@ static nn_result nn__cl_guard_check(nn_graph *g, int n) {
     return NN_OK;
 }
 
-/* Enqueues the launches of the first n_sched schedule positions (with NN_CL_GUARDS, each
-   between its guards' fills and reads, and waits for them to check). */
+/* Enqueues the launches of the first n_sched schedule positions (from g->run_from: 0 but
+   for a data-parallel update part; with NN_CL_GUARDS, each between its guards' fills and
+   reads, and waits for them to check). */
 static nn_result nn__cl_run(nn_graph *g, int n_sched) {
     nn__cl *cl = NN__CL(g->ctx);
     cl_command_queue q = cl->queue;
-    int i, k, n = g->sched_launch[n_sched], guard = g->ctx->dev.guard != 0;
+    int i, k, n = g->sched_launch[n_sched], from = g->sched_launch[g->run_from], guard = g->ctx->dev.guard != 0;
     unsigned char *at = NULL;
     nn_result r = NN_OK;
     if (guard) {
         size_t need = 0;
-        for (i = 0; i < n; i++) need += (size_t)2 * nn__cl_guard_bufs(&g->launches[i]) * NN__CL_GUARD;
+        for (i = from; i < n; i++) need += (size_t)2 * nn__cl_guard_bufs(&g->launches[i]) * NN__CL_GUARD;
         if (need > cl->guard_cap) {
             unsigned char *p = (unsigned char *)NN_REALLOC(cl->guard_seen, need);
             if (!p) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "NN_CL_GUARDS: out of memory for %lu bytes", (unsigned long)need);
@@ -20212,7 +20276,7 @@ static nn_result nn__cl_run(nn_graph *g, int n_sched) {
         }
         at = cl->guard_seen;
     }
-    for (i = 0; i < n && r == NN_OK; i++) {
+    for (i = from; i < n && r == NN_OK; i++) {
         nn__launch *l = &g->launches[i];
         cl_int err = CL_SUCCESS;
         if (l->update) {
@@ -20237,9 +20301,9 @@ static nn_result nn__cl_run(nn_graph *g, int n_sched) {
     if (guard) { /* the reads land in guard_seen: none may be pending when it is checked, grown or freed */
         cl_int err = clFinish(q);
         if (r == NN_OK && err != CL_SUCCESS) r = nn__fail(g->ctx, NN_ERR_DEVICE, "clFinish: %s (%d)", nn__cl_errstr(err), err);
-        if (r == NN_OK) r = nn__cl_guard_check(g, n);
+        if (r == NN_OK) r = nn__cl_guard_check(g, from, n);
     }
-    if (r == NN_OK) g->ctx->stats.kernel_launches += (uint64_t)n;
+    if (r == NN_OK) g->ctx->stats.kernel_launches += (uint64_t)(n - from);
     return r;
 }
 
@@ -20849,6 +20913,7 @@ static int nn__graph_free(nn_graph *g) {
     nn__graph_release_compiled(g);
     nn__groups_free(g);
     if (g->datasets_free) g->datasets_free(g); /* files/ckpt.c's, set by nn_dataset_create */
+    if (g->dist_free) g->dist_free(g);         /* src/dist/dist.c's (NN_MPI), set by the compile */
     for (i = 0; i < g->n_nodes; i++) NN_FREE(g->nodes[i].name);
     NN_FREE(g->nodes);
     NN_FREE(g->param_node);
@@ -21564,6 +21629,494 @@ static void nn__autograd(nn_graph *g, int loss, int n_user) {
 }
 
 /* ======================================================================
+   src/dist/dist.c
+   ====================================================================== */
+/* Data-parallel training over MPI (compiled in with -DNN_MPI; api.h's "Data-parallel
+   training"). A data-parallel graph's step (src/engine/compile.c's nn__graph_step) runs the
+   forward and backward part of the schedule as micro-step rank + 1 of the ranks' N, then
+   nn__dist_reduce averages the gradients across ranks, then the update part runs on every
+   rank alike.
+
+   The reduction, reproducible by construction: the gradients of the parameters (node order)
+   are copied into one flat host buffer (host staging: a device backend's buffers are read
+   and written back; Debian's Open MPI is not GPU-aware). Rank c owns the slice
+   [P c / N, P (c + 1) / N) of the P floats; every rank sends each other rank its slice
+   (MPI_Isend), the owner sums its slice in rank order, acc = 0 + g_0 * (1/N), then
+   acc + g_r * (1/N) for r = 1 .. N-1: the expression of the GRAD_ACC op's CPU body (one
+   process, accumulate_steps N, micro-step r's gradient g_r), with contraction off as in
+   the whole implementation; then every rank sends its reduced slice to all (an
+   all-gather). Where the sum of a float runs does not depend on which rank runs it, so the
+   bits are those of the single process. Point-to-point only (no MPI_Allreduce, whose
+   order Open MPI does not promise); every wait polls MPI_Testall against a deadline, so a
+   rank that died or stopped answering is an error naming it, not a hang. Each graph works
+   on its own duplicate of the communicator (messages of two graphs never meet). */
+
+#ifdef NN_MPI
+#include <mpi.h>
+#include <pthread.h>
+#include <sched.h>
+
+static int nn__dist_have;           /* nn__dist_comm is set */
+static MPI_Comm nn__dist_comm;      /* nn_dist_init's duplicate */
+static double nn__dist_timeout_s;   /* 0: NN_DIST_TIMEOUT or 300 */
+
+typedef struct nn__dist {
+    MPI_Comm comm;
+    int rank, size;
+    int failed;                     /* a wait timed out: sends may still read flat, kept (leaked) */
+    int64_t n;                      /* P: the floats of the gradients */
+    float *flat;                    /* [P] this rank's gradients, then the mean */
+    float *recv;                    /* [N][the largest slice] the others' parts of this rank's slice */
+    MPI_Request *req;               /* [2 N] */
+    int *peer;                      /* [2 N] each request's rank */
+    char msg[200];                  /* a failed wait's words */
+    /* the flat layout: parameters in the order the backward pass completes their gradients,
+       cut into buckets; bucket b is flat[blo[b], blo[b + 1]), complete after schedule
+       position bend[b] */
+    int n_par, *par;                /* parameter node ids, in that order */
+    int64_t *poff;                  /* [n_par] each one's offset in flat */
+    int n_buckets, *bend, *bpar;    /* bpar[b]: its first parameter (index into par); [n_buckets + 1] */
+    int64_t *blo;
+    /* the communication thread (overlap): reduces bucket `done` while staged > done */
+    int thread_on, quit, staged, done, err;
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    double comm_s, wait_s;          /* seconds reducing (the thread) and waiting for it (the step) */
+} nn__dist;
+
+static int64_t nn__dist_bucket_bytes = 0; /* 0: NN_DIST_BUCKET_MB or 25 MB */
+
+NN_API nn_result nn_dist_set_bucket_bytes(int64_t bytes) {
+    if (bytes < 0) return NN_ERR_INVALID_ARGUMENT;
+    nn__dist_bucket_bytes = bytes;
+    return NN_OK;
+}
+
+static void nn__dist_finalize_at_exit(void) {
+    int fin = 0;
+    MPI_Finalized(&fin);
+    if (!fin) MPI_Finalize();
+}
+
+static nn_result nn__dist_setup(const MPI_Comm *comm) {
+    int inited = 0, provided = 0;
+    MPI_Initialized(&inited);
+    if (!inited) {
+        if (MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS) return NN_ERR_UNAVAILABLE;
+        atexit(nn__dist_finalize_at_exit);
+    }
+    if (nn__dist_have) MPI_Comm_free(&nn__dist_comm);
+    nn__dist_have = 0;
+    if (MPI_Comm_dup(comm ? *comm : MPI_COMM_WORLD, &nn__dist_comm) != MPI_SUCCESS) return NN_ERR_UNAVAILABLE;
+    nn__dist_have = 1;
+    return NN_OK;
+}
+
+NN_API nn_result nn_dist_init(const MPI_Comm *comm) { return nn__dist_setup(comm); }
+
+NN_API nn_result nn_dist_rank(int *rank) {
+    nn_result r = nn__dist_have ? NN_OK : nn__dist_setup(NULL);
+    if (!rank) return NN_ERR_INVALID_ARGUMENT;
+    *rank = 0;
+    return r == NN_OK ? (MPI_Comm_rank(nn__dist_comm, rank) == MPI_SUCCESS ? NN_OK : NN_ERR_UNAVAILABLE) : r;
+}
+
+NN_API nn_result nn_dist_size(int *size) {
+    nn_result r = nn__dist_have ? NN_OK : nn__dist_setup(NULL);
+    if (!size) return NN_ERR_INVALID_ARGUMENT;
+    *size = 1;
+    return r == NN_OK ? (MPI_Comm_size(nn__dist_comm, size) == MPI_SUCCESS ? NN_OK : NN_ERR_UNAVAILABLE) : r;
+}
+
+NN_API nn_result nn_dist_set_timeout(double seconds) {
+    if (!(seconds > 0.0)) return NN_ERR_INVALID_ARGUMENT;
+    nn__dist_timeout_s = seconds;
+    return NN_OK;
+}
+
+static double nn__dist_timeout(void) {
+    const char *e;
+    double t;
+    if (nn__dist_timeout_s > 0.0) return nn__dist_timeout_s;
+    e = getenv("NN_DIST_TIMEOUT");
+    t = e ? atof(e) : 0.0;
+    return t > 0.0 ? t : 300.0;
+}
+
+/* Waits for n requests until the deadline: 0, or 1 with d->msg naming the first rank still
+   pending (its requests freed; MPI may still use the buffers, so they are never freed).
+   Any thread (no nn__fail here). */
+static int nn__dist_wait_(nn__dist *d, int n, const char *what) {
+    double deadline = MPI_Wtime() + nn__dist_timeout();
+    long spins = 0;
+    int done = 0, i;
+    if (n == 0) return 0;
+    for (;;) {
+        if (MPI_Testall(n, d->req, &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS) break;
+        if (done) return 0;
+        if (++spins > 64) sched_yield(); /* a waiting rank leaves its core to the computing ones */
+        if ((spins & 1023) == 0 && MPI_Wtime() > deadline) break;
+    }
+    d->failed = 1;
+    snprintf(d->msg, sizeof d->msg, "%s: data-parallel: an MPI call failed on rank %d", what, d->rank);
+    for (i = 0; i < n; i++) {
+        int flag = 0;
+        if (d->req[i] == MPI_REQUEST_NULL) continue;
+        MPI_Test(&d->req[i], &flag, MPI_STATUS_IGNORE);
+        if (!flag) {
+            int who = d->peer[i];
+            for (; i < n; i++)
+                if (d->req[i] != MPI_REQUEST_NULL) MPI_Request_free(&d->req[i]);
+            snprintf(d->msg, sizeof d->msg,
+                     "%s: data-parallel: rank %d did not answer rank %d within %.0f s (it died, stopped or runs another "
+                     "graph)",
+                     what, who, d->rank, nn__dist_timeout());
+            break;
+        }
+    }
+    return 1;
+}
+
+static nn_result nn__dist_wait(nn_graph *g, nn__dist *d, int n, const char *what) {
+    return nn__dist_wait_(d, n, what) ? nn__fail(g->ctx, NN_ERR_STATE, "%s", d->msg) : NN_OK;
+}
+
+/* Bucket b reduced in place in flat: its slices to their owners, each owner's slice summed
+   in rank order, then every slice to every rank. 0, or 1 with d->msg. Any one thread. */
+static int nn__dist_reduce_bucket(nn__dist *d, int b) {
+    int64_t base = d->blo[b], len = d->blo[b + 1] - d->blo[b], lo, hi, m, j, slice = d->n / d->size + 1;
+    float inv = 1.0f / (float)d->size;
+    int c, nr = 0;
+#define NN__SLO(c) (base + len * (int64_t)(c) / d->size)
+    lo = NN__SLO(d->rank);
+    hi = NN__SLO(d->rank + 1);
+    m = hi - lo;
+    for (c = 0; c < d->size; c++) { /* reduce-scatter: slice c to its owner */
+        if (c == d->rank) continue;
+        MPI_Irecv(d->recv + (size_t)c * (size_t)slice, (int)m, MPI_FLOAT, c, 2, d->comm, &d->req[nr]);
+        d->peer[nr++] = c;
+        MPI_Isend(d->flat + NN__SLO(c), (int)(NN__SLO(c + 1) - NN__SLO(c)), MPI_FLOAT, c, 2, d->comm, &d->req[nr]);
+        d->peer[nr++] = c;
+    }
+    if (nn__dist_wait_(d, nr, "nn_graph_step")) return 1;
+    memcpy(d->recv + (size_t)d->rank * (size_t)slice, d->flat + lo, (size_t)m * sizeof(float));
+    for (j = 0; j < m; j++) { /* GRAD_ACC's sum, in rank order */
+        float acc = 0.0f + d->recv[j] * inv;
+        for (c = 1; c < d->size; c++) acc = acc + d->recv[(size_t)c * (size_t)slice + (size_t)j] * inv;
+        d->flat[lo + j] = acc;
+    }
+    nr = 0;
+    for (c = 0; c < d->size; c++) { /* all-gather: every slice from its owner */
+        if (c == d->rank) continue;
+        MPI_Irecv(d->flat + NN__SLO(c), (int)(NN__SLO(c + 1) - NN__SLO(c)), MPI_FLOAT, c, 3, d->comm, &d->req[nr]);
+        d->peer[nr++] = c;
+        MPI_Isend(d->flat + lo, (int)m, MPI_FLOAT, c, 3, d->comm, &d->req[nr]);
+        d->peer[nr++] = c;
+    }
+#undef NN__SLO
+    return nn__dist_wait_(d, nr, "nn_graph_step");
+}
+
+/* The communication thread: reduces each bucket the step has staged, in order. */
+static void *nn__dist_thread(void *arg) {
+    nn__dist *d = (nn__dist *)arg;
+    pthread_mutex_lock(&d->mu);
+    for (;;) {
+        int b, e;
+        double t0;
+        while (!d->quit && d->done >= d->staged) pthread_cond_wait(&d->cv, &d->mu);
+        if (d->quit) break;
+        b = d->done;
+        pthread_mutex_unlock(&d->mu);
+        t0 = MPI_Wtime();
+        e = d->err ? 1 : nn__dist_reduce_bucket(d, b); /* after a failure: nothing more on the wire */
+        pthread_mutex_lock(&d->mu);
+        d->comm_s += MPI_Wtime() - t0;
+        if (e) d->err = 1;
+        d->done++;
+        pthread_cond_broadcast(&d->cv);
+    }
+    pthread_mutex_unlock(&d->mu);
+    return NULL;
+}
+
+static void nn__dist_free(nn_graph *g) {
+    nn__dist *d = (nn__dist *)g->dist;
+    if (!d) return;
+    if (d->thread_on) {
+        pthread_mutex_lock(&d->mu);
+        d->quit = 1;
+        pthread_cond_broadcast(&d->cv);
+        pthread_mutex_unlock(&d->mu);
+        pthread_join(d->th, NULL);
+        pthread_mutex_destroy(&d->mu);
+        pthread_cond_destroy(&d->cv);
+    }
+    if (!d->failed) { /* after a timeout MPI may still read or write the buffers */
+        NN_FREE(d->flat);
+        NN_FREE(d->recv);
+        MPI_Comm_free(&d->comm);
+    }
+    NN_FREE(d->req);
+    NN_FREE(d->peer);
+    NN_FREE(d->par);
+    NN_FREE(d->poff);
+    NN_FREE(d->bend);
+    NN_FREE(d->bpar);
+    NN_FREE(d->blo);
+    NN_FREE(d);
+    g->dist = NULL;
+}
+
+static uint64_t nn__dist_mix(uint64_t h, uint64_t v) {
+    int i;
+    for (i = 0; i < 8; i++) {
+        h ^= (v >> (8 * i)) & 0xffu;
+        h *= 1099511628211ull; /* FNV-1a */
+    }
+    return h;
+}
+
+/* What must agree across ranks: every node's op, dtype and shape, which are parameters,
+   and the optimizer's kind. */
+static uint64_t nn__dist_hash(const nn_graph *g) {
+    uint64_t h = 14695981039346656037ull;
+    int i, k;
+    h = nn__dist_mix(h, (uint64_t)g->n_nodes);
+    h = nn__dist_mix(h, (uint64_t)g->opt.kind);
+    for (i = 0; i < g->n_nodes; i++) {
+        const nn__node *n = &g->nodes[i];
+        h = nn__dist_mix(h, ((uint64_t)n->op << 32) ^ ((uint64_t)n->dtype << 8) ^ (uint64_t)n->shape.ndim);
+        for (k = 0; k < n->shape.ndim; k++) h = nn__dist_mix(h, (uint64_t)n->shape.dim[k]);
+        h = nn__dist_mix(h, (uint64_t)(n->grad >= 0));
+    }
+    return h;
+}
+
+/* At the end of a training graph's compile: whether it is data-parallel, the ranks'
+   hashes compared, the buffers. */
+static nn_result nn__dist_compile(nn_graph *g, const nn_compile_desc *desc) {
+    nn__dist *d;
+    MPI_Request rq;
+    int size = 1, i, nr = 0;
+    uint64_t mine, *all;
+    nn_result r;
+    if (desc->data_parallel == NN_ZERO || desc->loss.id == 0 || g->opt.kind == NN_OPT_NONE) return NN_OK;
+    r = nn_dist_size(&size);
+    if (r != NN_OK) return nn__fail(g->ctx, r, "nn_graph_compile: data-parallel: MPI did not initialise");
+    if (size < 2) return NN_OK;
+    if (g->accum_steps > 1)
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT,
+                        "nn_graph_compile: data-parallel over %d ranks: accumulate_steps %d is not supported with it "
+                        "(data_parallel = NN_ZERO to train this rank alone)",
+                        size, g->accum_steps);
+    d = (nn__dist *)nn__calloc(1, sizeof *d);
+    if (!d) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
+    g->dist = d;
+    g->dist_free = nn__dist_free;
+    d->size = size;
+    d->req = (MPI_Request *)nn__calloc((size_t)2 * size, sizeof *d->req);
+    d->peer = (int *)nn__calloc((size_t)2 * size, sizeof *d->peer);
+    all = (uint64_t *)nn__calloc((size_t)size, sizeof *all);
+    if (!d->req || !d->peer || !all) {
+        NN_FREE(all);
+        d->failed = 1; /* no communicator yet */
+        nn__dist_free(g);
+        return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
+    }
+    MPI_Comm_rank(nn__dist_comm, &d->rank);
+    /* the graph's own communicator: a collective, waited for with the deadline */
+    d->req[0] = MPI_REQUEST_NULL;
+    if (MPI_Comm_idup(nn__dist_comm, &d->comm, &rq) != MPI_SUCCESS) rq = MPI_REQUEST_NULL;
+    d->req[0] = rq;
+    d->peer[0] = d->rank == 0 ? 1 : 0;
+    r = nn__dist_wait(g, d, 1, "nn_graph_compile");
+    if (r != NN_OK) { /* d->failed: the communicator may never be made */
+        NN_FREE(all);
+        return r;
+    }
+    /* every rank's hash to every rank */
+    mine = nn__dist_hash(g);
+    all[d->rank] = mine;
+    for (i = 0; i < size; i++) {
+        if (i == d->rank) continue;
+        MPI_Irecv(&all[i], 8, MPI_BYTE, i, 1, d->comm, &d->req[nr]);
+        d->peer[nr++] = i;
+        MPI_Isend(&mine, 8, MPI_BYTE, i, 1, d->comm, &d->req[nr]);
+        d->peer[nr++] = i;
+    }
+    r = nn__dist_wait(g, d, nr, "nn_graph_compile");
+    for (i = 0; i < size && r == NN_OK; i++)
+        if (all[i] != all[0])
+            r = nn__fail(g->ctx, NN_ERR_SHAPE,
+                         "nn_graph_compile: data-parallel: rank %d's graph differs from rank 0's (ops, shapes, parameters "
+                         "or optimizer; hashes %016llx and %016llx)",
+                         i, (unsigned long long)all[i], (unsigned long long)all[0]);
+    NN_FREE(all);
+    if (r != NN_OK) return r;
+    /* the flat layout: by the schedule position completing each gradient (insertion sort:
+       ties keep node order), cut into buckets of about bucket_bytes */
+    d->par = (int *)nn__calloc((size_t)g->n_nodes + 1, sizeof(int));
+    d->poff = (int64_t *)nn__calloc((size_t)g->n_nodes + 1, sizeof(int64_t));
+    d->bend = (int *)nn__calloc((size_t)g->n_nodes + 1, sizeof(int));
+    d->bpar = (int *)nn__calloc((size_t)g->n_nodes + 2, sizeof(int));
+    d->blo = (int64_t *)nn__calloc((size_t)g->n_nodes + 2, sizeof(int64_t));
+    if (!d->par || !d->poff || !d->bend || !d->bpar || !d->blo)
+        return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: data-parallel: out of memory");
+    for (i = 0; i < g->n_nodes; i++) {
+        int k;
+        if (g->nodes[i].op != NN__OP_PARAM || g->nodes[i].grad < 0) continue;
+        for (k = d->n_par; k > 0 && g->nodes[g->nodes[d->par[k - 1]].grad].first > g->nodes[g->nodes[i].grad].first; k--)
+            d->par[k] = d->par[k - 1];
+        d->par[k] = i;
+        d->n_par++;
+    }
+    {
+        const char *e = getenv("NN_DIST_BUCKET_MB");
+        int64_t cap = nn__dist_bucket_bytes > 0 ? nn__dist_bucket_bytes
+                      : e && atof(e) > 0.0 ? (int64_t)(atof(e) * 1048576.0) : (int64_t)25 * 1048576, bytes = 0;
+        for (i = 0; i < d->n_par; i++) {
+            nn__node *p = &g->nodes[d->par[i]];
+            if (bytes == 0) {
+                d->bpar[d->n_buckets] = i;
+                d->blo[d->n_buckets] = d->n;
+            }
+            d->poff[i] = d->n;
+            d->n += p->numel;
+            bytes += p->numel * 4;
+            d->bend[d->n_buckets] = g->nodes[p->grad].first;
+            if (bytes >= cap || i == d->n_par - 1) {
+                d->n_buckets++;
+                bytes = 0;
+            }
+        }
+        d->bpar[d->n_buckets] = d->n_par;
+        d->blo[d->n_buckets] = d->n;
+    }
+    d->flat = (float *)nn__calloc((size_t)(d->n > 0 ? d->n : 1), sizeof(float));
+    d->recv = (float *)nn__calloc((size_t)size * (size_t)(d->n / size + 1), sizeof(float));
+    if (!d->flat || !d->recv) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: data-parallel: out of memory");
+    { /* overlap: a communication thread when MPI allows one to call it (NN_DIST_OVERLAP=0: off) */
+        const char *e = getenv("NN_DIST_OVERLAP");
+        int level = MPI_THREAD_SINGLE;
+        MPI_Query_thread(&level);
+        if (level >= MPI_THREAD_SERIALIZED && d->n_buckets > 1 && !(e && strcmp(e, "0") == 0)) {
+            pthread_mutex_init(&d->mu, NULL);
+            pthread_cond_init(&d->cv, NULL);
+            if (pthread_create(&d->th, NULL, nn__dist_thread, d) == 0) d->thread_on = 1;
+            else {
+                pthread_mutex_destroy(&d->mu);
+                pthread_cond_destroy(&d->cv);
+            }
+        }
+    }
+    g->dist_rank = d->rank;
+    g->dist_size = size;
+    nn__log(g->ctx, NN_LOG_DEBUG, "data-parallel: rank %d of %d, %lld gradient floats in %d buckets, %s", d->rank, size,
+            (long long)d->n, d->n_buckets, d->thread_on ? "reduced on a communication thread" : "reduced after the backward pass");
+    return NN_OK;
+}
+
+/* Rank 0's result, on every rank (the others' own is ignored): after rank 0 alone wrote a
+   file, the others wait for it and learn whether it failed. */
+static nn_result nn__dist_agree(nn_graph *g, nn_result mine, const char *what) {
+    nn__dist *d = (nn__dist *)g->dist;
+    int code = (int)mine, c, nr = 0;
+    nn_result r;
+    if (d->failed) return nn__fail(g->ctx, NN_ERR_STATE, "%s: data-parallel: an earlier step timed out on this graph", what);
+    for (c = 1; c < d->size && d->rank == 0; c++) {
+        MPI_Isend(&code, 1, MPI_INT, c, 4, d->comm, &d->req[nr]);
+        d->peer[nr++] = c;
+    }
+    if (d->rank != 0) {
+        MPI_Irecv(&code, 1, MPI_INT, 0, 4, d->comm, &d->req[nr]);
+        d->peer[nr++] = 0;
+    }
+    r = nn__dist_wait(g, d, nr, what);
+    if (r != NN_OK || d->rank == 0 || code == NN_OK) return r == NN_OK ? mine : r;
+    return nn__fail(g->ctx, (nn_result)code, "%s: data-parallel: rank 0 failed (%s)", what, nn_result_string((nn_result)code));
+}
+
+/* A step's forward and backward part, with every parameter's gradient replaced by the mean
+   over the ranks. The backward part runs in segments, each ending where a bucket's
+   gradients are complete; the bucket is staged into flat (host) and handed to the
+   communication thread, which reduces it while the next segment runs; the update waits
+   for the last bucket only. Without the thread, the buckets are reduced after the
+   backward part. run: compile.c's nn__run (from g->run_from). */
+static nn_result nn__dist_backward(nn_graph *g, nn_result (*run)(nn_graph *g, int n_sched)) {
+    nn__dist *d = (nn__dist *)g->dist;
+    const nn__backend *be = g->ctx->backend;
+    int progress = 0, from = 0, b, i, err = 0;
+    nn_result r = NN_OK;
+    double t0;
+    if (d->failed)
+        return nn__fail(g->ctx, NN_ERR_STATE, "nn_graph_step: data-parallel: an earlier step or compile timed out on "
+                                              "this graph; the ranks are out of step");
+    if (d->thread_on) {
+        pthread_mutex_lock(&d->mu);
+        d->staged = d->done = 0;
+        pthread_mutex_unlock(&d->mu);
+    }
+    for (b = 0; b < d->n_buckets && r == NN_OK; b++) {
+        if (d->thread_on && d->bend[b] + 1 > from) { /* the segment completing bucket b */
+            g->run_from = from;
+            r = run(g, d->bend[b] + 1);
+            progress += g->progress;
+            from = d->bend[b] + 1;
+        }
+        for (i = d->bpar[b]; i < d->bpar[b + 1] && r == NN_OK && d->thread_on; i++) { /* host staging */
+            nn__node *p = &g->nodes[d->par[i]];
+            r = be->read(g->ctx, &g->nodes[p->grad].buf, d->flat + d->poff[i], (size_t)p->numel * sizeof(float));
+        }
+        if (r == NN_OK && d->thread_on) {
+            pthread_mutex_lock(&d->mu);
+            d->staged = b + 1;
+            pthread_cond_broadcast(&d->cv);
+            pthread_mutex_unlock(&d->mu);
+        }
+    }
+    if (r == NN_OK) { /* the rest of the backward part (all of it without the thread) */
+        g->run_from = from;
+        r = run(g, g->n_sched_update);
+        progress += g->progress;
+    }
+    g->run_from = 0;
+    t0 = MPI_Wtime();
+    if (d->thread_on) { /* the last bucket */
+        pthread_mutex_lock(&d->mu);
+        while (d->done < d->staged) pthread_cond_wait(&d->cv, &d->mu);
+        err = d->err;
+        pthread_mutex_unlock(&d->mu);
+    } else {
+        for (i = 0; i < d->n_par && r == NN_OK; i++) {
+            nn__node *p = &g->nodes[d->par[i]];
+            r = be->read(g->ctx, &g->nodes[p->grad].buf, d->flat + d->poff[i], (size_t)p->numel * sizeof(float));
+        }
+        for (b = 0; b < d->n_buckets && r == NN_OK && !err; b++) err = nn__dist_reduce_bucket(d, b);
+    }
+    d->wait_s += MPI_Wtime() - t0;
+    g->progress = progress;
+    if (r != NN_OK) return r;
+    if (err) return nn__fail(g->ctx, NN_ERR_STATE, "%s", d->msg);
+    for (i = 0; i < d->n_par && r == NN_OK; i++) {
+        nn__node *p = &g->nodes[d->par[i]];
+        r = be->write(g->ctx, &g->nodes[p->grad].buf, d->flat + d->poff[i], (size_t)p->numel * sizeof(float));
+    }
+    return r;
+}
+
+NN_API nn_result nn_graph_dist_stats(nn_graph *g, double *comm_seconds, double *wait_seconds) {
+    nn__dist *d;
+    if (!g || !comm_seconds || !wait_seconds) return NN_ERR_INVALID_ARGUMENT;
+    d = (nn__dist *)g->dist;
+    *comm_seconds = d ? (d->thread_on ? d->comm_s : d->wait_s) : 0.0;
+    *wait_seconds = d ? d->wait_s : 0.0;
+    return NN_OK;
+}
+#endif
+
+/* ======================================================================
    src/engine/compile.c
    ====================================================================== */
 /* Compiling and running a graph: autograd and the optimizer's ops added, the schedule,
@@ -21998,6 +22551,13 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
         g->status = r;
         return r;
     }
+#ifdef NN_MPI /* data-parallel training (src/dist/dist.c): the ranks compare their graphs */
+    r = nn__dist_compile(g, &d);
+    if (r != NN_OK) {
+        g->status = r;
+        return r;
+    }
+#endif
     for (i = 0; i < g->n_sched; i++) g->ctx->op_compiled[g->nodes[g->sched[i]].op]++;
     for (i = 0; i < g->n_nodes; i++) /* constants: computed at compile time, not scheduled */
         if (g->nodes[i].live && (nn__op(g->nodes[i].op)->flags & NN__OPF_CONST)) g->ctx->op_compiled[g->nodes[i].op]++;
@@ -22041,6 +22601,26 @@ static nn_result nn__graph_step(nn_graph *g) {
     g->progress = 0;
     clock = g->clock;
     lr = g->lr;
+#ifdef NN_MPI
+    if (g->dist) { /* data-parallel (src/dist/dist.c): this rank is micro-step rank + 1 of the N
+                      that one process accumulating N steps would run (dropout's draws);
+                      its gradients are averaged across ranks, then every rank updates */
+        uint64_t step0 = g->step - 1;
+        int progress;
+        g->step = step0 + (uint64_t)g->dist_rank + 1;
+        r = nn__dist_backward(g, nn__run); /* forward, backward, the reduction overlapped */
+        progress = g->progress;
+        g->step = step0 + (uint64_t)g->dist_size;
+        if (r == NN_OK && nn__opt_begin(g)) {
+            g->run_from = g->n_sched_update;
+            r = nn__run(g, g->n_sched);
+            g->run_from = 0;
+            progress += g->progress;
+        }
+        g->progress = progress;
+        if (r != NN_OK) g->step = step0 + 1; /* restored to step0 below */
+    } else
+#endif
     r = nn__run(g, nn__opt_begin(g) ? g->n_sched : g->n_sched_update);
     if (r != NN_OK && g->progress > 0 && !g->broken) g->broken = 1; /* some of it ran: a retry would update twice */
     if (r != NN_OK) {
@@ -34555,6 +35135,10 @@ static int nn__parse_u64(const char *s, uint64_t *out) {
     return 1;
 }
 
+/* The steps a training state's update averages: accumulate_steps, times the ranks of a
+   data-parallel graph (each rank's step is one of that many micro-steps). */
+static int nn__accum_effective(const nn_graph *g) { return g->accum_steps * (g->dist_size > 1 ? g->dist_size : 1); }
+
 static nn_result nn__save_state(nn_graph *g, const char *path) {
     nn_context *ctx;
     nn__state_list l;
@@ -34577,7 +35161,7 @@ static nn_result nn__save_state(nn_graph *g, const char *path) {
     nn__meta_put(&h, &first, "nn.state", "1");
     nn__meta_put(&h, &first, "nn.optimizer", nn__opt_kind_name(g->opt.kind));
     nn__meta_u64(&h, &first, "nn.optimizer_state", (uint64_t)nn__opt_n_aux(&g->opt) * (g->opt.kind != NN_OPT_NONE));
-    nn__meta_u64(&h, &first, "nn.accumulate_steps", (uint64_t)g->accum_steps);
+    nn__meta_u64(&h, &first, "nn.accumulate_steps", (uint64_t)nn__accum_effective(g));
     nn__meta_u64(&h, &first, "nn.seed", g->seed);
     nn__meta_u64(&h, &first, "nn.step", g->step);
     nn__meta_u64(&h, &first, "nn.updates", g->clock.t);
@@ -34599,6 +35183,14 @@ static nn_result nn__save_state(nn_graph *g, const char *path) {
     nn__state_list_free(&l);
     return r;
 }
+
+#ifdef NN_MPI /* data-parallel (src/dist/dist.c): rank 0 writes, the others wait for its result */
+static nn_result nn__save_state_ranks(nn_graph *g, const char *path) {
+    if (!g || !g->dist) return nn__save_state(g, path);
+    return nn__dist_agree(g, g->dist_rank == 0 ? nn__save_state(g, path) : NN_OK, "nn_graph_save_state");
+}
+#define nn__save_state nn__save_state_ranks
+#endif
 
 NN_API nn_result nn_graph_save_state(nn_graph *g, const char *path) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
@@ -34664,9 +35256,14 @@ static nn_result nn__load_state_mem(nn_graph *g, const char *path, const unsigne
                      path, (unsigned long long)n_state, nn__opt_n_aux(&g->opt) * (g->opt.kind != NN_OPT_NONE));
         goto done;
     }
-    if (accum != (uint64_t)g->accum_steps) {
+    if (accum != (uint64_t)nn__accum_effective(g)) {
         r = nn__fail(ctx, NN_ERR_STATE, "%s: accumulate_steps is %llu there, %d here", path, (unsigned long long)accum,
-                     g->accum_steps);
+                     nn__accum_effective(g));
+        goto done;
+    }
+    if (g->dist_size > 1 && step % (uint64_t)g->dist_size) { /* data-parallel: whole cycles only */
+        r = nn__fail(ctx, NN_ERR_STATE, "%s: saved at step %llu, inside a cycle of %d accumulated steps: %d ranks resume at a "
+                     "cycle's end only", path, (unsigned long long)step, g->dist_size, g->dist_size);
         goto done;
     }
     if (updates > step) {
@@ -34712,6 +35309,9 @@ static nn_result nn__load_state_mem(nn_graph *g, const char *path, const unsigne
         nn__st_item *it = &l.it[i];
         const nn__st_tensor *t = nn__st_find(&f, it->name);
         int same;
+        if (!t && accum > 0 && step % accum == 0 && strlen(it->name) > 11 &&
+            strcmp(it->name + strlen(it->name) - 11, ".__grad_acc") == 0)
+            continue; /* saved at a cycle's end (by ranks, data-parallel): the next step resets it */
         if (!t) {
             r = nn__fail(ctx, NN_ERR_IO, "%s: no tensor %s", path, it->name);
             goto done;
@@ -34739,6 +35339,7 @@ static nn_result nn__load_state_mem(nn_graph *g, const char *path, const unsigne
     /* every check passed: now write */
     for (i = 0; i < l.n && r == NN_OK; i++) {
         nn__st_item *it = &l.it[i];
+        if (!it->t) continue; /* a running mean the next step resets (above) */
         nn__st_convert(tmp, buf + f.data_off + (size_t)it->t->begin, (size_t)it->numel, it->t->dtype);
         if (it->buf) r = nn__buf_write(ctx, it->buf, tmp, (size_t)it->numel * 4);
         else memcpy(it->host, tmp, (size_t)it->numel * 4);
@@ -34959,6 +35560,28 @@ static nn_result nn__dataset_next_batch(nn_dataset *d) {
         NN_FREE(d->x_host);
         NN_FREE(d->y_host);
         d->x_host = d->y_host = NULL;
+    }
+    if (g->dist_size > 1) { /* data-parallel: of the next N batches of the sequence (across
+                               epochs), rank r takes the r-th; every rank advances by N */
+        int64_t e = d->epoch, p = d->pos, me_e = e, me_p = p, e0 = d->epoch;
+        int i;
+        for (i = 0; i < g->dist_size; i++) {
+            if (p >= d->per_epoch) {
+                e++;
+                p = 0;
+            }
+            if (i == g->dist_rank) {
+                me_e = e;
+                me_p = p;
+            }
+            p++;
+        }
+        d->epoch = me_e;
+        r = nn__dataset_order(d);
+        if (r == NN_OK) r = nn__tensor_write(g, d->idx, d->perm + me_p * d->batch, (size_t)d->batch * sizeof(int32_t));
+        d->epoch = r == NN_OK ? e : e0;
+        if (r == NN_OK) d->pos = p;
+        return r;
     }
     if (d->pos >= d->per_epoch) {
         d->epoch++;

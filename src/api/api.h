@@ -3,6 +3,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#ifdef NN_MPI /* data-parallel training (the end of this file) */
+#include <mpi.h>
+#endif
 
 #ifndef NN_API
 #  if defined(NN_STATIC) && defined(__GNUC__)
@@ -1370,6 +1373,11 @@ struct nn_compile_desc {
     nn_optimizer optimizer;
     int keep_grads;      /* keep every parameter's gradient readable (nn_graph_grad) */
     nn_lr_schedule schedule; /* kind 0: the constant optimizer.lr */
+    int data_parallel;   /* builds with -DNN_MPI (see "Data-parallel training" at the end):
+                            0: a training graph is data-parallel over nn_dist_init's
+                            communicator (MPI_COMM_WORLD, initialised here when the program
+                            did not) when it has more than one rank; NN_ZERO: this process
+                            alone. Ignored without NN_MPI. */
 };
 
 /* Into *count: the updates skip_nonfinite skipped since compile (a read of 8 bytes; 0
@@ -1462,9 +1470,58 @@ NN_API nn_result nn_graph_load_safetensors(nn_graph *g, const char *path, int al
    and position. nn_graph_load_state() into a graph built and compiled the same way continues
    exactly as the saved run would have: the same bits on the CPU backend. It checks the
    optimizer kind and options, accumulate_steps and every tensor's presence and shape
-   (NN_ERR_STATE / NN_ERR_IO / NN_ERR_SHAPE naming what) before it changes anything. */
+   (NN_ERR_STATE / NN_ERR_IO / NN_ERR_SHAPE naming what) before it changes anything; the
+   gradient-accumulation means may be missing from a state saved at the end of a cycle
+   (as data-parallel ranks save: see "Data-parallel training"), where the next step resets
+   them. */
 NN_API nn_result nn_graph_save_state(nn_graph *g, const char *path);
 NN_API nn_result nn_graph_load_state(nn_graph *g, const char *path);
+
+/* ---- Data-parallel training over MPI (compiled in with -DNN_MPI, linked with mpicc) ----
+   One process per rank, each with its own context and the same graph. A training graph
+   compiled with data_parallel 0 (the default) over more than one rank runs each
+   nn_graph_step as one micro-step of a gradient accumulation over the ranks: rank r's
+   step s is micro-step s * N + r of one process with accumulate_steps N (its dropout draws
+   included), and the N gradients are averaged in rank order, acc = 0 + g_0 / N, then
+   acc + g_r / N for r = 1 .. N-1, exactly as that process's GRAD_ACC sums them, by a
+   reduce-scatter and all-gather over MPI point-to-point (each rank owns a slice of the
+   flat gradient and sums its slice in that order). So N ranks with per-rank batch B give
+   the same bits on the CPU backend as one process with batch B and accumulate_steps N, and
+   the parameters stay identical on every rank; nn_graph_step counts N steps per call on
+   every rank (the saved step, the schedules). accumulate_steps > 1 is refused with it.
+   Compile compares a hash of the graph (ops, shapes, parameters, optimizer) across the
+   ranks and fails on a mismatch; a rank that does not answer within the timeout makes the
+   step (or compile) fail with NN_ERR_STATE naming it, never hang. A nn_dataset gives each
+   rank a disjoint shard of every epoch's permutation (rank r takes the batches r, r + N,
+   ...); nn_graph_save_state writes on rank 0 only. Declared only when NN_MPI is defined
+   (nn.h then includes <mpi.h>). */
+#ifdef NN_MPI
+/* Sets the communicator data-parallel graphs use (a duplicate of *comm; NULL:
+   MPI_COMM_WORLD), calling MPI_Init first when MPI is not initialised (MPI_Finalize then
+   runs at exit). Optional: the first data-parallel compile calls nn_dist_init(NULL).
+   Graphs compiled before keep theirs. */
+NN_API nn_result nn_dist_init(const MPI_Comm *comm);
+/* Into *rank / *size: this process's rank in that communicator and the number of ranks
+   (initialising it as nn_dist_init(NULL) when needed). */
+NN_API nn_result nn_dist_rank(int *rank);
+NN_API nn_result nn_dist_size(int *size);
+/* The seconds a rank waits for the others in a step or compile before failing (default 300;
+   NN_DIST_TIMEOUT in the environment sets the default). */
+NN_API nn_result nn_dist_set_timeout(double seconds);
+/* The gradients' bucket size for graphs compiled after (0: NN_DIST_BUCKET_MB in the
+   environment, else 25 MB). The backward pass is cut where a bucket's gradients are
+   complete; with more than one bucket, and MPI initialised with at least
+   MPI_THREAD_SERIALIZED (nn_dist_init's own MPI_Init_thread asks for it), a communication
+   thread reduces each bucket (host staging) while the backward pass goes on, and the
+   update waits for the last one (NN_DIST_OVERLAP=0 in the environment: after the backward
+   pass instead). The bits do not depend on the buckets. */
+NN_API nn_result nn_dist_set_bucket_bytes(int64_t bytes);
+/* Into *comm_seconds and *wait_seconds, since compile: the time the reduction took (the
+   communication thread's, or the step's own without it) and the time steps waited for it
+   after their backward part; 1 - wait / comm is the share hidden behind the backward
+   pass. 0 and 0 for a graph that is not data-parallel. */
+NN_API nn_result nn_graph_dist_stats(nn_graph *g, double *comm_seconds, double *wait_seconds);
+#endif
 
 #ifdef __cplusplus
 }

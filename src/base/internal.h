@@ -287,6 +287,12 @@ struct nn_graph {
     nn__buf checks;              /* int32 [n_checks]: bad inputs counted by checked ops (node.check) */
     int n_checks;
     int checks_pending;          /* a run since the counters were last read */
+    /* data-parallel training (src/dist/dist.c, NN_MPI builds; unset otherwise) */
+    int run_from;                /* backend->run starts at this schedule position (0; the update part's
+                                    first when a data-parallel step runs it after the reduction) */
+    int dist_rank, dist_size;    /* this rank and the ranks' count (both 0 unless data-parallel) */
+    void *dist;                  /* the reduction's communicator and buffers (NULL: not data-parallel) */
+    void (*dist_free)(nn_graph *g); /* its destructor, set by the compile that made it */
 };
 
 

@@ -106,13 +106,13 @@ static nn_result nn__cpub_prepare(nn_graph *g) {
 
 static nn_result nn__cpub_run(nn_graph *g, int n_sched) {
     int i;
-    for (i = 0; i < n_sched; i++) {
+    for (i = g->run_from; i < n_sched; i++) { /* run_from: 0 but for a data-parallel update part */
         nn__node *n = &g->nodes[g->sched[i]];
         nn_result r = nn__op(n->op)->cpu(g, n);
         if (r != NN_OK) return r;
         g->progress++;
     }
-    g->ctx->stats.kernel_launches += (uint64_t)n_sched;
+    g->ctx->stats.kernel_launches += (uint64_t)(n_sched - g->run_from);
     return NN_OK;
 }
 

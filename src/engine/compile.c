@@ -432,6 +432,13 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
         g->status = r;
         return r;
     }
+#ifdef NN_MPI /* data-parallel training (src/dist/dist.c): the ranks compare their graphs */
+    r = nn__dist_compile(g, &d);
+    if (r != NN_OK) {
+        g->status = r;
+        return r;
+    }
+#endif
     for (i = 0; i < g->n_sched; i++) g->ctx->op_compiled[g->nodes[g->sched[i]].op]++;
     for (i = 0; i < g->n_nodes; i++) /* constants: computed at compile time, not scheduled */
         if (g->nodes[i].live && (nn__op(g->nodes[i].op)->flags & NN__OPF_CONST)) g->ctx->op_compiled[g->nodes[i].op]++;
@@ -475,6 +482,26 @@ static nn_result nn__graph_step(nn_graph *g) {
     g->progress = 0;
     clock = g->clock;
     lr = g->lr;
+#ifdef NN_MPI
+    if (g->dist) { /* data-parallel (src/dist/dist.c): this rank is micro-step rank + 1 of the N
+                      that one process accumulating N steps would run (dropout's draws);
+                      its gradients are averaged across ranks, then every rank updates */
+        uint64_t step0 = g->step - 1;
+        int progress;
+        g->step = step0 + (uint64_t)g->dist_rank + 1;
+        r = nn__dist_backward(g, nn__run); /* forward, backward, the reduction overlapped */
+        progress = g->progress;
+        g->step = step0 + (uint64_t)g->dist_size;
+        if (r == NN_OK && nn__opt_begin(g)) {
+            g->run_from = g->n_sched_update;
+            r = nn__run(g, g->n_sched);
+            g->run_from = 0;
+            progress += g->progress;
+        }
+        g->progress = progress;
+        if (r != NN_OK) g->step = step0 + 1; /* restored to step0 below */
+    } else
+#endif
     r = nn__run(g, nn__opt_begin(g) ? g->n_sched : g->n_sched_update);
     if (r != NN_OK && g->progress > 0 && !g->broken) g->broken = 1; /* some of it ran: a retry would update twice */
     if (r != NN_OK) {

@@ -267,6 +267,10 @@ static int nn__parse_u64(const char *s, uint64_t *out) {
     return 1;
 }
 
+/* The steps a training state's update averages: accumulate_steps, times the ranks of a
+   data-parallel graph (each rank's step is one of that many micro-steps). */
+static int nn__accum_effective(const nn_graph *g) { return g->accum_steps * (g->dist_size > 1 ? g->dist_size : 1); }
+
 static nn_result nn__save_state(nn_graph *g, const char *path) {
     nn_context *ctx;
     nn__state_list l;
@@ -289,7 +293,7 @@ static nn_result nn__save_state(nn_graph *g, const char *path) {
     nn__meta_put(&h, &first, "nn.state", "1");
     nn__meta_put(&h, &first, "nn.optimizer", nn__opt_kind_name(g->opt.kind));
     nn__meta_u64(&h, &first, "nn.optimizer_state", (uint64_t)nn__opt_n_aux(&g->opt) * (g->opt.kind != NN_OPT_NONE));
-    nn__meta_u64(&h, &first, "nn.accumulate_steps", (uint64_t)g->accum_steps);
+    nn__meta_u64(&h, &first, "nn.accumulate_steps", (uint64_t)nn__accum_effective(g));
     nn__meta_u64(&h, &first, "nn.seed", g->seed);
     nn__meta_u64(&h, &first, "nn.step", g->step);
     nn__meta_u64(&h, &first, "nn.updates", g->clock.t);
@@ -311,6 +315,14 @@ static nn_result nn__save_state(nn_graph *g, const char *path) {
     nn__state_list_free(&l);
     return r;
 }
+
+#ifdef NN_MPI /* data-parallel (src/dist/dist.c): rank 0 writes, the others wait for its result */
+static nn_result nn__save_state_ranks(nn_graph *g, const char *path) {
+    if (!g || !g->dist) return nn__save_state(g, path);
+    return nn__dist_agree(g, g->dist_rank == 0 ? nn__save_state(g, path) : NN_OK, "nn_graph_save_state");
+}
+#define nn__save_state nn__save_state_ranks
+#endif
 
 NN_API nn_result nn_graph_save_state(nn_graph *g, const char *path) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
@@ -376,9 +388,14 @@ static nn_result nn__load_state_mem(nn_graph *g, const char *path, const unsigne
                      path, (unsigned long long)n_state, nn__opt_n_aux(&g->opt) * (g->opt.kind != NN_OPT_NONE));
         goto done;
     }
-    if (accum != (uint64_t)g->accum_steps) {
+    if (accum != (uint64_t)nn__accum_effective(g)) {
         r = nn__fail(ctx, NN_ERR_STATE, "%s: accumulate_steps is %llu there, %d here", path, (unsigned long long)accum,
-                     g->accum_steps);
+                     nn__accum_effective(g));
+        goto done;
+    }
+    if (g->dist_size > 1 && step % (uint64_t)g->dist_size) { /* data-parallel: whole cycles only */
+        r = nn__fail(ctx, NN_ERR_STATE, "%s: saved at step %llu, inside a cycle of %d accumulated steps: %d ranks resume at a "
+                     "cycle's end only", path, (unsigned long long)step, g->dist_size, g->dist_size);
         goto done;
     }
     if (updates > step) {
@@ -424,6 +441,9 @@ static nn_result nn__load_state_mem(nn_graph *g, const char *path, const unsigne
         nn__st_item *it = &l.it[i];
         const nn__st_tensor *t = nn__st_find(&f, it->name);
         int same;
+        if (!t && accum > 0 && step % accum == 0 && strlen(it->name) > 11 &&
+            strcmp(it->name + strlen(it->name) - 11, ".__grad_acc") == 0)
+            continue; /* saved at a cycle's end (by ranks, data-parallel): the next step resets it */
         if (!t) {
             r = nn__fail(ctx, NN_ERR_IO, "%s: no tensor %s", path, it->name);
             goto done;
@@ -451,6 +471,7 @@ static nn_result nn__load_state_mem(nn_graph *g, const char *path, const unsigne
     /* every check passed: now write */
     for (i = 0; i < l.n && r == NN_OK; i++) {
         nn__st_item *it = &l.it[i];
+        if (!it->t) continue; /* a running mean the next step resets (above) */
         nn__st_convert(tmp, buf + f.data_off + (size_t)it->t->begin, (size_t)it->numel, it->t->dtype);
         if (it->buf) r = nn__buf_write(ctx, it->buf, tmp, (size_t)it->numel * 4);
         else memcpy(it->host, tmp, (size_t)it->numel * 4);
@@ -671,6 +692,28 @@ static nn_result nn__dataset_next_batch(nn_dataset *d) {
         NN_FREE(d->x_host);
         NN_FREE(d->y_host);
         d->x_host = d->y_host = NULL;
+    }
+    if (g->dist_size > 1) { /* data-parallel: of the next N batches of the sequence (across
+                               epochs), rank r takes the r-th; every rank advances by N */
+        int64_t e = d->epoch, p = d->pos, me_e = e, me_p = p, e0 = d->epoch;
+        int i;
+        for (i = 0; i < g->dist_size; i++) {
+            if (p >= d->per_epoch) {
+                e++;
+                p = 0;
+            }
+            if (i == g->dist_rank) {
+                me_e = e;
+                me_p = p;
+            }
+            p++;
+        }
+        d->epoch = me_e;
+        r = nn__dataset_order(d);
+        if (r == NN_OK) r = nn__tensor_write(g, d->idx, d->perm + me_p * d->batch, (size_t)d->batch * sizeof(int32_t));
+        d->epoch = r == NN_OK ? e : e0;
+        if (r == NN_OK) d->pos = p;
+        return r;
     }
     if (d->pos >= d->per_epoch) {
         d->epoch++;

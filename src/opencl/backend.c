@@ -732,11 +732,11 @@ static cl_int nn__cl_guard_enqueue(cl_command_queue q, const nn__launch *l, unsi
     return err;
 }
 
-/* After a guarded run of launches [0, n): the first launch that changed a guard, named. */
-static nn_result nn__cl_guard_check(nn_graph *g, int n) {
+/* After a guarded run of launches [from, n): the first launch that changed a guard, named. */
+static nn_result nn__cl_guard_check(nn_graph *g, int from, int n) {
     const unsigned char *at = NN__CL(g->ctx)->guard_seen;
     int i, k;
-    for (i = 0; i < n; i++) {
+    for (i = from; i < n; i++) {
         const nn__launch *l = &g->launches[i];
         int j = 0, m = nn__cl_guard_bufs(l);
         for (k = 0; k < l->n_args; k++) {
@@ -763,17 +763,18 @@ static nn_result nn__cl_guard_check(nn_graph *g, int n) {
     return NN_OK;
 }
 
-/* Enqueues the launches of the first n_sched schedule positions (with NN_CL_GUARDS, each
-   between its guards' fills and reads, and waits for them to check). */
+/* Enqueues the launches of the first n_sched schedule positions (from g->run_from: 0 but
+   for a data-parallel update part; with NN_CL_GUARDS, each between its guards' fills and
+   reads, and waits for them to check). */
 static nn_result nn__cl_run(nn_graph *g, int n_sched) {
     nn__cl *cl = NN__CL(g->ctx);
     cl_command_queue q = cl->queue;
-    int i, k, n = g->sched_launch[n_sched], guard = g->ctx->dev.guard != 0;
+    int i, k, n = g->sched_launch[n_sched], from = g->sched_launch[g->run_from], guard = g->ctx->dev.guard != 0;
     unsigned char *at = NULL;
     nn_result r = NN_OK;
     if (guard) {
         size_t need = 0;
-        for (i = 0; i < n; i++) need += (size_t)2 * nn__cl_guard_bufs(&g->launches[i]) * NN__CL_GUARD;
+        for (i = from; i < n; i++) need += (size_t)2 * nn__cl_guard_bufs(&g->launches[i]) * NN__CL_GUARD;
         if (need > cl->guard_cap) {
             unsigned char *p = (unsigned char *)NN_REALLOC(cl->guard_seen, need);
             if (!p) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "NN_CL_GUARDS: out of memory for %lu bytes", (unsigned long)need);
@@ -782,7 +783,7 @@ static nn_result nn__cl_run(nn_graph *g, int n_sched) {
         }
         at = cl->guard_seen;
     }
-    for (i = 0; i < n && r == NN_OK; i++) {
+    for (i = from; i < n && r == NN_OK; i++) {
         nn__launch *l = &g->launches[i];
         cl_int err = CL_SUCCESS;
         if (l->update) {
@@ -807,9 +808,9 @@ static nn_result nn__cl_run(nn_graph *g, int n_sched) {
     if (guard) { /* the reads land in guard_seen: none may be pending when it is checked, grown or freed */
         cl_int err = clFinish(q);
         if (r == NN_OK && err != CL_SUCCESS) r = nn__fail(g->ctx, NN_ERR_DEVICE, "clFinish: %s (%d)", nn__cl_errstr(err), err);
-        if (r == NN_OK) r = nn__cl_guard_check(g, n);
+        if (r == NN_OK) r = nn__cl_guard_check(g, from, n);
     }
-    if (r == NN_OK) g->ctx->stats.kernel_launches += (uint64_t)n;
+    if (r == NN_OK) g->ctx->stats.kernel_launches += (uint64_t)(n - from);
     return r;
 }
 
