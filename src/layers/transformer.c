@@ -1,8 +1,9 @@
 /* Transformer layers composed of the public builders: nanoGPT's GPT (blocks, the model,
    and one-token decoding against a key/value cache kept on the device). Parameter names
    and layouts are nanoGPT's (Linear weights [out, in]), so state dicts load both ways.
-   The embedding and the attention are each one small function here (nn__tf_embedding,
-   nn__tf_attention): switching them to the fused ops is a one-line change. */
+   The embedding (nn_embedding_lookup) and the attention (nn_attention, fused: causal, the
+   masks and dropout in its desc) are each one small function here (nn__tf_embedding,
+   nn__tf_attention). */
 #include "../base/internal.h"
 
 /* PyTorch-style name NAME.suffix, or suffix alone when NAME is empty. */
@@ -66,28 +67,29 @@ static nn_tensor nn__tf_layer_norm(nn_graph *g, nn_tensor x, int bias, const cha
     return nn_layer_norm(g, x, 1, nn_param(g, wn, nn_shape1(c), one), bias ? nn_param(g, bn, nn_shape1(c), zero) : NN_NONE, NULL);
 }
 
-/* The token embedding: rows of weight [V, C] at idx (int32, any shape) -> [numel(idx), C]. */
+/* The token embedding: rows of weight [V, C] at idx (int32, any shape) -> [numel(idx), C]
+   (nn_embedding_lookup: its backward is the segment sum, linear in the index count; the
+   weight may also be the tied output head, whose gradient adds). */
 static nn_tensor nn__tf_embedding(nn_graph *g, nn_tensor weight, nn_tensor idx) {
     int64_t n = nn__n(g, idx)->numel;
-    return nn_gather_rows(g, weight, nn__n(g, idx)->shape.ndim == 1 ? idx : nn_reshape(g, idx, nn_shape1(n)));
+    return nn_embedding_lookup(g, weight, nn__n(g, idx)->shape.ndim == 1 ? idx : nn_reshape(g, idx, nn_shape1(n)), NULL);
 }
 
-/* Scaled dot-product attention on q [B, H, Tq, D], k, v [B, H, Tk, D]; mask (float, nonzero
-   where a key is hidden, broadcast to [B, H, Tq, Tk]) or NN_NONE. Composed: the [Tq, Tk]
-   scores are stored. */
-static nn_tensor nn__tf_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, nn_tensor mask, float dropout) {
-    const nn_shape *s = &nn__n(g, q)->shape;
-    nn_tensor att = nn_mul_scalar(g, nn_matmul(g, q, k, 0, 1), (float)(1.0 / sqrt((double)s->dim[s->ndim - 1])));
-    if (mask.id) att = nn_masked_fill(g, att, mask, -INFINITY);
-    att = nn_softmax(g, att, -1);
-    if (dropout > 0) att = nn_dropout(g, att, dropout);
-    return nn_matmul(g, att, v, 0, 0);
-}
-
-/* [T, T], 1 above the diagonal (the keys after each query). */
-static nn_tensor nn__tf_causal_mask(nn_graph *g, int64_t t) {
-    nn_tensor r = nn_arange(g, 0, (double)t, 1);
-    return nn_gt(g, nn_reshape(g, r, nn_shape2(1, t)), nn_reshape(g, r, nn_shape2(t, 1)));
+/* Scaled dot-product attention, fused (nn_attention: no [Tq, Tk] matrix stored). q, k, v
+   in layout (NN_ATTN_BHTD [B, H, T, D] or NN_ATTN_BTHD [B, T, H, D]); causal: keys after
+   each query hidden (top-left aligned); mask: float32 added to the scores (-inf hides),
+   broadcast to [B, H, Tq, Tk], or NN_NONE; kpm: float32 [B, Tk], nonzero keys hidden, or
+   NN_NONE. */
+static nn_tensor nn__tf_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, int layout, int causal, nn_tensor mask,
+                                  nn_tensor kpm, float dropout) {
+    nn_attention_desc ad;
+    memset(&ad, 0, sizeof ad);
+    ad.layout = layout;
+    ad.causal = causal;
+    ad.mask = mask;
+    ad.key_padding_mask = kpm;
+    ad.dropout = dropout;
+    return nn_attention(g, q, k, v, &ad);
 }
 
 /* nanoGPT's MLP: c_fc (C -> 4C), GELU (exact), c_proj (4C -> C), dropout; on rows [R, C]. */
@@ -102,23 +104,23 @@ static nn_tensor nn__gpt_mlp(nn_graph *g, nn_tensor x, const nn_gpt_config *c, c
     return c->dropout > 0 ? nn_dropout(g, h, c->dropout) : h;
 }
 
-/* One block on x [B, T, C]; mask: the causal mask [T, T]. */
-static nn_tensor nn__gpt_block(nn_graph *g, nn_tensor x, nn_tensor mask, const nn_gpt_config *c, const char *name) {
+/* One block on x [B, T, C], causal. q, k and v are column blocks of c_attn's rows viewed as
+   [B, T, H, D] (NN_ATTN_BTHD), and the attention's [B, T, H, D] output is c_proj's rows. */
+static nn_tensor nn__gpt_block(nn_graph *g, nn_tensor x, const nn_gpt_config *c, const char *name) {
     char nb[256];
     const nn_shape *s = &nn__n(g, x)->shape;
     int64_t b = s->dim[0], t = s->dim[1], e = c->n_embd, h = c->n_head, d = e / h;
-    int perm[5] = {2, 0, 3, 1, 4}, back[4] = {0, 2, 1, 3};
     float pstd = (float)(0.02 / sqrt(2.0 * c->n_layer));
     nn_tensor r = nn_reshape(g, x, nn_shape2(b * t, e)), a, qkv, q, k, v, y;
     snprintf(nb, sizeof nb, "%s.ln_1", name);
     a = nn__tf_layer_norm(g, r, !c->no_bias, nb);
     snprintf(nb, sizeof nb, "%s.attn.c_attn", name);
-    qkv = nn_permute(g, nn_reshape(g, nn__tf_linear(g, a, 3 * e, 0.02f, !c->no_bias, nb), nn_shape5(b, t, 3, h, d)), perm, 5);
-    q = nn_reshape(g, nn_slice(g, qkv, 0, 0, 1), nn_shape4(b, h, t, d));
-    k = nn_reshape(g, nn_slice(g, qkv, 0, 1, 1), nn_shape4(b, h, t, d));
-    v = nn_reshape(g, nn_slice(g, qkv, 0, 2, 1), nn_shape4(b, h, t, d));
-    y = nn__tf_attention(g, q, k, v, mask, c->dropout);
-    y = nn_reshape(g, nn_permute(g, y, back, 4), nn_shape2(b * t, e));
+    qkv = nn__tf_linear(g, a, 3 * e, 0.02f, !c->no_bias, nb); /* [B*T, 3C]: q | k | v, each [H, D] */
+    q = nn_reshape(g, nn_slice(g, qkv, 1, 0, e), nn_shape4(b, t, h, d));
+    k = nn_reshape(g, nn_slice(g, qkv, 1, e, e), nn_shape4(b, t, h, d));
+    v = nn_reshape(g, nn_slice(g, qkv, 1, 2 * e, e), nn_shape4(b, t, h, d));
+    y = nn__tf_attention(g, q, k, v, NN_ATTN_BTHD, 1, NN_NONE, NN_NONE, c->dropout);
+    y = nn_reshape(g, y, nn_shape2(b * t, e));
     snprintf(nb, sizeof nb, "%s.attn.c_proj", name);
     y = nn__tf_linear(g, y, e, pstd, !c->no_bias, nb);
     if (c->dropout > 0) y = nn_dropout(g, y, c->dropout);
@@ -139,14 +141,14 @@ NN_API nn_tensor nn_gpt_block(nn_graph *g, nn_tensor x, const nn_gpt_config *cfg
     if (s->ndim != 3 || s->dim[2] != cfg->n_embd || s->dim[1] > cfg->block_size)
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_gpt_block %s: x %s must be [B, T, n_embd %lld] with T <= block_size %lld", name, b,
                            (long long)cfg->n_embd, (long long)cfg->block_size);
-    return nn__gpt_block(g, x, nn__tf_causal_mask(g, s->dim[1]), cfg, name);
+    return nn__gpt_block(g, x, cfg, name);
 }
 
 /* Token and position embeddings, the blocks, ln_f and the head tied to wte: [B*T, V]. */
 NN_API nn_tensor nn_gpt(nn_graph *g, nn_tensor idx, const nn_gpt_config *cfg) {
     char nb[320], pre[200];
     const nn_shape *s;
-    nn_tensor wte, x, mask;
+    nn_tensor wte, x;
     nn_init wi;
     int64_t b, t, e;
     int i;
@@ -172,10 +174,9 @@ NN_API nn_tensor nn_gpt(nn_graph *g, nn_tensor idx, const nn_gpt_config *cfg) {
     x = nn_add(g, nn_reshape(g, nn__tf_embedding(g, wte, idx), nn_shape3(b, t, e)),
                nn_slice(g, nn_param(g, nb, nn_shape2(cfg->block_size, e), wi), 0, 0, t));
     if (cfg->dropout > 0) x = nn_dropout(g, x, cfg->dropout);
-    mask = nn__tf_causal_mask(g, t);
     for (i = 0; i < cfg->n_layer; i++) {
         snprintf(nb, sizeof nb, "%s.h.%d", pre, i);
-        x = nn__gpt_block(g, x, mask, cfg, nb);
+        x = nn__gpt_block(g, x, cfg, nb);
     }
     snprintf(nb, sizeof nb, "%s.ln_f", pre);
     x = nn__tf_layer_norm(g, nn_reshape(g, x, nn_shape2(b * t, e)), !cfg->no_bias, nb);
@@ -214,10 +215,12 @@ NN_API nn_tensor nn_gpt_decode(nn_graph *g, nn_tensor idx, nn_tensor pos, const 
     wte = nn_param(g, nb, nn_shape2(cfg->vocab_size, e), wi);
     snprintf(nb, sizeof nb, "%s.wpe.weight", pre);
     x = nn_add(g, nn__tf_embedding(g, wte, idx), nn__tf_embedding(g, nn_param(g, nb, nn_shape2(tmax, e), wi), pos));
-    /* the cache slot of pos ([Tmax] one-hot) and the keys after it (hidden) */
+    /* the cache slot of pos ([Tmax] one-hot) and the keys after it, hidden by an additive
+       mask: -inf after pos, 0 up to it (a float mask, since pos is a tensor, not causal) */
     onehot = nn_one_hot(g, pos, tmax);
     slot = nn_reshape(g, onehot, nn_shape4(1, 1, tmax, 1));
-    mask = nn_reshape(g, nn_sub(g, nn_cumsum(g, onehot, 1), onehot), nn_shape4(1, 1, 1, tmax));
+    mask = nn_sub(g, nn_cumsum(g, onehot, 1), onehot);
+    mask = nn_reshape(g, nn_masked_fill(g, mask, mask, -INFINITY), nn_shape4(1, 1, 1, tmax));
     for (i = 0; i < cfg->n_layer; i++) {
         char nl[240];
         float pstd = (float)(0.02 / sqrt(2.0 * cfg->n_layer));
@@ -236,7 +239,7 @@ NN_API nn_tensor nn_gpt_decode(nn_graph *g, nn_tensor idx, nn_tensor pos, const 
             caches[2 * i] = kc;
             caches[2 * i + 1] = vc;
         }
-        y = nn_reshape(g, nn__tf_attention(g, q, kc, vc, mask, 0), nn_shape2(b, e));
+        y = nn_reshape(g, nn__tf_attention(g, q, kc, vc, NN_ATTN_BHTD, 0, mask, NN_NONE, 0), nn_shape2(b, e));
         snprintf(nb, sizeof nb, "%s.attn.c_proj", nl);
         x = nn_add(g, x, nn__tf_linear(g, y, e, pstd, !cfg->no_bias, nb));
         snprintf(nb, sizeof nb, "%s.ln_2", nl);
@@ -300,7 +303,7 @@ static nn_tensor nn__tf_mha(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, 
     int64_t b = nn__n(g, q)->shape.dim[0], t = nn__n(g, q)->shape.dim[1], s = nn__n(g, k)->shape.dim[1], d = e / h;
     int bias = !(desc && desc->no_bias);
     nn_init xu, zero;
-    nn_tensor w, wb = NN_NONE, qr, kr, vr, mask = NN_NONE, add = NN_NONE, y;
+    nn_tensor w, wb = NN_NONE, qr, kr, vr, y;
     memset(&xu, 0, sizeof xu);
     memset(&zero, 0, sizeof zero);
     xu.kind = NN_INIT_XAVIER_UNIFORM;
@@ -327,21 +330,30 @@ static nn_tensor nn__tf_mha(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, 
             vr = nn_add(g, vr, nn_slice(g, wb, 0, 2 * e, e));
         }
     }
-    if (desc && desc->is_causal) mask = nn__tf_causal_mask(g, t > s ? t : s);
-    if (mask.id && t != s) mask = nn_slice(g, nn_slice(g, mask, 0, 0, t), 1, 0, s);
-    if (desc && desc->key_padding_mask.id) {
-        nn_tensor kp = nn_reshape(g, desc->key_padding_mask, nn_shape4(b, 1, 1, s));
-        mask = mask.id ? nn_logical_or(g, mask, kp) : kp;
-    }
-    if (desc && desc->attn_mask.id) {
+    /* nn_attention on the projections' rows viewed as [B, T, H, D]: is_causal its causal
+       flag (top-left aligned, as PyTorch's), key_padding_mask as it is (float32, nonzero keys
+       hidden). A float attn_mask is added to the scores and, as in PyTorch, gets a gradient;
+       nn_attention's mask is a constant, so with an attn_mask the attention stays composed
+       (matmul, add, masked_fill, softmax, dropout, matmul: the [T, S] scores are stored). */
+    if (!(desc && desc->attn_mask.id)) {
+        y = nn__tf_attention(g, nn_reshape(g, qr, nn_shape4(b, t, h, d)), nn_reshape(g, kr, nn_shape4(b, s, h, d)),
+                             nn_reshape(g, vr, nn_shape4(b, s, h, d)), NN_ATTN_BTHD, desc && desc->is_causal, NN_NONE,
+                             desc ? desc->key_padding_mask : NN_NONE, dropout);
+        y = nn_reshape(g, y, nn_shape2(b * t, e));
+    } else {
         const nn_shape *am = &nn__n(g, desc->attn_mask)->shape;
-        add = am->ndim == 3 ? nn_reshape(g, desc->attn_mask, nn_shape4(b, h, t, s)) : desc->attn_mask;
-    }
-    {
-        nn_tensor qh = nn__tf_heads(g, qr, b, t, h, d), kh = nn__tf_heads(g, kr, b, s, h, d), vh = nn__tf_heads(g, vr, b, s, h, d);
-        nn_tensor att = nn_mul_scalar(g, nn_matmul(g, qh, kh, 0, 1), (float)(1.0 / sqrt((double)d)));
         int p[4] = {0, 2, 1, 3};
-        if (add.id) att = nn_add(g, att, add);
+        nn_tensor qh = nn__tf_heads(g, qr, b, t, h, d), kh = nn__tf_heads(g, kr, b, s, h, d), vh = nn__tf_heads(g, vr, b, s, h, d);
+        nn_tensor att = nn_mul_scalar(g, nn_matmul(g, qh, kh, 0, 1), (float)(1.0 / sqrt((double)d))), mask = NN_NONE;
+        att = nn_add(g, att, am->ndim == 3 ? nn_reshape(g, desc->attn_mask, nn_shape4(b, h, t, s)) : desc->attn_mask);
+        if (desc->is_causal) { /* keys after each query: [T, S], top-left aligned */
+            nn_tensor rt = nn_arange(g, 0, (double)t, 1), rs = nn_arange(g, 0, (double)s, 1);
+            mask = nn_gt(g, nn_reshape(g, rs, nn_shape2(1, s)), nn_reshape(g, rt, nn_shape2(t, 1)));
+        }
+        if (desc->key_padding_mask.id) {
+            nn_tensor kp = nn_reshape(g, desc->key_padding_mask, nn_shape4(b, 1, 1, s));
+            mask = mask.id ? nn_logical_or(g, mask, kp) : kp;
+        }
         if (mask.id) att = nn_masked_fill(g, att, mask, -INFINITY);
         att = nn_softmax(g, att, -1);
         if (dropout > 0) att = nn_dropout(g, att, dropout);
