@@ -18,8 +18,8 @@
    The checkpoint is a safetensors file with nanoGPT's names (transformer.wte.weight, ...;
    lm_head.weight is tied to wte: load it with strict=False or set it to wte's tensor).
    Generation runs one token per nn_graph_forward against the cache (nn_gpt_decode) and
-   reads back the next token's 96 probabilities, from which the host samples (temperature
-   0.8): nn.h has no sampling op on the device yet. When the 64 positions are used up, the
+   samples the next token on the device (nn_sample_logits, temperature 0.8): the read-back
+   is the token id, 4 bytes. When the 64 positions are used up, the
    cache is refilled with the last 32 characters and generation goes on.
 
    The last line: RESULT device=<name> steps=<n> tokens_per_sec=<x> heldout_loss=<x>
@@ -139,26 +139,14 @@ static void fill_batch(const int64_t *s, int32_t *rows, int32_t *off) {
     }
 }
 
-/* Samples a token from probabilities p (temperature: p^(1/temp), renormalised). */
-static int sample(const float *p, float temp) {
-    double w[V], sum = 0, u;
-    int i;
-    for (i = 0; i < V; i++) sum += (w[i] = pow((double)p[i], 1.0 / temp));
-    u = (rnd() / 4294967296.0) * sum;
-    for (i = 0; i < V - 1; i++) {
-        if (u < w[i]) return i;
-        u -= w[i];
-    }
-    return V - 1;
-}
-
 int main(int argc, char **argv) {
     nn_context *ctx = NULL;
     nn_graph *g = NULL, *gen = NULL, *full = NULL;
     nn_graph_desc gd;
     nn_compile_desc cd;
     nn_gpt_config cfg;
-    nn_tensor text, rows, off, dx, dy, xt, yt, logits, loss, tok, pos, probs, caches[8], widx, wprobs;
+    nn_tensor text, rows, off, dx, dy, xt, yt, logits, loss, tok, pos, nexttok, caches[8], widx, wnext;
+    nn_sample_desc sd;
     nn_stats st0, st1;
     nn_device_info dev;
     char *raw, devname[128], out[GEN_CHARS + 1];
@@ -284,14 +272,16 @@ int main(int argc, char **argv) {
     if (nn_graph_create(ctx, &gd, &gen) != NN_OK) return fail(ctx, "nn_graph_create");
     tok = nn_input(gen, "token", NN_I32, nn_shape1(1));
     pos = nn_input(gen, "position", NN_I32, nn_shape1(1));
-    probs = nn_softmax(gen, nn_gpt_decode(gen, tok, pos, &cfg, caches), -1);
-    nn_graph_output(gen, probs);
+    memset(&sd, 0, sizeof sd);
+    sd.temperature = 0.8f;
+    nexttok = nn_sample_logits(gen, nn_gpt_decode(gen, tok, pos, &cfg, caches), &sd); /* int32 [1] */
+    nn_graph_output(gen, nexttok);
     memset(&cd, 0, sizeof cd);
     if (nn_graph_compile(gen, &cd) != NN_OK) return fail(ctx, "compile (generation)");
     {
         const char *prompt = "The ";
         int hist[T + GEN_CHARS + 8], nh = 0, p = 0, next = 0, c;
-        float pr[V];
+        int32_t drawn = 0;
         double tg;
         for (k = 0; prompt[k]; k++) hist[nh++] = tok_of((unsigned char)prompt[k]);
         tg = now();
@@ -300,14 +290,14 @@ int main(int argc, char **argv) {
     do {                                                                                                                \
         int32_t tv = (int32_t)(tk), pv = (int32_t)p;                                                                   \
         if (nn_tensor_write(gen, tok, &tv, 4) != NN_OK || nn_tensor_write(gen, pos, &pv, 4) != NN_OK ||                \
-            nn_graph_forward(gen) != NN_OK || nn_tensor_read(gen, probs, pr, sizeof pr) != NN_OK)                       \
+            nn_graph_forward(gen) != NN_OK || nn_tensor_read(gen, nexttok, &drawn, 4) != NN_OK)                       \
             return fail(ctx, "generate");                                                                               \
         p++;                                                                                                            \
     } while (0)
         for (k = 0; k < 2 * cfg.n_layer; k++) nn_tensor_fill(gen, caches[k], 0.0f);
         for (k = 0; k < nh; k++) RUN_TOKEN(hist[k]);
         for (c = 0; c < GEN_CHARS; c++) {
-            next = sample(pr, 0.8f);
+            next = (int)drawn; /* drawn on the device after the last token run */
             out[c] = (char)chr_of(next);
             hist[nh++] = next;
             if (p == T) { /* the context is full: refill the cache with the last 32 characters */
@@ -329,13 +319,12 @@ int main(int argc, char **argv) {
     gd.eval = 1;
     if (nn_graph_create(ctx, &gd, &full) != NN_OK) return fail(ctx, "nn_graph_create");
     widx = nn_input(full, "window", NN_I32, nn_shape2(1, T));
-    wprobs = nn_softmax(full, nn_gpt(full, widx, &cfg), -1);
-    nn_graph_output(full, wprobs);
+    wnext = nn_sample_logits(full, nn_gpt(full, widx, &cfg), &sd); /* a draw per position: int32 [T] */
+    nn_graph_output(full, wnext);
     memset(&cd, 0, sizeof cd);
     if (nn_graph_compile(full, &cd) != NN_OK) return fail(ctx, "compile (no cache)");
     {
-        static float pr[T * V];
-        int32_t w[T];
+        int32_t w[T], drawn[T];
         int hist[T + GEN_CHARS + 8], nh = 0, c, len;
         double tg = now();
         hist[nh++] = tok_of('T');
@@ -344,9 +333,9 @@ int main(int argc, char **argv) {
             memset(w, 0, sizeof w);
             for (k = 0; k < len; k++) w[k] = hist[nh - len + k];
             if (nn_tensor_write(full, widx, w, sizeof w) != NN_OK || nn_graph_forward(full) != NN_OK ||
-                nn_tensor_read(full, wprobs, pr, sizeof pr) != NN_OK)
+                nn_tensor_read(full, wnext, drawn, sizeof drawn) != NN_OK)
                 return fail(ctx, "generate (no cache)");
-            hist[nh++] = sample(pr + (size_t)(len - 1) * V, 0.8f);
+            hist[nh++] = (int)drawn[len - 1];
         }
         nocache_tps = GEN_CHARS / (now() - tg);
         printf("generation: %.0f tokens/s with the cache, %.0f tokens/s running the context for each token\n", gen_tps,
