@@ -7166,9 +7166,27 @@ static void nn__dsum4(const float *dy, const float *x, float mean, float rs, flo
     *s2 += (b0 + b1) + (b2 + b3);
 }
 
+/* Layer norm's view (S 1, one group per leading element, not per channel): each group a
+   row of C contiguous floats. The loops below take it row by row, with the index arithmetic
+   and the row's rstd hoisted; every sum keeps the general loops' order (nn__sum4 and
+   nn__dsum4 of one element are the element itself), so the results are bitwise theirs. */
+static int nn__norm_rows(const nn__norm *q) { return q->S == 1 && q->G == 1 && !q->per_channel; }
+
 /* stats [2, R] = the mean and biased variance of groups r0..r1-1 of x (two passes, in double) */
 static void nn__norm_stats_range(const nn__norm *q, float *stats, const float *x, int64_t r0, int64_t r1) {
     int64_t R = nn__norm_groups(q), n = nn__norm_count(q), r, b, ci;
+    if (nn__norm_rows(q)) {
+        for (r = r0; r < r1; r++) {
+            const float *p = x + r * q->C;
+            double sum = 0.0, mean, var = 0.0;
+            for (ci = 0; ci < q->C && !q->rms; ci++) sum += p[ci];
+            mean = sum / (double)n;
+            for (ci = 0; ci < q->C; ci++) var += (p[ci] - mean) * (p[ci] - mean);
+            stats[r] = (float)mean;
+            stats[R + r] = (float)(var / (double)n);
+        }
+        return;
+    }
     for (r = r0; r < r1; r++) {
         nn__norm_span sp = nn__norm_span_of(q, r);
         double sum = 0.0, mean, var = 0.0;
@@ -7197,6 +7215,17 @@ static float nn__norm_rstd(const float *stats, int64_t R, int64_t r, float eps) 
 static void nn__norm_forward_range(const nn__norm *q, float *y, const float *x, const float *stats, const float *gamma,
                                    const float *beta, float eps, int64_t ac0, int64_t ac1) {
     int64_t R = nn__norm_groups(q), ac, s;
+    if (nn__norm_rows(q)) {
+        for (ac = ac0; ac < ac1;) {
+            int64_t a = ac / q->C, c = ac % q->C, end = (a + 1) * q->C < ac1 ? (a + 1) * q->C : ac1;
+            float mean = stats[a], rs = nn__norm_rstd(stats, R, a, eps);
+            for (; ac < end; ac++, c++) {
+                float scale = rs * (gamma ? gamma[c] : 1.0f), shift = beta ? beta[c] : 0.0f;
+                y[ac] = (x[ac] - mean) * scale + shift;
+            }
+        }
+        return;
+    }
     for (ac = ac0; ac < ac1; ac++) {
         int64_t a = ac / q->C, c = ac % q->C, r = nn__norm_group_of(q, a, c), o = ac * q->S;
         float mean = stats[r], scale = nn__norm_rstd(stats, R, r, eps) * (gamma ? gamma[c] : 1.0f);
@@ -7211,6 +7240,25 @@ static void nn__norm_forward_range(const nn__norm *q, float *y, const float *x, 
 static void nn__norm_backward_data_range(const nn__norm *q, float *dx, const float *x, const float *stats, const float *dy,
                                          const float *gamma, int const_stats, float eps, int64_t r0, int64_t r1) {
     int64_t R = nn__norm_groups(q), n = nn__norm_count(q), r, b, ci, s;
+    if (nn__norm_rows(q)) {
+        for (r = r0; r < r1; r++) {
+            const float *xr = x + r * q->C, *dr = dy + r * q->C;
+            float *dxr = dx + r * q->C, mean = stats[r], rs = nn__norm_rstd(stats, R, r, eps), m1, m2;
+            double s1 = 0.0, s2 = 0.0;
+            for (ci = 0; ci < q->C && !const_stats; ci++) {
+                double d = (double)dr[ci] * (gamma ? gamma[ci] : 1.0f);
+                s1 += d;
+                s2 += d * ((double)xr[ci] - mean) * rs;
+            }
+            m1 = (float)(s1 / (double)n);
+            m2 = (float)(s2 / (double)n);
+            for (ci = 0; ci < q->C; ci++) {
+                float d = dr[ci] * (gamma ? gamma[ci] : 1.0f), xh = (xr[ci] - mean) * rs;
+                dxr[ci] = rs * (d - m1 - xh * m2);
+            }
+        }
+        return;
+    }
     for (r = r0; r < r1; r++) {
         nn__norm_span sp = nn__norm_span_of(q, r);
         float mean = stats[r], rs = nn__norm_rstd(stats, R, r, eps);
@@ -7240,6 +7288,24 @@ static void nn__norm_backward_data_range(const nn__norm *q, float *dx, const flo
 static void nn__norm_backward_affine_range(const nn__norm *q, float *out, const float *x, const float *stats,
                                            const float *dy, float eps, int64_t c0, int64_t c1) {
     int64_t R = nn__norm_groups(q), a, c, s;
+    if (nn__norm_rows(q)) { /* blocks of 64 channels, the rows in order: each channel's sum as below */
+        int64_t cb, ce;
+        for (cb = c0; cb < c1; cb = ce) {
+            double acc[64];
+            ce = cb + 64 < c1 ? cb + 64 : c1;
+            for (c = cb; c < ce; c++) acc[c - cb] = 0.0;
+            for (a = 0; a < q->A; a++) {
+                const float *xx = x ? x + a * q->C : NULL, *dd = dy + a * q->C;
+                if (x) {
+                    float mean = stats[a], rs = nn__norm_rstd(stats, R, a, eps);
+                    for (c = cb; c < ce; c++) acc[c - cb] += (double)dd[c] * ((xx[c] - mean) * rs);
+                } else
+                    for (c = cb; c < ce; c++) acc[c - cb] += dd[c];
+            }
+            for (c = cb; c < ce; c++) out[c] = (float)acc[c - cb];
+        }
+        return;
+    }
     for (c = c0; c < c1; c++) {
         double acc = 0.0;
         for (a = 0; a < q->A; a++) {
