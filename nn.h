@@ -31730,6 +31730,7 @@ NN_API nn_tensor nn_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v
     const char *op = "nn_attention";
     nn_tensor in[3], x[5], packed;
     const nn__node *nq, *nk, *nv;
+    nn_shape qshape;
     nn__attn_attr a;
     char sq[128], sk[128], sv[128];
     int hm, hp, nx = 3, i, id;
@@ -31821,7 +31822,9 @@ NN_API nn_tensor nn_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v
     a.key = id; /* dropout's key, shared with the backward ops */
     g->nodes[id].a.attn = a;
     packed = nn__tensor(id);
-    return nn_reshape(g, nn_slice(g, packed, 0, 0, nn__attn_nO(&a)), nq->shape);
+    qshape = nn__n(g, q)->shape; /* read again: new nodes may move the node array under nq */
+    packed = nn_slice(g, packed, 0, 0, nn__attn_nO(&a));
+    return nn_reshape(g, packed, qshape);
 }
 
 #define nn__plan_attention nn__no_plan
@@ -33478,15 +33481,15 @@ static nn_tensor nn__tf_drop_if(nn_graph *g, nn_tensor x, float p) { return p > 
 /* linear2(dropout(activation(linear1(x)))) on batch-first x [B, T, E] */
 static nn_tensor nn__tf_ff(nn_graph *g, nn_tensor x, const nn_transformer_desc *d, const char *name) {
     char n1[256], n2[256];
-    const nn_shape *s = &nn__n(g, x)->shape;
-    int64_t rows = s->dim[0] * s->dim[1], e = s->dim[2];
+    nn_shape s = nn__n(g, x)->shape; /* a copy: new nodes may move the node array */
+    int64_t rows = s.dim[0] * s.dim[1], e = s.dim[2];
     nn_tensor h;
     snprintf(n1, sizeof n1, "%s.linear1", name);
     snprintf(n2, sizeof n2, "%s.linear2", name);
     h = nn_linear_layer(g, nn_reshape(g, x, nn_shape2(rows, e)), nn__tf_dff(d), NULL, n1);
     h = d && d->activation == 1 ? nn_gelu(g, h) : nn_relu(g, h);
     h = nn_linear_layer(g, nn__tf_drop_if(g, h, nn__tf_drop(d)), e, NULL, n2);
-    return nn_reshape(g, h, *s);
+    return nn_reshape(g, h, s);
 }
 
 /* One attention sub-block's options from the layer's: dropout, batch-first (already), masks. */

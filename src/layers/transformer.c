@@ -464,15 +464,15 @@ static nn_tensor nn__tf_drop_if(nn_graph *g, nn_tensor x, float p) { return p > 
 /* linear2(dropout(activation(linear1(x)))) on batch-first x [B, T, E] */
 static nn_tensor nn__tf_ff(nn_graph *g, nn_tensor x, const nn_transformer_desc *d, const char *name) {
     char n1[256], n2[256];
-    const nn_shape *s = &nn__n(g, x)->shape;
-    int64_t rows = s->dim[0] * s->dim[1], e = s->dim[2];
+    nn_shape s = nn__n(g, x)->shape; /* a copy: new nodes may move the node array */
+    int64_t rows = s.dim[0] * s.dim[1], e = s.dim[2];
     nn_tensor h;
     snprintf(n1, sizeof n1, "%s.linear1", name);
     snprintf(n2, sizeof n2, "%s.linear2", name);
     h = nn_linear_layer(g, nn_reshape(g, x, nn_shape2(rows, e)), nn__tf_dff(d), NULL, n1);
     h = d && d->activation == 1 ? nn_gelu(g, h) : nn_relu(g, h);
     h = nn_linear_layer(g, nn__tf_drop_if(g, h, nn__tf_drop(d)), e, NULL, n2);
-    return nn_reshape(g, h, *s);
+    return nn_reshape(g, h, s);
 }
 
 /* One attention sub-block's options from the layer's: dropout, batch-first (already), masks. */

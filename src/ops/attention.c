@@ -50,6 +50,7 @@ NN_API nn_tensor nn_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v
     const char *op = "nn_attention";
     nn_tensor in[3], x[5], packed;
     const nn__node *nq, *nk, *nv;
+    nn_shape qshape;
     nn__attn_attr a;
     char sq[128], sk[128], sv[128];
     int hm, hp, nx = 3, i, id;
@@ -141,7 +142,9 @@ NN_API nn_tensor nn_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v
     a.key = id; /* dropout's key, shared with the backward ops */
     g->nodes[id].a.attn = a;
     packed = nn__tensor(id);
-    return nn_reshape(g, nn_slice(g, packed, 0, 0, nn__attn_nO(&a)), nq->shape);
+    qshape = nn__n(g, q)->shape; /* read again: new nodes may move the node array under nq */
+    packed = nn_slice(g, packed, 0, 0, nn__attn_nO(&a));
+    return nn_reshape(g, packed, qshape);
 }
 
 #define nn__plan_attention nn__no_plan
