@@ -164,7 +164,8 @@ typedef struct {
     const int32_t *lens;
     float *ws, *y, *hp, *dht, *du;
     int64_t off[5], po[6];
-    int per; /* rows per task */
+    int per;               /* rows per task */
+    const nn__gemm_pb *pb; /* W_hh packed once (or NULL: out of memory) */
 } nn__rec_job;
 
 static void nn__cpu_rec_seq_task(void *arg, int task, int n_tasks) {
@@ -180,7 +181,8 @@ static void nn__cpu_rec_seq_task(void *arg, int task, int n_tasks) {
     for (s = 0; s < T; s++) {
         int t = a->reverse ? T - 1 - s : s;
         size_t oh = (size_t)J->off[1] + s * BHr;
-        nn__sgemm_ws(&gw, 0, 1, nb, GH, Hr, 1.0f, ws + oh + (size_t)b0 * Hr, Hr, J->whh, Hr, 0.0f, hp, GH);
+        if (!J->pb || !nn__sgemm_pb(&gw, J->pb, 0, nb, 1.0f, ws + oh + (size_t)b0 * Hr, Hr, 0.0f, hp, GH))
+            nn__sgemm_ws(&gw, 0, 1, nb, GH, Hr, 1.0f, ws + oh + (size_t)b0 * Hr, Hr, J->whh, Hr, 0.0f, hp, GH);
         nn__cpu_rec_gates_fwd(a->kind, B, b0, b1, H, Hr, t, J->xp + (size_t)t * B * GH, J->hp, J->bias, J->lens, ws,
                               J->y + (size_t)t * BHr, J->whr != NULL, (size_t)J->off[0] + s * (size_t)B * GH, oh,
                               (size_t)J->off[2] + s * BH, (size_t)J->off[3] + s * BH, (size_t)J->off[4] + s * BH);
@@ -215,20 +217,28 @@ static void nn__cpu_rec_grad_task(void *arg, int task, int n_tasks) {
         nn__cpu_rec_gates_bwd(a->kind, B, b0, b1, H, Hr, t, ws, gy + (size_t)t * BHr, J->lens, J->whr ? J->du : NULL,
                               dh, dc, pk + J->po[0] + (size_t)t * B * GH, dhp_s, (size_t)J->off[0] + s * (size_t)B * GH,
                               (size_t)J->off[1] + s * BHr, (size_t)J->off[2] + s * BH, (size_t)J->off[4] + s * BH);
-        nn__sgemm_ws(&gw, 0, 0, nb, Hr, GH, 1.0f, dhp_s + (size_t)b0 * GH, GH, J->whh, Hr, 1.0f, dh + (size_t)b0 * Hr, Hr);
+        if (!J->pb || !nn__sgemm_pb(&gw, J->pb, 0, nb, 1.0f, dhp_s + (size_t)b0 * GH, GH, 1.0f, dh + (size_t)b0 * Hr, Hr))
+            nn__sgemm_ws(&gw, 0, 0, nb, Hr, GH, 1.0f, dhp_s + (size_t)b0 * GH, GH, J->whh, Hr, 1.0f, dh + (size_t)b0 * Hr,
+                         Hr);
     }
     NN_FREE(gw.p);
 }
 
-/* Runs the time loop of job J (its pointers and offsets set) over the pool's threads. */
-static void nn__cpu_rec_run(nn__threadpool *pool, nn__rec_job *J, nn__task_fn fn) {
+/* Runs the time loop of job J (its pointers and offsets set) over the pool's threads, with
+   W_hh packed once for all steps and threads (op(W_hh) [K, N] = W_hh^T forward, W_hh
+   backward). */
+static void nn__cpu_rec_run(nn__threadpool *pool, nn__rec_job *J, nn__task_fn fn, int transB, int K, int N) {
     int B = J->a->B, tasks = nn__threadpool_size(pool);
+    nn__gemm_pb pb;
+    J->pb = nn__gemm_pb_make(&pb, transB, K, N, J->whh, J->a->Hr) ? &pb : NULL;
     if (tasks > B) tasks = B;
     if (tasks < 1) tasks = 1;
     J->per = (B + tasks - 1) / tasks;
     tasks = (B + J->per - 1) / J->per;
     if (tasks <= 1) fn(J, 0, 1);
     else nn__threadpool_run(pool, fn, J, tasks);
+    NN_FREE(pb.raw);
+    J->pb = NULL;
 }
 
 /* y[j] = sum over r of x[r * cols + j], in order of r (rec_colsum) */

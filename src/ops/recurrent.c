@@ -183,7 +183,7 @@ static nn_result nn__cpu_rec_seq(nn_graph *g, nn__node *n) {
     memset(&J, 0, sizeof J);
     J.a = a, J.xp = xp, J.whh = whh, J.bias = bias, J.whr = whr, J.lens = lens, J.ws = ws, J.y = y, J.hp = hp;
     memcpy(J.off, off, sizeof off);
-    nn__cpu_rec_run(g->ctx->threads, &J, nn__cpu_rec_seq_task);
+    nn__cpu_rec_run(g->ctx->threads, &J, nn__cpu_rec_seq_task, 1, Hr, a->G * H);
     memcpy(y + (size_t)T * BHr, ws + off[1] + (size_t)T * BHr, BHr * 4);
     if (a->kind == NN__REC_LSTM) memcpy(y + (size_t)(T + 1) * BHr, ws + off[2] + (size_t)T * BH, BH * 4);
     return NN_OK;
@@ -321,7 +321,7 @@ static nn_result nn__cpu_rec_seq_grad(nn_graph *g, nn__node *n) {
     J.du = du;
     memcpy(J.off, off, sizeof off);
     memcpy(J.po, po, sizeof po);
-    nn__cpu_rec_run(pool, &J, nn__cpu_rec_grad_task);
+    nn__cpu_rec_run(pool, &J, nn__cpu_rec_grad_task, 0, GH, Hr);
     nn__sgemm(pool, 1, 0, GH, Hr, T * B, 1.0f, dhp, GH, ws + off[1], Hr, 0.0f, pk + po[3], Hr);
     nn__cpu_rec_colsum(dhp, pk + po[4], T * B, GH);
     if (whr) nn__sgemm(pool, 1, 0, Hr, H, T * B, 1.0f, dht, Hr, ws + off[3], H, 0.0f, pk + po[5], H);
