@@ -29,12 +29,48 @@ static float nn__rec_tanh(float x) {
    node's workspace; y the output row block of step t [B, Hr]. */
 static void nn__cpu_rec_gates_fwd(int kind, int B, int b0, int b1, int H, int Hr, int t, const float *xp, const float *hp,
                                   const float *bias, const int32_t *lens, float *ws, float *y, int proj, size_t og,
-                                  size_t oh, size_t oc, size_t ou, size_t ohn) {
+                                  size_t oh, size_t oc, size_t ou, size_t ohn, float *e) {
     int G = kind == NN__REC_LSTM ? 4 : kind == NN__REC_GRU ? 3 : 1, b, j;
     for (b = b0; b < b1; b++) {
         int active = !lens || t < lens[b];
         const float *x = xp + (size_t)b * G * H, *p = hp + (size_t)b * G * H;
         float *gt = ws + og + (size_t)b * G * H;
+        if (e && kind == NN__REC_LSTM) {
+            /* the row's four gates through the vector exp: sigmoid(v) = 1 / (1 + e^-v), tanh
+               as nn__rec_tanh with e^2|v| */
+            for (j = 0; j < 4 * H; j++) {
+                float v = x[j] + p[j] + (bias ? bias[j] : 0.0f);
+                e[4 * H + j] = v;
+                e[j] = j >= 2 * H && j < 3 * H ? 2.0f * fabsf(v) : -v;
+            }
+            (void)nn__vexp_map(NN__VE_EXP_SHIFT, e, e, NULL, NULL, 0.0f, 4 * H);
+            for (j = 0; j < 4 * H; j++) {
+                float v = e[4 * H + j];
+                if (j < 2 * H || j >= 3 * H) gt[j] = 1.0f / (1.0f + e[j]);
+                else gt[j] = fabsf(v) < 0.125f ? nn__rec_tanh(v) : (v < 0.0f ? -1.0f : 1.0f) * (1.0f - 2.0f / (e[j] + 1.0f));
+            }
+            for (j = 0; j < H; j++) {
+                size_t ci = (size_t)b * H + j;
+                float cprev = ws[oc + ci];
+                float c = active ? gt[H + j] * cprev + gt[j] * gt[2 * H + j] : cprev;
+                ws[oc + (size_t)B * H + ci] = c;
+                e[j] = 2.0f * fabsf(c);
+            }
+            (void)nn__vexp_map(NN__VE_EXP_SHIFT, e, e, NULL, NULL, 0.0f, H);
+            for (j = 0; j < H; j++) {
+                size_t hi = (size_t)b * Hr + j, ci = (size_t)b * H + j;
+                float c = ws[oc + (size_t)B * H + ci], hprev = ws[oh + hi];
+                float tc = fabsf(c) < 0.125f ? nn__rec_tanh(c) : (c < 0.0f ? -1.0f : 1.0f) * (1.0f - 2.0f / (e[j] + 1.0f));
+                float hnew = gt[3 * H + j] * tc;
+                if (proj) {
+                    ws[ou + ci] = active ? hnew : 0.0f;
+                    continue;
+                }
+                ws[oh + (size_t)B * Hr + hi] = active ? hnew : hprev;
+                y[hi] = active ? hnew : 0.0f;
+            }
+            continue;
+        }
         for (j = 0; j < H; j++) {
             size_t hi = (size_t)b * Hr + j, ci = (size_t)b * H + j;
             float hprev = ws[oh + hi], hnew;
@@ -174,10 +210,11 @@ static void nn__cpu_rec_seq_task(void *arg, int task, int n_tasks) {
     int T = a->T, B = a->B, H = a->H, Hr = a->Hr, GH = a->G * a->H, s;
     int b0 = task * J->per, b1 = b0 + J->per < B ? b0 + J->per : B, nb = b1 - b0;
     size_t BHr = (size_t)B * Hr, BH = (size_t)B * H;
-    float *ws = J->ws, *hp = J->hp + (size_t)b0 * GH;
+    float *ws = J->ws, *hp = J->hp + (size_t)b0 * GH, *e;
     nn__gemm_ws gw = {NULL, 0};
     (void)n_tasks;
     if (nb <= 0) return;
+    e = a->kind == NN__REC_LSTM ? (float *)NN_MALLOC(sizeof(float) * 8 * (size_t)H) : NULL; /* NULL: scalar */
     for (s = 0; s < T; s++) {
         int t = a->reverse ? T - 1 - s : s;
         size_t oh = (size_t)J->off[1] + s * BHr;
@@ -185,7 +222,7 @@ static void nn__cpu_rec_seq_task(void *arg, int task, int n_tasks) {
             nn__sgemm_ws(&gw, 0, 1, nb, GH, Hr, 1.0f, ws + oh + (size_t)b0 * Hr, Hr, J->whh, Hr, 0.0f, hp, GH);
         nn__cpu_rec_gates_fwd(a->kind, B, b0, b1, H, Hr, t, J->xp + (size_t)t * B * GH, J->hp, J->bias, J->lens, ws,
                               J->y + (size_t)t * BHr, J->whr != NULL, (size_t)J->off[0] + s * (size_t)B * GH, oh,
-                              (size_t)J->off[2] + s * BH, (size_t)J->off[3] + s * BH, (size_t)J->off[4] + s * BH);
+                              (size_t)J->off[2] + s * BH, (size_t)J->off[3] + s * BH, (size_t)J->off[4] + s * BH, e);
         if (J->whr) {
             nn__sgemm_ws(&gw, 0, 1, nb, Hr, H, 1.0f, ws + J->off[3] + s * BH + (size_t)b0 * H, H, J->whr, H, 0.0f,
                          ws + oh + BHr + (size_t)b0 * Hr, Hr);
@@ -193,6 +230,7 @@ static void nn__cpu_rec_seq_task(void *arg, int task, int n_tasks) {
         }
     }
     NN_FREE(gw.p);
+    NN_FREE(e);
 }
 
 static void nn__cpu_rec_grad_task(void *arg, int task, int n_tasks) {
