@@ -4902,6 +4902,8 @@ typedef struct {
     float *buf;          /* n_tasks slices of buf_floats each */
     size_t buf_floats;
     size_t a_floats;     /* A part of each slice (then B) */
+    const float *bpk;    /* or NULL: op(B) packed whole by nn__gemm_pb_make */
+    int npad;            /* its N rounded up to nr */
 } nn__gemm_job;
 
 static void nn__gemm_block(const nn__gemm_job *J, int m0, int m1, int n0, int n1, float *abuf,
@@ -4920,13 +4922,15 @@ static void nn__gemm_block(const nn__gemm_job *J, int m0, int m1, int n0, int n1
             int kc = K - pc < J->kc ? K - pc : J->kc;
             /* Later K blocks accumulate onto the first one's result. */
             float beta = pc == 0 ? J->beta : 1.0f;
-            arch->pack_b(J->transB, J->B, J->ldb, pc, kc, jc, nc, nr, bbuf);
+            const float *bblk = bbuf;
+            if (J->bpk) bblk = J->bpk + (size_t)pc * J->npad + (size_t)jc * kc;
+            else arch->pack_b(J->transB, J->B, J->ldb, pc, kc, jc, nc, nr, bbuf);
             for (ic = m0; ic < m1; ic += mc_blk) {
                 int mc = m1 - ic < mc_blk ? m1 - ic : mc_blk;
                 arch->pack_a(J->transA, J->A, J->lda, ic, mc, pc, kc, mr, abuf);
                 for (jr = 0; jr < nc; jr += nr) {
                     int n = nc - jr < nr ? nc - jr : nr;
-                    const float *bp = bbuf + (size_t)jr * kc;
+                    const float *bp = bblk + (size_t)jr * kc;
                     for (ir = 0; ir < mc; ir += mr) {
                         int m = mc - ir < mr ? mc - ir : mr;
                         const float *ap = abuf + (size_t)ir * kc;
@@ -5215,6 +5219,80 @@ static void nn__sgemm_run(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int
     else
         for (i = 0; i < n_tasks; i++) nn__gemm_task(&J, i, n_tasks);
     if (owned) NN_FREE(raw);
+}
+
+/* ---- a B operand packed once for many products ------------------------ */
+
+/* op(B) [K, N] packed whole, for many products with it on one thread (nn__sgemm_pb): per
+   K block (the kc nn__sgemm_run picks for this K), all N columns in NR-wide panels, as
+   nn__gemm_block packs them block by block. A recurrent layer's W_hh, used by every time
+   step. Free raw with NN_FREE. */
+typedef struct {
+    const nn__gemm_arch *arch;
+    int K, N, kc, npad;
+    float *p; /* 64-byte aligned, in raw */
+    void *raw;
+} nn__gemm_pb;
+
+/* 0 when out of memory (then pb->raw is NULL and the caller multiplies unpacked) */
+static NN__MAYBE_UNUSED int nn__gemm_pb_make(nn__gemm_pb *pb, int transB, int K, int N, const float *B, int ldb) {
+    const nn__gemm_arch *arch = nn__gemm_pick_arch();
+    int nkb = (K + arch->kc - 1) / arch->kc, pc;
+    pb->arch = arch;
+    pb->K = K;
+    pb->N = N;
+    pb->kc = ((K + nkb - 1) / nkb + 7) / 8 * 8;
+    if (pb->kc > K) pb->kc = K;
+    pb->npad = (N + arch->nr - 1) / arch->nr * arch->nr;
+    pb->p = NULL;
+    pb->raw = K > 0 && N > 0 ? NN_MALLOC(sizeof(float) * (size_t)K * (size_t)pb->npad + NN__GEMM_ALIGN) : NULL;
+    if (!pb->raw) return 0;
+    pb->p = (float *)(void *)((unsigned char *)pb->raw +
+                              ((NN__GEMM_ALIGN - ((uintptr_t)pb->raw & (NN__GEMM_ALIGN - 1))) & (NN__GEMM_ALIGN - 1)));
+    for (pc = 0; pc < K; pc += pb->kc) {
+        int kc = K - pc < pb->kc ? K - pc : pb->kc;
+        arch->pack_b(transB, B, ldb, pc, kc, 0, N, arch->nr, pb->p + (size_t)pc * pb->npad);
+    }
+    return 1;
+}
+
+/* C[M, N] = alpha op(A) op(B) + beta C on the calling thread, op(B) from pb (K, N its
+   own), packing A in ws: the same bits as nn__sgemm with that op(B). 0 when ws cannot
+   grow (nothing done). */
+static NN__MAYBE_UNUSED int nn__sgemm_pb(nn__gemm_ws *ws, const nn__gemm_pb *pb, int transA, int M, float alpha,
+                                         const float *A, int lda, float beta, float *C, int ldc) {
+    nn__gemm_job J;
+    const nn__gemm_arch *arch = pb->arch;
+    size_t mc_alloc;
+    void *raw;
+    if (M <= 0) return 1;
+    memset(&J, 0, sizeof J);
+    J.arch = arch;
+    J.transA = transA;
+    J.M = M;
+    J.N = pb->N;
+    J.K = pb->K;
+    J.alpha = alpha;
+    J.beta = beta;
+    J.A = A;
+    J.lda = lda;
+    J.C = C;
+    J.ldc = ldc;
+    J.kc = pb->kc;
+    J.mblk = (M + arch->mr - 1) / arch->mr * arch->mr;
+    J.nblk = pb->npad;
+    J.tn = 1;
+    J.bpk = pb->p;
+    J.npad = pb->npad;
+    mc_alloc = (size_t)(J.mblk < arch->mc ? J.mblk : arch->mc);
+    J.a_floats = (mc_alloc * (size_t)J.kc + 15) / 16 * 16;
+    J.buf_floats = J.a_floats;
+    raw = nn__gemm_ws_get(ws, sizeof(float) * J.buf_floats + NN__GEMM_ALIGN);
+    if (!raw) return 0;
+    J.buf = (float *)(void *)((unsigned char *)raw +
+                              ((NN__GEMM_ALIGN - ((uintptr_t)raw & (NN__GEMM_ALIGN - 1))) & (NN__GEMM_ALIGN - 1)));
+    nn__gemm_task(&J, 0, 1);
+    return 1;
 }
 
 /* ======================================================================
@@ -9949,8 +10027,12 @@ static nn_result nn__attn_run(nn__threadpool *pool, nn__attn_job *J) {
    src/cpu/recurrent.c
    ====================================================================== */
 /* The recurrent family's CPU loops (src/ops/recurrent.c calls them per time step, between
-   its GEMMs): the same gate math, offsets and frozen rows as kernels/recurrent.cl, on the
-   calling thread (a step's gate math is too small to wake the pool for). */
+   its GEMMs): the same gate math, offsets and frozen rows as kernels/recurrent.cl. Rows of
+   the batch are independent over the whole sequence, so nn__cpu_rec_seq_run and
+   nn__cpu_rec_grad_run give each thread a slice of batch rows [b0, b1) for all T steps:
+   one pool dispatch per sequence, not one per tiny per-step GEMM, and no barrier. Each
+   element of each product gets the same arithmetic as one GEMM over all rows (the same K
+   blocks in order, the same microkernel), so the results are the same to the bit. */
 
 static float nn__rec_sig(float v) { return 1.0f / (1.0f + expf(-v)); }
 
@@ -9971,14 +10053,50 @@ static float nn__rec_tanh(float x) {
 /* One step forward over rows b < B (kernels/recurrent.cl rec_gates_fwd). xp, hp: this
    step's input and state products [B, G*H]; bias [G*H] or NULL; lens NULL or [B]; ws the
    node's workspace; y the output row block of step t [B, Hr]. */
-static void nn__cpu_rec_gates_fwd(int kind, int B, int H, int Hr, int t, const float *xp, const float *hp,
+static void nn__cpu_rec_gates_fwd(int kind, int B, int b0, int b1, int H, int Hr, int t, const float *xp, const float *hp,
                                   const float *bias, const int32_t *lens, float *ws, float *y, int proj, size_t og,
-                                  size_t oh, size_t oc, size_t ou, size_t ohn) {
+                                  size_t oh, size_t oc, size_t ou, size_t ohn, float *e) {
     int G = kind == NN__REC_LSTM ? 4 : kind == NN__REC_GRU ? 3 : 1, b, j;
-    for (b = 0; b < B; b++) {
+    for (b = b0; b < b1; b++) {
         int active = !lens || t < lens[b];
         const float *x = xp + (size_t)b * G * H, *p = hp + (size_t)b * G * H;
         float *gt = ws + og + (size_t)b * G * H;
+        if (e && kind == NN__REC_LSTM) {
+            /* the row's four gates through the vector exp: sigmoid(v) = 1 / (1 + e^-v), tanh
+               as nn__rec_tanh with e^2|v| */
+            for (j = 0; j < 4 * H; j++) {
+                float v = x[j] + p[j] + (bias ? bias[j] : 0.0f);
+                e[4 * H + j] = v;
+                e[j] = j >= 2 * H && j < 3 * H ? 2.0f * fabsf(v) : -v;
+            }
+            (void)nn__vexp_map(NN__VE_EXP_SHIFT, e, e, NULL, NULL, 0.0f, 4 * H);
+            for (j = 0; j < 4 * H; j++) {
+                float v = e[4 * H + j];
+                if (j < 2 * H || j >= 3 * H) gt[j] = 1.0f / (1.0f + e[j]);
+                else gt[j] = fabsf(v) < 0.125f ? nn__rec_tanh(v) : (v < 0.0f ? -1.0f : 1.0f) * (1.0f - 2.0f / (e[j] + 1.0f));
+            }
+            for (j = 0; j < H; j++) {
+                size_t ci = (size_t)b * H + j;
+                float cprev = ws[oc + ci];
+                float c = active ? gt[H + j] * cprev + gt[j] * gt[2 * H + j] : cprev;
+                ws[oc + (size_t)B * H + ci] = c;
+                e[j] = 2.0f * fabsf(c);
+            }
+            (void)nn__vexp_map(NN__VE_EXP_SHIFT, e, e, NULL, NULL, 0.0f, H);
+            for (j = 0; j < H; j++) {
+                size_t hi = (size_t)b * Hr + j, ci = (size_t)b * H + j;
+                float c = ws[oc + (size_t)B * H + ci], hprev = ws[oh + hi];
+                float tc = fabsf(c) < 0.125f ? nn__rec_tanh(c) : (c < 0.0f ? -1.0f : 1.0f) * (1.0f - 2.0f / (e[j] + 1.0f));
+                float hnew = gt[3 * H + j] * tc;
+                if (proj) {
+                    ws[ou + ci] = active ? hnew : 0.0f;
+                    continue;
+                }
+                ws[oh + (size_t)B * Hr + hi] = active ? hnew : hprev;
+                y[hi] = active ? hnew : 0.0f;
+            }
+            continue;
+        }
         for (j = 0; j < H; j++) {
             size_t hi = (size_t)b * Hr + j, ci = (size_t)b * H + j;
             float hprev = ws[oh + hi], hnew;
@@ -10020,9 +10138,9 @@ static void nn__cpu_rec_gates_fwd(int kind, int B, int H, int Hr, int t, const f
 }
 
 /* With a projection, after the step's projection GEMM (rec_proj_fix). */
-static void nn__cpu_rec_proj_fix(int B, int Hr, int t, const int32_t *lens, float *ws, float *y, size_t oh) {
+static void nn__cpu_rec_proj_fix(int B, int b0, int b1, int Hr, int t, const int32_t *lens, float *ws, float *y, size_t oh) {
     int i;
-    for (i = 0; i < B * Hr; i++) {
+    for (i = b0 * Hr; i < b1 * Hr; i++) {
         int active = !lens || t < lens[i / Hr];
         if (active) {
             y[i] = ws[oh + (size_t)B * Hr + i];
@@ -10036,11 +10154,11 @@ static void nn__cpu_rec_proj_fix(int B, int Hr, int t, const int32_t *lens, floa
 /* One step backward (rec_gates_bwd): gy the output's gradient at step t [B, Hr]; dh [B, Hr]
    and dc [B, H] the running state gradients; dxp the step's input-product gradient
    [B, G*H], dhp its state-product gradient; du (proj) the gradient of o*tanh(c) [B, H]. */
-static void nn__cpu_rec_gates_bwd(int kind, int B, int H, int Hr, int t, const float *ws, const float *gy,
+static void nn__cpu_rec_gates_bwd(int kind, int B, int b0, int b1, int H, int Hr, int t, const float *ws, const float *gy,
                                   const int32_t *lens, const float *du, float *dh, float *dc, float *dxp,
                                   float *dhp, size_t og, size_t oh, size_t oc, size_t ohn) {
     int G = kind == NN__REC_LSTM ? 4 : kind == NN__REC_GRU ? 3 : 1, b, j, k;
-    for (b = 0; b < B; b++) {
+    for (b = b0; b < b1; b++) {
         int active = !lens || t < lens[b];
         const float *gt = ws + og + (size_t)b * G * H;
         float *dx = dxp + (size_t)b * G * H, *dp = dhp + (size_t)b * G * H;
@@ -10086,9 +10204,9 @@ static void nn__cpu_rec_gates_bwd(int kind, int B, int H, int Hr, int t, const f
 
 /* With a projection, before a step backward (rec_proj_bwd): dht = the state's gradient of
    the active rows (0 for frozen ones), whose dh then restarts at 0. */
-static void nn__cpu_rec_proj_bwd(int B, int Hr, int t, const int32_t *lens, const float *gy, float *dh, float *dht) {
+static void nn__cpu_rec_proj_bwd(int b0, int b1, int Hr, int t, const int32_t *lens, const float *gy, float *dh, float *dht) {
     int i;
-    for (i = 0; i < B * Hr; i++) {
+    for (i = b0 * Hr; i < b1 * Hr; i++) {
         int active = !lens || t < lens[i / Hr];
         if (active) {
             dht[i] = dh[i] + gy[i];
@@ -10097,6 +10215,94 @@ static void nn__cpu_rec_proj_bwd(int B, int Hr, int t, const int32_t *lens, cons
             dht[i] = 0.0f;
         }
     }
+}
+
+/* A sequence node's (or its gradient's) time loop, each task a slice of batch rows. off:
+   the workspace's offsets (nn__rec_ws_layout); grad: xp is gy, hp dhp [T*B, G*H], y the
+   packed gradients (po: nn__rec_grad_layout), dht and du the projection's scratch. */
+typedef struct {
+    const nn__rec_attr *a;
+    const float *xp, *whh, *bias, *whr;
+    const int32_t *lens;
+    float *ws, *y, *hp, *dht, *du;
+    int64_t off[5], po[6];
+    int per;               /* rows per task */
+    const nn__gemm_pb *pb; /* W_hh packed once (or NULL: out of memory) */
+} nn__rec_job;
+
+static void nn__cpu_rec_seq_task(void *arg, int task, int n_tasks) {
+    const nn__rec_job *J = (const nn__rec_job *)arg;
+    const nn__rec_attr *a = J->a;
+    int T = a->T, B = a->B, H = a->H, Hr = a->Hr, GH = a->G * a->H, s;
+    int b0 = task * J->per, b1 = b0 + J->per < B ? b0 + J->per : B, nb = b1 - b0;
+    size_t BHr = (size_t)B * Hr, BH = (size_t)B * H;
+    float *ws = J->ws, *hp = J->hp + (size_t)b0 * GH, *e;
+    nn__gemm_ws gw = {NULL, 0};
+    (void)n_tasks;
+    if (nb <= 0) return;
+    e = a->kind == NN__REC_LSTM ? (float *)NN_MALLOC(sizeof(float) * 8 * (size_t)H) : NULL; /* NULL: scalar */
+    for (s = 0; s < T; s++) {
+        int t = a->reverse ? T - 1 - s : s;
+        size_t oh = (size_t)J->off[1] + s * BHr;
+        if (!J->pb || !nn__sgemm_pb(&gw, J->pb, 0, nb, 1.0f, ws + oh + (size_t)b0 * Hr, Hr, 0.0f, hp, GH))
+            nn__sgemm_ws(&gw, 0, 1, nb, GH, Hr, 1.0f, ws + oh + (size_t)b0 * Hr, Hr, J->whh, Hr, 0.0f, hp, GH);
+        nn__cpu_rec_gates_fwd(a->kind, B, b0, b1, H, Hr, t, J->xp + (size_t)t * B * GH, J->hp, J->bias, J->lens, ws,
+                              J->y + (size_t)t * BHr, J->whr != NULL, (size_t)J->off[0] + s * (size_t)B * GH, oh,
+                              (size_t)J->off[2] + s * BH, (size_t)J->off[3] + s * BH, (size_t)J->off[4] + s * BH, e);
+        if (J->whr) {
+            nn__sgemm_ws(&gw, 0, 1, nb, Hr, H, 1.0f, ws + J->off[3] + s * BH + (size_t)b0 * H, H, J->whr, H, 0.0f,
+                         ws + oh + BHr + (size_t)b0 * Hr, Hr);
+            nn__cpu_rec_proj_fix(B, b0, b1, Hr, t, J->lens, ws, J->y + (size_t)t * BHr, oh);
+        }
+    }
+    NN_FREE(gw.p);
+    NN_FREE(e);
+}
+
+static void nn__cpu_rec_grad_task(void *arg, int task, int n_tasks) {
+    const nn__rec_job *J = (const nn__rec_job *)arg;
+    const nn__rec_attr *a = J->a;
+    int T = a->T, B = a->B, H = a->H, Hr = a->Hr, GH = a->G * a->H, s;
+    int b0 = task * J->per, b1 = b0 + J->per < B ? b0 + J->per : B, nb = b1 - b0;
+    size_t BHr = (size_t)B * Hr, BH = (size_t)B * H;
+    const float *gy = J->xp, *ws = J->ws;
+    float *pk = J->y, *dh = J->y + J->po[1], *dc = J->y + J->po[2];
+    nn__gemm_ws gw = {NULL, 0};
+    (void)n_tasks;
+    if (nb <= 0) return;
+    for (s = T - 1; s >= 0; s--) {
+        int t = a->reverse ? T - 1 - s : s;
+        float *dhp_s = J->hp + (size_t)s * B * GH;
+        if (J->whr) {
+            nn__cpu_rec_proj_bwd(b0, b1, Hr, t, J->lens, gy + (size_t)t * BHr, dh, J->dht + s * BHr);
+            nn__sgemm_ws(&gw, 0, 0, nb, H, Hr, 1.0f, J->dht + s * BHr + (size_t)b0 * Hr, Hr, J->whr, H, 0.0f,
+                         J->du + (size_t)b0 * H, H);
+        }
+        nn__cpu_rec_gates_bwd(a->kind, B, b0, b1, H, Hr, t, ws, gy + (size_t)t * BHr, J->lens, J->whr ? J->du : NULL,
+                              dh, dc, pk + J->po[0] + (size_t)t * B * GH, dhp_s, (size_t)J->off[0] + s * (size_t)B * GH,
+                              (size_t)J->off[1] + s * BHr, (size_t)J->off[2] + s * BH, (size_t)J->off[4] + s * BH);
+        if (!J->pb || !nn__sgemm_pb(&gw, J->pb, 0, nb, 1.0f, dhp_s + (size_t)b0 * GH, GH, 1.0f, dh + (size_t)b0 * Hr, Hr))
+            nn__sgemm_ws(&gw, 0, 0, nb, Hr, GH, 1.0f, dhp_s + (size_t)b0 * GH, GH, J->whh, Hr, 1.0f, dh + (size_t)b0 * Hr,
+                         Hr);
+    }
+    NN_FREE(gw.p);
+}
+
+/* Runs the time loop of job J (its pointers and offsets set) over the pool's threads, with
+   W_hh packed once for all steps and threads (op(W_hh) [K, N] = W_hh^T forward, W_hh
+   backward). */
+static void nn__cpu_rec_run(nn__threadpool *pool, nn__rec_job *J, nn__task_fn fn, int transB, int K, int N) {
+    int B = J->a->B, tasks = nn__threadpool_size(pool);
+    nn__gemm_pb pb;
+    J->pb = nn__gemm_pb_make(&pb, transB, K, N, J->whh, J->a->Hr) ? &pb : NULL;
+    if (tasks > B) tasks = B;
+    if (tasks < 1) tasks = 1;
+    J->per = (B + tasks - 1) / tasks;
+    tasks = (B + J->per - 1) / J->per;
+    if (tasks <= 1) fn(J, 0, 1);
+    else nn__threadpool_run(pool, fn, J, tasks);
+    NN_FREE(pb.raw);
+    J->pb = NULL;
 }
 
 /* y[j] = sum over r of x[r * cols + j], in order of r (rec_colsum) */
@@ -32202,7 +32408,7 @@ static void nn__plan_rec_seq(nn_graph *g, nn__node *n) {
 
 static nn_result nn__cpu_rec_seq(nn_graph *g, nn__node *n) {
     const nn__rec_attr *a = &n->a.rec;
-    int T = a->T, B = a->B, H = a->H, Hr = a->Hr, GH = a->G * a->H, s;
+    int T = a->T, B = a->B, H = a->H, Hr = a->Hr;
     int64_t off[5];
     const float *xp = NN__F(n->in[0]), *whh = NN__F(n->in[1]);
     const float *bias = NN__REC_OPT(n, a->i_bias), *h0 = NN__REC_OPT(n, a->i_h0), *c0 = NN__REC_OPT(n, a->i_c0);
@@ -32210,7 +32416,7 @@ static nn_result nn__cpu_rec_seq(nn_graph *g, nn__node *n) {
     const int32_t *lens = a->i_len >= 0 ? NN__I(n->in[a->i_len]) : NULL;
     float *ws = NN__F(n->in[2]), *y = n->buf.host, *hp = n->scratch_buf.host;
     size_t BHr = (size_t)B * Hr, BH = (size_t)B * H;
-    nn__threadpool *pool = g->ctx->threads;
+    nn__rec_job J;
     nn__rec_ws_layout(a, off);
     if (lens) nn__rec_len_count(g, n, lens, B, T);
     if (h0) memcpy(ws + off[1], h0, BHr * 4);
@@ -32219,18 +32425,10 @@ static nn_result nn__cpu_rec_seq(nn_graph *g, nn__node *n) {
         if (c0) memcpy(ws + off[2], c0, BH * 4);
         else memset(ws + off[2], 0, BH * 4);
     }
-    for (s = 0; s < T; s++) {
-        int t = a->reverse ? T - 1 - s : s;
-        size_t oh = (size_t)off[1] + s * BHr;
-        nn__sgemm(pool, 0, 1, B, GH, Hr, 1.0f, ws + oh, Hr, whh, Hr, 0.0f, hp, GH);
-        nn__cpu_rec_gates_fwd(a->kind, B, H, Hr, t, xp + (size_t)t * B * GH, hp, bias, lens, ws, y + (size_t)t * BHr,
-                              whr != NULL, (size_t)off[0] + s * (size_t)B * GH, oh, (size_t)off[2] + s * BH,
-                              (size_t)off[3] + s * BH, (size_t)off[4] + s * BH);
-        if (whr) {
-            nn__sgemm(pool, 0, 1, B, Hr, H, 1.0f, ws + off[3] + s * BH, H, whr, H, 0.0f, ws + oh + BHr, Hr);
-            nn__cpu_rec_proj_fix(B, Hr, t, lens, ws, y + (size_t)t * BHr, oh);
-        }
-    }
+    memset(&J, 0, sizeof J);
+    J.a = a, J.xp = xp, J.whh = whh, J.bias = bias, J.whr = whr, J.lens = lens, J.ws = ws, J.y = y, J.hp = hp;
+    memcpy(J.off, off, sizeof off);
+    nn__cpu_rec_run(g->ctx->threads, &J, nn__cpu_rec_seq_task, 1, Hr, a->G * H);
     memcpy(y + (size_t)T * BHr, ws + off[1] + (size_t)T * BHr, BHr * 4);
     if (a->kind == NN__REC_LSTM) memcpy(y + (size_t)(T + 1) * BHr, ws + off[2] + (size_t)T * BH, BH * 4);
     return NN_OK;
@@ -32345,9 +32543,10 @@ static void nn__plan_rec_seq_grad(nn_graph *g, nn__node *n) {
 
 static nn_result nn__cpu_rec_seq_grad(nn_graph *g, nn__node *n) {
     const nn__rec_attr *a = &n->a.rec;
-    int T = a->T, B = a->B, H = a->H, Hr = a->Hr, GH = a->G * a->H, s;
+    int T = a->T, B = a->B, H = a->H, Hr = a->Hr, GH = a->G * a->H;
     int64_t off[5], po[6];
-    const float *gy = NN__F(n->in[0]), *whh = NN__F(n->in[1]), *ws = NN__F(n->in[2]);
+    const float *gy = NN__F(n->in[0]), *whh = NN__F(n->in[1]);
+    float *ws = NN__F(n->in[2]);
     const float *whr = NN__REC_OPT(n, a->i_whr);
     const int32_t *lens = a->i_len >= 0 ? NN__I(n->in[a->i_len]) : NULL;
     float *pk = n->buf.host, *dhp = n->scratch_buf.host;
@@ -32355,24 +32554,19 @@ static nn_result nn__cpu_rec_seq_grad(nn_graph *g, nn__node *n) {
     size_t BHr = (size_t)B * Hr, BH = (size_t)B * H;
     nn__threadpool *pool = g->ctx->threads;
     float *dh, *dc;
+    nn__rec_job J;
     nn__rec_ws_layout(a, off);
     nn__rec_grad_layout(a, po);
     dh = pk + po[1];
     dc = pk + po[2];
     memcpy(dh, gy + (size_t)T * BHr, BHr * 4);
     if (a->kind == NN__REC_LSTM) memcpy(dc, gy + (size_t)(T + 1) * BHr, BH * 4);
-    for (s = T - 1; s >= 0; s--) {
-        int t = a->reverse ? T - 1 - s : s;
-        float *dhp_s = dhp + (size_t)s * B * GH;
-        if (whr) {
-            nn__cpu_rec_proj_bwd(B, Hr, t, lens, gy + (size_t)t * BHr, dh, dht + s * BHr);
-            nn__sgemm(pool, 0, 0, B, H, Hr, 1.0f, dht + s * BHr, Hr, whr, H, 0.0f, du, H);
-        }
-        nn__cpu_rec_gates_bwd(a->kind, B, H, Hr, t, ws, gy + (size_t)t * BHr, lens, whr ? du : NULL, dh, dc,
-                              pk + po[0] + (size_t)t * B * GH, dhp_s, (size_t)off[0] + s * (size_t)B * GH,
-                              (size_t)off[1] + s * BHr, (size_t)off[2] + s * BH, (size_t)off[4] + s * BH);
-        nn__sgemm(pool, 0, 0, B, Hr, GH, 1.0f, dhp_s, GH, whh, Hr, 1.0f, dh, Hr);
-    }
+    memset(&J, 0, sizeof J);
+    J.a = a, J.xp = gy, J.whh = whh, J.whr = whr, J.lens = lens, J.ws = ws, J.y = pk, J.hp = dhp, J.dht = dht;
+    J.du = du;
+    memcpy(J.off, off, sizeof off);
+    memcpy(J.po, po, sizeof po);
+    nn__cpu_rec_run(pool, &J, nn__cpu_rec_grad_task, 0, GH, Hr);
     nn__sgemm(pool, 1, 0, GH, Hr, T * B, 1.0f, dhp, GH, ws + off[1], Hr, 0.0f, pk + po[3], Hr);
     nn__cpu_rec_colsum(dhp, pk + po[4], T * B, GH);
     if (whr) nn__sgemm(pool, 1, 0, Hr, H, T * B, 1.0f, dht, Hr, ws + off[3], H, 0.0f, pk + po[5], H);

@@ -593,6 +593,8 @@ typedef struct {
     float *buf;          /* n_tasks slices of buf_floats each */
     size_t buf_floats;
     size_t a_floats;     /* A part of each slice (then B) */
+    const float *bpk;    /* or NULL: op(B) packed whole by nn__gemm_pb_make */
+    int npad;            /* its N rounded up to nr */
 } nn__gemm_job;
 
 static void nn__gemm_block(const nn__gemm_job *J, int m0, int m1, int n0, int n1, float *abuf,
@@ -611,13 +613,15 @@ static void nn__gemm_block(const nn__gemm_job *J, int m0, int m1, int n0, int n1
             int kc = K - pc < J->kc ? K - pc : J->kc;
             /* Later K blocks accumulate onto the first one's result. */
             float beta = pc == 0 ? J->beta : 1.0f;
-            arch->pack_b(J->transB, J->B, J->ldb, pc, kc, jc, nc, nr, bbuf);
+            const float *bblk = bbuf;
+            if (J->bpk) bblk = J->bpk + (size_t)pc * J->npad + (size_t)jc * kc;
+            else arch->pack_b(J->transB, J->B, J->ldb, pc, kc, jc, nc, nr, bbuf);
             for (ic = m0; ic < m1; ic += mc_blk) {
                 int mc = m1 - ic < mc_blk ? m1 - ic : mc_blk;
                 arch->pack_a(J->transA, J->A, J->lda, ic, mc, pc, kc, mr, abuf);
                 for (jr = 0; jr < nc; jr += nr) {
                     int n = nc - jr < nr ? nc - jr : nr;
-                    const float *bp = bbuf + (size_t)jr * kc;
+                    const float *bp = bblk + (size_t)jr * kc;
                     for (ir = 0; ir < mc; ir += mr) {
                         int m = mc - ir < mr ? mc - ir : mr;
                         const float *ap = abuf + (size_t)ir * kc;
@@ -906,4 +910,78 @@ static void nn__sgemm_run(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int
     else
         for (i = 0; i < n_tasks; i++) nn__gemm_task(&J, i, n_tasks);
     if (owned) NN_FREE(raw);
+}
+
+/* ---- a B operand packed once for many products ------------------------ */
+
+/* op(B) [K, N] packed whole, for many products with it on one thread (nn__sgemm_pb): per
+   K block (the kc nn__sgemm_run picks for this K), all N columns in NR-wide panels, as
+   nn__gemm_block packs them block by block. A recurrent layer's W_hh, used by every time
+   step. Free raw with NN_FREE. */
+typedef struct {
+    const nn__gemm_arch *arch;
+    int K, N, kc, npad;
+    float *p; /* 64-byte aligned, in raw */
+    void *raw;
+} nn__gemm_pb;
+
+/* 0 when out of memory (then pb->raw is NULL and the caller multiplies unpacked) */
+static NN__MAYBE_UNUSED int nn__gemm_pb_make(nn__gemm_pb *pb, int transB, int K, int N, const float *B, int ldb) {
+    const nn__gemm_arch *arch = nn__gemm_pick_arch();
+    int nkb = (K + arch->kc - 1) / arch->kc, pc;
+    pb->arch = arch;
+    pb->K = K;
+    pb->N = N;
+    pb->kc = ((K + nkb - 1) / nkb + 7) / 8 * 8;
+    if (pb->kc > K) pb->kc = K;
+    pb->npad = (N + arch->nr - 1) / arch->nr * arch->nr;
+    pb->p = NULL;
+    pb->raw = K > 0 && N > 0 ? NN_MALLOC(sizeof(float) * (size_t)K * (size_t)pb->npad + NN__GEMM_ALIGN) : NULL;
+    if (!pb->raw) return 0;
+    pb->p = (float *)(void *)((unsigned char *)pb->raw +
+                              ((NN__GEMM_ALIGN - ((uintptr_t)pb->raw & (NN__GEMM_ALIGN - 1))) & (NN__GEMM_ALIGN - 1)));
+    for (pc = 0; pc < K; pc += pb->kc) {
+        int kc = K - pc < pb->kc ? K - pc : pb->kc;
+        arch->pack_b(transB, B, ldb, pc, kc, 0, N, arch->nr, pb->p + (size_t)pc * pb->npad);
+    }
+    return 1;
+}
+
+/* C[M, N] = alpha op(A) op(B) + beta C on the calling thread, op(B) from pb (K, N its
+   own), packing A in ws: the same bits as nn__sgemm with that op(B). 0 when ws cannot
+   grow (nothing done). */
+static NN__MAYBE_UNUSED int nn__sgemm_pb(nn__gemm_ws *ws, const nn__gemm_pb *pb, int transA, int M, float alpha,
+                                         const float *A, int lda, float beta, float *C, int ldc) {
+    nn__gemm_job J;
+    const nn__gemm_arch *arch = pb->arch;
+    size_t mc_alloc;
+    void *raw;
+    if (M <= 0) return 1;
+    memset(&J, 0, sizeof J);
+    J.arch = arch;
+    J.transA = transA;
+    J.M = M;
+    J.N = pb->N;
+    J.K = pb->K;
+    J.alpha = alpha;
+    J.beta = beta;
+    J.A = A;
+    J.lda = lda;
+    J.C = C;
+    J.ldc = ldc;
+    J.kc = pb->kc;
+    J.mblk = (M + arch->mr - 1) / arch->mr * arch->mr;
+    J.nblk = pb->npad;
+    J.tn = 1;
+    J.bpk = pb->p;
+    J.npad = pb->npad;
+    mc_alloc = (size_t)(J.mblk < arch->mc ? J.mblk : arch->mc);
+    J.a_floats = (mc_alloc * (size_t)J.kc + 15) / 16 * 16;
+    J.buf_floats = J.a_floats;
+    raw = nn__gemm_ws_get(ws, sizeof(float) * J.buf_floats + NN__GEMM_ALIGN);
+    if (!raw) return 0;
+    J.buf = (float *)(void *)((unsigned char *)raw +
+                              ((NN__GEMM_ALIGN - ((uintptr_t)raw & (NN__GEMM_ALIGN - 1))) & (NN__GEMM_ALIGN - 1)));
+    nn__gemm_task(&J, 0, 1);
+    return 1;
 }

@@ -1,6 +1,10 @@
 /* The recurrent family's CPU loops (src/ops/recurrent.c calls them per time step, between
-   its GEMMs): the same gate math, offsets and frozen rows as kernels/recurrent.cl, on the
-   calling thread (a step's gate math is too small to wake the pool for). */
+   its GEMMs): the same gate math, offsets and frozen rows as kernels/recurrent.cl. Rows of
+   the batch are independent over the whole sequence, so nn__cpu_rec_seq_run and
+   nn__cpu_rec_grad_run give each thread a slice of batch rows [b0, b1) for all T steps:
+   one pool dispatch per sequence, not one per tiny per-step GEMM, and no barrier. Each
+   element of each product gets the same arithmetic as one GEMM over all rows (the same K
+   blocks in order, the same microkernel), so the results are the same to the bit. */
 #include "../base/internal.h"
 #include "../ops/recurrent.h"
 
@@ -23,14 +27,50 @@ static float nn__rec_tanh(float x) {
 /* One step forward over rows b < B (kernels/recurrent.cl rec_gates_fwd). xp, hp: this
    step's input and state products [B, G*H]; bias [G*H] or NULL; lens NULL or [B]; ws the
    node's workspace; y the output row block of step t [B, Hr]. */
-static void nn__cpu_rec_gates_fwd(int kind, int B, int H, int Hr, int t, const float *xp, const float *hp,
+static void nn__cpu_rec_gates_fwd(int kind, int B, int b0, int b1, int H, int Hr, int t, const float *xp, const float *hp,
                                   const float *bias, const int32_t *lens, float *ws, float *y, int proj, size_t og,
-                                  size_t oh, size_t oc, size_t ou, size_t ohn) {
+                                  size_t oh, size_t oc, size_t ou, size_t ohn, float *e) {
     int G = kind == NN__REC_LSTM ? 4 : kind == NN__REC_GRU ? 3 : 1, b, j;
-    for (b = 0; b < B; b++) {
+    for (b = b0; b < b1; b++) {
         int active = !lens || t < lens[b];
         const float *x = xp + (size_t)b * G * H, *p = hp + (size_t)b * G * H;
         float *gt = ws + og + (size_t)b * G * H;
+        if (e && kind == NN__REC_LSTM) {
+            /* the row's four gates through the vector exp: sigmoid(v) = 1 / (1 + e^-v), tanh
+               as nn__rec_tanh with e^2|v| */
+            for (j = 0; j < 4 * H; j++) {
+                float v = x[j] + p[j] + (bias ? bias[j] : 0.0f);
+                e[4 * H + j] = v;
+                e[j] = j >= 2 * H && j < 3 * H ? 2.0f * fabsf(v) : -v;
+            }
+            (void)nn__vexp_map(NN__VE_EXP_SHIFT, e, e, NULL, NULL, 0.0f, 4 * H);
+            for (j = 0; j < 4 * H; j++) {
+                float v = e[4 * H + j];
+                if (j < 2 * H || j >= 3 * H) gt[j] = 1.0f / (1.0f + e[j]);
+                else gt[j] = fabsf(v) < 0.125f ? nn__rec_tanh(v) : (v < 0.0f ? -1.0f : 1.0f) * (1.0f - 2.0f / (e[j] + 1.0f));
+            }
+            for (j = 0; j < H; j++) {
+                size_t ci = (size_t)b * H + j;
+                float cprev = ws[oc + ci];
+                float c = active ? gt[H + j] * cprev + gt[j] * gt[2 * H + j] : cprev;
+                ws[oc + (size_t)B * H + ci] = c;
+                e[j] = 2.0f * fabsf(c);
+            }
+            (void)nn__vexp_map(NN__VE_EXP_SHIFT, e, e, NULL, NULL, 0.0f, H);
+            for (j = 0; j < H; j++) {
+                size_t hi = (size_t)b * Hr + j, ci = (size_t)b * H + j;
+                float c = ws[oc + (size_t)B * H + ci], hprev = ws[oh + hi];
+                float tc = fabsf(c) < 0.125f ? nn__rec_tanh(c) : (c < 0.0f ? -1.0f : 1.0f) * (1.0f - 2.0f / (e[j] + 1.0f));
+                float hnew = gt[3 * H + j] * tc;
+                if (proj) {
+                    ws[ou + ci] = active ? hnew : 0.0f;
+                    continue;
+                }
+                ws[oh + (size_t)B * Hr + hi] = active ? hnew : hprev;
+                y[hi] = active ? hnew : 0.0f;
+            }
+            continue;
+        }
         for (j = 0; j < H; j++) {
             size_t hi = (size_t)b * Hr + j, ci = (size_t)b * H + j;
             float hprev = ws[oh + hi], hnew;
@@ -72,9 +112,9 @@ static void nn__cpu_rec_gates_fwd(int kind, int B, int H, int Hr, int t, const f
 }
 
 /* With a projection, after the step's projection GEMM (rec_proj_fix). */
-static void nn__cpu_rec_proj_fix(int B, int Hr, int t, const int32_t *lens, float *ws, float *y, size_t oh) {
+static void nn__cpu_rec_proj_fix(int B, int b0, int b1, int Hr, int t, const int32_t *lens, float *ws, float *y, size_t oh) {
     int i;
-    for (i = 0; i < B * Hr; i++) {
+    for (i = b0 * Hr; i < b1 * Hr; i++) {
         int active = !lens || t < lens[i / Hr];
         if (active) {
             y[i] = ws[oh + (size_t)B * Hr + i];
@@ -88,11 +128,11 @@ static void nn__cpu_rec_proj_fix(int B, int Hr, int t, const int32_t *lens, floa
 /* One step backward (rec_gates_bwd): gy the output's gradient at step t [B, Hr]; dh [B, Hr]
    and dc [B, H] the running state gradients; dxp the step's input-product gradient
    [B, G*H], dhp its state-product gradient; du (proj) the gradient of o*tanh(c) [B, H]. */
-static void nn__cpu_rec_gates_bwd(int kind, int B, int H, int Hr, int t, const float *ws, const float *gy,
+static void nn__cpu_rec_gates_bwd(int kind, int B, int b0, int b1, int H, int Hr, int t, const float *ws, const float *gy,
                                   const int32_t *lens, const float *du, float *dh, float *dc, float *dxp,
                                   float *dhp, size_t og, size_t oh, size_t oc, size_t ohn) {
     int G = kind == NN__REC_LSTM ? 4 : kind == NN__REC_GRU ? 3 : 1, b, j, k;
-    for (b = 0; b < B; b++) {
+    for (b = b0; b < b1; b++) {
         int active = !lens || t < lens[b];
         const float *gt = ws + og + (size_t)b * G * H;
         float *dx = dxp + (size_t)b * G * H, *dp = dhp + (size_t)b * G * H;
@@ -138,9 +178,9 @@ static void nn__cpu_rec_gates_bwd(int kind, int B, int H, int Hr, int t, const f
 
 /* With a projection, before a step backward (rec_proj_bwd): dht = the state's gradient of
    the active rows (0 for frozen ones), whose dh then restarts at 0. */
-static void nn__cpu_rec_proj_bwd(int B, int Hr, int t, const int32_t *lens, const float *gy, float *dh, float *dht) {
+static void nn__cpu_rec_proj_bwd(int b0, int b1, int Hr, int t, const int32_t *lens, const float *gy, float *dh, float *dht) {
     int i;
-    for (i = 0; i < B * Hr; i++) {
+    for (i = b0 * Hr; i < b1 * Hr; i++) {
         int active = !lens || t < lens[i / Hr];
         if (active) {
             dht[i] = dh[i] + gy[i];
@@ -149,6 +189,94 @@ static void nn__cpu_rec_proj_bwd(int B, int Hr, int t, const int32_t *lens, cons
             dht[i] = 0.0f;
         }
     }
+}
+
+/* A sequence node's (or its gradient's) time loop, each task a slice of batch rows. off:
+   the workspace's offsets (nn__rec_ws_layout); grad: xp is gy, hp dhp [T*B, G*H], y the
+   packed gradients (po: nn__rec_grad_layout), dht and du the projection's scratch. */
+typedef struct {
+    const nn__rec_attr *a;
+    const float *xp, *whh, *bias, *whr;
+    const int32_t *lens;
+    float *ws, *y, *hp, *dht, *du;
+    int64_t off[5], po[6];
+    int per;               /* rows per task */
+    const nn__gemm_pb *pb; /* W_hh packed once (or NULL: out of memory) */
+} nn__rec_job;
+
+static void nn__cpu_rec_seq_task(void *arg, int task, int n_tasks) {
+    const nn__rec_job *J = (const nn__rec_job *)arg;
+    const nn__rec_attr *a = J->a;
+    int T = a->T, B = a->B, H = a->H, Hr = a->Hr, GH = a->G * a->H, s;
+    int b0 = task * J->per, b1 = b0 + J->per < B ? b0 + J->per : B, nb = b1 - b0;
+    size_t BHr = (size_t)B * Hr, BH = (size_t)B * H;
+    float *ws = J->ws, *hp = J->hp + (size_t)b0 * GH, *e;
+    nn__gemm_ws gw = {NULL, 0};
+    (void)n_tasks;
+    if (nb <= 0) return;
+    e = a->kind == NN__REC_LSTM ? (float *)NN_MALLOC(sizeof(float) * 8 * (size_t)H) : NULL; /* NULL: scalar */
+    for (s = 0; s < T; s++) {
+        int t = a->reverse ? T - 1 - s : s;
+        size_t oh = (size_t)J->off[1] + s * BHr;
+        if (!J->pb || !nn__sgemm_pb(&gw, J->pb, 0, nb, 1.0f, ws + oh + (size_t)b0 * Hr, Hr, 0.0f, hp, GH))
+            nn__sgemm_ws(&gw, 0, 1, nb, GH, Hr, 1.0f, ws + oh + (size_t)b0 * Hr, Hr, J->whh, Hr, 0.0f, hp, GH);
+        nn__cpu_rec_gates_fwd(a->kind, B, b0, b1, H, Hr, t, J->xp + (size_t)t * B * GH, J->hp, J->bias, J->lens, ws,
+                              J->y + (size_t)t * BHr, J->whr != NULL, (size_t)J->off[0] + s * (size_t)B * GH, oh,
+                              (size_t)J->off[2] + s * BH, (size_t)J->off[3] + s * BH, (size_t)J->off[4] + s * BH, e);
+        if (J->whr) {
+            nn__sgemm_ws(&gw, 0, 1, nb, Hr, H, 1.0f, ws + J->off[3] + s * BH + (size_t)b0 * H, H, J->whr, H, 0.0f,
+                         ws + oh + BHr + (size_t)b0 * Hr, Hr);
+            nn__cpu_rec_proj_fix(B, b0, b1, Hr, t, J->lens, ws, J->y + (size_t)t * BHr, oh);
+        }
+    }
+    NN_FREE(gw.p);
+    NN_FREE(e);
+}
+
+static void nn__cpu_rec_grad_task(void *arg, int task, int n_tasks) {
+    const nn__rec_job *J = (const nn__rec_job *)arg;
+    const nn__rec_attr *a = J->a;
+    int T = a->T, B = a->B, H = a->H, Hr = a->Hr, GH = a->G * a->H, s;
+    int b0 = task * J->per, b1 = b0 + J->per < B ? b0 + J->per : B, nb = b1 - b0;
+    size_t BHr = (size_t)B * Hr, BH = (size_t)B * H;
+    const float *gy = J->xp, *ws = J->ws;
+    float *pk = J->y, *dh = J->y + J->po[1], *dc = J->y + J->po[2];
+    nn__gemm_ws gw = {NULL, 0};
+    (void)n_tasks;
+    if (nb <= 0) return;
+    for (s = T - 1; s >= 0; s--) {
+        int t = a->reverse ? T - 1 - s : s;
+        float *dhp_s = J->hp + (size_t)s * B * GH;
+        if (J->whr) {
+            nn__cpu_rec_proj_bwd(b0, b1, Hr, t, J->lens, gy + (size_t)t * BHr, dh, J->dht + s * BHr);
+            nn__sgemm_ws(&gw, 0, 0, nb, H, Hr, 1.0f, J->dht + s * BHr + (size_t)b0 * Hr, Hr, J->whr, H, 0.0f,
+                         J->du + (size_t)b0 * H, H);
+        }
+        nn__cpu_rec_gates_bwd(a->kind, B, b0, b1, H, Hr, t, ws, gy + (size_t)t * BHr, J->lens, J->whr ? J->du : NULL,
+                              dh, dc, pk + J->po[0] + (size_t)t * B * GH, dhp_s, (size_t)J->off[0] + s * (size_t)B * GH,
+                              (size_t)J->off[1] + s * BHr, (size_t)J->off[2] + s * BH, (size_t)J->off[4] + s * BH);
+        if (!J->pb || !nn__sgemm_pb(&gw, J->pb, 0, nb, 1.0f, dhp_s + (size_t)b0 * GH, GH, 1.0f, dh + (size_t)b0 * Hr, Hr))
+            nn__sgemm_ws(&gw, 0, 0, nb, Hr, GH, 1.0f, dhp_s + (size_t)b0 * GH, GH, J->whh, Hr, 1.0f, dh + (size_t)b0 * Hr,
+                         Hr);
+    }
+    NN_FREE(gw.p);
+}
+
+/* Runs the time loop of job J (its pointers and offsets set) over the pool's threads, with
+   W_hh packed once for all steps and threads (op(W_hh) [K, N] = W_hh^T forward, W_hh
+   backward). */
+static void nn__cpu_rec_run(nn__threadpool *pool, nn__rec_job *J, nn__task_fn fn, int transB, int K, int N) {
+    int B = J->a->B, tasks = nn__threadpool_size(pool);
+    nn__gemm_pb pb;
+    J->pb = nn__gemm_pb_make(&pb, transB, K, N, J->whh, J->a->Hr) ? &pb : NULL;
+    if (tasks > B) tasks = B;
+    if (tasks < 1) tasks = 1;
+    J->per = (B + tasks - 1) / tasks;
+    tasks = (B + J->per - 1) / J->per;
+    if (tasks <= 1) fn(J, 0, 1);
+    else nn__threadpool_run(pool, fn, J, tasks);
+    NN_FREE(pb.raw);
+    J->pb = NULL;
 }
 
 /* y[j] = sum over r of x[r * cols + j], in order of r (rec_colsum) */

@@ -163,7 +163,7 @@ static void nn__plan_rec_seq(nn_graph *g, nn__node *n) {
 
 static nn_result nn__cpu_rec_seq(nn_graph *g, nn__node *n) {
     const nn__rec_attr *a = &n->a.rec;
-    int T = a->T, B = a->B, H = a->H, Hr = a->Hr, GH = a->G * a->H, s;
+    int T = a->T, B = a->B, H = a->H, Hr = a->Hr;
     int64_t off[5];
     const float *xp = NN__F(n->in[0]), *whh = NN__F(n->in[1]);
     const float *bias = NN__REC_OPT(n, a->i_bias), *h0 = NN__REC_OPT(n, a->i_h0), *c0 = NN__REC_OPT(n, a->i_c0);
@@ -171,7 +171,7 @@ static nn_result nn__cpu_rec_seq(nn_graph *g, nn__node *n) {
     const int32_t *lens = a->i_len >= 0 ? NN__I(n->in[a->i_len]) : NULL;
     float *ws = NN__F(n->in[2]), *y = n->buf.host, *hp = n->scratch_buf.host;
     size_t BHr = (size_t)B * Hr, BH = (size_t)B * H;
-    nn__threadpool *pool = g->ctx->threads;
+    nn__rec_job J;
     nn__rec_ws_layout(a, off);
     if (lens) nn__rec_len_count(g, n, lens, B, T);
     if (h0) memcpy(ws + off[1], h0, BHr * 4);
@@ -180,18 +180,10 @@ static nn_result nn__cpu_rec_seq(nn_graph *g, nn__node *n) {
         if (c0) memcpy(ws + off[2], c0, BH * 4);
         else memset(ws + off[2], 0, BH * 4);
     }
-    for (s = 0; s < T; s++) {
-        int t = a->reverse ? T - 1 - s : s;
-        size_t oh = (size_t)off[1] + s * BHr;
-        nn__sgemm(pool, 0, 1, B, GH, Hr, 1.0f, ws + oh, Hr, whh, Hr, 0.0f, hp, GH);
-        nn__cpu_rec_gates_fwd(a->kind, B, H, Hr, t, xp + (size_t)t * B * GH, hp, bias, lens, ws, y + (size_t)t * BHr,
-                              whr != NULL, (size_t)off[0] + s * (size_t)B * GH, oh, (size_t)off[2] + s * BH,
-                              (size_t)off[3] + s * BH, (size_t)off[4] + s * BH);
-        if (whr) {
-            nn__sgemm(pool, 0, 1, B, Hr, H, 1.0f, ws + off[3] + s * BH, H, whr, H, 0.0f, ws + oh + BHr, Hr);
-            nn__cpu_rec_proj_fix(B, Hr, t, lens, ws, y + (size_t)t * BHr, oh);
-        }
-    }
+    memset(&J, 0, sizeof J);
+    J.a = a, J.xp = xp, J.whh = whh, J.bias = bias, J.whr = whr, J.lens = lens, J.ws = ws, J.y = y, J.hp = hp;
+    memcpy(J.off, off, sizeof off);
+    nn__cpu_rec_run(g->ctx->threads, &J, nn__cpu_rec_seq_task, 1, Hr, a->G * H);
     memcpy(y + (size_t)T * BHr, ws + off[1] + (size_t)T * BHr, BHr * 4);
     if (a->kind == NN__REC_LSTM) memcpy(y + (size_t)(T + 1) * BHr, ws + off[2] + (size_t)T * BH, BH * 4);
     return NN_OK;
@@ -306,9 +298,10 @@ static void nn__plan_rec_seq_grad(nn_graph *g, nn__node *n) {
 
 static nn_result nn__cpu_rec_seq_grad(nn_graph *g, nn__node *n) {
     const nn__rec_attr *a = &n->a.rec;
-    int T = a->T, B = a->B, H = a->H, Hr = a->Hr, GH = a->G * a->H, s;
+    int T = a->T, B = a->B, H = a->H, Hr = a->Hr, GH = a->G * a->H;
     int64_t off[5], po[6];
-    const float *gy = NN__F(n->in[0]), *whh = NN__F(n->in[1]), *ws = NN__F(n->in[2]);
+    const float *gy = NN__F(n->in[0]), *whh = NN__F(n->in[1]);
+    float *ws = NN__F(n->in[2]);
     const float *whr = NN__REC_OPT(n, a->i_whr);
     const int32_t *lens = a->i_len >= 0 ? NN__I(n->in[a->i_len]) : NULL;
     float *pk = n->buf.host, *dhp = n->scratch_buf.host;
@@ -316,24 +309,19 @@ static nn_result nn__cpu_rec_seq_grad(nn_graph *g, nn__node *n) {
     size_t BHr = (size_t)B * Hr, BH = (size_t)B * H;
     nn__threadpool *pool = g->ctx->threads;
     float *dh, *dc;
+    nn__rec_job J;
     nn__rec_ws_layout(a, off);
     nn__rec_grad_layout(a, po);
     dh = pk + po[1];
     dc = pk + po[2];
     memcpy(dh, gy + (size_t)T * BHr, BHr * 4);
     if (a->kind == NN__REC_LSTM) memcpy(dc, gy + (size_t)(T + 1) * BHr, BH * 4);
-    for (s = T - 1; s >= 0; s--) {
-        int t = a->reverse ? T - 1 - s : s;
-        float *dhp_s = dhp + (size_t)s * B * GH;
-        if (whr) {
-            nn__cpu_rec_proj_bwd(B, Hr, t, lens, gy + (size_t)t * BHr, dh, dht + s * BHr);
-            nn__sgemm(pool, 0, 0, B, H, Hr, 1.0f, dht + s * BHr, Hr, whr, H, 0.0f, du, H);
-        }
-        nn__cpu_rec_gates_bwd(a->kind, B, H, Hr, t, ws, gy + (size_t)t * BHr, lens, whr ? du : NULL, dh, dc,
-                              pk + po[0] + (size_t)t * B * GH, dhp_s, (size_t)off[0] + s * (size_t)B * GH,
-                              (size_t)off[1] + s * BHr, (size_t)off[2] + s * BH, (size_t)off[4] + s * BH);
-        nn__sgemm(pool, 0, 0, B, Hr, GH, 1.0f, dhp_s, GH, whh, Hr, 1.0f, dh, Hr);
-    }
+    memset(&J, 0, sizeof J);
+    J.a = a, J.xp = gy, J.whh = whh, J.whr = whr, J.lens = lens, J.ws = ws, J.y = pk, J.hp = dhp, J.dht = dht;
+    J.du = du;
+    memcpy(J.off, off, sizeof off);
+    memcpy(J.po, po, sizeof po);
+    nn__cpu_rec_run(pool, &J, nn__cpu_rec_grad_task, 0, GH, Hr);
     nn__sgemm(pool, 1, 0, GH, Hr, T * B, 1.0f, dhp, GH, ws + off[1], Hr, 0.0f, pk + po[3], Hr);
     nn__cpu_rec_colsum(dhp, pk + po[4], T * B, GH);
     if (whr) nn__sgemm(pool, 1, 0, Hr, H, T * B, 1.0f, dht, Hr, ws + off[3], H, 0.0f, pk + po[5], H);
