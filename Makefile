@@ -95,9 +95,9 @@ EXAMPLES = examples/xor examples/fashion_mnist_mlp examples/fashion_mnist_cnn ex
 examples: $(EXAMPLES)
 examples/xor: examples/xor.c nn.h
 	$(CC) $(CFLAGS) -I. -o $@ $< $(LIBS)
-examples/char_lstm: examples/char_lstm.c nn.h
+examples/char_lstm: examples/char_lstm.c examples/text_corpus.h nn.h
 	$(CC) $(CFLAGS) -I. -o $@ $< $(LIBS)
-examples/tiny_gpt: examples/tiny_gpt.c nn.h
+examples/tiny_gpt: examples/tiny_gpt.c examples/text_corpus.h nn.h
 	$(CC) $(CFLAGS) -I. -o $@ $< $(LIBS)
 # zlib (zlib1g-dev) when its header and library are here: then the example reads the .gz
 # files as they are; without it, -DFMNIST_NO_ZLIB: plain IDX files only, which `make demo`
