@@ -32212,11 +32212,12 @@ static nn_result nn__launch_attention_delta(nn_graph *g, int id) {
     return nn__kargs_attn_delta(l, &k);
 }
 
-/* one work-item per query row */
-static nn_result nn__launch_attention_dq(nn_graph *g, int id) {
+/* dQ (one work-item per query row) and dK/dV (one per key row of each key/value head): the
+   same arguments, another kernel */
+static nn_result nn__launch_attention_bwd(nn_graph *g, int id, const char *kernel, int64_t items) {
     nn__node *n = &g->nodes[id];
     int dims[8], mk[8];
-    NN__KSTART(attn_bwd, "attention", "attn_dq", (int64_t)n->a.attn.B * n->a.attn.H * n->a.attn.Tq);
+    NN__KSTART(attn_bwd, "attention", kernel, items);
     l->update = nn__attn_update_bwd;
     nn__attn_lws(g, l);
     NN__ATTN_KCOMMON(k, n, dims, mk);
@@ -32227,19 +32228,14 @@ static nn_result nn__launch_attention_dq(nn_graph *g, int id) {
     return nn__kargs_attn_bwd(l, &k);
 }
 
-/* one work-item per key row of each key/value head */
+static nn_result nn__launch_attention_dq(nn_graph *g, int id) {
+    const nn__attn_attr *a = &g->nodes[id].a.attn;
+    return nn__launch_attention_bwd(g, id, "attn_dq", (int64_t)a->B * a->H * a->Tq);
+}
+
 static nn_result nn__launch_attention_dkv(nn_graph *g, int id) {
-    nn__node *n = &g->nodes[id];
-    int dims[8], mk[8];
-    NN__KSTART(attn_bwd, "attention", "attn_dkv", (int64_t)n->a.attn.B * n->a.attn.Hkv * n->a.attn.Tk);
-    l->update = nn__attn_update_bwd;
-    nn__attn_lws(g, l);
-    NN__ATTN_KCOMMON(k, n, dims, mk);
-    k.o = &g->nodes[n->in[3]].buf;
-    k.dout = &g->nodes[n->in[4]].buf;
-    k.delta = &g->nodes[n->in[5]].buf;
-    k.out = &n->buf;
-    return nn__kargs_attn_bwd(l, &k);
+    const nn__attn_attr *a = &g->nodes[id].a.attn;
+    return nn__launch_attention_bwd(g, id, "attn_dkv", (int64_t)a->B * a->Hkv * a->Tk);
 }
 
 /* ======================================================================
