@@ -10460,6 +10460,39 @@ static const nn__backend nn__cpu_backend = {
     nn__cpub_write, nn__cpub_read, nn__cpub_fill, nn__cpub_prepare, nn__cpub_run, nn__cpub_finish, nn__cpub_release_graph};
 
 /* ======================================================================
+   kernels/attention_tile.h
+   ====================================================================== */
+/* The tiled attention kernels' tile (kernels/attention.cl: attn_tiled_*), written once for
+   the launches (src/ops/attention.c), the build options (src/opencl/gemm_plan.c) and the
+   kernels: C99 and OpenCL C.
+
+   A work-group of WG items takes B query rows (forward, dQ) or B key rows (dK/dV) of one
+   head and walks the keys (queries) B at a time; WG / B items share a row. Its local
+   memory, in floats, at head dim D (rows padded to D + 1 and B + 1, so the items of a row
+   read different banks): the forward Q, K (then V) [B, D] and the scores and weights
+   [B, B]; the backward Q, dO, K, V [B, D] and two [B, B] tiles. The tile is the largest of
+   64, 32, 16, 8 that fits L floats and divides WG; 0 where none fits (D = 256 in 32 KiB):
+   the row kernels (attn_fwd, attn_dq, attn_dkv) run instead. */
+#ifndef NN__ATTENTION_TILE_H
+#define NN__ATTENTION_TILE_H
+
+#define NN__ATTN_LF_FWD(B, D) (2 * (B) * ((D) + 1) + 2 * (B) * ((B) + 1))
+#define NN__ATTN_LF_BWD(B, D) (4 * (B) * ((D) + 1) + 2 * (B) * ((B) + 1))
+#define NN__ATTN_FITS(LF, B, D, L, WG) ((WG) >= (B) && (WG) % (B) == 0 && LF(B, D) <= (L))
+#define NN__ATTN_TILE(LF, D, L, WG)                                                                \
+    (NN__ATTN_FITS(LF, 64, D, L, WG)   ? 64                                                        \
+     : NN__ATTN_FITS(LF, 32, D, L, WG) ? 32                                                        \
+     : NN__ATTN_FITS(LF, 16, D, L, WG) ? 16                                                        \
+     : NN__ATTN_FITS(LF, 8, D, L, WG)  ? 8                                                         \
+                                       : 0)
+
+/* CPU drivers' block kernels (attn_block_*): one work-item a group, NN__ATTN_RB query
+   (dQ: query, dK/dV: key) rows of a head each */
+#define NN__ATTN_RB 16
+
+#endif
+
+/* ======================================================================
    src/opencl/gemm_plan.c
    ====================================================================== */
 /* Launch planning for kernels/gemm.cl, for device plans (backend-neutral arithmetic).
@@ -10625,6 +10658,43 @@ static void nn__gemm_options(int is_cpu_device, size_t max_wg_size, uint64_t loc
     nn__gemm_cfg_options(&c, buf, bufsize);
 }
 
+/* ---- kernels/attention.cl's tiled kernels (attn_tiled_*; kernels/attention_tile.h) ---- */
+
+typedef struct nn__attn_cl_cfg {
+    int wg;   /* items a work-group (0: no tiled kernels on this device) */
+    int lmem; /* floats of local memory a group's tiles may take */
+    int own;  /* the most output columns an item accumulates (over every head dim that fits) */
+} nn__attn_cl_cfg;
+
+/* GPUs: groups of up to 256 items, the device's local memory less 1 KiB for the driver
+   (48 KiB on NVIDIA: tiles of 32 at D = 64, 16 at D = 128, 8 at D = 256 in the backward).
+   CPU drivers run the block kernels instead (src/ops/attention.c, nn__attn_block). */
+static void nn__attn_cl_config(const nn__device *dev, nn__attn_cl_cfg *c) {
+    uint64_t lm = dev->local_mem > 1024 ? (dev->local_mem - 1024) / sizeof(float) : 0;
+    int wg = 1, D;
+    memset(c, 0, sizeof *c);
+    if (dev->cpu_tuned) return;
+    while (wg * 2 <= 256 && (size_t)wg * 2 <= dev->max_wg) wg *= 2;
+    if (wg < 8 || lm < 64) return;
+    c->wg = wg;
+    c->lmem = lm > 16384 ? 16384 : (int)lm;
+    for (D = 1; D <= 256; D++) {
+        int bf = NN__ATTN_TILE(NN__ATTN_LF_FWD, D, c->lmem, wg), bb = NN__ATTN_TILE(NN__ATTN_LF_BWD, D, c->lmem, wg);
+        int of = bf ? (D + wg / bf - 1) / (wg / bf) : 0, ob = bb ? (D + wg / bb - 1) / (wg / bb) : 0;
+        if (of > c->own) c->own = of;
+        if (ob > c->own) c->own = ob;
+    }
+    if (c->own == 0) c->wg = 0;
+}
+
+/* the tile of the tiled forward (bwd 0) or backward kernels at head dim D; 0: the row kernels */
+static NN__MAYBE_UNUSED int nn__attn_cl_tile(const nn__device *dev, int bwd, int D) {
+    nn__attn_cl_cfg c;
+    nn__attn_cl_config(dev, &c);
+    if (!c.wg) return 0;
+    return bwd ? NN__ATTN_TILE(NN__ATTN_LF_BWD, D, c.lmem, c.wg) : NN__ATTN_TILE(NN__ATTN_LF_FWD, D, c.lmem, c.wg);
+}
+
 /* The build options (-D ...) of kernels/NAME.cl on a device, from the facts device plans
    read too (so the kernels' tiles and the plans' launch geometry agree); "" for a file
    that takes none. The backend asks for every program it builds, and keys its cache on
@@ -10632,6 +10702,14 @@ static void nn__gemm_options(int is_cpu_device, size_t max_wg_size, uint64_t loc
 static NN__MAYBE_UNUSED void nn__program_options(const char *name, const nn__device *dev, char *buf, size_t n) {
     if (n) buf[0] = 0;
     if (strcmp(name, "gemm") == 0) nn__gemm_options(dev->cpu_tuned, dev->max_wg, dev->local_mem, buf, n);
+    if (strcmp(name, "attention") == 0 && n) {
+        nn__attn_cl_cfg c;
+        char tmp[96];
+        nn__attn_cl_config(dev, &c);
+        sprintf(tmp, "-DNN_ATTN_WG=%d -DNN_ATTN_LMEM=%d -DNN_ATTN_OWN=%d", c.wg ? c.wg : 1, c.lmem ? c.lmem : 1, c.own ? c.own : 1);
+        strncpy(buf, tmp, n - 1);
+        buf[n - 1] = 0;
+    }
 }
 
 /* ======================================================================
@@ -18926,9 +19004,12 @@ static const char *const nn__cl_src_attention[] = {
 "#line 1 \"kernels/attention.cl\"\n",
 "/* Fused scaled dot-product attention (src/ops/attention.c; the CPU loops in\n",
 "   src/cpu/attention.c): flash attention's forward (online softmax, the output and one\n",
-"   log-sum-exp per row), delta = rowsum(dO * O), dQ (one work-item per query row) and\n",
-"   dK/dV (one work-item per key row, over its query heads and every query). No atomics; each\n",
-"   sum in a fixed order. */\n",
+"   log-sum-exp per row), delta = rowsum(dO * O), dQ and dK/dV. Three shapes of each:\n",
+"   attn_tiled_* (GPUs), a work-group per tile of query rows (forward, dQ) or key rows\n",
+"   (dK/dV) with the other side's tiles in local memory (kernels/attention_tile.h);\n",
+"   attn_block_* (CPU drivers), one work-item a group per block of rows, the head dim in\n",
+"   vectors; the row kernels attn_fwd, attn_dq, attn_dkv (GPUs whose local memory holds no\n",
+"   tile), one work-item per query or key row. No atomics; each sum in a fixed order. */\n",
 "#line 1 \"kernels/kargs.h\"\n",
 "/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
 "   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
@@ -19131,7 +19212,7 @@ static const char *const nn__cl_src_attention[] = {
 "\n",
 "#endif\n",
 "#endif\n",
-"#line 7 \"kernels/attention.cl\"\n",
+"#line 10 \"kernels/attention.cl\"\n",
 "#line 1 \"kernels/attention_args.h\"\n",
 "/* kernels/attention.cl's kernel signatures (kernels/kargs.h says how to read them).\n",
 "   dims: B, H, Hkv, Tq, Tk, D, layout (0 [B, H, T, D], 1 [B, T, H, D]), causal;\n",
@@ -19159,7 +19240,38 @@ static const char *const nn__cl_src_attention[] = {
 "NN__KSIG(attn_delta)\n",
 "\n",
 "#endif\n",
-"#line 8 \"kernels/attention.cl\"\n",
+"#line 11 \"kernels/attention.cl\"\n",
+"#line 1 \"kernels/attention_tile.h\"\n",
+"/* The tiled attention kernels' tile (kernels/attention.cl: attn_tiled_*), written once for\n",
+"   the launches (src/ops/attention.c), the build options (src/opencl/gemm_plan.c) and the\n",
+"   kernels: C99 and OpenCL C.\n",
+"\n",
+"   A work-group of WG items takes B query rows (forward, dQ) or B key rows (dK/dV) of one\n",
+"   head and walks the keys (queries) B at a time; WG / B items share a row. Its local\n",
+"   memory, in floats, at head dim D (rows padded to D + 1 and B + 1, so the items of a row\n",
+"   read different banks): the forward Q, K (then V) [B, D] and the scores and weights\n",
+"   [B, B]; the backward Q, dO, K, V [B, D] and two [B, B] tiles. The tile is the largest of\n",
+"   64, 32, 16, 8 that fits L floats and divides WG; 0 where none fits (D = 256 in 32 KiB):\n",
+"   the row kernels (attn_fwd, attn_dq, attn_dkv) run instead. */\n",
+"#ifndef NN__ATTENTION_TILE_H\n",
+"#define NN__ATTENTION_TILE_H\n",
+"\n",
+"#define NN__ATTN_LF_FWD(B, D) (2 * (B) * ((D) + 1) + 2 * (B) * ((B) + 1))\n",
+"#define NN__ATTN_LF_BWD(B, D) (4 * (B) * ((D) + 1) + 2 * (B) * ((B) + 1))\n",
+"#define NN__ATTN_FITS(LF, B, D, L, WG) ((WG) >= (B) && (WG) % (B) == 0 && LF(B, D) <= (L))\n",
+"#define NN__ATTN_TILE(LF, D, L, WG)                                                                \\\n",
+"    (NN__ATTN_FITS(LF, 64, D, L, WG)   ? 64                                                        \\\n",
+"     : NN__ATTN_FITS(LF, 32, D, L, WG) ? 32                                                        \\\n",
+"     : NN__ATTN_FITS(LF, 16, D, L, WG) ? 16                                                        \\\n",
+"     : NN__ATTN_FITS(LF, 8, D, L, WG)  ? 8                                                         \\\n",
+"                                       : 0)\n",
+"\n",
+"/* CPU drivers' block kernels (attn_block_*): one work-item a group, NN__ATTN_RB query\n",
+"   (dQ: query, dK/dV: key) rows of a head each */\n",
+"#define NN__ATTN_RB 16\n",
+"\n",
+"#endif\n",
+"#line 12 \"kernels/attention.cl\"\n",
 "\n",
 "#define NN_ATTN_DMAX 256\n",
 "\n",
@@ -19305,6 +19417,371 @@ static const char *const nn__cl_src_attention[] = {
 "    for (int d = 0; d < D; d++) {\n",
 "        out[ko + d] = dk[d] * scale;\n",
 "        out[nkv + ko + d] = dv[d];\n",
+"    }\n",
+"}\n",
+"\n",
+"/* ==== the tiled kernels: a work-group of NN_ATTN_WG items per tile of BT rows, WG / BT\n",
+"   items per row (row r = lid / tpr, lane t = lid % tpr); lane t owns the output columns\n",
+"   t, t + tpr, ... (NN_ATTN_OWN at most) and the tile's columns c = t, t + tpr, ... of the\n",
+"   score tiles. Every barrier is outside any branch, in loops whose bounds are the group's\n",
+"   own; rows and keys past the ends are zeros in local memory and dead in the scores. ==== */\n",
+"\n",
+"#ifndef NN_ATTN_WG /* build options (src/opencl/gemm_plan.c, nn__attn_cl_config) */\n",
+"#define NN_ATTN_WG 1\n",
+"#define NN_ATTN_LMEM 1\n",
+"#define NN_ATTN_OWN 1\n",
+"#endif\n",
+"\n",
+"/* rows [r0, r0 + BT) of a [B, heads, T, D] (or [B, T, heads, D]) head into a [BT, D + 1]\n",
+"   local tile, zeros past n */\n",
+"inline void nn_attn_load(__local float *dst, __global const float *src, int lay, int heads, int T, int D, int b, int h, int r0,\n",
+"                         int n, int BT) {\n",
+"    for (int e = get_local_id(0); e < BT * D; e += NN_ATTN_WG) {\n",
+"        int rr = e / D, d = e - rr * D;\n",
+"        dst[rr * (D + 1) + d] = r0 + rr < n ? src[nn_attn_off(lay, heads, T, D, b, h, r0 + rr) + d] : 0.0f;\n",
+"    }\n",
+"}\n",
+"\n",
+"/* the key range [*lo, *hi) that queries [i0, i1) may attend (causal, window) */\n",
+"inline void nn_attn_keys(int8 dims, int8 mk, int i0, int i1, int *lo, int *hi) {\n",
+"    *lo = 0, *hi = dims.s4;\n",
+"    if (dims.s7) *hi = min(*hi, i1);\n",
+"    if (mk.s6 > 0) {\n",
+"        *lo = max(0, i0 - mk.s6 + 1);\n",
+"        if (!dims.s7) *hi = min(*hi, i1 - 1 + mk.s6);\n",
+"    }\n",
+"}\n",
+"\n",
+"/* the query range [*lo, *hi) that may attend keys [j0, j1) */\n",
+"inline void nn_attn_queries(int8 dims, int8 mk, int j0, int j1, int *lo, int *hi) {\n",
+"    *lo = 0, *hi = dims.s3;\n",
+"    if (dims.s7) *lo = j0;\n",
+"    if (mk.s6 > 0) {\n",
+"        *hi = min(*hi, j1 - 1 + mk.s6);\n",
+"        if (!dims.s7) *lo = max(*lo, j0 - mk.s6 + 1);\n",
+"    }\n",
+"}\n",
+"\n",
+"#define NN_ATTN_TILED_HEAD(LF, NROW, HEADS)                                                        \\\n",
+"    __local float lm[NN_ATTN_LMEM];                                                                \\\n",
+"    int B = dims.s0, H = dims.s1, Hkv = dims.s2, Tq = dims.s3, Tk = dims.s4, D = dims.s5, lay = dims.s6; \\\n",
+"    int BT = NN__ATTN_TILE(LF, D, NN_ATTN_LMEM, NN_ATTN_WG);                                       \\\n",
+"    if (BT == 0) return;                                                                           \\\n",
+"    int tpr = NN_ATTN_WG / BT, lid = get_local_id(0), r = lid / tpr, t = lid % tpr;                 \\\n",
+"    int nblk = (NROW + BT - 1) / BT, grp = get_group_id(0);                                        \\\n",
+"    if (grp >= B * HEADS * nblk) return;                                                           \\\n",
+"    int b = grp / (HEADS * nblk), hh = grp / nblk % HEADS, r0 = grp % nblk * BT, ld = D + 1, ls = BT + 1; \\\n",
+"    (void)Hkv\n",
+"\n",
+"/* O and the log-sum-exp of query rows [i0, i0 + BT) of head (b, h): per key tile, S = Q K^T\n",
+"   scale + mask (dead: -inf), the rows' new maxima, P = exp(S - m) (dropped weights stored\n",
+"   negated: the row sum counts them, the output not), then O = O alpha + P V */\n",
+"__kernel __attribute__((reqd_work_group_size(NN_ATTN_WG, 1, 1))) void attn_tiled_fwd(NN__KPARAMS(attn_fwd)) {\n",
+"    NN_ATTN_TILED_HEAD(NN__ATTN_LF_FWD, Tq, H);\n",
+"    int h = hh, hk = h / (H / Hkv), i = r0 + r, jlo, jhi;\n",
+"    __local float *Qs = lm, *KVs = Qs + BT * ld, *Ss = KVs + BT * ld, *Ps = Ss + BT * ls;\n",
+"    float acc[NN_ATTN_OWN], m = -INFINITY, l = 0.0f;\n",
+"    for (int u = 0; u < NN_ATTN_OWN; u++) acc[u] = 0.0f;\n",
+"    nn_attn_keys(dims, mk, r0, min(r0 + BT, Tq), &jlo, &jhi);\n",
+"    nn_attn_load(Qs, q, lay, H, Tq, D, b, h, r0, Tq, BT);\n",
+"    for (int j0 = jlo; j0 < jhi; j0 += BT) {\n",
+"        barrier(CLK_LOCAL_MEM_FENCE); /* the last tile's reads of KVs and Ps are done */\n",
+"        nn_attn_load(KVs, k, lay, Hkv, Tk, D, b, hk, j0, jhi, BT);\n",
+"        barrier(CLK_LOCAL_MEM_FENCE);\n",
+"        for (int c = t; c < BT; c += tpr) {\n",
+"            int j = j0 + c;\n",
+"            float s = -INFINITY, bias;\n",
+"            if (i < Tq && j < jhi && !nn_attn_dead(dims, mk, mask, kpm, b, h, i, j, &bias)) {\n",
+"                float dot = 0.0f;\n",
+"                for (int d = 0; d < D; d++) dot += Qs[r * ld + d] * KVs[c * ld + d];\n",
+"                s = dot * scale + bias;\n",
+"            }\n",
+"            Ss[r * ls + c] = s;\n",
+"        }\n",
+"        barrier(CLK_LOCAL_MEM_FENCE); /* the scores are written; K is read */\n",
+"        nn_attn_load(KVs, v, lay, Hkv, Tk, D, b, hk, j0, jhi, BT);\n",
+"        float mt = m;\n",
+"        for (int c = 0; c < BT; c++) {\n",
+"            float s = Ss[r * ls + c];\n",
+"            mt = s > mt ? s : mt;\n",
+"        }\n",
+"        float alpha = mt == -INFINITY ? 0.0f : exp(m - mt);\n",
+"        for (int c = t; c < BT; c += tpr) {\n",
+"            float s = Ss[r * ls + c], pe = s == -INFINITY ? 0.0f : exp(s - mt);\n",
+"            if (p > 0.0f && i < Tq && nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j0 + c) == 0.0f)\n",
+"                pe = -pe;\n",
+"            Ps[r * ls + c] = pe;\n",
+"        }\n",
+"        barrier(CLK_LOCAL_MEM_FENCE); /* V and the weights are written */\n",
+"        l *= alpha;\n",
+"        for (int u = 0; u < NN_ATTN_OWN; u++) acc[u] *= alpha;\n",
+"        for (int c = 0; c < BT; c++) {\n",
+"            float pe = Ps[r * ls + c], w = pe < 0.0f ? 0.0f : pe;\n",
+"            l += fabs(pe);\n",
+"            for (int u = 0; u < NN_ATTN_OWN; u++) {\n",
+"                int d = t + u * tpr;\n",
+"                if (d < D) acc[u] += w * KVs[c * ld + d];\n",
+"            }\n",
+"        }\n",
+"        m = mt;\n",
+"    }\n",
+"    if (i < Tq) {\n",
+"        long qo = nn_attn_off(lay, H, Tq, D, b, h, i);\n",
+"        float inv = l > 0.0f ? 1.0f / l : 0.0f;\n",
+"        if (p > 0.0f) inv *= 1.0f / (1.0f - p);\n",
+"        for (int u = 0; u < NN_ATTN_OWN; u++) {\n",
+"            int d = t + u * tpr;\n",
+"            if (d < D) out[qo + d] = acc[u] * inv;\n",
+"        }\n",
+"        if (t == 0) out[(long)B * H * Tq * D + ((long)b * H + h) * Tq + i] = l > 0.0f ? m + log(l) : -INFINITY;\n",
+"    }\n",
+"}\n",
+"\n",
+"/* dq of query rows [i0, i0 + BT): per key tile, dS = P (dP z - delta) with P = exp(S - lse),\n",
+"   dP = dO V^T, then dq += dS K; dq = scale dq */\n",
+"__kernel __attribute__((reqd_work_group_size(NN_ATTN_WG, 1, 1))) void attn_tiled_dq(NN__KPARAMS(attn_bwd)) {\n",
+"    NN_ATTN_TILED_HEAD(NN__ATTN_LF_BWD, Tq, H);\n",
+"    int h = hh, hk = h / (H / Hkv), i = r0 + r, jlo, jhi;\n",
+"    __local float *Qs = lm, *dOs = Qs + BT * ld, *Ks = dOs + BT * ld, *Vs = Ks + BT * ld, *Ss = Vs + BT * ld;\n",
+"    long row = ((long)b * H + h) * Tq + (i < Tq ? i : 0);\n",
+"    float acc[NN_ATTN_OWN], lse = o[(long)B * H * Tq * D + row], dl = delta[row];\n",
+"    for (int u = 0; u < NN_ATTN_OWN; u++) acc[u] = 0.0f;\n",
+"    nn_attn_keys(dims, mk, r0, min(r0 + BT, Tq), &jlo, &jhi);\n",
+"    nn_attn_load(Qs, q, lay, H, Tq, D, b, h, r0, Tq, BT);\n",
+"    nn_attn_load(dOs, dout, lay, H, Tq, D, b, h, r0, Tq, BT);\n",
+"    for (int j0 = jlo; j0 < jhi; j0 += BT) {\n",
+"        barrier(CLK_LOCAL_MEM_FENCE);\n",
+"        nn_attn_load(Ks, k, lay, Hkv, Tk, D, b, hk, j0, jhi, BT);\n",
+"        nn_attn_load(Vs, v, lay, Hkv, Tk, D, b, hk, j0, jhi, BT);\n",
+"        barrier(CLK_LOCAL_MEM_FENCE);\n",
+"        for (int c = t; c < BT; c += tpr) {\n",
+"            int j = j0 + c;\n",
+"            float bias, ds = 0.0f;\n",
+"            if (i < Tq && j < jhi && !nn_attn_dead(dims, mk, mask, kpm, b, h, i, j, &bias)) {\n",
+"                float s = 0.0f, dp = 0.0f, z = 1.0f;\n",
+"                for (int d = 0; d < D; d++) s += Qs[r * ld + d] * Ks[c * ld + d];\n",
+"                float pe = exp(s * scale + bias - lse);\n",
+"                if (pe != 0.0f) {\n",
+"                    for (int d = 0; d < D; d++) dp += dOs[r * ld + d] * Vs[c * ld + d];\n",
+"                    if (p > 0.0f) z = nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j);\n",
+"                    ds = pe * (dp * z - dl);\n",
+"                }\n",
+"            }\n",
+"            Ss[r * ls + c] = ds;\n",
+"        }\n",
+"        barrier(CLK_LOCAL_MEM_FENCE);\n",
+"        for (int c = 0; c < BT; c++) {\n",
+"            float ds = Ss[r * ls + c];\n",
+"            for (int u = 0; u < NN_ATTN_OWN; u++) {\n",
+"                int d = t + u * tpr;\n",
+"                if (d < D) acc[u] += ds * Ks[c * ld + d];\n",
+"            }\n",
+"        }\n",
+"    }\n",
+"    if (i < Tq) {\n",
+"        long qo = nn_attn_off(lay, H, Tq, D, b, h, i);\n",
+"        for (int u = 0; u < NN_ATTN_OWN; u++) {\n",
+"            int d = t + u * tpr;\n",
+"            if (d < D) out[qo + d] = acc[u] * scale;\n",
+"        }\n",
+"    }\n",
+"}\n",
+"\n",
+"/* dk, dv of key rows [j0, j0 + BT) of key/value head hk: over its query heads h and their\n",
+"   query tiles in order, Pz = P z and dS = P (dP z - delta) (tiles [key, query]), then\n",
+"   dv += Pz dO, dk += dS Q; dk = scale dk */\n",
+"__kernel __attribute__((reqd_work_group_size(NN_ATTN_WG, 1, 1))) void attn_tiled_dkv(NN__KPARAMS(attn_bwd)) {\n",
+"    NN_ATTN_TILED_HEAD(NN__ATTN_LF_BWD, Tk, Hkv);\n",
+"    int hk = hh, j = r0 + r, grp_h = H / Hkv, ilo, ihi;\n",
+"    __local float *Ks = lm, *Vs = Ks + BT * ld, *Qs = Vs + BT * ld, *dOs = Qs + BT * ld, *Ps = dOs + BT * ld, *Ss = Ps + BT * ls;\n",
+"    float dk[NN_ATTN_OWN], dv[NN_ATTN_OWN];\n",
+"    for (int u = 0; u < NN_ATTN_OWN; u++) dk[u] = dv[u] = 0.0f;\n",
+"    nn_attn_queries(dims, mk, r0, min(r0 + BT, Tk), &ilo, &ihi);\n",
+"    nn_attn_load(Ks, k, lay, Hkv, Tk, D, b, hk, r0, Tk, BT);\n",
+"    nn_attn_load(Vs, v, lay, Hkv, Tk, D, b, hk, r0, Tk, BT);\n",
+"    for (int h = hk * grp_h; h < (hk + 1) * grp_h; h++)\n",
+"        for (int i0 = ilo; i0 < ihi; i0 += BT) {\n",
+"            barrier(CLK_LOCAL_MEM_FENCE);\n",
+"            nn_attn_load(Qs, q, lay, H, Tq, D, b, h, i0, ihi, BT);\n",
+"            nn_attn_load(dOs, dout, lay, H, Tq, D, b, h, i0, ihi, BT);\n",
+"            barrier(CLK_LOCAL_MEM_FENCE);\n",
+"            for (int c = t; c < BT; c += tpr) {\n",
+"                int i = i0 + c;\n",
+"                float bias, pz = 0.0f, ds = 0.0f;\n",
+"                if (j < Tk && i < ihi && !nn_attn_dead(dims, mk, mask, kpm, b, h, i, j, &bias)) {\n",
+"                    long row = ((long)b * H + h) * Tq + i;\n",
+"                    float s = 0.0f, dp = 0.0f, z = 1.0f;\n",
+"                    for (int d = 0; d < D; d++) s += Qs[c * ld + d] * Ks[r * ld + d];\n",
+"                    float pe = exp(s * scale + bias - o[(long)B * H * Tq * D + row]);\n",
+"                    if (pe != 0.0f) {\n",
+"                        if (p > 0.0f) z = nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j);\n",
+"                        for (int d = 0; d < D; d++) dp += dOs[c * ld + d] * Vs[r * ld + d];\n",
+"                        pz = pe * z;\n",
+"                        ds = pe * (dp * z - delta[row]);\n",
+"                    }\n",
+"                }\n",
+"                Ps[r * ls + c] = pz;\n",
+"                Ss[r * ls + c] = ds;\n",
+"            }\n",
+"            barrier(CLK_LOCAL_MEM_FENCE);\n",
+"            for (int c = 0; c < BT; c++) {\n",
+"                float pz = Ps[r * ls + c], ds = Ss[r * ls + c];\n",
+"                for (int u = 0; u < NN_ATTN_OWN; u++) {\n",
+"                    int d = t + u * tpr;\n",
+"                    if (d < D) {\n",
+"                        dv[u] += pz * dOs[c * ld + d];\n",
+"                        dk[u] += ds * Qs[c * ld + d];\n",
+"                    }\n",
+"                }\n",
+"            }\n",
+"        }\n",
+"    if (j < Tk) {\n",
+"        long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j), nkv = (long)B * Hkv * Tk * D;\n",
+"        for (int u = 0; u < NN_ATTN_OWN; u++) {\n",
+"            int d = t + u * tpr;\n",
+"            if (d < D) {\n",
+"                out[ko + d] = dk[u] * scale;\n",
+"                out[nkv + ko + d] = dv[u];\n",
+"            }\n",
+"        }\n",
+"    }\n",
+"}\n",
+"\n",
+"/* ==== the block kernels (CPU drivers): one work-item a group, NN_ATTN_RB rows of one head\n",
+"   per item, the keys (queries) NN_ATTN_CB at a time; D in float8 lanes (the lanes summed in\n",
+"   order at the end), so a CPU compiler's vectors carry the head dim. ==== */\n",
+"\n",
+"#define NN_ATTN_RB NN__ATTN_RB\n",
+"#define NN_ATTN_CB 64\n",
+"\n",
+"/* sum_d x[d] y[d] over eight lanes, then the lanes in order */\n",
+"inline float nn_attn_dot(__global const float *x, __global const float *y, int D) {\n",
+"    float8 a = (float8)(0.0f);\n",
+"    int d = 0;\n",
+"    for (; d + 8 <= D; d += 8) a += vload8(0, x + d) * vload8(0, y + d);\n",
+"    float s = ((a.s0 + a.s1) + (a.s2 + a.s3)) + ((a.s4 + a.s5) + (a.s6 + a.s7));\n",
+"    for (; d < D; d++) s += x[d] * y[d];\n",
+"    return s;\n",
+"}\n",
+"\n",
+"/* acc[d] = acc[d] * alpha + w y[d] */\n",
+"inline void nn_attn_axpy(__local float *acc, float alpha, float w, __global const float *y, int D) {\n",
+"    int d = 0;\n",
+"    for (; d + 8 <= D; d += 8) vstore8(vload8(0, acc + d) * alpha + w * vload8(0, y + d), 0, acc + d);\n",
+"    for (; d < D; d++) acc[d] = acc[d] * alpha + w * y[d];\n",
+"}\n",
+"\n",
+"#define NN_ATTN_BLOCK_HEAD(NROW, HEADS)                                                            \\\n",
+"    int B = dims.s0, H = dims.s1, Hkv = dims.s2, Tq = dims.s3, Tk = dims.s4, D = dims.s5, lay = dims.s6; \\\n",
+"    int nblk = (NROW + NN_ATTN_RB - 1) / NN_ATTN_RB, grp = get_group_id(0);                       \\\n",
+"    if (grp >= B * HEADS * nblk) return;                                                           \\\n",
+"    int b = grp / (HEADS * nblk), hh = grp / nblk % HEADS, r0 = grp % nblk * NN_ATTN_RB;           \\\n",
+"    int r1 = min(r0 + NN_ATTN_RB, NROW);                                                           \\\n",
+"    (void)Hkv\n",
+"\n",
+"/* rows [i0, i1) of head (b, h): per tile of keys, each row's scores, its new maximum, then\n",
+"   O = O alpha + sum_j P_j z_j v_j */\n",
+"__kernel __attribute__((reqd_work_group_size(1, 1, 1))) void attn_block_fwd(NN__KPARAMS(attn_fwd)) {\n",
+"    __local float acc[NN_ATTN_RB * NN_ATTN_DMAX];\n",
+"    NN_ATTN_BLOCK_HEAD(Tq, H);\n",
+"    int h = hh, hk = h / (H / Hkv), jlo, jhi;\n",
+"    float s[NN_ATTN_CB], m[NN_ATTN_RB], l[NN_ATTN_RB];\n",
+"    for (int r = 0; r < NN_ATTN_RB; r++) m[r] = -INFINITY, l[r] = 0.0f;\n",
+"    for (int e = 0; e < NN_ATTN_RB * D; e++) acc[e] = 0.0f;\n",
+"    nn_attn_keys(dims, mk, r0, r1, &jlo, &jhi);\n",
+"    for (int j0 = jlo; j0 < jhi; j0 += NN_ATTN_CB) {\n",
+"        int nc = min(NN_ATTN_CB, jhi - j0);\n",
+"        for (int i = r0; i < r1; i++) {\n",
+"            int r = i - r0;\n",
+"            long qo = nn_attn_off(lay, H, Tq, D, b, h, i);\n",
+"            float mt = m[r];\n",
+"            for (int c = 0; c < nc; c++) {\n",
+"                float bias;\n",
+"                s[c] = -INFINITY;\n",
+"                if (nn_attn_dead(dims, mk, mask, kpm, b, h, i, j0 + c, &bias)) continue;\n",
+"                s[c] = nn_attn_dot(q + qo, k + nn_attn_off(lay, Hkv, Tk, D, b, hk, j0 + c), D) * scale + bias;\n",
+"                mt = s[c] > mt ? s[c] : mt;\n",
+"            }\n",
+"            if (mt == -INFINITY) continue; /* no key of the row alive yet */\n",
+"            float alpha = exp(m[r] - mt);\n",
+"            __local float *a = acc + r * D;\n",
+"            l[r] *= alpha;\n",
+"            for (int d = 0; d < D; d++) a[d] *= alpha;\n",
+"            for (int c = 0; c < nc; c++) {\n",
+"                if (s[c] == -INFINITY) continue;\n",
+"                float pe = exp(s[c] - mt);\n",
+"                l[r] += pe;\n",
+"                if (p > 0.0f) pe *= nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j0 + c);\n",
+"                if (pe != 0.0f) nn_attn_axpy(a, 1.0f, pe, v + nn_attn_off(lay, Hkv, Tk, D, b, hk, j0 + c), D);\n",
+"            }\n",
+"            m[r] = mt;\n",
+"        }\n",
+"    }\n",
+"    for (int i = r0; i < r1; i++) {\n",
+"        int r = i - r0;\n",
+"        long qo = nn_attn_off(lay, H, Tq, D, b, h, i);\n",
+"        float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;\n",
+"        for (int d = 0; d < D; d++) out[qo + d] = acc[r * D + d] * inv;\n",
+"        out[(long)B * H * Tq * D + ((long)b * H + h) * Tq + i] = l[r] > 0.0f ? m[r] + log(l[r]) : -INFINITY;\n",
+"    }\n",
+"}\n",
+"\n",
+"/* dq of rows [i0, i1): per key j, for each row, dS = P (dP z - delta), dq += dS k_j */\n",
+"__kernel __attribute__((reqd_work_group_size(1, 1, 1))) void attn_block_dq(NN__KPARAMS(attn_bwd)) {\n",
+"    __local float acc[NN_ATTN_RB * NN_ATTN_DMAX];\n",
+"    NN_ATTN_BLOCK_HEAD(Tq, H);\n",
+"    int h = hh, hk = h / (H / Hkv), jlo, jhi;\n",
+"    for (int e = 0; e < NN_ATTN_RB * D; e++) acc[e] = 0.0f;\n",
+"    nn_attn_keys(dims, mk, r0, r1, &jlo, &jhi);\n",
+"    for (int j = jlo; j < jhi; j++) {\n",
+"        long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j);\n",
+"        for (int i = r0; i < r1; i++) {\n",
+"            long qo = nn_attn_off(lay, H, Tq, D, b, h, i), row = ((long)b * H + h) * Tq + i;\n",
+"            float bias, z = 1.0f;\n",
+"            if (nn_attn_dead(dims, mk, mask, kpm, b, h, i, j, &bias)) continue;\n",
+"            float pe = exp(nn_attn_dot(q + qo, k + ko, D) * scale + bias - o[(long)B * H * Tq * D + row]);\n",
+"            if (pe == 0.0f) continue;\n",
+"            float dp = nn_attn_dot(dout + qo, v + ko, D);\n",
+"            if (p > 0.0f) z = nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j);\n",
+"            nn_attn_axpy(acc + (i - r0) * D, 1.0f, pe * (dp * z - delta[row]), k + ko, D);\n",
+"        }\n",
+"    }\n",
+"    for (int i = r0; i < r1; i++) {\n",
+"        long qo = nn_attn_off(lay, H, Tq, D, b, h, i);\n",
+"        for (int d = 0; d < D; d++) out[qo + d] = acc[(i - r0) * D + d] * scale;\n",
+"    }\n",
+"}\n",
+"\n",
+"/* dk, dv of key rows [j0, j1) of key/value head hk: over its query heads and their queries\n",
+"   in order, dv_j += P z dO_i, dk_j += dS q_i */\n",
+"__kernel __attribute__((reqd_work_group_size(1, 1, 1))) void attn_block_dkv(NN__KPARAMS(attn_bwd)) {\n",
+"    __local float dk[NN_ATTN_RB * NN_ATTN_DMAX], dv[NN_ATTN_RB * NN_ATTN_DMAX];\n",
+"    NN_ATTN_BLOCK_HEAD(Tk, Hkv);\n",
+"    int hk = hh, grp_h = H / Hkv, ilo, ihi;\n",
+"    for (int e = 0; e < NN_ATTN_RB * D; e++) dk[e] = dv[e] = 0.0f;\n",
+"    nn_attn_queries(dims, mk, r0, r1, &ilo, &ihi);\n",
+"    for (int h = hk * grp_h; h < (hk + 1) * grp_h; h++)\n",
+"        for (int i = ilo; i < ihi; i++) {\n",
+"            long qo = nn_attn_off(lay, H, Tq, D, b, h, i), row = ((long)b * H + h) * Tq + i;\n",
+"            float lse = o[(long)B * H * Tq * D + row], dl = delta[row];\n",
+"            for (int j = r0; j < r1; j++) {\n",
+"                long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j);\n",
+"                float bias, z = 1.0f;\n",
+"                if (nn_attn_dead(dims, mk, mask, kpm, b, h, i, j, &bias)) continue;\n",
+"                float pe = exp(nn_attn_dot(q + qo, k + ko, D) * scale + bias - lse);\n",
+"                if (pe == 0.0f) continue;\n",
+"                if (p > 0.0f) z = nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j);\n",
+"                float dp = nn_attn_dot(dout + qo, v + ko, D);\n",
+"                nn_attn_axpy(dv + (j - r0) * D, 1.0f, pe * z, dout + qo, D);\n",
+"                nn_attn_axpy(dk + (j - r0) * D, 1.0f, pe * (dp * z - dl), q + qo, D);\n",
+"            }\n",
+"        }\n",
+"    for (int j = r0; j < r1; j++) {\n",
+"        long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j), nkv = (long)B * Hkv * Tk * D;\n",
+"        for (int d = 0; d < D; d++) {\n",
+"            out[ko + d] = dk[(j - r0) * D + d] * scale;\n",
+"            out[nkv + ko + d] = dv[(j - r0) * D + d];\n",
+"        }\n",
 "    }\n",
 "}\n",
 0 };
@@ -32175,9 +32652,10 @@ static void nn__attn_update_bwd(nn_graph *g, nn__launch *l) {
         (k).kpm = &g->nodes[(n)->in[a_->kpm_in ? a_->kpm_in : 0]].buf;                             \
     } while (0)
 
-/* Groups of 64 work-items (or the device's most) on every device: each item holds one or
-   two [D] accumulators in private memory, so a CPU driver's own choice (PoCL: thousands of
-   items a group) can overflow its threads' stacks. */
+/* The row kernels (GPUs whose local memory holds no tile): groups of 64 work-items (or the
+   device's most); each item holds one or two [D] accumulators in private memory, so a CPU
+   driver's own choice (PoCL: thousands of items a group) could overflow its threads'
+   stacks. */
 static void nn__attn_lws(nn_graph *g, nn__launch *l) {
     size_t wg = g->ctx->dev.max_wg < 64 ? g->ctx->dev.max_wg : 64;
     if (wg < 1) wg = 1;
@@ -32186,13 +32664,40 @@ static void nn__attn_lws(nn_graph *g, nn__launch *l) {
     l->use_lws = 1;
 }
 
-/* one work-item per query row */
+/* The tiled kernels' geometry: a group of cfg.wg items per tile of `tile` rows of each of
+   `heads` heads of `rows` rows (kernels/attention_tile.h) */
+static void nn__attn_tiled_geom(nn_graph *g, nn__launch *l, int heads, int rows, int tile) {
+    nn__attn_cl_cfg c;
+    const nn__attn_attr *a = &g->nodes[l->node].a.attn;
+    nn__attn_cl_config(&g->ctx->dev, &c);
+    l->gws[0] = (size_t)a->B * heads * ((rows + tile - 1) / tile) * c.wg;
+    l->lws[0] = c.wg;
+    l->use_lws = 1;
+}
+
+/* CPU drivers: the block kernels, one work-item a group per NN__ATTN_RB rows of each head
+   (on PoCL 3x the row kernels and 2.2x the tiled ones: HACKING.md, "Attention kernels") */
+static int nn__attn_block(nn_graph *g) { return g->ctx->dev.cpu_tuned; }
+static void nn__attn_block_geom(nn_graph *g, nn__launch *l, int heads, int rows) {
+    const nn__attn_attr *a = &g->nodes[l->node].a.attn;
+    l->gws[0] = (size_t)a->B * heads * ((rows + NN__ATTN_RB - 1) / NN__ATTN_RB);
+    l->lws[0] = 1;
+    l->use_lws = 1;
+}
+
+/* the tiled forward where its tile fits the device (a work-group per tile of query rows),
+   else one work-item per query row */
 static nn_result nn__launch_attention(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    int dims[8], mk[8];
-    NN__KSTART(attn_fwd, "attention", "attn_fwd", (int64_t)n->a.attn.B * n->a.attn.H * n->a.attn.Tq);
+    int dims[8], mk[8], tile = nn__attn_cl_tile(&g->ctx->dev, 0, n->a.attn.D), blk = nn__attn_block(g);
+    NN__KSTART(attn_fwd, "attention", blk ? "attn_block_fwd" : tile ? "attn_tiled_fwd" : "attn_fwd", (int64_t)n->a.attn.B * n->a.attn.H * n->a.attn.Tq);
     l->update = nn__attn_update_fwd;
-    nn__attn_lws(g, l);
+    if (blk)
+        nn__attn_block_geom(g, l, n->a.attn.H, n->a.attn.Tq);
+    else if (tile)
+        nn__attn_tiled_geom(g, l, n->a.attn.H, n->a.attn.Tq, tile);
+    else
+        nn__attn_lws(g, l);
     NN__ATTN_KCOMMON(k, n, dims, mk);
     k.out = &n->buf;
     return nn__kargs_attn_fwd(l, &k);
@@ -32212,14 +32717,21 @@ static nn_result nn__launch_attention_delta(nn_graph *g, int id) {
     return nn__kargs_attn_delta(l, &k);
 }
 
-/* dQ (one work-item per query row) and dK/dV (one per key row of each key/value head): the
-   same arguments, another kernel */
-static nn_result nn__launch_attention_bwd(nn_graph *g, int id, const char *kernel, int64_t items) {
+/* dQ (tiles of query rows, or one work-item per row) and dK/dV (tiles of key rows of each
+   key/value head, or one work-item per row): the same arguments, another kernel */
+static nn_result nn__launch_attention_bwd(nn_graph *g, int id, const char *kernel, int64_t items, int heads, int rows) {
     nn__node *n = &g->nodes[id];
-    int dims[8], mk[8];
-    NN__KSTART(attn_bwd, "attention", kernel, items);
+    int dims[8], mk[8], tile = nn__attn_cl_tile(&g->ctx->dev, 1, n->a.attn.D), blk = nn__attn_block(g);
+    char name[32];
+    sprintf(name, "attn_%s%s", blk ? "block_" : tile ? "tiled_" : "", kernel);
+    NN__KSTART(attn_bwd, "attention", name, items);
     l->update = nn__attn_update_bwd;
-    nn__attn_lws(g, l);
+    if (blk)
+        nn__attn_block_geom(g, l, heads, rows);
+    else if (tile)
+        nn__attn_tiled_geom(g, l, heads, rows, tile);
+    else
+        nn__attn_lws(g, l);
     NN__ATTN_KCOMMON(k, n, dims, mk);
     k.o = &g->nodes[n->in[3]].buf;
     k.dout = &g->nodes[n->in[4]].buf;
@@ -32230,12 +32742,12 @@ static nn_result nn__launch_attention_bwd(nn_graph *g, int id, const char *kerne
 
 static nn_result nn__launch_attention_dq(nn_graph *g, int id) {
     const nn__attn_attr *a = &g->nodes[id].a.attn;
-    return nn__launch_attention_bwd(g, id, "attn_dq", (int64_t)a->B * a->H * a->Tq);
+    return nn__launch_attention_bwd(g, id, "dq", (int64_t)a->B * a->H * a->Tq, a->H, a->Tq);
 }
 
 static nn_result nn__launch_attention_dkv(nn_graph *g, int id) {
     const nn__attn_attr *a = &g->nodes[id].a.attn;
-    return nn__launch_attention_bwd(g, id, "attn_dkv", (int64_t)a->B * a->Hkv * a->Tk);
+    return nn__launch_attention_bwd(g, id, "dkv", (int64_t)a->B * a->Hkv * a->Tk, a->Hkv, a->Tk);
 }
 
 /* ======================================================================

@@ -1,10 +1,14 @@
 /* Fused scaled dot-product attention (src/ops/attention.c; the CPU loops in
    src/cpu/attention.c): flash attention's forward (online softmax, the output and one
-   log-sum-exp per row), delta = rowsum(dO * O), dQ (one work-item per query row) and
-   dK/dV (one work-item per key row, over its query heads and every query). No atomics; each
-   sum in a fixed order. */
+   log-sum-exp per row), delta = rowsum(dO * O), dQ and dK/dV. Three shapes of each:
+   attn_tiled_* (GPUs), a work-group per tile of query rows (forward, dQ) or key rows
+   (dK/dV) with the other side's tiles in local memory (kernels/attention_tile.h);
+   attn_block_* (CPU drivers), one work-item a group per block of rows, the head dim in
+   vectors; the row kernels attn_fwd, attn_dq, attn_dkv (GPUs whose local memory holds no
+   tile), one work-item per query or key row. No atomics; each sum in a fixed order. */
 #include "kargs.h"
 #include "attention_args.h"
+#include "attention_tile.h"
 
 #define NN_ATTN_DMAX 256
 
@@ -150,5 +154,370 @@ __kernel void attn_dkv(NN__KPARAMS(attn_bwd)) {
     for (int d = 0; d < D; d++) {
         out[ko + d] = dk[d] * scale;
         out[nkv + ko + d] = dv[d];
+    }
+}
+
+/* ==== the tiled kernels: a work-group of NN_ATTN_WG items per tile of BT rows, WG / BT
+   items per row (row r = lid / tpr, lane t = lid % tpr); lane t owns the output columns
+   t, t + tpr, ... (NN_ATTN_OWN at most) and the tile's columns c = t, t + tpr, ... of the
+   score tiles. Every barrier is outside any branch, in loops whose bounds are the group's
+   own; rows and keys past the ends are zeros in local memory and dead in the scores. ==== */
+
+#ifndef NN_ATTN_WG /* build options (src/opencl/gemm_plan.c, nn__attn_cl_config) */
+#define NN_ATTN_WG 1
+#define NN_ATTN_LMEM 1
+#define NN_ATTN_OWN 1
+#endif
+
+/* rows [r0, r0 + BT) of a [B, heads, T, D] (or [B, T, heads, D]) head into a [BT, D + 1]
+   local tile, zeros past n */
+inline void nn_attn_load(__local float *dst, __global const float *src, int lay, int heads, int T, int D, int b, int h, int r0,
+                         int n, int BT) {
+    for (int e = get_local_id(0); e < BT * D; e += NN_ATTN_WG) {
+        int rr = e / D, d = e - rr * D;
+        dst[rr * (D + 1) + d] = r0 + rr < n ? src[nn_attn_off(lay, heads, T, D, b, h, r0 + rr) + d] : 0.0f;
+    }
+}
+
+/* the key range [*lo, *hi) that queries [i0, i1) may attend (causal, window) */
+inline void nn_attn_keys(int8 dims, int8 mk, int i0, int i1, int *lo, int *hi) {
+    *lo = 0, *hi = dims.s4;
+    if (dims.s7) *hi = min(*hi, i1);
+    if (mk.s6 > 0) {
+        *lo = max(0, i0 - mk.s6 + 1);
+        if (!dims.s7) *hi = min(*hi, i1 - 1 + mk.s6);
+    }
+}
+
+/* the query range [*lo, *hi) that may attend keys [j0, j1) */
+inline void nn_attn_queries(int8 dims, int8 mk, int j0, int j1, int *lo, int *hi) {
+    *lo = 0, *hi = dims.s3;
+    if (dims.s7) *lo = j0;
+    if (mk.s6 > 0) {
+        *hi = min(*hi, j1 - 1 + mk.s6);
+        if (!dims.s7) *lo = max(*lo, j0 - mk.s6 + 1);
+    }
+}
+
+#define NN_ATTN_TILED_HEAD(LF, NROW, HEADS)                                                        \
+    __local float lm[NN_ATTN_LMEM];                                                                \
+    int B = dims.s0, H = dims.s1, Hkv = dims.s2, Tq = dims.s3, Tk = dims.s4, D = dims.s5, lay = dims.s6; \
+    int BT = NN__ATTN_TILE(LF, D, NN_ATTN_LMEM, NN_ATTN_WG);                                       \
+    if (BT == 0) return;                                                                           \
+    int tpr = NN_ATTN_WG / BT, lid = get_local_id(0), r = lid / tpr, t = lid % tpr;                 \
+    int nblk = (NROW + BT - 1) / BT, grp = get_group_id(0);                                        \
+    if (grp >= B * HEADS * nblk) return;                                                           \
+    int b = grp / (HEADS * nblk), hh = grp / nblk % HEADS, r0 = grp % nblk * BT, ld = D + 1, ls = BT + 1; \
+    (void)Hkv
+
+/* O and the log-sum-exp of query rows [i0, i0 + BT) of head (b, h): per key tile, S = Q K^T
+   scale + mask (dead: -inf), the rows' new maxima, P = exp(S - m) (dropped weights stored
+   negated: the row sum counts them, the output not), then O = O alpha + P V */
+__kernel __attribute__((reqd_work_group_size(NN_ATTN_WG, 1, 1))) void attn_tiled_fwd(NN__KPARAMS(attn_fwd)) {
+    NN_ATTN_TILED_HEAD(NN__ATTN_LF_FWD, Tq, H);
+    int h = hh, hk = h / (H / Hkv), i = r0 + r, jlo, jhi;
+    __local float *Qs = lm, *KVs = Qs + BT * ld, *Ss = KVs + BT * ld, *Ps = Ss + BT * ls;
+    float acc[NN_ATTN_OWN], m = -INFINITY, l = 0.0f;
+    for (int u = 0; u < NN_ATTN_OWN; u++) acc[u] = 0.0f;
+    nn_attn_keys(dims, mk, r0, min(r0 + BT, Tq), &jlo, &jhi);
+    nn_attn_load(Qs, q, lay, H, Tq, D, b, h, r0, Tq, BT);
+    for (int j0 = jlo; j0 < jhi; j0 += BT) {
+        barrier(CLK_LOCAL_MEM_FENCE); /* the last tile's reads of KVs and Ps are done */
+        nn_attn_load(KVs, k, lay, Hkv, Tk, D, b, hk, j0, jhi, BT);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int c = t; c < BT; c += tpr) {
+            int j = j0 + c;
+            float s = -INFINITY, bias;
+            if (i < Tq && j < jhi && !nn_attn_dead(dims, mk, mask, kpm, b, h, i, j, &bias)) {
+                float dot = 0.0f;
+                for (int d = 0; d < D; d++) dot += Qs[r * ld + d] * KVs[c * ld + d];
+                s = dot * scale + bias;
+            }
+            Ss[r * ls + c] = s;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE); /* the scores are written; K is read */
+        nn_attn_load(KVs, v, lay, Hkv, Tk, D, b, hk, j0, jhi, BT);
+        float mt = m;
+        for (int c = 0; c < BT; c++) {
+            float s = Ss[r * ls + c];
+            mt = s > mt ? s : mt;
+        }
+        float alpha = mt == -INFINITY ? 0.0f : exp(m - mt);
+        for (int c = t; c < BT; c += tpr) {
+            float s = Ss[r * ls + c], pe = s == -INFINITY ? 0.0f : exp(s - mt);
+            if (p > 0.0f && i < Tq && nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j0 + c) == 0.0f)
+                pe = -pe;
+            Ps[r * ls + c] = pe;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE); /* V and the weights are written */
+        l *= alpha;
+        for (int u = 0; u < NN_ATTN_OWN; u++) acc[u] *= alpha;
+        for (int c = 0; c < BT; c++) {
+            float pe = Ps[r * ls + c], w = pe < 0.0f ? 0.0f : pe;
+            l += fabs(pe);
+            for (int u = 0; u < NN_ATTN_OWN; u++) {
+                int d = t + u * tpr;
+                if (d < D) acc[u] += w * KVs[c * ld + d];
+            }
+        }
+        m = mt;
+    }
+    if (i < Tq) {
+        long qo = nn_attn_off(lay, H, Tq, D, b, h, i);
+        float inv = l > 0.0f ? 1.0f / l : 0.0f;
+        if (p > 0.0f) inv *= 1.0f / (1.0f - p);
+        for (int u = 0; u < NN_ATTN_OWN; u++) {
+            int d = t + u * tpr;
+            if (d < D) out[qo + d] = acc[u] * inv;
+        }
+        if (t == 0) out[(long)B * H * Tq * D + ((long)b * H + h) * Tq + i] = l > 0.0f ? m + log(l) : -INFINITY;
+    }
+}
+
+/* dq of query rows [i0, i0 + BT): per key tile, dS = P (dP z - delta) with P = exp(S - lse),
+   dP = dO V^T, then dq += dS K; dq = scale dq */
+__kernel __attribute__((reqd_work_group_size(NN_ATTN_WG, 1, 1))) void attn_tiled_dq(NN__KPARAMS(attn_bwd)) {
+    NN_ATTN_TILED_HEAD(NN__ATTN_LF_BWD, Tq, H);
+    int h = hh, hk = h / (H / Hkv), i = r0 + r, jlo, jhi;
+    __local float *Qs = lm, *dOs = Qs + BT * ld, *Ks = dOs + BT * ld, *Vs = Ks + BT * ld, *Ss = Vs + BT * ld;
+    long row = ((long)b * H + h) * Tq + (i < Tq ? i : 0);
+    float acc[NN_ATTN_OWN], lse = o[(long)B * H * Tq * D + row], dl = delta[row];
+    for (int u = 0; u < NN_ATTN_OWN; u++) acc[u] = 0.0f;
+    nn_attn_keys(dims, mk, r0, min(r0 + BT, Tq), &jlo, &jhi);
+    nn_attn_load(Qs, q, lay, H, Tq, D, b, h, r0, Tq, BT);
+    nn_attn_load(dOs, dout, lay, H, Tq, D, b, h, r0, Tq, BT);
+    for (int j0 = jlo; j0 < jhi; j0 += BT) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        nn_attn_load(Ks, k, lay, Hkv, Tk, D, b, hk, j0, jhi, BT);
+        nn_attn_load(Vs, v, lay, Hkv, Tk, D, b, hk, j0, jhi, BT);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int c = t; c < BT; c += tpr) {
+            int j = j0 + c;
+            float bias, ds = 0.0f;
+            if (i < Tq && j < jhi && !nn_attn_dead(dims, mk, mask, kpm, b, h, i, j, &bias)) {
+                float s = 0.0f, dp = 0.0f, z = 1.0f;
+                for (int d = 0; d < D; d++) s += Qs[r * ld + d] * Ks[c * ld + d];
+                float pe = exp(s * scale + bias - lse);
+                if (pe != 0.0f) {
+                    for (int d = 0; d < D; d++) dp += dOs[r * ld + d] * Vs[c * ld + d];
+                    if (p > 0.0f) z = nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j);
+                    ds = pe * (dp * z - dl);
+                }
+            }
+            Ss[r * ls + c] = ds;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int c = 0; c < BT; c++) {
+            float ds = Ss[r * ls + c];
+            for (int u = 0; u < NN_ATTN_OWN; u++) {
+                int d = t + u * tpr;
+                if (d < D) acc[u] += ds * Ks[c * ld + d];
+            }
+        }
+    }
+    if (i < Tq) {
+        long qo = nn_attn_off(lay, H, Tq, D, b, h, i);
+        for (int u = 0; u < NN_ATTN_OWN; u++) {
+            int d = t + u * tpr;
+            if (d < D) out[qo + d] = acc[u] * scale;
+        }
+    }
+}
+
+/* dk, dv of key rows [j0, j0 + BT) of key/value head hk: over its query heads h and their
+   query tiles in order, Pz = P z and dS = P (dP z - delta) (tiles [key, query]), then
+   dv += Pz dO, dk += dS Q; dk = scale dk */
+__kernel __attribute__((reqd_work_group_size(NN_ATTN_WG, 1, 1))) void attn_tiled_dkv(NN__KPARAMS(attn_bwd)) {
+    NN_ATTN_TILED_HEAD(NN__ATTN_LF_BWD, Tk, Hkv);
+    int hk = hh, j = r0 + r, grp_h = H / Hkv, ilo, ihi;
+    __local float *Ks = lm, *Vs = Ks + BT * ld, *Qs = Vs + BT * ld, *dOs = Qs + BT * ld, *Ps = dOs + BT * ld, *Ss = Ps + BT * ls;
+    float dk[NN_ATTN_OWN], dv[NN_ATTN_OWN];
+    for (int u = 0; u < NN_ATTN_OWN; u++) dk[u] = dv[u] = 0.0f;
+    nn_attn_queries(dims, mk, r0, min(r0 + BT, Tk), &ilo, &ihi);
+    nn_attn_load(Ks, k, lay, Hkv, Tk, D, b, hk, r0, Tk, BT);
+    nn_attn_load(Vs, v, lay, Hkv, Tk, D, b, hk, r0, Tk, BT);
+    for (int h = hk * grp_h; h < (hk + 1) * grp_h; h++)
+        for (int i0 = ilo; i0 < ihi; i0 += BT) {
+            barrier(CLK_LOCAL_MEM_FENCE);
+            nn_attn_load(Qs, q, lay, H, Tq, D, b, h, i0, ihi, BT);
+            nn_attn_load(dOs, dout, lay, H, Tq, D, b, h, i0, ihi, BT);
+            barrier(CLK_LOCAL_MEM_FENCE);
+            for (int c = t; c < BT; c += tpr) {
+                int i = i0 + c;
+                float bias, pz = 0.0f, ds = 0.0f;
+                if (j < Tk && i < ihi && !nn_attn_dead(dims, mk, mask, kpm, b, h, i, j, &bias)) {
+                    long row = ((long)b * H + h) * Tq + i;
+                    float s = 0.0f, dp = 0.0f, z = 1.0f;
+                    for (int d = 0; d < D; d++) s += Qs[c * ld + d] * Ks[r * ld + d];
+                    float pe = exp(s * scale + bias - o[(long)B * H * Tq * D + row]);
+                    if (pe != 0.0f) {
+                        if (p > 0.0f) z = nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j);
+                        for (int d = 0; d < D; d++) dp += dOs[c * ld + d] * Vs[r * ld + d];
+                        pz = pe * z;
+                        ds = pe * (dp * z - delta[row]);
+                    }
+                }
+                Ps[r * ls + c] = pz;
+                Ss[r * ls + c] = ds;
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+            for (int c = 0; c < BT; c++) {
+                float pz = Ps[r * ls + c], ds = Ss[r * ls + c];
+                for (int u = 0; u < NN_ATTN_OWN; u++) {
+                    int d = t + u * tpr;
+                    if (d < D) {
+                        dv[u] += pz * dOs[c * ld + d];
+                        dk[u] += ds * Qs[c * ld + d];
+                    }
+                }
+            }
+        }
+    if (j < Tk) {
+        long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j), nkv = (long)B * Hkv * Tk * D;
+        for (int u = 0; u < NN_ATTN_OWN; u++) {
+            int d = t + u * tpr;
+            if (d < D) {
+                out[ko + d] = dk[u] * scale;
+                out[nkv + ko + d] = dv[u];
+            }
+        }
+    }
+}
+
+/* ==== the block kernels (CPU drivers): one work-item a group, NN_ATTN_RB rows of one head
+   per item, the keys (queries) NN_ATTN_CB at a time; D in float8 lanes (the lanes summed in
+   order at the end), so a CPU compiler's vectors carry the head dim. ==== */
+
+#define NN_ATTN_RB NN__ATTN_RB
+#define NN_ATTN_CB 64
+
+/* sum_d x[d] y[d] over eight lanes, then the lanes in order */
+inline float nn_attn_dot(__global const float *x, __global const float *y, int D) {
+    float8 a = (float8)(0.0f);
+    int d = 0;
+    for (; d + 8 <= D; d += 8) a += vload8(0, x + d) * vload8(0, y + d);
+    float s = ((a.s0 + a.s1) + (a.s2 + a.s3)) + ((a.s4 + a.s5) + (a.s6 + a.s7));
+    for (; d < D; d++) s += x[d] * y[d];
+    return s;
+}
+
+/* acc[d] = acc[d] * alpha + w y[d] */
+inline void nn_attn_axpy(__local float *acc, float alpha, float w, __global const float *y, int D) {
+    int d = 0;
+    for (; d + 8 <= D; d += 8) vstore8(vload8(0, acc + d) * alpha + w * vload8(0, y + d), 0, acc + d);
+    for (; d < D; d++) acc[d] = acc[d] * alpha + w * y[d];
+}
+
+#define NN_ATTN_BLOCK_HEAD(NROW, HEADS)                                                            \
+    int B = dims.s0, H = dims.s1, Hkv = dims.s2, Tq = dims.s3, Tk = dims.s4, D = dims.s5, lay = dims.s6; \
+    int nblk = (NROW + NN_ATTN_RB - 1) / NN_ATTN_RB, grp = get_group_id(0);                       \
+    if (grp >= B * HEADS * nblk) return;                                                           \
+    int b = grp / (HEADS * nblk), hh = grp / nblk % HEADS, r0 = grp % nblk * NN_ATTN_RB;           \
+    int r1 = min(r0 + NN_ATTN_RB, NROW);                                                           \
+    (void)Hkv
+
+/* rows [i0, i1) of head (b, h): per tile of keys, each row's scores, its new maximum, then
+   O = O alpha + sum_j P_j z_j v_j */
+__kernel __attribute__((reqd_work_group_size(1, 1, 1))) void attn_block_fwd(NN__KPARAMS(attn_fwd)) {
+    __local float acc[NN_ATTN_RB * NN_ATTN_DMAX];
+    NN_ATTN_BLOCK_HEAD(Tq, H);
+    int h = hh, hk = h / (H / Hkv), jlo, jhi;
+    float s[NN_ATTN_CB], m[NN_ATTN_RB], l[NN_ATTN_RB];
+    for (int r = 0; r < NN_ATTN_RB; r++) m[r] = -INFINITY, l[r] = 0.0f;
+    for (int e = 0; e < NN_ATTN_RB * D; e++) acc[e] = 0.0f;
+    nn_attn_keys(dims, mk, r0, r1, &jlo, &jhi);
+    for (int j0 = jlo; j0 < jhi; j0 += NN_ATTN_CB) {
+        int nc = min(NN_ATTN_CB, jhi - j0);
+        for (int i = r0; i < r1; i++) {
+            int r = i - r0;
+            long qo = nn_attn_off(lay, H, Tq, D, b, h, i);
+            float mt = m[r];
+            for (int c = 0; c < nc; c++) {
+                float bias;
+                s[c] = -INFINITY;
+                if (nn_attn_dead(dims, mk, mask, kpm, b, h, i, j0 + c, &bias)) continue;
+                s[c] = nn_attn_dot(q + qo, k + nn_attn_off(lay, Hkv, Tk, D, b, hk, j0 + c), D) * scale + bias;
+                mt = s[c] > mt ? s[c] : mt;
+            }
+            if (mt == -INFINITY) continue; /* no key of the row alive yet */
+            float alpha = exp(m[r] - mt);
+            __local float *a = acc + r * D;
+            l[r] *= alpha;
+            for (int d = 0; d < D; d++) a[d] *= alpha;
+            for (int c = 0; c < nc; c++) {
+                if (s[c] == -INFINITY) continue;
+                float pe = exp(s[c] - mt);
+                l[r] += pe;
+                if (p > 0.0f) pe *= nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j0 + c);
+                if (pe != 0.0f) nn_attn_axpy(a, 1.0f, pe, v + nn_attn_off(lay, Hkv, Tk, D, b, hk, j0 + c), D);
+            }
+            m[r] = mt;
+        }
+    }
+    for (int i = r0; i < r1; i++) {
+        int r = i - r0;
+        long qo = nn_attn_off(lay, H, Tq, D, b, h, i);
+        float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
+        for (int d = 0; d < D; d++) out[qo + d] = acc[r * D + d] * inv;
+        out[(long)B * H * Tq * D + ((long)b * H + h) * Tq + i] = l[r] > 0.0f ? m[r] + log(l[r]) : -INFINITY;
+    }
+}
+
+/* dq of rows [i0, i1): per key j, for each row, dS = P (dP z - delta), dq += dS k_j */
+__kernel __attribute__((reqd_work_group_size(1, 1, 1))) void attn_block_dq(NN__KPARAMS(attn_bwd)) {
+    __local float acc[NN_ATTN_RB * NN_ATTN_DMAX];
+    NN_ATTN_BLOCK_HEAD(Tq, H);
+    int h = hh, hk = h / (H / Hkv), jlo, jhi;
+    for (int e = 0; e < NN_ATTN_RB * D; e++) acc[e] = 0.0f;
+    nn_attn_keys(dims, mk, r0, r1, &jlo, &jhi);
+    for (int j = jlo; j < jhi; j++) {
+        long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j);
+        for (int i = r0; i < r1; i++) {
+            long qo = nn_attn_off(lay, H, Tq, D, b, h, i), row = ((long)b * H + h) * Tq + i;
+            float bias, z = 1.0f;
+            if (nn_attn_dead(dims, mk, mask, kpm, b, h, i, j, &bias)) continue;
+            float pe = exp(nn_attn_dot(q + qo, k + ko, D) * scale + bias - o[(long)B * H * Tq * D + row]);
+            if (pe == 0.0f) continue;
+            float dp = nn_attn_dot(dout + qo, v + ko, D);
+            if (p > 0.0f) z = nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j);
+            nn_attn_axpy(acc + (i - r0) * D, 1.0f, pe * (dp * z - delta[row]), k + ko, D);
+        }
+    }
+    for (int i = r0; i < r1; i++) {
+        long qo = nn_attn_off(lay, H, Tq, D, b, h, i);
+        for (int d = 0; d < D; d++) out[qo + d] = acc[(i - r0) * D + d] * scale;
+    }
+}
+
+/* dk, dv of key rows [j0, j1) of key/value head hk: over its query heads and their queries
+   in order, dv_j += P z dO_i, dk_j += dS q_i */
+__kernel __attribute__((reqd_work_group_size(1, 1, 1))) void attn_block_dkv(NN__KPARAMS(attn_bwd)) {
+    __local float dk[NN_ATTN_RB * NN_ATTN_DMAX], dv[NN_ATTN_RB * NN_ATTN_DMAX];
+    NN_ATTN_BLOCK_HEAD(Tk, Hkv);
+    int hk = hh, grp_h = H / Hkv, ilo, ihi;
+    for (int e = 0; e < NN_ATTN_RB * D; e++) dk[e] = dv[e] = 0.0f;
+    nn_attn_queries(dims, mk, r0, r1, &ilo, &ihi);
+    for (int h = hk * grp_h; h < (hk + 1) * grp_h; h++)
+        for (int i = ilo; i < ihi; i++) {
+            long qo = nn_attn_off(lay, H, Tq, D, b, h, i), row = ((long)b * H + h) * Tq + i;
+            float lse = o[(long)B * H * Tq * D + row], dl = delta[row];
+            for (int j = r0; j < r1; j++) {
+                long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j);
+                float bias, z = 1.0f;
+                if (nn_attn_dead(dims, mk, mask, kpm, b, h, i, j, &bias)) continue;
+                float pe = exp(nn_attn_dot(q + qo, k + ko, D) * scale + bias - lse);
+                if (pe == 0.0f) continue;
+                if (p > 0.0f) z = nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j);
+                float dp = nn_attn_dot(dout + qo, v + ko, D);
+                nn_attn_axpy(dv + (j - r0) * D, 1.0f, pe * z, dout + qo, D);
+                nn_attn_axpy(dk + (j - r0) * D, 1.0f, pe * (dp * z - dl), q + qo, D);
+            }
+        }
+    for (int j = r0; j < r1; j++) {
+        long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j), nkv = (long)B * Hkv * Tk * D;
+        for (int d = 0; d < D; d++) {
+            out[ko + d] = dk[(j - r0) * D + d] * scale;
+            out[nkv + ko + d] = dv[(j - r0) * D + d];
+        }
     }
 }

@@ -1,6 +1,6 @@
 /* The attention family (src/ops/attention.c): nn_attention through the op checker
    (tests/op_check.c) against a double-precision softmax(q k^T scale + mask) v written here,
-   at odd lengths (T = 1, 7, 33, 65, 129), head dims 16, 24, 64, 80 and 256, GQA ratios 1,
+   at odd lengths (T = 1, 7, 33, 65, 129), head dims 16, 24, 48, 64, 80, 128 and 256, GQA ratios 1,
    2 and 4, causal and not, key padding masks (int and float, a batch wholly masked: 0),
    additive and boolean masks of 2 and 4 dims, dropout (the mask drawn here by an
    independent Philox, so finite differences of the reference check the backward),
@@ -162,6 +162,11 @@ static void attention_cases(const t_env *e) {
         {"attention T33 dropout 0.3 gqa2", 1, 2, 1, 33, 33, 16, 0, 0, 0, 0, 0, 0, 0.3f, 6, 0},
         {"attention T7 causal dropout 0.5 BTHD", 1, 4, 1, 7, 9, 24, 1, 1, 0, 0, 2, 0, 0.5f, 0, 0},
         {"attention T7 D256", 1, 1, 1, 7, 7, 256, 0, 1, 0, 0, 0, 0, 0, 6, 0},
+        /* several tiles and partial ones of the tiled OpenCL kernels (tiles of 8 to 64) */
+        {"attention T129 causal D80 gqa2 dropout 0.2 kpm int", 1, 4, 2, 129, 129, 80, 0, 1, 0, 0, 2, 0, 0.2f, 4, 0},
+        {"attention cross Tq65 Tk129 D80 bool mask window30 BTHD", 1, 2, 1, 65, 129, 80, 1, 0, 30, 2, 0, 0, 0, 4, 0},
+        {"attention cross Tq129 Tk65 D48 causal float mask", 2, 2, 2, 129, 65, 48, 0, 1, 0, 1, 0, 0, 0, 4, 0},
+        {"attention T65 D128 gqa4 float kpm", 1, 4, 1, 65, 65, 128, 0, 0, 0, 0, 1, 0, 0, 4, 0},
     };
     int i;
     for (i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {

@@ -7,6 +7,7 @@
  * local size.
  */
 #include "../base/internal.h"
+#include "../../kernels/attention_tile.h"
 
 typedef struct nn__gemm_plan {
     const char *kernel;   /* kernel name in kernels/gemm.cl */
@@ -162,6 +163,43 @@ static void nn__gemm_options(int is_cpu_device, size_t max_wg_size, uint64_t loc
     nn__gemm_cfg_options(&c, buf, bufsize);
 }
 
+/* ---- kernels/attention.cl's tiled kernels (attn_tiled_*; kernels/attention_tile.h) ---- */
+
+typedef struct nn__attn_cl_cfg {
+    int wg;   /* items a work-group (0: no tiled kernels on this device) */
+    int lmem; /* floats of local memory a group's tiles may take */
+    int own;  /* the most output columns an item accumulates (over every head dim that fits) */
+} nn__attn_cl_cfg;
+
+/* GPUs: groups of up to 256 items, the device's local memory less 1 KiB for the driver
+   (48 KiB on NVIDIA: tiles of 32 at D = 64, 16 at D = 128, 8 at D = 256 in the backward).
+   CPU drivers run the block kernels instead (src/ops/attention.c, nn__attn_block). */
+static void nn__attn_cl_config(const nn__device *dev, nn__attn_cl_cfg *c) {
+    uint64_t lm = dev->local_mem > 1024 ? (dev->local_mem - 1024) / sizeof(float) : 0;
+    int wg = 1, D;
+    memset(c, 0, sizeof *c);
+    if (dev->cpu_tuned) return;
+    while (wg * 2 <= 256 && (size_t)wg * 2 <= dev->max_wg) wg *= 2;
+    if (wg < 8 || lm < 64) return;
+    c->wg = wg;
+    c->lmem = lm > 16384 ? 16384 : (int)lm;
+    for (D = 1; D <= 256; D++) {
+        int bf = NN__ATTN_TILE(NN__ATTN_LF_FWD, D, c->lmem, wg), bb = NN__ATTN_TILE(NN__ATTN_LF_BWD, D, c->lmem, wg);
+        int of = bf ? (D + wg / bf - 1) / (wg / bf) : 0, ob = bb ? (D + wg / bb - 1) / (wg / bb) : 0;
+        if (of > c->own) c->own = of;
+        if (ob > c->own) c->own = ob;
+    }
+    if (c->own == 0) c->wg = 0;
+}
+
+/* the tile of the tiled forward (bwd 0) or backward kernels at head dim D; 0: the row kernels */
+static NN__MAYBE_UNUSED int nn__attn_cl_tile(const nn__device *dev, int bwd, int D) {
+    nn__attn_cl_cfg c;
+    nn__attn_cl_config(dev, &c);
+    if (!c.wg) return 0;
+    return bwd ? NN__ATTN_TILE(NN__ATTN_LF_BWD, D, c.lmem, c.wg) : NN__ATTN_TILE(NN__ATTN_LF_FWD, D, c.lmem, c.wg);
+}
+
 /* The build options (-D ...) of kernels/NAME.cl on a device, from the facts device plans
    read too (so the kernels' tiles and the plans' launch geometry agree); "" for a file
    that takes none. The backend asks for every program it builds, and keys its cache on
@@ -169,4 +207,12 @@ static void nn__gemm_options(int is_cpu_device, size_t max_wg_size, uint64_t loc
 static NN__MAYBE_UNUSED void nn__program_options(const char *name, const nn__device *dev, char *buf, size_t n) {
     if (n) buf[0] = 0;
     if (strcmp(name, "gemm") == 0) nn__gemm_options(dev->cpu_tuned, dev->max_wg, dev->local_mem, buf, n);
+    if (strcmp(name, "attention") == 0 && n) {
+        nn__attn_cl_cfg c;
+        char tmp[96];
+        nn__attn_cl_config(dev, &c);
+        sprintf(tmp, "-DNN_ATTN_WG=%d -DNN_ATTN_LMEM=%d -DNN_ATTN_OWN=%d", c.wg ? c.wg : 1, c.lmem ? c.lmem : 1, c.own ? c.own : 1);
+        strncpy(buf, tmp, n - 1);
+        buf[n - 1] = 0;
+    }
 }

@@ -289,9 +289,10 @@ static void nn__attn_update_bwd(nn_graph *g, nn__launch *l) {
         (k).kpm = &g->nodes[(n)->in[a_->kpm_in ? a_->kpm_in : 0]].buf;                             \
     } while (0)
 
-/* Groups of 64 work-items (or the device's most) on every device: each item holds one or
-   two [D] accumulators in private memory, so a CPU driver's own choice (PoCL: thousands of
-   items a group) can overflow its threads' stacks. */
+/* The row kernels (GPUs whose local memory holds no tile): groups of 64 work-items (or the
+   device's most); each item holds one or two [D] accumulators in private memory, so a CPU
+   driver's own choice (PoCL: thousands of items a group) could overflow its threads'
+   stacks. */
 static void nn__attn_lws(nn_graph *g, nn__launch *l) {
     size_t wg = g->ctx->dev.max_wg < 64 ? g->ctx->dev.max_wg : 64;
     if (wg < 1) wg = 1;
@@ -300,13 +301,40 @@ static void nn__attn_lws(nn_graph *g, nn__launch *l) {
     l->use_lws = 1;
 }
 
-/* one work-item per query row */
+/* The tiled kernels' geometry: a group of cfg.wg items per tile of `tile` rows of each of
+   `heads` heads of `rows` rows (kernels/attention_tile.h) */
+static void nn__attn_tiled_geom(nn_graph *g, nn__launch *l, int heads, int rows, int tile) {
+    nn__attn_cl_cfg c;
+    const nn__attn_attr *a = &g->nodes[l->node].a.attn;
+    nn__attn_cl_config(&g->ctx->dev, &c);
+    l->gws[0] = (size_t)a->B * heads * ((rows + tile - 1) / tile) * c.wg;
+    l->lws[0] = c.wg;
+    l->use_lws = 1;
+}
+
+/* CPU drivers: the block kernels, one work-item a group per NN__ATTN_RB rows of each head
+   (on PoCL 3x the row kernels and 2.2x the tiled ones: HACKING.md, "Attention kernels") */
+static int nn__attn_block(nn_graph *g) { return g->ctx->dev.cpu_tuned; }
+static void nn__attn_block_geom(nn_graph *g, nn__launch *l, int heads, int rows) {
+    const nn__attn_attr *a = &g->nodes[l->node].a.attn;
+    l->gws[0] = (size_t)a->B * heads * ((rows + NN__ATTN_RB - 1) / NN__ATTN_RB);
+    l->lws[0] = 1;
+    l->use_lws = 1;
+}
+
+/* the tiled forward where its tile fits the device (a work-group per tile of query rows),
+   else one work-item per query row */
 static nn_result nn__launch_attention(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    int dims[8], mk[8];
-    NN__KSTART(attn_fwd, "attention", "attn_fwd", (int64_t)n->a.attn.B * n->a.attn.H * n->a.attn.Tq);
+    int dims[8], mk[8], tile = nn__attn_cl_tile(&g->ctx->dev, 0, n->a.attn.D), blk = nn__attn_block(g);
+    NN__KSTART(attn_fwd, "attention", blk ? "attn_block_fwd" : tile ? "attn_tiled_fwd" : "attn_fwd", (int64_t)n->a.attn.B * n->a.attn.H * n->a.attn.Tq);
     l->update = nn__attn_update_fwd;
-    nn__attn_lws(g, l);
+    if (blk)
+        nn__attn_block_geom(g, l, n->a.attn.H, n->a.attn.Tq);
+    else if (tile)
+        nn__attn_tiled_geom(g, l, n->a.attn.H, n->a.attn.Tq, tile);
+    else
+        nn__attn_lws(g, l);
     NN__ATTN_KCOMMON(k, n, dims, mk);
     k.out = &n->buf;
     return nn__kargs_attn_fwd(l, &k);
@@ -326,14 +354,21 @@ static nn_result nn__launch_attention_delta(nn_graph *g, int id) {
     return nn__kargs_attn_delta(l, &k);
 }
 
-/* dQ (one work-item per query row) and dK/dV (one per key row of each key/value head): the
-   same arguments, another kernel */
-static nn_result nn__launch_attention_bwd(nn_graph *g, int id, const char *kernel, int64_t items) {
+/* dQ (tiles of query rows, or one work-item per row) and dK/dV (tiles of key rows of each
+   key/value head, or one work-item per row): the same arguments, another kernel */
+static nn_result nn__launch_attention_bwd(nn_graph *g, int id, const char *kernel, int64_t items, int heads, int rows) {
     nn__node *n = &g->nodes[id];
-    int dims[8], mk[8];
-    NN__KSTART(attn_bwd, "attention", kernel, items);
+    int dims[8], mk[8], tile = nn__attn_cl_tile(&g->ctx->dev, 1, n->a.attn.D), blk = nn__attn_block(g);
+    char name[32];
+    sprintf(name, "attn_%s%s", blk ? "block_" : tile ? "tiled_" : "", kernel);
+    NN__KSTART(attn_bwd, "attention", name, items);
     l->update = nn__attn_update_bwd;
-    nn__attn_lws(g, l);
+    if (blk)
+        nn__attn_block_geom(g, l, heads, rows);
+    else if (tile)
+        nn__attn_tiled_geom(g, l, heads, rows, tile);
+    else
+        nn__attn_lws(g, l);
     NN__ATTN_KCOMMON(k, n, dims, mk);
     k.o = &g->nodes[n->in[3]].buf;
     k.dout = &g->nodes[n->in[4]].buf;
@@ -344,10 +379,10 @@ static nn_result nn__launch_attention_bwd(nn_graph *g, int id, const char *kerne
 
 static nn_result nn__launch_attention_dq(nn_graph *g, int id) {
     const nn__attn_attr *a = &g->nodes[id].a.attn;
-    return nn__launch_attention_bwd(g, id, "attn_dq", (int64_t)a->B * a->H * a->Tq);
+    return nn__launch_attention_bwd(g, id, "dq", (int64_t)a->B * a->H * a->Tq, a->H, a->Tq);
 }
 
 static nn_result nn__launch_attention_dkv(nn_graph *g, int id) {
     const nn__attn_attr *a = &g->nodes[id].a.attn;
-    return nn__launch_attention_bwd(g, id, "attn_dkv", (int64_t)a->B * a->Hkv * a->Tk);
+    return nn__launch_attention_bwd(g, id, "dkv", (int64_t)a->B * a->Hkv * a->Tk, a->Hkv, a->Tk);
 }
