@@ -385,27 +385,74 @@ __kernel __attribute__((reqd_work_group_size(NN_ATTN_WG, 1, 1))) void attn_tiled
 }
 
 /* ==== the block kernels (CPU drivers): one work-item a group, NN_ATTN_RB rows of one head
-   per item, the keys (queries) NN_ATTN_CB at a time; D in float8 lanes (the lanes summed in
-   order at the end), so a CPU compiler's vectors carry the head dim. ==== */
+   per item, four rows or keys at a time against one row of the other side (its loads
+   shared); the head dim in float8 lanes (a dot's lanes summed in order at its end), so a
+   CPU compiler's vectors carry it. ==== */
 
 #define NN_ATTN_RB NN__ATTN_RB
 #define NN_ATTN_CB 64
 
-/* sum_d x[d] y[d] over eight lanes, then the lanes in order */
-inline float nn_attn_dot(__global const float *x, __global const float *y, int D) {
-    float8 a = (float8)(0.0f);
+/* the dots of x with y0..y3 (a row missing from a group of four: y0 again, weight 0) */
+inline float4 nn_attn_dot4(__global const float *x, __global const float *y0, __global const float *y1,
+                           __global const float *y2, __global const float *y3, int D) {
+    float8 a0 = (float8)(0.0f), a1 = a0, a2 = a0, a3 = a0;
     int d = 0;
-    for (; d + 8 <= D; d += 8) a += vload8(0, x + d) * vload8(0, y + d);
-    float s = ((a.s0 + a.s1) + (a.s2 + a.s3)) + ((a.s4 + a.s5) + (a.s6 + a.s7));
-    for (; d < D; d++) s += x[d] * y[d];
-    return s;
+    for (; d + 8 <= D; d += 8) {
+        float8 xv = vload8(0, x + d);
+        a0 += xv * vload8(0, y0 + d);
+        a1 += xv * vload8(0, y1 + d);
+        a2 += xv * vload8(0, y2 + d);
+        a3 += xv * vload8(0, y3 + d);
+    }
+    float4 lo = (a0.s0123 + a0.s4567), r;
+    r.x = (lo.x + lo.y) + (lo.z + lo.w);
+    lo = a1.s0123 + a1.s4567;
+    r.y = (lo.x + lo.y) + (lo.z + lo.w);
+    lo = a2.s0123 + a2.s4567;
+    r.z = (lo.x + lo.y) + (lo.z + lo.w);
+    lo = a3.s0123 + a3.s4567;
+    r.w = (lo.x + lo.y) + (lo.z + lo.w);
+    for (; d < D; d++) r += x[d] * (float4)(y0[d], y1[d], y2[d], y3[d]);
+    return r;
 }
 
-/* acc[d] = acc[d] * alpha + w y[d] */
-inline void nn_attn_axpy(__local float *acc, float alpha, float w, __global const float *y, int D) {
+/* acc += w.x y0 + w.y y1 + w.z y2 + w.w y3, in that order */
+inline void nn_attn_axpy4(__local float *acc, float4 w, __global const float *y0, __global const float *y1,
+                          __global const float *y2, __global const float *y3, int D) {
     int d = 0;
-    for (; d + 8 <= D; d += 8) vstore8(vload8(0, acc + d) * alpha + w * vload8(0, y + d), 0, acc + d);
-    for (; d < D; d++) acc[d] = acc[d] * alpha + w * y[d];
+    for (; d + 8 <= D; d += 8)
+        vstore8(vload8(0, acc + d) + w.x * vload8(0, y0 + d) + w.y * vload8(0, y1 + d) + w.z * vload8(0, y2 + d) +
+                    w.w * vload8(0, y3 + d),
+                0, acc + d);
+    for (; d < D; d++) acc[d] = acc[d] + w.x * y0[d] + w.y * y1[d] + w.z * y2[d] + w.w * y3[d];
+}
+
+/* acc_r += w_r y for the rows acc, acc + D, acc + 2 D, acc + 3 D (n of them) */
+inline void nn_attn_axpy_rows(__local float *acc, int n, float4 w, __global const float *y, int D) {
+    int d = 0;
+    __local float *a1 = acc + D * (n > 1), *a2 = acc + 2 * D * (n > 2), *a3 = acc + 3 * D * (n > 3);
+    w = (float4)(w.x, n > 1 ? w.y : 0.0f, n > 2 ? w.z : 0.0f, n > 3 ? w.w : 0.0f);
+    if (n < 4) { /* fewer rows: one at a time (a missing row aliases acc) */
+        for (int r = 0; r < n; r++) {
+            float wr = r == 0 ? w.x : r == 1 ? w.y : w.z;
+            for (d = 0; d + 8 <= D; d += 8) vstore8(vload8(0, acc + r * D + d) + wr * vload8(0, y + d), 0, acc + r * D + d);
+            for (; d < D; d++) acc[r * D + d] += wr * y[d];
+        }
+        return;
+    }
+    for (; d + 8 <= D; d += 8) {
+        float8 yv = vload8(0, y + d);
+        vstore8(vload8(0, acc + d) + w.x * yv, 0, acc + d);
+        vstore8(vload8(0, a1 + d) + w.y * yv, 0, a1 + d);
+        vstore8(vload8(0, a2 + d) + w.z * yv, 0, a2 + d);
+        vstore8(vload8(0, a3 + d) + w.w * yv, 0, a3 + d);
+    }
+    for (; d < D; d++) {
+        acc[d] += w.x * y[d];
+        a1[d] += w.y * y[d];
+        a2[d] += w.z * y[d];
+        a3[d] += w.w * y[d];
+    }
 }
 
 #define NN_ATTN_BLOCK_HEAD(NROW, HEADS)                                                            \
@@ -416,13 +463,20 @@ inline void nn_attn_axpy(__local float *acc, float alpha, float w, __global cons
     int r1 = min(r0 + NN_ATTN_RB, NROW);                                                           \
     (void)Hkv
 
-/* rows [i0, i1) of head (b, h): per tile of keys, each row's scores, its new maximum, then
-   O = O alpha + sum_j P_j z_j v_j */
+/* the rows of head (b, h) of a [B, heads, T, D] (or [B, T, heads, D]) tensor at t, t+1, t+2,
+   t+3, those at or past n replaced by row t */
+#define NN_ATTN_ROWS4(p, heads, T, h, t, n)                                                       \
+    p + nn_attn_off(lay, heads, T, D, b, h, t), p + nn_attn_off(lay, heads, T, D, b, h, (t) + 1 < (n) ? (t) + 1 : (t)), \
+        p + nn_attn_off(lay, heads, T, D, b, h, (t) + 2 < (n) ? (t) + 2 : (t)),                    \
+        p + nn_attn_off(lay, heads, T, D, b, h, (t) + 3 < (n) ? (t) + 3 : (t))
+
+/* rows [i0, i1) of head (b, h): per tile of keys, each row's scores (four keys at a time),
+   its new maximum, then O = O alpha + sum_j P_j z_j v_j */
 __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void attn_block_fwd(NN__KPARAMS(attn_fwd)) {
     __local float acc[NN_ATTN_RB * NN_ATTN_DMAX];
     NN_ATTN_BLOCK_HEAD(Tq, H);
     int h = hh, hk = h / (H / Hkv), jlo, jhi;
-    float s[NN_ATTN_CB], m[NN_ATTN_RB], l[NN_ATTN_RB];
+    float s[NN_ATTN_CB + 3], m[NN_ATTN_RB], l[NN_ATTN_RB];
     for (int r = 0; r < NN_ATTN_RB; r++) m[r] = -INFINITY, l[r] = 0.0f;
     for (int e = 0; e < NN_ATTN_RB * D; e++) acc[e] = 0.0f;
     nn_attn_keys(dims, mk, r0, r1, &jlo, &jhi);
@@ -432,24 +486,32 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void attn_block_fwd(NN__
             int r = i - r0;
             long qo = nn_attn_off(lay, H, Tq, D, b, h, i);
             float mt = m[r];
-            for (int c = 0; c < nc; c++) {
-                float bias;
-                s[c] = -INFINITY;
-                if (nn_attn_dead(dims, mk, mask, kpm, b, h, i, j0 + c, &bias)) continue;
-                s[c] = nn_attn_dot(q + qo, k + nn_attn_off(lay, Hkv, Tk, D, b, hk, j0 + c), D) * scale + bias;
-                mt = s[c] > mt ? s[c] : mt;
+            for (int c = 0; c < nc; c += 4) {
+                float4 d4 = nn_attn_dot4(q + qo, NN_ATTN_ROWS4(k, Hkv, Tk, hk, j0 + c, jhi), D);
+                float dd[4] = {d4.x, d4.y, d4.z, d4.w};
+                for (int e = 0; e < 4; e++) {
+                    float bias;
+                    s[c + e] = -INFINITY;
+                    if (c + e >= nc || nn_attn_dead(dims, mk, mask, kpm, b, h, i, j0 + c + e, &bias)) continue;
+                    s[c + e] = dd[e] * scale + bias;
+                    mt = s[c + e] > mt ? s[c + e] : mt;
+                }
             }
             if (mt == -INFINITY) continue; /* no key of the row alive yet */
             float alpha = exp(m[r] - mt);
             __local float *a = acc + r * D;
             l[r] *= alpha;
             for (int d = 0; d < D; d++) a[d] *= alpha;
-            for (int c = 0; c < nc; c++) {
-                if (s[c] == -INFINITY) continue;
-                float pe = exp(s[c] - mt);
-                l[r] += pe;
-                if (p > 0.0f) pe *= nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j0 + c);
-                if (pe != 0.0f) nn_attn_axpy(a, 1.0f, pe, v + nn_attn_off(lay, Hkv, Tk, D, b, hk, j0 + c), D);
+            for (int c = 0; c < nc; c += 4) {
+                float w[4];
+                for (int e = 0; e < 4; e++) {
+                    float pe = s[c + e] == -INFINITY ? 0.0f : exp(s[c + e] - mt);
+                    l[r] += pe;
+                    if (p > 0.0f && pe != 0.0f)
+                        pe *= nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j0 + c + e);
+                    w[e] = pe;
+                }
+                nn_attn_axpy4(a, (float4)(w[0], w[1], w[2], w[3]), NN_ATTN_ROWS4(v, Hkv, Tk, hk, j0 + c, jhi), D);
             }
             m[r] = mt;
         }
@@ -463,7 +525,7 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void attn_block_fwd(NN__
     }
 }
 
-/* dq of rows [i0, i1): per key j, for each row, dS = P (dP z - delta), dq += dS k_j */
+/* dq of rows [i0, i1): per key j, four rows at a time, dS = P (dP z - delta), dq += dS k_j */
 __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void attn_block_dq(NN__KPARAMS(attn_bwd)) {
     __local float acc[NN_ATTN_RB * NN_ATTN_DMAX];
     NN_ATTN_BLOCK_HEAD(Tq, H);
@@ -472,15 +534,21 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void attn_block_dq(NN__K
     nn_attn_keys(dims, mk, r0, r1, &jlo, &jhi);
     for (int j = jlo; j < jhi; j++) {
         long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j);
-        for (int i = r0; i < r1; i++) {
-            long qo = nn_attn_off(lay, H, Tq, D, b, h, i), row = ((long)b * H + h) * Tq + i;
-            float bias, z = 1.0f;
-            if (nn_attn_dead(dims, mk, mask, kpm, b, h, i, j, &bias)) continue;
-            float pe = exp(nn_attn_dot(q + qo, k + ko, D) * scale + bias - o[(long)B * H * Tq * D + row]);
-            if (pe == 0.0f) continue;
-            float dp = nn_attn_dot(dout + qo, v + ko, D);
-            if (p > 0.0f) z = nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j);
-            nn_attn_axpy(acc + (i - r0) * D, 1.0f, pe * (dp * z - delta[row]), k + ko, D);
+        for (int i = r0; i < r1; i += 4) {
+            float4 s4 = nn_attn_dot4(k + ko, NN_ATTN_ROWS4(q, H, Tq, h, i, r1), D);
+            float4 p4 = nn_attn_dot4(v + ko, NN_ATTN_ROWS4(dout, H, Tq, h, i, r1), D);
+            float ss[4] = {s4.x, s4.y, s4.z, s4.w}, dp[4] = {p4.x, p4.y, p4.z, p4.w}, w[4];
+            for (int e = 0; e < 4; e++) {
+                long row = ((long)b * H + h) * Tq + i + e;
+                float bias, z = 1.0f, pe = 0.0f;
+                w[e] = 0.0f;
+                if (i + e >= r1 || nn_attn_dead(dims, mk, mask, kpm, b, h, i + e, j, &bias)) continue;
+                pe = exp(ss[e] * scale + bias - o[(long)B * H * Tq * D + row]);
+                if (pe == 0.0f) continue;
+                if (p > 0.0f) z = nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i + e, j);
+                w[e] = pe * (dp[e] * z - delta[row]);
+            }
+            nn_attn_axpy_rows(acc + (i - r0) * D, min(4, r1 - i), (float4)(w[0], w[1], w[2], w[3]), k + ko, D);
         }
     }
     for (int i = r0; i < r1; i++) {
@@ -490,7 +558,7 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void attn_block_dq(NN__K
 }
 
 /* dk, dv of key rows [j0, j1) of key/value head hk: over its query heads and their queries
-   in order, dv_j += P z dO_i, dk_j += dS q_i */
+   in order, four keys at a time, dv_j += P z dO_i, dk_j += dS q_i */
 __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void attn_block_dkv(NN__KPARAMS(attn_bwd)) {
     __local float dk[NN_ATTN_RB * NN_ATTN_DMAX], dv[NN_ATTN_RB * NN_ATTN_DMAX];
     NN_ATTN_BLOCK_HEAD(Tk, Hkv);
@@ -501,16 +569,23 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void attn_block_dkv(NN__
         for (int i = ilo; i < ihi; i++) {
             long qo = nn_attn_off(lay, H, Tq, D, b, h, i), row = ((long)b * H + h) * Tq + i;
             float lse = o[(long)B * H * Tq * D + row], dl = delta[row];
-            for (int j = r0; j < r1; j++) {
-                long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j);
-                float bias, z = 1.0f;
-                if (nn_attn_dead(dims, mk, mask, kpm, b, h, i, j, &bias)) continue;
-                float pe = exp(nn_attn_dot(q + qo, k + ko, D) * scale + bias - lse);
-                if (pe == 0.0f) continue;
-                if (p > 0.0f) z = nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j);
-                float dp = nn_attn_dot(dout + qo, v + ko, D);
-                nn_attn_axpy(dv + (j - r0) * D, 1.0f, pe * z, dout + qo, D);
-                nn_attn_axpy(dk + (j - r0) * D, 1.0f, pe * (dp * z - dl), q + qo, D);
+            for (int j = r0; j < r1; j += 4) {
+                float4 s4 = nn_attn_dot4(q + qo, NN_ATTN_ROWS4(k, Hkv, Tk, hk, j, r1), D);
+                float4 p4 = nn_attn_dot4(dout + qo, NN_ATTN_ROWS4(v, Hkv, Tk, hk, j, r1), D);
+                float ss[4] = {s4.x, s4.y, s4.z, s4.w}, dp[4] = {p4.x, p4.y, p4.z, p4.w}, wv[4], wk[4];
+                for (int e = 0; e < 4; e++) {
+                    float bias, z = 1.0f, pe;
+                    wv[e] = wk[e] = 0.0f;
+                    if (j + e >= r1 || nn_attn_dead(dims, mk, mask, kpm, b, h, i, j + e, &bias)) continue;
+                    pe = exp(ss[e] * scale + bias - lse);
+                    if (pe == 0.0f) continue;
+                    if (p > 0.0f) z = nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j + e);
+                    wv[e] = pe * z;
+                    wk[e] = pe * (dp[e] * z - dl);
+                }
+                int n = min(4, r1 - j);
+                nn_attn_axpy_rows(dv + (j - r0) * D, n, (float4)(wv[0], wv[1], wv[2], wv[3]), dout + qo, D);
+                nn_attn_axpy_rows(dk + (j - r0) * D, n, (float4)(wk[0], wk[1], wk[2], wk[3]), q + qo, D);
             }
         }
     for (int j = r0; j < r1; j++) {
