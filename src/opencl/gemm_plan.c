@@ -209,10 +209,8 @@ static NN__MAYBE_UNUSED void nn__program_options(const char *name, const nn__dev
     if (strcmp(name, "gemm") == 0) nn__gemm_options(dev->cpu_tuned, dev->max_wg, dev->local_mem, buf, n);
     if (strcmp(name, "attention") == 0 && n) {
         nn__attn_cl_cfg c;
-        char tmp[96];
         nn__attn_cl_config(dev, &c);
-        sprintf(tmp, "-DNN_ATTN_WG=%d -DNN_ATTN_LMEM=%d -DNN_ATTN_OWN=%d", c.wg ? c.wg : 1, c.lmem ? c.lmem : 1, c.own ? c.own : 1);
-        strncpy(buf, tmp, n - 1);
-        buf[n - 1] = 0;
+        snprintf(buf, n, "-DNN_ATTN_WG=%d -DNN_ATTN_LMEM=%d -DNN_ATTN_OWN=%d", c.wg ? c.wg : 1, c.lmem ? c.lmem : 1,
+                 c.own ? c.own : 1);
     }
 }
