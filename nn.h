@@ -5104,23 +5104,20 @@ static NN__MAYBE_UNUSED void nn__sgemm_ws(nn__gemm_ws *ws, int transA, int trans
     nn__sgemm_run(NULL, ws, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
-static void nn__sgemm_run(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int transB, int M, int N, int K,
-                          float alpha, const float *A, int lda, const float *B, int ldb, float beta, float *C,
-                          int ldc) {
+/* Fills J for C[M,N] = alpha op(A) op(B) + beta C on up to n_thr threads (M, N, K > 0,
+   alpha != 0): the arch, the C^T choice, the K block, the thread grid. Returns the bytes
+   of packing memory its tasks need (J.buf_floats each, 64-byte aligned) and the task
+   count in *n_tasks. nn__sgemm_run and nn__sgemm_mem_bytes share it, so a caller that
+   sizes memory at plan time gets the bytes the product takes. */
+static size_t nn__gemm_prepare(nn__gemm_job *Jp, int n_thr, int transA, int transB, int M, int N, int K, float alpha,
+                               const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc,
+                               int *n_tasks_out) {
     const nn__gemm_arch *arch;
     nn__gemm_job J;
-    int mr, nr, mtiles, ntiles, n_thr, tm, tn, best_tm, best_tn, nkb, n_tasks, i;
+    int mr, nr, mtiles, ntiles, tm, tn, best_tm, best_tn, nkb, n_tasks;
     double best_cost;
     size_t mc_alloc, nc_alloc;
-    void *raw;
-    size_t ws_bytes;
-    int owned;
 
-    if (M <= 0 || N <= 0) return;
-    if (K <= 0 || alpha == 0.0f) {
-        nn__gemm_scale_c(M, N, beta, C, ldc);
-        return;
-    }
     arch = nn__gemm_pick_arch();
     mr = arch->mr;
     nr = arch->nr;
@@ -5170,7 +5167,6 @@ static void nn__sgemm_run(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int
        (repacked per NC block) and B columns.  Small problems stay serial. */
     mtiles = (M + mr - 1) / mr;
     ntiles = (N + nr - 1) / nr;
-    n_thr = nn__threadpool_size(pool);
     if ((double)M * N * K < nn__gemm_mt_min_macs) n_thr = 1;
     best_tm = 1;
     best_tn = 1;
@@ -5200,19 +5196,43 @@ static void nn__sgemm_run(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int
     nc_alloc = (size_t)(J.nblk < arch->nc ? J.nblk : arch->nc);
     J.a_floats = (mc_alloc * (size_t)J.kc + 15) / 16 * 16;
     J.buf_floats = J.a_floats + (nc_alloc * (size_t)J.kc + 15) / 16 * 16;
+    *Jp = J;
+    *n_tasks_out = n_tasks;
+    return sizeof(float) * J.buf_floats * (size_t)n_tasks + NN__GEMM_ALIGN;
+}
+
+/* raw rounded up to the alignment by pointer arithmetic (no int->pointer cast) */
+static float *nn__gemm_align(void *raw) {
+    return (float *)(void *)((unsigned char *)raw +
+                             ((NN__GEMM_ALIGN - ((uintptr_t)raw & (NN__GEMM_ALIGN - 1))) & (NN__GEMM_ALIGN - 1)));
+}
+
+static void nn__sgemm_run(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int transB, int M, int N, int K,
+                          float alpha, const float *A, int lda, const float *B, int ldb, float beta, float *C,
+                          int ldc) {
+    nn__gemm_job J;
+    int n_tasks, i;
+    void *raw;
+    size_t ws_bytes;
+    int owned;
+
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0 || alpha == 0.0f) {
+        nn__gemm_scale_c(M, N, beta, C, ldc);
+        return;
+    }
+    ws_bytes = nn__gemm_prepare(&J, nn__threadpool_size(pool), transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C,
+                                ldc, &n_tasks);
     /* the pool's workspace when there is one: a training step then allocates nothing */
-    ws_bytes = sizeof(float) * J.buf_floats * (size_t)n_tasks + NN__GEMM_ALIGN;
     raw = ws ? nn__gemm_ws_get(ws, ws_bytes) : nn__threadpool_workspace(pool, ws_bytes);
     owned = raw == NULL && !ws;
     if (owned) raw = NN_MALLOC(ws_bytes);
     if (!raw) {
         if (nn__gemm_small(&J, pool)) return;
-        nn__gemm_nopack(transA, transB, J.ct ? N : M, J.ct ? M : N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        nn__gemm_nopack(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
-    /* Round up to the alignment by pointer arithmetic (no int->pointer cast). */
-    J.buf = (float *)(void *)((unsigned char *)raw +
-                              ((NN__GEMM_ALIGN - ((uintptr_t)raw & (NN__GEMM_ALIGN - 1))) & (NN__GEMM_ALIGN - 1)));
+    J.buf = nn__gemm_align(raw);
 
     if (n_tasks > 1)
         nn__threadpool_run(pool, nn__gemm_task, &J, n_tasks);
@@ -5221,76 +5241,122 @@ static void nn__sgemm_run(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int
     if (owned) NN_FREE(raw);
 }
 
+/* The bytes nn__sgemm_mem needs for this product (0 when it packs nothing). */
+static NN__MAYBE_UNUSED size_t nn__sgemm_mem_bytes(int transA, int transB, int M, int N, int K) {
+    nn__gemm_job J;
+    int n_tasks;
+    if (M <= 0 || N <= 0 || K <= 0) return 0;
+    return nn__gemm_prepare(&J, 1, transA, transB, M, N, K, 1.0f, NULL, 1, NULL, 1, 0.0f, NULL, 1, &n_tasks);
+}
+
+/* nn__sgemm_ws on the caller's memory (mem, bytes from nn__sgemm_mem_bytes or more): no
+   allocation, the same bits. 0 when bytes is short (nothing done). */
+static NN__MAYBE_UNUSED int nn__sgemm_mem(void *mem, size_t bytes, int transA, int transB, int M, int N, int K,
+                                          float alpha, const float *A, int lda, const float *B, int ldb, float beta,
+                                          float *C, int ldc) {
+    nn__gemm_job J;
+    int n_tasks;
+    if (M <= 0 || N <= 0) return 1;
+    if (K <= 0 || alpha == 0.0f) {
+        nn__gemm_scale_c(M, N, beta, C, ldc);
+        return 1;
+    }
+    if (nn__gemm_prepare(&J, 1, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, &n_tasks) > bytes ||
+        !mem)
+        return 0;
+    J.buf = nn__gemm_align(mem);
+    nn__gemm_task(&J, 0, 1);
+    return 1;
+}
+
 /* ---- a B operand packed once for many products ------------------------ */
 
 /* op(B) [K, N] packed whole, for many products with it on one thread (nn__sgemm_pb): per
    K block (the kc nn__sgemm_run picks for this K), all N columns in NR-wide panels, as
    nn__gemm_block packs them block by block. A recurrent layer's W_hh, used by every time
-   step. Free raw with NN_FREE. */
+   step. The memory is the caller's (nn__gemm_pb_bytes), sized when a graph is planned. */
 typedef struct {
     const nn__gemm_arch *arch;
     int K, N, kc, npad;
-    float *p; /* 64-byte aligned, in raw */
-    void *raw;
+    float *p; /* 64-byte aligned, in the caller's memory */
 } nn__gemm_pb;
 
-/* 0 when out of memory (then pb->raw is NULL and the caller multiplies unpacked) */
-static NN__MAYBE_UNUSED int nn__gemm_pb_make(nn__gemm_pb *pb, int transB, int K, int N, const float *B, int ldb) {
+/* pb's geometry for op(B) [K, N] (no memory); returns the bytes nn__gemm_pb_pack needs */
+static size_t nn__gemm_pb_geom(nn__gemm_pb *pb, int K, int N) {
     const nn__gemm_arch *arch = nn__gemm_pick_arch();
-    int nkb = (K + arch->kc - 1) / arch->kc, pc;
+    int nkb = K > 0 ? (K + arch->kc - 1) / arch->kc : 1;
     pb->arch = arch;
     pb->K = K;
     pb->N = N;
-    pb->kc = ((K + nkb - 1) / nkb + 7) / 8 * 8;
+    pb->kc = K > 0 ? ((K + nkb - 1) / nkb + 7) / 8 * 8 : 0;
     if (pb->kc > K) pb->kc = K;
     pb->npad = (N + arch->nr - 1) / arch->nr * arch->nr;
     pb->p = NULL;
-    pb->raw = K > 0 && N > 0 ? NN_MALLOC(sizeof(float) * (size_t)K * (size_t)pb->npad + NN__GEMM_ALIGN) : NULL;
-    if (!pb->raw) return 0;
-    pb->p = (float *)(void *)((unsigned char *)pb->raw +
-                              ((NN__GEMM_ALIGN - ((uintptr_t)pb->raw & (NN__GEMM_ALIGN - 1))) & (NN__GEMM_ALIGN - 1)));
+    return K > 0 && N > 0 ? sizeof(float) * (size_t)K * (size_t)pb->npad + NN__GEMM_ALIGN : 0;
+}
+static NN__MAYBE_UNUSED size_t nn__gemm_pb_bytes(int K, int N) {
+    nn__gemm_pb pb;
+    return nn__gemm_pb_geom(&pb, K, N);
+}
+
+/* Packs op(B) into mem (nn__gemm_pb_bytes(K, N) bytes) */
+static NN__MAYBE_UNUSED void nn__gemm_pb_pack(nn__gemm_pb *pb, int transB, int K, int N, const float *B, int ldb,
+                                              void *mem) {
+    int pc;
+    if (nn__gemm_pb_geom(pb, K, N) == 0 || !mem) return;
+    pb->p = nn__gemm_align(mem);
     for (pc = 0; pc < K; pc += pb->kc) {
         int kc = K - pc < pb->kc ? K - pc : pb->kc;
-        arch->pack_b(transB, B, ldb, pc, kc, 0, N, arch->nr, pb->p + (size_t)pc * pb->npad);
+        pb->arch->pack_b(transB, B, ldb, pc, kc, 0, N, pb->arch->nr, pb->p + (size_t)pc * pb->npad);
     }
-    return 1;
+}
+
+/* The job of a product of M rows with pb; returns the bytes of A's packing memory */
+static size_t nn__gemm_pb_job(nn__gemm_job *J, const nn__gemm_pb *pb, int transA, int M, float alpha, const float *A,
+                              int lda, float beta, float *C, int ldc) {
+    const nn__gemm_arch *arch = pb->arch;
+    size_t mc_alloc;
+    memset(J, 0, sizeof *J);
+    J->arch = arch;
+    J->transA = transA;
+    J->M = M;
+    J->N = pb->N;
+    J->K = pb->K;
+    J->alpha = alpha;
+    J->beta = beta;
+    J->A = A;
+    J->lda = lda;
+    J->C = C;
+    J->ldc = ldc;
+    J->kc = pb->kc;
+    J->mblk = (M + arch->mr - 1) / arch->mr * arch->mr;
+    J->nblk = pb->npad;
+    J->tn = 1;
+    J->bpk = pb->p;
+    J->npad = pb->npad;
+    mc_alloc = (size_t)(J->mblk < arch->mc ? J->mblk : arch->mc);
+    J->a_floats = (mc_alloc * (size_t)J->kc + 15) / 16 * 16;
+    J->buf_floats = J->a_floats;
+    return sizeof(float) * J->buf_floats + NN__GEMM_ALIGN;
+}
+
+/* The bytes nn__sgemm_pb needs for M rows against op(B) [K, N] */
+static NN__MAYBE_UNUSED size_t nn__sgemm_pb_bytes(int K, int N, int M) {
+    nn__gemm_pb pb;
+    nn__gemm_job J;
+    if (M <= 0 || nn__gemm_pb_geom(&pb, K, N) == 0) return 0;
+    return nn__gemm_pb_job(&J, &pb, 0, M, 1.0f, NULL, 1, 0.0f, NULL, 1);
 }
 
 /* C[M, N] = alpha op(A) op(B) + beta C on the calling thread, op(B) from pb (K, N its
-   own), packing A in ws: the same bits as nn__sgemm with that op(B). 0 when ws cannot
-   grow (nothing done). */
-static NN__MAYBE_UNUSED int nn__sgemm_pb(nn__gemm_ws *ws, const nn__gemm_pb *pb, int transA, int M, float alpha,
+   own), packing A in mem (bytes from nn__sgemm_pb_bytes): the same bits as nn__sgemm with
+   that op(B). 0 when bytes is short (nothing done). */
+static NN__MAYBE_UNUSED int nn__sgemm_pb(void *mem, size_t bytes, const nn__gemm_pb *pb, int transA, int M, float alpha,
                                          const float *A, int lda, float beta, float *C, int ldc) {
     nn__gemm_job J;
-    const nn__gemm_arch *arch = pb->arch;
-    size_t mc_alloc;
-    void *raw;
     if (M <= 0) return 1;
-    memset(&J, 0, sizeof J);
-    J.arch = arch;
-    J.transA = transA;
-    J.M = M;
-    J.N = pb->N;
-    J.K = pb->K;
-    J.alpha = alpha;
-    J.beta = beta;
-    J.A = A;
-    J.lda = lda;
-    J.C = C;
-    J.ldc = ldc;
-    J.kc = pb->kc;
-    J.mblk = (M + arch->mr - 1) / arch->mr * arch->mr;
-    J.nblk = pb->npad;
-    J.tn = 1;
-    J.bpk = pb->p;
-    J.npad = pb->npad;
-    mc_alloc = (size_t)(J.mblk < arch->mc ? J.mblk : arch->mc);
-    J.a_floats = (mc_alloc * (size_t)J.kc + 15) / 16 * 16;
-    J.buf_floats = J.a_floats;
-    raw = nn__gemm_ws_get(ws, sizeof(float) * J.buf_floats + NN__GEMM_ALIGN);
-    if (!raw) return 0;
-    J.buf = (float *)(void *)((unsigned char *)raw +
-                              ((NN__GEMM_ALIGN - ((uintptr_t)raw & (NN__GEMM_ALIGN - 1))) & (NN__GEMM_ALIGN - 1)));
+    if (nn__gemm_pb_job(&J, pb, transA, M, alpha, A, lda, beta, C, ldc) > bytes || !mem || !pb->p) return 0;
+    J.buf = nn__gemm_align(mem);
     nn__gemm_task(&J, 0, 1);
     return 1;
 }
@@ -10227,8 +10293,51 @@ typedef struct {
     float *ws, *y, *hp, *dht, *du;
     int64_t off[5], po[6];
     int per;               /* rows per task */
-    const nn__gemm_pb *pb; /* W_hh packed once (or NULL: out of memory) */
+    nn__gemm_pb pb;        /* W_hh packed once per run, in the node's scratch */
+    unsigned char *mem;    /* the tasks' memory, task_bytes each: */
+    size_t task_bytes, e_bytes, gw_bytes; /* the LSTM's vector-exp row, then GEMM packing */
 } nn__rec_job;
+
+/* The time loop's tasks: the pool's threads, at most one per batch row, *per rows each. */
+static int nn__cpu_rec_tasks(const nn__threadpool *pool, int B, int *per) {
+    int tasks = nn__threadpool_size(pool);
+    if (tasks > B) tasks = B;
+    if (tasks < 1) tasks = 1;
+    *per = (B + tasks - 1) / tasks;
+    return (B + *per - 1) / *per;
+}
+
+static size_t nn__rec_round64(size_t n) { return (n + 63) / 64 * 64; }
+
+/* The CPU memory of a time loop (grad: its gradient's), planned with the node (after its
+   own scratch): W_hh packed, then per task the LSTM forward's vector-exp row (8H floats)
+   and the packing memory of its GEMMs (the state's product against the packed W_hh, the
+   projection's product: one at a time, so they share it). Fills J's sizes when J is not
+   NULL; returns the floats. A run then allocates nothing. */
+static int64_t nn__cpu_rec_mem(const nn__threadpool *pool, const nn__rec_attr *a, int grad, nn__rec_job *J) {
+    int per, tasks = nn__cpu_rec_tasks(pool, a->B, &per), GH = a->G * a->H, k;
+    int nbs[2];
+    size_t pb, e = 0, gw = 0;
+    nbs[0] = per, nbs[1] = a->B - (tasks - 1) * per;
+    pb = nn__rec_round64(grad ? nn__gemm_pb_bytes(GH, a->Hr) : nn__gemm_pb_bytes(a->Hr, GH));
+    if (!grad && a->kind == NN__REC_LSTM) e = nn__rec_round64(sizeof(float) * 8 * (size_t)a->H);
+    for (k = 0; k < 2; k++) {
+        size_t s = grad ? nn__sgemm_pb_bytes(GH, a->Hr, nbs[k]) : nn__sgemm_pb_bytes(a->Hr, GH, nbs[k]);
+        if (s > gw) gw = s;
+        if (a->i_whr >= 0) {
+            s = grad ? nn__sgemm_mem_bytes(0, 0, nbs[k], a->H, a->Hr) : nn__sgemm_mem_bytes(0, 1, nbs[k], a->Hr, a->H);
+            if (s > gw) gw = s;
+        }
+    }
+    gw = nn__rec_round64(gw);
+    if (J) {
+        J->per = per;
+        J->e_bytes = e;
+        J->gw_bytes = gw;
+        J->task_bytes = e + gw;
+    }
+    return (int64_t)((pb + (size_t)tasks * (e + gw)) / sizeof(float));
+}
 
 static void nn__cpu_rec_seq_task(void *arg, int task, int n_tasks) {
     const nn__rec_job *J = (const nn__rec_job *)arg;
@@ -10236,27 +10345,25 @@ static void nn__cpu_rec_seq_task(void *arg, int task, int n_tasks) {
     int T = a->T, B = a->B, H = a->H, Hr = a->Hr, GH = a->G * a->H, s;
     int b0 = task * J->per, b1 = b0 + J->per < B ? b0 + J->per : B, nb = b1 - b0;
     size_t BHr = (size_t)B * Hr, BH = (size_t)B * H;
-    float *ws = J->ws, *hp = J->hp + (size_t)b0 * GH, *e;
-    nn__gemm_ws gw = {NULL, 0};
+    float *ws = J->ws, *hp = J->hp + (size_t)b0 * GH;
+    unsigned char *mem = J->mem + (size_t)task * J->task_bytes;
+    float *e = J->e_bytes ? (float *)(void *)mem : NULL; /* LSTM: the vector gate math */
+    void *gw = mem + J->e_bytes;
     (void)n_tasks;
     if (nb <= 0) return;
-    e = a->kind == NN__REC_LSTM ? (float *)NN_MALLOC(sizeof(float) * 8 * (size_t)H) : NULL; /* NULL: scalar */
     for (s = 0; s < T; s++) {
         int t = a->reverse ? T - 1 - s : s;
         size_t oh = (size_t)J->off[1] + s * BHr;
-        if (!J->pb || !nn__sgemm_pb(&gw, J->pb, 0, nb, 1.0f, ws + oh + (size_t)b0 * Hr, Hr, 0.0f, hp, GH))
-            nn__sgemm_ws(&gw, 0, 1, nb, GH, Hr, 1.0f, ws + oh + (size_t)b0 * Hr, Hr, J->whh, Hr, 0.0f, hp, GH);
+        (void)nn__sgemm_pb(gw, J->gw_bytes, &J->pb, 0, nb, 1.0f, ws + oh + (size_t)b0 * Hr, Hr, 0.0f, hp, GH);
         nn__cpu_rec_gates_fwd(a->kind, B, b0, b1, H, Hr, t, J->xp + (size_t)t * B * GH, J->hp, J->bias, J->lens, ws,
                               J->y + (size_t)t * BHr, J->whr != NULL, (size_t)J->off[0] + s * (size_t)B * GH, oh,
                               (size_t)J->off[2] + s * BH, (size_t)J->off[3] + s * BH, (size_t)J->off[4] + s * BH, e);
         if (J->whr) {
-            nn__sgemm_ws(&gw, 0, 1, nb, Hr, H, 1.0f, ws + J->off[3] + s * BH + (size_t)b0 * H, H, J->whr, H, 0.0f,
-                         ws + oh + BHr + (size_t)b0 * Hr, Hr);
+            (void)nn__sgemm_mem(gw, J->gw_bytes, 0, 1, nb, Hr, H, 1.0f, ws + J->off[3] + s * BH + (size_t)b0 * H, H, J->whr,
+                                H, 0.0f, ws + oh + BHr + (size_t)b0 * Hr, Hr);
             nn__cpu_rec_proj_fix(B, b0, b1, Hr, t, J->lens, ws, J->y + (size_t)t * BHr, oh);
         }
     }
-    NN_FREE(gw.p);
-    NN_FREE(e);
 }
 
 static void nn__cpu_rec_grad_task(void *arg, int task, int n_tasks) {
@@ -10267,7 +10374,7 @@ static void nn__cpu_rec_grad_task(void *arg, int task, int n_tasks) {
     size_t BHr = (size_t)B * Hr, BH = (size_t)B * H;
     const float *gy = J->xp, *ws = J->ws;
     float *pk = J->y, *dh = J->y + J->po[1], *dc = J->y + J->po[2];
-    nn__gemm_ws gw = {NULL, 0};
+    void *gw = J->mem + (size_t)task * J->task_bytes + J->e_bytes;
     (void)n_tasks;
     if (nb <= 0) return;
     for (s = T - 1; s >= 0; s--) {
@@ -10275,34 +10382,29 @@ static void nn__cpu_rec_grad_task(void *arg, int task, int n_tasks) {
         float *dhp_s = J->hp + (size_t)s * B * GH;
         if (J->whr) {
             nn__cpu_rec_proj_bwd(b0, b1, Hr, t, J->lens, gy + (size_t)t * BHr, dh, J->dht + s * BHr);
-            nn__sgemm_ws(&gw, 0, 0, nb, H, Hr, 1.0f, J->dht + s * BHr + (size_t)b0 * Hr, Hr, J->whr, H, 0.0f,
-                         J->du + (size_t)b0 * H, H);
+            (void)nn__sgemm_mem(gw, J->gw_bytes, 0, 0, nb, H, Hr, 1.0f, J->dht + s * BHr + (size_t)b0 * Hr, Hr, J->whr, H,
+                                0.0f, J->du + (size_t)b0 * H, H);
         }
         nn__cpu_rec_gates_bwd(a->kind, B, b0, b1, H, Hr, t, ws, gy + (size_t)t * BHr, J->lens, J->whr ? J->du : NULL,
                               dh, dc, pk + J->po[0] + (size_t)t * B * GH, dhp_s, (size_t)J->off[0] + s * (size_t)B * GH,
                               (size_t)J->off[1] + s * BHr, (size_t)J->off[2] + s * BH, (size_t)J->off[4] + s * BH);
-        if (!J->pb || !nn__sgemm_pb(&gw, J->pb, 0, nb, 1.0f, dhp_s + (size_t)b0 * GH, GH, 1.0f, dh + (size_t)b0 * Hr, Hr))
-            nn__sgemm_ws(&gw, 0, 0, nb, Hr, GH, 1.0f, dhp_s + (size_t)b0 * GH, GH, J->whh, Hr, 1.0f, dh + (size_t)b0 * Hr,
-                         Hr);
+        (void)nn__sgemm_pb(gw, J->gw_bytes, &J->pb, 0, nb, 1.0f, dhp_s + (size_t)b0 * GH, GH, 1.0f, dh + (size_t)b0 * Hr,
+                           Hr);
     }
-    NN_FREE(gw.p);
 }
 
 /* Runs the time loop of job J (its pointers and offsets set) over the pool's threads, with
    W_hh packed once for all steps and threads (op(W_hh) [K, N] = W_hh^T forward, W_hh
-   backward). */
-static void nn__cpu_rec_run(nn__threadpool *pool, nn__rec_job *J, nn__task_fn fn, int transB, int K, int N) {
-    int B = J->a->B, tasks = nn__threadpool_size(pool);
-    nn__gemm_pb pb;
-    J->pb = nn__gemm_pb_make(&pb, transB, K, N, J->whh, J->a->Hr) ? &pb : NULL;
-    if (tasks > B) tasks = B;
-    if (tasks < 1) tasks = 1;
-    J->per = (B + tasks - 1) / tasks;
-    tasks = (B + J->per - 1) / J->per;
+   backward), in mem: nn__cpu_rec_mem's floats, planned with the node. */
+static void nn__cpu_rec_run(nn__threadpool *pool, nn__rec_job *J, nn__task_fn fn, int grad, float *mem) {
+    int GH = J->a->G * J->a->H, Hr = J->a->Hr, tasks;
+    (void)nn__cpu_rec_mem(pool, J->a, grad, J);
+    if (grad) nn__gemm_pb_pack(&J->pb, 0, GH, Hr, J->whh, Hr, mem);
+    else nn__gemm_pb_pack(&J->pb, 1, Hr, GH, J->whh, Hr, mem);
+    J->mem = (unsigned char *)mem + nn__rec_round64(grad ? nn__gemm_pb_bytes(GH, Hr) : nn__gemm_pb_bytes(Hr, GH));
+    tasks = (J->a->B + J->per - 1) / J->per;
     if (tasks <= 1) fn(J, 0, 1);
     else nn__threadpool_run(pool, fn, J, tasks);
-    NN_FREE(pb.raw);
-    J->pb = NULL;
 }
 
 /* y[j] = sum over r of x[r * cols + j], in order of r (rec_colsum) */
@@ -32394,10 +32496,11 @@ static void nn__grad_rec_seq(nn_graph *g, int id) {
 #undef NN__REC_ACC
 }
 
-/* the state product of one step [B, G*H] */
+/* the state product of one step [B, G*H]; on the CPU backend then the time loop's memory
+   (nn__cpu_rec_mem: W_hh packed, the tasks' GEMM packing), so a run allocates nothing */
 static void nn__plan_rec_seq(nn_graph *g, nn__node *n) {
-    (void)g;
     n->scratch = (int64_t)n->a.rec.B * n->a.rec.G * n->a.rec.H;
+    if (g->ctx->backend->host_memory) n->scratch += nn__cpu_rec_mem(g->ctx->threads, &n->a.rec, 0, NULL);
 }
 
 #define NN__REC_OPT(n, i) ((i) >= 0 ? g->nodes[(n)->in[i]].buf.host : NULL)
@@ -32424,7 +32527,7 @@ static nn_result nn__cpu_rec_seq(nn_graph *g, nn__node *n) {
     memset(&J, 0, sizeof J);
     J.a = a, J.xp = xp, J.whh = whh, J.bias = bias, J.whr = whr, J.lens = lens, J.ws = ws, J.y = y, J.hp = hp;
     memcpy(J.off, off, sizeof off);
-    nn__cpu_rec_run(g->ctx->threads, &J, nn__cpu_rec_seq_task, 1, Hr, a->G * H);
+    nn__cpu_rec_run(g->ctx->threads, &J, nn__cpu_rec_seq_task, 0, hp + (size_t)B * a->G * H);
     memcpy(y + (size_t)T * BHr, ws + off[1] + (size_t)T * BHr, BHr * 4);
     if (a->kind == NN__REC_LSTM) memcpy(y + (size_t)(T + 1) * BHr, ws + off[2] + (size_t)T * BH, BH * 4);
     return NN_OK;
@@ -32529,12 +32632,15 @@ static nn_result nn__launch_rec_seq(nn_graph *g, int id) {
 #define nn__grad_rec_seq_grad nn__grad_none
 
 /* d(hp) of every step [T, B, G*H] (processing order), and with a projection the state
-   gradients [T, B, Hr] and one step's gradient of o*tanh(c) [B, H] */
-static void nn__plan_rec_seq_grad(nn_graph *g, nn__node *n) {
-    const nn__rec_attr *a = &n->a.rec;
+   gradients [T, B, Hr] and one step's gradient of o*tanh(c) [B, H]; on the CPU backend
+   then the time loop's memory (nn__cpu_rec_mem) */
+static int64_t nn__rec_grad_scratch(const nn__rec_attr *a) {
     int64_t TB = (int64_t)a->T * a->B;
-    (void)g;
-    n->scratch = TB * a->G * a->H + (a->i_whr >= 0 ? TB * a->Hr + (int64_t)a->B * a->H : 0);
+    return TB * a->G * a->H + (a->i_whr >= 0 ? TB * a->Hr + (int64_t)a->B * a->H : 0);
+}
+static void nn__plan_rec_seq_grad(nn_graph *g, nn__node *n) {
+    n->scratch = nn__rec_grad_scratch(&n->a.rec);
+    if (g->ctx->backend->host_memory) n->scratch += nn__cpu_rec_mem(g->ctx->threads, &n->a.rec, 1, NULL);
 }
 
 static nn_result nn__cpu_rec_seq_grad(nn_graph *g, nn__node *n) {
@@ -32562,7 +32668,7 @@ static nn_result nn__cpu_rec_seq_grad(nn_graph *g, nn__node *n) {
     J.du = du;
     memcpy(J.off, off, sizeof off);
     memcpy(J.po, po, sizeof po);
-    nn__cpu_rec_run(pool, &J, nn__cpu_rec_grad_task, 0, GH, Hr);
+    nn__cpu_rec_run(pool, &J, nn__cpu_rec_grad_task, 1, dhp + nn__rec_grad_scratch(a));
     nn__sgemm(pool, 1, 0, GH, Hr, T * B, 1.0f, dhp, GH, ws + off[1], Hr, 0.0f, pk + po[3], Hr);
     nn__cpu_rec_colsum(dhp, pk + po[4], T * B, GH);
     if (whr) nn__sgemm(pool, 1, 0, Hr, H, T * B, 1.0f, dht, Hr, ws + off[3], H, 0.0f, pk + po[5], H);

@@ -153,10 +153,11 @@ static void nn__grad_rec_seq(nn_graph *g, int id) {
 #undef NN__REC_ACC
 }
 
-/* the state product of one step [B, G*H] */
+/* the state product of one step [B, G*H]; on the CPU backend then the time loop's memory
+   (nn__cpu_rec_mem: W_hh packed, the tasks' GEMM packing), so a run allocates nothing */
 static void nn__plan_rec_seq(nn_graph *g, nn__node *n) {
-    (void)g;
     n->scratch = (int64_t)n->a.rec.B * n->a.rec.G * n->a.rec.H;
+    if (g->ctx->backend->host_memory) n->scratch += nn__cpu_rec_mem(g->ctx->threads, &n->a.rec, 0, NULL);
 }
 
 #define NN__REC_OPT(n, i) ((i) >= 0 ? g->nodes[(n)->in[i]].buf.host : NULL)
@@ -183,7 +184,7 @@ static nn_result nn__cpu_rec_seq(nn_graph *g, nn__node *n) {
     memset(&J, 0, sizeof J);
     J.a = a, J.xp = xp, J.whh = whh, J.bias = bias, J.whr = whr, J.lens = lens, J.ws = ws, J.y = y, J.hp = hp;
     memcpy(J.off, off, sizeof off);
-    nn__cpu_rec_run(g->ctx->threads, &J, nn__cpu_rec_seq_task, 1, Hr, a->G * H);
+    nn__cpu_rec_run(g->ctx->threads, &J, nn__cpu_rec_seq_task, 0, hp + (size_t)B * a->G * H);
     memcpy(y + (size_t)T * BHr, ws + off[1] + (size_t)T * BHr, BHr * 4);
     if (a->kind == NN__REC_LSTM) memcpy(y + (size_t)(T + 1) * BHr, ws + off[2] + (size_t)T * BH, BH * 4);
     return NN_OK;
@@ -288,12 +289,15 @@ static nn_result nn__launch_rec_seq(nn_graph *g, int id) {
 #define nn__grad_rec_seq_grad nn__grad_none
 
 /* d(hp) of every step [T, B, G*H] (processing order), and with a projection the state
-   gradients [T, B, Hr] and one step's gradient of o*tanh(c) [B, H] */
-static void nn__plan_rec_seq_grad(nn_graph *g, nn__node *n) {
-    const nn__rec_attr *a = &n->a.rec;
+   gradients [T, B, Hr] and one step's gradient of o*tanh(c) [B, H]; on the CPU backend
+   then the time loop's memory (nn__cpu_rec_mem) */
+static int64_t nn__rec_grad_scratch(const nn__rec_attr *a) {
     int64_t TB = (int64_t)a->T * a->B;
-    (void)g;
-    n->scratch = TB * a->G * a->H + (a->i_whr >= 0 ? TB * a->Hr + (int64_t)a->B * a->H : 0);
+    return TB * a->G * a->H + (a->i_whr >= 0 ? TB * a->Hr + (int64_t)a->B * a->H : 0);
+}
+static void nn__plan_rec_seq_grad(nn_graph *g, nn__node *n) {
+    n->scratch = nn__rec_grad_scratch(&n->a.rec);
+    if (g->ctx->backend->host_memory) n->scratch += nn__cpu_rec_mem(g->ctx->threads, &n->a.rec, 1, NULL);
 }
 
 static nn_result nn__cpu_rec_seq_grad(nn_graph *g, nn__node *n) {
@@ -321,7 +325,7 @@ static nn_result nn__cpu_rec_seq_grad(nn_graph *g, nn__node *n) {
     J.du = du;
     memcpy(J.off, off, sizeof off);
     memcpy(J.po, po, sizeof po);
-    nn__cpu_rec_run(pool, &J, nn__cpu_rec_grad_task, 0, GH, Hr);
+    nn__cpu_rec_run(pool, &J, nn__cpu_rec_grad_task, 1, dhp + nn__rec_grad_scratch(a));
     nn__sgemm(pool, 1, 0, GH, Hr, T * B, 1.0f, dhp, GH, ws + off[1], Hr, 0.0f, pk + po[3], Hr);
     nn__cpu_rec_colsum(dhp, pk + po[4], T * B, GH);
     if (whr) nn__sgemm(pool, 1, 0, Hr, H, T * B, 1.0f, dht, Hr, ws + off[3], H, 0.0f, pk + po[5], H);
