@@ -391,7 +391,25 @@ B(r_bad_cell_relu, nn_gru_cell(g, F(g, S2(2, 3)), NN_NONE, 4, &(nn_rnn_cell_desc
 B(r_bad_last_y, nn_last_valid(g, F(g, S2(5, 3)), I(g, S1(5)), 0))
 B(r_bad_last_len, nn_last_valid(g, F(g, S3(5, 3, 2)), I(g, S1(5)), 0))
 
+static nn_tensor r_bad_state_h0(nn_graph *g, nn_compile_desc *cd) {
+    nn_rnn_desc d = rd();
+    (void)cd;
+    d.stateful = 1;
+    d.h0 = F(g, S3(1, 2, 4));
+    return nn_lstm(g, F(g, S3(5, 2, 3)), 4, &d, "lstm");
+}
+static nn_tensor r_bad_state_twice(nn_graph *g, nn_compile_desc *cd) {
+    nn_rnn_desc d = rd();
+    nn_tensor x = F(g, S3(5, 2, 3));
+    (void)cd;
+    d.stateful = 1;
+    (void)nn_gru(g, x, 4, &d, "gru");
+    return nn_gru(g, x, 4, &d, "gru");
+}
+
 static const bad_row rec_bad_rows[] = {
+    {"recurrent", "stateful with h0", r_bad_state_h0, R_INV, "nn_lstm|stateful|h0 and c0 must be NN_NONE", 0},
+    {"recurrent", "two stateful layers of one name", r_bad_state_twice, R_INV, "nn_gru gru|gru.h_state", 0},
     {"recurrent", "gru proj_size", r_bad_proj, R_INV, "nn_gru|proj_size 4|LSTM only", 0},
     {"recurrent", "lstm proj_size = hidden", r_bad_proj2, R_INV, "nn_lstm|proj_size 7", 0},
     {"recurrent", "lstm h0 [1, 3, 4] for B 2", r_bad_h0, R_SHAPE, "nn_lstm|h0 [1, 3, 4]|[1, 2, 4]", 0},
@@ -590,6 +608,154 @@ static void rec_proj(const t_env *e) {
     run_layer(e, K_LSTM, 33, 1, 3, 33, 1, 1, 7, 0);
 }
 
+/* ---- stateful layers (truncated BPTT) ---- */
+enum { ST_T = 4, ST_B = 3, ST_I = 3, ST_H = 5, ST_L = 2 };
+#define ST_Y (ST_T * ST_B * ST_H)
+#define ST_S (ST_L * ST_B * ST_H)
+typedef struct st_out {
+    float y1[ST_Y], y2[ST_Y], y3[ST_Y], yl[2 * ST_Y], yc[ST_Y]; /* run 1, 2, after reset; 2T; fresh with carried h0 */
+    float h1[ST_S], c1[ST_S];     /* the states after run 1 */
+    float g2[2][4 * ST_H * ST_H]; /* weight_hh_l0, weight_hh_l1 gradients of run 2 (stateful, fresh) */
+    uint64_t bytes;               /* moved by run 2's step (x written before) */
+} st_out;
+
+static void st_x(float *x, int n, int k) {
+    int i;
+    for (i = 0; i < n; i++) x[i] = (float)(((i + 7 * k) * 37) % 23) / 11.0f - 1.0f;
+}
+
+/* kind K_LSTM or K_GRU, 2 layers; graph A stateful over T, B the same weights over 2T, C
+   over T with h0 (c0) inputs */
+static int st_run(nn_context *ctx, int kind, st_out *o) {
+    nn_graph *ga = NULL, *gb = NULL, *gc = NULL;
+    nn_graph_desc gd;
+    nn_rnn_desc d;
+    nn_compile_desc cd;
+    nn_tensor xa, ya, xb, yb, xc, yc, h0, c0 = NN_NONE, hs, cs = NN_NONE;
+    nn_stats s0, s1;
+    float x1[ST_T * ST_B * ST_I], x2[ST_T * ST_B * ST_I], xx[2 * ST_T * ST_B * ST_I];
+    const char *wn[2] = {"rnn.weight_hh_l0", "rnn.weight_hh_l1"};
+    int ok = 1, k, i, G = kind == K_LSTM ? 4 : 3;
+    size_t gsz = sizeof(float) * (size_t)(G * ST_H * ST_H);
+    st_x(x1, ST_T * ST_B * ST_I, 1);
+    st_x(x2, ST_T * ST_B * ST_I, 2);
+    memcpy(xx, x1, sizeof x1);
+    memcpy(xx + ST_T * ST_B * ST_I, x2, sizeof x2);
+#define ST_LAYER(g, x, dp) (kind == K_LSTM ? nn_lstm(g, x, ST_H, dp, "rnn") : nn_gru(g, x, ST_H, dp, "rnn"))
+    memset(&gd, 0, sizeof gd);
+    gd.seed = 11;
+    ok = T_OK(nn_graph_create(ctx, &gd, &ga), ctx);
+    if (!ok) return 0;
+    memset(&d, 0, sizeof d);
+    d.num_layers = ST_L;
+    d.stateful = 1;
+    xa = nn_input(ga, "x", NN_F32, nn_shape3(ST_T, ST_B, ST_I));
+    ya = ST_LAYER(ga, xa, &d);
+    nn_graph_output(ga, ya);
+    memset(&cd, 0, sizeof cd);
+    cd.loss = nn_sum(ga, nn_mul(ga, ya, ya));
+    cd.optimizer.kind = NN_OPT_NONE;
+    ok = T_OK(nn_graph_compile(ga, &cd), ctx);
+    hs = nn_graph_find(ga, "rnn.h_state");
+    if (kind == K_LSTM) cs = nn_graph_find(ga, "rnn.c_state");
+    ok = ok && T_CHECK(hs.id > 0 && (kind != K_LSTM || cs.id > 0), "no rnn.h_state / rnn.c_state");
+    /* run 1, run 2 (its transfers counted), reset, run 1 again */
+    ok = ok && T_OK(nn_tensor_write(ga, xa, x1, sizeof x1), ctx) && T_OK(nn_graph_step(ga), ctx) &&
+         T_OK(nn_tensor_read(ga, ya, o->y1, sizeof o->y1), ctx) && T_OK(nn_tensor_read(ga, hs, o->h1, sizeof o->h1), ctx) &&
+         (kind != K_LSTM || T_OK(nn_tensor_read(ga, cs, o->c1, sizeof o->c1), ctx)) &&
+         T_OK(nn_tensor_write(ga, xa, x2, sizeof x2), ctx);
+    nn_context_stats(ctx, &s0);
+    ok = ok && T_OK(nn_graph_step(ga), ctx) && T_OK(nn_graph_finish(ga), ctx);
+    nn_context_stats(ctx, &s1);
+    o->bytes = s1.h2d_bytes - s0.h2d_bytes + s1.d2h_bytes - s0.d2h_bytes;
+    ok = ok && T_OK(nn_tensor_read(ga, ya, o->y2, sizeof o->y2), ctx);
+    for (k = 0; k < 2 && ok; k++) ok = T_OK(nn_tensor_read(ga, nn_graph_grad(ga, nn_graph_find(ga, wn[k])), o->g2[k], gsz), ctx);
+    ok = ok && T_OK(nn_rnn_reset_state(ga, "rnn"), ctx) && T_OK(nn_tensor_write(ga, xa, x1, sizeof x1), ctx) &&
+         T_OK(nn_graph_forward(ga), ctx) && T_OK(nn_tensor_read(ga, ya, o->y3, sizeof o->y3), ctx);
+    ok = ok && T_CHECK(nn_rnn_reset_state(ga, "nothing") == NN_ERR_INVALID_ARGUMENT, "reset of an unknown layer accepted");
+    /* B: one forward over 2T, the same parameters */
+    gd.share_params = ga;
+    if (ok && T_OK(nn_graph_create(ctx, &gd, &gb), ctx)) {
+        memset(&d, 0, sizeof d);
+        d.num_layers = ST_L;
+        xb = nn_input(gb, "x", NN_F32, nn_shape3(2 * ST_T, ST_B, ST_I));
+        yb = ST_LAYER(gb, xb, &d);
+        nn_graph_output(gb, yb);
+        ok = T_OK(nn_graph_compile(gb, NULL), ctx) && T_OK(nn_tensor_write(gb, xb, xx, sizeof xx), ctx) &&
+             T_OK(nn_graph_forward(gb), ctx) && T_OK(nn_tensor_read(gb, yb, o->yl, sizeof o->yl), ctx);
+    } else {
+        ok = 0;
+    }
+    /* C: run 2 again from run 1's states given as constant inputs; its gradients */
+    if (ok && T_OK(nn_graph_create(ctx, &gd, &gc), ctx)) {
+        float gw[4 * ST_H * ST_H];
+        memset(&d, 0, sizeof d);
+        d.num_layers = ST_L;
+        xc = nn_input(gc, "x", NN_F32, nn_shape3(ST_T, ST_B, ST_I));
+        d.h0 = h0 = nn_input(gc, "h0", NN_F32, nn_shape3(ST_L, ST_B, ST_H));
+        if (kind == K_LSTM) d.c0 = c0 = nn_input(gc, "c0", NN_F32, nn_shape3(ST_L, ST_B, ST_H));
+        yc = ST_LAYER(gc, xc, &d);
+        nn_graph_output(gc, yc);
+        memset(&cd, 0, sizeof cd);
+        cd.loss = nn_sum(gc, nn_mul(gc, yc, yc));
+        cd.optimizer.kind = NN_OPT_NONE;
+        ok = T_OK(nn_graph_compile(gc, &cd), ctx) && T_OK(nn_tensor_write(gc, xc, x2, sizeof x2), ctx) &&
+             T_OK(nn_tensor_write(gc, h0, o->h1, sizeof o->h1), ctx) &&
+             (kind != K_LSTM || T_OK(nn_tensor_write(gc, c0, o->c1, sizeof o->c1), ctx)) && T_OK(nn_graph_step(gc), ctx) &&
+             T_OK(nn_tensor_read(gc, yc, o->yc, sizeof o->yc), ctx);
+        for (k = 0; k < 2 && ok; k++) {
+            ok = T_OK(nn_tensor_read(gc, nn_graph_grad(gc, nn_graph_find(gc, wn[k])), gw, gsz), ctx);
+            for (i = 0; ok && i < (int)(gsz / sizeof(float)); i++)
+                ok = T_CHECK(gw[i] == o->g2[k][i], "%s gradient [%d]: stateful run 2 %g, a fresh run from its states %g", wn[k], i,
+                             o->g2[k][i], gw[i]);
+        }
+    } else {
+        ok = 0;
+    }
+#undef ST_LAYER
+    nn_graph_destroy(gc);
+    nn_graph_destroy(gb);
+    nn_graph_destroy(ga);
+    return ok;
+}
+
+static float st_maxdiff(const float *a, const float *b, int n) {
+    float m = 0;
+    int i;
+    for (i = 0; i < n; i++) m = fabsf(a[i] - b[i]) > m ? fabsf(a[i] - b[i]) : m;
+    return m;
+}
+
+static void rec_stateful_kind(const t_env *e, int kind) {
+    static st_out o, oc;
+    char name[96];
+    snprintf(name, sizeof name, "recurrent: stateful %s (truncated BPTT): carried states, the cut, reset", kind_name(kind));
+    if (!t_begin(e, name)) return;
+    memset(&o, 0, sizeof o);
+    if (st_run(e->ctx, kind, &o)) {
+        T_CHECK(st_maxdiff(o.y1, o.yl, ST_Y) <= 1e-5f, "run 1 differs from the 2T forward's first half by %g",
+                st_maxdiff(o.y1, o.yl, ST_Y));
+        T_CHECK(st_maxdiff(o.y2, o.yl + ST_Y, ST_Y) <= 1e-5f, "run 2 differs from the 2T forward's second half by %g",
+                st_maxdiff(o.y2, o.yl + ST_Y, ST_Y));
+        T_CHECK(st_maxdiff(o.y2, o.yc, ST_Y) == 0.0f, "run 2 differs from a fresh run from its carried states by %g",
+                st_maxdiff(o.y2, o.yc, ST_Y));
+        T_CHECK(st_maxdiff(o.y3, o.y1, ST_Y) == 0.0f, "after nn_rnn_reset_state the run differs from the first by %g",
+                st_maxdiff(o.y3, o.y1, ST_Y));
+        T_CHECK(st_maxdiff(o.y1, o.y2, ST_Y) > 1e-3f, "runs 1 and 2 give the same output");
+        T_CHECK(o.bytes == 0, "a stateful step moved %llu bytes", (unsigned long long)o.bytes);
+        memset(&oc, 0, sizeof oc);
+        if (e->cpu && e->opencl && st_run(e->cpu, kind, &oc))
+            T_CHECK(st_maxdiff(o.y2, oc.y2, ST_Y) <= 1e-4f && st_maxdiff(o.g2[0], oc.g2[0], 4 * ST_H * ST_H) <= 1e-4f,
+                    "the CPU backend's run 2 differs by %g (output), %g (gradient)", st_maxdiff(o.y2, oc.y2, ST_Y),
+                    st_maxdiff(o.g2[0], oc.g2[0], 4 * ST_H * ST_H));
+    }
+    t_end();
+}
+static void rec_stateful(const t_env *e) {
+    rec_stateful_kind(e, K_LSTM);
+    rec_stateful_kind(e, K_GRU);
+}
+
 static void rec_bad(const t_env *e) { t_bad_rows(e, rec_bad_rows, (int)(sizeof rec_bad_rows / sizeof rec_bad_rows[0])); }
 
-void suite_recurrent(const t_env *e) { T_RUN(e, rec_cells, rec_single, rec_stacked, rec_dropout, rec_launches, rec_lengths, rec_len_report, rec_proj, rec_bad); }
+void suite_recurrent(const t_env *e) { T_RUN(e, rec_cells, rec_single, rec_stacked, rec_dropout, rec_launches, rec_lengths, rec_len_report, rec_proj, rec_bad, rec_stateful); }

@@ -1034,6 +1034,16 @@ typedef struct nn_rnn_desc {
                             one <= 0 keeps its initial states, one > T runs all T steps */
     nn_tensor *h_n;      /* receives the final hidden states [L * D, B, Hout] (NULL: not made) */
     nn_tensor *c_n;      /* nn_lstm: receives the final cell states [L * D, B, hidden_size] */
+    int stateful;        /* 1: truncated backpropagation through time. The initial states are
+                            tensors the graph keeps on the device, NAME.h_state [L * D, B, Hout]
+                            and nn_lstm's NAME.c_state [L * D, B, hidden_size] (zeros at
+                            compile); each run starts from them and, after its forward part,
+                            writes its final states (h_n, c_n) into them on the device (no
+                            transfer). No gradient flows into them: backpropagation stops at
+                            the run's first step (PyTorch: h = h.detach() between chunks).
+                            h0 and c0 must be NN_NONE. Zero them with nn_rnn_reset_state;
+                            nn_graph_find(g, "NAME.h_state") gives the tensor to read, write
+                            or fill (one row, a sequence: nn_tensor_write) */
 } nn_rnn_desc;
 
 /* The layers on x [T, B, I] ([B, T, I] with batch_first) -> the last layer's hidden states
@@ -1045,6 +1055,9 @@ typedef struct nn_rnn_desc {
 NN_API nn_tensor nn_rnn(nn_graph *g, nn_tensor x, int64_t hidden_size, const nn_rnn_desc *desc, const char *name);
 NN_API nn_tensor nn_lstm(nn_graph *g, nn_tensor x, int64_t hidden_size, const nn_rnn_desc *desc, const char *name);
 NN_API nn_tensor nn_gru(nn_graph *g, nn_tensor x, int64_t hidden_size, const nn_rnn_desc *desc, const char *name);
+/* Zeros the carried states of the stateful layer NAME (nn_rnn_desc.stateful), on the
+   device, e.g. at an epoch's start: the next run starts from zero states, as the first. */
+NN_API nn_result nn_rnn_reset_state(nn_graph *g, const char *name);
 
 /* The cells' options (NULL: biases, tanh). */
 typedef struct nn_rnn_cell_desc {

@@ -414,6 +414,88 @@ static nn_result nn__launch_rec_seq_grad(nn_graph *g, int id) {
     return r;
 }
 
+/* ==== REC_STATE: a stateful layer's carried states [L*D, B, X] (NAME.h_state,
+   NAME.c_state): no inputs, kept across runs on the device (its own storage, zeros at
+   compile), written by the user (nn_tensor_fill, nn_tensor_write, nn_rnn_reset_state) and
+   by REC_STATE_SET; no gradient flows into it, which is truncated BPTT's cut. No PyTorch
+   op: the tensors a PyTorch loop carries as h = h.detach() between chunks ==== */
+
+#define nn__grad_rec_state nn__grad_none
+#define nn__plan_rec_state nn__no_plan
+static nn_result nn__cpu_rec_state(nn_graph *g, nn__node *n) {
+    (void)g, (void)n;
+    return NN_OK;
+}
+static nn_result nn__launch_rec_state(nn_graph *g, int id) {
+    (void)g, (void)id;
+    return NN_OK;
+}
+
+/* ==== REC_STATE_SET: state (input 0, a REC_STATE, written in place) = the run's final
+   states (input 1, of its shape); a root with no output, after every reader of the state
+   (node order: the layer's sequence nodes copied it into their workspaces first) ==== */
+
+#define nn__grad_rec_state_set nn__grad_none
+#define nn__plan_rec_state_set nn__no_plan
+static nn_result nn__cpu_rec_state_set(nn_graph *g, nn__node *n) {
+    memcpy(NN__F(n->in[0]), NN__F(n->in[1]), (size_t)g->nodes[n->in[0]].numel * 4);
+    return NN_OK;
+}
+static nn_result nn__launch_rec_state_set(nn_graph *g, int id) {
+    const nn__node *n = &g->nodes[id];
+    return nn__launch_rec_copy(g, id, &g->nodes[n->in[1]].buf, 0, &g->nodes[n->in[0]].buf, 0, g->nodes[n->in[0]].numel);
+}
+
+/* The state tensor NAME.what of shape s (refused when the graph has one of that name). */
+static nn_tensor nn__rec_state_tensor(nn_graph *g, const char *op, const char *name, const char *what, nn_shape s) {
+    char nm[320];
+    int id;
+    snprintf(nm, sizeof nm, "%s.%s", name, what);
+    if (nn_graph_find(g, nm).id > 0)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: stateful: the graph has a tensor %s already (one stateful layer per name)",
+                           op, name, nm);
+    id = nn__new_node(g, NN__OP_REC_STATE, NN_F32, s, NULL, 0);
+    if (id < 0) return nn__tensor(-1);
+    g->nodes[id].is_output = 1; /* its own storage, kept across runs */
+    g->nodes[id].name = nn__strdup(nm);
+    if (!g->nodes[id].name) return nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
+    return nn__tensor(id);
+}
+
+/* The root that writes src into the state st. */
+static void nn__rec_state_set(nn_graph *g, nn_tensor st, nn_tensor src) {
+    nn_shape none;
+    int in[2], u;
+    if (g->status != NN_OK) return;
+    memset(&none, 0, sizeof none);
+    in[0] = st.id, in[1] = src.id;
+    u = nn__new_node(g, NN__OP_REC_STATE_SET, NN_F32, none, in, 2);
+    if (u < 0) return;
+    g->nodes[u].numel = 0;
+    g->nodes[u].is_output = 1;
+}
+
+NN_API nn_result nn_rnn_reset_state(nn_graph *g, const char *name) {
+    static const char *const what[2] = {"h_state", "c_state"};
+    char nm[320];
+    int k, found = 0;
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (!name) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_rnn_reset_state: name is NULL");
+    for (k = 0; k < 2; k++) {
+        nn_tensor t;
+        nn_result r;
+        snprintf(nm, sizeof nm, "%s.%s", name, what[k]);
+        t = nn_graph_find(g, nm);
+        if (t.id <= 0 || g->nodes[t.id].op != NN__OP_REC_STATE) continue;
+        r = nn_tensor_fill(g, t, 0.0f);
+        if (r != NN_OK) return r;
+        found++;
+    }
+    if (!found)
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_rnn_reset_state: the graph has no stateful layer named \"%.200s\"", name);
+    return NN_OK;
+}
+
 /* ==== the layers: nn_rnn, nn_lstm, nn_gru (PyTorch's nn.RNN, nn.LSTM, nn.GRU) ==== */
 
 static int nn__rec_gates(int kind) { return kind == NN__REC_LSTM ? 4 : kind == NN__REC_GRU ? 3 : 1; }
@@ -472,7 +554,7 @@ static int nn__rec_lengths_ok(nn_graph *g, const char *op, nn_tensor lens, int64
 static nn_tensor nn__rec_layers(nn_graph *g, const char *op, int kind, nn_tensor x, int64_t hidden, const nn_rnn_desc *desc,
                                 const char *name) {
     nn_rnn_desc d;
-    nn_tensor inp, out = nn__tensor(-1), hn[2 * 64], cn[2 * 64];
+    nn_tensor inp, out = nn__tensor(-1), hn[2 * 64], cn[2 * 64], hs = NN_NONE, cs = NN_NONE, hcat = NN_NONE, ccat = NN_NONE;
     int64_t T, B, H = hidden, Hr, I;
     int L, D, G = nn__rec_gates(kind), k, dir, perm[3] = {1, 0, 2};
     float p;
@@ -506,6 +588,9 @@ static nn_tensor nn__rec_layers(nn_graph *g, const char *op, int kind, nn_tensor
     Hr = d.proj_size > 0 ? d.proj_size : H;
     if (d.c0.id != 0 && kind != NN__REC_LSTM) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: c0 is nn_lstm's only", op, name);
     if (d.c_n && kind != NN__REC_LSTM) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: c_n is nn_lstm's only", op, name);
+    if (d.stateful && (d.h0.id != 0 || d.c0.id != 0))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: stateful keeps its own initial states; h0 and c0 must be NN_NONE", op,
+                           name);
     inp = d.batch_first ? nn_permute(g, x, perm, 3) : x;
     if (inp.id < 0) return inp;
     T = nn__n(g, inp)->shape.dim[0];
@@ -514,6 +599,12 @@ static nn_tensor nn__rec_layers(nn_graph *g, const char *op, int kind, nn_tensor
     if (!nn__rec_state_ok(g, op, "h0", d.h0, (int64_t)L * D, B, Hr) || !nn__rec_state_ok(g, op, "c0", d.c0, (int64_t)L * D, B, H) ||
         !nn__rec_lengths_ok(g, op, d.lengths, B))
         return nn__tensor(-1);
+    if (d.stateful) {
+        hs = nn__rec_state_tensor(g, op, name, "h_state", nn_shape3((int64_t)L * D, B, Hr));
+        if (hs.id > 0 && kind == NN__REC_LSTM) cs = nn__rec_state_tensor(g, op, name, "c_state", nn_shape3((int64_t)L * D, B, H));
+        if (g->status != NN_OK) return nn__tensor(-1);
+        d.h0 = hs, d.c0 = cs;
+    }
     memset(&a, 0, sizeof a);
     a.kind = kind;
     a.T = (int)T, a.B = (int)B, a.H = (int)H, a.Hr = (int)Hr, a.G = G;
@@ -549,8 +640,15 @@ static nn_tensor nn__rec_layers(nn_graph *g, const char *op, int kind, nn_tensor
         inp = out;
     }
     if (g->status != NN_OK) return nn__tensor(-1);
-    if (d.h_n) *d.h_n = L * D == 1 ? hn[0] : nn_concat(g, hn, L * D, 0);
-    if (d.c_n) *d.c_n = L * D == 1 ? cn[0] : nn_concat(g, cn, L * D, 0);
+    if (d.h_n || d.stateful) hcat = L * D == 1 ? hn[0] : nn_concat(g, hn, L * D, 0);
+    if (d.c_n || (d.stateful && kind == NN__REC_LSTM)) ccat = L * D == 1 ? cn[0] : nn_concat(g, cn, L * D, 0);
+    if (d.h_n) *d.h_n = hcat;
+    if (d.c_n) *d.c_n = ccat;
+    if (d.stateful) { /* after the run's forward part the final states become the next run's initial ones */
+        nn__rec_state_set(g, hs, hcat);
+        if (kind == NN__REC_LSTM) nn__rec_state_set(g, cs, ccat);
+        if (g->status != NN_OK) return nn__tensor(-1);
+    }
     return d.batch_first ? nn_permute(g, out, perm, 3) : out;
 }
 
