@@ -1223,6 +1223,24 @@ NN_API nn_tensor nn_gru(nn_graph *g, nn_tensor x, int64_t hidden_size, const nn_
    device, e.g. at an epoch's start: the next run starts from zero states, as the first. */
 NN_API nn_result nn_rnn_reset_state(nn_graph *g, const char *name);
 
+/* One direction of a recurrent layer, for nn_bidirectional: x in its layout (time, batch,
+   features... as the caller gave it), lengths NN_NONE or int32 [B] (pass them on, e.g. as
+   nn_rnn_desc.lengths), parameters under name -> the outputs at every step, x's time and
+   batch dims first (in x's order) and features after. user is nn_bidirectional's. */
+typedef nn_tensor (*nn_rnn_direction_fn)(nn_graph *g, nn_tensor x, nn_tensor lengths, const char *name, void *user);
+/* A bidirectional wrapper (Keras' Bidirectional; PyTorch's bidirectional=True as a
+   function of any layer): fn's layer over x forward in time (parameters under NAME), and
+   over x with each sequence reversed (NAME_reverse), its output reversed back;
+   concatenated along dim 2 (the features: [T, B, Hf + Hr], or [B, T, Hf + Hr] with
+   batch_first; a ConvLSTM's [B, T, Cf + Cr, H, W]). x is [T, B, ...] ([B, T, ...]). With
+   lengths (int32 [B] in [1, T]), PyTorch's packed-sequence semantics: the reverse direction
+   starts at each sequence's own last element, steps past a length stay where they are
+   (fn gets the lengths: nn_rnn_desc.lengths then zeroes them). Gradients flow through the
+   reversals. For nn_rnn / nn_lstm / nn_gru themselves, nn_rnn_desc.bidirectional is the
+   same math in fewer nodes (parameter names ..._reverse instead). */
+NN_API nn_tensor nn_bidirectional(nn_graph *g, nn_tensor x, nn_tensor lengths, int batch_first, nn_rnn_direction_fn fn, void *user,
+                                  const char *name);
+
 /* The cells' options (NULL: biases, tanh). */
 typedef struct nn_rnn_cell_desc {
     int no_bias;         /* 1: no NAME.bias_ih / NAME.bias_hh */
@@ -2661,7 +2679,8 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     X(LAST_VALID, "last_valid", last_valid, 0)                       \
     X(LAST_VALID_GRAD, "last_valid_grad", last_valid_grad, 0)                \
     X(REC_STATE, "recurrent_state", rec_state, NN__OPF_NO_GRAD | NN__OPF_WRITABLE) \
-    X(REC_STATE_SET, "recurrent_state_set", rec_state_set, NN__OPF_NO_GRAD)
+    X(REC_STATE_SET, "recurrent_state_set", rec_state_set, NN__OPF_NO_GRAD)   \
+    X(REC_REVERSE, "reverse_sequences", rec_reverse, 0)
 
 #define NN__OPS(X)                                                                                          \
     NN__OPS_LEAF(X) NN__OPS_ELEMENTWISE(X) NN__OPS_MATMUL(X) NN__OPS_REDUCE(X) NN__OPS_SOFTMAX(X)          \
@@ -10444,6 +10463,17 @@ static void nn__cpu_last_valid_bwd(const float *dy, const int32_t *lens, float *
     int b;
     memset(dx, 0, (size_t)T * B * F * 4);
     for (b = 0; b < B; b++) memcpy(dx + nn__last_at(bf, T, B, F, nn__last_t(lens, b, T), b), dy + (size_t)b * F, (size_t)F * 4);
+}
+
+/* nn_bidirectional's reversal (rec_reverse): each row's first lens[b] steps (clamped to
+   [1, T]; lens NULL: all T) reversed, the rest copied */
+static void nn__cpu_rec_reverse_loop(const float *x, const int32_t *lens, float *y, int T, int B, int F, int bf) {
+    int b, t;
+    for (b = 0; b < B; b++) {
+        int n = lens ? nn__last_t(lens, b, T) + 1 : T;
+        for (t = 0; t < T; t++)
+            memcpy(y + nn__last_at(bf, T, B, F, t, b), x + nn__last_at(bf, T, B, F, t < n ? n - 1 - t : t, b), (size_t)F * 4);
+    }
 }
 
 /* ======================================================================
@@ -19683,6 +19713,10 @@ static const char *const nn__cl_src_recurrent[] = {
 "NN__KSIG(last_valid_fwd)\n",
 "#define NN__KARGS_last_valid_bwd(F, P) F(in, dy) P(iin, lens) P(out, dx) P(int, T) P(int, B) P(int, nf) P(int, bf)\n",
 "NN__KSIG(last_valid_bwd)\n",
+"/* nn_bidirectional: y = x [T, B, F] (bf: [B, T, F]) with each row's first lens[b] steps\n",
+"   (has_len 0: all T; clamped to [1, T]) in reverse order, the rest as they are */\n",
+"#define NN__KARGS_rec_reverse(F, P) F(in, x) P(iin, lens) P(out, y) P(int, T) P(int, B) P(int, nf) P(int, bf) P(int, has_len)\n",
+"NN__KSIG(rec_reverse)\n",
 "\n",
 "#endif\n",
 "#line 8 \"kernels/recurrent.cl\"\n",
@@ -19852,6 +19886,19 @@ static const char *const nn__cl_src_recurrent[] = {
 "    if (bf) b = rest / T, tt = rest - b * T;\n",
 "    else tt = rest / B, b = rest - tt * B;\n",
 "    dx[idx] = tt == NN__LAST_T(b) ? dy[(size_t)b * nf + f] : 0.0f;\n",
+"}\n",
+"\n",
+"/* each row's valid steps reversed (nn_bidirectional), a work-item per element; the\n",
+"   permutation is its own inverse, so it is its own gradient */\n",
+"__kernel void rec_reverse(NN__KPARAMS(rec_reverse)) {\n",
+"    int idx = get_global_id(0);\n",
+"    if (idx >= T * B * nf) return;\n",
+"    int f = idx % nf, rest = idx / nf, b, tt;\n",
+"    if (bf) b = rest / T, tt = rest - b * T;\n",
+"    else tt = rest / B, b = rest - tt * B;\n",
+"    int n = has_len ? NN__LAST_T(b) + 1 : T;\n",
+"    int src = tt < n ? n - 1 - tt : tt;\n",
+"    y[idx] = x[NN__LAST_AT(src, b, f)];\n",
 "}\n",
 0 };
 
@@ -23914,6 +23961,10 @@ NN__KSIG(rec_len_check)
 NN__KSIG(last_valid_fwd)
 #define NN__KARGS_last_valid_bwd(F, P) F(in, dy) P(iin, lens) P(out, dx) P(int, T) P(int, B) P(int, nf) P(int, bf)
 NN__KSIG(last_valid_bwd)
+/* nn_bidirectional: y = x [T, B, F] (bf: [B, T, F]) with each row's first lens[b] steps
+   (has_len 0: all T; clamped to [1, T]) in reverse order, the rest as they are */
+#define NN__KARGS_rec_reverse(F, P) F(in, x) P(iin, lens) P(out, y) P(int, T) P(int, B) P(int, nf) P(int, bf) P(int, has_len)
+NN__KSIG(rec_reverse)
 
 #endif
 
@@ -33178,6 +33229,104 @@ static nn_result nn__launch_last_valid_any(nn_graph *g, int id, int bwd) {
 }
 static nn_result nn__launch_last_valid(nn_graph *g, int id) { return nn__launch_last_valid_any(g, id, 0); }
 static nn_result nn__launch_last_valid_grad(nn_graph *g, int id) { return nn__launch_last_valid_any(g, id, 1); }
+
+/* ==== REC_REVERSE: x [T, B, F...] ([B, T, F...] with batch_first), the optional int32
+   lengths [B] -> x with each sequence's first lengths[b] steps in reverse order (the rest
+   as they are): the reversal of a packed sequence (PyTorch's reverse direction starts at
+   each sequence's own last element). A permutation that is its own inverse, so its
+   gradient is the same op on gy. Built by nn_bidirectional ==== */
+
+static nn_tensor nn__rec_reverse(nn_graph *g, nn_tensor x, nn_tensor lens, int batch_first) {
+    const nn__node *xn = &g->nodes[x.id];
+    int d;
+    nn_tensor t;
+    nn__rec_attr *a;
+    t = lens.id > 0 ? nn__op2(g, NN__OP_REC_REVERSE, NN_F32, xn->shape, x.id, lens.id) : nn__op1(g, NN__OP_REC_REVERSE, NN_F32, xn->shape, x.id);
+    if (t.id < 0) return t;
+    xn = &g->nodes[x.id];
+    a = &g->nodes[t.id].a.rec;
+    memset(a, 0, sizeof *a);
+    a->T = (int)xn->shape.dim[batch_first ? 1 : 0];
+    a->B = (int)xn->shape.dim[batch_first ? 0 : 1];
+    a->F = 1;
+    for (d = 2; d < xn->shape.ndim; d++) a->F *= (int)xn->shape.dim[d];
+    a->batch_first = batch_first != 0;
+    a->i_len = lens.id > 0 ? 1 : -1;
+    return t;
+}
+
+static void nn__grad_rec_reverse(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    if (!ga) return;
+    t = nn__rec_reverse(g, gy, n.a.rec.i_len >= 0 ? nn__tensor(b) : NN_NONE, n.a.rec.batch_first);
+    nn__acc_grad(g, a, t);
+}
+#define nn__plan_rec_reverse nn__no_plan
+
+static nn_result nn__cpu_rec_reverse(nn_graph *g, nn__node *n) {
+    const nn__rec_attr *a = &n->a.rec;
+    nn__cpu_rec_reverse_loop(NN__F(n->in[0]), a->i_len >= 0 ? NN__I(n->in[1]) : NULL, n->buf.host, a->T, a->B, a->F, a->batch_first);
+    return NN_OK;
+}
+
+static nn_result nn__launch_rec_reverse(nn_graph *g, int id) {
+    const nn__node *n = &g->nodes[id];
+    const nn__rec_attr *a = &n->a.rec;
+    nn__launch *l = NULL;
+    nn__k_rec_reverse k;
+    nn_result r = nn__launch_kernel(g, id, "recurrent", "rec_reverse", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.lens = a->i_len >= 0 ? &g->nodes[n->in[1]].buf : &g->one;
+    k.y = &n->buf;
+    k.T = a->T, k.B = a->B, k.nf = a->F, k.bf = a->batch_first, k.has_len = a->i_len >= 0;
+    return nn__kargs_rec_reverse(l, &k);
+}
+
+/* ==== nn_bidirectional: fn's layer forward in time and over the reversed sequences,
+   concatenated along dim 2 ==== */
+
+NN_API nn_tensor nn_bidirectional(nn_graph *g, nn_tensor x, nn_tensor lengths, int batch_first, nn_rnn_direction_fn fn, void *user,
+                                  const char *name) {
+    char rname[256];
+    nn_tensor ys[2], xr;
+    nn__node *n;
+    int64_t T, B;
+    if (!nn__check(g, "nn_bidirectional", 1, &x) || !nn__expect_f32(g, "nn_bidirectional", x, "x")) return nn__tensor(-1);
+    if (!fn) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_bidirectional: fn is NULL");
+    if (!name || !name[0] || strlen(name) > 200)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_bidirectional: needs a name (at most 200 chars)");
+    n = nn__n(g, x);
+    if (n->shape.ndim < 3) {
+        char s[128];
+        nn__shape_str(&n->shape, s, sizeof s);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_bidirectional %s: x %s must be [T, B, features...] ([B, T, features...] with batch_first)",
+                           name, s);
+    }
+    T = n->shape.dim[batch_first ? 1 : 0];
+    B = n->shape.dim[batch_first ? 0 : 1];
+    if (T > INT32_MAX || B > INT32_MAX || n->numel / (T * B) > INT32_MAX)
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_bidirectional %s: x is too large", name);
+    if (!nn__rec_lengths_ok(g, "nn_bidirectional", lengths, B)) return nn__tensor(-1);
+    ys[0] = fn(g, x, lengths, name, user);
+    if (g->status != NN_OK || ys[0].id < 0) return nn__tensor(-1);
+    snprintf(rname, sizeof rname, "%s_reverse", name);
+    xr = nn__rec_reverse(g, x, lengths, batch_first);
+    if (xr.id < 0) return xr;
+    ys[1] = fn(g, xr, lengths, rname, user);
+    if (g->status != NN_OK || ys[1].id < 0) return nn__tensor(-1);
+    n = nn__n(g, ys[1]);
+    if (n->shape.ndim < 3 || n->shape.dim[batch_first ? 1 : 0] != T || n->shape.dim[batch_first ? 0 : 1] != B) {
+        char s[128];
+        nn__shape_str(&n->shape, s, sizeof s);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_bidirectional %s: fn gave %s; it must keep x's time and batch dims (%lld, %lld)", name,
+                           s, (long long)T, (long long)B);
+    }
+    ys[1] = nn__rec_reverse(g, ys[1], lengths, batch_first);
+    return nn_concat(g, ys, 2, 2);
+}
 
 /* ======================================================================
    src/ops/registry.c

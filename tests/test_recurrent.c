@@ -313,6 +313,85 @@ static void run_last(const t_env *e, long T, long B, long F, int bf) {
     check_case(e, &c);
 }
 
+/* ---- nn_bidirectional: a one-direction layer of fn both ways; ip as a layer case's
+   (L 1, D 1), parameters rnn.* then rnn_reverse.* ---- */
+static nn_tensor bi_fn(nn_graph *g, nn_tensor x, nn_tensor lens, const char *name, void *user) {
+    r_geo q = geo((const spec *)user);
+    nn_rnn_desc d;
+    memset(&d, 0, sizeof d);
+    d.batch_first = (q.flags & F_BF) != 0;
+    d.lengths = lens;
+    return q.kind == K_LSTM ? nn_lstm(g, x, q.H, &d, name) : q.kind == K_GRU ? nn_gru(g, x, q.H, &d, name) : nn_rnn(g, x, q.H, &d, name);
+}
+static nn_tensor b_bi(nn_graph *g, const nn_tensor *in, const spec *s) {
+    r_geo q = geo(s);
+    return nn_bidirectional(g, in[0], q.flags & F_LEN ? in[1] : NN_NONE, (q.flags & F_BF) != 0, bi_fn, (void *)s, "rnn");
+}
+static void r_bi(const spec *s, double *const *in, double *out) {
+    r_geo q = geo(s);
+    long T = q.T, B = q.B, t, b, j, *len = NULL, G = r_gates(q.kind);
+    int ii = 1, d;
+    double *x = (double *)malloc(sizeof(double) * (size_t)(T * B * q.I)), *y = (double *)malloc(sizeof(double) * (size_t)(T * B * q.H));
+    double *hn = (double *)malloc(sizeof(double) * (size_t)(B * q.H)), *cn = (double *)malloc(sizeof(double) * (size_t)(B * q.H));
+    (void)G;
+    for (t = 0; t < T; t++)
+        for (b = 0; b < B; b++)
+            for (j = 0; j < q.I; j++) x[(t * B + b) * q.I + j] = in[0][(q.flags & F_BF ? b * T + t : t * B + b) * q.I + j];
+    if (q.flags & F_LEN) {
+        len = (long *)malloc(sizeof(long) * (size_t)B);
+        for (b = 0; b < B; b++) len[b] = (long)in[ii][b];
+        ii++;
+    }
+    for (d = 0; d < 2; d++) {
+        const double *wih = in[ii++], *whh = in[ii++], *bih = in[ii++], *bhh = in[ii++];
+        r_dir(q.kind, 0, T, B, q.I, q.H, q.H, x, len, NULL, NULL, wih, whh, bih, bhh, NULL, d, y, hn, q.kind == K_LSTM ? cn : NULL);
+        for (t = 0; t < T; t++)
+            for (b = 0; b < B; b++)
+                for (j = 0; j < q.H; j++) out[(q.flags & F_BF ? b * T + t : t * B + b) * 2 * q.H + d * q.H + j] = y[(t * B + b) * q.H + j];
+    }
+    free(x);
+    free(y);
+    free(hn);
+    free(cn);
+    free(len);
+}
+static void run_bi(const t_env *e, int kind, long T, long B, long I, long H, int flags) {
+    char name[128], nm[64];
+    long G = r_gates(kind);
+    int d;
+    spec c;
+    snprintf(name, sizeof name, "bidirectional(%s) T=%ld B=%ld I=%ld H=%ld%s%s", kind_name(kind), T, B, I, H, flags & F_LEN ? " lengths" : "",
+             flags & F_BF ? " batch_first" : "");
+    c = mk(name, b_bi, r_bi, flags & F_BF ? nn_shape3(B, T, 2 * H) : nn_shape3(T, B, 2 * H));
+    c.kind = "layer";
+    c.ip[0] = kind, c.ip[1] = (int)H, c.ip[2] = 1, c.ip[3] = 1, c.ip[5] = flags;
+    in_fr(&c, flags & F_BF ? nn_shape3(B, T, I) : nn_shape3(T, B, I), -1, 1);
+    if (flags & F_LEN) {
+        in_i(&c, nn_shape1(B), 1, (int)T + 1);
+        c.fill = fill_lengths;
+    }
+    for (d = 0; d < 2; d++) {
+        const char *p = d ? "rnn_reverse" : "rnn";
+        double w = 1.0 / sqrt((double)H) + 0.3;
+        snprintf(nm, sizeof nm, "%s.weight_ih_l0", p);
+        in_param(&c, nm, nn_shape2(G * H, I), -w, w);
+        snprintf(nm, sizeof nm, "%s.weight_hh_l0", p);
+        in_param(&c, nm, nn_shape2(G * H, H), -w, w);
+        snprintf(nm, sizeof nm, "%s.bias_ih_l0", p);
+        in_param(&c, nm, nn_shape1(G * H), -0.5, 0.5);
+        snprintf(nm, sizeof nm, "%s.bias_hh_l0", p);
+        in_param(&c, nm, nn_shape1(G * H), -0.5, 0.5);
+    }
+    if (T * B * H * (I + H) > 4000) c.dirs = 3;
+    check_case(e, &c);
+}
+static void rec_bidirectional(const t_env *e) {
+    run_bi(e, K_LSTM, 5, 3, 3, 7, F_LEN);
+    run_bi(e, K_GRU, 7, 3, 17, 1, F_LEN | F_BF);
+    run_bi(e, K_RNN, 1, 1, 3, 7, 0);
+    run_bi(e, K_LSTM, 33, 3, 3, 7, F_BF);
+}
+
 /* ---- refusals ---- */
 static nn_rnn_desc rd(void) {
     nn_rnn_desc d;
@@ -407,7 +486,20 @@ static nn_tensor r_bad_state_twice(nn_graph *g, nn_compile_desc *cd) {
     return nn_gru(g, x, 4, &d, "gru");
 }
 
+static nn_tensor r_bad_bi_fn(nn_graph *g, nn_tensor x, nn_tensor lens, const char *name, void *user) {
+    (void)lens, (void)user;
+    return nn_reshape(g, nn_gru(g, x, 4, NULL, name), nn_shape3(1, 10, 4)); /* [5, 2, 4] as [1, 10, 4] */
+}
+B(r_bad_bi_x, nn_bidirectional(g, F(g, S2(5, 3)), NN_NONE, 0, bi_fn, NULL, "bi"))
+B(r_bad_bi_null, nn_bidirectional(g, F(g, S3(5, 2, 3)), NN_NONE, 0, NULL, NULL, "bi"))
+B(r_bad_bi_len, nn_bidirectional(g, F(g, S3(5, 2, 3)), I(g, S1(5)), 0, bi_fn, NULL, "bi"))
+B(r_bad_bi_out, nn_bidirectional(g, F(g, S3(5, 2, 3)), NN_NONE, 0, r_bad_bi_fn, NULL, "bi"))
+
 static const bad_row rec_bad_rows[] = {
+    {"recurrent", "bidirectional of [5, 3]", r_bad_bi_x, R_SHAPE, "nn_bidirectional|[5, 3]", 0},
+    {"recurrent", "bidirectional without fn", r_bad_bi_null, R_INV, "nn_bidirectional|fn is NULL", 0},
+    {"recurrent", "bidirectional lengths [5] for B 2", r_bad_bi_len, R_SHAPE, "nn_bidirectional|lengths int32 [5]|[2]", 0},
+    {"recurrent", "bidirectional fn of another shape", r_bad_bi_out, R_SHAPE, "nn_bidirectional bi|fn gave [1, 10, 4]|(5, 2)", 0},
     {"recurrent", "stateful with h0", r_bad_state_h0, R_INV, "nn_lstm|stateful|h0 and c0 must be NN_NONE", 0},
     {"recurrent", "two stateful layers of one name", r_bad_state_twice, R_INV, "nn_gru gru|gru.h_state", 0},
     {"recurrent", "gru proj_size", r_bad_proj, R_INV, "nn_gru|proj_size 4|LSTM only", 0},
@@ -758,4 +850,4 @@ static void rec_stateful(const t_env *e) {
 
 static void rec_bad(const t_env *e) { t_bad_rows(e, rec_bad_rows, (int)(sizeof rec_bad_rows / sizeof rec_bad_rows[0])); }
 
-void suite_recurrent(const t_env *e) { T_RUN(e, rec_cells, rec_single, rec_stacked, rec_dropout, rec_launches, rec_lengths, rec_len_report, rec_proj, rec_bad, rec_stateful); }
+void suite_recurrent(const t_env *e) { T_RUN(e, rec_cells, rec_single, rec_stacked, rec_dropout, rec_launches, rec_lengths, rec_len_report, rec_proj, rec_bad, rec_stateful, rec_bidirectional); }

@@ -1059,6 +1059,24 @@ NN_API nn_tensor nn_gru(nn_graph *g, nn_tensor x, int64_t hidden_size, const nn_
    device, e.g. at an epoch's start: the next run starts from zero states, as the first. */
 NN_API nn_result nn_rnn_reset_state(nn_graph *g, const char *name);
 
+/* One direction of a recurrent layer, for nn_bidirectional: x in its layout (time, batch,
+   features... as the caller gave it), lengths NN_NONE or int32 [B] (pass them on, e.g. as
+   nn_rnn_desc.lengths), parameters under name -> the outputs at every step, x's time and
+   batch dims first (in x's order) and features after. user is nn_bidirectional's. */
+typedef nn_tensor (*nn_rnn_direction_fn)(nn_graph *g, nn_tensor x, nn_tensor lengths, const char *name, void *user);
+/* A bidirectional wrapper (Keras' Bidirectional; PyTorch's bidirectional=True as a
+   function of any layer): fn's layer over x forward in time (parameters under NAME), and
+   over x with each sequence reversed (NAME_reverse), its output reversed back;
+   concatenated along dim 2 (the features: [T, B, Hf + Hr], or [B, T, Hf + Hr] with
+   batch_first; a ConvLSTM's [B, T, Cf + Cr, H, W]). x is [T, B, ...] ([B, T, ...]). With
+   lengths (int32 [B] in [1, T]), PyTorch's packed-sequence semantics: the reverse direction
+   starts at each sequence's own last element, steps past a length stay where they are
+   (fn gets the lengths: nn_rnn_desc.lengths then zeroes them). Gradients flow through the
+   reversals. For nn_rnn / nn_lstm / nn_gru themselves, nn_rnn_desc.bidirectional is the
+   same math in fewer nodes (parameter names ..._reverse instead). */
+NN_API nn_tensor nn_bidirectional(nn_graph *g, nn_tensor x, nn_tensor lengths, int batch_first, nn_rnn_direction_fn fn, void *user,
+                                  const char *name);
+
 /* The cells' options (NULL: biases, tanh). */
 typedef struct nn_rnn_cell_desc {
     int no_bias;         /* 1: no NAME.bias_ih / NAME.bias_hh */

@@ -338,3 +338,14 @@ static void nn__cpu_last_valid_bwd(const float *dy, const int32_t *lens, float *
     memset(dx, 0, (size_t)T * B * F * 4);
     for (b = 0; b < B; b++) memcpy(dx + nn__last_at(bf, T, B, F, nn__last_t(lens, b, T), b), dy + (size_t)b * F, (size_t)F * 4);
 }
+
+/* nn_bidirectional's reversal (rec_reverse): each row's first lens[b] steps (clamped to
+   [1, T]; lens NULL: all T) reversed, the rest copied */
+static void nn__cpu_rec_reverse_loop(const float *x, const int32_t *lens, float *y, int T, int B, int F, int bf) {
+    int b, t;
+    for (b = 0; b < B; b++) {
+        int n = lens ? nn__last_t(lens, b, T) + 1 : T;
+        for (t = 0; t < T; t++)
+            memcpy(y + nn__last_at(bf, T, B, F, t, b), x + nn__last_at(bf, T, B, F, t < n ? n - 1 - t : t, b), (size_t)F * 4);
+    }
+}

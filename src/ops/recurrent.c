@@ -820,3 +820,101 @@ static nn_result nn__launch_last_valid_any(nn_graph *g, int id, int bwd) {
 }
 static nn_result nn__launch_last_valid(nn_graph *g, int id) { return nn__launch_last_valid_any(g, id, 0); }
 static nn_result nn__launch_last_valid_grad(nn_graph *g, int id) { return nn__launch_last_valid_any(g, id, 1); }
+
+/* ==== REC_REVERSE: x [T, B, F...] ([B, T, F...] with batch_first), the optional int32
+   lengths [B] -> x with each sequence's first lengths[b] steps in reverse order (the rest
+   as they are): the reversal of a packed sequence (PyTorch's reverse direction starts at
+   each sequence's own last element). A permutation that is its own inverse, so its
+   gradient is the same op on gy. Built by nn_bidirectional ==== */
+
+static nn_tensor nn__rec_reverse(nn_graph *g, nn_tensor x, nn_tensor lens, int batch_first) {
+    const nn__node *xn = &g->nodes[x.id];
+    int d;
+    nn_tensor t;
+    nn__rec_attr *a;
+    t = lens.id > 0 ? nn__op2(g, NN__OP_REC_REVERSE, NN_F32, xn->shape, x.id, lens.id) : nn__op1(g, NN__OP_REC_REVERSE, NN_F32, xn->shape, x.id);
+    if (t.id < 0) return t;
+    xn = &g->nodes[x.id];
+    a = &g->nodes[t.id].a.rec;
+    memset(a, 0, sizeof *a);
+    a->T = (int)xn->shape.dim[batch_first ? 1 : 0];
+    a->B = (int)xn->shape.dim[batch_first ? 0 : 1];
+    a->F = 1;
+    for (d = 2; d < xn->shape.ndim; d++) a->F *= (int)xn->shape.dim[d];
+    a->batch_first = batch_first != 0;
+    a->i_len = lens.id > 0 ? 1 : -1;
+    return t;
+}
+
+static void nn__grad_rec_reverse(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    if (!ga) return;
+    t = nn__rec_reverse(g, gy, n.a.rec.i_len >= 0 ? nn__tensor(b) : NN_NONE, n.a.rec.batch_first);
+    nn__acc_grad(g, a, t);
+}
+#define nn__plan_rec_reverse nn__no_plan
+
+static nn_result nn__cpu_rec_reverse(nn_graph *g, nn__node *n) {
+    const nn__rec_attr *a = &n->a.rec;
+    nn__cpu_rec_reverse_loop(NN__F(n->in[0]), a->i_len >= 0 ? NN__I(n->in[1]) : NULL, n->buf.host, a->T, a->B, a->F, a->batch_first);
+    return NN_OK;
+}
+
+static nn_result nn__launch_rec_reverse(nn_graph *g, int id) {
+    const nn__node *n = &g->nodes[id];
+    const nn__rec_attr *a = &n->a.rec;
+    nn__launch *l = NULL;
+    nn__k_rec_reverse k;
+    nn_result r = nn__launch_kernel(g, id, "recurrent", "rec_reverse", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.lens = a->i_len >= 0 ? &g->nodes[n->in[1]].buf : &g->one;
+    k.y = &n->buf;
+    k.T = a->T, k.B = a->B, k.nf = a->F, k.bf = a->batch_first, k.has_len = a->i_len >= 0;
+    return nn__kargs_rec_reverse(l, &k);
+}
+
+/* ==== nn_bidirectional: fn's layer forward in time and over the reversed sequences,
+   concatenated along dim 2 ==== */
+
+NN_API nn_tensor nn_bidirectional(nn_graph *g, nn_tensor x, nn_tensor lengths, int batch_first, nn_rnn_direction_fn fn, void *user,
+                                  const char *name) {
+    char rname[256];
+    nn_tensor ys[2], xr;
+    nn__node *n;
+    int64_t T, B;
+    if (!nn__check(g, "nn_bidirectional", 1, &x) || !nn__expect_f32(g, "nn_bidirectional", x, "x")) return nn__tensor(-1);
+    if (!fn) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_bidirectional: fn is NULL");
+    if (!name || !name[0] || strlen(name) > 200)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_bidirectional: needs a name (at most 200 chars)");
+    n = nn__n(g, x);
+    if (n->shape.ndim < 3) {
+        char s[128];
+        nn__shape_str(&n->shape, s, sizeof s);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_bidirectional %s: x %s must be [T, B, features...] ([B, T, features...] with batch_first)",
+                           name, s);
+    }
+    T = n->shape.dim[batch_first ? 1 : 0];
+    B = n->shape.dim[batch_first ? 0 : 1];
+    if (T > INT32_MAX || B > INT32_MAX || n->numel / (T * B) > INT32_MAX)
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_bidirectional %s: x is too large", name);
+    if (!nn__rec_lengths_ok(g, "nn_bidirectional", lengths, B)) return nn__tensor(-1);
+    ys[0] = fn(g, x, lengths, name, user);
+    if (g->status != NN_OK || ys[0].id < 0) return nn__tensor(-1);
+    snprintf(rname, sizeof rname, "%s_reverse", name);
+    xr = nn__rec_reverse(g, x, lengths, batch_first);
+    if (xr.id < 0) return xr;
+    ys[1] = fn(g, xr, lengths, rname, user);
+    if (g->status != NN_OK || ys[1].id < 0) return nn__tensor(-1);
+    n = nn__n(g, ys[1]);
+    if (n->shape.ndim < 3 || n->shape.dim[batch_first ? 1 : 0] != T || n->shape.dim[batch_first ? 0 : 1] != B) {
+        char s[128];
+        nn__shape_str(&n->shape, s, sizeof s);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_bidirectional %s: fn gave %s; it must keep x's time and batch dims (%lld, %lld)", name,
+                           s, (long long)T, (long long)B);
+    }
+    ys[1] = nn__rec_reverse(g, ys[1], lengths, batch_first);
+    return nn_concat(g, ys, 2, 2);
+}
