@@ -392,6 +392,140 @@ static void rec_bidirectional(const t_env *e) {
     run_bi(e, K_LSTM, 33, 3, 3, 7, F_BF);
 }
 
+/* ---- nn_conv_lstm2d: x [B, T, C, H, W] -> [y | h_n | c_n] flattened; ip: hidden, kernel,
+   flags (F_H0, F_C0, F_NOBIAS); parameters cl.conv.weight, cl.conv.bias ---- */
+static nn_tensor b_cl(nn_graph *g, const nn_tensor *in, const spec *s) {
+    nn_conv_lstm_desc d;
+    nn_tensor y, hn, cn, parts[3];
+    int ii = 1, flags = s->ip[2];
+    memset(&d, 0, sizeof d);
+    d.kernel_size = s->ip[1];
+    d.no_bias = (flags & F_NOBIAS) != 0;
+    if (flags & F_H0) d.h0 = in[ii++];
+    if (flags & F_C0) d.c0 = in[ii++];
+    d.h_n = &hn;
+    d.c_n = &cn;
+    y = nn_conv_lstm2d(g, in[0], s->ip[0], &d, "cl");
+    if (y.id < 0) return y;
+    parts[0] = nn_reshape(g, y, nn_shape1(t_numel(g, y)));
+    parts[1] = nn_reshape(g, hn, nn_shape1(t_numel(g, hn)));
+    parts[2] = nn_reshape(g, cn, nn_shape1(t_numel(g, cn)));
+    return nn_concat(g, parts, 3, 0);
+}
+static void r_cl(const spec *s, double *const *in, double *out) {
+    long B = s->shape[0].dim[0], T = s->shape[0].dim[1], C = s->shape[0].dim[2], Hh = s->shape[0].dim[3], W = s->shape[0].dim[4];
+    long Ch = s->ip[0], K = s->ip[1], P = K / 2, CI = C + Ch, HW = Hh * W, b, t, o, ch, i, j, ki, kj, q;
+    int ii = 1, flags = s->ip[2];
+    const double *h0 = NULL, *c0 = NULL, *w, *bias = NULL;
+    double *h = (double *)malloc(sizeof(double) * (size_t)(Ch * HW)), *c = (double *)malloc(sizeof(double) * (size_t)(Ch * HW));
+    double *gt = (double *)malloc(sizeof(double) * (size_t)(4 * Ch * HW)), *yn = out + B * T * Ch * HW;
+    if (flags & F_H0) h0 = in[ii++];
+    if (flags & F_C0) c0 = in[ii++];
+    w = in[ii++];
+    if (!(flags & F_NOBIAS)) bias = in[ii++];
+    for (b = 0; b < B; b++) {
+        for (q = 0; q < Ch * HW; q++) h[q] = h0 ? h0[b * Ch * HW + q] : 0, c[q] = c0 ? c0[b * Ch * HW + q] : 0;
+        for (t = 0; t < T; t++) {
+            for (o = 0; o < 4 * Ch; o++)
+                for (i = 0; i < Hh; i++)
+                    for (j = 0; j < W; j++) {
+                        double a = bias ? bias[o] : 0;
+                        for (ch = 0; ch < CI; ch++)
+                            for (ki = 0; ki < K; ki++)
+                                for (kj = 0; kj < K; kj++) {
+                                    long y = i + ki - P, x = j + kj - P;
+                                    double v;
+                                    if (y < 0 || y >= Hh || x < 0 || x >= W) continue;
+                                    v = ch < C ? in[0][(((b * T + t) * C + ch) * Hh + y) * W + x] : h[(ch - C) * HW + y * W + x];
+                                    a += w[((o * CI + ch) * K + ki) * K + kj] * v;
+                                }
+                        gt[o * HW + i * W + j] = a;
+                    }
+            for (q = 0; q < Ch * HW; q++) {
+                double ig = r_sig(gt[q]), fg = r_sig(gt[Ch * HW + q]), gg = tanh(gt[2 * Ch * HW + q]), og = r_sig(gt[3 * Ch * HW + q]);
+                c[q] = fg * c[q] + ig * gg;
+                h[q] = og * tanh(c[q]);
+                out[(b * T + t) * Ch * HW + q] = h[q];
+            }
+        }
+        for (q = 0; q < Ch * HW; q++) yn[b * Ch * HW + q] = h[q], yn[B * Ch * HW + b * Ch * HW + q] = c[q];
+    }
+    free(h);
+    free(c);
+    free(gt);
+}
+static void run_cl(const t_env *e, long B, long T, long C, long Hh, long W, long Ch, int K, int flags) {
+    char name[160];
+    spec c;
+    long CI = C + Ch;
+    double wr = 1.0 / sqrt((double)(CI * K * K)) + 0.2;
+    snprintf(name, sizeof name, "conv_lstm2d B=%ld T=%ld C=%ld H=%ld W=%ld hidden=%ld k=%d%s%s", B, T, C, Hh, W, Ch, K,
+             flags & (F_H0 | F_C0) ? " initial states" : "", flags & F_NOBIAS ? " no bias" : "");
+    c = mk(name, b_cl, r_cl, nn_shape1(B * T * Ch * Hh * W + 2 * B * Ch * Hh * W));
+    c.kind = "layer";
+    c.ip[0] = (int)Ch, c.ip[1] = K, c.ip[2] = flags;
+    in_fr(&c, nn_shape5(B, T, C, Hh, W), -1, 1);
+    if (flags & F_H0) in_fr(&c, nn_shape4(B, Ch, Hh, W), -1, 1);
+    if (flags & F_C0) in_fr(&c, nn_shape4(B, Ch, Hh, W), -1, 1);
+    in_param(&c, "cl.conv.weight", nn_shape4(4 * Ch, CI, K, K), -wr, wr);
+    if (!(flags & F_NOBIAS)) in_param(&c, "cl.conv.bias", nn_shape1(4 * Ch), -0.5, 0.5);
+    c.dirs = 3;
+    check_case(e, &c);
+}
+
+/* ConvLSTM both ways through nn_bidirectional (x [B, T, C, H, W], batch_first) */
+static nn_tensor cl_fn(nn_graph *g, nn_tensor x, nn_tensor lens, const char *name, void *user) {
+    nn_conv_lstm_desc d;
+    (void)lens, (void)user;
+    memset(&d, 0, sizeof d);
+    return nn_conv_lstm2d(g, x, 2, &d, name);
+}
+static nn_tensor b_clbi(nn_graph *g, const nn_tensor *in, const spec *s) {
+    (void)s;
+    return nn_bidirectional(g, in[0], NN_NONE, 1, cl_fn, NULL, "cl");
+}
+static void r_clbi(const spec *s, double *const *in, double *out) {
+    long B = s->shape[0].dim[0], T = s->shape[0].dim[1], C = s->shape[0].dim[2], HW = s->shape[0].dim[3] * s->shape[0].dim[4];
+    long Ch = 2, b, t, q, n1 = B * T * C * HW, no = B * T * Ch * HW + 2 * B * Ch * HW;
+    spec one = *s;
+    double *xr = (double *)malloc(sizeof(double) * (size_t)n1), *o[2], *ins[3];
+    int d;
+    one.ip[0] = 2, one.ip[1] = 3, one.ip[2] = 0;
+    for (b = 0; b < B; b++)
+        for (t = 0; t < T; t++)
+            for (q = 0; q < C * HW; q++) xr[((b * T + t) * C) * HW + q] = in[0][((b * T + T - 1 - t) * C) * HW + q];
+    for (d = 0; d < 2; d++) {
+        o[d] = (double *)malloc(sizeof(double) * (size_t)no);
+        ins[0] = d ? xr : in[0], ins[1] = in[1 + 2 * d], ins[2] = in[2 + 2 * d];
+        r_cl(&one, ins, o[d]);
+    }
+    for (b = 0; b < B; b++) /* [B, T, 2 * Ch, H, W]: forward, then reverse read back in time order */
+        for (t = 0; t < T; t++)
+            for (q = 0; q < Ch * HW; q++) {
+                out[((b * T + t) * 2 * Ch) * HW + q] = o[0][((b * T + t) * Ch) * HW + q];
+                out[((b * T + t) * 2 * Ch + Ch) * HW + q] = o[1][((b * T + T - 1 - t) * Ch) * HW + q];
+            }
+    free(xr);
+    free(o[0]);
+    free(o[1]);
+}
+static void rec_conv_lstm(const t_env *e) {
+    spec c;
+    run_cl(e, 2, 3, 2, 5, 4, 3, 3, 0);
+    run_cl(e, 1, 1, 3, 3, 7, 1, 1, F_H0 | F_C0);
+    run_cl(e, 1, 2, 1, 4, 3, 2, 5, F_H0 | F_NOBIAS);
+    run_cl(e, 3, 2, 1, 1, 1, 1, 3, F_C0);
+    c = mk("bidirectional(conv_lstm2d) B=2 T=3 C=2 H=3 W=4 hidden=2", b_clbi, r_clbi, nn_shape5(2, 3, 4, 3, 4));
+    c.kind = "layer";
+    in_fr(&c, nn_shape5(2, 3, 2, 3, 4), -1, 1);
+    in_param(&c, "cl.conv.weight", nn_shape4(8, 4, 3, 3), -0.4, 0.4);
+    in_param(&c, "cl.conv.bias", nn_shape1(8), -0.5, 0.5);
+    in_param(&c, "cl_reverse.conv.weight", nn_shape4(8, 4, 3, 3), -0.4, 0.4);
+    in_param(&c, "cl_reverse.conv.bias", nn_shape1(8), -0.5, 0.5);
+    c.dirs = 3;
+    check_case(e, &c);
+}
+
 /* ---- refusals ---- */
 static nn_rnn_desc rd(void) {
     nn_rnn_desc d;
@@ -495,7 +629,30 @@ B(r_bad_bi_null, nn_bidirectional(g, F(g, S3(5, 2, 3)), NN_NONE, 0, NULL, NULL, 
 B(r_bad_bi_len, nn_bidirectional(g, F(g, S3(5, 2, 3)), I(g, S1(5)), 0, bi_fn, NULL, "bi"))
 B(r_bad_bi_out, nn_bidirectional(g, F(g, S3(5, 2, 3)), NN_NONE, 0, r_bad_bi_fn, NULL, "bi"))
 
+B(r_bad_cl_x, nn_conv_lstm2d(g, F(g, S4(2, 3, 4, 5)), 3, NULL, "cl"))
+B(r_bad_cl_hidden, nn_conv_lstm2d(g, F(g, nn_shape5(2, 3, 1, 4, 5)), 0, NULL, "cl"))
+B(r_bad_cl_name, nn_conv_lstm2d(g, F(g, nn_shape5(2, 3, 1, 4, 5)), 3, NULL, ""))
+static nn_tensor r_bad_cl_k(nn_graph *g, nn_compile_desc *cd) {
+    nn_conv_lstm_desc d;
+    (void)cd;
+    memset(&d, 0, sizeof d);
+    d.kernel_size = 4;
+    return nn_conv_lstm2d(g, F(g, nn_shape5(2, 3, 1, 4, 5)), 3, &d, "cl");
+}
+static nn_tensor r_bad_cl_h0(nn_graph *g, nn_compile_desc *cd) {
+    nn_conv_lstm_desc d;
+    (void)cd;
+    memset(&d, 0, sizeof d);
+    d.h0 = F(g, S4(2, 3, 5, 4));
+    return nn_conv_lstm2d(g, F(g, nn_shape5(2, 3, 1, 4, 5)), 3, &d, "cl");
+}
+
 static const bad_row rec_bad_rows[] = {
+    {"recurrent", "conv_lstm2d of [2, 3, 4, 5]", r_bad_cl_x, R_SHAPE, "nn_conv_lstm2d cl|[2, 3, 4, 5]|5-D", 0},
+    {"recurrent", "conv_lstm2d hidden 0", r_bad_cl_hidden, R_INV, "nn_conv_lstm2d cl|hidden_channels 0", 0},
+    {"recurrent", "conv_lstm2d without a name", r_bad_cl_name, R_INV, "nn_conv_lstm2d|name", 0},
+    {"recurrent", "conv_lstm2d kernel 4", r_bad_cl_k, R_INV, "nn_conv_lstm2d cl|kernel_size 4|odd", 0},
+    {"recurrent", "conv_lstm2d h0 [2, 3, 5, 4]", r_bad_cl_h0, R_SHAPE, "nn_conv_lstm2d cl|h0 [2, 3, 5, 4]|[2, 3, 4, 5]", 0},
     {"recurrent", "bidirectional of [5, 3]", r_bad_bi_x, R_SHAPE, "nn_bidirectional|[5, 3]", 0},
     {"recurrent", "bidirectional without fn", r_bad_bi_null, R_INV, "nn_bidirectional|fn is NULL", 0},
     {"recurrent", "bidirectional lengths [5] for B 2", r_bad_bi_len, R_SHAPE, "nn_bidirectional|lengths int32 [5]|[2]", 0},
@@ -850,4 +1007,4 @@ static void rec_stateful(const t_env *e) {
 
 static void rec_bad(const t_env *e) { t_bad_rows(e, rec_bad_rows, (int)(sizeof rec_bad_rows / sizeof rec_bad_rows[0])); }
 
-void suite_recurrent(const t_env *e) { T_RUN(e, rec_cells, rec_single, rec_stacked, rec_dropout, rec_launches, rec_lengths, rec_len_report, rec_proj, rec_bad, rec_stateful, rec_bidirectional); }
+void suite_recurrent(const t_env *e) { T_RUN(e, rec_cells, rec_single, rec_stacked, rec_dropout, rec_launches, rec_lengths, rec_len_report, rec_proj, rec_bad, rec_stateful, rec_bidirectional, rec_conv_lstm); }
