@@ -141,9 +141,13 @@ static void nn__grad_rec_seq(nn_graph *g, int id) {
     pk = nn__tensor(nn__new_node(g, NN__OP_REC_SEQ_GRAD, NN_F32, nn_shape1(total), in, n_in));
     if (pk.id < 0) return;
     g->nodes[pk.id].a.rec = at;
+    /* the shape copied first: nn_slice may move the node array, and the order in which a
+       call's arguments are evaluated is unspecified */
 #define NN__REC_ACC(i, o, len)                                                                            \
-    if ((i) >= 0 && g->nodes[n.in[i]].needs_grad)                                                        \
-        nn__acc_grad(g, n.in[i], nn_reshape(g, nn_slice(g, pk, 0, (o), (len)), g->nodes[n.in[i]].shape))
+    if ((i) >= 0 && g->nodes[n.in[i]].needs_grad) {                                                      \
+        nn_shape sh_ = g->nodes[n.in[i]].shape;                                                          \
+        nn__acc_grad(g, n.in[i], nn_reshape(g, nn_slice(g, pk, 0, (o), (len)), sh_));                    \
+    }
     NN__REC_ACC(0, off[0], off[1] - off[0]);
     NN__REC_ACC(1, off[3], off[4] - off[3]);
     NN__REC_ACC(n.a.rec.i_bias, off[4], off[5] - off[4]);
@@ -513,10 +517,10 @@ static nn_tensor nn__rec_param(nn_graph *g, const char *name, const char *stem, 
 
 /* A [L*D, B, X] state's row k as [B, X] (NN_NONE stays NN_NONE). */
 static nn_tensor nn__rec_state_row(nn_graph *g, nn_tensor s, int k) {
-    nn__node *n;
+    nn_shape sh;
     if (s.id == 0) return s;
-    n = nn__n(g, s);
-    return nn_reshape(g, nn_slice(g, s, 0, k, 1), nn_shape2(n->shape.dim[1], n->shape.dim[2]));
+    sh = nn_shape2(nn__n(g, s)->shape.dim[1], nn__n(g, s)->shape.dim[2]); /* before nn_slice moves the nodes */
+    return nn_reshape(g, nn_slice(g, s, 0, k, 1), sh);
 }
 
 /* An optional state's shape [rows, B, X], or a refusal naming the op and the shapes. */
