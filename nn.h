@@ -1207,7 +1207,8 @@ typedef struct nn_rnn_desc {
                             the run's first step (PyTorch: h = h.detach() between chunks).
                             h0 and c0 must be NN_NONE. Zero them with nn_rnn_reset_state;
                             nn_graph_find(g, "NAME.h_state") gives the tensor to read, write
-                            or fill (one row, a sequence: nn_tensor_write) */
+                            or fill (one row, a sequence: nn_tensor_write). They are not
+                            parameters: the save and load functions leave them out */
 } nn_rnn_desc;
 
 /* The layers on x [T, B, I] ([B, T, I] with batch_first) -> the last layer's hidden states
