@@ -759,7 +759,10 @@ typedef struct nn_attention_desc {
     nn_tensor mask;            /* NN_NONE, or attn_mask [.., Tq, Tk] broadcast to [B, H, Tq, Tk]
                                   (2 to 4 dims, each its size or 1): float32 added to the scores
                                   (-inf masks), or int32 as PyTorch's bool (nonzero: attend).
-                                  A constant: no gradient flows to it */
+                                  A float mask gets its gradient, as in PyTorch: dS (the
+                                  scores' gradient, before the scale) summed over the dims it
+                                  broadcasts, in a fixed order; no [Tq, Tk] tile per head is
+                                  kept unless the mask itself has one */
     nn_tensor key_padding_mask; /* NN_NONE, or [B, Tk] float32 or int32: nonzero keys are
                                   ignored, as nn.MultiheadAttention's */
     int window;                /* sliding window (0: none): with causal, query i sees keys
@@ -1274,11 +1277,13 @@ NN_API nn_tensor nn_gpt_decode(nn_graph *g, nn_tensor idx, nn_tensor pos, const 
    is_causal): query [T, B, E] ([B, T, E] with batch_first), key and value [S, B, E] (one
    shape) -> [T, B, E]. Parameters NAME.in_proj_weight [3E, E] (q | k | v rows, Xavier
    uniform), NAME.in_proj_bias [3E] (zeros), NAME.out_proj.weight [E, E] (nn.Linear's
-   init), NAME.out_proj.bias [E] (zeros); no_bias: none of the biases. Masks are float32:
-   key_padding_mask [B, S], nonzero where a key is padding (PyTorch's True) and left out;
-   attn_mask [T, S] or [B*num_heads, T, S], added to the scores (PyTorch's float mask; -inf
-   hides); is_causal hides the keys after each query (top-left aligned). The weights are not
-   returned (need_weights=False). Composed: scores stored per head. */
+   init), NAME.out_proj.bias [E] (zeros); no_bias: none of the biases. Masks as PyTorch's:
+   key_padding_mask [B, S], int32 (PyTorch's bool: nonzero where a key is padding, left out)
+   or float32 (added to the scores, -inf hides; it gets a gradient); attn_mask float32
+   [T, S] or [B*num_heads, T, S], added to the scores (-inf hides; it gets a gradient);
+   is_causal hides the keys after each query (top-left aligned). The weights are not
+   returned (need_weights=False). The attention is nn_attention's (fused; both float masks
+   given: their sum [B, H or 1, T, S] is formed, as PyTorch does). */
 typedef struct nn_mha_desc {
     float dropout;                /* on the attention weights (0: none, PyTorch's default) */
     int no_bias;                  /* PyTorch's bias=False */
@@ -2639,7 +2644,8 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     X(ATTENTION, "attention", attention, 0)                                   \
     X(ATTENTION_DELTA, "attention_grad_delta", attention_delta, 0)            \
     X(ATTENTION_DQ, "attention_grad_query", attention_dq, 0)                  \
-    X(ATTENTION_DKV, "attention_grad_key_value", attention_dkv, 0)
+    X(ATTENTION_DKV, "attention_grad_key_value", attention_dkv, 0)            \
+    X(ATTENTION_DMASK, "attention_grad_mask", attention_dmask, 0)
 
 #define NN__OPS_RECURRENT(X)                                         \
     X(REC_WS, "recurrent_workspace", rec_ws, NN__OPF_NO_GRAD)        \
@@ -9574,19 +9580,19 @@ typedef struct nn__attn_job {
     nn__attn_attr a;
     int64_t qs[3], ks[3]; /* strides of q (and o, dout, dq) and of k, v over batch, head, row */
     const float *q, *k, *v, *mask, *kpm, *o, *lse, *dout, *delta;
-    float *out, *out_lse, *dq, *dk, *dv;
+    float *out, *out_lse, *dq, *dk, *dv, *dmask;
     uint64_t seed, step;
     int64_t units, per; /* work units, and per task */
     float *ws;          /* per task: nn__attn_ws_floats(D) */
-    int kind;           /* 0 forward, 1 dq, 2 dkv */
+    int kind;           /* 0 forward, 1 dq, 2 dkv, 3 d(mask) */
     int avx512;         /* the AVX-512 microkernels (else the GEMM) */
 } nn__attn_job;
 
 /* floats of one task's working memory: two [BR, BC] tiles (S then P, dP then dS), an
    [BR, D] accumulator and two row stats, [BC, D] dK and dV accumulators, two transposed
-   [D, BC] tiles (K and V) */
+   [D, BC] tiles (K and V); the mask's gradient uses three tiles and the transposed ones */
 static int64_t nn__attn_ws_floats(int D) {
-    return 2 * NN__ATTN_BR * NN__ATTN_BC + (int64_t)NN__ATTN_BR * D + 2 * NN__ATTN_BR + 4 * (int64_t)NN__ATTN_BC * D + 16;
+    return 3 * NN__ATTN_BR * NN__ATTN_BC + (int64_t)NN__ATTN_BR * D + 2 * NN__ATTN_BR + 4 * (int64_t)NN__ATTN_BC * D + 16;
 }
 
 /* ---- the tile products: AVX-512 microkernels (4 rows x 64 columns in 16 registers, no
@@ -9978,6 +9984,60 @@ static void nn__attn_dkv_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
     }
 }
 
+/* ---- d(mask): one unit per (b, h, query block, key block) of the dims the mask does not
+   broadcast; a broadcast dim's whole range is summed inside the unit, in order (b, h,
+   query blocks, key blocks, then a tile's rows and columns), so no two units write one
+   element and no [Tq, Tk] tile per head is kept: the gradient is dS summed, unscaled ---- */
+static void nn__attn_dmask_counts(const nn__attn_attr *a, int64_t n[4]) {
+    n[0] = a->ms[0] ? a->B : 1;
+    n[1] = a->ms[1] ? a->H : 1;
+    n[2] = a->ms[2] ? (a->Tq + NN__ATTN_BR - 1) / NN__ATTN_BR : 1;
+    n[3] = a->ms[3] ? (a->Tk + NN__ATTN_BC - 1) / NN__ATTN_BC : 1;
+}
+
+static void nn__attn_dmask_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw) {
+    const nn__attn_attr *a = &J->a;
+    int D = a->D, nqb = (a->Tq + NN__ATTN_BR - 1) / NN__ATTN_BR, nkb = (a->Tk + NN__ATTN_BC - 1) / NN__ATTN_BC;
+    int ub, uh, uq, uk, b, h, qb, kb, r, c, nru, ncu;
+    int64_t cnt[4];
+    float *S = ws, *dP = S + NN__ATTN_BR * NN__ATTN_BC, *G = dP + NN__ATTN_BR * NN__ATTN_BC;
+    float *Kt = G + NN__ATTN_BR * NN__ATTN_BC, *Vt = Kt + (int64_t)NN__ATTN_BC * D;
+    nn__attn_dmask_counts(a, cnt);
+    uk = (int)(u % cnt[3]);
+    uq = (int)(u / cnt[3] % cnt[2]);
+    uh = (int)(u / (cnt[3] * cnt[2]) % cnt[1]);
+    ub = (int)(u / (cnt[3] * cnt[2] * cnt[1]));
+    for (r = 0; r < NN__ATTN_BR * NN__ATTN_BC; r++) G[r] = 0.0f;
+    for (b = a->ms[0] ? ub : 0; b < (a->ms[0] ? ub + 1 : a->B); b++)
+        for (h = a->ms[1] ? uh : 0; h < (a->ms[1] ? uh + 1 : a->H); h++)
+            for (qb = a->ms[2] ? uq : 0; qb < (a->ms[2] ? uq + 1 : nqb); qb++)
+                for (kb = a->ms[3] ? uk : 0; kb < (a->ms[3] ? uk + 1 : nkb); kb++) {
+                    int i0 = qb * NN__ATTN_BR, j0 = kb * NN__ATTN_BC, hk = h / (a->H / a->Hkv);
+                    int nr = a->Tq - i0 < NN__ATTN_BR ? a->Tq - i0 : NN__ATTN_BR, nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC;
+                    if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
+                    nn__attn_abt(J, gw, S, NN__ATTN_ROW(J->q, J->qs, b, h, i0), J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0),
+                                 J->ks[2], nc, a->scale, NULL, Kt);
+                    if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
+                    nn__attn_abt(J, gw, dP, NN__ATTN_ROW(J->dout, J->qs, b, h, i0), J->qs[2], nr,
+                                 NN__ATTN_ROW(J->v, J->ks, b, hk, j0), J->ks[2], nc, 1.0f, NULL, Vt);
+                    nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP);
+                    for (r = 0; r < nr; r++) {
+                        float *gr = G + (a->ms[2] ? r : 0) * NN__ATTN_BC;
+                        const float *dr = dP + r * NN__ATTN_BC;
+                        if (a->ms[3])
+                            for (c = 0; c < nc; c++) gr[c] += dr[c];
+                        else
+                            for (c = 0; c < nc; c++) gr[0] += dr[c];
+                    }
+                }
+    nru = a->ms[2] ? (a->Tq - uq * NN__ATTN_BR < NN__ATTN_BR ? a->Tq - uq * NN__ATTN_BR : NN__ATTN_BR) : 1;
+    ncu = a->ms[3] ? (a->Tk - uk * NN__ATTN_BC < NN__ATTN_BC ? a->Tk - uk * NN__ATTN_BC : NN__ATTN_BC) : 1;
+    for (r = 0; r < nru; r++)
+        for (c = 0; c < ncu; c++)
+            J->dmask[(int64_t)ub * a->ms[0] + (int64_t)uh * a->ms[1] + ((int64_t)uq * NN__ATTN_BR + r) * a->ms[2] +
+                     ((int64_t)uk * NN__ATTN_BC + c) * a->ms[3]] = G[r * NN__ATTN_BC + c];
+}
+
 static void nn__attn_task(void *arg, int t, int n_tasks) {
     const nn__attn_job *J = (const nn__attn_job *)arg;
     int64_t u, u0 = J->per * t, u1 = u0 + J->per < J->units ? u0 + J->per : J->units;
@@ -9989,7 +10049,8 @@ static void nn__attn_task(void *arg, int t, int n_tasks) {
     for (u = u0; u < u1; u++) {
         if (J->kind == 0) nn__attn_fwd_unit(J, u, ws, &gw);
         else if (J->kind == 1) nn__attn_dq_unit(J, u, ws, &gw);
-        else nn__attn_dkv_unit(J, u, ws, &gw);
+        else if (J->kind == 2) nn__attn_dkv_unit(J, u, ws, &gw);
+        else nn__attn_dmask_unit(J, u, ws, &gw);
     }
     NN_FREE(gw.p);
 }
@@ -10006,6 +10067,11 @@ static nn_result nn__attn_run(nn__threadpool *pool, nn__attn_job *J) {
     J->avx512 = nn__vm_isa() == 2 && strcmp(nn__gemm_pick_arch()->name, "avx512f") == 0; /* as the GEMM (its forced kernel too) */
 #endif
     J->units = J->kind == 2 ? (int64_t)a->B * a->Hkv * nkb : (int64_t)a->B * a->H * nqb;
+    if (J->kind == 3) {
+        int64_t cnt[4];
+        nn__attn_dmask_counts(a, cnt);
+        J->units = cnt[0] * cnt[1] * cnt[2] * cnt[3];
+    }
     if (J->units < tasks) tasks = (int)J->units;
     if (tasks < 1) tasks = 1;
     J->per = (J->units + tasks - 1) / tasks;
@@ -19306,6 +19372,38 @@ static const char *const nn__cl_src_attention[] = {
 "        out[ko + d] = dk[d] * scale;\n",
 "        out[nkv + ko + d] = dv[d];\n",
 "    }\n",
+"}\n",
+"\n",
+"/* element r of an additive mask's gradient: the sum of dS_bhij = P_ij (dP_ij z_ij -\n",
+"   delta_i) over the dims the mask broadcasts (strides mk.s0..s3 of 0), b, h, i, j in order */\n",
+"__kernel void attn_dmask(NN__KPARAMS(attn_bwd)) {\n",
+"    int B = dims.s0, H = dims.s1, Hkv = dims.s2, Tq = dims.s3, Tk = dims.s4, D = dims.s5, lay = dims.s6;\n",
+"    int nb = mk.s0 ? B : 1, nh = mk.s1 ? H : 1, ni = mk.s2 ? Tq : 1, nj = mk.s3 ? Tk : 1;\n",
+"    int r = get_global_id(0);\n",
+"    if (r >= nb * nh * ni * nj) return;\n",
+"    int b0 = mk.s0 ? r / mk.s0 % B : 0, h0 = mk.s1 ? r / mk.s1 % H : 0, i0 = mk.s2 ? r / mk.s2 % Tq : 0;\n",
+"    int j0 = mk.s3 ? r / mk.s3 % Tk : 0;\n",
+"    int b1 = mk.s0 ? b0 + 1 : B, h1 = mk.s1 ? h0 + 1 : H, i1 = mk.s2 ? i0 + 1 : Tq, j1 = mk.s3 ? j0 + 1 : Tk;\n",
+"    float acc = 0.0f;\n",
+"    for (int b = b0; b < b1; b++)\n",
+"        for (int h = h0; h < h1; h++)\n",
+"            for (int i = i0; i < i1; i++) {\n",
+"                long qo = nn_attn_off(lay, H, Tq, D, b, h, i), row = ((long)b * H + h) * Tq + i;\n",
+"                float lse = o[(long)B * H * Tq * D + row], dl = delta[row];\n",
+"                int hk = h / (H / Hkv);\n",
+"                for (int j = j0; j < j1; j++) {\n",
+"                    float bias, s = 0.0f, dp = 0.0f, z = 1.0f;\n",
+"                    if (nn_attn_dead(dims, mk, mask, kpm, b, h, i, j, &bias)) continue;\n",
+"                    long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j);\n",
+"                    for (int d = 0; d < D; d++) s += q[qo + d] * k[ko + d];\n",
+"                    float pe = exp(s * scale + bias - lse);\n",
+"                    if (pe == 0.0f) continue;\n",
+"                    for (int d = 0; d < D; d++) dp += dout[qo + d] * v[ko + d];\n",
+"                    if (p > 0.0f) z = nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j);\n",
+"                    acc += pe * (dp * z - dl);\n",
+"                }\n",
+"            }\n",
+"    out[r] = acc;\n",
 "}\n",
 0 };
 
@@ -31899,6 +31997,8 @@ static nn_result nn__launch_sinusoidal(nn_graph *g, int id) { /* never scheduled
      ATTENTION_DELTA (packed, dpacked) -> [B*H*Tq]: delta_i = sum_d dO_id O_id
      ATTENTION_DQ    (q, k, v, packed, dpacked, delta[, masks]) -> q's shape
      ATTENTION_DKV   (the same) -> a flat [dK (k's shape), dV (v's shape)], sliced
+     ATTENTION_DMASK (the same) -> the additive mask's shape: dS summed over the dims the
+                     mask broadcasts (only when the mask needs a gradient)
    each recomputing the scores tile by tile: P = exp(S - lse), dS = P (dP z - delta) with
    dP = dO v^T and z dropout's factor, dq = scale dS k, dk = scale dS^T q, dv = (P z)^T dO.
    No [Tq, Tk] matrix is stored. ==== */
@@ -32040,6 +32140,8 @@ NN_API nn_tensor nn_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v
 #define nn__plan_attention_dq nn__no_plan
 #define nn__grad_attention_dkv nn__grad_none
 #define nn__plan_attention_dkv nn__no_plan
+#define nn__grad_attention_dmask nn__grad_none
+#define nn__plan_attention_dmask nn__no_plan
 
 /* dq, and dk, dv sliced from one node */
 static void nn__grad_attention(nn_graph *g, int id) {
@@ -32069,6 +32171,12 @@ static void nn__grad_attention(nn_graph *g, int id) {
         g->nodes[t].a.attn = at;
         if (gb) nn__acc_grad(g, b, nn_reshape(g, nn_slice(g, nn__tensor(t), 0, 0, nk), sk));
         if (gc) nn__acc_grad(g, c, nn_reshape(g, nn_slice(g, nn__tensor(t), 0, nk, nk), sv));
+    }
+    if (at.mask_mode == 1 && g->nodes[n.in[n.a.attn.mask_in]].needs_grad) { /* an additive mask: the sum of dS */
+        int m = n.in[n.a.attn.mask_in], t = nn__new_node(g, NN__OP_ATTENTION_DMASK, NN_F32, g->nodes[m].shape, ins, nin);
+        if (t < 0) return;
+        g->nodes[t].a.attn = at;
+        nn__acc_grad(g, m, nn__tensor(t));
     }
 }
 
@@ -32131,6 +32239,13 @@ static nn_result nn__cpu_attention_dkv(nn_graph *g, nn__node *n) {
     nn__attn_job_init(g, n, &J, 2);
     J.dk = n->buf.host;
     J.dv = J.dk + nn__attn_nKV(&n->a.attn);
+    return nn__attn_run(g->ctx->threads, &J);
+}
+
+static nn_result nn__cpu_attention_dmask(nn_graph *g, nn__node *n) {
+    nn__attn_job J;
+    nn__attn_job_init(g, n, &J, 3);
+    J.dmask = n->buf.host;
     return nn__attn_run(g->ctx->threads, &J);
 }
 
@@ -32236,6 +32351,11 @@ static nn_result nn__launch_attention_dq(nn_graph *g, int id) {
 static nn_result nn__launch_attention_dkv(nn_graph *g, int id) {
     const nn__attn_attr *a = &g->nodes[id].a.attn;
     return nn__launch_attention_bwd(g, id, "attn_dkv", (int64_t)a->B * a->Hkv * a->Tk);
+}
+
+/* one work-item per element of the mask */
+static nn_result nn__launch_attention_dmask(nn_graph *g, int id) {
+    return nn__launch_attention_bwd(g, id, "attn_dmask", g->nodes[id].numel);
 }
 
 /* ======================================================================
@@ -33285,8 +33405,8 @@ static nn_tensor nn__tf_embedding(nn_graph *g, nn_tensor weight, nn_tensor idx) 
 /* Scaled dot-product attention, fused (nn_attention: no [Tq, Tk] matrix stored). q, k, v
    in layout (NN_ATTN_BHTD [B, H, T, D] or NN_ATTN_BTHD [B, T, H, D]); causal: keys after
    each query hidden (top-left aligned); mask: float32 added to the scores (-inf hides),
-   broadcast to [B, H, Tq, Tk], or NN_NONE; kpm: float32 [B, Tk], nonzero keys hidden, or
-   NN_NONE. */
+   broadcast to [B, H, Tq, Tk] (its gradient flows), or NN_NONE; kpm: [B, Tk] (float32 or
+   int32), nonzero keys hidden, or NN_NONE. */
 static nn_tensor nn__tf_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, int layout, int causal, nn_tensor mask,
                                   nn_tensor kpm, float dropout) {
     nn_attention_desc ad;
@@ -33465,12 +33585,6 @@ static nn_tensor nn__tf_bfirst(nn_graph *g, nn_tensor x, int batch_first) {
     return batch_first ? x : nn_permute(g, x, p, 3);
 }
 
-/* rows [B*T, E] -> heads [B, H, T, D] */
-static nn_tensor nn__tf_heads(nn_graph *g, nn_tensor r, int64_t b, int64_t t, int64_t h, int64_t d) {
-    int p[4] = {0, 2, 1, 3};
-    return nn_permute(g, nn_reshape(g, r, nn_shape4(b, t, h, d)), p, 4);
-}
-
 static int nn__tf_mha_checks(nn_graph *g, const char *op, const char *name, nn_tensor q, nn_tensor k, nn_tensor v, int64_t e, int h) {
     nn_tensor in[3];
     const nn_shape *sq, *sk, *sv;
@@ -33538,33 +33652,23 @@ static nn_tensor nn__tf_mha(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, 
         }
     }
     /* nn_attention on the projections' rows viewed as [B, T, H, D]: is_causal its causal
-       flag (top-left aligned, as PyTorch's), key_padding_mask as it is (float32, nonzero keys
-       hidden). A float attn_mask is added to the scores and, as in PyTorch, gets a gradient;
-       nn_attention's mask is a constant, so with an attn_mask the attention stays composed
-       (matmul, add, masked_fill, softmax, dropout, matmul: the [T, S] scores are stored). */
-    if (!(desc && desc->attn_mask.id)) {
+       flag (top-left aligned, as PyTorch's); the float attn_mask ([T, S], or [B*H, T, S]
+       viewed as [B, H, T, S]) its additive mask, which gets its gradient there; a float
+       key_padding_mask is added too ([B, 1, 1, S], PyTorch's attn_mask + key_padding_mask:
+       one [B, H or 1, T, S] sum only when both are given), an int32 one hides its nonzero
+       keys (nn_attention's key_padding_mask). */
+    {
+        nn_tensor am = NN_NONE, kpm = desc ? desc->key_padding_mask : NN_NONE;
+        if (desc && desc->attn_mask.id)
+            am = nn__n(g, desc->attn_mask)->shape.ndim == 3 ? nn_reshape(g, desc->attn_mask, nn_shape4(b, h, t, s)) : desc->attn_mask;
+        if (kpm.id && nn__n(g, kpm)->dtype == NN_F32) {
+            nn_tensor ka = nn_reshape(g, kpm, nn_shape4(b, 1, 1, s));
+            am = am.id ? nn_add(g, am, ka) : ka;
+            kpm = NN_NONE;
+        }
         y = nn__tf_attention(g, nn_reshape(g, qr, nn_shape4(b, t, h, d)), nn_reshape(g, kr, nn_shape4(b, s, h, d)),
-                             nn_reshape(g, vr, nn_shape4(b, s, h, d)), NN_ATTN_BTHD, desc && desc->is_causal, NN_NONE,
-                             desc ? desc->key_padding_mask : NN_NONE, dropout);
+                             nn_reshape(g, vr, nn_shape4(b, s, h, d)), NN_ATTN_BTHD, desc && desc->is_causal, am, kpm, dropout);
         y = nn_reshape(g, y, nn_shape2(b * t, e));
-    } else {
-        const nn_shape *am = &nn__n(g, desc->attn_mask)->shape;
-        int p[4] = {0, 2, 1, 3};
-        nn_tensor qh = nn__tf_heads(g, qr, b, t, h, d), kh = nn__tf_heads(g, kr, b, s, h, d), vh = nn__tf_heads(g, vr, b, s, h, d);
-        nn_tensor att = nn_mul_scalar(g, nn_matmul(g, qh, kh, 0, 1), (float)(1.0 / sqrt((double)d))), mask = NN_NONE;
-        att = nn_add(g, att, am->ndim == 3 ? nn_reshape(g, desc->attn_mask, nn_shape4(b, h, t, s)) : desc->attn_mask);
-        if (desc->is_causal) { /* keys after each query: [T, S], top-left aligned */
-            nn_tensor rt = nn_arange(g, 0, (double)t, 1), rs = nn_arange(g, 0, (double)s, 1);
-            mask = nn_gt(g, nn_reshape(g, rs, nn_shape2(1, s)), nn_reshape(g, rt, nn_shape2(t, 1)));
-        }
-        if (desc->key_padding_mask.id) {
-            nn_tensor kp = nn_reshape(g, desc->key_padding_mask, nn_shape4(b, 1, 1, s));
-            mask = mask.id ? nn_logical_or(g, mask, kp) : kp;
-        }
-        if (mask.id) att = nn_masked_fill(g, att, mask, -INFINITY);
-        att = nn_softmax(g, att, -1);
-        if (dropout > 0) att = nn_dropout(g, att, dropout);
-        y = nn_reshape(g, nn_permute(g, nn_matmul(g, att, vh, 0, 0), p, 4), nn_shape2(b * t, e));
     }
     {
         nn_init li;
@@ -33587,9 +33691,10 @@ static int nn__tf_masks(nn_graph *g, const char *op, const char *name, int64_t b
         const nn_shape *k;
         if (!nn__check(g, op, 1, &d->key_padding_mask)) return 0;
         k = &nn__n(g, d->key_padding_mask)->shape;
-        if (k->ndim != 2 || k->dim[0] != b || k->dim[1] != s || nn__n(g, d->key_padding_mask)->dtype != NN_F32) {
+        if (k->ndim != 2 || k->dim[0] != b || k->dim[1] != s ||
+            (nn__n(g, d->key_padding_mask)->dtype != NN_F32 && nn__n(g, d->key_padding_mask)->dtype != NN_I32)) {
             nn__shape_str(k, m, sizeof m);
-            nn__op_fail(g, NN_ERR_SHAPE, "%s %s: key_padding_mask %s must be float32 [B %lld, S %lld]", op, name, m, (long long)b,
+            nn__op_fail(g, NN_ERR_SHAPE, "%s %s: key_padding_mask %s must be float32 or int32 [B %lld, S %lld]", op, name, m, (long long)b,
                         (long long)s);
             return 0;
         }

@@ -152,3 +152,35 @@ __kernel void attn_dkv(NN__KPARAMS(attn_bwd)) {
         out[nkv + ko + d] = dv[d];
     }
 }
+
+/* element r of an additive mask's gradient: the sum of dS_bhij = P_ij (dP_ij z_ij -
+   delta_i) over the dims the mask broadcasts (strides mk.s0..s3 of 0), b, h, i, j in order */
+__kernel void attn_dmask(NN__KPARAMS(attn_bwd)) {
+    int B = dims.s0, H = dims.s1, Hkv = dims.s2, Tq = dims.s3, Tk = dims.s4, D = dims.s5, lay = dims.s6;
+    int nb = mk.s0 ? B : 1, nh = mk.s1 ? H : 1, ni = mk.s2 ? Tq : 1, nj = mk.s3 ? Tk : 1;
+    int r = get_global_id(0);
+    if (r >= nb * nh * ni * nj) return;
+    int b0 = mk.s0 ? r / mk.s0 % B : 0, h0 = mk.s1 ? r / mk.s1 % H : 0, i0 = mk.s2 ? r / mk.s2 % Tq : 0;
+    int j0 = mk.s3 ? r / mk.s3 % Tk : 0;
+    int b1 = mk.s0 ? b0 + 1 : B, h1 = mk.s1 ? h0 + 1 : H, i1 = mk.s2 ? i0 + 1 : Tq, j1 = mk.s3 ? j0 + 1 : Tk;
+    float acc = 0.0f;
+    for (int b = b0; b < b1; b++)
+        for (int h = h0; h < h1; h++)
+            for (int i = i0; i < i1; i++) {
+                long qo = nn_attn_off(lay, H, Tq, D, b, h, i), row = ((long)b * H + h) * Tq + i;
+                float lse = o[(long)B * H * Tq * D + row], dl = delta[row];
+                int hk = h / (H / Hkv);
+                for (int j = j0; j < j1; j++) {
+                    float bias, s = 0.0f, dp = 0.0f, z = 1.0f;
+                    if (nn_attn_dead(dims, mk, mask, kpm, b, h, i, j, &bias)) continue;
+                    long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j);
+                    for (int d = 0; d < D; d++) s += q[qo + d] * k[ko + d];
+                    float pe = exp(s * scale + bias - lse);
+                    if (pe == 0.0f) continue;
+                    for (int d = 0; d < D; d++) dp += dout[qo + d] * v[ko + d];
+                    if (p > 0.0f) z = nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j);
+                    acc += pe * (dp * z - dl);
+                }
+            }
+    out[r] = acc;
+}

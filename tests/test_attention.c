@@ -16,7 +16,9 @@
 typedef struct acfg {
     const char *name;
     int B, H, Hkv, Tq, Tk, D, layout, causal, window;
-    int mask;      /* 0 none, 1 float [Tq, Tk], 2 bool (int32) [B, 1, Tq, Tk] */
+    int mask;      /* 0 none, 1 float [Tq, Tk], 2 bool (int32) [B, 1, Tq, Tk]; with gradient,
+                      float: 3 [Tq, Tk], 4 [B, 1, Tq, Tk], 5 [B, H, 1, Tk], 6 [H, 1, Tk]
+                      (a mask broadcast over keys only shifts a row: gradient 0) */
     int kpm;       /* 0 none, 1 float, 2 int32, 3 int32 with batch 0 wholly masked */
     float scale, p;
     int dirs;
@@ -42,6 +44,18 @@ static nn_tensor b_attn(nn_graph *g, const nn_tensor *in, const spec *s) {
     y = nn_attention(g, in[0], in[1], in[2], &d);
     attn_key = y.id - 2; /* nn_attention's nodes: ATTENTION, its slice, the reshape */
     return y;
+}
+
+/* the additive mask's element at (b, h, i, j) by its broadcast shape */
+static double a_madd(const acfg *c, const double *m, int b, int h, int i, int j) {
+    switch (c->mask) {
+    case 1:
+    case 3: return m[(long)i * c->Tk + j];
+    case 4: return m[((long)b * c->Tq + i) * c->Tk + j];
+    case 5: return m[((long)b * c->H + h) * c->Tk + j];
+    case 6: return m[(long)h * c->Tk + j];
+    default: return 0;
+    }
 }
 
 static long a_off(const acfg *c, int heads, int T, int b, int h, int t) {
@@ -86,7 +100,7 @@ static void r_attn(const spec *s, double *const *in, double *out) {
                     if (kpm && kpm[(long)b * c->Tk + j] != 0) alive[j] = 0;
                     if (c->mask == 2 && mask[((long)b * c->Tq + i) * c->Tk + j] == 0) alive[j] = 0;
                     for (d = 0; d < c->D; d++) acc += q[qo + d] * k[ko + d];
-                    sc[j] = acc * scale + (c->mask == 1 ? mask[(long)i * c->Tk + j] : 0);
+                    sc[j] = acc * scale + (c->mask != 2 ? a_madd(c, mask, b, h, i, j) : 0);
                     if (alive[j] && sc[j] > m) m = sc[j];
                     any |= alive[j];
                 }
@@ -132,6 +146,10 @@ static spec a_spec(const acfg *c) {
         s.grad[s.n_in - 1] = 0; /* a constant: no gradient */
     }
     if (c->mask == 2) in_i(&s, nn_shape4(c->B, 1, c->Tq, c->Tk), 0, 2);
+    if (c->mask == 3) in_fr(&s, nn_shape2(c->Tq, c->Tk), -1, 1);
+    if (c->mask == 4) in_fr(&s, nn_shape4(c->B, 1, c->Tq, c->Tk), -1, 1);
+    if (c->mask == 5) in_fr(&s, nn_shape4(c->B, c->H, 1, c->Tk), -1, 1);
+    if (c->mask == 6) in_fr(&s, nn_shape3(c->H, 1, c->Tk), -1, 1);
     if (c->kpm == 1) {
         in_fr(&s, nn_shape2(c->B, c->Tk), -2, 2);
         s.grad[s.n_in - 1] = 0;
@@ -162,6 +180,12 @@ static void attention_cases(const t_env *e) {
         {"attention T33 dropout 0.3 gqa2", 1, 2, 1, 33, 33, 16, 0, 0, 0, 0, 0, 0, 0.3f, 6, 0},
         {"attention T7 causal dropout 0.5 BTHD", 1, 4, 1, 7, 9, 24, 1, 1, 0, 0, 2, 0, 0.5f, 0, 0},
         {"attention T7 D256", 1, 1, 1, 7, 7, 256, 0, 1, 0, 0, 0, 0, 0, 6, 0},
+        /* additive masks with their gradient (dS summed over the broadcast dims) */
+        {"attention T7 mask grad [Tq, Tk] gqa2", 2, 2, 1, 7, 7, 16, 0, 0, 0, 3, 0, 0, 0, 0, 0},
+        {"attention T65 causal mask grad [Tq, Tk] D24 kpm", 2, 2, 1, 65, 65, 24, 0, 1, 0, 3, 2, 0, 0, 6, 0},
+        {"attention cross Tq33 Tk7 mask grad [B, 1, Tq, Tk] BTHD", 2, 2, 2, 33, 7, 16, 1, 0, 0, 4, 0, 0, 0, 0, 0},
+        {"attention T129 mask grad [B, H, 1, Tk] window9", 1, 2, 1, 129, 129, 16, 0, 0, 9, 5, 0, 0, 0, 6, 0},
+        {"attention cross Tq33 Tk65 mask grad [H, 1, Tk] dropout 0.3", 2, 2, 1, 33, 65, 16, 0, 0, 0, 6, 0, 0, 0.3f, 6, 0},
     };
     int i;
     for (i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {

@@ -198,11 +198,19 @@ static void tf_decode(const t_env *e) {
 
 /* ---- nn.MultiheadAttention and the encoder / decoder layers ---- */
 
+/* the float masks of tf_mha_ref: kadd [B, S] added (PyTorch's float key_padding_mask), add
+   [T, S] or, with add_bh, [B*H, T, S] added (attn_mask) */
+typedef struct tf_fmask {
+    const double *kadd, *add;
+    int add_bh;
+} tf_fmask;
+
 /* Batch-first attention: q [B, T, E], kv [B, S, E] (k = v = kv), in_proj W [3E, E], b [3E],
    out_proj Wo [E, E], bo [E]; kpm [B, S] (nonzero: hidden) or NULL, add [T, S] or NULL,
-   causal. out [B, T, E]. */
-static void tf_mha_ref(const double *q, const double *kv, long B, long T, long S, long E, long H, const double *W, const double *b,
-                       const double *Wo, const double *bo, const double *kpm, const double *add, int causal, double *out) {
+   causal; fm: more float masks or NULL. out [B, T, E]. */
+static void tf_mha_ref2(const double *q, const double *kv, long B, long T, long S, long E, long H, const double *W, const double *b,
+                        const double *Wo, const double *bo, const double *kpm, const double *add, int causal, const tf_fmask *fm,
+                        double *out) {
     long D = E / H, bb, h, i, j, d;
     double *Q = (double *)malloc(sizeof(double) * (size_t)(B * T * E)), *K = (double *)malloc(sizeof(double) * (size_t)(B * S * E));
     double *Vv = (double *)malloc(sizeof(double) * (size_t)(B * S * E)), *Y = (double *)malloc(sizeof(double) * (size_t)(B * T * E));
@@ -218,6 +226,8 @@ static void tf_mha_ref(const double *q, const double *kv, long B, long T, long S
                     for (d = 0; d < D; d++) a += Q[(bb * T + i) * E + h * D + d] * K[(bb * S + j) * E + h * D + d];
                     a /= sqrt((double)D);
                     if (add) a += add[i * S + j];
+                    if (fm && fm->add) a += fm->add[fm->add_bh ? ((bb * H + h) * T + i) * S + j : i * S + j];
+                    if (fm && fm->kadd) a += fm->kadd[bb * S + j];
                     if ((kpm && kpm[bb * S + j] != 0) || (causal && j > i)) a = -1e300;
                     sc[j] = a;
                     if (a > mx) mx = a;
@@ -234,6 +244,11 @@ static void tf_mha_ref(const double *q, const double *kv, long B, long T, long S
     free(K);
     free(Vv);
     free(Y);
+}
+
+static void tf_mha_ref(const double *q, const double *kv, long B, long T, long S, long E, long H, const double *W, const double *b,
+                       const double *Wo, const double *bo, const double *kpm, const double *add, int causal, double *out) {
+    tf_mha_ref2(q, kv, B, T, S, E, H, W, b, Wo, bo, kpm, add, causal, NULL, out);
 }
 
 /* [T, B, E] <-> [B, T, E] */
@@ -256,8 +271,9 @@ static void tf_mha_params(spec *c, const char *pre, long E) {
     in_param(c, nm, nn_shape1(E), -0.3, 0.3);
 }
 
-/* self-attention, [T 5, B 2, E 8] (not batch-first), 2 heads, a key padding mask hiding
-   the last two keys of batch 1, an additive attn_mask [5, 5] (gradient checked too) */
+/* self-attention, [T 5, B 2, E 8] (not batch-first), 2 heads, an int32 key padding mask
+   hiding the last two keys of batch 1, an additive attn_mask [5, 5] (gradient checked too:
+   the fused attention's mask gradient) */
 static void f_kpm(const spec *c, double *const *t) {
     long j;
     (void)c;
@@ -277,6 +293,45 @@ static void r_mha_self(const spec *c, double *const *t, double *out) {
     tf_swap01(t[0], 5, 2, 8, x);
     tf_mha_ref(x, x, 2, 5, 5, 8, 2, t[3], t[4], t[5], t[6], t[1], t[2], 0, y);
     tf_swap01(y, 2, 5, 8, out);
+}
+
+/* cross-attention, batch-first q [2, 3, 8], key = value [2, 7, 8], a float key padding mask
+   [2, 7] added (PyTorch's float key_padding_mask) and a float attn_mask [B*H 4, 3, 7], both
+   with their gradients */
+static nn_tensor b_mha_fmask(nn_graph *g, const nn_tensor *in, const spec *c) {
+    nn_mha_desc d;
+    (void)c;
+    memset(&d, 0, sizeof d);
+    d.batch_first = 1;
+    d.key_padding_mask = in[2];
+    d.attn_mask = in[3];
+    return nn_multihead_attention(g, in[0], in[1], in[1], 8, 2, &d, "mha");
+}
+static void r_mha_fmask(const spec *c, double *const *t, double *out) {
+    tf_fmask fm;
+    (void)c;
+    fm.kadd = t[2];
+    fm.add = t[3];
+    fm.add_bh = 1;
+    tf_mha_ref2(t[0], t[1], 2, 3, 7, 8, 2, t[4], t[5], t[6], t[7], NULL, NULL, 0, &fm, out);
+}
+/* self-attention [B 2, T 6, E 8] batch-first, a float key padding mask only (the fused
+   attention's mask [B, 1, 1, S], gradient checked) */
+static nn_tensor b_mha_fkpm(nn_graph *g, const nn_tensor *in, const spec *c) {
+    nn_mha_desc d;
+    (void)c;
+    memset(&d, 0, sizeof d);
+    d.batch_first = 1;
+    d.key_padding_mask = in[1];
+    return nn_multihead_attention(g, in[0], in[0], in[0], 8, 2, &d, "mha");
+}
+static void r_mha_fkpm(const spec *c, double *const *t, double *out) {
+    tf_fmask fm;
+    (void)c;
+    fm.kadd = t[1];
+    fm.add = NULL;
+    fm.add_bh = 0;
+    tf_mha_ref2(t[0], t[0], 2, 6, 6, 8, 2, t[2], t[3], t[4], t[5], NULL, NULL, 0, &fm, out);
 }
 
 /* cross-attention, batch-first q [2, 3, 8], key = value [2, 7, 8], causal (top-left) */
@@ -494,10 +549,24 @@ void suite_transformer(const t_env *e) {
 
     c = l_mk_tf("multihead_attention self [5, 2, 8], key_padding_mask, attn_mask", b_mha_self, r_mha_self, nn_shape3(5, 2, 8));
     in_fr(&c, nn_shape3(5, 2, 8), -1, 1);
-    in_fr(&c, nn_shape2(2, 5), 0, 1);
-    c.grad[1] = 0; /* the mask: 0/1 (f_kpm) */
+    in_i(&c, nn_shape2(2, 5), 0, 2); /* 0/1 (f_kpm) */
     c.fill = f_kpm;
     in_fr(&c, nn_shape2(5, 5), -1, 1);
+    tf_mha_params(&c, "mha", 8);
+    check_case(e, &c);
+
+    c = l_mk_tf("multihead_attention cross, float key_padding_mask and attn_mask [B*H, T, S]", b_mha_fmask, r_mha_fmask,
+                nn_shape3(2, 3, 8));
+    in_fr(&c, nn_shape3(2, 3, 8), -1, 1);
+    in_fr(&c, nn_shape3(2, 7, 8), -1, 1);
+    in_fr(&c, nn_shape2(2, 7), -2, 1);
+    in_fr(&c, nn_shape3(4, 3, 7), -1, 1);
+    tf_mha_params(&c, "mha", 8);
+    check_case(e, &c);
+
+    c = l_mk_tf("multihead_attention self, float key_padding_mask added", b_mha_fkpm, r_mha_fkpm, nn_shape3(2, 6, 8));
+    in_fr(&c, nn_shape3(2, 6, 8), -1, 1);
+    in_fr(&c, nn_shape2(2, 6), -2, 1);
     tf_mha_params(&c, "mha", 8);
     check_case(e, &c);
 

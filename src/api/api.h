@@ -595,7 +595,10 @@ typedef struct nn_attention_desc {
     nn_tensor mask;            /* NN_NONE, or attn_mask [.., Tq, Tk] broadcast to [B, H, Tq, Tk]
                                   (2 to 4 dims, each its size or 1): float32 added to the scores
                                   (-inf masks), or int32 as PyTorch's bool (nonzero: attend).
-                                  A constant: no gradient flows to it */
+                                  A float mask gets its gradient, as in PyTorch: dS (the
+                                  scores' gradient, before the scale) summed over the dims it
+                                  broadcasts, in a fixed order; no [Tq, Tk] tile per head is
+                                  kept unless the mask itself has one */
     nn_tensor key_padding_mask; /* NN_NONE, or [B, Tk] float32 or int32: nonzero keys are
                                   ignored, as nn.MultiheadAttention's */
     int window;                /* sliding window (0: none): with causal, query i sees keys
@@ -1110,11 +1113,13 @@ NN_API nn_tensor nn_gpt_decode(nn_graph *g, nn_tensor idx, nn_tensor pos, const 
    is_causal): query [T, B, E] ([B, T, E] with batch_first), key and value [S, B, E] (one
    shape) -> [T, B, E]. Parameters NAME.in_proj_weight [3E, E] (q | k | v rows, Xavier
    uniform), NAME.in_proj_bias [3E] (zeros), NAME.out_proj.weight [E, E] (nn.Linear's
-   init), NAME.out_proj.bias [E] (zeros); no_bias: none of the biases. Masks are float32:
-   key_padding_mask [B, S], nonzero where a key is padding (PyTorch's True) and left out;
-   attn_mask [T, S] or [B*num_heads, T, S], added to the scores (PyTorch's float mask; -inf
-   hides); is_causal hides the keys after each query (top-left aligned). The weights are not
-   returned (need_weights=False). Composed: scores stored per head. */
+   init), NAME.out_proj.bias [E] (zeros); no_bias: none of the biases. Masks as PyTorch's:
+   key_padding_mask [B, S], int32 (PyTorch's bool: nonzero where a key is padding, left out)
+   or float32 (added to the scores, -inf hides; it gets a gradient); attn_mask float32
+   [T, S] or [B*num_heads, T, S], added to the scores (-inf hides; it gets a gradient);
+   is_causal hides the keys after each query (top-left aligned). The weights are not
+   returned (need_weights=False). The attention is nn_attention's (fused; both float masks
+   given: their sum [B, H or 1, T, S] is formed, as PyTorch does). */
 typedef struct nn_mha_desc {
     float dropout;                /* on the attention weights (0: none, PyTorch's default) */
     int no_bias;                  /* PyTorch's bias=False */

@@ -15,19 +15,19 @@ typedef struct nn__attn_job {
     nn__attn_attr a;
     int64_t qs[3], ks[3]; /* strides of q (and o, dout, dq) and of k, v over batch, head, row */
     const float *q, *k, *v, *mask, *kpm, *o, *lse, *dout, *delta;
-    float *out, *out_lse, *dq, *dk, *dv;
+    float *out, *out_lse, *dq, *dk, *dv, *dmask;
     uint64_t seed, step;
     int64_t units, per; /* work units, and per task */
     float *ws;          /* per task: nn__attn_ws_floats(D) */
-    int kind;           /* 0 forward, 1 dq, 2 dkv */
+    int kind;           /* 0 forward, 1 dq, 2 dkv, 3 d(mask) */
     int avx512;         /* the AVX-512 microkernels (else the GEMM) */
 } nn__attn_job;
 
 /* floats of one task's working memory: two [BR, BC] tiles (S then P, dP then dS), an
    [BR, D] accumulator and two row stats, [BC, D] dK and dV accumulators, two transposed
-   [D, BC] tiles (K and V) */
+   [D, BC] tiles (K and V); the mask's gradient uses three tiles and the transposed ones */
 static int64_t nn__attn_ws_floats(int D) {
-    return 2 * NN__ATTN_BR * NN__ATTN_BC + (int64_t)NN__ATTN_BR * D + 2 * NN__ATTN_BR + 4 * (int64_t)NN__ATTN_BC * D + 16;
+    return 3 * NN__ATTN_BR * NN__ATTN_BC + (int64_t)NN__ATTN_BR * D + 2 * NN__ATTN_BR + 4 * (int64_t)NN__ATTN_BC * D + 16;
 }
 
 /* ---- the tile products: AVX-512 microkernels (4 rows x 64 columns in 16 registers, no
@@ -419,6 +419,60 @@ static void nn__attn_dkv_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
     }
 }
 
+/* ---- d(mask): one unit per (b, h, query block, key block) of the dims the mask does not
+   broadcast; a broadcast dim's whole range is summed inside the unit, in order (b, h,
+   query blocks, key blocks, then a tile's rows and columns), so no two units write one
+   element and no [Tq, Tk] tile per head is kept: the gradient is dS summed, unscaled ---- */
+static void nn__attn_dmask_counts(const nn__attn_attr *a, int64_t n[4]) {
+    n[0] = a->ms[0] ? a->B : 1;
+    n[1] = a->ms[1] ? a->H : 1;
+    n[2] = a->ms[2] ? (a->Tq + NN__ATTN_BR - 1) / NN__ATTN_BR : 1;
+    n[3] = a->ms[3] ? (a->Tk + NN__ATTN_BC - 1) / NN__ATTN_BC : 1;
+}
+
+static void nn__attn_dmask_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw) {
+    const nn__attn_attr *a = &J->a;
+    int D = a->D, nqb = (a->Tq + NN__ATTN_BR - 1) / NN__ATTN_BR, nkb = (a->Tk + NN__ATTN_BC - 1) / NN__ATTN_BC;
+    int ub, uh, uq, uk, b, h, qb, kb, r, c, nru, ncu;
+    int64_t cnt[4];
+    float *S = ws, *dP = S + NN__ATTN_BR * NN__ATTN_BC, *G = dP + NN__ATTN_BR * NN__ATTN_BC;
+    float *Kt = G + NN__ATTN_BR * NN__ATTN_BC, *Vt = Kt + (int64_t)NN__ATTN_BC * D;
+    nn__attn_dmask_counts(a, cnt);
+    uk = (int)(u % cnt[3]);
+    uq = (int)(u / cnt[3] % cnt[2]);
+    uh = (int)(u / (cnt[3] * cnt[2]) % cnt[1]);
+    ub = (int)(u / (cnt[3] * cnt[2] * cnt[1]));
+    for (r = 0; r < NN__ATTN_BR * NN__ATTN_BC; r++) G[r] = 0.0f;
+    for (b = a->ms[0] ? ub : 0; b < (a->ms[0] ? ub + 1 : a->B); b++)
+        for (h = a->ms[1] ? uh : 0; h < (a->ms[1] ? uh + 1 : a->H); h++)
+            for (qb = a->ms[2] ? uq : 0; qb < (a->ms[2] ? uq + 1 : nqb); qb++)
+                for (kb = a->ms[3] ? uk : 0; kb < (a->ms[3] ? uk + 1 : nkb); kb++) {
+                    int i0 = qb * NN__ATTN_BR, j0 = kb * NN__ATTN_BC, hk = h / (a->H / a->Hkv);
+                    int nr = a->Tq - i0 < NN__ATTN_BR ? a->Tq - i0 : NN__ATTN_BR, nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC;
+                    if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
+                    nn__attn_abt(J, gw, S, NN__ATTN_ROW(J->q, J->qs, b, h, i0), J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0),
+                                 J->ks[2], nc, a->scale, NULL, Kt);
+                    if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
+                    nn__attn_abt(J, gw, dP, NN__ATTN_ROW(J->dout, J->qs, b, h, i0), J->qs[2], nr,
+                                 NN__ATTN_ROW(J->v, J->ks, b, hk, j0), J->ks[2], nc, 1.0f, NULL, Vt);
+                    nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP);
+                    for (r = 0; r < nr; r++) {
+                        float *gr = G + (a->ms[2] ? r : 0) * NN__ATTN_BC;
+                        const float *dr = dP + r * NN__ATTN_BC;
+                        if (a->ms[3])
+                            for (c = 0; c < nc; c++) gr[c] += dr[c];
+                        else
+                            for (c = 0; c < nc; c++) gr[0] += dr[c];
+                    }
+                }
+    nru = a->ms[2] ? (a->Tq - uq * NN__ATTN_BR < NN__ATTN_BR ? a->Tq - uq * NN__ATTN_BR : NN__ATTN_BR) : 1;
+    ncu = a->ms[3] ? (a->Tk - uk * NN__ATTN_BC < NN__ATTN_BC ? a->Tk - uk * NN__ATTN_BC : NN__ATTN_BC) : 1;
+    for (r = 0; r < nru; r++)
+        for (c = 0; c < ncu; c++)
+            J->dmask[(int64_t)ub * a->ms[0] + (int64_t)uh * a->ms[1] + ((int64_t)uq * NN__ATTN_BR + r) * a->ms[2] +
+                     ((int64_t)uk * NN__ATTN_BC + c) * a->ms[3]] = G[r * NN__ATTN_BC + c];
+}
+
 static void nn__attn_task(void *arg, int t, int n_tasks) {
     const nn__attn_job *J = (const nn__attn_job *)arg;
     int64_t u, u0 = J->per * t, u1 = u0 + J->per < J->units ? u0 + J->per : J->units;
@@ -430,7 +484,8 @@ static void nn__attn_task(void *arg, int t, int n_tasks) {
     for (u = u0; u < u1; u++) {
         if (J->kind == 0) nn__attn_fwd_unit(J, u, ws, &gw);
         else if (J->kind == 1) nn__attn_dq_unit(J, u, ws, &gw);
-        else nn__attn_dkv_unit(J, u, ws, &gw);
+        else if (J->kind == 2) nn__attn_dkv_unit(J, u, ws, &gw);
+        else nn__attn_dmask_unit(J, u, ws, &gw);
     }
     NN_FREE(gw.p);
 }
@@ -447,6 +502,11 @@ static nn_result nn__attn_run(nn__threadpool *pool, nn__attn_job *J) {
     J->avx512 = nn__vm_isa() == 2 && strcmp(nn__gemm_pick_arch()->name, "avx512f") == 0; /* as the GEMM (its forced kernel too) */
 #endif
     J->units = J->kind == 2 ? (int64_t)a->B * a->Hkv * nkb : (int64_t)a->B * a->H * nqb;
+    if (J->kind == 3) {
+        int64_t cnt[4];
+        nn__attn_dmask_counts(a, cnt);
+        J->units = cnt[0] * cnt[1] * cnt[2] * cnt[3];
+    }
     if (J->units < tasks) tasks = (int)J->units;
     if (tasks < 1) tasks = 1;
     J->per = (J->units + tasks - 1) / tasks;

@@ -78,8 +78,8 @@ static nn_tensor nn__tf_embedding(nn_graph *g, nn_tensor weight, nn_tensor idx) 
 /* Scaled dot-product attention, fused (nn_attention: no [Tq, Tk] matrix stored). q, k, v
    in layout (NN_ATTN_BHTD [B, H, T, D] or NN_ATTN_BTHD [B, T, H, D]); causal: keys after
    each query hidden (top-left aligned); mask: float32 added to the scores (-inf hides),
-   broadcast to [B, H, Tq, Tk], or NN_NONE; kpm: float32 [B, Tk], nonzero keys hidden, or
-   NN_NONE. */
+   broadcast to [B, H, Tq, Tk] (its gradient flows), or NN_NONE; kpm: [B, Tk] (float32 or
+   int32), nonzero keys hidden, or NN_NONE. */
 static nn_tensor nn__tf_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, int layout, int causal, nn_tensor mask,
                                   nn_tensor kpm, float dropout) {
     nn_attention_desc ad;
@@ -258,12 +258,6 @@ static nn_tensor nn__tf_bfirst(nn_graph *g, nn_tensor x, int batch_first) {
     return batch_first ? x : nn_permute(g, x, p, 3);
 }
 
-/* rows [B*T, E] -> heads [B, H, T, D] */
-static nn_tensor nn__tf_heads(nn_graph *g, nn_tensor r, int64_t b, int64_t t, int64_t h, int64_t d) {
-    int p[4] = {0, 2, 1, 3};
-    return nn_permute(g, nn_reshape(g, r, nn_shape4(b, t, h, d)), p, 4);
-}
-
 static int nn__tf_mha_checks(nn_graph *g, const char *op, const char *name, nn_tensor q, nn_tensor k, nn_tensor v, int64_t e, int h) {
     nn_tensor in[3];
     const nn_shape *sq, *sk, *sv;
@@ -331,33 +325,23 @@ static nn_tensor nn__tf_mha(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, 
         }
     }
     /* nn_attention on the projections' rows viewed as [B, T, H, D]: is_causal its causal
-       flag (top-left aligned, as PyTorch's), key_padding_mask as it is (float32, nonzero keys
-       hidden). A float attn_mask is added to the scores and, as in PyTorch, gets a gradient;
-       nn_attention's mask is a constant, so with an attn_mask the attention stays composed
-       (matmul, add, masked_fill, softmax, dropout, matmul: the [T, S] scores are stored). */
-    if (!(desc && desc->attn_mask.id)) {
+       flag (top-left aligned, as PyTorch's); the float attn_mask ([T, S], or [B*H, T, S]
+       viewed as [B, H, T, S]) its additive mask, which gets its gradient there; a float
+       key_padding_mask is added too ([B, 1, 1, S], PyTorch's attn_mask + key_padding_mask:
+       one [B, H or 1, T, S] sum only when both are given), an int32 one hides its nonzero
+       keys (nn_attention's key_padding_mask). */
+    {
+        nn_tensor am = NN_NONE, kpm = desc ? desc->key_padding_mask : NN_NONE;
+        if (desc && desc->attn_mask.id)
+            am = nn__n(g, desc->attn_mask)->shape.ndim == 3 ? nn_reshape(g, desc->attn_mask, nn_shape4(b, h, t, s)) : desc->attn_mask;
+        if (kpm.id && nn__n(g, kpm)->dtype == NN_F32) {
+            nn_tensor ka = nn_reshape(g, kpm, nn_shape4(b, 1, 1, s));
+            am = am.id ? nn_add(g, am, ka) : ka;
+            kpm = NN_NONE;
+        }
         y = nn__tf_attention(g, nn_reshape(g, qr, nn_shape4(b, t, h, d)), nn_reshape(g, kr, nn_shape4(b, s, h, d)),
-                             nn_reshape(g, vr, nn_shape4(b, s, h, d)), NN_ATTN_BTHD, desc && desc->is_causal, NN_NONE,
-                             desc ? desc->key_padding_mask : NN_NONE, dropout);
+                             nn_reshape(g, vr, nn_shape4(b, s, h, d)), NN_ATTN_BTHD, desc && desc->is_causal, am, kpm, dropout);
         y = nn_reshape(g, y, nn_shape2(b * t, e));
-    } else {
-        const nn_shape *am = &nn__n(g, desc->attn_mask)->shape;
-        int p[4] = {0, 2, 1, 3};
-        nn_tensor qh = nn__tf_heads(g, qr, b, t, h, d), kh = nn__tf_heads(g, kr, b, s, h, d), vh = nn__tf_heads(g, vr, b, s, h, d);
-        nn_tensor att = nn_mul_scalar(g, nn_matmul(g, qh, kh, 0, 1), (float)(1.0 / sqrt((double)d))), mask = NN_NONE;
-        att = nn_add(g, att, am->ndim == 3 ? nn_reshape(g, desc->attn_mask, nn_shape4(b, h, t, s)) : desc->attn_mask);
-        if (desc->is_causal) { /* keys after each query: [T, S], top-left aligned */
-            nn_tensor rt = nn_arange(g, 0, (double)t, 1), rs = nn_arange(g, 0, (double)s, 1);
-            mask = nn_gt(g, nn_reshape(g, rs, nn_shape2(1, s)), nn_reshape(g, rt, nn_shape2(t, 1)));
-        }
-        if (desc->key_padding_mask.id) {
-            nn_tensor kp = nn_reshape(g, desc->key_padding_mask, nn_shape4(b, 1, 1, s));
-            mask = mask.id ? nn_logical_or(g, mask, kp) : kp;
-        }
-        if (mask.id) att = nn_masked_fill(g, att, mask, -INFINITY);
-        att = nn_softmax(g, att, -1);
-        if (dropout > 0) att = nn_dropout(g, att, dropout);
-        y = nn_reshape(g, nn_permute(g, nn_matmul(g, att, vh, 0, 0), p, 4), nn_shape2(b * t, e));
     }
     {
         nn_init li;
@@ -380,9 +364,10 @@ static int nn__tf_masks(nn_graph *g, const char *op, const char *name, int64_t b
         const nn_shape *k;
         if (!nn__check(g, op, 1, &d->key_padding_mask)) return 0;
         k = &nn__n(g, d->key_padding_mask)->shape;
-        if (k->ndim != 2 || k->dim[0] != b || k->dim[1] != s || nn__n(g, d->key_padding_mask)->dtype != NN_F32) {
+        if (k->ndim != 2 || k->dim[0] != b || k->dim[1] != s ||
+            (nn__n(g, d->key_padding_mask)->dtype != NN_F32 && nn__n(g, d->key_padding_mask)->dtype != NN_I32)) {
             nn__shape_str(k, m, sizeof m);
-            nn__op_fail(g, NN_ERR_SHAPE, "%s %s: key_padding_mask %s must be float32 [B %lld, S %lld]", op, name, m, (long long)b,
+            nn__op_fail(g, NN_ERR_SHAPE, "%s %s: key_padding_mask %s must be float32 or int32 [B %lld, S %lld]", op, name, m, (long long)b,
                         (long long)s);
             return 0;
         }

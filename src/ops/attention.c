@@ -9,6 +9,8 @@
      ATTENTION_DELTA (packed, dpacked) -> [B*H*Tq]: delta_i = sum_d dO_id O_id
      ATTENTION_DQ    (q, k, v, packed, dpacked, delta[, masks]) -> q's shape
      ATTENTION_DKV   (the same) -> a flat [dK (k's shape), dV (v's shape)], sliced
+     ATTENTION_DMASK (the same) -> the additive mask's shape: dS summed over the dims the
+                     mask broadcasts (only when the mask needs a gradient)
    each recomputing the scores tile by tile: P = exp(S - lse), dS = P (dP z - delta) with
    dP = dO v^T and z dropout's factor, dq = scale dS k, dk = scale dS^T q, dv = (P z)^T dO.
    No [Tq, Tk] matrix is stored. ==== */
@@ -154,6 +156,8 @@ NN_API nn_tensor nn_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v
 #define nn__plan_attention_dq nn__no_plan
 #define nn__grad_attention_dkv nn__grad_none
 #define nn__plan_attention_dkv nn__no_plan
+#define nn__grad_attention_dmask nn__grad_none
+#define nn__plan_attention_dmask nn__no_plan
 
 /* dq, and dk, dv sliced from one node */
 static void nn__grad_attention(nn_graph *g, int id) {
@@ -183,6 +187,12 @@ static void nn__grad_attention(nn_graph *g, int id) {
         g->nodes[t].a.attn = at;
         if (gb) nn__acc_grad(g, b, nn_reshape(g, nn_slice(g, nn__tensor(t), 0, 0, nk), sk));
         if (gc) nn__acc_grad(g, c, nn_reshape(g, nn_slice(g, nn__tensor(t), 0, nk, nk), sv));
+    }
+    if (at.mask_mode == 1 && g->nodes[n.in[n.a.attn.mask_in]].needs_grad) { /* an additive mask: the sum of dS */
+        int m = n.in[n.a.attn.mask_in], t = nn__new_node(g, NN__OP_ATTENTION_DMASK, NN_F32, g->nodes[m].shape, ins, nin);
+        if (t < 0) return;
+        g->nodes[t].a.attn = at;
+        nn__acc_grad(g, m, nn__tensor(t));
     }
 }
 
@@ -245,6 +255,13 @@ static nn_result nn__cpu_attention_dkv(nn_graph *g, nn__node *n) {
     nn__attn_job_init(g, n, &J, 2);
     J.dk = n->buf.host;
     J.dv = J.dk + nn__attn_nKV(&n->a.attn);
+    return nn__attn_run(g->ctx->threads, &J);
+}
+
+static nn_result nn__cpu_attention_dmask(nn_graph *g, nn__node *n) {
+    nn__attn_job J;
+    nn__attn_job_init(g, n, &J, 3);
+    J.dmask = n->buf.host;
     return nn__attn_run(g->ctx->threads, &J);
 }
 
@@ -350,4 +367,9 @@ static nn_result nn__launch_attention_dq(nn_graph *g, int id) {
 static nn_result nn__launch_attention_dkv(nn_graph *g, int id) {
     const nn__attn_attr *a = &g->nodes[id].a.attn;
     return nn__launch_attention_bwd(g, id, "attn_dkv", (int64_t)a->B * a->Hkv * a->Tk);
+}
+
+/* one work-item per element of the mask */
+static nn_result nn__launch_attention_dmask(nn_graph *g, int id) {
+    return nn__launch_attention_bwd(g, id, "attn_dmask", g->nodes[id].numel);
 }
