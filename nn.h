@@ -770,10 +770,11 @@ typedef struct nn_attention_desc {
 } nn_attention_desc;
 /* nn_attention: torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask,
    dropout_p, is_causal, scale, enable_gqa=True), fused: y = softmax(q k^T scale + mask)
-   v, of q's shape. q [B, H, Tq, D], k and v [B, Hkv, Tk, D] (NN_ATTN_BTHD: [B, T, H, D])
-   with H % Hkv == 0: query head h reads key/value head h / (H / Hkv) (grouped- and
-   multi-query attention, no copy); Tq != Tk is cross-attention; D in 1..256 (v's head dim
-   must equal q's). desc NULL is the zeroed desc.
+   v, of q's shape with v's head dim. q [B, H, Tq, D], k [B, Hkv, Tk, D], v [B, Hkv, Tk,
+   Dv] (NN_ATTN_BTHD: [B, T, H, D]) with H % Hkv == 0: query head h reads key/value head
+   h / (H / Hkv) (grouped- and multi-query attention, no copy); Tq != Tk is
+   cross-attention; D and Dv in 1..256 (Dv may differ from D, as PyTorch allows; the
+   default scale is 1/sqrt(D)). desc NULL is the zeroed desc.
    Flash-attention's algorithm: the forward keeps the output and one log-sum-exp per row;
    the backward recomputes the scores tile by tile (dK/dV in one pass over key blocks, dQ
    in another; no atomics, a fixed order: the same bits every run and at every CPU thread
@@ -782,7 +783,7 @@ typedef struct nn_attention_desc {
    node's key and the graph's step), so the backward regenerates it.
    A row whose keys are all masked gives 0 (PyTorch's math path gives NaN) and gradient 0.
    Refusals (NN_ERR_SHAPE, NN_ERR_INVALID_ARGUMENT): other ranks or dtypes, mismatched
-   batch, head dim or key length, H % Hkv != 0, D > 256, a mask that does not broadcast,
+   batch, q/k head dim or key length, H % Hkv != 0, D or Dv > 256, a mask that does not broadcast,
    dropout outside [0, 1), a negative window, an unknown layout. */
 NN_API nn_tensor nn_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, const nn_attention_desc *desc);
 
@@ -2007,8 +2008,8 @@ typedef struct nn__rope_attr { /* x [B, H, T, D], or [B, T, H, D] when bthd */
 #define NN__OPS_ATTENTION_H
 #include <stdint.h>
 
-typedef struct nn__attn_attr { /* q [B, H, Tq, D], k and v [B, Hkv, Tk, D] (or [B, T, H, D]) */
-    int B, H, Hkv, Tq, Tk, D;
+typedef struct nn__attn_attr { /* q [B, H, Tq, D], k [B, Hkv, Tk, D], v [B, Hkv, Tk, Dv] (or [B, T, H, .]) */
+    int B, H, Hkv, Tq, Tk, D, Dv;
     int layout;          /* NN_ATTN_BHTD (0) or NN_ATTN_BTHD (1) */
     int causal, window;  /* top-left causal (key j > query i masked); sliding window (0: none) */
     float scale, p;      /* the scores' scale; dropout's probability on the weights */
@@ -9578,22 +9579,25 @@ static void nn__rope(nn__threadpool *pool, const nn__rope_attr *a, float *y, con
 
 typedef struct nn__attn_job {
     nn__attn_attr a;
-    int64_t qs[3], ks[3]; /* strides of q (and o, dout, dq) and of k, v over batch, head, row */
+    int64_t qs[3], ks[3]; /* strides of q (and dq) and of k (and dk) over batch, head, row */
+    int64_t vs[3], os[3]; /* of v (and dv) and of o (and dout, the output): v's head dim Dv */
     const float *q, *k, *v, *mask, *kpm, *o, *lse, *dout, *delta;
     float *out, *out_lse, *dq, *dk, *dv, *dmask;
     uint64_t seed, step;
     int64_t units, per; /* work units, and per task */
-    float *ws;          /* per task: nn__attn_ws_floats(D) */
+    float *ws;          /* per task: nn__attn_ws_floats(max(D, Dv)) */
     int kind;           /* 0 forward, 1 dq, 2 dkv, 3 d(mask) */
     int avx512;         /* the AVX-512 microkernels (else the GEMM) */
 } nn__attn_job;
 
-/* floats of one task's working memory: two [BR, BC] tiles (S then P, dP then dS), an
-   [BR, D] accumulator and two row stats, [BC, D] dK and dV accumulators, two transposed
-   [D, BC] tiles (K and V); the mask's gradient uses three tiles and the transposed ones */
-static int64_t nn__attn_ws_floats(int D) {
-    return 3 * NN__ATTN_BR * NN__ATTN_BC + (int64_t)NN__ATTN_BR * D + 2 * NN__ATTN_BR + 4 * (int64_t)NN__ATTN_BC * D + 16;
+/* floats of one task's working memory, W = max(D, Dv): two [BR, BC] tiles (S then P, dP
+   then dS), an [BR, W] accumulator and two row stats, [BC, W] dK and dV accumulators, two
+   transposed [W, BC] tiles (K and V); the mask's gradient uses three tiles and the
+   transposed ones */
+static int64_t nn__attn_ws_floats(int W) {
+    return 3 * NN__ATTN_BR * NN__ATTN_BC + (int64_t)NN__ATTN_BR * W + 2 * NN__ATTN_BR + 4 * (int64_t)NN__ATTN_BC * W + 16;
 }
+static int nn__attn_w(const nn__attn_attr *a) { return a->D > a->Dv ? a->D : a->Dv; }
 
 /* ---- the tile products: AVX-512 microkernels (4 rows x 64 columns in 16 registers, no
    packing but K's or V's tile transposed once) where the CPU has AVX-512F, else the CPU
@@ -9742,35 +9746,36 @@ static void nn__attn_pack_t(float *Yt, const float *y, int64_t ys, int nc, int D
     }
 }
 
-/* S [nr, nc] (row stride BC) = alpha X Y^T: X rows at stride xs, Y rows at stride ys, D
+/* S [nr, nc] (row stride BC) = alpha X Y^T: X rows at stride xs, Y rows at stride ys, K
    long; Yt: Y^T packed already (the AVX-512 path; NULL: pack it into yt_buf) */
 static void nn__attn_abt(const nn__attn_job *J, nn__gemm_ws *gw, float *S, const float *x, int64_t xs, int nr, const float *y,
-                         int64_t ys, int nc, float alpha, const float *Yt, float *yt_buf) {
+                         int64_t ys, int nc, int K, float alpha, const float *Yt, float *yt_buf) {
 #if defined(NN__VM_X86)
     if (J->avx512) {
         if (!Yt) {
-            nn__attn_pack_t(yt_buf, y, ys, nc, J->a.D);
+            nn__attn_pack_t(yt_buf, y, ys, nc, K);
             Yt = yt_buf;
         }
-        nn__attn_abt512(S, x, xs, nr, Yt, J->a.D, alpha);
+        nn__attn_abt512(S, x, xs, nr, Yt, K, alpha);
         return;
     }
 #endif
-    (void)Yt, (void)yt_buf;
-    nn__sgemm_ws(gw, 0, 1, nr, nc, J->a.D, alpha, x, (int)xs, y, (int)ys, 0.0f, S, NN__ATTN_BC);
+    (void)J, (void)Yt, (void)yt_buf;
+    nn__sgemm_ws(gw, 0, 1, nr, nc, K, alpha, x, (int)xs, y, (int)ys, 0.0f, S, NN__ATTN_BC);
 }
 
-/* C [M, D] (row stride ldc) += op(A) B: op(A) [M, K] (transA: A stored [K, M]), lda; B rows
+/* C [M, N] (row stride ldc) += op(A) B: op(A) [M, K] (transA: A stored [K, M]), lda; B rows
    at stride ldb */
 static void nn__attn_ab(const nn__attn_job *J, nn__gemm_ws *gw, float *C, int64_t ldc, int transA, const float *A, int lda, int M,
-                        int K, const float *B, int64_t ldb) {
+                        int K, const float *B, int64_t ldb, int N) {
 #if defined(NN__VM_X86)
     if (J->avx512) {
-        nn__attn_ab512(C, ldc, A, transA ? 1 : lda, transA ? lda : 1, M, K, B, ldb, J->a.D);
+        nn__attn_ab512(C, ldc, A, transA ? 1 : lda, transA ? lda : 1, M, K, B, ldb, N);
         return;
     }
 #endif
-    nn__sgemm_ws(gw, transA, 0, M, J->a.D, K, 1.0f, A, lda, B, (int)ldb, 1.0f, C, (int)ldc);
+    (void)J;
+    nn__sgemm_ws(gw, transA, 0, M, N, K, 1.0f, A, lda, B, (int)ldb, 1.0f, C, (int)ldc);
 }
 
 /* ---- masks and dropout ---- */
@@ -9845,9 +9850,9 @@ static void nn__attn_unit_q(const nn__attn_job *J, int64_t u, int *b, int *h, in
 /* ---- forward: one (b, h, query block) ---- */
 static void nn__attn_fwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw) {
     const nn__attn_attr *a = &J->a;
-    int D = a->D, b, h, i0, nr, j0, r, c, d, hk;
+    int D = a->D, Dv = a->Dv, W = nn__attn_w(a), b, h, i0, nr, j0, r, c, d, hk;
     float *S = ws, *acc = S + 2 * NN__ATTN_BR * NN__ATTN_BC;
-    float *m = acc + (int64_t)NN__ATTN_BR * D, *l = m + NN__ATTN_BR, *Kt = l + NN__ATTN_BR + 2 * (int64_t)NN__ATTN_BC * D;
+    float *m = acc + (int64_t)NN__ATTN_BR * W, *l = m + NN__ATTN_BR, *Kt = l + NN__ATTN_BR + 2 * (int64_t)NN__ATTN_BC * W;
     const float *qb;
     nn__attn_unit_q(J, u, &b, &h, &i0, &nr);
     hk = h / (a->H / a->Hkv);
@@ -9856,14 +9861,14 @@ static void nn__attn_fwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
         m[r] = -INFINITY;
         l[r] = 0.0f;
     }
-    for (r = 0; r < nr * D; r++) acc[r] = 0.0f;
+    for (r = 0; r < nr * Dv; r++) acc[r] = 0.0f;
     for (j0 = 0; j0 < a->Tk; j0 += NN__ATTN_BC) {
         int nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC;
         if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
-        nn__attn_abt(J, gw, S, qb, J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], nc, a->scale, NULL, Kt);
+        nn__attn_abt(J, gw, S, qb, J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], nc, D, a->scale, NULL, Kt);
         if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
         for (r = 0; r < nr; r++) {
-            float *s = S + r * NN__ATTN_BC, *ar = acc + (int64_t)r * D, mx = m[r], alpha, sum;
+            float *s = S + r * NN__ATTN_BC, *ar = acc + (int64_t)r * Dv, mx = m[r], alpha, sum;
             for (c = 0; c < nc; c++)
                 if (s[c] > mx) mx = s[c];
             if (mx == -INFINITY) { /* nothing alive in the row yet: weights 0 */
@@ -9877,15 +9882,15 @@ static void nn__attn_fwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
             l[r] = l[r] * alpha + sum;
             m[r] = mx;
             if (alpha != 1.0f)
-                for (d = 0; d < D; d++) ar[d] *= alpha;
+                for (d = 0; d < Dv; d++) ar[d] *= alpha;
             if (a->p > 0.0f)
                 for (c = 0; c < nc; c++) s[c] *= nn__attn_keep(J, b, h, i0 + r, j0 + c);
         }
-        nn__attn_ab(J, gw, acc, D, 0, S, NN__ATTN_BC, nr, nc, NN__ATTN_ROW(J->v, J->ks, b, hk, j0), J->ks[2]);
+        nn__attn_ab(J, gw, acc, Dv, 0, S, NN__ATTN_BC, nr, nc, NN__ATTN_ROW(J->v, J->vs, b, hk, j0), J->vs[2], Dv);
     }
     for (r = 0; r < nr; r++) {
-        float *o = NN__ATTN_ROW(J->out, J->qs, b, h, i0 + r), inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
-        for (d = 0; d < D; d++) o[d] = acc[(int64_t)r * D + d] * inv;
+        float *o = NN__ATTN_ROW(J->out, J->os, b, h, i0 + r), inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
+        for (d = 0; d < Dv; d++) o[d] = acc[(int64_t)r * Dv + d] * inv;
         J->out_lse[((int64_t)b * a->H + h) * a->Tq + i0 + r] = l[r] > 0.0f ? m[r] + logf(l[r]) : -INFINITY;
     }
 }
@@ -9920,23 +9925,23 @@ static void nn__attn_ds(const nn__attn_job *J, int b, int h, int i0, int nr, int
 /* ---- dQ: one (b, h, query block): dq = scale sum_j dS_ij k_j ---- */
 static void nn__attn_dq_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw) {
     const nn__attn_attr *a = &J->a;
-    int D = a->D, b, h, i0, nr, j0, r, d, hk;
+    int D = a->D, Dv = a->Dv, W = nn__attn_w(a), b, h, i0, nr, j0, r, d, hk;
     float *S = ws, *dP = S + NN__ATTN_BR * NN__ATTN_BC, *acc = S + 2 * NN__ATTN_BR * NN__ATTN_BC;
-    float *Kt = acc + (int64_t)NN__ATTN_BR * D + 2 * NN__ATTN_BR + 2 * (int64_t)NN__ATTN_BC * D, *Vt = Kt + (int64_t)NN__ATTN_BC * D;
+    float *Kt = acc + (int64_t)NN__ATTN_BR * W + 2 * NN__ATTN_BR + 2 * (int64_t)NN__ATTN_BC * W, *Vt = Kt + (int64_t)NN__ATTN_BC * W;
     const float *qb, *gb;
     nn__attn_unit_q(J, u, &b, &h, &i0, &nr);
     hk = h / (a->H / a->Hkv);
     qb = NN__ATTN_ROW(J->q, J->qs, b, h, i0);
-    gb = NN__ATTN_ROW(J->dout, J->qs, b, h, i0);
+    gb = NN__ATTN_ROW(J->dout, J->os, b, h, i0);
     for (r = 0; r < nr * D; r++) acc[r] = 0.0f;
     for (j0 = 0; j0 < a->Tk; j0 += NN__ATTN_BC) {
         int nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC;
         if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
-        nn__attn_abt(J, gw, S, qb, J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], nc, a->scale, NULL, Kt);
+        nn__attn_abt(J, gw, S, qb, J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], nc, D, a->scale, NULL, Kt);
         if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
-        nn__attn_abt(J, gw, dP, gb, J->qs[2], nr, NN__ATTN_ROW(J->v, J->ks, b, hk, j0), J->ks[2], nc, 1.0f, NULL, Vt);
+        nn__attn_abt(J, gw, dP, gb, J->os[2], nr, NN__ATTN_ROW(J->v, J->vs, b, hk, j0), J->vs[2], nc, Dv, 1.0f, NULL, Vt);
         nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP);
-        nn__attn_ab(J, gw, acc, D, 0, dP, NN__ATTN_BC, nr, nc, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2]);
+        nn__attn_ab(J, gw, acc, D, 0, dP, NN__ATTN_BC, nr, nc, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], D);
     }
     for (r = 0; r < nr; r++) {
         float *o = NN__ATTN_ROW(J->dq, J->qs, b, h, i0 + r);
@@ -9948,39 +9953,38 @@ static void nn__attn_dq_unit(const nn__attn_job *J, int64_t u, float *ws, nn__ge
    query block in order: dv_j = sum_i P_ij z_ij dO_i, dk_j = scale sum_i dS_ij q_i ---- */
 static void nn__attn_dkv_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw) {
     const nn__attn_attr *a = &J->a;
-    int D = a->D, nkb = (a->Tk + NN__ATTN_BC - 1) / NN__ATTN_BC, grp = a->H / a->Hkv;
+    int D = a->D, Dv = a->Dv, W = nn__attn_w(a), nkb = (a->Tk + NN__ATTN_BC - 1) / NN__ATTN_BC, grp = a->H / a->Hkv;
     int b = (int)(u / ((int64_t)a->Hkv * nkb)), hk = (int)(u / nkb % a->Hkv), j0 = (int)(u % nkb) * NN__ATTN_BC;
     int nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC, h, i0, c, d;
     float *S = ws, *dP = S + NN__ATTN_BR * NN__ATTN_BC;
-    float *dk = S + 2 * NN__ATTN_BR * NN__ATTN_BC + (int64_t)NN__ATTN_BR * D + 2 * NN__ATTN_BR, *dv = dk + (int64_t)NN__ATTN_BC * D;
-    for (c = 0; c < nc * D; c++) dk[c] = dv[c] = 0.0f;
-    const float *kb = NN__ATTN_ROW(J->k, J->ks, b, hk, j0), *vb = NN__ATTN_ROW(J->v, J->ks, b, hk, j0);
-    float *Kt = dv + (int64_t)NN__ATTN_BC * D, *Vt = Kt + (int64_t)NN__ATTN_BC * D;
+    float *dk = S + 2 * NN__ATTN_BR * NN__ATTN_BC + (int64_t)NN__ATTN_BR * W + 2 * NN__ATTN_BR, *dv = dk + (int64_t)NN__ATTN_BC * W;
+    for (c = 0; c < nc * D; c++) dk[c] = 0.0f;
+    for (c = 0; c < nc * Dv; c++) dv[c] = 0.0f;
+    const float *kb = NN__ATTN_ROW(J->k, J->ks, b, hk, j0), *vb = NN__ATTN_ROW(J->v, J->vs, b, hk, j0);
+    float *Kt = dv + (int64_t)NN__ATTN_BC * W, *Vt = Kt + (int64_t)NN__ATTN_BC * W;
     const float *kt = NULL, *vt = NULL; /* K^T and V^T packed once for every query block */
     if (J->avx512) {
         nn__attn_pack_t(Kt, kb, J->ks[2], nc, D);
-        nn__attn_pack_t(Vt, vb, J->ks[2], nc, D);
+        nn__attn_pack_t(Vt, vb, J->vs[2], nc, Dv);
         kt = Kt, vt = Vt;
     }
     for (h = hk * grp; h < (hk + 1) * grp; h++)
         for (i0 = 0; i0 < a->Tq; i0 += NN__ATTN_BR) {
             int nr = a->Tq - i0 < NN__ATTN_BR ? a->Tq - i0 : NN__ATTN_BR;
-            const float *qb = NN__ATTN_ROW(J->q, J->qs, b, h, i0), *gb = NN__ATTN_ROW(J->dout, J->qs, b, h, i0);
+            const float *qb = NN__ATTN_ROW(J->q, J->qs, b, h, i0), *gb = NN__ATTN_ROW(J->dout, J->os, b, h, i0);
             if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
-            nn__attn_abt(J, gw, S, qb, J->qs[2], nr, kb, J->ks[2], nc, a->scale, kt, Kt);
+            nn__attn_abt(J, gw, S, qb, J->qs[2], nr, kb, J->ks[2], nc, D, a->scale, kt, Kt);
             if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
-            nn__attn_abt(J, gw, dP, gb, J->qs[2], nr, vb, J->ks[2], nc, 1.0f, vt, Vt);
+            nn__attn_abt(J, gw, dP, gb, J->os[2], nr, vb, J->vs[2], nc, Dv, 1.0f, vt, Vt);
             nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP);
-            /* dv [nc, D] += Pd^T dO, dk [nc, D] += dS^T q */
-            nn__attn_ab(J, gw, dv, D, 1, S, NN__ATTN_BC, nc, nr, gb, J->qs[2]);
-            nn__attn_ab(J, gw, dk, D, 1, dP, NN__ATTN_BC, nc, nr, qb, J->qs[2]);
+            /* dv [nc, Dv] += Pd^T dO, dk [nc, D] += dS^T q */
+            nn__attn_ab(J, gw, dv, Dv, 1, S, NN__ATTN_BC, nc, nr, gb, J->os[2], Dv);
+            nn__attn_ab(J, gw, dk, D, 1, dP, NN__ATTN_BC, nc, nr, qb, J->qs[2], D);
         }
     for (c = 0; c < nc; c++) {
-        float *ko = NN__ATTN_ROW(J->dk, J->ks, b, hk, j0 + c), *vo = NN__ATTN_ROW(J->dv, J->ks, b, hk, j0 + c);
-        for (d = 0; d < D; d++) {
-            ko[d] = dk[(int64_t)c * D + d] * a->scale;
-            vo[d] = dv[(int64_t)c * D + d];
-        }
+        float *ko = NN__ATTN_ROW(J->dk, J->ks, b, hk, j0 + c), *vo = NN__ATTN_ROW(J->dv, J->vs, b, hk, j0 + c);
+        for (d = 0; d < D; d++) ko[d] = dk[(int64_t)c * D + d] * a->scale;
+        for (d = 0; d < Dv; d++) vo[d] = dv[(int64_t)c * Dv + d];
     }
 }
 
@@ -9997,11 +10001,12 @@ static void nn__attn_dmask_counts(const nn__attn_attr *a, int64_t n[4]) {
 
 static void nn__attn_dmask_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw) {
     const nn__attn_attr *a = &J->a;
-    int D = a->D, nqb = (a->Tq + NN__ATTN_BR - 1) / NN__ATTN_BR, nkb = (a->Tk + NN__ATTN_BC - 1) / NN__ATTN_BC;
+    int D = a->D, Dv = a->Dv, W = nn__attn_w(a), nqb = (a->Tq + NN__ATTN_BR - 1) / NN__ATTN_BR;
+    int nkb = (a->Tk + NN__ATTN_BC - 1) / NN__ATTN_BC;
     int ub, uh, uq, uk, b, h, qb, kb, r, c, nru, ncu;
     int64_t cnt[4];
     float *S = ws, *dP = S + NN__ATTN_BR * NN__ATTN_BC, *G = dP + NN__ATTN_BR * NN__ATTN_BC;
-    float *Kt = G + NN__ATTN_BR * NN__ATTN_BC, *Vt = Kt + (int64_t)NN__ATTN_BC * D;
+    float *Kt = G + NN__ATTN_BR * NN__ATTN_BC, *Vt = Kt + (int64_t)NN__ATTN_BC * W;
     nn__attn_dmask_counts(a, cnt);
     uk = (int)(u % cnt[3]);
     uq = (int)(u / cnt[3] % cnt[2]);
@@ -10016,10 +10021,10 @@ static void nn__attn_dmask_unit(const nn__attn_job *J, int64_t u, float *ws, nn_
                     int nr = a->Tq - i0 < NN__ATTN_BR ? a->Tq - i0 : NN__ATTN_BR, nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC;
                     if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
                     nn__attn_abt(J, gw, S, NN__ATTN_ROW(J->q, J->qs, b, h, i0), J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0),
-                                 J->ks[2], nc, a->scale, NULL, Kt);
+                                 J->ks[2], nc, D, a->scale, NULL, Kt);
                     if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
-                    nn__attn_abt(J, gw, dP, NN__ATTN_ROW(J->dout, J->qs, b, h, i0), J->qs[2], nr,
-                                 NN__ATTN_ROW(J->v, J->ks, b, hk, j0), J->ks[2], nc, 1.0f, NULL, Vt);
+                    nn__attn_abt(J, gw, dP, NN__ATTN_ROW(J->dout, J->os, b, h, i0), J->os[2], nr,
+                                 NN__ATTN_ROW(J->v, J->vs, b, hk, j0), J->vs[2], nc, Dv, 1.0f, NULL, Vt);
                     nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP);
                     for (r = 0; r < nr; r++) {
                         float *gr = G + (a->ms[2] ? r : 0) * NN__ATTN_BC;
@@ -10041,7 +10046,7 @@ static void nn__attn_dmask_unit(const nn__attn_job *J, int64_t u, float *ws, nn_
 static void nn__attn_task(void *arg, int t, int n_tasks) {
     const nn__attn_job *J = (const nn__attn_job *)arg;
     int64_t u, u0 = J->per * t, u1 = u0 + J->per < J->units ? u0 + J->per : J->units;
-    float *ws = J->ws + (int64_t)t * nn__attn_ws_floats(J->a.D);
+    float *ws = J->ws + (int64_t)t * nn__attn_ws_floats(nn__attn_w(&J->a));
     nn__gemm_ws gw;
     (void)n_tasks;
     gw.p = NULL;
@@ -10076,7 +10081,7 @@ static nn_result nn__attn_run(nn__threadpool *pool, nn__attn_job *J) {
     if (tasks < 1) tasks = 1;
     J->per = (J->units + tasks - 1) / tasks;
     tasks = (int)((J->units + J->per - 1) / J->per);
-    bytes = (size_t)tasks * (size_t)nn__attn_ws_floats(a->D) * sizeof(float);
+    bytes = (size_t)tasks * (size_t)nn__attn_ws_floats(nn__attn_w(a)) * sizeof(float);
     J->ws = (float *)nn__threadpool_workspace(pool, bytes);
     if (!J->ws) {
         own = NN_MALLOC(bytes);
@@ -19203,7 +19208,8 @@ static const char *const nn__cl_src_attention[] = {
 "   dims: B, H, Hkv, Tq, Tk, D, layout (0 [B, H, T, D], 1 [B, T, H, D]), causal;\n",
 "   mk: the mask's strides over b, h, i, j, its mode (0 none, 1 float added, 2 int32: nonzero\n",
 "   attends), the key padding mask's mode (0 none, 1 float, 2 int32: nonzero ignores), the\n",
-"   sliding window (0 none), 0. mask and kpm are read only when their mode is not 0. */\n",
+"   sliding window (0 none), 0; vdim: v's head dim Dv (the output's, dout's; q and k have D).\n",
+"   mask and kpm are read only when their mode is not 0. */\n",
 "#ifndef NN__ATTENTION_ARGS_H\n",
 "#define NN__ATTENTION_ARGS_H\n",
 "\n",
@@ -19211,17 +19217,17 @@ static const char *const nn__cl_src_attention[] = {
 "#define NN__KARGS_attn_fwd(F, P)                                                                   \\\n",
 "    F(in, q) P(in, k) P(in, v) P(in, mask) P(in, kpm) P(out, out) P(int8, dims) P(int8, mk)         \\\n",
 "    P(float, scale) P(float, p) P(uint, seed_lo) P(uint, seed_hi) P(uint, key) P(ustep, step_lo)    \\\n",
-"    P(ustep, step_hi)\n",
+"    P(ustep, step_hi) P(int, vdim)\n",
 "NN__KSIG(attn_fwd)\n",
 "/* o: the forward's out; dout: its gradient (the output part); delta [B, H, Tq];\n",
 "   out: dq (attn_dq) or [dk, dv] (attn_dkv) */\n",
 "#define NN__KARGS_attn_bwd(F, P)                                                                   \\\n",
 "    F(in, q) P(in, k) P(in, v) P(in, mask) P(in, kpm) P(in, o) P(in, dout) P(in, delta) P(out, out) \\\n",
 "    P(int8, dims) P(int8, mk) P(float, scale) P(float, p) P(uint, seed_lo) P(uint, seed_hi)          \\\n",
-"    P(uint, key) P(ustep, step_lo) P(ustep, step_hi)\n",
+"    P(uint, key) P(ustep, step_lo) P(ustep, step_hi) P(int, vdim)\n",
 "NN__KSIG(attn_bwd)\n",
 "/* delta [B, H, Tq] = rowsum(dout * o) */\n",
-"#define NN__KARGS_attn_delta(F, P) F(in, o) P(in, dout) P(out, delta) P(int8, dims)\n",
+"#define NN__KARGS_attn_delta(F, P) F(in, o) P(in, dout) P(out, delta) P(int8, dims) P(int, vdim)\n",
 "NN__KSIG(attn_delta)\n",
 "\n",
 "#endif\n",
@@ -19280,40 +19286,41 @@ static const char *const nn__cl_src_attention[] = {
 "\n",
 "#define NN_ATTN_ROW                                                            \\\n",
 "    int B = dims.s0, H = dims.s1, Hkv = dims.s2, Tq = dims.s3, Tk = dims.s4, D = dims.s5, lay = dims.s6; \\\n",
+"    int Dv = vdim;                                                             \\\n",
 "    int r = get_global_id(0);                                                  \\\n",
 "    if (r >= B * H * Tq) return;                                               \\\n",
 "    int b = r / (H * Tq), h = r / Tq % H, i = r % Tq, hk = h / (H / Hkv);       \\\n",
-"    long qo = nn_attn_off(lay, H, Tq, D, b, h, i)\n",
+"    long qo = nn_attn_off(lay, H, Tq, D, b, h, i), oo = nn_attn_off(lay, H, Tq, Dv, b, h, i)\n",
 "\n",
 "__kernel void attn_fwd(NN__KPARAMS(attn_fwd)) {\n",
 "    NN_ATTN_ROW;\n",
 "    float acc[NN_ATTN_DMAX], m = -INFINITY, l = 0.0f;\n",
-"    for (int d = 0; d < D; d++) acc[d] = 0.0f;\n",
+"    for (int d = 0; d < Dv; d++) acc[d] = 0.0f;\n",
 "    for (int j = 0; j < Tk; j++) {\n",
 "        float bias, s = 0.0f;\n",
 "        if (nn_attn_dead(dims, mk, mask, kpm, b, h, i, j, &bias)) continue;\n",
-"        long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j);\n",
+"        long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j), vo = nn_attn_off(lay, Hkv, Tk, Dv, b, hk, j);\n",
 "        for (int d = 0; d < D; d++) s += q[qo + d] * k[ko + d];\n",
 "        s = s * scale + bias;\n",
 "        if (s > m) {\n",
 "            float alpha = m == -INFINITY ? 0.0f : exp(m - s);\n",
 "            l *= alpha;\n",
-"            for (int d = 0; d < D; d++) acc[d] *= alpha;\n",
+"            for (int d = 0; d < Dv; d++) acc[d] *= alpha;\n",
 "            m = s;\n",
 "        }\n",
 "        float pe = exp(s - m);\n",
 "        l += pe;\n",
 "        if (p > 0.0f) pe *= nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j);\n",
 "        if (pe != 0.0f)\n",
-"            for (int d = 0; d < D; d++) acc[d] += pe * v[ko + d];\n",
+"            for (int d = 0; d < Dv; d++) acc[d] += pe * v[vo + d];\n",
 "    }\n",
 "    float inv = l > 0.0f ? 1.0f / l : 0.0f;\n",
-"    for (int d = 0; d < D; d++) out[qo + d] = acc[d] * inv;\n",
-"    out[(long)B * H * Tq * D + r] = l > 0.0f ? m + log(l) : -INFINITY;\n",
+"    for (int d = 0; d < Dv; d++) out[oo + d] = acc[d] * inv;\n",
+"    out[(long)B * H * Tq * Dv + r] = l > 0.0f ? m + log(l) : -INFINITY;\n",
 "}\n",
 "\n",
 "__kernel void attn_delta(NN__KPARAMS(attn_delta)) {\n",
-"    int B = dims.s0, H = dims.s1, Tq = dims.s3, D = dims.s5;\n",
+"    int B = dims.s0, H = dims.s1, Tq = dims.s3, D = vdim;\n",
 "    int r = get_global_id(0);\n",
 "    if (r >= B * H * Tq) return;\n",
 "    long qo = nn_attn_off(dims.s6, H, Tq, D, r / (H * Tq), r / Tq % H, r % Tq);\n",
@@ -19325,16 +19332,16 @@ static const char *const nn__cl_src_attention[] = {
 "/* dq_i = scale sum_j P_ij (dP_ij z_ij - delta_i) k_j */\n",
 "__kernel void attn_dq(NN__KPARAMS(attn_bwd)) {\n",
 "    NN_ATTN_ROW;\n",
-"    float acc[NN_ATTN_DMAX], lse = o[(long)B * H * Tq * D + r], dl = delta[r];\n",
+"    float acc[NN_ATTN_DMAX], lse = o[(long)B * H * Tq * Dv + r], dl = delta[r];\n",
 "    for (int d = 0; d < D; d++) acc[d] = 0.0f;\n",
 "    for (int j = 0; j < Tk; j++) {\n",
 "        float bias, s = 0.0f, dp = 0.0f, z = 1.0f;\n",
 "        if (nn_attn_dead(dims, mk, mask, kpm, b, h, i, j, &bias)) continue;\n",
-"        long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j);\n",
+"        long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j), vo = nn_attn_off(lay, Hkv, Tk, Dv, b, hk, j);\n",
 "        for (int d = 0; d < D; d++) s += q[qo + d] * k[ko + d];\n",
 "        float pe = exp(s * scale + bias - lse);\n",
 "        if (pe == 0.0f) continue;\n",
-"        for (int d = 0; d < D; d++) dp += dout[qo + d] * v[ko + d];\n",
+"        for (int d = 0; d < Dv; d++) dp += dout[oo + d] * v[vo + d];\n",
 "        if (p > 0.0f) z = nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j);\n",
 "        float ds = pe * (dp * z - dl);\n",
 "        for (int d = 0; d < D; d++) acc[d] += ds * k[ko + d];\n",
@@ -19345,39 +19352,37 @@ static const char *const nn__cl_src_attention[] = {
 "/* key row j of key/value head hk: dv_j = sum_(h, i) P_ij z_ij dO_i, dk_j = scale sum_(h, i)\n",
 "   dS_ij q_i, over the group's query heads h and every query i, in that order */\n",
 "__kernel void attn_dkv(NN__KPARAMS(attn_bwd)) {\n",
-"    int B = dims.s0, H = dims.s1, Hkv = dims.s2, Tq = dims.s3, Tk = dims.s4, D = dims.s5, lay = dims.s6;\n",
+"    int B = dims.s0, H = dims.s1, Hkv = dims.s2, Tq = dims.s3, Tk = dims.s4, D = dims.s5, lay = dims.s6, Dv = vdim;\n",
 "    int r = get_global_id(0);\n",
 "    if (r >= B * Hkv * Tk) return;\n",
 "    int b = r / (Hkv * Tk), hk = r / Tk % Hkv, j = r % Tk, grp = H / Hkv;\n",
-"    long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j), nkv = (long)B * Hkv * Tk * D;\n",
+"    long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j), vo = nn_attn_off(lay, Hkv, Tk, Dv, b, hk, j), nkv = (long)B * Hkv * Tk * D;\n",
 "    float dk[NN_ATTN_DMAX], dv[NN_ATTN_DMAX];\n",
-"    for (int d = 0; d < D; d++) dk[d] = dv[d] = 0.0f;\n",
+"    for (int d = 0; d < D; d++) dk[d] = 0.0f;\n",
+"    for (int d = 0; d < Dv; d++) dv[d] = 0.0f;\n",
 "    for (int h = hk * grp; h < (hk + 1) * grp; h++)\n",
 "        for (int i = 0; i < Tq; i++) {\n",
 "            float bias, s = 0.0f, dp = 0.0f, z = 1.0f;\n",
 "            if (nn_attn_dead(dims, mk, mask, kpm, b, h, i, j, &bias)) continue;\n",
-"            long qo = nn_attn_off(lay, H, Tq, D, b, h, i), row = ((long)b * H + h) * Tq + i;\n",
+"            long qo = nn_attn_off(lay, H, Tq, D, b, h, i), oo = nn_attn_off(lay, H, Tq, Dv, b, h, i);\n",
+"            long row = ((long)b * H + h) * Tq + i;\n",
 "            for (int d = 0; d < D; d++) s += q[qo + d] * k[ko + d];\n",
-"            float pe = exp(s * scale + bias - o[(long)B * H * Tq * D + row]);\n",
+"            float pe = exp(s * scale + bias - o[(long)B * H * Tq * Dv + row]);\n",
 "            if (pe == 0.0f) continue;\n",
 "            if (p > 0.0f) z = nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j);\n",
-"            for (int d = 0; d < D; d++) dp += dout[qo + d] * v[ko + d];\n",
+"            for (int d = 0; d < Dv; d++) dp += dout[oo + d] * v[vo + d];\n",
 "            float pd = pe * z, ds = pe * (dp * z - delta[row]);\n",
-"            for (int d = 0; d < D; d++) {\n",
-"                dv[d] += pd * dout[qo + d];\n",
-"                dk[d] += ds * q[qo + d];\n",
-"            }\n",
+"            for (int d = 0; d < Dv; d++) dv[d] += pd * dout[oo + d];\n",
+"            for (int d = 0; d < D; d++) dk[d] += ds * q[qo + d];\n",
 "        }\n",
-"    for (int d = 0; d < D; d++) {\n",
-"        out[ko + d] = dk[d] * scale;\n",
-"        out[nkv + ko + d] = dv[d];\n",
-"    }\n",
+"    for (int d = 0; d < D; d++) out[ko + d] = dk[d] * scale;\n",
+"    for (int d = 0; d < Dv; d++) out[nkv + vo + d] = dv[d];\n",
 "}\n",
 "\n",
 "/* element r of an additive mask's gradient: the sum of dS_bhij = P_ij (dP_ij z_ij -\n",
 "   delta_i) over the dims the mask broadcasts (strides mk.s0..s3 of 0), b, h, i, j in order */\n",
 "__kernel void attn_dmask(NN__KPARAMS(attn_bwd)) {\n",
-"    int B = dims.s0, H = dims.s1, Hkv = dims.s2, Tq = dims.s3, Tk = dims.s4, D = dims.s5, lay = dims.s6;\n",
+"    int B = dims.s0, H = dims.s1, Hkv = dims.s2, Tq = dims.s3, Tk = dims.s4, D = dims.s5, lay = dims.s6, Dv = vdim;\n",
 "    int nb = mk.s0 ? B : 1, nh = mk.s1 ? H : 1, ni = mk.s2 ? Tq : 1, nj = mk.s3 ? Tk : 1;\n",
 "    int r = get_global_id(0);\n",
 "    if (r >= nb * nh * ni * nj) return;\n",
@@ -19388,17 +19393,18 @@ static const char *const nn__cl_src_attention[] = {
 "    for (int b = b0; b < b1; b++)\n",
 "        for (int h = h0; h < h1; h++)\n",
 "            for (int i = i0; i < i1; i++) {\n",
-"                long qo = nn_attn_off(lay, H, Tq, D, b, h, i), row = ((long)b * H + h) * Tq + i;\n",
-"                float lse = o[(long)B * H * Tq * D + row], dl = delta[row];\n",
+"                long qo = nn_attn_off(lay, H, Tq, D, b, h, i), oo = nn_attn_off(lay, H, Tq, Dv, b, h, i);\n",
+"                long row = ((long)b * H + h) * Tq + i;\n",
+"                float lse = o[(long)B * H * Tq * Dv + row], dl = delta[row];\n",
 "                int hk = h / (H / Hkv);\n",
 "                for (int j = j0; j < j1; j++) {\n",
 "                    float bias, s = 0.0f, dp = 0.0f, z = 1.0f;\n",
 "                    if (nn_attn_dead(dims, mk, mask, kpm, b, h, i, j, &bias)) continue;\n",
-"                    long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j);\n",
+"                    long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j), vo = nn_attn_off(lay, Hkv, Tk, Dv, b, hk, j);\n",
 "                    for (int d = 0; d < D; d++) s += q[qo + d] * k[ko + d];\n",
 "                    float pe = exp(s * scale + bias - lse);\n",
 "                    if (pe == 0.0f) continue;\n",
-"                    for (int d = 0; d < D; d++) dp += dout[qo + d] * v[ko + d];\n",
+"                    for (int d = 0; d < Dv; d++) dp += dout[oo + d] * v[vo + d];\n",
 "                    if (p > 0.0f) z = nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j);\n",
 "                    acc += pe * (dp * z - dl);\n",
 "                }\n",
@@ -23826,7 +23832,8 @@ NN__KSIG(rope)
    dims: B, H, Hkv, Tq, Tk, D, layout (0 [B, H, T, D], 1 [B, T, H, D]), causal;
    mk: the mask's strides over b, h, i, j, its mode (0 none, 1 float added, 2 int32: nonzero
    attends), the key padding mask's mode (0 none, 1 float, 2 int32: nonzero ignores), the
-   sliding window (0 none), 0. mask and kpm are read only when their mode is not 0. */
+   sliding window (0 none), 0; vdim: v's head dim Dv (the output's, dout's; q and k have D).
+   mask and kpm are read only when their mode is not 0. */
 #ifndef NN__ATTENTION_ARGS_H
 #define NN__ATTENTION_ARGS_H
 
@@ -23834,17 +23841,17 @@ NN__KSIG(rope)
 #define NN__KARGS_attn_fwd(F, P)                                                                   \
     F(in, q) P(in, k) P(in, v) P(in, mask) P(in, kpm) P(out, out) P(int8, dims) P(int8, mk)         \
     P(float, scale) P(float, p) P(uint, seed_lo) P(uint, seed_hi) P(uint, key) P(ustep, step_lo)    \
-    P(ustep, step_hi)
+    P(ustep, step_hi) P(int, vdim)
 NN__KSIG(attn_fwd)
 /* o: the forward's out; dout: its gradient (the output part); delta [B, H, Tq];
    out: dq (attn_dq) or [dk, dv] (attn_dkv) */
 #define NN__KARGS_attn_bwd(F, P)                                                                   \
     F(in, q) P(in, k) P(in, v) P(in, mask) P(in, kpm) P(in, o) P(in, dout) P(in, delta) P(out, out) \
     P(int8, dims) P(int8, mk) P(float, scale) P(float, p) P(uint, seed_lo) P(uint, seed_hi)          \
-    P(uint, key) P(ustep, step_lo) P(ustep, step_hi)
+    P(uint, key) P(ustep, step_lo) P(ustep, step_hi) P(int, vdim)
 NN__KSIG(attn_bwd)
 /* delta [B, H, Tq] = rowsum(dout * o) */
-#define NN__KARGS_attn_delta(F, P) F(in, o) P(in, dout) P(out, delta) P(int8, dims)
+#define NN__KARGS_attn_delta(F, P) F(in, o) P(in, dout) P(out, delta) P(int8, dims) P(int, vdim)
 NN__KSIG(attn_delta)
 
 #endif
@@ -31990,8 +31997,8 @@ static nn_result nn__launch_sinusoidal(nn_graph *g, int id) { /* never scheduled
    backward, one block: builder, gradient rule, CPU bodies (src/cpu/attention.c), kernel
    launches (kernels/attention.cl).
 
-   ATTENTION (q, k, v[, mask][, key padding mask]) -> a flat [B*H*Tq*D + B*H*Tq]: the output
-   in q's layout, then the log-sum-exp of each score row [B, H, Tq] (-inf for a row with no
+   ATTENTION (q, k, v[, mask][, key padding mask]) -> a flat [B*H*Tq*Dv + B*H*Tq]: the output
+   in q's layout with v's head dim Dv (q and k have D), then the log-sum-exp of each score row [B, H, Tq] (-inf for a row with no
    key alive). nn_attention returns the output part (nn_slice + nn_reshape), so the
    gradient reaching ATTENTION is [dO, 0]. The backward:
      ATTENTION_DELTA (packed, dpacked) -> [B*H*Tq]: delta_i = sum_d dO_id O_id
@@ -32012,8 +32019,9 @@ static void nn__attn_set_ins(nn__attn_attr *a, int nfixed) {
     a->kpm_in = a->kpm_mode ? nfixed + (a->mask_mode ? 1 : 0) : 0;
 }
 
-static int64_t nn__attn_nO(const nn__attn_attr *a) { return (int64_t)a->B * a->H * a->Tq * a->D; }
-static int64_t nn__attn_nKV(const nn__attn_attr *a) { return (int64_t)a->B * a->Hkv * a->Tk * a->D; }
+static int64_t nn__attn_nO(const nn__attn_attr *a) { return (int64_t)a->B * a->H * a->Tq * a->Dv; }
+static int64_t nn__attn_nK(const nn__attn_attr *a) { return (int64_t)a->B * a->Hkv * a->Tk * a->D; }
+static int64_t nn__attn_nV(const nn__attn_attr *a) { return (int64_t)a->B * a->Hkv * a->Tk * a->Dv; }
 
 /* the element strides over (batch, head, row) of a [B, heads, T, D] or [B, T, heads, D] */
 static void nn__attn_strides(int layout, int heads, int T, int D, int64_t s[3]) {
@@ -32066,16 +32074,18 @@ NN_API nn_tensor nn_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v
         a.D = (int)nq->shape.dim[3];
         a.Hkv = (int)nk->shape.dim[hd];
         a.Tk = (int)nk->shape.dim[t];
-        if (nk->shape.dim[0] != a.B || nv->shape.dim[0] != a.B || nk->shape.dim[3] != a.D || nv->shape.dim[3] != a.D ||
-            nv->shape.dim[hd] != a.Hkv || nv->shape.dim[t] != a.Tk)
+        a.Dv = (int)nv->shape.dim[3];
+        if (nk->shape.dim[0] != a.B || nv->shape.dim[0] != a.B || nk->shape.dim[3] != a.D || nv->shape.dim[hd] != a.Hkv ||
+            nv->shape.dim[t] != a.Tk)
             return nn__op_fail(g, NN_ERR_SHAPE, "%s: q %s, k %s and v %s disagree (batch, heads, key length or head dim)", op,
                                sq, sk, sv);
         if (a.H % a.Hkv != 0)
             return nn__op_fail(g, NN_ERR_SHAPE, "%s: q's %d heads are not a multiple of k's %d (q %s, k %s)", op, a.H, a.Hkv, sq, sk);
         if (a.D > 256) return nn__op_fail(g, NN_ERR_SHAPE, "%s: head dim %d of q %s is over 256", op, a.D, sq);
+        if (a.Dv > 256) return nn__op_fail(g, NN_ERR_SHAPE, "%s: head dim %d of v %s is over 256", op, a.Dv, sv);
     }
     total = nn__attn_nO(&a) + (int64_t)a.B * a.H * a.Tq;
-    if (total > INT32_MAX || nn__attn_nKV(&a) > INT32_MAX / 2)
+    if (total > INT32_MAX || nn__attn_nK(&a) + nn__attn_nV(&a) > INT32_MAX)
         return nn__op_fail(g, NN_ERR_SHAPE, "%s: q %s and k %s are too large (2^31 elements)", op, sq, sk);
     if (!(desc->dropout >= 0.0f && desc->dropout < 1.0f))
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: dropout = %g is outside [0, 1)", op, desc->dropout);
@@ -32129,6 +32139,7 @@ NN_API nn_tensor nn_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v
     g->nodes[id].a.attn = a;
     packed = nn__tensor(id);
     qshape = nn__n(g, q)->shape; /* read again: new nodes may move the node array under nq */
+    qshape.dim[3] = a.Dv;        /* the output: q's shape with v's head dim */
     packed = nn_slice(g, packed, 0, 0, nn__attn_nO(&a));
     return nn_reshape(g, packed, qshape);
 }
@@ -32165,12 +32176,12 @@ static void nn__grad_attention(nn_graph *g, int id) {
         nn__acc_grad(g, a, nn__tensor(t));
     }
     if (gb || gc) {
-        int64_t nk = nn__attn_nKV(&at);
-        int t = nn__new_node(g, NN__OP_ATTENTION_DKV, NN_F32, nn_shape1(2 * nk), ins, nin);
+        int64_t nk = nn__attn_nK(&at), nv = nn__attn_nV(&at);
+        int t = nn__new_node(g, NN__OP_ATTENTION_DKV, NN_F32, nn_shape1(nk + nv), ins, nin);
         if (t < 0) return;
         g->nodes[t].a.attn = at;
         if (gb) nn__acc_grad(g, b, nn_reshape(g, nn_slice(g, nn__tensor(t), 0, 0, nk), sk));
-        if (gc) nn__acc_grad(g, c, nn_reshape(g, nn_slice(g, nn__tensor(t), 0, nk, nk), sv));
+        if (gc) nn__acc_grad(g, c, nn_reshape(g, nn_slice(g, nn__tensor(t), 0, nk, nv), sv));
     }
     if (at.mask_mode == 1 && g->nodes[n.in[n.a.attn.mask_in]].needs_grad) { /* an additive mask: the sum of dS */
         int m = n.in[n.a.attn.mask_in], t = nn__new_node(g, NN__OP_ATTENTION_DMASK, NN_F32, g->nodes[m].shape, ins, nin);
@@ -32188,6 +32199,8 @@ static void nn__attn_job_init(nn_graph *g, const nn__node *n, nn__attn_job *J, i
     J->kind = kind;
     nn__attn_strides(a->layout, a->H, a->Tq, a->D, J->qs);
     nn__attn_strides(a->layout, a->Hkv, a->Tk, a->D, J->ks);
+    nn__attn_strides(a->layout, a->Hkv, a->Tk, a->Dv, J->vs);
+    nn__attn_strides(a->layout, a->H, a->Tq, a->Dv, J->os);
     J->q = NN__F(n->in[0]);
     J->k = NN__F(n->in[1]);
     J->v = NN__F(n->in[2]);
@@ -32217,11 +32230,11 @@ static nn_result nn__cpu_attention_delta(nn_graph *g, nn__node *n) {
     const float *o = NN__F(n->in[0]), *dout = NN__F(n->in[1]);
     int64_t s[3], r, rows = (int64_t)a->B * a->H * a->Tq;
     int d;
-    nn__attn_strides(a->layout, a->H, a->Tq, a->D, s);
+    nn__attn_strides(a->layout, a->H, a->Tq, a->Dv, s);
     for (r = 0; r < rows; r++) {
         int64_t b = r / ((int64_t)a->H * a->Tq), h = r / a->Tq % a->H, i = r % a->Tq, off = b * s[0] + h * s[1] + i * s[2];
         float acc = 0.0f;
-        for (d = 0; d < a->D; d++) acc += dout[off + d] * o[off + d];
+        for (d = 0; d < a->Dv; d++) acc += dout[off + d] * o[off + d];
         n->buf.host[r] = acc;
     }
     return NN_OK;
@@ -32238,7 +32251,7 @@ static nn_result nn__cpu_attention_dkv(nn_graph *g, nn__node *n) {
     nn__attn_job J;
     nn__attn_job_init(g, n, &J, 2);
     J.dk = n->buf.host;
-    J.dv = J.dk + nn__attn_nKV(&n->a.attn);
+    J.dv = J.dk + nn__attn_nK(&n->a.attn);
     return nn__attn_run(g->ctx->threads, &J);
 }
 
@@ -32283,6 +32296,7 @@ static void nn__attn_update_bwd(nn_graph *g, nn__launch *l) {
         (k).seed_lo = (unsigned)g->seed;                                                           \
         (k).seed_hi = (unsigned)(g->seed >> 32);                                                   \
         (k).key = (unsigned)a_->key;                                                               \
+        (k).vdim = a_->Dv;                                                                         \
         (k).q = &g->nodes[(n)->in[0]].buf;                                                         \
         (k).k = &g->nodes[(n)->in[1]].buf;                                                         \
         (k).v = &g->nodes[(n)->in[2]].buf;                                                         \
@@ -32321,6 +32335,7 @@ static nn_result nn__launch_attention_delta(nn_graph *g, int id) {
     dims[0] = n->a.attn.B, dims[1] = n->a.attn.H, dims[2] = n->a.attn.Hkv, dims[3] = n->a.attn.Tq;
     dims[4] = n->a.attn.Tk, dims[5] = n->a.attn.D, dims[6] = n->a.attn.layout, dims[7] = n->a.attn.causal;
     k.dims = dims;
+    k.vdim = n->a.attn.Dv;
     k.o = &g->nodes[n->in[0]].buf;
     k.dout = &g->nodes[n->in[1]].buf;
     k.delta = &n->buf;

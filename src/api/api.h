@@ -606,10 +606,11 @@ typedef struct nn_attention_desc {
 } nn_attention_desc;
 /* nn_attention: torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask,
    dropout_p, is_causal, scale, enable_gqa=True), fused: y = softmax(q k^T scale + mask)
-   v, of q's shape. q [B, H, Tq, D], k and v [B, Hkv, Tk, D] (NN_ATTN_BTHD: [B, T, H, D])
-   with H % Hkv == 0: query head h reads key/value head h / (H / Hkv) (grouped- and
-   multi-query attention, no copy); Tq != Tk is cross-attention; D in 1..256 (v's head dim
-   must equal q's). desc NULL is the zeroed desc.
+   v, of q's shape with v's head dim. q [B, H, Tq, D], k [B, Hkv, Tk, D], v [B, Hkv, Tk,
+   Dv] (NN_ATTN_BTHD: [B, T, H, D]) with H % Hkv == 0: query head h reads key/value head
+   h / (H / Hkv) (grouped- and multi-query attention, no copy); Tq != Tk is
+   cross-attention; D and Dv in 1..256 (Dv may differ from D, as PyTorch allows; the
+   default scale is 1/sqrt(D)). desc NULL is the zeroed desc.
    Flash-attention's algorithm: the forward keeps the output and one log-sum-exp per row;
    the backward recomputes the scores tile by tile (dK/dV in one pass over key blocks, dQ
    in another; no atomics, a fixed order: the same bits every run and at every CPU thread
@@ -618,7 +619,7 @@ typedef struct nn_attention_desc {
    node's key and the graph's step), so the backward regenerates it.
    A row whose keys are all masked gives 0 (PyTorch's math path gives NaN) and gradient 0.
    Refusals (NN_ERR_SHAPE, NN_ERR_INVALID_ARGUMENT): other ranks or dtypes, mismatched
-   batch, head dim or key length, H % Hkv != 0, D > 256, a mask that does not broadcast,
+   batch, q/k head dim or key length, H % Hkv != 0, D or Dv > 256, a mask that does not broadcast,
    dropout outside [0, 1), a negative window, an unknown layout. */
 NN_API nn_tensor nn_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, const nn_attention_desc *desc);
 
