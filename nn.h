@@ -1273,12 +1273,16 @@ NN_API nn_tensor nn_gpt_block(nn_graph *g, nn_tensor x, const nn_gpt_config *cfg
    2i + 1). Positions must be run in order 0, 1, 2, ... Use an eval graph made with
    share_params of the trained one; parameter names as nn_gpt's. */
 NN_API nn_tensor nn_gpt_decode(nn_graph *g, nn_tensor idx, nn_tensor pos, const nn_gpt_config *cfg, nn_tensor *caches);
-/* PyTorch's nn.MultiheadAttention(embed_dim, num_heads, dropout, bias, batch_first) called
+/* PyTorch's nn.MultiheadAttention(embed_dim, num_heads, dropout, bias, kdim, vdim,
+   batch_first) called
    as forward(query, key, value, key_padding_mask, need_weights=False, attn_mask,
    is_causal): query [T, B, E] ([B, T, E] with batch_first), key and value [S, B, E] (one
-   shape) -> [T, B, E]. Parameters NAME.in_proj_weight [3E, E] (q | k | v rows, Xavier
-   uniform), NAME.in_proj_bias [3E] (zeros), NAME.out_proj.weight [E, E] (nn.Linear's
-   init), NAME.out_proj.bias [E] (zeros); no_bias: none of the biases. Masks as PyTorch's:
+   shape but the last) -> [T, B, E]. Parameters NAME.in_proj_weight [3E, E] (q | k | v rows,
+   Xavier uniform), NAME.in_proj_bias [3E] (zeros), NAME.out_proj.weight [E, E] (nn.Linear's
+   init), NAME.out_proj.bias [E] (zeros); no_bias: none of the biases. With kdim or vdim
+   other than E (key [S, B, kdim], value [S, B, vdim]) the projections are separate, as
+   PyTorch's: NAME.q_proj_weight [E, E], NAME.k_proj_weight [E, kdim], NAME.v_proj_weight
+   [E, vdim] (Xavier uniform) instead of in_proj_weight; in_proj_bias as before. Masks as PyTorch's:
    key_padding_mask [B, S], int32 (PyTorch's bool: nonzero where a key is padding, left out)
    or float32 (added to the scores, -inf hides; it gets a gradient); attn_mask float32
    [T, S] or [B*num_heads, T, S], added to the scores (-inf hides; it gets a gradient);
@@ -1292,6 +1296,7 @@ typedef struct nn_mha_desc {
     nn_tensor key_padding_mask;   /* NN_NONE: none */
     nn_tensor attn_mask;          /* NN_NONE: none */
     int is_causal;
+    int64_t kdim, vdim;           /* key's and value's feature sizes (0: embed_dim) */
 } nn_mha_desc;
 NN_API nn_tensor nn_multihead_attention(nn_graph *g, nn_tensor query, nn_tensor key, nn_tensor value, int64_t embed_dim,
                                         int num_heads, const nn_mha_desc *desc, const char *name);
@@ -33600,7 +33605,13 @@ static nn_tensor nn__tf_bfirst(nn_graph *g, nn_tensor x, int batch_first) {
     return batch_first ? x : nn_permute(g, x, p, 3);
 }
 
-static int nn__tf_mha_checks(nn_graph *g, const char *op, const char *name, nn_tensor q, nn_tensor k, nn_tensor v, int64_t e, int h) {
+/* nn.MultiheadAttention's kdim and vdim (0: embed_dim) */
+static int64_t nn__tf_kdim(const nn_mha_desc *d, int64_t e) { return d && d->kdim > 0 ? d->kdim : e; }
+static int64_t nn__tf_vdim(const nn_mha_desc *d, int64_t e) { return d && d->vdim > 0 ? d->vdim : e; }
+
+static int nn__tf_mha_checks(nn_graph *g, const char *op, const char *name, nn_tensor q, nn_tensor k, nn_tensor v, int64_t e, int h,
+                             const nn_mha_desc *d) {
+    int64_t kd = nn__tf_kdim(d, e), vd = nn__tf_vdim(d, e);
     nn_tensor in[3];
     const nn_shape *sq, *sk, *sv;
     in[0] = q;
@@ -33620,13 +33631,21 @@ static int nn__tf_mha_checks(nn_graph *g, const char *op, const char *name, nn_t
         nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: embed_dim %lld is not divisible by num_heads %d", op, name, (long long)e, h);
         return 0;
     }
-    if (sq->ndim != 3 || sk->ndim != 3 || !nn__shape_eq(sk, sv) || sq->dim[2] != e || sk->dim[2] != e) {
+    if (d && (d->kdim < 0 || d->vdim < 0)) {
+        nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: kdim %lld or vdim %lld is negative", op, name, (long long)d->kdim,
+                    (long long)d->vdim);
+        return 0;
+    }
+    if (sq->ndim != 3 || sk->ndim != 3 || sv->ndim != 3 || sk->dim[0] != sv->dim[0] || sk->dim[1] != sv->dim[1] || sq->dim[2] != e ||
+        sk->dim[2] != kd || sv->dim[2] != vd) {
         char a[128], b[128], c[128];
         nn__shape_str(sq, a, sizeof a);
         nn__shape_str(sk, b, sizeof b);
         nn__shape_str(sv, c, sizeof c);
-        nn__op_fail(g, NN_ERR_SHAPE, "%s %s: query %s, key %s, value %s must be 3-D with embed_dim %lld last, key and value alike",
-                    op, name, a, b, c, (long long)e);
+        nn__op_fail(g, NN_ERR_SHAPE,
+                    "%s %s: query %s, key %s, value %s must be 3-D with embed_dim %lld, kdim %lld and vdim %lld last, key and value "
+                    "alike in the others",
+                    op, name, a, b, c, (long long)e, (long long)kd, (long long)vd);
         return 0;
     }
     return 1;
@@ -33637,19 +33656,34 @@ static nn_tensor nn__tf_mha(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, 
                             float dropout, const char *name) {
     char wn[300], bn[300], on[240];
     int64_t b = nn__n(g, q)->shape.dim[0], t = nn__n(g, q)->shape.dim[1], s = nn__n(g, k)->shape.dim[1], d = e / h;
+    int64_t kd = nn__tf_kdim(desc, e), vd = nn__tf_vdim(desc, e);
     int bias = !(desc && desc->no_bias);
     nn_init xu, zero;
-    nn_tensor w, wb = NN_NONE, qr, kr, vr, y;
+    nn_tensor w = NN_NONE, wb = NN_NONE, qr, kr, vr, y;
     memset(&xu, 0, sizeof xu);
     memset(&zero, 0, sizeof zero);
     xu.kind = NN_INIT_XAVIER_UNIFORM;
     snprintf(wn, sizeof wn, "%s.in_proj_weight", name);
     snprintf(bn, sizeof bn, "%s.in_proj_bias", name);
     snprintf(on, sizeof on, "%s.out_proj", name);
-    w = nn_param(g, wn, nn_shape2(3 * e, e), xu);
+    if (kd == e && vd == e) w = nn_param(g, wn, nn_shape2(3 * e, e), xu);
     if (bias) wb = nn_param(g, bn, nn_shape1(3 * e), zero);
     qr = nn_reshape(g, q, nn_shape2(b * t, e));
-    if (q.id == k.id && k.id == v.id) { /* self-attention: one product */
+    if (kd != e || vd != e) { /* PyTorch's separate projections (_qkv_same_embed_dim False) */
+        char pn[300];
+        nn_tensor kin = nn_reshape(g, k, nn_shape2(b * s, kd)), vin = nn_reshape(g, v, nn_shape2(b * s, vd));
+        snprintf(pn, sizeof pn, "%s.q_proj_weight", name);
+        qr = nn_matmul(g, qr, nn_param(g, pn, nn_shape2(e, e), xu), 0, 1);
+        snprintf(pn, sizeof pn, "%s.k_proj_weight", name);
+        kr = nn_matmul(g, kin, nn_param(g, pn, nn_shape2(e, kd), xu), 0, 1);
+        snprintf(pn, sizeof pn, "%s.v_proj_weight", name);
+        vr = nn_matmul(g, vin, nn_param(g, pn, nn_shape2(e, vd), xu), 0, 1);
+        if (bias) {
+            qr = nn_add(g, qr, nn_slice(g, wb, 0, 0, e));
+            kr = nn_add(g, kr, nn_slice(g, wb, 0, e, e));
+            vr = nn_add(g, vr, nn_slice(g, wb, 0, 2 * e, e));
+        }
+    } else if (q.id == k.id && k.id == v.id) { /* self-attention: one product */
         nn_tensor p = nn_matmul(g, qr, w, 0, 1);
         if (bias) p = nn_add(g, p, wb);
         kr = nn_slice(g, p, 1, e, e);
@@ -33735,7 +33769,7 @@ NN_API nn_tensor nn_multihead_attention(nn_graph *g, nn_tensor query, nn_tensor 
     int bf = desc && desc->batch_first;
     float dropout = desc ? desc->dropout : 0;
     nn_tensor q, k, v, y;
-    if (!nn__tf_mha_checks(g, op, name, query, key, value, embed_dim, num_heads)) return nn__tensor(-1);
+    if (!nn__tf_mha_checks(g, op, name, query, key, value, embed_dim, num_heads, desc)) return nn__tensor(-1);
     if (!(dropout >= 0 && dropout < 1)) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: dropout %g is not in [0, 1)", op, name, (double)dropout);
     {
         const nn_shape *sq = &nn__n(g, query)->shape, *sk = &nn__n(g, key)->shape;
@@ -33863,7 +33897,7 @@ static int nn__tf_layer_checks(nn_graph *g, const char *op, const char *name, nn
     int bf = d && d->batch_first;
     const nn_shape *s;
     int64_t b, t, sm;
-    if (!nn__tf_mha_checks(g, op, name, x, mem.id ? mem : x, mem.id ? mem : x, e, h) || !nn__tf_desc(g, op, name, d)) return 0;
+    if (!nn__tf_mha_checks(g, op, name, x, mem.id ? mem : x, mem.id ? mem : x, e, h, NULL) || !nn__tf_desc(g, op, name, d)) return 0;
     s = &nn__n(g, x)->shape;
     b = s->dim[bf ? 0 : 1];
     t = s->dim[bf ? 1 : 0];

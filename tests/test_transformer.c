@@ -208,15 +208,28 @@ typedef struct tf_fmask {
 /* Batch-first attention: q [B, T, E], kv [B, S, E] (k = v = kv), in_proj W [3E, E], b [3E],
    out_proj Wo [E, E], bo [E]; kpm [B, S] (nonzero: hidden) or NULL, add [T, S] or NULL,
    causal; fm: more float masks or NULL. out [B, T, E]. */
-static void tf_mha_ref2(const double *q, const double *kv, long B, long T, long S, long E, long H, const double *W, const double *b,
+/* separate projections (kdim, vdim): k [B, S, KD], v [B, S, VD], Wq [E, E], Wk [E, KD],
+   Wv [E, VD]; NULL: the in_proj_weight's blocks */
+typedef struct tf_sep {
+    const double *k, *v, *Wq, *Wk, *Wv;
+    long KD, VD;
+} tf_sep;
+
+static void tf_mha_ref3(const double *q, const double *kv, long B, long T, long S, long E, long H, const double *W, const double *b,
                         const double *Wo, const double *bo, const double *kpm, const double *add, int causal, const tf_fmask *fm,
-                        double *out) {
+                        const tf_sep *sep, double *out) {
     long D = E / H, bb, h, i, j, d;
     double *Q = (double *)malloc(sizeof(double) * (size_t)(B * T * E)), *K = (double *)malloc(sizeof(double) * (size_t)(B * S * E));
     double *Vv = (double *)malloc(sizeof(double) * (size_t)(B * S * E)), *Y = (double *)malloc(sizeof(double) * (size_t)(B * T * E));
-    tf_dense(q, W, b, B * T, E, E, Q);
-    tf_dense(kv, W + E * E, b + E, B * S, E, E, K);
-    tf_dense(kv, W + 2 * E * E, b + 2 * E, B * S, E, E, Vv);
+    if (sep) {
+        tf_dense(q, sep->Wq, b, B * T, E, E, Q);
+        tf_dense(sep->k, sep->Wk, b + E, B * S, sep->KD, E, K);
+        tf_dense(sep->v, sep->Wv, b + 2 * E, B * S, sep->VD, E, Vv);
+    } else {
+        tf_dense(q, W, b, B * T, E, E, Q);
+        tf_dense(kv, W + E * E, b + E, B * S, E, E, K);
+        tf_dense(kv, W + 2 * E * E, b + 2 * E, B * S, E, E, Vv);
+    }
     for (bb = 0; bb < B; bb++)
         for (h = 0; h < H; h++)
             for (i = 0; i < T; i++) {
@@ -244,6 +257,12 @@ static void tf_mha_ref2(const double *q, const double *kv, long B, long T, long 
     free(K);
     free(Vv);
     free(Y);
+}
+
+static void tf_mha_ref2(const double *q, const double *kv, long B, long T, long S, long E, long H, const double *W, const double *b,
+                        const double *Wo, const double *bo, const double *kpm, const double *add, int causal, const tf_fmask *fm,
+                        double *out) {
+    tf_mha_ref3(q, kv, B, T, S, E, H, W, b, Wo, bo, kpm, add, causal, fm, NULL, out);
 }
 
 static void tf_mha_ref(const double *q, const double *kv, long B, long T, long S, long E, long H, const double *W, const double *b,
@@ -332,6 +351,35 @@ static void r_mha_fkpm(const spec *c, double *const *t, double *out) {
     fm.add = NULL;
     fm.add_bh = 0;
     tf_mha_ref2(t[0], t[0], 2, 6, 6, 8, 2, t[2], t[3], t[4], t[5], NULL, NULL, 0, &fm, out);
+}
+
+/* kdim 5, vdim 12: separate q/k/v projections (PyTorch's q_proj_weight, k_proj_weight,
+   v_proj_weight, in_proj_bias), q [T 3, B 2, 8], key [7, 2, 5], value [7, 2, 12] sequence
+   first, an int32 key padding mask */
+static nn_tensor b_mha_kvdim(nn_graph *g, const nn_tensor *in, const spec *c) {
+    nn_mha_desc d;
+    (void)c;
+    memset(&d, 0, sizeof d);
+    d.kdim = 5;
+    d.vdim = 12;
+    d.key_padding_mask = in[3];
+    return nn_multihead_attention(g, in[0], in[1], in[2], 8, 2, &d, "mha");
+}
+static void r_mha_kvdim(const spec *c, double *const *t, double *out) {
+    double x[48], k[70], v[168], y[48];
+    tf_sep sep;
+    (void)c;
+    tf_swap01(t[0], 3, 2, 8, x);
+    tf_swap01(t[1], 7, 2, 5, k);
+    tf_swap01(t[2], 7, 2, 12, v);
+    sep.k = k, sep.v = v, sep.Wq = t[4], sep.Wk = t[5], sep.Wv = t[6], sep.KD = 5, sep.VD = 12;
+    tf_mha_ref3(x, NULL, 2, 3, 7, 8, 2, NULL, t[7], t[8], t[9], t[3], NULL, 0, NULL, &sep, y);
+    tf_swap01(y, 2, 3, 8, out);
+}
+static void f_kpm7(const spec *c, double *const *t) {
+    long j;
+    (void)c;
+    for (j = 0; j < 14; j++) t[3][j] = (j == 5 || j == 12 || j == 13) ? 1 : 0;
 }
 
 /* cross-attention, batch-first q [2, 3, 8], key = value [2, 7, 8], causal (top-left) */
@@ -507,7 +555,9 @@ B(gpt_decode_pos, nn_gpt_decode(g, I(g, S1(2)), nn_input(g, "p", NN_I32, S1(2)),
 B(mha_heads, nn_multihead_attention(g, F(g, S3(5, 2, 8)), F(g, S3(5, 2, 8)), F(g, S3(5, 2, 8)), 8, 3, NULL, "m"))
 B(mha_kv, nn_multihead_attention(g, F(g, S3(5, 2, 8)), F(g, S3(5, 2, 8)), F(g, S3(4, 2, 8)), 8, 2, NULL, "m"))
 B(mha_kpm, nn_multihead_attention(g, F(g, S3(5, 2, 8)), F(g, S3(5, 2, 8)), F(g, S3(5, 2, 8)), 8, 2,
-                                  &(nn_mha_desc){0, 0, 0, F(g, S2(5, 2)), {0, 0}, 0}, "m"))
+                                  &(nn_mha_desc){0, 0, 0, F(g, S2(5, 2)), {0, 0}, 0, 0, 0}, "m"))
+B(mha_kdim, nn_multihead_attention(g, F(g, S3(5, 2, 8)), F(g, S3(4, 2, 6)), F(g, S3(4, 2, 8)), 8, 2,
+                                   &(nn_mha_desc){0, 0, 0, {0, 0}, {0, 0}, 0, 5, 0}, "m"))
 B(enc_act, nn_transformer_encoder_layer(g, F(g, S3(5, 2, 8)), 8, 2,
                                         &(nn_transformer_desc){0, 0, 7, 0, 0, 0, {0, 0}, {0, 0}, 0, {0, 0}, {0, 0}, 0, {0, 0}, {0, 0}}, "e"))
 B(dec_batch, nn_transformer_decoder_layer(g, F(g, S3(5, 2, 8)), F(g, S3(4, 3, 8)), 8, 2, NULL, "d"))
@@ -524,6 +574,7 @@ static const bad_row tf_bad[] = {
     {"transformer", "mha 8 over 3 heads", mha_heads, R_INV, "nn_multihead_attention|embed_dim 8|num_heads 3", 0},
     {"transformer", "mha key and value differ", mha_kv, R_SHAPE, "nn_multihead_attention|[5, 2, 8]|[4, 2, 8]", 0},
     {"transformer", "mha key_padding_mask [5, 2]", mha_kpm, R_SHAPE, "nn_multihead_attention|key_padding_mask [5, 2]", 0},
+    {"transformer", "mha key [4, 2, 6] for kdim 5", mha_kdim, R_SHAPE, "nn_multihead_attention|[4, 2, 6]|kdim 5", 0},
     {"transformer", "encoder layer activation 7", enc_act, R_INV, "nn_transformer_encoder_layer|activation 7", 0},
     {"transformer", "decoder layer batch 2 vs 3", dec_batch, R_SHAPE, "nn_transformer_decoder_layer|[5, 2, 8]|[4, 3, 8]", 0},
 };
@@ -568,6 +619,20 @@ void suite_transformer(const t_env *e) {
     in_fr(&c, nn_shape3(2, 6, 8), -1, 1);
     in_fr(&c, nn_shape2(2, 6), -2, 1);
     tf_mha_params(&c, "mha", 8);
+    check_case(e, &c);
+
+    c = l_mk_tf("multihead_attention kdim 5 vdim 12, separate projections", b_mha_kvdim, r_mha_kvdim, nn_shape3(3, 2, 8));
+    in_fr(&c, nn_shape3(3, 2, 8), -1, 1);
+    in_fr(&c, nn_shape3(7, 2, 5), -1, 1);
+    in_fr(&c, nn_shape3(7, 2, 12), -1, 1);
+    in_i(&c, nn_shape2(2, 7), 0, 2); /* f_kpm7 */
+    c.fill = f_kpm7;
+    in_param(&c, "mha.q_proj_weight", nn_shape2(8, 8), -0.6, 0.6);
+    in_param(&c, "mha.k_proj_weight", nn_shape2(8, 5), -0.6, 0.6);
+    in_param(&c, "mha.v_proj_weight", nn_shape2(8, 12), -0.6, 0.6);
+    in_param(&c, "mha.in_proj_bias", nn_shape1(24), -0.3, 0.3);
+    in_param(&c, "mha.out_proj.weight", nn_shape2(8, 8), -0.6, 0.6);
+    in_param(&c, "mha.out_proj.bias", nn_shape1(8), -0.3, 0.3);
     check_case(e, &c);
 
     c = l_mk_tf("multihead_attention cross q [2, 3, 8] kv [2, 7, 8] causal", b_mha_cross, r_mha_cross, nn_shape3(2, 3, 8));

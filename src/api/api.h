@@ -1109,12 +1109,16 @@ NN_API nn_tensor nn_gpt_block(nn_graph *g, nn_tensor x, const nn_gpt_config *cfg
    2i + 1). Positions must be run in order 0, 1, 2, ... Use an eval graph made with
    share_params of the trained one; parameter names as nn_gpt's. */
 NN_API nn_tensor nn_gpt_decode(nn_graph *g, nn_tensor idx, nn_tensor pos, const nn_gpt_config *cfg, nn_tensor *caches);
-/* PyTorch's nn.MultiheadAttention(embed_dim, num_heads, dropout, bias, batch_first) called
+/* PyTorch's nn.MultiheadAttention(embed_dim, num_heads, dropout, bias, kdim, vdim,
+   batch_first) called
    as forward(query, key, value, key_padding_mask, need_weights=False, attn_mask,
    is_causal): query [T, B, E] ([B, T, E] with batch_first), key and value [S, B, E] (one
-   shape) -> [T, B, E]. Parameters NAME.in_proj_weight [3E, E] (q | k | v rows, Xavier
-   uniform), NAME.in_proj_bias [3E] (zeros), NAME.out_proj.weight [E, E] (nn.Linear's
-   init), NAME.out_proj.bias [E] (zeros); no_bias: none of the biases. Masks as PyTorch's:
+   shape but the last) -> [T, B, E]. Parameters NAME.in_proj_weight [3E, E] (q | k | v rows,
+   Xavier uniform), NAME.in_proj_bias [3E] (zeros), NAME.out_proj.weight [E, E] (nn.Linear's
+   init), NAME.out_proj.bias [E] (zeros); no_bias: none of the biases. With kdim or vdim
+   other than E (key [S, B, kdim], value [S, B, vdim]) the projections are separate, as
+   PyTorch's: NAME.q_proj_weight [E, E], NAME.k_proj_weight [E, kdim], NAME.v_proj_weight
+   [E, vdim] (Xavier uniform) instead of in_proj_weight; in_proj_bias as before. Masks as PyTorch's:
    key_padding_mask [B, S], int32 (PyTorch's bool: nonzero where a key is padding, left out)
    or float32 (added to the scores, -inf hides; it gets a gradient); attn_mask float32
    [T, S] or [B*num_heads, T, S], added to the scores (-inf hides; it gets a gradient);
@@ -1128,6 +1132,7 @@ typedef struct nn_mha_desc {
     nn_tensor key_padding_mask;   /* NN_NONE: none */
     nn_tensor attn_mask;          /* NN_NONE: none */
     int is_causal;
+    int64_t kdim, vdim;           /* key's and value's feature sizes (0: embed_dim) */
 } nn_mha_desc;
 NN_API nn_tensor nn_multihead_attention(nn_graph *g, nn_tensor query, nn_tensor key, nn_tensor value, int64_t embed_dim,
                                         int num_heads, const nn_mha_desc *desc, const char *name);

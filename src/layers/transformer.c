@@ -258,7 +258,13 @@ static nn_tensor nn__tf_bfirst(nn_graph *g, nn_tensor x, int batch_first) {
     return batch_first ? x : nn_permute(g, x, p, 3);
 }
 
-static int nn__tf_mha_checks(nn_graph *g, const char *op, const char *name, nn_tensor q, nn_tensor k, nn_tensor v, int64_t e, int h) {
+/* nn.MultiheadAttention's kdim and vdim (0: embed_dim) */
+static int64_t nn__tf_kdim(const nn_mha_desc *d, int64_t e) { return d && d->kdim > 0 ? d->kdim : e; }
+static int64_t nn__tf_vdim(const nn_mha_desc *d, int64_t e) { return d && d->vdim > 0 ? d->vdim : e; }
+
+static int nn__tf_mha_checks(nn_graph *g, const char *op, const char *name, nn_tensor q, nn_tensor k, nn_tensor v, int64_t e, int h,
+                             const nn_mha_desc *d) {
+    int64_t kd = nn__tf_kdim(d, e), vd = nn__tf_vdim(d, e);
     nn_tensor in[3];
     const nn_shape *sq, *sk, *sv;
     in[0] = q;
@@ -278,13 +284,21 @@ static int nn__tf_mha_checks(nn_graph *g, const char *op, const char *name, nn_t
         nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: embed_dim %lld is not divisible by num_heads %d", op, name, (long long)e, h);
         return 0;
     }
-    if (sq->ndim != 3 || sk->ndim != 3 || !nn__shape_eq(sk, sv) || sq->dim[2] != e || sk->dim[2] != e) {
+    if (d && (d->kdim < 0 || d->vdim < 0)) {
+        nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: kdim %lld or vdim %lld is negative", op, name, (long long)d->kdim,
+                    (long long)d->vdim);
+        return 0;
+    }
+    if (sq->ndim != 3 || sk->ndim != 3 || sv->ndim != 3 || sk->dim[0] != sv->dim[0] || sk->dim[1] != sv->dim[1] || sq->dim[2] != e ||
+        sk->dim[2] != kd || sv->dim[2] != vd) {
         char a[128], b[128], c[128];
         nn__shape_str(sq, a, sizeof a);
         nn__shape_str(sk, b, sizeof b);
         nn__shape_str(sv, c, sizeof c);
-        nn__op_fail(g, NN_ERR_SHAPE, "%s %s: query %s, key %s, value %s must be 3-D with embed_dim %lld last, key and value alike",
-                    op, name, a, b, c, (long long)e);
+        nn__op_fail(g, NN_ERR_SHAPE,
+                    "%s %s: query %s, key %s, value %s must be 3-D with embed_dim %lld, kdim %lld and vdim %lld last, key and value "
+                    "alike in the others",
+                    op, name, a, b, c, (long long)e, (long long)kd, (long long)vd);
         return 0;
     }
     return 1;
@@ -295,19 +309,34 @@ static nn_tensor nn__tf_mha(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, 
                             float dropout, const char *name) {
     char wn[300], bn[300], on[240];
     int64_t b = nn__n(g, q)->shape.dim[0], t = nn__n(g, q)->shape.dim[1], s = nn__n(g, k)->shape.dim[1], d = e / h;
+    int64_t kd = nn__tf_kdim(desc, e), vd = nn__tf_vdim(desc, e);
     int bias = !(desc && desc->no_bias);
     nn_init xu, zero;
-    nn_tensor w, wb = NN_NONE, qr, kr, vr, y;
+    nn_tensor w = NN_NONE, wb = NN_NONE, qr, kr, vr, y;
     memset(&xu, 0, sizeof xu);
     memset(&zero, 0, sizeof zero);
     xu.kind = NN_INIT_XAVIER_UNIFORM;
     snprintf(wn, sizeof wn, "%s.in_proj_weight", name);
     snprintf(bn, sizeof bn, "%s.in_proj_bias", name);
     snprintf(on, sizeof on, "%s.out_proj", name);
-    w = nn_param(g, wn, nn_shape2(3 * e, e), xu);
+    if (kd == e && vd == e) w = nn_param(g, wn, nn_shape2(3 * e, e), xu);
     if (bias) wb = nn_param(g, bn, nn_shape1(3 * e), zero);
     qr = nn_reshape(g, q, nn_shape2(b * t, e));
-    if (q.id == k.id && k.id == v.id) { /* self-attention: one product */
+    if (kd != e || vd != e) { /* PyTorch's separate projections (_qkv_same_embed_dim False) */
+        char pn[300];
+        nn_tensor kin = nn_reshape(g, k, nn_shape2(b * s, kd)), vin = nn_reshape(g, v, nn_shape2(b * s, vd));
+        snprintf(pn, sizeof pn, "%s.q_proj_weight", name);
+        qr = nn_matmul(g, qr, nn_param(g, pn, nn_shape2(e, e), xu), 0, 1);
+        snprintf(pn, sizeof pn, "%s.k_proj_weight", name);
+        kr = nn_matmul(g, kin, nn_param(g, pn, nn_shape2(e, kd), xu), 0, 1);
+        snprintf(pn, sizeof pn, "%s.v_proj_weight", name);
+        vr = nn_matmul(g, vin, nn_param(g, pn, nn_shape2(e, vd), xu), 0, 1);
+        if (bias) {
+            qr = nn_add(g, qr, nn_slice(g, wb, 0, 0, e));
+            kr = nn_add(g, kr, nn_slice(g, wb, 0, e, e));
+            vr = nn_add(g, vr, nn_slice(g, wb, 0, 2 * e, e));
+        }
+    } else if (q.id == k.id && k.id == v.id) { /* self-attention: one product */
         nn_tensor p = nn_matmul(g, qr, w, 0, 1);
         if (bias) p = nn_add(g, p, wb);
         kr = nn_slice(g, p, 1, e, e);
@@ -393,7 +422,7 @@ NN_API nn_tensor nn_multihead_attention(nn_graph *g, nn_tensor query, nn_tensor 
     int bf = desc && desc->batch_first;
     float dropout = desc ? desc->dropout : 0;
     nn_tensor q, k, v, y;
-    if (!nn__tf_mha_checks(g, op, name, query, key, value, embed_dim, num_heads)) return nn__tensor(-1);
+    if (!nn__tf_mha_checks(g, op, name, query, key, value, embed_dim, num_heads, desc)) return nn__tensor(-1);
     if (!(dropout >= 0 && dropout < 1)) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: dropout %g is not in [0, 1)", op, name, (double)dropout);
     {
         const nn_shape *sq = &nn__n(g, query)->shape, *sk = &nn__n(g, key)->shape;
@@ -521,7 +550,7 @@ static int nn__tf_layer_checks(nn_graph *g, const char *op, const char *name, nn
     int bf = d && d->batch_first;
     const nn_shape *s;
     int64_t b, t, sm;
-    if (!nn__tf_mha_checks(g, op, name, x, mem.id ? mem : x, mem.id ? mem : x, e, h) || !nn__tf_desc(g, op, name, d)) return 0;
+    if (!nn__tf_mha_checks(g, op, name, x, mem.id ? mem : x, mem.id ? mem : x, e, h, NULL) || !nn__tf_desc(g, op, name, d)) return 0;
     s = &nn__n(g, x)->shape;
     b = s->dim[bf ? 0 : 1];
     t = s->dim[bf ? 1 : 0];
