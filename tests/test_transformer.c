@@ -518,6 +518,57 @@ static void r_dec(const spec *c, double *const *t, double *out) {
     tf_ln(a, p[16], p[17], R, 8, out);
 }
 
+/* ---- ViT's patch embedding ---- */
+
+/* x [B, C, Hh, Ww], patches P: out [B, (cls) + N, E] = conv(kernel = stride = P) rows of
+   patches in row-major order, cls first, pos added; p: proj W [E, C, P, P], b [E], then
+   cls [E] and pos [(cls) + N, E] when used */
+typedef struct pe_cfg {
+    int B, C, Hh, Ww, P, E, cls, pos;
+} pe_cfg;
+static nn_tensor b_patch(nn_graph *g, const nn_tensor *in, const spec *c) {
+    const pe_cfg *pc = (const pe_cfg *)c->arg;
+    nn_patch_embedding_desc d;
+    memset(&d, 0, sizeof d);
+    d.class_token = pc->cls;
+    d.pos_embed = pc->pos;
+    d.prefix = pc->cls ? "vit" : NULL;
+    return nn_patch_embedding(g, in[0], pc->P, pc->E, &d, "patch_embed");
+}
+static void r_patch(const spec *c, double *const *t, double *out) {
+    const pe_cfg *pc = (const pe_cfg *)c->arg;
+    const double *x = t[0], *W = t[1], *bias = t[2], *cls = pc->cls ? t[3] : NULL, *pos = pc->pos ? t[3 + pc->cls] : NULL;
+    int nw = pc->Ww / pc->P, n = pc->Hh / pc->P * nw, T = n + pc->cls, b, e, tk, ch, ki, kj;
+    for (b = 0; b < pc->B; b++)
+        for (tk = 0; tk < T; tk++)
+            for (e = 0; e < pc->E; e++) {
+                double v;
+                if (pc->cls && tk == 0) v = cls[e];
+                else {
+                    int pi = tk - pc->cls, py = pi / nw, px = pi % nw;
+                    v = bias[e];
+                    for (ch = 0; ch < pc->C; ch++)
+                        for (ki = 0; ki < pc->P; ki++)
+                            for (kj = 0; kj < pc->P; kj++)
+                                v += W[((e * pc->C + ch) * pc->P + ki) * pc->P + kj] *
+                                     x[((b * pc->C + ch) * pc->Hh + py * pc->P + ki) * pc->Ww + px * pc->P + kj];
+                }
+                if (pos) v += pos[tk * pc->E + e];
+                out[(b * T + tk) * pc->E + e] = v;
+            }
+}
+static void tf_patch_case(const t_env *e, const char *label, const pe_cfg *pc) {
+    int n = pc->Hh / pc->P * (pc->Ww / pc->P), T = n + pc->cls;
+    spec c = l_mk_tf(label, b_patch, r_patch, nn_shape3(pc->B, T, pc->E));
+    in_fr(&c, nn_shape4(pc->B, pc->C, pc->Hh, pc->Ww), -1, 1);
+    in_param(&c, "patch_embed.proj.weight", nn_shape4(pc->E, pc->C, pc->P, pc->P), -0.5, 0.5);
+    in_param(&c, "patch_embed.proj.bias", nn_shape1(pc->E), -0.5, 0.5);
+    if (pc->cls) in_param(&c, "vit.cls_token", nn_shape3(1, 1, pc->E), -1, 1);
+    if (pc->pos) in_param(&c, pc->cls ? "vit.pos_embed" : "pos_embed", nn_shape3(1, T, pc->E), -1, 1);
+    c.arg = pc;
+    check_case(e, &c);
+}
+
 /* the stacks' names: NAME.layers.{i}.* as PyTorch's */
 static void tf_stack_names(const t_env *e) {
     nn_graph *g = NULL;
@@ -558,6 +609,10 @@ B(mha_kpm, nn_multihead_attention(g, F(g, S3(5, 2, 8)), F(g, S3(5, 2, 8)), F(g, 
                                   &(nn_mha_desc){0, 0, 0, F(g, S2(5, 2)), {0, 0}, 0, 0, 0}, "m"))
 B(mha_kdim, nn_multihead_attention(g, F(g, S3(5, 2, 8)), F(g, S3(4, 2, 6)), F(g, S3(4, 2, 8)), 8, 2,
                                    &(nn_mha_desc){0, 0, 0, {0, 0}, {0, 0}, 0, 5, 0}, "m"))
+B(pe_rank, nn_patch_embedding(g, F(g, S3(3, 8, 8)), 4, 6, NULL, "pe"))
+B(pe_div, nn_patch_embedding(g, F(g, S4(1, 3, 8, 10)), 4, 6, NULL, "pe"))
+B(pe_patch, nn_patch_embedding(g, F(g, S4(1, 3, 8, 8)), 0, 6, NULL, "pe"))
+B(pe_name, nn_patch_embedding(g, F(g, S4(1, 3, 8, 8)), 4, 6, NULL, NULL))
 B(enc_act, nn_transformer_encoder_layer(g, F(g, S3(5, 2, 8)), 8, 2,
                                         &(nn_transformer_desc){0, 0, 7, 0, 0, 0, {0, 0}, {0, 0}, 0, {0, 0}, {0, 0}, 0, {0, 0}, {0, 0}}, "e"))
 B(dec_batch, nn_transformer_decoder_layer(g, F(g, S3(5, 2, 8)), F(g, S3(4, 3, 8)), 8, 2, NULL, "d"))
@@ -575,6 +630,10 @@ static const bad_row tf_bad[] = {
     {"transformer", "mha key and value differ", mha_kv, R_SHAPE, "nn_multihead_attention|[5, 2, 8]|[4, 2, 8]", 0},
     {"transformer", "mha key_padding_mask [5, 2]", mha_kpm, R_SHAPE, "nn_multihead_attention|key_padding_mask [5, 2]", 0},
     {"transformer", "mha key [4, 2, 6] for kdim 5", mha_kdim, R_SHAPE, "nn_multihead_attention|[4, 2, 6]|kdim 5", 0},
+    {"transformer", "patch_embedding x [3, 8, 8]", pe_rank, R_SHAPE, "nn_patch_embedding|[3, 8, 8]|[B, C, H, W]", 0},
+    {"transformer", "patch_embedding W 10 over patch 4", pe_div, R_SHAPE, "nn_patch_embedding|[1, 3, 8, 10]|patch_size 4", 0},
+    {"transformer", "patch_embedding patch 0", pe_patch, R_INV, "nn_patch_embedding|patch_size 0", 0},
+    {"transformer", "patch_embedding no name", pe_name, R_INV, "nn_patch_embedding|name", 0},
     {"transformer", "encoder layer activation 7", enc_act, R_INV, "nn_transformer_encoder_layer|activation 7", 0},
     {"transformer", "decoder layer batch 2 vs 3", dec_batch, R_SHAPE, "nn_transformer_decoder_layer|[5, 2, 8]|[4, 3, 8]", 0},
 };
@@ -656,6 +715,13 @@ void suite_transformer(const t_env *e) {
     in_fr(&c, nn_shape3(2, 7, 8), -1, 1);
     tf_layer_params(&c, "dec", 8, 12, 1);
     check_case(e, &c);
+
+    {
+        static const pe_cfg p1 = {2, 3, 8, 12, 4, 5, 1, 1}, p2 = {1, 2, 6, 3, 3, 7, 0, 1}, p3 = {3, 1, 4, 4, 2, 4, 0, 0};
+        tf_patch_case(e, "patch_embedding [2, 3, 8, 12] patch 4, cls_token, pos_embed", &p1);
+        tf_patch_case(e, "patch_embedding [1, 2, 6, 3] patch 3, pos_embed", &p2);
+        tf_patch_case(e, "patch_embedding [3, 1, 4, 4] patch 2", &p3);
+    }
 
     tf_stack_names(e);
     t_bad_rows(e, tf_bad, (int)(sizeof tf_bad / sizeof tf_bad[0]));

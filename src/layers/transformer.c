@@ -625,3 +625,58 @@ NN_API nn_tensor nn_transformer_decoder(nn_graph *g, nn_tensor tgt, nn_tensor me
     }
     return nn__tf_bfirst(g, x, bf);
 }
+
+/* ---- ViT's patch embedding: timm's PatchEmbed (a convolution of kernel = stride = the
+   patch, flattened to [B, N, E]) and VisionTransformer's cls_token and pos_embed ---- */
+
+NN_API nn_tensor nn_patch_embedding(nn_graph *g, nn_tensor x, int patch_size, int64_t embed_dim,
+                                    const nn_patch_embedding_desc *desc, const char *name) {
+    const char *op = "nn_patch_embedding", *pre = desc && desc->prefix ? desc->prefix : "";
+    char pn[300];
+    nn_conv2d_desc cd;
+    nn_shape sx;
+    int64_t b, n, t;
+    int perm[3] = {0, 2, 1};
+    nn_tensor y;
+    if (!nn__check(g, op, 1, &x) || !nn__expect_f32(g, op, x, "x")) return nn__tensor(-1);
+    if (!name || !name[0] || strlen(name) > 200 || strlen(pre) > 200)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: needs a name (at most 200 chars, the prefix too)", op);
+    sx = nn__n(g, x)->shape;
+    if (patch_size < 1 || embed_dim < 1)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: patch_size %d and embed_dim %lld must be >= 1", op, name, patch_size,
+                           (long long)embed_dim);
+    if (sx.ndim != 4 || sx.dim[2] % patch_size || sx.dim[3] % patch_size) {
+        char s[128];
+        nn__shape_str(&sx, s, sizeof s);
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s %s: x %s must be [B, C, H, W] with H and W multiples of patch_size %d", op, name, s,
+                           patch_size);
+    }
+    b = sx.dim[0];
+    n = sx.dim[2] / patch_size * (sx.dim[3] / patch_size);
+    t = n + (desc && desc->class_token ? 1 : 0);
+    memset(&cd, 0, sizeof cd);
+    cd.stride_h = cd.stride_w = patch_size;
+    snprintf(pn, sizeof pn, "%s.proj", name);
+    y = nn_conv2d_layer(g, x, embed_dim, patch_size, patch_size, &cd, pn); /* [B, E, H/P, W/P] */
+    y = nn_permute(g, nn_reshape(g, y, nn_shape3(b, embed_dim, n)), perm, 3);   /* [B, N, E] */
+    if (desc && desc->class_token) {
+        nn_init ci;
+        nn_tensor xs[2];
+        memset(&ci, 0, sizeof ci);
+        ci.kind = NN_INIT_NORMAL; /* timm: nn.init.normal_(cls_token, std=1e-6) */
+        ci.b = 1e-6f;
+        snprintf(pn, sizeof pn, "%s%scls_token", pre, pre[0] ? "." : "");
+        xs[0] = nn_expand(g, nn_param(g, pn, nn_shape3(1, 1, embed_dim), ci), nn_shape3(b, 1, embed_dim));
+        xs[1] = y;
+        y = nn_concat(g, xs, 2, 1);
+    }
+    if (desc && desc->pos_embed) {
+        nn_init pi;
+        memset(&pi, 0, sizeof pi);
+        pi.kind = NN_INIT_NORMAL; /* timm: trunc_normal_(std=0.02), here untruncated */
+        pi.b = 0.02f;
+        snprintf(pn, sizeof pn, "%s%spos_embed", pre, pre[0] ? "." : "");
+        y = nn_add(g, y, nn_param(g, pn, nn_shape3(1, t, embed_dim), pi));
+    }
+    return y;
+}
