@@ -352,5 +352,10 @@ dist-bench: bench/dist_bench
 dist-test: tests/dist_test $(EXAMPLES_MPI)
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 $(MPIRUN) $(MPIRUN_FLAGS) -np 2 ./tests/dist_test
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 $(MPIRUN) $(MPIRUN_FLAGS) -np 3 ./tests/dist_test
+	@# rank 1 exits mid-training (--enable-recovery keeps the others alive): both others must
+	@# fail their step naming it within the timeout
+	@out=$$(OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 120 $(MPIRUN) $(MPIRUN_FLAGS) --enable-recovery \
+	  --quiet -np 3 ./tests/dist_test exit 2>&1); echo "$$out" | grep -E 'rank exits|dist_test exit|FAIL'; \
+	  test "$$(echo "$$out" | grep -c 'passed, 0 failed')" = 2
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 EPOCHS=1 NN_DEVICE=cpu $(MPIRUN) $(MPIRUN_FLAGS) \
 	  -x EPOCHS -x NN_DEVICE -np 2 ./examples/fashion_mnist_mlp_mpi '$(if $(wildcard $(DATA_DIR)/train-images-idx3-ubyte*),$(DATA_DIR))' | grep RESULT

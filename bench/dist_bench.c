@@ -110,7 +110,12 @@ int main(int argc, char **argv) {
     }
     qsort(td, (size_t)rounds, sizeof *td, cmp);
     qsort(tl, (size_t)rounds, sizeof *tl, cmp);
-    nn_graph_dist_stats(gd, &comm, &wait);
+    {
+        nn_dist_stats st;
+        nn_graph_dist_stats(gd, &st);
+        comm = st.comm_seconds;
+        wait = st.wait_seconds;
+    }
     if (size >= 2 && rank < 2) { /* the scaling model's inputs: ping-pong between ranks 0 and 1 */
         static float buf[4 << 20]; /* 16 MB */
         int reps[2] = {1000, 10}, bytes[2] = {8, (int)sizeof buf}, j, q;

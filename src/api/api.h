@@ -1378,6 +1378,9 @@ struct nn_compile_desc {
                             communicator (MPI_COMM_WORLD, initialised here when the program
                             did not) when it has more than one rank; NN_ZERO: this process
                             alone. Ignored without NN_MPI. */
+    int zero_stage;      /* with data_parallel over more than one rank: 1 shards the optimizer
+                            state (ZeRO stage 1, see "Data-parallel training"); 0: every rank
+                            holds all of it. Ignored without NN_MPI. */
 };
 
 /* Into *count: the updates skip_nonfinite skipped since compile (a read of 8 bytes; 0
@@ -1494,7 +1497,20 @@ NN_API nn_result nn_graph_load_state(nn_graph *g, const char *path);
    step (or compile) fail with NN_ERR_STATE naming it, never hang. A nn_dataset gives each
    rank a disjoint shard of every epoch's permutation (rank r takes the batches r, r + N,
    ...); nn_graph_save_state writes on rank 0 only. Declared only when NN_MPI is defined
-   (nn.h then includes <mpi.h>). */
+   (nn.h then includes <mpi.h>).
+   zero_stage 1 (ZeRO stage 1): rank c keeps the optimizer state of its slice of every
+   bucket of the flat gradient only (about 1/N of it, on the host), the reduce-scatter
+   leaves it that slice of the mean gradient, it updates that slice of the parameters on
+   the host with the CPU backend's SGD or Adam loop, and the updated slices are
+   all-gathered into every rank's parameters (in place of the gradients' all-gather): the
+   same bits as without it on the CPU backend (on a device backend the host's loops and
+   the kernels round a few last bits apart). SGD, Adam and AdamW (not amsgrad) only;
+   clip_norm and skip_nonfinite are refused (the norm and the count need every gradient,
+   which no rank then holds; clip_value works). nn_graph_grad reads this rank's own
+   gradient, not the mean. nn_graph_save_state gathers the shards to rank 0, which writes
+   the whole state (the same file as without it); nn_graph_load_state reads the whole
+   state on every rank and keeps its slice, so a state moves between rank counts and
+   zero_stage settings. */
 #ifdef NN_MPI
 /* Sets the communicator data-parallel graphs use (a duplicate of *comm; NULL:
    MPI_COMM_WORLD), calling MPI_Init first when MPI is not initialised (MPI_Finalize then
@@ -1516,11 +1532,18 @@ NN_API nn_result nn_dist_set_timeout(double seconds);
    update waits for the last one (NN_DIST_OVERLAP=0 in the environment: after the backward
    pass instead). The bits do not depend on the buckets. */
 NN_API nn_result nn_dist_set_bucket_bytes(int64_t bytes);
-/* Into *comm_seconds and *wait_seconds, since compile: the time the reduction took (the
-   communication thread's, or the step's own without it) and the time steps waited for it
-   after their backward part; 1 - wait / comm is the share hidden behind the backward
-   pass. 0 and 0 for a graph that is not data-parallel. */
-NN_API nn_result nn_graph_dist_stats(nn_graph *g, double *comm_seconds, double *wait_seconds);
+/* A data-parallel graph's figures (nn_graph_dist_stats). */
+typedef struct nn_dist_stats {
+    double comm_seconds;           /* since compile: the time the reduction took (the
+                                      communication thread's, or the step's own without it) */
+    double wait_seconds;           /* the time steps waited for it after their backward part;
+                                      1 - wait / comm is the share hidden behind the backward pass */
+    int64_t optimizer_state_bytes; /* the optimizer state this rank holds: all of it, or its
+                                      shard (about 1/N) with zero_stage 1 */
+} nn_dist_stats;
+/* Into *stats: the figures above (zeros for a graph that is not data-parallel, but its
+   optimizer_state_bytes). */
+NN_API nn_result nn_graph_dist_stats(nn_graph *g, nn_dist_stats *stats);
 #endif
 
 #ifdef __cplusplus

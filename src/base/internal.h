@@ -293,6 +293,7 @@ struct nn_graph {
     int dist_rank, dist_size;    /* this rank and the ranks' count (both 0 unless data-parallel) */
     void *dist;                  /* the reduction's communicator and buffers (NULL: not data-parallel) */
     void (*dist_free)(nn_graph *g); /* its destructor, set by the compile that made it */
+    int zero;                    /* ZeRO stage 1: no update ops; dist.c updates this rank's slice */
 };
 
 

@@ -350,6 +350,10 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     if (desc) d = *desc;
     r = nn__optim()->configure(g, &d);
     if (r != NN_OK) return r;
+#ifdef NN_MPI /* ZeRO stage 1 (src/dist/dist.c): decided before the optimizer's ops are added */
+    r = nn__dist_plan(g, &d);
+    if (r != NN_OK) return r;
+#endif
     n_user = g->n_forward = g->n_nodes;
     if (d.loss.id != 0) {
         nn__node *L;
@@ -492,7 +496,10 @@ static nn_result nn__graph_step(nn_graph *g) {
         r = nn__dist_backward(g, nn__run); /* forward, backward, the reduction overlapped */
         progress = g->progress;
         g->step = step0 + (uint64_t)g->dist_size;
-        if (r == NN_OK && nn__opt_begin(g)) {
+        if (r == NN_OK && g->zero && nn__opt_begin(g)) { /* ZeRO-1: this rank's slice, then the all-gather */
+            r = nn__dist_zero_update(g);
+            progress += g->progress;
+        } else if (r == NN_OK && !g->zero && nn__opt_begin(g)) {
             g->run_from = g->n_sched_update;
             r = nn__run(g, g->n_sched);
             g->run_from = 0;
