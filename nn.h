@@ -1704,6 +1704,7 @@ typedef struct nn_dist_stats {
                                       1 - wait / comm is the share hidden behind the backward pass */
     int64_t optimizer_state_bytes; /* the optimizer state this rank holds: all of it, or its
                                       shard (about 1/N) with zero_stage 1 */
+    int64_t gradient_bytes;        /* the flat gradient buffer a step reduces (4 per float) */
 } nn_dist_stats;
 /* Into *stats: the figures above (zeros for a graph that is not data-parallel, but its
    optimizer_state_bytes). */
@@ -22690,6 +22691,7 @@ NN_API nn_result nn_graph_dist_stats(nn_graph *g, nn_dist_stats *stats) {
     d = (nn__dist *)g->dist;
     stats->comm_seconds = d ? (d->thread_on ? d->comm_s : d->wait_s) : 0.0;
     stats->wait_seconds = d ? d->wait_s : 0.0;
+    stats->gradient_bytes = d ? d->n * 4 : 0;
     if (d && d->zero) stats->optimizer_state_bytes = (int64_t)d->n_aux * d->owned * 4;
     else
         for (i = 0; i < g->n_nodes; i++) { /* the update ops' state tensors */

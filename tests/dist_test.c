@@ -19,6 +19,7 @@ static int rank_, size_, passed, failed;
 static int zero_;              /* data-parallel graphs built with zero_stage 1 (ZeRO-1) */
 static float clip_;            /* and this clip_norm */
 static double maxdiff_;        /* differing's largest |a - b| */
+static int bn_;                /* a batch norm "bn" after fc1 */
 static nn_context *ctx;
 
 #define IN 7
@@ -92,7 +93,9 @@ static nn_result build(model *md, int dp, int accum, nn_optimizer_kind opt, floa
         md->x = nn_input(md->g, "x", NN_F32, nn_shape2(B, IN));
         md->y = nn_input(md->g, "y", NN_I32, nn_shape1(B));
     }
-    h = nn_relu(md->g, nn_linear_layer(md->g, md->x, hid, NULL, "fc1"));
+    h = nn_linear_layer(md->g, md->x, hid, NULL, "fc1");
+    if (bn_) h = nn_batch_norm1d_layer(md->g, h, NULL, "bn");
+    h = nn_relu(md->g, h);
     if (p > 0.0f) h = nn_dropout(md->g, h, p);
     loss = nn_softmax_cross_entropy(md->g, nn_linear_layer(md->g, h, OUT, NULL, "fc2"), md->y);
     memset(&cd, 0, sizeof cd);
@@ -210,6 +213,44 @@ static void t_zero_vs_dp(const char *name, nn_optimizer_kind opt) {
                            name, size_, d, n, mine[0], mine[1], sum[1], size_);
     nn_graph_destroy(dp.g);
     nn_graph_destroy(zr.g);
+}
+
+/* Batch norm's running statistics are each rank's own (never reduced: rank r's are the
+   running averages over its own batches r, r + N, ...), and nn_graph_save_state writes
+   rank 0's: what this test pins down (README, "Data-parallel training"). */
+static void t_bn_stats(void) {
+    model dp, res;
+    float mine[HID], *all = (float *)malloc(sizeof(float) * HID * (size_t)size_), back[HID];
+    char path[64], msg[300];
+    int s, c, differ = 0, same0 = 0;
+    nn_result r;
+    memset(&res, 0, sizeof res);
+    bn_ = 1;
+    r = build(&dp, 1, 1, NN_OPT_SGD, 0.0f, HID, 0);
+    for (s = 0; s < 3 && r == NN_OK; s++) r = step(&dp, s * size_ + rank_);
+    if (r == NN_OK) r = nn_tensor_read(dp.g, nn_graph_find(dp.g, "bn.running_mean"), mine, sizeof mine);
+    if (r != NN_OK) memset(mine, 0, sizeof mine);
+    MPI_Gather(mine, HID, MPI_FLOAT, all, HID, MPI_FLOAT, 0, MPI_COMM_WORLD);
+    snprintf(path, sizeof path, "dist_test_bn_%d.safetensors", size_);
+    if (r == NN_OK) r = nn_graph_save_state(dp.g, path);
+    if (rank_ == 0 && r == NN_OK) {
+        for (c = 1; c < size_; c++) differ += memcmp(all, all + (size_t)c * HID, sizeof mine) != 0;
+        r = build(&res, 0, size_, NN_OPT_SGD, 0.0f, HID, 0);
+        if (r == NN_OK) r = nn_graph_load_state(res.g, path);
+        if (r == NN_OK) r = nn_tensor_read(res.g, nn_graph_find(res.g, "bn.running_mean"), back, sizeof back);
+        same0 = r == NN_OK && memcmp(back, mine, sizeof back) == 0;
+        snprintf(msg, sizeof msg, "%s; %d of %d other ranks' running means differ from rank 0's; the saved one is rank 0's: %s",
+                 r == NN_OK ? "ok" : nn_context_last_error(ctx), differ, size_ - 1, same0 ? "yes" : "no");
+        check(r == NN_OK && differ == size_ - 1 && same0, "bn_running_stats_per_rank", msg);
+        printf("bn_running_stats_per_rank: %s\n", msg);
+        remove(path);
+    }
+    if (rank_ != 0) check(r == NN_OK, "bn_running_stats_per_rank", nn_context_last_error(ctx));
+    MPI_Barrier(MPI_COMM_WORLD);
+    bn_ = 0;
+    free(all);
+    nn_graph_destroy(dp.g);
+    nn_graph_destroy(res.g);
 }
 
 /* ZeRO-1 refuses what needs every gradient on one rank, naming it */
@@ -398,6 +439,7 @@ int main(int argc, char **argv) {
     t_zero_vs_dp("zero_vs_dp_adamw", NN_OPT_ADAMW);
     t_zero_vs_dp("zero_vs_dp_sgd", NN_OPT_SGD);
     t_zero_refusals();
+    t_bn_stats();
     t_mismatch();
     t_silent_rank();
     counts[0] = passed;

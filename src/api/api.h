@@ -1540,6 +1540,7 @@ typedef struct nn_dist_stats {
                                       1 - wait / comm is the share hidden behind the backward pass */
     int64_t optimizer_state_bytes; /* the optimizer state this rank holds: all of it, or its
                                       shard (about 1/N) with zero_stage 1 */
+    int64_t gradient_bytes;        /* the flat gradient buffer a step reduces (4 per float) */
 } nn_dist_stats;
 /* Into *stats: the figures above (zeros for a graph that is not data-parallel, but its
    optimizer_state_bytes). */

@@ -762,6 +762,7 @@ NN_API nn_result nn_graph_dist_stats(nn_graph *g, nn_dist_stats *stats) {
     d = (nn__dist *)g->dist;
     stats->comm_seconds = d ? (d->thread_on ? d->comm_s : d->wait_s) : 0.0;
     stats->wait_seconds = d ? d->wait_s : 0.0;
+    stats->gradient_bytes = d ? d->n * 4 : 0;
     if (d && d->zero) stats->optimizer_state_bytes = (int64_t)d->n_aux * d->owned * 4;
     else
         for (i = 0; i < g->n_nodes; i++) { /* the update ops' state tensors */
