@@ -1669,8 +1669,9 @@ NN_API nn_result nn_graph_load_state(nn_graph *g, const char *path);
    all-gathered into every rank's parameters (in place of the gradients' all-gather): the
    same bits as without it on the CPU backend (on a device backend the host's loops and
    the kernels round a few last bits apart). SGD, Adam and AdamW (not amsgrad) only;
-   clip_norm and skip_nonfinite are refused (the norm and the count need every gradient,
-   which no rank then holds; clip_value works). nn_graph_grad reads this rank's own
+   clip_norm works (the norm's running sum passes from rank to rank in the single
+   process's order: a message per piece of a parameter, latency-bound); skip_nonfinite is
+   refused. nn_graph_grad reads this rank's own
    gradient, not the mean. nn_graph_save_state gathers the shards to rank 0, which writes
    the whole state (the same file as without it); nn_graph_load_state reads the whole
    state on every rank and keeps its slice, so a state moves between rank counts and
@@ -22060,7 +22061,7 @@ static int nn__dist_wait_(nn__dist *d, int n, const char *what) {
         if (MPI_Testall(n, d->req, &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS) break;
         if (done) return 0;
         if (++spins > 64) sched_yield(); /* a waiting rank leaves its core to the computing ones */
-        if ((spins & 1023) == 0 && MPI_Wtime() > deadline) break;
+        if ((spins & 63) == 0 && MPI_Wtime() > deadline) break; /* often: a yield may take a time slice */
     }
     d->failed = 1;
     snprintf(d->msg, sizeof d->msg, "%s: data-parallel: an MPI call failed on rank %d", what, d->rank);
@@ -22239,10 +22240,6 @@ static nn_result nn__dist_plan(nn_graph *g, const nn_compile_desc *desc) {
     if ((o->kind != NN_OPT_SGD && o->kind != NN_OPT_ADAM && o->kind != NN_OPT_ADAMW) || nn__opt_generic(o))
         return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: zero_stage 1: the optimizer state of this kind "
                         "is not sharded (SGD, Adam and AdamW without amsgrad are): zero_stage 0 holds all of it");
-    if (o->clip_norm > 0.0f)
-        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: zero_stage 1 with clip_norm %g: the global norm "
-                        "needs every gradient, which no rank holds then (clip_value works; zero_stage 0 clips by norm)",
-                        (double)o->clip_norm);
     if (o->skip_nonfinite)
         return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: zero_stage 1 with skip_nonfinite: the count needs "
                         "every gradient, which no rank holds then (zero_stage 0 skips)");
@@ -22499,7 +22496,7 @@ static nn_result nn__dist_backward(nn_graph *g, nn_result (*run)(nn_graph *g, in
    whole aligned groups of 8 go to nn__adam_update as they are, a group the slice cuts
    through goes through a padded copy, and the last n % 8 elements alone. */
 static void nn__dist_adam(nn__threadpool *pool, float *p, const float *gr, float *m, float *v, int64_t s, int64_t e, int64_t n,
-                          float lr, const nn_optimizer *o, float wd, float bc1, float bc2, float cv) {
+                          float lr, const nn_optimizer *o, float wd, float bc1, float bc2, float clip, float cv) {
     int64_t nv = n - n % 8, j = s;
     int dec = o->kind == NN_OPT_ADAMW;
     while (j < e) {
@@ -22507,14 +22504,14 @@ static void nn__dist_adam(nn__threadpool *pool, float *p, const float *gr, float
         float tp[8], tg[8], tm[8], tv[8];
         if (j >= nv) { /* the scalar tail, as there */
             nn__adam_update(pool, p + (j - s), gr + (j - s), m + (j - s), v + (j - s), e - j, lr, o->beta1, o->beta2, o->eps, wd,
-                            dec, bc1, bc2, 1.0f, cv);
+                            dec, bc1, bc2, clip, cv);
             break;
         }
         if (j == w0 && w0 + 8 <= e) { /* whole groups: as many as lie inside [j, min(e, nv)) */
             hi = (e < nv ? e : nv);
             hi -= (hi - w0) % 8;
             nn__adam_update(pool, p + (j - s), gr + (j - s), m + (j - s), v + (j - s), hi - j, lr, o->beta1, o->beta2, o->eps,
-                            wd, dec, bc1, bc2, 1.0f, cv);
+                            wd, dec, bc1, bc2, clip, cv);
             j = hi;
             continue;
         }
@@ -22529,7 +22526,7 @@ static void nn__dist_adam(nn__threadpool *pool, float *p, const float *gr, float
             tm[k - w0] = m[k - s];
             tv[k - w0] = v[k - s];
         }
-        nn__adam_update(pool, tp, tg, tm, tv, 8, lr, o->beta1, o->beta2, o->eps, wd, dec, bc1, bc2, 1.0f, cv);
+        nn__adam_update(pool, tp, tg, tm, tv, 8, lr, o->beta1, o->beta2, o->eps, wd, dec, bc1, bc2, clip, cv);
         for (k = j; k < hi; k++) {
             p[k - s] = tp[k - w0];
             m[k - s] = tm[k - w0];
@@ -22537,6 +22534,60 @@ static void nn__dist_adam(nn__threadpool *pool, float *p, const float *gr, float
         }
         j = hi;
     }
+}
+
+/* clip_norm's coefficient from the ranks' slices of the mean gradient, with the bits of
+   GRAD_SUMSQ's CPU chain (parameters in node order, each one's squares summed in order in
+   double from the previous float sum, then rounded to float) and CLIP_SCALE's formula: a
+   token (the running double) passes from the owner of one piece of a parameter to the
+   owner of the next, in that order, and the last owner sends the sum to every rank. Into
+   *clip; 0, or 1 with d->msg. */
+static int nn__dist_zero_clip(nn_graph *g, nn__dist *d, float *clip) {
+    double run = 0.0;
+    float sum, c;
+    int prev = -1, i, j, b, r;
+    for (i = 0; i < g->n_nodes; i++) {
+        const nn__node *p = &g->nodes[i];
+        int64_t a0, a1, base, len;
+        if (p->op != NN__OP_PARAM || p->grad < 0) continue;
+        for (j = 0; j < d->n_par && d->par[j] != i; j++) {}
+        if (j == d->n_par || p->numel == 0) continue;
+        for (b = 0; d->bpar[b + 1] <= j; b++) {}
+        a0 = d->poff[j];
+        a1 = a0 + p->numel;
+        base = d->blo[b];
+        len = d->blo[b + 1] - base;
+        for (r = 0; r < d->size; r++) { /* the pieces, in rank order (= element order) */
+            int64_t lo = base + len * r / d->size, hi = base + len * (r + 1) / d->size, e;
+            lo = lo > a0 ? lo : a0;
+            hi = hi < a1 ? hi : a1;
+            if (lo >= hi) continue;
+            if (prev >= 0 && prev != r && (d->rank == prev || d->rank == r)) { /* the token to r */
+                if (d->rank == prev) MPI_Isend(&run, 1, MPI_DOUBLE, r, 6, d->comm, &d->req[0]);
+                else MPI_Irecv(&run, 1, MPI_DOUBLE, prev, 6, d->comm, &d->req[0]);
+                d->peer[0] = d->rank == prev ? r : prev;
+                if (nn__dist_wait_(d, 1, "nn_graph_step")) return 1;
+            }
+            prev = r;
+            if (d->rank == r)
+                for (e = lo; e < hi; e++) run += (double)d->flat[e] * d->flat[e];
+        }
+        if (d->rank == prev) run = (double)(float)run; /* the parameter's node stores a float */
+    }
+    sum = (float)run;
+    if (prev >= 0) { /* the sum from its last holder to every rank */
+        int nr = 0;
+        for (r = 0; r < d->size; r++) {
+            if (r == d->rank || (d->rank != prev && r != prev)) continue;
+            if (d->rank == prev) MPI_Isend(&sum, 1, MPI_FLOAT, r, 7, d->comm, &d->req[nr]);
+            else MPI_Irecv(&sum, 1, MPI_FLOAT, prev, 7, d->comm, &d->req[nr]);
+            d->peer[nr++] = r;
+        }
+        if (nn__dist_wait_(d, nr, "nn_graph_step")) return 1;
+    }
+    c = g->opt.clip_norm / (sqrtf(sum) + 1e-6f); /* CLIP_SCALE */
+    *clip = c > 1.0f ? 1.0f : c;
+    return 0;
 }
 
 /* After nn__dist_backward left this rank's slices of the mean gradient in flat and
@@ -22550,7 +22601,7 @@ static nn_result nn__dist_zero_update(nn_graph *g) {
     const nn_optimizer *o = &g->opt;
     float bc1 = (float)(1.0 - pow((double)o->beta1, (double)g->clock.t)); /* ops/optim.c's nn__adam_bc */
     float bc2 = (float)(1.0 - pow((double)o->beta2, (double)g->clock.t));
-    float cv = nn__opt_cv(g);
+    float cv = nn__opt_cv(g), clip = 1.0f;
     nn_result r = NN_OK;
     int b, i, err = 0;
     double t0;
@@ -22558,6 +22609,7 @@ static nn_result nn__dist_zero_update(nn_graph *g) {
     if (d->failed)
         return nn__fail(g->ctx, NN_ERR_STATE, "nn_graph_step: data-parallel: an earlier step or compile timed out on "
                                               "this graph; the ranks are out of step");
+    if (o->clip_norm > 0.0f && nn__dist_zero_clip(g, d, &clip)) return nn__fail(g->ctx, NN_ERR_STATE, "%s", d->msg);
     for (b = 0; b < d->n_buckets && r == NN_OK; b++) {
         int64_t base = d->blo[b], len = d->blo[b + 1] - base;
         int64_t lo = base + len * d->rank / d->size, hi = base + len * (d->rank + 1) / d->size;
@@ -22578,10 +22630,10 @@ static nn_result nn__dist_zero_update(nn_graph *g) {
             g->progress = 1;
             if (o->kind == NN_OPT_SGD)
                 nn__sgd_update(w, d->flat + s, st[0], e - s, g->lr * d->lrm[i], o->momentum, o->dampening,
-                               o->weight_decay * d->wdm[i], o->nesterov, g->clock.t == 1, 1.0f, cv);
+                               o->weight_decay * d->wdm[i], o->nesterov, g->clock.t == 1, clip, cv);
             else
                 nn__dist_adam(g->ctx->threads, w, d->flat + s, st[0], st[1], off, off + (e - s), p->numel, g->lr * d->lrm[i], o,
-                              o->weight_decay * d->wdm[i], bc1, bc2, cv);
+                              o->weight_decay * d->wdm[i], bc1, bc2, clip, cv);
             memcpy(d->flat + s, w, (size_t)(e - s) * sizeof(float));
         }
     }

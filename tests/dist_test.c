@@ -20,6 +20,7 @@ static int zero_;              /* data-parallel graphs built with zero_stage 1 (
 static float clip_;            /* and this clip_norm */
 static double maxdiff_;        /* differing's largest |a - b| */
 static int bn_;                /* a batch norm "bn" after fc1 */
+static int skip_;              /* skip_nonfinite */
 static nn_context *ctx;
 
 #define IN 7
@@ -105,6 +106,7 @@ static nn_result build(model *md, int dp, int accum, nn_optimizer_kind opt, floa
     cd.optimizer.momentum = opt == NN_OPT_SGD ? 0.9f : 0.0f;
     cd.optimizer.accumulate_steps = accum;
     cd.optimizer.clip_norm = clip_;
+    cd.optimizer.skip_nonfinite = skip_;
     cd.data_parallel = dp ? 0 : NN_ZERO;
     cd.zero_stage = dp ? zero_ : 0;
     return nn_graph_compile(md->g, &cd);
@@ -258,12 +260,12 @@ static void t_zero_refusals(void) {
     model md;
     nn_result r;
     zero_ = 1;
-    clip_ = 1.0f;
+    skip_ = 1;
     r = build(&md, 1, 1, NN_OPT_ADAM, 0.0f, HID, 0);
-    check(r == NN_ERR_INVALID_ARGUMENT && strstr(nn_context_last_error(ctx), "zero_stage 1 with clip_norm") != NULL,
-          "zero_clip_norm_refused", nn_context_last_error(ctx));
+    check(r == NN_ERR_INVALID_ARGUMENT && strstr(nn_context_last_error(ctx), "zero_stage 1 with skip_nonfinite") != NULL,
+          "zero_skip_nonfinite_refused", nn_context_last_error(ctx));
     nn_graph_destroy(md.g);
-    clip_ = 0.0f;
+    skip_ = 0;
     r = build(&md, 1, 1, NN_OPT_LAMB, 0.0f, HID, 0);
     check(r == NN_ERR_INVALID_ARGUMENT && strstr(nn_context_last_error(ctx), "is not sharded") != NULL, "zero_lamb_refused",
           nn_context_last_error(ctx));
@@ -429,6 +431,10 @@ int main(int argc, char **argv) {
     t_equal("zero_adam_dropout", NN_OPT_ADAM, 0.3f, 0, 6);
     t_equal("zero_adamw_dropout", NN_OPT_ADAMW, 0.3f, 0, 6);
     t_equal("zero_adam_dataset_uneven", NN_OPT_ADAM, 0.2f, 7 * B, 9);
+    clip_ = 0.05f; /* clip_norm: the global norm's sum passed between the ranks in the chain's order */
+    t_equal("zero_adam_clip_norm", NN_OPT_ADAM, 0.3f, 0, 6);
+    t_equal("zero_sgd_clip_norm", NN_OPT_SGD, 0.0f, 0, 6);
+    clip_ = 0.0f;
     t_resume(NN_OPT_ADAM, "zero_resume_adam_on_1");
     t_resume(NN_OPT_SGD, "zero_resume_sgd_on_1");
     t_resume_on_ranks("zero_resume_1_on_ranks");

@@ -1505,8 +1505,9 @@ NN_API nn_result nn_graph_load_state(nn_graph *g, const char *path);
    all-gathered into every rank's parameters (in place of the gradients' all-gather): the
    same bits as without it on the CPU backend (on a device backend the host's loops and
    the kernels round a few last bits apart). SGD, Adam and AdamW (not amsgrad) only;
-   clip_norm and skip_nonfinite are refused (the norm and the count need every gradient,
-   which no rank then holds; clip_value works). nn_graph_grad reads this rank's own
+   clip_norm works (the norm's running sum passes from rank to rank in the single
+   process's order: a message per piece of a parameter, latency-bound); skip_nonfinite is
+   refused. nn_graph_grad reads this rank's own
    gradient, not the mean. nn_graph_save_state gathers the shards to rank 0, which writes
    the whole state (the same file as without it); nn_graph_load_state reads the whole
    state on every rank and keeps its slice, so a state moves between rank counts and
