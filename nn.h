@@ -410,8 +410,16 @@ NN_API nn_result nn_graph_status(const nn_graph *g);
 
 /* Options of nn_graph_compile: the loss, the optimizer, the schedule (section 14). */
 typedef struct nn_compile_desc nn_compile_desc;
-/* Shape-checks, adds the backward and optimizer ops, plans memory, builds kernels. */
+/* Shape-checks, adds the backward and optimizer ops, plans memory, builds kernels. An
+   optimizer set with no loss is refused (NN_ERR_INVALID_ARGUMENT): a forward-only graph is
+   a zeroed optimizer. Once compiled, a graph takes no more ops or leaves: a builder called
+   on it fails at once (NN_ERR_STATE naming the graph's state, nn_context_last_error) and
+   the compiled graph is left as it was. */
 NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc);
+/* A run refuses a dataset whose batch was never taken, and nn_graph_step one whose batch
+   (its NAME.idx input) was not taken since the last step: NN_ERR_STATE naming the input;
+   call nn_dataset_next_batch before each step. Other inputs keep their contents across
+   steps until written again (nn_input). */
 NN_API nn_result nn_graph_step(nn_graph *g);    /* forward, backward, update */
 NN_API nn_result nn_graph_forward(nn_graph *g); /* forward only */
 /* Waits for queued work; then, as nn_tensor_read does, reports inputs that PyTorch would
@@ -423,7 +431,11 @@ NN_API nn_result nn_graph_finish(nn_graph *g);
 /* The tensor named name (an input, parameter or buffer), NN_NONE when there is none. */
 NN_API nn_tensor nn_graph_find(nn_graph *g, const char *name);
 /* After compile: t's gradient (a parameter's with nn_compile_desc.keep_grads, an input's
-   marked by nn_graph_requires_grad), NN_NONE when it has none. */
+   marked by nn_graph_requires_grad), NN_NONE when it has none (no loss depends on t). A
+   parameter's gradient compiled without keep_grads is a tensor, but reading it is
+   NN_ERR_STATE naming the parameter and keep_grads. The gradient read is the one of the
+   loss, before clipping (nn_optimizer.clip_norm / clip_value scale or clamp
+   only what the update uses), and with gradient accumulation the running mean. */
 NN_API nn_tensor nn_graph_grad(nn_graph *g, nn_tensor t);
 /* Before compile: ask for d(loss)/d(t) of an input (float32 only). */
 NN_API nn_result nn_graph_requires_grad(nn_graph *g, nn_tensor t);
@@ -458,6 +470,13 @@ typedef struct nn_init { nn_init_kind kind; float a, b; } nn_init;
    input's contents are unspecified (zeros on the CPU backend). */
 NN_API nn_tensor nn_input(nn_graph *g, const char *name, nn_dtype dtype, nn_shape shape);
 NN_API nn_tensor nn_param(nn_graph *g, const char *name, nn_shape shape, nn_init init);
+/* Names are one parameter each: a second nn_param or nn_buffer (or layer) with a name this
+   graph already made is refused (NN_ERR_INVALID_ARGUMENT naming it), so two layers given
+   one name by mistake do not share weights. nn_graph_share_names(g, 1) makes such a name
+   the same tensor again (weight tying, a layer applied twice), until nn_graph_share_names(
+   g, 0). A graph made with nn_graph_desc.share_params uses the other graph's parameters by
+   name without it (each name once per graph). */
+NN_API nn_result nn_graph_share_names(nn_graph *g, int on);
 /* A buffer: a parameter-store entry that is state, not trained (PyTorch's buffers, e.g.
    batch norm's running statistics). No gradient flows to it and no optimizer updates it;
    it is saved and loaded with the parameters and shared by graphs made with share_params.
@@ -1529,7 +1548,9 @@ typedef struct nn_lr_schedule {
     float min_lr;           /* COSINE (eta_min), LINEAR (the rate reached at total_steps) */
     float pct_start, div_factor, final_div_factor; /* ONECYCLE */
 } nn_lr_schedule;
-/* Into *lr: the rate a schedule gives update t (counted from 0). */
+/* Into *lr: the rate a schedule gives update t (counted from 0). s->lr 0, which in a
+   compile desc means the optimizer's rate, has no rate to stand for here: it is
+   NN_ERR_INVALID_ARGUMENT with *lr 0 (give the base rate; NN_ZERO for an exact 0). */
 NN_API nn_result nn_lr_schedule_at(const nn_lr_schedule *s, int64_t t, float *lr);
 
 struct nn_compile_desc {
@@ -1622,7 +1643,10 @@ NN_API nn_result nn_graph_save_safetensors(nn_graph *g, const char *path);
 /* Loads parameters by name into g (before or after compile). A tensor in the file whose
    name matches a parameter must have its shape (else NN_ERR_SHAPE naming it) and dtype F32,
    F16, BF16 or F64 (converted to float32); a parameter missing from the file is NN_ERR_IO
-   unless allow_missing; other tensors in the file are ignored. The file is untrusted: a
+   unless allow_missing, which loads the parameters found and logs at info level how many
+   of how many it loaded (and the first missing name); a file that matches none of the
+   graph's parameters is NN_ERR_IO even with allow_missing. Other tensors in the file are
+   ignored. The file is untrusted: a
    malformed one is NN_ERR_IO with the path and the reason, and no parameter changes unless
    every check passes. */
 NN_API nn_result nn_graph_load_safetensors(nn_graph *g, const char *path, int allow_missing);
@@ -2158,6 +2182,8 @@ typedef struct nn__node {
     const char *check;   /* non-NULL: the op counts inputs PyTorch would raise on (labels out of
                             range) into g->checks[check_slot]; what they are, for the report */
     int check_slot;
+    int written;         /* INPUT: 0 never written, 1 written since the last step, 2 since read by a step */
+    int per_step;        /* INPUT: a step refuses it unless written since the last step (a dataset's indices) */
 } nn__node;
 
 typedef struct nn__param {
@@ -2321,6 +2347,8 @@ struct nn_graph {
     int dist_rank, dist_size;    /* this rank and the ranks' count (both 0 unless data-parallel) */
     void *dist;                  /* the reduction's communicator and buffers (NULL: not data-parallel) */
     void (*dist_free)(nn_graph *g); /* its destructor, set by the compile that made it */
+    /* misuse refused rather than silent (issue 22) */
+    int share_names;             /* nn_graph_share_names: a parameter name made again is the same tensor */
 };
 
 
@@ -2383,6 +2411,16 @@ static nn_result nn__fail(nn_context *ctx, nn_result code, const char *fmt, ...)
     if (nn__refused_ctx == ctx) nn__refused_ctx = NULL; /* a later failure of this thread's */
 #endif
     nn__log(ctx, NN_LOG_DEBUG, "error: %s", ctx->err);
+    return code;
+}
+
+/* A reason kept in ctx->err for the caller to report (a backend that does not take the
+   device asked for): nn__fail without its debug line, so that the reason is logged once. */
+static NN__MAYBE_UNUSED nn_result nn__reason(nn_context *ctx, nn_result code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx->err, sizeof ctx->err, fmt, ap);
+    va_end(ap);
     return code;
 }
 
@@ -7855,8 +7893,10 @@ static float nn__lr_at(const nn_lr_schedule *sched, int64_t t) {
 
 NN_API nn_result nn_lr_schedule_at(const nn_lr_schedule *s, int64_t t, float *lr) {
     if (!lr) return NN_ERR_INVALID_ARGUMENT;
-    *lr = s ? nn__lr_at(s, t) : 0.0f;
-    return s ? NN_OK : NN_ERR_INVALID_ARGUMENT;
+    *lr = 0.0f;
+    if (!s || s->lr == 0.0f) return NN_ERR_INVALID_ARGUMENT; /* 0 is "the optimizer's rate", and there is none here */
+    *lr = nn__lr_at(s, t);
+    return NN_OK;
 }
 
 NN_API nn_result nn_graph_set_schedule(nn_graph *g, const nn_lr_schedule *s) {
@@ -10354,7 +10394,7 @@ static int nn__fp_fuses(void) {
 
 static nn_result nn__cpub_open(nn_context *ctx, const char *device, const nn_context_desc *desc) {
     if (device && strcmp(device, "cpu") != 0) {
-        nn__fail(ctx, NN_ERR_UNAVAILABLE, "the CPU backend takes only \"cpu\"");
+        nn__reason(ctx, NN_ERR_UNAVAILABLE, "the CPU backend takes only \"cpu\"");
         return NN_ERR_UNAVAILABLE;
     }
     /* the pool, and in it the workspace that GEMMs fall back on when their packing buffers
@@ -20016,27 +20056,53 @@ static nn_result nn__cl_open_device(nn_context *ctx, cl_platform_id plat, cl_dev
    when none was named, and fails with this reason when one was); a named one that is not
    found because the driver failed (clGetPlatformIDs, clGetDeviceIDs) is NN_ERR_DEVICE with
    the call and its error. */
+/* "0: NAME (CPU), 1: NAME (GPU)": the devices found, as NN_DEVICE=<index> numbers them. */
+static void nn__cl_device_list(cl_device_id *devs, int n, char *out, size_t size) {
+    size_t used = 0;
+    int i;
+    out[0] = 0;
+    for (i = 0; i < n && used < size; i++) {
+        char name[128];
+        cl_device_type t = nn__cl_type(devs[i]);
+        nn__cl_str(devs[i], CL_DEVICE_NAME, name, sizeof name);
+        used += (size_t)snprintf(out + used, size - used, "%s%d: %s (%s)", i ? ", " : "", i, name,
+                                 (t & CL_DEVICE_TYPE_GPU) ? "GPU" : (t & CL_DEVICE_TYPE_CPU) ? "CPU" : "other");
+    }
+}
+
 static nn_result nn__cl_open_locked(nn_context *ctx, const char *device, const nn_context_desc *desc) {
     cl_platform_id plats[NN__CL_MAX_DEVICES];
     cl_device_id devs[NN__CL_MAX_DEVICES];
     char why[300];
     int n, pick;
     nn_result r;
+    char list[600];
     if (device && strcmp(device, "cpu") == 0) return NN_ERR_UNAVAILABLE;
     if (!nn__cl_load()) {
-        if (!device) return nn__fail(ctx, NN_ERR_UNAVAILABLE, "%s: using the CPU backend", nn__cl_ld.why);
-        return nn__fail(ctx, NN_ERR_UNAVAILABLE, "%s", nn__cl_ld.why);
+        if (!device) return nn__reason(ctx, NN_ERR_UNAVAILABLE, "%s: using the CPU backend", nn__cl_ld.why);
+        return nn__reason(ctx, NN_ERR_UNAVAILABLE, "%s; it takes cpu here", nn__cl_ld.why);
     }
     n = nn__cl_enumerate(plats, devs, NN__CL_MAX_DEVICES, why, sizeof why);
     pick = nn__cl_pick(device, plats, devs, n);
-    if (pick < 0) { /* what the driver said, when it failed, else that there is no such device */
-        if (!device && why[0]) return nn__fail(ctx, NN_ERR_UNAVAILABLE, "OpenCL: %s: using the CPU backend", why);
-        if (!device) return nn__fail(ctx, NN_ERR_UNAVAILABLE, "no OpenCL device found: using the CPU backend");
-        if (why[0] && n == 0) return nn__fail(ctx, NN_ERR_DEVICE, "NN_DEVICE=%s: %s", device, why);
+    nn__cl_device_list(devs, n, list, sizeof list);
+    if (pick < 0) { /* what the driver said, when it failed, else what was found and why none was taken */
+        if (!device && why[0] && n == 0) return nn__reason(ctx, NN_ERR_UNAVAILABLE, "OpenCL: %s: using the CPU backend", why);
+        if (!device && n == 0) return nn__reason(ctx, NN_ERR_UNAVAILABLE, "OpenCL: no device found: using the CPU backend");
+        if (!device) /* found, and passed over: only a GPU is taken unasked */
+            return nn__reason(ctx, NN_ERR_UNAVAILABLE, "OpenCL: %d device%s found (%s), no GPU among them: using the CPU backend "
+                               "(NN_DEVICE=opencl or an index takes an OpenCL device anyway)", n, n == 1 ? "" : "s", list);
+        if (why[0] && n == 0) return nn__fail(ctx, NN_ERR_DEVICE, "%s; it takes cpu here", why);
         if (why[0])
-            return nn__fail(ctx, NN_ERR_DEVICE, "NN_DEVICE=%s: no such OpenCL device among the %d found; %s", device, n,
-                            why);
-        return nn__fail(ctx, NN_ERR_UNAVAILABLE, "no such OpenCL device (%d found)", n);
+            return nn__fail(ctx, NN_ERR_DEVICE, "no such OpenCL device among the %d found (%s); %s; it takes cpu, opencl, "
+                            "gpu, an index 0 to %d, or a substring of a name", n, list, why, n - 1);
+        {
+            char valid[96];
+            if (n) snprintf(valid, sizeof valid, "cpu, opencl, gpu, an index 0 to %d, or a substring of a name", n - 1);
+            else snprintf(valid, sizeof valid, "cpu");
+            return nn__reason(ctx, NN_ERR_UNAVAILABLE, "%s among the %d OpenCL device%s found%s%s%s; it takes %s",
+                            strcmp(device, "gpu") == 0 ? "no GPU" : "no such device", n, n == 1 ? "" : "s", n ? " (" : "",
+                            n ? list : "", n ? ")" : "", valid);
+        }
     }
     if (why[0]) nn__log(ctx, NN_LOG_WARN, "OpenCL: %s; using the %d device%s found", why, n, n == 1 ? "" : "s");
     r = nn__cl_open_device(ctx, plats[pick], devs[pick], pick, desc->backend.tuning);
@@ -20734,7 +20800,15 @@ static nn_result nn__open_backend(nn_context *ctx, const char *device, const nn_
         if (r != NN_ERR_UNAVAILABLE) return r;
         if (ctx->err[0] && (!device || !why[0])) snprintf(why, sizeof why, "%s", ctx->err);
     }
-    if (device) nn__fail(ctx, r, "NN_DEVICE=%s: %s", device, why[0] ? why : "no backend takes this device");
+    if (device) /* the CPU backend's own "takes only cpu" says less than a device backend's reason */
+        nn__reason(ctx, r, "NN_DEVICE=%s: %s", device, /* nn_context_create logs it */
+                 why[0] && strstr(why, "takes only") == NULL ? why : "no backend takes this device: it takes cpu"
+#ifndef NN_NO_OPENCL
+                 " (OpenCL: opencl, gpu, an index or a substring of a device's name)"
+#else
+                 " (nn.h was built with NN_NO_OPENCL)"
+#endif
+        );
     return r;
 }
 
@@ -21289,6 +21363,13 @@ static const char *nn__foreign(nn_tensor t) {
                         : "it is a tensor of another graph (or a handle not returned by this graph's builders)";
 }
 
+/* What a graph that takes no more ops is, for the messages. */
+static const char *nn__graph_state(const nn_graph *g) {
+    if (g->ctx->dead_refs) return "orphaned (its context was destroyed)";
+    if (g->status != NN_OK) return "compiled, and its compile failed";
+    return g->loss > 0 ? "compiled (a training graph)" : "compiled (a forward-only graph)";
+}
+
 /* 1 when every tensor is a usable node of g; else the op fails (quietly if an input had
    already failed, since that error is on record). */
 /* The inputs of an op: tensors of g, and not rank 0 unless rank0 (the ops whose code
@@ -21297,8 +21378,10 @@ static const char *nn__foreign(nn_tensor t) {
 static int nn__check_in(nn_graph *g, const char *op, int n, const nn_tensor *t, int rank0) {
     int i;
     if (!g) return 0;
-    if (g->compiled) {
-        nn__op_fail(g, NN_ERR_STATE, "%s: the graph is already compiled", op);
+    if (g->compiled) { /* refused here, and the graph is left as it was: a compiled graph still runs */
+        nn__fail(g->ctx, NN_ERR_STATE, "%s: the graph is %s, so nothing can be added to it: build every op before "
+                 "nn_graph_compile, or build another graph (nn_graph_desc.share_params to use this one's parameters)",
+                 op, nn__graph_state(g));
         return 0;
     }
     for (i = 0; i < n; i++) {
@@ -21326,6 +21409,12 @@ static int nn__check_in(nn_graph *g, const char *op, int n, const nn_tensor *t, 
     }
     return 1;
 }
+/* The result of a nn_result call whose nn__check failed: the refusal of a compiled graph
+   (which keeps its status), or the graph's first error. */
+static nn_result nn__check_result(const nn_graph *g) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    return g->compiled ? NN_ERR_STATE : g->status;
+}
 static int nn__check(nn_graph *g, const char *op, int n, const nn_tensor *t) { return nn__check_in(g, op, n, t, 0); }
 static int nn__check0(nn_graph *g, const char *op, int n, const nn_tensor *t) { return nn__check_in(g, op, n, t, 1); }
 
@@ -21351,6 +21440,10 @@ static int nn__shape_fits(nn_graph *g, const char *op, const nn_shape *s) {
 static int nn__new_node(nn_graph *g, int op, nn_dtype dt, nn_shape shape, const int *in, int n_in) {
     nn__node *n = NULL;
     int i;
+    if (g->compiled) { /* a builder that checks no input (a constant) on a compiled graph */
+        nn__check_in(g, nn__op_names[op], 0, NULL, 0);
+        return -1;
+    }
     if (!nn__shape_fits(g, nn__op_names[op], &shape)) return -1;
     if (!(nn__op(op)->flags & NN__OPF_RANK0)) { /* a scalar (rank 0) input only where the op's code handles one
                                                     (the optimizers' nodes have no shape: their 0 dims are no scalar) */
@@ -21470,7 +21563,7 @@ NN_API nn_tensor nn_input(nn_graph *g, const char *name, nn_dtype dtype, nn_shap
 }
 
 NN_API nn_result nn_graph_requires_grad(nn_graph *g, nn_tensor t) {
-    if (!nn__check0(g, "nn_graph_requires_grad", 1, &t)) return g ? g->status : NN_ERR_INVALID_ARGUMENT;
+    if (!nn__check0(g, "nn_graph_requires_grad", 1, &t)) return nn__check_result(g);
     if (nn__n(g, t)->dtype != NN_F32) { /* PyTorch: only floating point tensors require gradients */
         nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_graph_requires_grad: %s is int32; only float32 tensors have gradients",
                     nn__n(g, t)->name ? nn__n(g, t)->name : "the tensor");
@@ -21481,7 +21574,7 @@ NN_API nn_result nn_graph_requires_grad(nn_graph *g, nn_tensor t) {
 }
 
 NN_API nn_result nn_graph_output(nn_graph *g, nn_tensor t) {
-    if (!nn__check0(g, "nn_graph_output", 1, &t)) return g ? g->status : NN_ERR_INVALID_ARGUMENT;
+    if (!nn__check0(g, "nn_graph_output", 1, &t)) return nn__check_result(g);
     nn__n(g, t)->is_output = 1;
     return NN_OK;
 }
@@ -21598,8 +21691,13 @@ static nn_tensor nn__store_entry(nn_graph *g, const char *fn, const char *name, 
             return nn__op_fail(g, NN_ERR_SHAPE, "%s: %s exists with shape %s, asked for %s", fn, name, a, b);
         }
         pi = i;
-        if (pi < g->param_node_cap && g->param_node[pi]) /* the same name twice in one graph: the same tensor */
-            return nn__tensor(g->param_node[pi] - 1);
+        if (pi < g->param_node_cap && g->param_node[pi]) { /* the same name twice in one graph */
+            if (g->share_names) return nn__tensor(g->param_node[pi] - 1); /* asked for: the same tensor */
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT,
+                               "%s: this graph already has a %s named %s: give each layer its own name, or call "
+                               "nn_graph_share_names(g, 1) first to reuse its weights (weight tying)",
+                               fn, buffer ? "buffer" : "parameter", name);
+        }
     }
     if (pi < 0) {
         nn__param *p;
@@ -21660,6 +21758,13 @@ static nn_tensor nn__store_entry_held(nn_graph *g, const char *fn, const char *n
     t = nn__store_entry(g, fn, name, shape, init, buffer);
     if (held) nn__ctx_leave(g->ctx);
     return t;
+}
+
+NN_API nn_result nn_graph_share_names(nn_graph *g, int on) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (on != 0 && on != 1) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_share_names: on is %d, not 0 or 1", on);
+    g->share_names = on;
+    return NN_OK;
 }
 
 NN_API nn_tensor nn_param(nn_graph *g, const char *name, nn_shape shape, nn_init init) {
@@ -21748,9 +21853,19 @@ static nn_result nn__user_buf(nn_graph *g, nn_tensor t, size_t bytes, int write,
         return nn__fail(g->ctx, NN_ERR_STATE, "%s: %s is not used by the compiled graph", fn, nn__op_names[n->op]);
     if (write && n->op != NN__OP_INPUT && n->op != NN__OP_PARAM && !(nn__op(n->op)->flags & NN__OPF_WRITABLE))
         return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "%s: only inputs, parameters and accumulators can be written", fn);
-    if (!write && (n->storage == NN__ST_ARENA || (n->storage == NN__ST_VIEW && g->nodes[n->view_of].storage == NN__ST_ARENA)))
-        return nn__fail(g->ctx, NN_ERR_STATE, "%s: the %s tensor is not kept after a run; mark it with nn_graph_output()", fn,
-                        nn__op_names[n->op]);
+    if (!write && (n->storage == NN__ST_ARENA || (n->storage == NN__ST_VIEW && g->nodes[n->view_of].storage == NN__ST_ARENA))) {
+        int i;
+        for (i = 1; i < g->n_nodes && g->nodes[i].grad != t.id; i++) {}
+        if (i < g->n_nodes && g->nodes[i].op == NN__OP_PARAM) /* a gradient nn_graph_grad gave */
+            return nn__fail(g->ctx, NN_ERR_STATE, "%s: the gradient of parameter %s is not kept after a step: compile with "
+                            "nn_compile_desc.keep_grads = 1 to read it", fn, g->nodes[i].name);
+        if (i < g->n_nodes)
+            return nn__fail(g->ctx, NN_ERR_STATE, "%s: the gradient of %s%s%s is not kept after a step: mark that tensor with "
+                            "nn_graph_requires_grad() before compile (or compile with nn_compile_desc.keep_grads = 1 for "
+                            "parameters' gradients)", fn, g->nodes[i].name ? "input " : "the ", g->nodes[i].name ? g->nodes[i].name : nn__op_names[g->nodes[i].op], g->nodes[i].name ? "" : " output");
+        return nn__fail(g->ctx, NN_ERR_STATE, "%s: the output of %s is not kept after a run (its memory is reused): mark it "
+                        "with nn_graph_output() before compile", fn, nn__op_names[n->op]);
+    }
     if (bytes != (size_t)n->numel * 4) {
         char s[128];
         nn__shape_str(&n->shape, s, sizeof s);
@@ -21774,7 +21889,9 @@ static nn_result nn__tensor_write(nn_graph *g, nn_tensor t, const void *data, si
     nn_result r = nn__user_buf(g, t, bytes, 1, "nn_tensor_write", &n);
     if (r != NN_OK) return r;
     if (!data) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_tensor_write: data is NULL");
-    return nn__buf_write(g->ctx, &n->buf, data, bytes);
+    r = nn__buf_write(g->ctx, &n->buf, data, bytes);
+    if (r == NN_OK && n->op == NN__OP_INPUT) n->written = 1;
+    return r;
 }
 
 /* The counters of the checked ops (nn__node.check), read when a run has happened since the
@@ -21823,7 +21940,9 @@ static nn_result nn__tensor_fill(nn_graph *g, nn_tensor t, float value) {
     r = nn__user_buf(g, t, (size_t)g->nodes[t.id].numel * 4, 1, "nn_tensor_fill", &n);
     if (r != NN_OK) return r;
     if (n->dtype != NN_F32) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_tensor_fill: the tensor is not float32");
-    return g->ctx->backend->fill(g->ctx, &n->buf, value, (size_t)n->numel * 4);
+    r = g->ctx->backend->fill(g->ctx, &n->buf, value, (size_t)n->numel * 4);
+    if (r == NN_OK && n->op == NN__OP_INPUT) n->written = 1;
+    return r;
 }
 
 NN_API nn_result nn_tensor_write(nn_graph *g, nn_tensor t, const void *data, size_t bytes) {
@@ -22739,6 +22858,9 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     if (g->status != NN_OK) return g->status;
     memset(&d, 0, sizeof d);
     if (desc) d = *desc;
+    if (d.loss.id == 0 && d.optimizer.kind != NN_OPT_NONE) /* else a forward-only graph whose steps change nothing */
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: an optimizer is set but no loss: set "
+                        "nn_compile_desc.loss to the scalar to minimise (or leave the optimizer zeroed for a forward-only graph)");
     r = nn__optim()->configure(g, &d);
     if (r != NN_OK) return r;
     n_user = g->n_forward = g->n_nodes;
@@ -22847,10 +22969,30 @@ NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc) {
 
 /* ---- running ---- */
 
+/* A dataset's batch indices (its NAME.idx input, nn__node.per_step) before a run: written
+   at least once, and on a step (fn "nn_graph_step") written since the last step, so that a
+   forgotten nn_dataset_next_batch is an error, not row 0 or the last batch again. Other
+   inputs keep their contents across steps until written again (api.h, nn_input). */
+static nn_result nn__check_inputs(nn_graph *g, const char *fn) {
+    int i;
+    for (i = 1; i < g->n_nodes; i++) {
+        const nn__node *n = &g->nodes[i];
+        if (n->op != NN__OP_INPUT || !n->live || !n->per_step) continue;
+        if (n->written == 0)
+            return nn__fail(g->ctx, NN_ERR_STATE, "%s: no batch was taken from dataset input %s: call "
+                            "nn_dataset_next_batch() before each step", fn, n->name);
+        if (n->written == 2 && strcmp(fn, "nn_graph_step") == 0)
+            return nn__fail(g->ctx, NN_ERR_STATE, "%s: dataset input %s was not written since the last step (the same "
+                            "batch again): call nn_dataset_next_batch() before each step", fn, n->name);
+    }
+    return NN_OK;
+}
+
 static nn_result nn__run(nn_graph *g, int n_sched) {
     if (!g->compiled || g->status != NN_OK) {
         if (g->ctx->dead_refs) return g->status;
-        return nn__fail(g->ctx, NN_ERR_STATE, "the graph is not compiled (or failed to compile)");
+        if (!g->compiled) return nn__fail(g->ctx, NN_ERR_STATE, "the graph is not compiled: call nn_graph_compile first");
+        return nn__fail(g->ctx, NN_ERR_STATE, "the graph failed to compile (%s); it cannot run", nn_result_string(g->status));
     }
     if (g->broken)
         return nn__fail(g->ctx, NN_ERR_STATE, "an earlier step failed part way, so parameters and optimizer state may be "
@@ -22869,6 +23011,7 @@ static nn_result nn__graph_step(nn_graph *g) {
     nn__opt_clock clock;
     float lr;
     if (!g->compiled || g->status != NN_OK) return nn__run(g, 0);
+    if ((r = nn__check_inputs(g, "nn_graph_step")) != NN_OK) return r;
     g->step++;
     g->progress = 0;
     clock = g->clock;
@@ -22899,6 +23042,10 @@ static nn_result nn__graph_step(nn_graph *g) {
         g->step--;
         g->clock = clock;
         g->lr = lr;
+    } else {
+        int i;
+        for (i = 1; i < g->n_nodes; i++) /* read by this step (nn__check_inputs) */
+            if (g->nodes[i].op == NN__OP_INPUT && g->nodes[i].written) g->nodes[i].written = 2;
     }
     return r;
 }
@@ -22908,9 +23055,15 @@ NN_API nn_result nn_graph_step(nn_graph *g) {
     return NN__EXCLUSIVE(g->ctx, "nn_graph_step", nn__graph_step(g));
 }
 
+static nn_result nn__graph_forward(nn_graph *g) {
+    nn_result r;
+    if (g->compiled && g->status == NN_OK && (r = nn__check_inputs(g, "nn_graph_forward")) != NN_OK) return r;
+    return nn__run(g, g->n_sched_forward);
+}
+
 NN_API nn_result nn_graph_forward(nn_graph *g) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
-    return NN__EXCLUSIVE(g->ctx, "nn_graph_forward", nn__run(g, g->n_sched_forward));
+    return NN__EXCLUSIVE(g->ctx, "nn_graph_forward", nn__graph_forward(g));
 }
 
 static nn_result nn__graph_finish(nn_graph *g) {
@@ -34915,6 +35068,19 @@ static nn_result nn__st_load_mem(nn_graph *g, const char *path, const unsigned c
                      ps->p[first_missing].name, missing, ps->n);
         goto done;
     }
+    if (missing && missing == ps->n) { /* allow_missing lets some be missing, not all: names that all differ */
+        r = nn__fail(ctx, NN_ERR_IO, "%s: none of the graph's %d parameters (%s, ...) is in the file (%d tensor%s, %s%s): "
+                     "allow_missing loads a part, not nothing; check the names (a prefix?)", path, ps->n, ps->p[0].name,
+                     f.n, f.n == 1 ? "" : "s", f.n ? f.t[0].name : "none", f.n > 1 ? ", ..." : "");
+        goto done;
+    }
+    if (missing)
+        nn__log(ctx, NN_LOG_INFO, "%s: loaded %d of %d parameters (allow_missing; %s and %d more kept their values); "
+                "%d of the file's %d tensors matched", path, ps->n - missing, ps->n, ps->p[first_missing].name, missing - 1,
+                ps->n - missing, f.n);
+    else
+        nn__log(ctx, NN_LOG_DEBUG, "%s: loaded all %d parameters; %d of the file's tensors matched none", path, ps->n,
+                f.n - ps->n);
     tmp = (float *)nn__calloc(most, sizeof(float));
     if (!tmp) {
         r = nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
@@ -35787,6 +35953,7 @@ NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_
     d->y_all = nn_input(g, buf, dd.y->dtype, dd.y->shape);
     snprintf(buf, sizeof buf, "%s.idx", name);
     d->idx = nn_input(g, buf, NN_I32, nn_shape1(dd.batch));
+    if (d->idx.id > 0) g->nodes[d->idx.id].per_step = 1; /* a step refuses it unless written since the last */
     d->xb = nn_gather_rows(g, d->x_all, d->idx);
     d->yb = nn_gather_rows(g, d->y_all, d->idx);
     if (g->status != NN_OK) { /* no dataset (the nodes made stay, unused, in a graph that cannot compile) */

@@ -246,8 +246,16 @@ NN_API nn_result nn_graph_status(const nn_graph *g);
 
 /* Options of nn_graph_compile: the loss, the optimizer, the schedule (section 14). */
 typedef struct nn_compile_desc nn_compile_desc;
-/* Shape-checks, adds the backward and optimizer ops, plans memory, builds kernels. */
+/* Shape-checks, adds the backward and optimizer ops, plans memory, builds kernels. An
+   optimizer set with no loss is refused (NN_ERR_INVALID_ARGUMENT): a forward-only graph is
+   a zeroed optimizer. Once compiled, a graph takes no more ops or leaves: a builder called
+   on it fails at once (NN_ERR_STATE naming the graph's state, nn_context_last_error) and
+   the compiled graph is left as it was. */
 NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc);
+/* A run refuses a dataset whose batch was never taken, and nn_graph_step one whose batch
+   (its NAME.idx input) was not taken since the last step: NN_ERR_STATE naming the input;
+   call nn_dataset_next_batch before each step. Other inputs keep their contents across
+   steps until written again (nn_input). */
 NN_API nn_result nn_graph_step(nn_graph *g);    /* forward, backward, update */
 NN_API nn_result nn_graph_forward(nn_graph *g); /* forward only */
 /* Waits for queued work; then, as nn_tensor_read does, reports inputs that PyTorch would
@@ -259,7 +267,11 @@ NN_API nn_result nn_graph_finish(nn_graph *g);
 /* The tensor named name (an input, parameter or buffer), NN_NONE when there is none. */
 NN_API nn_tensor nn_graph_find(nn_graph *g, const char *name);
 /* After compile: t's gradient (a parameter's with nn_compile_desc.keep_grads, an input's
-   marked by nn_graph_requires_grad), NN_NONE when it has none. */
+   marked by nn_graph_requires_grad), NN_NONE when it has none (no loss depends on t). A
+   parameter's gradient compiled without keep_grads is a tensor, but reading it is
+   NN_ERR_STATE naming the parameter and keep_grads. The gradient read is the one of the
+   loss, before clipping (nn_optimizer.clip_norm / clip_value scale or clamp
+   only what the update uses), and with gradient accumulation the running mean. */
 NN_API nn_tensor nn_graph_grad(nn_graph *g, nn_tensor t);
 /* Before compile: ask for d(loss)/d(t) of an input (float32 only). */
 NN_API nn_result nn_graph_requires_grad(nn_graph *g, nn_tensor t);
@@ -294,6 +306,13 @@ typedef struct nn_init { nn_init_kind kind; float a, b; } nn_init;
    input's contents are unspecified (zeros on the CPU backend). */
 NN_API nn_tensor nn_input(nn_graph *g, const char *name, nn_dtype dtype, nn_shape shape);
 NN_API nn_tensor nn_param(nn_graph *g, const char *name, nn_shape shape, nn_init init);
+/* Names are one parameter each: a second nn_param or nn_buffer (or layer) with a name this
+   graph already made is refused (NN_ERR_INVALID_ARGUMENT naming it), so two layers given
+   one name by mistake do not share weights. nn_graph_share_names(g, 1) makes such a name
+   the same tensor again (weight tying, a layer applied twice), until nn_graph_share_names(
+   g, 0). A graph made with nn_graph_desc.share_params uses the other graph's parameters by
+   name without it (each name once per graph). */
+NN_API nn_result nn_graph_share_names(nn_graph *g, int on);
 /* A buffer: a parameter-store entry that is state, not trained (PyTorch's buffers, e.g.
    batch norm's running statistics). No gradient flows to it and no optimizer updates it;
    it is saved and loaded with the parameters and shared by graphs made with share_params.
@@ -1365,7 +1384,9 @@ typedef struct nn_lr_schedule {
     float min_lr;           /* COSINE (eta_min), LINEAR (the rate reached at total_steps) */
     float pct_start, div_factor, final_div_factor; /* ONECYCLE */
 } nn_lr_schedule;
-/* Into *lr: the rate a schedule gives update t (counted from 0). */
+/* Into *lr: the rate a schedule gives update t (counted from 0). s->lr 0, which in a
+   compile desc means the optimizer's rate, has no rate to stand for here: it is
+   NN_ERR_INVALID_ARGUMENT with *lr 0 (give the base rate; NN_ZERO for an exact 0). */
 NN_API nn_result nn_lr_schedule_at(const nn_lr_schedule *s, int64_t t, float *lr);
 
 struct nn_compile_desc {
@@ -1458,7 +1479,10 @@ NN_API nn_result nn_graph_save_safetensors(nn_graph *g, const char *path);
 /* Loads parameters by name into g (before or after compile). A tensor in the file whose
    name matches a parameter must have its shape (else NN_ERR_SHAPE naming it) and dtype F32,
    F16, BF16 or F64 (converted to float32); a parameter missing from the file is NN_ERR_IO
-   unless allow_missing; other tensors in the file are ignored. The file is untrusted: a
+   unless allow_missing, which loads the parameters found and logs at info level how many
+   of how many it loaded (and the first missing name); a file that matches none of the
+   graph's parameters is NN_ERR_IO even with allow_missing. Other tensors in the file are
+   ignored. The file is untrusted: a
    malformed one is NN_ERR_IO with the path and the reason, and no parameter changes unless
    every check passes. */
 NN_API nn_result nn_graph_load_safetensors(nn_graph *g, const char *path, int allow_missing);
