@@ -10,6 +10,12 @@ nn.h - train and run neural networks from C, on any OpenCL device or on the CPU.
 
     #define NN_IMPLEMENTATION   (in exactly one .c file, before the include)
 
+    Best in a file of its own (nn.c: those two lines), compiled only when nn.h changes; the
+    program's other files include nn.h alone and compile in hundredths of a second (README,
+    "Two files"). -DNN_IMPLEMENTATION_DONE makes a file that defines NN_IMPLEMENTATION
+    include only the declarations; -DNN_OPTIMIZE_ALL compiles all of the implementation at
+    the program's optimisation level (by default gcc compiles its run-once code at -Og).
+
     cc -O2 app.c -o app -lm -lpthread         (OpenCL devices and the CPU)
     (-ldl too with a glibc older than 2.34.) No OpenCL headers or -lOpenCL: nn.h declares
     the OpenCL calls it makes and loads the OpenCL library when a context is created, so
@@ -261,7 +267,10 @@ typedef struct nn_tensor { int32_t id; uint32_t graph; } nn_tensor;
    [1], not [] as PyTorch does: the one difference in shapes, and the same 4 bytes. */
 typedef struct nn_shape { int ndim; int64_t dim[NN_MAX_DIMS]; } nn_shape;
 
-/* Shapes of 1 to 5 dims: nn_shape2(3, 4) is [3, 4]. */
+/* Shapes of 1 to 5 dims, by value: nn_shape2(3, 4) is [3, 4] (ndim 2, the other dims 0).
+   The dims are not checked here: the builder that takes the shape refuses a dim < 1,
+   naming itself and the shape. A scalar [] is a zeroed nn_shape; one of NN_MAX_DIMS (6)
+   dims is set by hand (s.ndim, s.dim[k]). */
 NN_API nn_shape nn_shape1(int64_t d0);
 NN_API nn_shape nn_shape2(int64_t d0, int64_t d1);
 NN_API nn_shape nn_shape3(int64_t d0, int64_t d1, int64_t d2);
@@ -376,6 +385,7 @@ typedef struct nn_stats {
     uint64_t h2d_transfers, d2h_transfers;
     uint64_t kernel_launches;
 } nn_stats;
+/* The counters into *out (a read of the context's own; no device call). */
 NN_API nn_result nn_context_stats(const nn_context *ctx, nn_stats *out);
 /* Sets every counter of nn_context_stats to 0. */
 NN_API void nn_context_reset_stats(nn_context *ctx);
@@ -428,7 +438,11 @@ NN_API nn_result nn_graph_forward(nn_graph *g); /* forward only */
    checking op, once per read or finish after a run (nn_context_stats counts it). */
 NN_API nn_result nn_graph_finish(nn_graph *g);
 
-/* The tensor named name (an input, parameter or buffer), NN_NONE when there is none. */
+/* The tensor named name in g: an input (nn_input's name, a dataset's NAME.x, NAME.y,
+   NAME.idx), a parameter or a buffer (a layer's are "NAME.weight", "NAME.bias", ...), as
+   this graph made it; a parameter of a share_params graph that this graph never asked for
+   is not found. NN_NONE when there is none; a failed tensor (id < 0) when g or name is
+   NULL. Before and after compile; by name only (a walk over the graph's nodes). */
 NN_API nn_tensor nn_graph_find(nn_graph *g, const char *name);
 /* After compile: t's gradient (a parameter's with nn_compile_desc.keep_grads, an input's
    marked by nn_graph_requires_grad), NN_NONE when it has none (no loss depends on t). A
@@ -468,7 +482,14 @@ typedef struct nn_init { nn_init_kind kind; float a, b; } nn_init;
 /* Leaves. An input keeps its contents across steps until written again, so a whole
    dataset can live on the device as an input written once. Until its first write an
    input's contents are unspecified (zeros on the CPU backend). */
+/* An input [shape] of dtype (NN_F32 or NN_I32) named name (NULL: "input"; names of inputs
+   need not be unique, but nn_graph_find finds the first). */
 NN_API nn_tensor nn_input(nn_graph *g, const char *name, nn_dtype dtype, nn_shape shape);
+/* A trained parameter [shape] (1 to NN_MAX_DIMS dims) named name (required; PyTorch's
+   names make safetensors files interchange: "fc1.weight"), filled by init when first made
+   in the graph's parameter store (drawn from the graph's seed and the parameter's index,
+   the same on every backend). A name the store already has (made by a share_params graph)
+   is that parameter, and must have its shape. */
 NN_API nn_tensor nn_param(nn_graph *g, const char *name, nn_shape shape, nn_init init);
 /* Names are one parameter each: a second nn_param or nn_buffer (or layer) with a name this
    graph already made is refused (NN_ERR_INVALID_ARGUMENT naming it), so two layers given
@@ -489,8 +510,12 @@ NN_API nn_tensor nn_buffer(nn_graph *g, const char *name, nn_shape shape, nn_ini
 NN_API nn_tensor nn_arange(nn_graph *g, double start, double end, double step);
 NN_API nn_tensor nn_eye(nn_graph *g, int64_t n, int64_t m);
 
-/* t's shape and element count into *out. */
+/* t's shape into *out (ndim and dims; the unused dims 0), before or after compile. A
+   handle that is not a tensor of g (NN_NONE, a failed one, another graph's) is
+   NN_ERR_INVALID_ARGUMENT with *out zeroed. */
 NN_API nn_result nn_tensor_shape(nn_graph *g, nn_tensor t, nn_shape *out);
+/* t's element count (the product of its dims; 1 for a scalar []) into *out, as
+   nn_tensor_shape (*out 0 on error). Its bytes in nn_tensor_write/read are 4 * *out. */
 NN_API nn_result nn_tensor_numel(nn_graph *g, nn_tensor t, int64_t *out);
 /* bytes must equal the tensor's size. Writes go to inputs and parameters; reads come from
    inputs, parameters, outputs, accumulators and kept gradients. */
@@ -1593,7 +1618,10 @@ typedef struct nn_array {
     nn_shape shape;
     void *data;          /* float or int32_t, numel elements; free with nn_array_free */
 } nn_array;
+/* Loads path into *out (zeroed on failure), converted to dtype as (NN_F32 or NN_I32);
+   ctx holds the error message. */
 NN_API nn_result nn_array_load_idx(nn_context *ctx, const char *path, nn_dtype as, nn_array *out);
+/* Frees a->data and zeroes *a; NULL or a zeroed array does nothing. */
 NN_API void nn_array_free(nn_array *a);
 
 /* A CSV file of numbers into a float32 array [rows, columns]: every row (after the header
@@ -1625,10 +1653,14 @@ typedef struct nn_dataset_desc {
     int shuffle;
     uint64_t seed;       /* 0: the graph's seed; NN_ZERO: 0 */
 } nn_dataset_desc;
+/* Makes the dataset (its inputs and gathers in g, before compile) into *out. */
 NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_dataset **out);
+/* The batch's samples [batch, ...] and labels [batch, ...]: tensors of g to build on. */
 NN_API nn_tensor nn_dataset_x(const nn_dataset *ds);
 NN_API nn_tensor nn_dataset_y(const nn_dataset *ds);
-NN_API nn_result nn_dataset_next_batch(nn_dataset *ds); /* after compile, before each step */
+/* After compile, before each step: writes the next batch's indices (the next epoch's
+   order after the last batch of one). A step without it is refused (nn_graph_step). */
+NN_API nn_result nn_dataset_next_batch(nn_dataset *ds);
 /* Into *epoch: the epoch of the batch taken last (from 0). */
 NN_API nn_result nn_dataset_epoch(const nn_dataset *ds, int64_t *epoch);
 
@@ -3156,6 +3188,27 @@ static NN__MAYBE_UNUSED void nn__lock_release(struct nn__lock *l) {
 }
 
 /* ======================================================================
+   src/base/cold_begin.h
+   ====================================================================== */
+/* Code that runs once per graph, launch plan or file, not once per element, compiled by
+   gcc at -Og when the program is built at -O2 or -O3: the OpenCL backend's setup and
+   launch records, the ops' builders, gradient rules, plans and CPU-body wrappers, layers,
+   files (and the platform block of src/base/files.c). That is over half of nn.h's machine
+   code; at -Og it compiles in under half the time, which takes about 45% off a -O2
+   compile of a file with NN_IMPLEMENTATION (HACKING.md, "Compile time"). The loops every
+   step runs (src/cpu/, the thread pool) and the engine (nn_graph_compile's planning, whose
+   time grows with the graph) stay at the program's level, so steps and compiles take what
+   they took. The same bits either way: no optimisation level changes a float result here
+   (fp_begin.h turns contraction off; no -ffast-math), as `make check-determinism` checks.
+   Define NN_OPTIMIZE_ALL to compile all of it at the program's level. gcc only: clang has
+   no level pragma. src/base/cold_end.h returns to the level before. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__) && \
+    !defined(NN_OPTIMIZE_ALL)
+#pragma GCC push_options
+#pragma GCC optimize("Og")
+#endif
+
+/* ======================================================================
    src/base/files.c
    ====================================================================== */
 /* Reading and writing whole files, and the platform block for files and processes. Every
@@ -3637,6 +3690,15 @@ static NN__MAYBE_UNUSED int nn__mkdirs(const char *path) {
     }
     return 0;
 }
+
+/* ======================================================================
+   src/base/cold_end.h
+   ====================================================================== */
+/* Back to the level before src/base/cold_begin.h (the program's, with contraction off). */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__) && \
+    !defined(NN_OPTIMIZE_ALL)
+#pragma GCC pop_options
+#endif
 
 /* ======================================================================
    kernels/activation.h
@@ -10498,6 +10560,27 @@ static void nn__cpub_release_graph(nn_graph *g) { (void)g; }
 static const nn__backend nn__cpu_backend = {
     "cpu", NN_BACKEND_CPU, 1, nn__cpub_open, nn__cpub_close, NULL, nn__cpub_alloc, nn__cpub_view, nn__cpub_release,
     nn__cpub_write, nn__cpub_read, nn__cpub_fill, nn__cpub_prepare, nn__cpub_run, nn__cpub_finish, nn__cpub_release_graph};
+
+/* ======================================================================
+   src/base/cold_begin.h
+   ====================================================================== */
+/* Code that runs once per graph, launch plan or file, not once per element, compiled by
+   gcc at -Og when the program is built at -O2 or -O3: the OpenCL backend's setup and
+   launch records, the ops' builders, gradient rules, plans and CPU-body wrappers, layers,
+   files (and the platform block of src/base/files.c). That is over half of nn.h's machine
+   code; at -Og it compiles in under half the time, which takes about 45% off a -O2
+   compile of a file with NN_IMPLEMENTATION (HACKING.md, "Compile time"). The loops every
+   step runs (src/cpu/, the thread pool) and the engine (nn_graph_compile's planning, whose
+   time grows with the graph) stay at the program's level, so steps and compiles take what
+   they took. The same bits either way: no optimisation level changes a float result here
+   (fp_begin.h turns contraction off; no -ffast-math), as `make check-determinism` checks.
+   Define NN_OPTIMIZE_ALL to compile all of it at the program's level. gcc only: clang has
+   no level pragma. src/base/cold_end.h returns to the level before. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__) && \
+    !defined(NN_OPTIMIZE_ALL)
+#pragma GCC push_options
+#pragma GCC optimize("Og")
+#endif
 
 /* ======================================================================
    src/opencl/gemm_plan.c
@@ -20693,6 +20776,15 @@ static const nn__backend nn__opencl_backend = {
 #endif
 
 /* ======================================================================
+   src/base/cold_end.h
+   ====================================================================== */
+/* Back to the level before src/base/cold_begin.h (the program's, with contraction off). */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__) && \
+    !defined(NN_OPTIMIZE_ALL)
+#pragma GCC pop_options
+#endif
+
+/* ======================================================================
    src/engine/context.c
    ====================================================================== */
 /* Contexts: the backend chosen once per context (nn__backends[], tried in order, the CPU
@@ -23075,6 +23167,27 @@ NN_API nn_result nn_graph_finish(nn_graph *g) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
     return NN__EXCLUSIVE(g->ctx, "nn_graph_finish", nn__graph_finish(g));
 }
+
+/* ======================================================================
+   src/base/cold_begin.h
+   ====================================================================== */
+/* Code that runs once per graph, launch plan or file, not once per element, compiled by
+   gcc at -Og when the program is built at -O2 or -O3: the OpenCL backend's setup and
+   launch records, the ops' builders, gradient rules, plans and CPU-body wrappers, layers,
+   files (and the platform block of src/base/files.c). That is over half of nn.h's machine
+   code; at -Og it compiles in under half the time, which takes about 45% off a -O2
+   compile of a file with NN_IMPLEMENTATION (HACKING.md, "Compile time"). The loops every
+   step runs (src/cpu/, the thread pool) and the engine (nn_graph_compile's planning, whose
+   time grows with the graph) stay at the program's level, so steps and compiles take what
+   they took. The same bits either way: no optimisation level changes a float result here
+   (fp_begin.h turns contraction off; no -ffast-math), as `make check-determinism` checks.
+   Define NN_OPTIMIZE_ALL to compile all of it at the program's level. gcc only: clang has
+   no level pragma. src/base/cold_end.h returns to the level before. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__) && \
+    !defined(NN_OPTIMIZE_ALL)
+#pragma GCC push_options
+#pragma GCC optimize("Og")
+#endif
 
 /* ======================================================================
    kernels/kargs.h
@@ -36036,6 +36149,15 @@ NN_API nn_result nn_dataset_next_batch(nn_dataset *d) {
     if (!d) return NN_ERR_INVALID_ARGUMENT;
     return NN__EXCLUSIVE(d->g->ctx, "nn_dataset_next_batch", nn__dataset_next_batch(d));
 }
+
+/* ======================================================================
+   src/base/cold_end.h
+   ====================================================================== */
+/* Back to the level before src/base/cold_begin.h (the program's, with contraction off). */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__) && \
+    !defined(NN_OPTIMIZE_ALL)
+#pragma GCC pop_options
+#endif
 
 /* ======================================================================
    src/base/fp_end.h
