@@ -803,7 +803,10 @@ typedef struct nn_attention_desc {
     nn_tensor mask;            /* NN_NONE, or attn_mask [.., Tq, Tk] broadcast to [B, H, Tq, Tk]
                                   (2 to 4 dims, each its size or 1): float32 added to the scores
                                   (-inf masks), or int32 as PyTorch's bool (nonzero: attend).
-                                  A constant: no gradient flows to it */
+                                  A float mask gets its gradient, as in PyTorch: dS (the
+                                  scores' gradient, before the scale) summed over the dims it
+                                  broadcasts, in a fixed order; no [Tq, Tk] tile per head is
+                                  kept unless the mask itself has one */
     nn_tensor key_padding_mask; /* NN_NONE, or [B, Tk] float32 or int32: nonzero keys are
                                   ignored, as nn.MultiheadAttention's */
     int window;                /* sliding window (0: none): with causal, query i sees keys
@@ -811,10 +814,11 @@ typedef struct nn_attention_desc {
 } nn_attention_desc;
 /* nn_attention: torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask,
    dropout_p, is_causal, scale, enable_gqa=True), fused: y = softmax(q k^T scale + mask)
-   v, of q's shape. q [B, H, Tq, D], k and v [B, Hkv, Tk, D] (NN_ATTN_BTHD: [B, T, H, D])
-   with H % Hkv == 0: query head h reads key/value head h / (H / Hkv) (grouped- and
-   multi-query attention, no copy); Tq != Tk is cross-attention; D in 1..256 (v's head dim
-   must equal q's). desc NULL is the zeroed desc.
+   v, of q's shape with v's head dim. q [B, H, Tq, D], k [B, Hkv, Tk, D], v [B, Hkv, Tk,
+   Dv] (NN_ATTN_BTHD: [B, T, H, D]) with H % Hkv == 0: query head h reads key/value head
+   h / (H / Hkv) (grouped- and multi-query attention, no copy); Tq != Tk is
+   cross-attention; D and Dv in 1..256 (Dv may differ from D, as PyTorch allows; the
+   default scale is 1/sqrt(D)). desc NULL is the zeroed desc.
    Flash-attention's algorithm: the forward keeps the output and one log-sum-exp per row;
    the backward recomputes the scores tile by tile (dK/dV in one pass over key blocks, dQ
    in another; no atomics, a fixed order: the same bits every run and at every CPU thread
@@ -823,7 +827,7 @@ typedef struct nn_attention_desc {
    node's key and the graph's step), so the backward regenerates it.
    A row whose keys are all masked gives 0 (PyTorch's math path gives NaN) and gradient 0.
    Refusals (NN_ERR_SHAPE, NN_ERR_INVALID_ARGUMENT): other ranks or dtypes, mismatched
-   batch, head dim or key length, H % Hkv != 0, D > 256, a mask that does not broadcast,
+   batch, q/k head dim or key length, H % Hkv != 0, D or Dv > 256, a mask that does not broadcast,
    dropout outside [0, 1), a negative window, an unknown layout. */
 NN_API nn_tensor nn_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, const nn_attention_desc *desc);
 
@@ -1242,6 +1246,17 @@ typedef struct nn_rnn_desc {
                             one <= 0 keeps its initial states, one > T runs all T steps */
     nn_tensor *h_n;      /* receives the final hidden states [L * D, B, Hout] (NULL: not made) */
     nn_tensor *c_n;      /* nn_lstm: receives the final cell states [L * D, B, hidden_size] */
+    int stateful;        /* 1: truncated backpropagation through time. The initial states are
+                            tensors the graph keeps on the device, NAME.h_state [L * D, B, Hout]
+                            and nn_lstm's NAME.c_state [L * D, B, hidden_size] (zeros at
+                            compile); each run starts from them and, after its forward part,
+                            writes its final states (h_n, c_n) into them on the device (no
+                            transfer). No gradient flows into them: backpropagation stops at
+                            the run's first step (PyTorch: h = h.detach() between chunks).
+                            h0 and c0 must be NN_NONE. Zero them with nn_rnn_reset_state;
+                            nn_graph_find(g, "NAME.h_state") gives the tensor to read, write
+                            or fill (one row, a sequence: nn_tensor_write). They are not
+                            parameters: the save and load functions leave them out */
 } nn_rnn_desc;
 
 /* The layers on x [T, B, I] ([B, T, I] with batch_first) -> the last layer's hidden states
@@ -1253,6 +1268,46 @@ typedef struct nn_rnn_desc {
 NN_API nn_tensor nn_rnn(nn_graph *g, nn_tensor x, int64_t hidden_size, const nn_rnn_desc *desc, const char *name);
 NN_API nn_tensor nn_lstm(nn_graph *g, nn_tensor x, int64_t hidden_size, const nn_rnn_desc *desc, const char *name);
 NN_API nn_tensor nn_gru(nn_graph *g, nn_tensor x, int64_t hidden_size, const nn_rnn_desc *desc, const char *name);
+/* Zeros the carried states of the stateful layer NAME (nn_rnn_desc.stateful), on the
+   device, e.g. at an epoch's start: the next run starts from zero states, as the first. */
+NN_API nn_result nn_rnn_reset_state(nn_graph *g, const char *name);
+
+/* One direction of a recurrent layer, for nn_bidirectional: x in its layout (time, batch,
+   features... as the caller gave it), lengths NN_NONE or int32 [B] (pass them on, e.g. as
+   nn_rnn_desc.lengths), parameters under name -> the outputs at every step, x's time and
+   batch dims first (in x's order) and features after. user is nn_bidirectional's. */
+typedef nn_tensor (*nn_rnn_direction_fn)(nn_graph *g, nn_tensor x, nn_tensor lengths, const char *name, void *user);
+/* A bidirectional wrapper (Keras' Bidirectional; PyTorch's bidirectional=True as a
+   function of any layer): fn's layer over x forward in time (parameters under NAME), and
+   over x with each sequence reversed (NAME_reverse), its output reversed back;
+   concatenated along dim 2 (the features: [T, B, Hf + Hr], or [B, T, Hf + Hr] with
+   batch_first; a ConvLSTM's [B, T, Cf + Cr, H, W]). x is [T, B, ...] ([B, T, ...]). With
+   lengths (int32 [B] in [1, T]), PyTorch's packed-sequence semantics: the reverse direction
+   starts at each sequence's own last element, steps past a length stay where they are
+   (fn gets the lengths: nn_rnn_desc.lengths then zeroes them). Gradients flow through the
+   reversals. For nn_rnn / nn_lstm / nn_gru themselves, nn_rnn_desc.bidirectional is the
+   same math in fewer nodes (parameter names ..._reverse instead). */
+NN_API nn_tensor nn_bidirectional(nn_graph *g, nn_tensor x, nn_tensor lengths, int batch_first, nn_rnn_direction_fn fn, void *user,
+                                  const char *name);
+
+/* ConvLSTM2D (Shi et al. 2015, without peepholes, as the common PyTorch ConvLSTM and Keras'
+   ConvLSTM2D): x [B, T, C, H, W] -> the hidden states of every step [B, T, hidden, H, W].
+   Per step the gates are one convolution over concat(x_t, h_{t-1}) along channels,
+   kernel_size square, stride 1, 'same' padding (kernel_size / 2), gate order i, f, g, o as
+   nn_lstm's (the common PyTorch ConvLSTM splits i, f, o, g: swap its weight's and bias's
+   last two blocks of hidden rows); c = f * c + i * g (g = tanh), h = o * tanh(c).
+   Parameters NAME.conv.weight [4 * hidden, C + hidden, k, k] and NAME.conv.bias
+   [4 * hidden], U(+-1/sqrt((C + hidden) k k)) as nn.Conv2d's. Built unrolled over T (at
+   most 4096 steps) of conv2d and elementwise ops; nn_bidirectional (batch_first 1) makes it
+   bidirectional. */
+typedef struct nn_conv_lstm_desc {
+    int kernel_size;     /* odd, in [1, 31] (0: 3) */
+    int no_bias;         /* 1: no NAME.conv.bias */
+    nn_tensor h0, c0;    /* initial states [B, hidden, H, W] (NN_NONE: zeros) */
+    nn_tensor *h_n, *c_n; /* receive the final states [B, hidden, H, W] (NULL: not made) */
+} nn_conv_lstm_desc;
+NN_API nn_tensor nn_conv_lstm2d(nn_graph *g, nn_tensor x, int64_t hidden_channels, const nn_conv_lstm_desc *desc,
+                                const char *name);
 
 /* The cells' options (NULL: biases, tanh). */
 typedef struct nn_rnn_cell_desc {
@@ -1285,8 +1340,8 @@ NN_API nn_tensor nn_last_valid(nn_graph *g, nn_tensor y, nn_tensor lengths, int 
    [C, 4C], .ln_f; lm_head.weight is wte's (tied: one parameter, the sum of both gradients;
    a PyTorch state dict's lm_head.weight is the same tensor). Initialised as nanoGPT: every
    weight N(0, 0.02), the c_proj weights N(0, 0.02 / sqrt(2 n_layer)), biases zeros, layer
-   norms ones and zeros. GELU is the exact one (nn.GELU()). Attention is composed today
-   (matmul, masked softmax, matmul: a [T, T] matrix per head is stored). */
+   norms ones and zeros. GELU is the exact one (nn.GELU()). Attention is nn_attention's
+   (fused: no [T, T] matrix per head is stored). */
 typedef struct nn_gpt_config {
     int64_t vocab_size;  /* tokens */
     int64_t block_size;  /* context length (positions) */
@@ -1313,16 +1368,22 @@ NN_API nn_tensor nn_gpt_block(nn_graph *g, nn_tensor x, const nn_gpt_config *cfg
    2i + 1). Positions must be run in order 0, 1, 2, ... Use an eval graph made with
    share_params of the trained one; parameter names as nn_gpt's. */
 NN_API nn_tensor nn_gpt_decode(nn_graph *g, nn_tensor idx, nn_tensor pos, const nn_gpt_config *cfg, nn_tensor *caches);
-/* PyTorch's nn.MultiheadAttention(embed_dim, num_heads, dropout, bias, batch_first) called
+/* PyTorch's nn.MultiheadAttention(embed_dim, num_heads, dropout, bias, kdim, vdim,
+   batch_first) called
    as forward(query, key, value, key_padding_mask, need_weights=False, attn_mask,
    is_causal): query [T, B, E] ([B, T, E] with batch_first), key and value [S, B, E] (one
-   shape) -> [T, B, E]. Parameters NAME.in_proj_weight [3E, E] (q | k | v rows, Xavier
-   uniform), NAME.in_proj_bias [3E] (zeros), NAME.out_proj.weight [E, E] (nn.Linear's
-   init), NAME.out_proj.bias [E] (zeros); no_bias: none of the biases. Masks are float32:
-   key_padding_mask [B, S], nonzero where a key is padding (PyTorch's True) and left out;
-   attn_mask [T, S] or [B*num_heads, T, S], added to the scores (PyTorch's float mask; -inf
-   hides); is_causal hides the keys after each query (top-left aligned). The weights are not
-   returned (need_weights=False). Composed: scores stored per head. */
+   shape but the last) -> [T, B, E]. Parameters NAME.in_proj_weight [3E, E] (q | k | v rows,
+   Xavier uniform), NAME.in_proj_bias [3E] (zeros), NAME.out_proj.weight [E, E] (nn.Linear's
+   init), NAME.out_proj.bias [E] (zeros); no_bias: none of the biases. With kdim or vdim
+   other than E (key [S, B, kdim], value [S, B, vdim]) the projections are separate, as
+   PyTorch's: NAME.q_proj_weight [E, E], NAME.k_proj_weight [E, kdim], NAME.v_proj_weight
+   [E, vdim] (Xavier uniform) instead of in_proj_weight; in_proj_bias as before. Masks as PyTorch's:
+   key_padding_mask [B, S], int32 (PyTorch's bool: nonzero where a key is padding, left out)
+   or float32 (added to the scores, -inf hides; it gets a gradient); attn_mask float32
+   [T, S] or [B*num_heads, T, S], added to the scores (-inf hides; it gets a gradient);
+   is_causal hides the keys after each query (top-left aligned). The weights are not
+   returned (need_weights=False). The attention is nn_attention's (fused; both float masks
+   given: their sum [B, H or 1, T, S] is formed, as PyTorch does). */
 typedef struct nn_mha_desc {
     float dropout;                /* on the attention weights (0: none, PyTorch's default) */
     int no_bias;                  /* PyTorch's bias=False */
@@ -1330,6 +1391,7 @@ typedef struct nn_mha_desc {
     nn_tensor key_padding_mask;   /* NN_NONE: none */
     nn_tensor attn_mask;          /* NN_NONE: none */
     int is_causal;
+    int64_t kdim, vdim;           /* key's and value's feature sizes (0: embed_dim) */
 } nn_mha_desc;
 NN_API nn_tensor nn_multihead_attention(nn_graph *g, nn_tensor query, nn_tensor key, nn_tensor value, int64_t embed_dim,
                                         int num_heads, const nn_mha_desc *desc, const char *name);
@@ -1364,6 +1426,21 @@ NN_API nn_tensor nn_transformer_encoder(nn_graph *g, nn_tensor src, int num_laye
                                         const nn_transformer_desc *desc, const char *name);
 NN_API nn_tensor nn_transformer_decoder(nn_graph *g, nn_tensor tgt, nn_tensor memory, int num_layers, int64_t d_model, int nhead,
                                         const nn_transformer_desc *desc, const char *name);
+/* ViT's patch embedding (timm's PatchEmbed and VisionTransformer's tokens): x [B, C, H, W]
+   (H and W multiples of patch_size P) -> a convolution of kernel = stride = P,
+   NAME.proj.weight [E, C, P, P] and NAME.proj.bias [E] (nn.Conv2d's init), flattened to
+   [B, N, E], N = (H/P)(W/P), patches in row-major order (flatten(2).transpose(1, 2));
+   class_token: a learned cls_token [1, 1, E] (N(0, 1e-6), timm's) first, [B, N + 1, E];
+   pos_embed: a learned pos_embed [1, N (+1), E] (N(0, 0.02); timm truncates at 2 std)
+   added. cls_token and pos_embed are named at the model's root as timm's
+   (`cls_token`, `pos_embed`), or PREFIX.cls_token with desc->prefix. */
+typedef struct nn_patch_embedding_desc {
+    int class_token;    /* 1: a cls_token first */
+    int pos_embed;      /* 1: a learned position embedding added */
+    const char *prefix; /* NULL or "": cls_token and pos_embed at the root */
+} nn_patch_embedding_desc;
+NN_API nn_tensor nn_patch_embedding(nn_graph *g, nn_tensor x, int patch_size, int64_t embed_dim,
+                                    const nn_patch_embedding_desc *desc, const char *name);
 
 /* ==== 13. Random ops and dropout =========================================================
    Samples drawn on the device, PyTorch's names and semantics. The generator is counter-based
@@ -1420,7 +1497,11 @@ NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p);
    the mass: a token stays when the mass strictly above it is < top_p, so at least one;
    ties with the last one stay), then one draw from the renormalised probabilities. A
    temperature of 0 (the zeroed desc: HF's default do_sample=False) is greedy: the first
-   index of the largest logit, as torch.argmax. NaN logits count as -inf. The draw's
+   index of the largest logit, as torch.argmax. Non-finite logits (no error is raised):
+   NaN counts as -inf (never drawn while a logit is finite or +inf; greedy skips it where
+   torch.argmax would take it); the +inf logits share the whole mass equally (PyTorch's
+   multinomial raises on the NaN softmax); a row of only NaN and -inf draws each of its V
+   tokens with probability 1/V (greedy: index 0). The draw's
    uniform is the Philox word of counter (row, the op's key, the graph's run count: every
    nn_graph_forward or nn_graph_step is a run) under the graph's seed, and the
    probabilities use only exactly rounded arithmetic in a fixed order (kernels/random.h),
@@ -1453,7 +1534,10 @@ NN_API nn_tensor nn_sinusoidal_positions(nn_graph *g, int64_t T, int64_t D);
    neighbours (x[2i], x[2i + 1]) with interleaved. Positions: positions[t] (int32 [T]) or
    positions[b, t] (int32 [B, T], HF's position_ids), else t; offset is added to each (a
    generation step with a cache of `offset` tokens). The gradient is the inverse rotation;
-   positions get none. */
+   positions get none. NaN and infinities go through PyTorch's products: a NaN makes its
+   pair's two outputs NaN, an infinity its own output infinite and its partner's NaN at
+   angle 0 (inf * sin 0), else infinite (NaN where two infinities meet); the gradient stays
+   finite. */
 typedef struct nn_rope_desc {
     float theta;         /* the base: 0 is 10000 (must be > 1) */
     int rot_dim;         /* 0: D; else even, <= D (partial rotary: the rest is copied) */
@@ -2058,8 +2142,8 @@ typedef struct nn__rope_attr { /* x [B, H, T, D], or [B, T, H, D] when bthd */
 #define NN__OPS_ATTENTION_H
 #include <stdint.h>
 
-typedef struct nn__attn_attr { /* q [B, H, Tq, D], k and v [B, Hkv, Tk, D] (or [B, T, H, D]) */
-    int B, H, Hkv, Tq, Tk, D;
+typedef struct nn__attn_attr { /* q [B, H, Tq, D], k [B, Hkv, Tk, D], v [B, Hkv, Tk, Dv] (or [B, T, H, .]) */
+    int B, H, Hkv, Tq, Tk, D, Dv;
     int layout;          /* NN_ATTN_BHTD (0) or NN_ATTN_BTHD (1) */
     int causal, window;  /* top-left causal (key j > query i masked); sliding window (0: none) */
     float scale, p;      /* the scores' scale; dropout's probability on the weights */
@@ -2709,14 +2793,18 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     X(ATTENTION, "attention", attention, 0)                                   \
     X(ATTENTION_DELTA, "attention_grad_delta", attention_delta, 0)            \
     X(ATTENTION_DQ, "attention_grad_query", attention_dq, 0)                  \
-    X(ATTENTION_DKV, "attention_grad_key_value", attention_dkv, 0)
+    X(ATTENTION_DKV, "attention_grad_key_value", attention_dkv, 0)            \
+    X(ATTENTION_DMASK, "attention_grad_mask", attention_dmask, 0)
 
 #define NN__OPS_RECURRENT(X)                                         \
     X(REC_WS, "recurrent_workspace", rec_ws, NN__OPF_NO_GRAD)        \
     X(REC_SEQ, "recurrent", rec_seq, 0)                              \
     X(REC_SEQ_GRAD, "recurrent_grad", rec_seq_grad, 0)               \
     X(LAST_VALID, "last_valid", last_valid, 0)                       \
-    X(LAST_VALID_GRAD, "last_valid_grad", last_valid_grad, 0)
+    X(LAST_VALID_GRAD, "last_valid_grad", last_valid_grad, 0)                \
+    X(REC_STATE, "recurrent_state", rec_state, NN__OPF_NO_GRAD | NN__OPF_WRITABLE) \
+    X(REC_STATE_SET, "recurrent_state_set", rec_state_set, NN__OPF_NO_GRAD)   \
+    X(REC_REVERSE, "reverse_sequences", rec_reverse, 0)
 
 #define NN__OPS(X)                                                                                          \
     NN__OPS_LEAF(X) NN__OPS_ELEMENTWISE(X) NN__OPS_MATMUL(X) NN__OPS_REDUCE(X) NN__OPS_SOFTMAX(X)          \
@@ -5204,23 +5292,20 @@ static NN__MAYBE_UNUSED void nn__sgemm_ws(nn__gemm_ws *ws, int transA, int trans
     nn__sgemm_run(NULL, ws, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
-static void nn__sgemm_run(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int transB, int M, int N, int K,
-                          float alpha, const float *A, int lda, const float *B, int ldb, float beta, float *C,
-                          int ldc) {
+/* Fills J for C[M,N] = alpha op(A) op(B) + beta C on up to n_thr threads (M, N, K > 0,
+   alpha != 0): the arch, the C^T choice, the K block, the thread grid. Returns the bytes
+   of packing memory its tasks need (J.buf_floats each, 64-byte aligned) and the task
+   count in *n_tasks. nn__sgemm_run and nn__sgemm_mem_bytes share it, so a caller that
+   sizes memory at plan time gets the bytes the product takes. */
+static size_t nn__gemm_prepare(nn__gemm_job *Jp, int n_thr, int transA, int transB, int M, int N, int K, float alpha,
+                               const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc,
+                               int *n_tasks_out) {
     const nn__gemm_arch *arch;
     nn__gemm_job J;
-    int mr, nr, mtiles, ntiles, n_thr, tm, tn, best_tm, best_tn, nkb, n_tasks, i;
+    int mr, nr, mtiles, ntiles, tm, tn, best_tm, best_tn, nkb, n_tasks;
     double best_cost;
     size_t mc_alloc, nc_alloc;
-    void *raw;
-    size_t ws_bytes;
-    int owned;
 
-    if (M <= 0 || N <= 0) return;
-    if (K <= 0 || alpha == 0.0f) {
-        nn__gemm_scale_c(M, N, beta, C, ldc);
-        return;
-    }
     arch = nn__gemm_pick_arch();
     mr = arch->mr;
     nr = arch->nr;
@@ -5270,7 +5355,6 @@ static void nn__sgemm_run(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int
        (repacked per NC block) and B columns.  Small problems stay serial. */
     mtiles = (M + mr - 1) / mr;
     ntiles = (N + nr - 1) / nr;
-    n_thr = nn__threadpool_size(pool);
     if ((double)M * N * K < nn__gemm_mt_min_macs) n_thr = 1;
     best_tm = 1;
     best_tn = 1;
@@ -5300,19 +5384,43 @@ static void nn__sgemm_run(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int
     nc_alloc = (size_t)(J.nblk < arch->nc ? J.nblk : arch->nc);
     J.a_floats = (mc_alloc * (size_t)J.kc + 15) / 16 * 16;
     J.buf_floats = J.a_floats + (nc_alloc * (size_t)J.kc + 15) / 16 * 16;
+    *Jp = J;
+    *n_tasks_out = n_tasks;
+    return sizeof(float) * J.buf_floats * (size_t)n_tasks + NN__GEMM_ALIGN;
+}
+
+/* raw rounded up to the alignment by pointer arithmetic (no int->pointer cast) */
+static float *nn__gemm_align(void *raw) {
+    return (float *)(void *)((unsigned char *)raw +
+                             ((NN__GEMM_ALIGN - ((uintptr_t)raw & (NN__GEMM_ALIGN - 1))) & (NN__GEMM_ALIGN - 1)));
+}
+
+static void nn__sgemm_run(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int transB, int M, int N, int K,
+                          float alpha, const float *A, int lda, const float *B, int ldb, float beta, float *C,
+                          int ldc) {
+    nn__gemm_job J;
+    int n_tasks, i;
+    void *raw;
+    size_t ws_bytes;
+    int owned;
+
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0 || alpha == 0.0f) {
+        nn__gemm_scale_c(M, N, beta, C, ldc);
+        return;
+    }
+    ws_bytes = nn__gemm_prepare(&J, nn__threadpool_size(pool), transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C,
+                                ldc, &n_tasks);
     /* the pool's workspace when there is one: a training step then allocates nothing */
-    ws_bytes = sizeof(float) * J.buf_floats * (size_t)n_tasks + NN__GEMM_ALIGN;
     raw = ws ? nn__gemm_ws_get(ws, ws_bytes) : nn__threadpool_workspace(pool, ws_bytes);
     owned = raw == NULL && !ws;
     if (owned) raw = NN_MALLOC(ws_bytes);
     if (!raw) {
         if (nn__gemm_small(&J, pool)) return;
-        nn__gemm_nopack(transA, transB, J.ct ? N : M, J.ct ? M : N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        nn__gemm_nopack(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
-    /* Round up to the alignment by pointer arithmetic (no int->pointer cast). */
-    J.buf = (float *)(void *)((unsigned char *)raw +
-                              ((NN__GEMM_ALIGN - ((uintptr_t)raw & (NN__GEMM_ALIGN - 1))) & (NN__GEMM_ALIGN - 1)));
+    J.buf = nn__gemm_align(raw);
 
     if (n_tasks > 1)
         nn__threadpool_run(pool, nn__gemm_task, &J, n_tasks);
@@ -5321,76 +5429,122 @@ static void nn__sgemm_run(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int
     if (owned) NN_FREE(raw);
 }
 
+/* The bytes nn__sgemm_mem needs for this product (0 when it packs nothing). */
+static NN__MAYBE_UNUSED size_t nn__sgemm_mem_bytes(int transA, int transB, int M, int N, int K) {
+    nn__gemm_job J;
+    int n_tasks;
+    if (M <= 0 || N <= 0 || K <= 0) return 0;
+    return nn__gemm_prepare(&J, 1, transA, transB, M, N, K, 1.0f, NULL, 1, NULL, 1, 0.0f, NULL, 1, &n_tasks);
+}
+
+/* nn__sgemm_ws on the caller's memory (mem, bytes from nn__sgemm_mem_bytes or more): no
+   allocation, the same bits. 0 when bytes is short (nothing done). */
+static NN__MAYBE_UNUSED int nn__sgemm_mem(void *mem, size_t bytes, int transA, int transB, int M, int N, int K,
+                                          float alpha, const float *A, int lda, const float *B, int ldb, float beta,
+                                          float *C, int ldc) {
+    nn__gemm_job J;
+    int n_tasks;
+    if (M <= 0 || N <= 0) return 1;
+    if (K <= 0 || alpha == 0.0f) {
+        nn__gemm_scale_c(M, N, beta, C, ldc);
+        return 1;
+    }
+    if (nn__gemm_prepare(&J, 1, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, &n_tasks) > bytes ||
+        !mem)
+        return 0;
+    J.buf = nn__gemm_align(mem);
+    nn__gemm_task(&J, 0, 1);
+    return 1;
+}
+
 /* ---- a B operand packed once for many products ------------------------ */
 
 /* op(B) [K, N] packed whole, for many products with it on one thread (nn__sgemm_pb): per
    K block (the kc nn__sgemm_run picks for this K), all N columns in NR-wide panels, as
    nn__gemm_block packs them block by block. A recurrent layer's W_hh, used by every time
-   step. Free raw with NN_FREE. */
+   step. The memory is the caller's (nn__gemm_pb_bytes), sized when a graph is planned. */
 typedef struct {
     const nn__gemm_arch *arch;
     int K, N, kc, npad;
-    float *p; /* 64-byte aligned, in raw */
-    void *raw;
+    float *p; /* 64-byte aligned, in the caller's memory */
 } nn__gemm_pb;
 
-/* 0 when out of memory (then pb->raw is NULL and the caller multiplies unpacked) */
-static NN__MAYBE_UNUSED int nn__gemm_pb_make(nn__gemm_pb *pb, int transB, int K, int N, const float *B, int ldb) {
+/* pb's geometry for op(B) [K, N] (no memory); returns the bytes nn__gemm_pb_pack needs */
+static size_t nn__gemm_pb_geom(nn__gemm_pb *pb, int K, int N) {
     const nn__gemm_arch *arch = nn__gemm_pick_arch();
-    int nkb = (K + arch->kc - 1) / arch->kc, pc;
+    int nkb = K > 0 ? (K + arch->kc - 1) / arch->kc : 1;
     pb->arch = arch;
     pb->K = K;
     pb->N = N;
-    pb->kc = ((K + nkb - 1) / nkb + 7) / 8 * 8;
+    pb->kc = K > 0 ? ((K + nkb - 1) / nkb + 7) / 8 * 8 : 0;
     if (pb->kc > K) pb->kc = K;
     pb->npad = (N + arch->nr - 1) / arch->nr * arch->nr;
     pb->p = NULL;
-    pb->raw = K > 0 && N > 0 ? NN_MALLOC(sizeof(float) * (size_t)K * (size_t)pb->npad + NN__GEMM_ALIGN) : NULL;
-    if (!pb->raw) return 0;
-    pb->p = (float *)(void *)((unsigned char *)pb->raw +
-                              ((NN__GEMM_ALIGN - ((uintptr_t)pb->raw & (NN__GEMM_ALIGN - 1))) & (NN__GEMM_ALIGN - 1)));
+    return K > 0 && N > 0 ? sizeof(float) * (size_t)K * (size_t)pb->npad + NN__GEMM_ALIGN : 0;
+}
+static NN__MAYBE_UNUSED size_t nn__gemm_pb_bytes(int K, int N) {
+    nn__gemm_pb pb;
+    return nn__gemm_pb_geom(&pb, K, N);
+}
+
+/* Packs op(B) into mem (nn__gemm_pb_bytes(K, N) bytes) */
+static NN__MAYBE_UNUSED void nn__gemm_pb_pack(nn__gemm_pb *pb, int transB, int K, int N, const float *B, int ldb,
+                                              void *mem) {
+    int pc;
+    if (nn__gemm_pb_geom(pb, K, N) == 0 || !mem) return;
+    pb->p = nn__gemm_align(mem);
     for (pc = 0; pc < K; pc += pb->kc) {
         int kc = K - pc < pb->kc ? K - pc : pb->kc;
-        arch->pack_b(transB, B, ldb, pc, kc, 0, N, arch->nr, pb->p + (size_t)pc * pb->npad);
+        pb->arch->pack_b(transB, B, ldb, pc, kc, 0, N, pb->arch->nr, pb->p + (size_t)pc * pb->npad);
     }
-    return 1;
+}
+
+/* The job of a product of M rows with pb; returns the bytes of A's packing memory */
+static size_t nn__gemm_pb_job(nn__gemm_job *J, const nn__gemm_pb *pb, int transA, int M, float alpha, const float *A,
+                              int lda, float beta, float *C, int ldc) {
+    const nn__gemm_arch *arch = pb->arch;
+    size_t mc_alloc;
+    memset(J, 0, sizeof *J);
+    J->arch = arch;
+    J->transA = transA;
+    J->M = M;
+    J->N = pb->N;
+    J->K = pb->K;
+    J->alpha = alpha;
+    J->beta = beta;
+    J->A = A;
+    J->lda = lda;
+    J->C = C;
+    J->ldc = ldc;
+    J->kc = pb->kc;
+    J->mblk = (M + arch->mr - 1) / arch->mr * arch->mr;
+    J->nblk = pb->npad;
+    J->tn = 1;
+    J->bpk = pb->p;
+    J->npad = pb->npad;
+    mc_alloc = (size_t)(J->mblk < arch->mc ? J->mblk : arch->mc);
+    J->a_floats = (mc_alloc * (size_t)J->kc + 15) / 16 * 16;
+    J->buf_floats = J->a_floats;
+    return sizeof(float) * J->buf_floats + NN__GEMM_ALIGN;
+}
+
+/* The bytes nn__sgemm_pb needs for M rows against op(B) [K, N] */
+static NN__MAYBE_UNUSED size_t nn__sgemm_pb_bytes(int K, int N, int M) {
+    nn__gemm_pb pb;
+    nn__gemm_job J;
+    if (M <= 0 || nn__gemm_pb_geom(&pb, K, N) == 0) return 0;
+    return nn__gemm_pb_job(&J, &pb, 0, M, 1.0f, NULL, 1, 0.0f, NULL, 1);
 }
 
 /* C[M, N] = alpha op(A) op(B) + beta C on the calling thread, op(B) from pb (K, N its
-   own), packing A in ws: the same bits as nn__sgemm with that op(B). 0 when ws cannot
-   grow (nothing done). */
-static NN__MAYBE_UNUSED int nn__sgemm_pb(nn__gemm_ws *ws, const nn__gemm_pb *pb, int transA, int M, float alpha,
+   own), packing A in mem (bytes from nn__sgemm_pb_bytes): the same bits as nn__sgemm with
+   that op(B). 0 when bytes is short (nothing done). */
+static NN__MAYBE_UNUSED int nn__sgemm_pb(void *mem, size_t bytes, const nn__gemm_pb *pb, int transA, int M, float alpha,
                                          const float *A, int lda, float beta, float *C, int ldc) {
     nn__gemm_job J;
-    const nn__gemm_arch *arch = pb->arch;
-    size_t mc_alloc;
-    void *raw;
     if (M <= 0) return 1;
-    memset(&J, 0, sizeof J);
-    J.arch = arch;
-    J.transA = transA;
-    J.M = M;
-    J.N = pb->N;
-    J.K = pb->K;
-    J.alpha = alpha;
-    J.beta = beta;
-    J.A = A;
-    J.lda = lda;
-    J.C = C;
-    J.ldc = ldc;
-    J.kc = pb->kc;
-    J.mblk = (M + arch->mr - 1) / arch->mr * arch->mr;
-    J.nblk = pb->npad;
-    J.tn = 1;
-    J.bpk = pb->p;
-    J.npad = pb->npad;
-    mc_alloc = (size_t)(J.mblk < arch->mc ? J.mblk : arch->mc);
-    J.a_floats = (mc_alloc * (size_t)J.kc + 15) / 16 * 16;
-    J.buf_floats = J.a_floats;
-    raw = nn__gemm_ws_get(ws, sizeof(float) * J.buf_floats + NN__GEMM_ALIGN);
-    if (!raw) return 0;
-    J.buf = (float *)(void *)((unsigned char *)raw +
-                              ((NN__GEMM_ALIGN - ((uintptr_t)raw & (NN__GEMM_ALIGN - 1))) & (NN__GEMM_ALIGN - 1)));
+    if (nn__gemm_pb_job(&J, pb, transA, M, alpha, A, lda, beta, C, ldc) > bytes || !mem || !pb->p) return 0;
+    J.buf = nn__gemm_align(mem);
     nn__gemm_task(&J, 0, 1);
     return 1;
 }
@@ -9674,22 +9828,25 @@ static void nn__rope(nn__threadpool *pool, const nn__rope_attr *a, float *y, con
 
 typedef struct nn__attn_job {
     nn__attn_attr a;
-    int64_t qs[3], ks[3]; /* strides of q (and o, dout, dq) and of k, v over batch, head, row */
+    int64_t qs[3], ks[3]; /* strides of q (and dq) and of k (and dk) over batch, head, row */
+    int64_t vs[3], os[3]; /* of v (and dv) and of o (and dout, the output): v's head dim Dv */
     const float *q, *k, *v, *mask, *kpm, *o, *lse, *dout, *delta;
-    float *out, *out_lse, *dq, *dk, *dv;
+    float *out, *out_lse, *dq, *dk, *dv, *dmask;
     uint64_t seed, step;
     int64_t units, per; /* work units, and per task */
-    float *ws;          /* per task: nn__attn_ws_floats(D) */
-    int kind;           /* 0 forward, 1 dq, 2 dkv */
+    float *ws;          /* per task: nn__attn_ws_floats(max(D, Dv)) */
+    int kind;           /* 0 forward, 1 dq, 2 dkv, 3 d(mask) */
     int avx512;         /* the AVX-512 microkernels (else the GEMM) */
 } nn__attn_job;
 
-/* floats of one task's working memory: two [BR, BC] tiles (S then P, dP then dS), an
-   [BR, D] accumulator and two row stats, [BC, D] dK and dV accumulators, two transposed
-   [D, BC] tiles (K and V) */
-static int64_t nn__attn_ws_floats(int D) {
-    return 2 * NN__ATTN_BR * NN__ATTN_BC + (int64_t)NN__ATTN_BR * D + 2 * NN__ATTN_BR + 4 * (int64_t)NN__ATTN_BC * D + 16;
+/* floats of one task's working memory, W = max(D, Dv): two [BR, BC] tiles (S then P, dP
+   then dS), an [BR, W] accumulator and two row stats, [BC, W] dK and dV accumulators, two
+   transposed [W, BC] tiles (K and V); the mask's gradient uses three tiles and the
+   transposed ones */
+static int64_t nn__attn_ws_floats(int W) {
+    return 3 * NN__ATTN_BR * NN__ATTN_BC + (int64_t)NN__ATTN_BR * W + 2 * NN__ATTN_BR + 4 * (int64_t)NN__ATTN_BC * W + 16;
 }
+static int nn__attn_w(const nn__attn_attr *a) { return a->D > a->Dv ? a->D : a->Dv; }
 
 /* ---- the tile products: AVX-512 microkernels (4 rows x 64 columns in 16 registers, no
    packing but K's or V's tile transposed once) where the CPU has AVX-512F, else the CPU
@@ -9838,35 +9995,36 @@ static void nn__attn_pack_t(float *Yt, const float *y, int64_t ys, int nc, int D
     }
 }
 
-/* S [nr, nc] (row stride BC) = alpha X Y^T: X rows at stride xs, Y rows at stride ys, D
+/* S [nr, nc] (row stride BC) = alpha X Y^T: X rows at stride xs, Y rows at stride ys, K
    long; Yt: Y^T packed already (the AVX-512 path; NULL: pack it into yt_buf) */
 static void nn__attn_abt(const nn__attn_job *J, nn__gemm_ws *gw, float *S, const float *x, int64_t xs, int nr, const float *y,
-                         int64_t ys, int nc, float alpha, const float *Yt, float *yt_buf) {
+                         int64_t ys, int nc, int K, float alpha, const float *Yt, float *yt_buf) {
 #if defined(NN__VM_X86)
     if (J->avx512) {
         if (!Yt) {
-            nn__attn_pack_t(yt_buf, y, ys, nc, J->a.D);
+            nn__attn_pack_t(yt_buf, y, ys, nc, K);
             Yt = yt_buf;
         }
-        nn__attn_abt512(S, x, xs, nr, Yt, J->a.D, alpha);
+        nn__attn_abt512(S, x, xs, nr, Yt, K, alpha);
         return;
     }
 #endif
-    (void)Yt, (void)yt_buf;
-    nn__sgemm_ws(gw, 0, 1, nr, nc, J->a.D, alpha, x, (int)xs, y, (int)ys, 0.0f, S, NN__ATTN_BC);
+    (void)J, (void)Yt, (void)yt_buf;
+    nn__sgemm_ws(gw, 0, 1, nr, nc, K, alpha, x, (int)xs, y, (int)ys, 0.0f, S, NN__ATTN_BC);
 }
 
-/* C [M, D] (row stride ldc) += op(A) B: op(A) [M, K] (transA: A stored [K, M]), lda; B rows
+/* C [M, N] (row stride ldc) += op(A) B: op(A) [M, K] (transA: A stored [K, M]), lda; B rows
    at stride ldb */
 static void nn__attn_ab(const nn__attn_job *J, nn__gemm_ws *gw, float *C, int64_t ldc, int transA, const float *A, int lda, int M,
-                        int K, const float *B, int64_t ldb) {
+                        int K, const float *B, int64_t ldb, int N) {
 #if defined(NN__VM_X86)
     if (J->avx512) {
-        nn__attn_ab512(C, ldc, A, transA ? 1 : lda, transA ? lda : 1, M, K, B, ldb, J->a.D);
+        nn__attn_ab512(C, ldc, A, transA ? 1 : lda, transA ? lda : 1, M, K, B, ldb, N);
         return;
     }
 #endif
-    nn__sgemm_ws(gw, transA, 0, M, J->a.D, K, 1.0f, A, lda, B, (int)ldb, 1.0f, C, (int)ldc);
+    (void)J;
+    nn__sgemm_ws(gw, transA, 0, M, N, K, 1.0f, A, lda, B, (int)ldb, 1.0f, C, (int)ldc);
 }
 
 /* ---- masks and dropout ---- */
@@ -9941,9 +10099,9 @@ static void nn__attn_unit_q(const nn__attn_job *J, int64_t u, int *b, int *h, in
 /* ---- forward: one (b, h, query block) ---- */
 static void nn__attn_fwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw) {
     const nn__attn_attr *a = &J->a;
-    int D = a->D, b, h, i0, nr, j0, r, c, d, hk;
+    int D = a->D, Dv = a->Dv, W = nn__attn_w(a), b, h, i0, nr, j0, r, c, d, hk;
     float *S = ws, *acc = S + 2 * NN__ATTN_BR * NN__ATTN_BC;
-    float *m = acc + (int64_t)NN__ATTN_BR * D, *l = m + NN__ATTN_BR, *Kt = l + NN__ATTN_BR + 2 * (int64_t)NN__ATTN_BC * D;
+    float *m = acc + (int64_t)NN__ATTN_BR * W, *l = m + NN__ATTN_BR, *Kt = l + NN__ATTN_BR + 2 * (int64_t)NN__ATTN_BC * W;
     const float *qb;
     nn__attn_unit_q(J, u, &b, &h, &i0, &nr);
     hk = h / (a->H / a->Hkv);
@@ -9952,14 +10110,14 @@ static void nn__attn_fwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
         m[r] = -INFINITY;
         l[r] = 0.0f;
     }
-    for (r = 0; r < nr * D; r++) acc[r] = 0.0f;
+    for (r = 0; r < nr * Dv; r++) acc[r] = 0.0f;
     for (j0 = 0; j0 < a->Tk; j0 += NN__ATTN_BC) {
         int nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC;
         if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
-        nn__attn_abt(J, gw, S, qb, J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], nc, a->scale, NULL, Kt);
+        nn__attn_abt(J, gw, S, qb, J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], nc, D, a->scale, NULL, Kt);
         if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
         for (r = 0; r < nr; r++) {
-            float *s = S + r * NN__ATTN_BC, *ar = acc + (int64_t)r * D, mx = m[r], alpha, sum;
+            float *s = S + r * NN__ATTN_BC, *ar = acc + (int64_t)r * Dv, mx = m[r], alpha, sum;
             for (c = 0; c < nc; c++)
                 if (s[c] > mx) mx = s[c];
             if (mx == -INFINITY) { /* nothing alive in the row yet: weights 0 */
@@ -9973,15 +10131,15 @@ static void nn__attn_fwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
             l[r] = l[r] * alpha + sum;
             m[r] = mx;
             if (alpha != 1.0f)
-                for (d = 0; d < D; d++) ar[d] *= alpha;
+                for (d = 0; d < Dv; d++) ar[d] *= alpha;
             if (a->p > 0.0f)
                 for (c = 0; c < nc; c++) s[c] *= nn__attn_keep(J, b, h, i0 + r, j0 + c);
         }
-        nn__attn_ab(J, gw, acc, D, 0, S, NN__ATTN_BC, nr, nc, NN__ATTN_ROW(J->v, J->ks, b, hk, j0), J->ks[2]);
+        nn__attn_ab(J, gw, acc, Dv, 0, S, NN__ATTN_BC, nr, nc, NN__ATTN_ROW(J->v, J->vs, b, hk, j0), J->vs[2], Dv);
     }
     for (r = 0; r < nr; r++) {
-        float *o = NN__ATTN_ROW(J->out, J->qs, b, h, i0 + r), inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
-        for (d = 0; d < D; d++) o[d] = acc[(int64_t)r * D + d] * inv;
+        float *o = NN__ATTN_ROW(J->out, J->os, b, h, i0 + r), inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
+        for (d = 0; d < Dv; d++) o[d] = acc[(int64_t)r * Dv + d] * inv;
         J->out_lse[((int64_t)b * a->H + h) * a->Tq + i0 + r] = l[r] > 0.0f ? m[r] + logf(l[r]) : -INFINITY;
     }
 }
@@ -10016,23 +10174,23 @@ static void nn__attn_ds(const nn__attn_job *J, int b, int h, int i0, int nr, int
 /* ---- dQ: one (b, h, query block): dq = scale sum_j dS_ij k_j ---- */
 static void nn__attn_dq_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw) {
     const nn__attn_attr *a = &J->a;
-    int D = a->D, b, h, i0, nr, j0, r, d, hk;
+    int D = a->D, Dv = a->Dv, W = nn__attn_w(a), b, h, i0, nr, j0, r, d, hk;
     float *S = ws, *dP = S + NN__ATTN_BR * NN__ATTN_BC, *acc = S + 2 * NN__ATTN_BR * NN__ATTN_BC;
-    float *Kt = acc + (int64_t)NN__ATTN_BR * D + 2 * NN__ATTN_BR + 2 * (int64_t)NN__ATTN_BC * D, *Vt = Kt + (int64_t)NN__ATTN_BC * D;
+    float *Kt = acc + (int64_t)NN__ATTN_BR * W + 2 * NN__ATTN_BR + 2 * (int64_t)NN__ATTN_BC * W, *Vt = Kt + (int64_t)NN__ATTN_BC * W;
     const float *qb, *gb;
     nn__attn_unit_q(J, u, &b, &h, &i0, &nr);
     hk = h / (a->H / a->Hkv);
     qb = NN__ATTN_ROW(J->q, J->qs, b, h, i0);
-    gb = NN__ATTN_ROW(J->dout, J->qs, b, h, i0);
+    gb = NN__ATTN_ROW(J->dout, J->os, b, h, i0);
     for (r = 0; r < nr * D; r++) acc[r] = 0.0f;
     for (j0 = 0; j0 < a->Tk; j0 += NN__ATTN_BC) {
         int nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC;
         if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
-        nn__attn_abt(J, gw, S, qb, J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], nc, a->scale, NULL, Kt);
+        nn__attn_abt(J, gw, S, qb, J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], nc, D, a->scale, NULL, Kt);
         if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
-        nn__attn_abt(J, gw, dP, gb, J->qs[2], nr, NN__ATTN_ROW(J->v, J->ks, b, hk, j0), J->ks[2], nc, 1.0f, NULL, Vt);
+        nn__attn_abt(J, gw, dP, gb, J->os[2], nr, NN__ATTN_ROW(J->v, J->vs, b, hk, j0), J->vs[2], nc, Dv, 1.0f, NULL, Vt);
         nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP);
-        nn__attn_ab(J, gw, acc, D, 0, dP, NN__ATTN_BC, nr, nc, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2]);
+        nn__attn_ab(J, gw, acc, D, 0, dP, NN__ATTN_BC, nr, nc, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], D);
     }
     for (r = 0; r < nr; r++) {
         float *o = NN__ATTN_ROW(J->dq, J->qs, b, h, i0 + r);
@@ -10044,46 +10202,100 @@ static void nn__attn_dq_unit(const nn__attn_job *J, int64_t u, float *ws, nn__ge
    query block in order: dv_j = sum_i P_ij z_ij dO_i, dk_j = scale sum_i dS_ij q_i ---- */
 static void nn__attn_dkv_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw) {
     const nn__attn_attr *a = &J->a;
-    int D = a->D, nkb = (a->Tk + NN__ATTN_BC - 1) / NN__ATTN_BC, grp = a->H / a->Hkv;
+    int D = a->D, Dv = a->Dv, W = nn__attn_w(a), nkb = (a->Tk + NN__ATTN_BC - 1) / NN__ATTN_BC, grp = a->H / a->Hkv;
     int b = (int)(u / ((int64_t)a->Hkv * nkb)), hk = (int)(u / nkb % a->Hkv), j0 = (int)(u % nkb) * NN__ATTN_BC;
     int nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC, h, i0, c, d;
     float *S = ws, *dP = S + NN__ATTN_BR * NN__ATTN_BC;
-    float *dk = S + 2 * NN__ATTN_BR * NN__ATTN_BC + (int64_t)NN__ATTN_BR * D + 2 * NN__ATTN_BR, *dv = dk + (int64_t)NN__ATTN_BC * D;
-    for (c = 0; c < nc * D; c++) dk[c] = dv[c] = 0.0f;
-    const float *kb = NN__ATTN_ROW(J->k, J->ks, b, hk, j0), *vb = NN__ATTN_ROW(J->v, J->ks, b, hk, j0);
-    float *Kt = dv + (int64_t)NN__ATTN_BC * D, *Vt = Kt + (int64_t)NN__ATTN_BC * D;
+    float *dk = S + 2 * NN__ATTN_BR * NN__ATTN_BC + (int64_t)NN__ATTN_BR * W + 2 * NN__ATTN_BR, *dv = dk + (int64_t)NN__ATTN_BC * W;
+    for (c = 0; c < nc * D; c++) dk[c] = 0.0f;
+    for (c = 0; c < nc * Dv; c++) dv[c] = 0.0f;
+    const float *kb = NN__ATTN_ROW(J->k, J->ks, b, hk, j0), *vb = NN__ATTN_ROW(J->v, J->vs, b, hk, j0);
+    float *Kt = dv + (int64_t)NN__ATTN_BC * W, *Vt = Kt + (int64_t)NN__ATTN_BC * W;
     const float *kt = NULL, *vt = NULL; /* K^T and V^T packed once for every query block */
     if (J->avx512) {
         nn__attn_pack_t(Kt, kb, J->ks[2], nc, D);
-        nn__attn_pack_t(Vt, vb, J->ks[2], nc, D);
+        nn__attn_pack_t(Vt, vb, J->vs[2], nc, Dv);
         kt = Kt, vt = Vt;
     }
     for (h = hk * grp; h < (hk + 1) * grp; h++)
         for (i0 = 0; i0 < a->Tq; i0 += NN__ATTN_BR) {
             int nr = a->Tq - i0 < NN__ATTN_BR ? a->Tq - i0 : NN__ATTN_BR;
-            const float *qb = NN__ATTN_ROW(J->q, J->qs, b, h, i0), *gb = NN__ATTN_ROW(J->dout, J->qs, b, h, i0);
+            const float *qb = NN__ATTN_ROW(J->q, J->qs, b, h, i0), *gb = NN__ATTN_ROW(J->dout, J->os, b, h, i0);
             if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
-            nn__attn_abt(J, gw, S, qb, J->qs[2], nr, kb, J->ks[2], nc, a->scale, kt, Kt);
+            nn__attn_abt(J, gw, S, qb, J->qs[2], nr, kb, J->ks[2], nc, D, a->scale, kt, Kt);
             if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
-            nn__attn_abt(J, gw, dP, gb, J->qs[2], nr, vb, J->ks[2], nc, 1.0f, vt, Vt);
+            nn__attn_abt(J, gw, dP, gb, J->os[2], nr, vb, J->vs[2], nc, Dv, 1.0f, vt, Vt);
             nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP);
-            /* dv [nc, D] += Pd^T dO, dk [nc, D] += dS^T q */
-            nn__attn_ab(J, gw, dv, D, 1, S, NN__ATTN_BC, nc, nr, gb, J->qs[2]);
-            nn__attn_ab(J, gw, dk, D, 1, dP, NN__ATTN_BC, nc, nr, qb, J->qs[2]);
+            /* dv [nc, Dv] += Pd^T dO, dk [nc, D] += dS^T q */
+            nn__attn_ab(J, gw, dv, Dv, 1, S, NN__ATTN_BC, nc, nr, gb, J->os[2], Dv);
+            nn__attn_ab(J, gw, dk, D, 1, dP, NN__ATTN_BC, nc, nr, qb, J->qs[2], D);
         }
     for (c = 0; c < nc; c++) {
-        float *ko = NN__ATTN_ROW(J->dk, J->ks, b, hk, j0 + c), *vo = NN__ATTN_ROW(J->dv, J->ks, b, hk, j0 + c);
-        for (d = 0; d < D; d++) {
-            ko[d] = dk[(int64_t)c * D + d] * a->scale;
-            vo[d] = dv[(int64_t)c * D + d];
-        }
+        float *ko = NN__ATTN_ROW(J->dk, J->ks, b, hk, j0 + c), *vo = NN__ATTN_ROW(J->dv, J->vs, b, hk, j0 + c);
+        for (d = 0; d < D; d++) ko[d] = dk[(int64_t)c * D + d] * a->scale;
+        for (d = 0; d < Dv; d++) vo[d] = dv[(int64_t)c * Dv + d];
     }
+}
+
+/* ---- d(mask): one unit per (b, h, query block, key block) of the dims the mask does not
+   broadcast; a broadcast dim's whole range is summed inside the unit, in order (b, h,
+   query blocks, key blocks, then a tile's rows and columns), so no two units write one
+   element and no [Tq, Tk] tile per head is kept: the gradient is dS summed, unscaled ---- */
+static void nn__attn_dmask_counts(const nn__attn_attr *a, int64_t n[4]) {
+    n[0] = a->ms[0] ? a->B : 1;
+    n[1] = a->ms[1] ? a->H : 1;
+    n[2] = a->ms[2] ? (a->Tq + NN__ATTN_BR - 1) / NN__ATTN_BR : 1;
+    n[3] = a->ms[3] ? (a->Tk + NN__ATTN_BC - 1) / NN__ATTN_BC : 1;
+}
+
+static void nn__attn_dmask_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw) {
+    const nn__attn_attr *a = &J->a;
+    int D = a->D, Dv = a->Dv, W = nn__attn_w(a), nqb = (a->Tq + NN__ATTN_BR - 1) / NN__ATTN_BR;
+    int nkb = (a->Tk + NN__ATTN_BC - 1) / NN__ATTN_BC;
+    int ub, uh, uq, uk, b, h, qb, kb, r, c, nru, ncu;
+    int64_t cnt[4];
+    float *S = ws, *dP = S + NN__ATTN_BR * NN__ATTN_BC, *G = dP + NN__ATTN_BR * NN__ATTN_BC;
+    float *Kt = G + NN__ATTN_BR * NN__ATTN_BC, *Vt = Kt + (int64_t)NN__ATTN_BC * W;
+    nn__attn_dmask_counts(a, cnt);
+    uk = (int)(u % cnt[3]);
+    uq = (int)(u / cnt[3] % cnt[2]);
+    uh = (int)(u / (cnt[3] * cnt[2]) % cnt[1]);
+    ub = (int)(u / (cnt[3] * cnt[2] * cnt[1]));
+    for (r = 0; r < NN__ATTN_BR * NN__ATTN_BC; r++) G[r] = 0.0f;
+    for (b = a->ms[0] ? ub : 0; b < (a->ms[0] ? ub + 1 : a->B); b++)
+        for (h = a->ms[1] ? uh : 0; h < (a->ms[1] ? uh + 1 : a->H); h++)
+            for (qb = a->ms[2] ? uq : 0; qb < (a->ms[2] ? uq + 1 : nqb); qb++)
+                for (kb = a->ms[3] ? uk : 0; kb < (a->ms[3] ? uk + 1 : nkb); kb++) {
+                    int i0 = qb * NN__ATTN_BR, j0 = kb * NN__ATTN_BC, hk = h / (a->H / a->Hkv);
+                    int nr = a->Tq - i0 < NN__ATTN_BR ? a->Tq - i0 : NN__ATTN_BR, nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC;
+                    if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
+                    nn__attn_abt(J, gw, S, NN__ATTN_ROW(J->q, J->qs, b, h, i0), J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0),
+                                 J->ks[2], nc, D, a->scale, NULL, Kt);
+                    if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
+                    nn__attn_abt(J, gw, dP, NN__ATTN_ROW(J->dout, J->os, b, h, i0), J->os[2], nr,
+                                 NN__ATTN_ROW(J->v, J->vs, b, hk, j0), J->vs[2], nc, Dv, 1.0f, NULL, Vt);
+                    nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP);
+                    for (r = 0; r < nr; r++) {
+                        float *gr = G + (a->ms[2] ? r : 0) * NN__ATTN_BC;
+                        const float *dr = dP + r * NN__ATTN_BC;
+                        if (a->ms[3])
+                            for (c = 0; c < nc; c++) gr[c] += dr[c];
+                        else
+                            for (c = 0; c < nc; c++) gr[0] += dr[c];
+                    }
+                }
+    nru = a->ms[2] ? (a->Tq - uq * NN__ATTN_BR < NN__ATTN_BR ? a->Tq - uq * NN__ATTN_BR : NN__ATTN_BR) : 1;
+    ncu = a->ms[3] ? (a->Tk - uk * NN__ATTN_BC < NN__ATTN_BC ? a->Tk - uk * NN__ATTN_BC : NN__ATTN_BC) : 1;
+    for (r = 0; r < nru; r++)
+        for (c = 0; c < ncu; c++)
+            J->dmask[(int64_t)ub * a->ms[0] + (int64_t)uh * a->ms[1] + ((int64_t)uq * NN__ATTN_BR + r) * a->ms[2] +
+                     ((int64_t)uk * NN__ATTN_BC + c) * a->ms[3]] = G[r * NN__ATTN_BC + c];
 }
 
 static void nn__attn_task(void *arg, int t, int n_tasks) {
     const nn__attn_job *J = (const nn__attn_job *)arg;
     int64_t u, u0 = J->per * t, u1 = u0 + J->per < J->units ? u0 + J->per : J->units;
-    float *ws = J->ws + (int64_t)t * nn__attn_ws_floats(J->a.D);
+    float *ws = J->ws + (int64_t)t * nn__attn_ws_floats(nn__attn_w(&J->a));
     nn__gemm_ws gw;
     (void)n_tasks;
     gw.p = NULL;
@@ -10091,7 +10303,8 @@ static void nn__attn_task(void *arg, int t, int n_tasks) {
     for (u = u0; u < u1; u++) {
         if (J->kind == 0) nn__attn_fwd_unit(J, u, ws, &gw);
         else if (J->kind == 1) nn__attn_dq_unit(J, u, ws, &gw);
-        else nn__attn_dkv_unit(J, u, ws, &gw);
+        else if (J->kind == 2) nn__attn_dkv_unit(J, u, ws, &gw);
+        else nn__attn_dmask_unit(J, u, ws, &gw);
     }
     NN_FREE(gw.p);
 }
@@ -10108,11 +10321,16 @@ static nn_result nn__attn_run(nn__threadpool *pool, nn__attn_job *J) {
     J->avx512 = nn__vm_isa() == 2 && strcmp(nn__gemm_pick_arch()->name, "avx512f") == 0; /* as the GEMM (its forced kernel too) */
 #endif
     J->units = J->kind == 2 ? (int64_t)a->B * a->Hkv * nkb : (int64_t)a->B * a->H * nqb;
+    if (J->kind == 3) {
+        int64_t cnt[4];
+        nn__attn_dmask_counts(a, cnt);
+        J->units = cnt[0] * cnt[1] * cnt[2] * cnt[3];
+    }
     if (J->units < tasks) tasks = (int)J->units;
     if (tasks < 1) tasks = 1;
     J->per = (J->units + tasks - 1) / tasks;
     tasks = (int)((J->units + J->per - 1) / J->per);
-    bytes = (size_t)tasks * (size_t)nn__attn_ws_floats(a->D) * sizeof(float);
+    bytes = (size_t)tasks * (size_t)nn__attn_ws_floats(nn__attn_w(a)) * sizeof(float);
     J->ws = (float *)nn__threadpool_workspace(pool, bytes);
     if (!J->ws) {
         own = NN_MALLOC(bytes);
@@ -10329,8 +10547,51 @@ typedef struct {
     float *ws, *y, *hp, *dht, *du;
     int64_t off[5], po[6];
     int per;               /* rows per task */
-    const nn__gemm_pb *pb; /* W_hh packed once (or NULL: out of memory) */
+    nn__gemm_pb pb;        /* W_hh packed once per run, in the node's scratch */
+    unsigned char *mem;    /* the tasks' memory, task_bytes each: */
+    size_t task_bytes, e_bytes, gw_bytes; /* the LSTM's vector-exp row, then GEMM packing */
 } nn__rec_job;
+
+/* The time loop's tasks: the pool's threads, at most one per batch row, *per rows each. */
+static int nn__cpu_rec_tasks(const nn__threadpool *pool, int B, int *per) {
+    int tasks = nn__threadpool_size(pool);
+    if (tasks > B) tasks = B;
+    if (tasks < 1) tasks = 1;
+    *per = (B + tasks - 1) / tasks;
+    return (B + *per - 1) / *per;
+}
+
+static size_t nn__rec_round64(size_t n) { return (n + 63) / 64 * 64; }
+
+/* The CPU memory of a time loop (grad: its gradient's), planned with the node (after its
+   own scratch): W_hh packed, then per task the LSTM forward's vector-exp row (8H floats)
+   and the packing memory of its GEMMs (the state's product against the packed W_hh, the
+   projection's product: one at a time, so they share it). Fills J's sizes when J is not
+   NULL; returns the floats. A run then allocates nothing. */
+static int64_t nn__cpu_rec_mem(const nn__threadpool *pool, const nn__rec_attr *a, int grad, nn__rec_job *J) {
+    int per, tasks = nn__cpu_rec_tasks(pool, a->B, &per), GH = a->G * a->H, k;
+    int nbs[2];
+    size_t pb, e = 0, gw = 0;
+    nbs[0] = per, nbs[1] = a->B - (tasks - 1) * per;
+    pb = nn__rec_round64(grad ? nn__gemm_pb_bytes(GH, a->Hr) : nn__gemm_pb_bytes(a->Hr, GH));
+    if (!grad && a->kind == NN__REC_LSTM) e = nn__rec_round64(sizeof(float) * 8 * (size_t)a->H);
+    for (k = 0; k < 2; k++) {
+        size_t s = grad ? nn__sgemm_pb_bytes(GH, a->Hr, nbs[k]) : nn__sgemm_pb_bytes(a->Hr, GH, nbs[k]);
+        if (s > gw) gw = s;
+        if (a->i_whr >= 0) {
+            s = grad ? nn__sgemm_mem_bytes(0, 0, nbs[k], a->H, a->Hr) : nn__sgemm_mem_bytes(0, 1, nbs[k], a->Hr, a->H);
+            if (s > gw) gw = s;
+        }
+    }
+    gw = nn__rec_round64(gw);
+    if (J) {
+        J->per = per;
+        J->e_bytes = e;
+        J->gw_bytes = gw;
+        J->task_bytes = e + gw;
+    }
+    return (int64_t)((pb + (size_t)tasks * (e + gw)) / sizeof(float));
+}
 
 static void nn__cpu_rec_seq_task(void *arg, int task, int n_tasks) {
     const nn__rec_job *J = (const nn__rec_job *)arg;
@@ -10338,27 +10599,25 @@ static void nn__cpu_rec_seq_task(void *arg, int task, int n_tasks) {
     int T = a->T, B = a->B, H = a->H, Hr = a->Hr, GH = a->G * a->H, s;
     int b0 = task * J->per, b1 = b0 + J->per < B ? b0 + J->per : B, nb = b1 - b0;
     size_t BHr = (size_t)B * Hr, BH = (size_t)B * H;
-    float *ws = J->ws, *hp = J->hp + (size_t)b0 * GH, *e;
-    nn__gemm_ws gw = {NULL, 0};
+    float *ws = J->ws, *hp = J->hp + (size_t)b0 * GH;
+    unsigned char *mem = J->mem + (size_t)task * J->task_bytes;
+    float *e = J->e_bytes ? (float *)(void *)mem : NULL; /* LSTM: the vector gate math */
+    void *gw = mem + J->e_bytes;
     (void)n_tasks;
     if (nb <= 0) return;
-    e = a->kind == NN__REC_LSTM ? (float *)NN_MALLOC(sizeof(float) * 8 * (size_t)H) : NULL; /* NULL: scalar */
     for (s = 0; s < T; s++) {
         int t = a->reverse ? T - 1 - s : s;
         size_t oh = (size_t)J->off[1] + s * BHr;
-        if (!J->pb || !nn__sgemm_pb(&gw, J->pb, 0, nb, 1.0f, ws + oh + (size_t)b0 * Hr, Hr, 0.0f, hp, GH))
-            nn__sgemm_ws(&gw, 0, 1, nb, GH, Hr, 1.0f, ws + oh + (size_t)b0 * Hr, Hr, J->whh, Hr, 0.0f, hp, GH);
+        (void)nn__sgemm_pb(gw, J->gw_bytes, &J->pb, 0, nb, 1.0f, ws + oh + (size_t)b0 * Hr, Hr, 0.0f, hp, GH);
         nn__cpu_rec_gates_fwd(a->kind, B, b0, b1, H, Hr, t, J->xp + (size_t)t * B * GH, J->hp, J->bias, J->lens, ws,
                               J->y + (size_t)t * BHr, J->whr != NULL, (size_t)J->off[0] + s * (size_t)B * GH, oh,
                               (size_t)J->off[2] + s * BH, (size_t)J->off[3] + s * BH, (size_t)J->off[4] + s * BH, e);
         if (J->whr) {
-            nn__sgemm_ws(&gw, 0, 1, nb, Hr, H, 1.0f, ws + J->off[3] + s * BH + (size_t)b0 * H, H, J->whr, H, 0.0f,
-                         ws + oh + BHr + (size_t)b0 * Hr, Hr);
+            (void)nn__sgemm_mem(gw, J->gw_bytes, 0, 1, nb, Hr, H, 1.0f, ws + J->off[3] + s * BH + (size_t)b0 * H, H, J->whr,
+                                H, 0.0f, ws + oh + BHr + (size_t)b0 * Hr, Hr);
             nn__cpu_rec_proj_fix(B, b0, b1, Hr, t, J->lens, ws, J->y + (size_t)t * BHr, oh);
         }
     }
-    NN_FREE(gw.p);
-    NN_FREE(e);
 }
 
 static void nn__cpu_rec_grad_task(void *arg, int task, int n_tasks) {
@@ -10369,7 +10628,7 @@ static void nn__cpu_rec_grad_task(void *arg, int task, int n_tasks) {
     size_t BHr = (size_t)B * Hr, BH = (size_t)B * H;
     const float *gy = J->xp, *ws = J->ws;
     float *pk = J->y, *dh = J->y + J->po[1], *dc = J->y + J->po[2];
-    nn__gemm_ws gw = {NULL, 0};
+    void *gw = J->mem + (size_t)task * J->task_bytes + J->e_bytes;
     (void)n_tasks;
     if (nb <= 0) return;
     for (s = T - 1; s >= 0; s--) {
@@ -10377,34 +10636,29 @@ static void nn__cpu_rec_grad_task(void *arg, int task, int n_tasks) {
         float *dhp_s = J->hp + (size_t)s * B * GH;
         if (J->whr) {
             nn__cpu_rec_proj_bwd(b0, b1, Hr, t, J->lens, gy + (size_t)t * BHr, dh, J->dht + s * BHr);
-            nn__sgemm_ws(&gw, 0, 0, nb, H, Hr, 1.0f, J->dht + s * BHr + (size_t)b0 * Hr, Hr, J->whr, H, 0.0f,
-                         J->du + (size_t)b0 * H, H);
+            (void)nn__sgemm_mem(gw, J->gw_bytes, 0, 0, nb, H, Hr, 1.0f, J->dht + s * BHr + (size_t)b0 * Hr, Hr, J->whr, H,
+                                0.0f, J->du + (size_t)b0 * H, H);
         }
         nn__cpu_rec_gates_bwd(a->kind, B, b0, b1, H, Hr, t, ws, gy + (size_t)t * BHr, J->lens, J->whr ? J->du : NULL,
                               dh, dc, pk + J->po[0] + (size_t)t * B * GH, dhp_s, (size_t)J->off[0] + s * (size_t)B * GH,
                               (size_t)J->off[1] + s * BHr, (size_t)J->off[2] + s * BH, (size_t)J->off[4] + s * BH);
-        if (!J->pb || !nn__sgemm_pb(&gw, J->pb, 0, nb, 1.0f, dhp_s + (size_t)b0 * GH, GH, 1.0f, dh + (size_t)b0 * Hr, Hr))
-            nn__sgemm_ws(&gw, 0, 0, nb, Hr, GH, 1.0f, dhp_s + (size_t)b0 * GH, GH, J->whh, Hr, 1.0f, dh + (size_t)b0 * Hr,
-                         Hr);
+        (void)nn__sgemm_pb(gw, J->gw_bytes, &J->pb, 0, nb, 1.0f, dhp_s + (size_t)b0 * GH, GH, 1.0f, dh + (size_t)b0 * Hr,
+                           Hr);
     }
-    NN_FREE(gw.p);
 }
 
 /* Runs the time loop of job J (its pointers and offsets set) over the pool's threads, with
    W_hh packed once for all steps and threads (op(W_hh) [K, N] = W_hh^T forward, W_hh
-   backward). */
-static void nn__cpu_rec_run(nn__threadpool *pool, nn__rec_job *J, nn__task_fn fn, int transB, int K, int N) {
-    int B = J->a->B, tasks = nn__threadpool_size(pool);
-    nn__gemm_pb pb;
-    J->pb = nn__gemm_pb_make(&pb, transB, K, N, J->whh, J->a->Hr) ? &pb : NULL;
-    if (tasks > B) tasks = B;
-    if (tasks < 1) tasks = 1;
-    J->per = (B + tasks - 1) / tasks;
-    tasks = (B + J->per - 1) / J->per;
+   backward), in mem: nn__cpu_rec_mem's floats, planned with the node. */
+static void nn__cpu_rec_run(nn__threadpool *pool, nn__rec_job *J, nn__task_fn fn, int grad, float *mem) {
+    int GH = J->a->G * J->a->H, Hr = J->a->Hr, tasks;
+    (void)nn__cpu_rec_mem(pool, J->a, grad, J);
+    if (grad) nn__gemm_pb_pack(&J->pb, 0, GH, Hr, J->whh, Hr, mem);
+    else nn__gemm_pb_pack(&J->pb, 1, Hr, GH, J->whh, Hr, mem);
+    J->mem = (unsigned char *)mem + nn__rec_round64(grad ? nn__gemm_pb_bytes(GH, Hr) : nn__gemm_pb_bytes(Hr, GH));
+    tasks = (J->a->B + J->per - 1) / J->per;
     if (tasks <= 1) fn(J, 0, 1);
     else nn__threadpool_run(pool, fn, J, tasks);
-    NN_FREE(pb.raw);
-    J->pb = NULL;
 }
 
 /* y[j] = sum over r of x[r * cols + j], in order of r (rec_colsum) */
@@ -10429,6 +10683,17 @@ static void nn__cpu_last_valid_bwd(const float *dy, const int32_t *lens, float *
     int b;
     memset(dx, 0, (size_t)T * B * F * 4);
     for (b = 0; b < B; b++) memcpy(dx + nn__last_at(bf, T, B, F, nn__last_t(lens, b, T), b), dy + (size_t)b * F, (size_t)F * 4);
+}
+
+/* nn_bidirectional's reversal (rec_reverse): each row's first lens[b] steps (clamped to
+   [1, T]; lens NULL: all T) reversed, the rest copied */
+static void nn__cpu_rec_reverse_loop(const float *x, const int32_t *lens, float *y, int T, int B, int F, int bf) {
+    int b, t;
+    for (b = 0; b < B; b++) {
+        int n = lens ? nn__last_t(lens, b, T) + 1 : T;
+        for (t = 0; t < T; t++)
+            memcpy(y + nn__last_at(bf, T, B, F, t, b), x + nn__last_at(bf, T, B, F, t < n ? n - 1 - t : t, b), (size_t)F * 4);
+    }
 }
 
 /* ======================================================================
@@ -19260,7 +19525,8 @@ static const char *const nn__cl_src_attention[] = {
 "   dims: B, H, Hkv, Tq, Tk, D, layout (0 [B, H, T, D], 1 [B, T, H, D]), causal;\n",
 "   mk: the mask's strides over b, h, i, j, its mode (0 none, 1 float added, 2 int32: nonzero\n",
 "   attends), the key padding mask's mode (0 none, 1 float, 2 int32: nonzero ignores), the\n",
-"   sliding window (0 none), 0. mask and kpm are read only when their mode is not 0. */\n",
+"   sliding window (0 none), 0; vdim: v's head dim Dv (the output's, dout's; q and k have D).\n",
+"   mask and kpm are read only when their mode is not 0. */\n",
 "#ifndef NN__ATTENTION_ARGS_H\n",
 "#define NN__ATTENTION_ARGS_H\n",
 "\n",
@@ -19268,17 +19534,17 @@ static const char *const nn__cl_src_attention[] = {
 "#define NN__KARGS_attn_fwd(F, P)                                                                   \\\n",
 "    F(in, q) P(in, k) P(in, v) P(in, mask) P(in, kpm) P(out, out) P(int8, dims) P(int8, mk)         \\\n",
 "    P(float, scale) P(float, p) P(uint, seed_lo) P(uint, seed_hi) P(uint, key) P(ustep, step_lo)    \\\n",
-"    P(ustep, step_hi)\n",
+"    P(ustep, step_hi) P(int, vdim)\n",
 "NN__KSIG(attn_fwd)\n",
 "/* o: the forward's out; dout: its gradient (the output part); delta [B, H, Tq];\n",
 "   out: dq (attn_dq) or [dk, dv] (attn_dkv) */\n",
 "#define NN__KARGS_attn_bwd(F, P)                                                                   \\\n",
 "    F(in, q) P(in, k) P(in, v) P(in, mask) P(in, kpm) P(in, o) P(in, dout) P(in, delta) P(out, out) \\\n",
 "    P(int8, dims) P(int8, mk) P(float, scale) P(float, p) P(uint, seed_lo) P(uint, seed_hi)          \\\n",
-"    P(uint, key) P(ustep, step_lo) P(ustep, step_hi)\n",
+"    P(uint, key) P(ustep, step_lo) P(ustep, step_hi) P(int, vdim)\n",
 "NN__KSIG(attn_bwd)\n",
 "/* delta [B, H, Tq] = rowsum(dout * o) */\n",
-"#define NN__KARGS_attn_delta(F, P) F(in, o) P(in, dout) P(out, delta) P(int8, dims)\n",
+"#define NN__KARGS_attn_delta(F, P) F(in, o) P(in, dout) P(out, delta) P(int8, dims) P(int, vdim)\n",
 "NN__KSIG(attn_delta)\n",
 "\n",
 "#endif\n",
@@ -19337,40 +19603,41 @@ static const char *const nn__cl_src_attention[] = {
 "\n",
 "#define NN_ATTN_ROW                                                            \\\n",
 "    int B = dims.s0, H = dims.s1, Hkv = dims.s2, Tq = dims.s3, Tk = dims.s4, D = dims.s5, lay = dims.s6; \\\n",
+"    int Dv = vdim;                                                             \\\n",
 "    int r = get_global_id(0);                                                  \\\n",
 "    if (r >= B * H * Tq) return;                                               \\\n",
 "    int b = r / (H * Tq), h = r / Tq % H, i = r % Tq, hk = h / (H / Hkv);       \\\n",
-"    long qo = nn_attn_off(lay, H, Tq, D, b, h, i)\n",
+"    long qo = nn_attn_off(lay, H, Tq, D, b, h, i), oo = nn_attn_off(lay, H, Tq, Dv, b, h, i)\n",
 "\n",
 "__kernel void attn_fwd(NN__KPARAMS(attn_fwd)) {\n",
 "    NN_ATTN_ROW;\n",
 "    float acc[NN_ATTN_DMAX], m = -INFINITY, l = 0.0f;\n",
-"    for (int d = 0; d < D; d++) acc[d] = 0.0f;\n",
+"    for (int d = 0; d < Dv; d++) acc[d] = 0.0f;\n",
 "    for (int j = 0; j < Tk; j++) {\n",
 "        float bias, s = 0.0f;\n",
 "        if (nn_attn_dead(dims, mk, mask, kpm, b, h, i, j, &bias)) continue;\n",
-"        long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j);\n",
+"        long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j), vo = nn_attn_off(lay, Hkv, Tk, Dv, b, hk, j);\n",
 "        for (int d = 0; d < D; d++) s += q[qo + d] * k[ko + d];\n",
 "        s = s * scale + bias;\n",
 "        if (s > m) {\n",
 "            float alpha = m == -INFINITY ? 0.0f : exp(m - s);\n",
 "            l *= alpha;\n",
-"            for (int d = 0; d < D; d++) acc[d] *= alpha;\n",
+"            for (int d = 0; d < Dv; d++) acc[d] *= alpha;\n",
 "            m = s;\n",
 "        }\n",
 "        float pe = exp(s - m);\n",
 "        l += pe;\n",
 "        if (p > 0.0f) pe *= nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j);\n",
 "        if (pe != 0.0f)\n",
-"            for (int d = 0; d < D; d++) acc[d] += pe * v[ko + d];\n",
+"            for (int d = 0; d < Dv; d++) acc[d] += pe * v[vo + d];\n",
 "    }\n",
 "    float inv = l > 0.0f ? 1.0f / l : 0.0f;\n",
-"    for (int d = 0; d < D; d++) out[qo + d] = acc[d] * inv;\n",
-"    out[(long)B * H * Tq * D + r] = l > 0.0f ? m + log(l) : -INFINITY;\n",
+"    for (int d = 0; d < Dv; d++) out[oo + d] = acc[d] * inv;\n",
+"    out[(long)B * H * Tq * Dv + r] = l > 0.0f ? m + log(l) : -INFINITY;\n",
 "}\n",
 "\n",
 "__kernel void attn_delta(NN__KPARAMS(attn_delta)) {\n",
-"    int B = dims.s0, H = dims.s1, Tq = dims.s3, D = dims.s5;\n",
+"    int B = dims.s0, H = dims.s1, Tq = dims.s3, D = vdim;\n",
 "    int r = get_global_id(0);\n",
 "    if (r >= B * H * Tq) return;\n",
 "    long qo = nn_attn_off(dims.s6, H, Tq, D, r / (H * Tq), r / Tq % H, r % Tq);\n",
@@ -19382,16 +19649,16 @@ static const char *const nn__cl_src_attention[] = {
 "/* dq_i = scale sum_j P_ij (dP_ij z_ij - delta_i) k_j */\n",
 "__kernel void attn_dq(NN__KPARAMS(attn_bwd)) {\n",
 "    NN_ATTN_ROW;\n",
-"    float acc[NN_ATTN_DMAX], lse = o[(long)B * H * Tq * D + r], dl = delta[r];\n",
+"    float acc[NN_ATTN_DMAX], lse = o[(long)B * H * Tq * Dv + r], dl = delta[r];\n",
 "    for (int d = 0; d < D; d++) acc[d] = 0.0f;\n",
 "    for (int j = 0; j < Tk; j++) {\n",
 "        float bias, s = 0.0f, dp = 0.0f, z = 1.0f;\n",
 "        if (nn_attn_dead(dims, mk, mask, kpm, b, h, i, j, &bias)) continue;\n",
-"        long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j);\n",
+"        long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j), vo = nn_attn_off(lay, Hkv, Tk, Dv, b, hk, j);\n",
 "        for (int d = 0; d < D; d++) s += q[qo + d] * k[ko + d];\n",
 "        float pe = exp(s * scale + bias - lse);\n",
 "        if (pe == 0.0f) continue;\n",
-"        for (int d = 0; d < D; d++) dp += dout[qo + d] * v[ko + d];\n",
+"        for (int d = 0; d < Dv; d++) dp += dout[oo + d] * v[vo + d];\n",
 "        if (p > 0.0f) z = nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j);\n",
 "        float ds = pe * (dp * z - dl);\n",
 "        for (int d = 0; d < D; d++) acc[d] += ds * k[ko + d];\n",
@@ -19402,33 +19669,64 @@ static const char *const nn__cl_src_attention[] = {
 "/* key row j of key/value head hk: dv_j = sum_(h, i) P_ij z_ij dO_i, dk_j = scale sum_(h, i)\n",
 "   dS_ij q_i, over the group's query heads h and every query i, in that order */\n",
 "__kernel void attn_dkv(NN__KPARAMS(attn_bwd)) {\n",
-"    int B = dims.s0, H = dims.s1, Hkv = dims.s2, Tq = dims.s3, Tk = dims.s4, D = dims.s5, lay = dims.s6;\n",
+"    int B = dims.s0, H = dims.s1, Hkv = dims.s2, Tq = dims.s3, Tk = dims.s4, D = dims.s5, lay = dims.s6, Dv = vdim;\n",
 "    int r = get_global_id(0);\n",
 "    if (r >= B * Hkv * Tk) return;\n",
 "    int b = r / (Hkv * Tk), hk = r / Tk % Hkv, j = r % Tk, grp = H / Hkv;\n",
-"    long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j), nkv = (long)B * Hkv * Tk * D;\n",
+"    long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j), vo = nn_attn_off(lay, Hkv, Tk, Dv, b, hk, j), nkv = (long)B * Hkv * Tk * D;\n",
 "    float dk[NN_ATTN_DMAX], dv[NN_ATTN_DMAX];\n",
-"    for (int d = 0; d < D; d++) dk[d] = dv[d] = 0.0f;\n",
+"    for (int d = 0; d < D; d++) dk[d] = 0.0f;\n",
+"    for (int d = 0; d < Dv; d++) dv[d] = 0.0f;\n",
 "    for (int h = hk * grp; h < (hk + 1) * grp; h++)\n",
 "        for (int i = 0; i < Tq; i++) {\n",
 "            float bias, s = 0.0f, dp = 0.0f, z = 1.0f;\n",
 "            if (nn_attn_dead(dims, mk, mask, kpm, b, h, i, j, &bias)) continue;\n",
-"            long qo = nn_attn_off(lay, H, Tq, D, b, h, i), row = ((long)b * H + h) * Tq + i;\n",
+"            long qo = nn_attn_off(lay, H, Tq, D, b, h, i), oo = nn_attn_off(lay, H, Tq, Dv, b, h, i);\n",
+"            long row = ((long)b * H + h) * Tq + i;\n",
 "            for (int d = 0; d < D; d++) s += q[qo + d] * k[ko + d];\n",
-"            float pe = exp(s * scale + bias - o[(long)B * H * Tq * D + row]);\n",
+"            float pe = exp(s * scale + bias - o[(long)B * H * Tq * Dv + row]);\n",
 "            if (pe == 0.0f) continue;\n",
 "            if (p > 0.0f) z = nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j);\n",
-"            for (int d = 0; d < D; d++) dp += dout[qo + d] * v[ko + d];\n",
+"            for (int d = 0; d < Dv; d++) dp += dout[oo + d] * v[vo + d];\n",
 "            float pd = pe * z, ds = pe * (dp * z - delta[row]);\n",
-"            for (int d = 0; d < D; d++) {\n",
-"                dv[d] += pd * dout[qo + d];\n",
-"                dk[d] += ds * q[qo + d];\n",
-"            }\n",
+"            for (int d = 0; d < Dv; d++) dv[d] += pd * dout[oo + d];\n",
+"            for (int d = 0; d < D; d++) dk[d] += ds * q[qo + d];\n",
 "        }\n",
-"    for (int d = 0; d < D; d++) {\n",
-"        out[ko + d] = dk[d] * scale;\n",
-"        out[nkv + ko + d] = dv[d];\n",
-"    }\n",
+"    for (int d = 0; d < D; d++) out[ko + d] = dk[d] * scale;\n",
+"    for (int d = 0; d < Dv; d++) out[nkv + vo + d] = dv[d];\n",
+"}\n",
+"\n",
+"/* element r of an additive mask's gradient: the sum of dS_bhij = P_ij (dP_ij z_ij -\n",
+"   delta_i) over the dims the mask broadcasts (strides mk.s0..s3 of 0), b, h, i, j in order */\n",
+"__kernel void attn_dmask(NN__KPARAMS(attn_bwd)) {\n",
+"    int B = dims.s0, H = dims.s1, Hkv = dims.s2, Tq = dims.s3, Tk = dims.s4, D = dims.s5, lay = dims.s6, Dv = vdim;\n",
+"    int nb = mk.s0 ? B : 1, nh = mk.s1 ? H : 1, ni = mk.s2 ? Tq : 1, nj = mk.s3 ? Tk : 1;\n",
+"    int r = get_global_id(0);\n",
+"    if (r >= nb * nh * ni * nj) return;\n",
+"    int b0 = mk.s0 ? r / mk.s0 % B : 0, h0 = mk.s1 ? r / mk.s1 % H : 0, i0 = mk.s2 ? r / mk.s2 % Tq : 0;\n",
+"    int j0 = mk.s3 ? r / mk.s3 % Tk : 0;\n",
+"    int b1 = mk.s0 ? b0 + 1 : B, h1 = mk.s1 ? h0 + 1 : H, i1 = mk.s2 ? i0 + 1 : Tq, j1 = mk.s3 ? j0 + 1 : Tk;\n",
+"    float acc = 0.0f;\n",
+"    for (int b = b0; b < b1; b++)\n",
+"        for (int h = h0; h < h1; h++)\n",
+"            for (int i = i0; i < i1; i++) {\n",
+"                long qo = nn_attn_off(lay, H, Tq, D, b, h, i), oo = nn_attn_off(lay, H, Tq, Dv, b, h, i);\n",
+"                long row = ((long)b * H + h) * Tq + i;\n",
+"                float lse = o[(long)B * H * Tq * Dv + row], dl = delta[row];\n",
+"                int hk = h / (H / Hkv);\n",
+"                for (int j = j0; j < j1; j++) {\n",
+"                    float bias, s = 0.0f, dp = 0.0f, z = 1.0f;\n",
+"                    if (nn_attn_dead(dims, mk, mask, kpm, b, h, i, j, &bias)) continue;\n",
+"                    long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j), vo = nn_attn_off(lay, Hkv, Tk, Dv, b, hk, j);\n",
+"                    for (int d = 0; d < D; d++) s += q[qo + d] * k[ko + d];\n",
+"                    float pe = exp(s * scale + bias - lse);\n",
+"                    if (pe == 0.0f) continue;\n",
+"                    for (int d = 0; d < Dv; d++) dp += dout[oo + d] * v[vo + d];\n",
+"                    if (p > 0.0f) z = nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j);\n",
+"                    acc += pe * (dp * z - dl);\n",
+"                }\n",
+"            }\n",
+"    out[r] = acc;\n",
 "}\n",
 0 };
 
@@ -19689,6 +19987,10 @@ static const char *const nn__cl_src_recurrent[] = {
 "NN__KSIG(last_valid_fwd)\n",
 "#define NN__KARGS_last_valid_bwd(F, P) F(in, dy) P(iin, lens) P(out, dx) P(int, T) P(int, B) P(int, nf) P(int, bf)\n",
 "NN__KSIG(last_valid_bwd)\n",
+"/* nn_bidirectional: y = x [T, B, F] (bf: [B, T, F]) with each row's first lens[b] steps\n",
+"   (has_len 0: all T; clamped to [1, T]) in reverse order, the rest as they are */\n",
+"#define NN__KARGS_rec_reverse(F, P) F(in, x) P(iin, lens) P(out, y) P(int, T) P(int, B) P(int, nf) P(int, bf) P(int, has_len)\n",
+"NN__KSIG(rec_reverse)\n",
 "\n",
 "#endif\n",
 "#line 8 \"kernels/recurrent.cl\"\n",
@@ -19858,6 +20160,19 @@ static const char *const nn__cl_src_recurrent[] = {
 "    if (bf) b = rest / T, tt = rest - b * T;\n",
 "    else tt = rest / B, b = rest - tt * B;\n",
 "    dx[idx] = tt == NN__LAST_T(b) ? dy[(size_t)b * nf + f] : 0.0f;\n",
+"}\n",
+"\n",
+"/* each row's valid steps reversed (nn_bidirectional), a work-item per element; the\n",
+"   permutation is its own inverse, so it is its own gradient */\n",
+"__kernel void rec_reverse(NN__KPARAMS(rec_reverse)) {\n",
+"    int idx = get_global_id(0);\n",
+"    if (idx >= T * B * nf) return;\n",
+"    int f = idx % nf, rest = idx / nf, b, tt;\n",
+"    if (bf) b = rest / T, tt = rest - b * T;\n",
+"    else tt = rest / B, b = rest - tt * B;\n",
+"    int n = has_len ? NN__LAST_T(b) + 1 : T;\n",
+"    int src = tt < n ? n - 1 - tt : tt;\n",
+"    y[idx] = x[NN__LAST_AT(src, b, f)];\n",
 "}\n",
 0 };
 
@@ -23994,7 +24309,8 @@ NN__KSIG(rope)
    dims: B, H, Hkv, Tq, Tk, D, layout (0 [B, H, T, D], 1 [B, T, H, D]), causal;
    mk: the mask's strides over b, h, i, j, its mode (0 none, 1 float added, 2 int32: nonzero
    attends), the key padding mask's mode (0 none, 1 float, 2 int32: nonzero ignores), the
-   sliding window (0 none), 0. mask and kpm are read only when their mode is not 0. */
+   sliding window (0 none), 0; vdim: v's head dim Dv (the output's, dout's; q and k have D).
+   mask and kpm are read only when their mode is not 0. */
 #ifndef NN__ATTENTION_ARGS_H
 #define NN__ATTENTION_ARGS_H
 
@@ -24002,17 +24318,17 @@ NN__KSIG(rope)
 #define NN__KARGS_attn_fwd(F, P)                                                                   \
     F(in, q) P(in, k) P(in, v) P(in, mask) P(in, kpm) P(out, out) P(int8, dims) P(int8, mk)         \
     P(float, scale) P(float, p) P(uint, seed_lo) P(uint, seed_hi) P(uint, key) P(ustep, step_lo)    \
-    P(ustep, step_hi)
+    P(ustep, step_hi) P(int, vdim)
 NN__KSIG(attn_fwd)
 /* o: the forward's out; dout: its gradient (the output part); delta [B, H, Tq];
    out: dq (attn_dq) or [dk, dv] (attn_dkv) */
 #define NN__KARGS_attn_bwd(F, P)                                                                   \
     F(in, q) P(in, k) P(in, v) P(in, mask) P(in, kpm) P(in, o) P(in, dout) P(in, delta) P(out, out) \
     P(int8, dims) P(int8, mk) P(float, scale) P(float, p) P(uint, seed_lo) P(uint, seed_hi)          \
-    P(uint, key) P(ustep, step_lo) P(ustep, step_hi)
+    P(uint, key) P(ustep, step_lo) P(ustep, step_hi) P(int, vdim)
 NN__KSIG(attn_bwd)
 /* delta [B, H, Tq] = rowsum(dout * o) */
-#define NN__KARGS_attn_delta(F, P) F(in, o) P(in, dout) P(out, delta) P(int8, dims)
+#define NN__KARGS_attn_delta(F, P) F(in, o) P(in, dout) P(out, delta) P(int8, dims) P(int, vdim)
 NN__KSIG(attn_delta)
 
 #endif
@@ -24063,6 +24379,10 @@ NN__KSIG(rec_len_check)
 NN__KSIG(last_valid_fwd)
 #define NN__KARGS_last_valid_bwd(F, P) F(in, dy) P(iin, lens) P(out, dx) P(int, T) P(int, B) P(int, nf) P(int, bf)
 NN__KSIG(last_valid_bwd)
+/* nn_bidirectional: y = x [T, B, F] (bf: [B, T, F]) with each row's first lens[b] steps
+   (has_len 0: all T; clamped to [1, T]) in reverse order, the rest as they are */
+#define NN__KARGS_rec_reverse(F, P) F(in, x) P(iin, lens) P(out, y) P(int, T) P(int, B) P(int, nf) P(int, bf) P(int, has_len)
+NN__KSIG(rec_reverse)
 
 #endif
 
@@ -32158,13 +32478,15 @@ static nn_result nn__launch_sinusoidal(nn_graph *g, int id) { /* never scheduled
    backward, one block: builder, gradient rule, CPU bodies (src/cpu/attention.c), kernel
    launches (kernels/attention.cl).
 
-   ATTENTION (q, k, v[, mask][, key padding mask]) -> a flat [B*H*Tq*D + B*H*Tq]: the output
-   in q's layout, then the log-sum-exp of each score row [B, H, Tq] (-inf for a row with no
+   ATTENTION (q, k, v[, mask][, key padding mask]) -> a flat [B*H*Tq*Dv + B*H*Tq]: the output
+   in q's layout with v's head dim Dv (q and k have D), then the log-sum-exp of each score row [B, H, Tq] (-inf for a row with no
    key alive). nn_attention returns the output part (nn_slice + nn_reshape), so the
    gradient reaching ATTENTION is [dO, 0]. The backward:
      ATTENTION_DELTA (packed, dpacked) -> [B*H*Tq]: delta_i = sum_d dO_id O_id
      ATTENTION_DQ    (q, k, v, packed, dpacked, delta[, masks]) -> q's shape
      ATTENTION_DKV   (the same) -> a flat [dK (k's shape), dV (v's shape)], sliced
+     ATTENTION_DMASK (the same) -> the additive mask's shape: dS summed over the dims the
+                     mask broadcasts (only when the mask needs a gradient)
    each recomputing the scores tile by tile: P = exp(S - lse), dS = P (dP z - delta) with
    dP = dO v^T and z dropout's factor, dq = scale dS k, dk = scale dS^T q, dv = (P z)^T dO.
    No [Tq, Tk] matrix is stored. ==== */
@@ -32178,8 +32500,9 @@ static void nn__attn_set_ins(nn__attn_attr *a, int nfixed) {
     a->kpm_in = a->kpm_mode ? nfixed + (a->mask_mode ? 1 : 0) : 0;
 }
 
-static int64_t nn__attn_nO(const nn__attn_attr *a) { return (int64_t)a->B * a->H * a->Tq * a->D; }
-static int64_t nn__attn_nKV(const nn__attn_attr *a) { return (int64_t)a->B * a->Hkv * a->Tk * a->D; }
+static int64_t nn__attn_nO(const nn__attn_attr *a) { return (int64_t)a->B * a->H * a->Tq * a->Dv; }
+static int64_t nn__attn_nK(const nn__attn_attr *a) { return (int64_t)a->B * a->Hkv * a->Tk * a->D; }
+static int64_t nn__attn_nV(const nn__attn_attr *a) { return (int64_t)a->B * a->Hkv * a->Tk * a->Dv; }
 
 /* the element strides over (batch, head, row) of a [B, heads, T, D] or [B, T, heads, D] */
 static void nn__attn_strides(int layout, int heads, int T, int D, int64_t s[3]) {
@@ -32232,16 +32555,18 @@ NN_API nn_tensor nn_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v
         a.D = (int)nq->shape.dim[3];
         a.Hkv = (int)nk->shape.dim[hd];
         a.Tk = (int)nk->shape.dim[t];
-        if (nk->shape.dim[0] != a.B || nv->shape.dim[0] != a.B || nk->shape.dim[3] != a.D || nv->shape.dim[3] != a.D ||
-            nv->shape.dim[hd] != a.Hkv || nv->shape.dim[t] != a.Tk)
+        a.Dv = (int)nv->shape.dim[3];
+        if (nk->shape.dim[0] != a.B || nv->shape.dim[0] != a.B || nk->shape.dim[3] != a.D || nv->shape.dim[hd] != a.Hkv ||
+            nv->shape.dim[t] != a.Tk)
             return nn__op_fail(g, NN_ERR_SHAPE, "%s: q %s, k %s and v %s disagree (batch, heads, key length or head dim)", op,
                                sq, sk, sv);
         if (a.H % a.Hkv != 0)
             return nn__op_fail(g, NN_ERR_SHAPE, "%s: q's %d heads are not a multiple of k's %d (q %s, k %s)", op, a.H, a.Hkv, sq, sk);
         if (a.D > 256) return nn__op_fail(g, NN_ERR_SHAPE, "%s: head dim %d of q %s is over 256", op, a.D, sq);
+        if (a.Dv > 256) return nn__op_fail(g, NN_ERR_SHAPE, "%s: head dim %d of v %s is over 256", op, a.Dv, sv);
     }
     total = nn__attn_nO(&a) + (int64_t)a.B * a.H * a.Tq;
-    if (total > INT32_MAX || nn__attn_nKV(&a) > INT32_MAX / 2)
+    if (total > INT32_MAX || nn__attn_nK(&a) + nn__attn_nV(&a) > INT32_MAX)
         return nn__op_fail(g, NN_ERR_SHAPE, "%s: q %s and k %s are too large (2^31 elements)", op, sq, sk);
     if (!(desc->dropout >= 0.0f && desc->dropout < 1.0f))
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: dropout = %g is outside [0, 1)", op, desc->dropout);
@@ -32295,6 +32620,7 @@ NN_API nn_tensor nn_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v
     g->nodes[id].a.attn = a;
     packed = nn__tensor(id);
     qshape = nn__n(g, q)->shape; /* read again: new nodes may move the node array under nq */
+    qshape.dim[3] = a.Dv;        /* the output: q's shape with v's head dim */
     packed = nn_slice(g, packed, 0, 0, nn__attn_nO(&a));
     return nn_reshape(g, packed, qshape);
 }
@@ -32306,6 +32632,8 @@ NN_API nn_tensor nn_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v
 #define nn__plan_attention_dq nn__no_plan
 #define nn__grad_attention_dkv nn__grad_none
 #define nn__plan_attention_dkv nn__no_plan
+#define nn__grad_attention_dmask nn__grad_none
+#define nn__plan_attention_dmask nn__no_plan
 
 /* dq, and dk, dv sliced from one node */
 static void nn__grad_attention(nn_graph *g, int id) {
@@ -32329,12 +32657,18 @@ static void nn__grad_attention(nn_graph *g, int id) {
         nn__acc_grad(g, a, nn__tensor(t));
     }
     if (gb || gc) {
-        int64_t nk = nn__attn_nKV(&at);
-        int t = nn__new_node(g, NN__OP_ATTENTION_DKV, NN_F32, nn_shape1(2 * nk), ins, nin);
+        int64_t nk = nn__attn_nK(&at), nv = nn__attn_nV(&at);
+        int t = nn__new_node(g, NN__OP_ATTENTION_DKV, NN_F32, nn_shape1(nk + nv), ins, nin);
         if (t < 0) return;
         g->nodes[t].a.attn = at;
         if (gb) nn__acc_grad(g, b, nn_reshape(g, nn_slice(g, nn__tensor(t), 0, 0, nk), sk));
-        if (gc) nn__acc_grad(g, c, nn_reshape(g, nn_slice(g, nn__tensor(t), 0, nk, nk), sv));
+        if (gc) nn__acc_grad(g, c, nn_reshape(g, nn_slice(g, nn__tensor(t), 0, nk, nv), sv));
+    }
+    if (at.mask_mode == 1 && g->nodes[n.in[n.a.attn.mask_in]].needs_grad) { /* an additive mask: the sum of dS */
+        int m = n.in[n.a.attn.mask_in], t = nn__new_node(g, NN__OP_ATTENTION_DMASK, NN_F32, g->nodes[m].shape, ins, nin);
+        if (t < 0) return;
+        g->nodes[t].a.attn = at;
+        nn__acc_grad(g, m, nn__tensor(t));
     }
 }
 
@@ -32346,6 +32680,8 @@ static void nn__attn_job_init(nn_graph *g, const nn__node *n, nn__attn_job *J, i
     J->kind = kind;
     nn__attn_strides(a->layout, a->H, a->Tq, a->D, J->qs);
     nn__attn_strides(a->layout, a->Hkv, a->Tk, a->D, J->ks);
+    nn__attn_strides(a->layout, a->Hkv, a->Tk, a->Dv, J->vs);
+    nn__attn_strides(a->layout, a->H, a->Tq, a->Dv, J->os);
     J->q = NN__F(n->in[0]);
     J->k = NN__F(n->in[1]);
     J->v = NN__F(n->in[2]);
@@ -32375,11 +32711,11 @@ static nn_result nn__cpu_attention_delta(nn_graph *g, nn__node *n) {
     const float *o = NN__F(n->in[0]), *dout = NN__F(n->in[1]);
     int64_t s[3], r, rows = (int64_t)a->B * a->H * a->Tq;
     int d;
-    nn__attn_strides(a->layout, a->H, a->Tq, a->D, s);
+    nn__attn_strides(a->layout, a->H, a->Tq, a->Dv, s);
     for (r = 0; r < rows; r++) {
         int64_t b = r / ((int64_t)a->H * a->Tq), h = r / a->Tq % a->H, i = r % a->Tq, off = b * s[0] + h * s[1] + i * s[2];
         float acc = 0.0f;
-        for (d = 0; d < a->D; d++) acc += dout[off + d] * o[off + d];
+        for (d = 0; d < a->Dv; d++) acc += dout[off + d] * o[off + d];
         n->buf.host[r] = acc;
     }
     return NN_OK;
@@ -32396,7 +32732,14 @@ static nn_result nn__cpu_attention_dkv(nn_graph *g, nn__node *n) {
     nn__attn_job J;
     nn__attn_job_init(g, n, &J, 2);
     J.dk = n->buf.host;
-    J.dv = J.dk + nn__attn_nKV(&n->a.attn);
+    J.dv = J.dk + nn__attn_nK(&n->a.attn);
+    return nn__attn_run(g->ctx->threads, &J);
+}
+
+static nn_result nn__cpu_attention_dmask(nn_graph *g, nn__node *n) {
+    nn__attn_job J;
+    nn__attn_job_init(g, n, &J, 3);
+    J.dmask = n->buf.host;
     return nn__attn_run(g->ctx->threads, &J);
 }
 
@@ -32434,6 +32777,7 @@ static void nn__attn_update_bwd(nn_graph *g, nn__launch *l) {
         (k).seed_lo = (unsigned)g->seed;                                                           \
         (k).seed_hi = (unsigned)(g->seed >> 32);                                                   \
         (k).key = (unsigned)a_->key;                                                               \
+        (k).vdim = a_->Dv;                                                                         \
         (k).q = &g->nodes[(n)->in[0]].buf;                                                         \
         (k).k = &g->nodes[(n)->in[1]].buf;                                                         \
         (k).v = &g->nodes[(n)->in[2]].buf;                                                         \
@@ -32472,6 +32816,7 @@ static nn_result nn__launch_attention_delta(nn_graph *g, int id) {
     dims[0] = n->a.attn.B, dims[1] = n->a.attn.H, dims[2] = n->a.attn.Hkv, dims[3] = n->a.attn.Tq;
     dims[4] = n->a.attn.Tk, dims[5] = n->a.attn.D, dims[6] = n->a.attn.layout, dims[7] = n->a.attn.causal;
     k.dims = dims;
+    k.vdim = n->a.attn.Dv;
     k.o = &g->nodes[n->in[0]].buf;
     k.dout = &g->nodes[n->in[1]].buf;
     k.delta = &n->buf;
@@ -32502,6 +32847,11 @@ static nn_result nn__launch_attention_dq(nn_graph *g, int id) {
 static nn_result nn__launch_attention_dkv(nn_graph *g, int id) {
     const nn__attn_attr *a = &g->nodes[id].a.attn;
     return nn__launch_attention_bwd(g, id, "attn_dkv", (int64_t)a->B * a->Hkv * a->Tk);
+}
+
+/* one work-item per element of the mask */
+static nn_result nn__launch_attention_dmask(nn_graph *g, int id) {
+    return nn__launch_attention_bwd(g, id, "attn_dmask", g->nodes[id].numel);
 }
 
 /* ======================================================================
@@ -32648,9 +32998,13 @@ static void nn__grad_rec_seq(nn_graph *g, int id) {
     pk = nn__tensor(nn__new_node(g, NN__OP_REC_SEQ_GRAD, NN_F32, nn_shape1(total), in, n_in));
     if (pk.id < 0) return;
     g->nodes[pk.id].a.rec = at;
+    /* the shape copied first: nn_slice may move the node array, and the order in which a
+       call's arguments are evaluated is unspecified */
 #define NN__REC_ACC(i, o, len)                                                                            \
-    if ((i) >= 0 && g->nodes[n.in[i]].needs_grad)                                                        \
-        nn__acc_grad(g, n.in[i], nn_reshape(g, nn_slice(g, pk, 0, (o), (len)), g->nodes[n.in[i]].shape))
+    if ((i) >= 0 && g->nodes[n.in[i]].needs_grad) {                                                      \
+        nn_shape sh_ = g->nodes[n.in[i]].shape;                                                          \
+        nn__acc_grad(g, n.in[i], nn_reshape(g, nn_slice(g, pk, 0, (o), (len)), sh_));                    \
+    }
     NN__REC_ACC(0, off[0], off[1] - off[0]);
     NN__REC_ACC(1, off[3], off[4] - off[3]);
     NN__REC_ACC(n.a.rec.i_bias, off[4], off[5] - off[4]);
@@ -32660,10 +33014,11 @@ static void nn__grad_rec_seq(nn_graph *g, int id) {
 #undef NN__REC_ACC
 }
 
-/* the state product of one step [B, G*H] */
+/* the state product of one step [B, G*H]; on the CPU backend then the time loop's memory
+   (nn__cpu_rec_mem: W_hh packed, the tasks' GEMM packing), so a run allocates nothing */
 static void nn__plan_rec_seq(nn_graph *g, nn__node *n) {
-    (void)g;
     n->scratch = (int64_t)n->a.rec.B * n->a.rec.G * n->a.rec.H;
+    if (g->ctx->backend->host_memory) n->scratch += nn__cpu_rec_mem(g->ctx->threads, &n->a.rec, 0, NULL);
 }
 
 #define NN__REC_OPT(n, i) ((i) >= 0 ? g->nodes[(n)->in[i]].buf.host : NULL)
@@ -32690,7 +33045,7 @@ static nn_result nn__cpu_rec_seq(nn_graph *g, nn__node *n) {
     memset(&J, 0, sizeof J);
     J.a = a, J.xp = xp, J.whh = whh, J.bias = bias, J.whr = whr, J.lens = lens, J.ws = ws, J.y = y, J.hp = hp;
     memcpy(J.off, off, sizeof off);
-    nn__cpu_rec_run(g->ctx->threads, &J, nn__cpu_rec_seq_task, 1, Hr, a->G * H);
+    nn__cpu_rec_run(g->ctx->threads, &J, nn__cpu_rec_seq_task, 0, hp + (size_t)B * a->G * H);
     memcpy(y + (size_t)T * BHr, ws + off[1] + (size_t)T * BHr, BHr * 4);
     if (a->kind == NN__REC_LSTM) memcpy(y + (size_t)(T + 1) * BHr, ws + off[2] + (size_t)T * BH, BH * 4);
     return NN_OK;
@@ -32795,12 +33150,15 @@ static nn_result nn__launch_rec_seq(nn_graph *g, int id) {
 #define nn__grad_rec_seq_grad nn__grad_none
 
 /* d(hp) of every step [T, B, G*H] (processing order), and with a projection the state
-   gradients [T, B, Hr] and one step's gradient of o*tanh(c) [B, H] */
-static void nn__plan_rec_seq_grad(nn_graph *g, nn__node *n) {
-    const nn__rec_attr *a = &n->a.rec;
+   gradients [T, B, Hr] and one step's gradient of o*tanh(c) [B, H]; on the CPU backend
+   then the time loop's memory (nn__cpu_rec_mem) */
+static int64_t nn__rec_grad_scratch(const nn__rec_attr *a) {
     int64_t TB = (int64_t)a->T * a->B;
-    (void)g;
-    n->scratch = TB * a->G * a->H + (a->i_whr >= 0 ? TB * a->Hr + (int64_t)a->B * a->H : 0);
+    return TB * a->G * a->H + (a->i_whr >= 0 ? TB * a->Hr + (int64_t)a->B * a->H : 0);
+}
+static void nn__plan_rec_seq_grad(nn_graph *g, nn__node *n) {
+    n->scratch = nn__rec_grad_scratch(&n->a.rec);
+    if (g->ctx->backend->host_memory) n->scratch += nn__cpu_rec_mem(g->ctx->threads, &n->a.rec, 1, NULL);
 }
 
 static nn_result nn__cpu_rec_seq_grad(nn_graph *g, nn__node *n) {
@@ -32828,7 +33186,7 @@ static nn_result nn__cpu_rec_seq_grad(nn_graph *g, nn__node *n) {
     J.du = du;
     memcpy(J.off, off, sizeof off);
     memcpy(J.po, po, sizeof po);
-    nn__cpu_rec_run(pool, &J, nn__cpu_rec_grad_task, 0, GH, Hr);
+    nn__cpu_rec_run(pool, &J, nn__cpu_rec_grad_task, 1, dhp + nn__rec_grad_scratch(a));
     nn__sgemm(pool, 1, 0, GH, Hr, T * B, 1.0f, dhp, GH, ws + off[1], Hr, 0.0f, pk + po[3], Hr);
     nn__cpu_rec_colsum(dhp, pk + po[4], T * B, GH);
     if (whr) nn__sgemm(pool, 1, 0, Hr, H, T * B, 1.0f, dht, Hr, ws + off[3], H, 0.0f, pk + po[5], H);
@@ -32917,6 +33275,88 @@ static nn_result nn__launch_rec_seq_grad(nn_graph *g, int id) {
     return r;
 }
 
+/* ==== REC_STATE: a stateful layer's carried states [L*D, B, X] (NAME.h_state,
+   NAME.c_state): no inputs, kept across runs on the device (its own storage, zeros at
+   compile), written by the user (nn_tensor_fill, nn_tensor_write, nn_rnn_reset_state) and
+   by REC_STATE_SET; no gradient flows into it, which is truncated BPTT's cut. No PyTorch
+   op: the tensors a PyTorch loop carries as h = h.detach() between chunks ==== */
+
+#define nn__grad_rec_state nn__grad_none
+#define nn__plan_rec_state nn__no_plan
+static nn_result nn__cpu_rec_state(nn_graph *g, nn__node *n) {
+    (void)g, (void)n;
+    return NN_OK;
+}
+static nn_result nn__launch_rec_state(nn_graph *g, int id) {
+    (void)g, (void)id;
+    return NN_OK;
+}
+
+/* ==== REC_STATE_SET: state (input 0, a REC_STATE, written in place) = the run's final
+   states (input 1, of its shape); a root with no output, after every reader of the state
+   (node order: the layer's sequence nodes copied it into their workspaces first) ==== */
+
+#define nn__grad_rec_state_set nn__grad_none
+#define nn__plan_rec_state_set nn__no_plan
+static nn_result nn__cpu_rec_state_set(nn_graph *g, nn__node *n) {
+    memcpy(NN__F(n->in[0]), NN__F(n->in[1]), (size_t)g->nodes[n->in[0]].numel * 4);
+    return NN_OK;
+}
+static nn_result nn__launch_rec_state_set(nn_graph *g, int id) {
+    const nn__node *n = &g->nodes[id];
+    return nn__launch_rec_copy(g, id, &g->nodes[n->in[1]].buf, 0, &g->nodes[n->in[0]].buf, 0, g->nodes[n->in[0]].numel);
+}
+
+/* The state tensor NAME.what of shape s (refused when the graph has one of that name). */
+static nn_tensor nn__rec_state_tensor(nn_graph *g, const char *op, const char *name, const char *what, nn_shape s) {
+    char nm[320];
+    int id;
+    snprintf(nm, sizeof nm, "%s.%s", name, what);
+    if (nn_graph_find(g, nm).id > 0)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: stateful: the graph has a tensor %s already (one stateful layer per name)",
+                           op, name, nm);
+    id = nn__new_node(g, NN__OP_REC_STATE, NN_F32, s, NULL, 0);
+    if (id < 0) return nn__tensor(-1);
+    g->nodes[id].is_output = 1; /* its own storage, kept across runs */
+    g->nodes[id].name = nn__strdup(nm);
+    if (!g->nodes[id].name) return nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
+    return nn__tensor(id);
+}
+
+/* The root that writes src into the state st. */
+static void nn__rec_state_set(nn_graph *g, nn_tensor st, nn_tensor src) {
+    nn_shape none;
+    int in[2], u;
+    if (g->status != NN_OK) return;
+    memset(&none, 0, sizeof none);
+    in[0] = st.id, in[1] = src.id;
+    u = nn__new_node(g, NN__OP_REC_STATE_SET, NN_F32, none, in, 2);
+    if (u < 0) return;
+    g->nodes[u].numel = 0;
+    g->nodes[u].is_output = 1;
+}
+
+NN_API nn_result nn_rnn_reset_state(nn_graph *g, const char *name) {
+    static const char *const what[2] = {"h_state", "c_state"};
+    char nm[320];
+    int k, found = 0;
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (!name) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_rnn_reset_state: name is NULL");
+    for (k = 0; k < 2; k++) {
+        nn_tensor t;
+        nn_result r;
+        snprintf(nm, sizeof nm, "%s.%s", name, what[k]);
+        t = nn_graph_find(g, nm);
+        if (t.id <= 0 || g->nodes[t.id].op != NN__OP_REC_STATE) continue;
+        r = nn_tensor_fill(g, t, 0.0f);
+        if (r != NN_OK) return r;
+        found++;
+    }
+    if (!found)
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_rnn_reset_state: the graph has no stateful layer named \"%.200s\"", name);
+    return NN_OK;
+}
+
 /* ==== the layers: nn_rnn, nn_lstm, nn_gru (PyTorch's nn.RNN, nn.LSTM, nn.GRU) ==== */
 
 static int nn__rec_gates(int kind) { return kind == NN__REC_LSTM ? 4 : kind == NN__REC_GRU ? 3 : 1; }
@@ -32934,10 +33374,10 @@ static nn_tensor nn__rec_param(nn_graph *g, const char *name, const char *stem, 
 
 /* A [L*D, B, X] state's row k as [B, X] (NN_NONE stays NN_NONE). */
 static nn_tensor nn__rec_state_row(nn_graph *g, nn_tensor s, int k) {
-    nn__node *n;
+    nn_shape sh;
     if (s.id == 0) return s;
-    n = nn__n(g, s);
-    return nn_reshape(g, nn_slice(g, s, 0, k, 1), nn_shape2(n->shape.dim[1], n->shape.dim[2]));
+    sh = nn_shape2(nn__n(g, s)->shape.dim[1], nn__n(g, s)->shape.dim[2]); /* before nn_slice moves the nodes */
+    return nn_reshape(g, nn_slice(g, s, 0, k, 1), sh);
 }
 
 /* An optional state's shape [rows, B, X], or a refusal naming the op and the shapes. */
@@ -32975,7 +33415,7 @@ static int nn__rec_lengths_ok(nn_graph *g, const char *op, nn_tensor lens, int64
 static nn_tensor nn__rec_layers(nn_graph *g, const char *op, int kind, nn_tensor x, int64_t hidden, const nn_rnn_desc *desc,
                                 const char *name) {
     nn_rnn_desc d;
-    nn_tensor inp, out = nn__tensor(-1), hn[2 * 64], cn[2 * 64];
+    nn_tensor inp, out = nn__tensor(-1), hn[2 * 64], cn[2 * 64], hs = NN_NONE, cs = NN_NONE, hcat = NN_NONE, ccat = NN_NONE;
     int64_t T, B, H = hidden, Hr, I;
     int L, D, G = nn__rec_gates(kind), k, dir, perm[3] = {1, 0, 2};
     float p;
@@ -33009,6 +33449,9 @@ static nn_tensor nn__rec_layers(nn_graph *g, const char *op, int kind, nn_tensor
     Hr = d.proj_size > 0 ? d.proj_size : H;
     if (d.c0.id != 0 && kind != NN__REC_LSTM) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: c0 is nn_lstm's only", op, name);
     if (d.c_n && kind != NN__REC_LSTM) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: c_n is nn_lstm's only", op, name);
+    if (d.stateful && (d.h0.id != 0 || d.c0.id != 0))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: stateful keeps its own initial states; h0 and c0 must be NN_NONE", op,
+                           name);
     inp = d.batch_first ? nn_permute(g, x, perm, 3) : x;
     if (inp.id < 0) return inp;
     T = nn__n(g, inp)->shape.dim[0];
@@ -33017,6 +33460,12 @@ static nn_tensor nn__rec_layers(nn_graph *g, const char *op, int kind, nn_tensor
     if (!nn__rec_state_ok(g, op, "h0", d.h0, (int64_t)L * D, B, Hr) || !nn__rec_state_ok(g, op, "c0", d.c0, (int64_t)L * D, B, H) ||
         !nn__rec_lengths_ok(g, op, d.lengths, B))
         return nn__tensor(-1);
+    if (d.stateful) {
+        hs = nn__rec_state_tensor(g, op, name, "h_state", nn_shape3((int64_t)L * D, B, Hr));
+        if (hs.id > 0 && kind == NN__REC_LSTM) cs = nn__rec_state_tensor(g, op, name, "c_state", nn_shape3((int64_t)L * D, B, H));
+        if (g->status != NN_OK) return nn__tensor(-1);
+        d.h0 = hs, d.c0 = cs;
+    }
     memset(&a, 0, sizeof a);
     a.kind = kind;
     a.T = (int)T, a.B = (int)B, a.H = (int)H, a.Hr = (int)Hr, a.G = G;
@@ -33052,8 +33501,15 @@ static nn_tensor nn__rec_layers(nn_graph *g, const char *op, int kind, nn_tensor
         inp = out;
     }
     if (g->status != NN_OK) return nn__tensor(-1);
-    if (d.h_n) *d.h_n = L * D == 1 ? hn[0] : nn_concat(g, hn, L * D, 0);
-    if (d.c_n) *d.c_n = L * D == 1 ? cn[0] : nn_concat(g, cn, L * D, 0);
+    if (d.h_n || d.stateful) hcat = L * D == 1 ? hn[0] : nn_concat(g, hn, L * D, 0);
+    if (d.c_n || (d.stateful && kind == NN__REC_LSTM)) ccat = L * D == 1 ? cn[0] : nn_concat(g, cn, L * D, 0);
+    if (d.h_n) *d.h_n = hcat;
+    if (d.c_n) *d.c_n = ccat;
+    if (d.stateful) { /* after the run's forward part the final states become the next run's initial ones */
+        nn__rec_state_set(g, hs, hcat);
+        if (kind == NN__REC_LSTM) nn__rec_state_set(g, cs, ccat);
+        if (g->status != NN_OK) return nn__tensor(-1);
+    }
     return d.batch_first ? nn_permute(g, out, perm, 3) : out;
 }
 
@@ -33225,6 +33681,104 @@ static nn_result nn__launch_last_valid_any(nn_graph *g, int id, int bwd) {
 }
 static nn_result nn__launch_last_valid(nn_graph *g, int id) { return nn__launch_last_valid_any(g, id, 0); }
 static nn_result nn__launch_last_valid_grad(nn_graph *g, int id) { return nn__launch_last_valid_any(g, id, 1); }
+
+/* ==== REC_REVERSE: x [T, B, F...] ([B, T, F...] with batch_first), the optional int32
+   lengths [B] -> x with each sequence's first lengths[b] steps in reverse order (the rest
+   as they are): the reversal of a packed sequence (PyTorch's reverse direction starts at
+   each sequence's own last element). A permutation that is its own inverse, so its
+   gradient is the same op on gy. Built by nn_bidirectional ==== */
+
+static nn_tensor nn__rec_reverse(nn_graph *g, nn_tensor x, nn_tensor lens, int batch_first) {
+    const nn__node *xn = &g->nodes[x.id];
+    int d;
+    nn_tensor t;
+    nn__rec_attr *a;
+    t = lens.id > 0 ? nn__op2(g, NN__OP_REC_REVERSE, NN_F32, xn->shape, x.id, lens.id) : nn__op1(g, NN__OP_REC_REVERSE, NN_F32, xn->shape, x.id);
+    if (t.id < 0) return t;
+    xn = &g->nodes[x.id];
+    a = &g->nodes[t.id].a.rec;
+    memset(a, 0, sizeof *a);
+    a->T = (int)xn->shape.dim[batch_first ? 1 : 0];
+    a->B = (int)xn->shape.dim[batch_first ? 0 : 1];
+    a->F = 1;
+    for (d = 2; d < xn->shape.ndim; d++) a->F *= (int)xn->shape.dim[d];
+    a->batch_first = batch_first != 0;
+    a->i_len = lens.id > 0 ? 1 : -1;
+    return t;
+}
+
+static void nn__grad_rec_reverse(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    if (!ga) return;
+    t = nn__rec_reverse(g, gy, n.a.rec.i_len >= 0 ? nn__tensor(b) : NN_NONE, n.a.rec.batch_first);
+    nn__acc_grad(g, a, t);
+}
+#define nn__plan_rec_reverse nn__no_plan
+
+static nn_result nn__cpu_rec_reverse(nn_graph *g, nn__node *n) {
+    const nn__rec_attr *a = &n->a.rec;
+    nn__cpu_rec_reverse_loop(NN__F(n->in[0]), a->i_len >= 0 ? NN__I(n->in[1]) : NULL, n->buf.host, a->T, a->B, a->F, a->batch_first);
+    return NN_OK;
+}
+
+static nn_result nn__launch_rec_reverse(nn_graph *g, int id) {
+    const nn__node *n = &g->nodes[id];
+    const nn__rec_attr *a = &n->a.rec;
+    nn__launch *l = NULL;
+    nn__k_rec_reverse k;
+    nn_result r = nn__launch_kernel(g, id, "recurrent", "rec_reverse", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.lens = a->i_len >= 0 ? &g->nodes[n->in[1]].buf : &g->one;
+    k.y = &n->buf;
+    k.T = a->T, k.B = a->B, k.nf = a->F, k.bf = a->batch_first, k.has_len = a->i_len >= 0;
+    return nn__kargs_rec_reverse(l, &k);
+}
+
+/* ==== nn_bidirectional: fn's layer forward in time and over the reversed sequences,
+   concatenated along dim 2 ==== */
+
+NN_API nn_tensor nn_bidirectional(nn_graph *g, nn_tensor x, nn_tensor lengths, int batch_first, nn_rnn_direction_fn fn, void *user,
+                                  const char *name) {
+    char rname[256];
+    nn_tensor ys[2], xr;
+    nn__node *n;
+    int64_t T, B;
+    if (!nn__check(g, "nn_bidirectional", 1, &x) || !nn__expect_f32(g, "nn_bidirectional", x, "x")) return nn__tensor(-1);
+    if (!fn) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_bidirectional: fn is NULL");
+    if (!name || !name[0] || strlen(name) > 200)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_bidirectional: needs a name (at most 200 chars)");
+    n = nn__n(g, x);
+    if (n->shape.ndim < 3) {
+        char s[128];
+        nn__shape_str(&n->shape, s, sizeof s);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_bidirectional %s: x %s must be [T, B, features...] ([B, T, features...] with batch_first)",
+                           name, s);
+    }
+    T = n->shape.dim[batch_first ? 1 : 0];
+    B = n->shape.dim[batch_first ? 0 : 1];
+    if (T > INT32_MAX || B > INT32_MAX || n->numel / (T * B) > INT32_MAX)
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_bidirectional %s: x is too large", name);
+    if (!nn__rec_lengths_ok(g, "nn_bidirectional", lengths, B)) return nn__tensor(-1);
+    ys[0] = fn(g, x, lengths, name, user);
+    if (g->status != NN_OK || ys[0].id < 0) return nn__tensor(-1);
+    snprintf(rname, sizeof rname, "%s_reverse", name);
+    xr = nn__rec_reverse(g, x, lengths, batch_first);
+    if (xr.id < 0) return xr;
+    ys[1] = fn(g, xr, lengths, rname, user);
+    if (g->status != NN_OK || ys[1].id < 0) return nn__tensor(-1);
+    n = nn__n(g, ys[1]);
+    if (n->shape.ndim < 3 || n->shape.dim[batch_first ? 1 : 0] != T || n->shape.dim[batch_first ? 0 : 1] != B) {
+        char s[128];
+        nn__shape_str(&n->shape, s, sizeof s);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_bidirectional %s: fn gave %s; it must keep x's time and batch dims (%lld, %lld)", name,
+                           s, (long long)T, (long long)B);
+    }
+    ys[1] = nn__rec_reverse(g, ys[1], lengths, batch_first);
+    return nn_concat(g, ys, 2, 2);
+}
 
 /* ======================================================================
    src/ops/registry.c
@@ -33551,8 +34105,8 @@ static nn_tensor nn__tf_embedding(nn_graph *g, nn_tensor weight, nn_tensor idx) 
 /* Scaled dot-product attention, fused (nn_attention: no [Tq, Tk] matrix stored). q, k, v
    in layout (NN_ATTN_BHTD [B, H, T, D] or NN_ATTN_BTHD [B, T, H, D]); causal: keys after
    each query hidden (top-left aligned); mask: float32 added to the scores (-inf hides),
-   broadcast to [B, H, Tq, Tk], or NN_NONE; kpm: float32 [B, Tk], nonzero keys hidden, or
-   NN_NONE. */
+   broadcast to [B, H, Tq, Tk] (its gradient flows), or NN_NONE; kpm: [B, Tk] (float32 or
+   int32), nonzero keys hidden, or NN_NONE. */
 static nn_tensor nn__tf_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, int layout, int causal, nn_tensor mask,
                                   nn_tensor kpm, float dropout) {
     nn_attention_desc ad;
@@ -33731,13 +34285,13 @@ static nn_tensor nn__tf_bfirst(nn_graph *g, nn_tensor x, int batch_first) {
     return batch_first ? x : nn_permute(g, x, p, 3);
 }
 
-/* rows [B*T, E] -> heads [B, H, T, D] */
-static nn_tensor nn__tf_heads(nn_graph *g, nn_tensor r, int64_t b, int64_t t, int64_t h, int64_t d) {
-    int p[4] = {0, 2, 1, 3};
-    return nn_permute(g, nn_reshape(g, r, nn_shape4(b, t, h, d)), p, 4);
-}
+/* nn.MultiheadAttention's kdim and vdim (0: embed_dim) */
+static int64_t nn__tf_kdim(const nn_mha_desc *d, int64_t e) { return d && d->kdim > 0 ? d->kdim : e; }
+static int64_t nn__tf_vdim(const nn_mha_desc *d, int64_t e) { return d && d->vdim > 0 ? d->vdim : e; }
 
-static int nn__tf_mha_checks(nn_graph *g, const char *op, const char *name, nn_tensor q, nn_tensor k, nn_tensor v, int64_t e, int h) {
+static int nn__tf_mha_checks(nn_graph *g, const char *op, const char *name, nn_tensor q, nn_tensor k, nn_tensor v, int64_t e, int h,
+                             const nn_mha_desc *d) {
+    int64_t kd = nn__tf_kdim(d, e), vd = nn__tf_vdim(d, e);
     nn_tensor in[3];
     const nn_shape *sq, *sk, *sv;
     in[0] = q;
@@ -33757,13 +34311,21 @@ static int nn__tf_mha_checks(nn_graph *g, const char *op, const char *name, nn_t
         nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: embed_dim %lld is not divisible by num_heads %d", op, name, (long long)e, h);
         return 0;
     }
-    if (sq->ndim != 3 || sk->ndim != 3 || !nn__shape_eq(sk, sv) || sq->dim[2] != e || sk->dim[2] != e) {
+    if (d && (d->kdim < 0 || d->vdim < 0)) {
+        nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: kdim %lld or vdim %lld is negative", op, name, (long long)d->kdim,
+                    (long long)d->vdim);
+        return 0;
+    }
+    if (sq->ndim != 3 || sk->ndim != 3 || sv->ndim != 3 || sk->dim[0] != sv->dim[0] || sk->dim[1] != sv->dim[1] || sq->dim[2] != e ||
+        sk->dim[2] != kd || sv->dim[2] != vd) {
         char a[128], b[128], c[128];
         nn__shape_str(sq, a, sizeof a);
         nn__shape_str(sk, b, sizeof b);
         nn__shape_str(sv, c, sizeof c);
-        nn__op_fail(g, NN_ERR_SHAPE, "%s %s: query %s, key %s, value %s must be 3-D with embed_dim %lld last, key and value alike",
-                    op, name, a, b, c, (long long)e);
+        nn__op_fail(g, NN_ERR_SHAPE,
+                    "%s %s: query %s, key %s, value %s must be 3-D with embed_dim %lld, kdim %lld and vdim %lld last, key and value "
+                    "alike in the others",
+                    op, name, a, b, c, (long long)e, (long long)kd, (long long)vd);
         return 0;
     }
     return 1;
@@ -33774,19 +34336,34 @@ static nn_tensor nn__tf_mha(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, 
                             float dropout, const char *name) {
     char wn[300], bn[300], on[240];
     int64_t b = nn__n(g, q)->shape.dim[0], t = nn__n(g, q)->shape.dim[1], s = nn__n(g, k)->shape.dim[1], d = e / h;
+    int64_t kd = nn__tf_kdim(desc, e), vd = nn__tf_vdim(desc, e);
     int bias = !(desc && desc->no_bias);
     nn_init xu, zero;
-    nn_tensor w, wb = NN_NONE, qr, kr, vr, y;
+    nn_tensor w = NN_NONE, wb = NN_NONE, qr, kr, vr, y;
     memset(&xu, 0, sizeof xu);
     memset(&zero, 0, sizeof zero);
     xu.kind = NN_INIT_XAVIER_UNIFORM;
     snprintf(wn, sizeof wn, "%s.in_proj_weight", name);
     snprintf(bn, sizeof bn, "%s.in_proj_bias", name);
     snprintf(on, sizeof on, "%s.out_proj", name);
-    w = nn_param(g, wn, nn_shape2(3 * e, e), xu);
+    if (kd == e && vd == e) w = nn_param(g, wn, nn_shape2(3 * e, e), xu);
     if (bias) wb = nn_param(g, bn, nn_shape1(3 * e), zero);
     qr = nn_reshape(g, q, nn_shape2(b * t, e));
-    if (q.id == k.id && k.id == v.id) { /* self-attention: one product */
+    if (kd != e || vd != e) { /* PyTorch's separate projections (_qkv_same_embed_dim False) */
+        char pn[300];
+        nn_tensor kin = nn_reshape(g, k, nn_shape2(b * s, kd)), vin = nn_reshape(g, v, nn_shape2(b * s, vd));
+        snprintf(pn, sizeof pn, "%s.q_proj_weight", name);
+        qr = nn_matmul(g, qr, nn_param(g, pn, nn_shape2(e, e), xu), 0, 1);
+        snprintf(pn, sizeof pn, "%s.k_proj_weight", name);
+        kr = nn_matmul(g, kin, nn_param(g, pn, nn_shape2(e, kd), xu), 0, 1);
+        snprintf(pn, sizeof pn, "%s.v_proj_weight", name);
+        vr = nn_matmul(g, vin, nn_param(g, pn, nn_shape2(e, vd), xu), 0, 1);
+        if (bias) {
+            qr = nn_add(g, qr, nn_slice(g, wb, 0, 0, e));
+            kr = nn_add(g, kr, nn_slice(g, wb, 0, e, e));
+            vr = nn_add(g, vr, nn_slice(g, wb, 0, 2 * e, e));
+        }
+    } else if (q.id == k.id && k.id == v.id) { /* self-attention: one product */
         nn_tensor p = nn_matmul(g, qr, w, 0, 1);
         if (bias) p = nn_add(g, p, wb);
         kr = nn_slice(g, p, 1, e, e);
@@ -33804,33 +34381,23 @@ static nn_tensor nn__tf_mha(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, 
         }
     }
     /* nn_attention on the projections' rows viewed as [B, T, H, D]: is_causal its causal
-       flag (top-left aligned, as PyTorch's), key_padding_mask as it is (float32, nonzero keys
-       hidden). A float attn_mask is added to the scores and, as in PyTorch, gets a gradient;
-       nn_attention's mask is a constant, so with an attn_mask the attention stays composed
-       (matmul, add, masked_fill, softmax, dropout, matmul: the [T, S] scores are stored). */
-    if (!(desc && desc->attn_mask.id)) {
+       flag (top-left aligned, as PyTorch's); the float attn_mask ([T, S], or [B*H, T, S]
+       viewed as [B, H, T, S]) its additive mask, which gets its gradient there; a float
+       key_padding_mask is added too ([B, 1, 1, S], PyTorch's attn_mask + key_padding_mask:
+       one [B, H or 1, T, S] sum only when both are given), an int32 one hides its nonzero
+       keys (nn_attention's key_padding_mask). */
+    {
+        nn_tensor am = NN_NONE, kpm = desc ? desc->key_padding_mask : NN_NONE;
+        if (desc && desc->attn_mask.id)
+            am = nn__n(g, desc->attn_mask)->shape.ndim == 3 ? nn_reshape(g, desc->attn_mask, nn_shape4(b, h, t, s)) : desc->attn_mask;
+        if (kpm.id && nn__n(g, kpm)->dtype == NN_F32) {
+            nn_tensor ka = nn_reshape(g, kpm, nn_shape4(b, 1, 1, s));
+            am = am.id ? nn_add(g, am, ka) : ka;
+            kpm = NN_NONE;
+        }
         y = nn__tf_attention(g, nn_reshape(g, qr, nn_shape4(b, t, h, d)), nn_reshape(g, kr, nn_shape4(b, s, h, d)),
-                             nn_reshape(g, vr, nn_shape4(b, s, h, d)), NN_ATTN_BTHD, desc && desc->is_causal, NN_NONE,
-                             desc ? desc->key_padding_mask : NN_NONE, dropout);
+                             nn_reshape(g, vr, nn_shape4(b, s, h, d)), NN_ATTN_BTHD, desc && desc->is_causal, am, kpm, dropout);
         y = nn_reshape(g, y, nn_shape2(b * t, e));
-    } else {
-        const nn_shape *am = &nn__n(g, desc->attn_mask)->shape;
-        int p[4] = {0, 2, 1, 3};
-        nn_tensor qh = nn__tf_heads(g, qr, b, t, h, d), kh = nn__tf_heads(g, kr, b, s, h, d), vh = nn__tf_heads(g, vr, b, s, h, d);
-        nn_tensor att = nn_mul_scalar(g, nn_matmul(g, qh, kh, 0, 1), (float)(1.0 / sqrt((double)d))), mask = NN_NONE;
-        att = nn_add(g, att, am->ndim == 3 ? nn_reshape(g, desc->attn_mask, nn_shape4(b, h, t, s)) : desc->attn_mask);
-        if (desc->is_causal) { /* keys after each query: [T, S], top-left aligned */
-            nn_tensor rt = nn_arange(g, 0, (double)t, 1), rs = nn_arange(g, 0, (double)s, 1);
-            mask = nn_gt(g, nn_reshape(g, rs, nn_shape2(1, s)), nn_reshape(g, rt, nn_shape2(t, 1)));
-        }
-        if (desc->key_padding_mask.id) {
-            nn_tensor kp = nn_reshape(g, desc->key_padding_mask, nn_shape4(b, 1, 1, s));
-            mask = mask.id ? nn_logical_or(g, mask, kp) : kp;
-        }
-        if (mask.id) att = nn_masked_fill(g, att, mask, -INFINITY);
-        att = nn_softmax(g, att, -1);
-        if (dropout > 0) att = nn_dropout(g, att, dropout);
-        y = nn_reshape(g, nn_permute(g, nn_matmul(g, att, vh, 0, 0), p, 4), nn_shape2(b * t, e));
     }
     {
         nn_init li;
@@ -33853,9 +34420,10 @@ static int nn__tf_masks(nn_graph *g, const char *op, const char *name, int64_t b
         const nn_shape *k;
         if (!nn__check(g, op, 1, &d->key_padding_mask)) return 0;
         k = &nn__n(g, d->key_padding_mask)->shape;
-        if (k->ndim != 2 || k->dim[0] != b || k->dim[1] != s || nn__n(g, d->key_padding_mask)->dtype != NN_F32) {
+        if (k->ndim != 2 || k->dim[0] != b || k->dim[1] != s ||
+            (nn__n(g, d->key_padding_mask)->dtype != NN_F32 && nn__n(g, d->key_padding_mask)->dtype != NN_I32)) {
             nn__shape_str(k, m, sizeof m);
-            nn__op_fail(g, NN_ERR_SHAPE, "%s %s: key_padding_mask %s must be float32 [B %lld, S %lld]", op, name, m, (long long)b,
+            nn__op_fail(g, NN_ERR_SHAPE, "%s %s: key_padding_mask %s must be float32 or int32 [B %lld, S %lld]", op, name, m, (long long)b,
                         (long long)s);
             return 0;
         }
@@ -33881,7 +34449,7 @@ NN_API nn_tensor nn_multihead_attention(nn_graph *g, nn_tensor query, nn_tensor 
     int bf = desc && desc->batch_first;
     float dropout = desc ? desc->dropout : 0;
     nn_tensor q, k, v, y;
-    if (!nn__tf_mha_checks(g, op, name, query, key, value, embed_dim, num_heads)) return nn__tensor(-1);
+    if (!nn__tf_mha_checks(g, op, name, query, key, value, embed_dim, num_heads, desc)) return nn__tensor(-1);
     if (!(dropout >= 0 && dropout < 1)) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: dropout %g is not in [0, 1)", op, name, (double)dropout);
     {
         const nn_shape *sq = &nn__n(g, query)->shape, *sk = &nn__n(g, key)->shape;
@@ -34009,7 +34577,7 @@ static int nn__tf_layer_checks(nn_graph *g, const char *op, const char *name, nn
     int bf = d && d->batch_first;
     const nn_shape *s;
     int64_t b, t, sm;
-    if (!nn__tf_mha_checks(g, op, name, x, mem.id ? mem : x, mem.id ? mem : x, e, h) || !nn__tf_desc(g, op, name, d)) return 0;
+    if (!nn__tf_mha_checks(g, op, name, x, mem.id ? mem : x, mem.id ? mem : x, e, h, NULL) || !nn__tf_desc(g, op, name, d)) return 0;
     s = &nn__n(g, x)->shape;
     b = s->dim[bf ? 0 : 1];
     t = s->dim[bf ? 1 : 0];
@@ -34083,6 +34651,167 @@ NN_API nn_tensor nn_transformer_decoder(nn_graph *g, nn_tensor tgt, nn_tensor me
         x = nn__tf_decoder_layer(g, x, m, d_model, nhead, desc, nl);
     }
     return nn__tf_bfirst(g, x, bf);
+}
+
+/* ---- ViT's patch embedding: timm's PatchEmbed (a convolution of kernel = stride = the
+   patch, flattened to [B, N, E]) and VisionTransformer's cls_token and pos_embed ---- */
+
+NN_API nn_tensor nn_patch_embedding(nn_graph *g, nn_tensor x, int patch_size, int64_t embed_dim,
+                                    const nn_patch_embedding_desc *desc, const char *name) {
+    const char *op = "nn_patch_embedding", *pre = desc && desc->prefix ? desc->prefix : "";
+    char pn[300];
+    nn_conv2d_desc cd;
+    nn_shape sx;
+    int64_t b, n, t;
+    int perm[3] = {0, 2, 1};
+    nn_tensor y;
+    if (!nn__check(g, op, 1, &x) || !nn__expect_f32(g, op, x, "x")) return nn__tensor(-1);
+    if (!name || !name[0] || strlen(name) > 200 || strlen(pre) > 200)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: needs a name (at most 200 chars, the prefix too)", op);
+    sx = nn__n(g, x)->shape;
+    if (patch_size < 1 || embed_dim < 1)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: patch_size %d and embed_dim %lld must be >= 1", op, name, patch_size,
+                           (long long)embed_dim);
+    if (sx.ndim != 4 || sx.dim[2] % patch_size || sx.dim[3] % patch_size) {
+        char s[128];
+        nn__shape_str(&sx, s, sizeof s);
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s %s: x %s must be [B, C, H, W] with H and W multiples of patch_size %d", op, name, s,
+                           patch_size);
+    }
+    b = sx.dim[0];
+    n = sx.dim[2] / patch_size * (sx.dim[3] / patch_size);
+    t = n + (desc && desc->class_token ? 1 : 0);
+    memset(&cd, 0, sizeof cd);
+    cd.stride_h = cd.stride_w = patch_size;
+    snprintf(pn, sizeof pn, "%s.proj", name);
+    y = nn_conv2d_layer(g, x, embed_dim, patch_size, patch_size, &cd, pn); /* [B, E, H/P, W/P] */
+    y = nn_permute(g, nn_reshape(g, y, nn_shape3(b, embed_dim, n)), perm, 3);   /* [B, N, E] */
+    if (desc && desc->class_token) {
+        nn_init ci;
+        nn_tensor xs[2];
+        memset(&ci, 0, sizeof ci);
+        ci.kind = NN_INIT_NORMAL; /* timm: nn.init.normal_(cls_token, std=1e-6) */
+        ci.b = 1e-6f;
+        snprintf(pn, sizeof pn, "%s%scls_token", pre, pre[0] ? "." : "");
+        xs[0] = nn_expand(g, nn_param(g, pn, nn_shape3(1, 1, embed_dim), ci), nn_shape3(b, 1, embed_dim));
+        xs[1] = y;
+        y = nn_concat(g, xs, 2, 1);
+    }
+    if (desc && desc->pos_embed) {
+        nn_init pi;
+        memset(&pi, 0, sizeof pi);
+        pi.kind = NN_INIT_NORMAL; /* timm: trunc_normal_(std=0.02), here untruncated */
+        pi.b = 0.02f;
+        snprintf(pn, sizeof pn, "%s%spos_embed", pre, pre[0] ? "." : "");
+        y = nn_add(g, y, nn_param(g, pn, nn_shape3(1, t, embed_dim), pi));
+    }
+    return y;
+}
+
+/* ======================================================================
+   src/layers/conv_lstm.c
+   ====================================================================== */
+/* ConvLSTM2D (Shi et al. 2015, "Convolutional LSTM Network", without the peephole terms, as
+   the common PyTorch ConvLSTM cells and Keras' ConvLSTM2D): nn_conv_lstm2d, composed of
+   the public builders (conv2d, split, sigmoid, tanh, mul, add, stack), unrolled over T at
+   build time. Why unrolled and not a sequence node as nn_lstm's: each step's gates are a
+   convolution, and the conv family chooses its algorithm, scratch and kernels per node at
+   plan time (src/ops/conv/conv2d.c, forward and both gradients on both backends); a node
+   looping over time would have to repeat all of that inside itself. ConvLSTM sequences
+   are short (tens of frames), so O(T) nodes cost little next to the convolutions. */
+
+NN_API nn_tensor nn_conv_lstm2d(nn_graph *g, nn_tensor x, int64_t hidden_channels, const nn_conv_lstm_desc *desc,
+                                const char *name) {
+    static const char *op = "nn_conv_lstm2d";
+    nn_conv_lstm_desc d;
+    nn_conv2d_desc cd;
+    nn_init init;
+    char wn[256], bn[256];
+    int64_t B, T, C, Hh, Ww, Ch = hidden_channels, sizes[4], t;
+    int k, ng = 0, nb = 0;
+    nn_tensor w, bias = NN_NONE, wx = NN_NONE, h, c, ys[64], groups[64], gate[4], parts[2], y;
+    nn_shape st;
+    if (desc) d = *desc;
+    else memset(&d, 0, sizeof d);
+    if (!nn__check(g, op, 1, &x) || !nn__expect_f32(g, op, x, "x")) return nn__tensor(-1);
+    if (!name || !name[0] || strlen(name) > 200) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: needs a name (at most 200 chars)", op);
+    if (nn__n(g, x)->shape.ndim != 5) {
+        char s[128];
+        nn__shape_str(&nn__n(g, x)->shape, s, sizeof s);
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s %s: x %s must be 5-D [B, T, C, H, W]", op, name, s);
+    }
+    k = nn__defi(d.kernel_size, 3);
+    if (k < 1 || k > 31 || k % 2 == 0)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: kernel_size %d must be odd, in [1, 31] ('same' padding)", op, name, k);
+    if (Ch < 1 || Ch > (1 << 20))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: hidden_channels %lld is not in [1, 2^20]", op, name, (long long)Ch);
+    B = nn__n(g, x)->shape.dim[0];
+    T = nn__n(g, x)->shape.dim[1];
+    C = nn__n(g, x)->shape.dim[2];
+    Hh = nn__n(g, x)->shape.dim[3];
+    Ww = nn__n(g, x)->shape.dim[4];
+    if (T > 64 * 64)
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s %s: %lld steps; the layer is unrolled and takes at most 4096", op, name, (long long)T);
+    st = nn_shape4(B, Ch, Hh, Ww);
+    {
+        nn_tensor s[2];
+        const char *what[2] = {"h0", "c0"};
+        int i;
+        s[0] = d.h0, s[1] = d.c0;
+        for (i = 0; i < 2; i++) {
+            int o = nn__optional(g, op, s[i]);
+            nn__node *n;
+            if (o < 0) return nn__tensor(-1);
+            if (o == 0) continue;
+            if (!nn__expect_f32(g, op, s[i], what[i])) return nn__tensor(-1);
+            n = nn__n(g, s[i]);
+            if (n->shape.ndim != 4 || n->shape.dim[0] != B || n->shape.dim[1] != Ch || n->shape.dim[2] != Hh || n->shape.dim[3] != Ww) {
+                char s1[128], s2[128];
+                nn__shape_str(&n->shape, s1, sizeof s1);
+                nn__shape_str(&st, s2, sizeof s2);
+                return nn__op_fail(g, NN_ERR_SHAPE, "%s %s: %s %s must be %s", op, name, what[i], s1, s2);
+            }
+        }
+    }
+    init.kind = NN_INIT_UNIFORM; /* nn.Conv2d's: U(+-1/sqrt(fan_in)), weight and bias */
+    init.a = (float)(-1.0 / sqrt((double)((C + Ch) * k * k)));
+    init.b = -init.a;
+    snprintf(wn, sizeof wn, "%s.conv.weight", name);
+    snprintf(bn, sizeof bn, "%s.conv.bias", name);
+    w = nn_param(g, wn, nn_shape4(4 * Ch, C + Ch, k, k), init);
+    if (!d.no_bias) bias = nn_param(g, bn, nn_shape1(4 * Ch), init);
+    memset(&cd, 0, sizeof cd);
+    cd.pad_h = cd.pad_w = k / 2;
+    cd.no_bias = d.no_bias;
+    sizes[0] = sizes[1] = sizes[2] = sizes[3] = Ch;
+    h = d.h0, c = d.c0;
+    for (t = 0; t < T && g->status == NN_OK; t++) {
+        nn_tensor xt = nn_reshape(g, nn_slice(g, x, 1, t, 1), nn_shape4(B, C, Hh, Ww)), gates;
+        if (h.id == 0) { /* zero h: only x's channels of the weight count */
+            if (wx.id == 0) wx = nn_slice(g, w, 1, 0, C);
+            gates = nn_conv2d(g, xt, wx, bias, &cd);
+        } else {
+            parts[0] = xt, parts[1] = h;
+            gates = nn_conv2d(g, nn_concat(g, parts, 2, 1), w, bias, &cd);
+        }
+        nn_split(g, gates, sizes, 4, 1, gate); /* i, f, g, o */
+        gate[0] = nn_sigmoid(g, gate[0]);
+        gate[1] = nn_sigmoid(g, gate[1]);
+        gate[2] = nn_tanh(g, gate[2]);
+        gate[3] = nn_sigmoid(g, gate[3]);
+        c = c.id == 0 ? nn_mul(g, gate[0], gate[2]) : nn_add(g, nn_mul(g, gate[1], c), nn_mul(g, gate[0], gate[2]));
+        h = nn_mul(g, gate[3], nn_tanh(g, c));
+        ys[nb++] = h;
+        if (nb == 64 || t == T - 1) {
+            groups[ng++] = nn_stack(g, ys, nb, 1);
+            nb = 0;
+        }
+    }
+    if (g->status != NN_OK) return nn__tensor(-1);
+    y = ng == 1 ? groups[0] : nn_concat(g, groups, ng, 1);
+    if (d.h_n) *d.h_n = h;
+    if (d.c_n) *d.c_n = c;
+    return g->status == NN_OK ? y : nn__tensor(-1);
 }
 
 /* ======================================================================
