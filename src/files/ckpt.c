@@ -669,6 +669,7 @@ NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_
     d->y_all = nn_input(g, buf, dd.y->dtype, dd.y->shape);
     snprintf(buf, sizeof buf, "%s.idx", name);
     d->idx = nn_input(g, buf, NN_I32, nn_shape1(dd.batch));
+    if (d->idx.id > 0) g->nodes[d->idx.id].per_step = 1; /* a step refuses it unless written since the last */
     d->xb = nn_gather_rows(g, d->x_all, d->idx);
     d->yb = nn_gather_rows(g, d->y_all, d->idx);
     if (g->status != NN_OK) { /* no dataset (the nodes made stay, unused, in a graph that cannot compile) */
