@@ -167,6 +167,7 @@ LICENCE
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h> /* FILE, for nn_graph_summary */
 #ifdef NN_MPI /* data-parallel training (the end of this file) */
 #include <mpi.h>
 #endif
@@ -429,6 +430,73 @@ NN_API nn_tensor nn_graph_grad(nn_graph *g, nn_tensor t);
 NN_API nn_result nn_graph_requires_grad(nn_graph *g, nn_tensor t);
 /* Before compile: keep t readable after a run (an op's output is otherwise reused). */
 NN_API nn_result nn_graph_output(nn_graph *g, nn_tensor t);
+
+/* ---- 2a. Inspecting a graph: parameters, the memory plan, a summary -----------------------
+   (src/engine/memory.c) */
+
+/* A parameter or buffer of a graph (nn_graph_param_at). name is the graph's own copy
+   (valid while the graph lives); tensor is its handle in this graph. */
+typedef struct nn_param_info {
+    const char *name;
+    nn_tensor tensor;
+    nn_shape shape;
+    int64_t numel;
+    int buffer;          /* 1: a buffer (nn_buffer, state not trained); 0: a parameter */
+} nn_param_info;
+/* Into *count: the parameters and buffers g uses (model.named_parameters() and
+   named_buffers() together), each counted once however many ops read it. */
+NN_API nn_result nn_graph_param_count(nn_graph *g, int *count);
+/* Into *out: the index-th of them (0 <= index < count), in the order g created (or, with
+   share_params, first used) them: insertion order, as PyTorch's named_parameters(). */
+NN_API nn_result nn_graph_param_at(nn_graph *g, int index, nn_param_info *out);
+
+/* What g's memory plan needs, in bytes (nn_graph_memory). Every tensor is 4 bytes an
+   element. Storage held for the graph's life counts whole: parameters, buffers, inputs,
+   optimizer state, and the tensors kept after a run (outputs, kept gradients, gradient
+   accumulators, constants). The tensors the planner places in the arena by liveness
+   (activations, the backward's gradients, ops' workspace) count as live at the plan's
+   peak: the schedule position where the arena's live bytes are largest, so the kinds sum
+   to `peak`. Without reuse (summing every tensor) the figures would be larger. */
+typedef struct nn_memory_report {
+    int64_t parameters;      /* trainable parameters the graph uses (shared ones included) */
+    int64_t gradients;       /* what the backward pass makes: parameters' gradients (kept,
+                                accumulated or in the arena) and the activations' gradients
+                                live at the peak */
+    int64_t optimizer_state; /* the optimizer's per-parameter state this process holds
+                                (SGD momentum: 1x the trained parameters; Adam/AdamW: 2x,
+                                3x with amsgrad); 0 for a graph with no optimizer. With
+                                data-parallel training it is this rank's share */
+    int64_t activations;     /* the forward's outputs: kept outputs, and arena tensors live
+                                at the peak (those the backward still needs, included) */
+    int64_t workspace;       /* ops' scratch (convolution im2col, LAMB's update) at the peak */
+    int64_t buffers;         /* nn_buffer state (batch norm's running statistics) */
+    int64_t inputs;          /* nn_input tensors (a dataset held on the device counts here) */
+    int64_t other;           /* constants, the update's sums and coefficients, counters */
+    int64_t peak;            /* the sum of the eight above: bytes in use at the peak */
+    int64_t persistent;      /* bytes held for the graph's life (outside the arena) */
+    int64_t arena;           /* the arena's planned size: >= its share of the peak (alignment,
+                                fragmentation, NN_CL_GUARDS' guard bytes) */
+    int arena_buffers;       /* device buffers the arena is split into (1 unless it exceeds
+                                the device's largest allocation; 0 when empty) */
+    int64_t allocated;       /* persistent + arena: what the graph allocates, what
+                                nn_compile_desc.memory_limit bounds */
+    const char *peak_op;     /* the op running at the peak (a static name), NULL if none */
+    int peak_position;       /* its position in the schedule */
+} nn_memory_report;
+/* Into *out: the plan's bytes by kind (nn_memory_report). Needs the plan that
+   nn_graph_compile makes (NN_ERR_STATE before it); after a compile refused by
+   memory_limit the plan is still there to read. Costs a pass over the nodes, no device
+   call. */
+NN_API nn_result nn_graph_memory(nn_graph *g, nn_memory_report *out);
+
+/* A printable report of g (as torchinfo's summary): one row per op of the forward (every
+   node before compile) with its output shape, name and the parameters it reads; the
+   parameters and buffers with shapes and counts in insertion order, and the totals; once
+   compiled, nn_graph_memory's bytes by kind. nn_graph_summary writes it to f;
+   nn_graph_summary_string writes at most cap bytes, NUL included, into buf (as snprintf)
+   and the full length into *len (NULL: not wanted): call with cap 0 to size buf. */
+NN_API nn_result nn_graph_summary(nn_graph *g, FILE *f);
+NN_API nn_result nn_graph_summary_string(nn_graph *g, char *buf, size_t cap, size_t *len);
 
 /* ==== 3. Tensors: leaves and access ========================================================
    Leaves are the tensors a graph starts from: inputs (written by the program), parameters
@@ -1542,6 +1610,11 @@ struct nn_compile_desc {
                             communicator (MPI_COMM_WORLD, initialised here when the program
                             did not) when it has more than one rank; NN_ZERO: this process
                             alone. Ignored without NN_MPI. */
+    /* memory (src/engine/memory.c) */
+    int64_t memory_limit; /* bytes; > 0: compile fails with NN_ERR_OUT_OF_MEMORY, before
+                             allocating anything, when the plan's allocation
+                             (nn_memory_report.allocated) exceeds it, naming the total, the
+                             limit and the largest tensors; 0: no limit; < 0 refused */
 };
 
 /* Into *count: the updates skip_nonfinite skipped since compile (a read of 8 bytes; 0
@@ -2321,6 +2394,11 @@ struct nn_graph {
     int dist_rank, dist_size;    /* this rank and the ranks' count (both 0 unless data-parallel) */
     void *dist;                  /* the reduction's communicator and buffers (NULL: not data-parallel) */
     void (*dist_free)(nn_graph *g); /* its destructor, set by the compile that made it */
+    /* the memory plan as nn_graph_memory reports it (src/engine/memory.c) */
+    int mem_planned;             /* nn__plan_memory placed every item */
+    int mem_backward_end;        /* nodes from n_forward to here are autograd's (gradients) */
+    size_t arena_chunk;          /* > 0: the arena is split in buffers of this many bytes, no
+                                    item crossing a boundary (the device's largest allocation) */
 };
 
 
@@ -22389,6 +22467,341 @@ NN_API nn_result nn_graph_dist_stats(nn_graph *g, double *comm_seconds, double *
 #endif
 
 /* ======================================================================
+   src/engine/memory.c
+   ====================================================================== */
+/* What a graph holds and what its memory plan needs: the parameters in insertion order
+   (nn_graph_param_count / nn_graph_param_at), the planned bytes by kind
+   (nn_graph_memory), the compile's memory_limit check, and a printable summary
+   (nn_graph_summary). Everything here reads the plan nn_graph_compile made (src/engine/
+   compile.c: each node's storage, schedule positions first..last and scratch); it
+   allocates nothing on a device. */
+
+/* The kinds of nn_memory_report, in its field order. */
+enum {
+    NN__MEM_PARAM,
+    NN__MEM_GRAD,
+    NN__MEM_OPT,
+    NN__MEM_ACT,
+    NN__MEM_WORK,
+    NN__MEM_BUF,
+    NN__MEM_INPUT,
+    NN__MEM_OTHER,
+    NN__MEM_KINDS
+};
+static const char *const nn__mem_kind_name[NN__MEM_KINDS] = {"parameters", "gradients", "optimizer state", "activations",
+                                                             "workspace",  "buffers",   "inputs",          "other"};
+
+/* A node's kind: leaves by what they are; the forward's outputs (and their recomputed
+   copies) are activations; what autograd added, and each parameter's gradient (an
+   accumulator when steps accumulate), gradients; the rest (the update's sums, the
+   clipping coefficient, constants) other. is_pgrad[id]: id is a parameter's gradient. */
+static int nn__mem_kind(const nn_graph *g, int id, const unsigned char *is_pgrad) {
+    const nn__node *n = &g->nodes[id];
+    if (n->op == NN__OP_INPUT) return NN__MEM_INPUT;
+    if (n->op == NN__OP_PARAM) return g->params->p[n->param].buffer ? NN__MEM_BUF : NN__MEM_PARAM;
+    if (nn__op(n->op)->flags & NN__OPF_CONST) return NN__MEM_OTHER;
+    if (id < g->n_forward) return NN__MEM_ACT;
+    if (is_pgrad[id] || id < g->mem_backward_end) return NN__MEM_GRAD;
+    return NN__MEM_OTHER;
+}
+
+static int64_t *nn__mem_field(nn_memory_report *r, int kind) {
+    switch (kind) {
+    case NN__MEM_PARAM: return &r->parameters;
+    case NN__MEM_GRAD: return &r->gradients;
+    case NN__MEM_OPT: return &r->optimizer_state;
+    case NN__MEM_ACT: return &r->activations;
+    case NN__MEM_WORK: return &r->workspace;
+    case NN__MEM_BUF: return &r->buffers;
+    case NN__MEM_INPUT: return &r->inputs;
+    default: return &r->other;
+    }
+}
+
+/* The report of g's plan (made: g->mem_planned). Persistent storage (parameters, buffers,
+   inputs, outputs, kept gradients, accumulators, optimizer state, constants) counts
+   whole; the arena's tensors and scratch count as they are live at the schedule position
+   where the arena's live bytes peak (ties: the first). */
+static nn_result nn__memory_report(nn_graph *g, nn_memory_report *r) {
+    int64_t *d, best = -1, persistent = 4; /* the constant 1.0 kernels take for absent operands */
+    unsigned char *is_pgrad;
+    int i, k, p, best_p = 0;
+    memset(r, 0, sizeof *r);
+    d = (int64_t *)nn__calloc(((size_t)g->n_sched + 1) * NN__MEM_KINDS, sizeof *d);
+    is_pgrad = (unsigned char *)nn__calloc((size_t)g->n_nodes + 1, 1);
+    if (!d || !is_pgrad) {
+        NN_FREE(d);
+        NN_FREE(is_pgrad);
+        return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_memory: out of memory");
+    }
+    for (i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].op == NN__OP_PARAM && g->nodes[i].grad > 0) is_pgrad[g->nodes[i].grad] = 1;
+    for (i = 0; i < g->n_nodes; i++) {
+        const nn__node *n = &g->nodes[i];
+        int kind;
+        int64_t bytes = n->numel * 4;
+        if (!n->live) continue;
+        kind = nn__mem_kind(g, i, is_pgrad);
+        if (n->storage == NN__ST_PARAM) bytes = g->params->p[n->param].numel * 4;
+        if (n->storage == NN__ST_PARAM || n->storage == NN__ST_OWN) {
+            *nn__mem_field(r, kind) += bytes;
+            persistent += bytes;
+        } else if (n->storage == NN__ST_ARENA && bytes > 0 && n->first >= 0) {
+            d[(size_t)n->first * NN__MEM_KINDS + (size_t)kind] += bytes;
+            d[(size_t)(n->last + 1) * NN__MEM_KINDS + (size_t)kind] -= bytes;
+        }
+        if (n->scratch > 0 && n->first >= 0) {
+            d[(size_t)n->first * NN__MEM_KINDS + NN__MEM_WORK] += n->scratch * 4;
+            d[(size_t)(n->first + 1) * NN__MEM_KINDS + NN__MEM_WORK] -= n->scratch * 4;
+        }
+        if (n->n_aux > 0) {
+            r->optimizer_state += (int64_t)n->n_aux * g->nodes[n->in[0]].numel * 4;
+            persistent += (int64_t)n->n_aux * g->nodes[n->in[0]].numel * 4;
+        }
+        if (n->check && n->first >= 0) { /* its counter */
+            r->other += 4;
+            persistent += 4;
+        }
+    }
+    r->other += 4;
+    for (p = 0; p < g->n_sched; p++) { /* running sums: d[p] becomes the bytes live at p */
+        int64_t total = 0;
+        for (k = 0; k < NN__MEM_KINDS; k++) {
+            if (p > 0) d[(size_t)p * NN__MEM_KINDS + (size_t)k] += d[(size_t)(p - 1) * NN__MEM_KINDS + (size_t)k];
+            total += d[(size_t)p * NN__MEM_KINDS + (size_t)k];
+        }
+        if (total > best) {
+            best = total;
+            best_p = p;
+        }
+    }
+    if (g->n_sched > 0) {
+        for (k = 0; k < NN__MEM_KINDS; k++) *nn__mem_field(r, k) += d[(size_t)best_p * NN__MEM_KINDS + (size_t)k];
+        r->peak_op = nn__op(g->nodes[g->sched[best_p]].op)->name;
+        r->peak_position = best_p;
+    }
+    r->arena = (int64_t)g->arena_bytes;
+    r->arena_buffers = g->arena_bytes == 0 ? 0 : g->arena_chunk == 0 ? 1 : (int)((g->arena_bytes + g->arena_chunk - 1) / g->arena_chunk);
+    r->peak = persistent + (best < 0 ? 0 : best);
+    r->persistent = persistent;
+    r->allocated = persistent + r->arena;
+    NN_FREE(d);
+    NN_FREE(is_pgrad);
+    return NN_OK;
+}
+
+NN_API nn_result nn_graph_memory(nn_graph *g, nn_memory_report *out) {
+    if (!out) return g ? nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_memory: out is NULL") : NN_ERR_INVALID_ARGUMENT;
+    memset(out, 0, sizeof *out);
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (!g->mem_planned)
+        return nn__fail(g->ctx, NN_ERR_STATE, "nn_graph_memory: the graph has no memory plan yet: nn_graph_compile makes it");
+    return nn__memory_report(g, out);
+}
+
+/* ---- the compile's memory_limit ---- */
+
+/* One tensor of the plan, for the message: its node and kind, bytes, and whether it is a
+   node's scratch or a parameter's optimizer state. */
+typedef struct nn__mem_top { int id, kind; int64_t bytes; } nn__mem_top;
+
+static void nn__mem_top_add(nn__mem_top *top, int n_top, int id, int kind, int64_t bytes) {
+    int i, j;
+    for (i = 0; i < n_top && top[i].bytes >= bytes; i++) {}
+    if (i == n_top) return;
+    for (j = n_top - 1; j > i; j--) top[j] = top[j - 1];
+    top[i].id = id;
+    top[i].kind = kind;
+    top[i].bytes = bytes;
+}
+
+/* NN_ERR_OUT_OF_MEMORY when the plan's allocation exceeds d->memory_limit (called after
+   the plan, before anything is allocated): the message names the total, the limit, the
+   kinds and the largest tensors (op, name, shape, bytes, kind). */
+static nn_result nn__memory_check_limit(nn_graph *g, int64_t limit) {
+    nn_memory_report r;
+    nn__mem_top top[4];
+    unsigned char *is_pgrad;
+    char msg[1400], s[128];
+    size_t used;
+    int i, k, n_top = 4;
+    nn_result res;
+    if (limit <= 0) return NN_OK;
+    res = nn__memory_report(g, &r);
+    if (res != NN_OK) return res;
+    if (r.allocated <= limit) return NN_OK;
+    is_pgrad = (unsigned char *)nn__calloc((size_t)g->n_nodes + 1, 1);
+    if (!is_pgrad) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
+    for (i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].op == NN__OP_PARAM && g->nodes[i].grad > 0) is_pgrad[g->nodes[i].grad] = 1;
+    memset(top, 0, sizeof top);
+    for (i = 0; i < n_top; i++) top[i].bytes = -1;
+    for (i = 0; i < g->n_nodes; i++) {
+        const nn__node *n = &g->nodes[i];
+        if (!n->live || n->storage == NN__ST_VIEW) continue;
+        if (n->numel > 0) nn__mem_top_add(top, n_top, i, nn__mem_kind(g, i, is_pgrad), n->numel * 4);
+        if (n->scratch > 0) nn__mem_top_add(top, n_top, i, NN__MEM_WORK, n->scratch * 4);
+        if (n->n_aux > 0) nn__mem_top_add(top, n_top, n->in[0], NN__MEM_OPT, (int64_t)n->n_aux * g->nodes[n->in[0]].numel * 4);
+    }
+    NN_FREE(is_pgrad);
+    used = (size_t)snprintf(msg, sizeof msg,
+                            "nn_graph_compile: the memory plan needs %lld bytes, over memory_limit %lld (", (long long)r.allocated,
+                            (long long)limit);
+    for (k = 0; k < NN__MEM_KINDS && used < sizeof msg; k++)
+        used += (size_t)snprintf(msg + used, sizeof msg - used, "%s%s %lld", k ? ", " : "", nn__mem_kind_name[k],
+                                 (long long)*nn__mem_field(&r, k));
+    if (used < sizeof msg)
+        used += (size_t)snprintf(msg + used, sizeof msg - used, " at the peak; arena %lld); the largest tensors:",
+                                 (long long)r.arena);
+    for (i = 0; i < n_top && top[i].bytes >= 0 && used < sizeof msg; i++) {
+        const nn__node *n = &g->nodes[top[i].id];
+        nn__shape_str(&n->shape, s, sizeof s);
+        used += (size_t)snprintf(msg + used, sizeof msg - used, "%s %s%s%s %s %lld bytes (%s)", i ? "," : "",
+                                 nn__op(n->op)->name, n->name ? " " : "", n->name ? n->name : "", s, (long long)top[i].bytes,
+                                 nn__mem_kind_name[top[i].kind]);
+    }
+    return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "%s", msg);
+}
+
+/* ---- parameters, in insertion order ---- */
+
+NN_API nn_result nn_graph_param_count(nn_graph *g, int *count) {
+    int i, n = 0;
+    if (!count) return g ? nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_param_count: count is NULL") : NN_ERR_INVALID_ARGUMENT;
+    *count = 0;
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    for (i = 1; i < g->n_nodes; i++)
+        if (g->nodes[i].op == NN__OP_PARAM) n++;
+    *count = n;
+    return NN_OK;
+}
+
+NN_API nn_result nn_graph_param_at(nn_graph *g, int index, nn_param_info *out) {
+    int i, n = 0;
+    if (!out) return g ? nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_param_at: out is NULL") : NN_ERR_INVALID_ARGUMENT;
+    memset(out, 0, sizeof *out);
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    for (i = 1; i < g->n_nodes; i++) {
+        const nn__node *nd = &g->nodes[i];
+        if (nd->op != NN__OP_PARAM) continue;
+        if (n++ == index) {
+            out->name = g->params->p[nd->param].name;
+            out->tensor = nn__tensor_of(g, i);
+            out->shape = nd->shape;
+            out->numel = nd->numel;
+            out->buffer = g->params->p[nd->param].buffer;
+            return NN_OK;
+        }
+    }
+    return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_param_at: index %d is out of range (the graph has %d parameters and buffers)",
+                    index, n);
+}
+
+/* ---- the summary ---- */
+
+/* Where a summary goes: a FILE, or a buffer of cap bytes (len counts what did not fit too). */
+typedef struct nn__sum_out { FILE *f; char *buf; size_t cap, len; } nn__sum_out;
+
+static void nn__sum_printf(nn__sum_out *o, const char *fmt, ...) {
+    char line[512];
+    va_list ap;
+    int n;
+    va_start(ap, fmt);
+    n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    if ((size_t)n >= sizeof line) n = (int)sizeof line - 1;
+    if (o->f) fputs(line, o->f);
+    else if (o->buf && o->len < o->cap) {
+        size_t room = o->cap - o->len;
+        memcpy(o->buf + o->len, line, (size_t)n < room ? (size_t)n : room);
+    }
+    o->len += (size_t)n;
+}
+
+/* The rows: the forward's nodes (every node before compile) but the parameters, each with
+   its op, name, output shape and the parameters it reads; then the parameters and buffers
+   with their shapes and counts, and the totals; then, once compiled, the plan's bytes. */
+static nn_result nn__summary(nn_graph *g, nn__sum_out *o) {
+    int i, k, n_end = g->compiled && g->n_forward > 0 ? g->n_forward : g->n_nodes, n_param = 0, n_buf = 0;
+    int64_t param_values = 0, buf_values = 0;
+    char s[128];
+    nn__sum_printf(o, "graph: %d nodes (%d built), %s on %s\n", g->n_nodes - 1, n_end - 1,
+                   g->compiled ? (g->status == NN_OK ? "compiled" : "compile failed") : "not compiled", g->ctx->backend_name);
+    nn__sum_printf(o, "  %-4s %-22s %-18s %-20s %s\n", "#", "op", "name", "output", "parameters");
+    for (i = 1; i < n_end; i++) {
+        const nn__node *n = &g->nodes[i];
+        int col = 0;
+        if (n->op == NN__OP_PARAM) continue;
+        nn__shape_str(&n->shape, s, sizeof s);
+        nn__sum_printf(o, "  %-4d %-22s %-18s %-20s", i, nn__op(n->op)->name, n->name ? n->name : "", s);
+        for (k = 0; k < n->n_in; k++) {
+            const nn__node *p = &g->nodes[n->in[k]];
+            if (p->op != NN__OP_PARAM) continue;
+            nn__sum_printf(o, "%s%s", col++ ? ", " : " ", p->name ? p->name : "?");
+        }
+        nn__sum_printf(o, "\n");
+    }
+    nn__sum_printf(o, "parameters and buffers, in insertion order:\n");
+    nn__sum_printf(o, "  %-32s %-20s %12s\n", "name", "shape", "count");
+    for (i = 1; i < g->n_nodes; i++) {
+        const nn__node *n = &g->nodes[i];
+        int buffer;
+        if (n->op != NN__OP_PARAM) continue;
+        buffer = g->params->p[n->param].buffer;
+        nn__shape_str(&n->shape, s, sizeof s);
+        nn__sum_printf(o, "  %-32s %-20s %12lld%s\n", n->name ? n->name : "?", s, (long long)n->numel, buffer ? " (buffer)" : "");
+        if (buffer) {
+            n_buf++;
+            buf_values += n->numel;
+        } else {
+            n_param++;
+            param_values += n->numel;
+        }
+    }
+    nn__sum_printf(o, "total: %lld parameters in %d tensors (%lld bytes); %lld buffer values in %d tensors\n",
+                   (long long)param_values, n_param, (long long)param_values * 4, (long long)buf_values, n_buf);
+    if (g->mem_planned) {
+        nn_memory_report r;
+        nn_result res = nn__memory_report(g, &r);
+        if (res != NN_OK) return res;
+        nn__sum_printf(o, "memory plan, bytes at the peak (during %s, step position %d):\n", r.peak_op ? r.peak_op : "-",
+                       r.peak_position);
+        for (k = 0; k < NN__MEM_KINDS; k++)
+            nn__sum_printf(o, "  %-16s %14lld\n", nn__mem_kind_name[k], (long long)*nn__mem_field(&r, k));
+        nn__sum_printf(o, "  %-16s %14lld\n", "peak", (long long)r.peak);
+        nn__sum_printf(o, "  %-16s %14lld (in %d buffer%s)\n", "arena", (long long)r.arena, r.arena_buffers,
+                       r.arena_buffers == 1 ? "" : "s");
+        nn__sum_printf(o, "  %-16s %14lld\n", "allocated", (long long)r.allocated);
+    }
+    return NN_OK;
+}
+
+NN_API nn_result nn_graph_summary(nn_graph *g, FILE *f) {
+    nn__sum_out o;
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (!f) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_summary: the FILE is NULL");
+    memset(&o, 0, sizeof o);
+    o.f = f;
+    return nn__summary(g, &o);
+}
+
+NN_API nn_result nn_graph_summary_string(nn_graph *g, char *buf, size_t cap, size_t *len) {
+    nn__sum_out o;
+    nn_result r;
+    if (len) *len = 0;
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (!buf && cap > 0) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_summary_string: buf is NULL with cap %llu", (unsigned long long)cap);
+    memset(&o, 0, sizeof o);
+    o.buf = buf;
+    o.cap = cap;
+    r = nn__summary(g, &o);
+    if (cap > 0) buf[o.len < cap ? o.len : cap - 1] = '\0';
+    if (len) *len = o.len;
+    return r;
+}
+
+/* ======================================================================
    src/engine/compile.c
    ====================================================================== */
 /* Compiling and running a graph: autograd and the optimizer's ops added, the schedule,
@@ -22742,6 +23155,10 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     r = nn__optim()->configure(g, &d);
     if (r != NN_OK) return r;
     n_user = g->n_forward = g->n_nodes;
+    g->mem_backward_end = g->n_nodes;
+    if (d.memory_limit < 0)
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: memory_limit %lld is negative (0: no limit)",
+                        (long long)d.memory_limit);
     if (d.loss.id != 0) {
         nn__node *L;
         if (!nn__is_tensor(g, d.loss))
@@ -22758,6 +23175,7 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
         g->loss = d.loss.id;
         L->is_output = 1;
         nn__autograd(g, g->loss, n_user);
+        g->mem_backward_end = g->n_nodes;
         for (i = 0; i < n_user; i++) {
             nn__node *n = &g->nodes[i];
             int keep = (n->op == NN__OP_INPUT && n->requires_grad) ||
@@ -22807,6 +23225,8 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
         if (nn__op(n->op)->plan) nn__op(n->op)->plan(g, n);
     }
     r = nn__plan_memory(g, g->ctx->dev.align);
+    if (r == NN_OK) g->mem_planned = 1;
+    if (r == NN_OK) r = nn__memory_check_limit(g, d.memory_limit);
     if (r == NN_OK) r = nn__allocate(g);
     if (r == NN_OK) r = nn__compute_constants(g);
     if (r == NN_OK) r = nn__buf_alloc(g->ctx, &g->one, 4, 0, "a constant");

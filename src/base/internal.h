@@ -293,6 +293,11 @@ struct nn_graph {
     int dist_rank, dist_size;    /* this rank and the ranks' count (both 0 unless data-parallel) */
     void *dist;                  /* the reduction's communicator and buffers (NULL: not data-parallel) */
     void (*dist_free)(nn_graph *g); /* its destructor, set by the compile that made it */
+    /* the memory plan as nn_graph_memory reports it (src/engine/memory.c) */
+    int mem_planned;             /* nn__plan_memory placed every item */
+    int mem_backward_end;        /* nodes from n_forward to here are autograd's (gradients) */
+    size_t arena_chunk;          /* > 0: the arena is split in buffers of this many bytes, no
+                                    item crossing a boundary (the device's largest allocation) */
 };
 
 

@@ -351,6 +351,10 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     r = nn__optim()->configure(g, &d);
     if (r != NN_OK) return r;
     n_user = g->n_forward = g->n_nodes;
+    g->mem_backward_end = g->n_nodes;
+    if (d.memory_limit < 0)
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: memory_limit %lld is negative (0: no limit)",
+                        (long long)d.memory_limit);
     if (d.loss.id != 0) {
         nn__node *L;
         if (!nn__is_tensor(g, d.loss))
@@ -367,6 +371,7 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
         g->loss = d.loss.id;
         L->is_output = 1;
         nn__autograd(g, g->loss, n_user);
+        g->mem_backward_end = g->n_nodes;
         for (i = 0; i < n_user; i++) {
             nn__node *n = &g->nodes[i];
             int keep = (n->op == NN__OP_INPUT && n->requires_grad) ||
@@ -416,6 +421,8 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
         if (nn__op(n->op)->plan) nn__op(n->op)->plan(g, n);
     }
     r = nn__plan_memory(g, g->ctx->dev.align);
+    if (r == NN_OK) g->mem_planned = 1;
+    if (r == NN_OK) r = nn__memory_check_limit(g, d.memory_limit);
     if (r == NN_OK) r = nn__allocate(g);
     if (r == NN_OK) r = nn__compute_constants(g);
     if (r == NN_OK) r = nn__buf_alloc(g->ctx, &g->one, 4, 0, "a constant");

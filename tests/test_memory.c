@@ -1,0 +1,301 @@
+/* What a graph holds and its memory plan needs (src/engine/memory.c): nn_graph_memory's
+   bytes by kind against sizes computed by hand, nn_compile_desc.memory_limit, the
+   parameters in insertion order and nn_graph_summary. */
+#include "test.h"
+#include "bad_rows.h"
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* x [4, 3] -> fc1 (5) -> relu -> fc2 (2), mse against y [4, 2]: parameters 5*3 + 5 + 2*5 +
+   2 = 32 floats, 128 bytes; inputs 12 + 8 floats, 80 bytes. */
+static nn_tensor mlp(nn_graph *g, nn_compile_desc *cd, int width) {
+    nn_tensor x = nn_input(g, "x", NN_F32, nn_shape2(4, 3)), y = nn_input(g, "y", NN_F32, nn_shape2(4, 2));
+    nn_tensor out = nn_linear_layer(g, nn_relu(g, nn_linear_layer(g, x, width, NULL, "fc1")), 2, NULL, "fc2");
+    memset(cd, 0, sizeof *cd);
+    cd->loss = nn_mse_loss(g, out, y, NULL);
+    return out;
+}
+
+static int report_sums(const nn_memory_report *m) {
+    int64_t s = m->parameters + m->gradients + m->optimizer_state + m->activations + m->workspace + m->buffers + m->inputs +
+                m->other;
+    return T_CHECK(s == m->peak, "the kinds sum to %lld, peak is %lld", (long long)s, (long long)m->peak) &&
+           T_CHECK(m->allocated == m->persistent + m->arena, "allocated %lld != persistent %lld + arena %lld",
+                   (long long)m->allocated, (long long)m->persistent, (long long)m->arena) &&
+           T_CHECK(m->allocated >= m->peak, "allocated %lld < peak %lld", (long long)m->allocated, (long long)m->peak);
+}
+
+/* A forward chain x -> relu -> *2 -> exp (kept) of N floats: at the peak (the multiply)
+   relu's and the product's outputs are live in the arena, exp's output has its own
+   buffer: activations 3 N floats, inputs N, other 4 bytes (the constant 1.0). */
+static void test_chain(const t_env *e) {
+    enum { N = 1000 };
+    nn_context *ctx = e->ctx;
+    nn_graph *g = NULL;
+    nn_memory_report m;
+    nn_tensor x, c;
+    if (!t_begin(e, "memory: a forward chain by hand")) return;
+    if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
+    x = nn_input(g, "x", NN_F32, nn_shape1(N));
+    c = nn_exp(g, nn_mul_scalar(g, nn_relu(g, x), 2.0f));
+    nn_graph_output(g, c);
+    T_CHECK(nn_graph_memory(g, &m) == NN_ERR_STATE, "nn_graph_memory before compile is not NN_ERR_STATE");
+    T_CHECK(strstr(nn_context_last_error(ctx), "nn_graph_compile") != NULL, "message: %s", nn_context_last_error(ctx));
+    if (!T_OK(nn_graph_compile(g, NULL), ctx)) goto done;
+    if (!T_OK(nn_graph_memory(g, &m), ctx)) goto done;
+    T_CHECK(m.inputs == 4 * N, "inputs %lld, not %d", (long long)m.inputs, 4 * N);
+    T_CHECK(m.activations == 3 * 4 * N, "activations %lld, not %d", (long long)m.activations, 3 * 4 * N);
+    T_CHECK(m.parameters == 0 && m.gradients == 0 && m.optimizer_state == 0 && m.workspace == 0 && m.buffers == 0,
+            "a forward chain reports parameters %lld, gradients %lld, optimizer %lld, workspace %lld, buffers %lld",
+            (long long)m.parameters, (long long)m.gradients, (long long)m.optimizer_state, (long long)m.workspace,
+            (long long)m.buffers);
+    T_CHECK(m.other == 4, "other %lld, not 4", (long long)m.other);
+    T_CHECK(m.peak == 4 * 4 * N + 4, "peak %lld, not %d", (long long)m.peak, 4 * 4 * N + 4);
+    T_CHECK(m.persistent == 2 * 4 * N + 4, "persistent %lld, not %d", (long long)m.persistent, 2 * 4 * N + 4);
+    T_CHECK(m.arena >= 2 * 4 * N && m.arena < 2 * 4 * N + 2 * 4096, "arena %lld for two tensors of %d bytes",
+            (long long)m.arena, 4 * N);
+    T_CHECK(m.arena_buffers == 1, "arena in %d buffers", m.arena_buffers);
+    T_CHECK(m.peak_op != NULL && m.peak_position == 1, "the peak is at %d (%s), not at the multiply (1)", m.peak_position,
+            m.peak_op ? m.peak_op : "NULL");
+    report_sums(&m);
+done:
+    nn_graph_destroy(g);
+    t_end();
+}
+
+/* The MLP with each optimizer: parameters 128 bytes, inputs 80, and optimizer state
+   0 (SGD), 128 (SGD with momentum), 256 (Adam: m and v), 384 (Adam with amsgrad); kept
+   gradients hold at least the parameters' 128 bytes. */
+static void test_mlp(const t_env *e) {
+    static const struct { nn_optimizer_kind kind; float momentum; int amsgrad; int64_t state; const char *what; } rows[] = {
+        {NN_OPT_SGD, 0, 0, 0, "sgd"},
+        {NN_OPT_SGD, 0.9f, 0, 128, "sgd momentum 0.9"},
+        {NN_OPT_ADAM, 0, 0, 256, "adam"},
+        {NN_OPT_ADAM, 0, 1, 384, "adam amsgrad"},
+        {NN_OPT_NONE, 0, 0, 0, "no optimizer"},
+    };
+    nn_context *ctx = e->ctx;
+    int i;
+    if (!t_begin(e, "memory: MLP parameters, gradients, optimizer state by hand")) return;
+    for (i = 0; i < (int)(sizeof rows / sizeof rows[0]); i++) {
+        nn_graph *g = NULL;
+        nn_compile_desc cd;
+        nn_memory_report m;
+        if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) break;
+        mlp(g, &cd, 5);
+        cd.optimizer.kind = rows[i].kind;
+        cd.optimizer.lr = 0.1f;
+        cd.optimizer.momentum = rows[i].momentum;
+        cd.optimizer.amsgrad = rows[i].amsgrad;
+        cd.keep_grads = 1;
+        if (T_OK(nn_graph_compile(g, &cd), ctx) && T_OK(nn_graph_memory(g, &m), ctx)) {
+            T_CHECK(m.parameters == 128, "%s: parameters %lld, not 128", rows[i].what, (long long)m.parameters);
+            T_CHECK(m.inputs == 80, "%s: inputs %lld, not 80", rows[i].what, (long long)m.inputs);
+            T_CHECK(m.optimizer_state == rows[i].state, "%s: optimizer state %lld, not %lld", rows[i].what,
+                    (long long)m.optimizer_state, (long long)rows[i].state);
+            T_CHECK(m.gradients >= 128, "%s: gradients %lld, under the kept 128", rows[i].what, (long long)m.gradients);
+            T_CHECK(m.activations >= 4 * 2 * 4, "%s: activations %lld", rows[i].what, (long long)m.activations);
+            report_sums(&m);
+            if (i == 2) { /* a step runs on that plan */
+                static const float X[12] = {1, 2, 3, -1, 0, 1, 2, 2, -2, 0.5f, 1, 0}, Y[8] = {1, 0, 0, 1, 1, 1, 0, 0};
+                T_OK(nn_tensor_write(g, nn_graph_find(g, "x"), X, sizeof X), ctx);
+                T_OK(nn_tensor_write(g, nn_graph_find(g, "y"), Y, sizeof Y), ctx);
+                T_OK(nn_graph_step(g), ctx);
+                T_OK(nn_graph_finish(g), ctx);
+            }
+        }
+        nn_graph_destroy(g);
+    }
+    t_end();
+}
+
+/* Accumulating gradients over 2 steps keeps them (128 bytes) for the cycle, with the
+   backward's own in the arena too; without keep_grads the gradients live in the arena
+   only. */
+static void test_accumulate(const t_env *e) {
+    nn_context *ctx = e->ctx;
+    nn_graph *g = NULL;
+    nn_compile_desc cd;
+    nn_memory_report m;
+    if (!t_begin(e, "memory: gradient accumulators")) return;
+    if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
+    mlp(g, &cd, 5);
+    cd.optimizer.kind = NN_OPT_SGD;
+    cd.optimizer.lr = 0.1f;
+    cd.optimizer.accumulate_steps = 2;
+    if (!T_OK(nn_graph_compile(g, &cd), ctx) || !T_OK(nn_graph_memory(g, &m), ctx)) goto done;
+    T_CHECK(m.persistent >= 128 + 128 + 80, "persistent %lld: parameters, accumulators, inputs", (long long)m.persistent);
+    T_CHECK(m.gradients >= 128, "gradients %lld, under the accumulators' 128", (long long)m.gradients);
+    report_sums(&m);
+done:
+    nn_graph_destroy(g);
+    t_end();
+}
+
+/* memory_limit: the plan's allocation passes at the limit, is refused one byte under it
+   (before anything is allocated) naming the total, the limit and the largest tensor (the
+   Adam state of fc1.weight [300, 3]: 2 * 3600 bytes), and the refused plan is readable. */
+static void test_limit(const t_env *e) {
+    nn_context *ctx = e->ctx;
+    nn_graph *g = NULL, *h = NULL;
+    nn_compile_desc cd;
+    nn_memory_report m, mh;
+    char want[64];
+    const char *msg;
+    if (!t_begin(e, "memory: memory_limit")) return;
+    if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx) || !T_OK(nn_graph_create(ctx, NULL, &h), ctx)) goto done;
+    mlp(g, &cd, 300);
+    cd.optimizer.kind = NN_OPT_ADAM;
+    if (!T_OK(nn_graph_compile(g, &cd), ctx) || !T_OK(nn_graph_memory(g, &m), ctx)) goto done;
+    mlp(h, &cd, 300);
+    cd.optimizer.kind = NN_OPT_ADAM;
+    cd.memory_limit = m.allocated - 1;
+    T_CHECK(nn_graph_compile(h, &cd) == NN_ERR_OUT_OF_MEMORY, "compile one byte over memory_limit is not NN_ERR_OUT_OF_MEMORY");
+    msg = nn_context_last_error(ctx);
+    snprintf(want, sizeof want, "needs %lld bytes", (long long)m.allocated);
+    T_CHECK(strstr(msg, want) != NULL, "message lacks '%s': %s", want, msg);
+    snprintf(want, sizeof want, "memory_limit %lld", (long long)m.allocated - 1);
+    T_CHECK(strstr(msg, want) != NULL, "message lacks '%s': %s", want, msg);
+    T_CHECK(strstr(msg, "the largest tensors: param fc1.weight [300, 3] 7200 bytes (optimizer state)") != NULL,
+            "message does not name fc1.weight's Adam state first: %s", msg);
+    T_CHECK(nn_graph_step(h) == NN_ERR_STATE, "a step of the refused graph is not NN_ERR_STATE");
+    if (T_OK(nn_graph_memory(h, &mh), ctx))
+        T_CHECK(mh.allocated == m.allocated && mh.peak == m.peak, "the refused plan reads %lld/%lld, the same plan %lld/%lld",
+                (long long)mh.allocated, (long long)mh.peak, (long long)m.allocated, (long long)m.peak);
+    nn_graph_destroy(h);
+    h = NULL;
+    if (!T_OK(nn_graph_create(ctx, NULL, &h), ctx)) goto done;
+    mlp(h, &cd, 300);
+    cd.optimizer.kind = NN_OPT_ADAM;
+    cd.memory_limit = m.allocated;
+    T_OK(nn_graph_compile(h, &cd), ctx);
+done:
+    nn_graph_destroy(g);
+    nn_graph_destroy(h);
+    t_end();
+}
+
+/* Parameters and buffers in insertion order, with the layers' names, shapes and counts;
+   a graph sharing them lists those it uses in its own order. */
+static void test_params(const t_env *e) {
+    static const struct { const char *name; int ndim; int64_t d0, d1; int buffer; } want[] = {
+        {"fc1.weight", 2, 5, 3, 0}, {"fc1.bias", 1, 5, 0, 0}, {"ema", 1, 5, 0, 1},
+        {"fc2.weight", 2, 2, 5, 0}, {"fc2.bias", 1, 2, 0, 0},
+    };
+    nn_context *ctx = e->ctx;
+    nn_graph *g = NULL, *h = NULL;
+    nn_graph_desc gd;
+    nn_param_info info;
+    nn_init zeros;
+    int count = -1, i;
+    if (!t_begin(e, "memory: parameters in insertion order")) return;
+    memset(&zeros, 0, sizeof zeros);
+    if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
+    {
+        nn_tensor x = nn_input(g, "x", NN_F32, nn_shape2(4, 3)), h1;
+        h1 = nn_linear_layer(g, x, 5, NULL, "fc1");
+        h1 = nn_add(g, h1, nn_buffer(g, "ema", nn_shape1(5), zeros));
+        nn_graph_output(g, nn_linear_layer(g, h1, 2, NULL, "fc2"));
+    }
+    if (!T_OK(nn_graph_param_count(g, &count), ctx)) goto done;
+    T_CHECK(count == 5, "%d parameters and buffers, not 5", count);
+    for (i = 0; i < 5 && i < count; i++) {
+        if (!T_OK(nn_graph_param_at(g, i, &info), ctx)) break;
+        T_CHECK(info.name && strcmp(info.name, want[i].name) == 0, "entry %d is %s, not %s", i, info.name ? info.name : "NULL",
+                want[i].name);
+        T_CHECK(info.shape.ndim == want[i].ndim && info.shape.dim[0] == want[i].d0 &&
+                    (want[i].ndim == 1 || info.shape.dim[1] == want[i].d1),
+                "%s: shape of %d dims [%lld...]", want[i].name, info.shape.ndim, (long long)info.shape.dim[0]);
+        T_CHECK(info.numel == want[i].d0 * (want[i].ndim == 1 ? 1 : want[i].d1), "%s: numel %lld", want[i].name,
+                (long long)info.numel);
+        T_CHECK(info.buffer == want[i].buffer, "%s: buffer %d", want[i].name, info.buffer);
+        T_CHECK(info.tensor.id == nn_graph_find(g, want[i].name).id, "%s: its tensor is not nn_graph_find's", want[i].name);
+    }
+    T_CHECK(nn_graph_param_at(g, 5, &info) == NN_ERR_INVALID_ARGUMENT, "index 5 of 5 is not refused");
+    T_CHECK(strstr(nn_context_last_error(ctx), "nn_graph_param_at: index 5") != NULL,
+            "message: %s", nn_context_last_error(ctx));
+    T_CHECK(nn_graph_param_at(g, -1, &info) == NN_ERR_INVALID_ARGUMENT, "index -1 is not refused");
+    T_CHECK(nn_graph_param_count(g, NULL) == NN_ERR_INVALID_ARGUMENT, "a NULL count is not refused");
+    memset(&gd, 0, sizeof gd);
+    gd.share_params = g;
+    if (!T_OK(nn_graph_create(ctx, &gd, &h), ctx)) goto done;
+    { /* uses fc2 first, then fc1 */
+        nn_tensor z = nn_input(h, "z", NN_F32, nn_shape2(1, 5));
+        nn_graph_output(h, nn_linear_layer(h, nn_linear_layer(h, z, 2, NULL, "fc2"), 5, NULL, "fc3"));
+    }
+    if (T_OK(nn_graph_param_count(h, &count), ctx) && T_CHECK(count == 4, "the sharing graph has %d, not 4", count) &&
+        T_OK(nn_graph_param_at(h, 0, &info), ctx))
+        T_CHECK(strcmp(info.name, "fc2.weight") == 0, "the sharing graph's first is %s", info.name);
+done:
+    nn_graph_destroy(h);
+    nn_graph_destroy(g);
+    t_end();
+}
+
+/* The summary names the ops, the parameters with shapes and counts, the total, and after
+   compile the bytes by kind; the string form sizes and truncates as snprintf. */
+static void test_summary(const t_env *e) {
+    static const char *const words[] = {"matmul", "activation", "fc1.weight", "[5, 3]", "fc2.bias", "[4, 2]",
+                                        "total: 32 parameters in 4 tensors (128 bytes)", "optimizer state", "256",
+                                        "allocated"};
+    nn_context *ctx = e->ctx;
+    nn_graph *g = NULL;
+    nn_compile_desc cd;
+    char *buf = NULL, small[16];
+    size_t len = 0, len2 = 0;
+    int i;
+    if (!t_begin(e, "memory: nn_graph_summary")) return;
+    if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
+    mlp(g, &cd, 5);
+    if (!T_OK(nn_graph_summary_string(g, NULL, 0, &len), ctx)) goto done;
+    buf = (char *)malloc(len + 1);
+    if (!T_CHECK(buf != NULL, "malloc")) goto done;
+    T_OK(nn_graph_summary_string(g, buf, len + 1, &len2), ctx);
+    T_CHECK(len2 == len && strlen(buf) == len, "lengths %zu, %zu, %zu", len, len2, strlen(buf));
+    T_CHECK(strstr(buf, "total: 32 parameters in 4 tensors (128 bytes)") != NULL, "before compile:\n%s", buf);
+    T_CHECK(strstr(buf, "memory plan") == NULL, "a memory plan before compile:\n%s", buf);
+    free(buf);
+    buf = NULL;
+    cd.optimizer.kind = NN_OPT_ADAM;
+    if (!T_OK(nn_graph_compile(g, &cd), ctx)) goto done;
+    T_OK(nn_graph_summary_string(g, NULL, 0, &len), ctx);
+    buf = (char *)malloc(len + 1);
+    if (!T_CHECK(buf != NULL, "malloc")) goto done;
+    T_OK(nn_graph_summary_string(g, buf, len + 1, NULL), ctx);
+    for (i = 0; i < (int)(sizeof words / sizeof words[0]); i++) T_CHECK(strstr(buf, words[i]) != NULL, "no '%s' in:\n%s", words[i], buf);
+    T_OK(nn_graph_summary_string(g, small, sizeof small, &len2), ctx);
+    T_CHECK(len2 == len && strlen(small) == sizeof small - 1 && memcmp(small, buf, sizeof small - 1) == 0,
+            "truncated to 16 bytes: '%s' (%zu)", small, len2);
+    T_CHECK(nn_graph_summary(g, NULL) == NN_ERR_INVALID_ARGUMENT, "a NULL FILE is not refused");
+    if (getenv("NN_TEST_SHOW_SUMMARY")) nn_graph_summary(g, stdout);
+done:
+    free(buf);
+    nn_graph_destroy(g);
+    t_end();
+}
+
+static nn_tensor c_limit_one(nn_graph *g, nn_compile_desc *cd) {
+    nn_tensor l = nn_sum(g, nn_relu(g, F(g, S2(30, 40))));
+    cd->loss = l;
+    cd->optimizer.kind = NN_OPT_ADAM;
+    cd->memory_limit = 1;
+    return l;
+}
+static nn_tensor c_limit_negative(nn_graph *g, nn_compile_desc *cd) {
+    nn_tensor l = nn_sum(g, F(g, S1(3)));
+    cd->loss = l;
+    cd->memory_limit = -5;
+    return l;
+}
+
+static const bad_row memory_bad[] = {
+    {"memory", "memory_limit 1 byte", c_limit_one, NN_ERR_OUT_OF_MEMORY,
+     "nn_graph_compile|over memory_limit 1 |largest tensors|input x [30, 40] 4800 bytes (inputs)", 1},
+    {"memory", "memory_limit -5", c_limit_negative, R_INV, "nn_graph_compile|memory_limit -5", 1},
+};
+
+void suite_memory(const t_env *e) {
+    T_RUN(e, test_chain, test_mlp, test_accumulate, test_limit, test_params, test_summary);
+    t_bad_rows(e, memory_bad, (int)(sizeof memory_bad / sizeof memory_bad[0]));
+}
