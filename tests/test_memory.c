@@ -1,6 +1,9 @@
 /* What a graph holds and its memory plan needs (src/engine/memory.c): nn_graph_memory's
    bytes by kind against sizes computed by hand, nn_compile_desc.memory_limit, the
    parameters in insertion order and nn_graph_summary. */
+#if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L /* setenv, as tests/nn_test.c */
+#endif
 #include "test.h"
 #include "bad_rows.h"
 #include <stdint.h>
@@ -275,6 +278,110 @@ done:
     t_end();
 }
 
+/* An OpenCL context whose largest allocation is max_alloc bytes (NN_CL_MAX_ALLOC, the
+   backend's test hook, set while it opens). */
+static nn_result small_alloc_context(const t_env *e, const char *max_alloc, nn_context **out) {
+    nn_context_desc d;
+    nn_result r;
+    t_context_desc(e, &d);
+#ifdef _WIN32
+    _putenv_s("NN_CL_MAX_ALLOC", max_alloc);
+#else
+    setenv("NN_CL_MAX_ALLOC", max_alloc, 1);
+#endif
+    r = nn_context_create(&d, out);
+#ifdef _WIN32
+    _putenv_s("NN_CL_MAX_ALLOC", "");
+#else
+    unsetenv("NN_CL_MAX_ALLOC");
+#endif
+    return r;
+}
+
+/* x [512, 32] -> 3 x (linear 32, tanh) -> linear 10, cross-entropy, SGD with momentum: each
+   activation and gradient is 64 KiB, the parameters 4 KiB. Trained 3 steps; the logits
+   and fc1.weight after them into y, w. */
+static int train_wide(nn_context *ctx, float *y, float *w, nn_memory_report *m) {
+    enum { B = 512, D = 32 };
+    nn_graph *g = NULL;
+    nn_compile_desc cd;
+    nn_graph_desc gd;
+    nn_tensor x, lab, h, logits;
+    float *X = (float *)malloc(B * D * 4);
+    int32_t L[B];
+    int i, ok = 0;
+    if (!X) return 0;
+    for (i = 0; i < B * D; i++) X[i] = (float)((i * 37 % 101) - 50) / 25.0f;
+    for (i = 0; i < B; i++) L[i] = i * 7 % 10;
+    memset(&gd, 0, sizeof gd);
+    gd.seed = 5;
+    if (!T_OK(nn_graph_create(ctx, &gd, &g), ctx)) goto done;
+    x = nn_input(g, "x", NN_F32, nn_shape2(B, D));
+    lab = nn_input(g, "labels", NN_I32, nn_shape1(B));
+    h = nn_tanh(g, nn_linear_layer(g, x, D, NULL, "fc1"));
+    h = nn_tanh(g, nn_linear_layer(g, h, D, NULL, "fc2"));
+    h = nn_tanh(g, nn_linear_layer(g, h, D, NULL, "fc3"));
+    logits = nn_linear_layer(g, h, 10, NULL, "out");
+    nn_graph_output(g, logits);
+    memset(&cd, 0, sizeof cd);
+    cd.loss = nn_softmax_cross_entropy(g, logits, lab);
+    cd.optimizer.kind = NN_OPT_SGD;
+    cd.optimizer.lr = 0.1f;
+    cd.optimizer.momentum = 0.9f;
+    if (!T_OK(nn_graph_compile(g, &cd), ctx) || !T_OK(nn_graph_memory(g, m), ctx)) goto done;
+    if (!T_OK(nn_tensor_write(g, x, X, (size_t)B * D * 4), ctx) || !T_OK(nn_tensor_write(g, lab, L, sizeof L), ctx)) goto done;
+    for (i = 0; i < 3; i++)
+        if (!T_OK(nn_graph_step(g), ctx)) goto done;
+    ok = T_OK(nn_tensor_read(g, logits, y, (size_t)B * 10 * 4), ctx) &&
+         T_OK(nn_tensor_read(g, nn_graph_find(g, "fc1.weight"), w, (size_t)D * D * 4), ctx);
+done:
+    free(X);
+    nn_graph_destroy(g);
+    return ok;
+}
+
+/* A device whose largest allocation (faked: 100,000 bytes) is under the arena's size: the
+   arena is split in buffers of that size, no tensor crossing one's end, and training gives
+   the bits of the one-buffer plan; a tensor larger than one allocation is refused by name. */
+static void test_split_arena(const t_env *e) {
+    nn_context *small = NULL, *tiny = NULL;
+    nn_memory_report m1, m2;
+    float *y1 = (float *)malloc(512 * 10 * 4), *y2 = (float *)malloc(512 * 10 * 4), w1[32 * 32], w2[32 * 32];
+    if (!t_begin(e, "memory: arena split by the largest allocation")) goto out;
+    if (!e->opencl) {
+        t_skip("the CPU backend has no largest allocation");
+        goto done;
+    }
+    if (!T_CHECK(y1 && y2, "malloc")) goto done;
+    if (!T_OK(small_alloc_context(e, "100000", &small), small)) goto done;
+    if (!train_wide(e->ctx, y1, w1, &m1) || !train_wide(small, y2, w2, &m2)) goto done;
+    T_CHECK(m1.arena_buffers == 1 && m1.arena > 100000, "the device's own plan: arena %lld in %d buffers", (long long)m1.arena,
+            m1.arena_buffers);
+    T_CHECK(m2.arena_buffers == (int)((m2.arena + 99839) / 99840) && m2.arena_buffers > 1,
+            "the split plan: arena %lld in %d buffers of 99840", (long long)m2.arena, m2.arena_buffers);
+    T_CHECK(m2.peak == m1.peak, "the peak moved: %lld, %lld", (long long)m2.peak, (long long)m1.peak);
+    T_CHECK(memcmp(y1, y2, 512 * 10 * 4) == 0, "the logits differ between the one-buffer and the split arena");
+    T_CHECK(memcmp(w1, w2, sizeof w1) == 0, "fc1.weight differs between the one-buffer and the split arena");
+    if (T_OK(small_alloc_context(e, "40000", &tiny), tiny)) {
+        nn_graph *g = NULL;
+        if (T_OK(nn_graph_create(tiny, NULL, &g), tiny)) {
+            nn_tensor x = nn_input(g, "x", NN_F32, nn_shape1(100)), big = nn_relu(g, nn_expand(g, nn_reshape(g, x, nn_shape2(1, 100)), nn_shape2(200, 100)));
+            nn_graph_output(g, nn_sum(g, big));
+            T_CHECK(nn_graph_compile(g, NULL) == NN_ERR_OUT_OF_MEMORY, "a tensor of 80,000 bytes on a device of 40,000 compiled");
+            T_CHECK(strstr(nn_context_last_error(tiny), "[200, 100]") && strstr(nn_context_last_error(tiny), "largest allocation"),
+                    "message: %s", nn_context_last_error(tiny));
+        }
+        nn_graph_destroy(g);
+    }
+done:
+    nn_context_destroy(small);
+    nn_context_destroy(tiny);
+    t_end();
+out:
+    free(y1);
+    free(y2);
+}
+
 static nn_tensor c_limit_one(nn_graph *g, nn_compile_desc *cd) {
     nn_tensor l = nn_sum(g, nn_relu(g, F(g, S2(30, 40))));
     cd->loss = l;
@@ -296,6 +403,6 @@ static const bad_row memory_bad[] = {
 };
 
 void suite_memory(const t_env *e) {
-    T_RUN(e, test_chain, test_mlp, test_accumulate, test_limit, test_params, test_summary);
+    T_RUN(e, test_chain, test_mlp, test_accumulate, test_limit, test_params, test_summary, test_split_arena);
     t_bad_rows(e, memory_bad, (int)(sizeof memory_bad / sizeof memory_bad[0]));
 }

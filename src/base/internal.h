@@ -298,6 +298,8 @@ struct nn_graph {
     int mem_backward_end;        /* nodes from n_forward to here are autograd's (gradients) */
     size_t arena_chunk;          /* > 0: the arena is split in buffers of this many bytes, no
                                     item crossing a boundary (the device's largest allocation) */
+    nn__buf *arena_parts;        /* then the arena's buffers, n_arena_parts of them (g->arena unused) */
+    int n_arena_parts;
 };
 
 
