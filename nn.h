@@ -498,6 +498,19 @@ NN_API nn_result nn_graph_memory(nn_graph *g, nn_memory_report *out);
 NN_API nn_result nn_graph_summary(nn_graph *g, FILE *f);
 NN_API nn_result nn_graph_summary_string(nn_graph *g, char *buf, size_t cap, size_t *len);
 
+/* Activation recompute (torch.utils.checkpoint, gradient checkpointing): the ops built
+   between nn_checkpoint_begin(g) and nn_checkpoint_end(g) form a segment whose outputs are
+   not kept for the backward pass: they die with the forward, and the backward computes
+   what it reads of them again from the segment's inputs, just before it needs them. Memory
+   then holds each segment's inputs instead of all its activations (nn_graph_memory shows
+   it) for about one more forward pass of the segments. Results are the same bits as
+   without (random ops draw the same numbers); outputs (nn_graph_output) and accumulators
+   in a segment are kept. A segment per transformer block or residual block is usual.
+   Segments do not nest; both calls are refused (NN_ERR_STATE) on a compiled graph, and
+   compile refuses a segment begun and not ended. Without a loss they change nothing. */
+NN_API nn_result nn_checkpoint_begin(nn_graph *g);
+NN_API nn_result nn_checkpoint_end(nn_graph *g);
+
 /* ==== 3. Tensors: leaves and access ========================================================
    Leaves are the tensors a graph starts from: inputs (written by the program), parameters
    (trained), buffers (state, not trained) and constants. A tensor's data is reached
@@ -2231,6 +2244,8 @@ typedef struct nn__node {
     const char *check;   /* non-NULL: the op counts inputs PyTorch would raise on (labels out of
                             range) into g->checks[check_slot]; what they are, for the report */
     int check_slot;
+    int ckpt;            /* the recompute segment it was built in (nn_checkpoint_begin), 0 none */
+    int recompute_of;    /* > 0: a copy of that node the backward reads, computed again (engine/checkpoint.c) */
 } nn__node;
 
 typedef struct nn__param {
@@ -2399,6 +2414,7 @@ struct nn_graph {
     int mem_backward_end;        /* nodes from n_forward to here are autograd's (gradients) */
     size_t arena_chunk;          /* > 0: the arena is split in buffers of this many bytes, no
                                     item crossing a boundary (the device's largest allocation) */
+    int ckpt_open, n_ckpt;       /* the open recompute segment (0 none) and the segments begun */
     nn__buf *arena_parts;        /* then the arena's buffers, n_arena_parts of them (g->arena unused) */
     int n_arena_parts;
 };
@@ -21470,6 +21486,7 @@ static int nn__new_node(nn_graph *g, int op, nn_dtype dt, nn_shape shape, const 
     for (i = 0; i < n_in; i++) n->in[i] = in[i];
     n->grad = -1;
     n->param = -1;
+    n->ckpt = g->ckpt_open; /* in a recompute segment (engine/checkpoint.c) */
     return g->n_nodes++;
 }
 
@@ -22503,7 +22520,7 @@ static const char *const nn__mem_kind_name[NN__MEM_KINDS] = {"parameters", "grad
                                                              "workspace",  "buffers",   "inputs",          "other"};
 
 /* A node's kind: leaves by what they are; the forward's outputs (and their recomputed
-   copies) are activations; what autograd added, and each parameter's gradient (an
+   copies, engine/checkpoint.c) are activations; what autograd added, and each parameter's gradient (an
    accumulator when steps accumulate), gradients; the rest (the update's sums, the
    clipping coefficient, constants) other. is_pgrad[id]: id is a parameter's gradient. */
 static int nn__mem_kind(const nn_graph *g, int id, const unsigned char *is_pgrad) {
@@ -22511,7 +22528,7 @@ static int nn__mem_kind(const nn_graph *g, int id, const unsigned char *is_pgrad
     if (n->op == NN__OP_INPUT) return NN__MEM_INPUT;
     if (n->op == NN__OP_PARAM) return g->params->p[n->param].buffer ? NN__MEM_BUF : NN__MEM_PARAM;
     if (nn__op(n->op)->flags & NN__OPF_CONST) return NN__MEM_OTHER;
-    if (id < g->n_forward) return NN__MEM_ACT;
+    if (id < g->n_forward || n->recompute_of > 0) return NN__MEM_ACT;
     if (is_pgrad[id] || id < g->mem_backward_end) return NN__MEM_GRAD;
     return NN__MEM_OTHER;
 }
@@ -22810,6 +22827,101 @@ NN_API nn_result nn_graph_summary_string(nn_graph *g, char *buf, size_t cap, siz
     if (cap > 0) buf[o.len < cap ? o.len : cap - 1] = '\0';
     if (len) *len = o.len;
     return r;
+}
+
+/* ======================================================================
+   src/engine/checkpoint.c
+   ====================================================================== */
+/* Activation recompute (torch.utils.checkpoint): the ops built between nn_checkpoint_begin
+   and nn_checkpoint_end form a segment (node.ckpt, numbered from 1). After autograd,
+   nn__checkpoint_apply gives every backward node that reads a segment's output a copy of
+   that node instead (node.recompute_of: the original), computed from the segment's own
+   inputs again, copies of its other nodes as needed and the originals of what lies
+   outside the segment (its checkpointed inputs). The originals then die with the forward
+   pass; the copies are scheduled just before their first reader in the backward pass
+   (nn__sched_recompute in src/engine/compile.c), so a segment's activations live in the
+   arena only while its backward runs. A copy is the same op on the same inputs, its
+   random key included (a.random.key), so it gives the same bits. */
+
+static nn_result nn__ckpt_refuse(nn_graph *g, nn_result code, const char *fmt, const char *fn) {
+    char msg[256];
+    snprintf(msg, sizeof msg, fmt, fn);
+    nn__op_fail(g, code, "%s", msg);
+    return code;
+}
+
+NN_API nn_result nn_checkpoint_begin(nn_graph *g) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (g->compiled) return nn__ckpt_refuse(g, NN_ERR_STATE, "%s: the graph is already compiled", "nn_checkpoint_begin");
+    if (g->ckpt_open)
+        return nn__ckpt_refuse(g, NN_ERR_STATE, "%s: a segment is open already (segments do not nest): nn_checkpoint_end it first",
+                               "nn_checkpoint_begin");
+    g->ckpt_open = ++g->n_ckpt;
+    return NN_OK;
+}
+
+NN_API nn_result nn_checkpoint_end(nn_graph *g) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (g->compiled) return nn__ckpt_refuse(g, NN_ERR_STATE, "%s: the graph is already compiled", "nn_checkpoint_end");
+    if (!g->ckpt_open) return nn__ckpt_refuse(g, NN_ERR_STATE, "%s: no segment is open (nn_checkpoint_begin)", "nn_checkpoint_end");
+    g->ckpt_open = 0;
+    return NN_OK;
+}
+
+/* May node i's backward readers take a copy? A node of a segment computed by an op (not a
+   leaf, constant or accumulator), not kept for the program to read. */
+static int nn__ckpt_droppable(const nn_graph *g, int i) {
+    const nn__node *n = &g->nodes[i];
+    unsigned flags = nn__op(n->op)->flags;
+    return n->ckpt > 0 && !n->is_output && n->numel > 0 && !(flags & (NN__OPF_LEAF | NN__OPF_CONST | NN__OPF_WRITABLE));
+}
+
+/* After autograd (the backward's nodes are ids n_user..g->n_nodes - 1): the copies, and
+   the backward's inputs pointed at them. */
+static nn_result nn__checkpoint_apply(nn_graph *g, int n_user) {
+    int *copy, i, k, n_bwd = g->n_nodes;
+    unsigned char *need;
+    if (g->n_ckpt == 0 || g->status != NN_OK) return g->status;
+    need = (unsigned char *)nn__calloc((size_t)n_user + 1, 1);
+    copy = (int *)nn__calloc((size_t)n_user + 1, sizeof *copy);
+    if (!need || !copy) {
+        NN_FREE(need);
+        NN_FREE(copy);
+        nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
+        return g->status;
+    }
+    for (i = n_user; i < n_bwd; i++) /* what the backward reads of the segments */
+        for (k = 0; k < g->nodes[i].n_in; k++) {
+            int s = g->nodes[i].in[k];
+            if (s < n_user && nn__ckpt_droppable(g, s)) need[s] = 1;
+        }
+    for (i = n_user - 1; i >= 0; i--) /* and what that needs of its own segment, computed again */
+        if (need[i])
+            for (k = 0; k < g->nodes[i].n_in; k++) {
+                int s = g->nodes[i].in[k];
+                if (g->nodes[s].ckpt == g->nodes[i].ckpt && nn__ckpt_droppable(g, s)) need[s] = 1;
+            }
+    for (i = 0; i < n_user && g->status == NN_OK; i++) { /* the copies, in id order: inputs first */
+        nn__node c;
+        int id;
+        if (!need[i]) continue;
+        c = g->nodes[i];
+        for (k = 0; k < c.n_in; k++)
+            if (need[c.in[k]] && g->nodes[c.in[k]].ckpt == c.ckpt) c.in[k] = copy[c.in[k]];
+        id = nn__new_node(g, c.op, c.dtype, c.shape, c.in, c.n_in);
+        if (id < 0) break;
+        g->nodes[id].a = c.a;
+        g->nodes[id].recompute_of = i;
+        copy[i] = id;
+    }
+    for (i = n_user; i < n_bwd && g->status == NN_OK; i++)
+        for (k = 0; k < g->nodes[i].n_in; k++) {
+            int s = g->nodes[i].in[k];
+            if (s < n_user && need[s]) g->nodes[i].in[k] = copy[s];
+        }
+    NN_FREE(need);
+    NN_FREE(copy);
+    return g->status;
 }
 
 /* ======================================================================
@@ -23199,6 +23311,24 @@ static nn_result nn__record_launches(nn_graph *g) {
     return r;
 }
 
+/* Appends node i to the schedule (its first and last use, its inputs' last), after the
+   recomputed copies it reads that are not scheduled yet, each after its own. */
+static void nn__sched_node(nn_graph *g, int i) {
+    nn__node *n = &g->nodes[i];
+    int k;
+    for (k = 0; k < n->n_in; k++) {
+        const nn__node *in = &g->nodes[n->in[k]];
+        if (in->recompute_of > 0 && in->first < 0) nn__sched_node(g, n->in[k]);
+    }
+    n = &g->nodes[i];
+    n->first = n->last = g->n_sched;
+    for (k = 0; k < n->n_in; k++) {
+        nn__node *in = &g->nodes[n->in[k]];
+        if (in->last < g->n_sched) in->last = g->n_sched;
+    }
+    g->sched[g->n_sched++] = i;
+}
+
 static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     nn_compile_desc d;
     nn_result r;
@@ -23212,6 +23342,9 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     if (r != NN_OK) return r;
     n_user = g->n_forward = g->n_nodes;
     g->mem_backward_end = g->n_nodes;
+    if (g->ckpt_open)
+        return nn__fail(g->ctx, NN_ERR_STATE, "nn_graph_compile: recompute segment %d was begun (nn_checkpoint_begin) and not ended "
+                        "(nn_checkpoint_end)", g->ckpt_open);
     if (d.memory_limit < 0)
         return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: memory_limit %lld is negative (0: no limit)",
                         (long long)d.memory_limit);
@@ -23232,6 +23365,7 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
         L->is_output = 1;
         nn__autograd(g, g->loss, n_user);
         g->mem_backward_end = g->n_nodes;
+        nn__checkpoint_apply(g, n_user); /* the backward reads recomputed copies of the segments */
         for (i = 0; i < n_user; i++) {
             nn__node *n = &g->nodes[i];
             int keep = (n->op == NN__OP_INPUT && n->requires_grad) ||
@@ -23245,12 +23379,14 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
 
     /* liveness: everything a root depends on; roots are outputs (loss, accumulators,
        kept gradients, updates) */
-    for (i = g->n_nodes - 1; i >= 0; i--) {
-        nn__node *n = &g->nodes[i];
-        if (n->is_output) n->live = 1;
-        if (n->live)
-            for (k = 0; k < n->n_in; k++) g->nodes[n->in[k]].live = 1;
-    }
+    for (k = 0; k < (g->n_ckpt ? 2 : 1); k++) /* twice with recompute: copies have higher ids than their readers */
+        for (i = g->n_nodes - 1; i >= 0; i--) {
+            nn__node *n = &g->nodes[i];
+            int j;
+            if (n->is_output) n->live = 1;
+            if (n->live)
+                for (j = 0; j < n->n_in; j++) g->nodes[n->in[j]].live = 1;
+        }
     g->sched = (int *)nn__calloc((size_t)g->n_nodes + 1, sizeof(int));
     if (!g->sched) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
     g->n_sched = g->n_sched_forward = 0;
@@ -23260,13 +23396,13 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
         n->first = n->last = -1;
         if (n->op == NN__OP_INPUT || (flags & NN__OPF_CONST)) n->storage = NN__ST_OWN;
         else if (n->op != NN__OP_PARAM) n->storage = (n->is_output && n->numel > 0) ? NN__ST_OWN : NN__ST_ARENA;
-        if (!n->live || n->op == NN__OP_INPUT || n->op == NN__OP_PARAM || (flags & NN__OPF_CONST)) continue;
-        n->first = n->last = g->n_sched;
-        for (k = 0; k < n->n_in; k++) {
-            nn__node *in = &g->nodes[n->in[k]];
-            if (in->last < g->n_sched) in->last = g->n_sched;
-        }
-        g->sched[g->n_sched++] = i;
+    }
+    for (i = 0; i < g->n_nodes; i++) { /* in id order, but a recomputed copy just before its first reader */
+        nn__node *n = &g->nodes[i];
+        unsigned flags = nn__op(n->op)->flags;
+        if (!n->live || n->op == NN__OP_INPUT || n->op == NN__OP_PARAM || (flags & NN__OPF_CONST) || n->recompute_of > 0)
+            continue;
+        nn__sched_node(g, i);
         if (i < n_user) g->n_sched_forward = g->n_sched;
     }
     nn__plan_views(g);

@@ -382,6 +382,108 @@ out:
     free(y2);
 }
 
+/* x [64, 48] -> 4 blocks of (linear 48, tanh, dropout 0.1 in the second) -> linear 5,
+   cross-entropy, Adam; with ckpt each block is a recompute segment. 4 steps; the loss of
+   each and every parameter after them into out (its floats: 4 + 4 * (48*48 + 48) + 5*48 + 5). */
+enum { RC_B = 64, RC_D = 48, RC_OUT = 4 + 4 * (RC_D * RC_D + RC_D) + 5 * RC_D + 5 };
+static int train_blocks(nn_context *ctx, int ckpt, float *out, nn_memory_report *m) {
+    nn_graph *g = NULL;
+    nn_compile_desc cd;
+    nn_graph_desc gd;
+    nn_tensor x, lab, h, loss;
+    float X[RC_B * RC_D];
+    int32_t L[RC_B];
+    int i, ok = 0, at = 0, count = 0;
+    for (i = 0; i < RC_B * RC_D; i++) X[i] = (float)((i * 29 % 97) - 48) / 24.0f;
+    for (i = 0; i < RC_B; i++) L[i] = i * 3 % 5;
+    memset(&gd, 0, sizeof gd);
+    gd.seed = 11;
+    if (!T_OK(nn_graph_create(ctx, &gd, &g), ctx)) goto done;
+    x = nn_input(g, "x", NN_F32, nn_shape2(RC_B, RC_D));
+    lab = nn_input(g, "labels", NN_I32, nn_shape1(RC_B));
+    h = x;
+    for (i = 0; i < 4; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "block%d", i);
+        if (ckpt) nn_checkpoint_begin(g);
+        h = nn_tanh(g, nn_linear_layer(g, h, RC_D, NULL, name));
+        if (i == 1) h = nn_dropout(g, h, 0.1f);
+        if (ckpt) nn_checkpoint_end(g);
+    }
+    loss = nn_softmax_cross_entropy(g, nn_linear_layer(g, h, 5, NULL, "head"), lab);
+    memset(&cd, 0, sizeof cd);
+    cd.loss = loss;
+    cd.optimizer.kind = NN_OPT_ADAM;
+    cd.optimizer.lr = 0.01f;
+    if (!T_OK(nn_graph_compile(g, &cd), ctx) || !T_OK(nn_graph_memory(g, m), ctx)) goto done;
+    if (!T_OK(nn_tensor_write(g, x, X, sizeof X), ctx) || !T_OK(nn_tensor_write(g, lab, L, sizeof L), ctx)) goto done;
+    for (i = 0; i < 4; i++)
+        if (!T_OK(nn_graph_step(g), ctx) || !T_OK(nn_tensor_read(g, loss, &out[at++], 4), ctx)) goto done;
+    if (!T_OK(nn_graph_param_count(g, &count), ctx)) goto done;
+    for (i = 0; i < count; i++) {
+        nn_param_info p;
+        if (!T_OK(nn_graph_param_at(g, i, &p), ctx) || !T_CHECK(at + p.numel <= RC_OUT, "too many parameters") ||
+            !T_OK(nn_tensor_read(g, p.tensor, &out[at], (size_t)p.numel * 4), ctx))
+            goto done;
+        at += (int)p.numel;
+    }
+    ok = T_CHECK(at == RC_OUT, "%d floats read, not %d", at, (int)RC_OUT);
+done:
+    nn_graph_destroy(g);
+    return ok;
+}
+
+/* Recompute of every block: the same bits as without (losses and parameters after 4 Adam
+   steps, dropout included), fewer activation bytes at the peak; segment misuse refused. */
+static void test_recompute(const t_env *e) {
+    nn_context *ctx = e->ctx;
+    float *a = (float *)malloc(RC_OUT * 4), *b = (float *)malloc(RC_OUT * 4);
+    nn_memory_report m0, m1;
+    nn_graph *g = NULL;
+    int i;
+    if (!t_begin(e, "memory: activation recompute (nn_checkpoint_begin/end)")) goto out;
+    if (!T_CHECK(a && b, "malloc")) goto done;
+    if (!train_blocks(ctx, 0, a, &m0) || !train_blocks(ctx, 1, b, &m1)) goto done;
+    for (i = 0; i < RC_OUT; i++)
+        if (memcmp(&a[i], &b[i], 4) != 0) {
+            T_CHECK(0, "float %d (of %d: 4 losses, then the parameters) is %.9g with recompute, %.9g without", i, (int)RC_OUT,
+                    b[i], a[i]);
+            break;
+        }
+    T_CHECK(m1.activations < m0.activations, "activations at the peak: %lld with recompute, %lld without",
+            (long long)m1.activations, (long long)m0.activations);
+    T_CHECK(m1.parameters == m0.parameters && m1.optimizer_state == m0.optimizer_state, "parameters or optimizer state moved");
+    if (getenv("NN_TEST_SHOW_SUMMARY"))
+        printf("  activations %lld -> %lld, gradients %lld -> %lld, peak %lld -> %lld, arena %lld -> %lld\n",
+               (long long)m0.activations, (long long)m1.activations, (long long)m0.gradients, (long long)m1.gradients,
+               (long long)m0.peak, (long long)m1.peak, (long long)m0.arena, (long long)m1.arena);
+    if (T_OK(nn_graph_create(ctx, NULL, &g), ctx)) {
+        T_OK(nn_checkpoint_begin(g), ctx);
+        T_CHECK(nn_checkpoint_begin(g) == NN_ERR_STATE, "a nested nn_checkpoint_begin is not refused");
+        T_CHECK(strstr(nn_context_last_error(ctx), "do not nest") != NULL, "message: %s", nn_context_last_error(ctx));
+    }
+done:
+    nn_graph_destroy(g);
+    t_end();
+out:
+    free(a);
+    free(b);
+}
+
+static nn_tensor c_ckpt_open(nn_graph *g, nn_compile_desc *cd) {
+    nn_tensor l;
+    nn_checkpoint_begin(g);
+    l = nn_sum(g, nn_tanh(g, F(g, S1(3))));
+    cd->loss = l;
+    return l;
+}
+static nn_tensor c_ckpt_end(nn_graph *g, nn_compile_desc *cd) {
+    nn_tensor l = nn_sum(g, F(g, S1(3)));
+    cd->loss = l;
+    nn_checkpoint_end(g);
+    return l;
+}
+
 static nn_tensor c_limit_one(nn_graph *g, nn_compile_desc *cd) {
     nn_tensor l = nn_sum(g, nn_relu(g, F(g, S2(30, 40))));
     cd->loss = l;
@@ -400,9 +502,11 @@ static const bad_row memory_bad[] = {
     {"memory", "memory_limit 1 byte", c_limit_one, NN_ERR_OUT_OF_MEMORY,
      "nn_graph_compile|over memory_limit 1 |largest tensors|input x [30, 40] 4800 bytes (inputs)", 1},
     {"memory", "memory_limit -5", c_limit_negative, R_INV, "nn_graph_compile|memory_limit -5", 1},
+    {"memory", "a recompute segment not ended", c_ckpt_open, R_STATE, "nn_graph_compile|segment 1|nn_checkpoint_end", 1},
+    {"memory", "nn_checkpoint_end with no segment", c_ckpt_end, R_STATE, "nn_checkpoint_end|no segment", 0},
 };
 
 void suite_memory(const t_env *e) {
-    T_RUN(e, test_chain, test_mlp, test_accumulate, test_limit, test_params, test_summary, test_split_arena);
+    T_RUN(e, test_chain, test_mlp, test_accumulate, test_limit, test_params, test_summary, test_split_arena, test_recompute);
     t_bad_rows(e, memory_bad, (int)(sizeof memory_bad / sizeof memory_bad[0]));
 }

@@ -334,6 +334,19 @@ NN_API nn_result nn_graph_memory(nn_graph *g, nn_memory_report *out);
 NN_API nn_result nn_graph_summary(nn_graph *g, FILE *f);
 NN_API nn_result nn_graph_summary_string(nn_graph *g, char *buf, size_t cap, size_t *len);
 
+/* Activation recompute (torch.utils.checkpoint, gradient checkpointing): the ops built
+   between nn_checkpoint_begin(g) and nn_checkpoint_end(g) form a segment whose outputs are
+   not kept for the backward pass: they die with the forward, and the backward computes
+   what it reads of them again from the segment's inputs, just before it needs them. Memory
+   then holds each segment's inputs instead of all its activations (nn_graph_memory shows
+   it) for about one more forward pass of the segments. Results are the same bits as
+   without (random ops draw the same numbers); outputs (nn_graph_output) and accumulators
+   in a segment are kept. A segment per transformer block or residual block is usual.
+   Segments do not nest; both calls are refused (NN_ERR_STATE) on a compiled graph, and
+   compile refuses a segment begun and not ended. Without a loss they change nothing. */
+NN_API nn_result nn_checkpoint_begin(nn_graph *g);
+NN_API nn_result nn_checkpoint_end(nn_graph *g);
+
 /* ==== 3. Tensors: leaves and access ========================================================
    Leaves are the tensors a graph starts from: inputs (written by the program), parameters
    (trained), buffers (state, not trained) and constants. A tensor's data is reached

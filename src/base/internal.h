@@ -130,6 +130,8 @@ typedef struct nn__node {
     const char *check;   /* non-NULL: the op counts inputs PyTorch would raise on (labels out of
                             range) into g->checks[check_slot]; what they are, for the report */
     int check_slot;
+    int ckpt;            /* the recompute segment it was built in (nn_checkpoint_begin), 0 none */
+    int recompute_of;    /* > 0: a copy of that node the backward reads, computed again (engine/checkpoint.c) */
 } nn__node;
 
 typedef struct nn__param {
@@ -298,6 +300,7 @@ struct nn_graph {
     int mem_backward_end;        /* nodes from n_forward to here are autograd's (gradients) */
     size_t arena_chunk;          /* > 0: the arena is split in buffers of this many bytes, no
                                     item crossing a boundary (the device's largest allocation) */
+    int ckpt_open, n_ckpt;       /* the open recompute segment (0 none) and the segments begun */
     nn__buf *arena_parts;        /* then the arena's buffers, n_arena_parts of them (g->arena unused) */
     int n_arena_parts;
 };

@@ -384,6 +384,24 @@ static nn_result nn__record_launches(nn_graph *g) {
     return r;
 }
 
+/* Appends node i to the schedule (its first and last use, its inputs' last), after the
+   recomputed copies it reads that are not scheduled yet, each after its own. */
+static void nn__sched_node(nn_graph *g, int i) {
+    nn__node *n = &g->nodes[i];
+    int k;
+    for (k = 0; k < n->n_in; k++) {
+        const nn__node *in = &g->nodes[n->in[k]];
+        if (in->recompute_of > 0 && in->first < 0) nn__sched_node(g, n->in[k]);
+    }
+    n = &g->nodes[i];
+    n->first = n->last = g->n_sched;
+    for (k = 0; k < n->n_in; k++) {
+        nn__node *in = &g->nodes[n->in[k]];
+        if (in->last < g->n_sched) in->last = g->n_sched;
+    }
+    g->sched[g->n_sched++] = i;
+}
+
 static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     nn_compile_desc d;
     nn_result r;
@@ -397,6 +415,9 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     if (r != NN_OK) return r;
     n_user = g->n_forward = g->n_nodes;
     g->mem_backward_end = g->n_nodes;
+    if (g->ckpt_open)
+        return nn__fail(g->ctx, NN_ERR_STATE, "nn_graph_compile: recompute segment %d was begun (nn_checkpoint_begin) and not ended "
+                        "(nn_checkpoint_end)", g->ckpt_open);
     if (d.memory_limit < 0)
         return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: memory_limit %lld is negative (0: no limit)",
                         (long long)d.memory_limit);
@@ -417,6 +438,7 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
         L->is_output = 1;
         nn__autograd(g, g->loss, n_user);
         g->mem_backward_end = g->n_nodes;
+        nn__checkpoint_apply(g, n_user); /* the backward reads recomputed copies of the segments */
         for (i = 0; i < n_user; i++) {
             nn__node *n = &g->nodes[i];
             int keep = (n->op == NN__OP_INPUT && n->requires_grad) ||
@@ -430,12 +452,14 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
 
     /* liveness: everything a root depends on; roots are outputs (loss, accumulators,
        kept gradients, updates) */
-    for (i = g->n_nodes - 1; i >= 0; i--) {
-        nn__node *n = &g->nodes[i];
-        if (n->is_output) n->live = 1;
-        if (n->live)
-            for (k = 0; k < n->n_in; k++) g->nodes[n->in[k]].live = 1;
-    }
+    for (k = 0; k < (g->n_ckpt ? 2 : 1); k++) /* twice with recompute: copies have higher ids than their readers */
+        for (i = g->n_nodes - 1; i >= 0; i--) {
+            nn__node *n = &g->nodes[i];
+            int j;
+            if (n->is_output) n->live = 1;
+            if (n->live)
+                for (j = 0; j < n->n_in; j++) g->nodes[n->in[j]].live = 1;
+        }
     g->sched = (int *)nn__calloc((size_t)g->n_nodes + 1, sizeof(int));
     if (!g->sched) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
     g->n_sched = g->n_sched_forward = 0;
@@ -445,13 +469,13 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
         n->first = n->last = -1;
         if (n->op == NN__OP_INPUT || (flags & NN__OPF_CONST)) n->storage = NN__ST_OWN;
         else if (n->op != NN__OP_PARAM) n->storage = (n->is_output && n->numel > 0) ? NN__ST_OWN : NN__ST_ARENA;
-        if (!n->live || n->op == NN__OP_INPUT || n->op == NN__OP_PARAM || (flags & NN__OPF_CONST)) continue;
-        n->first = n->last = g->n_sched;
-        for (k = 0; k < n->n_in; k++) {
-            nn__node *in = &g->nodes[n->in[k]];
-            if (in->last < g->n_sched) in->last = g->n_sched;
-        }
-        g->sched[g->n_sched++] = i;
+    }
+    for (i = 0; i < g->n_nodes; i++) { /* in id order, but a recomputed copy just before its first reader */
+        nn__node *n = &g->nodes[i];
+        unsigned flags = nn__op(n->op)->flags;
+        if (!n->live || n->op == NN__OP_INPUT || n->op == NN__OP_PARAM || (flags & NN__OPF_CONST) || n->recompute_of > 0)
+            continue;
+        nn__sched_node(g, i);
         if (i < n_user) g->n_sched_forward = g->n_sched;
     }
     nn__plan_views(g);

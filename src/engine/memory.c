@@ -23,7 +23,7 @@ static const char *const nn__mem_kind_name[NN__MEM_KINDS] = {"parameters", "grad
                                                              "workspace",  "buffers",   "inputs",          "other"};
 
 /* A node's kind: leaves by what they are; the forward's outputs (and their recomputed
-   copies) are activations; what autograd added, and each parameter's gradient (an
+   copies, engine/checkpoint.c) are activations; what autograd added, and each parameter's gradient (an
    accumulator when steps accumulate), gradients; the rest (the update's sums, the
    clipping coefficient, constants) other. is_pgrad[id]: id is a parameter's gradient. */
 static int nn__mem_kind(const nn_graph *g, int id, const unsigned char *is_pgrad) {
@@ -31,7 +31,7 @@ static int nn__mem_kind(const nn_graph *g, int id, const unsigned char *is_pgrad
     if (n->op == NN__OP_INPUT) return NN__MEM_INPUT;
     if (n->op == NN__OP_PARAM) return g->params->p[n->param].buffer ? NN__MEM_BUF : NN__MEM_PARAM;
     if (nn__op(n->op)->flags & NN__OPF_CONST) return NN__MEM_OTHER;
-    if (id < g->n_forward) return NN__MEM_ACT;
+    if (id < g->n_forward || n->recompute_of > 0) return NN__MEM_ACT;
     if (is_pgrad[id] || id < g->mem_backward_end) return NN__MEM_GRAD;
     return NN__MEM_OTHER;
 }
