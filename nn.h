@@ -23022,6 +23022,7 @@ static nn_result nn__plan_memory(nn_graph *g, size_t align, size_t chunk) {
     nn__item *it = (nn__item *)nn__calloc((size_t)g->n_sched * 2 + 1, sizeof *it);
     int *heap = (int *)nn__calloc((size_t)g->n_sched * 2 + 1, sizeof *heap);
     nn__gaps free_space;
+    const nn__item *too_big = NULL; /* an item larger than a chunk: refused */
     int n = 0, n_heap = 0, i, ok;
     size_t top = 0, guard = g->ctx->dev.guard; /* each item's guard bytes after its end are its own */
     memset(&free_space, 0, sizeof free_space);
@@ -23050,17 +23051,8 @@ static nn_result nn__plan_memory(nn_graph *g, size_t align, size_t chunk) {
         }
         if (!ok) break;
         if (chunk && a->bytes > chunk) {
-            char s[128];
-            nn__node *nd = &g->nodes[a->id];
-            nn__shape_str(&nd->shape, s, sizeof s);
-            NN_FREE(it);
-            NN_FREE(heap);
-            NN_FREE(free_space.off);
-            NN_FREE(free_space.len);
-            return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY,
-                            "nn_graph_compile: the %s of %s %s (%llu bytes) exceeds the device's largest allocation "
-                            "(%llu bytes)", a->scratch ? "workspace" : "output", nn__op(nd->op)->name, s,
-                            (unsigned long long)a->bytes, (unsigned long long)chunk);
+            too_big = a;
+            break;
         }
         for (k = 0;; k++) { /* the first gap that holds it (the last gap is unbounded) */
             size_t o = free_space.off[k];
@@ -23087,12 +23079,21 @@ static nn_result nn__plan_memory(nn_graph *g, size_t align, size_t chunk) {
         if (a->offset + a->bytes > top) top = a->offset + a->bytes;
     }
     g->arena_bytes = top;
+    if (too_big) {
+        char s[128];
+        const nn__node *nd = &g->nodes[too_big->id];
+        nn__shape_str(&nd->shape, s, sizeof s);
+        nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY,
+                 "nn_graph_compile: the %s of %s %s (%llu bytes) exceeds the device's largest allocation (%llu bytes)",
+                 too_big->scratch ? "workspace" : "output", nn__op(nd->op)->name, s, (unsigned long long)too_big->bytes,
+                 (unsigned long long)chunk);
+    }
     NN_FREE(it);
     NN_FREE(heap);
     NN_FREE(free_space.off);
     NN_FREE(free_space.len);
     if (!ok) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
-    return NN_OK;
+    return too_big ? NN_ERR_OUT_OF_MEMORY : NN_OK;
 }
 
 /* A view of bytes at offset of the arena: of its one buffer, or of the part holding it (an

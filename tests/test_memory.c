@@ -403,7 +403,7 @@ static int train_blocks(nn_context *ctx, int ckpt, float *out, nn_memory_report 
     lab = nn_input(g, "labels", NN_I32, nn_shape1(RC_B));
     h = x;
     for (i = 0; i < 4; i++) {
-        char name[16];
+        char name[32];
         snprintf(name, sizeof name, "block%d", i);
         if (ckpt) nn_checkpoint_begin(g);
         h = nn_tanh(g, nn_linear_layer(g, h, RC_D, NULL, name));
