@@ -223,7 +223,7 @@ static nn_result nn__allocate(nn_graph *g) {
             r = nn__arena_view(g, n->offset, (size_t)n->numel * 4, &n->buf, what);
         }
         if (n->scratch > 0 && r == NN_OK) r = nn__arena_view(g, n->scratch_offset, (size_t)n->scratch * 4, &n->scratch_buf, what);
-        for (k = 0; k < n->n_aux && r == NN_OK; k++) r = nn__buf_alloc(ctx, &n->aux[k], (size_t)g->nodes[n->in[0]].numel * 4, 1, what);
+        for (k = 0; k < n->n_aux && r == NN_OK; k++) r = nn__buf_alloc(ctx, &n->aux[k], nn__aux_bytes(g, n), 1, what);
     }
     return r;
 }

@@ -36,6 +36,11 @@ static int nn__mem_kind(const nn_graph *g, int id, const unsigned char *is_pgrad
     return NN__MEM_OTHER;
 }
 
+/* Bytes of node n's persistent state buffers (n->aux: an update op's optimizer state, each
+   of its parameter's size): what nn__allocate (src/engine/compile.c) allocates for each
+   and what nn_graph_memory reports as optimizer state, from this one place. */
+static size_t nn__aux_bytes(const nn_graph *g, const nn__node *n) { return (size_t)g->nodes[n->in[0]].numel * 4; }
+
 static int64_t *nn__mem_field(nn_memory_report *r, int kind) {
     switch (kind) {
     case NN__MEM_PARAM: return &r->parameters;
@@ -86,8 +91,8 @@ static nn_result nn__memory_report(nn_graph *g, nn_memory_report *r) {
             d[(size_t)(n->first + 1) * NN__MEM_KINDS + NN__MEM_WORK] -= n->scratch * 4;
         }
         if (n->n_aux > 0) {
-            r->optimizer_state += (int64_t)n->n_aux * g->nodes[n->in[0]].numel * 4;
-            persistent += (int64_t)n->n_aux * g->nodes[n->in[0]].numel * 4;
+            r->optimizer_state += (int64_t)n->n_aux * (int64_t)nn__aux_bytes(g, n);
+            persistent += (int64_t)n->n_aux * (int64_t)nn__aux_bytes(g, n);
         }
         if (n->check && n->first >= 0) { /* its counter */
             r->other += 4;
@@ -172,7 +177,7 @@ static nn_result nn__memory_check_limit(nn_graph *g, int64_t limit) {
         if (!n->live || n->storage == NN__ST_VIEW) continue;
         if (n->numel > 0) nn__mem_top_add(top, n_top, i, nn__mem_kind(g, i, is_pgrad), n->numel * 4);
         if (n->scratch > 0) nn__mem_top_add(top, n_top, i, NN__MEM_WORK, n->scratch * 4);
-        if (n->n_aux > 0) nn__mem_top_add(top, n_top, n->in[0], NN__MEM_OPT, (int64_t)n->n_aux * g->nodes[n->in[0]].numel * 4);
+        if (n->n_aux > 0) nn__mem_top_add(top, n_top, n->in[0], NN__MEM_OPT, (int64_t)n->n_aux * (int64_t)nn__aux_bytes(g, n));
     }
     NN_FREE(is_pgrad);
     used = (size_t)snprintf(msg, sizeof msg,
