@@ -386,7 +386,7 @@ out:
    cross-entropy, Adam; with ckpt each block is a recompute segment. 4 steps; the loss of
    each and every parameter after them into out (its floats: 4 + 4 * (48*48 + 48) + 5*48 + 5). */
 enum { RC_B = 64, RC_D = 48, RC_OUT = 4 + 4 * (RC_D * RC_D + RC_D) + 5 * RC_D + 5 };
-/* gpt: 2 GPT blocks instead, their parameters 2 * 12 * 48 * 48 + 2 * 13 * 48 floats (more
+/* gpt 2: 2 residual blocks of fused attention (nn_attention) instead; gpt 1: 2 GPT blocks, their parameters 2 * 12 * 48 * 48 + 2 * 13 * 48 floats (more
    than RC_OUT: the first RC_OUT - 4 parameter floats are compared) */
 static int train_blocks(nn_context *ctx, int gpt, int ckpt, float *out, nn_memory_report *m) {
     nn_graph *g = NULL;
@@ -404,7 +404,25 @@ static int train_blocks(nn_context *ctx, int gpt, int ckpt, float *out, nn_memor
     x = nn_input(g, "x", NN_F32, nn_shape2(RC_B, RC_D));
     lab = nn_input(g, "labels", NN_I32, nn_shape1(RC_B));
     h = x;
-    if (gpt) { /* 2 GPT blocks (layer norms, attention, GELU, views) on [4, 16, 48], 4 heads, dropout 0.1 */
+    if (gpt == 2) { /* 2 blocks of fused attention (causal, dropout 0.1 on the weights), BTHD, 4 heads */
+        nn_attention_desc ad;
+        memset(&ad, 0, sizeof ad);
+        ad.causal = 1;
+        ad.dropout = 0.1f;
+        ad.layout = NN_ATTN_BTHD;
+        for (i = 0; i < 2; i++) {
+            char name[3][32];
+            nn_tensor q, k, v;
+            int j;
+            for (j = 0; j < 3; j++) snprintf(name[j], sizeof name[j], "a%d.%c", i, "qkv"[j]);
+            if (ckpt) nn_checkpoint_begin(g);
+            q = nn_reshape(g, nn_linear_layer(g, h, RC_D, NULL, name[0]), nn_shape4(4, 16, 4, RC_D / 4));
+            k = nn_reshape(g, nn_linear_layer(g, h, RC_D, NULL, name[1]), nn_shape4(4, 16, 4, RC_D / 4));
+            v = nn_reshape(g, nn_linear_layer(g, h, RC_D, NULL, name[2]), nn_shape4(4, 16, 4, RC_D / 4));
+            h = nn_add(g, h, nn_reshape(g, nn_attention(g, q, k, v, &ad), nn_shape2(RC_B, RC_D)));
+            if (ckpt) nn_checkpoint_end(g);
+        }
+    } else if (gpt) { /* 2 GPT blocks (layer norms, attention, GELU, views) on [4, 16, 48], 4 heads, dropout 0.1 */
         nn_gpt_config cfg;
         memset(&cfg, 0, sizeof cfg);
         cfg.vocab_size = 5;
@@ -469,8 +487,8 @@ static void test_recompute(const t_env *e) {
     int i, gpt;
     if (!t_begin(e, "memory: activation recompute (nn_checkpoint_begin/end)")) goto out;
     if (!T_CHECK(a && b, "malloc")) goto done;
-    for (gpt = 0; gpt < 2; gpt++) {
-        const char *model = gpt ? "2 GPT blocks" : "4 tanh blocks";
+    for (gpt = 0; gpt < 3; gpt++) {
+        const char *model = gpt == 2 ? "2 fused attention blocks" : gpt ? "2 GPT blocks" : "4 tanh blocks";
         if (!train_blocks(ctx, gpt, 0, a, &m0) || !train_blocks(ctx, gpt, 1, b, &m1)) goto done;
         for (i = 0; i < RC_OUT; i++)
             if (memcmp(&a[i], &b[i], 4) != 0) {
