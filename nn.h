@@ -1279,6 +1279,17 @@ typedef struct nn_rnn_desc {
                             one <= 0 keeps its initial states, one > T runs all T steps */
     nn_tensor *h_n;      /* receives the final hidden states [L * D, B, Hout] (NULL: not made) */
     nn_tensor *c_n;      /* nn_lstm: receives the final cell states [L * D, B, hidden_size] */
+    int stateful;        /* 1: truncated backpropagation through time. The initial states are
+                            tensors the graph keeps on the device, NAME.h_state [L * D, B, Hout]
+                            and nn_lstm's NAME.c_state [L * D, B, hidden_size] (zeros at
+                            compile); each run starts from them and, after its forward part,
+                            writes its final states (h_n, c_n) into them on the device (no
+                            transfer). No gradient flows into them: backpropagation stops at
+                            the run's first step (PyTorch: h = h.detach() between chunks).
+                            h0 and c0 must be NN_NONE. Zero them with nn_rnn_reset_state;
+                            nn_graph_find(g, "NAME.h_state") gives the tensor to read, write
+                            or fill (one row, a sequence: nn_tensor_write). They are not
+                            parameters: the save and load functions leave them out */
 } nn_rnn_desc;
 
 /* The layers on x [T, B, I] ([B, T, I] with batch_first) -> the last layer's hidden states
@@ -1290,6 +1301,46 @@ typedef struct nn_rnn_desc {
 NN_API nn_tensor nn_rnn(nn_graph *g, nn_tensor x, int64_t hidden_size, const nn_rnn_desc *desc, const char *name);
 NN_API nn_tensor nn_lstm(nn_graph *g, nn_tensor x, int64_t hidden_size, const nn_rnn_desc *desc, const char *name);
 NN_API nn_tensor nn_gru(nn_graph *g, nn_tensor x, int64_t hidden_size, const nn_rnn_desc *desc, const char *name);
+/* Zeros the carried states of the stateful layer NAME (nn_rnn_desc.stateful), on the
+   device, e.g. at an epoch's start: the next run starts from zero states, as the first. */
+NN_API nn_result nn_rnn_reset_state(nn_graph *g, const char *name);
+
+/* One direction of a recurrent layer, for nn_bidirectional: x in its layout (time, batch,
+   features... as the caller gave it), lengths NN_NONE or int32 [B] (pass them on, e.g. as
+   nn_rnn_desc.lengths), parameters under name -> the outputs at every step, x's time and
+   batch dims first (in x's order) and features after. user is nn_bidirectional's. */
+typedef nn_tensor (*nn_rnn_direction_fn)(nn_graph *g, nn_tensor x, nn_tensor lengths, const char *name, void *user);
+/* A bidirectional wrapper (Keras' Bidirectional; PyTorch's bidirectional=True as a
+   function of any layer): fn's layer over x forward in time (parameters under NAME), and
+   over x with each sequence reversed (NAME_reverse), its output reversed back;
+   concatenated along dim 2 (the features: [T, B, Hf + Hr], or [B, T, Hf + Hr] with
+   batch_first; a ConvLSTM's [B, T, Cf + Cr, H, W]). x is [T, B, ...] ([B, T, ...]). With
+   lengths (int32 [B] in [1, T]), PyTorch's packed-sequence semantics: the reverse direction
+   starts at each sequence's own last element, steps past a length stay where they are
+   (fn gets the lengths: nn_rnn_desc.lengths then zeroes them). Gradients flow through the
+   reversals. For nn_rnn / nn_lstm / nn_gru themselves, nn_rnn_desc.bidirectional is the
+   same math in fewer nodes (parameter names ..._reverse instead). */
+NN_API nn_tensor nn_bidirectional(nn_graph *g, nn_tensor x, nn_tensor lengths, int batch_first, nn_rnn_direction_fn fn, void *user,
+                                  const char *name);
+
+/* ConvLSTM2D (Shi et al. 2015, without peepholes, as the common PyTorch ConvLSTM and Keras'
+   ConvLSTM2D): x [B, T, C, H, W] -> the hidden states of every step [B, T, hidden, H, W].
+   Per step the gates are one convolution over concat(x_t, h_{t-1}) along channels,
+   kernel_size square, stride 1, 'same' padding (kernel_size / 2), gate order i, f, g, o as
+   nn_lstm's (the common PyTorch ConvLSTM splits i, f, o, g: swap its weight's and bias's
+   last two blocks of hidden rows); c = f * c + i * g (g = tanh), h = o * tanh(c).
+   Parameters NAME.conv.weight [4 * hidden, C + hidden, k, k] and NAME.conv.bias
+   [4 * hidden], U(+-1/sqrt((C + hidden) k k)) as nn.Conv2d's. Built unrolled over T (at
+   most 4096 steps) of conv2d and elementwise ops; nn_bidirectional (batch_first 1) makes it
+   bidirectional. */
+typedef struct nn_conv_lstm_desc {
+    int kernel_size;     /* odd, in [1, 31] (0: 3) */
+    int no_bias;         /* 1: no NAME.conv.bias */
+    nn_tensor h0, c0;    /* initial states [B, hidden, H, W] (NN_NONE: zeros) */
+    nn_tensor *h_n, *c_n; /* receive the final states [B, hidden, H, W] (NULL: not made) */
+} nn_conv_lstm_desc;
+NN_API nn_tensor nn_conv_lstm2d(nn_graph *g, nn_tensor x, int64_t hidden_channels, const nn_conv_lstm_desc *desc,
+                                const char *name);
 
 /* The cells' options (NULL: biases, tanh). */
 typedef struct nn_rnn_cell_desc {
@@ -2742,7 +2793,10 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     X(REC_SEQ, "recurrent", rec_seq, 0)                              \
     X(REC_SEQ_GRAD, "recurrent_grad", rec_seq_grad, 0)               \
     X(LAST_VALID, "last_valid", last_valid, 0)                       \
-    X(LAST_VALID_GRAD, "last_valid_grad", last_valid_grad, 0)
+    X(LAST_VALID_GRAD, "last_valid_grad", last_valid_grad, 0)                \
+    X(REC_STATE, "recurrent_state", rec_state, NN__OPF_NO_GRAD | NN__OPF_WRITABLE) \
+    X(REC_STATE_SET, "recurrent_state_set", rec_state_set, NN__OPF_NO_GRAD)   \
+    X(REC_REVERSE, "reverse_sequences", rec_reverse, 0)
 
 #define NN__OPS(X)                                                                                          \
     NN__OPS_LEAF(X) NN__OPS_ELEMENTWISE(X) NN__OPS_MATMUL(X) NN__OPS_REDUCE(X) NN__OPS_SOFTMAX(X)          \
@@ -5200,23 +5254,20 @@ static NN__MAYBE_UNUSED void nn__sgemm_ws(nn__gemm_ws *ws, int transA, int trans
     nn__sgemm_run(NULL, ws, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
-static void nn__sgemm_run(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int transB, int M, int N, int K,
-                          float alpha, const float *A, int lda, const float *B, int ldb, float beta, float *C,
-                          int ldc) {
+/* Fills J for C[M,N] = alpha op(A) op(B) + beta C on up to n_thr threads (M, N, K > 0,
+   alpha != 0): the arch, the C^T choice, the K block, the thread grid. Returns the bytes
+   of packing memory its tasks need (J.buf_floats each, 64-byte aligned) and the task
+   count in *n_tasks. nn__sgemm_run and nn__sgemm_mem_bytes share it, so a caller that
+   sizes memory at plan time gets the bytes the product takes. */
+static size_t nn__gemm_prepare(nn__gemm_job *Jp, int n_thr, int transA, int transB, int M, int N, int K, float alpha,
+                               const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc,
+                               int *n_tasks_out) {
     const nn__gemm_arch *arch;
     nn__gemm_job J;
-    int mr, nr, mtiles, ntiles, n_thr, tm, tn, best_tm, best_tn, nkb, n_tasks, i;
+    int mr, nr, mtiles, ntiles, tm, tn, best_tm, best_tn, nkb, n_tasks;
     double best_cost;
     size_t mc_alloc, nc_alloc;
-    void *raw;
-    size_t ws_bytes;
-    int owned;
 
-    if (M <= 0 || N <= 0) return;
-    if (K <= 0 || alpha == 0.0f) {
-        nn__gemm_scale_c(M, N, beta, C, ldc);
-        return;
-    }
     arch = nn__gemm_pick_arch();
     mr = arch->mr;
     nr = arch->nr;
@@ -5266,7 +5317,6 @@ static void nn__sgemm_run(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int
        (repacked per NC block) and B columns.  Small problems stay serial. */
     mtiles = (M + mr - 1) / mr;
     ntiles = (N + nr - 1) / nr;
-    n_thr = nn__threadpool_size(pool);
     if ((double)M * N * K < nn__gemm_mt_min_macs) n_thr = 1;
     best_tm = 1;
     best_tn = 1;
@@ -5296,19 +5346,43 @@ static void nn__sgemm_run(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int
     nc_alloc = (size_t)(J.nblk < arch->nc ? J.nblk : arch->nc);
     J.a_floats = (mc_alloc * (size_t)J.kc + 15) / 16 * 16;
     J.buf_floats = J.a_floats + (nc_alloc * (size_t)J.kc + 15) / 16 * 16;
+    *Jp = J;
+    *n_tasks_out = n_tasks;
+    return sizeof(float) * J.buf_floats * (size_t)n_tasks + NN__GEMM_ALIGN;
+}
+
+/* raw rounded up to the alignment by pointer arithmetic (no int->pointer cast) */
+static float *nn__gemm_align(void *raw) {
+    return (float *)(void *)((unsigned char *)raw +
+                             ((NN__GEMM_ALIGN - ((uintptr_t)raw & (NN__GEMM_ALIGN - 1))) & (NN__GEMM_ALIGN - 1)));
+}
+
+static void nn__sgemm_run(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int transB, int M, int N, int K,
+                          float alpha, const float *A, int lda, const float *B, int ldb, float beta, float *C,
+                          int ldc) {
+    nn__gemm_job J;
+    int n_tasks, i;
+    void *raw;
+    size_t ws_bytes;
+    int owned;
+
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0 || alpha == 0.0f) {
+        nn__gemm_scale_c(M, N, beta, C, ldc);
+        return;
+    }
+    ws_bytes = nn__gemm_prepare(&J, nn__threadpool_size(pool), transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C,
+                                ldc, &n_tasks);
     /* the pool's workspace when there is one: a training step then allocates nothing */
-    ws_bytes = sizeof(float) * J.buf_floats * (size_t)n_tasks + NN__GEMM_ALIGN;
     raw = ws ? nn__gemm_ws_get(ws, ws_bytes) : nn__threadpool_workspace(pool, ws_bytes);
     owned = raw == NULL && !ws;
     if (owned) raw = NN_MALLOC(ws_bytes);
     if (!raw) {
         if (nn__gemm_small(&J, pool)) return;
-        nn__gemm_nopack(transA, transB, J.ct ? N : M, J.ct ? M : N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        nn__gemm_nopack(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
-    /* Round up to the alignment by pointer arithmetic (no int->pointer cast). */
-    J.buf = (float *)(void *)((unsigned char *)raw +
-                              ((NN__GEMM_ALIGN - ((uintptr_t)raw & (NN__GEMM_ALIGN - 1))) & (NN__GEMM_ALIGN - 1)));
+    J.buf = nn__gemm_align(raw);
 
     if (n_tasks > 1)
         nn__threadpool_run(pool, nn__gemm_task, &J, n_tasks);
@@ -5317,76 +5391,122 @@ static void nn__sgemm_run(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int
     if (owned) NN_FREE(raw);
 }
 
+/* The bytes nn__sgemm_mem needs for this product (0 when it packs nothing). */
+static NN__MAYBE_UNUSED size_t nn__sgemm_mem_bytes(int transA, int transB, int M, int N, int K) {
+    nn__gemm_job J;
+    int n_tasks;
+    if (M <= 0 || N <= 0 || K <= 0) return 0;
+    return nn__gemm_prepare(&J, 1, transA, transB, M, N, K, 1.0f, NULL, 1, NULL, 1, 0.0f, NULL, 1, &n_tasks);
+}
+
+/* nn__sgemm_ws on the caller's memory (mem, bytes from nn__sgemm_mem_bytes or more): no
+   allocation, the same bits. 0 when bytes is short (nothing done). */
+static NN__MAYBE_UNUSED int nn__sgemm_mem(void *mem, size_t bytes, int transA, int transB, int M, int N, int K,
+                                          float alpha, const float *A, int lda, const float *B, int ldb, float beta,
+                                          float *C, int ldc) {
+    nn__gemm_job J;
+    int n_tasks;
+    if (M <= 0 || N <= 0) return 1;
+    if (K <= 0 || alpha == 0.0f) {
+        nn__gemm_scale_c(M, N, beta, C, ldc);
+        return 1;
+    }
+    if (nn__gemm_prepare(&J, 1, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, &n_tasks) > bytes ||
+        !mem)
+        return 0;
+    J.buf = nn__gemm_align(mem);
+    nn__gemm_task(&J, 0, 1);
+    return 1;
+}
+
 /* ---- a B operand packed once for many products ------------------------ */
 
 /* op(B) [K, N] packed whole, for many products with it on one thread (nn__sgemm_pb): per
    K block (the kc nn__sgemm_run picks for this K), all N columns in NR-wide panels, as
    nn__gemm_block packs them block by block. A recurrent layer's W_hh, used by every time
-   step. Free raw with NN_FREE. */
+   step. The memory is the caller's (nn__gemm_pb_bytes), sized when a graph is planned. */
 typedef struct {
     const nn__gemm_arch *arch;
     int K, N, kc, npad;
-    float *p; /* 64-byte aligned, in raw */
-    void *raw;
+    float *p; /* 64-byte aligned, in the caller's memory */
 } nn__gemm_pb;
 
-/* 0 when out of memory (then pb->raw is NULL and the caller multiplies unpacked) */
-static NN__MAYBE_UNUSED int nn__gemm_pb_make(nn__gemm_pb *pb, int transB, int K, int N, const float *B, int ldb) {
+/* pb's geometry for op(B) [K, N] (no memory); returns the bytes nn__gemm_pb_pack needs */
+static size_t nn__gemm_pb_geom(nn__gemm_pb *pb, int K, int N) {
     const nn__gemm_arch *arch = nn__gemm_pick_arch();
-    int nkb = (K + arch->kc - 1) / arch->kc, pc;
+    int nkb = K > 0 ? (K + arch->kc - 1) / arch->kc : 1;
     pb->arch = arch;
     pb->K = K;
     pb->N = N;
-    pb->kc = ((K + nkb - 1) / nkb + 7) / 8 * 8;
+    pb->kc = K > 0 ? ((K + nkb - 1) / nkb + 7) / 8 * 8 : 0;
     if (pb->kc > K) pb->kc = K;
     pb->npad = (N + arch->nr - 1) / arch->nr * arch->nr;
     pb->p = NULL;
-    pb->raw = K > 0 && N > 0 ? NN_MALLOC(sizeof(float) * (size_t)K * (size_t)pb->npad + NN__GEMM_ALIGN) : NULL;
-    if (!pb->raw) return 0;
-    pb->p = (float *)(void *)((unsigned char *)pb->raw +
-                              ((NN__GEMM_ALIGN - ((uintptr_t)pb->raw & (NN__GEMM_ALIGN - 1))) & (NN__GEMM_ALIGN - 1)));
+    return K > 0 && N > 0 ? sizeof(float) * (size_t)K * (size_t)pb->npad + NN__GEMM_ALIGN : 0;
+}
+static NN__MAYBE_UNUSED size_t nn__gemm_pb_bytes(int K, int N) {
+    nn__gemm_pb pb;
+    return nn__gemm_pb_geom(&pb, K, N);
+}
+
+/* Packs op(B) into mem (nn__gemm_pb_bytes(K, N) bytes) */
+static NN__MAYBE_UNUSED void nn__gemm_pb_pack(nn__gemm_pb *pb, int transB, int K, int N, const float *B, int ldb,
+                                              void *mem) {
+    int pc;
+    if (nn__gemm_pb_geom(pb, K, N) == 0 || !mem) return;
+    pb->p = nn__gemm_align(mem);
     for (pc = 0; pc < K; pc += pb->kc) {
         int kc = K - pc < pb->kc ? K - pc : pb->kc;
-        arch->pack_b(transB, B, ldb, pc, kc, 0, N, arch->nr, pb->p + (size_t)pc * pb->npad);
+        pb->arch->pack_b(transB, B, ldb, pc, kc, 0, N, pb->arch->nr, pb->p + (size_t)pc * pb->npad);
     }
-    return 1;
+}
+
+/* The job of a product of M rows with pb; returns the bytes of A's packing memory */
+static size_t nn__gemm_pb_job(nn__gemm_job *J, const nn__gemm_pb *pb, int transA, int M, float alpha, const float *A,
+                              int lda, float beta, float *C, int ldc) {
+    const nn__gemm_arch *arch = pb->arch;
+    size_t mc_alloc;
+    memset(J, 0, sizeof *J);
+    J->arch = arch;
+    J->transA = transA;
+    J->M = M;
+    J->N = pb->N;
+    J->K = pb->K;
+    J->alpha = alpha;
+    J->beta = beta;
+    J->A = A;
+    J->lda = lda;
+    J->C = C;
+    J->ldc = ldc;
+    J->kc = pb->kc;
+    J->mblk = (M + arch->mr - 1) / arch->mr * arch->mr;
+    J->nblk = pb->npad;
+    J->tn = 1;
+    J->bpk = pb->p;
+    J->npad = pb->npad;
+    mc_alloc = (size_t)(J->mblk < arch->mc ? J->mblk : arch->mc);
+    J->a_floats = (mc_alloc * (size_t)J->kc + 15) / 16 * 16;
+    J->buf_floats = J->a_floats;
+    return sizeof(float) * J->buf_floats + NN__GEMM_ALIGN;
+}
+
+/* The bytes nn__sgemm_pb needs for M rows against op(B) [K, N] */
+static NN__MAYBE_UNUSED size_t nn__sgemm_pb_bytes(int K, int N, int M) {
+    nn__gemm_pb pb;
+    nn__gemm_job J;
+    if (M <= 0 || nn__gemm_pb_geom(&pb, K, N) == 0) return 0;
+    return nn__gemm_pb_job(&J, &pb, 0, M, 1.0f, NULL, 1, 0.0f, NULL, 1);
 }
 
 /* C[M, N] = alpha op(A) op(B) + beta C on the calling thread, op(B) from pb (K, N its
-   own), packing A in ws: the same bits as nn__sgemm with that op(B). 0 when ws cannot
-   grow (nothing done). */
-static NN__MAYBE_UNUSED int nn__sgemm_pb(nn__gemm_ws *ws, const nn__gemm_pb *pb, int transA, int M, float alpha,
+   own), packing A in mem (bytes from nn__sgemm_pb_bytes): the same bits as nn__sgemm with
+   that op(B). 0 when bytes is short (nothing done). */
+static NN__MAYBE_UNUSED int nn__sgemm_pb(void *mem, size_t bytes, const nn__gemm_pb *pb, int transA, int M, float alpha,
                                          const float *A, int lda, float beta, float *C, int ldc) {
     nn__gemm_job J;
-    const nn__gemm_arch *arch = pb->arch;
-    size_t mc_alloc;
-    void *raw;
     if (M <= 0) return 1;
-    memset(&J, 0, sizeof J);
-    J.arch = arch;
-    J.transA = transA;
-    J.M = M;
-    J.N = pb->N;
-    J.K = pb->K;
-    J.alpha = alpha;
-    J.beta = beta;
-    J.A = A;
-    J.lda = lda;
-    J.C = C;
-    J.ldc = ldc;
-    J.kc = pb->kc;
-    J.mblk = (M + arch->mr - 1) / arch->mr * arch->mr;
-    J.nblk = pb->npad;
-    J.tn = 1;
-    J.bpk = pb->p;
-    J.npad = pb->npad;
-    mc_alloc = (size_t)(J.mblk < arch->mc ? J.mblk : arch->mc);
-    J.a_floats = (mc_alloc * (size_t)J.kc + 15) / 16 * 16;
-    J.buf_floats = J.a_floats;
-    raw = nn__gemm_ws_get(ws, sizeof(float) * J.buf_floats + NN__GEMM_ALIGN);
-    if (!raw) return 0;
-    J.buf = (float *)(void *)((unsigned char *)raw +
-                              ((NN__GEMM_ALIGN - ((uintptr_t)raw & (NN__GEMM_ALIGN - 1))) & (NN__GEMM_ALIGN - 1)));
+    if (nn__gemm_pb_job(&J, pb, transA, M, alpha, A, lda, beta, C, ldc) > bytes || !mem || !pb->p) return 0;
+    J.buf = nn__gemm_align(mem);
     nn__gemm_task(&J, 0, 1);
     return 1;
 }
@@ -10323,8 +10443,51 @@ typedef struct {
     float *ws, *y, *hp, *dht, *du;
     int64_t off[5], po[6];
     int per;               /* rows per task */
-    const nn__gemm_pb *pb; /* W_hh packed once (or NULL: out of memory) */
+    nn__gemm_pb pb;        /* W_hh packed once per run, in the node's scratch */
+    unsigned char *mem;    /* the tasks' memory, task_bytes each: */
+    size_t task_bytes, e_bytes, gw_bytes; /* the LSTM's vector-exp row, then GEMM packing */
 } nn__rec_job;
+
+/* The time loop's tasks: the pool's threads, at most one per batch row, *per rows each. */
+static int nn__cpu_rec_tasks(const nn__threadpool *pool, int B, int *per) {
+    int tasks = nn__threadpool_size(pool);
+    if (tasks > B) tasks = B;
+    if (tasks < 1) tasks = 1;
+    *per = (B + tasks - 1) / tasks;
+    return (B + *per - 1) / *per;
+}
+
+static size_t nn__rec_round64(size_t n) { return (n + 63) / 64 * 64; }
+
+/* The CPU memory of a time loop (grad: its gradient's), planned with the node (after its
+   own scratch): W_hh packed, then per task the LSTM forward's vector-exp row (8H floats)
+   and the packing memory of its GEMMs (the state's product against the packed W_hh, the
+   projection's product: one at a time, so they share it). Fills J's sizes when J is not
+   NULL; returns the floats. A run then allocates nothing. */
+static int64_t nn__cpu_rec_mem(const nn__threadpool *pool, const nn__rec_attr *a, int grad, nn__rec_job *J) {
+    int per, tasks = nn__cpu_rec_tasks(pool, a->B, &per), GH = a->G * a->H, k;
+    int nbs[2];
+    size_t pb, e = 0, gw = 0;
+    nbs[0] = per, nbs[1] = a->B - (tasks - 1) * per;
+    pb = nn__rec_round64(grad ? nn__gemm_pb_bytes(GH, a->Hr) : nn__gemm_pb_bytes(a->Hr, GH));
+    if (!grad && a->kind == NN__REC_LSTM) e = nn__rec_round64(sizeof(float) * 8 * (size_t)a->H);
+    for (k = 0; k < 2; k++) {
+        size_t s = grad ? nn__sgemm_pb_bytes(GH, a->Hr, nbs[k]) : nn__sgemm_pb_bytes(a->Hr, GH, nbs[k]);
+        if (s > gw) gw = s;
+        if (a->i_whr >= 0) {
+            s = grad ? nn__sgemm_mem_bytes(0, 0, nbs[k], a->H, a->Hr) : nn__sgemm_mem_bytes(0, 1, nbs[k], a->Hr, a->H);
+            if (s > gw) gw = s;
+        }
+    }
+    gw = nn__rec_round64(gw);
+    if (J) {
+        J->per = per;
+        J->e_bytes = e;
+        J->gw_bytes = gw;
+        J->task_bytes = e + gw;
+    }
+    return (int64_t)((pb + (size_t)tasks * (e + gw)) / sizeof(float));
+}
 
 static void nn__cpu_rec_seq_task(void *arg, int task, int n_tasks) {
     const nn__rec_job *J = (const nn__rec_job *)arg;
@@ -10332,27 +10495,25 @@ static void nn__cpu_rec_seq_task(void *arg, int task, int n_tasks) {
     int T = a->T, B = a->B, H = a->H, Hr = a->Hr, GH = a->G * a->H, s;
     int b0 = task * J->per, b1 = b0 + J->per < B ? b0 + J->per : B, nb = b1 - b0;
     size_t BHr = (size_t)B * Hr, BH = (size_t)B * H;
-    float *ws = J->ws, *hp = J->hp + (size_t)b0 * GH, *e;
-    nn__gemm_ws gw = {NULL, 0};
+    float *ws = J->ws, *hp = J->hp + (size_t)b0 * GH;
+    unsigned char *mem = J->mem + (size_t)task * J->task_bytes;
+    float *e = J->e_bytes ? (float *)(void *)mem : NULL; /* LSTM: the vector gate math */
+    void *gw = mem + J->e_bytes;
     (void)n_tasks;
     if (nb <= 0) return;
-    e = a->kind == NN__REC_LSTM ? (float *)NN_MALLOC(sizeof(float) * 8 * (size_t)H) : NULL; /* NULL: scalar */
     for (s = 0; s < T; s++) {
         int t = a->reverse ? T - 1 - s : s;
         size_t oh = (size_t)J->off[1] + s * BHr;
-        if (!J->pb || !nn__sgemm_pb(&gw, J->pb, 0, nb, 1.0f, ws + oh + (size_t)b0 * Hr, Hr, 0.0f, hp, GH))
-            nn__sgemm_ws(&gw, 0, 1, nb, GH, Hr, 1.0f, ws + oh + (size_t)b0 * Hr, Hr, J->whh, Hr, 0.0f, hp, GH);
+        (void)nn__sgemm_pb(gw, J->gw_bytes, &J->pb, 0, nb, 1.0f, ws + oh + (size_t)b0 * Hr, Hr, 0.0f, hp, GH);
         nn__cpu_rec_gates_fwd(a->kind, B, b0, b1, H, Hr, t, J->xp + (size_t)t * B * GH, J->hp, J->bias, J->lens, ws,
                               J->y + (size_t)t * BHr, J->whr != NULL, (size_t)J->off[0] + s * (size_t)B * GH, oh,
                               (size_t)J->off[2] + s * BH, (size_t)J->off[3] + s * BH, (size_t)J->off[4] + s * BH, e);
         if (J->whr) {
-            nn__sgemm_ws(&gw, 0, 1, nb, Hr, H, 1.0f, ws + J->off[3] + s * BH + (size_t)b0 * H, H, J->whr, H, 0.0f,
-                         ws + oh + BHr + (size_t)b0 * Hr, Hr);
+            (void)nn__sgemm_mem(gw, J->gw_bytes, 0, 1, nb, Hr, H, 1.0f, ws + J->off[3] + s * BH + (size_t)b0 * H, H, J->whr,
+                                H, 0.0f, ws + oh + BHr + (size_t)b0 * Hr, Hr);
             nn__cpu_rec_proj_fix(B, b0, b1, Hr, t, J->lens, ws, J->y + (size_t)t * BHr, oh);
         }
     }
-    NN_FREE(gw.p);
-    NN_FREE(e);
 }
 
 static void nn__cpu_rec_grad_task(void *arg, int task, int n_tasks) {
@@ -10363,7 +10524,7 @@ static void nn__cpu_rec_grad_task(void *arg, int task, int n_tasks) {
     size_t BHr = (size_t)B * Hr, BH = (size_t)B * H;
     const float *gy = J->xp, *ws = J->ws;
     float *pk = J->y, *dh = J->y + J->po[1], *dc = J->y + J->po[2];
-    nn__gemm_ws gw = {NULL, 0};
+    void *gw = J->mem + (size_t)task * J->task_bytes + J->e_bytes;
     (void)n_tasks;
     if (nb <= 0) return;
     for (s = T - 1; s >= 0; s--) {
@@ -10371,34 +10532,29 @@ static void nn__cpu_rec_grad_task(void *arg, int task, int n_tasks) {
         float *dhp_s = J->hp + (size_t)s * B * GH;
         if (J->whr) {
             nn__cpu_rec_proj_bwd(b0, b1, Hr, t, J->lens, gy + (size_t)t * BHr, dh, J->dht + s * BHr);
-            nn__sgemm_ws(&gw, 0, 0, nb, H, Hr, 1.0f, J->dht + s * BHr + (size_t)b0 * Hr, Hr, J->whr, H, 0.0f,
-                         J->du + (size_t)b0 * H, H);
+            (void)nn__sgemm_mem(gw, J->gw_bytes, 0, 0, nb, H, Hr, 1.0f, J->dht + s * BHr + (size_t)b0 * Hr, Hr, J->whr, H,
+                                0.0f, J->du + (size_t)b0 * H, H);
         }
         nn__cpu_rec_gates_bwd(a->kind, B, b0, b1, H, Hr, t, ws, gy + (size_t)t * BHr, J->lens, J->whr ? J->du : NULL,
                               dh, dc, pk + J->po[0] + (size_t)t * B * GH, dhp_s, (size_t)J->off[0] + s * (size_t)B * GH,
                               (size_t)J->off[1] + s * BHr, (size_t)J->off[2] + s * BH, (size_t)J->off[4] + s * BH);
-        if (!J->pb || !nn__sgemm_pb(&gw, J->pb, 0, nb, 1.0f, dhp_s + (size_t)b0 * GH, GH, 1.0f, dh + (size_t)b0 * Hr, Hr))
-            nn__sgemm_ws(&gw, 0, 0, nb, Hr, GH, 1.0f, dhp_s + (size_t)b0 * GH, GH, J->whh, Hr, 1.0f, dh + (size_t)b0 * Hr,
-                         Hr);
+        (void)nn__sgemm_pb(gw, J->gw_bytes, &J->pb, 0, nb, 1.0f, dhp_s + (size_t)b0 * GH, GH, 1.0f, dh + (size_t)b0 * Hr,
+                           Hr);
     }
-    NN_FREE(gw.p);
 }
 
 /* Runs the time loop of job J (its pointers and offsets set) over the pool's threads, with
    W_hh packed once for all steps and threads (op(W_hh) [K, N] = W_hh^T forward, W_hh
-   backward). */
-static void nn__cpu_rec_run(nn__threadpool *pool, nn__rec_job *J, nn__task_fn fn, int transB, int K, int N) {
-    int B = J->a->B, tasks = nn__threadpool_size(pool);
-    nn__gemm_pb pb;
-    J->pb = nn__gemm_pb_make(&pb, transB, K, N, J->whh, J->a->Hr) ? &pb : NULL;
-    if (tasks > B) tasks = B;
-    if (tasks < 1) tasks = 1;
-    J->per = (B + tasks - 1) / tasks;
-    tasks = (B + J->per - 1) / J->per;
+   backward), in mem: nn__cpu_rec_mem's floats, planned with the node. */
+static void nn__cpu_rec_run(nn__threadpool *pool, nn__rec_job *J, nn__task_fn fn, int grad, float *mem) {
+    int GH = J->a->G * J->a->H, Hr = J->a->Hr, tasks;
+    (void)nn__cpu_rec_mem(pool, J->a, grad, J);
+    if (grad) nn__gemm_pb_pack(&J->pb, 0, GH, Hr, J->whh, Hr, mem);
+    else nn__gemm_pb_pack(&J->pb, 1, Hr, GH, J->whh, Hr, mem);
+    J->mem = (unsigned char *)mem + nn__rec_round64(grad ? nn__gemm_pb_bytes(GH, Hr) : nn__gemm_pb_bytes(Hr, GH));
+    tasks = (J->a->B + J->per - 1) / J->per;
     if (tasks <= 1) fn(J, 0, 1);
     else nn__threadpool_run(pool, fn, J, tasks);
-    NN_FREE(pb.raw);
-    J->pb = NULL;
 }
 
 /* y[j] = sum over r of x[r * cols + j], in order of r (rec_colsum) */
@@ -10423,6 +10579,17 @@ static void nn__cpu_last_valid_bwd(const float *dy, const int32_t *lens, float *
     int b;
     memset(dx, 0, (size_t)T * B * F * 4);
     for (b = 0; b < B; b++) memcpy(dx + nn__last_at(bf, T, B, F, nn__last_t(lens, b, T), b), dy + (size_t)b * F, (size_t)F * 4);
+}
+
+/* nn_bidirectional's reversal (rec_reverse): each row's first lens[b] steps (clamped to
+   [1, T]; lens NULL: all T) reversed, the rest copied */
+static void nn__cpu_rec_reverse_loop(const float *x, const int32_t *lens, float *y, int T, int B, int F, int bf) {
+    int b, t;
+    for (b = 0; b < B; b++) {
+        int n = lens ? nn__last_t(lens, b, T) + 1 : T;
+        for (t = 0; t < T; t++)
+            memcpy(y + nn__last_at(bf, T, B, F, t, b), x + nn__last_at(bf, T, B, F, t < n ? n - 1 - t : t, b), (size_t)F * 4);
+    }
 }
 
 /* ======================================================================
@@ -19662,6 +19829,10 @@ static const char *const nn__cl_src_recurrent[] = {
 "NN__KSIG(last_valid_fwd)\n",
 "#define NN__KARGS_last_valid_bwd(F, P) F(in, dy) P(iin, lens) P(out, dx) P(int, T) P(int, B) P(int, nf) P(int, bf)\n",
 "NN__KSIG(last_valid_bwd)\n",
+"/* nn_bidirectional: y = x [T, B, F] (bf: [B, T, F]) with each row's first lens[b] steps\n",
+"   (has_len 0: all T; clamped to [1, T]) in reverse order, the rest as they are */\n",
+"#define NN__KARGS_rec_reverse(F, P) F(in, x) P(iin, lens) P(out, y) P(int, T) P(int, B) P(int, nf) P(int, bf) P(int, has_len)\n",
+"NN__KSIG(rec_reverse)\n",
 "\n",
 "#endif\n",
 "#line 8 \"kernels/recurrent.cl\"\n",
@@ -19831,6 +20002,19 @@ static const char *const nn__cl_src_recurrent[] = {
 "    if (bf) b = rest / T, tt = rest - b * T;\n",
 "    else tt = rest / B, b = rest - tt * B;\n",
 "    dx[idx] = tt == NN__LAST_T(b) ? dy[(size_t)b * nf + f] : 0.0f;\n",
+"}\n",
+"\n",
+"/* each row's valid steps reversed (nn_bidirectional), a work-item per element; the\n",
+"   permutation is its own inverse, so it is its own gradient */\n",
+"__kernel void rec_reverse(NN__KPARAMS(rec_reverse)) {\n",
+"    int idx = get_global_id(0);\n",
+"    if (idx >= T * B * nf) return;\n",
+"    int f = idx % nf, rest = idx / nf, b, tt;\n",
+"    if (bf) b = rest / T, tt = rest - b * T;\n",
+"    else tt = rest / B, b = rest - tt * B;\n",
+"    int n = has_len ? NN__LAST_T(b) + 1 : T;\n",
+"    int src = tt < n ? n - 1 - tt : tt;\n",
+"    y[idx] = x[NN__LAST_AT(src, b, f)];\n",
 "}\n",
 0 };
 
@@ -24423,6 +24607,10 @@ NN__KSIG(rec_len_check)
 NN__KSIG(last_valid_fwd)
 #define NN__KARGS_last_valid_bwd(F, P) F(in, dy) P(iin, lens) P(out, dx) P(int, T) P(int, B) P(int, nf) P(int, bf)
 NN__KSIG(last_valid_bwd)
+/* nn_bidirectional: y = x [T, B, F] (bf: [B, T, F]) with each row's first lens[b] steps
+   (has_len 0: all T; clamped to [1, T]) in reverse order, the rest as they are */
+#define NN__KARGS_rec_reverse(F, P) F(in, x) P(iin, lens) P(out, y) P(int, T) P(int, B) P(int, nf) P(int, bf) P(int, has_len)
+NN__KSIG(rec_reverse)
 
 #endif
 
@@ -33008,9 +33196,13 @@ static void nn__grad_rec_seq(nn_graph *g, int id) {
     pk = nn__tensor(nn__new_node(g, NN__OP_REC_SEQ_GRAD, NN_F32, nn_shape1(total), in, n_in));
     if (pk.id < 0) return;
     g->nodes[pk.id].a.rec = at;
+    /* the shape copied first: nn_slice may move the node array, and the order in which a
+       call's arguments are evaluated is unspecified */
 #define NN__REC_ACC(i, o, len)                                                                            \
-    if ((i) >= 0 && g->nodes[n.in[i]].needs_grad)                                                        \
-        nn__acc_grad(g, n.in[i], nn_reshape(g, nn_slice(g, pk, 0, (o), (len)), g->nodes[n.in[i]].shape))
+    if ((i) >= 0 && g->nodes[n.in[i]].needs_grad) {                                                      \
+        nn_shape sh_ = g->nodes[n.in[i]].shape;                                                          \
+        nn__acc_grad(g, n.in[i], nn_reshape(g, nn_slice(g, pk, 0, (o), (len)), sh_));                    \
+    }
     NN__REC_ACC(0, off[0], off[1] - off[0]);
     NN__REC_ACC(1, off[3], off[4] - off[3]);
     NN__REC_ACC(n.a.rec.i_bias, off[4], off[5] - off[4]);
@@ -33020,10 +33212,11 @@ static void nn__grad_rec_seq(nn_graph *g, int id) {
 #undef NN__REC_ACC
 }
 
-/* the state product of one step [B, G*H] */
+/* the state product of one step [B, G*H]; on the CPU backend then the time loop's memory
+   (nn__cpu_rec_mem: W_hh packed, the tasks' GEMM packing), so a run allocates nothing */
 static void nn__plan_rec_seq(nn_graph *g, nn__node *n) {
-    (void)g;
     n->scratch = (int64_t)n->a.rec.B * n->a.rec.G * n->a.rec.H;
+    if (g->ctx->backend->host_memory) n->scratch += nn__cpu_rec_mem(g->ctx->threads, &n->a.rec, 0, NULL);
 }
 
 #define NN__REC_OPT(n, i) ((i) >= 0 ? g->nodes[(n)->in[i]].buf.host : NULL)
@@ -33050,7 +33243,7 @@ static nn_result nn__cpu_rec_seq(nn_graph *g, nn__node *n) {
     memset(&J, 0, sizeof J);
     J.a = a, J.xp = xp, J.whh = whh, J.bias = bias, J.whr = whr, J.lens = lens, J.ws = ws, J.y = y, J.hp = hp;
     memcpy(J.off, off, sizeof off);
-    nn__cpu_rec_run(g->ctx->threads, &J, nn__cpu_rec_seq_task, 1, Hr, a->G * H);
+    nn__cpu_rec_run(g->ctx->threads, &J, nn__cpu_rec_seq_task, 0, hp + (size_t)B * a->G * H);
     memcpy(y + (size_t)T * BHr, ws + off[1] + (size_t)T * BHr, BHr * 4);
     if (a->kind == NN__REC_LSTM) memcpy(y + (size_t)(T + 1) * BHr, ws + off[2] + (size_t)T * BH, BH * 4);
     return NN_OK;
@@ -33155,12 +33348,15 @@ static nn_result nn__launch_rec_seq(nn_graph *g, int id) {
 #define nn__grad_rec_seq_grad nn__grad_none
 
 /* d(hp) of every step [T, B, G*H] (processing order), and with a projection the state
-   gradients [T, B, Hr] and one step's gradient of o*tanh(c) [B, H] */
-static void nn__plan_rec_seq_grad(nn_graph *g, nn__node *n) {
-    const nn__rec_attr *a = &n->a.rec;
+   gradients [T, B, Hr] and one step's gradient of o*tanh(c) [B, H]; on the CPU backend
+   then the time loop's memory (nn__cpu_rec_mem) */
+static int64_t nn__rec_grad_scratch(const nn__rec_attr *a) {
     int64_t TB = (int64_t)a->T * a->B;
-    (void)g;
-    n->scratch = TB * a->G * a->H + (a->i_whr >= 0 ? TB * a->Hr + (int64_t)a->B * a->H : 0);
+    return TB * a->G * a->H + (a->i_whr >= 0 ? TB * a->Hr + (int64_t)a->B * a->H : 0);
+}
+static void nn__plan_rec_seq_grad(nn_graph *g, nn__node *n) {
+    n->scratch = nn__rec_grad_scratch(&n->a.rec);
+    if (g->ctx->backend->host_memory) n->scratch += nn__cpu_rec_mem(g->ctx->threads, &n->a.rec, 1, NULL);
 }
 
 static nn_result nn__cpu_rec_seq_grad(nn_graph *g, nn__node *n) {
@@ -33188,7 +33384,7 @@ static nn_result nn__cpu_rec_seq_grad(nn_graph *g, nn__node *n) {
     J.du = du;
     memcpy(J.off, off, sizeof off);
     memcpy(J.po, po, sizeof po);
-    nn__cpu_rec_run(pool, &J, nn__cpu_rec_grad_task, 0, GH, Hr);
+    nn__cpu_rec_run(pool, &J, nn__cpu_rec_grad_task, 1, dhp + nn__rec_grad_scratch(a));
     nn__sgemm(pool, 1, 0, GH, Hr, T * B, 1.0f, dhp, GH, ws + off[1], Hr, 0.0f, pk + po[3], Hr);
     nn__cpu_rec_colsum(dhp, pk + po[4], T * B, GH);
     if (whr) nn__sgemm(pool, 1, 0, Hr, H, T * B, 1.0f, dht, Hr, ws + off[3], H, 0.0f, pk + po[5], H);
@@ -33277,6 +33473,88 @@ static nn_result nn__launch_rec_seq_grad(nn_graph *g, int id) {
     return r;
 }
 
+/* ==== REC_STATE: a stateful layer's carried states [L*D, B, X] (NAME.h_state,
+   NAME.c_state): no inputs, kept across runs on the device (its own storage, zeros at
+   compile), written by the user (nn_tensor_fill, nn_tensor_write, nn_rnn_reset_state) and
+   by REC_STATE_SET; no gradient flows into it, which is truncated BPTT's cut. No PyTorch
+   op: the tensors a PyTorch loop carries as h = h.detach() between chunks ==== */
+
+#define nn__grad_rec_state nn__grad_none
+#define nn__plan_rec_state nn__no_plan
+static nn_result nn__cpu_rec_state(nn_graph *g, nn__node *n) {
+    (void)g, (void)n;
+    return NN_OK;
+}
+static nn_result nn__launch_rec_state(nn_graph *g, int id) {
+    (void)g, (void)id;
+    return NN_OK;
+}
+
+/* ==== REC_STATE_SET: state (input 0, a REC_STATE, written in place) = the run's final
+   states (input 1, of its shape); a root with no output, after every reader of the state
+   (node order: the layer's sequence nodes copied it into their workspaces first) ==== */
+
+#define nn__grad_rec_state_set nn__grad_none
+#define nn__plan_rec_state_set nn__no_plan
+static nn_result nn__cpu_rec_state_set(nn_graph *g, nn__node *n) {
+    memcpy(NN__F(n->in[0]), NN__F(n->in[1]), (size_t)g->nodes[n->in[0]].numel * 4);
+    return NN_OK;
+}
+static nn_result nn__launch_rec_state_set(nn_graph *g, int id) {
+    const nn__node *n = &g->nodes[id];
+    return nn__launch_rec_copy(g, id, &g->nodes[n->in[1]].buf, 0, &g->nodes[n->in[0]].buf, 0, g->nodes[n->in[0]].numel);
+}
+
+/* The state tensor NAME.what of shape s (refused when the graph has one of that name). */
+static nn_tensor nn__rec_state_tensor(nn_graph *g, const char *op, const char *name, const char *what, nn_shape s) {
+    char nm[320];
+    int id;
+    snprintf(nm, sizeof nm, "%s.%s", name, what);
+    if (nn_graph_find(g, nm).id > 0)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: stateful: the graph has a tensor %s already (one stateful layer per name)",
+                           op, name, nm);
+    id = nn__new_node(g, NN__OP_REC_STATE, NN_F32, s, NULL, 0);
+    if (id < 0) return nn__tensor(-1);
+    g->nodes[id].is_output = 1; /* its own storage, kept across runs */
+    g->nodes[id].name = nn__strdup(nm);
+    if (!g->nodes[id].name) return nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
+    return nn__tensor(id);
+}
+
+/* The root that writes src into the state st. */
+static void nn__rec_state_set(nn_graph *g, nn_tensor st, nn_tensor src) {
+    nn_shape none;
+    int in[2], u;
+    if (g->status != NN_OK) return;
+    memset(&none, 0, sizeof none);
+    in[0] = st.id, in[1] = src.id;
+    u = nn__new_node(g, NN__OP_REC_STATE_SET, NN_F32, none, in, 2);
+    if (u < 0) return;
+    g->nodes[u].numel = 0;
+    g->nodes[u].is_output = 1;
+}
+
+NN_API nn_result nn_rnn_reset_state(nn_graph *g, const char *name) {
+    static const char *const what[2] = {"h_state", "c_state"};
+    char nm[320];
+    int k, found = 0;
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (!name) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_rnn_reset_state: name is NULL");
+    for (k = 0; k < 2; k++) {
+        nn_tensor t;
+        nn_result r;
+        snprintf(nm, sizeof nm, "%s.%s", name, what[k]);
+        t = nn_graph_find(g, nm);
+        if (t.id <= 0 || g->nodes[t.id].op != NN__OP_REC_STATE) continue;
+        r = nn_tensor_fill(g, t, 0.0f);
+        if (r != NN_OK) return r;
+        found++;
+    }
+    if (!found)
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_rnn_reset_state: the graph has no stateful layer named \"%.200s\"", name);
+    return NN_OK;
+}
+
 /* ==== the layers: nn_rnn, nn_lstm, nn_gru (PyTorch's nn.RNN, nn.LSTM, nn.GRU) ==== */
 
 static int nn__rec_gates(int kind) { return kind == NN__REC_LSTM ? 4 : kind == NN__REC_GRU ? 3 : 1; }
@@ -33294,10 +33572,10 @@ static nn_tensor nn__rec_param(nn_graph *g, const char *name, const char *stem, 
 
 /* A [L*D, B, X] state's row k as [B, X] (NN_NONE stays NN_NONE). */
 static nn_tensor nn__rec_state_row(nn_graph *g, nn_tensor s, int k) {
-    nn__node *n;
+    nn_shape sh;
     if (s.id == 0) return s;
-    n = nn__n(g, s);
-    return nn_reshape(g, nn_slice(g, s, 0, k, 1), nn_shape2(n->shape.dim[1], n->shape.dim[2]));
+    sh = nn_shape2(nn__n(g, s)->shape.dim[1], nn__n(g, s)->shape.dim[2]); /* before nn_slice moves the nodes */
+    return nn_reshape(g, nn_slice(g, s, 0, k, 1), sh);
 }
 
 /* An optional state's shape [rows, B, X], or a refusal naming the op and the shapes. */
@@ -33335,7 +33613,7 @@ static int nn__rec_lengths_ok(nn_graph *g, const char *op, nn_tensor lens, int64
 static nn_tensor nn__rec_layers(nn_graph *g, const char *op, int kind, nn_tensor x, int64_t hidden, const nn_rnn_desc *desc,
                                 const char *name) {
     nn_rnn_desc d;
-    nn_tensor inp, out = nn__tensor(-1), hn[2 * 64], cn[2 * 64];
+    nn_tensor inp, out = nn__tensor(-1), hn[2 * 64], cn[2 * 64], hs = NN_NONE, cs = NN_NONE, hcat = NN_NONE, ccat = NN_NONE;
     int64_t T, B, H = hidden, Hr, I;
     int L, D, G = nn__rec_gates(kind), k, dir, perm[3] = {1, 0, 2};
     float p;
@@ -33369,6 +33647,9 @@ static nn_tensor nn__rec_layers(nn_graph *g, const char *op, int kind, nn_tensor
     Hr = d.proj_size > 0 ? d.proj_size : H;
     if (d.c0.id != 0 && kind != NN__REC_LSTM) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: c0 is nn_lstm's only", op, name);
     if (d.c_n && kind != NN__REC_LSTM) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: c_n is nn_lstm's only", op, name);
+    if (d.stateful && (d.h0.id != 0 || d.c0.id != 0))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: stateful keeps its own initial states; h0 and c0 must be NN_NONE", op,
+                           name);
     inp = d.batch_first ? nn_permute(g, x, perm, 3) : x;
     if (inp.id < 0) return inp;
     T = nn__n(g, inp)->shape.dim[0];
@@ -33377,6 +33658,12 @@ static nn_tensor nn__rec_layers(nn_graph *g, const char *op, int kind, nn_tensor
     if (!nn__rec_state_ok(g, op, "h0", d.h0, (int64_t)L * D, B, Hr) || !nn__rec_state_ok(g, op, "c0", d.c0, (int64_t)L * D, B, H) ||
         !nn__rec_lengths_ok(g, op, d.lengths, B))
         return nn__tensor(-1);
+    if (d.stateful) {
+        hs = nn__rec_state_tensor(g, op, name, "h_state", nn_shape3((int64_t)L * D, B, Hr));
+        if (hs.id > 0 && kind == NN__REC_LSTM) cs = nn__rec_state_tensor(g, op, name, "c_state", nn_shape3((int64_t)L * D, B, H));
+        if (g->status != NN_OK) return nn__tensor(-1);
+        d.h0 = hs, d.c0 = cs;
+    }
     memset(&a, 0, sizeof a);
     a.kind = kind;
     a.T = (int)T, a.B = (int)B, a.H = (int)H, a.Hr = (int)Hr, a.G = G;
@@ -33412,8 +33699,15 @@ static nn_tensor nn__rec_layers(nn_graph *g, const char *op, int kind, nn_tensor
         inp = out;
     }
     if (g->status != NN_OK) return nn__tensor(-1);
-    if (d.h_n) *d.h_n = L * D == 1 ? hn[0] : nn_concat(g, hn, L * D, 0);
-    if (d.c_n) *d.c_n = L * D == 1 ? cn[0] : nn_concat(g, cn, L * D, 0);
+    if (d.h_n || d.stateful) hcat = L * D == 1 ? hn[0] : nn_concat(g, hn, L * D, 0);
+    if (d.c_n || (d.stateful && kind == NN__REC_LSTM)) ccat = L * D == 1 ? cn[0] : nn_concat(g, cn, L * D, 0);
+    if (d.h_n) *d.h_n = hcat;
+    if (d.c_n) *d.c_n = ccat;
+    if (d.stateful) { /* after the run's forward part the final states become the next run's initial ones */
+        nn__rec_state_set(g, hs, hcat);
+        if (kind == NN__REC_LSTM) nn__rec_state_set(g, cs, ccat);
+        if (g->status != NN_OK) return nn__tensor(-1);
+    }
     return d.batch_first ? nn_permute(g, out, perm, 3) : out;
 }
 
@@ -33585,6 +33879,104 @@ static nn_result nn__launch_last_valid_any(nn_graph *g, int id, int bwd) {
 }
 static nn_result nn__launch_last_valid(nn_graph *g, int id) { return nn__launch_last_valid_any(g, id, 0); }
 static nn_result nn__launch_last_valid_grad(nn_graph *g, int id) { return nn__launch_last_valid_any(g, id, 1); }
+
+/* ==== REC_REVERSE: x [T, B, F...] ([B, T, F...] with batch_first), the optional int32
+   lengths [B] -> x with each sequence's first lengths[b] steps in reverse order (the rest
+   as they are): the reversal of a packed sequence (PyTorch's reverse direction starts at
+   each sequence's own last element). A permutation that is its own inverse, so its
+   gradient is the same op on gy. Built by nn_bidirectional ==== */
+
+static nn_tensor nn__rec_reverse(nn_graph *g, nn_tensor x, nn_tensor lens, int batch_first) {
+    const nn__node *xn = &g->nodes[x.id];
+    int d;
+    nn_tensor t;
+    nn__rec_attr *a;
+    t = lens.id > 0 ? nn__op2(g, NN__OP_REC_REVERSE, NN_F32, xn->shape, x.id, lens.id) : nn__op1(g, NN__OP_REC_REVERSE, NN_F32, xn->shape, x.id);
+    if (t.id < 0) return t;
+    xn = &g->nodes[x.id];
+    a = &g->nodes[t.id].a.rec;
+    memset(a, 0, sizeof *a);
+    a->T = (int)xn->shape.dim[batch_first ? 1 : 0];
+    a->B = (int)xn->shape.dim[batch_first ? 0 : 1];
+    a->F = 1;
+    for (d = 2; d < xn->shape.ndim; d++) a->F *= (int)xn->shape.dim[d];
+    a->batch_first = batch_first != 0;
+    a->i_len = lens.id > 0 ? 1 : -1;
+    return t;
+}
+
+static void nn__grad_rec_reverse(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    if (!ga) return;
+    t = nn__rec_reverse(g, gy, n.a.rec.i_len >= 0 ? nn__tensor(b) : NN_NONE, n.a.rec.batch_first);
+    nn__acc_grad(g, a, t);
+}
+#define nn__plan_rec_reverse nn__no_plan
+
+static nn_result nn__cpu_rec_reverse(nn_graph *g, nn__node *n) {
+    const nn__rec_attr *a = &n->a.rec;
+    nn__cpu_rec_reverse_loop(NN__F(n->in[0]), a->i_len >= 0 ? NN__I(n->in[1]) : NULL, n->buf.host, a->T, a->B, a->F, a->batch_first);
+    return NN_OK;
+}
+
+static nn_result nn__launch_rec_reverse(nn_graph *g, int id) {
+    const nn__node *n = &g->nodes[id];
+    const nn__rec_attr *a = &n->a.rec;
+    nn__launch *l = NULL;
+    nn__k_rec_reverse k;
+    nn_result r = nn__launch_kernel(g, id, "recurrent", "rec_reverse", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.lens = a->i_len >= 0 ? &g->nodes[n->in[1]].buf : &g->one;
+    k.y = &n->buf;
+    k.T = a->T, k.B = a->B, k.nf = a->F, k.bf = a->batch_first, k.has_len = a->i_len >= 0;
+    return nn__kargs_rec_reverse(l, &k);
+}
+
+/* ==== nn_bidirectional: fn's layer forward in time and over the reversed sequences,
+   concatenated along dim 2 ==== */
+
+NN_API nn_tensor nn_bidirectional(nn_graph *g, nn_tensor x, nn_tensor lengths, int batch_first, nn_rnn_direction_fn fn, void *user,
+                                  const char *name) {
+    char rname[256];
+    nn_tensor ys[2], xr;
+    nn__node *n;
+    int64_t T, B;
+    if (!nn__check(g, "nn_bidirectional", 1, &x) || !nn__expect_f32(g, "nn_bidirectional", x, "x")) return nn__tensor(-1);
+    if (!fn) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_bidirectional: fn is NULL");
+    if (!name || !name[0] || strlen(name) > 200)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_bidirectional: needs a name (at most 200 chars)");
+    n = nn__n(g, x);
+    if (n->shape.ndim < 3) {
+        char s[128];
+        nn__shape_str(&n->shape, s, sizeof s);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_bidirectional %s: x %s must be [T, B, features...] ([B, T, features...] with batch_first)",
+                           name, s);
+    }
+    T = n->shape.dim[batch_first ? 1 : 0];
+    B = n->shape.dim[batch_first ? 0 : 1];
+    if (T > INT32_MAX || B > INT32_MAX || n->numel / (T * B) > INT32_MAX)
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_bidirectional %s: x is too large", name);
+    if (!nn__rec_lengths_ok(g, "nn_bidirectional", lengths, B)) return nn__tensor(-1);
+    ys[0] = fn(g, x, lengths, name, user);
+    if (g->status != NN_OK || ys[0].id < 0) return nn__tensor(-1);
+    snprintf(rname, sizeof rname, "%s_reverse", name);
+    xr = nn__rec_reverse(g, x, lengths, batch_first);
+    if (xr.id < 0) return xr;
+    ys[1] = fn(g, xr, lengths, rname, user);
+    if (g->status != NN_OK || ys[1].id < 0) return nn__tensor(-1);
+    n = nn__n(g, ys[1]);
+    if (n->shape.ndim < 3 || n->shape.dim[batch_first ? 1 : 0] != T || n->shape.dim[batch_first ? 0 : 1] != B) {
+        char s[128];
+        nn__shape_str(&n->shape, s, sizeof s);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_bidirectional %s: fn gave %s; it must keep x's time and batch dims (%lld, %lld)", name,
+                           s, (long long)T, (long long)B);
+    }
+    ys[1] = nn__rec_reverse(g, ys[1], lengths, batch_first);
+    return nn_concat(g, ys, 2, 2);
+}
 
 /* ======================================================================
    src/ops/registry.c
@@ -34443,6 +34835,112 @@ NN_API nn_tensor nn_transformer_decoder(nn_graph *g, nn_tensor tgt, nn_tensor me
         x = nn__tf_decoder_layer(g, x, m, d_model, nhead, desc, nl);
     }
     return nn__tf_bfirst(g, x, bf);
+}
+
+/* ======================================================================
+   src/layers/conv_lstm.c
+   ====================================================================== */
+/* ConvLSTM2D (Shi et al. 2015, "Convolutional LSTM Network", without the peephole terms, as
+   the common PyTorch ConvLSTM cells and Keras' ConvLSTM2D): nn_conv_lstm2d, composed of
+   the public builders (conv2d, split, sigmoid, tanh, mul, add, stack), unrolled over T at
+   build time. Why unrolled and not a sequence node as nn_lstm's: each step's gates are a
+   convolution, and the conv family chooses its algorithm, scratch and kernels per node at
+   plan time (src/ops/conv/conv2d.c, forward and both gradients on both backends); a node
+   looping over time would have to repeat all of that inside itself. ConvLSTM sequences
+   are short (tens of frames), so O(T) nodes cost little next to the convolutions. */
+
+NN_API nn_tensor nn_conv_lstm2d(nn_graph *g, nn_tensor x, int64_t hidden_channels, const nn_conv_lstm_desc *desc,
+                                const char *name) {
+    static const char *op = "nn_conv_lstm2d";
+    nn_conv_lstm_desc d;
+    nn_conv2d_desc cd;
+    nn_init init;
+    char wn[256], bn[256];
+    int64_t B, T, C, Hh, Ww, Ch = hidden_channels, sizes[4], t;
+    int k, ng = 0, nb = 0;
+    nn_tensor w, bias = NN_NONE, wx = NN_NONE, h, c, ys[64], groups[64], gate[4], parts[2], y;
+    nn_shape st;
+    if (desc) d = *desc;
+    else memset(&d, 0, sizeof d);
+    if (!nn__check(g, op, 1, &x) || !nn__expect_f32(g, op, x, "x")) return nn__tensor(-1);
+    if (!name || !name[0] || strlen(name) > 200) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: needs a name (at most 200 chars)", op);
+    if (nn__n(g, x)->shape.ndim != 5) {
+        char s[128];
+        nn__shape_str(&nn__n(g, x)->shape, s, sizeof s);
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s %s: x %s must be 5-D [B, T, C, H, W]", op, name, s);
+    }
+    k = nn__defi(d.kernel_size, 3);
+    if (k < 1 || k > 31 || k % 2 == 0)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: kernel_size %d must be odd, in [1, 31] ('same' padding)", op, name, k);
+    if (Ch < 1 || Ch > (1 << 20))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: hidden_channels %lld is not in [1, 2^20]", op, name, (long long)Ch);
+    B = nn__n(g, x)->shape.dim[0];
+    T = nn__n(g, x)->shape.dim[1];
+    C = nn__n(g, x)->shape.dim[2];
+    Hh = nn__n(g, x)->shape.dim[3];
+    Ww = nn__n(g, x)->shape.dim[4];
+    if (T > 64 * 64)
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s %s: %lld steps; the layer is unrolled and takes at most 4096", op, name, (long long)T);
+    st = nn_shape4(B, Ch, Hh, Ww);
+    {
+        nn_tensor s[2];
+        const char *what[2] = {"h0", "c0"};
+        int i;
+        s[0] = d.h0, s[1] = d.c0;
+        for (i = 0; i < 2; i++) {
+            int o = nn__optional(g, op, s[i]);
+            nn__node *n;
+            if (o < 0) return nn__tensor(-1);
+            if (o == 0) continue;
+            if (!nn__expect_f32(g, op, s[i], what[i])) return nn__tensor(-1);
+            n = nn__n(g, s[i]);
+            if (n->shape.ndim != 4 || n->shape.dim[0] != B || n->shape.dim[1] != Ch || n->shape.dim[2] != Hh || n->shape.dim[3] != Ww) {
+                char s1[128], s2[128];
+                nn__shape_str(&n->shape, s1, sizeof s1);
+                nn__shape_str(&st, s2, sizeof s2);
+                return nn__op_fail(g, NN_ERR_SHAPE, "%s %s: %s %s must be %s", op, name, what[i], s1, s2);
+            }
+        }
+    }
+    init.kind = NN_INIT_UNIFORM; /* nn.Conv2d's: U(+-1/sqrt(fan_in)), weight and bias */
+    init.a = (float)(-1.0 / sqrt((double)((C + Ch) * k * k)));
+    init.b = -init.a;
+    snprintf(wn, sizeof wn, "%s.conv.weight", name);
+    snprintf(bn, sizeof bn, "%s.conv.bias", name);
+    w = nn_param(g, wn, nn_shape4(4 * Ch, C + Ch, k, k), init);
+    if (!d.no_bias) bias = nn_param(g, bn, nn_shape1(4 * Ch), init);
+    memset(&cd, 0, sizeof cd);
+    cd.pad_h = cd.pad_w = k / 2;
+    cd.no_bias = d.no_bias;
+    sizes[0] = sizes[1] = sizes[2] = sizes[3] = Ch;
+    h = d.h0, c = d.c0;
+    for (t = 0; t < T && g->status == NN_OK; t++) {
+        nn_tensor xt = nn_reshape(g, nn_slice(g, x, 1, t, 1), nn_shape4(B, C, Hh, Ww)), gates;
+        if (h.id == 0) { /* zero h: only x's channels of the weight count */
+            if (wx.id == 0) wx = nn_slice(g, w, 1, 0, C);
+            gates = nn_conv2d(g, xt, wx, bias, &cd);
+        } else {
+            parts[0] = xt, parts[1] = h;
+            gates = nn_conv2d(g, nn_concat(g, parts, 2, 1), w, bias, &cd);
+        }
+        nn_split(g, gates, sizes, 4, 1, gate); /* i, f, g, o */
+        gate[0] = nn_sigmoid(g, gate[0]);
+        gate[1] = nn_sigmoid(g, gate[1]);
+        gate[2] = nn_tanh(g, gate[2]);
+        gate[3] = nn_sigmoid(g, gate[3]);
+        c = c.id == 0 ? nn_mul(g, gate[0], gate[2]) : nn_add(g, nn_mul(g, gate[1], c), nn_mul(g, gate[0], gate[2]));
+        h = nn_mul(g, gate[3], nn_tanh(g, c));
+        ys[nb++] = h;
+        if (nb == 64 || t == T - 1) {
+            groups[ng++] = nn_stack(g, ys, nb, 1);
+            nb = 0;
+        }
+    }
+    if (g->status != NN_OK) return nn__tensor(-1);
+    y = ng == 1 ? groups[0] : nn_concat(g, groups, ng, 1);
+    if (d.h_n) *d.h_n = h;
+    if (d.c_n) *d.c_n = c;
+    return g->status == NN_OK ? y : nn__tensor(-1);
 }
 
 /* ======================================================================

@@ -1115,6 +1115,17 @@ typedef struct nn_rnn_desc {
                             one <= 0 keeps its initial states, one > T runs all T steps */
     nn_tensor *h_n;      /* receives the final hidden states [L * D, B, Hout] (NULL: not made) */
     nn_tensor *c_n;      /* nn_lstm: receives the final cell states [L * D, B, hidden_size] */
+    int stateful;        /* 1: truncated backpropagation through time. The initial states are
+                            tensors the graph keeps on the device, NAME.h_state [L * D, B, Hout]
+                            and nn_lstm's NAME.c_state [L * D, B, hidden_size] (zeros at
+                            compile); each run starts from them and, after its forward part,
+                            writes its final states (h_n, c_n) into them on the device (no
+                            transfer). No gradient flows into them: backpropagation stops at
+                            the run's first step (PyTorch: h = h.detach() between chunks).
+                            h0 and c0 must be NN_NONE. Zero them with nn_rnn_reset_state;
+                            nn_graph_find(g, "NAME.h_state") gives the tensor to read, write
+                            or fill (one row, a sequence: nn_tensor_write). They are not
+                            parameters: the save and load functions leave them out */
 } nn_rnn_desc;
 
 /* The layers on x [T, B, I] ([B, T, I] with batch_first) -> the last layer's hidden states
@@ -1126,6 +1137,46 @@ typedef struct nn_rnn_desc {
 NN_API nn_tensor nn_rnn(nn_graph *g, nn_tensor x, int64_t hidden_size, const nn_rnn_desc *desc, const char *name);
 NN_API nn_tensor nn_lstm(nn_graph *g, nn_tensor x, int64_t hidden_size, const nn_rnn_desc *desc, const char *name);
 NN_API nn_tensor nn_gru(nn_graph *g, nn_tensor x, int64_t hidden_size, const nn_rnn_desc *desc, const char *name);
+/* Zeros the carried states of the stateful layer NAME (nn_rnn_desc.stateful), on the
+   device, e.g. at an epoch's start: the next run starts from zero states, as the first. */
+NN_API nn_result nn_rnn_reset_state(nn_graph *g, const char *name);
+
+/* One direction of a recurrent layer, for nn_bidirectional: x in its layout (time, batch,
+   features... as the caller gave it), lengths NN_NONE or int32 [B] (pass them on, e.g. as
+   nn_rnn_desc.lengths), parameters under name -> the outputs at every step, x's time and
+   batch dims first (in x's order) and features after. user is nn_bidirectional's. */
+typedef nn_tensor (*nn_rnn_direction_fn)(nn_graph *g, nn_tensor x, nn_tensor lengths, const char *name, void *user);
+/* A bidirectional wrapper (Keras' Bidirectional; PyTorch's bidirectional=True as a
+   function of any layer): fn's layer over x forward in time (parameters under NAME), and
+   over x with each sequence reversed (NAME_reverse), its output reversed back;
+   concatenated along dim 2 (the features: [T, B, Hf + Hr], or [B, T, Hf + Hr] with
+   batch_first; a ConvLSTM's [B, T, Cf + Cr, H, W]). x is [T, B, ...] ([B, T, ...]). With
+   lengths (int32 [B] in [1, T]), PyTorch's packed-sequence semantics: the reverse direction
+   starts at each sequence's own last element, steps past a length stay where they are
+   (fn gets the lengths: nn_rnn_desc.lengths then zeroes them). Gradients flow through the
+   reversals. For nn_rnn / nn_lstm / nn_gru themselves, nn_rnn_desc.bidirectional is the
+   same math in fewer nodes (parameter names ..._reverse instead). */
+NN_API nn_tensor nn_bidirectional(nn_graph *g, nn_tensor x, nn_tensor lengths, int batch_first, nn_rnn_direction_fn fn, void *user,
+                                  const char *name);
+
+/* ConvLSTM2D (Shi et al. 2015, without peepholes, as the common PyTorch ConvLSTM and Keras'
+   ConvLSTM2D): x [B, T, C, H, W] -> the hidden states of every step [B, T, hidden, H, W].
+   Per step the gates are one convolution over concat(x_t, h_{t-1}) along channels,
+   kernel_size square, stride 1, 'same' padding (kernel_size / 2), gate order i, f, g, o as
+   nn_lstm's (the common PyTorch ConvLSTM splits i, f, o, g: swap its weight's and bias's
+   last two blocks of hidden rows); c = f * c + i * g (g = tanh), h = o * tanh(c).
+   Parameters NAME.conv.weight [4 * hidden, C + hidden, k, k] and NAME.conv.bias
+   [4 * hidden], U(+-1/sqrt((C + hidden) k k)) as nn.Conv2d's. Built unrolled over T (at
+   most 4096 steps) of conv2d and elementwise ops; nn_bidirectional (batch_first 1) makes it
+   bidirectional. */
+typedef struct nn_conv_lstm_desc {
+    int kernel_size;     /* odd, in [1, 31] (0: 3) */
+    int no_bias;         /* 1: no NAME.conv.bias */
+    nn_tensor h0, c0;    /* initial states [B, hidden, H, W] (NN_NONE: zeros) */
+    nn_tensor *h_n, *c_n; /* receive the final states [B, hidden, H, W] (NULL: not made) */
+} nn_conv_lstm_desc;
+NN_API nn_tensor nn_conv_lstm2d(nn_graph *g, nn_tensor x, int64_t hidden_channels, const nn_conv_lstm_desc *desc,
+                                const char *name);
 
 /* The cells' options (NULL: biases, tanh). */
 typedef struct nn_rnn_cell_desc {

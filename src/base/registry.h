@@ -197,7 +197,10 @@
     X(REC_SEQ, "recurrent", rec_seq, 0)                              \
     X(REC_SEQ_GRAD, "recurrent_grad", rec_seq_grad, 0)               \
     X(LAST_VALID, "last_valid", last_valid, 0)                       \
-    X(LAST_VALID_GRAD, "last_valid_grad", last_valid_grad, 0)
+    X(LAST_VALID_GRAD, "last_valid_grad", last_valid_grad, 0)                \
+    X(REC_STATE, "recurrent_state", rec_state, NN__OPF_NO_GRAD | NN__OPF_WRITABLE) \
+    X(REC_STATE_SET, "recurrent_state_set", rec_state_set, NN__OPF_NO_GRAD)   \
+    X(REC_REVERSE, "reverse_sequences", rec_reverse, 0)
 
 #define NN__OPS(X)                                                                                          \
     NN__OPS_LEAF(X) NN__OPS_ELEMENTWISE(X) NN__OPS_MATMUL(X) NN__OPS_REDUCE(X) NN__OPS_SOFTMAX(X)          \
