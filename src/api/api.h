@@ -676,7 +676,10 @@ typedef struct nn_attention_desc {
     nn_tensor mask;            /* NN_NONE, or attn_mask [.., Tq, Tk] broadcast to [B, H, Tq, Tk]
                                   (2 to 4 dims, each its size or 1): float32 added to the scores
                                   (-inf masks), or int32 as PyTorch's bool (nonzero: attend).
-                                  A constant: no gradient flows to it */
+                                  A float mask gets its gradient, as in PyTorch: dS (the
+                                  scores' gradient, before the scale) summed over the dims it
+                                  broadcasts, in a fixed order; no [Tq, Tk] tile per head is
+                                  kept unless the mask itself has one */
     nn_tensor key_padding_mask; /* NN_NONE, or [B, Tk] float32 or int32: nonzero keys are
                                   ignored, as nn.MultiheadAttention's */
     int window;                /* sliding window (0: none): with causal, query i sees keys
@@ -684,10 +687,11 @@ typedef struct nn_attention_desc {
 } nn_attention_desc;
 /* nn_attention: torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask,
    dropout_p, is_causal, scale, enable_gqa=True), fused: y = softmax(q k^T scale + mask)
-   v, of q's shape. q [B, H, Tq, D], k and v [B, Hkv, Tk, D] (NN_ATTN_BTHD: [B, T, H, D])
-   with H % Hkv == 0: query head h reads key/value head h / (H / Hkv) (grouped- and
-   multi-query attention, no copy); Tq != Tk is cross-attention; D in 1..256 (v's head dim
-   must equal q's). desc NULL is the zeroed desc.
+   v, of q's shape with v's head dim. q [B, H, Tq, D], k [B, Hkv, Tk, D], v [B, Hkv, Tk,
+   Dv] (NN_ATTN_BTHD: [B, T, H, D]) with H % Hkv == 0: query head h reads key/value head
+   h / (H / Hkv) (grouped- and multi-query attention, no copy); Tq != Tk is
+   cross-attention; D and Dv in 1..256 (Dv may differ from D, as PyTorch allows; the
+   default scale is 1/sqrt(D)). desc NULL is the zeroed desc.
    Flash-attention's algorithm: the forward keeps the output and one log-sum-exp per row;
    the backward recomputes the scores tile by tile (dK/dV in one pass over key blocks, dQ
    in another; no atomics, a fixed order: the same bits every run and at every CPU thread
@@ -696,7 +700,7 @@ typedef struct nn_attention_desc {
    node's key and the graph's step), so the backward regenerates it.
    A row whose keys are all masked gives 0 (PyTorch's math path gives NaN) and gradient 0.
    Refusals (NN_ERR_SHAPE, NN_ERR_INVALID_ARGUMENT): other ranks or dtypes, mismatched
-   batch, head dim or key length, H % Hkv != 0, D > 256, a mask that does not broadcast,
+   batch, q/k head dim or key length, H % Hkv != 0, D or Dv > 256, a mask that does not broadcast,
    dropout outside [0, 1), a negative window, an unknown layout. */
 NN_API nn_tensor nn_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, const nn_attention_desc *desc);
 
@@ -1209,8 +1213,8 @@ NN_API nn_tensor nn_last_valid(nn_graph *g, nn_tensor y, nn_tensor lengths, int 
    [C, 4C], .ln_f; lm_head.weight is wte's (tied: one parameter, the sum of both gradients;
    a PyTorch state dict's lm_head.weight is the same tensor). Initialised as nanoGPT: every
    weight N(0, 0.02), the c_proj weights N(0, 0.02 / sqrt(2 n_layer)), biases zeros, layer
-   norms ones and zeros. GELU is the exact one (nn.GELU()). Attention is composed today
-   (matmul, masked softmax, matmul: a [T, T] matrix per head is stored). */
+   norms ones and zeros. GELU is the exact one (nn.GELU()). Attention is nn_attention's
+   (fused: no [T, T] matrix per head is stored). */
 typedef struct nn_gpt_config {
     int64_t vocab_size;  /* tokens */
     int64_t block_size;  /* context length (positions) */
@@ -1237,16 +1241,22 @@ NN_API nn_tensor nn_gpt_block(nn_graph *g, nn_tensor x, const nn_gpt_config *cfg
    2i + 1). Positions must be run in order 0, 1, 2, ... Use an eval graph made with
    share_params of the trained one; parameter names as nn_gpt's. */
 NN_API nn_tensor nn_gpt_decode(nn_graph *g, nn_tensor idx, nn_tensor pos, const nn_gpt_config *cfg, nn_tensor *caches);
-/* PyTorch's nn.MultiheadAttention(embed_dim, num_heads, dropout, bias, batch_first) called
+/* PyTorch's nn.MultiheadAttention(embed_dim, num_heads, dropout, bias, kdim, vdim,
+   batch_first) called
    as forward(query, key, value, key_padding_mask, need_weights=False, attn_mask,
    is_causal): query [T, B, E] ([B, T, E] with batch_first), key and value [S, B, E] (one
-   shape) -> [T, B, E]. Parameters NAME.in_proj_weight [3E, E] (q | k | v rows, Xavier
-   uniform), NAME.in_proj_bias [3E] (zeros), NAME.out_proj.weight [E, E] (nn.Linear's
-   init), NAME.out_proj.bias [E] (zeros); no_bias: none of the biases. Masks are float32:
-   key_padding_mask [B, S], nonzero where a key is padding (PyTorch's True) and left out;
-   attn_mask [T, S] or [B*num_heads, T, S], added to the scores (PyTorch's float mask; -inf
-   hides); is_causal hides the keys after each query (top-left aligned). The weights are not
-   returned (need_weights=False). Composed: scores stored per head. */
+   shape but the last) -> [T, B, E]. Parameters NAME.in_proj_weight [3E, E] (q | k | v rows,
+   Xavier uniform), NAME.in_proj_bias [3E] (zeros), NAME.out_proj.weight [E, E] (nn.Linear's
+   init), NAME.out_proj.bias [E] (zeros); no_bias: none of the biases. With kdim or vdim
+   other than E (key [S, B, kdim], value [S, B, vdim]) the projections are separate, as
+   PyTorch's: NAME.q_proj_weight [E, E], NAME.k_proj_weight [E, kdim], NAME.v_proj_weight
+   [E, vdim] (Xavier uniform) instead of in_proj_weight; in_proj_bias as before. Masks as PyTorch's:
+   key_padding_mask [B, S], int32 (PyTorch's bool: nonzero where a key is padding, left out)
+   or float32 (added to the scores, -inf hides; it gets a gradient); attn_mask float32
+   [T, S] or [B*num_heads, T, S], added to the scores (-inf hides; it gets a gradient);
+   is_causal hides the keys after each query (top-left aligned). The weights are not
+   returned (need_weights=False). The attention is nn_attention's (fused; both float masks
+   given: their sum [B, H or 1, T, S] is formed, as PyTorch does). */
 typedef struct nn_mha_desc {
     float dropout;                /* on the attention weights (0: none, PyTorch's default) */
     int no_bias;                  /* PyTorch's bias=False */
@@ -1254,6 +1264,7 @@ typedef struct nn_mha_desc {
     nn_tensor key_padding_mask;   /* NN_NONE: none */
     nn_tensor attn_mask;          /* NN_NONE: none */
     int is_causal;
+    int64_t kdim, vdim;           /* key's and value's feature sizes (0: embed_dim) */
 } nn_mha_desc;
 NN_API nn_tensor nn_multihead_attention(nn_graph *g, nn_tensor query, nn_tensor key, nn_tensor value, int64_t embed_dim,
                                         int num_heads, const nn_mha_desc *desc, const char *name);
@@ -1288,6 +1299,21 @@ NN_API nn_tensor nn_transformer_encoder(nn_graph *g, nn_tensor src, int num_laye
                                         const nn_transformer_desc *desc, const char *name);
 NN_API nn_tensor nn_transformer_decoder(nn_graph *g, nn_tensor tgt, nn_tensor memory, int num_layers, int64_t d_model, int nhead,
                                         const nn_transformer_desc *desc, const char *name);
+/* ViT's patch embedding (timm's PatchEmbed and VisionTransformer's tokens): x [B, C, H, W]
+   (H and W multiples of patch_size P) -> a convolution of kernel = stride = P,
+   NAME.proj.weight [E, C, P, P] and NAME.proj.bias [E] (nn.Conv2d's init), flattened to
+   [B, N, E], N = (H/P)(W/P), patches in row-major order (flatten(2).transpose(1, 2));
+   class_token: a learned cls_token [1, 1, E] (N(0, 1e-6), timm's) first, [B, N + 1, E];
+   pos_embed: a learned pos_embed [1, N (+1), E] (N(0, 0.02); timm truncates at 2 std)
+   added. cls_token and pos_embed are named at the model's root as timm's
+   (`cls_token`, `pos_embed`), or PREFIX.cls_token with desc->prefix. */
+typedef struct nn_patch_embedding_desc {
+    int class_token;    /* 1: a cls_token first */
+    int pos_embed;      /* 1: a learned position embedding added */
+    const char *prefix; /* NULL or "": cls_token and pos_embed at the root */
+} nn_patch_embedding_desc;
+NN_API nn_tensor nn_patch_embedding(nn_graph *g, nn_tensor x, int patch_size, int64_t embed_dim,
+                                    const nn_patch_embedding_desc *desc, const char *name);
 
 /* ==== 13. Random ops and dropout =========================================================
    Samples drawn on the device, PyTorch's names and semantics. The generator is counter-based
@@ -1344,7 +1370,11 @@ NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p);
    the mass: a token stays when the mass strictly above it is < top_p, so at least one;
    ties with the last one stay), then one draw from the renormalised probabilities. A
    temperature of 0 (the zeroed desc: HF's default do_sample=False) is greedy: the first
-   index of the largest logit, as torch.argmax. NaN logits count as -inf. The draw's
+   index of the largest logit, as torch.argmax. Non-finite logits (no error is raised):
+   NaN counts as -inf (never drawn while a logit is finite or +inf; greedy skips it where
+   torch.argmax would take it); the +inf logits share the whole mass equally (PyTorch's
+   multinomial raises on the NaN softmax); a row of only NaN and -inf draws each of its V
+   tokens with probability 1/V (greedy: index 0). The draw's
    uniform is the Philox word of counter (row, the op's key, the graph's run count: every
    nn_graph_forward or nn_graph_step is a run) under the graph's seed, and the
    probabilities use only exactly rounded arithmetic in a fixed order (kernels/random.h),
@@ -1377,7 +1407,10 @@ NN_API nn_tensor nn_sinusoidal_positions(nn_graph *g, int64_t T, int64_t D);
    neighbours (x[2i], x[2i + 1]) with interleaved. Positions: positions[t] (int32 [T]) or
    positions[b, t] (int32 [B, T], HF's position_ids), else t; offset is added to each (a
    generation step with a cache of `offset` tokens). The gradient is the inverse rotation;
-   positions get none. */
+   positions get none. NaN and infinities go through PyTorch's products: a NaN makes its
+   pair's two outputs NaN, an infinity its own output infinite and its partner's NaN at
+   angle 0 (inf * sin 0), else infinite (NaN where two infinities meet); the gradient stays
+   finite. */
 typedef struct nn_rope_desc {
     float theta;         /* the base: 0 is 10000 (must be > 1) */
     int rot_dim;         /* 0: D; else even, <= D (partial rotary: the rest is copied) */
