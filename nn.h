@@ -10,6 +10,12 @@ nn.h - train and run neural networks from C, on any OpenCL device or on the CPU.
 
     #define NN_IMPLEMENTATION   (in exactly one .c file, before the include)
 
+    Best in a file of its own (nn.c: those two lines), compiled only when nn.h changes; the
+    program's other files include nn.h alone and compile in hundredths of a second (README,
+    "Two files"). -DNN_IMPLEMENTATION_DONE makes a file that defines NN_IMPLEMENTATION
+    include only the declarations; -DNN_OPTIMIZE_ALL compiles all of the implementation at
+    the program's optimisation level (by default gcc compiles its run-once code at -Og).
+
     cc -O2 app.c -o app -lm -lpthread         (OpenCL devices and the CPU)
     (-ldl too with a glibc older than 2.34.) No OpenCL headers or -lOpenCL: nn.h declares
     the OpenCL calls it makes and loads the OpenCL library when a context is created, so
@@ -262,7 +268,10 @@ typedef struct nn_tensor { int32_t id; uint32_t graph; } nn_tensor;
    [1], not [] as PyTorch does: the one difference in shapes, and the same 4 bytes. */
 typedef struct nn_shape { int ndim; int64_t dim[NN_MAX_DIMS]; } nn_shape;
 
-/* Shapes of 1 to 5 dims: nn_shape2(3, 4) is [3, 4]. */
+/* Shapes of 1 to 5 dims, by value: nn_shape2(3, 4) is [3, 4] (ndim 2, the other dims 0).
+   The dims are not checked here: the builder that takes the shape refuses a dim < 1,
+   naming itself and the shape. A scalar [] is a zeroed nn_shape; one of NN_MAX_DIMS (6)
+   dims is set by hand (s.ndim, s.dim[k]). */
 NN_API nn_shape nn_shape1(int64_t d0);
 NN_API nn_shape nn_shape2(int64_t d0, int64_t d1);
 NN_API nn_shape nn_shape3(int64_t d0, int64_t d1, int64_t d2);
@@ -377,6 +386,7 @@ typedef struct nn_stats {
     uint64_t h2d_transfers, d2h_transfers;
     uint64_t kernel_launches;
 } nn_stats;
+/* The counters into *out (a read of the context's own; no device call). */
 NN_API nn_result nn_context_stats(const nn_context *ctx, nn_stats *out);
 /* Sets every counter of nn_context_stats to 0. */
 NN_API void nn_context_reset_stats(nn_context *ctx);
@@ -411,8 +421,16 @@ NN_API nn_result nn_graph_status(const nn_graph *g);
 
 /* Options of nn_graph_compile: the loss, the optimizer, the schedule (section 14). */
 typedef struct nn_compile_desc nn_compile_desc;
-/* Shape-checks, adds the backward and optimizer ops, plans memory, builds kernels. */
+/* Shape-checks, adds the backward and optimizer ops, plans memory, builds kernels. An
+   optimizer set with no loss is refused (NN_ERR_INVALID_ARGUMENT): a forward-only graph is
+   a zeroed optimizer. Once compiled, a graph takes no more ops or leaves: a builder called
+   on it fails at once (NN_ERR_STATE naming the graph's state, nn_context_last_error) and
+   the compiled graph is left as it was. */
 NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc);
+/* A run refuses a dataset whose batch was never taken, and nn_graph_step one whose batch
+   (its NAME.idx input) was not taken since the last step: NN_ERR_STATE naming the input;
+   call nn_dataset_next_batch before each step. Other inputs keep their contents across
+   steps until written again (nn_input). */
 NN_API nn_result nn_graph_step(nn_graph *g);    /* forward, backward, update */
 NN_API nn_result nn_graph_forward(nn_graph *g); /* forward only */
 /* Waits for queued work; then, as nn_tensor_read does, reports inputs that PyTorch would
@@ -421,10 +439,18 @@ NN_API nn_result nn_graph_forward(nn_graph *g); /* forward only */
    checking op, once per read or finish after a run (nn_context_stats counts it). */
 NN_API nn_result nn_graph_finish(nn_graph *g);
 
-/* The tensor named name (an input, parameter or buffer), NN_NONE when there is none. */
+/* The tensor named name in g: an input (nn_input's name, a dataset's NAME.x, NAME.y,
+   NAME.idx), a parameter or a buffer (a layer's are "NAME.weight", "NAME.bias", ...), as
+   this graph made it; a parameter of a share_params graph that this graph never asked for
+   is not found. NN_NONE when there is none; a failed tensor (id < 0) when g or name is
+   NULL. Before and after compile; by name only (a walk over the graph's nodes). */
 NN_API nn_tensor nn_graph_find(nn_graph *g, const char *name);
 /* After compile: t's gradient (a parameter's with nn_compile_desc.keep_grads, an input's
-   marked by nn_graph_requires_grad), NN_NONE when it has none. */
+   marked by nn_graph_requires_grad), NN_NONE when it has none (no loss depends on t). A
+   parameter's gradient compiled without keep_grads is a tensor, but reading it is
+   NN_ERR_STATE naming the parameter and keep_grads. The gradient read is the one of the
+   loss, before clipping (nn_optimizer.clip_norm / clip_value scale or clamp
+   only what the update uses), and with gradient accumulation the running mean. */
 NN_API nn_tensor nn_graph_grad(nn_graph *g, nn_tensor t);
 /* Before compile: ask for d(loss)/d(t) of an input (float32 only). */
 NN_API nn_result nn_graph_requires_grad(nn_graph *g, nn_tensor t);
@@ -537,8 +563,22 @@ typedef struct nn_init { nn_init_kind kind; float a, b; } nn_init;
 /* Leaves. An input keeps its contents across steps until written again, so a whole
    dataset can live on the device as an input written once. Until its first write an
    input's contents are unspecified (zeros on the CPU backend). */
+/* An input [shape] of dtype (NN_F32 or NN_I32) named name (NULL: "input"; names of inputs
+   need not be unique, but nn_graph_find finds the first). */
 NN_API nn_tensor nn_input(nn_graph *g, const char *name, nn_dtype dtype, nn_shape shape);
+/* A trained parameter [shape] (1 to NN_MAX_DIMS dims) named name (required; PyTorch's
+   names make safetensors files interchange: "fc1.weight"), filled by init when first made
+   in the graph's parameter store (drawn from the graph's seed and the parameter's index,
+   the same on every backend). A name the store already has (made by a share_params graph)
+   is that parameter, and must have its shape. */
 NN_API nn_tensor nn_param(nn_graph *g, const char *name, nn_shape shape, nn_init init);
+/* Names are one parameter each: a second nn_param or nn_buffer (or layer) with a name this
+   graph already made is refused (NN_ERR_INVALID_ARGUMENT naming it), so two layers given
+   one name by mistake do not share weights. nn_graph_share_names(g, 1) makes such a name
+   the same tensor again (weight tying, a layer applied twice), until nn_graph_share_names(
+   g, 0). A graph made with nn_graph_desc.share_params uses the other graph's parameters by
+   name without it (each name once per graph). */
+NN_API nn_result nn_graph_share_names(nn_graph *g, int on);
 /* A buffer: a parameter-store entry that is state, not trained (PyTorch's buffers, e.g.
    batch norm's running statistics). No gradient flows to it and no optimizer updates it;
    it is saved and loaded with the parameters and shared by graphs made with share_params.
@@ -551,8 +591,12 @@ NN_API nn_tensor nn_buffer(nn_graph *g, const char *name, nn_shape shape, nn_ini
 NN_API nn_tensor nn_arange(nn_graph *g, double start, double end, double step);
 NN_API nn_tensor nn_eye(nn_graph *g, int64_t n, int64_t m);
 
-/* t's shape and element count into *out. */
+/* t's shape into *out (ndim and dims; the unused dims 0), before or after compile. A
+   handle that is not a tensor of g (NN_NONE, a failed one, another graph's) is
+   NN_ERR_INVALID_ARGUMENT with *out zeroed. */
 NN_API nn_result nn_tensor_shape(nn_graph *g, nn_tensor t, nn_shape *out);
+/* t's element count (the product of its dims; 1 for a scalar []) into *out, as
+   nn_tensor_shape (*out 0 on error). Its bytes in nn_tensor_write/read are 4 * *out. */
 NN_API nn_result nn_tensor_numel(nn_graph *g, nn_tensor t, int64_t *out);
 /* bytes must equal the tensor's size. Writes go to inputs and parameters; reads come from
    inputs, parameters, outputs, accumulators and kept gradients. */
@@ -1694,7 +1738,9 @@ typedef struct nn_lr_schedule {
     float min_lr;           /* COSINE (eta_min), LINEAR (the rate reached at total_steps) */
     float pct_start, div_factor, final_div_factor; /* ONECYCLE */
 } nn_lr_schedule;
-/* Into *lr: the rate a schedule gives update t (counted from 0). */
+/* Into *lr: the rate a schedule gives update t (counted from 0). s->lr 0, which in a
+   compile desc means the optimizer's rate, has no rate to stand for here: it is
+   NN_ERR_INVALID_ARGUMENT with *lr 0 (give the base rate; NN_ZERO for an exact 0). */
 NN_API nn_result nn_lr_schedule_at(const nn_lr_schedule *s, int64_t t, float *lr);
 
 struct nn_compile_desc {
@@ -1712,6 +1758,9 @@ struct nn_compile_desc {
                              allocating anything, when the plan's allocation
                              (nn_memory_report.allocated) exceeds it, naming the total, the
                              limit and the largest tensors; 0: no limit; < 0 refused */
+    int zero_stage;      /* with data_parallel over more than one rank: 1 shards the optimizer
+                            state (ZeRO stage 1, see "Data-parallel training"); 0: every rank
+                            holds all of it. Ignored without NN_MPI. */
 };
 
 /* Into *count: the updates skip_nonfinite skipped since compile (a read of 8 bytes; 0
@@ -1742,7 +1791,10 @@ typedef struct nn_array {
     nn_shape shape;
     void *data;          /* float or int32_t, numel elements; free with nn_array_free */
 } nn_array;
+/* Loads path into *out (zeroed on failure), converted to dtype as (NN_F32 or NN_I32);
+   ctx holds the error message. */
 NN_API nn_result nn_array_load_idx(nn_context *ctx, const char *path, nn_dtype as, nn_array *out);
+/* Frees a->data and zeroes *a; NULL or a zeroed array does nothing. */
 NN_API void nn_array_free(nn_array *a);
 
 /* A CSV file of numbers into a float32 array [rows, columns]: every row (after the header
@@ -1774,10 +1826,14 @@ typedef struct nn_dataset_desc {
     int shuffle;
     uint64_t seed;       /* 0: the graph's seed; NN_ZERO: 0 */
 } nn_dataset_desc;
+/* Makes the dataset (its inputs and gathers in g, before compile) into *out. */
 NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_dataset **out);
+/* The batch's samples [batch, ...] and labels [batch, ...]: tensors of g to build on. */
 NN_API nn_tensor nn_dataset_x(const nn_dataset *ds);
 NN_API nn_tensor nn_dataset_y(const nn_dataset *ds);
-NN_API nn_result nn_dataset_next_batch(nn_dataset *ds); /* after compile, before each step */
+/* After compile, before each step: writes the next batch's indices (the next epoch's
+   order after the last batch of one). A step without it is refused (nn_graph_step). */
+NN_API nn_result nn_dataset_next_batch(nn_dataset *ds);
 /* Into *epoch: the epoch of the batch taken last (from 0). */
 NN_API nn_result nn_dataset_epoch(const nn_dataset *ds, int64_t *epoch);
 
@@ -1792,7 +1848,10 @@ NN_API nn_result nn_graph_save_safetensors(nn_graph *g, const char *path);
 /* Loads parameters by name into g (before or after compile). A tensor in the file whose
    name matches a parameter must have its shape (else NN_ERR_SHAPE naming it) and dtype F32,
    F16, BF16 or F64 (converted to float32); a parameter missing from the file is NN_ERR_IO
-   unless allow_missing; other tensors in the file are ignored. The file is untrusted: a
+   unless allow_missing, which loads the parameters found and logs at info level how many
+   of how many it loaded (and the first missing name); a file that matches none of the
+   graph's parameters is NN_ERR_IO even with allow_missing. Other tensors in the file are
+   ignored. The file is untrusted: a
    malformed one is NN_ERR_IO with the path and the reason, and no parameter changes unless
    every check passes. */
 NN_API nn_result nn_graph_load_safetensors(nn_graph *g, const char *path, int allow_missing);
@@ -1828,7 +1887,21 @@ NN_API nn_result nn_graph_load_state(nn_graph *g, const char *path);
    step (or compile) fail with NN_ERR_STATE naming it, never hang. A nn_dataset gives each
    rank a disjoint shard of every epoch's permutation (rank r takes the batches r, r + N,
    ...); nn_graph_save_state writes on rank 0 only. Declared only when NN_MPI is defined
-   (nn.h then includes <mpi.h>). */
+   (nn.h then includes <mpi.h>).
+   zero_stage 1 (ZeRO stage 1): rank c keeps the optimizer state of its slice of every
+   bucket of the flat gradient only (about 1/N of it, on the host), the reduce-scatter
+   leaves it that slice of the mean gradient, it updates that slice of the parameters on
+   the host with the CPU backend's SGD or Adam loop, and the updated slices are
+   all-gathered into every rank's parameters (in place of the gradients' all-gather): the
+   same bits as without it on the CPU backend (on a device backend the host's loops and
+   the kernels round a few last bits apart). SGD, Adam and AdamW (not amsgrad) only;
+   clip_norm works (the norm's running sum passes from rank to rank in the single
+   process's order: a message per piece of a parameter, latency-bound); skip_nonfinite is
+   refused. nn_graph_grad reads this rank's own
+   gradient, not the mean. nn_graph_save_state gathers the shards to rank 0, which writes
+   the whole state (the same file as without it); nn_graph_load_state reads the whole
+   state on every rank and keeps its slice, so a state moves between rank counts and
+   zero_stage settings. */
 #ifdef NN_MPI
 /* Sets the communicator data-parallel graphs use (a duplicate of *comm; NULL:
    MPI_COMM_WORLD), calling MPI_Init first when MPI is not initialised (MPI_Finalize then
@@ -1850,11 +1923,19 @@ NN_API nn_result nn_dist_set_timeout(double seconds);
    update waits for the last one (NN_DIST_OVERLAP=0 in the environment: after the backward
    pass instead). The bits do not depend on the buckets. */
 NN_API nn_result nn_dist_set_bucket_bytes(int64_t bytes);
-/* Into *comm_seconds and *wait_seconds, since compile: the time the reduction took (the
-   communication thread's, or the step's own without it) and the time steps waited for it
-   after their backward part; 1 - wait / comm is the share hidden behind the backward
-   pass. 0 and 0 for a graph that is not data-parallel. */
-NN_API nn_result nn_graph_dist_stats(nn_graph *g, double *comm_seconds, double *wait_seconds);
+/* A data-parallel graph's figures (nn_graph_dist_stats). */
+typedef struct nn_dist_stats {
+    double comm_seconds;           /* since compile: the time the reduction took (the
+                                      communication thread's, or the step's own without it) */
+    double wait_seconds;           /* the time steps waited for it after their backward part;
+                                      1 - wait / comm is the share hidden behind the backward pass */
+    int64_t optimizer_state_bytes; /* the optimizer state this rank holds: all of it, or its
+                                      shard (about 1/N) with zero_stage 1 */
+    int64_t gradient_bytes;        /* the flat gradient buffer a step reduces (4 per float) */
+} nn_dist_stats;
+/* Into *stats: the figures above (zeros for a graph that is not data-parallel, but its
+   optimizer_state_bytes). */
+NN_API nn_result nn_graph_dist_stats(nn_graph *g, nn_dist_stats *stats);
 #endif
 
 #ifdef __cplusplus
@@ -2330,6 +2411,8 @@ typedef struct nn__node {
     int check_slot;
     int ckpt;            /* the recompute segment it was built in (nn_checkpoint_begin), 0 none */
     int recompute_of;    /* > 0: a copy of that node the backward reads, computed again (engine/checkpoint.c) */
+    int written;         /* INPUT: 0 never written, 1 written since the last step, 2 since read by a step */
+    int per_step;        /* INPUT: a step refuses it unless written since the last step (a dataset's indices) */
 } nn__node;
 
 typedef struct nn__param {
@@ -2501,6 +2584,9 @@ struct nn_graph {
     int ckpt_open, n_ckpt;       /* the open recompute segment (0 none) and the segments begun */
     nn__buf *arena_parts;        /* then the arena's buffers, n_arena_parts of them (g->arena unused) */
     int n_arena_parts;
+    int zero;                    /* ZeRO stage 1: no update ops; dist.c updates this rank's slice */
+    /* misuse refused rather than silent (issue 22) */
+    int share_names;             /* nn_graph_share_names: a parameter name made again is the same tensor */
 };
 
 
@@ -2563,6 +2649,16 @@ static nn_result nn__fail(nn_context *ctx, nn_result code, const char *fmt, ...)
     if (nn__refused_ctx == ctx) nn__refused_ctx = NULL; /* a later failure of this thread's */
 #endif
     nn__log(ctx, NN_LOG_DEBUG, "error: %s", ctx->err);
+    return code;
+}
+
+/* A reason kept in ctx->err for the caller to report (a backend that does not take the
+   device asked for): nn__fail without its debug line, so that the reason is logged once. */
+static NN__MAYBE_UNUSED nn_result nn__reason(nn_context *ctx, nn_result code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx->err, sizeof ctx->err, fmt, ap);
+    va_end(ap);
     return code;
 }
 
@@ -3302,6 +3398,27 @@ static NN__MAYBE_UNUSED void nn__lock_release(struct nn__lock *l) {
 }
 
 /* ======================================================================
+   src/base/cold_begin.h
+   ====================================================================== */
+/* Code that runs once per graph, launch plan or file, not once per element, compiled by
+   gcc at -Og when the program is built at -O2 or -O3: the OpenCL backend's setup and
+   launch records, the ops' builders, gradient rules, plans and CPU-body wrappers, layers,
+   files (and the platform block of src/base/files.c). That is over half of nn.h's machine
+   code; at -Og it compiles in under half the time, which takes about 45% off a -O2
+   compile of a file with NN_IMPLEMENTATION (HACKING.md, "Compile time"). The loops every
+   step runs (src/cpu/, the thread pool) and the engine (nn_graph_compile's planning, whose
+   time grows with the graph) stay at the program's level, so steps and compiles take what
+   they took. The same bits either way: no optimisation level changes a float result here
+   (fp_begin.h turns contraction off; no -ffast-math), as `make check-determinism` checks.
+   Define NN_OPTIMIZE_ALL to compile all of it at the program's level. gcc only: clang has
+   no level pragma. src/base/cold_end.h returns to the level before. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__) && \
+    !defined(NN_OPTIMIZE_ALL)
+#pragma GCC push_options
+#pragma GCC optimize("Og")
+#endif
+
+/* ======================================================================
    src/base/files.c
    ====================================================================== */
 /* Reading and writing whole files, and the platform block for files and processes. Every
@@ -3783,6 +3900,15 @@ static NN__MAYBE_UNUSED int nn__mkdirs(const char *path) {
     }
     return 0;
 }
+
+/* ======================================================================
+   src/base/cold_end.h
+   ====================================================================== */
+/* Back to the level before src/base/cold_begin.h (the program's, with contraction off). */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__) && \
+    !defined(NN_OPTIMIZE_ALL)
+#pragma GCC pop_options
+#endif
 
 /* ======================================================================
    kernels/activation.h
@@ -8105,8 +8231,10 @@ static float nn__lr_at(const nn_lr_schedule *sched, int64_t t) {
 
 NN_API nn_result nn_lr_schedule_at(const nn_lr_schedule *s, int64_t t, float *lr) {
     if (!lr) return NN_ERR_INVALID_ARGUMENT;
-    *lr = s ? nn__lr_at(s, t) : 0.0f;
-    return s ? NN_OK : NN_ERR_INVALID_ARGUMENT;
+    *lr = 0.0f;
+    if (!s || s->lr == 0.0f) return NN_ERR_INVALID_ARGUMENT; /* 0 is "the optimizer's rate", and there is none here */
+    *lr = nn__lr_at(s, t);
+    return NN_OK;
 }
 
 NN_API nn_result nn_graph_set_schedule(nn_graph *g, const nn_lr_schedule *s) {
@@ -10715,7 +10843,7 @@ static int nn__fp_fuses(void) {
 
 static nn_result nn__cpub_open(nn_context *ctx, const char *device, const nn_context_desc *desc) {
     if (device && strcmp(device, "cpu") != 0) {
-        nn__fail(ctx, NN_ERR_UNAVAILABLE, "the CPU backend takes only \"cpu\"");
+        nn__reason(ctx, NN_ERR_UNAVAILABLE, "the CPU backend takes only \"cpu\"");
         return NN_ERR_UNAVAILABLE;
     }
     /* the pool, and in it the workspace that GEMMs fall back on when their packing buffers
@@ -10819,6 +10947,27 @@ static void nn__cpub_release_graph(nn_graph *g) { (void)g; }
 static const nn__backend nn__cpu_backend = {
     "cpu", NN_BACKEND_CPU, 1, nn__cpub_open, nn__cpub_close, NULL, nn__cpub_alloc, nn__cpub_view, nn__cpub_release,
     nn__cpub_write, nn__cpub_read, nn__cpub_fill, nn__cpub_prepare, nn__cpub_run, nn__cpub_finish, nn__cpub_release_graph};
+
+/* ======================================================================
+   src/base/cold_begin.h
+   ====================================================================== */
+/* Code that runs once per graph, launch plan or file, not once per element, compiled by
+   gcc at -Og when the program is built at -O2 or -O3: the OpenCL backend's setup and
+   launch records, the ops' builders, gradient rules, plans and CPU-body wrappers, layers,
+   files (and the platform block of src/base/files.c). That is over half of nn.h's machine
+   code; at -Og it compiles in under half the time, which takes about 45% off a -O2
+   compile of a file with NN_IMPLEMENTATION (HACKING.md, "Compile time"). The loops every
+   step runs (src/cpu/, the thread pool) and the engine (nn_graph_compile's planning, whose
+   time grows with the graph) stay at the program's level, so steps and compiles take what
+   they took. The same bits either way: no optimisation level changes a float result here
+   (fp_begin.h turns contraction off; no -ffast-math), as `make check-determinism` checks.
+   Define NN_OPTIMIZE_ALL to compile all of it at the program's level. gcc only: clang has
+   no level pragma. src/base/cold_end.h returns to the level before. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__) && \
+    !defined(NN_OPTIMIZE_ALL)
+#pragma GCC push_options
+#pragma GCC optimize("Og")
+#endif
 
 /* ======================================================================
    src/opencl/gemm_plan.c
@@ -20432,27 +20581,53 @@ static nn_result nn__cl_open_device(nn_context *ctx, cl_platform_id plat, cl_dev
    when none was named, and fails with this reason when one was); a named one that is not
    found because the driver failed (clGetPlatformIDs, clGetDeviceIDs) is NN_ERR_DEVICE with
    the call and its error. */
+/* "0: NAME (CPU), 1: NAME (GPU)": the devices found, as NN_DEVICE=<index> numbers them. */
+static void nn__cl_device_list(cl_device_id *devs, int n, char *out, size_t size) {
+    size_t used = 0;
+    int i;
+    out[0] = 0;
+    for (i = 0; i < n && used < size; i++) {
+        char name[128];
+        cl_device_type t = nn__cl_type(devs[i]);
+        nn__cl_str(devs[i], CL_DEVICE_NAME, name, sizeof name);
+        used += (size_t)snprintf(out + used, size - used, "%s%d: %s (%s)", i ? ", " : "", i, name,
+                                 (t & CL_DEVICE_TYPE_GPU) ? "GPU" : (t & CL_DEVICE_TYPE_CPU) ? "CPU" : "other");
+    }
+}
+
 static nn_result nn__cl_open_locked(nn_context *ctx, const char *device, const nn_context_desc *desc) {
     cl_platform_id plats[NN__CL_MAX_DEVICES];
     cl_device_id devs[NN__CL_MAX_DEVICES];
     char why[300];
     int n, pick;
     nn_result r;
+    char list[600];
     if (device && strcmp(device, "cpu") == 0) return NN_ERR_UNAVAILABLE;
     if (!nn__cl_load()) {
-        if (!device) return nn__fail(ctx, NN_ERR_UNAVAILABLE, "%s: using the CPU backend", nn__cl_ld.why);
-        return nn__fail(ctx, NN_ERR_UNAVAILABLE, "%s", nn__cl_ld.why);
+        if (!device) return nn__reason(ctx, NN_ERR_UNAVAILABLE, "%s: using the CPU backend", nn__cl_ld.why);
+        return nn__reason(ctx, NN_ERR_UNAVAILABLE, "%s; it takes cpu here", nn__cl_ld.why);
     }
     n = nn__cl_enumerate(plats, devs, NN__CL_MAX_DEVICES, why, sizeof why);
     pick = nn__cl_pick(device, plats, devs, n);
-    if (pick < 0) { /* what the driver said, when it failed, else that there is no such device */
-        if (!device && why[0]) return nn__fail(ctx, NN_ERR_UNAVAILABLE, "OpenCL: %s: using the CPU backend", why);
-        if (!device) return nn__fail(ctx, NN_ERR_UNAVAILABLE, "no OpenCL device found: using the CPU backend");
-        if (why[0] && n == 0) return nn__fail(ctx, NN_ERR_DEVICE, "NN_DEVICE=%s: %s", device, why);
+    nn__cl_device_list(devs, n, list, sizeof list);
+    if (pick < 0) { /* what the driver said, when it failed, else what was found and why none was taken */
+        if (!device && why[0] && n == 0) return nn__reason(ctx, NN_ERR_UNAVAILABLE, "OpenCL: %s: using the CPU backend", why);
+        if (!device && n == 0) return nn__reason(ctx, NN_ERR_UNAVAILABLE, "OpenCL: no device found: using the CPU backend");
+        if (!device) /* found, and passed over: only a GPU is taken unasked */
+            return nn__reason(ctx, NN_ERR_UNAVAILABLE, "OpenCL: %d device%s found (%s), no GPU among them: using the CPU backend "
+                               "(NN_DEVICE=opencl or an index takes an OpenCL device anyway)", n, n == 1 ? "" : "s", list);
+        if (why[0] && n == 0) return nn__fail(ctx, NN_ERR_DEVICE, "%s; it takes cpu here", why);
         if (why[0])
-            return nn__fail(ctx, NN_ERR_DEVICE, "NN_DEVICE=%s: no such OpenCL device among the %d found; %s", device, n,
-                            why);
-        return nn__fail(ctx, NN_ERR_UNAVAILABLE, "no such OpenCL device (%d found)", n);
+            return nn__fail(ctx, NN_ERR_DEVICE, "no such OpenCL device among the %d found (%s); %s; it takes cpu, opencl, "
+                            "gpu, an index 0 to %d, or a substring of a name", n, list, why, n - 1);
+        {
+            char valid[96];
+            if (n) snprintf(valid, sizeof valid, "cpu, opencl, gpu, an index 0 to %d, or a substring of a name", n - 1);
+            else snprintf(valid, sizeof valid, "cpu");
+            return nn__reason(ctx, NN_ERR_UNAVAILABLE, "%s among the %d OpenCL device%s found%s%s%s; it takes %s",
+                            strcmp(device, "gpu") == 0 ? "no GPU" : "no such device", n, n == 1 ? "" : "s", n ? " (" : "",
+                            n ? list : "", n ? ")" : "", valid);
+        }
     }
     if (why[0]) nn__log(ctx, NN_LOG_WARN, "OpenCL: %s; using the %d device%s found", why, n, n == 1 ? "" : "s");
     r = nn__cl_open_device(ctx, plats[pick], devs[pick], pick, desc->backend.tuning);
@@ -21043,6 +21218,15 @@ static const nn__backend nn__opencl_backend = {
 #endif
 
 /* ======================================================================
+   src/base/cold_end.h
+   ====================================================================== */
+/* Back to the level before src/base/cold_begin.h (the program's, with contraction off). */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__) && \
+    !defined(NN_OPTIMIZE_ALL)
+#pragma GCC pop_options
+#endif
+
+/* ======================================================================
    src/engine/context.c
    ====================================================================== */
 /* Contexts: the backend chosen once per context (nn__backends[], tried in order, the CPU
@@ -21150,7 +21334,15 @@ static nn_result nn__open_backend(nn_context *ctx, const char *device, const nn_
         if (r != NN_ERR_UNAVAILABLE) return r;
         if (ctx->err[0] && (!device || !why[0])) snprintf(why, sizeof why, "%s", ctx->err);
     }
-    if (device) nn__fail(ctx, r, "NN_DEVICE=%s: %s", device, why[0] ? why : "no backend takes this device");
+    if (device) /* the CPU backend's own "takes only cpu" says less than a device backend's reason */
+        nn__reason(ctx, r, "NN_DEVICE=%s: %s", device, /* nn_context_create logs it */
+                 why[0] && strstr(why, "takes only") == NULL ? why : "no backend takes this device: it takes cpu"
+#ifndef NN_NO_OPENCL
+                 " (OpenCL: opencl, gpu, an index or a substring of a device's name)"
+#else
+                 " (nn.h was built with NN_NO_OPENCL)"
+#endif
+        );
     return r;
 }
 
@@ -21709,6 +21901,13 @@ static const char *nn__foreign(nn_tensor t) {
                         : "it is a tensor of another graph (or a handle not returned by this graph's builders)";
 }
 
+/* What a graph that takes no more ops is, for the messages. */
+static const char *nn__graph_state(const nn_graph *g) {
+    if (g->ctx->dead_refs) return "orphaned (its context was destroyed)";
+    if (g->status != NN_OK) return "compiled, and its compile failed";
+    return g->loss > 0 ? "compiled (a training graph)" : "compiled (a forward-only graph)";
+}
+
 /* 1 when every tensor is a usable node of g; else the op fails (quietly if an input had
    already failed, since that error is on record). */
 /* The inputs of an op: tensors of g, and not rank 0 unless rank0 (the ops whose code
@@ -21717,8 +21916,10 @@ static const char *nn__foreign(nn_tensor t) {
 static int nn__check_in(nn_graph *g, const char *op, int n, const nn_tensor *t, int rank0) {
     int i;
     if (!g) return 0;
-    if (g->compiled) {
-        nn__op_fail(g, NN_ERR_STATE, "%s: the graph is already compiled", op);
+    if (g->compiled) { /* refused here, and the graph is left as it was: a compiled graph still runs */
+        nn__fail(g->ctx, NN_ERR_STATE, "%s: the graph is %s, so nothing can be added to it: build every op before "
+                 "nn_graph_compile, or build another graph (nn_graph_desc.share_params to use this one's parameters)",
+                 op, nn__graph_state(g));
         return 0;
     }
     for (i = 0; i < n; i++) {
@@ -21746,6 +21947,12 @@ static int nn__check_in(nn_graph *g, const char *op, int n, const nn_tensor *t, 
     }
     return 1;
 }
+/* The result of a nn_result call whose nn__check failed: the refusal of a compiled graph
+   (which keeps its status), or the graph's first error. */
+static nn_result nn__check_result(const nn_graph *g) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    return g->compiled ? NN_ERR_STATE : g->status;
+}
 static int nn__check(nn_graph *g, const char *op, int n, const nn_tensor *t) { return nn__check_in(g, op, n, t, 0); }
 static int nn__check0(nn_graph *g, const char *op, int n, const nn_tensor *t) { return nn__check_in(g, op, n, t, 1); }
 
@@ -21771,6 +21978,10 @@ static int nn__shape_fits(nn_graph *g, const char *op, const nn_shape *s) {
 static int nn__new_node(nn_graph *g, int op, nn_dtype dt, nn_shape shape, const int *in, int n_in) {
     nn__node *n = NULL;
     int i;
+    if (g->compiled) { /* a builder that checks no input (a constant) on a compiled graph */
+        nn__check_in(g, nn__op_names[op], 0, NULL, 0);
+        return -1;
+    }
     if (!nn__shape_fits(g, nn__op_names[op], &shape)) return -1;
     if (!(nn__op(op)->flags & NN__OPF_RANK0)) { /* a scalar (rank 0) input only where the op's code handles one
                                                     (the optimizers' nodes have no shape: their 0 dims are no scalar) */
@@ -21891,7 +22102,7 @@ NN_API nn_tensor nn_input(nn_graph *g, const char *name, nn_dtype dtype, nn_shap
 }
 
 NN_API nn_result nn_graph_requires_grad(nn_graph *g, nn_tensor t) {
-    if (!nn__check0(g, "nn_graph_requires_grad", 1, &t)) return g ? g->status : NN_ERR_INVALID_ARGUMENT;
+    if (!nn__check0(g, "nn_graph_requires_grad", 1, &t)) return nn__check_result(g);
     if (nn__n(g, t)->dtype != NN_F32) { /* PyTorch: only floating point tensors require gradients */
         nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_graph_requires_grad: %s is int32; only float32 tensors have gradients",
                     nn__n(g, t)->name ? nn__n(g, t)->name : "the tensor");
@@ -21902,7 +22113,7 @@ NN_API nn_result nn_graph_requires_grad(nn_graph *g, nn_tensor t) {
 }
 
 NN_API nn_result nn_graph_output(nn_graph *g, nn_tensor t) {
-    if (!nn__check0(g, "nn_graph_output", 1, &t)) return g ? g->status : NN_ERR_INVALID_ARGUMENT;
+    if (!nn__check0(g, "nn_graph_output", 1, &t)) return nn__check_result(g);
     nn__n(g, t)->is_output = 1;
     return NN_OK;
 }
@@ -22019,8 +22230,13 @@ static nn_tensor nn__store_entry(nn_graph *g, const char *fn, const char *name, 
             return nn__op_fail(g, NN_ERR_SHAPE, "%s: %s exists with shape %s, asked for %s", fn, name, a, b);
         }
         pi = i;
-        if (pi < g->param_node_cap && g->param_node[pi]) /* the same name twice in one graph: the same tensor */
-            return nn__tensor(g->param_node[pi] - 1);
+        if (pi < g->param_node_cap && g->param_node[pi]) { /* the same name twice in one graph */
+            if (g->share_names) return nn__tensor(g->param_node[pi] - 1); /* asked for: the same tensor */
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT,
+                               "%s: this graph already has a %s named %s: give each layer its own name, or call "
+                               "nn_graph_share_names(g, 1) first to reuse its weights (weight tying)",
+                               fn, buffer ? "buffer" : "parameter", name);
+        }
     }
     if (pi < 0) {
         nn__param *p;
@@ -22081,6 +22297,13 @@ static nn_tensor nn__store_entry_held(nn_graph *g, const char *fn, const char *n
     t = nn__store_entry(g, fn, name, shape, init, buffer);
     if (held) nn__ctx_leave(g->ctx);
     return t;
+}
+
+NN_API nn_result nn_graph_share_names(nn_graph *g, int on) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (on != 0 && on != 1) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_share_names: on is %d, not 0 or 1", on);
+    g->share_names = on;
+    return NN_OK;
 }
 
 NN_API nn_tensor nn_param(nn_graph *g, const char *name, nn_shape shape, nn_init init) {
@@ -22169,9 +22392,19 @@ static nn_result nn__user_buf(nn_graph *g, nn_tensor t, size_t bytes, int write,
         return nn__fail(g->ctx, NN_ERR_STATE, "%s: %s is not used by the compiled graph", fn, nn__op_names[n->op]);
     if (write && n->op != NN__OP_INPUT && n->op != NN__OP_PARAM && !(nn__op(n->op)->flags & NN__OPF_WRITABLE))
         return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "%s: only inputs, parameters and accumulators can be written", fn);
-    if (!write && (n->storage == NN__ST_ARENA || (n->storage == NN__ST_VIEW && g->nodes[n->view_of].storage == NN__ST_ARENA)))
-        return nn__fail(g->ctx, NN_ERR_STATE, "%s: the %s tensor is not kept after a run; mark it with nn_graph_output()", fn,
-                        nn__op_names[n->op]);
+    if (!write && (n->storage == NN__ST_ARENA || (n->storage == NN__ST_VIEW && g->nodes[n->view_of].storage == NN__ST_ARENA))) {
+        int i;
+        for (i = 1; i < g->n_nodes && g->nodes[i].grad != t.id; i++) {}
+        if (i < g->n_nodes && g->nodes[i].op == NN__OP_PARAM) /* a gradient nn_graph_grad gave */
+            return nn__fail(g->ctx, NN_ERR_STATE, "%s: the gradient of parameter %s is not kept after a step: compile with "
+                            "nn_compile_desc.keep_grads = 1 to read it", fn, g->nodes[i].name);
+        if (i < g->n_nodes)
+            return nn__fail(g->ctx, NN_ERR_STATE, "%s: the gradient of %s%s%s is not kept after a step: mark that tensor with "
+                            "nn_graph_requires_grad() before compile (or compile with nn_compile_desc.keep_grads = 1 for "
+                            "parameters' gradients)", fn, g->nodes[i].name ? "input " : "the ", g->nodes[i].name ? g->nodes[i].name : nn__op_names[g->nodes[i].op], g->nodes[i].name ? "" : " output");
+        return nn__fail(g->ctx, NN_ERR_STATE, "%s: the output of %s is not kept after a run (its memory is reused): mark it "
+                        "with nn_graph_output() before compile", fn, nn__op_names[n->op]);
+    }
     if (bytes != (size_t)n->numel * 4) {
         char s[128];
         nn__shape_str(&n->shape, s, sizeof s);
@@ -22195,7 +22428,9 @@ static nn_result nn__tensor_write(nn_graph *g, nn_tensor t, const void *data, si
     nn_result r = nn__user_buf(g, t, bytes, 1, "nn_tensor_write", &n);
     if (r != NN_OK) return r;
     if (!data) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_tensor_write: data is NULL");
-    return nn__buf_write(g->ctx, &n->buf, data, bytes);
+    r = nn__buf_write(g->ctx, &n->buf, data, bytes);
+    if (r == NN_OK && n->op == NN__OP_INPUT) n->written = 1;
+    return r;
 }
 
 /* The counters of the checked ops (nn__node.check), read when a run has happened since the
@@ -22244,7 +22479,9 @@ static nn_result nn__tensor_fill(nn_graph *g, nn_tensor t, float value) {
     r = nn__user_buf(g, t, (size_t)g->nodes[t.id].numel * 4, 1, "nn_tensor_fill", &n);
     if (r != NN_OK) return r;
     if (n->dtype != NN_F32) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_tensor_fill: the tensor is not float32");
-    return g->ctx->backend->fill(g->ctx, &n->buf, value, (size_t)n->numel * 4);
+    r = g->ctx->backend->fill(g->ctx, &n->buf, value, (size_t)n->numel * 4);
+    if (r == NN_OK && n->op == NN__OP_INPUT) n->written = 1;
+    return r;
 }
 
 NN_API nn_result nn_tensor_write(nn_graph *g, nn_tensor t, const void *data, size_t bytes) {
@@ -22376,6 +22613,13 @@ typedef struct nn__dist {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     double comm_s, wait_s;          /* seconds reducing (the thread) and waiting for it (the step) */
+    /* ZeRO stage 1 (g->zero): this rank's slice of bucket b is zst[k][zoff[b] ..] for the
+       optimizer's k-th state tensor; zfull[k]: the whole state in flat order, only while a
+       training state is saved or loaded */
+    int zero, n_aux;
+    int64_t *zoff, owned;           /* [n_buckets + 1]; the floats of the slices */
+    float *zst[3], *zfull[3], *ptmp; /* ptmp: a parameter staged from a device */
+    float *lrm, *wdm;               /* [n_par]: each parameter's multipliers */
 } nn__dist;
 
 static int64_t nn__dist_bucket_bytes = 0; /* 0: NN_DIST_BUCKET_MB or 25 MB */
@@ -22449,7 +22693,7 @@ static int nn__dist_wait_(nn__dist *d, int n, const char *what) {
         if (MPI_Testall(n, d->req, &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS) break;
         if (done) return 0;
         if (++spins > 64) sched_yield(); /* a waiting rank leaves its core to the computing ones */
-        if ((spins & 1023) == 0 && MPI_Wtime() > deadline) break;
+        if ((spins & 63) == 0 && MPI_Wtime() > deadline) break; /* often: a yield may take a time slice */
     }
     d->failed = 1;
     snprintf(d->msg, sizeof d->msg, "%s: data-parallel: an MPI call failed on rank %d", what, d->rank);
@@ -22475,8 +22719,11 @@ static nn_result nn__dist_wait(nn_graph *g, nn__dist *d, int n, const char *what
     return nn__dist_wait_(d, n, what) ? nn__fail(g->ctx, NN_ERR_STATE, "%s", d->msg) : NN_OK;
 }
 
+static int nn__dist_gather_bucket(nn__dist *d, int b);
+
 /* Bucket b reduced in place in flat: its slices to their owners, each owner's slice summed
-   in rank order, then every slice to every rank. 0, or 1 with d->msg. Any one thread. */
+   in rank order, then every slice to every rank (ZeRO-1: each rank keeps its own slice
+   only). 0, or 1 with d->msg. Any one thread. */
 static int nn__dist_reduce_bucket(nn__dist *d, int b) {
     int64_t base = d->blo[b], len = d->blo[b + 1] - d->blo[b], lo, hi, m, j, slice = d->n / d->size + 1;
     float inv = 1.0f / (float)d->size;
@@ -22499,7 +22746,18 @@ static int nn__dist_reduce_bucket(nn__dist *d, int b) {
         for (c = 1; c < d->size; c++) acc = acc + d->recv[(size_t)c * (size_t)slice + (size_t)j] * inv;
         d->flat[lo + j] = acc;
     }
-    nr = 0;
+#undef NN__SLO
+    return d->zero ? 0 : nn__dist_gather_bucket(d, b); /* ZeRO-1: the parameters are gathered after the update */
+}
+
+/* Bucket b's slices of flat from their owners to every rank (the all-gather). 0, or 1 with
+   d->msg. */
+static int nn__dist_gather_bucket(nn__dist *d, int b) {
+    int64_t base = d->blo[b], len = d->blo[b + 1] - d->blo[b], lo, m;
+    int c, nr = 0;
+#define NN__SLO(c) (base + len * (int64_t)(c) / d->size)
+    lo = NN__SLO(d->rank);
+    m = NN__SLO(d->rank + 1) - lo;
     for (c = 0; c < d->size; c++) { /* all-gather: every slice from its owner */
         if (c == d->rank) continue;
         MPI_Irecv(d->flat + NN__SLO(c), (int)(NN__SLO(c + 1) - NN__SLO(c)), MPI_FLOAT, c, 3, d->comm, &d->req[nr]);
@@ -22547,10 +22805,19 @@ static void nn__dist_free(nn_graph *g) {
         pthread_cond_destroy(&d->cv);
     }
     if (!d->failed) { /* after a timeout MPI may still read or write the buffers */
+        int k;
         NN_FREE(d->flat);
         NN_FREE(d->recv);
+        for (k = 0; k < 3; k++) {
+            NN_FREE(d->zst[k]);
+            NN_FREE(d->zfull[k]);
+        }
         MPI_Comm_free(&d->comm);
     }
+    NN_FREE(d->zoff);
+    NN_FREE(d->ptmp);
+    NN_FREE(d->lrm);
+    NN_FREE(d->wdm);
     NN_FREE(d->req);
     NN_FREE(d->peer);
     NN_FREE(d->par);
@@ -22572,12 +22839,13 @@ static uint64_t nn__dist_mix(uint64_t h, uint64_t v) {
 }
 
 /* What must agree across ranks: every node's op, dtype and shape, which are parameters,
-   and the optimizer's kind. */
+   the optimizer's kind and ZeRO-1. */
 static uint64_t nn__dist_hash(const nn_graph *g) {
     uint64_t h = 14695981039346656037ull;
     int i, k;
     h = nn__dist_mix(h, (uint64_t)g->n_nodes);
     h = nn__dist_mix(h, (uint64_t)g->opt.kind);
+    h = nn__dist_mix(h, (uint64_t)g->zero);
     for (i = 0; i < g->n_nodes; i++) {
         const nn__node *n = &g->nodes[i];
         h = nn__dist_mix(h, ((uint64_t)n->op << 32) ^ ((uint64_t)n->dtype << 8) ^ (uint64_t)n->shape.ndim);
@@ -22585,6 +22853,30 @@ static uint64_t nn__dist_hash(const nn_graph *g) {
         h = nn__dist_mix(h, (uint64_t)(n->grad >= 0));
     }
     return h;
+}
+
+/* Before the optimizer's ops are added (compile.c): whether this graph shards its
+   optimizer state (ZeRO stage 1: g->zero, no update ops), and what it refuses. */
+static nn_result nn__dist_plan(nn_graph *g, const nn_compile_desc *desc) {
+    const nn_optimizer *o = &g->opt;
+    int size = 1;
+    nn_result r;
+    g->zero = 0;
+    if (desc->zero_stage != 0 && desc->zero_stage != 1 && desc->zero_stage != NN_ZERO)
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: zero_stage %d: only 0 (off) and 1 (the optimizer "
+                        "state sharded across the ranks) exist", desc->zero_stage);
+    if (desc->zero_stage != 1 || desc->data_parallel == NN_ZERO || desc->loss.id == 0 || o->kind == NN_OPT_NONE) return NN_OK;
+    r = nn_dist_size(&size);
+    if (r != NN_OK) return nn__fail(g->ctx, r, "nn_graph_compile: data-parallel: MPI did not initialise");
+    if (size < 2) return NN_OK;
+    if ((o->kind != NN_OPT_SGD && o->kind != NN_OPT_ADAM && o->kind != NN_OPT_ADAMW) || nn__opt_generic(o))
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: zero_stage 1: the optimizer state of this kind "
+                        "is not sharded (SGD, Adam and AdamW without amsgrad are): zero_stage 0 holds all of it");
+    if (o->skip_nonfinite)
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: zero_stage 1 with skip_nonfinite: the count needs "
+                        "every gradient, which no rank holds then (zero_stage 0 skips)");
+    g->zero = 1;
+    return NN_OK;
 }
 
 /* At the end of a training graph's compile: whether it is data-parallel, the ranks'
@@ -22629,6 +22921,7 @@ static nn_result nn__dist_compile(nn_graph *g, const nn_compile_desc *desc) {
         NN_FREE(all);
         return r;
     }
+    MPI_Comm_set_errhandler(d->comm, MPI_ERRORS_RETURN); /* a peer's failure is this graph's error, not an abort */
     /* every rank's hash to every rank */
     mine = nn__dist_hash(g);
     all[d->rank] = mine;
@@ -22690,6 +22983,33 @@ static nn_result nn__dist_compile(nn_graph *g, const nn_compile_desc *desc) {
     d->flat = (float *)nn__calloc((size_t)(d->n > 0 ? d->n : 1), sizeof(float));
     d->recv = (float *)nn__calloc((size_t)size * (size_t)(d->n / size + 1), sizeof(float));
     if (!d->flat || !d->recv) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: data-parallel: out of memory");
+    if (g->zero) { /* ZeRO-1: this rank's slice of every bucket, its state and multipliers */
+        int b, k;
+        int64_t most = 1;
+        d->zero = 1;
+        d->n_aux = nn__opt_n_aux(&g->opt);
+        d->zoff = (int64_t *)nn__calloc((size_t)d->n_buckets + 1, sizeof(int64_t));
+        d->lrm = (float *)nn__calloc((size_t)d->n_par + 1, sizeof(float));
+        d->wdm = (float *)nn__calloc((size_t)d->n_par + 1, sizeof(float));
+        if (!d->zoff || !d->lrm || !d->wdm) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: data-parallel: out of memory");
+        for (b = 0; b < d->n_buckets; b++) {
+            int64_t len = d->blo[b + 1] - d->blo[b];
+            d->zoff[b + 1] = d->zoff[b] + len * (d->rank + 1) / size - len * d->rank / size;
+        }
+        d->owned = d->zoff[d->n_buckets];
+        for (k = 0; k < d->n_aux; k++) {
+            d->zst[k] = (float *)nn__calloc((size_t)(d->owned > 0 ? d->owned : 1), sizeof(float));
+            if (!d->zst[k]) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: data-parallel: out of memory");
+        }
+        for (i = 0; i < d->n_par; i++) {
+            nn__param_mults(g, &g->nodes[d->par[i]], &d->lrm[i], &d->wdm[i]);
+            if (g->nodes[d->par[i]].numel > most) most = g->nodes[d->par[i]].numel;
+        }
+        if (!g->ctx->backend->host_memory) {
+            d->ptmp = (float *)nn__calloc((size_t)most, sizeof(float));
+            if (!d->ptmp) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: data-parallel: out of memory");
+        }
+    }
     { /* overlap: a communication thread when MPI allows one to call it (NN_DIST_OVERLAP=0: off) */
         const char *e = getenv("NN_DIST_OVERLAP");
         int level = MPI_THREAD_SINGLE;
@@ -22706,8 +23026,9 @@ static nn_result nn__dist_compile(nn_graph *g, const nn_compile_desc *desc) {
     }
     g->dist_rank = d->rank;
     g->dist_size = size;
-    nn__log(g->ctx, NN_LOG_DEBUG, "data-parallel: rank %d of %d, %lld gradient floats in %d buckets, %s", d->rank, size,
-            (long long)d->n, d->n_buckets, d->thread_on ? "reduced on a communication thread" : "reduced after the backward pass");
+    nn__log(g->ctx, NN_LOG_DEBUG, "data-parallel: rank %d of %d, %lld gradient floats in %d buckets, %s%s", d->rank, size,
+            (long long)d->n, d->n_buckets, d->thread_on ? "reduced on a communication thread" : "reduced after the backward pass",
+            d->zero ? ", optimizer state sharded (ZeRO-1)" : "");
     return NN_OK;
 }
 
@@ -22792,19 +23113,276 @@ static nn_result nn__dist_backward(nn_graph *g, nn_result (*run)(nn_graph *g, in
     g->progress = progress;
     if (r != NN_OK) return r;
     if (err) return nn__fail(g->ctx, NN_ERR_STATE, "%s", d->msg);
-    for (i = 0; i < d->n_par && r == NN_OK; i++) {
+    for (i = 0; i < d->n_par && r == NN_OK && !d->zero; i++) { /* ZeRO-1: the mean stays in this rank's slices of flat */
         nn__node *p = &g->nodes[d->par[i]];
         r = be->write(g->ctx, &g->nodes[p->grad].buf, d->flat + d->poff[i], (size_t)p->numel * sizeof(float));
     }
     return r;
 }
 
-NN_API nn_result nn_graph_dist_stats(nn_graph *g, double *comm_seconds, double *wait_seconds) {
+/* ---- ZeRO stage 1: the update of this rank's slices, on the host ---- */
+
+/* Adam over elements [s, e) of a parameter of n floats (p, gr, m, v point at element s),
+   with the bits of nn__adam_update over the whole parameter: there an element below
+   n - n % 8 takes the vector loop (where the CPU has one) and the rest the scalar loop, so
+   whole aligned groups of 8 go to nn__adam_update as they are, a group the slice cuts
+   through goes through a padded copy, and the last n % 8 elements alone. */
+static void nn__dist_adam(nn__threadpool *pool, float *p, const float *gr, float *m, float *v, int64_t s, int64_t e, int64_t n,
+                          float lr, const nn_optimizer *o, float wd, float bc1, float bc2, float clip, float cv) {
+    int64_t nv = n - n % 8, j = s;
+    int dec = o->kind == NN_OPT_ADAMW;
+    while (j < e) {
+        int64_t w0 = j - j % 8, hi, k;
+        float tp[8], tg[8], tm[8], tv[8];
+        if (j >= nv) { /* the scalar tail, as there */
+            nn__adam_update(pool, p + (j - s), gr + (j - s), m + (j - s), v + (j - s), e - j, lr, o->beta1, o->beta2, o->eps, wd,
+                            dec, bc1, bc2, clip, cv);
+            break;
+        }
+        if (j == w0 && w0 + 8 <= e) { /* whole groups: as many as lie inside [j, min(e, nv)) */
+            hi = (e < nv ? e : nv);
+            hi -= (hi - w0) % 8;
+            nn__adam_update(pool, p + (j - s), gr + (j - s), m + (j - s), v + (j - s), hi - j, lr, o->beta1, o->beta2, o->eps,
+                            wd, dec, bc1, bc2, clip, cv);
+            j = hi;
+            continue;
+        }
+        hi = w0 + 8 < e ? w0 + 8 : e; /* a group the slice cuts: padded to 8 (w0 + 8 <= nv) */
+        memset(tp, 0, sizeof tp);
+        memset(tg, 0, sizeof tg);
+        memset(tm, 0, sizeof tm);
+        memset(tv, 0, sizeof tv);
+        for (k = j; k < hi; k++) {
+            tp[k - w0] = p[k - s];
+            tg[k - w0] = gr[k - s];
+            tm[k - w0] = m[k - s];
+            tv[k - w0] = v[k - s];
+        }
+        nn__adam_update(pool, tp, tg, tm, tv, 8, lr, o->beta1, o->beta2, o->eps, wd, dec, bc1, bc2, clip, cv);
+        for (k = j; k < hi; k++) {
+            p[k - s] = tp[k - w0];
+            m[k - s] = tm[k - w0];
+            v[k - s] = tv[k - w0];
+        }
+        j = hi;
+    }
+}
+
+/* clip_norm's coefficient from the ranks' slices of the mean gradient, with the bits of
+   GRAD_SUMSQ's CPU chain (parameters in node order, each one's squares summed in order in
+   double from the previous float sum, then rounded to float) and CLIP_SCALE's formula: a
+   token (the running double) passes from the owner of one piece of a parameter to the
+   owner of the next, in that order, and the last owner sends the sum to every rank. Into
+   *clip; 0, or 1 with d->msg. */
+static int nn__dist_zero_clip(nn_graph *g, nn__dist *d, float *clip) {
+    double run = 0.0;
+    float sum, c;
+    int prev = -1, i, j, b, r;
+    for (i = 0; i < g->n_nodes; i++) {
+        const nn__node *p = &g->nodes[i];
+        int64_t a0, a1, base, len;
+        if (p->op != NN__OP_PARAM || p->grad < 0) continue;
+        for (j = 0; j < d->n_par && d->par[j] != i; j++) {}
+        if (j == d->n_par || p->numel == 0) continue;
+        for (b = 0; d->bpar[b + 1] <= j; b++) {}
+        a0 = d->poff[j];
+        a1 = a0 + p->numel;
+        base = d->blo[b];
+        len = d->blo[b + 1] - base;
+        for (r = 0; r < d->size; r++) { /* the pieces, in rank order (= element order) */
+            int64_t lo = base + len * r / d->size, hi = base + len * (r + 1) / d->size, e;
+            lo = lo > a0 ? lo : a0;
+            hi = hi < a1 ? hi : a1;
+            if (lo >= hi) continue;
+            if (prev >= 0 && prev != r && (d->rank == prev || d->rank == r)) { /* the token to r */
+                if (d->rank == prev) MPI_Isend(&run, 1, MPI_DOUBLE, r, 6, d->comm, &d->req[0]);
+                else MPI_Irecv(&run, 1, MPI_DOUBLE, prev, 6, d->comm, &d->req[0]);
+                d->peer[0] = d->rank == prev ? r : prev;
+                if (nn__dist_wait_(d, 1, "nn_graph_step")) return 1;
+            }
+            prev = r;
+            if (d->rank == r)
+                for (e = lo; e < hi; e++) run += (double)d->flat[e] * d->flat[e];
+        }
+        if (d->rank == prev) run = (double)(float)run; /* the parameter's node stores a float */
+    }
+    sum = (float)run;
+    if (prev >= 0) { /* the sum from its last holder to every rank */
+        int nr = 0;
+        for (r = 0; r < d->size; r++) {
+            if (r == d->rank || (d->rank != prev && r != prev)) continue;
+            if (d->rank == prev) MPI_Isend(&sum, 1, MPI_FLOAT, r, 7, d->comm, &d->req[nr]);
+            else MPI_Irecv(&sum, 1, MPI_FLOAT, prev, 7, d->comm, &d->req[nr]);
+            d->peer[nr++] = r;
+        }
+        if (nn__dist_wait_(d, nr, "nn_graph_step")) return 1;
+    }
+    c = g->opt.clip_norm / (sqrtf(sum) + 1e-6f); /* CLIP_SCALE */
+    *clip = c > 1.0f ? 1.0f : c;
+    return 0;
+}
+
+/* After nn__dist_backward left this rank's slices of the mean gradient in flat and
+   nn__opt_begin advanced the clock: each slice's parameters updated with its state (the
+   CPU loops of OPT_SGD and OPT_ADAM, with their per-parameter multipliers), written into
+   flat, all-gathered, and every parameter written back. g->progress: 1 once anything
+   changed. */
+static nn_result nn__dist_zero_update(nn_graph *g) {
+    nn__dist *d = (nn__dist *)g->dist;
+    const nn__backend *be = g->ctx->backend;
+    const nn_optimizer *o = &g->opt;
+    float bc1 = (float)(1.0 - pow((double)o->beta1, (double)g->clock.t)); /* ops/optim.c's nn__adam_bc */
+    float bc2 = (float)(1.0 - pow((double)o->beta2, (double)g->clock.t));
+    float cv = nn__opt_cv(g), clip = 1.0f;
+    nn_result r = NN_OK;
+    int b, i, err = 0;
+    double t0;
+    g->progress = 0;
+    if (d->failed)
+        return nn__fail(g->ctx, NN_ERR_STATE, "nn_graph_step: data-parallel: an earlier step or compile timed out on "
+                                              "this graph; the ranks are out of step");
+    if (o->clip_norm > 0.0f && nn__dist_zero_clip(g, d, &clip)) return nn__fail(g->ctx, NN_ERR_STATE, "%s", d->msg);
+    for (b = 0; b < d->n_buckets && r == NN_OK; b++) {
+        int64_t base = d->blo[b], len = d->blo[b + 1] - base;
+        int64_t lo = base + len * d->rank / d->size, hi = base + len * (d->rank + 1) / d->size;
+        for (i = d->bpar[b]; i < d->bpar[b + 1] && r == NN_OK; i++) {
+            nn__node *p = &g->nodes[d->par[i]];
+            int64_t s = d->poff[i] > lo ? d->poff[i] : lo, e = d->poff[i] + p->numel < hi ? d->poff[i] + p->numel : hi, off;
+            float *w, *st[3] = {NULL, NULL, NULL};
+            int k;
+            if (s >= e) continue;
+            off = s - d->poff[i];
+            if (be->host_memory) w = p->buf.host + off;
+            else {
+                r = be->read(g->ctx, &p->buf, d->ptmp, (size_t)p->numel * sizeof(float));
+                w = d->ptmp + off;
+            }
+            if (r != NN_OK) break;
+            for (k = 0; k < d->n_aux; k++) st[k] = d->zst[k] + d->zoff[b] + (s - lo);
+            g->progress = 1;
+            if (o->kind == NN_OPT_SGD)
+                nn__sgd_update(w, d->flat + s, st[0], e - s, g->lr * d->lrm[i], o->momentum, o->dampening,
+                               o->weight_decay * d->wdm[i], o->nesterov, g->clock.t == 1, clip, cv);
+            else
+                nn__dist_adam(g->ctx->threads, w, d->flat + s, st[0], st[1], off, off + (e - s), p->numel, g->lr * d->lrm[i], o,
+                              o->weight_decay * d->wdm[i], bc1, bc2, clip, cv);
+            memcpy(d->flat + s, w, (size_t)(e - s) * sizeof(float));
+        }
+    }
+    if (r != NN_OK) return r;
+    t0 = MPI_Wtime();
+    for (b = 0; b < d->n_buckets && !err; b++) err = nn__dist_gather_bucket(d, b); /* the parameters' all-gather */
+    d->wait_s += MPI_Wtime() - t0;
+    d->comm_s += d->thread_on ? MPI_Wtime() - t0 : 0.0; /* (without the thread, wait_s is the reduction's time) */
+    if (err) return nn__fail(g->ctx, NN_ERR_STATE, "%s", d->msg);
+    for (i = 0; i < d->n_par && r == NN_OK; i++) {
+        nn__node *p = &g->nodes[d->par[i]];
+        r = be->write(g->ctx, &p->buf, d->flat + d->poff[i], (size_t)p->numel * sizeof(float));
+    }
+    return r;
+}
+
+/* ---- ZeRO stage 1: the whole state for training-state files (src/files/ckpt.c) ---- */
+
+/* The floats rank c owns (its slices of every bucket). */
+static int64_t nn__dist_owned(const nn__dist *d, int c) {
+    int64_t n = 0;
+    int b;
+    for (b = 0; b < d->n_buckets; b++) {
+        int64_t len = d->blo[b + 1] - d->blo[b];
+        n += len * (c + 1) / d->size - len * c / d->size;
+    }
+    return n;
+}
+
+/* Copies between rank c's shard (its slices, in bucket order) and the whole state in flat
+   order: to_full 1 places the shard, 0 takes it. */
+static void nn__dist_shard_copy(const nn__dist *d, int c, float *shard, float *full, int to_full) {
+    int64_t at = 0;
+    int b;
+    for (b = 0; b < d->n_buckets; b++) {
+        int64_t base = d->blo[b], len = d->blo[b + 1] - base;
+        int64_t lo = base + len * c / d->size, m = base + len * (c + 1) / d->size - lo;
+        if (to_full) memcpy(full + lo, shard + at, (size_t)m * sizeof(float));
+        else memcpy(shard + at, full + lo, (size_t)m * sizeof(float));
+        at += m;
+    }
+}
+
+/* The whole state's buffers, zfull[k] [P] (gather 0: left for a load to fill). With gather
+   1, every rank sends its shard to rank 0, which places them: a collective of the ranks
+   (rank 0's own shard copied). */
+static nn_result nn__dist_zero_full(nn_graph *g, int gather, const char *what) {
+    nn__dist *d = (nn__dist *)g->dist;
+    int k, c;
+    nn_result r = NN_OK;
+    if (d->failed) return nn__fail(g->ctx, NN_ERR_STATE, "%s: data-parallel: an earlier step timed out on this graph", what);
+    for (k = 0; k < d->n_aux; k++) {
+        if (!gather || d->rank == 0) {
+            d->zfull[k] = (float *)nn__calloc((size_t)(d->n > 0 ? d->n : 1), sizeof(float));
+            if (!d->zfull[k]) r = nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
+        }
+    }
+    if (!gather) return r;
+    /* every rank learns whether rank 0 found the memory before any shard moves */
+    r = nn__dist_agree(g, r, what);
+    for (k = 0; k < d->n_aux && r == NN_OK; k++) {
+        if (d->rank != 0) {
+            MPI_Isend(d->zst[k], (int)d->owned, MPI_FLOAT, 0, 5, d->comm, &d->req[0]);
+            d->peer[0] = 0;
+            r = nn__dist_wait(g, d, 1, what);
+            continue;
+        }
+        nn__dist_shard_copy(d, 0, d->zst[k], d->zfull[k], 1);
+        for (c = 1; c < d->size && r == NN_OK; c++) { /* through recv, then into place */
+            MPI_Irecv(d->recv, (int)nn__dist_owned(d, c), MPI_FLOAT, c, 5, d->comm, &d->req[0]);
+            d->peer[0] = c;
+            r = nn__dist_wait(g, d, 1, what);
+            if (r == NN_OK) nn__dist_shard_copy(d, c, d->recv, d->zfull[k], 1);
+        }
+    }
+    return r;
+}
+
+/* The k-th state tensor of parameter node id inside zfull[k] (NULL: none). */
+static float *nn__dist_zero_tensor(nn_graph *g, int k, int id) {
+    nn__dist *d = (nn__dist *)g->dist;
+    int i;
+    if (!d || !d->zero || k >= d->n_aux || !d->zfull[k]) return NULL;
+    for (i = 0; i < d->n_par; i++)
+        if (d->par[i] == id) return d->zfull[k] + d->poff[i];
+    return NULL;
+}
+
+/* After a load filled zfull (keep 1): this rank's slices into its shard; then zfull freed. */
+static void nn__dist_zero_release(nn_graph *g, int keep) {
+    nn__dist *d = (nn__dist *)g->dist;
+    int k;
+    for (k = 0; k < d->n_aux; k++) {
+        if (keep && d->zfull[k]) nn__dist_shard_copy(d, d->rank, d->zst[k], d->zfull[k], 0);
+        if (!d->failed) {
+            NN_FREE(d->zfull[k]);
+            d->zfull[k] = NULL;
+        }
+    }
+}
+
+NN_API nn_result nn_graph_dist_stats(nn_graph *g, nn_dist_stats *stats) {
     nn__dist *d;
-    if (!g || !comm_seconds || !wait_seconds) return NN_ERR_INVALID_ARGUMENT;
+    int i;
+    if (!g || !stats) return NN_ERR_INVALID_ARGUMENT;
+    memset(stats, 0, sizeof *stats);
     d = (nn__dist *)g->dist;
-    *comm_seconds = d ? (d->thread_on ? d->comm_s : d->wait_s) : 0.0;
-    *wait_seconds = d ? d->wait_s : 0.0;
+    stats->comm_seconds = d ? (d->thread_on ? d->comm_s : d->wait_s) : 0.0;
+    stats->wait_seconds = d ? d->wait_s : 0.0;
+    stats->gradient_bytes = d ? d->n * 4 : 0;
+    if (d && d->zero) stats->optimizer_state_bytes = (int64_t)d->n_aux * d->owned * 4;
+    else
+        for (i = 0; i < g->n_nodes; i++) { /* the update ops' state tensors */
+            const nn__node *n = &g->nodes[i];
+            if ((n->op == NN__OP_OPT_SGD || n->op == NN__OP_OPT_ADAM || n->op == NN__OP_OPT_STEP) && n->live)
+                stats->optimizer_state_bytes += (int64_t)n->n_aux * g->nodes[n->in[0]].numel * 4;
+        }
     return NN_OK;
 }
 #endif
@@ -23659,8 +24237,15 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     if (g->status != NN_OK) return g->status;
     memset(&d, 0, sizeof d);
     if (desc) d = *desc;
+    if (d.loss.id == 0 && d.optimizer.kind != NN_OPT_NONE) /* else a forward-only graph whose steps change nothing */
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: an optimizer is set but no loss: set "
+                        "nn_compile_desc.loss to the scalar to minimise (or leave the optimizer zeroed for a forward-only graph)");
     r = nn__optim()->configure(g, &d);
     if (r != NN_OK) return r;
+#ifdef NN_MPI /* ZeRO stage 1 (src/dist/dist.c): decided before the optimizer's ops are added */
+    r = nn__dist_plan(g, &d);
+    if (r != NN_OK) return r;
+#endif
     n_user = g->n_forward = g->n_nodes;
     g->mem_backward_end = g->n_nodes;
     if (g->ckpt_open)
@@ -23788,10 +24373,30 @@ NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc) {
 
 /* ---- running ---- */
 
+/* A dataset's batch indices (its NAME.idx input, nn__node.per_step) before a run: written
+   at least once, and on a step (fn "nn_graph_step") written since the last step, so that a
+   forgotten nn_dataset_next_batch is an error, not row 0 or the last batch again. Other
+   inputs keep their contents across steps until written again (api.h, nn_input). */
+static nn_result nn__check_inputs(nn_graph *g, const char *fn) {
+    int i;
+    for (i = 1; i < g->n_nodes; i++) {
+        const nn__node *n = &g->nodes[i];
+        if (n->op != NN__OP_INPUT || !n->live || !n->per_step) continue;
+        if (n->written == 0)
+            return nn__fail(g->ctx, NN_ERR_STATE, "%s: no batch was taken from dataset input %s: call "
+                            "nn_dataset_next_batch() before each step", fn, n->name);
+        if (n->written == 2 && strcmp(fn, "nn_graph_step") == 0)
+            return nn__fail(g->ctx, NN_ERR_STATE, "%s: dataset input %s was not written since the last step (the same "
+                            "batch again): call nn_dataset_next_batch() before each step", fn, n->name);
+    }
+    return NN_OK;
+}
+
 static nn_result nn__run(nn_graph *g, int n_sched) {
     if (!g->compiled || g->status != NN_OK) {
         if (g->ctx->dead_refs) return g->status;
-        return nn__fail(g->ctx, NN_ERR_STATE, "the graph is not compiled (or failed to compile)");
+        if (!g->compiled) return nn__fail(g->ctx, NN_ERR_STATE, "the graph is not compiled: call nn_graph_compile first");
+        return nn__fail(g->ctx, NN_ERR_STATE, "the graph failed to compile (%s); it cannot run", nn_result_string(g->status));
     }
     if (g->broken)
         return nn__fail(g->ctx, NN_ERR_STATE, "an earlier step failed part way, so parameters and optimizer state may be "
@@ -23810,6 +24415,7 @@ static nn_result nn__graph_step(nn_graph *g) {
     nn__opt_clock clock;
     float lr;
     if (!g->compiled || g->status != NN_OK) return nn__run(g, 0);
+    if ((r = nn__check_inputs(g, "nn_graph_step")) != NN_OK) return r;
     g->step++;
     g->progress = 0;
     clock = g->clock;
@@ -23824,7 +24430,10 @@ static nn_result nn__graph_step(nn_graph *g) {
         r = nn__dist_backward(g, nn__run); /* forward, backward, the reduction overlapped */
         progress = g->progress;
         g->step = step0 + (uint64_t)g->dist_size;
-        if (r == NN_OK && nn__opt_begin(g)) {
+        if (r == NN_OK && g->zero && nn__opt_begin(g)) { /* ZeRO-1: this rank's slice, then the all-gather */
+            r = nn__dist_zero_update(g);
+            progress += g->progress;
+        } else if (r == NN_OK && !g->zero && nn__opt_begin(g)) {
             g->run_from = g->n_sched_update;
             r = nn__run(g, g->n_sched);
             g->run_from = 0;
@@ -23840,6 +24449,10 @@ static nn_result nn__graph_step(nn_graph *g) {
         g->step--;
         g->clock = clock;
         g->lr = lr;
+    } else {
+        int i;
+        for (i = 1; i < g->n_nodes; i++) /* read by this step (nn__check_inputs) */
+            if (g->nodes[i].op == NN__OP_INPUT && g->nodes[i].written) g->nodes[i].written = 2;
     }
     return r;
 }
@@ -23849,9 +24462,15 @@ NN_API nn_result nn_graph_step(nn_graph *g) {
     return NN__EXCLUSIVE(g->ctx, "nn_graph_step", nn__graph_step(g));
 }
 
+static nn_result nn__graph_forward(nn_graph *g) {
+    nn_result r;
+    if (g->compiled && g->status == NN_OK && (r = nn__check_inputs(g, "nn_graph_forward")) != NN_OK) return r;
+    return nn__run(g, g->n_sched_forward);
+}
+
 NN_API nn_result nn_graph_forward(nn_graph *g) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
-    return NN__EXCLUSIVE(g->ctx, "nn_graph_forward", nn__run(g, g->n_sched_forward));
+    return NN__EXCLUSIVE(g->ctx, "nn_graph_forward", nn__graph_forward(g));
 }
 
 static nn_result nn__graph_finish(nn_graph *g) {
@@ -23863,6 +24482,27 @@ NN_API nn_result nn_graph_finish(nn_graph *g) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
     return NN__EXCLUSIVE(g->ctx, "nn_graph_finish", nn__graph_finish(g));
 }
+
+/* ======================================================================
+   src/base/cold_begin.h
+   ====================================================================== */
+/* Code that runs once per graph, launch plan or file, not once per element, compiled by
+   gcc at -Og when the program is built at -O2 or -O3: the OpenCL backend's setup and
+   launch records, the ops' builders, gradient rules, plans and CPU-body wrappers, layers,
+   files (and the platform block of src/base/files.c). That is over half of nn.h's machine
+   code; at -Og it compiles in under half the time, which takes about 45% off a -O2
+   compile of a file with NN_IMPLEMENTATION (HACKING.md, "Compile time"). The loops every
+   step runs (src/cpu/, the thread pool) and the engine (nn_graph_compile's planning, whose
+   time grows with the graph) stay at the program's level, so steps and compiles take what
+   they took. The same bits either way: no optimisation level changes a float result here
+   (fp_begin.h turns contraction off; no -ffast-math), as `make check-determinism` checks.
+   Define NN_OPTIMIZE_ALL to compile all of it at the program's level. gcc only: clang has
+   no level pragma. src/base/cold_end.h returns to the level before. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__) && \
+    !defined(NN_OPTIMIZE_ALL)
+#pragma GCC push_options
+#pragma GCC optimize("Og")
+#endif
 
 /* ======================================================================
    kernels/kargs.h
@@ -31550,6 +32190,11 @@ static nn_result nn__add_optimizer(nn_graph *g) {
         g->nodes[i].grad = a;
     }
     g->first_update_node = g->n_nodes;
+    if (g->zero) { /* ZeRO stage 1 (src/dist/dist.c updates this rank's slice): the gradients only */
+        for (i = 0; i < n0; i++)
+            if (g->nodes[i].op == NN__OP_PARAM && g->nodes[i].grad >= 0) g->nodes[g->nodes[i].grad].is_output = 1;
+        return g->status;
+    }
     if (g->opt.clip_norm > 0.0f) {
         for (i = 0; i < n0; i++) {
             if (g->nodes[i].op != NN__OP_PARAM || g->nodes[i].grad < 0) continue;
@@ -36270,6 +36915,19 @@ static nn_result nn__st_load_mem(nn_graph *g, const char *path, const unsigned c
                      ps->p[first_missing].name, missing, ps->n);
         goto done;
     }
+    if (missing && missing == ps->n) { /* allow_missing lets some be missing, not all: names that all differ */
+        r = nn__fail(ctx, NN_ERR_IO, "%s: none of the graph's %d parameters (%s, ...) is in the file (%d tensor%s, %s%s): "
+                     "allow_missing loads a part, not nothing; check the names (a prefix?)", path, ps->n, ps->p[0].name,
+                     f.n, f.n == 1 ? "" : "s", f.n ? f.t[0].name : "none", f.n > 1 ? ", ..." : "");
+        goto done;
+    }
+    if (missing)
+        nn__log(ctx, NN_LOG_INFO, "%s: loaded %d of %d parameters (allow_missing; %s and %d more kept their values); "
+                "%d of the file's %d tensors matched", path, ps->n - missing, ps->n, ps->p[first_missing].name, missing - 1,
+                ps->n - missing, f.n);
+    else
+        nn__log(ctx, NN_LOG_DEBUG, "%s: loaded all %d parameters; %d of the file's tensors matched none", path, ps->n,
+                f.n - ps->n);
     tmp = (float *)nn__calloc(most, sizeof(float));
     if (!tmp) {
         r = nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
@@ -36710,6 +37368,15 @@ static nn_result nn__state_collect(nn_graph *g, const char *path, nn__state_list
         }
         if (n->op == NN__OP_PARAM && n->grad >= 0 && g->nodes[n->grad].op == NN__OP_GRAD_ACC && g->nodes[n->grad].live)
             ok = nn__state_add(l, n->name, ".__grad_acc", n->shape, &g->nodes[n->grad].buf, NULL);
+#ifdef NN_MPI /* ZeRO-1 (src/dist/dist.c): no update ops; the whole state gathered into host buffers */
+        for (k = 0; g->zero && n->op == NN__OP_PARAM && n->grad >= 0 && k < nn__opt_n_aux(&g->opt) && ok; k++) {
+            char suffix[32];
+            float *host = nn__dist_zero_tensor(g, k, i);
+            if (!host) continue; /* not rank 0 while saving: it writes nothing */
+            snprintf(suffix, sizeof suffix, ".__opt.%d", k);
+            ok = nn__state_add(l, n->name, suffix, n->shape, NULL, host);
+        }
+#endif
     }
     if (!ok) {
         nn__state_list_free(l);
@@ -36812,8 +37479,13 @@ static nn_result nn__save_state(nn_graph *g, const char *path) {
 
 #ifdef NN_MPI /* data-parallel (src/dist/dist.c): rank 0 writes, the others wait for its result */
 static nn_result nn__save_state_ranks(nn_graph *g, const char *path) {
+    nn_result r;
     if (!g || !g->dist) return nn__save_state(g, path);
-    return nn__dist_agree(g, g->dist_rank == 0 ? nn__save_state(g, path) : NN_OK, "nn_graph_save_state");
+    if (!g->zero) return nn__dist_agree(g, g->dist_rank == 0 ? nn__save_state(g, path) : NN_OK, "nn_graph_save_state");
+    r = nn__dist_zero_full(g, 1, "nn_graph_save_state"); /* ZeRO-1: the shards gathered to rank 0 */
+    if (r == NN_OK) r = nn__dist_agree(g, g->dist_rank == 0 ? nn__save_state(g, path) : NN_OK, "nn_graph_save_state");
+    nn__dist_zero_release(g, 0);
+    return r;
 }
 #define nn__save_state nn__save_state_ranks
 #endif
@@ -37010,6 +37682,13 @@ static nn_result nn__load_state(nn_graph *g, const char *path) {
         return nn__fail(g->ctx, NN_ERR_STATE, "nn_graph_load_state: %s: compile the graph first", path);
     r = nn__read_file(g->ctx, path, &buf, &len);
     if (r != NN_OK) return r;
+#ifdef NN_MPI /* ZeRO-1 (src/dist/dist.c): the whole state read, this rank's slices kept */
+    if (g->zero && g->dist) {
+        r = nn__dist_zero_full(g, 0, "nn_graph_load_state");
+        if (r == NN_OK) r = nn__load_state_mem(g, path, buf, len);
+        nn__dist_zero_release(g, r == NN_OK);
+    } else
+#endif
     r = nn__load_state_mem(g, path, buf, len);
     NN_FREE(buf);
     if (r == NN_OK) g->broken = 0; /* a whole state again after a failed step */
@@ -37142,6 +37821,7 @@ NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_
     d->y_all = nn_input(g, buf, dd.y->dtype, dd.y->shape);
     snprintf(buf, sizeof buf, "%s.idx", name);
     d->idx = nn_input(g, buf, NN_I32, nn_shape1(dd.batch));
+    if (d->idx.id > 0) g->nodes[d->idx.id].per_step = 1; /* a step refuses it unless written since the last */
     d->xb = nn_gather_rows(g, d->x_all, d->idx);
     d->yb = nn_gather_rows(g, d->y_all, d->idx);
     if (g->status != NN_OK) { /* no dataset (the nodes made stay, unused, in a graph that cannot compile) */
@@ -37224,6 +37904,15 @@ NN_API nn_result nn_dataset_next_batch(nn_dataset *d) {
     if (!d) return NN_ERR_INVALID_ARGUMENT;
     return NN__EXCLUSIVE(d->g->ctx, "nn_dataset_next_batch", nn__dataset_next_batch(d));
 }
+
+/* ======================================================================
+   src/base/cold_end.h
+   ====================================================================== */
+/* Back to the level before src/base/cold_begin.h (the program's, with contraction off). */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__) && \
+    !defined(NN_OPTIMIZE_ALL)
+#pragma GCC pop_options
+#endif
 
 /* ======================================================================
    src/base/fp_end.h

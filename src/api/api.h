@@ -98,7 +98,10 @@ typedef struct nn_tensor { int32_t id; uint32_t graph; } nn_tensor;
    [1], not [] as PyTorch does: the one difference in shapes, and the same 4 bytes. */
 typedef struct nn_shape { int ndim; int64_t dim[NN_MAX_DIMS]; } nn_shape;
 
-/* Shapes of 1 to 5 dims: nn_shape2(3, 4) is [3, 4]. */
+/* Shapes of 1 to 5 dims, by value: nn_shape2(3, 4) is [3, 4] (ndim 2, the other dims 0).
+   The dims are not checked here: the builder that takes the shape refuses a dim < 1,
+   naming itself and the shape. A scalar [] is a zeroed nn_shape; one of NN_MAX_DIMS (6)
+   dims is set by hand (s.ndim, s.dim[k]). */
 NN_API nn_shape nn_shape1(int64_t d0);
 NN_API nn_shape nn_shape2(int64_t d0, int64_t d1);
 NN_API nn_shape nn_shape3(int64_t d0, int64_t d1, int64_t d2);
@@ -213,6 +216,7 @@ typedef struct nn_stats {
     uint64_t h2d_transfers, d2h_transfers;
     uint64_t kernel_launches;
 } nn_stats;
+/* The counters into *out (a read of the context's own; no device call). */
 NN_API nn_result nn_context_stats(const nn_context *ctx, nn_stats *out);
 /* Sets every counter of nn_context_stats to 0. */
 NN_API void nn_context_reset_stats(nn_context *ctx);
@@ -247,8 +251,16 @@ NN_API nn_result nn_graph_status(const nn_graph *g);
 
 /* Options of nn_graph_compile: the loss, the optimizer, the schedule (section 14). */
 typedef struct nn_compile_desc nn_compile_desc;
-/* Shape-checks, adds the backward and optimizer ops, plans memory, builds kernels. */
+/* Shape-checks, adds the backward and optimizer ops, plans memory, builds kernels. An
+   optimizer set with no loss is refused (NN_ERR_INVALID_ARGUMENT): a forward-only graph is
+   a zeroed optimizer. Once compiled, a graph takes no more ops or leaves: a builder called
+   on it fails at once (NN_ERR_STATE naming the graph's state, nn_context_last_error) and
+   the compiled graph is left as it was. */
 NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc);
+/* A run refuses a dataset whose batch was never taken, and nn_graph_step one whose batch
+   (its NAME.idx input) was not taken since the last step: NN_ERR_STATE naming the input;
+   call nn_dataset_next_batch before each step. Other inputs keep their contents across
+   steps until written again (nn_input). */
 NN_API nn_result nn_graph_step(nn_graph *g);    /* forward, backward, update */
 NN_API nn_result nn_graph_forward(nn_graph *g); /* forward only */
 /* Waits for queued work; then, as nn_tensor_read does, reports inputs that PyTorch would
@@ -257,10 +269,18 @@ NN_API nn_result nn_graph_forward(nn_graph *g); /* forward only */
    checking op, once per read or finish after a run (nn_context_stats counts it). */
 NN_API nn_result nn_graph_finish(nn_graph *g);
 
-/* The tensor named name (an input, parameter or buffer), NN_NONE when there is none. */
+/* The tensor named name in g: an input (nn_input's name, a dataset's NAME.x, NAME.y,
+   NAME.idx), a parameter or a buffer (a layer's are "NAME.weight", "NAME.bias", ...), as
+   this graph made it; a parameter of a share_params graph that this graph never asked for
+   is not found. NN_NONE when there is none; a failed tensor (id < 0) when g or name is
+   NULL. Before and after compile; by name only (a walk over the graph's nodes). */
 NN_API nn_tensor nn_graph_find(nn_graph *g, const char *name);
 /* After compile: t's gradient (a parameter's with nn_compile_desc.keep_grads, an input's
-   marked by nn_graph_requires_grad), NN_NONE when it has none. */
+   marked by nn_graph_requires_grad), NN_NONE when it has none (no loss depends on t). A
+   parameter's gradient compiled without keep_grads is a tensor, but reading it is
+   NN_ERR_STATE naming the parameter and keep_grads. The gradient read is the one of the
+   loss, before clipping (nn_optimizer.clip_norm / clip_value scale or clamp
+   only what the update uses), and with gradient accumulation the running mean. */
 NN_API nn_tensor nn_graph_grad(nn_graph *g, nn_tensor t);
 /* Before compile: ask for d(loss)/d(t) of an input (float32 only). */
 NN_API nn_result nn_graph_requires_grad(nn_graph *g, nn_tensor t);
@@ -373,8 +393,22 @@ typedef struct nn_init { nn_init_kind kind; float a, b; } nn_init;
 /* Leaves. An input keeps its contents across steps until written again, so a whole
    dataset can live on the device as an input written once. Until its first write an
    input's contents are unspecified (zeros on the CPU backend). */
+/* An input [shape] of dtype (NN_F32 or NN_I32) named name (NULL: "input"; names of inputs
+   need not be unique, but nn_graph_find finds the first). */
 NN_API nn_tensor nn_input(nn_graph *g, const char *name, nn_dtype dtype, nn_shape shape);
+/* A trained parameter [shape] (1 to NN_MAX_DIMS dims) named name (required; PyTorch's
+   names make safetensors files interchange: "fc1.weight"), filled by init when first made
+   in the graph's parameter store (drawn from the graph's seed and the parameter's index,
+   the same on every backend). A name the store already has (made by a share_params graph)
+   is that parameter, and must have its shape. */
 NN_API nn_tensor nn_param(nn_graph *g, const char *name, nn_shape shape, nn_init init);
+/* Names are one parameter each: a second nn_param or nn_buffer (or layer) with a name this
+   graph already made is refused (NN_ERR_INVALID_ARGUMENT naming it), so two layers given
+   one name by mistake do not share weights. nn_graph_share_names(g, 1) makes such a name
+   the same tensor again (weight tying, a layer applied twice), until nn_graph_share_names(
+   g, 0). A graph made with nn_graph_desc.share_params uses the other graph's parameters by
+   name without it (each name once per graph). */
+NN_API nn_result nn_graph_share_names(nn_graph *g, int on);
 /* A buffer: a parameter-store entry that is state, not trained (PyTorch's buffers, e.g.
    batch norm's running statistics). No gradient flows to it and no optimizer updates it;
    it is saved and loaded with the parameters and shared by graphs made with share_params.
@@ -387,8 +421,12 @@ NN_API nn_tensor nn_buffer(nn_graph *g, const char *name, nn_shape shape, nn_ini
 NN_API nn_tensor nn_arange(nn_graph *g, double start, double end, double step);
 NN_API nn_tensor nn_eye(nn_graph *g, int64_t n, int64_t m);
 
-/* t's shape and element count into *out. */
+/* t's shape into *out (ndim and dims; the unused dims 0), before or after compile. A
+   handle that is not a tensor of g (NN_NONE, a failed one, another graph's) is
+   NN_ERR_INVALID_ARGUMENT with *out zeroed. */
 NN_API nn_result nn_tensor_shape(nn_graph *g, nn_tensor t, nn_shape *out);
+/* t's element count (the product of its dims; 1 for a scalar []) into *out, as
+   nn_tensor_shape (*out 0 on error). Its bytes in nn_tensor_write/read are 4 * *out. */
 NN_API nn_result nn_tensor_numel(nn_graph *g, nn_tensor t, int64_t *out);
 /* bytes must equal the tensor's size. Writes go to inputs and parameters; reads come from
    inputs, parameters, outputs, accumulators and kept gradients. */
@@ -1530,7 +1568,9 @@ typedef struct nn_lr_schedule {
     float min_lr;           /* COSINE (eta_min), LINEAR (the rate reached at total_steps) */
     float pct_start, div_factor, final_div_factor; /* ONECYCLE */
 } nn_lr_schedule;
-/* Into *lr: the rate a schedule gives update t (counted from 0). */
+/* Into *lr: the rate a schedule gives update t (counted from 0). s->lr 0, which in a
+   compile desc means the optimizer's rate, has no rate to stand for here: it is
+   NN_ERR_INVALID_ARGUMENT with *lr 0 (give the base rate; NN_ZERO for an exact 0). */
 NN_API nn_result nn_lr_schedule_at(const nn_lr_schedule *s, int64_t t, float *lr);
 
 struct nn_compile_desc {
@@ -1548,6 +1588,9 @@ struct nn_compile_desc {
                              allocating anything, when the plan's allocation
                              (nn_memory_report.allocated) exceeds it, naming the total, the
                              limit and the largest tensors; 0: no limit; < 0 refused */
+    int zero_stage;      /* with data_parallel over more than one rank: 1 shards the optimizer
+                            state (ZeRO stage 1, see "Data-parallel training"); 0: every rank
+                            holds all of it. Ignored without NN_MPI. */
 };
 
 /* Into *count: the updates skip_nonfinite skipped since compile (a read of 8 bytes; 0
@@ -1578,7 +1621,10 @@ typedef struct nn_array {
     nn_shape shape;
     void *data;          /* float or int32_t, numel elements; free with nn_array_free */
 } nn_array;
+/* Loads path into *out (zeroed on failure), converted to dtype as (NN_F32 or NN_I32);
+   ctx holds the error message. */
 NN_API nn_result nn_array_load_idx(nn_context *ctx, const char *path, nn_dtype as, nn_array *out);
+/* Frees a->data and zeroes *a; NULL or a zeroed array does nothing. */
 NN_API void nn_array_free(nn_array *a);
 
 /* A CSV file of numbers into a float32 array [rows, columns]: every row (after the header
@@ -1610,10 +1656,14 @@ typedef struct nn_dataset_desc {
     int shuffle;
     uint64_t seed;       /* 0: the graph's seed; NN_ZERO: 0 */
 } nn_dataset_desc;
+/* Makes the dataset (its inputs and gathers in g, before compile) into *out. */
 NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_dataset **out);
+/* The batch's samples [batch, ...] and labels [batch, ...]: tensors of g to build on. */
 NN_API nn_tensor nn_dataset_x(const nn_dataset *ds);
 NN_API nn_tensor nn_dataset_y(const nn_dataset *ds);
-NN_API nn_result nn_dataset_next_batch(nn_dataset *ds); /* after compile, before each step */
+/* After compile, before each step: writes the next batch's indices (the next epoch's
+   order after the last batch of one). A step without it is refused (nn_graph_step). */
+NN_API nn_result nn_dataset_next_batch(nn_dataset *ds);
 /* Into *epoch: the epoch of the batch taken last (from 0). */
 NN_API nn_result nn_dataset_epoch(const nn_dataset *ds, int64_t *epoch);
 
@@ -1628,7 +1678,10 @@ NN_API nn_result nn_graph_save_safetensors(nn_graph *g, const char *path);
 /* Loads parameters by name into g (before or after compile). A tensor in the file whose
    name matches a parameter must have its shape (else NN_ERR_SHAPE naming it) and dtype F32,
    F16, BF16 or F64 (converted to float32); a parameter missing from the file is NN_ERR_IO
-   unless allow_missing; other tensors in the file are ignored. The file is untrusted: a
+   unless allow_missing, which loads the parameters found and logs at info level how many
+   of how many it loaded (and the first missing name); a file that matches none of the
+   graph's parameters is NN_ERR_IO even with allow_missing. Other tensors in the file are
+   ignored. The file is untrusted: a
    malformed one is NN_ERR_IO with the path and the reason, and no parameter changes unless
    every check passes. */
 NN_API nn_result nn_graph_load_safetensors(nn_graph *g, const char *path, int allow_missing);
@@ -1664,7 +1717,21 @@ NN_API nn_result nn_graph_load_state(nn_graph *g, const char *path);
    step (or compile) fail with NN_ERR_STATE naming it, never hang. A nn_dataset gives each
    rank a disjoint shard of every epoch's permutation (rank r takes the batches r, r + N,
    ...); nn_graph_save_state writes on rank 0 only. Declared only when NN_MPI is defined
-   (nn.h then includes <mpi.h>). */
+   (nn.h then includes <mpi.h>).
+   zero_stage 1 (ZeRO stage 1): rank c keeps the optimizer state of its slice of every
+   bucket of the flat gradient only (about 1/N of it, on the host), the reduce-scatter
+   leaves it that slice of the mean gradient, it updates that slice of the parameters on
+   the host with the CPU backend's SGD or Adam loop, and the updated slices are
+   all-gathered into every rank's parameters (in place of the gradients' all-gather): the
+   same bits as without it on the CPU backend (on a device backend the host's loops and
+   the kernels round a few last bits apart). SGD, Adam and AdamW (not amsgrad) only;
+   clip_norm works (the norm's running sum passes from rank to rank in the single
+   process's order: a message per piece of a parameter, latency-bound); skip_nonfinite is
+   refused. nn_graph_grad reads this rank's own
+   gradient, not the mean. nn_graph_save_state gathers the shards to rank 0, which writes
+   the whole state (the same file as without it); nn_graph_load_state reads the whole
+   state on every rank and keeps its slice, so a state moves between rank counts and
+   zero_stage settings. */
 #ifdef NN_MPI
 /* Sets the communicator data-parallel graphs use (a duplicate of *comm; NULL:
    MPI_COMM_WORLD), calling MPI_Init first when MPI is not initialised (MPI_Finalize then
@@ -1686,11 +1753,19 @@ NN_API nn_result nn_dist_set_timeout(double seconds);
    update waits for the last one (NN_DIST_OVERLAP=0 in the environment: after the backward
    pass instead). The bits do not depend on the buckets. */
 NN_API nn_result nn_dist_set_bucket_bytes(int64_t bytes);
-/* Into *comm_seconds and *wait_seconds, since compile: the time the reduction took (the
-   communication thread's, or the step's own without it) and the time steps waited for it
-   after their backward part; 1 - wait / comm is the share hidden behind the backward
-   pass. 0 and 0 for a graph that is not data-parallel. */
-NN_API nn_result nn_graph_dist_stats(nn_graph *g, double *comm_seconds, double *wait_seconds);
+/* A data-parallel graph's figures (nn_graph_dist_stats). */
+typedef struct nn_dist_stats {
+    double comm_seconds;           /* since compile: the time the reduction took (the
+                                      communication thread's, or the step's own without it) */
+    double wait_seconds;           /* the time steps waited for it after their backward part;
+                                      1 - wait / comm is the share hidden behind the backward pass */
+    int64_t optimizer_state_bytes; /* the optimizer state this rank holds: all of it, or its
+                                      shard (about 1/N) with zero_stage 1 */
+    int64_t gradient_bytes;        /* the flat gradient buffer a step reduces (4 per float) */
+} nn_dist_stats;
+/* Into *stats: the figures above (zeros for a graph that is not data-parallel, but its
+   optimizer_state_bytes). */
+NN_API nn_result nn_graph_dist_stats(nn_graph *g, nn_dist_stats *stats);
 #endif
 
 #ifdef __cplusplus

@@ -132,6 +132,8 @@ typedef struct nn__node {
     int check_slot;
     int ckpt;            /* the recompute segment it was built in (nn_checkpoint_begin), 0 none */
     int recompute_of;    /* > 0: a copy of that node the backward reads, computed again (engine/checkpoint.c) */
+    int written;         /* INPUT: 0 never written, 1 written since the last step, 2 since read by a step */
+    int per_step;        /* INPUT: a step refuses it unless written since the last step (a dataset's indices) */
 } nn__node;
 
 typedef struct nn__param {
@@ -303,6 +305,9 @@ struct nn_graph {
     int ckpt_open, n_ckpt;       /* the open recompute segment (0 none) and the segments begun */
     nn__buf *arena_parts;        /* then the arena's buffers, n_arena_parts of them (g->arena unused) */
     int n_arena_parts;
+    int zero;                    /* ZeRO stage 1: no update ops; dist.c updates this rank's slice */
+    /* misuse refused rather than silent (issue 22) */
+    int share_names;             /* nn_graph_share_names: a parameter name made again is the same tensor */
 };
 
 
@@ -365,6 +370,16 @@ static nn_result nn__fail(nn_context *ctx, nn_result code, const char *fmt, ...)
     if (nn__refused_ctx == ctx) nn__refused_ctx = NULL; /* a later failure of this thread's */
 #endif
     nn__log(ctx, NN_LOG_DEBUG, "error: %s", ctx->err);
+    return code;
+}
+
+/* A reason kept in ctx->err for the caller to report (a backend that does not take the
+   device asked for): nn__fail without its debug line, so that the reason is logged once. */
+static NN__MAYBE_UNUSED nn_result nn__reason(nn_context *ctx, nn_result code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx->err, sizeof ctx->err, fmt, ap);
+    va_end(ap);
     return code;
 }
 
