@@ -173,6 +173,7 @@ LICENCE
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h> /* FILE, for nn_graph_summary */
 #ifdef NN_MPI /* data-parallel training (the end of this file) */
 #include <mpi.h>
 #endif
@@ -455,6 +456,86 @@ NN_API nn_tensor nn_graph_grad(nn_graph *g, nn_tensor t);
 NN_API nn_result nn_graph_requires_grad(nn_graph *g, nn_tensor t);
 /* Before compile: keep t readable after a run (an op's output is otherwise reused). */
 NN_API nn_result nn_graph_output(nn_graph *g, nn_tensor t);
+
+/* ---- 2a. Inspecting a graph: parameters, the memory plan, a summary -----------------------
+   (src/engine/memory.c) */
+
+/* A parameter or buffer of a graph (nn_graph_param_at). name is the graph's own copy
+   (valid while the graph lives); tensor is its handle in this graph. */
+typedef struct nn_param_info {
+    const char *name;
+    nn_tensor tensor;
+    nn_shape shape;
+    int64_t numel;
+    int buffer;          /* 1: a buffer (nn_buffer, state not trained); 0: a parameter */
+} nn_param_info;
+/* Into *count: the parameters and buffers g uses (model.named_parameters() and
+   named_buffers() together), each counted once however many ops read it. */
+NN_API nn_result nn_graph_param_count(nn_graph *g, int *count);
+/* Into *out: the index-th of them (0 <= index < count), in the order g created (or, with
+   share_params, first used) them: insertion order, as PyTorch's named_parameters(). */
+NN_API nn_result nn_graph_param_at(nn_graph *g, int index, nn_param_info *out);
+
+/* What g's memory plan needs, in bytes (nn_graph_memory). Every tensor is 4 bytes an
+   element. Storage held for the graph's life counts whole: parameters, buffers, inputs,
+   optimizer state, and the tensors kept after a run (outputs, kept gradients, gradient
+   accumulators, constants). The tensors the planner places in the arena by liveness
+   (activations, the backward's gradients, ops' workspace) count as live at the plan's
+   peak: the schedule position where the arena's live bytes are largest, so the kinds sum
+   to `peak`. Without reuse (summing every tensor) the figures would be larger. */
+typedef struct nn_memory_report {
+    int64_t parameters;      /* trainable parameters the graph uses (shared ones included) */
+    int64_t gradients;       /* what the backward pass makes: parameters' gradients (kept,
+                                accumulated or in the arena) and the activations' gradients
+                                live at the peak */
+    int64_t optimizer_state; /* the optimizer's per-parameter state this process holds
+                                (SGD momentum: 1x the trained parameters; Adam/AdamW: 2x,
+                                3x with amsgrad); 0 for a graph with no optimizer. With
+                                data-parallel training it is this rank's share */
+    int64_t activations;     /* the forward's outputs: kept outputs, and arena tensors live
+                                at the peak (those the backward still needs, included) */
+    int64_t workspace;       /* ops' scratch (convolution im2col, LAMB's update) at the peak */
+    int64_t buffers;         /* nn_buffer state (batch norm's running statistics) */
+    int64_t inputs;          /* nn_input tensors (a dataset held on the device counts here) */
+    int64_t other;           /* constants, the update's sums and coefficients, counters */
+    int64_t peak;            /* the sum of the eight above: bytes in use at the peak */
+    int64_t persistent;      /* bytes held for the graph's life (outside the arena) */
+    int64_t arena;           /* the arena's planned size: >= its share of the peak (alignment,
+                                fragmentation, NN_CL_GUARDS' guard bytes) */
+    int arena_buffers;       /* device buffers the arena is split into (1 unless it exceeds
+                                the device's largest allocation; 0 when empty) */
+    int64_t allocated;       /* persistent + arena: what the graph allocates, what
+                                nn_compile_desc.memory_limit bounds */
+    const char *peak_op;     /* the op running at the peak (a static name), NULL if none */
+    int peak_position;       /* its position in the schedule */
+} nn_memory_report;
+/* Into *out: the plan's bytes by kind (nn_memory_report). Needs the plan that
+   nn_graph_compile makes (NN_ERR_STATE before it); after a compile refused by
+   memory_limit the plan is still there to read. Costs a pass over the nodes, no device
+   call. */
+NN_API nn_result nn_graph_memory(nn_graph *g, nn_memory_report *out);
+
+/* A printable report of g (as torchinfo's summary): one row per op of the forward (every
+   node before compile) with its output shape, name and the parameters it reads; the
+   parameters and buffers with shapes and counts in insertion order, and the totals; once
+   compiled, nn_graph_memory's bytes by kind. nn_graph_summary writes it to f;
+   nn_graph_summary_string writes at most cap bytes, NUL included, into buf (as snprintf)
+   and the full length into *len (NULL: not wanted): call with cap 0 to size buf. */
+NN_API nn_result nn_graph_summary(nn_graph *g, FILE *f);
+NN_API nn_result nn_graph_summary_string(nn_graph *g, char *buf, size_t cap, size_t *len);
+
+/* Activation recompute (torch.utils.checkpoint, gradient checkpointing): the ops built
+   between nn_checkpoint_begin(g) and nn_checkpoint_end(g) form a segment whose outputs are
+   not kept for the backward pass: they die with the forward, and the backward computes
+   what it reads of them again from the segment's inputs, just before it needs them. Memory
+   then holds each segment's inputs instead of all its activations (nn_graph_memory shows
+   it) for about one more forward pass of the segments. Results are the same bits as
+   without (random ops draw the same numbers); outputs (nn_graph_output) and accumulators
+   in a segment are kept. A segment per transformer block or residual block is usual.
+   Segments do not nest; both calls are refused (NN_ERR_STATE) on a compiled graph, and
+   compile refuses a segment begun and not ended. Without a loss they change nothing. */
+NN_API nn_result nn_checkpoint_begin(nn_graph *g);
+NN_API nn_result nn_checkpoint_end(nn_graph *g);
 
 /* ==== 3. Tensors: leaves and access ========================================================
    Leaves are the tensors a graph starts from: inputs (written by the program), parameters
@@ -1672,6 +1753,11 @@ struct nn_compile_desc {
                             communicator (MPI_COMM_WORLD, initialised here when the program
                             did not) when it has more than one rank; NN_ZERO: this process
                             alone. Ignored without NN_MPI. */
+    /* memory (src/engine/memory.c) */
+    int64_t memory_limit; /* bytes; > 0: compile fails with NN_ERR_OUT_OF_MEMORY, before
+                             allocating anything, when the plan's allocation
+                             (nn_memory_report.allocated) exceeds it, naming the total, the
+                             limit and the largest tensors; 0: no limit; < 0 refused */
     int zero_stage;      /* with data_parallel over more than one rank: 1 shards the optimizer
                             state (ZeRO stage 1, see "Data-parallel training"); 0: every rank
                             holds all of it. Ignored without NN_MPI. */
@@ -2323,6 +2409,8 @@ typedef struct nn__node {
     const char *check;   /* non-NULL: the op counts inputs PyTorch would raise on (labels out of
                             range) into g->checks[check_slot]; what they are, for the report */
     int check_slot;
+    int ckpt;            /* the recompute segment it was built in (nn_checkpoint_begin), 0 none */
+    int recompute_of;    /* > 0: a copy of that node the backward reads, computed again (engine/checkpoint.c) */
     int written;         /* INPUT: 0 never written, 1 written since the last step, 2 since read by a step */
     int per_step;        /* INPUT: a step refuses it unless written since the last step (a dataset's indices) */
 } nn__node;
@@ -2488,6 +2576,14 @@ struct nn_graph {
     int dist_rank, dist_size;    /* this rank and the ranks' count (both 0 unless data-parallel) */
     void *dist;                  /* the reduction's communicator and buffers (NULL: not data-parallel) */
     void (*dist_free)(nn_graph *g); /* its destructor, set by the compile that made it */
+    /* the memory plan as nn_graph_memory reports it (src/engine/memory.c) */
+    int mem_planned;             /* nn__plan_memory placed every item */
+    int mem_backward_end;        /* nodes from n_forward to here are autograd's (gradients) */
+    size_t arena_chunk;          /* > 0: the arena is split in buffers of this many bytes, no
+                                    item crossing a boundary (the device's largest allocation) */
+    int ckpt_open, n_ckpt;       /* the open recompute segment (0 none) and the segments begun */
+    nn__buf *arena_parts;        /* then the arena's buffers, n_arena_parts of them (g->arena unused) */
+    int n_arena_parts;
     int zero;                    /* ZeRO stage 1: no update ops; dist.c updates this rank's slice */
     /* misuse refused rather than silent (issue 22) */
     int share_names;             /* nn_graph_share_names: a parameter name made again is the same tensor */
@@ -20448,6 +20544,11 @@ static nn_result nn__cl_open_device(nn_context *ctx, cl_platform_id plat, cl_dev
 #undef NN__CL_INFO
     d->local_mem = local_mem;
     d->units = units;
+    { /* NN_CL_MAX_ALLOC=bytes, a test hook: a smaller largest allocation than the device's */
+        const char *env = getenv("NN_CL_MAX_ALLOC");
+        unsigned long long v = env && env[0] ? strtoull(env, NULL, 10) : 0;
+        if (v > 0 && v < cl->max_alloc) cl->max_alloc = v;
+    }
     d->max_alloc = cl->max_alloc;
     d->align = align_bits / 8 > 256 ? align_bits / 8 : 256;
     if (d->max_wg == 0) d->max_wg = 1;
@@ -21417,6 +21518,10 @@ static void nn__graph_release_compiled(nn_graph *g) {
     nn__buf_free(g->ctx, &g->checks);
     g->n_checks = g->checks_pending = 0;
     nn__buf_free(g->ctx, &g->arena);
+    for (i = 0; i < g->n_arena_parts; i++) nn__buf_free(g->ctx, &g->arena_parts[i]);
+    NN_FREE(g->arena_parts);
+    g->arena_parts = NULL;
+    g->n_arena_parts = 0;
     NN_FREE(g->sched);
     g->sched = NULL;
 }
@@ -21907,6 +22012,7 @@ static int nn__new_node(nn_graph *g, int op, nn_dtype dt, nn_shape shape, const 
     for (i = 0; i < n_in; i++) n->in[i] = in[i];
     n->grad = -1;
     n->param = -1;
+    n->ckpt = g->ckpt_open; /* in a recompute segment (engine/checkpoint.c) */
     return g->n_nodes++;
 }
 
@@ -23282,6 +23388,441 @@ NN_API nn_result nn_graph_dist_stats(nn_graph *g, nn_dist_stats *stats) {
 #endif
 
 /* ======================================================================
+   src/engine/memory.c
+   ====================================================================== */
+/* What a graph holds and what its memory plan needs: the parameters in insertion order
+   (nn_graph_param_count / nn_graph_param_at), the planned bytes by kind
+   (nn_graph_memory), the compile's memory_limit check, and a printable summary
+   (nn_graph_summary). Everything here reads the plan nn_graph_compile made (src/engine/
+   compile.c: each node's storage, schedule positions first..last and scratch); it
+   allocates nothing on a device. */
+
+/* The kinds of nn_memory_report, in its field order. */
+enum {
+    NN__MEM_PARAM,
+    NN__MEM_GRAD,
+    NN__MEM_OPT,
+    NN__MEM_ACT,
+    NN__MEM_WORK,
+    NN__MEM_BUF,
+    NN__MEM_INPUT,
+    NN__MEM_OTHER,
+    NN__MEM_KINDS
+};
+static const char *const nn__mem_kind_name[NN__MEM_KINDS] = {"parameters", "gradients", "optimizer state", "activations",
+                                                             "workspace",  "buffers",   "inputs",          "other"};
+
+/* A node's kind: leaves by what they are; the forward's outputs (and their recomputed
+   copies, engine/checkpoint.c) are activations; what autograd added, and each parameter's gradient (an
+   accumulator when steps accumulate), gradients; the rest (the update's sums, the
+   clipping coefficient, constants) other. is_pgrad[id]: id is a parameter's gradient. */
+static int nn__mem_kind(const nn_graph *g, int id, const unsigned char *is_pgrad) {
+    const nn__node *n = &g->nodes[id];
+    if (n->op == NN__OP_INPUT) return NN__MEM_INPUT;
+    if (n->op == NN__OP_PARAM) return g->params->p[n->param].buffer ? NN__MEM_BUF : NN__MEM_PARAM;
+    if (nn__op(n->op)->flags & NN__OPF_CONST) return NN__MEM_OTHER;
+    if (id < g->n_forward || n->recompute_of > 0) return NN__MEM_ACT;
+    if (is_pgrad[id] || id < g->mem_backward_end) return NN__MEM_GRAD;
+    return NN__MEM_OTHER;
+}
+
+/* Bytes of node n's persistent state buffers (n->aux: an update op's optimizer state, each
+   of its parameter's size): what nn__allocate (src/engine/compile.c) allocates for each
+   and what nn_graph_memory reports as optimizer state, from this one place. */
+static size_t nn__aux_bytes(const nn_graph *g, const nn__node *n) { return (size_t)g->nodes[n->in[0]].numel * 4; }
+
+static int64_t *nn__mem_field(nn_memory_report *r, int kind) {
+    switch (kind) {
+    case NN__MEM_PARAM: return &r->parameters;
+    case NN__MEM_GRAD: return &r->gradients;
+    case NN__MEM_OPT: return &r->optimizer_state;
+    case NN__MEM_ACT: return &r->activations;
+    case NN__MEM_WORK: return &r->workspace;
+    case NN__MEM_BUF: return &r->buffers;
+    case NN__MEM_INPUT: return &r->inputs;
+    default: return &r->other;
+    }
+}
+
+/* The report of g's plan (made: g->mem_planned). Persistent storage (parameters, buffers,
+   inputs, outputs, kept gradients, accumulators, optimizer state, constants) counts
+   whole; the arena's tensors and scratch count as they are live at the schedule position
+   where the arena's live bytes peak (ties: the first). */
+static nn_result nn__memory_report(nn_graph *g, nn_memory_report *r) {
+    int64_t *d, best = -1, persistent = 4; /* the constant 1.0 kernels take for absent operands */
+    unsigned char *is_pgrad;
+    int i, k, p, best_p = 0;
+    memset(r, 0, sizeof *r);
+    d = (int64_t *)nn__calloc(((size_t)g->n_sched + 1) * NN__MEM_KINDS, sizeof *d);
+    is_pgrad = (unsigned char *)nn__calloc((size_t)g->n_nodes + 1, 1);
+    if (!d || !is_pgrad) {
+        NN_FREE(d);
+        NN_FREE(is_pgrad);
+        return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_memory: out of memory");
+    }
+    for (i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].op == NN__OP_PARAM && g->nodes[i].grad > 0) is_pgrad[g->nodes[i].grad] = 1;
+    for (i = 0; i < g->n_nodes; i++) {
+        const nn__node *n = &g->nodes[i];
+        int kind;
+        int64_t bytes = n->numel * 4;
+        if (!n->live) continue;
+        kind = nn__mem_kind(g, i, is_pgrad);
+        if (n->storage == NN__ST_PARAM) bytes = g->params->p[n->param].numel * 4;
+        if (n->storage == NN__ST_PARAM || n->storage == NN__ST_OWN) {
+            *nn__mem_field(r, kind) += bytes;
+            persistent += bytes;
+        } else if (n->storage == NN__ST_ARENA && bytes > 0 && n->first >= 0) {
+            d[(size_t)n->first * NN__MEM_KINDS + (size_t)kind] += bytes;
+            d[(size_t)(n->last + 1) * NN__MEM_KINDS + (size_t)kind] -= bytes;
+        }
+        if (n->scratch > 0 && n->first >= 0) {
+            d[(size_t)n->first * NN__MEM_KINDS + NN__MEM_WORK] += n->scratch * 4;
+            d[(size_t)(n->first + 1) * NN__MEM_KINDS + NN__MEM_WORK] -= n->scratch * 4;
+        }
+        if (n->n_aux > 0) {
+            r->optimizer_state += (int64_t)n->n_aux * (int64_t)nn__aux_bytes(g, n);
+            persistent += (int64_t)n->n_aux * (int64_t)nn__aux_bytes(g, n);
+        }
+        if (n->check && n->first >= 0) { /* its counter */
+            r->other += 4;
+            persistent += 4;
+        }
+    }
+    r->other += 4;
+    for (p = 0; p < g->n_sched; p++) { /* running sums: d[p] becomes the bytes live at p */
+        int64_t total = 0;
+        for (k = 0; k < NN__MEM_KINDS; k++) {
+            if (p > 0) d[(size_t)p * NN__MEM_KINDS + (size_t)k] += d[(size_t)(p - 1) * NN__MEM_KINDS + (size_t)k];
+            total += d[(size_t)p * NN__MEM_KINDS + (size_t)k];
+        }
+        if (total > best) {
+            best = total;
+            best_p = p;
+        }
+    }
+    if (g->n_sched > 0) {
+        for (k = 0; k < NN__MEM_KINDS; k++) *nn__mem_field(r, k) += d[(size_t)best_p * NN__MEM_KINDS + (size_t)k];
+        r->peak_op = nn__op(g->nodes[g->sched[best_p]].op)->name;
+        r->peak_position = best_p;
+    }
+    r->arena = (int64_t)g->arena_bytes;
+    r->arena_buffers = g->arena_bytes == 0 ? 0 : g->arena_chunk == 0 ? 1 : (int)((g->arena_bytes + g->arena_chunk - 1) / g->arena_chunk);
+    r->peak = persistent + (best < 0 ? 0 : best);
+    r->persistent = persistent;
+    r->allocated = persistent + r->arena;
+    NN_FREE(d);
+    NN_FREE(is_pgrad);
+    return NN_OK;
+}
+
+NN_API nn_result nn_graph_memory(nn_graph *g, nn_memory_report *out) {
+    if (!out) return g ? nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_memory: out is NULL") : NN_ERR_INVALID_ARGUMENT;
+    memset(out, 0, sizeof *out);
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (!g->mem_planned)
+        return nn__fail(g->ctx, NN_ERR_STATE, "nn_graph_memory: the graph has no memory plan yet: nn_graph_compile makes it");
+    return nn__memory_report(g, out);
+}
+
+/* ---- the compile's memory_limit ---- */
+
+/* One tensor of the plan, for the message: its node and kind, bytes, and whether it is a
+   node's scratch or a parameter's optimizer state. */
+typedef struct nn__mem_top { int id, kind; int64_t bytes; } nn__mem_top;
+
+static void nn__mem_top_add(nn__mem_top *top, int n_top, int id, int kind, int64_t bytes) {
+    int i, j;
+    for (i = 0; i < n_top && top[i].bytes >= bytes; i++) {}
+    if (i == n_top) return;
+    for (j = n_top - 1; j > i; j--) top[j] = top[j - 1];
+    top[i].id = id;
+    top[i].kind = kind;
+    top[i].bytes = bytes;
+}
+
+/* NN_ERR_OUT_OF_MEMORY when the plan's allocation exceeds d->memory_limit (called after
+   the plan, before anything is allocated): the message names the total, the limit, the
+   kinds and the largest tensors (op, name, shape, bytes, kind). */
+static nn_result nn__memory_check_limit(nn_graph *g, int64_t limit) {
+    nn_memory_report r;
+    nn__mem_top top[4];
+    unsigned char *is_pgrad;
+    char msg[1400], s[128];
+    size_t used;
+    int i, k, n_top = 4;
+    nn_result res;
+    if (limit <= 0) return NN_OK;
+    res = nn__memory_report(g, &r);
+    if (res != NN_OK) return res;
+    if (r.allocated <= limit) return NN_OK;
+    is_pgrad = (unsigned char *)nn__calloc((size_t)g->n_nodes + 1, 1);
+    if (!is_pgrad) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
+    for (i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].op == NN__OP_PARAM && g->nodes[i].grad > 0) is_pgrad[g->nodes[i].grad] = 1;
+    memset(top, 0, sizeof top);
+    for (i = 0; i < n_top; i++) top[i].bytes = -1;
+    for (i = 0; i < g->n_nodes; i++) {
+        const nn__node *n = &g->nodes[i];
+        if (!n->live || n->storage == NN__ST_VIEW) continue;
+        if (n->numel > 0) nn__mem_top_add(top, n_top, i, nn__mem_kind(g, i, is_pgrad), n->numel * 4);
+        if (n->scratch > 0) nn__mem_top_add(top, n_top, i, NN__MEM_WORK, n->scratch * 4);
+        if (n->n_aux > 0) nn__mem_top_add(top, n_top, n->in[0], NN__MEM_OPT, (int64_t)n->n_aux * (int64_t)nn__aux_bytes(g, n));
+    }
+    NN_FREE(is_pgrad);
+    used = (size_t)snprintf(msg, sizeof msg,
+                            "nn_graph_compile: the memory plan needs %lld bytes, over memory_limit %lld (", (long long)r.allocated,
+                            (long long)limit);
+    for (k = 0; k < NN__MEM_KINDS && used < sizeof msg; k++)
+        used += (size_t)snprintf(msg + used, sizeof msg - used, "%s%s %lld", k ? ", " : "", nn__mem_kind_name[k],
+                                 (long long)*nn__mem_field(&r, k));
+    if (used < sizeof msg)
+        used += (size_t)snprintf(msg + used, sizeof msg - used, " at the peak; arena %lld); the largest tensors:",
+                                 (long long)r.arena);
+    for (i = 0; i < n_top && top[i].bytes >= 0 && used < sizeof msg; i++) {
+        const nn__node *n = &g->nodes[top[i].id];
+        nn__shape_str(&n->shape, s, sizeof s);
+        used += (size_t)snprintf(msg + used, sizeof msg - used, "%s %s%s%s %s %lld bytes (%s)", i ? "," : "",
+                                 nn__op(n->op)->name, n->name ? " " : "", n->name ? n->name : "", s, (long long)top[i].bytes,
+                                 nn__mem_kind_name[top[i].kind]);
+    }
+    return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "%s", msg);
+}
+
+/* ---- parameters, in insertion order ---- */
+
+NN_API nn_result nn_graph_param_count(nn_graph *g, int *count) {
+    int i, n = 0;
+    if (!count) return g ? nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_param_count: count is NULL") : NN_ERR_INVALID_ARGUMENT;
+    *count = 0;
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    for (i = 1; i < g->n_nodes; i++)
+        if (g->nodes[i].op == NN__OP_PARAM) n++;
+    *count = n;
+    return NN_OK;
+}
+
+NN_API nn_result nn_graph_param_at(nn_graph *g, int index, nn_param_info *out) {
+    int i, n = 0;
+    if (!out) return g ? nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_param_at: out is NULL") : NN_ERR_INVALID_ARGUMENT;
+    memset(out, 0, sizeof *out);
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    for (i = 1; i < g->n_nodes; i++) {
+        const nn__node *nd = &g->nodes[i];
+        if (nd->op != NN__OP_PARAM) continue;
+        if (n++ == index) {
+            out->name = g->params->p[nd->param].name;
+            out->tensor = nn__tensor_of(g, i);
+            out->shape = nd->shape;
+            out->numel = nd->numel;
+            out->buffer = g->params->p[nd->param].buffer;
+            return NN_OK;
+        }
+    }
+    return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_param_at: index %d is out of range (the graph has %d parameters and buffers)",
+                    index, n);
+}
+
+/* ---- the summary ---- */
+
+/* Where a summary goes: a FILE, or a buffer of cap bytes (len counts what did not fit too). */
+typedef struct nn__sum_out { FILE *f; char *buf; size_t cap, len; } nn__sum_out;
+
+static void nn__sum_printf(nn__sum_out *o, const char *fmt, ...) {
+    char line[512];
+    va_list ap;
+    int n;
+    va_start(ap, fmt);
+    n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    if ((size_t)n >= sizeof line) n = (int)sizeof line - 1;
+    if (o->f) fputs(line, o->f);
+    else if (o->buf && o->len < o->cap) {
+        size_t room = o->cap - o->len;
+        memcpy(o->buf + o->len, line, (size_t)n < room ? (size_t)n : room);
+    }
+    o->len += (size_t)n;
+}
+
+/* The rows: the forward's nodes (every node before compile) but the parameters, each with
+   its op, name, output shape and the parameters it reads; then the parameters and buffers
+   with their shapes and counts, and the totals; then, once compiled, the plan's bytes. */
+static nn_result nn__summary(nn_graph *g, nn__sum_out *o) {
+    int i, k, n_end = g->compiled && g->n_forward > 0 ? g->n_forward : g->n_nodes, n_param = 0, n_buf = 0;
+    int64_t param_values = 0, buf_values = 0;
+    char s[128];
+    nn__sum_printf(o, "graph: %d nodes (%d built), %s on %s\n", g->n_nodes - 1, n_end - 1,
+                   g->compiled ? (g->status == NN_OK ? "compiled" : "compile failed") : "not compiled", g->ctx->backend_name);
+    nn__sum_printf(o, "  %-4s %-22s %-18s %-20s %s\n", "#", "op", "name", "output", "parameters");
+    for (i = 1; i < n_end; i++) {
+        const nn__node *n = &g->nodes[i];
+        int col = 0;
+        if (n->op == NN__OP_PARAM) continue;
+        nn__shape_str(&n->shape, s, sizeof s);
+        nn__sum_printf(o, "  %-4d %-22s %-18s %-20s", i, nn__op(n->op)->name, n->name ? n->name : "", s);
+        for (k = 0; k < n->n_in; k++) {
+            const nn__node *p = &g->nodes[n->in[k]];
+            if (p->op != NN__OP_PARAM) continue;
+            nn__sum_printf(o, "%s%s", col++ ? ", " : " ", p->name ? p->name : "?");
+        }
+        nn__sum_printf(o, "\n");
+    }
+    nn__sum_printf(o, "parameters and buffers, in insertion order:\n");
+    nn__sum_printf(o, "  %-32s %-20s %12s\n", "name", "shape", "count");
+    for (i = 1; i < g->n_nodes; i++) {
+        const nn__node *n = &g->nodes[i];
+        int buffer;
+        if (n->op != NN__OP_PARAM) continue;
+        buffer = g->params->p[n->param].buffer;
+        nn__shape_str(&n->shape, s, sizeof s);
+        nn__sum_printf(o, "  %-32s %-20s %12lld%s\n", n->name ? n->name : "?", s, (long long)n->numel, buffer ? " (buffer)" : "");
+        if (buffer) {
+            n_buf++;
+            buf_values += n->numel;
+        } else {
+            n_param++;
+            param_values += n->numel;
+        }
+    }
+    nn__sum_printf(o, "total: %lld parameters in %d tensors (%lld bytes); %lld buffer values in %d tensors\n",
+                   (long long)param_values, n_param, (long long)param_values * 4, (long long)buf_values, n_buf);
+    if (g->mem_planned) {
+        nn_memory_report r;
+        nn_result res = nn__memory_report(g, &r);
+        if (res != NN_OK) return res;
+        nn__sum_printf(o, "memory plan, bytes at the peak (during %s, step position %d):\n", r.peak_op ? r.peak_op : "-",
+                       r.peak_position);
+        for (k = 0; k < NN__MEM_KINDS; k++)
+            nn__sum_printf(o, "  %-16s %14lld\n", nn__mem_kind_name[k], (long long)*nn__mem_field(&r, k));
+        nn__sum_printf(o, "  %-16s %14lld\n", "peak", (long long)r.peak);
+        nn__sum_printf(o, "  %-16s %14lld (in %d buffer%s)\n", "arena", (long long)r.arena, r.arena_buffers,
+                       r.arena_buffers == 1 ? "" : "s");
+        nn__sum_printf(o, "  %-16s %14lld\n", "allocated", (long long)r.allocated);
+    }
+    return NN_OK;
+}
+
+NN_API nn_result nn_graph_summary(nn_graph *g, FILE *f) {
+    nn__sum_out o;
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (!f) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_summary: the FILE is NULL");
+    memset(&o, 0, sizeof o);
+    o.f = f;
+    return nn__summary(g, &o);
+}
+
+NN_API nn_result nn_graph_summary_string(nn_graph *g, char *buf, size_t cap, size_t *len) {
+    nn__sum_out o;
+    nn_result r;
+    if (len) *len = 0;
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (!buf && cap > 0) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_summary_string: buf is NULL with cap %llu", (unsigned long long)cap);
+    memset(&o, 0, sizeof o);
+    o.buf = buf;
+    o.cap = cap;
+    r = nn__summary(g, &o);
+    if (cap > 0) buf[o.len < cap ? o.len : cap - 1] = '\0';
+    if (len) *len = o.len;
+    return r;
+}
+
+/* ======================================================================
+   src/engine/checkpoint.c
+   ====================================================================== */
+/* Activation recompute (torch.utils.checkpoint): the ops built between nn_checkpoint_begin
+   and nn_checkpoint_end form a segment (node.ckpt, numbered from 1). After autograd,
+   nn__checkpoint_apply gives every backward node that reads a segment's output a copy of
+   that node instead (node.recompute_of: the original), computed from the segment's own
+   inputs again, copies of its other nodes as needed and the originals of what lies
+   outside the segment (its checkpointed inputs). The originals then die with the forward
+   pass; the copies are scheduled just before their first reader in the backward pass
+   (nn__sched_recompute in src/engine/compile.c), so a segment's activations live in the
+   arena only while its backward runs. A copy is the same op on the same inputs, its
+   random key included (a.random.key), so it gives the same bits. */
+
+static nn_result nn__ckpt_refuse(nn_graph *g, nn_result code, const char *fmt, const char *fn) {
+    char msg[256];
+    snprintf(msg, sizeof msg, fmt, fn);
+    nn__op_fail(g, code, "%s", msg);
+    return code;
+}
+
+NN_API nn_result nn_checkpoint_begin(nn_graph *g) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (g->compiled) return nn__ckpt_refuse(g, NN_ERR_STATE, "%s: the graph is already compiled", "nn_checkpoint_begin");
+    if (g->ckpt_open)
+        return nn__ckpt_refuse(g, NN_ERR_STATE, "%s: a segment is open already (segments do not nest): nn_checkpoint_end it first",
+                               "nn_checkpoint_begin");
+    g->ckpt_open = ++g->n_ckpt;
+    return NN_OK;
+}
+
+NN_API nn_result nn_checkpoint_end(nn_graph *g) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (g->compiled) return nn__ckpt_refuse(g, NN_ERR_STATE, "%s: the graph is already compiled", "nn_checkpoint_end");
+    if (!g->ckpt_open) return nn__ckpt_refuse(g, NN_ERR_STATE, "%s: no segment is open (nn_checkpoint_begin)", "nn_checkpoint_end");
+    g->ckpt_open = 0;
+    return NN_OK;
+}
+
+/* May node i's backward readers take a copy? A node of a segment computed by an op (not a
+   leaf, constant or accumulator), not kept for the program to read. */
+static int nn__ckpt_droppable(const nn_graph *g, int i) {
+    const nn__node *n = &g->nodes[i];
+    unsigned flags = nn__op(n->op)->flags;
+    return n->ckpt > 0 && !n->is_output && n->numel > 0 && !(flags & (NN__OPF_LEAF | NN__OPF_CONST | NN__OPF_WRITABLE));
+}
+
+/* After autograd (the backward's nodes are ids n_user..g->n_nodes - 1): the copies, and
+   the backward's inputs pointed at them. */
+static nn_result nn__checkpoint_apply(nn_graph *g, int n_user) {
+    int *copy, i, k, n_bwd = g->n_nodes;
+    unsigned char *need;
+    if (g->n_ckpt == 0 || g->status != NN_OK) return g->status;
+    need = (unsigned char *)nn__calloc((size_t)n_user + 1, 1);
+    copy = (int *)nn__calloc((size_t)n_user + 1, sizeof *copy);
+    if (!need || !copy) {
+        NN_FREE(need);
+        NN_FREE(copy);
+        nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
+        return g->status;
+    }
+    for (i = n_user; i < n_bwd; i++) /* what the backward reads of the segments */
+        for (k = 0; k < g->nodes[i].n_in; k++) {
+            int s = g->nodes[i].in[k];
+            if (s < n_user && nn__ckpt_droppable(g, s)) need[s] = 1;
+        }
+    for (i = n_user - 1; i >= 0; i--) /* and what that needs of its own segment, computed again */
+        if (need[i])
+            for (k = 0; k < g->nodes[i].n_in; k++) {
+                int s = g->nodes[i].in[k];
+                if (g->nodes[s].ckpt == g->nodes[i].ckpt && nn__ckpt_droppable(g, s)) need[s] = 1;
+            }
+    for (i = 0; i < n_user && g->status == NN_OK; i++) { /* the copies, in id order: inputs first */
+        nn__node c;
+        int id;
+        if (!need[i]) continue;
+        c = g->nodes[i];
+        for (k = 0; k < c.n_in; k++)
+            if (need[c.in[k]] && g->nodes[c.in[k]].ckpt == c.ckpt) c.in[k] = copy[c.in[k]];
+        id = nn__new_node(g, c.op, c.dtype, c.shape, c.in, c.n_in);
+        if (id < 0) break;
+        g->nodes[id].a = c.a;
+        g->nodes[id].recompute_of = i;
+        copy[i] = id;
+    }
+    for (i = n_user; i < n_bwd && g->status == NN_OK; i++)
+        for (k = 0; k < g->nodes[i].n_in; k++) {
+            int s = g->nodes[i].in[k];
+            if (s < n_user && need[s]) g->nodes[i].in[k] = copy[s];
+        }
+    NN_FREE(need);
+    NN_FREE(copy);
+    return g->status;
+}
+
+/* ======================================================================
    src/engine/compile.c
    ====================================================================== */
 /* Compiling and running a graph: autograd and the optimizer's ops added, the schedule,
@@ -23371,11 +23912,15 @@ static int nn__heap_pop(int *h, int *n, const nn__item *it) {
    its whole lifetime (first fit). Items whose last use is before the next item's first
    give their space back; the free space is a short list of gaps, so a graph of n nodes
    plans in about n log n unless its free space is very fragmented. An item takes the
-   device's guard bytes after its end too (none unless NN_CL_GUARDS). */
-static nn_result nn__plan_memory(nn_graph *g, size_t align) {
+   device's guard bytes after its end too (none unless NN_CL_GUARDS). chunk > 0: the arena
+   will be buffers of chunk bytes (the device's largest allocation), so no item may cross
+   a multiple of chunk: one that would starts at the next multiple instead, if its gap
+   still holds it. */
+static nn_result nn__plan_memory(nn_graph *g, size_t align, size_t chunk) {
     nn__item *it = (nn__item *)nn__calloc((size_t)g->n_sched * 2 + 1, sizeof *it);
     int *heap = (int *)nn__calloc((size_t)g->n_sched * 2 + 1, sizeof *heap);
     nn__gaps free_space;
+    const nn__item *too_big = NULL; /* an item larger than a chunk: refused */
     int n = 0, n_heap = 0, i, ok;
     size_t top = 0, guard = g->ctx->dev.guard; /* each item's guard bytes after its end are its own */
     memset(&free_space, 0, sizeof free_space);
@@ -23402,10 +23947,25 @@ static nn_result nn__plan_memory(nn_graph *g, size_t align) {
             nn__item *b = &it[nn__heap_pop(heap, &n_heap, it)];
             ok = nn__gaps_free(&free_space, b->offset, b->bytes);
         }
-        for (k = 0; ok && free_space.len[k] < a->bytes; k++) {} /* the last gap is unbounded */
         if (!ok) break;
-        a->offset = free_space.off[k];
-        if (free_space.len[k] == (size_t)-1 || free_space.len[k] > a->bytes) {
+        if (chunk && a->bytes > chunk) {
+            too_big = a;
+            break;
+        }
+        for (k = 0;; k++) { /* the first gap that holds it (the last gap is unbounded) */
+            size_t o = free_space.off[k];
+            if (chunk && o / chunk != (o + a->bytes - 1) / chunk) o = (o / chunk + 1) * chunk;
+            if (free_space.len[k] == (size_t)-1 || o + a->bytes <= free_space.off[k] + free_space.len[k]) {
+                a->offset = o;
+                break;
+            }
+        }
+        if (a->offset > free_space.off[k]) { /* moved to a chunk's start: the gap keeps what lies before it */
+            size_t len = free_space.len[k], end = a->offset + a->bytes;
+            free_space.len[k] = a->offset - free_space.off[k];
+            if (len == (size_t)-1) ok = nn__gaps_insert(&free_space, k + 1, end, (size_t)-1);
+            else if (free_space.off[k] + len > end) ok = nn__gaps_insert(&free_space, k + 1, end, free_space.off[k] + len - end);
+        } else if (free_space.len[k] == (size_t)-1 || free_space.len[k] > a->bytes) {
             free_space.off[k] += a->bytes;
             if (free_space.len[k] != (size_t)-1) free_space.len[k] -= a->bytes;
         } else {
@@ -23417,12 +23977,28 @@ static nn_result nn__plan_memory(nn_graph *g, size_t align) {
         if (a->offset + a->bytes > top) top = a->offset + a->bytes;
     }
     g->arena_bytes = top;
+    if (too_big) {
+        char s[128];
+        const nn__node *nd = &g->nodes[too_big->id];
+        nn__shape_str(&nd->shape, s, sizeof s);
+        nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY,
+                 "nn_graph_compile: the %s of %s %s (%llu bytes) exceeds the device's largest allocation (%llu bytes)",
+                 too_big->scratch ? "workspace" : "output", nn__op(nd->op)->name, s, (unsigned long long)too_big->bytes,
+                 (unsigned long long)chunk);
+    }
     NN_FREE(it);
     NN_FREE(heap);
     NN_FREE(free_space.off);
     NN_FREE(free_space.len);
     if (!ok) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
-    return NN_OK;
+    return too_big ? NN_ERR_OUT_OF_MEMORY : NN_OK;
+}
+
+/* A view of bytes at offset of the arena: of its one buffer, or of the part holding it (an
+   item never crosses a part's end: nn__plan_memory). */
+static nn_result nn__arena_view(nn_graph *g, size_t offset, size_t bytes, nn__buf *out, const char *what) {
+    if (!g->arena_chunk) return g->ctx->backend->view(g->ctx, &g->arena, offset, bytes, out, what);
+    return g->ctx->backend->view(g->ctx, &g->arena_parts[offset / g->arena_chunk], offset % g->arena_chunk, bytes, out, what);
 }
 
 static nn_result nn__allocate(nn_graph *g) {
@@ -23430,8 +24006,19 @@ static nn_result nn__allocate(nn_graph *g) {
     nn_result r = NN_OK;
     int i, k;
     char what[300];
-    if (g->arena_bytes) {
+    if (g->arena_bytes && !g->arena_chunk) {
         r = nn__buf_alloc(ctx, &g->arena, g->arena_bytes, 0, "the activation arena");
+        if (r != NN_OK) return r;
+    } else if (g->arena_bytes) { /* buffers of arena_chunk bytes, the last one shorter */
+        int n = (int)((g->arena_bytes + g->arena_chunk - 1) / g->arena_chunk);
+        g->arena_parts = (nn__buf *)nn__calloc((size_t)n, sizeof *g->arena_parts);
+        if (!g->arena_parts) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
+        g->n_arena_parts = n;
+        for (i = 0; i < n && r == NN_OK; i++) {
+            size_t at = (size_t)i * g->arena_chunk, bytes = g->arena_bytes - at < g->arena_chunk ? g->arena_bytes - at : g->arena_chunk;
+            snprintf(what, sizeof what, "the activation arena (buffer %d of %d)", i + 1, n);
+            r = nn__buf_alloc(ctx, &g->arena_parts[i], bytes, 0, what);
+        }
         if (r != NN_OK) return r;
     }
     for (i = 0; i < g->n_nodes && r == NN_OK; i++) {
@@ -23455,13 +24042,13 @@ static nn_result nn__allocate(nn_graph *g) {
             r = nn__buf_alloc(ctx, &n->buf, (size_t)n->numel * 4, n->op != NN__OP_INPUT, what);
         } else if (n->storage == NN__ST_VIEW) { /* the storage of view_of (a lower id: allocated already) */
             const nn__node *v = &g->nodes[n->view_of];
-            if (v->storage == NN__ST_ARENA) r = ctx->backend->view(ctx, &g->arena, v->offset, (size_t)n->numel * 4, &n->buf, what);
+            if (v->storage == NN__ST_ARENA) r = nn__arena_view(g, v->offset, (size_t)n->numel * 4, &n->buf, what);
             else r = ctx->backend->view(ctx, &v->buf, 0, (size_t)n->numel * 4, &n->buf, what);
         } else if (n->numel > 0) {
-            r = ctx->backend->view(ctx, &g->arena, n->offset, (size_t)n->numel * 4, &n->buf, what);
+            r = nn__arena_view(g, n->offset, (size_t)n->numel * 4, &n->buf, what);
         }
-        if (n->scratch > 0 && r == NN_OK) r = ctx->backend->view(ctx, &g->arena, n->scratch_offset, (size_t)n->scratch * 4, &n->scratch_buf, what);
-        for (k = 0; k < n->n_aux && r == NN_OK; k++) r = nn__buf_alloc(ctx, &n->aux[k], (size_t)g->nodes[n->in[0]].numel * 4, 1, what);
+        if (n->scratch > 0 && r == NN_OK) r = nn__arena_view(g, n->scratch_offset, (size_t)n->scratch * 4, &n->scratch_buf, what);
+        for (k = 0; k < n->n_aux && r == NN_OK; k++) r = nn__buf_alloc(ctx, &n->aux[k], nn__aux_bytes(g, n), 1, what);
     }
     return r;
 }
@@ -23623,6 +24210,24 @@ static nn_result nn__record_launches(nn_graph *g) {
     return r;
 }
 
+/* Appends node i to the schedule (its first and last use, its inputs' last), after the
+   recomputed copies it reads that are not scheduled yet, each after its own. */
+static void nn__sched_node(nn_graph *g, int i) {
+    nn__node *n = &g->nodes[i];
+    int k;
+    for (k = 0; k < n->n_in; k++) {
+        const nn__node *in = &g->nodes[n->in[k]];
+        if (in->recompute_of > 0 && in->first < 0) nn__sched_node(g, n->in[k]);
+    }
+    n = &g->nodes[i];
+    n->first = n->last = g->n_sched;
+    for (k = 0; k < n->n_in; k++) {
+        nn__node *in = &g->nodes[n->in[k]];
+        if (in->last < g->n_sched) in->last = g->n_sched;
+    }
+    g->sched[g->n_sched++] = i;
+}
+
 static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     nn_compile_desc d;
     nn_result r;
@@ -23642,6 +24247,13 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     if (r != NN_OK) return r;
 #endif
     n_user = g->n_forward = g->n_nodes;
+    g->mem_backward_end = g->n_nodes;
+    if (g->ckpt_open)
+        return nn__fail(g->ctx, NN_ERR_STATE, "nn_graph_compile: recompute segment %d was begun (nn_checkpoint_begin) and not ended "
+                        "(nn_checkpoint_end)", g->ckpt_open);
+    if (d.memory_limit < 0)
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: memory_limit %lld is negative (0: no limit)",
+                        (long long)d.memory_limit);
     if (d.loss.id != 0) {
         nn__node *L;
         if (!nn__is_tensor(g, d.loss))
@@ -23658,6 +24270,8 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
         g->loss = d.loss.id;
         L->is_output = 1;
         nn__autograd(g, g->loss, n_user);
+        g->mem_backward_end = g->n_nodes;
+        nn__checkpoint_apply(g, n_user); /* the backward reads recomputed copies of the segments */
         for (i = 0; i < n_user; i++) {
             nn__node *n = &g->nodes[i];
             int keep = (n->op == NN__OP_INPUT && n->requires_grad) ||
@@ -23671,12 +24285,14 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
 
     /* liveness: everything a root depends on; roots are outputs (loss, accumulators,
        kept gradients, updates) */
-    for (i = g->n_nodes - 1; i >= 0; i--) {
-        nn__node *n = &g->nodes[i];
-        if (n->is_output) n->live = 1;
-        if (n->live)
-            for (k = 0; k < n->n_in; k++) g->nodes[n->in[k]].live = 1;
-    }
+    for (k = 0; k < (g->n_ckpt ? 2 : 1); k++) /* twice with recompute: copies have higher ids than their readers */
+        for (i = g->n_nodes - 1; i >= 0; i--) {
+            nn__node *n = &g->nodes[i];
+            int j;
+            if (n->is_output) n->live = 1;
+            if (n->live)
+                for (j = 0; j < n->n_in; j++) g->nodes[n->in[j]].live = 1;
+        }
     g->sched = (int *)nn__calloc((size_t)g->n_nodes + 1, sizeof(int));
     if (!g->sched) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
     g->n_sched = g->n_sched_forward = 0;
@@ -23686,13 +24302,13 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
         n->first = n->last = -1;
         if (n->op == NN__OP_INPUT || (flags & NN__OPF_CONST)) n->storage = NN__ST_OWN;
         else if (n->op != NN__OP_PARAM) n->storage = (n->is_output && n->numel > 0) ? NN__ST_OWN : NN__ST_ARENA;
-        if (!n->live || n->op == NN__OP_INPUT || n->op == NN__OP_PARAM || (flags & NN__OPF_CONST)) continue;
-        n->first = n->last = g->n_sched;
-        for (k = 0; k < n->n_in; k++) {
-            nn__node *in = &g->nodes[n->in[k]];
-            if (in->last < g->n_sched) in->last = g->n_sched;
-        }
-        g->sched[g->n_sched++] = i;
+    }
+    for (i = 0; i < g->n_nodes; i++) { /* in id order, but a recomputed copy just before its first reader */
+        nn__node *n = &g->nodes[i];
+        unsigned flags = nn__op(n->op)->flags;
+        if (!n->live || n->op == NN__OP_INPUT || n->op == NN__OP_PARAM || (flags & NN__OPF_CONST) || n->recompute_of > 0)
+            continue;
+        nn__sched_node(g, i);
         if (i < n_user) g->n_sched_forward = g->n_sched;
     }
     nn__plan_views(g);
@@ -23706,7 +24322,17 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
         nn__node *n = &g->nodes[g->sched[i]];
         if (nn__op(n->op)->plan) nn__op(n->op)->plan(g, n);
     }
-    r = nn__plan_memory(g, g->ctx->dev.align);
+    r = nn__plan_memory(g, g->ctx->dev.align, 0);
+    if (r == NN_OK && g->ctx->dev.max_alloc > 0 && g->arena_bytes > g->ctx->dev.max_alloc) {
+        /* more than one buffer may hold: planned again in parts of the largest allocation */
+        g->arena_chunk = (size_t)g->ctx->dev.max_alloc / g->ctx->dev.align * g->ctx->dev.align;
+        r = nn__plan_memory(g, g->ctx->dev.align, g->arena_chunk);
+        if (r == NN_OK)
+            nn__log(g->ctx, NN_LOG_DEBUG, "the arena of %llu bytes is split in buffers of %llu (the device's largest allocation)",
+                    (unsigned long long)g->arena_bytes, (unsigned long long)g->arena_chunk);
+    }
+    if (r == NN_OK) g->mem_planned = 1;
+    if (r == NN_OK) r = nn__memory_check_limit(g, d.memory_limit);
     if (r == NN_OK) r = nn__allocate(g);
     if (r == NN_OK) r = nn__compute_constants(g);
     if (r == NN_OK) r = nn__buf_alloc(g->ctx, &g->one, 4, 0, "a constant");
