@@ -418,6 +418,29 @@ __attribute__((target("avx2,fma"))) static void
 nn__gemm_pack_a_avx2(int transA, const float *A, int lda, int i0, int mc, int p0, int kc, int mr,
                      float *dst) {
     int ir, k;
+    if (transA && (mr == 12 || mr == 6)) {
+        /* A [K,M]: a panel's mr values for one k are contiguous: 8 + 4 (or 4 + 2) moves */
+        for (ir = 0; ir + mr <= mc; ir += mr) {
+            const float *src = A + (size_t)p0 * lda + i0 + ir;
+            float *d = dst;
+            if (mr == 12)
+                for (k = 0; k < kc; k++, d += 12) {
+                    const float *q = src + (size_t)k * lda;
+                    _mm256_storeu_ps(d, _mm256_loadu_ps(q));
+                    _mm_storeu_ps(d + 8, _mm_loadu_ps(q + 8));
+                }
+            else
+                for (k = 0; k < kc; k++, d += 6) {
+                    const float *q = src + (size_t)k * lda;
+                    _mm_storeu_ps(d, _mm_loadu_ps(q));
+                    d[4] = q[4];
+                    d[5] = q[5];
+                }
+            dst += (size_t)mr * kc;
+        }
+        if (ir < mc) nn__gemm_pack_a(transA, A, lda, i0 + ir, mc - ir, p0, kc, mr, dst);
+        return;
+    }
     if (!transA && mr == 12) {
         /* the AVX-512 kernel's panels (12 rows): rows 0..7 and 8..11 (4 zero rows) in two
            8 x 8 transposes per 8 k */
