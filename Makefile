@@ -90,24 +90,34 @@ check-warnings: nn.h
 	  echo "ok: $$cc -x $$lang $$st after <CL/cl.h>"; done; done; done; \
 	else echo "check-warnings: no <CL/cl.h> here: the check with it included first is skipped"; fi
 
+# The implementation compiled once (tools/nn_impl.c), and the examples linked against it:
+# each example defines NN_IMPLEMENTATION (so that it also builds alone, as README shows),
+# and -DNN_IMPLEMENTATION_DONE makes that define include the declarations only. The test
+# binary's implementation is tests/coverage.c's (it reads the library's internals).
+IMPL_OBJ = build/nn_impl.o
+EXAMPLE_CFLAGS = $(CFLAGS) -I. -DNN_IMPLEMENTATION_DONE
+$(IMPL_OBJ): tools/nn_impl.c nn.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(WARN) -I. -c -o $@ tools/nn_impl.c
+
 EXAMPLES = examples/xor examples/fashion_mnist_mlp examples/fashion_mnist_cnn examples/fashion_mnist_vae \
            examples/char_lstm examples/tiny_gpt
 examples: $(EXAMPLES)
-examples/xor: examples/xor.c nn.h
-	$(CC) $(CFLAGS) -I. -o $@ $< $(LIBS)
-examples/char_lstm: examples/char_lstm.c examples/text_corpus.h nn.h
-	$(CC) $(CFLAGS) -I. -o $@ $< $(LIBS)
-examples/tiny_gpt: examples/tiny_gpt.c examples/text_corpus.h nn.h
-	$(CC) $(CFLAGS) -I. -o $@ $< $(LIBS)
+examples/xor: examples/xor.c $(IMPL_OBJ)
+	$(CC) $(EXAMPLE_CFLAGS) -o $@ $< $(IMPL_OBJ) $(LIBS)
+examples/char_lstm: examples/char_lstm.c examples/text_corpus.h $(IMPL_OBJ)
+	$(CC) $(EXAMPLE_CFLAGS) -o $@ $< $(IMPL_OBJ) $(LIBS)
+examples/tiny_gpt: examples/tiny_gpt.c examples/text_corpus.h $(IMPL_OBJ)
+	$(CC) $(EXAMPLE_CFLAGS) -o $@ $< $(IMPL_OBJ) $(LIBS)
 # zlib (zlib1g-dev) when its header and library are here: then the example reads the .gz
 # files as they are; without it, -DFMNIST_NO_ZLIB: plain IDX files only, which `make demo`
 # has tools/get_fashion_mnist.sh --gunzip write into $(DATA_DIR) with gzip -dc. A compile
 # test like dlopen's above, run only by the two rules below (a recursive variable).
 FMNIST_HAVE_ZLIB = $(shell printf '\043include <zlib.h>\nint main(void){return zlibVersion()==0;}\n' | \
                      $(CC) -x c - -o /dev/null -lz >/dev/null 2>&1 && echo 1)
-examples/fashion_mnist_mlp examples/fashion_mnist_cnn examples/fashion_mnist_vae: examples/%: examples/%.c examples/fashion_mnist.h nn.h
+examples/fashion_mnist_mlp examples/fashion_mnist_cnn examples/fashion_mnist_vae: examples/%: examples/%.c examples/fashion_mnist.h $(IMPL_OBJ)
 	$(if $(FMNIST_HAVE_ZLIB),,@echo "nn.h: no zlib headers/library found: the example reads uncompressed IDX files only (-DFMNIST_NO_ZLIB)")
-	$(CC) $(CFLAGS) $(if $(FMNIST_HAVE_ZLIB),,-DFMNIST_NO_ZLIB) -I. -o $@ $< $(if $(FMNIST_HAVE_ZLIB),-lz) $(LIBS)
+	$(CC) $(EXAMPLE_CFLAGS) $(if $(FMNIST_HAVE_ZLIB),,-DFMNIST_NO_ZLIB) -o $@ $< $(IMPL_OBJ) $(if $(FMNIST_HAVE_ZLIB),-lz) $(LIBS)
 
 # Trains the MLP on Fashion-MNIST, fetching the dataset into ./data if it is not here
 # (decompressed there when the example is built without zlib). When the script finds the
@@ -208,6 +218,7 @@ gpu-report: gpu-report-build
 
 clean:
 	rm -rf tests/oclgrind-out
+	rm -f $(IMPL_OBJ)
 	rm -f gen/amalg tests/nn_test tests/nn_test_asan tests/nn_test_tsan tests/interop_mlp $(EXAMPLES) bench/nn_bench bench/compile_scale bench/sgemm_clblast bench/segment_bench bench/segment_bench_base tests/interop_rnn bench/rnn_bench tests/interop_gpt bench/gpt_bench
 	rm -rf build/gpu-report build/gpu-report-out
 
@@ -352,5 +363,10 @@ dist-bench: bench/dist_bench
 dist-test: tests/dist_test $(EXAMPLES_MPI)
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 $(MPIRUN) $(MPIRUN_FLAGS) -np 2 ./tests/dist_test
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 $(MPIRUN) $(MPIRUN_FLAGS) -np 3 ./tests/dist_test
+	@# rank 1 exits mid-training (--enable-recovery keeps the others alive): both others must
+	@# fail their step naming it within the timeout
+	@out=$$(OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 120 $(MPIRUN) $(MPIRUN_FLAGS) --enable-recovery \
+	  --quiet -np 3 ./tests/dist_test exit 2>&1); echo "$$out" | grep -E 'rank exits|dist_test exit|FAIL'; \
+	  test "$$(echo "$$out" | grep -c 'passed, 0 failed')" = 2
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 EPOCHS=1 NN_DEVICE=cpu $(MPIRUN) $(MPIRUN_FLAGS) \
 	  -x EPOCHS -x NN_DEVICE -np 2 ./examples/fashion_mnist_mlp_mpi '$(if $(wildcard $(DATA_DIR)/train-images-idx3-ubyte*),$(DATA_DIR))' | grep RESULT

@@ -10,6 +10,12 @@ nn.h - train and run neural networks from C, on any OpenCL device or on the CPU.
 
     #define NN_IMPLEMENTATION   (in exactly one .c file, before the include)
 
+    Best in a file of its own (nn.c: those two lines), compiled only when nn.h changes; the
+    program's other files include nn.h alone and compile in hundredths of a second (README,
+    "Two files"). -DNN_IMPLEMENTATION_DONE makes a file that defines NN_IMPLEMENTATION
+    include only the declarations; -DNN_OPTIMIZE_ALL compiles all of the implementation at
+    the program's optimisation level (by default gcc compiles its run-once code at -Og).
+
     cc -O2 app.c -o app -lm -lpthread         (OpenCL devices and the CPU)
     (-ldl too with a glibc older than 2.34.) No OpenCL headers or -lOpenCL: nn.h declares
     the OpenCL calls it makes and loads the OpenCL library when a context is created, so
@@ -261,7 +267,10 @@ typedef struct nn_tensor { int32_t id; uint32_t graph; } nn_tensor;
    [1], not [] as PyTorch does: the one difference in shapes, and the same 4 bytes. */
 typedef struct nn_shape { int ndim; int64_t dim[NN_MAX_DIMS]; } nn_shape;
 
-/* Shapes of 1 to 5 dims: nn_shape2(3, 4) is [3, 4]. */
+/* Shapes of 1 to 5 dims, by value: nn_shape2(3, 4) is [3, 4] (ndim 2, the other dims 0).
+   The dims are not checked here: the builder that takes the shape refuses a dim < 1,
+   naming itself and the shape. A scalar [] is a zeroed nn_shape; one of NN_MAX_DIMS (6)
+   dims is set by hand (s.ndim, s.dim[k]). */
 NN_API nn_shape nn_shape1(int64_t d0);
 NN_API nn_shape nn_shape2(int64_t d0, int64_t d1);
 NN_API nn_shape nn_shape3(int64_t d0, int64_t d1, int64_t d2);
@@ -376,6 +385,7 @@ typedef struct nn_stats {
     uint64_t h2d_transfers, d2h_transfers;
     uint64_t kernel_launches;
 } nn_stats;
+/* The counters into *out (a read of the context's own; no device call). */
 NN_API nn_result nn_context_stats(const nn_context *ctx, nn_stats *out);
 /* Sets every counter of nn_context_stats to 0. */
 NN_API void nn_context_reset_stats(nn_context *ctx);
@@ -410,8 +420,16 @@ NN_API nn_result nn_graph_status(const nn_graph *g);
 
 /* Options of nn_graph_compile: the loss, the optimizer, the schedule (section 14). */
 typedef struct nn_compile_desc nn_compile_desc;
-/* Shape-checks, adds the backward and optimizer ops, plans memory, builds kernels. */
+/* Shape-checks, adds the backward and optimizer ops, plans memory, builds kernels. An
+   optimizer set with no loss is refused (NN_ERR_INVALID_ARGUMENT): a forward-only graph is
+   a zeroed optimizer. Once compiled, a graph takes no more ops or leaves: a builder called
+   on it fails at once (NN_ERR_STATE naming the graph's state, nn_context_last_error) and
+   the compiled graph is left as it was. */
 NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc);
+/* A run refuses a dataset whose batch was never taken, and nn_graph_step one whose batch
+   (its NAME.idx input) was not taken since the last step: NN_ERR_STATE naming the input;
+   call nn_dataset_next_batch before each step. Other inputs keep their contents across
+   steps until written again (nn_input). */
 NN_API nn_result nn_graph_step(nn_graph *g);    /* forward, backward, update */
 NN_API nn_result nn_graph_forward(nn_graph *g); /* forward only */
 /* Waits for queued work; then, as nn_tensor_read does, reports inputs that PyTorch would
@@ -420,10 +438,18 @@ NN_API nn_result nn_graph_forward(nn_graph *g); /* forward only */
    checking op, once per read or finish after a run (nn_context_stats counts it). */
 NN_API nn_result nn_graph_finish(nn_graph *g);
 
-/* The tensor named name (an input, parameter or buffer), NN_NONE when there is none. */
+/* The tensor named name in g: an input (nn_input's name, a dataset's NAME.x, NAME.y,
+   NAME.idx), a parameter or a buffer (a layer's are "NAME.weight", "NAME.bias", ...), as
+   this graph made it; a parameter of a share_params graph that this graph never asked for
+   is not found. NN_NONE when there is none; a failed tensor (id < 0) when g or name is
+   NULL. Before and after compile; by name only (a walk over the graph's nodes). */
 NN_API nn_tensor nn_graph_find(nn_graph *g, const char *name);
 /* After compile: t's gradient (a parameter's with nn_compile_desc.keep_grads, an input's
-   marked by nn_graph_requires_grad), NN_NONE when it has none. */
+   marked by nn_graph_requires_grad), NN_NONE when it has none (no loss depends on t). A
+   parameter's gradient compiled without keep_grads is a tensor, but reading it is
+   NN_ERR_STATE naming the parameter and keep_grads. The gradient read is the one of the
+   loss, before clipping (nn_optimizer.clip_norm / clip_value scale or clamp
+   only what the update uses), and with gradient accumulation the running mean. */
 NN_API nn_tensor nn_graph_grad(nn_graph *g, nn_tensor t);
 /* Before compile: ask for d(loss)/d(t) of an input (float32 only). */
 NN_API nn_result nn_graph_requires_grad(nn_graph *g, nn_tensor t);
@@ -456,8 +482,22 @@ typedef struct nn_init { nn_init_kind kind; float a, b; } nn_init;
 /* Leaves. An input keeps its contents across steps until written again, so a whole
    dataset can live on the device as an input written once. Until its first write an
    input's contents are unspecified (zeros on the CPU backend). */
+/* An input [shape] of dtype (NN_F32 or NN_I32) named name (NULL: "input"; names of inputs
+   need not be unique, but nn_graph_find finds the first). */
 NN_API nn_tensor nn_input(nn_graph *g, const char *name, nn_dtype dtype, nn_shape shape);
+/* A trained parameter [shape] (1 to NN_MAX_DIMS dims) named name (required; PyTorch's
+   names make safetensors files interchange: "fc1.weight"), filled by init when first made
+   in the graph's parameter store (drawn from the graph's seed and the parameter's index,
+   the same on every backend). A name the store already has (made by a share_params graph)
+   is that parameter, and must have its shape. */
 NN_API nn_tensor nn_param(nn_graph *g, const char *name, nn_shape shape, nn_init init);
+/* Names are one parameter each: a second nn_param or nn_buffer (or layer) with a name this
+   graph already made is refused (NN_ERR_INVALID_ARGUMENT naming it), so two layers given
+   one name by mistake do not share weights. nn_graph_share_names(g, 1) makes such a name
+   the same tensor again (weight tying, a layer applied twice), until nn_graph_share_names(
+   g, 0). A graph made with nn_graph_desc.share_params uses the other graph's parameters by
+   name without it (each name once per graph). */
+NN_API nn_result nn_graph_share_names(nn_graph *g, int on);
 /* A buffer: a parameter-store entry that is state, not trained (PyTorch's buffers, e.g.
    batch norm's running statistics). No gradient flows to it and no optimizer updates it;
    it is saved and loaded with the parameters and shared by graphs made with share_params.
@@ -470,8 +510,12 @@ NN_API nn_tensor nn_buffer(nn_graph *g, const char *name, nn_shape shape, nn_ini
 NN_API nn_tensor nn_arange(nn_graph *g, double start, double end, double step);
 NN_API nn_tensor nn_eye(nn_graph *g, int64_t n, int64_t m);
 
-/* t's shape and element count into *out. */
+/* t's shape into *out (ndim and dims; the unused dims 0), before or after compile. A
+   handle that is not a tensor of g (NN_NONE, a failed one, another graph's) is
+   NN_ERR_INVALID_ARGUMENT with *out zeroed. */
 NN_API nn_result nn_tensor_shape(nn_graph *g, nn_tensor t, nn_shape *out);
+/* t's element count (the product of its dims; 1 for a scalar []) into *out, as
+   nn_tensor_shape (*out 0 on error). Its bytes in nn_tensor_write/read are 4 * *out. */
 NN_API nn_result nn_tensor_numel(nn_graph *g, nn_tensor t, int64_t *out);
 /* bytes must equal the tensor's size. Writes go to inputs and parameters; reads come from
    inputs, parameters, outputs, accumulators and kept gradients. */
@@ -759,7 +803,10 @@ typedef struct nn_attention_desc {
     nn_tensor mask;            /* NN_NONE, or attn_mask [.., Tq, Tk] broadcast to [B, H, Tq, Tk]
                                   (2 to 4 dims, each its size or 1): float32 added to the scores
                                   (-inf masks), or int32 as PyTorch's bool (nonzero: attend).
-                                  A constant: no gradient flows to it */
+                                  A float mask gets its gradient, as in PyTorch: dS (the
+                                  scores' gradient, before the scale) summed over the dims it
+                                  broadcasts, in a fixed order; no [Tq, Tk] tile per head is
+                                  kept unless the mask itself has one */
     nn_tensor key_padding_mask; /* NN_NONE, or [B, Tk] float32 or int32: nonzero keys are
                                   ignored, as nn.MultiheadAttention's */
     int window;                /* sliding window (0: none): with causal, query i sees keys
@@ -767,10 +814,11 @@ typedef struct nn_attention_desc {
 } nn_attention_desc;
 /* nn_attention: torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask,
    dropout_p, is_causal, scale, enable_gqa=True), fused: y = softmax(q k^T scale + mask)
-   v, of q's shape. q [B, H, Tq, D], k and v [B, Hkv, Tk, D] (NN_ATTN_BTHD: [B, T, H, D])
-   with H % Hkv == 0: query head h reads key/value head h / (H / Hkv) (grouped- and
-   multi-query attention, no copy); Tq != Tk is cross-attention; D in 1..256 (v's head dim
-   must equal q's). desc NULL is the zeroed desc.
+   v, of q's shape with v's head dim. q [B, H, Tq, D], k [B, Hkv, Tk, D], v [B, Hkv, Tk,
+   Dv] (NN_ATTN_BTHD: [B, T, H, D]) with H % Hkv == 0: query head h reads key/value head
+   h / (H / Hkv) (grouped- and multi-query attention, no copy); Tq != Tk is
+   cross-attention; D and Dv in 1..256 (Dv may differ from D, as PyTorch allows; the
+   default scale is 1/sqrt(D)). desc NULL is the zeroed desc.
    Flash-attention's algorithm: the forward keeps the output and one log-sum-exp per row;
    the backward recomputes the scores tile by tile (dK/dV in one pass over key blocks, dQ
    in another; no atomics, a fixed order: the same bits every run and at every CPU thread
@@ -779,7 +827,7 @@ typedef struct nn_attention_desc {
    node's key and the graph's step), so the backward regenerates it.
    A row whose keys are all masked gives 0 (PyTorch's math path gives NaN) and gradient 0.
    Refusals (NN_ERR_SHAPE, NN_ERR_INVALID_ARGUMENT): other ranks or dtypes, mismatched
-   batch, head dim or key length, H % Hkv != 0, D > 256, a mask that does not broadcast,
+   batch, q/k head dim or key length, H % Hkv != 0, D or Dv > 256, a mask that does not broadcast,
    dropout outside [0, 1), a negative window, an unknown layout. */
 NN_API nn_tensor nn_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, const nn_attention_desc *desc);
 
@@ -1198,6 +1246,17 @@ typedef struct nn_rnn_desc {
                             one <= 0 keeps its initial states, one > T runs all T steps */
     nn_tensor *h_n;      /* receives the final hidden states [L * D, B, Hout] (NULL: not made) */
     nn_tensor *c_n;      /* nn_lstm: receives the final cell states [L * D, B, hidden_size] */
+    int stateful;        /* 1: truncated backpropagation through time. The initial states are
+                            tensors the graph keeps on the device, NAME.h_state [L * D, B, Hout]
+                            and nn_lstm's NAME.c_state [L * D, B, hidden_size] (zeros at
+                            compile); each run starts from them and, after its forward part,
+                            writes its final states (h_n, c_n) into them on the device (no
+                            transfer). No gradient flows into them: backpropagation stops at
+                            the run's first step (PyTorch: h = h.detach() between chunks).
+                            h0 and c0 must be NN_NONE. Zero them with nn_rnn_reset_state;
+                            nn_graph_find(g, "NAME.h_state") gives the tensor to read, write
+                            or fill (one row, a sequence: nn_tensor_write). They are not
+                            parameters: the save and load functions leave them out */
 } nn_rnn_desc;
 
 /* The layers on x [T, B, I] ([B, T, I] with batch_first) -> the last layer's hidden states
@@ -1209,6 +1268,46 @@ typedef struct nn_rnn_desc {
 NN_API nn_tensor nn_rnn(nn_graph *g, nn_tensor x, int64_t hidden_size, const nn_rnn_desc *desc, const char *name);
 NN_API nn_tensor nn_lstm(nn_graph *g, nn_tensor x, int64_t hidden_size, const nn_rnn_desc *desc, const char *name);
 NN_API nn_tensor nn_gru(nn_graph *g, nn_tensor x, int64_t hidden_size, const nn_rnn_desc *desc, const char *name);
+/* Zeros the carried states of the stateful layer NAME (nn_rnn_desc.stateful), on the
+   device, e.g. at an epoch's start: the next run starts from zero states, as the first. */
+NN_API nn_result nn_rnn_reset_state(nn_graph *g, const char *name);
+
+/* One direction of a recurrent layer, for nn_bidirectional: x in its layout (time, batch,
+   features... as the caller gave it), lengths NN_NONE or int32 [B] (pass them on, e.g. as
+   nn_rnn_desc.lengths), parameters under name -> the outputs at every step, x's time and
+   batch dims first (in x's order) and features after. user is nn_bidirectional's. */
+typedef nn_tensor (*nn_rnn_direction_fn)(nn_graph *g, nn_tensor x, nn_tensor lengths, const char *name, void *user);
+/* A bidirectional wrapper (Keras' Bidirectional; PyTorch's bidirectional=True as a
+   function of any layer): fn's layer over x forward in time (parameters under NAME), and
+   over x with each sequence reversed (NAME_reverse), its output reversed back;
+   concatenated along dim 2 (the features: [T, B, Hf + Hr], or [B, T, Hf + Hr] with
+   batch_first; a ConvLSTM's [B, T, Cf + Cr, H, W]). x is [T, B, ...] ([B, T, ...]). With
+   lengths (int32 [B] in [1, T]), PyTorch's packed-sequence semantics: the reverse direction
+   starts at each sequence's own last element, steps past a length stay where they are
+   (fn gets the lengths: nn_rnn_desc.lengths then zeroes them). Gradients flow through the
+   reversals. For nn_rnn / nn_lstm / nn_gru themselves, nn_rnn_desc.bidirectional is the
+   same math in fewer nodes (parameter names ..._reverse instead). */
+NN_API nn_tensor nn_bidirectional(nn_graph *g, nn_tensor x, nn_tensor lengths, int batch_first, nn_rnn_direction_fn fn, void *user,
+                                  const char *name);
+
+/* ConvLSTM2D (Shi et al. 2015, without peepholes, as the common PyTorch ConvLSTM and Keras'
+   ConvLSTM2D): x [B, T, C, H, W] -> the hidden states of every step [B, T, hidden, H, W].
+   Per step the gates are one convolution over concat(x_t, h_{t-1}) along channels,
+   kernel_size square, stride 1, 'same' padding (kernel_size / 2), gate order i, f, g, o as
+   nn_lstm's (the common PyTorch ConvLSTM splits i, f, o, g: swap its weight's and bias's
+   last two blocks of hidden rows); c = f * c + i * g (g = tanh), h = o * tanh(c).
+   Parameters NAME.conv.weight [4 * hidden, C + hidden, k, k] and NAME.conv.bias
+   [4 * hidden], U(+-1/sqrt((C + hidden) k k)) as nn.Conv2d's. Built unrolled over T (at
+   most 4096 steps) of conv2d and elementwise ops; nn_bidirectional (batch_first 1) makes it
+   bidirectional. */
+typedef struct nn_conv_lstm_desc {
+    int kernel_size;     /* odd, in [1, 31] (0: 3) */
+    int no_bias;         /* 1: no NAME.conv.bias */
+    nn_tensor h0, c0;    /* initial states [B, hidden, H, W] (NN_NONE: zeros) */
+    nn_tensor *h_n, *c_n; /* receive the final states [B, hidden, H, W] (NULL: not made) */
+} nn_conv_lstm_desc;
+NN_API nn_tensor nn_conv_lstm2d(nn_graph *g, nn_tensor x, int64_t hidden_channels, const nn_conv_lstm_desc *desc,
+                                const char *name);
 
 /* The cells' options (NULL: biases, tanh). */
 typedef struct nn_rnn_cell_desc {
@@ -1241,8 +1340,8 @@ NN_API nn_tensor nn_last_valid(nn_graph *g, nn_tensor y, nn_tensor lengths, int 
    [C, 4C], .ln_f; lm_head.weight is wte's (tied: one parameter, the sum of both gradients;
    a PyTorch state dict's lm_head.weight is the same tensor). Initialised as nanoGPT: every
    weight N(0, 0.02), the c_proj weights N(0, 0.02 / sqrt(2 n_layer)), biases zeros, layer
-   norms ones and zeros. GELU is the exact one (nn.GELU()). Attention is composed today
-   (matmul, masked softmax, matmul: a [T, T] matrix per head is stored). */
+   norms ones and zeros. GELU is the exact one (nn.GELU()). Attention is nn_attention's
+   (fused: no [T, T] matrix per head is stored). */
 typedef struct nn_gpt_config {
     int64_t vocab_size;  /* tokens */
     int64_t block_size;  /* context length (positions) */
@@ -1269,16 +1368,22 @@ NN_API nn_tensor nn_gpt_block(nn_graph *g, nn_tensor x, const nn_gpt_config *cfg
    2i + 1). Positions must be run in order 0, 1, 2, ... Use an eval graph made with
    share_params of the trained one; parameter names as nn_gpt's. */
 NN_API nn_tensor nn_gpt_decode(nn_graph *g, nn_tensor idx, nn_tensor pos, const nn_gpt_config *cfg, nn_tensor *caches);
-/* PyTorch's nn.MultiheadAttention(embed_dim, num_heads, dropout, bias, batch_first) called
+/* PyTorch's nn.MultiheadAttention(embed_dim, num_heads, dropout, bias, kdim, vdim,
+   batch_first) called
    as forward(query, key, value, key_padding_mask, need_weights=False, attn_mask,
    is_causal): query [T, B, E] ([B, T, E] with batch_first), key and value [S, B, E] (one
-   shape) -> [T, B, E]. Parameters NAME.in_proj_weight [3E, E] (q | k | v rows, Xavier
-   uniform), NAME.in_proj_bias [3E] (zeros), NAME.out_proj.weight [E, E] (nn.Linear's
-   init), NAME.out_proj.bias [E] (zeros); no_bias: none of the biases. Masks are float32:
-   key_padding_mask [B, S], nonzero where a key is padding (PyTorch's True) and left out;
-   attn_mask [T, S] or [B*num_heads, T, S], added to the scores (PyTorch's float mask; -inf
-   hides); is_causal hides the keys after each query (top-left aligned). The weights are not
-   returned (need_weights=False). Composed: scores stored per head. */
+   shape but the last) -> [T, B, E]. Parameters NAME.in_proj_weight [3E, E] (q | k | v rows,
+   Xavier uniform), NAME.in_proj_bias [3E] (zeros), NAME.out_proj.weight [E, E] (nn.Linear's
+   init), NAME.out_proj.bias [E] (zeros); no_bias: none of the biases. With kdim or vdim
+   other than E (key [S, B, kdim], value [S, B, vdim]) the projections are separate, as
+   PyTorch's: NAME.q_proj_weight [E, E], NAME.k_proj_weight [E, kdim], NAME.v_proj_weight
+   [E, vdim] (Xavier uniform) instead of in_proj_weight; in_proj_bias as before. Masks as PyTorch's:
+   key_padding_mask [B, S], int32 (PyTorch's bool: nonzero where a key is padding, left out)
+   or float32 (added to the scores, -inf hides; it gets a gradient); attn_mask float32
+   [T, S] or [B*num_heads, T, S], added to the scores (-inf hides; it gets a gradient);
+   is_causal hides the keys after each query (top-left aligned). The weights are not
+   returned (need_weights=False). The attention is nn_attention's (fused; both float masks
+   given: their sum [B, H or 1, T, S] is formed, as PyTorch does). */
 typedef struct nn_mha_desc {
     float dropout;                /* on the attention weights (0: none, PyTorch's default) */
     int no_bias;                  /* PyTorch's bias=False */
@@ -1286,6 +1391,7 @@ typedef struct nn_mha_desc {
     nn_tensor key_padding_mask;   /* NN_NONE: none */
     nn_tensor attn_mask;          /* NN_NONE: none */
     int is_causal;
+    int64_t kdim, vdim;           /* key's and value's feature sizes (0: embed_dim) */
 } nn_mha_desc;
 NN_API nn_tensor nn_multihead_attention(nn_graph *g, nn_tensor query, nn_tensor key, nn_tensor value, int64_t embed_dim,
                                         int num_heads, const nn_mha_desc *desc, const char *name);
@@ -1320,6 +1426,21 @@ NN_API nn_tensor nn_transformer_encoder(nn_graph *g, nn_tensor src, int num_laye
                                         const nn_transformer_desc *desc, const char *name);
 NN_API nn_tensor nn_transformer_decoder(nn_graph *g, nn_tensor tgt, nn_tensor memory, int num_layers, int64_t d_model, int nhead,
                                         const nn_transformer_desc *desc, const char *name);
+/* ViT's patch embedding (timm's PatchEmbed and VisionTransformer's tokens): x [B, C, H, W]
+   (H and W multiples of patch_size P) -> a convolution of kernel = stride = P,
+   NAME.proj.weight [E, C, P, P] and NAME.proj.bias [E] (nn.Conv2d's init), flattened to
+   [B, N, E], N = (H/P)(W/P), patches in row-major order (flatten(2).transpose(1, 2));
+   class_token: a learned cls_token [1, 1, E] (N(0, 1e-6), timm's) first, [B, N + 1, E];
+   pos_embed: a learned pos_embed [1, N (+1), E] (N(0, 0.02); timm truncates at 2 std)
+   added. cls_token and pos_embed are named at the model's root as timm's
+   (`cls_token`, `pos_embed`), or PREFIX.cls_token with desc->prefix. */
+typedef struct nn_patch_embedding_desc {
+    int class_token;    /* 1: a cls_token first */
+    int pos_embed;      /* 1: a learned position embedding added */
+    const char *prefix; /* NULL or "": cls_token and pos_embed at the root */
+} nn_patch_embedding_desc;
+NN_API nn_tensor nn_patch_embedding(nn_graph *g, nn_tensor x, int patch_size, int64_t embed_dim,
+                                    const nn_patch_embedding_desc *desc, const char *name);
 
 /* ==== 13. Random ops and dropout =========================================================
    Samples drawn on the device, PyTorch's names and semantics. The generator is counter-based
@@ -1376,7 +1497,11 @@ NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p);
    the mass: a token stays when the mass strictly above it is < top_p, so at least one;
    ties with the last one stay), then one draw from the renormalised probabilities. A
    temperature of 0 (the zeroed desc: HF's default do_sample=False) is greedy: the first
-   index of the largest logit, as torch.argmax. NaN logits count as -inf. The draw's
+   index of the largest logit, as torch.argmax. Non-finite logits (no error is raised):
+   NaN counts as -inf (never drawn while a logit is finite or +inf; greedy skips it where
+   torch.argmax would take it); the +inf logits share the whole mass equally (PyTorch's
+   multinomial raises on the NaN softmax); a row of only NaN and -inf draws each of its V
+   tokens with probability 1/V (greedy: index 0). The draw's
    uniform is the Philox word of counter (row, the op's key, the graph's run count: every
    nn_graph_forward or nn_graph_step is a run) under the graph's seed, and the
    probabilities use only exactly rounded arithmetic in a fixed order (kernels/random.h),
@@ -1409,7 +1534,10 @@ NN_API nn_tensor nn_sinusoidal_positions(nn_graph *g, int64_t T, int64_t D);
    neighbours (x[2i], x[2i + 1]) with interleaved. Positions: positions[t] (int32 [T]) or
    positions[b, t] (int32 [B, T], HF's position_ids), else t; offset is added to each (a
    generation step with a cache of `offset` tokens). The gradient is the inverse rotation;
-   positions get none. */
+   positions get none. NaN and infinities go through PyTorch's products: a NaN makes its
+   pair's two outputs NaN, an infinity its own output infinite and its partner's NaN at
+   angle 0 (inf * sin 0), else infinite (NaN where two infinities meet); the gradient stays
+   finite. */
 typedef struct nn_rope_desc {
     float theta;         /* the base: 0 is 10000 (must be > 1) */
     int rot_dim;         /* 0: D; else even, <= D (partial rotary: the rest is copied) */
@@ -1529,7 +1657,9 @@ typedef struct nn_lr_schedule {
     float min_lr;           /* COSINE (eta_min), LINEAR (the rate reached at total_steps) */
     float pct_start, div_factor, final_div_factor; /* ONECYCLE */
 } nn_lr_schedule;
-/* Into *lr: the rate a schedule gives update t (counted from 0). */
+/* Into *lr: the rate a schedule gives update t (counted from 0). s->lr 0, which in a
+   compile desc means the optimizer's rate, has no rate to stand for here: it is
+   NN_ERR_INVALID_ARGUMENT with *lr 0 (give the base rate; NN_ZERO for an exact 0). */
 NN_API nn_result nn_lr_schedule_at(const nn_lr_schedule *s, int64_t t, float *lr);
 
 struct nn_compile_desc {
@@ -1542,6 +1672,9 @@ struct nn_compile_desc {
                             communicator (MPI_COMM_WORLD, initialised here when the program
                             did not) when it has more than one rank; NN_ZERO: this process
                             alone. Ignored without NN_MPI. */
+    int zero_stage;      /* with data_parallel over more than one rank: 1 shards the optimizer
+                            state (ZeRO stage 1, see "Data-parallel training"); 0: every rank
+                            holds all of it. Ignored without NN_MPI. */
 };
 
 /* Into *count: the updates skip_nonfinite skipped since compile (a read of 8 bytes; 0
@@ -1572,7 +1705,10 @@ typedef struct nn_array {
     nn_shape shape;
     void *data;          /* float or int32_t, numel elements; free with nn_array_free */
 } nn_array;
+/* Loads path into *out (zeroed on failure), converted to dtype as (NN_F32 or NN_I32);
+   ctx holds the error message. */
 NN_API nn_result nn_array_load_idx(nn_context *ctx, const char *path, nn_dtype as, nn_array *out);
+/* Frees a->data and zeroes *a; NULL or a zeroed array does nothing. */
 NN_API void nn_array_free(nn_array *a);
 
 /* A CSV file of numbers into a float32 array [rows, columns]: every row (after the header
@@ -1604,10 +1740,14 @@ typedef struct nn_dataset_desc {
     int shuffle;
     uint64_t seed;       /* 0: the graph's seed; NN_ZERO: 0 */
 } nn_dataset_desc;
+/* Makes the dataset (its inputs and gathers in g, before compile) into *out. */
 NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_dataset **out);
+/* The batch's samples [batch, ...] and labels [batch, ...]: tensors of g to build on. */
 NN_API nn_tensor nn_dataset_x(const nn_dataset *ds);
 NN_API nn_tensor nn_dataset_y(const nn_dataset *ds);
-NN_API nn_result nn_dataset_next_batch(nn_dataset *ds); /* after compile, before each step */
+/* After compile, before each step: writes the next batch's indices (the next epoch's
+   order after the last batch of one). A step without it is refused (nn_graph_step). */
+NN_API nn_result nn_dataset_next_batch(nn_dataset *ds);
 /* Into *epoch: the epoch of the batch taken last (from 0). */
 NN_API nn_result nn_dataset_epoch(const nn_dataset *ds, int64_t *epoch);
 
@@ -1622,7 +1762,10 @@ NN_API nn_result nn_graph_save_safetensors(nn_graph *g, const char *path);
 /* Loads parameters by name into g (before or after compile). A tensor in the file whose
    name matches a parameter must have its shape (else NN_ERR_SHAPE naming it) and dtype F32,
    F16, BF16 or F64 (converted to float32); a parameter missing from the file is NN_ERR_IO
-   unless allow_missing; other tensors in the file are ignored. The file is untrusted: a
+   unless allow_missing, which loads the parameters found and logs at info level how many
+   of how many it loaded (and the first missing name); a file that matches none of the
+   graph's parameters is NN_ERR_IO even with allow_missing. Other tensors in the file are
+   ignored. The file is untrusted: a
    malformed one is NN_ERR_IO with the path and the reason, and no parameter changes unless
    every check passes. */
 NN_API nn_result nn_graph_load_safetensors(nn_graph *g, const char *path, int allow_missing);
@@ -1658,7 +1801,21 @@ NN_API nn_result nn_graph_load_state(nn_graph *g, const char *path);
    step (or compile) fail with NN_ERR_STATE naming it, never hang. A nn_dataset gives each
    rank a disjoint shard of every epoch's permutation (rank r takes the batches r, r + N,
    ...); nn_graph_save_state writes on rank 0 only. Declared only when NN_MPI is defined
-   (nn.h then includes <mpi.h>). */
+   (nn.h then includes <mpi.h>).
+   zero_stage 1 (ZeRO stage 1): rank c keeps the optimizer state of its slice of every
+   bucket of the flat gradient only (about 1/N of it, on the host), the reduce-scatter
+   leaves it that slice of the mean gradient, it updates that slice of the parameters on
+   the host with the CPU backend's SGD or Adam loop, and the updated slices are
+   all-gathered into every rank's parameters (in place of the gradients' all-gather): the
+   same bits as without it on the CPU backend (on a device backend the host's loops and
+   the kernels round a few last bits apart). SGD, Adam and AdamW (not amsgrad) only;
+   clip_norm works (the norm's running sum passes from rank to rank in the single
+   process's order: a message per piece of a parameter, latency-bound); skip_nonfinite is
+   refused. nn_graph_grad reads this rank's own
+   gradient, not the mean. nn_graph_save_state gathers the shards to rank 0, which writes
+   the whole state (the same file as without it); nn_graph_load_state reads the whole
+   state on every rank and keeps its slice, so a state moves between rank counts and
+   zero_stage settings. */
 #ifdef NN_MPI
 /* Sets the communicator data-parallel graphs use (a duplicate of *comm; NULL:
    MPI_COMM_WORLD), calling MPI_Init first when MPI is not initialised (MPI_Finalize then
@@ -1680,11 +1837,19 @@ NN_API nn_result nn_dist_set_timeout(double seconds);
    update waits for the last one (NN_DIST_OVERLAP=0 in the environment: after the backward
    pass instead). The bits do not depend on the buckets. */
 NN_API nn_result nn_dist_set_bucket_bytes(int64_t bytes);
-/* Into *comm_seconds and *wait_seconds, since compile: the time the reduction took (the
-   communication thread's, or the step's own without it) and the time steps waited for it
-   after their backward part; 1 - wait / comm is the share hidden behind the backward
-   pass. 0 and 0 for a graph that is not data-parallel. */
-NN_API nn_result nn_graph_dist_stats(nn_graph *g, double *comm_seconds, double *wait_seconds);
+/* A data-parallel graph's figures (nn_graph_dist_stats). */
+typedef struct nn_dist_stats {
+    double comm_seconds;           /* since compile: the time the reduction took (the
+                                      communication thread's, or the step's own without it) */
+    double wait_seconds;           /* the time steps waited for it after their backward part;
+                                      1 - wait / comm is the share hidden behind the backward pass */
+    int64_t optimizer_state_bytes; /* the optimizer state this rank holds: all of it, or its
+                                      shard (about 1/N) with zero_stage 1 */
+    int64_t gradient_bytes;        /* the flat gradient buffer a step reduces (4 per float) */
+} nn_dist_stats;
+/* Into *stats: the figures above (zeros for a graph that is not data-parallel, but its
+   optimizer_state_bytes). */
+NN_API nn_result nn_graph_dist_stats(nn_graph *g, nn_dist_stats *stats);
 #endif
 
 #ifdef __cplusplus
@@ -2002,8 +2167,8 @@ typedef struct nn__rope_attr { /* x [B, H, T, D], or [B, T, H, D] when bthd */
 #define NN__OPS_ATTENTION_H
 #include <stdint.h>
 
-typedef struct nn__attn_attr { /* q [B, H, Tq, D], k and v [B, Hkv, Tk, D] (or [B, T, H, D]) */
-    int B, H, Hkv, Tq, Tk, D;
+typedef struct nn__attn_attr { /* q [B, H, Tq, D], k [B, Hkv, Tk, D], v [B, Hkv, Tk, Dv] (or [B, T, H, .]) */
+    int B, H, Hkv, Tq, Tk, D, Dv;
     int layout;          /* NN_ATTN_BHTD (0) or NN_ATTN_BTHD (1) */
     int causal, window;  /* top-left causal (key j > query i masked); sliding window (0: none) */
     float scale, p;      /* the scores' scale; dropout's probability on the weights */
@@ -2158,6 +2323,8 @@ typedef struct nn__node {
     const char *check;   /* non-NULL: the op counts inputs PyTorch would raise on (labels out of
                             range) into g->checks[check_slot]; what they are, for the report */
     int check_slot;
+    int written;         /* INPUT: 0 never written, 1 written since the last step, 2 since read by a step */
+    int per_step;        /* INPUT: a step refuses it unless written since the last step (a dataset's indices) */
 } nn__node;
 
 typedef struct nn__param {
@@ -2321,6 +2488,9 @@ struct nn_graph {
     int dist_rank, dist_size;    /* this rank and the ranks' count (both 0 unless data-parallel) */
     void *dist;                  /* the reduction's communicator and buffers (NULL: not data-parallel) */
     void (*dist_free)(nn_graph *g); /* its destructor, set by the compile that made it */
+    int zero;                    /* ZeRO stage 1: no update ops; dist.c updates this rank's slice */
+    /* misuse refused rather than silent (issue 22) */
+    int share_names;             /* nn_graph_share_names: a parameter name made again is the same tensor */
 };
 
 
@@ -2383,6 +2553,16 @@ static nn_result nn__fail(nn_context *ctx, nn_result code, const char *fmt, ...)
     if (nn__refused_ctx == ctx) nn__refused_ctx = NULL; /* a later failure of this thread's */
 #endif
     nn__log(ctx, NN_LOG_DEBUG, "error: %s", ctx->err);
+    return code;
+}
+
+/* A reason kept in ctx->err for the caller to report (a backend that does not take the
+   device asked for): nn__fail without its debug line, so that the reason is logged once. */
+static NN__MAYBE_UNUSED nn_result nn__reason(nn_context *ctx, nn_result code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx->err, sizeof ctx->err, fmt, ap);
+    va_end(ap);
     return code;
 }
 
@@ -2639,14 +2819,18 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     X(ATTENTION, "attention", attention, 0)                                   \
     X(ATTENTION_DELTA, "attention_grad_delta", attention_delta, 0)            \
     X(ATTENTION_DQ, "attention_grad_query", attention_dq, 0)                  \
-    X(ATTENTION_DKV, "attention_grad_key_value", attention_dkv, 0)
+    X(ATTENTION_DKV, "attention_grad_key_value", attention_dkv, 0)            \
+    X(ATTENTION_DMASK, "attention_grad_mask", attention_dmask, 0)
 
 #define NN__OPS_RECURRENT(X)                                         \
     X(REC_WS, "recurrent_workspace", rec_ws, NN__OPF_NO_GRAD)        \
     X(REC_SEQ, "recurrent", rec_seq, 0)                              \
     X(REC_SEQ_GRAD, "recurrent_grad", rec_seq_grad, 0)               \
     X(LAST_VALID, "last_valid", last_valid, 0)                       \
-    X(LAST_VALID_GRAD, "last_valid_grad", last_valid_grad, 0)
+    X(LAST_VALID_GRAD, "last_valid_grad", last_valid_grad, 0)                \
+    X(REC_STATE, "recurrent_state", rec_state, NN__OPF_NO_GRAD | NN__OPF_WRITABLE) \
+    X(REC_STATE_SET, "recurrent_state_set", rec_state_set, NN__OPF_NO_GRAD)   \
+    X(REC_REVERSE, "reverse_sequences", rec_reverse, 0)
 
 #define NN__OPS(X)                                                                                          \
     NN__OPS_LEAF(X) NN__OPS_ELEMENTWISE(X) NN__OPS_MATMUL(X) NN__OPS_REDUCE(X) NN__OPS_SOFTMAX(X)          \
@@ -3116,6 +3300,27 @@ static NN__MAYBE_UNUSED void nn__lock_release(struct nn__lock *l) {
     NN__LOCK_WAKE(l);
     NN__LOCK_RELEASE(l);
 }
+
+/* ======================================================================
+   src/base/cold_begin.h
+   ====================================================================== */
+/* Code that runs once per graph, launch plan or file, not once per element, compiled by
+   gcc at -Og when the program is built at -O2 or -O3: the OpenCL backend's setup and
+   launch records, the ops' builders, gradient rules, plans and CPU-body wrappers, layers,
+   files (and the platform block of src/base/files.c). That is over half of nn.h's machine
+   code; at -Og it compiles in under half the time, which takes about 45% off a -O2
+   compile of a file with NN_IMPLEMENTATION (HACKING.md, "Compile time"). The loops every
+   step runs (src/cpu/, the thread pool) and the engine (nn_graph_compile's planning, whose
+   time grows with the graph) stay at the program's level, so steps and compiles take what
+   they took. The same bits either way: no optimisation level changes a float result here
+   (fp_begin.h turns contraction off; no -ffast-math), as `make check-determinism` checks.
+   Define NN_OPTIMIZE_ALL to compile all of it at the program's level. gcc only: clang has
+   no level pragma. src/base/cold_end.h returns to the level before. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__) && \
+    !defined(NN_OPTIMIZE_ALL)
+#pragma GCC push_options
+#pragma GCC optimize("Og")
+#endif
 
 /* ======================================================================
    src/base/files.c
@@ -3599,6 +3804,15 @@ static NN__MAYBE_UNUSED int nn__mkdirs(const char *path) {
     }
     return 0;
 }
+
+/* ======================================================================
+   src/base/cold_end.h
+   ====================================================================== */
+/* Back to the level before src/base/cold_begin.h (the program's, with contraction off). */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__) && \
+    !defined(NN_OPTIMIZE_ALL)
+#pragma GCC pop_options
+#endif
 
 /* ======================================================================
    kernels/activation.h
@@ -5202,23 +5416,20 @@ static NN__MAYBE_UNUSED void nn__sgemm_ws(nn__gemm_ws *ws, int transA, int trans
     nn__sgemm_run(NULL, ws, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
-static void nn__sgemm_run(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int transB, int M, int N, int K,
-                          float alpha, const float *A, int lda, const float *B, int ldb, float beta, float *C,
-                          int ldc) {
+/* Fills J for C[M,N] = alpha op(A) op(B) + beta C on up to n_thr threads (M, N, K > 0,
+   alpha != 0): the arch, the C^T choice, the K block, the thread grid. Returns the bytes
+   of packing memory its tasks need (J.buf_floats each, 64-byte aligned) and the task
+   count in *n_tasks. nn__sgemm_run and nn__sgemm_mem_bytes share it, so a caller that
+   sizes memory at plan time gets the bytes the product takes. */
+static size_t nn__gemm_prepare(nn__gemm_job *Jp, int n_thr, int transA, int transB, int M, int N, int K, float alpha,
+                               const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc,
+                               int *n_tasks_out) {
     const nn__gemm_arch *arch;
     nn__gemm_job J;
-    int mr, nr, mtiles, ntiles, n_thr, tm, tn, best_tm, best_tn, nkb, n_tasks, i;
+    int mr, nr, mtiles, ntiles, tm, tn, best_tm, best_tn, nkb, n_tasks;
     double best_cost;
     size_t mc_alloc, nc_alloc;
-    void *raw;
-    size_t ws_bytes;
-    int owned;
 
-    if (M <= 0 || N <= 0) return;
-    if (K <= 0 || alpha == 0.0f) {
-        nn__gemm_scale_c(M, N, beta, C, ldc);
-        return;
-    }
     arch = nn__gemm_pick_arch();
     mr = arch->mr;
     nr = arch->nr;
@@ -5268,7 +5479,6 @@ static void nn__sgemm_run(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int
        (repacked per NC block) and B columns.  Small problems stay serial. */
     mtiles = (M + mr - 1) / mr;
     ntiles = (N + nr - 1) / nr;
-    n_thr = nn__threadpool_size(pool);
     if ((double)M * N * K < nn__gemm_mt_min_macs) n_thr = 1;
     best_tm = 1;
     best_tn = 1;
@@ -5298,19 +5508,43 @@ static void nn__sgemm_run(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int
     nc_alloc = (size_t)(J.nblk < arch->nc ? J.nblk : arch->nc);
     J.a_floats = (mc_alloc * (size_t)J.kc + 15) / 16 * 16;
     J.buf_floats = J.a_floats + (nc_alloc * (size_t)J.kc + 15) / 16 * 16;
+    *Jp = J;
+    *n_tasks_out = n_tasks;
+    return sizeof(float) * J.buf_floats * (size_t)n_tasks + NN__GEMM_ALIGN;
+}
+
+/* raw rounded up to the alignment by pointer arithmetic (no int->pointer cast) */
+static float *nn__gemm_align(void *raw) {
+    return (float *)(void *)((unsigned char *)raw +
+                             ((NN__GEMM_ALIGN - ((uintptr_t)raw & (NN__GEMM_ALIGN - 1))) & (NN__GEMM_ALIGN - 1)));
+}
+
+static void nn__sgemm_run(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int transB, int M, int N, int K,
+                          float alpha, const float *A, int lda, const float *B, int ldb, float beta, float *C,
+                          int ldc) {
+    nn__gemm_job J;
+    int n_tasks, i;
+    void *raw;
+    size_t ws_bytes;
+    int owned;
+
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0 || alpha == 0.0f) {
+        nn__gemm_scale_c(M, N, beta, C, ldc);
+        return;
+    }
+    ws_bytes = nn__gemm_prepare(&J, nn__threadpool_size(pool), transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C,
+                                ldc, &n_tasks);
     /* the pool's workspace when there is one: a training step then allocates nothing */
-    ws_bytes = sizeof(float) * J.buf_floats * (size_t)n_tasks + NN__GEMM_ALIGN;
     raw = ws ? nn__gemm_ws_get(ws, ws_bytes) : nn__threadpool_workspace(pool, ws_bytes);
     owned = raw == NULL && !ws;
     if (owned) raw = NN_MALLOC(ws_bytes);
     if (!raw) {
         if (nn__gemm_small(&J, pool)) return;
-        nn__gemm_nopack(transA, transB, J.ct ? N : M, J.ct ? M : N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        nn__gemm_nopack(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
-    /* Round up to the alignment by pointer arithmetic (no int->pointer cast). */
-    J.buf = (float *)(void *)((unsigned char *)raw +
-                              ((NN__GEMM_ALIGN - ((uintptr_t)raw & (NN__GEMM_ALIGN - 1))) & (NN__GEMM_ALIGN - 1)));
+    J.buf = nn__gemm_align(raw);
 
     if (n_tasks > 1)
         nn__threadpool_run(pool, nn__gemm_task, &J, n_tasks);
@@ -5319,76 +5553,122 @@ static void nn__sgemm_run(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int
     if (owned) NN_FREE(raw);
 }
 
+/* The bytes nn__sgemm_mem needs for this product (0 when it packs nothing). */
+static NN__MAYBE_UNUSED size_t nn__sgemm_mem_bytes(int transA, int transB, int M, int N, int K) {
+    nn__gemm_job J;
+    int n_tasks;
+    if (M <= 0 || N <= 0 || K <= 0) return 0;
+    return nn__gemm_prepare(&J, 1, transA, transB, M, N, K, 1.0f, NULL, 1, NULL, 1, 0.0f, NULL, 1, &n_tasks);
+}
+
+/* nn__sgemm_ws on the caller's memory (mem, bytes from nn__sgemm_mem_bytes or more): no
+   allocation, the same bits. 0 when bytes is short (nothing done). */
+static NN__MAYBE_UNUSED int nn__sgemm_mem(void *mem, size_t bytes, int transA, int transB, int M, int N, int K,
+                                          float alpha, const float *A, int lda, const float *B, int ldb, float beta,
+                                          float *C, int ldc) {
+    nn__gemm_job J;
+    int n_tasks;
+    if (M <= 0 || N <= 0) return 1;
+    if (K <= 0 || alpha == 0.0f) {
+        nn__gemm_scale_c(M, N, beta, C, ldc);
+        return 1;
+    }
+    if (nn__gemm_prepare(&J, 1, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, &n_tasks) > bytes ||
+        !mem)
+        return 0;
+    J.buf = nn__gemm_align(mem);
+    nn__gemm_task(&J, 0, 1);
+    return 1;
+}
+
 /* ---- a B operand packed once for many products ------------------------ */
 
 /* op(B) [K, N] packed whole, for many products with it on one thread (nn__sgemm_pb): per
    K block (the kc nn__sgemm_run picks for this K), all N columns in NR-wide panels, as
    nn__gemm_block packs them block by block. A recurrent layer's W_hh, used by every time
-   step. Free raw with NN_FREE. */
+   step. The memory is the caller's (nn__gemm_pb_bytes), sized when a graph is planned. */
 typedef struct {
     const nn__gemm_arch *arch;
     int K, N, kc, npad;
-    float *p; /* 64-byte aligned, in raw */
-    void *raw;
+    float *p; /* 64-byte aligned, in the caller's memory */
 } nn__gemm_pb;
 
-/* 0 when out of memory (then pb->raw is NULL and the caller multiplies unpacked) */
-static NN__MAYBE_UNUSED int nn__gemm_pb_make(nn__gemm_pb *pb, int transB, int K, int N, const float *B, int ldb) {
+/* pb's geometry for op(B) [K, N] (no memory); returns the bytes nn__gemm_pb_pack needs */
+static size_t nn__gemm_pb_geom(nn__gemm_pb *pb, int K, int N) {
     const nn__gemm_arch *arch = nn__gemm_pick_arch();
-    int nkb = (K + arch->kc - 1) / arch->kc, pc;
+    int nkb = K > 0 ? (K + arch->kc - 1) / arch->kc : 1;
     pb->arch = arch;
     pb->K = K;
     pb->N = N;
-    pb->kc = ((K + nkb - 1) / nkb + 7) / 8 * 8;
+    pb->kc = K > 0 ? ((K + nkb - 1) / nkb + 7) / 8 * 8 : 0;
     if (pb->kc > K) pb->kc = K;
     pb->npad = (N + arch->nr - 1) / arch->nr * arch->nr;
     pb->p = NULL;
-    pb->raw = K > 0 && N > 0 ? NN_MALLOC(sizeof(float) * (size_t)K * (size_t)pb->npad + NN__GEMM_ALIGN) : NULL;
-    if (!pb->raw) return 0;
-    pb->p = (float *)(void *)((unsigned char *)pb->raw +
-                              ((NN__GEMM_ALIGN - ((uintptr_t)pb->raw & (NN__GEMM_ALIGN - 1))) & (NN__GEMM_ALIGN - 1)));
+    return K > 0 && N > 0 ? sizeof(float) * (size_t)K * (size_t)pb->npad + NN__GEMM_ALIGN : 0;
+}
+static NN__MAYBE_UNUSED size_t nn__gemm_pb_bytes(int K, int N) {
+    nn__gemm_pb pb;
+    return nn__gemm_pb_geom(&pb, K, N);
+}
+
+/* Packs op(B) into mem (nn__gemm_pb_bytes(K, N) bytes) */
+static NN__MAYBE_UNUSED void nn__gemm_pb_pack(nn__gemm_pb *pb, int transB, int K, int N, const float *B, int ldb,
+                                              void *mem) {
+    int pc;
+    if (nn__gemm_pb_geom(pb, K, N) == 0 || !mem) return;
+    pb->p = nn__gemm_align(mem);
     for (pc = 0; pc < K; pc += pb->kc) {
         int kc = K - pc < pb->kc ? K - pc : pb->kc;
-        arch->pack_b(transB, B, ldb, pc, kc, 0, N, arch->nr, pb->p + (size_t)pc * pb->npad);
+        pb->arch->pack_b(transB, B, ldb, pc, kc, 0, N, pb->arch->nr, pb->p + (size_t)pc * pb->npad);
     }
-    return 1;
+}
+
+/* The job of a product of M rows with pb; returns the bytes of A's packing memory */
+static size_t nn__gemm_pb_job(nn__gemm_job *J, const nn__gemm_pb *pb, int transA, int M, float alpha, const float *A,
+                              int lda, float beta, float *C, int ldc) {
+    const nn__gemm_arch *arch = pb->arch;
+    size_t mc_alloc;
+    memset(J, 0, sizeof *J);
+    J->arch = arch;
+    J->transA = transA;
+    J->M = M;
+    J->N = pb->N;
+    J->K = pb->K;
+    J->alpha = alpha;
+    J->beta = beta;
+    J->A = A;
+    J->lda = lda;
+    J->C = C;
+    J->ldc = ldc;
+    J->kc = pb->kc;
+    J->mblk = (M + arch->mr - 1) / arch->mr * arch->mr;
+    J->nblk = pb->npad;
+    J->tn = 1;
+    J->bpk = pb->p;
+    J->npad = pb->npad;
+    mc_alloc = (size_t)(J->mblk < arch->mc ? J->mblk : arch->mc);
+    J->a_floats = (mc_alloc * (size_t)J->kc + 15) / 16 * 16;
+    J->buf_floats = J->a_floats;
+    return sizeof(float) * J->buf_floats + NN__GEMM_ALIGN;
+}
+
+/* The bytes nn__sgemm_pb needs for M rows against op(B) [K, N] */
+static NN__MAYBE_UNUSED size_t nn__sgemm_pb_bytes(int K, int N, int M) {
+    nn__gemm_pb pb;
+    nn__gemm_job J;
+    if (M <= 0 || nn__gemm_pb_geom(&pb, K, N) == 0) return 0;
+    return nn__gemm_pb_job(&J, &pb, 0, M, 1.0f, NULL, 1, 0.0f, NULL, 1);
 }
 
 /* C[M, N] = alpha op(A) op(B) + beta C on the calling thread, op(B) from pb (K, N its
-   own), packing A in ws: the same bits as nn__sgemm with that op(B). 0 when ws cannot
-   grow (nothing done). */
-static NN__MAYBE_UNUSED int nn__sgemm_pb(nn__gemm_ws *ws, const nn__gemm_pb *pb, int transA, int M, float alpha,
+   own), packing A in mem (bytes from nn__sgemm_pb_bytes): the same bits as nn__sgemm with
+   that op(B). 0 when bytes is short (nothing done). */
+static NN__MAYBE_UNUSED int nn__sgemm_pb(void *mem, size_t bytes, const nn__gemm_pb *pb, int transA, int M, float alpha,
                                          const float *A, int lda, float beta, float *C, int ldc) {
     nn__gemm_job J;
-    const nn__gemm_arch *arch = pb->arch;
-    size_t mc_alloc;
-    void *raw;
     if (M <= 0) return 1;
-    memset(&J, 0, sizeof J);
-    J.arch = arch;
-    J.transA = transA;
-    J.M = M;
-    J.N = pb->N;
-    J.K = pb->K;
-    J.alpha = alpha;
-    J.beta = beta;
-    J.A = A;
-    J.lda = lda;
-    J.C = C;
-    J.ldc = ldc;
-    J.kc = pb->kc;
-    J.mblk = (M + arch->mr - 1) / arch->mr * arch->mr;
-    J.nblk = pb->npad;
-    J.tn = 1;
-    J.bpk = pb->p;
-    J.npad = pb->npad;
-    mc_alloc = (size_t)(J.mblk < arch->mc ? J.mblk : arch->mc);
-    J.a_floats = (mc_alloc * (size_t)J.kc + 15) / 16 * 16;
-    J.buf_floats = J.a_floats;
-    raw = nn__gemm_ws_get(ws, sizeof(float) * J.buf_floats + NN__GEMM_ALIGN);
-    if (!raw) return 0;
-    J.buf = (float *)(void *)((unsigned char *)raw +
-                              ((NN__GEMM_ALIGN - ((uintptr_t)raw & (NN__GEMM_ALIGN - 1))) & (NN__GEMM_ALIGN - 1)));
+    if (nn__gemm_pb_job(&J, pb, transA, M, alpha, A, lda, beta, C, ldc) > bytes || !mem || !pb->p) return 0;
+    J.buf = nn__gemm_align(mem);
     nn__gemm_task(&J, 0, 1);
     return 1;
 }
@@ -7968,8 +8248,10 @@ static float nn__lr_at(const nn_lr_schedule *sched, int64_t t) {
 
 NN_API nn_result nn_lr_schedule_at(const nn_lr_schedule *s, int64_t t, float *lr) {
     if (!lr) return NN_ERR_INVALID_ARGUMENT;
-    *lr = s ? nn__lr_at(s, t) : 0.0f;
-    return s ? NN_OK : NN_ERR_INVALID_ARGUMENT;
+    *lr = 0.0f;
+    if (!s || s->lr == 0.0f) return NN_ERR_INVALID_ARGUMENT; /* 0 is "the optimizer's rate", and there is none here */
+    *lr = nn__lr_at(s, t);
+    return NN_OK;
 }
 
 NN_API nn_result nn_graph_set_schedule(nn_graph *g, const nn_lr_schedule *s) {
@@ -9685,22 +9967,25 @@ static void nn__rope(nn__threadpool *pool, const nn__rope_attr *a, float *y, con
 
 typedef struct nn__attn_job {
     nn__attn_attr a;
-    int64_t qs[3], ks[3]; /* strides of q (and o, dout, dq) and of k, v over batch, head, row */
+    int64_t qs[3], ks[3]; /* strides of q (and dq) and of k (and dk) over batch, head, row */
+    int64_t vs[3], os[3]; /* of v (and dv) and of o (and dout, the output): v's head dim Dv */
     const float *q, *k, *v, *mask, *kpm, *o, *lse, *dout, *delta;
-    float *out, *out_lse, *dq, *dk, *dv;
+    float *out, *out_lse, *dq, *dk, *dv, *dmask;
     uint64_t seed, step;
     int64_t units, per; /* work units, and per task */
-    float *ws;          /* per task: nn__attn_ws_floats(D) */
-    int kind;           /* 0 forward, 1 dq, 2 dkv */
+    float *ws;          /* per task: nn__attn_ws_floats(max(D, Dv)) */
+    int kind;           /* 0 forward, 1 dq, 2 dkv, 3 d(mask) */
     int avx512;         /* the AVX-512 microkernels (else the GEMM) */
 } nn__attn_job;
 
-/* floats of one task's working memory: two [BR, BC] tiles (S then P, dP then dS), an
-   [BR, D] accumulator and two row stats, [BC, D] dK and dV accumulators, two transposed
-   [D, BC] tiles (K and V) */
-static int64_t nn__attn_ws_floats(int D) {
-    return 2 * NN__ATTN_BR * NN__ATTN_BC + (int64_t)NN__ATTN_BR * D + 2 * NN__ATTN_BR + 4 * (int64_t)NN__ATTN_BC * D + 16;
+/* floats of one task's working memory, W = max(D, Dv): two [BR, BC] tiles (S then P, dP
+   then dS), an [BR, W] accumulator and two row stats, [BC, W] dK and dV accumulators, two
+   transposed [W, BC] tiles (K and V); the mask's gradient uses three tiles and the
+   transposed ones */
+static int64_t nn__attn_ws_floats(int W) {
+    return 3 * NN__ATTN_BR * NN__ATTN_BC + (int64_t)NN__ATTN_BR * W + 2 * NN__ATTN_BR + 4 * (int64_t)NN__ATTN_BC * W + 16;
 }
+static int nn__attn_w(const nn__attn_attr *a) { return a->D > a->Dv ? a->D : a->Dv; }
 
 /* ---- the tile products: AVX-512 microkernels (4 rows x 64 columns in 16 registers, no
    packing but K's or V's tile transposed once) where the CPU has AVX-512F, else the CPU
@@ -9849,35 +10134,36 @@ static void nn__attn_pack_t(float *Yt, const float *y, int64_t ys, int nc, int D
     }
 }
 
-/* S [nr, nc] (row stride BC) = alpha X Y^T: X rows at stride xs, Y rows at stride ys, D
+/* S [nr, nc] (row stride BC) = alpha X Y^T: X rows at stride xs, Y rows at stride ys, K
    long; Yt: Y^T packed already (the AVX-512 path; NULL: pack it into yt_buf) */
 static void nn__attn_abt(const nn__attn_job *J, nn__gemm_ws *gw, float *S, const float *x, int64_t xs, int nr, const float *y,
-                         int64_t ys, int nc, float alpha, const float *Yt, float *yt_buf) {
+                         int64_t ys, int nc, int K, float alpha, const float *Yt, float *yt_buf) {
 #if defined(NN__VM_X86)
     if (J->avx512) {
         if (!Yt) {
-            nn__attn_pack_t(yt_buf, y, ys, nc, J->a.D);
+            nn__attn_pack_t(yt_buf, y, ys, nc, K);
             Yt = yt_buf;
         }
-        nn__attn_abt512(S, x, xs, nr, Yt, J->a.D, alpha);
+        nn__attn_abt512(S, x, xs, nr, Yt, K, alpha);
         return;
     }
 #endif
-    (void)Yt, (void)yt_buf;
-    nn__sgemm_ws(gw, 0, 1, nr, nc, J->a.D, alpha, x, (int)xs, y, (int)ys, 0.0f, S, NN__ATTN_BC);
+    (void)J, (void)Yt, (void)yt_buf;
+    nn__sgemm_ws(gw, 0, 1, nr, nc, K, alpha, x, (int)xs, y, (int)ys, 0.0f, S, NN__ATTN_BC);
 }
 
-/* C [M, D] (row stride ldc) += op(A) B: op(A) [M, K] (transA: A stored [K, M]), lda; B rows
+/* C [M, N] (row stride ldc) += op(A) B: op(A) [M, K] (transA: A stored [K, M]), lda; B rows
    at stride ldb */
 static void nn__attn_ab(const nn__attn_job *J, nn__gemm_ws *gw, float *C, int64_t ldc, int transA, const float *A, int lda, int M,
-                        int K, const float *B, int64_t ldb) {
+                        int K, const float *B, int64_t ldb, int N) {
 #if defined(NN__VM_X86)
     if (J->avx512) {
-        nn__attn_ab512(C, ldc, A, transA ? 1 : lda, transA ? lda : 1, M, K, B, ldb, J->a.D);
+        nn__attn_ab512(C, ldc, A, transA ? 1 : lda, transA ? lda : 1, M, K, B, ldb, N);
         return;
     }
 #endif
-    nn__sgemm_ws(gw, transA, 0, M, J->a.D, K, 1.0f, A, lda, B, (int)ldb, 1.0f, C, (int)ldc);
+    (void)J;
+    nn__sgemm_ws(gw, transA, 0, M, N, K, 1.0f, A, lda, B, (int)ldb, 1.0f, C, (int)ldc);
 }
 
 /* ---- masks and dropout ---- */
@@ -9952,9 +10238,9 @@ static void nn__attn_unit_q(const nn__attn_job *J, int64_t u, int *b, int *h, in
 /* ---- forward: one (b, h, query block) ---- */
 static void nn__attn_fwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw) {
     const nn__attn_attr *a = &J->a;
-    int D = a->D, b, h, i0, nr, j0, r, c, d, hk;
+    int D = a->D, Dv = a->Dv, W = nn__attn_w(a), b, h, i0, nr, j0, r, c, d, hk;
     float *S = ws, *acc = S + 2 * NN__ATTN_BR * NN__ATTN_BC;
-    float *m = acc + (int64_t)NN__ATTN_BR * D, *l = m + NN__ATTN_BR, *Kt = l + NN__ATTN_BR + 2 * (int64_t)NN__ATTN_BC * D;
+    float *m = acc + (int64_t)NN__ATTN_BR * W, *l = m + NN__ATTN_BR, *Kt = l + NN__ATTN_BR + 2 * (int64_t)NN__ATTN_BC * W;
     const float *qb;
     nn__attn_unit_q(J, u, &b, &h, &i0, &nr);
     hk = h / (a->H / a->Hkv);
@@ -9963,14 +10249,14 @@ static void nn__attn_fwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
         m[r] = -INFINITY;
         l[r] = 0.0f;
     }
-    for (r = 0; r < nr * D; r++) acc[r] = 0.0f;
+    for (r = 0; r < nr * Dv; r++) acc[r] = 0.0f;
     for (j0 = 0; j0 < a->Tk; j0 += NN__ATTN_BC) {
         int nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC;
         if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
-        nn__attn_abt(J, gw, S, qb, J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], nc, a->scale, NULL, Kt);
+        nn__attn_abt(J, gw, S, qb, J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], nc, D, a->scale, NULL, Kt);
         if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
         for (r = 0; r < nr; r++) {
-            float *s = S + r * NN__ATTN_BC, *ar = acc + (int64_t)r * D, mx = m[r], alpha, sum;
+            float *s = S + r * NN__ATTN_BC, *ar = acc + (int64_t)r * Dv, mx = m[r], alpha, sum;
             for (c = 0; c < nc; c++)
                 if (s[c] > mx) mx = s[c];
             if (mx == -INFINITY) { /* nothing alive in the row yet: weights 0 */
@@ -9984,15 +10270,15 @@ static void nn__attn_fwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
             l[r] = l[r] * alpha + sum;
             m[r] = mx;
             if (alpha != 1.0f)
-                for (d = 0; d < D; d++) ar[d] *= alpha;
+                for (d = 0; d < Dv; d++) ar[d] *= alpha;
             if (a->p > 0.0f)
                 for (c = 0; c < nc; c++) s[c] *= nn__attn_keep(J, b, h, i0 + r, j0 + c);
         }
-        nn__attn_ab(J, gw, acc, D, 0, S, NN__ATTN_BC, nr, nc, NN__ATTN_ROW(J->v, J->ks, b, hk, j0), J->ks[2]);
+        nn__attn_ab(J, gw, acc, Dv, 0, S, NN__ATTN_BC, nr, nc, NN__ATTN_ROW(J->v, J->vs, b, hk, j0), J->vs[2], Dv);
     }
     for (r = 0; r < nr; r++) {
-        float *o = NN__ATTN_ROW(J->out, J->qs, b, h, i0 + r), inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
-        for (d = 0; d < D; d++) o[d] = acc[(int64_t)r * D + d] * inv;
+        float *o = NN__ATTN_ROW(J->out, J->os, b, h, i0 + r), inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
+        for (d = 0; d < Dv; d++) o[d] = acc[(int64_t)r * Dv + d] * inv;
         J->out_lse[((int64_t)b * a->H + h) * a->Tq + i0 + r] = l[r] > 0.0f ? m[r] + logf(l[r]) : -INFINITY;
     }
 }
@@ -10027,23 +10313,23 @@ static void nn__attn_ds(const nn__attn_job *J, int b, int h, int i0, int nr, int
 /* ---- dQ: one (b, h, query block): dq = scale sum_j dS_ij k_j ---- */
 static void nn__attn_dq_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw) {
     const nn__attn_attr *a = &J->a;
-    int D = a->D, b, h, i0, nr, j0, r, d, hk;
+    int D = a->D, Dv = a->Dv, W = nn__attn_w(a), b, h, i0, nr, j0, r, d, hk;
     float *S = ws, *dP = S + NN__ATTN_BR * NN__ATTN_BC, *acc = S + 2 * NN__ATTN_BR * NN__ATTN_BC;
-    float *Kt = acc + (int64_t)NN__ATTN_BR * D + 2 * NN__ATTN_BR + 2 * (int64_t)NN__ATTN_BC * D, *Vt = Kt + (int64_t)NN__ATTN_BC * D;
+    float *Kt = acc + (int64_t)NN__ATTN_BR * W + 2 * NN__ATTN_BR + 2 * (int64_t)NN__ATTN_BC * W, *Vt = Kt + (int64_t)NN__ATTN_BC * W;
     const float *qb, *gb;
     nn__attn_unit_q(J, u, &b, &h, &i0, &nr);
     hk = h / (a->H / a->Hkv);
     qb = NN__ATTN_ROW(J->q, J->qs, b, h, i0);
-    gb = NN__ATTN_ROW(J->dout, J->qs, b, h, i0);
+    gb = NN__ATTN_ROW(J->dout, J->os, b, h, i0);
     for (r = 0; r < nr * D; r++) acc[r] = 0.0f;
     for (j0 = 0; j0 < a->Tk; j0 += NN__ATTN_BC) {
         int nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC;
         if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
-        nn__attn_abt(J, gw, S, qb, J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], nc, a->scale, NULL, Kt);
+        nn__attn_abt(J, gw, S, qb, J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], nc, D, a->scale, NULL, Kt);
         if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
-        nn__attn_abt(J, gw, dP, gb, J->qs[2], nr, NN__ATTN_ROW(J->v, J->ks, b, hk, j0), J->ks[2], nc, 1.0f, NULL, Vt);
+        nn__attn_abt(J, gw, dP, gb, J->os[2], nr, NN__ATTN_ROW(J->v, J->vs, b, hk, j0), J->vs[2], nc, Dv, 1.0f, NULL, Vt);
         nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP);
-        nn__attn_ab(J, gw, acc, D, 0, dP, NN__ATTN_BC, nr, nc, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2]);
+        nn__attn_ab(J, gw, acc, D, 0, dP, NN__ATTN_BC, nr, nc, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], D);
     }
     for (r = 0; r < nr; r++) {
         float *o = NN__ATTN_ROW(J->dq, J->qs, b, h, i0 + r);
@@ -10055,46 +10341,100 @@ static void nn__attn_dq_unit(const nn__attn_job *J, int64_t u, float *ws, nn__ge
    query block in order: dv_j = sum_i P_ij z_ij dO_i, dk_j = scale sum_i dS_ij q_i ---- */
 static void nn__attn_dkv_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw) {
     const nn__attn_attr *a = &J->a;
-    int D = a->D, nkb = (a->Tk + NN__ATTN_BC - 1) / NN__ATTN_BC, grp = a->H / a->Hkv;
+    int D = a->D, Dv = a->Dv, W = nn__attn_w(a), nkb = (a->Tk + NN__ATTN_BC - 1) / NN__ATTN_BC, grp = a->H / a->Hkv;
     int b = (int)(u / ((int64_t)a->Hkv * nkb)), hk = (int)(u / nkb % a->Hkv), j0 = (int)(u % nkb) * NN__ATTN_BC;
     int nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC, h, i0, c, d;
     float *S = ws, *dP = S + NN__ATTN_BR * NN__ATTN_BC;
-    float *dk = S + 2 * NN__ATTN_BR * NN__ATTN_BC + (int64_t)NN__ATTN_BR * D + 2 * NN__ATTN_BR, *dv = dk + (int64_t)NN__ATTN_BC * D;
-    for (c = 0; c < nc * D; c++) dk[c] = dv[c] = 0.0f;
-    const float *kb = NN__ATTN_ROW(J->k, J->ks, b, hk, j0), *vb = NN__ATTN_ROW(J->v, J->ks, b, hk, j0);
-    float *Kt = dv + (int64_t)NN__ATTN_BC * D, *Vt = Kt + (int64_t)NN__ATTN_BC * D;
+    float *dk = S + 2 * NN__ATTN_BR * NN__ATTN_BC + (int64_t)NN__ATTN_BR * W + 2 * NN__ATTN_BR, *dv = dk + (int64_t)NN__ATTN_BC * W;
+    for (c = 0; c < nc * D; c++) dk[c] = 0.0f;
+    for (c = 0; c < nc * Dv; c++) dv[c] = 0.0f;
+    const float *kb = NN__ATTN_ROW(J->k, J->ks, b, hk, j0), *vb = NN__ATTN_ROW(J->v, J->vs, b, hk, j0);
+    float *Kt = dv + (int64_t)NN__ATTN_BC * W, *Vt = Kt + (int64_t)NN__ATTN_BC * W;
     const float *kt = NULL, *vt = NULL; /* K^T and V^T packed once for every query block */
     if (J->avx512) {
         nn__attn_pack_t(Kt, kb, J->ks[2], nc, D);
-        nn__attn_pack_t(Vt, vb, J->ks[2], nc, D);
+        nn__attn_pack_t(Vt, vb, J->vs[2], nc, Dv);
         kt = Kt, vt = Vt;
     }
     for (h = hk * grp; h < (hk + 1) * grp; h++)
         for (i0 = 0; i0 < a->Tq; i0 += NN__ATTN_BR) {
             int nr = a->Tq - i0 < NN__ATTN_BR ? a->Tq - i0 : NN__ATTN_BR;
-            const float *qb = NN__ATTN_ROW(J->q, J->qs, b, h, i0), *gb = NN__ATTN_ROW(J->dout, J->qs, b, h, i0);
+            const float *qb = NN__ATTN_ROW(J->q, J->qs, b, h, i0), *gb = NN__ATTN_ROW(J->dout, J->os, b, h, i0);
             if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
-            nn__attn_abt(J, gw, S, qb, J->qs[2], nr, kb, J->ks[2], nc, a->scale, kt, Kt);
+            nn__attn_abt(J, gw, S, qb, J->qs[2], nr, kb, J->ks[2], nc, D, a->scale, kt, Kt);
             if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
-            nn__attn_abt(J, gw, dP, gb, J->qs[2], nr, vb, J->ks[2], nc, 1.0f, vt, Vt);
+            nn__attn_abt(J, gw, dP, gb, J->os[2], nr, vb, J->vs[2], nc, Dv, 1.0f, vt, Vt);
             nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP);
-            /* dv [nc, D] += Pd^T dO, dk [nc, D] += dS^T q */
-            nn__attn_ab(J, gw, dv, D, 1, S, NN__ATTN_BC, nc, nr, gb, J->qs[2]);
-            nn__attn_ab(J, gw, dk, D, 1, dP, NN__ATTN_BC, nc, nr, qb, J->qs[2]);
+            /* dv [nc, Dv] += Pd^T dO, dk [nc, D] += dS^T q */
+            nn__attn_ab(J, gw, dv, Dv, 1, S, NN__ATTN_BC, nc, nr, gb, J->os[2], Dv);
+            nn__attn_ab(J, gw, dk, D, 1, dP, NN__ATTN_BC, nc, nr, qb, J->qs[2], D);
         }
     for (c = 0; c < nc; c++) {
-        float *ko = NN__ATTN_ROW(J->dk, J->ks, b, hk, j0 + c), *vo = NN__ATTN_ROW(J->dv, J->ks, b, hk, j0 + c);
-        for (d = 0; d < D; d++) {
-            ko[d] = dk[(int64_t)c * D + d] * a->scale;
-            vo[d] = dv[(int64_t)c * D + d];
-        }
+        float *ko = NN__ATTN_ROW(J->dk, J->ks, b, hk, j0 + c), *vo = NN__ATTN_ROW(J->dv, J->vs, b, hk, j0 + c);
+        for (d = 0; d < D; d++) ko[d] = dk[(int64_t)c * D + d] * a->scale;
+        for (d = 0; d < Dv; d++) vo[d] = dv[(int64_t)c * Dv + d];
     }
+}
+
+/* ---- d(mask): one unit per (b, h, query block, key block) of the dims the mask does not
+   broadcast; a broadcast dim's whole range is summed inside the unit, in order (b, h,
+   query blocks, key blocks, then a tile's rows and columns), so no two units write one
+   element and no [Tq, Tk] tile per head is kept: the gradient is dS summed, unscaled ---- */
+static void nn__attn_dmask_counts(const nn__attn_attr *a, int64_t n[4]) {
+    n[0] = a->ms[0] ? a->B : 1;
+    n[1] = a->ms[1] ? a->H : 1;
+    n[2] = a->ms[2] ? (a->Tq + NN__ATTN_BR - 1) / NN__ATTN_BR : 1;
+    n[3] = a->ms[3] ? (a->Tk + NN__ATTN_BC - 1) / NN__ATTN_BC : 1;
+}
+
+static void nn__attn_dmask_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw) {
+    const nn__attn_attr *a = &J->a;
+    int D = a->D, Dv = a->Dv, W = nn__attn_w(a), nqb = (a->Tq + NN__ATTN_BR - 1) / NN__ATTN_BR;
+    int nkb = (a->Tk + NN__ATTN_BC - 1) / NN__ATTN_BC;
+    int ub, uh, uq, uk, b, h, qb, kb, r, c, nru, ncu;
+    int64_t cnt[4];
+    float *S = ws, *dP = S + NN__ATTN_BR * NN__ATTN_BC, *G = dP + NN__ATTN_BR * NN__ATTN_BC;
+    float *Kt = G + NN__ATTN_BR * NN__ATTN_BC, *Vt = Kt + (int64_t)NN__ATTN_BC * W;
+    nn__attn_dmask_counts(a, cnt);
+    uk = (int)(u % cnt[3]);
+    uq = (int)(u / cnt[3] % cnt[2]);
+    uh = (int)(u / (cnt[3] * cnt[2]) % cnt[1]);
+    ub = (int)(u / (cnt[3] * cnt[2] * cnt[1]));
+    for (r = 0; r < NN__ATTN_BR * NN__ATTN_BC; r++) G[r] = 0.0f;
+    for (b = a->ms[0] ? ub : 0; b < (a->ms[0] ? ub + 1 : a->B); b++)
+        for (h = a->ms[1] ? uh : 0; h < (a->ms[1] ? uh + 1 : a->H); h++)
+            for (qb = a->ms[2] ? uq : 0; qb < (a->ms[2] ? uq + 1 : nqb); qb++)
+                for (kb = a->ms[3] ? uk : 0; kb < (a->ms[3] ? uk + 1 : nkb); kb++) {
+                    int i0 = qb * NN__ATTN_BR, j0 = kb * NN__ATTN_BC, hk = h / (a->H / a->Hkv);
+                    int nr = a->Tq - i0 < NN__ATTN_BR ? a->Tq - i0 : NN__ATTN_BR, nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC;
+                    if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
+                    nn__attn_abt(J, gw, S, NN__ATTN_ROW(J->q, J->qs, b, h, i0), J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0),
+                                 J->ks[2], nc, D, a->scale, NULL, Kt);
+                    if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
+                    nn__attn_abt(J, gw, dP, NN__ATTN_ROW(J->dout, J->os, b, h, i0), J->os[2], nr,
+                                 NN__ATTN_ROW(J->v, J->vs, b, hk, j0), J->vs[2], nc, Dv, 1.0f, NULL, Vt);
+                    nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP);
+                    for (r = 0; r < nr; r++) {
+                        float *gr = G + (a->ms[2] ? r : 0) * NN__ATTN_BC;
+                        const float *dr = dP + r * NN__ATTN_BC;
+                        if (a->ms[3])
+                            for (c = 0; c < nc; c++) gr[c] += dr[c];
+                        else
+                            for (c = 0; c < nc; c++) gr[0] += dr[c];
+                    }
+                }
+    nru = a->ms[2] ? (a->Tq - uq * NN__ATTN_BR < NN__ATTN_BR ? a->Tq - uq * NN__ATTN_BR : NN__ATTN_BR) : 1;
+    ncu = a->ms[3] ? (a->Tk - uk * NN__ATTN_BC < NN__ATTN_BC ? a->Tk - uk * NN__ATTN_BC : NN__ATTN_BC) : 1;
+    for (r = 0; r < nru; r++)
+        for (c = 0; c < ncu; c++)
+            J->dmask[(int64_t)ub * a->ms[0] + (int64_t)uh * a->ms[1] + ((int64_t)uq * NN__ATTN_BR + r) * a->ms[2] +
+                     ((int64_t)uk * NN__ATTN_BC + c) * a->ms[3]] = G[r * NN__ATTN_BC + c];
 }
 
 static void nn__attn_task(void *arg, int t, int n_tasks) {
     const nn__attn_job *J = (const nn__attn_job *)arg;
     int64_t u, u0 = J->per * t, u1 = u0 + J->per < J->units ? u0 + J->per : J->units;
-    float *ws = J->ws + (int64_t)t * nn__attn_ws_floats(J->a.D);
+    float *ws = J->ws + (int64_t)t * nn__attn_ws_floats(nn__attn_w(&J->a));
     nn__gemm_ws gw;
     (void)n_tasks;
     gw.p = NULL;
@@ -10102,7 +10442,8 @@ static void nn__attn_task(void *arg, int t, int n_tasks) {
     for (u = u0; u < u1; u++) {
         if (J->kind == 0) nn__attn_fwd_unit(J, u, ws, &gw);
         else if (J->kind == 1) nn__attn_dq_unit(J, u, ws, &gw);
-        else nn__attn_dkv_unit(J, u, ws, &gw);
+        else if (J->kind == 2) nn__attn_dkv_unit(J, u, ws, &gw);
+        else nn__attn_dmask_unit(J, u, ws, &gw);
     }
     NN_FREE(gw.p);
 }
@@ -10119,11 +10460,16 @@ static nn_result nn__attn_run(nn__threadpool *pool, nn__attn_job *J) {
     J->avx512 = nn__vm_isa() == 2 && strcmp(nn__gemm_pick_arch()->name, "avx512f") == 0; /* as the GEMM (its forced kernel too) */
 #endif
     J->units = J->kind == 2 ? (int64_t)a->B * a->Hkv * nkb : (int64_t)a->B * a->H * nqb;
+    if (J->kind == 3) {
+        int64_t cnt[4];
+        nn__attn_dmask_counts(a, cnt);
+        J->units = cnt[0] * cnt[1] * cnt[2] * cnt[3];
+    }
     if (J->units < tasks) tasks = (int)J->units;
     if (tasks < 1) tasks = 1;
     J->per = (J->units + tasks - 1) / tasks;
     tasks = (int)((J->units + J->per - 1) / J->per);
-    bytes = (size_t)tasks * (size_t)nn__attn_ws_floats(a->D) * sizeof(float);
+    bytes = (size_t)tasks * (size_t)nn__attn_ws_floats(nn__attn_w(a)) * sizeof(float);
     J->ws = (float *)nn__threadpool_workspace(pool, bytes);
     if (!J->ws) {
         own = NN_MALLOC(bytes);
@@ -10470,8 +10816,51 @@ typedef struct {
     float *ws, *y, *hp, *dht, *du;
     int64_t off[5], po[6];
     int per;               /* rows per task */
-    const nn__gemm_pb *pb; /* W_hh packed once (or NULL: out of memory) */
+    nn__gemm_pb pb;        /* W_hh packed once per run, in the node's scratch */
+    unsigned char *mem;    /* the tasks' memory, task_bytes each: */
+    size_t task_bytes, e_bytes, gw_bytes; /* the LSTM's vector-exp row, then GEMM packing */
 } nn__rec_job;
+
+/* The time loop's tasks: the pool's threads, at most one per batch row, *per rows each. */
+static int nn__cpu_rec_tasks(const nn__threadpool *pool, int B, int *per) {
+    int tasks = nn__threadpool_size(pool);
+    if (tasks > B) tasks = B;
+    if (tasks < 1) tasks = 1;
+    *per = (B + tasks - 1) / tasks;
+    return (B + *per - 1) / *per;
+}
+
+static size_t nn__rec_round64(size_t n) { return (n + 63) / 64 * 64; }
+
+/* The CPU memory of a time loop (grad: its gradient's), planned with the node (after its
+   own scratch): W_hh packed, then per task the LSTM forward's vector-exp row (8H floats)
+   and the packing memory of its GEMMs (the state's product against the packed W_hh, the
+   projection's product: one at a time, so they share it). Fills J's sizes when J is not
+   NULL; returns the floats. A run then allocates nothing. */
+static int64_t nn__cpu_rec_mem(const nn__threadpool *pool, const nn__rec_attr *a, int grad, nn__rec_job *J) {
+    int per, tasks = nn__cpu_rec_tasks(pool, a->B, &per), GH = a->G * a->H, k;
+    int nbs[2];
+    size_t pb, e = 0, gw = 0;
+    nbs[0] = per, nbs[1] = a->B - (tasks - 1) * per;
+    pb = nn__rec_round64(grad ? nn__gemm_pb_bytes(GH, a->Hr) : nn__gemm_pb_bytes(a->Hr, GH));
+    if (!grad && a->kind == NN__REC_LSTM) e = nn__rec_round64(sizeof(float) * 8 * (size_t)a->H);
+    for (k = 0; k < 2; k++) {
+        size_t s = grad ? nn__sgemm_pb_bytes(GH, a->Hr, nbs[k]) : nn__sgemm_pb_bytes(a->Hr, GH, nbs[k]);
+        if (s > gw) gw = s;
+        if (a->i_whr >= 0) {
+            s = grad ? nn__sgemm_mem_bytes(0, 0, nbs[k], a->H, a->Hr) : nn__sgemm_mem_bytes(0, 1, nbs[k], a->Hr, a->H);
+            if (s > gw) gw = s;
+        }
+    }
+    gw = nn__rec_round64(gw);
+    if (J) {
+        J->per = per;
+        J->e_bytes = e;
+        J->gw_bytes = gw;
+        J->task_bytes = e + gw;
+    }
+    return (int64_t)((pb + (size_t)tasks * (e + gw)) / sizeof(float));
+}
 
 static void nn__cpu_rec_seq_task(void *arg, int task, int n_tasks) {
     const nn__rec_job *J = (const nn__rec_job *)arg;
@@ -10479,27 +10868,25 @@ static void nn__cpu_rec_seq_task(void *arg, int task, int n_tasks) {
     int T = a->T, B = a->B, H = a->H, Hr = a->Hr, GH = a->G * a->H, s;
     int b0 = task * J->per, b1 = b0 + J->per < B ? b0 + J->per : B, nb = b1 - b0;
     size_t BHr = (size_t)B * Hr, BH = (size_t)B * H;
-    float *ws = J->ws, *hp = J->hp + (size_t)b0 * GH, *e;
-    nn__gemm_ws gw = {NULL, 0};
+    float *ws = J->ws, *hp = J->hp + (size_t)b0 * GH;
+    unsigned char *mem = J->mem + (size_t)task * J->task_bytes;
+    float *e = J->e_bytes ? (float *)(void *)mem : NULL; /* LSTM: the vector gate math */
+    void *gw = mem + J->e_bytes;
     (void)n_tasks;
     if (nb <= 0) return;
-    e = a->kind == NN__REC_LSTM ? (float *)NN_MALLOC(sizeof(float) * 8 * (size_t)H) : NULL; /* NULL: scalar */
     for (s = 0; s < T; s++) {
         int t = a->reverse ? T - 1 - s : s;
         size_t oh = (size_t)J->off[1] + s * BHr;
-        if (!J->pb || !nn__sgemm_pb(&gw, J->pb, 0, nb, 1.0f, ws + oh + (size_t)b0 * Hr, Hr, 0.0f, hp, GH))
-            nn__sgemm_ws(&gw, 0, 1, nb, GH, Hr, 1.0f, ws + oh + (size_t)b0 * Hr, Hr, J->whh, Hr, 0.0f, hp, GH);
+        (void)nn__sgemm_pb(gw, J->gw_bytes, &J->pb, 0, nb, 1.0f, ws + oh + (size_t)b0 * Hr, Hr, 0.0f, hp, GH);
         nn__cpu_rec_gates_fwd(a->kind, B, b0, b1, H, Hr, t, J->xp + (size_t)t * B * GH, J->hp, J->bias, J->lens, ws,
                               J->y + (size_t)t * BHr, J->whr != NULL, (size_t)J->off[0] + s * (size_t)B * GH, oh,
                               (size_t)J->off[2] + s * BH, (size_t)J->off[3] + s * BH, (size_t)J->off[4] + s * BH, e);
         if (J->whr) {
-            nn__sgemm_ws(&gw, 0, 1, nb, Hr, H, 1.0f, ws + J->off[3] + s * BH + (size_t)b0 * H, H, J->whr, H, 0.0f,
-                         ws + oh + BHr + (size_t)b0 * Hr, Hr);
+            (void)nn__sgemm_mem(gw, J->gw_bytes, 0, 1, nb, Hr, H, 1.0f, ws + J->off[3] + s * BH + (size_t)b0 * H, H, J->whr,
+                                H, 0.0f, ws + oh + BHr + (size_t)b0 * Hr, Hr);
             nn__cpu_rec_proj_fix(B, b0, b1, Hr, t, J->lens, ws, J->y + (size_t)t * BHr, oh);
         }
     }
-    NN_FREE(gw.p);
-    NN_FREE(e);
 }
 
 static void nn__cpu_rec_grad_task(void *arg, int task, int n_tasks) {
@@ -10510,7 +10897,7 @@ static void nn__cpu_rec_grad_task(void *arg, int task, int n_tasks) {
     size_t BHr = (size_t)B * Hr, BH = (size_t)B * H;
     const float *gy = J->xp, *ws = J->ws;
     float *pk = J->y, *dh = J->y + J->po[1], *dc = J->y + J->po[2];
-    nn__gemm_ws gw = {NULL, 0};
+    void *gw = J->mem + (size_t)task * J->task_bytes + J->e_bytes;
     (void)n_tasks;
     if (nb <= 0) return;
     for (s = T - 1; s >= 0; s--) {
@@ -10518,34 +10905,29 @@ static void nn__cpu_rec_grad_task(void *arg, int task, int n_tasks) {
         float *dhp_s = J->hp + (size_t)s * B * GH;
         if (J->whr) {
             nn__cpu_rec_proj_bwd(b0, b1, Hr, t, J->lens, gy + (size_t)t * BHr, dh, J->dht + s * BHr);
-            nn__sgemm_ws(&gw, 0, 0, nb, H, Hr, 1.0f, J->dht + s * BHr + (size_t)b0 * Hr, Hr, J->whr, H, 0.0f,
-                         J->du + (size_t)b0 * H, H);
+            (void)nn__sgemm_mem(gw, J->gw_bytes, 0, 0, nb, H, Hr, 1.0f, J->dht + s * BHr + (size_t)b0 * Hr, Hr, J->whr, H,
+                                0.0f, J->du + (size_t)b0 * H, H);
         }
         nn__cpu_rec_gates_bwd(a->kind, B, b0, b1, H, Hr, t, ws, gy + (size_t)t * BHr, J->lens, J->whr ? J->du : NULL,
                               dh, dc, pk + J->po[0] + (size_t)t * B * GH, dhp_s, (size_t)J->off[0] + s * (size_t)B * GH,
                               (size_t)J->off[1] + s * BHr, (size_t)J->off[2] + s * BH, (size_t)J->off[4] + s * BH);
-        if (!J->pb || !nn__sgemm_pb(&gw, J->pb, 0, nb, 1.0f, dhp_s + (size_t)b0 * GH, GH, 1.0f, dh + (size_t)b0 * Hr, Hr))
-            nn__sgemm_ws(&gw, 0, 0, nb, Hr, GH, 1.0f, dhp_s + (size_t)b0 * GH, GH, J->whh, Hr, 1.0f, dh + (size_t)b0 * Hr,
-                         Hr);
+        (void)nn__sgemm_pb(gw, J->gw_bytes, &J->pb, 0, nb, 1.0f, dhp_s + (size_t)b0 * GH, GH, 1.0f, dh + (size_t)b0 * Hr,
+                           Hr);
     }
-    NN_FREE(gw.p);
 }
 
 /* Runs the time loop of job J (its pointers and offsets set) over the pool's threads, with
    W_hh packed once for all steps and threads (op(W_hh) [K, N] = W_hh^T forward, W_hh
-   backward). */
-static void nn__cpu_rec_run(nn__threadpool *pool, nn__rec_job *J, nn__task_fn fn, int transB, int K, int N) {
-    int B = J->a->B, tasks = nn__threadpool_size(pool);
-    nn__gemm_pb pb;
-    J->pb = nn__gemm_pb_make(&pb, transB, K, N, J->whh, J->a->Hr) ? &pb : NULL;
-    if (tasks > B) tasks = B;
-    if (tasks < 1) tasks = 1;
-    J->per = (B + tasks - 1) / tasks;
-    tasks = (B + J->per - 1) / J->per;
+   backward), in mem: nn__cpu_rec_mem's floats, planned with the node. */
+static void nn__cpu_rec_run(nn__threadpool *pool, nn__rec_job *J, nn__task_fn fn, int grad, float *mem) {
+    int GH = J->a->G * J->a->H, Hr = J->a->Hr, tasks;
+    (void)nn__cpu_rec_mem(pool, J->a, grad, J);
+    if (grad) nn__gemm_pb_pack(&J->pb, 0, GH, Hr, J->whh, Hr, mem);
+    else nn__gemm_pb_pack(&J->pb, 1, Hr, GH, J->whh, Hr, mem);
+    J->mem = (unsigned char *)mem + nn__rec_round64(grad ? nn__gemm_pb_bytes(GH, Hr) : nn__gemm_pb_bytes(Hr, GH));
+    tasks = (J->a->B + J->per - 1) / J->per;
     if (tasks <= 1) fn(J, 0, 1);
     else nn__threadpool_run(pool, fn, J, tasks);
-    NN_FREE(pb.raw);
-    J->pb = NULL;
 }
 
 /* y[j] = sum over r of x[r * cols + j], in order of r (rec_colsum) */
@@ -10570,6 +10952,17 @@ static void nn__cpu_last_valid_bwd(const float *dy, const int32_t *lens, float *
     int b;
     memset(dx, 0, (size_t)T * B * F * 4);
     for (b = 0; b < B; b++) memcpy(dx + nn__last_at(bf, T, B, F, nn__last_t(lens, b, T), b), dy + (size_t)b * F, (size_t)F * 4);
+}
+
+/* nn_bidirectional's reversal (rec_reverse): each row's first lens[b] steps (clamped to
+   [1, T]; lens NULL: all T) reversed, the rest copied */
+static void nn__cpu_rec_reverse_loop(const float *x, const int32_t *lens, float *y, int T, int B, int F, int bf) {
+    int b, t;
+    for (b = 0; b < B; b++) {
+        int n = lens ? nn__last_t(lens, b, T) + 1 : T;
+        for (t = 0; t < T; t++)
+            memcpy(y + nn__last_at(bf, T, B, F, t, b), x + nn__last_at(bf, T, B, F, t < n ? n - 1 - t : t, b), (size_t)F * 4);
+    }
 }
 
 /* ======================================================================
@@ -10597,7 +10990,7 @@ static int nn__fp_fuses(void) {
 
 static nn_result nn__cpub_open(nn_context *ctx, const char *device, const nn_context_desc *desc) {
     if (device && strcmp(device, "cpu") != 0) {
-        nn__fail(ctx, NN_ERR_UNAVAILABLE, "the CPU backend takes only \"cpu\"");
+        nn__reason(ctx, NN_ERR_UNAVAILABLE, "the CPU backend takes only \"cpu\"");
         return NN_ERR_UNAVAILABLE;
     }
     /* the pool, and in it the workspace that GEMMs fall back on when their packing buffers
@@ -10701,6 +11094,27 @@ static void nn__cpub_release_graph(nn_graph *g) { (void)g; }
 static const nn__backend nn__cpu_backend = {
     "cpu", NN_BACKEND_CPU, 1, nn__cpub_open, nn__cpub_close, NULL, nn__cpub_alloc, nn__cpub_view, nn__cpub_release,
     nn__cpub_write, nn__cpub_read, nn__cpub_fill, nn__cpub_prepare, nn__cpub_run, nn__cpub_finish, nn__cpub_release_graph};
+
+/* ======================================================================
+   src/base/cold_begin.h
+   ====================================================================== */
+/* Code that runs once per graph, launch plan or file, not once per element, compiled by
+   gcc at -Og when the program is built at -O2 or -O3: the OpenCL backend's setup and
+   launch records, the ops' builders, gradient rules, plans and CPU-body wrappers, layers,
+   files (and the platform block of src/base/files.c). That is over half of nn.h's machine
+   code; at -Og it compiles in under half the time, which takes about 45% off a -O2
+   compile of a file with NN_IMPLEMENTATION (HACKING.md, "Compile time"). The loops every
+   step runs (src/cpu/, the thread pool) and the engine (nn_graph_compile's planning, whose
+   time grows with the graph) stay at the program's level, so steps and compiles take what
+   they took. The same bits either way: no optimisation level changes a float result here
+   (fp_begin.h turns contraction off; no -ffast-math), as `make check-determinism` checks.
+   Define NN_OPTIMIZE_ALL to compile all of it at the program's level. gcc only: clang has
+   no level pragma. src/base/cold_end.h returns to the level before. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__) && \
+    !defined(NN_OPTIMIZE_ALL)
+#pragma GCC push_options
+#pragma GCC optimize("Og")
+#endif
 
 /* ======================================================================
    src/opencl/gemm_plan.c
@@ -19380,7 +19794,8 @@ static const char *const nn__cl_src_attention[] = {
 "   dims: B, H, Hkv, Tq, Tk, D, layout (0 [B, H, T, D], 1 [B, T, H, D]), causal;\n",
 "   mk: the mask's strides over b, h, i, j, its mode (0 none, 1 float added, 2 int32: nonzero\n",
 "   attends), the key padding mask's mode (0 none, 1 float, 2 int32: nonzero ignores), the\n",
-"   sliding window (0 none), 0. mask and kpm are read only when their mode is not 0. */\n",
+"   sliding window (0 none), 0; vdim: v's head dim Dv (the output's, dout's; q and k have D).\n",
+"   mask and kpm are read only when their mode is not 0. */\n",
 "#ifndef NN__ATTENTION_ARGS_H\n",
 "#define NN__ATTENTION_ARGS_H\n",
 "\n",
@@ -19388,17 +19803,17 @@ static const char *const nn__cl_src_attention[] = {
 "#define NN__KARGS_attn_fwd(F, P)                                                                   \\\n",
 "    F(in, q) P(in, k) P(in, v) P(in, mask) P(in, kpm) P(out, out) P(int8, dims) P(int8, mk)         \\\n",
 "    P(float, scale) P(float, p) P(uint, seed_lo) P(uint, seed_hi) P(uint, key) P(ustep, step_lo)    \\\n",
-"    P(ustep, step_hi)\n",
+"    P(ustep, step_hi) P(int, vdim)\n",
 "NN__KSIG(attn_fwd)\n",
 "/* o: the forward's out; dout: its gradient (the output part); delta [B, H, Tq];\n",
 "   out: dq (attn_dq) or [dk, dv] (attn_dkv) */\n",
 "#define NN__KARGS_attn_bwd(F, P)                                                                   \\\n",
 "    F(in, q) P(in, k) P(in, v) P(in, mask) P(in, kpm) P(in, o) P(in, dout) P(in, delta) P(out, out) \\\n",
 "    P(int8, dims) P(int8, mk) P(float, scale) P(float, p) P(uint, seed_lo) P(uint, seed_hi)          \\\n",
-"    P(uint, key) P(ustep, step_lo) P(ustep, step_hi)\n",
+"    P(uint, key) P(ustep, step_lo) P(ustep, step_hi) P(int, vdim)\n",
 "NN__KSIG(attn_bwd)\n",
 "/* delta [B, H, Tq] = rowsum(dout * o) */\n",
-"#define NN__KARGS_attn_delta(F, P) F(in, o) P(in, dout) P(out, delta) P(int8, dims)\n",
+"#define NN__KARGS_attn_delta(F, P) F(in, o) P(in, dout) P(out, delta) P(int8, dims) P(int, vdim)\n",
 "NN__KSIG(attn_delta)\n",
 "\n",
 "#endif\n",
@@ -19457,40 +19872,41 @@ static const char *const nn__cl_src_attention[] = {
 "\n",
 "#define NN_ATTN_ROW                                                            \\\n",
 "    int B = dims.s0, H = dims.s1, Hkv = dims.s2, Tq = dims.s3, Tk = dims.s4, D = dims.s5, lay = dims.s6; \\\n",
+"    int Dv = vdim;                                                             \\\n",
 "    int r = get_global_id(0);                                                  \\\n",
 "    if (r >= B * H * Tq) return;                                               \\\n",
 "    int b = r / (H * Tq), h = r / Tq % H, i = r % Tq, hk = h / (H / Hkv);       \\\n",
-"    long qo = nn_attn_off(lay, H, Tq, D, b, h, i)\n",
+"    long qo = nn_attn_off(lay, H, Tq, D, b, h, i), oo = nn_attn_off(lay, H, Tq, Dv, b, h, i)\n",
 "\n",
 "__kernel void attn_fwd(NN__KPARAMS(attn_fwd)) {\n",
 "    NN_ATTN_ROW;\n",
 "    float acc[NN_ATTN_DMAX], m = -INFINITY, l = 0.0f;\n",
-"    for (int d = 0; d < D; d++) acc[d] = 0.0f;\n",
+"    for (int d = 0; d < Dv; d++) acc[d] = 0.0f;\n",
 "    for (int j = 0; j < Tk; j++) {\n",
 "        float bias, s = 0.0f;\n",
 "        if (nn_attn_dead(dims, mk, mask, kpm, b, h, i, j, &bias)) continue;\n",
-"        long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j);\n",
+"        long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j), vo = nn_attn_off(lay, Hkv, Tk, Dv, b, hk, j);\n",
 "        for (int d = 0; d < D; d++) s += q[qo + d] * k[ko + d];\n",
 "        s = s * scale + bias;\n",
 "        if (s > m) {\n",
 "            float alpha = m == -INFINITY ? 0.0f : exp(m - s);\n",
 "            l *= alpha;\n",
-"            for (int d = 0; d < D; d++) acc[d] *= alpha;\n",
+"            for (int d = 0; d < Dv; d++) acc[d] *= alpha;\n",
 "            m = s;\n",
 "        }\n",
 "        float pe = exp(s - m);\n",
 "        l += pe;\n",
 "        if (p > 0.0f) pe *= nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j);\n",
 "        if (pe != 0.0f)\n",
-"            for (int d = 0; d < D; d++) acc[d] += pe * v[ko + d];\n",
+"            for (int d = 0; d < Dv; d++) acc[d] += pe * v[vo + d];\n",
 "    }\n",
 "    float inv = l > 0.0f ? 1.0f / l : 0.0f;\n",
-"    for (int d = 0; d < D; d++) out[qo + d] = acc[d] * inv;\n",
-"    out[(long)B * H * Tq * D + r] = l > 0.0f ? m + log(l) : -INFINITY;\n",
+"    for (int d = 0; d < Dv; d++) out[oo + d] = acc[d] * inv;\n",
+"    out[(long)B * H * Tq * Dv + r] = l > 0.0f ? m + log(l) : -INFINITY;\n",
 "}\n",
 "\n",
 "__kernel void attn_delta(NN__KPARAMS(attn_delta)) {\n",
-"    int B = dims.s0, H = dims.s1, Tq = dims.s3, D = dims.s5;\n",
+"    int B = dims.s0, H = dims.s1, Tq = dims.s3, D = vdim;\n",
 "    int r = get_global_id(0);\n",
 "    if (r >= B * H * Tq) return;\n",
 "    long qo = nn_attn_off(dims.s6, H, Tq, D, r / (H * Tq), r / Tq % H, r % Tq);\n",
@@ -19502,16 +19918,16 @@ static const char *const nn__cl_src_attention[] = {
 "/* dq_i = scale sum_j P_ij (dP_ij z_ij - delta_i) k_j */\n",
 "__kernel void attn_dq(NN__KPARAMS(attn_bwd)) {\n",
 "    NN_ATTN_ROW;\n",
-"    float acc[NN_ATTN_DMAX], lse = o[(long)B * H * Tq * D + r], dl = delta[r];\n",
+"    float acc[NN_ATTN_DMAX], lse = o[(long)B * H * Tq * Dv + r], dl = delta[r];\n",
 "    for (int d = 0; d < D; d++) acc[d] = 0.0f;\n",
 "    for (int j = 0; j < Tk; j++) {\n",
 "        float bias, s = 0.0f, dp = 0.0f, z = 1.0f;\n",
 "        if (nn_attn_dead(dims, mk, mask, kpm, b, h, i, j, &bias)) continue;\n",
-"        long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j);\n",
+"        long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j), vo = nn_attn_off(lay, Hkv, Tk, Dv, b, hk, j);\n",
 "        for (int d = 0; d < D; d++) s += q[qo + d] * k[ko + d];\n",
 "        float pe = exp(s * scale + bias - lse);\n",
 "        if (pe == 0.0f) continue;\n",
-"        for (int d = 0; d < D; d++) dp += dout[qo + d] * v[ko + d];\n",
+"        for (int d = 0; d < Dv; d++) dp += dout[oo + d] * v[vo + d];\n",
 "        if (p > 0.0f) z = nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j);\n",
 "        float ds = pe * (dp * z - dl);\n",
 "        for (int d = 0; d < D; d++) acc[d] += ds * k[ko + d];\n",
@@ -19522,33 +19938,64 @@ static const char *const nn__cl_src_attention[] = {
 "/* key row j of key/value head hk: dv_j = sum_(h, i) P_ij z_ij dO_i, dk_j = scale sum_(h, i)\n",
 "   dS_ij q_i, over the group's query heads h and every query i, in that order */\n",
 "__kernel void attn_dkv(NN__KPARAMS(attn_bwd)) {\n",
-"    int B = dims.s0, H = dims.s1, Hkv = dims.s2, Tq = dims.s3, Tk = dims.s4, D = dims.s5, lay = dims.s6;\n",
+"    int B = dims.s0, H = dims.s1, Hkv = dims.s2, Tq = dims.s3, Tk = dims.s4, D = dims.s5, lay = dims.s6, Dv = vdim;\n",
 "    int r = get_global_id(0);\n",
 "    if (r >= B * Hkv * Tk) return;\n",
 "    int b = r / (Hkv * Tk), hk = r / Tk % Hkv, j = r % Tk, grp = H / Hkv;\n",
-"    long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j), nkv = (long)B * Hkv * Tk * D;\n",
+"    long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j), vo = nn_attn_off(lay, Hkv, Tk, Dv, b, hk, j), nkv = (long)B * Hkv * Tk * D;\n",
 "    float dk[NN_ATTN_DMAX], dv[NN_ATTN_DMAX];\n",
-"    for (int d = 0; d < D; d++) dk[d] = dv[d] = 0.0f;\n",
+"    for (int d = 0; d < D; d++) dk[d] = 0.0f;\n",
+"    for (int d = 0; d < Dv; d++) dv[d] = 0.0f;\n",
 "    for (int h = hk * grp; h < (hk + 1) * grp; h++)\n",
 "        for (int i = 0; i < Tq; i++) {\n",
 "            float bias, s = 0.0f, dp = 0.0f, z = 1.0f;\n",
 "            if (nn_attn_dead(dims, mk, mask, kpm, b, h, i, j, &bias)) continue;\n",
-"            long qo = nn_attn_off(lay, H, Tq, D, b, h, i), row = ((long)b * H + h) * Tq + i;\n",
+"            long qo = nn_attn_off(lay, H, Tq, D, b, h, i), oo = nn_attn_off(lay, H, Tq, Dv, b, h, i);\n",
+"            long row = ((long)b * H + h) * Tq + i;\n",
 "            for (int d = 0; d < D; d++) s += q[qo + d] * k[ko + d];\n",
-"            float pe = exp(s * scale + bias - o[(long)B * H * Tq * D + row]);\n",
+"            float pe = exp(s * scale + bias - o[(long)B * H * Tq * Dv + row]);\n",
 "            if (pe == 0.0f) continue;\n",
 "            if (p > 0.0f) z = nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j);\n",
-"            for (int d = 0; d < D; d++) dp += dout[qo + d] * v[ko + d];\n",
+"            for (int d = 0; d < Dv; d++) dp += dout[oo + d] * v[vo + d];\n",
 "            float pd = pe * z, ds = pe * (dp * z - delta[row]);\n",
-"            for (int d = 0; d < D; d++) {\n",
-"                dv[d] += pd * dout[qo + d];\n",
-"                dk[d] += ds * q[qo + d];\n",
-"            }\n",
+"            for (int d = 0; d < Dv; d++) dv[d] += pd * dout[oo + d];\n",
+"            for (int d = 0; d < D; d++) dk[d] += ds * q[qo + d];\n",
 "        }\n",
-"    for (int d = 0; d < D; d++) {\n",
-"        out[ko + d] = dk[d] * scale;\n",
-"        out[nkv + ko + d] = dv[d];\n",
-"    }\n",
+"    for (int d = 0; d < D; d++) out[ko + d] = dk[d] * scale;\n",
+"    for (int d = 0; d < Dv; d++) out[nkv + vo + d] = dv[d];\n",
+"}\n",
+"\n",
+"/* element r of an additive mask's gradient: the sum of dS_bhij = P_ij (dP_ij z_ij -\n",
+"   delta_i) over the dims the mask broadcasts (strides mk.s0..s3 of 0), b, h, i, j in order */\n",
+"__kernel void attn_dmask(NN__KPARAMS(attn_bwd)) {\n",
+"    int B = dims.s0, H = dims.s1, Hkv = dims.s2, Tq = dims.s3, Tk = dims.s4, D = dims.s5, lay = dims.s6, Dv = vdim;\n",
+"    int nb = mk.s0 ? B : 1, nh = mk.s1 ? H : 1, ni = mk.s2 ? Tq : 1, nj = mk.s3 ? Tk : 1;\n",
+"    int r = get_global_id(0);\n",
+"    if (r >= nb * nh * ni * nj) return;\n",
+"    int b0 = mk.s0 ? r / mk.s0 % B : 0, h0 = mk.s1 ? r / mk.s1 % H : 0, i0 = mk.s2 ? r / mk.s2 % Tq : 0;\n",
+"    int j0 = mk.s3 ? r / mk.s3 % Tk : 0;\n",
+"    int b1 = mk.s0 ? b0 + 1 : B, h1 = mk.s1 ? h0 + 1 : H, i1 = mk.s2 ? i0 + 1 : Tq, j1 = mk.s3 ? j0 + 1 : Tk;\n",
+"    float acc = 0.0f;\n",
+"    for (int b = b0; b < b1; b++)\n",
+"        for (int h = h0; h < h1; h++)\n",
+"            for (int i = i0; i < i1; i++) {\n",
+"                long qo = nn_attn_off(lay, H, Tq, D, b, h, i), oo = nn_attn_off(lay, H, Tq, Dv, b, h, i);\n",
+"                long row = ((long)b * H + h) * Tq + i;\n",
+"                float lse = o[(long)B * H * Tq * Dv + row], dl = delta[row];\n",
+"                int hk = h / (H / Hkv);\n",
+"                for (int j = j0; j < j1; j++) {\n",
+"                    float bias, s = 0.0f, dp = 0.0f, z = 1.0f;\n",
+"                    if (nn_attn_dead(dims, mk, mask, kpm, b, h, i, j, &bias)) continue;\n",
+"                    long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j), vo = nn_attn_off(lay, Hkv, Tk, Dv, b, hk, j);\n",
+"                    for (int d = 0; d < D; d++) s += q[qo + d] * k[ko + d];\n",
+"                    float pe = exp(s * scale + bias - lse);\n",
+"                    if (pe == 0.0f) continue;\n",
+"                    for (int d = 0; d < Dv; d++) dp += dout[oo + d] * v[vo + d];\n",
+"                    if (p > 0.0f) z = nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j);\n",
+"                    acc += pe * (dp * z - dl);\n",
+"                }\n",
+"            }\n",
+"    out[r] = acc;\n",
 "}\n",
 0 };
 
@@ -19809,6 +20256,10 @@ static const char *const nn__cl_src_recurrent[] = {
 "NN__KSIG(last_valid_fwd)\n",
 "#define NN__KARGS_last_valid_bwd(F, P) F(in, dy) P(iin, lens) P(out, dx) P(int, T) P(int, B) P(int, nf) P(int, bf)\n",
 "NN__KSIG(last_valid_bwd)\n",
+"/* nn_bidirectional: y = x [T, B, F] (bf: [B, T, F]) with each row's first lens[b] steps\n",
+"   (has_len 0: all T; clamped to [1, T]) in reverse order, the rest as they are */\n",
+"#define NN__KARGS_rec_reverse(F, P) F(in, x) P(iin, lens) P(out, y) P(int, T) P(int, B) P(int, nf) P(int, bf) P(int, has_len)\n",
+"NN__KSIG(rec_reverse)\n",
 "\n",
 "#endif\n",
 "#line 8 \"kernels/recurrent.cl\"\n",
@@ -19978,6 +20429,19 @@ static const char *const nn__cl_src_recurrent[] = {
 "    if (bf) b = rest / T, tt = rest - b * T;\n",
 "    else tt = rest / B, b = rest - tt * B;\n",
 "    dx[idx] = tt == NN__LAST_T(b) ? dy[(size_t)b * nf + f] : 0.0f;\n",
+"}\n",
+"\n",
+"/* each row's valid steps reversed (nn_bidirectional), a work-item per element; the\n",
+"   permutation is its own inverse, so it is its own gradient */\n",
+"__kernel void rec_reverse(NN__KPARAMS(rec_reverse)) {\n",
+"    int idx = get_global_id(0);\n",
+"    if (idx >= T * B * nf) return;\n",
+"    int f = idx % nf, rest = idx / nf, b, tt;\n",
+"    if (bf) b = rest / T, tt = rest - b * T;\n",
+"    else tt = rest / B, b = rest - tt * B;\n",
+"    int n = has_len ? NN__LAST_T(b) + 1 : T;\n",
+"    int src = tt < n ? n - 1 - tt : tt;\n",
+"    y[idx] = x[NN__LAST_AT(src, b, f)];\n",
 "}\n",
 0 };
 
@@ -20259,27 +20723,53 @@ static nn_result nn__cl_open_device(nn_context *ctx, cl_platform_id plat, cl_dev
    when none was named, and fails with this reason when one was); a named one that is not
    found because the driver failed (clGetPlatformIDs, clGetDeviceIDs) is NN_ERR_DEVICE with
    the call and its error. */
+/* "0: NAME (CPU), 1: NAME (GPU)": the devices found, as NN_DEVICE=<index> numbers them. */
+static void nn__cl_device_list(cl_device_id *devs, int n, char *out, size_t size) {
+    size_t used = 0;
+    int i;
+    out[0] = 0;
+    for (i = 0; i < n && used < size; i++) {
+        char name[128];
+        cl_device_type t = nn__cl_type(devs[i]);
+        nn__cl_str(devs[i], CL_DEVICE_NAME, name, sizeof name);
+        used += (size_t)snprintf(out + used, size - used, "%s%d: %s (%s)", i ? ", " : "", i, name,
+                                 (t & CL_DEVICE_TYPE_GPU) ? "GPU" : (t & CL_DEVICE_TYPE_CPU) ? "CPU" : "other");
+    }
+}
+
 static nn_result nn__cl_open_locked(nn_context *ctx, const char *device, const nn_context_desc *desc) {
     cl_platform_id plats[NN__CL_MAX_DEVICES];
     cl_device_id devs[NN__CL_MAX_DEVICES];
     char why[300];
     int n, pick;
     nn_result r;
+    char list[600];
     if (device && strcmp(device, "cpu") == 0) return NN_ERR_UNAVAILABLE;
     if (!nn__cl_load()) {
-        if (!device) return nn__fail(ctx, NN_ERR_UNAVAILABLE, "%s: using the CPU backend", nn__cl_ld.why);
-        return nn__fail(ctx, NN_ERR_UNAVAILABLE, "%s", nn__cl_ld.why);
+        if (!device) return nn__reason(ctx, NN_ERR_UNAVAILABLE, "%s: using the CPU backend", nn__cl_ld.why);
+        return nn__reason(ctx, NN_ERR_UNAVAILABLE, "%s; it takes cpu here", nn__cl_ld.why);
     }
     n = nn__cl_enumerate(plats, devs, NN__CL_MAX_DEVICES, why, sizeof why);
     pick = nn__cl_pick(device, plats, devs, n);
-    if (pick < 0) { /* what the driver said, when it failed, else that there is no such device */
-        if (!device && why[0]) return nn__fail(ctx, NN_ERR_UNAVAILABLE, "OpenCL: %s: using the CPU backend", why);
-        if (!device) return nn__fail(ctx, NN_ERR_UNAVAILABLE, "no OpenCL device found: using the CPU backend");
-        if (why[0] && n == 0) return nn__fail(ctx, NN_ERR_DEVICE, "NN_DEVICE=%s: %s", device, why);
+    nn__cl_device_list(devs, n, list, sizeof list);
+    if (pick < 0) { /* what the driver said, when it failed, else what was found and why none was taken */
+        if (!device && why[0] && n == 0) return nn__reason(ctx, NN_ERR_UNAVAILABLE, "OpenCL: %s: using the CPU backend", why);
+        if (!device && n == 0) return nn__reason(ctx, NN_ERR_UNAVAILABLE, "OpenCL: no device found: using the CPU backend");
+        if (!device) /* found, and passed over: only a GPU is taken unasked */
+            return nn__reason(ctx, NN_ERR_UNAVAILABLE, "OpenCL: %d device%s found (%s), no GPU among them: using the CPU backend "
+                               "(NN_DEVICE=opencl or an index takes an OpenCL device anyway)", n, n == 1 ? "" : "s", list);
+        if (why[0] && n == 0) return nn__fail(ctx, NN_ERR_DEVICE, "%s; it takes cpu here", why);
         if (why[0])
-            return nn__fail(ctx, NN_ERR_DEVICE, "NN_DEVICE=%s: no such OpenCL device among the %d found; %s", device, n,
-                            why);
-        return nn__fail(ctx, NN_ERR_UNAVAILABLE, "no such OpenCL device (%d found)", n);
+            return nn__fail(ctx, NN_ERR_DEVICE, "no such OpenCL device among the %d found (%s); %s; it takes cpu, opencl, "
+                            "gpu, an index 0 to %d, or a substring of a name", n, list, why, n - 1);
+        {
+            char valid[96];
+            if (n) snprintf(valid, sizeof valid, "cpu, opencl, gpu, an index 0 to %d, or a substring of a name", n - 1);
+            else snprintf(valid, sizeof valid, "cpu");
+            return nn__reason(ctx, NN_ERR_UNAVAILABLE, "%s among the %d OpenCL device%s found%s%s%s; it takes %s",
+                            strcmp(device, "gpu") == 0 ? "no GPU" : "no such device", n, n == 1 ? "" : "s", n ? " (" : "",
+                            n ? list : "", n ? ")" : "", valid);
+        }
     }
     if (why[0]) nn__log(ctx, NN_LOG_WARN, "OpenCL: %s; using the %d device%s found", why, n, n == 1 ? "" : "s");
     r = nn__cl_open_device(ctx, plats[pick], devs[pick], pick, desc->backend.tuning);
@@ -20870,6 +21360,15 @@ static const nn__backend nn__opencl_backend = {
 #endif
 
 /* ======================================================================
+   src/base/cold_end.h
+   ====================================================================== */
+/* Back to the level before src/base/cold_begin.h (the program's, with contraction off). */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__) && \
+    !defined(NN_OPTIMIZE_ALL)
+#pragma GCC pop_options
+#endif
+
+/* ======================================================================
    src/engine/context.c
    ====================================================================== */
 /* Contexts: the backend chosen once per context (nn__backends[], tried in order, the CPU
@@ -20977,7 +21476,15 @@ static nn_result nn__open_backend(nn_context *ctx, const char *device, const nn_
         if (r != NN_ERR_UNAVAILABLE) return r;
         if (ctx->err[0] && (!device || !why[0])) snprintf(why, sizeof why, "%s", ctx->err);
     }
-    if (device) nn__fail(ctx, r, "NN_DEVICE=%s: %s", device, why[0] ? why : "no backend takes this device");
+    if (device) /* the CPU backend's own "takes only cpu" says less than a device backend's reason */
+        nn__reason(ctx, r, "NN_DEVICE=%s: %s", device, /* nn_context_create logs it */
+                 why[0] && strstr(why, "takes only") == NULL ? why : "no backend takes this device: it takes cpu"
+#ifndef NN_NO_OPENCL
+                 " (OpenCL: opencl, gpu, an index or a substring of a device's name)"
+#else
+                 " (nn.h was built with NN_NO_OPENCL)"
+#endif
+        );
     return r;
 }
 
@@ -21532,6 +22039,13 @@ static const char *nn__foreign(nn_tensor t) {
                         : "it is a tensor of another graph (or a handle not returned by this graph's builders)";
 }
 
+/* What a graph that takes no more ops is, for the messages. */
+static const char *nn__graph_state(const nn_graph *g) {
+    if (g->ctx->dead_refs) return "orphaned (its context was destroyed)";
+    if (g->status != NN_OK) return "compiled, and its compile failed";
+    return g->loss > 0 ? "compiled (a training graph)" : "compiled (a forward-only graph)";
+}
+
 /* 1 when every tensor is a usable node of g; else the op fails (quietly if an input had
    already failed, since that error is on record). */
 /* The inputs of an op: tensors of g, and not rank 0 unless rank0 (the ops whose code
@@ -21540,8 +22054,10 @@ static const char *nn__foreign(nn_tensor t) {
 static int nn__check_in(nn_graph *g, const char *op, int n, const nn_tensor *t, int rank0) {
     int i;
     if (!g) return 0;
-    if (g->compiled) {
-        nn__op_fail(g, NN_ERR_STATE, "%s: the graph is already compiled", op);
+    if (g->compiled) { /* refused here, and the graph is left as it was: a compiled graph still runs */
+        nn__fail(g->ctx, NN_ERR_STATE, "%s: the graph is %s, so nothing can be added to it: build every op before "
+                 "nn_graph_compile, or build another graph (nn_graph_desc.share_params to use this one's parameters)",
+                 op, nn__graph_state(g));
         return 0;
     }
     for (i = 0; i < n; i++) {
@@ -21569,6 +22085,12 @@ static int nn__check_in(nn_graph *g, const char *op, int n, const nn_tensor *t, 
     }
     return 1;
 }
+/* The result of a nn_result call whose nn__check failed: the refusal of a compiled graph
+   (which keeps its status), or the graph's first error. */
+static nn_result nn__check_result(const nn_graph *g) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    return g->compiled ? NN_ERR_STATE : g->status;
+}
 static int nn__check(nn_graph *g, const char *op, int n, const nn_tensor *t) { return nn__check_in(g, op, n, t, 0); }
 static int nn__check0(nn_graph *g, const char *op, int n, const nn_tensor *t) { return nn__check_in(g, op, n, t, 1); }
 
@@ -21594,6 +22116,10 @@ static int nn__shape_fits(nn_graph *g, const char *op, const nn_shape *s) {
 static int nn__new_node(nn_graph *g, int op, nn_dtype dt, nn_shape shape, const int *in, int n_in) {
     nn__node *n = NULL;
     int i;
+    if (g->compiled) { /* a builder that checks no input (a constant) on a compiled graph */
+        nn__check_in(g, nn__op_names[op], 0, NULL, 0);
+        return -1;
+    }
     if (!nn__shape_fits(g, nn__op_names[op], &shape)) return -1;
     if (!(nn__op(op)->flags & NN__OPF_RANK0)) { /* a scalar (rank 0) input only where the op's code handles one
                                                     (the optimizers' nodes have no shape: their 0 dims are no scalar) */
@@ -21713,7 +22239,7 @@ NN_API nn_tensor nn_input(nn_graph *g, const char *name, nn_dtype dtype, nn_shap
 }
 
 NN_API nn_result nn_graph_requires_grad(nn_graph *g, nn_tensor t) {
-    if (!nn__check0(g, "nn_graph_requires_grad", 1, &t)) return g ? g->status : NN_ERR_INVALID_ARGUMENT;
+    if (!nn__check0(g, "nn_graph_requires_grad", 1, &t)) return nn__check_result(g);
     if (nn__n(g, t)->dtype != NN_F32) { /* PyTorch: only floating point tensors require gradients */
         nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_graph_requires_grad: %s is int32; only float32 tensors have gradients",
                     nn__n(g, t)->name ? nn__n(g, t)->name : "the tensor");
@@ -21724,7 +22250,7 @@ NN_API nn_result nn_graph_requires_grad(nn_graph *g, nn_tensor t) {
 }
 
 NN_API nn_result nn_graph_output(nn_graph *g, nn_tensor t) {
-    if (!nn__check0(g, "nn_graph_output", 1, &t)) return g ? g->status : NN_ERR_INVALID_ARGUMENT;
+    if (!nn__check0(g, "nn_graph_output", 1, &t)) return nn__check_result(g);
     nn__n(g, t)->is_output = 1;
     return NN_OK;
 }
@@ -21841,8 +22367,13 @@ static nn_tensor nn__store_entry(nn_graph *g, const char *fn, const char *name, 
             return nn__op_fail(g, NN_ERR_SHAPE, "%s: %s exists with shape %s, asked for %s", fn, name, a, b);
         }
         pi = i;
-        if (pi < g->param_node_cap && g->param_node[pi]) /* the same name twice in one graph: the same tensor */
-            return nn__tensor(g->param_node[pi] - 1);
+        if (pi < g->param_node_cap && g->param_node[pi]) { /* the same name twice in one graph */
+            if (g->share_names) return nn__tensor(g->param_node[pi] - 1); /* asked for: the same tensor */
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT,
+                               "%s: this graph already has a %s named %s: give each layer its own name, or call "
+                               "nn_graph_share_names(g, 1) first to reuse its weights (weight tying)",
+                               fn, buffer ? "buffer" : "parameter", name);
+        }
     }
     if (pi < 0) {
         nn__param *p;
@@ -21903,6 +22434,13 @@ static nn_tensor nn__store_entry_held(nn_graph *g, const char *fn, const char *n
     t = nn__store_entry(g, fn, name, shape, init, buffer);
     if (held) nn__ctx_leave(g->ctx);
     return t;
+}
+
+NN_API nn_result nn_graph_share_names(nn_graph *g, int on) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (on != 0 && on != 1) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_share_names: on is %d, not 0 or 1", on);
+    g->share_names = on;
+    return NN_OK;
 }
 
 NN_API nn_tensor nn_param(nn_graph *g, const char *name, nn_shape shape, nn_init init) {
@@ -21991,9 +22529,19 @@ static nn_result nn__user_buf(nn_graph *g, nn_tensor t, size_t bytes, int write,
         return nn__fail(g->ctx, NN_ERR_STATE, "%s: %s is not used by the compiled graph", fn, nn__op_names[n->op]);
     if (write && n->op != NN__OP_INPUT && n->op != NN__OP_PARAM && !(nn__op(n->op)->flags & NN__OPF_WRITABLE))
         return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "%s: only inputs, parameters and accumulators can be written", fn);
-    if (!write && (n->storage == NN__ST_ARENA || (n->storage == NN__ST_VIEW && g->nodes[n->view_of].storage == NN__ST_ARENA)))
-        return nn__fail(g->ctx, NN_ERR_STATE, "%s: the %s tensor is not kept after a run; mark it with nn_graph_output()", fn,
-                        nn__op_names[n->op]);
+    if (!write && (n->storage == NN__ST_ARENA || (n->storage == NN__ST_VIEW && g->nodes[n->view_of].storage == NN__ST_ARENA))) {
+        int i;
+        for (i = 1; i < g->n_nodes && g->nodes[i].grad != t.id; i++) {}
+        if (i < g->n_nodes && g->nodes[i].op == NN__OP_PARAM) /* a gradient nn_graph_grad gave */
+            return nn__fail(g->ctx, NN_ERR_STATE, "%s: the gradient of parameter %s is not kept after a step: compile with "
+                            "nn_compile_desc.keep_grads = 1 to read it", fn, g->nodes[i].name);
+        if (i < g->n_nodes)
+            return nn__fail(g->ctx, NN_ERR_STATE, "%s: the gradient of %s%s%s is not kept after a step: mark that tensor with "
+                            "nn_graph_requires_grad() before compile (or compile with nn_compile_desc.keep_grads = 1 for "
+                            "parameters' gradients)", fn, g->nodes[i].name ? "input " : "the ", g->nodes[i].name ? g->nodes[i].name : nn__op_names[g->nodes[i].op], g->nodes[i].name ? "" : " output");
+        return nn__fail(g->ctx, NN_ERR_STATE, "%s: the output of %s is not kept after a run (its memory is reused): mark it "
+                        "with nn_graph_output() before compile", fn, nn__op_names[n->op]);
+    }
     if (bytes != (size_t)n->numel * 4) {
         char s[128];
         nn__shape_str(&n->shape, s, sizeof s);
@@ -22017,7 +22565,9 @@ static nn_result nn__tensor_write(nn_graph *g, nn_tensor t, const void *data, si
     nn_result r = nn__user_buf(g, t, bytes, 1, "nn_tensor_write", &n);
     if (r != NN_OK) return r;
     if (!data) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_tensor_write: data is NULL");
-    return nn__buf_write(g->ctx, &n->buf, data, bytes);
+    r = nn__buf_write(g->ctx, &n->buf, data, bytes);
+    if (r == NN_OK && n->op == NN__OP_INPUT) n->written = 1;
+    return r;
 }
 
 /* The counters of the checked ops (nn__node.check), read when a run has happened since the
@@ -22066,7 +22616,9 @@ static nn_result nn__tensor_fill(nn_graph *g, nn_tensor t, float value) {
     r = nn__user_buf(g, t, (size_t)g->nodes[t.id].numel * 4, 1, "nn_tensor_fill", &n);
     if (r != NN_OK) return r;
     if (n->dtype != NN_F32) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_tensor_fill: the tensor is not float32");
-    return g->ctx->backend->fill(g->ctx, &n->buf, value, (size_t)n->numel * 4);
+    r = g->ctx->backend->fill(g->ctx, &n->buf, value, (size_t)n->numel * 4);
+    if (r == NN_OK && n->op == NN__OP_INPUT) n->written = 1;
+    return r;
 }
 
 NN_API nn_result nn_tensor_write(nn_graph *g, nn_tensor t, const void *data, size_t bytes) {
@@ -22198,6 +22750,13 @@ typedef struct nn__dist {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     double comm_s, wait_s;          /* seconds reducing (the thread) and waiting for it (the step) */
+    /* ZeRO stage 1 (g->zero): this rank's slice of bucket b is zst[k][zoff[b] ..] for the
+       optimizer's k-th state tensor; zfull[k]: the whole state in flat order, only while a
+       training state is saved or loaded */
+    int zero, n_aux;
+    int64_t *zoff, owned;           /* [n_buckets + 1]; the floats of the slices */
+    float *zst[3], *zfull[3], *ptmp; /* ptmp: a parameter staged from a device */
+    float *lrm, *wdm;               /* [n_par]: each parameter's multipliers */
 } nn__dist;
 
 static int64_t nn__dist_bucket_bytes = 0; /* 0: NN_DIST_BUCKET_MB or 25 MB */
@@ -22271,7 +22830,7 @@ static int nn__dist_wait_(nn__dist *d, int n, const char *what) {
         if (MPI_Testall(n, d->req, &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS) break;
         if (done) return 0;
         if (++spins > 64) sched_yield(); /* a waiting rank leaves its core to the computing ones */
-        if ((spins & 1023) == 0 && MPI_Wtime() > deadline) break;
+        if ((spins & 63) == 0 && MPI_Wtime() > deadline) break; /* often: a yield may take a time slice */
     }
     d->failed = 1;
     snprintf(d->msg, sizeof d->msg, "%s: data-parallel: an MPI call failed on rank %d", what, d->rank);
@@ -22297,8 +22856,11 @@ static nn_result nn__dist_wait(nn_graph *g, nn__dist *d, int n, const char *what
     return nn__dist_wait_(d, n, what) ? nn__fail(g->ctx, NN_ERR_STATE, "%s", d->msg) : NN_OK;
 }
 
+static int nn__dist_gather_bucket(nn__dist *d, int b);
+
 /* Bucket b reduced in place in flat: its slices to their owners, each owner's slice summed
-   in rank order, then every slice to every rank. 0, or 1 with d->msg. Any one thread. */
+   in rank order, then every slice to every rank (ZeRO-1: each rank keeps its own slice
+   only). 0, or 1 with d->msg. Any one thread. */
 static int nn__dist_reduce_bucket(nn__dist *d, int b) {
     int64_t base = d->blo[b], len = d->blo[b + 1] - d->blo[b], lo, hi, m, j, slice = d->n / d->size + 1;
     float inv = 1.0f / (float)d->size;
@@ -22321,7 +22883,18 @@ static int nn__dist_reduce_bucket(nn__dist *d, int b) {
         for (c = 1; c < d->size; c++) acc = acc + d->recv[(size_t)c * (size_t)slice + (size_t)j] * inv;
         d->flat[lo + j] = acc;
     }
-    nr = 0;
+#undef NN__SLO
+    return d->zero ? 0 : nn__dist_gather_bucket(d, b); /* ZeRO-1: the parameters are gathered after the update */
+}
+
+/* Bucket b's slices of flat from their owners to every rank (the all-gather). 0, or 1 with
+   d->msg. */
+static int nn__dist_gather_bucket(nn__dist *d, int b) {
+    int64_t base = d->blo[b], len = d->blo[b + 1] - d->blo[b], lo, m;
+    int c, nr = 0;
+#define NN__SLO(c) (base + len * (int64_t)(c) / d->size)
+    lo = NN__SLO(d->rank);
+    m = NN__SLO(d->rank + 1) - lo;
     for (c = 0; c < d->size; c++) { /* all-gather: every slice from its owner */
         if (c == d->rank) continue;
         MPI_Irecv(d->flat + NN__SLO(c), (int)(NN__SLO(c + 1) - NN__SLO(c)), MPI_FLOAT, c, 3, d->comm, &d->req[nr]);
@@ -22369,10 +22942,19 @@ static void nn__dist_free(nn_graph *g) {
         pthread_cond_destroy(&d->cv);
     }
     if (!d->failed) { /* after a timeout MPI may still read or write the buffers */
+        int k;
         NN_FREE(d->flat);
         NN_FREE(d->recv);
+        for (k = 0; k < 3; k++) {
+            NN_FREE(d->zst[k]);
+            NN_FREE(d->zfull[k]);
+        }
         MPI_Comm_free(&d->comm);
     }
+    NN_FREE(d->zoff);
+    NN_FREE(d->ptmp);
+    NN_FREE(d->lrm);
+    NN_FREE(d->wdm);
     NN_FREE(d->req);
     NN_FREE(d->peer);
     NN_FREE(d->par);
@@ -22394,12 +22976,13 @@ static uint64_t nn__dist_mix(uint64_t h, uint64_t v) {
 }
 
 /* What must agree across ranks: every node's op, dtype and shape, which are parameters,
-   and the optimizer's kind. */
+   the optimizer's kind and ZeRO-1. */
 static uint64_t nn__dist_hash(const nn_graph *g) {
     uint64_t h = 14695981039346656037ull;
     int i, k;
     h = nn__dist_mix(h, (uint64_t)g->n_nodes);
     h = nn__dist_mix(h, (uint64_t)g->opt.kind);
+    h = nn__dist_mix(h, (uint64_t)g->zero);
     for (i = 0; i < g->n_nodes; i++) {
         const nn__node *n = &g->nodes[i];
         h = nn__dist_mix(h, ((uint64_t)n->op << 32) ^ ((uint64_t)n->dtype << 8) ^ (uint64_t)n->shape.ndim);
@@ -22407,6 +22990,30 @@ static uint64_t nn__dist_hash(const nn_graph *g) {
         h = nn__dist_mix(h, (uint64_t)(n->grad >= 0));
     }
     return h;
+}
+
+/* Before the optimizer's ops are added (compile.c): whether this graph shards its
+   optimizer state (ZeRO stage 1: g->zero, no update ops), and what it refuses. */
+static nn_result nn__dist_plan(nn_graph *g, const nn_compile_desc *desc) {
+    const nn_optimizer *o = &g->opt;
+    int size = 1;
+    nn_result r;
+    g->zero = 0;
+    if (desc->zero_stage != 0 && desc->zero_stage != 1 && desc->zero_stage != NN_ZERO)
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: zero_stage %d: only 0 (off) and 1 (the optimizer "
+                        "state sharded across the ranks) exist", desc->zero_stage);
+    if (desc->zero_stage != 1 || desc->data_parallel == NN_ZERO || desc->loss.id == 0 || o->kind == NN_OPT_NONE) return NN_OK;
+    r = nn_dist_size(&size);
+    if (r != NN_OK) return nn__fail(g->ctx, r, "nn_graph_compile: data-parallel: MPI did not initialise");
+    if (size < 2) return NN_OK;
+    if ((o->kind != NN_OPT_SGD && o->kind != NN_OPT_ADAM && o->kind != NN_OPT_ADAMW) || nn__opt_generic(o))
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: zero_stage 1: the optimizer state of this kind "
+                        "is not sharded (SGD, Adam and AdamW without amsgrad are): zero_stage 0 holds all of it");
+    if (o->skip_nonfinite)
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: zero_stage 1 with skip_nonfinite: the count needs "
+                        "every gradient, which no rank holds then (zero_stage 0 skips)");
+    g->zero = 1;
+    return NN_OK;
 }
 
 /* At the end of a training graph's compile: whether it is data-parallel, the ranks'
@@ -22451,6 +23058,7 @@ static nn_result nn__dist_compile(nn_graph *g, const nn_compile_desc *desc) {
         NN_FREE(all);
         return r;
     }
+    MPI_Comm_set_errhandler(d->comm, MPI_ERRORS_RETURN); /* a peer's failure is this graph's error, not an abort */
     /* every rank's hash to every rank */
     mine = nn__dist_hash(g);
     all[d->rank] = mine;
@@ -22512,6 +23120,33 @@ static nn_result nn__dist_compile(nn_graph *g, const nn_compile_desc *desc) {
     d->flat = (float *)nn__calloc((size_t)(d->n > 0 ? d->n : 1), sizeof(float));
     d->recv = (float *)nn__calloc((size_t)size * (size_t)(d->n / size + 1), sizeof(float));
     if (!d->flat || !d->recv) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: data-parallel: out of memory");
+    if (g->zero) { /* ZeRO-1: this rank's slice of every bucket, its state and multipliers */
+        int b, k;
+        int64_t most = 1;
+        d->zero = 1;
+        d->n_aux = nn__opt_n_aux(&g->opt);
+        d->zoff = (int64_t *)nn__calloc((size_t)d->n_buckets + 1, sizeof(int64_t));
+        d->lrm = (float *)nn__calloc((size_t)d->n_par + 1, sizeof(float));
+        d->wdm = (float *)nn__calloc((size_t)d->n_par + 1, sizeof(float));
+        if (!d->zoff || !d->lrm || !d->wdm) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: data-parallel: out of memory");
+        for (b = 0; b < d->n_buckets; b++) {
+            int64_t len = d->blo[b + 1] - d->blo[b];
+            d->zoff[b + 1] = d->zoff[b] + len * (d->rank + 1) / size - len * d->rank / size;
+        }
+        d->owned = d->zoff[d->n_buckets];
+        for (k = 0; k < d->n_aux; k++) {
+            d->zst[k] = (float *)nn__calloc((size_t)(d->owned > 0 ? d->owned : 1), sizeof(float));
+            if (!d->zst[k]) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: data-parallel: out of memory");
+        }
+        for (i = 0; i < d->n_par; i++) {
+            nn__param_mults(g, &g->nodes[d->par[i]], &d->lrm[i], &d->wdm[i]);
+            if (g->nodes[d->par[i]].numel > most) most = g->nodes[d->par[i]].numel;
+        }
+        if (!g->ctx->backend->host_memory) {
+            d->ptmp = (float *)nn__calloc((size_t)most, sizeof(float));
+            if (!d->ptmp) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: data-parallel: out of memory");
+        }
+    }
     { /* overlap: a communication thread when MPI allows one to call it (NN_DIST_OVERLAP=0: off) */
         const char *e = getenv("NN_DIST_OVERLAP");
         int level = MPI_THREAD_SINGLE;
@@ -22528,8 +23163,9 @@ static nn_result nn__dist_compile(nn_graph *g, const nn_compile_desc *desc) {
     }
     g->dist_rank = d->rank;
     g->dist_size = size;
-    nn__log(g->ctx, NN_LOG_DEBUG, "data-parallel: rank %d of %d, %lld gradient floats in %d buckets, %s", d->rank, size,
-            (long long)d->n, d->n_buckets, d->thread_on ? "reduced on a communication thread" : "reduced after the backward pass");
+    nn__log(g->ctx, NN_LOG_DEBUG, "data-parallel: rank %d of %d, %lld gradient floats in %d buckets, %s%s", d->rank, size,
+            (long long)d->n, d->n_buckets, d->thread_on ? "reduced on a communication thread" : "reduced after the backward pass",
+            d->zero ? ", optimizer state sharded (ZeRO-1)" : "");
     return NN_OK;
 }
 
@@ -22614,19 +23250,276 @@ static nn_result nn__dist_backward(nn_graph *g, nn_result (*run)(nn_graph *g, in
     g->progress = progress;
     if (r != NN_OK) return r;
     if (err) return nn__fail(g->ctx, NN_ERR_STATE, "%s", d->msg);
-    for (i = 0; i < d->n_par && r == NN_OK; i++) {
+    for (i = 0; i < d->n_par && r == NN_OK && !d->zero; i++) { /* ZeRO-1: the mean stays in this rank's slices of flat */
         nn__node *p = &g->nodes[d->par[i]];
         r = be->write(g->ctx, &g->nodes[p->grad].buf, d->flat + d->poff[i], (size_t)p->numel * sizeof(float));
     }
     return r;
 }
 
-NN_API nn_result nn_graph_dist_stats(nn_graph *g, double *comm_seconds, double *wait_seconds) {
+/* ---- ZeRO stage 1: the update of this rank's slices, on the host ---- */
+
+/* Adam over elements [s, e) of a parameter of n floats (p, gr, m, v point at element s),
+   with the bits of nn__adam_update over the whole parameter: there an element below
+   n - n % 8 takes the vector loop (where the CPU has one) and the rest the scalar loop, so
+   whole aligned groups of 8 go to nn__adam_update as they are, a group the slice cuts
+   through goes through a padded copy, and the last n % 8 elements alone. */
+static void nn__dist_adam(nn__threadpool *pool, float *p, const float *gr, float *m, float *v, int64_t s, int64_t e, int64_t n,
+                          float lr, const nn_optimizer *o, float wd, float bc1, float bc2, float clip, float cv) {
+    int64_t nv = n - n % 8, j = s;
+    int dec = o->kind == NN_OPT_ADAMW;
+    while (j < e) {
+        int64_t w0 = j - j % 8, hi, k;
+        float tp[8], tg[8], tm[8], tv[8];
+        if (j >= nv) { /* the scalar tail, as there */
+            nn__adam_update(pool, p + (j - s), gr + (j - s), m + (j - s), v + (j - s), e - j, lr, o->beta1, o->beta2, o->eps, wd,
+                            dec, bc1, bc2, clip, cv);
+            break;
+        }
+        if (j == w0 && w0 + 8 <= e) { /* whole groups: as many as lie inside [j, min(e, nv)) */
+            hi = (e < nv ? e : nv);
+            hi -= (hi - w0) % 8;
+            nn__adam_update(pool, p + (j - s), gr + (j - s), m + (j - s), v + (j - s), hi - j, lr, o->beta1, o->beta2, o->eps,
+                            wd, dec, bc1, bc2, clip, cv);
+            j = hi;
+            continue;
+        }
+        hi = w0 + 8 < e ? w0 + 8 : e; /* a group the slice cuts: padded to 8 (w0 + 8 <= nv) */
+        memset(tp, 0, sizeof tp);
+        memset(tg, 0, sizeof tg);
+        memset(tm, 0, sizeof tm);
+        memset(tv, 0, sizeof tv);
+        for (k = j; k < hi; k++) {
+            tp[k - w0] = p[k - s];
+            tg[k - w0] = gr[k - s];
+            tm[k - w0] = m[k - s];
+            tv[k - w0] = v[k - s];
+        }
+        nn__adam_update(pool, tp, tg, tm, tv, 8, lr, o->beta1, o->beta2, o->eps, wd, dec, bc1, bc2, clip, cv);
+        for (k = j; k < hi; k++) {
+            p[k - s] = tp[k - w0];
+            m[k - s] = tm[k - w0];
+            v[k - s] = tv[k - w0];
+        }
+        j = hi;
+    }
+}
+
+/* clip_norm's coefficient from the ranks' slices of the mean gradient, with the bits of
+   GRAD_SUMSQ's CPU chain (parameters in node order, each one's squares summed in order in
+   double from the previous float sum, then rounded to float) and CLIP_SCALE's formula: a
+   token (the running double) passes from the owner of one piece of a parameter to the
+   owner of the next, in that order, and the last owner sends the sum to every rank. Into
+   *clip; 0, or 1 with d->msg. */
+static int nn__dist_zero_clip(nn_graph *g, nn__dist *d, float *clip) {
+    double run = 0.0;
+    float sum, c;
+    int prev = -1, i, j, b, r;
+    for (i = 0; i < g->n_nodes; i++) {
+        const nn__node *p = &g->nodes[i];
+        int64_t a0, a1, base, len;
+        if (p->op != NN__OP_PARAM || p->grad < 0) continue;
+        for (j = 0; j < d->n_par && d->par[j] != i; j++) {}
+        if (j == d->n_par || p->numel == 0) continue;
+        for (b = 0; d->bpar[b + 1] <= j; b++) {}
+        a0 = d->poff[j];
+        a1 = a0 + p->numel;
+        base = d->blo[b];
+        len = d->blo[b + 1] - base;
+        for (r = 0; r < d->size; r++) { /* the pieces, in rank order (= element order) */
+            int64_t lo = base + len * r / d->size, hi = base + len * (r + 1) / d->size, e;
+            lo = lo > a0 ? lo : a0;
+            hi = hi < a1 ? hi : a1;
+            if (lo >= hi) continue;
+            if (prev >= 0 && prev != r && (d->rank == prev || d->rank == r)) { /* the token to r */
+                if (d->rank == prev) MPI_Isend(&run, 1, MPI_DOUBLE, r, 6, d->comm, &d->req[0]);
+                else MPI_Irecv(&run, 1, MPI_DOUBLE, prev, 6, d->comm, &d->req[0]);
+                d->peer[0] = d->rank == prev ? r : prev;
+                if (nn__dist_wait_(d, 1, "nn_graph_step")) return 1;
+            }
+            prev = r;
+            if (d->rank == r)
+                for (e = lo; e < hi; e++) run += (double)d->flat[e] * d->flat[e];
+        }
+        if (d->rank == prev) run = (double)(float)run; /* the parameter's node stores a float */
+    }
+    sum = (float)run;
+    if (prev >= 0) { /* the sum from its last holder to every rank */
+        int nr = 0;
+        for (r = 0; r < d->size; r++) {
+            if (r == d->rank || (d->rank != prev && r != prev)) continue;
+            if (d->rank == prev) MPI_Isend(&sum, 1, MPI_FLOAT, r, 7, d->comm, &d->req[nr]);
+            else MPI_Irecv(&sum, 1, MPI_FLOAT, prev, 7, d->comm, &d->req[nr]);
+            d->peer[nr++] = r;
+        }
+        if (nn__dist_wait_(d, nr, "nn_graph_step")) return 1;
+    }
+    c = g->opt.clip_norm / (sqrtf(sum) + 1e-6f); /* CLIP_SCALE */
+    *clip = c > 1.0f ? 1.0f : c;
+    return 0;
+}
+
+/* After nn__dist_backward left this rank's slices of the mean gradient in flat and
+   nn__opt_begin advanced the clock: each slice's parameters updated with its state (the
+   CPU loops of OPT_SGD and OPT_ADAM, with their per-parameter multipliers), written into
+   flat, all-gathered, and every parameter written back. g->progress: 1 once anything
+   changed. */
+static nn_result nn__dist_zero_update(nn_graph *g) {
+    nn__dist *d = (nn__dist *)g->dist;
+    const nn__backend *be = g->ctx->backend;
+    const nn_optimizer *o = &g->opt;
+    float bc1 = (float)(1.0 - pow((double)o->beta1, (double)g->clock.t)); /* ops/optim.c's nn__adam_bc */
+    float bc2 = (float)(1.0 - pow((double)o->beta2, (double)g->clock.t));
+    float cv = nn__opt_cv(g), clip = 1.0f;
+    nn_result r = NN_OK;
+    int b, i, err = 0;
+    double t0;
+    g->progress = 0;
+    if (d->failed)
+        return nn__fail(g->ctx, NN_ERR_STATE, "nn_graph_step: data-parallel: an earlier step or compile timed out on "
+                                              "this graph; the ranks are out of step");
+    if (o->clip_norm > 0.0f && nn__dist_zero_clip(g, d, &clip)) return nn__fail(g->ctx, NN_ERR_STATE, "%s", d->msg);
+    for (b = 0; b < d->n_buckets && r == NN_OK; b++) {
+        int64_t base = d->blo[b], len = d->blo[b + 1] - base;
+        int64_t lo = base + len * d->rank / d->size, hi = base + len * (d->rank + 1) / d->size;
+        for (i = d->bpar[b]; i < d->bpar[b + 1] && r == NN_OK; i++) {
+            nn__node *p = &g->nodes[d->par[i]];
+            int64_t s = d->poff[i] > lo ? d->poff[i] : lo, e = d->poff[i] + p->numel < hi ? d->poff[i] + p->numel : hi, off;
+            float *w, *st[3] = {NULL, NULL, NULL};
+            int k;
+            if (s >= e) continue;
+            off = s - d->poff[i];
+            if (be->host_memory) w = p->buf.host + off;
+            else {
+                r = be->read(g->ctx, &p->buf, d->ptmp, (size_t)p->numel * sizeof(float));
+                w = d->ptmp + off;
+            }
+            if (r != NN_OK) break;
+            for (k = 0; k < d->n_aux; k++) st[k] = d->zst[k] + d->zoff[b] + (s - lo);
+            g->progress = 1;
+            if (o->kind == NN_OPT_SGD)
+                nn__sgd_update(w, d->flat + s, st[0], e - s, g->lr * d->lrm[i], o->momentum, o->dampening,
+                               o->weight_decay * d->wdm[i], o->nesterov, g->clock.t == 1, clip, cv);
+            else
+                nn__dist_adam(g->ctx->threads, w, d->flat + s, st[0], st[1], off, off + (e - s), p->numel, g->lr * d->lrm[i], o,
+                              o->weight_decay * d->wdm[i], bc1, bc2, clip, cv);
+            memcpy(d->flat + s, w, (size_t)(e - s) * sizeof(float));
+        }
+    }
+    if (r != NN_OK) return r;
+    t0 = MPI_Wtime();
+    for (b = 0; b < d->n_buckets && !err; b++) err = nn__dist_gather_bucket(d, b); /* the parameters' all-gather */
+    d->wait_s += MPI_Wtime() - t0;
+    d->comm_s += d->thread_on ? MPI_Wtime() - t0 : 0.0; /* (without the thread, wait_s is the reduction's time) */
+    if (err) return nn__fail(g->ctx, NN_ERR_STATE, "%s", d->msg);
+    for (i = 0; i < d->n_par && r == NN_OK; i++) {
+        nn__node *p = &g->nodes[d->par[i]];
+        r = be->write(g->ctx, &p->buf, d->flat + d->poff[i], (size_t)p->numel * sizeof(float));
+    }
+    return r;
+}
+
+/* ---- ZeRO stage 1: the whole state for training-state files (src/files/ckpt.c) ---- */
+
+/* The floats rank c owns (its slices of every bucket). */
+static int64_t nn__dist_owned(const nn__dist *d, int c) {
+    int64_t n = 0;
+    int b;
+    for (b = 0; b < d->n_buckets; b++) {
+        int64_t len = d->blo[b + 1] - d->blo[b];
+        n += len * (c + 1) / d->size - len * c / d->size;
+    }
+    return n;
+}
+
+/* Copies between rank c's shard (its slices, in bucket order) and the whole state in flat
+   order: to_full 1 places the shard, 0 takes it. */
+static void nn__dist_shard_copy(const nn__dist *d, int c, float *shard, float *full, int to_full) {
+    int64_t at = 0;
+    int b;
+    for (b = 0; b < d->n_buckets; b++) {
+        int64_t base = d->blo[b], len = d->blo[b + 1] - base;
+        int64_t lo = base + len * c / d->size, m = base + len * (c + 1) / d->size - lo;
+        if (to_full) memcpy(full + lo, shard + at, (size_t)m * sizeof(float));
+        else memcpy(shard + at, full + lo, (size_t)m * sizeof(float));
+        at += m;
+    }
+}
+
+/* The whole state's buffers, zfull[k] [P] (gather 0: left for a load to fill). With gather
+   1, every rank sends its shard to rank 0, which places them: a collective of the ranks
+   (rank 0's own shard copied). */
+static nn_result nn__dist_zero_full(nn_graph *g, int gather, const char *what) {
+    nn__dist *d = (nn__dist *)g->dist;
+    int k, c;
+    nn_result r = NN_OK;
+    if (d->failed) return nn__fail(g->ctx, NN_ERR_STATE, "%s: data-parallel: an earlier step timed out on this graph", what);
+    for (k = 0; k < d->n_aux; k++) {
+        if (!gather || d->rank == 0) {
+            d->zfull[k] = (float *)nn__calloc((size_t)(d->n > 0 ? d->n : 1), sizeof(float));
+            if (!d->zfull[k]) r = nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
+        }
+    }
+    if (!gather) return r;
+    /* every rank learns whether rank 0 found the memory before any shard moves */
+    r = nn__dist_agree(g, r, what);
+    for (k = 0; k < d->n_aux && r == NN_OK; k++) {
+        if (d->rank != 0) {
+            MPI_Isend(d->zst[k], (int)d->owned, MPI_FLOAT, 0, 5, d->comm, &d->req[0]);
+            d->peer[0] = 0;
+            r = nn__dist_wait(g, d, 1, what);
+            continue;
+        }
+        nn__dist_shard_copy(d, 0, d->zst[k], d->zfull[k], 1);
+        for (c = 1; c < d->size && r == NN_OK; c++) { /* through recv, then into place */
+            MPI_Irecv(d->recv, (int)nn__dist_owned(d, c), MPI_FLOAT, c, 5, d->comm, &d->req[0]);
+            d->peer[0] = c;
+            r = nn__dist_wait(g, d, 1, what);
+            if (r == NN_OK) nn__dist_shard_copy(d, c, d->recv, d->zfull[k], 1);
+        }
+    }
+    return r;
+}
+
+/* The k-th state tensor of parameter node id inside zfull[k] (NULL: none). */
+static float *nn__dist_zero_tensor(nn_graph *g, int k, int id) {
+    nn__dist *d = (nn__dist *)g->dist;
+    int i;
+    if (!d || !d->zero || k >= d->n_aux || !d->zfull[k]) return NULL;
+    for (i = 0; i < d->n_par; i++)
+        if (d->par[i] == id) return d->zfull[k] + d->poff[i];
+    return NULL;
+}
+
+/* After a load filled zfull (keep 1): this rank's slices into its shard; then zfull freed. */
+static void nn__dist_zero_release(nn_graph *g, int keep) {
+    nn__dist *d = (nn__dist *)g->dist;
+    int k;
+    for (k = 0; k < d->n_aux; k++) {
+        if (keep && d->zfull[k]) nn__dist_shard_copy(d, d->rank, d->zst[k], d->zfull[k], 0);
+        if (!d->failed) {
+            NN_FREE(d->zfull[k]);
+            d->zfull[k] = NULL;
+        }
+    }
+}
+
+NN_API nn_result nn_graph_dist_stats(nn_graph *g, nn_dist_stats *stats) {
     nn__dist *d;
-    if (!g || !comm_seconds || !wait_seconds) return NN_ERR_INVALID_ARGUMENT;
+    int i;
+    if (!g || !stats) return NN_ERR_INVALID_ARGUMENT;
+    memset(stats, 0, sizeof *stats);
     d = (nn__dist *)g->dist;
-    *comm_seconds = d ? (d->thread_on ? d->comm_s : d->wait_s) : 0.0;
-    *wait_seconds = d ? d->wait_s : 0.0;
+    stats->comm_seconds = d ? (d->thread_on ? d->comm_s : d->wait_s) : 0.0;
+    stats->wait_seconds = d ? d->wait_s : 0.0;
+    stats->gradient_bytes = d ? d->n * 4 : 0;
+    if (d && d->zero) stats->optimizer_state_bytes = (int64_t)d->n_aux * d->owned * 4;
+    else
+        for (i = 0; i < g->n_nodes; i++) { /* the update ops' state tensors */
+            const nn__node *n = &g->nodes[i];
+            if ((n->op == NN__OP_OPT_SGD || n->op == NN__OP_OPT_ADAM || n->op == NN__OP_OPT_STEP) && n->live)
+                stats->optimizer_state_bytes += (int64_t)n->n_aux * g->nodes[n->in[0]].numel * 4;
+        }
     return NN_OK;
 }
 #endif
@@ -22982,8 +23875,15 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     if (g->status != NN_OK) return g->status;
     memset(&d, 0, sizeof d);
     if (desc) d = *desc;
+    if (d.loss.id == 0 && d.optimizer.kind != NN_OPT_NONE) /* else a forward-only graph whose steps change nothing */
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: an optimizer is set but no loss: set "
+                        "nn_compile_desc.loss to the scalar to minimise (or leave the optimizer zeroed for a forward-only graph)");
     r = nn__optim()->configure(g, &d);
     if (r != NN_OK) return r;
+#ifdef NN_MPI /* ZeRO stage 1 (src/dist/dist.c): decided before the optimizer's ops are added */
+    r = nn__dist_plan(g, &d);
+    if (r != NN_OK) return r;
+#endif
     n_user = g->n_forward = g->n_nodes;
     if (d.loss.id != 0) {
         nn__node *L;
@@ -23090,10 +23990,30 @@ NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc) {
 
 /* ---- running ---- */
 
+/* A dataset's batch indices (its NAME.idx input, nn__node.per_step) before a run: written
+   at least once, and on a step (fn "nn_graph_step") written since the last step, so that a
+   forgotten nn_dataset_next_batch is an error, not row 0 or the last batch again. Other
+   inputs keep their contents across steps until written again (api.h, nn_input). */
+static nn_result nn__check_inputs(nn_graph *g, const char *fn) {
+    int i;
+    for (i = 1; i < g->n_nodes; i++) {
+        const nn__node *n = &g->nodes[i];
+        if (n->op != NN__OP_INPUT || !n->live || !n->per_step) continue;
+        if (n->written == 0)
+            return nn__fail(g->ctx, NN_ERR_STATE, "%s: no batch was taken from dataset input %s: call "
+                            "nn_dataset_next_batch() before each step", fn, n->name);
+        if (n->written == 2 && strcmp(fn, "nn_graph_step") == 0)
+            return nn__fail(g->ctx, NN_ERR_STATE, "%s: dataset input %s was not written since the last step (the same "
+                            "batch again): call nn_dataset_next_batch() before each step", fn, n->name);
+    }
+    return NN_OK;
+}
+
 static nn_result nn__run(nn_graph *g, int n_sched) {
     if (!g->compiled || g->status != NN_OK) {
         if (g->ctx->dead_refs) return g->status;
-        return nn__fail(g->ctx, NN_ERR_STATE, "the graph is not compiled (or failed to compile)");
+        if (!g->compiled) return nn__fail(g->ctx, NN_ERR_STATE, "the graph is not compiled: call nn_graph_compile first");
+        return nn__fail(g->ctx, NN_ERR_STATE, "the graph failed to compile (%s); it cannot run", nn_result_string(g->status));
     }
     if (g->broken)
         return nn__fail(g->ctx, NN_ERR_STATE, "an earlier step failed part way, so parameters and optimizer state may be "
@@ -23112,6 +24032,7 @@ static nn_result nn__graph_step(nn_graph *g) {
     nn__opt_clock clock;
     float lr;
     if (!g->compiled || g->status != NN_OK) return nn__run(g, 0);
+    if ((r = nn__check_inputs(g, "nn_graph_step")) != NN_OK) return r;
     g->step++;
     g->progress = 0;
     clock = g->clock;
@@ -23126,7 +24047,10 @@ static nn_result nn__graph_step(nn_graph *g) {
         r = nn__dist_backward(g, nn__run); /* forward, backward, the reduction overlapped */
         progress = g->progress;
         g->step = step0 + (uint64_t)g->dist_size;
-        if (r == NN_OK && nn__opt_begin(g)) {
+        if (r == NN_OK && g->zero && nn__opt_begin(g)) { /* ZeRO-1: this rank's slice, then the all-gather */
+            r = nn__dist_zero_update(g);
+            progress += g->progress;
+        } else if (r == NN_OK && !g->zero && nn__opt_begin(g)) {
             g->run_from = g->n_sched_update;
             r = nn__run(g, g->n_sched);
             g->run_from = 0;
@@ -23142,6 +24066,10 @@ static nn_result nn__graph_step(nn_graph *g) {
         g->step--;
         g->clock = clock;
         g->lr = lr;
+    } else {
+        int i;
+        for (i = 1; i < g->n_nodes; i++) /* read by this step (nn__check_inputs) */
+            if (g->nodes[i].op == NN__OP_INPUT && g->nodes[i].written) g->nodes[i].written = 2;
     }
     return r;
 }
@@ -23151,9 +24079,15 @@ NN_API nn_result nn_graph_step(nn_graph *g) {
     return NN__EXCLUSIVE(g->ctx, "nn_graph_step", nn__graph_step(g));
 }
 
+static nn_result nn__graph_forward(nn_graph *g) {
+    nn_result r;
+    if (g->compiled && g->status == NN_OK && (r = nn__check_inputs(g, "nn_graph_forward")) != NN_OK) return r;
+    return nn__run(g, g->n_sched_forward);
+}
+
 NN_API nn_result nn_graph_forward(nn_graph *g) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
-    return NN__EXCLUSIVE(g->ctx, "nn_graph_forward", nn__run(g, g->n_sched_forward));
+    return NN__EXCLUSIVE(g->ctx, "nn_graph_forward", nn__graph_forward(g));
 }
 
 static nn_result nn__graph_finish(nn_graph *g) {
@@ -23165,6 +24099,27 @@ NN_API nn_result nn_graph_finish(nn_graph *g) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
     return NN__EXCLUSIVE(g->ctx, "nn_graph_finish", nn__graph_finish(g));
 }
+
+/* ======================================================================
+   src/base/cold_begin.h
+   ====================================================================== */
+/* Code that runs once per graph, launch plan or file, not once per element, compiled by
+   gcc at -Og when the program is built at -O2 or -O3: the OpenCL backend's setup and
+   launch records, the ops' builders, gradient rules, plans and CPU-body wrappers, layers,
+   files (and the platform block of src/base/files.c). That is over half of nn.h's machine
+   code; at -Og it compiles in under half the time, which takes about 45% off a -O2
+   compile of a file with NN_IMPLEMENTATION (HACKING.md, "Compile time"). The loops every
+   step runs (src/cpu/, the thread pool) and the engine (nn_graph_compile's planning, whose
+   time grows with the graph) stay at the program's level, so steps and compiles take what
+   they took. The same bits either way: no optimisation level changes a float result here
+   (fp_begin.h turns contraction off; no -ffast-math), as `make check-determinism` checks.
+   Define NN_OPTIMIZE_ALL to compile all of it at the program's level. gcc only: clang has
+   no level pragma. src/base/cold_end.h returns to the level before. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__) && \
+    !defined(NN_OPTIMIZE_ALL)
+#pragma GCC push_options
+#pragma GCC optimize("Og")
+#endif
 
 /* ======================================================================
    kernels/kargs.h
@@ -23971,7 +24926,8 @@ NN__KSIG(rope)
    dims: B, H, Hkv, Tq, Tk, D, layout (0 [B, H, T, D], 1 [B, T, H, D]), causal;
    mk: the mask's strides over b, h, i, j, its mode (0 none, 1 float added, 2 int32: nonzero
    attends), the key padding mask's mode (0 none, 1 float, 2 int32: nonzero ignores), the
-   sliding window (0 none), 0. mask and kpm are read only when their mode is not 0. */
+   sliding window (0 none), 0; vdim: v's head dim Dv (the output's, dout's; q and k have D).
+   mask and kpm are read only when their mode is not 0. */
 #ifndef NN__ATTENTION_ARGS_H
 #define NN__ATTENTION_ARGS_H
 
@@ -23979,17 +24935,17 @@ NN__KSIG(rope)
 #define NN__KARGS_attn_fwd(F, P)                                                                   \
     F(in, q) P(in, k) P(in, v) P(in, mask) P(in, kpm) P(out, out) P(int8, dims) P(int8, mk)         \
     P(float, scale) P(float, p) P(uint, seed_lo) P(uint, seed_hi) P(uint, key) P(ustep, step_lo)    \
-    P(ustep, step_hi)
+    P(ustep, step_hi) P(int, vdim)
 NN__KSIG(attn_fwd)
 /* o: the forward's out; dout: its gradient (the output part); delta [B, H, Tq];
    out: dq (attn_dq) or [dk, dv] (attn_dkv) */
 #define NN__KARGS_attn_bwd(F, P)                                                                   \
     F(in, q) P(in, k) P(in, v) P(in, mask) P(in, kpm) P(in, o) P(in, dout) P(in, delta) P(out, out) \
     P(int8, dims) P(int8, mk) P(float, scale) P(float, p) P(uint, seed_lo) P(uint, seed_hi)          \
-    P(uint, key) P(ustep, step_lo) P(ustep, step_hi)
+    P(uint, key) P(ustep, step_lo) P(ustep, step_hi) P(int, vdim)
 NN__KSIG(attn_bwd)
 /* delta [B, H, Tq] = rowsum(dout * o) */
-#define NN__KARGS_attn_delta(F, P) F(in, o) P(in, dout) P(out, delta) P(int8, dims)
+#define NN__KARGS_attn_delta(F, P) F(in, o) P(in, dout) P(out, delta) P(int8, dims) P(int, vdim)
 NN__KSIG(attn_delta)
 
 #endif
@@ -24040,6 +24996,10 @@ NN__KSIG(rec_len_check)
 NN__KSIG(last_valid_fwd)
 #define NN__KARGS_last_valid_bwd(F, P) F(in, dy) P(iin, lens) P(out, dx) P(int, T) P(int, B) P(int, nf) P(int, bf)
 NN__KSIG(last_valid_bwd)
+/* nn_bidirectional: y = x [T, B, F] (bf: [B, T, F]) with each row's first lens[b] steps
+   (has_len 0: all T; clamped to [1, T]) in reverse order, the rest as they are */
+#define NN__KARGS_rec_reverse(F, P) F(in, x) P(iin, lens) P(out, y) P(int, T) P(int, B) P(int, nf) P(int, bf) P(int, has_len)
+NN__KSIG(rec_reverse)
 
 #endif
 
@@ -30847,6 +31807,11 @@ static nn_result nn__add_optimizer(nn_graph *g) {
         g->nodes[i].grad = a;
     }
     g->first_update_node = g->n_nodes;
+    if (g->zero) { /* ZeRO stage 1 (src/dist/dist.c updates this rank's slice): the gradients only */
+        for (i = 0; i < n0; i++)
+            if (g->nodes[i].op == NN__OP_PARAM && g->nodes[i].grad >= 0) g->nodes[g->nodes[i].grad].is_output = 1;
+        return g->status;
+    }
     if (g->opt.clip_norm > 0.0f) {
         for (i = 0; i < n0; i++) {
             if (g->nodes[i].op != NN__OP_PARAM || g->nodes[i].grad < 0) continue;
@@ -32135,13 +33100,15 @@ static nn_result nn__launch_sinusoidal(nn_graph *g, int id) { /* never scheduled
    backward, one block: builder, gradient rule, CPU bodies (src/cpu/attention.c), kernel
    launches (kernels/attention.cl).
 
-   ATTENTION (q, k, v[, mask][, key padding mask]) -> a flat [B*H*Tq*D + B*H*Tq]: the output
-   in q's layout, then the log-sum-exp of each score row [B, H, Tq] (-inf for a row with no
+   ATTENTION (q, k, v[, mask][, key padding mask]) -> a flat [B*H*Tq*Dv + B*H*Tq]: the output
+   in q's layout with v's head dim Dv (q and k have D), then the log-sum-exp of each score row [B, H, Tq] (-inf for a row with no
    key alive). nn_attention returns the output part (nn_slice + nn_reshape), so the
    gradient reaching ATTENTION is [dO, 0]. The backward:
      ATTENTION_DELTA (packed, dpacked) -> [B*H*Tq]: delta_i = sum_d dO_id O_id
      ATTENTION_DQ    (q, k, v, packed, dpacked, delta[, masks]) -> q's shape
      ATTENTION_DKV   (the same) -> a flat [dK (k's shape), dV (v's shape)], sliced
+     ATTENTION_DMASK (the same) -> the additive mask's shape: dS summed over the dims the
+                     mask broadcasts (only when the mask needs a gradient)
    each recomputing the scores tile by tile: P = exp(S - lse), dS = P (dP z - delta) with
    dP = dO v^T and z dropout's factor, dq = scale dS k, dk = scale dS^T q, dv = (P z)^T dO.
    No [Tq, Tk] matrix is stored. ==== */
@@ -32155,8 +33122,9 @@ static void nn__attn_set_ins(nn__attn_attr *a, int nfixed) {
     a->kpm_in = a->kpm_mode ? nfixed + (a->mask_mode ? 1 : 0) : 0;
 }
 
-static int64_t nn__attn_nO(const nn__attn_attr *a) { return (int64_t)a->B * a->H * a->Tq * a->D; }
-static int64_t nn__attn_nKV(const nn__attn_attr *a) { return (int64_t)a->B * a->Hkv * a->Tk * a->D; }
+static int64_t nn__attn_nO(const nn__attn_attr *a) { return (int64_t)a->B * a->H * a->Tq * a->Dv; }
+static int64_t nn__attn_nK(const nn__attn_attr *a) { return (int64_t)a->B * a->Hkv * a->Tk * a->D; }
+static int64_t nn__attn_nV(const nn__attn_attr *a) { return (int64_t)a->B * a->Hkv * a->Tk * a->Dv; }
 
 /* the element strides over (batch, head, row) of a [B, heads, T, D] or [B, T, heads, D] */
 static void nn__attn_strides(int layout, int heads, int T, int D, int64_t s[3]) {
@@ -32209,16 +33177,18 @@ NN_API nn_tensor nn_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v
         a.D = (int)nq->shape.dim[3];
         a.Hkv = (int)nk->shape.dim[hd];
         a.Tk = (int)nk->shape.dim[t];
-        if (nk->shape.dim[0] != a.B || nv->shape.dim[0] != a.B || nk->shape.dim[3] != a.D || nv->shape.dim[3] != a.D ||
-            nv->shape.dim[hd] != a.Hkv || nv->shape.dim[t] != a.Tk)
+        a.Dv = (int)nv->shape.dim[3];
+        if (nk->shape.dim[0] != a.B || nv->shape.dim[0] != a.B || nk->shape.dim[3] != a.D || nv->shape.dim[hd] != a.Hkv ||
+            nv->shape.dim[t] != a.Tk)
             return nn__op_fail(g, NN_ERR_SHAPE, "%s: q %s, k %s and v %s disagree (batch, heads, key length or head dim)", op,
                                sq, sk, sv);
         if (a.H % a.Hkv != 0)
             return nn__op_fail(g, NN_ERR_SHAPE, "%s: q's %d heads are not a multiple of k's %d (q %s, k %s)", op, a.H, a.Hkv, sq, sk);
         if (a.D > 256) return nn__op_fail(g, NN_ERR_SHAPE, "%s: head dim %d of q %s is over 256", op, a.D, sq);
+        if (a.Dv > 256) return nn__op_fail(g, NN_ERR_SHAPE, "%s: head dim %d of v %s is over 256", op, a.Dv, sv);
     }
     total = nn__attn_nO(&a) + (int64_t)a.B * a.H * a.Tq;
-    if (total > INT32_MAX || nn__attn_nKV(&a) > INT32_MAX / 2)
+    if (total > INT32_MAX || nn__attn_nK(&a) + nn__attn_nV(&a) > INT32_MAX)
         return nn__op_fail(g, NN_ERR_SHAPE, "%s: q %s and k %s are too large (2^31 elements)", op, sq, sk);
     if (!(desc->dropout >= 0.0f && desc->dropout < 1.0f))
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: dropout = %g is outside [0, 1)", op, desc->dropout);
@@ -32272,6 +33242,7 @@ NN_API nn_tensor nn_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v
     g->nodes[id].a.attn = a;
     packed = nn__tensor(id);
     qshape = nn__n(g, q)->shape; /* read again: new nodes may move the node array under nq */
+    qshape.dim[3] = a.Dv;        /* the output: q's shape with v's head dim */
     packed = nn_slice(g, packed, 0, 0, nn__attn_nO(&a));
     return nn_reshape(g, packed, qshape);
 }
@@ -32283,6 +33254,8 @@ NN_API nn_tensor nn_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v
 #define nn__plan_attention_dq nn__no_plan
 #define nn__grad_attention_dkv nn__grad_none
 #define nn__plan_attention_dkv nn__no_plan
+#define nn__grad_attention_dmask nn__grad_none
+#define nn__plan_attention_dmask nn__no_plan
 
 /* dq, and dk, dv sliced from one node */
 static void nn__grad_attention(nn_graph *g, int id) {
@@ -32306,12 +33279,18 @@ static void nn__grad_attention(nn_graph *g, int id) {
         nn__acc_grad(g, a, nn__tensor(t));
     }
     if (gb || gc) {
-        int64_t nk = nn__attn_nKV(&at);
-        int t = nn__new_node(g, NN__OP_ATTENTION_DKV, NN_F32, nn_shape1(2 * nk), ins, nin);
+        int64_t nk = nn__attn_nK(&at), nv = nn__attn_nV(&at);
+        int t = nn__new_node(g, NN__OP_ATTENTION_DKV, NN_F32, nn_shape1(nk + nv), ins, nin);
         if (t < 0) return;
         g->nodes[t].a.attn = at;
         if (gb) nn__acc_grad(g, b, nn_reshape(g, nn_slice(g, nn__tensor(t), 0, 0, nk), sk));
-        if (gc) nn__acc_grad(g, c, nn_reshape(g, nn_slice(g, nn__tensor(t), 0, nk, nk), sv));
+        if (gc) nn__acc_grad(g, c, nn_reshape(g, nn_slice(g, nn__tensor(t), 0, nk, nv), sv));
+    }
+    if (at.mask_mode == 1 && g->nodes[n.in[n.a.attn.mask_in]].needs_grad) { /* an additive mask: the sum of dS */
+        int m = n.in[n.a.attn.mask_in], t = nn__new_node(g, NN__OP_ATTENTION_DMASK, NN_F32, g->nodes[m].shape, ins, nin);
+        if (t < 0) return;
+        g->nodes[t].a.attn = at;
+        nn__acc_grad(g, m, nn__tensor(t));
     }
 }
 
@@ -32323,6 +33302,8 @@ static void nn__attn_job_init(nn_graph *g, const nn__node *n, nn__attn_job *J, i
     J->kind = kind;
     nn__attn_strides(a->layout, a->H, a->Tq, a->D, J->qs);
     nn__attn_strides(a->layout, a->Hkv, a->Tk, a->D, J->ks);
+    nn__attn_strides(a->layout, a->Hkv, a->Tk, a->Dv, J->vs);
+    nn__attn_strides(a->layout, a->H, a->Tq, a->Dv, J->os);
     J->q = NN__F(n->in[0]);
     J->k = NN__F(n->in[1]);
     J->v = NN__F(n->in[2]);
@@ -32352,11 +33333,11 @@ static nn_result nn__cpu_attention_delta(nn_graph *g, nn__node *n) {
     const float *o = NN__F(n->in[0]), *dout = NN__F(n->in[1]);
     int64_t s[3], r, rows = (int64_t)a->B * a->H * a->Tq;
     int d;
-    nn__attn_strides(a->layout, a->H, a->Tq, a->D, s);
+    nn__attn_strides(a->layout, a->H, a->Tq, a->Dv, s);
     for (r = 0; r < rows; r++) {
         int64_t b = r / ((int64_t)a->H * a->Tq), h = r / a->Tq % a->H, i = r % a->Tq, off = b * s[0] + h * s[1] + i * s[2];
         float acc = 0.0f;
-        for (d = 0; d < a->D; d++) acc += dout[off + d] * o[off + d];
+        for (d = 0; d < a->Dv; d++) acc += dout[off + d] * o[off + d];
         n->buf.host[r] = acc;
     }
     return NN_OK;
@@ -32373,7 +33354,14 @@ static nn_result nn__cpu_attention_dkv(nn_graph *g, nn__node *n) {
     nn__attn_job J;
     nn__attn_job_init(g, n, &J, 2);
     J.dk = n->buf.host;
-    J.dv = J.dk + nn__attn_nKV(&n->a.attn);
+    J.dv = J.dk + nn__attn_nK(&n->a.attn);
+    return nn__attn_run(g->ctx->threads, &J);
+}
+
+static nn_result nn__cpu_attention_dmask(nn_graph *g, nn__node *n) {
+    nn__attn_job J;
+    nn__attn_job_init(g, n, &J, 3);
+    J.dmask = n->buf.host;
     return nn__attn_run(g->ctx->threads, &J);
 }
 
@@ -32411,6 +33399,7 @@ static void nn__attn_update_bwd(nn_graph *g, nn__launch *l) {
         (k).seed_lo = (unsigned)g->seed;                                                           \
         (k).seed_hi = (unsigned)(g->seed >> 32);                                                   \
         (k).key = (unsigned)a_->key;                                                               \
+        (k).vdim = a_->Dv;                                                                         \
         (k).q = &g->nodes[(n)->in[0]].buf;                                                         \
         (k).k = &g->nodes[(n)->in[1]].buf;                                                         \
         (k).v = &g->nodes[(n)->in[2]].buf;                                                         \
@@ -32449,6 +33438,7 @@ static nn_result nn__launch_attention_delta(nn_graph *g, int id) {
     dims[0] = n->a.attn.B, dims[1] = n->a.attn.H, dims[2] = n->a.attn.Hkv, dims[3] = n->a.attn.Tq;
     dims[4] = n->a.attn.Tk, dims[5] = n->a.attn.D, dims[6] = n->a.attn.layout, dims[7] = n->a.attn.causal;
     k.dims = dims;
+    k.vdim = n->a.attn.Dv;
     k.o = &g->nodes[n->in[0]].buf;
     k.dout = &g->nodes[n->in[1]].buf;
     k.delta = &n->buf;
@@ -32479,6 +33469,11 @@ static nn_result nn__launch_attention_dq(nn_graph *g, int id) {
 static nn_result nn__launch_attention_dkv(nn_graph *g, int id) {
     const nn__attn_attr *a = &g->nodes[id].a.attn;
     return nn__launch_attention_bwd(g, id, "attn_dkv", (int64_t)a->B * a->Hkv * a->Tk);
+}
+
+/* one work-item per element of the mask */
+static nn_result nn__launch_attention_dmask(nn_graph *g, int id) {
+    return nn__launch_attention_bwd(g, id, "attn_dmask", g->nodes[id].numel);
 }
 
 /* ======================================================================
@@ -32625,9 +33620,13 @@ static void nn__grad_rec_seq(nn_graph *g, int id) {
     pk = nn__tensor(nn__new_node(g, NN__OP_REC_SEQ_GRAD, NN_F32, nn_shape1(total), in, n_in));
     if (pk.id < 0) return;
     g->nodes[pk.id].a.rec = at;
+    /* the shape copied first: nn_slice may move the node array, and the order in which a
+       call's arguments are evaluated is unspecified */
 #define NN__REC_ACC(i, o, len)                                                                            \
-    if ((i) >= 0 && g->nodes[n.in[i]].needs_grad)                                                        \
-        nn__acc_grad(g, n.in[i], nn_reshape(g, nn_slice(g, pk, 0, (o), (len)), g->nodes[n.in[i]].shape))
+    if ((i) >= 0 && g->nodes[n.in[i]].needs_grad) {                                                      \
+        nn_shape sh_ = g->nodes[n.in[i]].shape;                                                          \
+        nn__acc_grad(g, n.in[i], nn_reshape(g, nn_slice(g, pk, 0, (o), (len)), sh_));                    \
+    }
     NN__REC_ACC(0, off[0], off[1] - off[0]);
     NN__REC_ACC(1, off[3], off[4] - off[3]);
     NN__REC_ACC(n.a.rec.i_bias, off[4], off[5] - off[4]);
@@ -32637,10 +33636,11 @@ static void nn__grad_rec_seq(nn_graph *g, int id) {
 #undef NN__REC_ACC
 }
 
-/* the state product of one step [B, G*H] */
+/* the state product of one step [B, G*H]; on the CPU backend then the time loop's memory
+   (nn__cpu_rec_mem: W_hh packed, the tasks' GEMM packing), so a run allocates nothing */
 static void nn__plan_rec_seq(nn_graph *g, nn__node *n) {
-    (void)g;
     n->scratch = (int64_t)n->a.rec.B * n->a.rec.G * n->a.rec.H;
+    if (g->ctx->backend->host_memory) n->scratch += nn__cpu_rec_mem(g->ctx->threads, &n->a.rec, 0, NULL);
 }
 
 #define NN__REC_OPT(n, i) ((i) >= 0 ? g->nodes[(n)->in[i]].buf.host : NULL)
@@ -32667,7 +33667,7 @@ static nn_result nn__cpu_rec_seq(nn_graph *g, nn__node *n) {
     memset(&J, 0, sizeof J);
     J.a = a, J.xp = xp, J.whh = whh, J.bias = bias, J.whr = whr, J.lens = lens, J.ws = ws, J.y = y, J.hp = hp;
     memcpy(J.off, off, sizeof off);
-    nn__cpu_rec_run(g->ctx->threads, &J, nn__cpu_rec_seq_task, 1, Hr, a->G * H);
+    nn__cpu_rec_run(g->ctx->threads, &J, nn__cpu_rec_seq_task, 0, hp + (size_t)B * a->G * H);
     memcpy(y + (size_t)T * BHr, ws + off[1] + (size_t)T * BHr, BHr * 4);
     if (a->kind == NN__REC_LSTM) memcpy(y + (size_t)(T + 1) * BHr, ws + off[2] + (size_t)T * BH, BH * 4);
     return NN_OK;
@@ -32772,12 +33772,15 @@ static nn_result nn__launch_rec_seq(nn_graph *g, int id) {
 #define nn__grad_rec_seq_grad nn__grad_none
 
 /* d(hp) of every step [T, B, G*H] (processing order), and with a projection the state
-   gradients [T, B, Hr] and one step's gradient of o*tanh(c) [B, H] */
-static void nn__plan_rec_seq_grad(nn_graph *g, nn__node *n) {
-    const nn__rec_attr *a = &n->a.rec;
+   gradients [T, B, Hr] and one step's gradient of o*tanh(c) [B, H]; on the CPU backend
+   then the time loop's memory (nn__cpu_rec_mem) */
+static int64_t nn__rec_grad_scratch(const nn__rec_attr *a) {
     int64_t TB = (int64_t)a->T * a->B;
-    (void)g;
-    n->scratch = TB * a->G * a->H + (a->i_whr >= 0 ? TB * a->Hr + (int64_t)a->B * a->H : 0);
+    return TB * a->G * a->H + (a->i_whr >= 0 ? TB * a->Hr + (int64_t)a->B * a->H : 0);
+}
+static void nn__plan_rec_seq_grad(nn_graph *g, nn__node *n) {
+    n->scratch = nn__rec_grad_scratch(&n->a.rec);
+    if (g->ctx->backend->host_memory) n->scratch += nn__cpu_rec_mem(g->ctx->threads, &n->a.rec, 1, NULL);
 }
 
 static nn_result nn__cpu_rec_seq_grad(nn_graph *g, nn__node *n) {
@@ -32805,7 +33808,7 @@ static nn_result nn__cpu_rec_seq_grad(nn_graph *g, nn__node *n) {
     J.du = du;
     memcpy(J.off, off, sizeof off);
     memcpy(J.po, po, sizeof po);
-    nn__cpu_rec_run(pool, &J, nn__cpu_rec_grad_task, 0, GH, Hr);
+    nn__cpu_rec_run(pool, &J, nn__cpu_rec_grad_task, 1, dhp + nn__rec_grad_scratch(a));
     nn__sgemm(pool, 1, 0, GH, Hr, T * B, 1.0f, dhp, GH, ws + off[1], Hr, 0.0f, pk + po[3], Hr);
     nn__cpu_rec_colsum(dhp, pk + po[4], T * B, GH);
     if (whr) nn__sgemm(pool, 1, 0, Hr, H, T * B, 1.0f, dht, Hr, ws + off[3], H, 0.0f, pk + po[5], H);
@@ -32894,6 +33897,88 @@ static nn_result nn__launch_rec_seq_grad(nn_graph *g, int id) {
     return r;
 }
 
+/* ==== REC_STATE: a stateful layer's carried states [L*D, B, X] (NAME.h_state,
+   NAME.c_state): no inputs, kept across runs on the device (its own storage, zeros at
+   compile), written by the user (nn_tensor_fill, nn_tensor_write, nn_rnn_reset_state) and
+   by REC_STATE_SET; no gradient flows into it, which is truncated BPTT's cut. No PyTorch
+   op: the tensors a PyTorch loop carries as h = h.detach() between chunks ==== */
+
+#define nn__grad_rec_state nn__grad_none
+#define nn__plan_rec_state nn__no_plan
+static nn_result nn__cpu_rec_state(nn_graph *g, nn__node *n) {
+    (void)g, (void)n;
+    return NN_OK;
+}
+static nn_result nn__launch_rec_state(nn_graph *g, int id) {
+    (void)g, (void)id;
+    return NN_OK;
+}
+
+/* ==== REC_STATE_SET: state (input 0, a REC_STATE, written in place) = the run's final
+   states (input 1, of its shape); a root with no output, after every reader of the state
+   (node order: the layer's sequence nodes copied it into their workspaces first) ==== */
+
+#define nn__grad_rec_state_set nn__grad_none
+#define nn__plan_rec_state_set nn__no_plan
+static nn_result nn__cpu_rec_state_set(nn_graph *g, nn__node *n) {
+    memcpy(NN__F(n->in[0]), NN__F(n->in[1]), (size_t)g->nodes[n->in[0]].numel * 4);
+    return NN_OK;
+}
+static nn_result nn__launch_rec_state_set(nn_graph *g, int id) {
+    const nn__node *n = &g->nodes[id];
+    return nn__launch_rec_copy(g, id, &g->nodes[n->in[1]].buf, 0, &g->nodes[n->in[0]].buf, 0, g->nodes[n->in[0]].numel);
+}
+
+/* The state tensor NAME.what of shape s (refused when the graph has one of that name). */
+static nn_tensor nn__rec_state_tensor(nn_graph *g, const char *op, const char *name, const char *what, nn_shape s) {
+    char nm[320];
+    int id;
+    snprintf(nm, sizeof nm, "%s.%s", name, what);
+    if (nn_graph_find(g, nm).id > 0)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: stateful: the graph has a tensor %s already (one stateful layer per name)",
+                           op, name, nm);
+    id = nn__new_node(g, NN__OP_REC_STATE, NN_F32, s, NULL, 0);
+    if (id < 0) return nn__tensor(-1);
+    g->nodes[id].is_output = 1; /* its own storage, kept across runs */
+    g->nodes[id].name = nn__strdup(nm);
+    if (!g->nodes[id].name) return nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
+    return nn__tensor(id);
+}
+
+/* The root that writes src into the state st. */
+static void nn__rec_state_set(nn_graph *g, nn_tensor st, nn_tensor src) {
+    nn_shape none;
+    int in[2], u;
+    if (g->status != NN_OK) return;
+    memset(&none, 0, sizeof none);
+    in[0] = st.id, in[1] = src.id;
+    u = nn__new_node(g, NN__OP_REC_STATE_SET, NN_F32, none, in, 2);
+    if (u < 0) return;
+    g->nodes[u].numel = 0;
+    g->nodes[u].is_output = 1;
+}
+
+NN_API nn_result nn_rnn_reset_state(nn_graph *g, const char *name) {
+    static const char *const what[2] = {"h_state", "c_state"};
+    char nm[320];
+    int k, found = 0;
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (!name) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_rnn_reset_state: name is NULL");
+    for (k = 0; k < 2; k++) {
+        nn_tensor t;
+        nn_result r;
+        snprintf(nm, sizeof nm, "%s.%s", name, what[k]);
+        t = nn_graph_find(g, nm);
+        if (t.id <= 0 || g->nodes[t.id].op != NN__OP_REC_STATE) continue;
+        r = nn_tensor_fill(g, t, 0.0f);
+        if (r != NN_OK) return r;
+        found++;
+    }
+    if (!found)
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_rnn_reset_state: the graph has no stateful layer named \"%.200s\"", name);
+    return NN_OK;
+}
+
 /* ==== the layers: nn_rnn, nn_lstm, nn_gru (PyTorch's nn.RNN, nn.LSTM, nn.GRU) ==== */
 
 static int nn__rec_gates(int kind) { return kind == NN__REC_LSTM ? 4 : kind == NN__REC_GRU ? 3 : 1; }
@@ -32911,10 +33996,10 @@ static nn_tensor nn__rec_param(nn_graph *g, const char *name, const char *stem, 
 
 /* A [L*D, B, X] state's row k as [B, X] (NN_NONE stays NN_NONE). */
 static nn_tensor nn__rec_state_row(nn_graph *g, nn_tensor s, int k) {
-    nn__node *n;
+    nn_shape sh;
     if (s.id == 0) return s;
-    n = nn__n(g, s);
-    return nn_reshape(g, nn_slice(g, s, 0, k, 1), nn_shape2(n->shape.dim[1], n->shape.dim[2]));
+    sh = nn_shape2(nn__n(g, s)->shape.dim[1], nn__n(g, s)->shape.dim[2]); /* before nn_slice moves the nodes */
+    return nn_reshape(g, nn_slice(g, s, 0, k, 1), sh);
 }
 
 /* An optional state's shape [rows, B, X], or a refusal naming the op and the shapes. */
@@ -32952,7 +34037,7 @@ static int nn__rec_lengths_ok(nn_graph *g, const char *op, nn_tensor lens, int64
 static nn_tensor nn__rec_layers(nn_graph *g, const char *op, int kind, nn_tensor x, int64_t hidden, const nn_rnn_desc *desc,
                                 const char *name) {
     nn_rnn_desc d;
-    nn_tensor inp, out = nn__tensor(-1), hn[2 * 64], cn[2 * 64];
+    nn_tensor inp, out = nn__tensor(-1), hn[2 * 64], cn[2 * 64], hs = NN_NONE, cs = NN_NONE, hcat = NN_NONE, ccat = NN_NONE;
     int64_t T, B, H = hidden, Hr, I;
     int L, D, G = nn__rec_gates(kind), k, dir, perm[3] = {1, 0, 2};
     float p;
@@ -32986,6 +34071,9 @@ static nn_tensor nn__rec_layers(nn_graph *g, const char *op, int kind, nn_tensor
     Hr = d.proj_size > 0 ? d.proj_size : H;
     if (d.c0.id != 0 && kind != NN__REC_LSTM) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: c0 is nn_lstm's only", op, name);
     if (d.c_n && kind != NN__REC_LSTM) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: c_n is nn_lstm's only", op, name);
+    if (d.stateful && (d.h0.id != 0 || d.c0.id != 0))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: stateful keeps its own initial states; h0 and c0 must be NN_NONE", op,
+                           name);
     inp = d.batch_first ? nn_permute(g, x, perm, 3) : x;
     if (inp.id < 0) return inp;
     T = nn__n(g, inp)->shape.dim[0];
@@ -32994,6 +34082,12 @@ static nn_tensor nn__rec_layers(nn_graph *g, const char *op, int kind, nn_tensor
     if (!nn__rec_state_ok(g, op, "h0", d.h0, (int64_t)L * D, B, Hr) || !nn__rec_state_ok(g, op, "c0", d.c0, (int64_t)L * D, B, H) ||
         !nn__rec_lengths_ok(g, op, d.lengths, B))
         return nn__tensor(-1);
+    if (d.stateful) {
+        hs = nn__rec_state_tensor(g, op, name, "h_state", nn_shape3((int64_t)L * D, B, Hr));
+        if (hs.id > 0 && kind == NN__REC_LSTM) cs = nn__rec_state_tensor(g, op, name, "c_state", nn_shape3((int64_t)L * D, B, H));
+        if (g->status != NN_OK) return nn__tensor(-1);
+        d.h0 = hs, d.c0 = cs;
+    }
     memset(&a, 0, sizeof a);
     a.kind = kind;
     a.T = (int)T, a.B = (int)B, a.H = (int)H, a.Hr = (int)Hr, a.G = G;
@@ -33029,8 +34123,15 @@ static nn_tensor nn__rec_layers(nn_graph *g, const char *op, int kind, nn_tensor
         inp = out;
     }
     if (g->status != NN_OK) return nn__tensor(-1);
-    if (d.h_n) *d.h_n = L * D == 1 ? hn[0] : nn_concat(g, hn, L * D, 0);
-    if (d.c_n) *d.c_n = L * D == 1 ? cn[0] : nn_concat(g, cn, L * D, 0);
+    if (d.h_n || d.stateful) hcat = L * D == 1 ? hn[0] : nn_concat(g, hn, L * D, 0);
+    if (d.c_n || (d.stateful && kind == NN__REC_LSTM)) ccat = L * D == 1 ? cn[0] : nn_concat(g, cn, L * D, 0);
+    if (d.h_n) *d.h_n = hcat;
+    if (d.c_n) *d.c_n = ccat;
+    if (d.stateful) { /* after the run's forward part the final states become the next run's initial ones */
+        nn__rec_state_set(g, hs, hcat);
+        if (kind == NN__REC_LSTM) nn__rec_state_set(g, cs, ccat);
+        if (g->status != NN_OK) return nn__tensor(-1);
+    }
     return d.batch_first ? nn_permute(g, out, perm, 3) : out;
 }
 
@@ -33202,6 +34303,104 @@ static nn_result nn__launch_last_valid_any(nn_graph *g, int id, int bwd) {
 }
 static nn_result nn__launch_last_valid(nn_graph *g, int id) { return nn__launch_last_valid_any(g, id, 0); }
 static nn_result nn__launch_last_valid_grad(nn_graph *g, int id) { return nn__launch_last_valid_any(g, id, 1); }
+
+/* ==== REC_REVERSE: x [T, B, F...] ([B, T, F...] with batch_first), the optional int32
+   lengths [B] -> x with each sequence's first lengths[b] steps in reverse order (the rest
+   as they are): the reversal of a packed sequence (PyTorch's reverse direction starts at
+   each sequence's own last element). A permutation that is its own inverse, so its
+   gradient is the same op on gy. Built by nn_bidirectional ==== */
+
+static nn_tensor nn__rec_reverse(nn_graph *g, nn_tensor x, nn_tensor lens, int batch_first) {
+    const nn__node *xn = &g->nodes[x.id];
+    int d;
+    nn_tensor t;
+    nn__rec_attr *a;
+    t = lens.id > 0 ? nn__op2(g, NN__OP_REC_REVERSE, NN_F32, xn->shape, x.id, lens.id) : nn__op1(g, NN__OP_REC_REVERSE, NN_F32, xn->shape, x.id);
+    if (t.id < 0) return t;
+    xn = &g->nodes[x.id];
+    a = &g->nodes[t.id].a.rec;
+    memset(a, 0, sizeof *a);
+    a->T = (int)xn->shape.dim[batch_first ? 1 : 0];
+    a->B = (int)xn->shape.dim[batch_first ? 0 : 1];
+    a->F = 1;
+    for (d = 2; d < xn->shape.ndim; d++) a->F *= (int)xn->shape.dim[d];
+    a->batch_first = batch_first != 0;
+    a->i_len = lens.id > 0 ? 1 : -1;
+    return t;
+}
+
+static void nn__grad_rec_reverse(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    if (!ga) return;
+    t = nn__rec_reverse(g, gy, n.a.rec.i_len >= 0 ? nn__tensor(b) : NN_NONE, n.a.rec.batch_first);
+    nn__acc_grad(g, a, t);
+}
+#define nn__plan_rec_reverse nn__no_plan
+
+static nn_result nn__cpu_rec_reverse(nn_graph *g, nn__node *n) {
+    const nn__rec_attr *a = &n->a.rec;
+    nn__cpu_rec_reverse_loop(NN__F(n->in[0]), a->i_len >= 0 ? NN__I(n->in[1]) : NULL, n->buf.host, a->T, a->B, a->F, a->batch_first);
+    return NN_OK;
+}
+
+static nn_result nn__launch_rec_reverse(nn_graph *g, int id) {
+    const nn__node *n = &g->nodes[id];
+    const nn__rec_attr *a = &n->a.rec;
+    nn__launch *l = NULL;
+    nn__k_rec_reverse k;
+    nn_result r = nn__launch_kernel(g, id, "recurrent", "rec_reverse", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.lens = a->i_len >= 0 ? &g->nodes[n->in[1]].buf : &g->one;
+    k.y = &n->buf;
+    k.T = a->T, k.B = a->B, k.nf = a->F, k.bf = a->batch_first, k.has_len = a->i_len >= 0;
+    return nn__kargs_rec_reverse(l, &k);
+}
+
+/* ==== nn_bidirectional: fn's layer forward in time and over the reversed sequences,
+   concatenated along dim 2 ==== */
+
+NN_API nn_tensor nn_bidirectional(nn_graph *g, nn_tensor x, nn_tensor lengths, int batch_first, nn_rnn_direction_fn fn, void *user,
+                                  const char *name) {
+    char rname[256];
+    nn_tensor ys[2], xr;
+    nn__node *n;
+    int64_t T, B;
+    if (!nn__check(g, "nn_bidirectional", 1, &x) || !nn__expect_f32(g, "nn_bidirectional", x, "x")) return nn__tensor(-1);
+    if (!fn) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_bidirectional: fn is NULL");
+    if (!name || !name[0] || strlen(name) > 200)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_bidirectional: needs a name (at most 200 chars)");
+    n = nn__n(g, x);
+    if (n->shape.ndim < 3) {
+        char s[128];
+        nn__shape_str(&n->shape, s, sizeof s);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_bidirectional %s: x %s must be [T, B, features...] ([B, T, features...] with batch_first)",
+                           name, s);
+    }
+    T = n->shape.dim[batch_first ? 1 : 0];
+    B = n->shape.dim[batch_first ? 0 : 1];
+    if (T > INT32_MAX || B > INT32_MAX || n->numel / (T * B) > INT32_MAX)
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_bidirectional %s: x is too large", name);
+    if (!nn__rec_lengths_ok(g, "nn_bidirectional", lengths, B)) return nn__tensor(-1);
+    ys[0] = fn(g, x, lengths, name, user);
+    if (g->status != NN_OK || ys[0].id < 0) return nn__tensor(-1);
+    snprintf(rname, sizeof rname, "%s_reverse", name);
+    xr = nn__rec_reverse(g, x, lengths, batch_first);
+    if (xr.id < 0) return xr;
+    ys[1] = fn(g, xr, lengths, rname, user);
+    if (g->status != NN_OK || ys[1].id < 0) return nn__tensor(-1);
+    n = nn__n(g, ys[1]);
+    if (n->shape.ndim < 3 || n->shape.dim[batch_first ? 1 : 0] != T || n->shape.dim[batch_first ? 0 : 1] != B) {
+        char s[128];
+        nn__shape_str(&n->shape, s, sizeof s);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_bidirectional %s: fn gave %s; it must keep x's time and batch dims (%lld, %lld)", name,
+                           s, (long long)T, (long long)B);
+    }
+    ys[1] = nn__rec_reverse(g, ys[1], lengths, batch_first);
+    return nn_concat(g, ys, 2, 2);
+}
 
 /* ======================================================================
    src/ops/registry.c
@@ -33528,8 +34727,8 @@ static nn_tensor nn__tf_embedding(nn_graph *g, nn_tensor weight, nn_tensor idx) 
 /* Scaled dot-product attention, fused (nn_attention: no [Tq, Tk] matrix stored). q, k, v
    in layout (NN_ATTN_BHTD [B, H, T, D] or NN_ATTN_BTHD [B, T, H, D]); causal: keys after
    each query hidden (top-left aligned); mask: float32 added to the scores (-inf hides),
-   broadcast to [B, H, Tq, Tk], or NN_NONE; kpm: float32 [B, Tk], nonzero keys hidden, or
-   NN_NONE. */
+   broadcast to [B, H, Tq, Tk] (its gradient flows), or NN_NONE; kpm: [B, Tk] (float32 or
+   int32), nonzero keys hidden, or NN_NONE. */
 static nn_tensor nn__tf_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, int layout, int causal, nn_tensor mask,
                                   nn_tensor kpm, float dropout) {
     nn_attention_desc ad;
@@ -33708,13 +34907,13 @@ static nn_tensor nn__tf_bfirst(nn_graph *g, nn_tensor x, int batch_first) {
     return batch_first ? x : nn_permute(g, x, p, 3);
 }
 
-/* rows [B*T, E] -> heads [B, H, T, D] */
-static nn_tensor nn__tf_heads(nn_graph *g, nn_tensor r, int64_t b, int64_t t, int64_t h, int64_t d) {
-    int p[4] = {0, 2, 1, 3};
-    return nn_permute(g, nn_reshape(g, r, nn_shape4(b, t, h, d)), p, 4);
-}
+/* nn.MultiheadAttention's kdim and vdim (0: embed_dim) */
+static int64_t nn__tf_kdim(const nn_mha_desc *d, int64_t e) { return d && d->kdim > 0 ? d->kdim : e; }
+static int64_t nn__tf_vdim(const nn_mha_desc *d, int64_t e) { return d && d->vdim > 0 ? d->vdim : e; }
 
-static int nn__tf_mha_checks(nn_graph *g, const char *op, const char *name, nn_tensor q, nn_tensor k, nn_tensor v, int64_t e, int h) {
+static int nn__tf_mha_checks(nn_graph *g, const char *op, const char *name, nn_tensor q, nn_tensor k, nn_tensor v, int64_t e, int h,
+                             const nn_mha_desc *d) {
+    int64_t kd = nn__tf_kdim(d, e), vd = nn__tf_vdim(d, e);
     nn_tensor in[3];
     const nn_shape *sq, *sk, *sv;
     in[0] = q;
@@ -33734,13 +34933,21 @@ static int nn__tf_mha_checks(nn_graph *g, const char *op, const char *name, nn_t
         nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: embed_dim %lld is not divisible by num_heads %d", op, name, (long long)e, h);
         return 0;
     }
-    if (sq->ndim != 3 || sk->ndim != 3 || !nn__shape_eq(sk, sv) || sq->dim[2] != e || sk->dim[2] != e) {
+    if (d && (d->kdim < 0 || d->vdim < 0)) {
+        nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: kdim %lld or vdim %lld is negative", op, name, (long long)d->kdim,
+                    (long long)d->vdim);
+        return 0;
+    }
+    if (sq->ndim != 3 || sk->ndim != 3 || sv->ndim != 3 || sk->dim[0] != sv->dim[0] || sk->dim[1] != sv->dim[1] || sq->dim[2] != e ||
+        sk->dim[2] != kd || sv->dim[2] != vd) {
         char a[128], b[128], c[128];
         nn__shape_str(sq, a, sizeof a);
         nn__shape_str(sk, b, sizeof b);
         nn__shape_str(sv, c, sizeof c);
-        nn__op_fail(g, NN_ERR_SHAPE, "%s %s: query %s, key %s, value %s must be 3-D with embed_dim %lld last, key and value alike",
-                    op, name, a, b, c, (long long)e);
+        nn__op_fail(g, NN_ERR_SHAPE,
+                    "%s %s: query %s, key %s, value %s must be 3-D with embed_dim %lld, kdim %lld and vdim %lld last, key and value "
+                    "alike in the others",
+                    op, name, a, b, c, (long long)e, (long long)kd, (long long)vd);
         return 0;
     }
     return 1;
@@ -33751,19 +34958,34 @@ static nn_tensor nn__tf_mha(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, 
                             float dropout, const char *name) {
     char wn[300], bn[300], on[240];
     int64_t b = nn__n(g, q)->shape.dim[0], t = nn__n(g, q)->shape.dim[1], s = nn__n(g, k)->shape.dim[1], d = e / h;
+    int64_t kd = nn__tf_kdim(desc, e), vd = nn__tf_vdim(desc, e);
     int bias = !(desc && desc->no_bias);
     nn_init xu, zero;
-    nn_tensor w, wb = NN_NONE, qr, kr, vr, y;
+    nn_tensor w = NN_NONE, wb = NN_NONE, qr, kr, vr, y;
     memset(&xu, 0, sizeof xu);
     memset(&zero, 0, sizeof zero);
     xu.kind = NN_INIT_XAVIER_UNIFORM;
     snprintf(wn, sizeof wn, "%s.in_proj_weight", name);
     snprintf(bn, sizeof bn, "%s.in_proj_bias", name);
     snprintf(on, sizeof on, "%s.out_proj", name);
-    w = nn_param(g, wn, nn_shape2(3 * e, e), xu);
+    if (kd == e && vd == e) w = nn_param(g, wn, nn_shape2(3 * e, e), xu);
     if (bias) wb = nn_param(g, bn, nn_shape1(3 * e), zero);
     qr = nn_reshape(g, q, nn_shape2(b * t, e));
-    if (q.id == k.id && k.id == v.id) { /* self-attention: one product */
+    if (kd != e || vd != e) { /* PyTorch's separate projections (_qkv_same_embed_dim False) */
+        char pn[300];
+        nn_tensor kin = nn_reshape(g, k, nn_shape2(b * s, kd)), vin = nn_reshape(g, v, nn_shape2(b * s, vd));
+        snprintf(pn, sizeof pn, "%s.q_proj_weight", name);
+        qr = nn_matmul(g, qr, nn_param(g, pn, nn_shape2(e, e), xu), 0, 1);
+        snprintf(pn, sizeof pn, "%s.k_proj_weight", name);
+        kr = nn_matmul(g, kin, nn_param(g, pn, nn_shape2(e, kd), xu), 0, 1);
+        snprintf(pn, sizeof pn, "%s.v_proj_weight", name);
+        vr = nn_matmul(g, vin, nn_param(g, pn, nn_shape2(e, vd), xu), 0, 1);
+        if (bias) {
+            qr = nn_add(g, qr, nn_slice(g, wb, 0, 0, e));
+            kr = nn_add(g, kr, nn_slice(g, wb, 0, e, e));
+            vr = nn_add(g, vr, nn_slice(g, wb, 0, 2 * e, e));
+        }
+    } else if (q.id == k.id && k.id == v.id) { /* self-attention: one product */
         nn_tensor p = nn_matmul(g, qr, w, 0, 1);
         if (bias) p = nn_add(g, p, wb);
         kr = nn_slice(g, p, 1, e, e);
@@ -33781,33 +35003,23 @@ static nn_tensor nn__tf_mha(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, 
         }
     }
     /* nn_attention on the projections' rows viewed as [B, T, H, D]: is_causal its causal
-       flag (top-left aligned, as PyTorch's), key_padding_mask as it is (float32, nonzero keys
-       hidden). A float attn_mask is added to the scores and, as in PyTorch, gets a gradient;
-       nn_attention's mask is a constant, so with an attn_mask the attention stays composed
-       (matmul, add, masked_fill, softmax, dropout, matmul: the [T, S] scores are stored). */
-    if (!(desc && desc->attn_mask.id)) {
+       flag (top-left aligned, as PyTorch's); the float attn_mask ([T, S], or [B*H, T, S]
+       viewed as [B, H, T, S]) its additive mask, which gets its gradient there; a float
+       key_padding_mask is added too ([B, 1, 1, S], PyTorch's attn_mask + key_padding_mask:
+       one [B, H or 1, T, S] sum only when both are given), an int32 one hides its nonzero
+       keys (nn_attention's key_padding_mask). */
+    {
+        nn_tensor am = NN_NONE, kpm = desc ? desc->key_padding_mask : NN_NONE;
+        if (desc && desc->attn_mask.id)
+            am = nn__n(g, desc->attn_mask)->shape.ndim == 3 ? nn_reshape(g, desc->attn_mask, nn_shape4(b, h, t, s)) : desc->attn_mask;
+        if (kpm.id && nn__n(g, kpm)->dtype == NN_F32) {
+            nn_tensor ka = nn_reshape(g, kpm, nn_shape4(b, 1, 1, s));
+            am = am.id ? nn_add(g, am, ka) : ka;
+            kpm = NN_NONE;
+        }
         y = nn__tf_attention(g, nn_reshape(g, qr, nn_shape4(b, t, h, d)), nn_reshape(g, kr, nn_shape4(b, s, h, d)),
-                             nn_reshape(g, vr, nn_shape4(b, s, h, d)), NN_ATTN_BTHD, desc && desc->is_causal, NN_NONE,
-                             desc ? desc->key_padding_mask : NN_NONE, dropout);
+                             nn_reshape(g, vr, nn_shape4(b, s, h, d)), NN_ATTN_BTHD, desc && desc->is_causal, am, kpm, dropout);
         y = nn_reshape(g, y, nn_shape2(b * t, e));
-    } else {
-        const nn_shape *am = &nn__n(g, desc->attn_mask)->shape;
-        int p[4] = {0, 2, 1, 3};
-        nn_tensor qh = nn__tf_heads(g, qr, b, t, h, d), kh = nn__tf_heads(g, kr, b, s, h, d), vh = nn__tf_heads(g, vr, b, s, h, d);
-        nn_tensor att = nn_mul_scalar(g, nn_matmul(g, qh, kh, 0, 1), (float)(1.0 / sqrt((double)d))), mask = NN_NONE;
-        att = nn_add(g, att, am->ndim == 3 ? nn_reshape(g, desc->attn_mask, nn_shape4(b, h, t, s)) : desc->attn_mask);
-        if (desc->is_causal) { /* keys after each query: [T, S], top-left aligned */
-            nn_tensor rt = nn_arange(g, 0, (double)t, 1), rs = nn_arange(g, 0, (double)s, 1);
-            mask = nn_gt(g, nn_reshape(g, rs, nn_shape2(1, s)), nn_reshape(g, rt, nn_shape2(t, 1)));
-        }
-        if (desc->key_padding_mask.id) {
-            nn_tensor kp = nn_reshape(g, desc->key_padding_mask, nn_shape4(b, 1, 1, s));
-            mask = mask.id ? nn_logical_or(g, mask, kp) : kp;
-        }
-        if (mask.id) att = nn_masked_fill(g, att, mask, -INFINITY);
-        att = nn_softmax(g, att, -1);
-        if (dropout > 0) att = nn_dropout(g, att, dropout);
-        y = nn_reshape(g, nn_permute(g, nn_matmul(g, att, vh, 0, 0), p, 4), nn_shape2(b * t, e));
     }
     {
         nn_init li;
@@ -33830,9 +35042,10 @@ static int nn__tf_masks(nn_graph *g, const char *op, const char *name, int64_t b
         const nn_shape *k;
         if (!nn__check(g, op, 1, &d->key_padding_mask)) return 0;
         k = &nn__n(g, d->key_padding_mask)->shape;
-        if (k->ndim != 2 || k->dim[0] != b || k->dim[1] != s || nn__n(g, d->key_padding_mask)->dtype != NN_F32) {
+        if (k->ndim != 2 || k->dim[0] != b || k->dim[1] != s ||
+            (nn__n(g, d->key_padding_mask)->dtype != NN_F32 && nn__n(g, d->key_padding_mask)->dtype != NN_I32)) {
             nn__shape_str(k, m, sizeof m);
-            nn__op_fail(g, NN_ERR_SHAPE, "%s %s: key_padding_mask %s must be float32 [B %lld, S %lld]", op, name, m, (long long)b,
+            nn__op_fail(g, NN_ERR_SHAPE, "%s %s: key_padding_mask %s must be float32 or int32 [B %lld, S %lld]", op, name, m, (long long)b,
                         (long long)s);
             return 0;
         }
@@ -33858,7 +35071,7 @@ NN_API nn_tensor nn_multihead_attention(nn_graph *g, nn_tensor query, nn_tensor 
     int bf = desc && desc->batch_first;
     float dropout = desc ? desc->dropout : 0;
     nn_tensor q, k, v, y;
-    if (!nn__tf_mha_checks(g, op, name, query, key, value, embed_dim, num_heads)) return nn__tensor(-1);
+    if (!nn__tf_mha_checks(g, op, name, query, key, value, embed_dim, num_heads, desc)) return nn__tensor(-1);
     if (!(dropout >= 0 && dropout < 1)) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: dropout %g is not in [0, 1)", op, name, (double)dropout);
     {
         const nn_shape *sq = &nn__n(g, query)->shape, *sk = &nn__n(g, key)->shape;
@@ -33986,7 +35199,7 @@ static int nn__tf_layer_checks(nn_graph *g, const char *op, const char *name, nn
     int bf = d && d->batch_first;
     const nn_shape *s;
     int64_t b, t, sm;
-    if (!nn__tf_mha_checks(g, op, name, x, mem.id ? mem : x, mem.id ? mem : x, e, h) || !nn__tf_desc(g, op, name, d)) return 0;
+    if (!nn__tf_mha_checks(g, op, name, x, mem.id ? mem : x, mem.id ? mem : x, e, h, NULL) || !nn__tf_desc(g, op, name, d)) return 0;
     s = &nn__n(g, x)->shape;
     b = s->dim[bf ? 0 : 1];
     t = s->dim[bf ? 1 : 0];
@@ -34060,6 +35273,167 @@ NN_API nn_tensor nn_transformer_decoder(nn_graph *g, nn_tensor tgt, nn_tensor me
         x = nn__tf_decoder_layer(g, x, m, d_model, nhead, desc, nl);
     }
     return nn__tf_bfirst(g, x, bf);
+}
+
+/* ---- ViT's patch embedding: timm's PatchEmbed (a convolution of kernel = stride = the
+   patch, flattened to [B, N, E]) and VisionTransformer's cls_token and pos_embed ---- */
+
+NN_API nn_tensor nn_patch_embedding(nn_graph *g, nn_tensor x, int patch_size, int64_t embed_dim,
+                                    const nn_patch_embedding_desc *desc, const char *name) {
+    const char *op = "nn_patch_embedding", *pre = desc && desc->prefix ? desc->prefix : "";
+    char pn[300];
+    nn_conv2d_desc cd;
+    nn_shape sx;
+    int64_t b, n, t;
+    int perm[3] = {0, 2, 1};
+    nn_tensor y;
+    if (!nn__check(g, op, 1, &x) || !nn__expect_f32(g, op, x, "x")) return nn__tensor(-1);
+    if (!name || !name[0] || strlen(name) > 200 || strlen(pre) > 200)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: needs a name (at most 200 chars, the prefix too)", op);
+    sx = nn__n(g, x)->shape;
+    if (patch_size < 1 || embed_dim < 1)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: patch_size %d and embed_dim %lld must be >= 1", op, name, patch_size,
+                           (long long)embed_dim);
+    if (sx.ndim != 4 || sx.dim[2] % patch_size || sx.dim[3] % patch_size) {
+        char s[128];
+        nn__shape_str(&sx, s, sizeof s);
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s %s: x %s must be [B, C, H, W] with H and W multiples of patch_size %d", op, name, s,
+                           patch_size);
+    }
+    b = sx.dim[0];
+    n = sx.dim[2] / patch_size * (sx.dim[3] / patch_size);
+    t = n + (desc && desc->class_token ? 1 : 0);
+    memset(&cd, 0, sizeof cd);
+    cd.stride_h = cd.stride_w = patch_size;
+    snprintf(pn, sizeof pn, "%s.proj", name);
+    y = nn_conv2d_layer(g, x, embed_dim, patch_size, patch_size, &cd, pn); /* [B, E, H/P, W/P] */
+    y = nn_permute(g, nn_reshape(g, y, nn_shape3(b, embed_dim, n)), perm, 3);   /* [B, N, E] */
+    if (desc && desc->class_token) {
+        nn_init ci;
+        nn_tensor xs[2];
+        memset(&ci, 0, sizeof ci);
+        ci.kind = NN_INIT_NORMAL; /* timm: nn.init.normal_(cls_token, std=1e-6) */
+        ci.b = 1e-6f;
+        snprintf(pn, sizeof pn, "%s%scls_token", pre, pre[0] ? "." : "");
+        xs[0] = nn_expand(g, nn_param(g, pn, nn_shape3(1, 1, embed_dim), ci), nn_shape3(b, 1, embed_dim));
+        xs[1] = y;
+        y = nn_concat(g, xs, 2, 1);
+    }
+    if (desc && desc->pos_embed) {
+        nn_init pi;
+        memset(&pi, 0, sizeof pi);
+        pi.kind = NN_INIT_NORMAL; /* timm: trunc_normal_(std=0.02), here untruncated */
+        pi.b = 0.02f;
+        snprintf(pn, sizeof pn, "%s%spos_embed", pre, pre[0] ? "." : "");
+        y = nn_add(g, y, nn_param(g, pn, nn_shape3(1, t, embed_dim), pi));
+    }
+    return y;
+}
+
+/* ======================================================================
+   src/layers/conv_lstm.c
+   ====================================================================== */
+/* ConvLSTM2D (Shi et al. 2015, "Convolutional LSTM Network", without the peephole terms, as
+   the common PyTorch ConvLSTM cells and Keras' ConvLSTM2D): nn_conv_lstm2d, composed of
+   the public builders (conv2d, split, sigmoid, tanh, mul, add, stack), unrolled over T at
+   build time. Why unrolled and not a sequence node as nn_lstm's: each step's gates are a
+   convolution, and the conv family chooses its algorithm, scratch and kernels per node at
+   plan time (src/ops/conv/conv2d.c, forward and both gradients on both backends); a node
+   looping over time would have to repeat all of that inside itself. ConvLSTM sequences
+   are short (tens of frames), so O(T) nodes cost little next to the convolutions. */
+
+NN_API nn_tensor nn_conv_lstm2d(nn_graph *g, nn_tensor x, int64_t hidden_channels, const nn_conv_lstm_desc *desc,
+                                const char *name) {
+    static const char *op = "nn_conv_lstm2d";
+    nn_conv_lstm_desc d;
+    nn_conv2d_desc cd;
+    nn_init init;
+    char wn[256], bn[256];
+    int64_t B, T, C, Hh, Ww, Ch = hidden_channels, sizes[4], t;
+    int k, ng = 0, nb = 0;
+    nn_tensor w, bias = NN_NONE, wx = NN_NONE, h, c, ys[64], groups[64], gate[4], parts[2], y;
+    nn_shape st;
+    if (desc) d = *desc;
+    else memset(&d, 0, sizeof d);
+    if (!nn__check(g, op, 1, &x) || !nn__expect_f32(g, op, x, "x")) return nn__tensor(-1);
+    if (!name || !name[0] || strlen(name) > 200) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: needs a name (at most 200 chars)", op);
+    if (nn__n(g, x)->shape.ndim != 5) {
+        char s[128];
+        nn__shape_str(&nn__n(g, x)->shape, s, sizeof s);
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s %s: x %s must be 5-D [B, T, C, H, W]", op, name, s);
+    }
+    k = nn__defi(d.kernel_size, 3);
+    if (k < 1 || k > 31 || k % 2 == 0)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: kernel_size %d must be odd, in [1, 31] ('same' padding)", op, name, k);
+    if (Ch < 1 || Ch > (1 << 20))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: hidden_channels %lld is not in [1, 2^20]", op, name, (long long)Ch);
+    B = nn__n(g, x)->shape.dim[0];
+    T = nn__n(g, x)->shape.dim[1];
+    C = nn__n(g, x)->shape.dim[2];
+    Hh = nn__n(g, x)->shape.dim[3];
+    Ww = nn__n(g, x)->shape.dim[4];
+    if (T > 64 * 64)
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s %s: %lld steps; the layer is unrolled and takes at most 4096", op, name, (long long)T);
+    st = nn_shape4(B, Ch, Hh, Ww);
+    {
+        nn_tensor s[2];
+        const char *what[2] = {"h0", "c0"};
+        int i;
+        s[0] = d.h0, s[1] = d.c0;
+        for (i = 0; i < 2; i++) {
+            int o = nn__optional(g, op, s[i]);
+            nn__node *n;
+            if (o < 0) return nn__tensor(-1);
+            if (o == 0) continue;
+            if (!nn__expect_f32(g, op, s[i], what[i])) return nn__tensor(-1);
+            n = nn__n(g, s[i]);
+            if (n->shape.ndim != 4 || n->shape.dim[0] != B || n->shape.dim[1] != Ch || n->shape.dim[2] != Hh || n->shape.dim[3] != Ww) {
+                char s1[128], s2[128];
+                nn__shape_str(&n->shape, s1, sizeof s1);
+                nn__shape_str(&st, s2, sizeof s2);
+                return nn__op_fail(g, NN_ERR_SHAPE, "%s %s: %s %s must be %s", op, name, what[i], s1, s2);
+            }
+        }
+    }
+    init.kind = NN_INIT_UNIFORM; /* nn.Conv2d's: U(+-1/sqrt(fan_in)), weight and bias */
+    init.a = (float)(-1.0 / sqrt((double)((C + Ch) * k * k)));
+    init.b = -init.a;
+    snprintf(wn, sizeof wn, "%s.conv.weight", name);
+    snprintf(bn, sizeof bn, "%s.conv.bias", name);
+    w = nn_param(g, wn, nn_shape4(4 * Ch, C + Ch, k, k), init);
+    if (!d.no_bias) bias = nn_param(g, bn, nn_shape1(4 * Ch), init);
+    memset(&cd, 0, sizeof cd);
+    cd.pad_h = cd.pad_w = k / 2;
+    cd.no_bias = d.no_bias;
+    sizes[0] = sizes[1] = sizes[2] = sizes[3] = Ch;
+    h = d.h0, c = d.c0;
+    for (t = 0; t < T && g->status == NN_OK; t++) {
+        nn_tensor xt = nn_reshape(g, nn_slice(g, x, 1, t, 1), nn_shape4(B, C, Hh, Ww)), gates;
+        if (h.id == 0) { /* zero h: only x's channels of the weight count */
+            if (wx.id == 0) wx = nn_slice(g, w, 1, 0, C);
+            gates = nn_conv2d(g, xt, wx, bias, &cd);
+        } else {
+            parts[0] = xt, parts[1] = h;
+            gates = nn_conv2d(g, nn_concat(g, parts, 2, 1), w, bias, &cd);
+        }
+        nn_split(g, gates, sizes, 4, 1, gate); /* i, f, g, o */
+        gate[0] = nn_sigmoid(g, gate[0]);
+        gate[1] = nn_sigmoid(g, gate[1]);
+        gate[2] = nn_tanh(g, gate[2]);
+        gate[3] = nn_sigmoid(g, gate[3]);
+        c = c.id == 0 ? nn_mul(g, gate[0], gate[2]) : nn_add(g, nn_mul(g, gate[1], c), nn_mul(g, gate[0], gate[2]));
+        h = nn_mul(g, gate[3], nn_tanh(g, c));
+        ys[nb++] = h;
+        if (nb == 64 || t == T - 1) {
+            groups[ng++] = nn_stack(g, ys, nb, 1);
+            nb = 0;
+        }
+    }
+    if (g->status != NN_OK) return nn__tensor(-1);
+    y = ng == 1 ? groups[0] : nn_concat(g, groups, ng, 1);
+    if (d.h_n) *d.h_n = h;
+    if (d.c_n) *d.c_n = c;
+    return g->status == NN_OK ? y : nn__tensor(-1);
 }
 
 /* ======================================================================
@@ -35158,6 +36532,19 @@ static nn_result nn__st_load_mem(nn_graph *g, const char *path, const unsigned c
                      ps->p[first_missing].name, missing, ps->n);
         goto done;
     }
+    if (missing && missing == ps->n) { /* allow_missing lets some be missing, not all: names that all differ */
+        r = nn__fail(ctx, NN_ERR_IO, "%s: none of the graph's %d parameters (%s, ...) is in the file (%d tensor%s, %s%s): "
+                     "allow_missing loads a part, not nothing; check the names (a prefix?)", path, ps->n, ps->p[0].name,
+                     f.n, f.n == 1 ? "" : "s", f.n ? f.t[0].name : "none", f.n > 1 ? ", ..." : "");
+        goto done;
+    }
+    if (missing)
+        nn__log(ctx, NN_LOG_INFO, "%s: loaded %d of %d parameters (allow_missing; %s and %d more kept their values); "
+                "%d of the file's %d tensors matched", path, ps->n - missing, ps->n, ps->p[first_missing].name, missing - 1,
+                ps->n - missing, f.n);
+    else
+        nn__log(ctx, NN_LOG_DEBUG, "%s: loaded all %d parameters; %d of the file's tensors matched none", path, ps->n,
+                f.n - ps->n);
     tmp = (float *)nn__calloc(most, sizeof(float));
     if (!tmp) {
         r = nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
@@ -35598,6 +36985,15 @@ static nn_result nn__state_collect(nn_graph *g, const char *path, nn__state_list
         }
         if (n->op == NN__OP_PARAM && n->grad >= 0 && g->nodes[n->grad].op == NN__OP_GRAD_ACC && g->nodes[n->grad].live)
             ok = nn__state_add(l, n->name, ".__grad_acc", n->shape, &g->nodes[n->grad].buf, NULL);
+#ifdef NN_MPI /* ZeRO-1 (src/dist/dist.c): no update ops; the whole state gathered into host buffers */
+        for (k = 0; g->zero && n->op == NN__OP_PARAM && n->grad >= 0 && k < nn__opt_n_aux(&g->opt) && ok; k++) {
+            char suffix[32];
+            float *host = nn__dist_zero_tensor(g, k, i);
+            if (!host) continue; /* not rank 0 while saving: it writes nothing */
+            snprintf(suffix, sizeof suffix, ".__opt.%d", k);
+            ok = nn__state_add(l, n->name, suffix, n->shape, NULL, host);
+        }
+#endif
     }
     if (!ok) {
         nn__state_list_free(l);
@@ -35700,8 +37096,13 @@ static nn_result nn__save_state(nn_graph *g, const char *path) {
 
 #ifdef NN_MPI /* data-parallel (src/dist/dist.c): rank 0 writes, the others wait for its result */
 static nn_result nn__save_state_ranks(nn_graph *g, const char *path) {
+    nn_result r;
     if (!g || !g->dist) return nn__save_state(g, path);
-    return nn__dist_agree(g, g->dist_rank == 0 ? nn__save_state(g, path) : NN_OK, "nn_graph_save_state");
+    if (!g->zero) return nn__dist_agree(g, g->dist_rank == 0 ? nn__save_state(g, path) : NN_OK, "nn_graph_save_state");
+    r = nn__dist_zero_full(g, 1, "nn_graph_save_state"); /* ZeRO-1: the shards gathered to rank 0 */
+    if (r == NN_OK) r = nn__dist_agree(g, g->dist_rank == 0 ? nn__save_state(g, path) : NN_OK, "nn_graph_save_state");
+    nn__dist_zero_release(g, 0);
+    return r;
 }
 #define nn__save_state nn__save_state_ranks
 #endif
@@ -35898,6 +37299,13 @@ static nn_result nn__load_state(nn_graph *g, const char *path) {
         return nn__fail(g->ctx, NN_ERR_STATE, "nn_graph_load_state: %s: compile the graph first", path);
     r = nn__read_file(g->ctx, path, &buf, &len);
     if (r != NN_OK) return r;
+#ifdef NN_MPI /* ZeRO-1 (src/dist/dist.c): the whole state read, this rank's slices kept */
+    if (g->zero && g->dist) {
+        r = nn__dist_zero_full(g, 0, "nn_graph_load_state");
+        if (r == NN_OK) r = nn__load_state_mem(g, path, buf, len);
+        nn__dist_zero_release(g, r == NN_OK);
+    } else
+#endif
     r = nn__load_state_mem(g, path, buf, len);
     NN_FREE(buf);
     if (r == NN_OK) g->broken = 0; /* a whole state again after a failed step */
@@ -36030,6 +37438,7 @@ NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_
     d->y_all = nn_input(g, buf, dd.y->dtype, dd.y->shape);
     snprintf(buf, sizeof buf, "%s.idx", name);
     d->idx = nn_input(g, buf, NN_I32, nn_shape1(dd.batch));
+    if (d->idx.id > 0) g->nodes[d->idx.id].per_step = 1; /* a step refuses it unless written since the last */
     d->xb = nn_gather_rows(g, d->x_all, d->idx);
     d->yb = nn_gather_rows(g, d->y_all, d->idx);
     if (g->status != NN_OK) { /* no dataset (the nodes made stay, unused, in a graph that cannot compile) */
@@ -36112,6 +37521,15 @@ NN_API nn_result nn_dataset_next_batch(nn_dataset *d) {
     if (!d) return NN_ERR_INVALID_ARGUMENT;
     return NN__EXCLUSIVE(d->g->ctx, "nn_dataset_next_batch", nn__dataset_next_batch(d));
 }
+
+/* ======================================================================
+   src/base/cold_end.h
+   ====================================================================== */
+/* Back to the level before src/base/cold_begin.h (the program's, with contraction off). */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__) && \
+    !defined(NN_OPTIMIZE_ALL)
+#pragma GCC pop_options
+#endif
 
 /* ======================================================================
    src/base/fp_end.h

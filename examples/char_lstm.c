@@ -5,7 +5,8 @@
        cc -O2 -I. examples/char_lstm.c -o examples/char_lstm -lm -lpthread
        ./examples/char_lstm [TEXT]     (STEPS=n overrides the step count, default 300;
                                         SEED=n the initialisation and batch seed, default
-                                        1; NN_DEVICE picks the backend)
+                                        1; NN_DEVICE picks the backend; STATEFUL=1
+                                        truncated BPTT: below)
 
    Text: TEXT, or the regular files of /usr/share/common-licenses concatenated in name order
    (the GPT example's corpus). Characters: newline and printable ASCII (vocabulary 96),
@@ -21,6 +22,12 @@
    reads nothing back but the loss every 50 steps. Sampling runs one character per
    nn_graph_forward of a batch-1, one-step graph sharing the parameters, its states fed
    back on the host (h and c: 1 KiB each way a character).
+
+   STATEFUL=1 trains as truncated backpropagation through time: the training text is cut
+   into B streams, batch row b reads stream b contiguously, 64 characters a step, and the
+   LSTM is stateful (nn_rnn_desc.stateful): each step starts from the previous step's final
+   states, carried on the device, the gradient cut between steps. The held-out batches are
+   random windows from zero states (nn_rnn_reset_state before each).
 
    The last line: RESULT device=<name> steps=<n> tokens_per_sec=<x> heldout_loss=<x>
    h2d_bytes_per_step=<x> d2h_bytes_per_step=<x> */
@@ -65,7 +72,7 @@ static int sample(const float *p, float temp) {
 
 /* embedding -> LSTM -> linear: tokens [Bn, Tn] int32 -> logits [Bn * Tn, V]. */
 static nn_tensor model(nn_graph *g, nn_tensor tokens, int64_t bn, int64_t tn, nn_tensor h0, nn_tensor c0,
-                       nn_tensor *h_n, nn_tensor *c_n) {
+                       nn_tensor *h_n, nn_tensor *c_n, int stateful) {
     nn_init emb_init = {NN_INIT_NORMAL, 0.0f, 1.0f};
     nn_rnn_desc rd;
     nn_tensor table = nn_param(g, "embedding.weight", nn_shape2(V, E), emb_init);
@@ -78,6 +85,7 @@ static nn_tensor model(nn_graph *g, nn_tensor tokens, int64_t bn, int64_t tn, nn
     rd.c0 = c0;
     rd.h_n = h_n;
     rd.c_n = c_n;
+    rd.stateful = stateful;
     y = nn_lstm(g, x, H, &rd, "lstm");
     return nn_linear_layer(g, nn_reshape(g, y, nn_shape2(bn * tn, H)), V, NULL, "head");
 }
@@ -98,6 +106,7 @@ int main(int argc, char **argv) {
     double t0, train_time = 0, heldout = 0;
     float lossv = 0;
     uint64_t seed = 1;
+    int stateful = getenv("STATEFUL") && atoi(getenv("STATEFUL")) != 0;
 
     if (getenv("STEPS")) steps = atoll(getenv("STEPS"));
     if (steps < 1) steps = 1;
@@ -140,7 +149,7 @@ int main(int argc, char **argv) {
         xt = nn_index_select(g, flat, 0, nn_reshape(g, nn_gather_rows(g, dx, off), nn_shape1(B * T)));
         yt = nn_index_select(g, flat, 0, nn_reshape(g, nn_gather_rows(g, dy, off), nn_shape1(B * T)));
     }
-    logits = model(g, nn_reshape(g, xt, nn_shape2(B, T)), B, T, NN_NONE, NN_NONE, NULL, NULL);
+    logits = model(g, nn_reshape(g, xt, nn_shape2(B, T)), B, T, NN_NONE, NN_NONE, NULL, NULL, stateful);
     loss = nn_cross_entropy_loss(g, logits, yt, NULL);
     nn_graph_output(g, loss);
     memset(&cd, 0, sizeof cd);
@@ -165,7 +174,12 @@ int main(int argc, char **argv) {
     t0 = now();
     for (step = 1; step <= steps; step++) {
         int b;
-        for (b = 0; b < B; b++) s[b] = (int64_t)(rnd() % (uint32_t)(ntrain - T - 1));
+        if (stateful) { /* row b: stream b of the training text, the next 64 characters */
+            int64_t seg = ntrain / B, k = ((step - 1) * T) % (seg - T - 1 > T ? (seg - T - 1) / T * T : T);
+            for (b = 0; b < B; b++) s[b] = b * seg + k;
+        } else {
+            for (b = 0; b < B; b++) s[b] = (int64_t)(rnd() % (uint32_t)(ntrain - T - 1));
+        }
         fill_batch(s, brow, boff);
         if (nn_tensor_write(g, rows, brow, sizeof brow) != NN_OK || nn_tensor_write(g, off, boff, sizeof boff) != NN_OK ||
             nn_graph_step(g) != NN_OK)
@@ -190,8 +204,8 @@ int main(int argc, char **argv) {
                 s[b] = ntrain + (int64_t)((pick >> 33) % (uint64_t)((int64_t)n - ntrain - T - 1));
             }
             fill_batch(s, brow, boff);
-            if (nn_tensor_write(g, rows, brow, sizeof brow) != NN_OK || nn_tensor_write(g, off, boff, sizeof boff) != NN_OK ||
-                nn_graph_forward(g) != NN_OK || nn_tensor_read(g, loss, &lossv, 4) != NN_OK)
+            if ((stateful && nn_rnn_reset_state(g, "lstm") != NN_OK) || nn_tensor_write(g, rows, brow, sizeof brow) != NN_OK ||
+                nn_tensor_write(g, off, boff, sizeof boff) != NN_OK || nn_graph_forward(g) != NN_OK || nn_tensor_read(g, loss, &lossv, 4) != NN_OK)
                 return fail(ctx, "eval");
             heldout += lossv;
         }
@@ -207,7 +221,7 @@ int main(int argc, char **argv) {
     tok = nn_input(gen, "token", NN_I32, nn_shape2(1, 1));
     h0 = nn_input(gen, "h0", NN_F32, nn_shape3(1, 1, H));
     c0 = nn_input(gen, "c0", NN_F32, nn_shape3(1, 1, H));
-    probs = nn_softmax(gen, model(gen, tok, 1, 1, h0, c0, &hn, &cn), -1);
+    probs = nn_softmax(gen, model(gen, tok, 1, 1, h0, c0, &hn, &cn, 0), -1);
     nn_graph_output(gen, probs);
     nn_graph_output(gen, hn);
     nn_graph_output(gen, cn);

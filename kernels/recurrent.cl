@@ -172,3 +172,16 @@ __kernel void last_valid_bwd(NN__KPARAMS(last_valid_bwd)) {
     else tt = rest / B, b = rest - tt * B;
     dx[idx] = tt == NN__LAST_T(b) ? dy[(size_t)b * nf + f] : 0.0f;
 }
+
+/* each row's valid steps reversed (nn_bidirectional), a work-item per element; the
+   permutation is its own inverse, so it is its own gradient */
+__kernel void rec_reverse(NN__KPARAMS(rec_reverse)) {
+    int idx = get_global_id(0);
+    if (idx >= T * B * nf) return;
+    int f = idx % nf, rest = idx / nf, b, tt;
+    if (bf) b = rest / T, tt = rest - b * T;
+    else tt = rest / B, b = rest - tt * B;
+    int n = has_len ? NN__LAST_T(b) + 1 : T;
+    int src = tt < n ? n - 1 - tt : tt;
+    y[idx] = x[NN__LAST_AT(src, b, f)];
+}

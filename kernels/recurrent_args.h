@@ -41,5 +41,9 @@ NN__KSIG(rec_len_check)
 NN__KSIG(last_valid_fwd)
 #define NN__KARGS_last_valid_bwd(F, P) F(in, dy) P(iin, lens) P(out, dx) P(int, T) P(int, B) P(int, nf) P(int, bf)
 NN__KSIG(last_valid_bwd)
+/* nn_bidirectional: y = x [T, B, F] (bf: [B, T, F]) with each row's first lens[b] steps
+   (has_len 0: all T; clamped to [1, T]) in reverse order, the rest as they are */
+#define NN__KARGS_rec_reverse(F, P) F(in, x) P(iin, lens) P(out, y) P(int, T) P(int, B) P(int, nf) P(int, bf) P(int, has_len)
+NN__KSIG(rec_reverse)
 
 #endif

@@ -49,6 +49,10 @@ static inline nn_tensor T(int id) {
         return EXPR;                                                    \
     }
 
+/* An R_CALL row's builder returns the refused call's result as a tensor id (<= 0). */
+static inline nn_tensor CALL(nn_result r) { return T((int)r); }
+#define R_CALL 2
+
 #define R_INV NN_ERR_INVALID_ARGUMENT
 #define R_SHAPE NN_ERR_SHAPE
 #define R_STATE NN_ERR_STATE

@@ -16,6 +16,11 @@
 #include <string.h>
 
 static int rank_, size_, passed, failed;
+static int zero_;              /* data-parallel graphs built with zero_stage 1 (ZeRO-1) */
+static float clip_;            /* and this clip_norm */
+static double maxdiff_;        /* differing's largest |a - b| */
+static int bn_;                /* a batch norm "bn" after fc1 */
+static int skip_;              /* skip_nonfinite */
 static nn_context *ctx;
 
 #define IN 7
@@ -89,7 +94,9 @@ static nn_result build(model *md, int dp, int accum, nn_optimizer_kind opt, floa
         md->x = nn_input(md->g, "x", NN_F32, nn_shape2(B, IN));
         md->y = nn_input(md->g, "y", NN_I32, nn_shape1(B));
     }
-    h = nn_relu(md->g, nn_linear_layer(md->g, md->x, hid, NULL, "fc1"));
+    h = nn_linear_layer(md->g, md->x, hid, NULL, "fc1");
+    if (bn_) h = nn_batch_norm1d_layer(md->g, h, NULL, "bn");
+    h = nn_relu(md->g, h);
     if (p > 0.0f) h = nn_dropout(md->g, h, p);
     loss = nn_softmax_cross_entropy(md->g, nn_linear_layer(md->g, h, OUT, NULL, "fc2"), md->y);
     memset(&cd, 0, sizeof cd);
@@ -98,7 +105,10 @@ static nn_result build(model *md, int dp, int accum, nn_optimizer_kind opt, floa
     cd.optimizer.lr = opt == NN_OPT_SGD ? 0.1f : 0.01f;
     cd.optimizer.momentum = opt == NN_OPT_SGD ? 0.9f : 0.0f;
     cd.optimizer.accumulate_steps = accum;
+    cd.optimizer.clip_norm = clip_;
+    cd.optimizer.skip_nonfinite = skip_;
     cd.data_parallel = dp ? 0 : NN_ZERO;
+    cd.zero_stage = dp ? zero_ : 0;
     return nn_graph_compile(md->g, &cd);
 }
 
@@ -121,6 +131,7 @@ static long differing(nn_graph *a, nn_graph *b, long *n) {
     long d = 0;
     int k;
     *n = 0;
+    maxdiff_ = 0.0;
     for (k = 0; k < 4; k++) {
         nn_tensor ta = nn_graph_find(a, pnames[k]), tb = nn_graph_find(b, pnames[k]);
         int64_t numel = 0, i;
@@ -130,7 +141,11 @@ static long differing(nn_graph *a, nn_graph *b, long *n) {
         vb = (float *)malloc((size_t)numel * sizeof(float));
         if (nn_tensor_read(a, ta, va, (size_t)numel * 4) != NN_OK || nn_tensor_read(b, tb, vb, (size_t)numel * 4) != NN_OK)
             d = -1;
-        for (i = 0; i < numel && d >= 0; i++) d += memcmp(&va[i], &vb[i], 4) != 0;
+        for (i = 0; i < numel && d >= 0; i++) {
+            double e = va[i] > vb[i] ? (double)va[i] - vb[i] : (double)vb[i] - va[i];
+            d += memcmp(&va[i], &vb[i], 4) != 0;
+            if (e > maxdiff_) maxdiff_ = e;
+        }
         *n += (long)numel;
         free(va);
         free(vb);
@@ -152,21 +167,114 @@ static void t_equal(const char *name, nn_optimizer_kind opt, float p, int64_t n_
     for (m = 0; m < steps * size_ && r == NN_OK; m++) r = step(&ref, m);
     if (r == NN_OK) d = differing(dp.g, ref.g, &n);
     if (r == NN_OK) {
-        double comm = 0.0, wait = 0.0;
-        nn_graph_dist_stats(dp.g, &comm, &wait);
-        check(comm > 0.0 && wait >= 0.0, "dist_stats", "no reduction time counted");
+        nn_dist_stats st;
+        nn_graph_dist_stats(dp.g, &st);
+        check(st.comm_seconds > 0.0 && st.wait_seconds >= 0.0, "dist_stats", "no reduction time counted");
     }
     snprintf(msg, sizeof msg, "%s; %ld of %ld floats differ after %d steps x %d ranks", r == NN_OK ? "ok" : nn_context_last_error(ctx),
              d, n, steps, size_);
     check(r == NN_OK && d == 0 && n > 0, name, msg);
-    if (rank_ == 0) printf("%s: %d ranks x %d steps against 1 process x %d micro-steps (accumulate_steps %d): %ld of %ld floats differ\n",
-                           name, size_, steps, steps * size_, size_, d, n);
+    if (rank_ == 0) printf("%s: %d ranks x %d steps against 1 process x %d micro-steps (accumulate_steps %d): %ld of %ld floats differ (by %.3g at most)\n",
+                           name, size_, steps, steps * size_, size_, d, n, maxdiff_);
     nn_graph_destroy(dp.g);
     nn_graph_destroy(ref.g);
 }
 
+/* ZeRO-1 against plain data parallelism, both on N ranks: the same bits, and the optimizer
+   state each rank holds is its share (the shards' bytes sum to the whole state's) */
+static void t_zero_vs_dp(const char *name, nn_optimizer_kind opt) {
+    model dp, zr;
+    long n = 0, d = -2;
+    int s;
+    long long mine[2], sum[2] = {0, 0};
+    nn_dist_stats a, b;
+    char msg[300];
+    nn_result r;
+    memset(&zr, 0, sizeof zr);
+    zero_ = 0;
+    r = build(&dp, 1, 1, opt, 0.3f, HID, 0);
+    zero_ = 1;
+    if (r == NN_OK) r = build(&zr, 1, 1, opt, 0.3f, HID, 0);
+    zero_ = 0;
+    for (s = 0; s < 6 && r == NN_OK; s++) r = step(&dp, s * size_ + rank_);
+    for (s = 0; s < 6 && r == NN_OK; s++) r = step(&zr, s * size_ + rank_);
+    if (r == NN_OK) d = differing(dp.g, zr.g, &n);
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    nn_graph_dist_stats(dp.g, &a);
+    nn_graph_dist_stats(zr.g, &b);
+    mine[0] = (long long)a.optimizer_state_bytes;
+    mine[1] = (long long)b.optimizer_state_bytes;
+    MPI_Allreduce(mine, sum, 2, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+    snprintf(msg, sizeof msg, "%s; %ld of %ld floats differ; state bytes %lld (all) and %lld (this rank's shard, %lld over the ranks)",
+             r == NN_OK ? "ok" : nn_context_last_error(ctx), d, n, mine[0], mine[1], sum[1]);
+    check(r == NN_OK && d == 0 && n > 0, name, msg);
+    check(mine[0] > 0 && sum[1] == mine[0] && mine[1] <= mine[0] / size_ + 64, "zero_state_bytes", msg);
+    if (rank_ == 0) printf("%s: ZeRO-1 against plain data parallelism, %d ranks x 6 steps: %ld of %ld floats differ; optimizer "
+                           "state %lld bytes per rank without it, %lld on rank 0 with it (%lld over the %d ranks)\n",
+                           name, size_, d, n, mine[0], mine[1], sum[1], size_);
+    nn_graph_destroy(dp.g);
+    nn_graph_destroy(zr.g);
+}
+
+/* Batch norm's running statistics are each rank's own (never reduced: rank r's are the
+   running averages over its own batches r, r + N, ...), and nn_graph_save_state writes
+   rank 0's: what this test pins down (README, "Data-parallel training"). */
+static void t_bn_stats(void) {
+    model dp, res;
+    float mine[HID], *all = (float *)malloc(sizeof(float) * HID * (size_t)size_), back[HID];
+    char path[64], msg[300];
+    int s, c, differ = 0, same0 = 0;
+    nn_result r;
+    memset(&res, 0, sizeof res);
+    bn_ = 1;
+    r = build(&dp, 1, 1, NN_OPT_SGD, 0.0f, HID, 0);
+    for (s = 0; s < 3 && r == NN_OK; s++) r = step(&dp, s * size_ + rank_);
+    if (r == NN_OK) r = nn_tensor_read(dp.g, nn_graph_find(dp.g, "bn.running_mean"), mine, sizeof mine);
+    if (r != NN_OK) memset(mine, 0, sizeof mine);
+    MPI_Gather(mine, HID, MPI_FLOAT, all, HID, MPI_FLOAT, 0, MPI_COMM_WORLD);
+    snprintf(path, sizeof path, "dist_test_bn_%d.safetensors", size_);
+    if (r == NN_OK) r = nn_graph_save_state(dp.g, path);
+    if (rank_ == 0 && r == NN_OK) {
+        for (c = 1; c < size_; c++) differ += memcmp(all, all + (size_t)c * HID, sizeof mine) != 0;
+        r = build(&res, 0, size_, NN_OPT_SGD, 0.0f, HID, 0);
+        if (r == NN_OK) r = nn_graph_load_state(res.g, path);
+        if (r == NN_OK) r = nn_tensor_read(res.g, nn_graph_find(res.g, "bn.running_mean"), back, sizeof back);
+        same0 = r == NN_OK && memcmp(back, mine, sizeof back) == 0;
+        snprintf(msg, sizeof msg, "%s; %d of %d other ranks' running means differ from rank 0's; the saved one is rank 0's: %s",
+                 r == NN_OK ? "ok" : nn_context_last_error(ctx), differ, size_ - 1, same0 ? "yes" : "no");
+        check(r == NN_OK && differ == size_ - 1 && same0, "bn_running_stats_per_rank", msg);
+        printf("bn_running_stats_per_rank: %s\n", msg);
+        remove(path);
+    }
+    if (rank_ != 0) check(r == NN_OK, "bn_running_stats_per_rank", nn_context_last_error(ctx));
+    MPI_Barrier(MPI_COMM_WORLD);
+    bn_ = 0;
+    free(all);
+    nn_graph_destroy(dp.g);
+    nn_graph_destroy(res.g);
+}
+
+/* ZeRO-1 refuses what needs every gradient on one rank, naming it */
+static void t_zero_refusals(void) {
+    model md;
+    nn_result r;
+    zero_ = 1;
+    skip_ = 1;
+    r = build(&md, 1, 1, NN_OPT_ADAM, 0.0f, HID, 0);
+    check(r == NN_ERR_INVALID_ARGUMENT && strstr(nn_context_last_error(ctx), "zero_stage 1 with skip_nonfinite") != NULL,
+          "zero_skip_nonfinite_refused", nn_context_last_error(ctx));
+    nn_graph_destroy(md.g);
+    skip_ = 0;
+    r = build(&md, 1, 1, NN_OPT_LAMB, 0.0f, HID, 0);
+    check(r == NN_ERR_INVALID_ARGUMENT && strstr(nn_context_last_error(ctx), "is not sharded") != NULL, "zero_lamb_refused",
+          nn_context_last_error(ctx));
+    nn_graph_destroy(md.g);
+    zero_ = 0;
+}
+
 /* a state saved by one process after 2 cycles of N accumulated steps, resumed on N ranks */
-static void t_resume_on_ranks(void) {
+static void t_resume_on_ranks(const char *name) {
     model dp, ref;
     long n = 0, d = -2;
     int s, m;
@@ -183,9 +291,9 @@ static void t_resume_on_ranks(void) {
     for (m = 2 * size_; m < 4 * size_ && r == NN_OK; m++) r = step(&ref, m);
     if (r == NN_OK) d = differing(dp.g, ref.g, &n);
     snprintf(msg, sizeof msg, "%s; %ld of %ld floats differ", r == NN_OK ? "ok" : nn_context_last_error(ctx), d, n);
-    check(r == NN_OK && d == 0 && n > 0, "resume_1_on_ranks", msg);
-    if (rank_ == 0) printf("resume_1_on_ranks: saved by 1 process after %d micro-steps, resumed on %d ranks for 2 steps: %ld of %ld floats differ\n",
-                           2 * size_, size_, d, n);
+    check(r == NN_OK && d == 0 && n > 0, name, msg);
+    if (rank_ == 0) printf("%s: saved by 1 process after %d micro-steps, resumed on %d ranks for 2 steps: %ld of %ld floats differ\n",
+                           name, 2 * size_, size_, d, n);
     remove(path);
     nn_graph_destroy(dp.g);
     nn_graph_destroy(ref.g);
@@ -252,6 +360,40 @@ static void t_resume(nn_optimizer_kind opt, const char *name) {
     nn_graph_destroy(res.g);
 }
 
+/* `dist_test exit` (make dist-test runs it under mpirun --enable-recovery, which lets the
+   others live on when a rank dies): after one step together, rank 1 exits without
+   MPI_Finalize, as a crash would; every other rank's next step fails within the 2 s
+   timeout with an error naming rank 1 (no hang), and its later steps are refused. Each
+   survivor prints its own line (no collective: rank 1 is gone) and exits 1 on a failure. */
+static int t_rank_exits(void) {
+    model md;
+    double t0, secs = -1.0;
+    nn_result r;
+    zero_ = 1; /* the sharded step: its parameters' all-gather waits on rank 1 too */
+    r = build(&md, 1, 1, NN_OPT_ADAM, 0.0f, HID, 0);
+    zero_ = 0;
+    check(r == NN_OK, "exit_compile", nn_context_last_error(ctx));
+    if (r == NN_OK) r = step(&md, rank_);
+    check(r == NN_OK, "exit_first_step", nn_context_last_error(ctx));
+    nn_dist_set_timeout(2.0);
+    if (rank_ == 1) _Exit(0); /* gone: no MPI_Finalize, no reply */
+    t0 = MPI_Wtime();
+    if (r == NN_OK) {
+        r = step(&md, size_ + rank_);
+        secs = MPI_Wtime() - t0;
+        check(r == NN_ERR_STATE && strstr(nn_context_last_error(ctx), "rank 1 did not answer") != NULL && secs < 30.0,
+              "exited_rank_named", nn_context_last_error(ctx));
+        printf("rank exits: rank %d's step failed after %.1f s: %s\n", rank_, secs, nn_context_last_error(ctx));
+        r = step(&md, 2 * size_ + rank_);
+        check(r == NN_ERR_STATE, "exited_rank_later_step_refused", nn_context_last_error(ctx));
+        r = nn_graph_save_state(md.g, "dist_test_exit.safetensors");
+        check(r == NN_ERR_STATE, "exited_rank_save_refused", nn_context_last_error(ctx));
+    }
+    nn_graph_destroy(md.g);
+    printf("dist_test exit (rank %d of %d): %d passed, %d failed\n", rank_, size_, passed, failed);
+    return failed ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
     nn_context_desc cd;
     int counts[2], total[2];
@@ -262,13 +404,19 @@ int main(int argc, char **argv) {
         return 1;
     }
     memset(&cd, 0, sizeof cd);
-    cd.device = "cpu";
+    cd.device = getenv("NN_DEVICE") ? getenv("NN_DEVICE") : "cpu"; /* make dist-test: the CPU backend */
     cd.threads = 1;
     cd.log_level = NN_LOG_WARN;
     if (nn_context_create(&cd, &ctx) != NN_OK) return 1;
     if (size_ < 2) {
         fprintf(stderr, "dist_test: run it with mpirun -np 2 or more\n");
         return 1;
+    }
+    if (argc > 1 && strcmp(argv[1], "exit") == 0) {
+        int rc = t_rank_exits();
+        nn_context_destroy(ctx);
+        MPI_Finalize();
+        return rc;
     }
     t_equal("sgd_momentum_one_bucket", NN_OPT_SGD, 0.0f, 0, 6); /* 25 MB: one bucket, no thread */
     nn_dist_set_bucket_bytes(64); /* from here on: buckets of 16 floats or more, the thread */
@@ -277,7 +425,27 @@ int main(int argc, char **argv) {
     t_equal("adam_dropout", NN_OPT_ADAM, 0.3f, 0, 6);
     t_equal("adam_dataset_uneven", NN_OPT_ADAM, 0.2f, 7 * B, 9);
     t_resume(NN_OPT_ADAM, "resume_adam_on_1");
-    t_resume_on_ranks();
+    t_resume_on_ranks("resume_1_on_ranks");
+    zero_ = 1; /* ZeRO-1: the same cases, against the same single-process reference */
+    t_equal("zero_sgd_momentum", NN_OPT_SGD, 0.0f, 0, 6);
+    t_equal("zero_adam_dropout", NN_OPT_ADAM, 0.3f, 0, 6);
+    t_equal("zero_adamw_dropout", NN_OPT_ADAMW, 0.3f, 0, 6);
+    t_equal("zero_adam_dataset_uneven", NN_OPT_ADAM, 0.2f, 7 * B, 9);
+    clip_ = 0.05f; /* clip_norm: the global norm's sum passed between the ranks in the chain's order */
+    t_equal("zero_adam_clip_norm", NN_OPT_ADAM, 0.3f, 0, 6);
+    t_equal("zero_sgd_clip_norm", NN_OPT_SGD, 0.0f, 0, 6);
+    clip_ = 0.0f;
+    t_resume(NN_OPT_ADAM, "zero_resume_adam_on_1");
+    t_resume(NN_OPT_SGD, "zero_resume_sgd_on_1");
+    t_resume_on_ranks("zero_resume_1_on_ranks");
+    nn_dist_set_bucket_bytes(25 << 20); /* one bucket: the slices cut the parameters elsewhere */
+    t_equal("zero_adam_one_bucket", NN_OPT_ADAM, 0.3f, 0, 6);
+    nn_dist_set_bucket_bytes(64);
+    zero_ = 0;
+    t_zero_vs_dp("zero_vs_dp_adamw", NN_OPT_ADAMW);
+    t_zero_vs_dp("zero_vs_dp_sgd", NN_OPT_SGD);
+    t_zero_refusals();
+    t_bn_stats();
     t_mismatch();
     t_silent_rank();
     counts[0] = passed;

@@ -89,8 +89,8 @@ static int encoder(nn_context *ctx, int variant, char **a) {
     nn_graph *g = NULL;
     nn_transformer_desc td;
     nn_compile_desc cd;
-    nn_tensor x, t, y, loss;
-    static float xs[2 * EB * ET * EE], out[EB * ET * EE];
+    nn_tensor x, t, y, loss, amt = NN_NONE, kpt = NN_NONE;
+    static float xs[2 * EB * ET * EE], out[EB * ET * EE], am[ET * ET], kp[EB * ET];
     float losses[64];
     int steps = atoi(a[1]), i, rc = 1;
     FILE *f = fopen(a[0], "rb");
@@ -109,7 +109,24 @@ static int encoder(nn_context *ctx, int variant, char **a) {
     if (nn_graph_create(ctx, NULL, &g) != NN_OK) return fail(ctx, "graph");
     x = nn_input(g, "x", NN_F32, nn_shape3(EB, ET, EE));
     t = nn_input(g, "t", NN_F32, nn_shape3(EB, ET, EE));
-    y = nn_transformer_encoder_layer(g, x, EE, 4, &td, "enc");
+    if (variant >= 2) { /* nn.MultiheadAttention(32, 4, kdim=24, vdim=16, batch_first=True) on
+                           (x, x[..., :24], x[..., 8:24]), variant 2: a float attn_mask [7, 7]
+                           0.1 (i - j); 3: a float key_padding_mask [3, 7] -0.3 j (b + 1) (one
+                           at a time: Debian's PyTorch 1.13 refuses the two float masks together) */
+        nn_mha_desc md;
+        int j;
+        for (i = 0; i < ET * ET; i++) am[i] = 0.1f * (float)(i / ET - i % ET);
+        for (i = 0; i < EB; i++)
+            for (j = 0; j < ET; j++) kp[i * ET + j] = -0.3f * (float)j * (float)(i + 1);
+        memset(&md, 0, sizeof md);
+        md.batch_first = 1;
+        md.kdim = 24;
+        md.vdim = 16;
+        if (variant == 2) md.attn_mask = amt = nn_input(g, "attn_mask", NN_F32, nn_shape2(ET, ET));
+        else md.key_padding_mask = kpt = nn_input(g, "key_padding_mask", NN_F32, nn_shape2(EB, ET));
+        y = nn_multihead_attention(g, x, nn_slice(g, x, 2, 0, 24), nn_slice(g, x, 2, 8, 16), EE, 4, &md, "enc");
+    } else
+        y = nn_transformer_encoder_layer(g, x, EE, 4, &td, "enc");
     loss = nn_mse_loss(g, y, t, NULL);
     nn_graph_output(g, y);
     memset(&cd, 0, sizeof cd);
@@ -118,6 +135,7 @@ static int encoder(nn_context *ctx, int variant, char **a) {
     cd.optimizer.lr = 1e-3f;
     if (nn_graph_compile(g, &cd) != NN_OK || nn_graph_save_safetensors(g, a[-1]) != NN_OK ||
         nn_tensor_write(g, x, xs, sizeof xs / 2) != NN_OK || nn_tensor_write(g, t, xs + n / 2, sizeof xs / 2) != NN_OK ||
+        (amt.id && nn_tensor_write(g, amt, am, sizeof am) != NN_OK) || (kpt.id && nn_tensor_write(g, kpt, kp, sizeof kp) != NN_OK) ||
         nn_graph_forward(g) != NN_OK || nn_tensor_read(g, y, out, sizeof out) != NN_OK || !write_file(a[2], out, sizeof out)) {
         rc = fail(ctx, "encoder");
         goto done;

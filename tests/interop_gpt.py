@@ -13,8 +13,10 @@
 
 Then nn.TransformerEncoderLayer (d_model 32, 4 heads, dim_feedforward 64, dropout 0,
 batch_first; post-norm with ReLU, and norm_first with GELU) against
-nn_transformer_encoder_layer from nn.h's initial weights: the outputs on x [3, 7, 32], and
-the losses of 20 AdamW steps (lr 1e-3) on the MSE against a random target.
+nn_transformer_encoder_layer from nn.h's initial weights, and nn.MultiheadAttention(32, 4,
+kdim=24, vdim=16) with a float attn_mask, then a float key_padding_mask (added), against
+nn_multihead_attention: the outputs on x [3, 7, 32], and the losses of 20 AdamW steps (lr
+1e-3) on the MSE against a random target.
 
 Prints INTEROP model=gpt steps=20 max_rel_logit_diff=<x> max_rel_loss_diff=<x>
 max_abs_weight_diff=<x> and INTEROP model=encoder_layer variant=V steps=20
@@ -158,7 +160,7 @@ def main():
     print("INTEROP model=gpt steps=%d max_rel_logit_diff=%.3e max_rel_loss_diff=%.3e max_abs_weight_diff=%.3e"
           % (STEPS, lrel, rel, wdiff))
     ok = lrel <= 1e-4 and rel <= 1e-4 and eval_rel <= 1e-4 and set(nn_final) == set(t_final) and math.isfinite(rel)
-    for variant in (0, 1):
+    for variant in (0, 1, 2, 3):
         ok = encoder(torch, driver, variant) and ok
     return 0 if ok else 1
 
@@ -175,10 +177,26 @@ def encoder(torch, driver, variant):
         w0, _ = read_safetensors(p("w0.safetensors"))
         nn_out = np.fromfile(p("out.bin"), dtype="<f4").astype(np.float64)
         nn_losses = np.fromfile(p("losses.bin"), dtype="<f4").astype(np.float64)
-    layer = torch.nn.TransformerEncoderLayer(ee, 4, dim_feedforward=64, dropout=0.0, batch_first=True,
-                                             norm_first=bool(variant), activation="gelu" if variant else "relu")
-    sd = {k[len("enc."):]: torch.from_numpy(v) for k, v in w0.items()}
-    layer.load_state_dict(sd, strict=True)
+    if variant >= 2:  # nn.MultiheadAttention with kdim, vdim and a float mask (nn.h's variants 2, 3)
+        mha = torch.nn.MultiheadAttention(ee, 4, kdim=24, vdim=16, batch_first=True)
+        am = torch.tensor([[0.1 * (i - j) for j in range(et)] for i in range(et)], dtype=torch.float32)
+        kp = torch.tensor([[-0.3 * j * (b + 1) for j in range(et)] for b in range(eb)], dtype=torch.float32)
+
+        class Wrap(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.m = mha
+
+            def forward(self, x):
+                return self.m(x, x[..., :24], x[..., 8:24], key_padding_mask=kp if variant == 3 else None,
+                              attn_mask=am if variant == 2 else None, need_weights=False)[0]
+        layer = Wrap()
+        layer.m.load_state_dict({k[len("enc."):]: torch.from_numpy(v) for k, v in w0.items()}, strict=True)
+    else:
+        layer = torch.nn.TransformerEncoderLayer(ee, 4, dim_feedforward=64, dropout=0.0, batch_first=True,
+                                                 norm_first=bool(variant), activation="gelu" if variant else "relu")
+        sd = {k[len("enc."):]: torch.from_numpy(v) for k, v in w0.items()}
+        layer.load_state_dict(sd, strict=True)
     x, target = torch.from_numpy(xt[0]), torch.from_numpy(xt[1])
     with torch.no_grad():
         t_out = layer(x).reshape(-1).double().numpy()
@@ -192,8 +210,10 @@ def encoder(torch, driver, variant):
         t_losses.append(loss.item())
     orel = float(np.max(np.abs(nn_out - t_out)) / np.max(np.abs(t_out)))
     rel = float(np.max(np.abs(nn_losses - np.array(t_losses)) / np.abs(np.array(t_losses))))
-    print("INTEROP model=encoder_layer variant=%s steps=%d max_rel_out_diff=%.3e max_rel_loss_diff=%.3e"
-          % ("norm_first_gelu" if variant else "post_norm_relu", STEPS, orel, rel))
+    print("INTEROP model=%s variant=%s steps=%d max_rel_out_diff=%.3e max_rel_loss_diff=%.3e"
+          % ("multihead_attention" if variant >= 2 else "encoder_layer",
+             ("post_norm_relu", "norm_first_gelu", "kdim24_vdim16_float_attn_mask", "kdim24_vdim16_float_key_padding_mask")[variant],
+             STEPS, orel, rel))
     return orel <= 1e-4 and rel <= 1e-4
 
 

@@ -474,6 +474,9 @@ void np_fill(double *v, long n, double lo, double hi, unsigned long long seed) {
 
 /* ---- bad-input rows (tests/bad_rows.h) ---- */
 
+char t_call_msg[512];
+nn_context *t_row_ctx;
+
 /* 1 when every '|'-separated part of needle is in msg */
 static int has_all(const char *msg, const char *needle) {
     char part[160];
@@ -497,8 +500,18 @@ static void run_row(const t_env *e, const bad_row *r) {
     nn_result st, rc;
     if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) return;
     memset(&cd, 0, sizeof cd);
+    t_call_msg[0] = 0;
+    t_row_ctx = ctx;
     t = r->build(g, &cd);
     st = nn_graph_status(g);
+    if (r->at_compile == 2) { /* R_CALL: the refused call was the builder's own; the graph stays as it was */
+        const char *msg = t_call_msg[0] ? t_call_msg : nn_context_last_error(ctx);
+        T_CHECK(t.id == (int)r->code, "%s: the call returned %d (%s), not %d (%s)", r->label, t.id,
+                nn_result_string((nn_result)t.id), (int)r->code, nn_result_string(r->code));
+        T_CHECK(st == NN_OK, "%s: the graph's status is %d after a refused call, not NN_OK", r->label, (int)st);
+        T_CHECK(has_all(msg, r->needle), "%s: the message \"%s\" lacks \"%s\"", r->label, msg, r->needle);
+        goto done;
+    }
     if (r->at_compile) {
         T_CHECK(st == NN_OK && t.id > 0, "%s: the build failed (%d: %s), the compile should refuse", r->label, (int)st,
                 nn_context_last_error(ctx));

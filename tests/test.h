@@ -151,8 +151,17 @@ typedef struct bad_row {
     bad_build build;
     nn_result code;
     const char *needle; /* '|'-separated parts, each of which the message must contain */
-    int at_compile;     /* 1: the build succeeds and nn_graph_compile refuses */
+    int at_compile;     /* 1: the build succeeds and nn_graph_compile refuses; R_CALL (2): the
+                           builder makes the refused call itself (an op on a compiled graph, a
+                           load, a step) and returns CALL(its nn_result), the words in
+                           t_call_msg when the call has no context to hold them, and the
+                           graph's status must stay NN_OK */
 } bad_row;
+/* R_CALL rows' message when their refused call leaves it nowhere else (a context that
+   failed to open): the builder copies it here; empty otherwise. */
+extern char t_call_msg[512];
+/* The context the running row's graph is on (for R_CALL builders). */
+extern nn_context *t_row_ctx;
 /* Runs each row on e's backend, one case per run of rows of the same family, labelled
    "badinput: FAMILY (N rows)". */
 void t_bad_rows(const t_env *e, const bad_row *rows, int n);
@@ -196,6 +205,7 @@ void t_run_parts(const t_env *e, const t_part *parts, int n);
     X(attention)                                                                                   \
     X(recurrent)                                                                                   \
     X(transformer)                                                                                 \
+    X(usability)                                                                                   \
     X(registry)
 /* The test binary's path (argv[0]), for the cases that run it again in a child process. */
 extern const char *t_argv0;

@@ -279,7 +279,10 @@ static void check_none_loss(const t_env *e) {
     w = nn_param(g, "w", nn_shape1(1), two);
     nn_graph_output(g, nn_mul_scalar(g, w, 3.0f));
     memset(&cd, 0, sizeof cd);
-    cd.optimizer.kind = NN_OPT_SGD; /* no loss: nothing to update */
+    cd.optimizer.kind = NN_OPT_SGD; /* no loss: nothing to update, so refused (tests/test_usability.c has its row) */
+    T_CHECK(nn_graph_compile(g, &cd) == NN_ERR_INVALID_ARGUMENT && strstr(nn_context_last_error(ctx), "no loss"),
+            "an optimizer without a loss compiled: %s", nn_context_last_error(ctx));
+    memset(&cd, 0, sizeof cd); /* a zeroed desc: forward-only */
     if (T_OK(nn_graph_compile(g, &cd), ctx) && T_OK(nn_graph_step(g), ctx) && T_OK(nn_tensor_read(g, w, &v, 4), ctx))
         T_CHECK(v == 2.0f && nn_graph_grad(g, w).id == 0, "a forward-only graph changed w to %g or has a gradient", v);
 done:

@@ -16,13 +16,18 @@
 typedef struct acfg {
     const char *name;
     int B, H, Hkv, Tq, Tk, D, layout, causal, window;
-    int mask;      /* 0 none, 1 float [Tq, Tk], 2 bool (int32) [B, 1, Tq, Tk] */
+    int mask;      /* 0 none, 1 float [Tq, Tk], 2 bool (int32) [B, 1, Tq, Tk]; with gradient,
+                      float: 3 [Tq, Tk], 4 [B, 1, Tq, Tk], 5 [B, H, 1, Tk], 6 [H, 1, Tk]
+                      (a mask broadcast over keys only shifts a row: gradient 0) */
     int kpm;       /* 0 none, 1 float, 2 int32, 3 int32 with batch 0 wholly masked */
     float scale, p;
     int dirs;
     int v_grad_only; /* Tq = Tk = 1: the weight is 1 whatever q and k, their gradients 0
                         exactly in the reference, float rounding elsewhere: not compared */
+    int Dv;          /* v's head dim (0: D) */
 } acfg;
+
+static int a_dv(const acfg *c) { return c->Dv ? c->Dv : c->D; }
 
 static int attn_key; /* the ATTENTION node's id, dropout's key (the build records it) */
 
@@ -44,9 +49,22 @@ static nn_tensor b_attn(nn_graph *g, const nn_tensor *in, const spec *s) {
     return y;
 }
 
-static long a_off(const acfg *c, int heads, int T, int b, int h, int t) {
-    return c->layout ? (((long)b * T + t) * heads + h) * c->D : (((long)b * heads + h) * T + t) * c->D;
+/* the additive mask's element at (b, h, i, j) by its broadcast shape */
+static double a_madd(const acfg *c, const double *m, int b, int h, int i, int j) {
+    switch (c->mask) {
+    case 1:
+    case 3: return m[(long)i * c->Tk + j];
+    case 4: return m[((long)b * c->Tq + i) * c->Tk + j];
+    case 5: return m[((long)b * c->H + h) * c->Tk + j];
+    case 6: return m[(long)h * c->Tk + j];
+    default: return 0;
+    }
 }
+
+static long a_offd(const acfg *c, int heads, int T, int D, int b, int h, int t) {
+    return c->layout ? (((long)b * T + t) * heads + h) * D : (((long)b * heads + h) * T + t) * D;
+}
+static long a_off(const acfg *c, int heads, int T, int b, int h, int t) { return a_offd(c, heads, T, c->D, b, h, t); }
 
 /* dropout's factor of weight (b, h, i, j), from tests' own Philox: seed 1234 (op_check's),
    step 1 (the first step) */
@@ -68,7 +86,7 @@ static void r_attn(const spec *s, double *const *in, double *out) {
     double scale = c->scale != 0 ? c->scale : 1.0 / sqrt((double)c->D);
     double *sc = (double *)malloc((size_t)c->Tk * sizeof(double));
     char *alive = (char *)malloc((size_t)c->Tk);
-    int b, h, i, j, d, n = 3;
+    int b, h, i, j, d, n = 3, Dv = a_dv(c);
     if (c->mask) mask = in[n++];
     if (c->kpm) kpm = in[n++];
     for (b = 0; b < c->B; b++)
@@ -86,29 +104,31 @@ static void r_attn(const spec *s, double *const *in, double *out) {
                     if (kpm && kpm[(long)b * c->Tk + j] != 0) alive[j] = 0;
                     if (c->mask == 2 && mask[((long)b * c->Tq + i) * c->Tk + j] == 0) alive[j] = 0;
                     for (d = 0; d < c->D; d++) acc += q[qo + d] * k[ko + d];
-                    sc[j] = acc * scale + (c->mask == 1 ? mask[(long)i * c->Tk + j] : 0);
+                    sc[j] = acc * scale + (c->mask != 2 ? a_madd(c, mask, b, h, i, j) : 0);
                     if (alive[j] && sc[j] > m) m = sc[j];
                     any |= alive[j];
                 }
-                for (d = 0; d < c->D; d++) out[qo + d] = 0;
+                long oo = a_offd(c, c->H, c->Tq, Dv, b, h, i);
+                for (d = 0; d < Dv; d++) out[oo + d] = 0;
                 if (!any) continue; /* a wholly masked row: 0 */
                 for (j = 0; j < c->Tk; j++) sum += alive[j] ? exp(sc[j] - m) : 0;
                 for (j = 0; j < c->Tk; j++) {
-                    long ko = a_off(c, c->Hkv, c->Tk, b, hk, j);
+                    long vo = a_offd(c, c->Hkv, c->Tk, Dv, b, hk, j);
                     double w;
                     if (!alive[j]) continue;
                     w = exp(sc[j] - m) / sum;
                     if (c->p > 0) w *= a_keep(c, b, h, i, j);
-                    for (d = 0; d < c->D; d++) out[qo + d] += w * v[ko + d];
+                    for (d = 0; d < Dv; d++) out[oo + d] += w * v[vo + d];
                 }
             }
     free(sc);
     free(alive);
 }
 
-static nn_shape a_shape(const acfg *c, int heads, int T) {
-    return c->layout ? nn_shape4(c->B, T, heads, c->D) : nn_shape4(c->B, heads, T, c->D);
+static nn_shape a_shaped(const acfg *c, int heads, int T, int D) {
+    return c->layout ? nn_shape4(c->B, T, heads, D) : nn_shape4(c->B, heads, T, D);
 }
+static nn_shape a_shape(const acfg *c, int heads, int T) { return a_shaped(c, heads, T, c->D); }
 
 /* float key padding masks as 0/1; case 3: batch 0's keys all ignored */
 static void a_fill(const spec *s, double *const *in) {
@@ -123,15 +143,19 @@ static void a_fill(const spec *s, double *const *in) {
 }
 
 static spec a_spec(const acfg *c) {
-    spec s = mk(c->name, b_attn, r_attn, a_shape(c, c->H, c->Tq));
+    spec s = mk(c->name, b_attn, r_attn, a_shaped(c, c->H, c->Tq, a_dv(c)));
     in_f(&s, a_shape(c, c->H, c->Tq));
     in_f(&s, a_shape(c, c->Hkv, c->Tk));
-    in_f(&s, a_shape(c, c->Hkv, c->Tk));
+    in_f(&s, a_shaped(c, c->Hkv, c->Tk, a_dv(c)));
     if (c->mask == 1) {
         in_fr(&s, nn_shape2(c->Tq, c->Tk), -1, 1);
         s.grad[s.n_in - 1] = 0; /* a constant: no gradient */
     }
     if (c->mask == 2) in_i(&s, nn_shape4(c->B, 1, c->Tq, c->Tk), 0, 2);
+    if (c->mask == 3) in_fr(&s, nn_shape2(c->Tq, c->Tk), -1, 1);
+    if (c->mask == 4) in_fr(&s, nn_shape4(c->B, 1, c->Tq, c->Tk), -1, 1);
+    if (c->mask == 5) in_fr(&s, nn_shape4(c->B, c->H, 1, c->Tk), -1, 1);
+    if (c->mask == 6) in_fr(&s, nn_shape3(c->H, 1, c->Tk), -1, 1);
     if (c->kpm == 1) {
         in_fr(&s, nn_shape2(c->B, c->Tk), -2, 2);
         s.grad[s.n_in - 1] = 0;
@@ -145,23 +169,34 @@ static spec a_spec(const acfg *c) {
 }
 
 static void attention_cases(const t_env *e) {
-    /* name, B, H, Hkv, Tq, Tk, D, layout, causal, window, mask, kpm, scale, p, dirs, v_grad_only */
+    /* name, B, H, Hkv, Tq, Tk, D, layout, causal, window, mask, kpm, scale, p, dirs, v_grad_only, Dv */
     static const acfg cases[] = {
-        {"attention T1 D16 gqa2", 2, 2, 1, 1, 1, 16, 0, 0, 0, 0, 0, 0, 0, 0, 1},
-        {"attention T1 causal D24", 1, 2, 2, 1, 1, 24, 0, 1, 0, 0, 0, 0, 0, 0, 1},
-        {"attention Tq1 Tk5 D16 gqa2", 2, 2, 1, 1, 5, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-        {"attention Tq5 Tk1 causal D24", 1, 2, 2, 5, 1, 24, 0, 1, 0, 0, 0, 0, 0, 0, 1},
-        {"attention T7 causal D24 gqa2", 1, 4, 2, 7, 7, 24, 0, 1, 0, 0, 0, 0, 0, 0, 0},
-        {"attention T33 causal D64 kpm int", 2, 2, 2, 33, 33, 64, 0, 1, 0, 0, 2, 0, 0, 6, 0},
-        {"attention T65 D80 mqa4 float mask", 1, 4, 1, 65, 65, 80, 0, 0, 0, 1, 0, 0, 0, 6, 0},
-        {"attention T129 causal window20 D16 gqa2", 1, 2, 1, 129, 129, 16, 0, 1, 20, 0, 0, 0, 0, 6, 0},
-        {"attention cross Tq7 Tk33 causal bool mask BTHD", 2, 2, 1, 7, 33, 24, 1, 1, 0, 2, 0, 0, 0, 0, 0},
-        {"attention cross Tq33 Tk7 D16 scale 0.5", 1, 2, 2, 33, 7, 16, 0, 0, 0, 0, 0, 0.5f, 0, 0, 0},
-        {"attention T33 BTHD window5 float kpm", 2, 4, 2, 33, 33, 64, 1, 0, 5, 0, 1, 0, 0, 6, 0},
-        {"attention T7 wholly masked batch", 2, 2, 1, 7, 7, 16, 0, 0, 0, 0, 3, 0, 0, 0, 0},
-        {"attention T33 dropout 0.3 gqa2", 1, 2, 1, 33, 33, 16, 0, 0, 0, 0, 0, 0, 0.3f, 6, 0},
-        {"attention T7 causal dropout 0.5 BTHD", 1, 4, 1, 7, 9, 24, 1, 1, 0, 0, 2, 0, 0.5f, 0, 0},
-        {"attention T7 D256", 1, 1, 1, 7, 7, 256, 0, 1, 0, 0, 0, 0, 0, 6, 0},
+        {"attention T1 D16 gqa2", 2, 2, 1, 1, 1, 16, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0},
+        {"attention T1 causal D24", 1, 2, 2, 1, 1, 24, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0},
+        {"attention Tq1 Tk5 D16 gqa2", 2, 2, 1, 1, 5, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+        {"attention Tq5 Tk1 causal D24", 1, 2, 2, 5, 1, 24, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0},
+        {"attention T7 causal D24 gqa2", 1, 4, 2, 7, 7, 24, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+        {"attention T33 causal D64 kpm int", 2, 2, 2, 33, 33, 64, 0, 1, 0, 0, 2, 0, 0, 6, 0, 0},
+        {"attention T65 D80 mqa4 float mask", 1, 4, 1, 65, 65, 80, 0, 0, 0, 1, 0, 0, 0, 6, 0, 0},
+        {"attention T129 causal window20 D16 gqa2", 1, 2, 1, 129, 129, 16, 0, 1, 20, 0, 0, 0, 0, 6, 0, 0},
+        {"attention cross Tq7 Tk33 causal bool mask BTHD", 2, 2, 1, 7, 33, 24, 1, 1, 0, 2, 0, 0, 0, 0, 0, 0},
+        {"attention cross Tq33 Tk7 D16 scale 0.5", 1, 2, 2, 33, 7, 16, 0, 0, 0, 0, 0, 0.5f, 0, 0, 0, 0},
+        {"attention T33 BTHD window5 float kpm", 2, 4, 2, 33, 33, 64, 1, 0, 5, 0, 1, 0, 0, 6, 0, 0},
+        {"attention T7 wholly masked batch", 2, 2, 1, 7, 7, 16, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0},
+        {"attention T33 dropout 0.3 gqa2", 1, 2, 1, 33, 33, 16, 0, 0, 0, 0, 0, 0, 0.3f, 6, 0, 0},
+        {"attention T7 causal dropout 0.5 BTHD", 1, 4, 1, 7, 9, 24, 1, 1, 0, 0, 2, 0, 0.5f, 0, 0, 0},
+        {"attention T7 D256", 1, 1, 1, 7, 7, 256, 0, 1, 0, 0, 0, 0, 0, 6, 0, 0},
+        /* additive masks with their gradient (dS summed over the broadcast dims) */
+        {"attention T7 mask grad [Tq, Tk] gqa2", 2, 2, 1, 7, 7, 16, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0},
+        {"attention T65 causal mask grad [Tq, Tk] D24 kpm", 2, 2, 1, 65, 65, 24, 0, 1, 0, 3, 2, 0, 0, 6, 0, 0},
+        {"attention cross Tq33 Tk7 mask grad [B, 1, Tq, Tk] BTHD", 2, 2, 2, 33, 7, 16, 1, 0, 0, 4, 0, 0, 0, 0, 0, 0},
+        {"attention T129 mask grad [B, H, 1, Tk] window9", 1, 2, 1, 129, 129, 16, 0, 0, 9, 5, 0, 0, 0, 6, 0, 0},
+        {"attention cross Tq33 Tk65 mask grad [H, 1, Tk] dropout 0.3", 2, 2, 1, 33, 65, 16, 0, 0, 0, 6, 0, 0, 0.3f, 6, 0, 0},
+        /* v's head dim other than q's and k's */
+        {"attention T7 causal D16 Dv24 gqa2", 2, 4, 2, 7, 7, 16, 0, 1, 0, 0, 0, 0, 0, 0, 0, 24},
+        {"attention T33 D64 Dv80 BTHD kpm int", 2, 2, 1, 33, 33, 64, 1, 0, 0, 0, 2, 0, 0, 6, 0, 80},
+        {"attention cross Tq65 Tk33 D80 Dv16 mask grad dropout 0.2", 1, 2, 2, 65, 33, 80, 0, 0, 0, 4, 0, 0, 0.2f, 6, 0, 16},
+        {"attention T1 D24 Dv64", 1, 2, 1, 1, 1, 24, 0, 0, 0, 0, 0, 0, 0, 0, 1, 64},
     };
     int i;
     for (i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
@@ -276,6 +311,7 @@ B(s_attn_dim, nn_attention(g, a_q(g, 1, 4, 5, 8), a_kv(g, "k", 1, 4, 5, 16), a_k
 B(s_attn_vlen, nn_attention(g, a_q(g, 1, 4, 5, 8), a_kv(g, "k", 1, 4, 5, 8), a_kv(g, "v", 1, 4, 6, 8), NULL))
 B(s_attn_batch, nn_attention(g, a_q(g, 2, 4, 5, 8), a_kv(g, "k", 1, 4, 5, 8), a_kv(g, "v", 1, 4, 5, 8), NULL))
 B(s_attn_d512, nn_attention(g, a_q(g, 1, 1, 5, 512), a_kv(g, "k", 1, 1, 5, 512), a_kv(g, "v", 1, 1, 5, 512), NULL))
+B(s_attn_dv512, nn_attention(g, a_q(g, 1, 1, 5, 8), a_kv(g, "k", 1, 1, 5, 8), a_kv(g, "v", 1, 1, 5, 512), NULL))
 B(s_attn_mask, a_with(g, F(g, S2(5, 7)), NN_NONE, 0, 0, 0))
 B(s_attn_mask1, a_with(g, F(g, S1(6)), NN_NONE, 0, 0, 0))
 B(s_attn_kpm, a_with(g, NN_NONE, I(g, S2(2, 5)), 0, 0, 0))
@@ -292,6 +328,7 @@ static const bad_row attention_bad[] = {
     {"attention", "k and v lengths 5 and 6", s_attn_vlen, R_SHAPE, "nn_attention|[1, 4, 6, 8]|disagree", 0},
     {"attention", "batch 2 against 1", s_attn_batch, R_SHAPE, "nn_attention|[2, 4, 5, 8]|disagree", 0},
     {"attention", "head dim 512", s_attn_d512, R_SHAPE, "nn_attention|head dim 512|over 256", 0},
+    {"attention", "v's head dim 512", s_attn_dv512, R_SHAPE, "nn_attention|head dim 512 of v [1, 1, 5, 512]|over 256", 0},
     {"attention", "mask [5, 7] for Tk 6", s_attn_mask, R_SHAPE, "nn_attention|mask [5, 7]|broadcast", 0},
     {"attention", "mask of 1 dim", s_attn_mask1, R_SHAPE, "nn_attention|mask [6]|2 to 4 dims", 0},
     {"attention", "key padding mask [2, 5] for Tk 6", s_attn_kpm, R_SHAPE, "nn_attention|key_padding_mask [2, 5]", 0},

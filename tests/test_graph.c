@@ -395,18 +395,23 @@ static nn_tensor g_output_none(nn_graph *g, nn_compile_desc *cd) {
     nn_graph_output(g, NN_NONE);
     return NN_NONE;
 }
-/* leaves and ops on a compiled graph */
+/* leaves and ops on a compiled graph: refused at the call (R_CALL), the compiled graph
+   left as it was and still running */
 static nn_tensor g_compiled(nn_graph *g, int which) {
-    nn_tensor x = F(g, S2(2, 3));
+    nn_tensor x = F(g, S2(2, 3)), t;
+    char msg[512];
     nn_graph_output(g, nn_sigmoid(g, x));
     if (nn_graph_compile(g, NULL) != NN_OK) return T(-1);
-    if (which == 0) return F(g, S1(3));
-    if (which == 1) {
+    if (which == 0) t = F(g, S1(3));
+    else if (which == 1) {
         nn_init z;
         memset(&z, 0, sizeof z);
-        return nn_param(g, "late", S1(3), z);
-    }
-    return nn_softmax(g, x, -1);
+        t = nn_param(g, "late", S1(3), z);
+    } else t = nn_softmax(g, x, -1);
+    snprintf(msg, sizeof msg, "%s", nn_context_last_error(t_row_ctx));
+    if (t.id >= 0 || nn_tensor_fill(g, x, 0.5f) != NN_OK || nn_graph_forward(g) != NN_OK) return CALL(NN_OK);
+    snprintf(t_call_msg, sizeof t_call_msg, "%s", msg);
+    return CALL(NN_ERR_STATE);
 }
 static nn_tensor g_compiled_input(nn_graph *g, nn_compile_desc *cd) {
     (void)cd;
@@ -512,9 +517,9 @@ static const bad_row graph_bad[] = {
     {"graph", "nn_buffer over a parameter's name", g_buffer_clash, R_INV, "nn_buffer|bn.weight", 0},
     {"graph", "nn_graph_requires_grad on int32", g_grad_int, R_INV, "nn_graph_requires_grad|int32", 0},
     {"graph", "nn_graph_output(NN_NONE)", g_output_none, R_INV, "nn_graph_output|NN_NONE", 0},
-    {"graph", "nn_input on a compiled graph", g_compiled_input, R_STATE, "nn_input|compiled", 0},
-    {"graph", "nn_param on a compiled graph", g_compiled_param, R_STATE, "nn_param|compiled", 0},
-    {"graph", "nn_softmax on a compiled graph", g_compiled_op, R_STATE, "nn_softmax|compiled", 0},
+    {"graph", "nn_input on a compiled graph", g_compiled_input, R_STATE, "nn_input|compiled (a forward-only graph)|before nn_graph_compile", R_CALL},
+    {"graph", "nn_param on a compiled graph", g_compiled_param, R_STATE, "nn_param|compiled|share_params", R_CALL},
+    {"graph", "nn_softmax on a compiled graph", g_compiled_op, R_STATE, "nn_softmax|compiled|nothing can be added", R_CALL},
     {"graph", "an int32 loss", c_loss_int, R_SHAPE, "nn_graph_compile|loss|float32|int32", 1},
     {"graph", "a loss of id 77", c_loss_foreign, R_INV, "nn_graph_compile|loss", 1},
     {"graph", "optimizer kind 99", c_opt_kind, R_INV, "nn_graph_compile|optimizer kind 99", 1},

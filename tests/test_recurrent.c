@@ -313,6 +313,219 @@ static void run_last(const t_env *e, long T, long B, long F, int bf) {
     check_case(e, &c);
 }
 
+/* ---- nn_bidirectional: a one-direction layer of fn both ways; ip as a layer case's
+   (L 1, D 1), parameters rnn.* then rnn_reverse.* ---- */
+static nn_tensor bi_fn(nn_graph *g, nn_tensor x, nn_tensor lens, const char *name, void *user) {
+    r_geo q = geo((const spec *)user);
+    nn_rnn_desc d;
+    memset(&d, 0, sizeof d);
+    d.batch_first = (q.flags & F_BF) != 0;
+    d.lengths = lens;
+    return q.kind == K_LSTM ? nn_lstm(g, x, q.H, &d, name) : q.kind == K_GRU ? nn_gru(g, x, q.H, &d, name) : nn_rnn(g, x, q.H, &d, name);
+}
+static nn_tensor b_bi(nn_graph *g, const nn_tensor *in, const spec *s) {
+    r_geo q = geo(s);
+    return nn_bidirectional(g, in[0], q.flags & F_LEN ? in[1] : NN_NONE, (q.flags & F_BF) != 0, bi_fn, (void *)s, "rnn");
+}
+static void r_bi(const spec *s, double *const *in, double *out) {
+    r_geo q = geo(s);
+    long T = q.T, B = q.B, t, b, j, *len = NULL, G = r_gates(q.kind);
+    int ii = 1, d;
+    double *x = (double *)malloc(sizeof(double) * (size_t)(T * B * q.I)), *y = (double *)malloc(sizeof(double) * (size_t)(T * B * q.H));
+    double *hn = (double *)malloc(sizeof(double) * (size_t)(B * q.H)), *cn = (double *)malloc(sizeof(double) * (size_t)(B * q.H));
+    (void)G;
+    for (t = 0; t < T; t++)
+        for (b = 0; b < B; b++)
+            for (j = 0; j < q.I; j++) x[(t * B + b) * q.I + j] = in[0][(q.flags & F_BF ? b * T + t : t * B + b) * q.I + j];
+    if (q.flags & F_LEN) {
+        len = (long *)malloc(sizeof(long) * (size_t)B);
+        for (b = 0; b < B; b++) len[b] = (long)in[ii][b];
+        ii++;
+    }
+    for (d = 0; d < 2; d++) {
+        const double *wih = in[ii++], *whh = in[ii++], *bih = in[ii++], *bhh = in[ii++];
+        r_dir(q.kind, 0, T, B, q.I, q.H, q.H, x, len, NULL, NULL, wih, whh, bih, bhh, NULL, d, y, hn, q.kind == K_LSTM ? cn : NULL);
+        for (t = 0; t < T; t++)
+            for (b = 0; b < B; b++)
+                for (j = 0; j < q.H; j++) out[(q.flags & F_BF ? b * T + t : t * B + b) * 2 * q.H + d * q.H + j] = y[(t * B + b) * q.H + j];
+    }
+    free(x);
+    free(y);
+    free(hn);
+    free(cn);
+    free(len);
+}
+static void run_bi(const t_env *e, int kind, long T, long B, long I, long H, int flags) {
+    char name[128], nm[64];
+    long G = r_gates(kind);
+    int d;
+    spec c;
+    snprintf(name, sizeof name, "bidirectional(%s) T=%ld B=%ld I=%ld H=%ld%s%s", kind_name(kind), T, B, I, H, flags & F_LEN ? " lengths" : "",
+             flags & F_BF ? " batch_first" : "");
+    c = mk(name, b_bi, r_bi, flags & F_BF ? nn_shape3(B, T, 2 * H) : nn_shape3(T, B, 2 * H));
+    c.kind = "layer";
+    c.ip[0] = kind, c.ip[1] = (int)H, c.ip[2] = 1, c.ip[3] = 1, c.ip[5] = flags;
+    in_fr(&c, flags & F_BF ? nn_shape3(B, T, I) : nn_shape3(T, B, I), -1, 1);
+    if (flags & F_LEN) {
+        in_i(&c, nn_shape1(B), 1, (int)T + 1);
+        c.fill = fill_lengths;
+    }
+    for (d = 0; d < 2; d++) {
+        const char *p = d ? "rnn_reverse" : "rnn";
+        double w = 1.0 / sqrt((double)H) + 0.3;
+        snprintf(nm, sizeof nm, "%s.weight_ih_l0", p);
+        in_param(&c, nm, nn_shape2(G * H, I), -w, w);
+        snprintf(nm, sizeof nm, "%s.weight_hh_l0", p);
+        in_param(&c, nm, nn_shape2(G * H, H), -w, w);
+        snprintf(nm, sizeof nm, "%s.bias_ih_l0", p);
+        in_param(&c, nm, nn_shape1(G * H), -0.5, 0.5);
+        snprintf(nm, sizeof nm, "%s.bias_hh_l0", p);
+        in_param(&c, nm, nn_shape1(G * H), -0.5, 0.5);
+    }
+    if (T * B * H * (I + H) > 4000) c.dirs = 3;
+    check_case(e, &c);
+}
+static void rec_bidirectional(const t_env *e) {
+    run_bi(e, K_LSTM, 5, 3, 3, 7, F_LEN);
+    run_bi(e, K_GRU, 7, 3, 17, 1, F_LEN | F_BF);
+    run_bi(e, K_RNN, 1, 1, 3, 7, 0);
+    run_bi(e, K_LSTM, 33, 3, 3, 7, F_BF);
+}
+
+/* ---- nn_conv_lstm2d: x [B, T, C, H, W] -> [y | h_n | c_n] flattened; ip: hidden, kernel,
+   flags (F_H0, F_C0, F_NOBIAS); parameters cl.conv.weight, cl.conv.bias ---- */
+static nn_tensor b_cl(nn_graph *g, const nn_tensor *in, const spec *s) {
+    nn_conv_lstm_desc d;
+    nn_tensor y, hn, cn, parts[3];
+    int ii = 1, flags = s->ip[2];
+    memset(&d, 0, sizeof d);
+    d.kernel_size = s->ip[1];
+    d.no_bias = (flags & F_NOBIAS) != 0;
+    if (flags & F_H0) d.h0 = in[ii++];
+    if (flags & F_C0) d.c0 = in[ii++];
+    d.h_n = &hn;
+    d.c_n = &cn;
+    y = nn_conv_lstm2d(g, in[0], s->ip[0], &d, "cl");
+    if (y.id < 0) return y;
+    parts[0] = nn_reshape(g, y, nn_shape1(t_numel(g, y)));
+    parts[1] = nn_reshape(g, hn, nn_shape1(t_numel(g, hn)));
+    parts[2] = nn_reshape(g, cn, nn_shape1(t_numel(g, cn)));
+    return nn_concat(g, parts, 3, 0);
+}
+static void r_cl(const spec *s, double *const *in, double *out) {
+    long B = s->shape[0].dim[0], T = s->shape[0].dim[1], C = s->shape[0].dim[2], Hh = s->shape[0].dim[3], W = s->shape[0].dim[4];
+    long Ch = s->ip[0], K = s->ip[1], P = K / 2, CI = C + Ch, HW = Hh * W, b, t, o, ch, i, j, ki, kj, q;
+    int ii = 1, flags = s->ip[2];
+    const double *h0 = NULL, *c0 = NULL, *w, *bias = NULL;
+    double *h = (double *)malloc(sizeof(double) * (size_t)(Ch * HW)), *c = (double *)malloc(sizeof(double) * (size_t)(Ch * HW));
+    double *gt = (double *)malloc(sizeof(double) * (size_t)(4 * Ch * HW)), *yn = out + B * T * Ch * HW;
+    if (flags & F_H0) h0 = in[ii++];
+    if (flags & F_C0) c0 = in[ii++];
+    w = in[ii++];
+    if (!(flags & F_NOBIAS)) bias = in[ii++];
+    for (b = 0; b < B; b++) {
+        for (q = 0; q < Ch * HW; q++) h[q] = h0 ? h0[b * Ch * HW + q] : 0, c[q] = c0 ? c0[b * Ch * HW + q] : 0;
+        for (t = 0; t < T; t++) {
+            for (o = 0; o < 4 * Ch; o++)
+                for (i = 0; i < Hh; i++)
+                    for (j = 0; j < W; j++) {
+                        double a = bias ? bias[o] : 0;
+                        for (ch = 0; ch < CI; ch++)
+                            for (ki = 0; ki < K; ki++)
+                                for (kj = 0; kj < K; kj++) {
+                                    long y = i + ki - P, x = j + kj - P;
+                                    double v;
+                                    if (y < 0 || y >= Hh || x < 0 || x >= W) continue;
+                                    v = ch < C ? in[0][(((b * T + t) * C + ch) * Hh + y) * W + x] : h[(ch - C) * HW + y * W + x];
+                                    a += w[((o * CI + ch) * K + ki) * K + kj] * v;
+                                }
+                        gt[o * HW + i * W + j] = a;
+                    }
+            for (q = 0; q < Ch * HW; q++) {
+                double ig = r_sig(gt[q]), fg = r_sig(gt[Ch * HW + q]), gg = tanh(gt[2 * Ch * HW + q]), og = r_sig(gt[3 * Ch * HW + q]);
+                c[q] = fg * c[q] + ig * gg;
+                h[q] = og * tanh(c[q]);
+                out[(b * T + t) * Ch * HW + q] = h[q];
+            }
+        }
+        for (q = 0; q < Ch * HW; q++) yn[b * Ch * HW + q] = h[q], yn[B * Ch * HW + b * Ch * HW + q] = c[q];
+    }
+    free(h);
+    free(c);
+    free(gt);
+}
+static void run_cl(const t_env *e, long B, long T, long C, long Hh, long W, long Ch, int K, int flags) {
+    char name[160];
+    spec c;
+    long CI = C + Ch;
+    double wr = 1.0 / sqrt((double)(CI * K * K)) + 0.2;
+    snprintf(name, sizeof name, "conv_lstm2d B=%ld T=%ld C=%ld H=%ld W=%ld hidden=%ld k=%d%s%s", B, T, C, Hh, W, Ch, K,
+             flags & (F_H0 | F_C0) ? " initial states" : "", flags & F_NOBIAS ? " no bias" : "");
+    c = mk(name, b_cl, r_cl, nn_shape1(B * T * Ch * Hh * W + 2 * B * Ch * Hh * W));
+    c.kind = "layer";
+    c.ip[0] = (int)Ch, c.ip[1] = K, c.ip[2] = flags;
+    in_fr(&c, nn_shape5(B, T, C, Hh, W), -1, 1);
+    if (flags & F_H0) in_fr(&c, nn_shape4(B, Ch, Hh, W), -1, 1);
+    if (flags & F_C0) in_fr(&c, nn_shape4(B, Ch, Hh, W), -1, 1);
+    in_param(&c, "cl.conv.weight", nn_shape4(4 * Ch, CI, K, K), -wr, wr);
+    if (!(flags & F_NOBIAS)) in_param(&c, "cl.conv.bias", nn_shape1(4 * Ch), -0.5, 0.5);
+    c.dirs = 3;
+    check_case(e, &c);
+}
+
+/* ConvLSTM both ways through nn_bidirectional (x [B, T, C, H, W], batch_first) */
+static nn_tensor cl_fn(nn_graph *g, nn_tensor x, nn_tensor lens, const char *name, void *user) {
+    nn_conv_lstm_desc d;
+    (void)lens, (void)user;
+    memset(&d, 0, sizeof d);
+    return nn_conv_lstm2d(g, x, 2, &d, name);
+}
+static nn_tensor b_clbi(nn_graph *g, const nn_tensor *in, const spec *s) {
+    (void)s;
+    return nn_bidirectional(g, in[0], NN_NONE, 1, cl_fn, NULL, "cl");
+}
+static void r_clbi(const spec *s, double *const *in, double *out) {
+    long B = s->shape[0].dim[0], T = s->shape[0].dim[1], C = s->shape[0].dim[2], HW = s->shape[0].dim[3] * s->shape[0].dim[4];
+    long Ch = 2, b, t, q, n1 = B * T * C * HW, no = B * T * Ch * HW + 2 * B * Ch * HW;
+    spec one = *s;
+    double *xr = (double *)malloc(sizeof(double) * (size_t)n1), *o[2], *ins[3];
+    int d;
+    one.ip[0] = 2, one.ip[1] = 3, one.ip[2] = 0;
+    for (b = 0; b < B; b++)
+        for (t = 0; t < T; t++)
+            for (q = 0; q < C * HW; q++) xr[((b * T + t) * C) * HW + q] = in[0][((b * T + T - 1 - t) * C) * HW + q];
+    for (d = 0; d < 2; d++) {
+        o[d] = (double *)malloc(sizeof(double) * (size_t)no);
+        ins[0] = d ? xr : in[0], ins[1] = in[1 + 2 * d], ins[2] = in[2 + 2 * d];
+        r_cl(&one, ins, o[d]);
+    }
+    for (b = 0; b < B; b++) /* [B, T, 2 * Ch, H, W]: forward, then reverse read back in time order */
+        for (t = 0; t < T; t++)
+            for (q = 0; q < Ch * HW; q++) {
+                out[((b * T + t) * 2 * Ch) * HW + q] = o[0][((b * T + t) * Ch) * HW + q];
+                out[((b * T + t) * 2 * Ch + Ch) * HW + q] = o[1][((b * T + T - 1 - t) * Ch) * HW + q];
+            }
+    free(xr);
+    free(o[0]);
+    free(o[1]);
+}
+static void rec_conv_lstm(const t_env *e) {
+    spec c;
+    run_cl(e, 2, 3, 2, 5, 4, 3, 3, 0);
+    run_cl(e, 1, 1, 3, 3, 7, 1, 1, F_H0 | F_C0);
+    run_cl(e, 1, 2, 1, 4, 3, 2, 5, F_H0 | F_NOBIAS);
+    run_cl(e, 3, 2, 1, 1, 1, 1, 3, F_C0);
+    c = mk("bidirectional(conv_lstm2d) B=2 T=3 C=2 H=3 W=4 hidden=2", b_clbi, r_clbi, nn_shape5(2, 3, 4, 3, 4));
+    c.kind = "layer";
+    in_fr(&c, nn_shape5(2, 3, 2, 3, 4), -1, 1);
+    in_param(&c, "cl.conv.weight", nn_shape4(8, 4, 3, 3), -0.4, 0.4);
+    in_param(&c, "cl.conv.bias", nn_shape1(8), -0.5, 0.5);
+    in_param(&c, "cl_reverse.conv.weight", nn_shape4(8, 4, 3, 3), -0.4, 0.4);
+    in_param(&c, "cl_reverse.conv.bias", nn_shape1(8), -0.5, 0.5);
+    c.dirs = 3;
+    check_case(e, &c);
+}
+
 /* ---- refusals ---- */
 static nn_rnn_desc rd(void) {
     nn_rnn_desc d;
@@ -391,7 +604,61 @@ B(r_bad_cell_relu, nn_gru_cell(g, F(g, S2(2, 3)), NN_NONE, 4, &(nn_rnn_cell_desc
 B(r_bad_last_y, nn_last_valid(g, F(g, S2(5, 3)), I(g, S1(5)), 0))
 B(r_bad_last_len, nn_last_valid(g, F(g, S3(5, 3, 2)), I(g, S1(5)), 0))
 
+static nn_tensor r_bad_state_h0(nn_graph *g, nn_compile_desc *cd) {
+    nn_rnn_desc d = rd();
+    (void)cd;
+    d.stateful = 1;
+    d.h0 = F(g, S3(1, 2, 4));
+    return nn_lstm(g, F(g, S3(5, 2, 3)), 4, &d, "lstm");
+}
+static nn_tensor r_bad_state_twice(nn_graph *g, nn_compile_desc *cd) {
+    nn_rnn_desc d = rd();
+    nn_tensor x = F(g, S3(5, 2, 3));
+    (void)cd;
+    d.stateful = 1;
+    (void)nn_gru(g, x, 4, &d, "gru");
+    return nn_gru(g, x, 4, &d, "gru");
+}
+
+static nn_tensor r_bad_bi_fn(nn_graph *g, nn_tensor x, nn_tensor lens, const char *name, void *user) {
+    (void)lens, (void)user;
+    return nn_reshape(g, nn_gru(g, x, 4, NULL, name), nn_shape3(1, 10, 4)); /* [5, 2, 4] as [1, 10, 4] */
+}
+B(r_bad_bi_x, nn_bidirectional(g, F(g, S2(5, 3)), NN_NONE, 0, bi_fn, NULL, "bi"))
+B(r_bad_bi_null, nn_bidirectional(g, F(g, S3(5, 2, 3)), NN_NONE, 0, NULL, NULL, "bi"))
+B(r_bad_bi_len, nn_bidirectional(g, F(g, S3(5, 2, 3)), I(g, S1(5)), 0, bi_fn, NULL, "bi"))
+B(r_bad_bi_out, nn_bidirectional(g, F(g, S3(5, 2, 3)), NN_NONE, 0, r_bad_bi_fn, NULL, "bi"))
+
+B(r_bad_cl_x, nn_conv_lstm2d(g, F(g, S4(2, 3, 4, 5)), 3, NULL, "cl"))
+B(r_bad_cl_hidden, nn_conv_lstm2d(g, F(g, nn_shape5(2, 3, 1, 4, 5)), 0, NULL, "cl"))
+B(r_bad_cl_name, nn_conv_lstm2d(g, F(g, nn_shape5(2, 3, 1, 4, 5)), 3, NULL, ""))
+static nn_tensor r_bad_cl_k(nn_graph *g, nn_compile_desc *cd) {
+    nn_conv_lstm_desc d;
+    (void)cd;
+    memset(&d, 0, sizeof d);
+    d.kernel_size = 4;
+    return nn_conv_lstm2d(g, F(g, nn_shape5(2, 3, 1, 4, 5)), 3, &d, "cl");
+}
+static nn_tensor r_bad_cl_h0(nn_graph *g, nn_compile_desc *cd) {
+    nn_conv_lstm_desc d;
+    (void)cd;
+    memset(&d, 0, sizeof d);
+    d.h0 = F(g, S4(2, 3, 5, 4));
+    return nn_conv_lstm2d(g, F(g, nn_shape5(2, 3, 1, 4, 5)), 3, &d, "cl");
+}
+
 static const bad_row rec_bad_rows[] = {
+    {"recurrent", "conv_lstm2d of [2, 3, 4, 5]", r_bad_cl_x, R_SHAPE, "nn_conv_lstm2d cl|[2, 3, 4, 5]|5-D", 0},
+    {"recurrent", "conv_lstm2d hidden 0", r_bad_cl_hidden, R_INV, "nn_conv_lstm2d cl|hidden_channels 0", 0},
+    {"recurrent", "conv_lstm2d without a name", r_bad_cl_name, R_INV, "nn_conv_lstm2d|name", 0},
+    {"recurrent", "conv_lstm2d kernel 4", r_bad_cl_k, R_INV, "nn_conv_lstm2d cl|kernel_size 4|odd", 0},
+    {"recurrent", "conv_lstm2d h0 [2, 3, 5, 4]", r_bad_cl_h0, R_SHAPE, "nn_conv_lstm2d cl|h0 [2, 3, 5, 4]|[2, 3, 4, 5]", 0},
+    {"recurrent", "bidirectional of [5, 3]", r_bad_bi_x, R_SHAPE, "nn_bidirectional|[5, 3]", 0},
+    {"recurrent", "bidirectional without fn", r_bad_bi_null, R_INV, "nn_bidirectional|fn is NULL", 0},
+    {"recurrent", "bidirectional lengths [5] for B 2", r_bad_bi_len, R_SHAPE, "nn_bidirectional|lengths int32 [5]|[2]", 0},
+    {"recurrent", "bidirectional fn of another shape", r_bad_bi_out, R_SHAPE, "nn_bidirectional bi|fn gave [1, 10, 4]|(5, 2)", 0},
+    {"recurrent", "stateful with h0", r_bad_state_h0, R_INV, "nn_lstm|stateful|h0 and c0 must be NN_NONE", 0},
+    {"recurrent", "two stateful layers of one name", r_bad_state_twice, R_INV, "nn_gru gru|gru.h_state", 0},
     {"recurrent", "gru proj_size", r_bad_proj, R_INV, "nn_gru|proj_size 4|LSTM only", 0},
     {"recurrent", "lstm proj_size = hidden", r_bad_proj2, R_INV, "nn_lstm|proj_size 7", 0},
     {"recurrent", "lstm h0 [1, 3, 4] for B 2", r_bad_h0, R_SHAPE, "nn_lstm|h0 [1, 3, 4]|[1, 2, 4]", 0},
@@ -590,6 +857,154 @@ static void rec_proj(const t_env *e) {
     run_layer(e, K_LSTM, 33, 1, 3, 33, 1, 1, 7, 0);
 }
 
+/* ---- stateful layers (truncated BPTT) ---- */
+enum { ST_T = 4, ST_B = 3, ST_I = 3, ST_H = 5, ST_L = 2 };
+#define ST_Y (ST_T * ST_B * ST_H)
+#define ST_S (ST_L * ST_B * ST_H)
+typedef struct st_out {
+    float y1[ST_Y], y2[ST_Y], y3[ST_Y], yl[2 * ST_Y], yc[ST_Y]; /* run 1, 2, after reset; 2T; fresh with carried h0 */
+    float h1[ST_S], c1[ST_S];     /* the states after run 1 */
+    float g2[2][4 * ST_H * ST_H]; /* weight_hh_l0, weight_hh_l1 gradients of run 2 (stateful, fresh) */
+    uint64_t bytes;               /* moved by run 2's step (x written before) */
+} st_out;
+
+static void st_x(float *x, int n, int k) {
+    int i;
+    for (i = 0; i < n; i++) x[i] = (float)(((i + 7 * k) * 37) % 23) / 11.0f - 1.0f;
+}
+
+/* kind K_LSTM or K_GRU, 2 layers; graph A stateful over T, B the same weights over 2T, C
+   over T with h0 (c0) inputs */
+static int st_run(nn_context *ctx, int kind, st_out *o) {
+    nn_graph *ga = NULL, *gb = NULL, *gc = NULL;
+    nn_graph_desc gd;
+    nn_rnn_desc d;
+    nn_compile_desc cd;
+    nn_tensor xa, ya, xb, yb, xc, yc, h0, c0 = NN_NONE, hs, cs = NN_NONE;
+    nn_stats s0, s1;
+    float x1[ST_T * ST_B * ST_I], x2[ST_T * ST_B * ST_I], xx[2 * ST_T * ST_B * ST_I];
+    const char *wn[2] = {"rnn.weight_hh_l0", "rnn.weight_hh_l1"};
+    int ok = 1, k, i, G = kind == K_LSTM ? 4 : 3;
+    size_t gsz = sizeof(float) * (size_t)(G * ST_H * ST_H);
+    st_x(x1, ST_T * ST_B * ST_I, 1);
+    st_x(x2, ST_T * ST_B * ST_I, 2);
+    memcpy(xx, x1, sizeof x1);
+    memcpy(xx + ST_T * ST_B * ST_I, x2, sizeof x2);
+#define ST_LAYER(g, x, dp) (kind == K_LSTM ? nn_lstm(g, x, ST_H, dp, "rnn") : nn_gru(g, x, ST_H, dp, "rnn"))
+    memset(&gd, 0, sizeof gd);
+    gd.seed = 11;
+    ok = T_OK(nn_graph_create(ctx, &gd, &ga), ctx);
+    if (!ok) return 0;
+    memset(&d, 0, sizeof d);
+    d.num_layers = ST_L;
+    d.stateful = 1;
+    xa = nn_input(ga, "x", NN_F32, nn_shape3(ST_T, ST_B, ST_I));
+    ya = ST_LAYER(ga, xa, &d);
+    nn_graph_output(ga, ya);
+    memset(&cd, 0, sizeof cd);
+    cd.loss = nn_sum(ga, nn_mul(ga, ya, ya));
+    cd.optimizer.kind = NN_OPT_NONE;
+    ok = T_OK(nn_graph_compile(ga, &cd), ctx);
+    hs = nn_graph_find(ga, "rnn.h_state");
+    if (kind == K_LSTM) cs = nn_graph_find(ga, "rnn.c_state");
+    ok = ok && T_CHECK(hs.id > 0 && (kind != K_LSTM || cs.id > 0), "no rnn.h_state / rnn.c_state");
+    /* run 1, run 2 (its transfers counted), reset, run 1 again */
+    ok = ok && T_OK(nn_tensor_write(ga, xa, x1, sizeof x1), ctx) && T_OK(nn_graph_step(ga), ctx) &&
+         T_OK(nn_tensor_read(ga, ya, o->y1, sizeof o->y1), ctx) && T_OK(nn_tensor_read(ga, hs, o->h1, sizeof o->h1), ctx) &&
+         (kind != K_LSTM || T_OK(nn_tensor_read(ga, cs, o->c1, sizeof o->c1), ctx)) &&
+         T_OK(nn_tensor_write(ga, xa, x2, sizeof x2), ctx);
+    nn_context_stats(ctx, &s0);
+    ok = ok && T_OK(nn_graph_step(ga), ctx) && T_OK(nn_graph_finish(ga), ctx);
+    nn_context_stats(ctx, &s1);
+    o->bytes = s1.h2d_bytes - s0.h2d_bytes + s1.d2h_bytes - s0.d2h_bytes;
+    ok = ok && T_OK(nn_tensor_read(ga, ya, o->y2, sizeof o->y2), ctx);
+    for (k = 0; k < 2 && ok; k++) ok = T_OK(nn_tensor_read(ga, nn_graph_grad(ga, nn_graph_find(ga, wn[k])), o->g2[k], gsz), ctx);
+    ok = ok && T_OK(nn_rnn_reset_state(ga, "rnn"), ctx) && T_OK(nn_tensor_write(ga, xa, x1, sizeof x1), ctx) &&
+         T_OK(nn_graph_forward(ga), ctx) && T_OK(nn_tensor_read(ga, ya, o->y3, sizeof o->y3), ctx);
+    ok = ok && T_CHECK(nn_rnn_reset_state(ga, "nothing") == NN_ERR_INVALID_ARGUMENT, "reset of an unknown layer accepted");
+    /* B: one forward over 2T, the same parameters */
+    gd.share_params = ga;
+    if (ok && T_OK(nn_graph_create(ctx, &gd, &gb), ctx)) {
+        memset(&d, 0, sizeof d);
+        d.num_layers = ST_L;
+        xb = nn_input(gb, "x", NN_F32, nn_shape3(2 * ST_T, ST_B, ST_I));
+        yb = ST_LAYER(gb, xb, &d);
+        nn_graph_output(gb, yb);
+        ok = T_OK(nn_graph_compile(gb, NULL), ctx) && T_OK(nn_tensor_write(gb, xb, xx, sizeof xx), ctx) &&
+             T_OK(nn_graph_forward(gb), ctx) && T_OK(nn_tensor_read(gb, yb, o->yl, sizeof o->yl), ctx);
+    } else {
+        ok = 0;
+    }
+    /* C: run 2 again from run 1's states given as constant inputs; its gradients */
+    if (ok && T_OK(nn_graph_create(ctx, &gd, &gc), ctx)) {
+        float gw[4 * ST_H * ST_H];
+        memset(&d, 0, sizeof d);
+        d.num_layers = ST_L;
+        xc = nn_input(gc, "x", NN_F32, nn_shape3(ST_T, ST_B, ST_I));
+        d.h0 = h0 = nn_input(gc, "h0", NN_F32, nn_shape3(ST_L, ST_B, ST_H));
+        if (kind == K_LSTM) d.c0 = c0 = nn_input(gc, "c0", NN_F32, nn_shape3(ST_L, ST_B, ST_H));
+        yc = ST_LAYER(gc, xc, &d);
+        nn_graph_output(gc, yc);
+        memset(&cd, 0, sizeof cd);
+        cd.loss = nn_sum(gc, nn_mul(gc, yc, yc));
+        cd.optimizer.kind = NN_OPT_NONE;
+        ok = T_OK(nn_graph_compile(gc, &cd), ctx) && T_OK(nn_tensor_write(gc, xc, x2, sizeof x2), ctx) &&
+             T_OK(nn_tensor_write(gc, h0, o->h1, sizeof o->h1), ctx) &&
+             (kind != K_LSTM || T_OK(nn_tensor_write(gc, c0, o->c1, sizeof o->c1), ctx)) && T_OK(nn_graph_step(gc), ctx) &&
+             T_OK(nn_tensor_read(gc, yc, o->yc, sizeof o->yc), ctx);
+        for (k = 0; k < 2 && ok; k++) {
+            ok = T_OK(nn_tensor_read(gc, nn_graph_grad(gc, nn_graph_find(gc, wn[k])), gw, gsz), ctx);
+            for (i = 0; ok && i < (int)(gsz / sizeof(float)); i++)
+                ok = T_CHECK(gw[i] == o->g2[k][i], "%s gradient [%d]: stateful run 2 %g, a fresh run from its states %g", wn[k], i,
+                             o->g2[k][i], gw[i]);
+        }
+    } else {
+        ok = 0;
+    }
+#undef ST_LAYER
+    nn_graph_destroy(gc);
+    nn_graph_destroy(gb);
+    nn_graph_destroy(ga);
+    return ok;
+}
+
+static float st_maxdiff(const float *a, const float *b, int n) {
+    float m = 0;
+    int i;
+    for (i = 0; i < n; i++) m = fabsf(a[i] - b[i]) > m ? fabsf(a[i] - b[i]) : m;
+    return m;
+}
+
+static void rec_stateful_kind(const t_env *e, int kind) {
+    static st_out o, oc;
+    char name[96];
+    snprintf(name, sizeof name, "recurrent: stateful %s (truncated BPTT): carried states, the cut, reset", kind_name(kind));
+    if (!t_begin(e, name)) return;
+    memset(&o, 0, sizeof o);
+    if (st_run(e->ctx, kind, &o)) {
+        T_CHECK(st_maxdiff(o.y1, o.yl, ST_Y) <= 1e-5f, "run 1 differs from the 2T forward's first half by %g",
+                st_maxdiff(o.y1, o.yl, ST_Y));
+        T_CHECK(st_maxdiff(o.y2, o.yl + ST_Y, ST_Y) <= 1e-5f, "run 2 differs from the 2T forward's second half by %g",
+                st_maxdiff(o.y2, o.yl + ST_Y, ST_Y));
+        T_CHECK(st_maxdiff(o.y2, o.yc, ST_Y) == 0.0f, "run 2 differs from a fresh run from its carried states by %g",
+                st_maxdiff(o.y2, o.yc, ST_Y));
+        T_CHECK(st_maxdiff(o.y3, o.y1, ST_Y) == 0.0f, "after nn_rnn_reset_state the run differs from the first by %g",
+                st_maxdiff(o.y3, o.y1, ST_Y));
+        T_CHECK(st_maxdiff(o.y1, o.y2, ST_Y) > 1e-3f, "runs 1 and 2 give the same output");
+        T_CHECK(o.bytes == 0, "a stateful step moved %llu bytes", (unsigned long long)o.bytes);
+        memset(&oc, 0, sizeof oc);
+        if (e->cpu && e->opencl && st_run(e->cpu, kind, &oc))
+            T_CHECK(st_maxdiff(o.y2, oc.y2, ST_Y) <= 1e-4f && st_maxdiff(o.g2[0], oc.g2[0], 4 * ST_H * ST_H) <= 1e-4f,
+                    "the CPU backend's run 2 differs by %g (output), %g (gradient)", st_maxdiff(o.y2, oc.y2, ST_Y),
+                    st_maxdiff(o.g2[0], oc.g2[0], 4 * ST_H * ST_H));
+    }
+    t_end();
+}
+static void rec_stateful(const t_env *e) {
+    rec_stateful_kind(e, K_LSTM);
+    rec_stateful_kind(e, K_GRU);
+}
+
 static void rec_bad(const t_env *e) { t_bad_rows(e, rec_bad_rows, (int)(sizeof rec_bad_rows / sizeof rec_bad_rows[0])); }
 
-void suite_recurrent(const t_env *e) { T_RUN(e, rec_cells, rec_single, rec_stacked, rec_dropout, rec_launches, rec_lengths, rec_len_report, rec_proj, rec_bad); }
+void suite_recurrent(const t_env *e) { T_RUN(e, rec_cells, rec_single, rec_stacked, rec_dropout, rec_launches, rec_lengths, rec_len_report, rec_proj, rec_bad, rec_stateful, rec_bidirectional, rec_conv_lstm); }

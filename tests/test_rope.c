@@ -168,7 +168,28 @@ static const bad_row pos_bad[] = {
     {"positions", "sinusoidal_positions T 0", n_bp8, R_SHAPE, "nn_sinusoidal_positions|T 0", 0},
 };
 
+/* NaN and infinities: the rotation is PyTorch's products (HF's x * cos + rotate_half(x) *
+   sin), so a NaN spreads to its pair's two outputs, and an infinity to its own (inf * cos)
+   and, through inf * sin, to its partner's: at position 0 (sin 0 = 0) that is inf * 0 = NaN.
+   The gradient is the inverse rotation of dy, finite whatever x holds. x [1, 1, 2, 4]
+   (GPT-NeoX halves: pairs (0, 2) and (1, 3)), t = 0: angle 0; t = 1: angles 1 and 0.01. */
+static void rope_nanprop(const t_env *e) {
+    double x[8] = {NAN, INFINITY, 1, 2, -INFINITY, 0.5, 1, 3}, y[8], dx[8];
+    double c1 = cos(1.0), s1 = sin(1.0), a2 = (double)exp2f(-0.5f * (float)log2(10000.0)), c2 = cos(a2), s2 = sin(a2);
+    np_case cs;
+    y[0] = NAN, y[2] = NAN;          /* NaN * 1 - 1 * 0, 1 * 1 + NaN * 0 */
+    y[1] = INFINITY, y[3] = NAN;     /* inf * 1 - 2 * 0, 2 * 1 + inf * 0 */
+    y[4] = -INFINITY, y[6] = -INFINITY; /* -inf * c1 - 1 * s1, 1 * c1 + -inf * s1 */
+    y[5] = 0.5 * c2 - 3 * s2, y[7] = 3 * c2 + 0.5 * s2;
+    dx[0] = dx[1] = dx[2] = dx[3] = 1;
+    dx[4] = c1 + s1, dx[6] = c1 - s1, dx[5] = c2 + s2, dx[7] = c2 - s2;
+    np_init(&cs, "rope x[1, 1, 2, 4] NaN, +inf, -inf", b_rope, NULL);
+    np_in(&cs, nn_shape4(1, 1, 2, 4), x, dx);
+    cs.y_expect = y;
+    np_run(e, &cs);
+}
+
 void suite_rope(const t_env *e) {
-    T_RUN(e, rope_cases, sinusoidal_cases, learned_cases);
+    T_RUN(e, rope_cases, sinusoidal_cases, learned_cases, rope_nanprop);
     t_bad_rows(e, pos_bad, (int)(sizeof pos_bad / sizeof pos_bad[0]));
 }

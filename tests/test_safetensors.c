@@ -310,7 +310,7 @@ static const st_case st_cases[] = {
     {"valid, escapes, scalar, empty", " { \"\\u00e9\\ud83d\\ude00\\n\\\"\\/\" : {\"dtype\":\"F64\",\"shape\":[],\"data_offsets\":[8,16]},"
      "\"e\":{\"dtype\":\"F16\",\"shape\":[0,3],\"data_offsets\":[8,8]},\"w\":{\"dtype\":\"BF16\",\"shape\":[2],"
      "\"data_offsets\":[16,20]}}\t\r\n", 20, -1, -1, 1},
-    {"valid, no tensors", "{}", 0, -1, -1, 1},
+    {"valid, no tensors: none of the parameters, refused even with allow_missing", "{}", 0, -1, -1, 0},
     {"valid, integer dtypes ignored", "{\"b\":{\"dtype\":\"BOOL\",\"shape\":[3],\"data_offsets\":[8,11]},"
      "\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 11, -1, -1, 1},
     {"empty file", "", 0, -1, 0, 0},

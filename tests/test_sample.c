@@ -114,7 +114,9 @@ static void ref_probs(const float *z, int V, double T, int top_k, double top_p, 
     free(o);
 }
 
-static void distribution_case(const t_env *e, const char *label, const float *z1, int V, const nn_sample_desc *d) {
+/* want: the probabilities (NULL: ref_probs') */
+static void distribution_case_p(const t_env *e, const char *label, const float *z1, int V, const nn_sample_desc *d,
+                                const double *want) {
     enum { B = 1000, RUNS = 10 };
     float *z = (float *)malloc((size_t)B * V * 4);
     int32_t *y = (int32_t *)malloc((size_t)B * RUNS * 4);
@@ -123,7 +125,8 @@ static void distribution_case(const t_env *e, const char *label, const float *z1
     int k, changed = 0;
     if (!t_begin(e, label)) goto out;
     for (i = 0; i < (long)B * V; i++) z[i] = z1[i % V];
-    ref_probs(z1, V, d->temperature, d->top_k, d->top_p == 0.0f ? 1.0 : d->top_p, p);
+    if (want) memcpy(p, want, (size_t)V * sizeof(double));
+    else ref_probs(z1, V, d->temperature, d->top_k, d->top_p == 0.0f ? 1.0 : d->top_p, p);
     if (sample_runs(e->ctx, B, V, z, d, RUNS, y, 0)) {
         memset(cnt, 0, sizeof cnt);
         for (i = 0; i < (long)B * RUNS; i++) {
@@ -141,6 +144,64 @@ static void distribution_case(const t_env *e, const char *label, const float *z1
 out:
     free(z);
     free(y);
+    t_end();
+}
+
+static void distribution_case(const t_env *e, const char *label, const float *z1, int V, const nn_sample_desc *d) {
+    distribution_case_p(e, label, z1, V, d, NULL);
+}
+
+/* Ties at the cut and non-finite logits, the probabilities written out: top-k keeps every
+   logit equal to the k-th largest (PyTorch's filtering by value, logits < kth are removed);
+   top-p keeps a token when the mass of the strictly larger ones is < top_p, so ties with the
+   last kept one stay; NaN counts as -inf (never drawn while any logit is finite or +inf);
+   the +inf logits share the whole mass; a row of only NaN and -inf draws each of its V
+   tokens with probability 1/V (PyTorch's multinomial raises on the NaN softmax). */
+static void tie_nonfinite_cases(const t_env *e) {
+    static const float z6[6] = {1, 3, 3, 3, 0, 2}, z5[5] = {2, 2, 0, 0, -1};
+    float zn[5], zi[4], za[3];
+    double pk[6] = {0, 1.0 / 3, 1.0 / 3, 1.0 / 3, 0, 0}, pp[5], pn[5], pi[4] = {0.5, 0, 0.5, 0}, pa[3] = {1.0 / 3, 1.0 / 3, 1.0 / 3};
+    double e2 = exp(2.0), zs = 2 * e2 + 2, ez = exp(1.0) + exp(0.5);
+    nn_sample_desc d;
+    zn[0] = NAN, zn[1] = 1, zn[2] = -INFINITY, zn[3] = 0.5f, zn[4] = NAN;
+    zi[0] = INFINITY, zi[1] = 3, zi[2] = INFINITY, zi[3] = NAN;
+    za[0] = NAN, za[1] = -INFINITY, za[2] = NAN;
+    pp[0] = pp[1] = e2 / zs, pp[2] = pp[3] = 1 / zs, pp[4] = 0; /* mass above the 0s: 0.862 < 0.9; above -1: 0.979 */
+    pn[0] = pn[2] = pn[4] = 0, pn[1] = exp(1.0) / ez, pn[3] = exp(0.5) / ez;
+    memset(&d, 0, sizeof d);
+    d.temperature = 1.0f;
+    d.top_k = 2;
+    distribution_case_p(e, "sample_logits top_k 2 keeps the three tied at the cut", z6, 6, &d, pk);
+    memset(&d, 0, sizeof d);
+    d.temperature = 1.0f;
+    d.top_p = 0.9f;
+    distribution_case_p(e, "sample_logits top_p 0.9 keeps both tied at the cut", z5, 5, &d, pp);
+    memset(&d, 0, sizeof d);
+    d.temperature = 1.0f;
+    distribution_case_p(e, "sample_logits NaN and -inf logits never drawn", zn, 5, &d, pn);
+    d.temperature = 0.7f;
+    distribution_case_p(e, "sample_logits +inf logits share the mass", zi, 4, &d, pi);
+    d.temperature = 1.0f;
+    d.top_k = 2;
+    distribution_case_p(e, "sample_logits a row of NaN and -inf: uniform", za, 3, &d, pa);
+}
+
+/* greedy with non-finite logits: the first of the largest, NaN as -inf (torch.argmax would
+   take a NaN); a row of only NaN and -inf gives its first index */
+static void greedy_nonfinite_case(const t_env *e) {
+    enum { B = 5, V = 5 };
+    float z[B * V];
+    static const int want[B] = {2, 1, 0, 3, 0};
+    int32_t y[B];
+    int b, i;
+    if (!t_begin_op(e, "sample_logits greedy with NaN and infinities")) return;
+    for (i = 0; i < B * V; i++) z[i] = -INFINITY;
+    z[0] = NAN, z[1] = 1, z[2] = 3, z[3] = NAN, z[4] = 3;
+    z[5] = 1, z[6] = INFINITY, z[7] = 2, z[8] = INFINITY, z[9] = NAN;
+    for (i = 10; i < 15; i++) z[i] = NAN;
+    z[18] = -2;
+    if (sample_runs(e->ctx, B, V, z, NULL, 1, y, 1))
+        for (b = 0; b < B; b++) T_CHECK(y[b] == want[b], "row %d: token %d, want %d", b, y[b], want[b]);
     t_end();
 }
 
@@ -225,6 +286,6 @@ static const bad_row sample_bad[] = {
 };
 
 void suite_sample(const t_env *e) {
-    T_RUN(e, argmax_cases, distribution_cases, parity_cases);
+    T_RUN(e, argmax_cases, distribution_cases, parity_cases, tie_nonfinite_cases, greedy_nonfinite_case);
     t_bad_rows(e, sample_bad, (int)(sizeof sample_bad / sizeof sample_bad[0]));
 }

@@ -198,17 +198,38 @@ static void tf_decode(const t_env *e) {
 
 /* ---- nn.MultiheadAttention and the encoder / decoder layers ---- */
 
+/* the float masks of tf_mha_ref: kadd [B, S] added (PyTorch's float key_padding_mask), add
+   [T, S] or, with add_bh, [B*H, T, S] added (attn_mask) */
+typedef struct tf_fmask {
+    const double *kadd, *add;
+    int add_bh;
+} tf_fmask;
+
 /* Batch-first attention: q [B, T, E], kv [B, S, E] (k = v = kv), in_proj W [3E, E], b [3E],
    out_proj Wo [E, E], bo [E]; kpm [B, S] (nonzero: hidden) or NULL, add [T, S] or NULL,
-   causal. out [B, T, E]. */
-static void tf_mha_ref(const double *q, const double *kv, long B, long T, long S, long E, long H, const double *W, const double *b,
-                       const double *Wo, const double *bo, const double *kpm, const double *add, int causal, double *out) {
+   causal; fm: more float masks or NULL. out [B, T, E]. */
+/* separate projections (kdim, vdim): k [B, S, KD], v [B, S, VD], Wq [E, E], Wk [E, KD],
+   Wv [E, VD]; NULL: the in_proj_weight's blocks */
+typedef struct tf_sep {
+    const double *k, *v, *Wq, *Wk, *Wv;
+    long KD, VD;
+} tf_sep;
+
+static void tf_mha_ref3(const double *q, const double *kv, long B, long T, long S, long E, long H, const double *W, const double *b,
+                        const double *Wo, const double *bo, const double *kpm, const double *add, int causal, const tf_fmask *fm,
+                        const tf_sep *sep, double *out) {
     long D = E / H, bb, h, i, j, d;
     double *Q = (double *)malloc(sizeof(double) * (size_t)(B * T * E)), *K = (double *)malloc(sizeof(double) * (size_t)(B * S * E));
     double *Vv = (double *)malloc(sizeof(double) * (size_t)(B * S * E)), *Y = (double *)malloc(sizeof(double) * (size_t)(B * T * E));
-    tf_dense(q, W, b, B * T, E, E, Q);
-    tf_dense(kv, W + E * E, b + E, B * S, E, E, K);
-    tf_dense(kv, W + 2 * E * E, b + 2 * E, B * S, E, E, Vv);
+    if (sep) {
+        tf_dense(q, sep->Wq, b, B * T, E, E, Q);
+        tf_dense(sep->k, sep->Wk, b + E, B * S, sep->KD, E, K);
+        tf_dense(sep->v, sep->Wv, b + 2 * E, B * S, sep->VD, E, Vv);
+    } else {
+        tf_dense(q, W, b, B * T, E, E, Q);
+        tf_dense(kv, W + E * E, b + E, B * S, E, E, K);
+        tf_dense(kv, W + 2 * E * E, b + 2 * E, B * S, E, E, Vv);
+    }
     for (bb = 0; bb < B; bb++)
         for (h = 0; h < H; h++)
             for (i = 0; i < T; i++) {
@@ -218,6 +239,8 @@ static void tf_mha_ref(const double *q, const double *kv, long B, long T, long S
                     for (d = 0; d < D; d++) a += Q[(bb * T + i) * E + h * D + d] * K[(bb * S + j) * E + h * D + d];
                     a /= sqrt((double)D);
                     if (add) a += add[i * S + j];
+                    if (fm && fm->add) a += fm->add[fm->add_bh ? ((bb * H + h) * T + i) * S + j : i * S + j];
+                    if (fm && fm->kadd) a += fm->kadd[bb * S + j];
                     if ((kpm && kpm[bb * S + j] != 0) || (causal && j > i)) a = -1e300;
                     sc[j] = a;
                     if (a > mx) mx = a;
@@ -234,6 +257,17 @@ static void tf_mha_ref(const double *q, const double *kv, long B, long T, long S
     free(K);
     free(Vv);
     free(Y);
+}
+
+static void tf_mha_ref2(const double *q, const double *kv, long B, long T, long S, long E, long H, const double *W, const double *b,
+                        const double *Wo, const double *bo, const double *kpm, const double *add, int causal, const tf_fmask *fm,
+                        double *out) {
+    tf_mha_ref3(q, kv, B, T, S, E, H, W, b, Wo, bo, kpm, add, causal, fm, NULL, out);
+}
+
+static void tf_mha_ref(const double *q, const double *kv, long B, long T, long S, long E, long H, const double *W, const double *b,
+                       const double *Wo, const double *bo, const double *kpm, const double *add, int causal, double *out) {
+    tf_mha_ref2(q, kv, B, T, S, E, H, W, b, Wo, bo, kpm, add, causal, NULL, out);
 }
 
 /* [T, B, E] <-> [B, T, E] */
@@ -256,8 +290,9 @@ static void tf_mha_params(spec *c, const char *pre, long E) {
     in_param(c, nm, nn_shape1(E), -0.3, 0.3);
 }
 
-/* self-attention, [T 5, B 2, E 8] (not batch-first), 2 heads, a key padding mask hiding
-   the last two keys of batch 1, an additive attn_mask [5, 5] (gradient checked too) */
+/* self-attention, [T 5, B 2, E 8] (not batch-first), 2 heads, an int32 key padding mask
+   hiding the last two keys of batch 1, an additive attn_mask [5, 5] (gradient checked too:
+   the fused attention's mask gradient) */
 static void f_kpm(const spec *c, double *const *t) {
     long j;
     (void)c;
@@ -277,6 +312,74 @@ static void r_mha_self(const spec *c, double *const *t, double *out) {
     tf_swap01(t[0], 5, 2, 8, x);
     tf_mha_ref(x, x, 2, 5, 5, 8, 2, t[3], t[4], t[5], t[6], t[1], t[2], 0, y);
     tf_swap01(y, 2, 5, 8, out);
+}
+
+/* cross-attention, batch-first q [2, 3, 8], key = value [2, 7, 8], a float key padding mask
+   [2, 7] added (PyTorch's float key_padding_mask) and a float attn_mask [B*H 4, 3, 7], both
+   with their gradients */
+static nn_tensor b_mha_fmask(nn_graph *g, const nn_tensor *in, const spec *c) {
+    nn_mha_desc d;
+    (void)c;
+    memset(&d, 0, sizeof d);
+    d.batch_first = 1;
+    d.key_padding_mask = in[2];
+    d.attn_mask = in[3];
+    return nn_multihead_attention(g, in[0], in[1], in[1], 8, 2, &d, "mha");
+}
+static void r_mha_fmask(const spec *c, double *const *t, double *out) {
+    tf_fmask fm;
+    (void)c;
+    fm.kadd = t[2];
+    fm.add = t[3];
+    fm.add_bh = 1;
+    tf_mha_ref2(t[0], t[1], 2, 3, 7, 8, 2, t[4], t[5], t[6], t[7], NULL, NULL, 0, &fm, out);
+}
+/* self-attention [B 2, T 6, E 8] batch-first, a float key padding mask only (the fused
+   attention's mask [B, 1, 1, S], gradient checked) */
+static nn_tensor b_mha_fkpm(nn_graph *g, const nn_tensor *in, const spec *c) {
+    nn_mha_desc d;
+    (void)c;
+    memset(&d, 0, sizeof d);
+    d.batch_first = 1;
+    d.key_padding_mask = in[1];
+    return nn_multihead_attention(g, in[0], in[0], in[0], 8, 2, &d, "mha");
+}
+static void r_mha_fkpm(const spec *c, double *const *t, double *out) {
+    tf_fmask fm;
+    (void)c;
+    fm.kadd = t[1];
+    fm.add = NULL;
+    fm.add_bh = 0;
+    tf_mha_ref2(t[0], t[0], 2, 6, 6, 8, 2, t[2], t[3], t[4], t[5], NULL, NULL, 0, &fm, out);
+}
+
+/* kdim 5, vdim 12: separate q/k/v projections (PyTorch's q_proj_weight, k_proj_weight,
+   v_proj_weight, in_proj_bias), q [T 3, B 2, 8], key [7, 2, 5], value [7, 2, 12] sequence
+   first, an int32 key padding mask */
+static nn_tensor b_mha_kvdim(nn_graph *g, const nn_tensor *in, const spec *c) {
+    nn_mha_desc d;
+    (void)c;
+    memset(&d, 0, sizeof d);
+    d.kdim = 5;
+    d.vdim = 12;
+    d.key_padding_mask = in[3];
+    return nn_multihead_attention(g, in[0], in[1], in[2], 8, 2, &d, "mha");
+}
+static void r_mha_kvdim(const spec *c, double *const *t, double *out) {
+    double x[48], k[70], v[168], y[48];
+    tf_sep sep;
+    (void)c;
+    tf_swap01(t[0], 3, 2, 8, x);
+    tf_swap01(t[1], 7, 2, 5, k);
+    tf_swap01(t[2], 7, 2, 12, v);
+    sep.k = k, sep.v = v, sep.Wq = t[4], sep.Wk = t[5], sep.Wv = t[6], sep.KD = 5, sep.VD = 12;
+    tf_mha_ref3(x, NULL, 2, 3, 7, 8, 2, NULL, t[7], t[8], t[9], t[3], NULL, 0, NULL, &sep, y);
+    tf_swap01(y, 2, 3, 8, out);
+}
+static void f_kpm7(const spec *c, double *const *t) {
+    long j;
+    (void)c;
+    for (j = 0; j < 14; j++) t[3][j] = (j == 5 || j == 12 || j == 13) ? 1 : 0;
 }
 
 /* cross-attention, batch-first q [2, 3, 8], key = value [2, 7, 8], causal (top-left) */
@@ -415,6 +518,57 @@ static void r_dec(const spec *c, double *const *t, double *out) {
     tf_ln(a, p[16], p[17], R, 8, out);
 }
 
+/* ---- ViT's patch embedding ---- */
+
+/* x [B, C, Hh, Ww], patches P: out [B, (cls) + N, E] = conv(kernel = stride = P) rows of
+   patches in row-major order, cls first, pos added; p: proj W [E, C, P, P], b [E], then
+   cls [E] and pos [(cls) + N, E] when used */
+typedef struct pe_cfg {
+    int B, C, Hh, Ww, P, E, cls, pos;
+} pe_cfg;
+static nn_tensor b_patch(nn_graph *g, const nn_tensor *in, const spec *c) {
+    const pe_cfg *pc = (const pe_cfg *)c->arg;
+    nn_patch_embedding_desc d;
+    memset(&d, 0, sizeof d);
+    d.class_token = pc->cls;
+    d.pos_embed = pc->pos;
+    d.prefix = pc->cls ? "vit" : NULL;
+    return nn_patch_embedding(g, in[0], pc->P, pc->E, &d, "patch_embed");
+}
+static void r_patch(const spec *c, double *const *t, double *out) {
+    const pe_cfg *pc = (const pe_cfg *)c->arg;
+    const double *x = t[0], *W = t[1], *bias = t[2], *cls = pc->cls ? t[3] : NULL, *pos = pc->pos ? t[3 + pc->cls] : NULL;
+    int nw = pc->Ww / pc->P, n = pc->Hh / pc->P * nw, T = n + pc->cls, b, e, tk, ch, ki, kj;
+    for (b = 0; b < pc->B; b++)
+        for (tk = 0; tk < T; tk++)
+            for (e = 0; e < pc->E; e++) {
+                double v;
+                if (pc->cls && tk == 0) v = cls[e];
+                else {
+                    int pi = tk - pc->cls, py = pi / nw, px = pi % nw;
+                    v = bias[e];
+                    for (ch = 0; ch < pc->C; ch++)
+                        for (ki = 0; ki < pc->P; ki++)
+                            for (kj = 0; kj < pc->P; kj++)
+                                v += W[((e * pc->C + ch) * pc->P + ki) * pc->P + kj] *
+                                     x[((b * pc->C + ch) * pc->Hh + py * pc->P + ki) * pc->Ww + px * pc->P + kj];
+                }
+                if (pos) v += pos[tk * pc->E + e];
+                out[(b * T + tk) * pc->E + e] = v;
+            }
+}
+static void tf_patch_case(const t_env *e, const char *label, const pe_cfg *pc) {
+    int n = pc->Hh / pc->P * (pc->Ww / pc->P), T = n + pc->cls;
+    spec c = l_mk_tf(label, b_patch, r_patch, nn_shape3(pc->B, T, pc->E));
+    in_fr(&c, nn_shape4(pc->B, pc->C, pc->Hh, pc->Ww), -1, 1);
+    in_param(&c, "patch_embed.proj.weight", nn_shape4(pc->E, pc->C, pc->P, pc->P), -0.5, 0.5);
+    in_param(&c, "patch_embed.proj.bias", nn_shape1(pc->E), -0.5, 0.5);
+    if (pc->cls) in_param(&c, "vit.cls_token", nn_shape3(1, 1, pc->E), -1, 1);
+    if (pc->pos) in_param(&c, pc->cls ? "vit.pos_embed" : "pos_embed", nn_shape3(1, T, pc->E), -1, 1);
+    c.arg = pc;
+    check_case(e, &c);
+}
+
 /* the stacks' names: NAME.layers.{i}.* as PyTorch's */
 static void tf_stack_names(const t_env *e) {
     nn_graph *g = NULL;
@@ -452,7 +606,13 @@ B(gpt_decode_pos, nn_gpt_decode(g, I(g, S1(2)), nn_input(g, "p", NN_I32, S1(2)),
 B(mha_heads, nn_multihead_attention(g, F(g, S3(5, 2, 8)), F(g, S3(5, 2, 8)), F(g, S3(5, 2, 8)), 8, 3, NULL, "m"))
 B(mha_kv, nn_multihead_attention(g, F(g, S3(5, 2, 8)), F(g, S3(5, 2, 8)), F(g, S3(4, 2, 8)), 8, 2, NULL, "m"))
 B(mha_kpm, nn_multihead_attention(g, F(g, S3(5, 2, 8)), F(g, S3(5, 2, 8)), F(g, S3(5, 2, 8)), 8, 2,
-                                  &(nn_mha_desc){0, 0, 0, F(g, S2(5, 2)), {0, 0}, 0}, "m"))
+                                  &(nn_mha_desc){0, 0, 0, F(g, S2(5, 2)), {0, 0}, 0, 0, 0}, "m"))
+B(mha_kdim, nn_multihead_attention(g, F(g, S3(5, 2, 8)), F(g, S3(4, 2, 6)), F(g, S3(4, 2, 8)), 8, 2,
+                                   &(nn_mha_desc){0, 0, 0, {0, 0}, {0, 0}, 0, 5, 0}, "m"))
+B(pe_rank, nn_patch_embedding(g, F(g, S3(3, 8, 8)), 4, 6, NULL, "pe"))
+B(pe_div, nn_patch_embedding(g, F(g, S4(1, 3, 8, 10)), 4, 6, NULL, "pe"))
+B(pe_patch, nn_patch_embedding(g, F(g, S4(1, 3, 8, 8)), 0, 6, NULL, "pe"))
+B(pe_name, nn_patch_embedding(g, F(g, S4(1, 3, 8, 8)), 4, 6, NULL, NULL))
 B(enc_act, nn_transformer_encoder_layer(g, F(g, S3(5, 2, 8)), 8, 2,
                                         &(nn_transformer_desc){0, 0, 7, 0, 0, 0, {0, 0}, {0, 0}, 0, {0, 0}, {0, 0}, 0, {0, 0}, {0, 0}}, "e"))
 B(dec_batch, nn_transformer_decoder_layer(g, F(g, S3(5, 2, 8)), F(g, S3(4, 3, 8)), 8, 2, NULL, "d"))
@@ -469,6 +629,11 @@ static const bad_row tf_bad[] = {
     {"transformer", "mha 8 over 3 heads", mha_heads, R_INV, "nn_multihead_attention|embed_dim 8|num_heads 3", 0},
     {"transformer", "mha key and value differ", mha_kv, R_SHAPE, "nn_multihead_attention|[5, 2, 8]|[4, 2, 8]", 0},
     {"transformer", "mha key_padding_mask [5, 2]", mha_kpm, R_SHAPE, "nn_multihead_attention|key_padding_mask [5, 2]", 0},
+    {"transformer", "mha key [4, 2, 6] for kdim 5", mha_kdim, R_SHAPE, "nn_multihead_attention|[4, 2, 6]|kdim 5", 0},
+    {"transformer", "patch_embedding x [3, 8, 8]", pe_rank, R_SHAPE, "nn_patch_embedding|[3, 8, 8]|[B, C, H, W]", 0},
+    {"transformer", "patch_embedding W 10 over patch 4", pe_div, R_SHAPE, "nn_patch_embedding|[1, 3, 8, 10]|patch_size 4", 0},
+    {"transformer", "patch_embedding patch 0", pe_patch, R_INV, "nn_patch_embedding|patch_size 0", 0},
+    {"transformer", "patch_embedding no name", pe_name, R_INV, "nn_patch_embedding|name", 0},
     {"transformer", "encoder layer activation 7", enc_act, R_INV, "nn_transformer_encoder_layer|activation 7", 0},
     {"transformer", "decoder layer batch 2 vs 3", dec_batch, R_SHAPE, "nn_transformer_decoder_layer|[5, 2, 8]|[4, 3, 8]", 0},
 };
@@ -494,11 +659,39 @@ void suite_transformer(const t_env *e) {
 
     c = l_mk_tf("multihead_attention self [5, 2, 8], key_padding_mask, attn_mask", b_mha_self, r_mha_self, nn_shape3(5, 2, 8));
     in_fr(&c, nn_shape3(5, 2, 8), -1, 1);
-    in_fr(&c, nn_shape2(2, 5), 0, 1);
-    c.grad[1] = 0; /* the mask: 0/1 (f_kpm) */
+    in_i(&c, nn_shape2(2, 5), 0, 2); /* 0/1 (f_kpm) */
     c.fill = f_kpm;
     in_fr(&c, nn_shape2(5, 5), -1, 1);
     tf_mha_params(&c, "mha", 8);
+    check_case(e, &c);
+
+    c = l_mk_tf("multihead_attention cross, float key_padding_mask and attn_mask [B*H, T, S]", b_mha_fmask, r_mha_fmask,
+                nn_shape3(2, 3, 8));
+    in_fr(&c, nn_shape3(2, 3, 8), -1, 1);
+    in_fr(&c, nn_shape3(2, 7, 8), -1, 1);
+    in_fr(&c, nn_shape2(2, 7), -2, 1);
+    in_fr(&c, nn_shape3(4, 3, 7), -1, 1);
+    tf_mha_params(&c, "mha", 8);
+    check_case(e, &c);
+
+    c = l_mk_tf("multihead_attention self, float key_padding_mask added", b_mha_fkpm, r_mha_fkpm, nn_shape3(2, 6, 8));
+    in_fr(&c, nn_shape3(2, 6, 8), -1, 1);
+    in_fr(&c, nn_shape2(2, 6), -2, 1);
+    tf_mha_params(&c, "mha", 8);
+    check_case(e, &c);
+
+    c = l_mk_tf("multihead_attention kdim 5 vdim 12, separate projections", b_mha_kvdim, r_mha_kvdim, nn_shape3(3, 2, 8));
+    in_fr(&c, nn_shape3(3, 2, 8), -1, 1);
+    in_fr(&c, nn_shape3(7, 2, 5), -1, 1);
+    in_fr(&c, nn_shape3(7, 2, 12), -1, 1);
+    in_i(&c, nn_shape2(2, 7), 0, 2); /* f_kpm7 */
+    c.fill = f_kpm7;
+    in_param(&c, "mha.q_proj_weight", nn_shape2(8, 8), -0.6, 0.6);
+    in_param(&c, "mha.k_proj_weight", nn_shape2(8, 5), -0.6, 0.6);
+    in_param(&c, "mha.v_proj_weight", nn_shape2(8, 12), -0.6, 0.6);
+    in_param(&c, "mha.in_proj_bias", nn_shape1(24), -0.3, 0.3);
+    in_param(&c, "mha.out_proj.weight", nn_shape2(8, 8), -0.6, 0.6);
+    in_param(&c, "mha.out_proj.bias", nn_shape1(8), -0.3, 0.3);
     check_case(e, &c);
 
     c = l_mk_tf("multihead_attention cross q [2, 3, 8] kv [2, 7, 8] causal", b_mha_cross, r_mha_cross, nn_shape3(2, 3, 8));
@@ -522,6 +715,13 @@ void suite_transformer(const t_env *e) {
     in_fr(&c, nn_shape3(2, 7, 8), -1, 1);
     tf_layer_params(&c, "dec", 8, 12, 1);
     check_case(e, &c);
+
+    {
+        static const pe_cfg p1 = {2, 3, 8, 12, 4, 5, 1, 1}, p2 = {1, 2, 6, 3, 3, 7, 0, 1}, p3 = {3, 1, 4, 4, 2, 4, 0, 0};
+        tf_patch_case(e, "patch_embedding [2, 3, 8, 12] patch 4, cls_token, pos_embed", &p1);
+        tf_patch_case(e, "patch_embedding [1, 2, 6, 3] patch 3, pos_embed", &p2);
+        tf_patch_case(e, "patch_embedding [3, 1, 4, 4] patch 2", &p3);
+    }
 
     tf_stack_names(e);
     t_bad_rows(e, tf_bad, (int)(sizeof tf_bad / sizeof tf_bad[0]));

@@ -97,7 +97,10 @@ typedef struct nn_tensor { int32_t id; uint32_t graph; } nn_tensor;
    [1], not [] as PyTorch does: the one difference in shapes, and the same 4 bytes. */
 typedef struct nn_shape { int ndim; int64_t dim[NN_MAX_DIMS]; } nn_shape;
 
-/* Shapes of 1 to 5 dims: nn_shape2(3, 4) is [3, 4]. */
+/* Shapes of 1 to 5 dims, by value: nn_shape2(3, 4) is [3, 4] (ndim 2, the other dims 0).
+   The dims are not checked here: the builder that takes the shape refuses a dim < 1,
+   naming itself and the shape. A scalar [] is a zeroed nn_shape; one of NN_MAX_DIMS (6)
+   dims is set by hand (s.ndim, s.dim[k]). */
 NN_API nn_shape nn_shape1(int64_t d0);
 NN_API nn_shape nn_shape2(int64_t d0, int64_t d1);
 NN_API nn_shape nn_shape3(int64_t d0, int64_t d1, int64_t d2);
@@ -212,6 +215,7 @@ typedef struct nn_stats {
     uint64_t h2d_transfers, d2h_transfers;
     uint64_t kernel_launches;
 } nn_stats;
+/* The counters into *out (a read of the context's own; no device call). */
 NN_API nn_result nn_context_stats(const nn_context *ctx, nn_stats *out);
 /* Sets every counter of nn_context_stats to 0. */
 NN_API void nn_context_reset_stats(nn_context *ctx);
@@ -246,8 +250,16 @@ NN_API nn_result nn_graph_status(const nn_graph *g);
 
 /* Options of nn_graph_compile: the loss, the optimizer, the schedule (section 14). */
 typedef struct nn_compile_desc nn_compile_desc;
-/* Shape-checks, adds the backward and optimizer ops, plans memory, builds kernels. */
+/* Shape-checks, adds the backward and optimizer ops, plans memory, builds kernels. An
+   optimizer set with no loss is refused (NN_ERR_INVALID_ARGUMENT): a forward-only graph is
+   a zeroed optimizer. Once compiled, a graph takes no more ops or leaves: a builder called
+   on it fails at once (NN_ERR_STATE naming the graph's state, nn_context_last_error) and
+   the compiled graph is left as it was. */
 NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc);
+/* A run refuses a dataset whose batch was never taken, and nn_graph_step one whose batch
+   (its NAME.idx input) was not taken since the last step: NN_ERR_STATE naming the input;
+   call nn_dataset_next_batch before each step. Other inputs keep their contents across
+   steps until written again (nn_input). */
 NN_API nn_result nn_graph_step(nn_graph *g);    /* forward, backward, update */
 NN_API nn_result nn_graph_forward(nn_graph *g); /* forward only */
 /* Waits for queued work; then, as nn_tensor_read does, reports inputs that PyTorch would
@@ -256,10 +268,18 @@ NN_API nn_result nn_graph_forward(nn_graph *g); /* forward only */
    checking op, once per read or finish after a run (nn_context_stats counts it). */
 NN_API nn_result nn_graph_finish(nn_graph *g);
 
-/* The tensor named name (an input, parameter or buffer), NN_NONE when there is none. */
+/* The tensor named name in g: an input (nn_input's name, a dataset's NAME.x, NAME.y,
+   NAME.idx), a parameter or a buffer (a layer's are "NAME.weight", "NAME.bias", ...), as
+   this graph made it; a parameter of a share_params graph that this graph never asked for
+   is not found. NN_NONE when there is none; a failed tensor (id < 0) when g or name is
+   NULL. Before and after compile; by name only (a walk over the graph's nodes). */
 NN_API nn_tensor nn_graph_find(nn_graph *g, const char *name);
 /* After compile: t's gradient (a parameter's with nn_compile_desc.keep_grads, an input's
-   marked by nn_graph_requires_grad), NN_NONE when it has none. */
+   marked by nn_graph_requires_grad), NN_NONE when it has none (no loss depends on t). A
+   parameter's gradient compiled without keep_grads is a tensor, but reading it is
+   NN_ERR_STATE naming the parameter and keep_grads. The gradient read is the one of the
+   loss, before clipping (nn_optimizer.clip_norm / clip_value scale or clamp
+   only what the update uses), and with gradient accumulation the running mean. */
 NN_API nn_tensor nn_graph_grad(nn_graph *g, nn_tensor t);
 /* Before compile: ask for d(loss)/d(t) of an input (float32 only). */
 NN_API nn_result nn_graph_requires_grad(nn_graph *g, nn_tensor t);
@@ -292,8 +312,22 @@ typedef struct nn_init { nn_init_kind kind; float a, b; } nn_init;
 /* Leaves. An input keeps its contents across steps until written again, so a whole
    dataset can live on the device as an input written once. Until its first write an
    input's contents are unspecified (zeros on the CPU backend). */
+/* An input [shape] of dtype (NN_F32 or NN_I32) named name (NULL: "input"; names of inputs
+   need not be unique, but nn_graph_find finds the first). */
 NN_API nn_tensor nn_input(nn_graph *g, const char *name, nn_dtype dtype, nn_shape shape);
+/* A trained parameter [shape] (1 to NN_MAX_DIMS dims) named name (required; PyTorch's
+   names make safetensors files interchange: "fc1.weight"), filled by init when first made
+   in the graph's parameter store (drawn from the graph's seed and the parameter's index,
+   the same on every backend). A name the store already has (made by a share_params graph)
+   is that parameter, and must have its shape. */
 NN_API nn_tensor nn_param(nn_graph *g, const char *name, nn_shape shape, nn_init init);
+/* Names are one parameter each: a second nn_param or nn_buffer (or layer) with a name this
+   graph already made is refused (NN_ERR_INVALID_ARGUMENT naming it), so two layers given
+   one name by mistake do not share weights. nn_graph_share_names(g, 1) makes such a name
+   the same tensor again (weight tying, a layer applied twice), until nn_graph_share_names(
+   g, 0). A graph made with nn_graph_desc.share_params uses the other graph's parameters by
+   name without it (each name once per graph). */
+NN_API nn_result nn_graph_share_names(nn_graph *g, int on);
 /* A buffer: a parameter-store entry that is state, not trained (PyTorch's buffers, e.g.
    batch norm's running statistics). No gradient flows to it and no optimizer updates it;
    it is saved and loaded with the parameters and shared by graphs made with share_params.
@@ -306,8 +340,12 @@ NN_API nn_tensor nn_buffer(nn_graph *g, const char *name, nn_shape shape, nn_ini
 NN_API nn_tensor nn_arange(nn_graph *g, double start, double end, double step);
 NN_API nn_tensor nn_eye(nn_graph *g, int64_t n, int64_t m);
 
-/* t's shape and element count into *out. */
+/* t's shape into *out (ndim and dims; the unused dims 0), before or after compile. A
+   handle that is not a tensor of g (NN_NONE, a failed one, another graph's) is
+   NN_ERR_INVALID_ARGUMENT with *out zeroed. */
 NN_API nn_result nn_tensor_shape(nn_graph *g, nn_tensor t, nn_shape *out);
+/* t's element count (the product of its dims; 1 for a scalar []) into *out, as
+   nn_tensor_shape (*out 0 on error). Its bytes in nn_tensor_write/read are 4 * *out. */
 NN_API nn_result nn_tensor_numel(nn_graph *g, nn_tensor t, int64_t *out);
 /* bytes must equal the tensor's size. Writes go to inputs and parameters; reads come from
    inputs, parameters, outputs, accumulators and kept gradients. */
@@ -595,7 +633,10 @@ typedef struct nn_attention_desc {
     nn_tensor mask;            /* NN_NONE, or attn_mask [.., Tq, Tk] broadcast to [B, H, Tq, Tk]
                                   (2 to 4 dims, each its size or 1): float32 added to the scores
                                   (-inf masks), or int32 as PyTorch's bool (nonzero: attend).
-                                  A constant: no gradient flows to it */
+                                  A float mask gets its gradient, as in PyTorch: dS (the
+                                  scores' gradient, before the scale) summed over the dims it
+                                  broadcasts, in a fixed order; no [Tq, Tk] tile per head is
+                                  kept unless the mask itself has one */
     nn_tensor key_padding_mask; /* NN_NONE, or [B, Tk] float32 or int32: nonzero keys are
                                   ignored, as nn.MultiheadAttention's */
     int window;                /* sliding window (0: none): with causal, query i sees keys
@@ -603,10 +644,11 @@ typedef struct nn_attention_desc {
 } nn_attention_desc;
 /* nn_attention: torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask,
    dropout_p, is_causal, scale, enable_gqa=True), fused: y = softmax(q k^T scale + mask)
-   v, of q's shape. q [B, H, Tq, D], k and v [B, Hkv, Tk, D] (NN_ATTN_BTHD: [B, T, H, D])
-   with H % Hkv == 0: query head h reads key/value head h / (H / Hkv) (grouped- and
-   multi-query attention, no copy); Tq != Tk is cross-attention; D in 1..256 (v's head dim
-   must equal q's). desc NULL is the zeroed desc.
+   v, of q's shape with v's head dim. q [B, H, Tq, D], k [B, Hkv, Tk, D], v [B, Hkv, Tk,
+   Dv] (NN_ATTN_BTHD: [B, T, H, D]) with H % Hkv == 0: query head h reads key/value head
+   h / (H / Hkv) (grouped- and multi-query attention, no copy); Tq != Tk is
+   cross-attention; D and Dv in 1..256 (Dv may differ from D, as PyTorch allows; the
+   default scale is 1/sqrt(D)). desc NULL is the zeroed desc.
    Flash-attention's algorithm: the forward keeps the output and one log-sum-exp per row;
    the backward recomputes the scores tile by tile (dK/dV in one pass over key blocks, dQ
    in another; no atomics, a fixed order: the same bits every run and at every CPU thread
@@ -615,7 +657,7 @@ typedef struct nn_attention_desc {
    node's key and the graph's step), so the backward regenerates it.
    A row whose keys are all masked gives 0 (PyTorch's math path gives NaN) and gradient 0.
    Refusals (NN_ERR_SHAPE, NN_ERR_INVALID_ARGUMENT): other ranks or dtypes, mismatched
-   batch, head dim or key length, H % Hkv != 0, D > 256, a mask that does not broadcast,
+   batch, q/k head dim or key length, H % Hkv != 0, D or Dv > 256, a mask that does not broadcast,
    dropout outside [0, 1), a negative window, an unknown layout. */
 NN_API nn_tensor nn_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, const nn_attention_desc *desc);
 
@@ -1034,6 +1076,17 @@ typedef struct nn_rnn_desc {
                             one <= 0 keeps its initial states, one > T runs all T steps */
     nn_tensor *h_n;      /* receives the final hidden states [L * D, B, Hout] (NULL: not made) */
     nn_tensor *c_n;      /* nn_lstm: receives the final cell states [L * D, B, hidden_size] */
+    int stateful;        /* 1: truncated backpropagation through time. The initial states are
+                            tensors the graph keeps on the device, NAME.h_state [L * D, B, Hout]
+                            and nn_lstm's NAME.c_state [L * D, B, hidden_size] (zeros at
+                            compile); each run starts from them and, after its forward part,
+                            writes its final states (h_n, c_n) into them on the device (no
+                            transfer). No gradient flows into them: backpropagation stops at
+                            the run's first step (PyTorch: h = h.detach() between chunks).
+                            h0 and c0 must be NN_NONE. Zero them with nn_rnn_reset_state;
+                            nn_graph_find(g, "NAME.h_state") gives the tensor to read, write
+                            or fill (one row, a sequence: nn_tensor_write). They are not
+                            parameters: the save and load functions leave them out */
 } nn_rnn_desc;
 
 /* The layers on x [T, B, I] ([B, T, I] with batch_first) -> the last layer's hidden states
@@ -1045,6 +1098,46 @@ typedef struct nn_rnn_desc {
 NN_API nn_tensor nn_rnn(nn_graph *g, nn_tensor x, int64_t hidden_size, const nn_rnn_desc *desc, const char *name);
 NN_API nn_tensor nn_lstm(nn_graph *g, nn_tensor x, int64_t hidden_size, const nn_rnn_desc *desc, const char *name);
 NN_API nn_tensor nn_gru(nn_graph *g, nn_tensor x, int64_t hidden_size, const nn_rnn_desc *desc, const char *name);
+/* Zeros the carried states of the stateful layer NAME (nn_rnn_desc.stateful), on the
+   device, e.g. at an epoch's start: the next run starts from zero states, as the first. */
+NN_API nn_result nn_rnn_reset_state(nn_graph *g, const char *name);
+
+/* One direction of a recurrent layer, for nn_bidirectional: x in its layout (time, batch,
+   features... as the caller gave it), lengths NN_NONE or int32 [B] (pass them on, e.g. as
+   nn_rnn_desc.lengths), parameters under name -> the outputs at every step, x's time and
+   batch dims first (in x's order) and features after. user is nn_bidirectional's. */
+typedef nn_tensor (*nn_rnn_direction_fn)(nn_graph *g, nn_tensor x, nn_tensor lengths, const char *name, void *user);
+/* A bidirectional wrapper (Keras' Bidirectional; PyTorch's bidirectional=True as a
+   function of any layer): fn's layer over x forward in time (parameters under NAME), and
+   over x with each sequence reversed (NAME_reverse), its output reversed back;
+   concatenated along dim 2 (the features: [T, B, Hf + Hr], or [B, T, Hf + Hr] with
+   batch_first; a ConvLSTM's [B, T, Cf + Cr, H, W]). x is [T, B, ...] ([B, T, ...]). With
+   lengths (int32 [B] in [1, T]), PyTorch's packed-sequence semantics: the reverse direction
+   starts at each sequence's own last element, steps past a length stay where they are
+   (fn gets the lengths: nn_rnn_desc.lengths then zeroes them). Gradients flow through the
+   reversals. For nn_rnn / nn_lstm / nn_gru themselves, nn_rnn_desc.bidirectional is the
+   same math in fewer nodes (parameter names ..._reverse instead). */
+NN_API nn_tensor nn_bidirectional(nn_graph *g, nn_tensor x, nn_tensor lengths, int batch_first, nn_rnn_direction_fn fn, void *user,
+                                  const char *name);
+
+/* ConvLSTM2D (Shi et al. 2015, without peepholes, as the common PyTorch ConvLSTM and Keras'
+   ConvLSTM2D): x [B, T, C, H, W] -> the hidden states of every step [B, T, hidden, H, W].
+   Per step the gates are one convolution over concat(x_t, h_{t-1}) along channels,
+   kernel_size square, stride 1, 'same' padding (kernel_size / 2), gate order i, f, g, o as
+   nn_lstm's (the common PyTorch ConvLSTM splits i, f, o, g: swap its weight's and bias's
+   last two blocks of hidden rows); c = f * c + i * g (g = tanh), h = o * tanh(c).
+   Parameters NAME.conv.weight [4 * hidden, C + hidden, k, k] and NAME.conv.bias
+   [4 * hidden], U(+-1/sqrt((C + hidden) k k)) as nn.Conv2d's. Built unrolled over T (at
+   most 4096 steps) of conv2d and elementwise ops; nn_bidirectional (batch_first 1) makes it
+   bidirectional. */
+typedef struct nn_conv_lstm_desc {
+    int kernel_size;     /* odd, in [1, 31] (0: 3) */
+    int no_bias;         /* 1: no NAME.conv.bias */
+    nn_tensor h0, c0;    /* initial states [B, hidden, H, W] (NN_NONE: zeros) */
+    nn_tensor *h_n, *c_n; /* receive the final states [B, hidden, H, W] (NULL: not made) */
+} nn_conv_lstm_desc;
+NN_API nn_tensor nn_conv_lstm2d(nn_graph *g, nn_tensor x, int64_t hidden_channels, const nn_conv_lstm_desc *desc,
+                                const char *name);
 
 /* The cells' options (NULL: biases, tanh). */
 typedef struct nn_rnn_cell_desc {
@@ -1077,8 +1170,8 @@ NN_API nn_tensor nn_last_valid(nn_graph *g, nn_tensor y, nn_tensor lengths, int 
    [C, 4C], .ln_f; lm_head.weight is wte's (tied: one parameter, the sum of both gradients;
    a PyTorch state dict's lm_head.weight is the same tensor). Initialised as nanoGPT: every
    weight N(0, 0.02), the c_proj weights N(0, 0.02 / sqrt(2 n_layer)), biases zeros, layer
-   norms ones and zeros. GELU is the exact one (nn.GELU()). Attention is composed today
-   (matmul, masked softmax, matmul: a [T, T] matrix per head is stored). */
+   norms ones and zeros. GELU is the exact one (nn.GELU()). Attention is nn_attention's
+   (fused: no [T, T] matrix per head is stored). */
 typedef struct nn_gpt_config {
     int64_t vocab_size;  /* tokens */
     int64_t block_size;  /* context length (positions) */
@@ -1105,16 +1198,22 @@ NN_API nn_tensor nn_gpt_block(nn_graph *g, nn_tensor x, const nn_gpt_config *cfg
    2i + 1). Positions must be run in order 0, 1, 2, ... Use an eval graph made with
    share_params of the trained one; parameter names as nn_gpt's. */
 NN_API nn_tensor nn_gpt_decode(nn_graph *g, nn_tensor idx, nn_tensor pos, const nn_gpt_config *cfg, nn_tensor *caches);
-/* PyTorch's nn.MultiheadAttention(embed_dim, num_heads, dropout, bias, batch_first) called
+/* PyTorch's nn.MultiheadAttention(embed_dim, num_heads, dropout, bias, kdim, vdim,
+   batch_first) called
    as forward(query, key, value, key_padding_mask, need_weights=False, attn_mask,
    is_causal): query [T, B, E] ([B, T, E] with batch_first), key and value [S, B, E] (one
-   shape) -> [T, B, E]. Parameters NAME.in_proj_weight [3E, E] (q | k | v rows, Xavier
-   uniform), NAME.in_proj_bias [3E] (zeros), NAME.out_proj.weight [E, E] (nn.Linear's
-   init), NAME.out_proj.bias [E] (zeros); no_bias: none of the biases. Masks are float32:
-   key_padding_mask [B, S], nonzero where a key is padding (PyTorch's True) and left out;
-   attn_mask [T, S] or [B*num_heads, T, S], added to the scores (PyTorch's float mask; -inf
-   hides); is_causal hides the keys after each query (top-left aligned). The weights are not
-   returned (need_weights=False). Composed: scores stored per head. */
+   shape but the last) -> [T, B, E]. Parameters NAME.in_proj_weight [3E, E] (q | k | v rows,
+   Xavier uniform), NAME.in_proj_bias [3E] (zeros), NAME.out_proj.weight [E, E] (nn.Linear's
+   init), NAME.out_proj.bias [E] (zeros); no_bias: none of the biases. With kdim or vdim
+   other than E (key [S, B, kdim], value [S, B, vdim]) the projections are separate, as
+   PyTorch's: NAME.q_proj_weight [E, E], NAME.k_proj_weight [E, kdim], NAME.v_proj_weight
+   [E, vdim] (Xavier uniform) instead of in_proj_weight; in_proj_bias as before. Masks as PyTorch's:
+   key_padding_mask [B, S], int32 (PyTorch's bool: nonzero where a key is padding, left out)
+   or float32 (added to the scores, -inf hides; it gets a gradient); attn_mask float32
+   [T, S] or [B*num_heads, T, S], added to the scores (-inf hides; it gets a gradient);
+   is_causal hides the keys after each query (top-left aligned). The weights are not
+   returned (need_weights=False). The attention is nn_attention's (fused; both float masks
+   given: their sum [B, H or 1, T, S] is formed, as PyTorch does). */
 typedef struct nn_mha_desc {
     float dropout;                /* on the attention weights (0: none, PyTorch's default) */
     int no_bias;                  /* PyTorch's bias=False */
@@ -1122,6 +1221,7 @@ typedef struct nn_mha_desc {
     nn_tensor key_padding_mask;   /* NN_NONE: none */
     nn_tensor attn_mask;          /* NN_NONE: none */
     int is_causal;
+    int64_t kdim, vdim;           /* key's and value's feature sizes (0: embed_dim) */
 } nn_mha_desc;
 NN_API nn_tensor nn_multihead_attention(nn_graph *g, nn_tensor query, nn_tensor key, nn_tensor value, int64_t embed_dim,
                                         int num_heads, const nn_mha_desc *desc, const char *name);
@@ -1156,6 +1256,21 @@ NN_API nn_tensor nn_transformer_encoder(nn_graph *g, nn_tensor src, int num_laye
                                         const nn_transformer_desc *desc, const char *name);
 NN_API nn_tensor nn_transformer_decoder(nn_graph *g, nn_tensor tgt, nn_tensor memory, int num_layers, int64_t d_model, int nhead,
                                         const nn_transformer_desc *desc, const char *name);
+/* ViT's patch embedding (timm's PatchEmbed and VisionTransformer's tokens): x [B, C, H, W]
+   (H and W multiples of patch_size P) -> a convolution of kernel = stride = P,
+   NAME.proj.weight [E, C, P, P] and NAME.proj.bias [E] (nn.Conv2d's init), flattened to
+   [B, N, E], N = (H/P)(W/P), patches in row-major order (flatten(2).transpose(1, 2));
+   class_token: a learned cls_token [1, 1, E] (N(0, 1e-6), timm's) first, [B, N + 1, E];
+   pos_embed: a learned pos_embed [1, N (+1), E] (N(0, 0.02); timm truncates at 2 std)
+   added. cls_token and pos_embed are named at the model's root as timm's
+   (`cls_token`, `pos_embed`), or PREFIX.cls_token with desc->prefix. */
+typedef struct nn_patch_embedding_desc {
+    int class_token;    /* 1: a cls_token first */
+    int pos_embed;      /* 1: a learned position embedding added */
+    const char *prefix; /* NULL or "": cls_token and pos_embed at the root */
+} nn_patch_embedding_desc;
+NN_API nn_tensor nn_patch_embedding(nn_graph *g, nn_tensor x, int patch_size, int64_t embed_dim,
+                                    const nn_patch_embedding_desc *desc, const char *name);
 
 /* ==== 13. Random ops and dropout =========================================================
    Samples drawn on the device, PyTorch's names and semantics. The generator is counter-based
@@ -1212,7 +1327,11 @@ NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p);
    the mass: a token stays when the mass strictly above it is < top_p, so at least one;
    ties with the last one stay), then one draw from the renormalised probabilities. A
    temperature of 0 (the zeroed desc: HF's default do_sample=False) is greedy: the first
-   index of the largest logit, as torch.argmax. NaN logits count as -inf. The draw's
+   index of the largest logit, as torch.argmax. Non-finite logits (no error is raised):
+   NaN counts as -inf (never drawn while a logit is finite or +inf; greedy skips it where
+   torch.argmax would take it); the +inf logits share the whole mass equally (PyTorch's
+   multinomial raises on the NaN softmax); a row of only NaN and -inf draws each of its V
+   tokens with probability 1/V (greedy: index 0). The draw's
    uniform is the Philox word of counter (row, the op's key, the graph's run count: every
    nn_graph_forward or nn_graph_step is a run) under the graph's seed, and the
    probabilities use only exactly rounded arithmetic in a fixed order (kernels/random.h),
@@ -1245,7 +1364,10 @@ NN_API nn_tensor nn_sinusoidal_positions(nn_graph *g, int64_t T, int64_t D);
    neighbours (x[2i], x[2i + 1]) with interleaved. Positions: positions[t] (int32 [T]) or
    positions[b, t] (int32 [B, T], HF's position_ids), else t; offset is added to each (a
    generation step with a cache of `offset` tokens). The gradient is the inverse rotation;
-   positions get none. */
+   positions get none. NaN and infinities go through PyTorch's products: a NaN makes its
+   pair's two outputs NaN, an infinity its own output infinite and its partner's NaN at
+   angle 0 (inf * sin 0), else infinite (NaN where two infinities meet); the gradient stays
+   finite. */
 typedef struct nn_rope_desc {
     float theta;         /* the base: 0 is 10000 (must be > 1) */
     int rot_dim;         /* 0: D; else even, <= D (partial rotary: the rest is copied) */
@@ -1365,7 +1487,9 @@ typedef struct nn_lr_schedule {
     float min_lr;           /* COSINE (eta_min), LINEAR (the rate reached at total_steps) */
     float pct_start, div_factor, final_div_factor; /* ONECYCLE */
 } nn_lr_schedule;
-/* Into *lr: the rate a schedule gives update t (counted from 0). */
+/* Into *lr: the rate a schedule gives update t (counted from 0). s->lr 0, which in a
+   compile desc means the optimizer's rate, has no rate to stand for here: it is
+   NN_ERR_INVALID_ARGUMENT with *lr 0 (give the base rate; NN_ZERO for an exact 0). */
 NN_API nn_result nn_lr_schedule_at(const nn_lr_schedule *s, int64_t t, float *lr);
 
 struct nn_compile_desc {
@@ -1378,6 +1502,9 @@ struct nn_compile_desc {
                             communicator (MPI_COMM_WORLD, initialised here when the program
                             did not) when it has more than one rank; NN_ZERO: this process
                             alone. Ignored without NN_MPI. */
+    int zero_stage;      /* with data_parallel over more than one rank: 1 shards the optimizer
+                            state (ZeRO stage 1, see "Data-parallel training"); 0: every rank
+                            holds all of it. Ignored without NN_MPI. */
 };
 
 /* Into *count: the updates skip_nonfinite skipped since compile (a read of 8 bytes; 0
@@ -1408,7 +1535,10 @@ typedef struct nn_array {
     nn_shape shape;
     void *data;          /* float or int32_t, numel elements; free with nn_array_free */
 } nn_array;
+/* Loads path into *out (zeroed on failure), converted to dtype as (NN_F32 or NN_I32);
+   ctx holds the error message. */
 NN_API nn_result nn_array_load_idx(nn_context *ctx, const char *path, nn_dtype as, nn_array *out);
+/* Frees a->data and zeroes *a; NULL or a zeroed array does nothing. */
 NN_API void nn_array_free(nn_array *a);
 
 /* A CSV file of numbers into a float32 array [rows, columns]: every row (after the header
@@ -1440,10 +1570,14 @@ typedef struct nn_dataset_desc {
     int shuffle;
     uint64_t seed;       /* 0: the graph's seed; NN_ZERO: 0 */
 } nn_dataset_desc;
+/* Makes the dataset (its inputs and gathers in g, before compile) into *out. */
 NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_dataset **out);
+/* The batch's samples [batch, ...] and labels [batch, ...]: tensors of g to build on. */
 NN_API nn_tensor nn_dataset_x(const nn_dataset *ds);
 NN_API nn_tensor nn_dataset_y(const nn_dataset *ds);
-NN_API nn_result nn_dataset_next_batch(nn_dataset *ds); /* after compile, before each step */
+/* After compile, before each step: writes the next batch's indices (the next epoch's
+   order after the last batch of one). A step without it is refused (nn_graph_step). */
+NN_API nn_result nn_dataset_next_batch(nn_dataset *ds);
 /* Into *epoch: the epoch of the batch taken last (from 0). */
 NN_API nn_result nn_dataset_epoch(const nn_dataset *ds, int64_t *epoch);
 
@@ -1458,7 +1592,10 @@ NN_API nn_result nn_graph_save_safetensors(nn_graph *g, const char *path);
 /* Loads parameters by name into g (before or after compile). A tensor in the file whose
    name matches a parameter must have its shape (else NN_ERR_SHAPE naming it) and dtype F32,
    F16, BF16 or F64 (converted to float32); a parameter missing from the file is NN_ERR_IO
-   unless allow_missing; other tensors in the file are ignored. The file is untrusted: a
+   unless allow_missing, which loads the parameters found and logs at info level how many
+   of how many it loaded (and the first missing name); a file that matches none of the
+   graph's parameters is NN_ERR_IO even with allow_missing. Other tensors in the file are
+   ignored. The file is untrusted: a
    malformed one is NN_ERR_IO with the path and the reason, and no parameter changes unless
    every check passes. */
 NN_API nn_result nn_graph_load_safetensors(nn_graph *g, const char *path, int allow_missing);
@@ -1494,7 +1631,21 @@ NN_API nn_result nn_graph_load_state(nn_graph *g, const char *path);
    step (or compile) fail with NN_ERR_STATE naming it, never hang. A nn_dataset gives each
    rank a disjoint shard of every epoch's permutation (rank r takes the batches r, r + N,
    ...); nn_graph_save_state writes on rank 0 only. Declared only when NN_MPI is defined
-   (nn.h then includes <mpi.h>). */
+   (nn.h then includes <mpi.h>).
+   zero_stage 1 (ZeRO stage 1): rank c keeps the optimizer state of its slice of every
+   bucket of the flat gradient only (about 1/N of it, on the host), the reduce-scatter
+   leaves it that slice of the mean gradient, it updates that slice of the parameters on
+   the host with the CPU backend's SGD or Adam loop, and the updated slices are
+   all-gathered into every rank's parameters (in place of the gradients' all-gather): the
+   same bits as without it on the CPU backend (on a device backend the host's loops and
+   the kernels round a few last bits apart). SGD, Adam and AdamW (not amsgrad) only;
+   clip_norm works (the norm's running sum passes from rank to rank in the single
+   process's order: a message per piece of a parameter, latency-bound); skip_nonfinite is
+   refused. nn_graph_grad reads this rank's own
+   gradient, not the mean. nn_graph_save_state gathers the shards to rank 0, which writes
+   the whole state (the same file as without it); nn_graph_load_state reads the whole
+   state on every rank and keeps its slice, so a state moves between rank counts and
+   zero_stage settings. */
 #ifdef NN_MPI
 /* Sets the communicator data-parallel graphs use (a duplicate of *comm; NULL:
    MPI_COMM_WORLD), calling MPI_Init first when MPI is not initialised (MPI_Finalize then
@@ -1516,11 +1667,19 @@ NN_API nn_result nn_dist_set_timeout(double seconds);
    update waits for the last one (NN_DIST_OVERLAP=0 in the environment: after the backward
    pass instead). The bits do not depend on the buckets. */
 NN_API nn_result nn_dist_set_bucket_bytes(int64_t bytes);
-/* Into *comm_seconds and *wait_seconds, since compile: the time the reduction took (the
-   communication thread's, or the step's own without it) and the time steps waited for it
-   after their backward part; 1 - wait / comm is the share hidden behind the backward
-   pass. 0 and 0 for a graph that is not data-parallel. */
-NN_API nn_result nn_graph_dist_stats(nn_graph *g, double *comm_seconds, double *wait_seconds);
+/* A data-parallel graph's figures (nn_graph_dist_stats). */
+typedef struct nn_dist_stats {
+    double comm_seconds;           /* since compile: the time the reduction took (the
+                                      communication thread's, or the step's own without it) */
+    double wait_seconds;           /* the time steps waited for it after their backward part;
+                                      1 - wait / comm is the share hidden behind the backward pass */
+    int64_t optimizer_state_bytes; /* the optimizer state this rank holds: all of it, or its
+                                      shard (about 1/N) with zero_stage 1 */
+    int64_t gradient_bytes;        /* the flat gradient buffer a step reduces (4 per float) */
+} nn_dist_stats;
+/* Into *stats: the figures above (zeros for a graph that is not data-parallel, but its
+   optimizer_state_bytes). */
+NN_API nn_result nn_graph_dist_stats(nn_graph *g, nn_dist_stats *stats);
 #endif
 
 #ifdef __cplusplus

@@ -4,6 +4,12 @@ nn.h - train and run neural networks from C, on any OpenCL device or on the CPU.
     #define NN_IMPLEMENTATION   (in exactly one .c file, before the include)
     #include "nn.h"
 
+    Best in a file of its own (nn.c: those two lines), compiled only when nn.h changes; the
+    program's other files include nn.h alone and compile in hundredths of a second (README,
+    "Two files"). -DNN_IMPLEMENTATION_DONE makes a file that defines NN_IMPLEMENTATION
+    include only the declarations; -DNN_OPTIMIZE_ALL compiles all of the implementation at
+    the program's optimisation level (by default gcc compiles its run-once code at -Og).
+
     cc -O2 app.c -o app -lm -lpthread         (OpenCL devices and the CPU)
     (-ldl too with a glibc older than 2.34.) No OpenCL headers or -lOpenCL: nn.h declares
     the OpenCL calls it makes and loads the OpenCL library when a context is created, so

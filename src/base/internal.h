@@ -130,6 +130,8 @@ typedef struct nn__node {
     const char *check;   /* non-NULL: the op counts inputs PyTorch would raise on (labels out of
                             range) into g->checks[check_slot]; what they are, for the report */
     int check_slot;
+    int written;         /* INPUT: 0 never written, 1 written since the last step, 2 since read by a step */
+    int per_step;        /* INPUT: a step refuses it unless written since the last step (a dataset's indices) */
 } nn__node;
 
 typedef struct nn__param {
@@ -293,6 +295,9 @@ struct nn_graph {
     int dist_rank, dist_size;    /* this rank and the ranks' count (both 0 unless data-parallel) */
     void *dist;                  /* the reduction's communicator and buffers (NULL: not data-parallel) */
     void (*dist_free)(nn_graph *g); /* its destructor, set by the compile that made it */
+    int zero;                    /* ZeRO stage 1: no update ops; dist.c updates this rank's slice */
+    /* misuse refused rather than silent (issue 22) */
+    int share_names;             /* nn_graph_share_names: a parameter name made again is the same tensor */
 };
 
 
@@ -355,6 +360,16 @@ static nn_result nn__fail(nn_context *ctx, nn_result code, const char *fmt, ...)
     if (nn__refused_ctx == ctx) nn__refused_ctx = NULL; /* a later failure of this thread's */
 #endif
     nn__log(ctx, NN_LOG_DEBUG, "error: %s", ctx->err);
+    return code;
+}
+
+/* A reason kept in ctx->err for the caller to report (a backend that does not take the
+   device asked for): nn__fail without its debug line, so that the reason is logged once. */
+static NN__MAYBE_UNUSED nn_result nn__reason(nn_context *ctx, nn_result code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx->err, sizeof ctx->err, fmt, ap);
+    va_end(ap);
     return code;
 }
 

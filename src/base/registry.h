@@ -190,14 +190,18 @@
     X(ATTENTION, "attention", attention, 0)                                   \
     X(ATTENTION_DELTA, "attention_grad_delta", attention_delta, 0)            \
     X(ATTENTION_DQ, "attention_grad_query", attention_dq, 0)                  \
-    X(ATTENTION_DKV, "attention_grad_key_value", attention_dkv, 0)
+    X(ATTENTION_DKV, "attention_grad_key_value", attention_dkv, 0)            \
+    X(ATTENTION_DMASK, "attention_grad_mask", attention_dmask, 0)
 
 #define NN__OPS_RECURRENT(X)                                         \
     X(REC_WS, "recurrent_workspace", rec_ws, NN__OPF_NO_GRAD)        \
     X(REC_SEQ, "recurrent", rec_seq, 0)                              \
     X(REC_SEQ_GRAD, "recurrent_grad", rec_seq_grad, 0)               \
     X(LAST_VALID, "last_valid", last_valid, 0)                       \
-    X(LAST_VALID_GRAD, "last_valid_grad", last_valid_grad, 0)
+    X(LAST_VALID_GRAD, "last_valid_grad", last_valid_grad, 0)                \
+    X(REC_STATE, "recurrent_state", rec_state, NN__OPF_NO_GRAD | NN__OPF_WRITABLE) \
+    X(REC_STATE_SET, "recurrent_state_set", rec_state_set, NN__OPF_NO_GRAD)   \
+    X(REC_REVERSE, "reverse_sequences", rec_reverse, 0)
 
 #define NN__OPS(X)                                                                                          \
     NN__OPS_LEAF(X) NN__OPS_ELEMENTWISE(X) NN__OPS_MATMUL(X) NN__OPS_REDUCE(X) NN__OPS_SOFTMAX(X)          \

@@ -864,23 +864,20 @@ static NN__MAYBE_UNUSED void nn__sgemm_ws(nn__gemm_ws *ws, int transA, int trans
     nn__sgemm_run(NULL, ws, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
-static void nn__sgemm_run(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int transB, int M, int N, int K,
-                          float alpha, const float *A, int lda, const float *B, int ldb, float beta, float *C,
-                          int ldc) {
+/* Fills J for C[M,N] = alpha op(A) op(B) + beta C on up to n_thr threads (M, N, K > 0,
+   alpha != 0): the arch, the C^T choice, the K block, the thread grid. Returns the bytes
+   of packing memory its tasks need (J.buf_floats each, 64-byte aligned) and the task
+   count in *n_tasks. nn__sgemm_run and nn__sgemm_mem_bytes share it, so a caller that
+   sizes memory at plan time gets the bytes the product takes. */
+static size_t nn__gemm_prepare(nn__gemm_job *Jp, int n_thr, int transA, int transB, int M, int N, int K, float alpha,
+                               const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc,
+                               int *n_tasks_out) {
     const nn__gemm_arch *arch;
     nn__gemm_job J;
-    int mr, nr, mtiles, ntiles, n_thr, tm, tn, best_tm, best_tn, nkb, n_tasks, i;
+    int mr, nr, mtiles, ntiles, tm, tn, best_tm, best_tn, nkb, n_tasks;
     double best_cost;
     size_t mc_alloc, nc_alloc;
-    void *raw;
-    size_t ws_bytes;
-    int owned;
 
-    if (M <= 0 || N <= 0) return;
-    if (K <= 0 || alpha == 0.0f) {
-        nn__gemm_scale_c(M, N, beta, C, ldc);
-        return;
-    }
     arch = nn__gemm_pick_arch();
     mr = arch->mr;
     nr = arch->nr;
@@ -930,7 +927,6 @@ static void nn__sgemm_run(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int
        (repacked per NC block) and B columns.  Small problems stay serial. */
     mtiles = (M + mr - 1) / mr;
     ntiles = (N + nr - 1) / nr;
-    n_thr = nn__threadpool_size(pool);
     if ((double)M * N * K < nn__gemm_mt_min_macs) n_thr = 1;
     best_tm = 1;
     best_tn = 1;
@@ -960,19 +956,43 @@ static void nn__sgemm_run(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int
     nc_alloc = (size_t)(J.nblk < arch->nc ? J.nblk : arch->nc);
     J.a_floats = (mc_alloc * (size_t)J.kc + 15) / 16 * 16;
     J.buf_floats = J.a_floats + (nc_alloc * (size_t)J.kc + 15) / 16 * 16;
+    *Jp = J;
+    *n_tasks_out = n_tasks;
+    return sizeof(float) * J.buf_floats * (size_t)n_tasks + NN__GEMM_ALIGN;
+}
+
+/* raw rounded up to the alignment by pointer arithmetic (no int->pointer cast) */
+static float *nn__gemm_align(void *raw) {
+    return (float *)(void *)((unsigned char *)raw +
+                             ((NN__GEMM_ALIGN - ((uintptr_t)raw & (NN__GEMM_ALIGN - 1))) & (NN__GEMM_ALIGN - 1)));
+}
+
+static void nn__sgemm_run(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int transB, int M, int N, int K,
+                          float alpha, const float *A, int lda, const float *B, int ldb, float beta, float *C,
+                          int ldc) {
+    nn__gemm_job J;
+    int n_tasks, i;
+    void *raw;
+    size_t ws_bytes;
+    int owned;
+
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0 || alpha == 0.0f) {
+        nn__gemm_scale_c(M, N, beta, C, ldc);
+        return;
+    }
+    ws_bytes = nn__gemm_prepare(&J, nn__threadpool_size(pool), transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C,
+                                ldc, &n_tasks);
     /* the pool's workspace when there is one: a training step then allocates nothing */
-    ws_bytes = sizeof(float) * J.buf_floats * (size_t)n_tasks + NN__GEMM_ALIGN;
     raw = ws ? nn__gemm_ws_get(ws, ws_bytes) : nn__threadpool_workspace(pool, ws_bytes);
     owned = raw == NULL && !ws;
     if (owned) raw = NN_MALLOC(ws_bytes);
     if (!raw) {
         if (nn__gemm_small(&J, pool)) return;
-        nn__gemm_nopack(transA, transB, J.ct ? N : M, J.ct ? M : N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        nn__gemm_nopack(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
-    /* Round up to the alignment by pointer arithmetic (no int->pointer cast). */
-    J.buf = (float *)(void *)((unsigned char *)raw +
-                              ((NN__GEMM_ALIGN - ((uintptr_t)raw & (NN__GEMM_ALIGN - 1))) & (NN__GEMM_ALIGN - 1)));
+    J.buf = nn__gemm_align(raw);
 
     if (n_tasks > 1)
         nn__threadpool_run(pool, nn__gemm_task, &J, n_tasks);
@@ -981,76 +1001,122 @@ static void nn__sgemm_run(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int
     if (owned) NN_FREE(raw);
 }
 
+/* The bytes nn__sgemm_mem needs for this product (0 when it packs nothing). */
+static NN__MAYBE_UNUSED size_t nn__sgemm_mem_bytes(int transA, int transB, int M, int N, int K) {
+    nn__gemm_job J;
+    int n_tasks;
+    if (M <= 0 || N <= 0 || K <= 0) return 0;
+    return nn__gemm_prepare(&J, 1, transA, transB, M, N, K, 1.0f, NULL, 1, NULL, 1, 0.0f, NULL, 1, &n_tasks);
+}
+
+/* nn__sgemm_ws on the caller's memory (mem, bytes from nn__sgemm_mem_bytes or more): no
+   allocation, the same bits. 0 when bytes is short (nothing done). */
+static NN__MAYBE_UNUSED int nn__sgemm_mem(void *mem, size_t bytes, int transA, int transB, int M, int N, int K,
+                                          float alpha, const float *A, int lda, const float *B, int ldb, float beta,
+                                          float *C, int ldc) {
+    nn__gemm_job J;
+    int n_tasks;
+    if (M <= 0 || N <= 0) return 1;
+    if (K <= 0 || alpha == 0.0f) {
+        nn__gemm_scale_c(M, N, beta, C, ldc);
+        return 1;
+    }
+    if (nn__gemm_prepare(&J, 1, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, &n_tasks) > bytes ||
+        !mem)
+        return 0;
+    J.buf = nn__gemm_align(mem);
+    nn__gemm_task(&J, 0, 1);
+    return 1;
+}
+
 /* ---- a B operand packed once for many products ------------------------ */
 
 /* op(B) [K, N] packed whole, for many products with it on one thread (nn__sgemm_pb): per
    K block (the kc nn__sgemm_run picks for this K), all N columns in NR-wide panels, as
    nn__gemm_block packs them block by block. A recurrent layer's W_hh, used by every time
-   step. Free raw with NN_FREE. */
+   step. The memory is the caller's (nn__gemm_pb_bytes), sized when a graph is planned. */
 typedef struct {
     const nn__gemm_arch *arch;
     int K, N, kc, npad;
-    float *p; /* 64-byte aligned, in raw */
-    void *raw;
+    float *p; /* 64-byte aligned, in the caller's memory */
 } nn__gemm_pb;
 
-/* 0 when out of memory (then pb->raw is NULL and the caller multiplies unpacked) */
-static NN__MAYBE_UNUSED int nn__gemm_pb_make(nn__gemm_pb *pb, int transB, int K, int N, const float *B, int ldb) {
+/* pb's geometry for op(B) [K, N] (no memory); returns the bytes nn__gemm_pb_pack needs */
+static size_t nn__gemm_pb_geom(nn__gemm_pb *pb, int K, int N) {
     const nn__gemm_arch *arch = nn__gemm_pick_arch();
-    int nkb = (K + arch->kc - 1) / arch->kc, pc;
+    int nkb = K > 0 ? (K + arch->kc - 1) / arch->kc : 1;
     pb->arch = arch;
     pb->K = K;
     pb->N = N;
-    pb->kc = ((K + nkb - 1) / nkb + 7) / 8 * 8;
+    pb->kc = K > 0 ? ((K + nkb - 1) / nkb + 7) / 8 * 8 : 0;
     if (pb->kc > K) pb->kc = K;
     pb->npad = (N + arch->nr - 1) / arch->nr * arch->nr;
     pb->p = NULL;
-    pb->raw = K > 0 && N > 0 ? NN_MALLOC(sizeof(float) * (size_t)K * (size_t)pb->npad + NN__GEMM_ALIGN) : NULL;
-    if (!pb->raw) return 0;
-    pb->p = (float *)(void *)((unsigned char *)pb->raw +
-                              ((NN__GEMM_ALIGN - ((uintptr_t)pb->raw & (NN__GEMM_ALIGN - 1))) & (NN__GEMM_ALIGN - 1)));
+    return K > 0 && N > 0 ? sizeof(float) * (size_t)K * (size_t)pb->npad + NN__GEMM_ALIGN : 0;
+}
+static NN__MAYBE_UNUSED size_t nn__gemm_pb_bytes(int K, int N) {
+    nn__gemm_pb pb;
+    return nn__gemm_pb_geom(&pb, K, N);
+}
+
+/* Packs op(B) into mem (nn__gemm_pb_bytes(K, N) bytes) */
+static NN__MAYBE_UNUSED void nn__gemm_pb_pack(nn__gemm_pb *pb, int transB, int K, int N, const float *B, int ldb,
+                                              void *mem) {
+    int pc;
+    if (nn__gemm_pb_geom(pb, K, N) == 0 || !mem) return;
+    pb->p = nn__gemm_align(mem);
     for (pc = 0; pc < K; pc += pb->kc) {
         int kc = K - pc < pb->kc ? K - pc : pb->kc;
-        arch->pack_b(transB, B, ldb, pc, kc, 0, N, arch->nr, pb->p + (size_t)pc * pb->npad);
+        pb->arch->pack_b(transB, B, ldb, pc, kc, 0, N, pb->arch->nr, pb->p + (size_t)pc * pb->npad);
     }
-    return 1;
+}
+
+/* The job of a product of M rows with pb; returns the bytes of A's packing memory */
+static size_t nn__gemm_pb_job(nn__gemm_job *J, const nn__gemm_pb *pb, int transA, int M, float alpha, const float *A,
+                              int lda, float beta, float *C, int ldc) {
+    const nn__gemm_arch *arch = pb->arch;
+    size_t mc_alloc;
+    memset(J, 0, sizeof *J);
+    J->arch = arch;
+    J->transA = transA;
+    J->M = M;
+    J->N = pb->N;
+    J->K = pb->K;
+    J->alpha = alpha;
+    J->beta = beta;
+    J->A = A;
+    J->lda = lda;
+    J->C = C;
+    J->ldc = ldc;
+    J->kc = pb->kc;
+    J->mblk = (M + arch->mr - 1) / arch->mr * arch->mr;
+    J->nblk = pb->npad;
+    J->tn = 1;
+    J->bpk = pb->p;
+    J->npad = pb->npad;
+    mc_alloc = (size_t)(J->mblk < arch->mc ? J->mblk : arch->mc);
+    J->a_floats = (mc_alloc * (size_t)J->kc + 15) / 16 * 16;
+    J->buf_floats = J->a_floats;
+    return sizeof(float) * J->buf_floats + NN__GEMM_ALIGN;
+}
+
+/* The bytes nn__sgemm_pb needs for M rows against op(B) [K, N] */
+static NN__MAYBE_UNUSED size_t nn__sgemm_pb_bytes(int K, int N, int M) {
+    nn__gemm_pb pb;
+    nn__gemm_job J;
+    if (M <= 0 || nn__gemm_pb_geom(&pb, K, N) == 0) return 0;
+    return nn__gemm_pb_job(&J, &pb, 0, M, 1.0f, NULL, 1, 0.0f, NULL, 1);
 }
 
 /* C[M, N] = alpha op(A) op(B) + beta C on the calling thread, op(B) from pb (K, N its
-   own), packing A in ws: the same bits as nn__sgemm with that op(B). 0 when ws cannot
-   grow (nothing done). */
-static NN__MAYBE_UNUSED int nn__sgemm_pb(nn__gemm_ws *ws, const nn__gemm_pb *pb, int transA, int M, float alpha,
+   own), packing A in mem (bytes from nn__sgemm_pb_bytes): the same bits as nn__sgemm with
+   that op(B). 0 when bytes is short (nothing done). */
+static NN__MAYBE_UNUSED int nn__sgemm_pb(void *mem, size_t bytes, const nn__gemm_pb *pb, int transA, int M, float alpha,
                                          const float *A, int lda, float beta, float *C, int ldc) {
     nn__gemm_job J;
-    const nn__gemm_arch *arch = pb->arch;
-    size_t mc_alloc;
-    void *raw;
     if (M <= 0) return 1;
-    memset(&J, 0, sizeof J);
-    J.arch = arch;
-    J.transA = transA;
-    J.M = M;
-    J.N = pb->N;
-    J.K = pb->K;
-    J.alpha = alpha;
-    J.beta = beta;
-    J.A = A;
-    J.lda = lda;
-    J.C = C;
-    J.ldc = ldc;
-    J.kc = pb->kc;
-    J.mblk = (M + arch->mr - 1) / arch->mr * arch->mr;
-    J.nblk = pb->npad;
-    J.tn = 1;
-    J.bpk = pb->p;
-    J.npad = pb->npad;
-    mc_alloc = (size_t)(J.mblk < arch->mc ? J.mblk : arch->mc);
-    J.a_floats = (mc_alloc * (size_t)J.kc + 15) / 16 * 16;
-    J.buf_floats = J.a_floats;
-    raw = nn__gemm_ws_get(ws, sizeof(float) * J.buf_floats + NN__GEMM_ALIGN);
-    if (!raw) return 0;
-    J.buf = (float *)(void *)((unsigned char *)raw +
-                              ((NN__GEMM_ALIGN - ((uintptr_t)raw & (NN__GEMM_ALIGN - 1))) & (NN__GEMM_ALIGN - 1)));
+    if (nn__gemm_pb_job(&J, pb, transA, M, alpha, A, lda, beta, C, ldc) > bytes || !mem || !pb->p) return 0;
+    J.buf = nn__gemm_align(mem);
     nn__gemm_task(&J, 0, 1);
     return 1;
 }

@@ -296,8 +296,10 @@ static float nn__lr_at(const nn_lr_schedule *sched, int64_t t) {
 
 NN_API nn_result nn_lr_schedule_at(const nn_lr_schedule *s, int64_t t, float *lr) {
     if (!lr) return NN_ERR_INVALID_ARGUMENT;
-    *lr = s ? nn__lr_at(s, t) : 0.0f;
-    return s ? NN_OK : NN_ERR_INVALID_ARGUMENT;
+    *lr = 0.0f;
+    if (!s || s->lr == 0.0f) return NN_ERR_INVALID_ARGUMENT; /* 0 is "the optimizer's rate", and there is none here */
+    *lr = nn__lr_at(s, t);
+    return NN_OK;
 }
 
 NN_API nn_result nn_graph_set_schedule(nn_graph *g, const nn_lr_schedule *s) {

@@ -331,8 +331,51 @@ typedef struct {
     float *ws, *y, *hp, *dht, *du;
     int64_t off[5], po[6];
     int per;               /* rows per task */
-    const nn__gemm_pb *pb; /* W_hh packed once (or NULL: out of memory) */
+    nn__gemm_pb pb;        /* W_hh packed once per run, in the node's scratch */
+    unsigned char *mem;    /* the tasks' memory, task_bytes each: */
+    size_t task_bytes, e_bytes, gw_bytes; /* the LSTM's vector-exp row, then GEMM packing */
 } nn__rec_job;
+
+/* The time loop's tasks: the pool's threads, at most one per batch row, *per rows each. */
+static int nn__cpu_rec_tasks(const nn__threadpool *pool, int B, int *per) {
+    int tasks = nn__threadpool_size(pool);
+    if (tasks > B) tasks = B;
+    if (tasks < 1) tasks = 1;
+    *per = (B + tasks - 1) / tasks;
+    return (B + *per - 1) / *per;
+}
+
+static size_t nn__rec_round64(size_t n) { return (n + 63) / 64 * 64; }
+
+/* The CPU memory of a time loop (grad: its gradient's), planned with the node (after its
+   own scratch): W_hh packed, then per task the LSTM forward's vector-exp row (8H floats)
+   and the packing memory of its GEMMs (the state's product against the packed W_hh, the
+   projection's product: one at a time, so they share it). Fills J's sizes when J is not
+   NULL; returns the floats. A run then allocates nothing. */
+static int64_t nn__cpu_rec_mem(const nn__threadpool *pool, const nn__rec_attr *a, int grad, nn__rec_job *J) {
+    int per, tasks = nn__cpu_rec_tasks(pool, a->B, &per), GH = a->G * a->H, k;
+    int nbs[2];
+    size_t pb, e = 0, gw = 0;
+    nbs[0] = per, nbs[1] = a->B - (tasks - 1) * per;
+    pb = nn__rec_round64(grad ? nn__gemm_pb_bytes(GH, a->Hr) : nn__gemm_pb_bytes(a->Hr, GH));
+    if (!grad && a->kind == NN__REC_LSTM) e = nn__rec_round64(sizeof(float) * 8 * (size_t)a->H);
+    for (k = 0; k < 2; k++) {
+        size_t s = grad ? nn__sgemm_pb_bytes(GH, a->Hr, nbs[k]) : nn__sgemm_pb_bytes(a->Hr, GH, nbs[k]);
+        if (s > gw) gw = s;
+        if (a->i_whr >= 0) {
+            s = grad ? nn__sgemm_mem_bytes(0, 0, nbs[k], a->H, a->Hr) : nn__sgemm_mem_bytes(0, 1, nbs[k], a->Hr, a->H);
+            if (s > gw) gw = s;
+        }
+    }
+    gw = nn__rec_round64(gw);
+    if (J) {
+        J->per = per;
+        J->e_bytes = e;
+        J->gw_bytes = gw;
+        J->task_bytes = e + gw;
+    }
+    return (int64_t)((pb + (size_t)tasks * (e + gw)) / sizeof(float));
+}
 
 static void nn__cpu_rec_seq_task(void *arg, int task, int n_tasks) {
     const nn__rec_job *J = (const nn__rec_job *)arg;
@@ -340,27 +383,25 @@ static void nn__cpu_rec_seq_task(void *arg, int task, int n_tasks) {
     int T = a->T, B = a->B, H = a->H, Hr = a->Hr, GH = a->G * a->H, s;
     int b0 = task * J->per, b1 = b0 + J->per < B ? b0 + J->per : B, nb = b1 - b0;
     size_t BHr = (size_t)B * Hr, BH = (size_t)B * H;
-    float *ws = J->ws, *hp = J->hp + (size_t)b0 * GH, *e;
-    nn__gemm_ws gw = {NULL, 0};
+    float *ws = J->ws, *hp = J->hp + (size_t)b0 * GH;
+    unsigned char *mem = J->mem + (size_t)task * J->task_bytes;
+    float *e = J->e_bytes ? (float *)(void *)mem : NULL; /* LSTM: the vector gate math */
+    void *gw = mem + J->e_bytes;
     (void)n_tasks;
     if (nb <= 0) return;
-    e = a->kind == NN__REC_LSTM ? (float *)NN_MALLOC(sizeof(float) * 8 * (size_t)H) : NULL; /* NULL: scalar */
     for (s = 0; s < T; s++) {
         int t = a->reverse ? T - 1 - s : s;
         size_t oh = (size_t)J->off[1] + s * BHr;
-        if (!J->pb || !nn__sgemm_pb(&gw, J->pb, 0, nb, 1.0f, ws + oh + (size_t)b0 * Hr, Hr, 0.0f, hp, GH))
-            nn__sgemm_ws(&gw, 0, 1, nb, GH, Hr, 1.0f, ws + oh + (size_t)b0 * Hr, Hr, J->whh, Hr, 0.0f, hp, GH);
+        (void)nn__sgemm_pb(gw, J->gw_bytes, &J->pb, 0, nb, 1.0f, ws + oh + (size_t)b0 * Hr, Hr, 0.0f, hp, GH);
         nn__cpu_rec_gates_fwd(a->kind, B, b0, b1, H, Hr, t, J->xp + (size_t)t * B * GH, J->hp, J->bias, J->lens, ws,
                               J->y + (size_t)t * BHr, J->whr != NULL, (size_t)J->off[0] + s * (size_t)B * GH, oh,
                               (size_t)J->off[2] + s * BH, (size_t)J->off[3] + s * BH, (size_t)J->off[4] + s * BH, e);
         if (J->whr) {
-            nn__sgemm_ws(&gw, 0, 1, nb, Hr, H, 1.0f, ws + J->off[3] + s * BH + (size_t)b0 * H, H, J->whr, H, 0.0f,
-                         ws + oh + BHr + (size_t)b0 * Hr, Hr);
+            (void)nn__sgemm_mem(gw, J->gw_bytes, 0, 1, nb, Hr, H, 1.0f, ws + J->off[3] + s * BH + (size_t)b0 * H, H, J->whr,
+                                H, 0.0f, ws + oh + BHr + (size_t)b0 * Hr, Hr);
             nn__cpu_rec_proj_fix(B, b0, b1, Hr, t, J->lens, ws, J->y + (size_t)t * BHr, oh);
         }
     }
-    NN_FREE(gw.p);
-    NN_FREE(e);
 }
 
 static void nn__cpu_rec_grad_task(void *arg, int task, int n_tasks) {
@@ -371,7 +412,7 @@ static void nn__cpu_rec_grad_task(void *arg, int task, int n_tasks) {
     size_t BHr = (size_t)B * Hr, BH = (size_t)B * H;
     const float *gy = J->xp, *ws = J->ws;
     float *pk = J->y, *dh = J->y + J->po[1], *dc = J->y + J->po[2];
-    nn__gemm_ws gw = {NULL, 0};
+    void *gw = J->mem + (size_t)task * J->task_bytes + J->e_bytes;
     (void)n_tasks;
     if (nb <= 0) return;
     for (s = T - 1; s >= 0; s--) {
@@ -379,34 +420,29 @@ static void nn__cpu_rec_grad_task(void *arg, int task, int n_tasks) {
         float *dhp_s = J->hp + (size_t)s * B * GH;
         if (J->whr) {
             nn__cpu_rec_proj_bwd(b0, b1, Hr, t, J->lens, gy + (size_t)t * BHr, dh, J->dht + s * BHr);
-            nn__sgemm_ws(&gw, 0, 0, nb, H, Hr, 1.0f, J->dht + s * BHr + (size_t)b0 * Hr, Hr, J->whr, H, 0.0f,
-                         J->du + (size_t)b0 * H, H);
+            (void)nn__sgemm_mem(gw, J->gw_bytes, 0, 0, nb, H, Hr, 1.0f, J->dht + s * BHr + (size_t)b0 * Hr, Hr, J->whr, H,
+                                0.0f, J->du + (size_t)b0 * H, H);
         }
         nn__cpu_rec_gates_bwd(a->kind, B, b0, b1, H, Hr, t, ws, gy + (size_t)t * BHr, J->lens, J->whr ? J->du : NULL,
                               dh, dc, pk + J->po[0] + (size_t)t * B * GH, dhp_s, (size_t)J->off[0] + s * (size_t)B * GH,
                               (size_t)J->off[1] + s * BHr, (size_t)J->off[2] + s * BH, (size_t)J->off[4] + s * BH);
-        if (!J->pb || !nn__sgemm_pb(&gw, J->pb, 0, nb, 1.0f, dhp_s + (size_t)b0 * GH, GH, 1.0f, dh + (size_t)b0 * Hr, Hr))
-            nn__sgemm_ws(&gw, 0, 0, nb, Hr, GH, 1.0f, dhp_s + (size_t)b0 * GH, GH, J->whh, Hr, 1.0f, dh + (size_t)b0 * Hr,
-                         Hr);
+        (void)nn__sgemm_pb(gw, J->gw_bytes, &J->pb, 0, nb, 1.0f, dhp_s + (size_t)b0 * GH, GH, 1.0f, dh + (size_t)b0 * Hr,
+                           Hr);
     }
-    NN_FREE(gw.p);
 }
 
 /* Runs the time loop of job J (its pointers and offsets set) over the pool's threads, with
    W_hh packed once for all steps and threads (op(W_hh) [K, N] = W_hh^T forward, W_hh
-   backward). */
-static void nn__cpu_rec_run(nn__threadpool *pool, nn__rec_job *J, nn__task_fn fn, int transB, int K, int N) {
-    int B = J->a->B, tasks = nn__threadpool_size(pool);
-    nn__gemm_pb pb;
-    J->pb = nn__gemm_pb_make(&pb, transB, K, N, J->whh, J->a->Hr) ? &pb : NULL;
-    if (tasks > B) tasks = B;
-    if (tasks < 1) tasks = 1;
-    J->per = (B + tasks - 1) / tasks;
-    tasks = (B + J->per - 1) / J->per;
+   backward), in mem: nn__cpu_rec_mem's floats, planned with the node. */
+static void nn__cpu_rec_run(nn__threadpool *pool, nn__rec_job *J, nn__task_fn fn, int grad, float *mem) {
+    int GH = J->a->G * J->a->H, Hr = J->a->Hr, tasks;
+    (void)nn__cpu_rec_mem(pool, J->a, grad, J);
+    if (grad) nn__gemm_pb_pack(&J->pb, 0, GH, Hr, J->whh, Hr, mem);
+    else nn__gemm_pb_pack(&J->pb, 1, Hr, GH, J->whh, Hr, mem);
+    J->mem = (unsigned char *)mem + nn__rec_round64(grad ? nn__gemm_pb_bytes(GH, Hr) : nn__gemm_pb_bytes(Hr, GH));
+    tasks = (J->a->B + J->per - 1) / J->per;
     if (tasks <= 1) fn(J, 0, 1);
     else nn__threadpool_run(pool, fn, J, tasks);
-    NN_FREE(pb.raw);
-    J->pb = NULL;
 }
 
 /* y[j] = sum over r of x[r * cols + j], in order of r (rec_colsum) */
@@ -431,4 +467,15 @@ static void nn__cpu_last_valid_bwd(const float *dy, const int32_t *lens, float *
     int b;
     memset(dx, 0, (size_t)T * B * F * 4);
     for (b = 0; b < B; b++) memcpy(dx + nn__last_at(bf, T, B, F, nn__last_t(lens, b, T), b), dy + (size_t)b * F, (size_t)F * 4);
+}
+
+/* nn_bidirectional's reversal (rec_reverse): each row's first lens[b] steps (clamped to
+   [1, T]; lens NULL: all T) reversed, the rest copied */
+static void nn__cpu_rec_reverse_loop(const float *x, const int32_t *lens, float *y, int T, int B, int F, int bf) {
+    int b, t;
+    for (b = 0; b < B; b++) {
+        int n = lens ? nn__last_t(lens, b, T) + 1 : T;
+        for (t = 0; t < T; t++)
+            memcpy(y + nn__last_at(bf, T, B, F, t, b), x + nn__last_at(bf, T, B, F, t < n ? n - 1 - t : t, b), (size_t)F * 4);
+    }
 }

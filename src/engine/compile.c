@@ -348,8 +348,15 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     if (g->status != NN_OK) return g->status;
     memset(&d, 0, sizeof d);
     if (desc) d = *desc;
+    if (d.loss.id == 0 && d.optimizer.kind != NN_OPT_NONE) /* else a forward-only graph whose steps change nothing */
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: an optimizer is set but no loss: set "
+                        "nn_compile_desc.loss to the scalar to minimise (or leave the optimizer zeroed for a forward-only graph)");
     r = nn__optim()->configure(g, &d);
     if (r != NN_OK) return r;
+#ifdef NN_MPI /* ZeRO stage 1 (src/dist/dist.c): decided before the optimizer's ops are added */
+    r = nn__dist_plan(g, &d);
+    if (r != NN_OK) return r;
+#endif
     n_user = g->n_forward = g->n_nodes;
     if (d.loss.id != 0) {
         nn__node *L;
@@ -456,10 +463,30 @@ NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc) {
 
 /* ---- running ---- */
 
+/* A dataset's batch indices (its NAME.idx input, nn__node.per_step) before a run: written
+   at least once, and on a step (fn "nn_graph_step") written since the last step, so that a
+   forgotten nn_dataset_next_batch is an error, not row 0 or the last batch again. Other
+   inputs keep their contents across steps until written again (api.h, nn_input). */
+static nn_result nn__check_inputs(nn_graph *g, const char *fn) {
+    int i;
+    for (i = 1; i < g->n_nodes; i++) {
+        const nn__node *n = &g->nodes[i];
+        if (n->op != NN__OP_INPUT || !n->live || !n->per_step) continue;
+        if (n->written == 0)
+            return nn__fail(g->ctx, NN_ERR_STATE, "%s: no batch was taken from dataset input %s: call "
+                            "nn_dataset_next_batch() before each step", fn, n->name);
+        if (n->written == 2 && strcmp(fn, "nn_graph_step") == 0)
+            return nn__fail(g->ctx, NN_ERR_STATE, "%s: dataset input %s was not written since the last step (the same "
+                            "batch again): call nn_dataset_next_batch() before each step", fn, n->name);
+    }
+    return NN_OK;
+}
+
 static nn_result nn__run(nn_graph *g, int n_sched) {
     if (!g->compiled || g->status != NN_OK) {
         if (g->ctx->dead_refs) return g->status;
-        return nn__fail(g->ctx, NN_ERR_STATE, "the graph is not compiled (or failed to compile)");
+        if (!g->compiled) return nn__fail(g->ctx, NN_ERR_STATE, "the graph is not compiled: call nn_graph_compile first");
+        return nn__fail(g->ctx, NN_ERR_STATE, "the graph failed to compile (%s); it cannot run", nn_result_string(g->status));
     }
     if (g->broken)
         return nn__fail(g->ctx, NN_ERR_STATE, "an earlier step failed part way, so parameters and optimizer state may be "
@@ -478,6 +505,7 @@ static nn_result nn__graph_step(nn_graph *g) {
     nn__opt_clock clock;
     float lr;
     if (!g->compiled || g->status != NN_OK) return nn__run(g, 0);
+    if ((r = nn__check_inputs(g, "nn_graph_step")) != NN_OK) return r;
     g->step++;
     g->progress = 0;
     clock = g->clock;
@@ -492,7 +520,10 @@ static nn_result nn__graph_step(nn_graph *g) {
         r = nn__dist_backward(g, nn__run); /* forward, backward, the reduction overlapped */
         progress = g->progress;
         g->step = step0 + (uint64_t)g->dist_size;
-        if (r == NN_OK && nn__opt_begin(g)) {
+        if (r == NN_OK && g->zero && nn__opt_begin(g)) { /* ZeRO-1: this rank's slice, then the all-gather */
+            r = nn__dist_zero_update(g);
+            progress += g->progress;
+        } else if (r == NN_OK && !g->zero && nn__opt_begin(g)) {
             g->run_from = g->n_sched_update;
             r = nn__run(g, g->n_sched);
             g->run_from = 0;
@@ -508,6 +539,10 @@ static nn_result nn__graph_step(nn_graph *g) {
         g->step--;
         g->clock = clock;
         g->lr = lr;
+    } else {
+        int i;
+        for (i = 1; i < g->n_nodes; i++) /* read by this step (nn__check_inputs) */
+            if (g->nodes[i].op == NN__OP_INPUT && g->nodes[i].written) g->nodes[i].written = 2;
     }
     return r;
 }
@@ -517,9 +552,15 @@ NN_API nn_result nn_graph_step(nn_graph *g) {
     return NN__EXCLUSIVE(g->ctx, "nn_graph_step", nn__graph_step(g));
 }
 
+static nn_result nn__graph_forward(nn_graph *g) {
+    nn_result r;
+    if (g->compiled && g->status == NN_OK && (r = nn__check_inputs(g, "nn_graph_forward")) != NN_OK) return r;
+    return nn__run(g, g->n_sched_forward);
+}
+
 NN_API nn_result nn_graph_forward(nn_graph *g) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
-    return NN__EXCLUSIVE(g->ctx, "nn_graph_forward", nn__run(g, g->n_sched_forward));
+    return NN__EXCLUSIVE(g->ctx, "nn_graph_forward", nn__graph_forward(g));
 }
 
 static nn_result nn__graph_finish(nn_graph *g) {

@@ -105,7 +105,15 @@ static nn_result nn__open_backend(nn_context *ctx, const char *device, const nn_
         if (r != NN_ERR_UNAVAILABLE) return r;
         if (ctx->err[0] && (!device || !why[0])) snprintf(why, sizeof why, "%s", ctx->err);
     }
-    if (device) nn__fail(ctx, r, "NN_DEVICE=%s: %s", device, why[0] ? why : "no backend takes this device");
+    if (device) /* the CPU backend's own "takes only cpu" says less than a device backend's reason */
+        nn__reason(ctx, r, "NN_DEVICE=%s: %s", device, /* nn_context_create logs it */
+                 why[0] && strstr(why, "takes only") == NULL ? why : "no backend takes this device: it takes cpu"
+#ifndef NN_NO_OPENCL
+                 " (OpenCL: opencl, gpu, an index or a substring of a device's name)"
+#else
+                 " (nn.h was built with NN_NO_OPENCL)"
+#endif
+        );
     return r;
 }
 

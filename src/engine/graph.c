@@ -210,6 +210,13 @@ static const char *nn__foreign(nn_tensor t) {
                         : "it is a tensor of another graph (or a handle not returned by this graph's builders)";
 }
 
+/* What a graph that takes no more ops is, for the messages. */
+static const char *nn__graph_state(const nn_graph *g) {
+    if (g->ctx->dead_refs) return "orphaned (its context was destroyed)";
+    if (g->status != NN_OK) return "compiled, and its compile failed";
+    return g->loss > 0 ? "compiled (a training graph)" : "compiled (a forward-only graph)";
+}
+
 /* 1 when every tensor is a usable node of g; else the op fails (quietly if an input had
    already failed, since that error is on record). */
 /* The inputs of an op: tensors of g, and not rank 0 unless rank0 (the ops whose code
@@ -218,8 +225,10 @@ static const char *nn__foreign(nn_tensor t) {
 static int nn__check_in(nn_graph *g, const char *op, int n, const nn_tensor *t, int rank0) {
     int i;
     if (!g) return 0;
-    if (g->compiled) {
-        nn__op_fail(g, NN_ERR_STATE, "%s: the graph is already compiled", op);
+    if (g->compiled) { /* refused here, and the graph is left as it was: a compiled graph still runs */
+        nn__fail(g->ctx, NN_ERR_STATE, "%s: the graph is %s, so nothing can be added to it: build every op before "
+                 "nn_graph_compile, or build another graph (nn_graph_desc.share_params to use this one's parameters)",
+                 op, nn__graph_state(g));
         return 0;
     }
     for (i = 0; i < n; i++) {
@@ -247,6 +256,12 @@ static int nn__check_in(nn_graph *g, const char *op, int n, const nn_tensor *t, 
     }
     return 1;
 }
+/* The result of a nn_result call whose nn__check failed: the refusal of a compiled graph
+   (which keeps its status), or the graph's first error. */
+static nn_result nn__check_result(const nn_graph *g) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    return g->compiled ? NN_ERR_STATE : g->status;
+}
 static int nn__check(nn_graph *g, const char *op, int n, const nn_tensor *t) { return nn__check_in(g, op, n, t, 0); }
 static int nn__check0(nn_graph *g, const char *op, int n, const nn_tensor *t) { return nn__check_in(g, op, n, t, 1); }
 
@@ -272,6 +287,10 @@ static int nn__shape_fits(nn_graph *g, const char *op, const nn_shape *s) {
 static int nn__new_node(nn_graph *g, int op, nn_dtype dt, nn_shape shape, const int *in, int n_in) {
     nn__node *n = NULL;
     int i;
+    if (g->compiled) { /* a builder that checks no input (a constant) on a compiled graph */
+        nn__check_in(g, nn__op_names[op], 0, NULL, 0);
+        return -1;
+    }
     if (!nn__shape_fits(g, nn__op_names[op], &shape)) return -1;
     if (!(nn__op(op)->flags & NN__OPF_RANK0)) { /* a scalar (rank 0) input only where the op's code handles one
                                                     (the optimizers' nodes have no shape: their 0 dims are no scalar) */
@@ -391,7 +410,7 @@ NN_API nn_tensor nn_input(nn_graph *g, const char *name, nn_dtype dtype, nn_shap
 }
 
 NN_API nn_result nn_graph_requires_grad(nn_graph *g, nn_tensor t) {
-    if (!nn__check0(g, "nn_graph_requires_grad", 1, &t)) return g ? g->status : NN_ERR_INVALID_ARGUMENT;
+    if (!nn__check0(g, "nn_graph_requires_grad", 1, &t)) return nn__check_result(g);
     if (nn__n(g, t)->dtype != NN_F32) { /* PyTorch: only floating point tensors require gradients */
         nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_graph_requires_grad: %s is int32; only float32 tensors have gradients",
                     nn__n(g, t)->name ? nn__n(g, t)->name : "the tensor");
@@ -402,7 +421,7 @@ NN_API nn_result nn_graph_requires_grad(nn_graph *g, nn_tensor t) {
 }
 
 NN_API nn_result nn_graph_output(nn_graph *g, nn_tensor t) {
-    if (!nn__check0(g, "nn_graph_output", 1, &t)) return g ? g->status : NN_ERR_INVALID_ARGUMENT;
+    if (!nn__check0(g, "nn_graph_output", 1, &t)) return nn__check_result(g);
     nn__n(g, t)->is_output = 1;
     return NN_OK;
 }
@@ -519,8 +538,13 @@ static nn_tensor nn__store_entry(nn_graph *g, const char *fn, const char *name, 
             return nn__op_fail(g, NN_ERR_SHAPE, "%s: %s exists with shape %s, asked for %s", fn, name, a, b);
         }
         pi = i;
-        if (pi < g->param_node_cap && g->param_node[pi]) /* the same name twice in one graph: the same tensor */
-            return nn__tensor(g->param_node[pi] - 1);
+        if (pi < g->param_node_cap && g->param_node[pi]) { /* the same name twice in one graph */
+            if (g->share_names) return nn__tensor(g->param_node[pi] - 1); /* asked for: the same tensor */
+            return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT,
+                               "%s: this graph already has a %s named %s: give each layer its own name, or call "
+                               "nn_graph_share_names(g, 1) first to reuse its weights (weight tying)",
+                               fn, buffer ? "buffer" : "parameter", name);
+        }
     }
     if (pi < 0) {
         nn__param *p;
@@ -581,6 +605,13 @@ static nn_tensor nn__store_entry_held(nn_graph *g, const char *fn, const char *n
     t = nn__store_entry(g, fn, name, shape, init, buffer);
     if (held) nn__ctx_leave(g->ctx);
     return t;
+}
+
+NN_API nn_result nn_graph_share_names(nn_graph *g, int on) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (on != 0 && on != 1) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_share_names: on is %d, not 0 or 1", on);
+    g->share_names = on;
+    return NN_OK;
 }
 
 NN_API nn_tensor nn_param(nn_graph *g, const char *name, nn_shape shape, nn_init init) {
@@ -669,9 +700,19 @@ static nn_result nn__user_buf(nn_graph *g, nn_tensor t, size_t bytes, int write,
         return nn__fail(g->ctx, NN_ERR_STATE, "%s: %s is not used by the compiled graph", fn, nn__op_names[n->op]);
     if (write && n->op != NN__OP_INPUT && n->op != NN__OP_PARAM && !(nn__op(n->op)->flags & NN__OPF_WRITABLE))
         return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "%s: only inputs, parameters and accumulators can be written", fn);
-    if (!write && (n->storage == NN__ST_ARENA || (n->storage == NN__ST_VIEW && g->nodes[n->view_of].storage == NN__ST_ARENA)))
-        return nn__fail(g->ctx, NN_ERR_STATE, "%s: the %s tensor is not kept after a run; mark it with nn_graph_output()", fn,
-                        nn__op_names[n->op]);
+    if (!write && (n->storage == NN__ST_ARENA || (n->storage == NN__ST_VIEW && g->nodes[n->view_of].storage == NN__ST_ARENA))) {
+        int i;
+        for (i = 1; i < g->n_nodes && g->nodes[i].grad != t.id; i++) {}
+        if (i < g->n_nodes && g->nodes[i].op == NN__OP_PARAM) /* a gradient nn_graph_grad gave */
+            return nn__fail(g->ctx, NN_ERR_STATE, "%s: the gradient of parameter %s is not kept after a step: compile with "
+                            "nn_compile_desc.keep_grads = 1 to read it", fn, g->nodes[i].name);
+        if (i < g->n_nodes)
+            return nn__fail(g->ctx, NN_ERR_STATE, "%s: the gradient of %s%s%s is not kept after a step: mark that tensor with "
+                            "nn_graph_requires_grad() before compile (or compile with nn_compile_desc.keep_grads = 1 for "
+                            "parameters' gradients)", fn, g->nodes[i].name ? "input " : "the ", g->nodes[i].name ? g->nodes[i].name : nn__op_names[g->nodes[i].op], g->nodes[i].name ? "" : " output");
+        return nn__fail(g->ctx, NN_ERR_STATE, "%s: the output of %s is not kept after a run (its memory is reused): mark it "
+                        "with nn_graph_output() before compile", fn, nn__op_names[n->op]);
+    }
     if (bytes != (size_t)n->numel * 4) {
         char s[128];
         nn__shape_str(&n->shape, s, sizeof s);
@@ -695,7 +736,9 @@ static nn_result nn__tensor_write(nn_graph *g, nn_tensor t, const void *data, si
     nn_result r = nn__user_buf(g, t, bytes, 1, "nn_tensor_write", &n);
     if (r != NN_OK) return r;
     if (!data) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_tensor_write: data is NULL");
-    return nn__buf_write(g->ctx, &n->buf, data, bytes);
+    r = nn__buf_write(g->ctx, &n->buf, data, bytes);
+    if (r == NN_OK && n->op == NN__OP_INPUT) n->written = 1;
+    return r;
 }
 
 /* The counters of the checked ops (nn__node.check), read when a run has happened since the
@@ -744,7 +787,9 @@ static nn_result nn__tensor_fill(nn_graph *g, nn_tensor t, float value) {
     r = nn__user_buf(g, t, (size_t)g->nodes[t.id].numel * 4, 1, "nn_tensor_fill", &n);
     if (r != NN_OK) return r;
     if (n->dtype != NN_F32) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_tensor_fill: the tensor is not float32");
-    return g->ctx->backend->fill(g->ctx, &n->buf, value, (size_t)n->numel * 4);
+    r = g->ctx->backend->fill(g->ctx, &n->buf, value, (size_t)n->numel * 4);
+    if (r == NN_OK && n->op == NN__OP_INPUT) n->written = 1;
+    return r;
 }
 
 NN_API nn_result nn_tensor_write(nn_graph *g, nn_tensor t, const void *data, size_t bytes) {

@@ -216,6 +216,15 @@ static nn_result nn__state_collect(nn_graph *g, const char *path, nn__state_list
         }
         if (n->op == NN__OP_PARAM && n->grad >= 0 && g->nodes[n->grad].op == NN__OP_GRAD_ACC && g->nodes[n->grad].live)
             ok = nn__state_add(l, n->name, ".__grad_acc", n->shape, &g->nodes[n->grad].buf, NULL);
+#ifdef NN_MPI /* ZeRO-1 (src/dist/dist.c): no update ops; the whole state gathered into host buffers */
+        for (k = 0; g->zero && n->op == NN__OP_PARAM && n->grad >= 0 && k < nn__opt_n_aux(&g->opt) && ok; k++) {
+            char suffix[32];
+            float *host = nn__dist_zero_tensor(g, k, i);
+            if (!host) continue; /* not rank 0 while saving: it writes nothing */
+            snprintf(suffix, sizeof suffix, ".__opt.%d", k);
+            ok = nn__state_add(l, n->name, suffix, n->shape, NULL, host);
+        }
+#endif
     }
     if (!ok) {
         nn__state_list_free(l);
@@ -318,8 +327,13 @@ static nn_result nn__save_state(nn_graph *g, const char *path) {
 
 #ifdef NN_MPI /* data-parallel (src/dist/dist.c): rank 0 writes, the others wait for its result */
 static nn_result nn__save_state_ranks(nn_graph *g, const char *path) {
+    nn_result r;
     if (!g || !g->dist) return nn__save_state(g, path);
-    return nn__dist_agree(g, g->dist_rank == 0 ? nn__save_state(g, path) : NN_OK, "nn_graph_save_state");
+    if (!g->zero) return nn__dist_agree(g, g->dist_rank == 0 ? nn__save_state(g, path) : NN_OK, "nn_graph_save_state");
+    r = nn__dist_zero_full(g, 1, "nn_graph_save_state"); /* ZeRO-1: the shards gathered to rank 0 */
+    if (r == NN_OK) r = nn__dist_agree(g, g->dist_rank == 0 ? nn__save_state(g, path) : NN_OK, "nn_graph_save_state");
+    nn__dist_zero_release(g, 0);
+    return r;
 }
 #define nn__save_state nn__save_state_ranks
 #endif
@@ -516,6 +530,13 @@ static nn_result nn__load_state(nn_graph *g, const char *path) {
         return nn__fail(g->ctx, NN_ERR_STATE, "nn_graph_load_state: %s: compile the graph first", path);
     r = nn__read_file(g->ctx, path, &buf, &len);
     if (r != NN_OK) return r;
+#ifdef NN_MPI /* ZeRO-1 (src/dist/dist.c): the whole state read, this rank's slices kept */
+    if (g->zero && g->dist) {
+        r = nn__dist_zero_full(g, 0, "nn_graph_load_state");
+        if (r == NN_OK) r = nn__load_state_mem(g, path, buf, len);
+        nn__dist_zero_release(g, r == NN_OK);
+    } else
+#endif
     r = nn__load_state_mem(g, path, buf, len);
     NN_FREE(buf);
     if (r == NN_OK) g->broken = 0; /* a whole state again after a failed step */
@@ -648,6 +669,7 @@ NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_
     d->y_all = nn_input(g, buf, dd.y->dtype, dd.y->shape);
     snprintf(buf, sizeof buf, "%s.idx", name);
     d->idx = nn_input(g, buf, NN_I32, nn_shape1(dd.batch));
+    if (d->idx.id > 0) g->nodes[d->idx.id].per_step = 1; /* a step refuses it unless written since the last */
     d->xb = nn_gather_rows(g, d->x_all, d->idx);
     d->yb = nn_gather_rows(g, d->y_all, d->idx);
     if (g->status != NN_OK) { /* no dataset (the nodes made stay, unused, in a graph that cannot compile) */

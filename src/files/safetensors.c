@@ -633,6 +633,19 @@ static nn_result nn__st_load_mem(nn_graph *g, const char *path, const unsigned c
                      ps->p[first_missing].name, missing, ps->n);
         goto done;
     }
+    if (missing && missing == ps->n) { /* allow_missing lets some be missing, not all: names that all differ */
+        r = nn__fail(ctx, NN_ERR_IO, "%s: none of the graph's %d parameters (%s, ...) is in the file (%d tensor%s, %s%s): "
+                     "allow_missing loads a part, not nothing; check the names (a prefix?)", path, ps->n, ps->p[0].name,
+                     f.n, f.n == 1 ? "" : "s", f.n ? f.t[0].name : "none", f.n > 1 ? ", ..." : "");
+        goto done;
+    }
+    if (missing)
+        nn__log(ctx, NN_LOG_INFO, "%s: loaded %d of %d parameters (allow_missing; %s and %d more kept their values); "
+                "%d of the file's %d tensors matched", path, ps->n - missing, ps->n, ps->p[first_missing].name, missing - 1,
+                ps->n - missing, f.n);
+    else
+        nn__log(ctx, NN_LOG_DEBUG, "%s: loaded all %d parameters; %d of the file's tensors matched none", path, ps->n,
+                f.n - ps->n);
     tmp = (float *)nn__calloc(most, sizeof(float));
     if (!tmp) {
         r = nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);

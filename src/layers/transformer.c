@@ -78,8 +78,8 @@ static nn_tensor nn__tf_embedding(nn_graph *g, nn_tensor weight, nn_tensor idx) 
 /* Scaled dot-product attention, fused (nn_attention: no [Tq, Tk] matrix stored). q, k, v
    in layout (NN_ATTN_BHTD [B, H, T, D] or NN_ATTN_BTHD [B, T, H, D]); causal: keys after
    each query hidden (top-left aligned); mask: float32 added to the scores (-inf hides),
-   broadcast to [B, H, Tq, Tk], or NN_NONE; kpm: float32 [B, Tk], nonzero keys hidden, or
-   NN_NONE. */
+   broadcast to [B, H, Tq, Tk] (its gradient flows), or NN_NONE; kpm: [B, Tk] (float32 or
+   int32), nonzero keys hidden, or NN_NONE. */
 static nn_tensor nn__tf_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, int layout, int causal, nn_tensor mask,
                                   nn_tensor kpm, float dropout) {
     nn_attention_desc ad;
@@ -258,13 +258,13 @@ static nn_tensor nn__tf_bfirst(nn_graph *g, nn_tensor x, int batch_first) {
     return batch_first ? x : nn_permute(g, x, p, 3);
 }
 
-/* rows [B*T, E] -> heads [B, H, T, D] */
-static nn_tensor nn__tf_heads(nn_graph *g, nn_tensor r, int64_t b, int64_t t, int64_t h, int64_t d) {
-    int p[4] = {0, 2, 1, 3};
-    return nn_permute(g, nn_reshape(g, r, nn_shape4(b, t, h, d)), p, 4);
-}
+/* nn.MultiheadAttention's kdim and vdim (0: embed_dim) */
+static int64_t nn__tf_kdim(const nn_mha_desc *d, int64_t e) { return d && d->kdim > 0 ? d->kdim : e; }
+static int64_t nn__tf_vdim(const nn_mha_desc *d, int64_t e) { return d && d->vdim > 0 ? d->vdim : e; }
 
-static int nn__tf_mha_checks(nn_graph *g, const char *op, const char *name, nn_tensor q, nn_tensor k, nn_tensor v, int64_t e, int h) {
+static int nn__tf_mha_checks(nn_graph *g, const char *op, const char *name, nn_tensor q, nn_tensor k, nn_tensor v, int64_t e, int h,
+                             const nn_mha_desc *d) {
+    int64_t kd = nn__tf_kdim(d, e), vd = nn__tf_vdim(d, e);
     nn_tensor in[3];
     const nn_shape *sq, *sk, *sv;
     in[0] = q;
@@ -284,13 +284,21 @@ static int nn__tf_mha_checks(nn_graph *g, const char *op, const char *name, nn_t
         nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: embed_dim %lld is not divisible by num_heads %d", op, name, (long long)e, h);
         return 0;
     }
-    if (sq->ndim != 3 || sk->ndim != 3 || !nn__shape_eq(sk, sv) || sq->dim[2] != e || sk->dim[2] != e) {
+    if (d && (d->kdim < 0 || d->vdim < 0)) {
+        nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: kdim %lld or vdim %lld is negative", op, name, (long long)d->kdim,
+                    (long long)d->vdim);
+        return 0;
+    }
+    if (sq->ndim != 3 || sk->ndim != 3 || sv->ndim != 3 || sk->dim[0] != sv->dim[0] || sk->dim[1] != sv->dim[1] || sq->dim[2] != e ||
+        sk->dim[2] != kd || sv->dim[2] != vd) {
         char a[128], b[128], c[128];
         nn__shape_str(sq, a, sizeof a);
         nn__shape_str(sk, b, sizeof b);
         nn__shape_str(sv, c, sizeof c);
-        nn__op_fail(g, NN_ERR_SHAPE, "%s %s: query %s, key %s, value %s must be 3-D with embed_dim %lld last, key and value alike",
-                    op, name, a, b, c, (long long)e);
+        nn__op_fail(g, NN_ERR_SHAPE,
+                    "%s %s: query %s, key %s, value %s must be 3-D with embed_dim %lld, kdim %lld and vdim %lld last, key and value "
+                    "alike in the others",
+                    op, name, a, b, c, (long long)e, (long long)kd, (long long)vd);
         return 0;
     }
     return 1;
@@ -301,19 +309,34 @@ static nn_tensor nn__tf_mha(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, 
                             float dropout, const char *name) {
     char wn[300], bn[300], on[240];
     int64_t b = nn__n(g, q)->shape.dim[0], t = nn__n(g, q)->shape.dim[1], s = nn__n(g, k)->shape.dim[1], d = e / h;
+    int64_t kd = nn__tf_kdim(desc, e), vd = nn__tf_vdim(desc, e);
     int bias = !(desc && desc->no_bias);
     nn_init xu, zero;
-    nn_tensor w, wb = NN_NONE, qr, kr, vr, y;
+    nn_tensor w = NN_NONE, wb = NN_NONE, qr, kr, vr, y;
     memset(&xu, 0, sizeof xu);
     memset(&zero, 0, sizeof zero);
     xu.kind = NN_INIT_XAVIER_UNIFORM;
     snprintf(wn, sizeof wn, "%s.in_proj_weight", name);
     snprintf(bn, sizeof bn, "%s.in_proj_bias", name);
     snprintf(on, sizeof on, "%s.out_proj", name);
-    w = nn_param(g, wn, nn_shape2(3 * e, e), xu);
+    if (kd == e && vd == e) w = nn_param(g, wn, nn_shape2(3 * e, e), xu);
     if (bias) wb = nn_param(g, bn, nn_shape1(3 * e), zero);
     qr = nn_reshape(g, q, nn_shape2(b * t, e));
-    if (q.id == k.id && k.id == v.id) { /* self-attention: one product */
+    if (kd != e || vd != e) { /* PyTorch's separate projections (_qkv_same_embed_dim False) */
+        char pn[300];
+        nn_tensor kin = nn_reshape(g, k, nn_shape2(b * s, kd)), vin = nn_reshape(g, v, nn_shape2(b * s, vd));
+        snprintf(pn, sizeof pn, "%s.q_proj_weight", name);
+        qr = nn_matmul(g, qr, nn_param(g, pn, nn_shape2(e, e), xu), 0, 1);
+        snprintf(pn, sizeof pn, "%s.k_proj_weight", name);
+        kr = nn_matmul(g, kin, nn_param(g, pn, nn_shape2(e, kd), xu), 0, 1);
+        snprintf(pn, sizeof pn, "%s.v_proj_weight", name);
+        vr = nn_matmul(g, vin, nn_param(g, pn, nn_shape2(e, vd), xu), 0, 1);
+        if (bias) {
+            qr = nn_add(g, qr, nn_slice(g, wb, 0, 0, e));
+            kr = nn_add(g, kr, nn_slice(g, wb, 0, e, e));
+            vr = nn_add(g, vr, nn_slice(g, wb, 0, 2 * e, e));
+        }
+    } else if (q.id == k.id && k.id == v.id) { /* self-attention: one product */
         nn_tensor p = nn_matmul(g, qr, w, 0, 1);
         if (bias) p = nn_add(g, p, wb);
         kr = nn_slice(g, p, 1, e, e);
@@ -331,33 +354,23 @@ static nn_tensor nn__tf_mha(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, 
         }
     }
     /* nn_attention on the projections' rows viewed as [B, T, H, D]: is_causal its causal
-       flag (top-left aligned, as PyTorch's), key_padding_mask as it is (float32, nonzero keys
-       hidden). A float attn_mask is added to the scores and, as in PyTorch, gets a gradient;
-       nn_attention's mask is a constant, so with an attn_mask the attention stays composed
-       (matmul, add, masked_fill, softmax, dropout, matmul: the [T, S] scores are stored). */
-    if (!(desc && desc->attn_mask.id)) {
+       flag (top-left aligned, as PyTorch's); the float attn_mask ([T, S], or [B*H, T, S]
+       viewed as [B, H, T, S]) its additive mask, which gets its gradient there; a float
+       key_padding_mask is added too ([B, 1, 1, S], PyTorch's attn_mask + key_padding_mask:
+       one [B, H or 1, T, S] sum only when both are given), an int32 one hides its nonzero
+       keys (nn_attention's key_padding_mask). */
+    {
+        nn_tensor am = NN_NONE, kpm = desc ? desc->key_padding_mask : NN_NONE;
+        if (desc && desc->attn_mask.id)
+            am = nn__n(g, desc->attn_mask)->shape.ndim == 3 ? nn_reshape(g, desc->attn_mask, nn_shape4(b, h, t, s)) : desc->attn_mask;
+        if (kpm.id && nn__n(g, kpm)->dtype == NN_F32) {
+            nn_tensor ka = nn_reshape(g, kpm, nn_shape4(b, 1, 1, s));
+            am = am.id ? nn_add(g, am, ka) : ka;
+            kpm = NN_NONE;
+        }
         y = nn__tf_attention(g, nn_reshape(g, qr, nn_shape4(b, t, h, d)), nn_reshape(g, kr, nn_shape4(b, s, h, d)),
-                             nn_reshape(g, vr, nn_shape4(b, s, h, d)), NN_ATTN_BTHD, desc && desc->is_causal, NN_NONE,
-                             desc ? desc->key_padding_mask : NN_NONE, dropout);
+                             nn_reshape(g, vr, nn_shape4(b, s, h, d)), NN_ATTN_BTHD, desc && desc->is_causal, am, kpm, dropout);
         y = nn_reshape(g, y, nn_shape2(b * t, e));
-    } else {
-        const nn_shape *am = &nn__n(g, desc->attn_mask)->shape;
-        int p[4] = {0, 2, 1, 3};
-        nn_tensor qh = nn__tf_heads(g, qr, b, t, h, d), kh = nn__tf_heads(g, kr, b, s, h, d), vh = nn__tf_heads(g, vr, b, s, h, d);
-        nn_tensor att = nn_mul_scalar(g, nn_matmul(g, qh, kh, 0, 1), (float)(1.0 / sqrt((double)d))), mask = NN_NONE;
-        att = nn_add(g, att, am->ndim == 3 ? nn_reshape(g, desc->attn_mask, nn_shape4(b, h, t, s)) : desc->attn_mask);
-        if (desc->is_causal) { /* keys after each query: [T, S], top-left aligned */
-            nn_tensor rt = nn_arange(g, 0, (double)t, 1), rs = nn_arange(g, 0, (double)s, 1);
-            mask = nn_gt(g, nn_reshape(g, rs, nn_shape2(1, s)), nn_reshape(g, rt, nn_shape2(t, 1)));
-        }
-        if (desc->key_padding_mask.id) {
-            nn_tensor kp = nn_reshape(g, desc->key_padding_mask, nn_shape4(b, 1, 1, s));
-            mask = mask.id ? nn_logical_or(g, mask, kp) : kp;
-        }
-        if (mask.id) att = nn_masked_fill(g, att, mask, -INFINITY);
-        att = nn_softmax(g, att, -1);
-        if (dropout > 0) att = nn_dropout(g, att, dropout);
-        y = nn_reshape(g, nn_permute(g, nn_matmul(g, att, vh, 0, 0), p, 4), nn_shape2(b * t, e));
     }
     {
         nn_init li;
@@ -380,9 +393,10 @@ static int nn__tf_masks(nn_graph *g, const char *op, const char *name, int64_t b
         const nn_shape *k;
         if (!nn__check(g, op, 1, &d->key_padding_mask)) return 0;
         k = &nn__n(g, d->key_padding_mask)->shape;
-        if (k->ndim != 2 || k->dim[0] != b || k->dim[1] != s || nn__n(g, d->key_padding_mask)->dtype != NN_F32) {
+        if (k->ndim != 2 || k->dim[0] != b || k->dim[1] != s ||
+            (nn__n(g, d->key_padding_mask)->dtype != NN_F32 && nn__n(g, d->key_padding_mask)->dtype != NN_I32)) {
             nn__shape_str(k, m, sizeof m);
-            nn__op_fail(g, NN_ERR_SHAPE, "%s %s: key_padding_mask %s must be float32 [B %lld, S %lld]", op, name, m, (long long)b,
+            nn__op_fail(g, NN_ERR_SHAPE, "%s %s: key_padding_mask %s must be float32 or int32 [B %lld, S %lld]", op, name, m, (long long)b,
                         (long long)s);
             return 0;
         }
@@ -408,7 +422,7 @@ NN_API nn_tensor nn_multihead_attention(nn_graph *g, nn_tensor query, nn_tensor 
     int bf = desc && desc->batch_first;
     float dropout = desc ? desc->dropout : 0;
     nn_tensor q, k, v, y;
-    if (!nn__tf_mha_checks(g, op, name, query, key, value, embed_dim, num_heads)) return nn__tensor(-1);
+    if (!nn__tf_mha_checks(g, op, name, query, key, value, embed_dim, num_heads, desc)) return nn__tensor(-1);
     if (!(dropout >= 0 && dropout < 1)) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: dropout %g is not in [0, 1)", op, name, (double)dropout);
     {
         const nn_shape *sq = &nn__n(g, query)->shape, *sk = &nn__n(g, key)->shape;
@@ -536,7 +550,7 @@ static int nn__tf_layer_checks(nn_graph *g, const char *op, const char *name, nn
     int bf = d && d->batch_first;
     const nn_shape *s;
     int64_t b, t, sm;
-    if (!nn__tf_mha_checks(g, op, name, x, mem.id ? mem : x, mem.id ? mem : x, e, h) || !nn__tf_desc(g, op, name, d)) return 0;
+    if (!nn__tf_mha_checks(g, op, name, x, mem.id ? mem : x, mem.id ? mem : x, e, h, NULL) || !nn__tf_desc(g, op, name, d)) return 0;
     s = &nn__n(g, x)->shape;
     b = s->dim[bf ? 0 : 1];
     t = s->dim[bf ? 1 : 0];
@@ -610,4 +624,59 @@ NN_API nn_tensor nn_transformer_decoder(nn_graph *g, nn_tensor tgt, nn_tensor me
         x = nn__tf_decoder_layer(g, x, m, d_model, nhead, desc, nl);
     }
     return nn__tf_bfirst(g, x, bf);
+}
+
+/* ---- ViT's patch embedding: timm's PatchEmbed (a convolution of kernel = stride = the
+   patch, flattened to [B, N, E]) and VisionTransformer's cls_token and pos_embed ---- */
+
+NN_API nn_tensor nn_patch_embedding(nn_graph *g, nn_tensor x, int patch_size, int64_t embed_dim,
+                                    const nn_patch_embedding_desc *desc, const char *name) {
+    const char *op = "nn_patch_embedding", *pre = desc && desc->prefix ? desc->prefix : "";
+    char pn[300];
+    nn_conv2d_desc cd;
+    nn_shape sx;
+    int64_t b, n, t;
+    int perm[3] = {0, 2, 1};
+    nn_tensor y;
+    if (!nn__check(g, op, 1, &x) || !nn__expect_f32(g, op, x, "x")) return nn__tensor(-1);
+    if (!name || !name[0] || strlen(name) > 200 || strlen(pre) > 200)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: needs a name (at most 200 chars, the prefix too)", op);
+    sx = nn__n(g, x)->shape;
+    if (patch_size < 1 || embed_dim < 1)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: patch_size %d and embed_dim %lld must be >= 1", op, name, patch_size,
+                           (long long)embed_dim);
+    if (sx.ndim != 4 || sx.dim[2] % patch_size || sx.dim[3] % patch_size) {
+        char s[128];
+        nn__shape_str(&sx, s, sizeof s);
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s %s: x %s must be [B, C, H, W] with H and W multiples of patch_size %d", op, name, s,
+                           patch_size);
+    }
+    b = sx.dim[0];
+    n = sx.dim[2] / patch_size * (sx.dim[3] / patch_size);
+    t = n + (desc && desc->class_token ? 1 : 0);
+    memset(&cd, 0, sizeof cd);
+    cd.stride_h = cd.stride_w = patch_size;
+    snprintf(pn, sizeof pn, "%s.proj", name);
+    y = nn_conv2d_layer(g, x, embed_dim, patch_size, patch_size, &cd, pn); /* [B, E, H/P, W/P] */
+    y = nn_permute(g, nn_reshape(g, y, nn_shape3(b, embed_dim, n)), perm, 3);   /* [B, N, E] */
+    if (desc && desc->class_token) {
+        nn_init ci;
+        nn_tensor xs[2];
+        memset(&ci, 0, sizeof ci);
+        ci.kind = NN_INIT_NORMAL; /* timm: nn.init.normal_(cls_token, std=1e-6) */
+        ci.b = 1e-6f;
+        snprintf(pn, sizeof pn, "%s%scls_token", pre, pre[0] ? "." : "");
+        xs[0] = nn_expand(g, nn_param(g, pn, nn_shape3(1, 1, embed_dim), ci), nn_shape3(b, 1, embed_dim));
+        xs[1] = y;
+        y = nn_concat(g, xs, 2, 1);
+    }
+    if (desc && desc->pos_embed) {
+        nn_init pi;
+        memset(&pi, 0, sizeof pi);
+        pi.kind = NN_INIT_NORMAL; /* timm: trunc_normal_(std=0.02), here untruncated */
+        pi.b = 0.02f;
+        snprintf(pn, sizeof pn, "%s%spos_embed", pre, pre[0] ? "." : "");
+        y = nn_add(g, y, nn_param(g, pn, nn_shape3(1, t, embed_dim), pi));
+    }
+    return y;
 }

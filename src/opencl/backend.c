@@ -251,27 +251,53 @@ static nn_result nn__cl_open_device(nn_context *ctx, cl_platform_id plat, cl_dev
    when none was named, and fails with this reason when one was); a named one that is not
    found because the driver failed (clGetPlatformIDs, clGetDeviceIDs) is NN_ERR_DEVICE with
    the call and its error. */
+/* "0: NAME (CPU), 1: NAME (GPU)": the devices found, as NN_DEVICE=<index> numbers them. */
+static void nn__cl_device_list(cl_device_id *devs, int n, char *out, size_t size) {
+    size_t used = 0;
+    int i;
+    out[0] = 0;
+    for (i = 0; i < n && used < size; i++) {
+        char name[128];
+        cl_device_type t = nn__cl_type(devs[i]);
+        nn__cl_str(devs[i], CL_DEVICE_NAME, name, sizeof name);
+        used += (size_t)snprintf(out + used, size - used, "%s%d: %s (%s)", i ? ", " : "", i, name,
+                                 (t & CL_DEVICE_TYPE_GPU) ? "GPU" : (t & CL_DEVICE_TYPE_CPU) ? "CPU" : "other");
+    }
+}
+
 static nn_result nn__cl_open_locked(nn_context *ctx, const char *device, const nn_context_desc *desc) {
     cl_platform_id plats[NN__CL_MAX_DEVICES];
     cl_device_id devs[NN__CL_MAX_DEVICES];
     char why[300];
     int n, pick;
     nn_result r;
+    char list[600];
     if (device && strcmp(device, "cpu") == 0) return NN_ERR_UNAVAILABLE;
     if (!nn__cl_load()) {
-        if (!device) return nn__fail(ctx, NN_ERR_UNAVAILABLE, "%s: using the CPU backend", nn__cl_ld.why);
-        return nn__fail(ctx, NN_ERR_UNAVAILABLE, "%s", nn__cl_ld.why);
+        if (!device) return nn__reason(ctx, NN_ERR_UNAVAILABLE, "%s: using the CPU backend", nn__cl_ld.why);
+        return nn__reason(ctx, NN_ERR_UNAVAILABLE, "%s; it takes cpu here", nn__cl_ld.why);
     }
     n = nn__cl_enumerate(plats, devs, NN__CL_MAX_DEVICES, why, sizeof why);
     pick = nn__cl_pick(device, plats, devs, n);
-    if (pick < 0) { /* what the driver said, when it failed, else that there is no such device */
-        if (!device && why[0]) return nn__fail(ctx, NN_ERR_UNAVAILABLE, "OpenCL: %s: using the CPU backend", why);
-        if (!device) return nn__fail(ctx, NN_ERR_UNAVAILABLE, "no OpenCL device found: using the CPU backend");
-        if (why[0] && n == 0) return nn__fail(ctx, NN_ERR_DEVICE, "NN_DEVICE=%s: %s", device, why);
+    nn__cl_device_list(devs, n, list, sizeof list);
+    if (pick < 0) { /* what the driver said, when it failed, else what was found and why none was taken */
+        if (!device && why[0] && n == 0) return nn__reason(ctx, NN_ERR_UNAVAILABLE, "OpenCL: %s: using the CPU backend", why);
+        if (!device && n == 0) return nn__reason(ctx, NN_ERR_UNAVAILABLE, "OpenCL: no device found: using the CPU backend");
+        if (!device) /* found, and passed over: only a GPU is taken unasked */
+            return nn__reason(ctx, NN_ERR_UNAVAILABLE, "OpenCL: %d device%s found (%s), no GPU among them: using the CPU backend "
+                               "(NN_DEVICE=opencl or an index takes an OpenCL device anyway)", n, n == 1 ? "" : "s", list);
+        if (why[0] && n == 0) return nn__fail(ctx, NN_ERR_DEVICE, "%s; it takes cpu here", why);
         if (why[0])
-            return nn__fail(ctx, NN_ERR_DEVICE, "NN_DEVICE=%s: no such OpenCL device among the %d found; %s", device, n,
-                            why);
-        return nn__fail(ctx, NN_ERR_UNAVAILABLE, "no such OpenCL device (%d found)", n);
+            return nn__fail(ctx, NN_ERR_DEVICE, "no such OpenCL device among the %d found (%s); %s; it takes cpu, opencl, "
+                            "gpu, an index 0 to %d, or a substring of a name", n, list, why, n - 1);
+        {
+            char valid[96];
+            if (n) snprintf(valid, sizeof valid, "cpu, opencl, gpu, an index 0 to %d, or a substring of a name", n - 1);
+            else snprintf(valid, sizeof valid, "cpu");
+            return nn__reason(ctx, NN_ERR_UNAVAILABLE, "%s among the %d OpenCL device%s found%s%s%s; it takes %s",
+                            strcmp(device, "gpu") == 0 ? "no GPU" : "no such device", n, n == 1 ? "" : "s", n ? " (" : "",
+                            n ? list : "", n ? ")" : "", valid);
+        }
     }
     if (why[0]) nn__log(ctx, NN_LOG_WARN, "OpenCL: %s; using the %d device%s found", why, n, n == 1 ? "" : "s");
     r = nn__cl_open_device(ctx, plats[pick], devs[pick], pick, desc->backend.tuning);

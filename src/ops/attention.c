@@ -2,13 +2,15 @@
    backward, one block: builder, gradient rule, CPU bodies (src/cpu/attention.c), kernel
    launches (kernels/attention.cl).
 
-   ATTENTION (q, k, v[, mask][, key padding mask]) -> a flat [B*H*Tq*D + B*H*Tq]: the output
-   in q's layout, then the log-sum-exp of each score row [B, H, Tq] (-inf for a row with no
+   ATTENTION (q, k, v[, mask][, key padding mask]) -> a flat [B*H*Tq*Dv + B*H*Tq]: the output
+   in q's layout with v's head dim Dv (q and k have D), then the log-sum-exp of each score row [B, H, Tq] (-inf for a row with no
    key alive). nn_attention returns the output part (nn_slice + nn_reshape), so the
    gradient reaching ATTENTION is [dO, 0]. The backward:
      ATTENTION_DELTA (packed, dpacked) -> [B*H*Tq]: delta_i = sum_d dO_id O_id
      ATTENTION_DQ    (q, k, v, packed, dpacked, delta[, masks]) -> q's shape
      ATTENTION_DKV   (the same) -> a flat [dK (k's shape), dV (v's shape)], sliced
+     ATTENTION_DMASK (the same) -> the additive mask's shape: dS summed over the dims the
+                     mask broadcasts (only when the mask needs a gradient)
    each recomputing the scores tile by tile: P = exp(S - lse), dS = P (dP z - delta) with
    dP = dO v^T and z dropout's factor, dq = scale dS k, dk = scale dS^T q, dv = (P z)^T dO.
    No [Tq, Tk] matrix is stored. ==== */
@@ -26,8 +28,9 @@ static void nn__attn_set_ins(nn__attn_attr *a, int nfixed) {
     a->kpm_in = a->kpm_mode ? nfixed + (a->mask_mode ? 1 : 0) : 0;
 }
 
-static int64_t nn__attn_nO(const nn__attn_attr *a) { return (int64_t)a->B * a->H * a->Tq * a->D; }
-static int64_t nn__attn_nKV(const nn__attn_attr *a) { return (int64_t)a->B * a->Hkv * a->Tk * a->D; }
+static int64_t nn__attn_nO(const nn__attn_attr *a) { return (int64_t)a->B * a->H * a->Tq * a->Dv; }
+static int64_t nn__attn_nK(const nn__attn_attr *a) { return (int64_t)a->B * a->Hkv * a->Tk * a->D; }
+static int64_t nn__attn_nV(const nn__attn_attr *a) { return (int64_t)a->B * a->Hkv * a->Tk * a->Dv; }
 
 /* the element strides over (batch, head, row) of a [B, heads, T, D] or [B, T, heads, D] */
 static void nn__attn_strides(int layout, int heads, int T, int D, int64_t s[3]) {
@@ -80,16 +83,18 @@ NN_API nn_tensor nn_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v
         a.D = (int)nq->shape.dim[3];
         a.Hkv = (int)nk->shape.dim[hd];
         a.Tk = (int)nk->shape.dim[t];
-        if (nk->shape.dim[0] != a.B || nv->shape.dim[0] != a.B || nk->shape.dim[3] != a.D || nv->shape.dim[3] != a.D ||
-            nv->shape.dim[hd] != a.Hkv || nv->shape.dim[t] != a.Tk)
+        a.Dv = (int)nv->shape.dim[3];
+        if (nk->shape.dim[0] != a.B || nv->shape.dim[0] != a.B || nk->shape.dim[3] != a.D || nv->shape.dim[hd] != a.Hkv ||
+            nv->shape.dim[t] != a.Tk)
             return nn__op_fail(g, NN_ERR_SHAPE, "%s: q %s, k %s and v %s disagree (batch, heads, key length or head dim)", op,
                                sq, sk, sv);
         if (a.H % a.Hkv != 0)
             return nn__op_fail(g, NN_ERR_SHAPE, "%s: q's %d heads are not a multiple of k's %d (q %s, k %s)", op, a.H, a.Hkv, sq, sk);
         if (a.D > 256) return nn__op_fail(g, NN_ERR_SHAPE, "%s: head dim %d of q %s is over 256", op, a.D, sq);
+        if (a.Dv > 256) return nn__op_fail(g, NN_ERR_SHAPE, "%s: head dim %d of v %s is over 256", op, a.Dv, sv);
     }
     total = nn__attn_nO(&a) + (int64_t)a.B * a.H * a.Tq;
-    if (total > INT32_MAX || nn__attn_nKV(&a) > INT32_MAX / 2)
+    if (total > INT32_MAX || nn__attn_nK(&a) + nn__attn_nV(&a) > INT32_MAX)
         return nn__op_fail(g, NN_ERR_SHAPE, "%s: q %s and k %s are too large (2^31 elements)", op, sq, sk);
     if (!(desc->dropout >= 0.0f && desc->dropout < 1.0f))
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: dropout = %g is outside [0, 1)", op, desc->dropout);
@@ -143,6 +148,7 @@ NN_API nn_tensor nn_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v
     g->nodes[id].a.attn = a;
     packed = nn__tensor(id);
     qshape = nn__n(g, q)->shape; /* read again: new nodes may move the node array under nq */
+    qshape.dim[3] = a.Dv;        /* the output: q's shape with v's head dim */
     packed = nn_slice(g, packed, 0, 0, nn__attn_nO(&a));
     return nn_reshape(g, packed, qshape);
 }
@@ -154,6 +160,8 @@ NN_API nn_tensor nn_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v
 #define nn__plan_attention_dq nn__no_plan
 #define nn__grad_attention_dkv nn__grad_none
 #define nn__plan_attention_dkv nn__no_plan
+#define nn__grad_attention_dmask nn__grad_none
+#define nn__plan_attention_dmask nn__no_plan
 
 /* dq, and dk, dv sliced from one node */
 static void nn__grad_attention(nn_graph *g, int id) {
@@ -177,12 +185,18 @@ static void nn__grad_attention(nn_graph *g, int id) {
         nn__acc_grad(g, a, nn__tensor(t));
     }
     if (gb || gc) {
-        int64_t nk = nn__attn_nKV(&at);
-        int t = nn__new_node(g, NN__OP_ATTENTION_DKV, NN_F32, nn_shape1(2 * nk), ins, nin);
+        int64_t nk = nn__attn_nK(&at), nv = nn__attn_nV(&at);
+        int t = nn__new_node(g, NN__OP_ATTENTION_DKV, NN_F32, nn_shape1(nk + nv), ins, nin);
         if (t < 0) return;
         g->nodes[t].a.attn = at;
         if (gb) nn__acc_grad(g, b, nn_reshape(g, nn_slice(g, nn__tensor(t), 0, 0, nk), sk));
-        if (gc) nn__acc_grad(g, c, nn_reshape(g, nn_slice(g, nn__tensor(t), 0, nk, nk), sv));
+        if (gc) nn__acc_grad(g, c, nn_reshape(g, nn_slice(g, nn__tensor(t), 0, nk, nv), sv));
+    }
+    if (at.mask_mode == 1 && g->nodes[n.in[n.a.attn.mask_in]].needs_grad) { /* an additive mask: the sum of dS */
+        int m = n.in[n.a.attn.mask_in], t = nn__new_node(g, NN__OP_ATTENTION_DMASK, NN_F32, g->nodes[m].shape, ins, nin);
+        if (t < 0) return;
+        g->nodes[t].a.attn = at;
+        nn__acc_grad(g, m, nn__tensor(t));
     }
 }
 
@@ -194,6 +208,8 @@ static void nn__attn_job_init(nn_graph *g, const nn__node *n, nn__attn_job *J, i
     J->kind = kind;
     nn__attn_strides(a->layout, a->H, a->Tq, a->D, J->qs);
     nn__attn_strides(a->layout, a->Hkv, a->Tk, a->D, J->ks);
+    nn__attn_strides(a->layout, a->Hkv, a->Tk, a->Dv, J->vs);
+    nn__attn_strides(a->layout, a->H, a->Tq, a->Dv, J->os);
     J->q = NN__F(n->in[0]);
     J->k = NN__F(n->in[1]);
     J->v = NN__F(n->in[2]);
@@ -223,11 +239,11 @@ static nn_result nn__cpu_attention_delta(nn_graph *g, nn__node *n) {
     const float *o = NN__F(n->in[0]), *dout = NN__F(n->in[1]);
     int64_t s[3], r, rows = (int64_t)a->B * a->H * a->Tq;
     int d;
-    nn__attn_strides(a->layout, a->H, a->Tq, a->D, s);
+    nn__attn_strides(a->layout, a->H, a->Tq, a->Dv, s);
     for (r = 0; r < rows; r++) {
         int64_t b = r / ((int64_t)a->H * a->Tq), h = r / a->Tq % a->H, i = r % a->Tq, off = b * s[0] + h * s[1] + i * s[2];
         float acc = 0.0f;
-        for (d = 0; d < a->D; d++) acc += dout[off + d] * o[off + d];
+        for (d = 0; d < a->Dv; d++) acc += dout[off + d] * o[off + d];
         n->buf.host[r] = acc;
     }
     return NN_OK;
@@ -244,7 +260,14 @@ static nn_result nn__cpu_attention_dkv(nn_graph *g, nn__node *n) {
     nn__attn_job J;
     nn__attn_job_init(g, n, &J, 2);
     J.dk = n->buf.host;
-    J.dv = J.dk + nn__attn_nKV(&n->a.attn);
+    J.dv = J.dk + nn__attn_nK(&n->a.attn);
+    return nn__attn_run(g->ctx->threads, &J);
+}
+
+static nn_result nn__cpu_attention_dmask(nn_graph *g, nn__node *n) {
+    nn__attn_job J;
+    nn__attn_job_init(g, n, &J, 3);
+    J.dmask = n->buf.host;
     return nn__attn_run(g->ctx->threads, &J);
 }
 
@@ -282,6 +305,7 @@ static void nn__attn_update_bwd(nn_graph *g, nn__launch *l) {
         (k).seed_lo = (unsigned)g->seed;                                                           \
         (k).seed_hi = (unsigned)(g->seed >> 32);                                                   \
         (k).key = (unsigned)a_->key;                                                               \
+        (k).vdim = a_->Dv;                                                                         \
         (k).q = &g->nodes[(n)->in[0]].buf;                                                         \
         (k).k = &g->nodes[(n)->in[1]].buf;                                                         \
         (k).v = &g->nodes[(n)->in[2]].buf;                                                         \
@@ -320,6 +344,7 @@ static nn_result nn__launch_attention_delta(nn_graph *g, int id) {
     dims[0] = n->a.attn.B, dims[1] = n->a.attn.H, dims[2] = n->a.attn.Hkv, dims[3] = n->a.attn.Tq;
     dims[4] = n->a.attn.Tk, dims[5] = n->a.attn.D, dims[6] = n->a.attn.layout, dims[7] = n->a.attn.causal;
     k.dims = dims;
+    k.vdim = n->a.attn.Dv;
     k.o = &g->nodes[n->in[0]].buf;
     k.dout = &g->nodes[n->in[1]].buf;
     k.delta = &n->buf;
@@ -350,4 +375,9 @@ static nn_result nn__launch_attention_dq(nn_graph *g, int id) {
 static nn_result nn__launch_attention_dkv(nn_graph *g, int id) {
     const nn__attn_attr *a = &g->nodes[id].a.attn;
     return nn__launch_attention_bwd(g, id, "attn_dkv", (int64_t)a->B * a->Hkv * a->Tk);
+}
+
+/* one work-item per element of the mask */
+static nn_result nn__launch_attention_dmask(nn_graph *g, int id) {
+    return nn__launch_attention_bwd(g, id, "attn_dmask", g->nodes[id].numel);
 }

@@ -4,8 +4,8 @@
 #define NN__OPS_ATTENTION_H
 #include <stdint.h>
 
-typedef struct nn__attn_attr { /* q [B, H, Tq, D], k and v [B, Hkv, Tk, D] (or [B, T, H, D]) */
-    int B, H, Hkv, Tq, Tk, D;
+typedef struct nn__attn_attr { /* q [B, H, Tq, D], k [B, Hkv, Tk, D], v [B, Hkv, Tk, Dv] (or [B, T, H, .]) */
+    int B, H, Hkv, Tq, Tk, D, Dv;
     int layout;          /* NN_ATTN_BHTD (0) or NN_ATTN_BTHD (1) */
     int causal, window;  /* top-left causal (key j > query i masked); sliding window (0: none) */
     float scale, p;      /* the scores' scale; dropout's probability on the weights */

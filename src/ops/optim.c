@@ -44,6 +44,11 @@ static nn_result nn__add_optimizer(nn_graph *g) {
         g->nodes[i].grad = a;
     }
     g->first_update_node = g->n_nodes;
+    if (g->zero) { /* ZeRO stage 1 (src/dist/dist.c updates this rank's slice): the gradients only */
+        for (i = 0; i < n0; i++)
+            if (g->nodes[i].op == NN__OP_PARAM && g->nodes[i].grad >= 0) g->nodes[g->nodes[i].grad].is_output = 1;
+        return g->status;
+    }
     if (g->opt.clip_norm > 0.0f) {
         for (i = 0; i < n0; i++) {
             if (g->nodes[i].op != NN__OP_PARAM || g->nodes[i].grad < 0) continue;

@@ -141,9 +141,13 @@ static void nn__grad_rec_seq(nn_graph *g, int id) {
     pk = nn__tensor(nn__new_node(g, NN__OP_REC_SEQ_GRAD, NN_F32, nn_shape1(total), in, n_in));
     if (pk.id < 0) return;
     g->nodes[pk.id].a.rec = at;
+    /* the shape copied first: nn_slice may move the node array, and the order in which a
+       call's arguments are evaluated is unspecified */
 #define NN__REC_ACC(i, o, len)                                                                            \
-    if ((i) >= 0 && g->nodes[n.in[i]].needs_grad)                                                        \
-        nn__acc_grad(g, n.in[i], nn_reshape(g, nn_slice(g, pk, 0, (o), (len)), g->nodes[n.in[i]].shape))
+    if ((i) >= 0 && g->nodes[n.in[i]].needs_grad) {                                                      \
+        nn_shape sh_ = g->nodes[n.in[i]].shape;                                                          \
+        nn__acc_grad(g, n.in[i], nn_reshape(g, nn_slice(g, pk, 0, (o), (len)), sh_));                    \
+    }
     NN__REC_ACC(0, off[0], off[1] - off[0]);
     NN__REC_ACC(1, off[3], off[4] - off[3]);
     NN__REC_ACC(n.a.rec.i_bias, off[4], off[5] - off[4]);
@@ -153,10 +157,11 @@ static void nn__grad_rec_seq(nn_graph *g, int id) {
 #undef NN__REC_ACC
 }
 
-/* the state product of one step [B, G*H] */
+/* the state product of one step [B, G*H]; on the CPU backend then the time loop's memory
+   (nn__cpu_rec_mem: W_hh packed, the tasks' GEMM packing), so a run allocates nothing */
 static void nn__plan_rec_seq(nn_graph *g, nn__node *n) {
-    (void)g;
     n->scratch = (int64_t)n->a.rec.B * n->a.rec.G * n->a.rec.H;
+    if (g->ctx->backend->host_memory) n->scratch += nn__cpu_rec_mem(g->ctx->threads, &n->a.rec, 0, NULL);
 }
 
 #define NN__REC_OPT(n, i) ((i) >= 0 ? g->nodes[(n)->in[i]].buf.host : NULL)
@@ -183,7 +188,7 @@ static nn_result nn__cpu_rec_seq(nn_graph *g, nn__node *n) {
     memset(&J, 0, sizeof J);
     J.a = a, J.xp = xp, J.whh = whh, J.bias = bias, J.whr = whr, J.lens = lens, J.ws = ws, J.y = y, J.hp = hp;
     memcpy(J.off, off, sizeof off);
-    nn__cpu_rec_run(g->ctx->threads, &J, nn__cpu_rec_seq_task, 1, Hr, a->G * H);
+    nn__cpu_rec_run(g->ctx->threads, &J, nn__cpu_rec_seq_task, 0, hp + (size_t)B * a->G * H);
     memcpy(y + (size_t)T * BHr, ws + off[1] + (size_t)T * BHr, BHr * 4);
     if (a->kind == NN__REC_LSTM) memcpy(y + (size_t)(T + 1) * BHr, ws + off[2] + (size_t)T * BH, BH * 4);
     return NN_OK;
@@ -288,12 +293,15 @@ static nn_result nn__launch_rec_seq(nn_graph *g, int id) {
 #define nn__grad_rec_seq_grad nn__grad_none
 
 /* d(hp) of every step [T, B, G*H] (processing order), and with a projection the state
-   gradients [T, B, Hr] and one step's gradient of o*tanh(c) [B, H] */
-static void nn__plan_rec_seq_grad(nn_graph *g, nn__node *n) {
-    const nn__rec_attr *a = &n->a.rec;
+   gradients [T, B, Hr] and one step's gradient of o*tanh(c) [B, H]; on the CPU backend
+   then the time loop's memory (nn__cpu_rec_mem) */
+static int64_t nn__rec_grad_scratch(const nn__rec_attr *a) {
     int64_t TB = (int64_t)a->T * a->B;
-    (void)g;
-    n->scratch = TB * a->G * a->H + (a->i_whr >= 0 ? TB * a->Hr + (int64_t)a->B * a->H : 0);
+    return TB * a->G * a->H + (a->i_whr >= 0 ? TB * a->Hr + (int64_t)a->B * a->H : 0);
+}
+static void nn__plan_rec_seq_grad(nn_graph *g, nn__node *n) {
+    n->scratch = nn__rec_grad_scratch(&n->a.rec);
+    if (g->ctx->backend->host_memory) n->scratch += nn__cpu_rec_mem(g->ctx->threads, &n->a.rec, 1, NULL);
 }
 
 static nn_result nn__cpu_rec_seq_grad(nn_graph *g, nn__node *n) {
@@ -321,7 +329,7 @@ static nn_result nn__cpu_rec_seq_grad(nn_graph *g, nn__node *n) {
     J.du = du;
     memcpy(J.off, off, sizeof off);
     memcpy(J.po, po, sizeof po);
-    nn__cpu_rec_run(pool, &J, nn__cpu_rec_grad_task, 0, GH, Hr);
+    nn__cpu_rec_run(pool, &J, nn__cpu_rec_grad_task, 1, dhp + nn__rec_grad_scratch(a));
     nn__sgemm(pool, 1, 0, GH, Hr, T * B, 1.0f, dhp, GH, ws + off[1], Hr, 0.0f, pk + po[3], Hr);
     nn__cpu_rec_colsum(dhp, pk + po[4], T * B, GH);
     if (whr) nn__sgemm(pool, 1, 0, Hr, H, T * B, 1.0f, dht, Hr, ws + off[3], H, 0.0f, pk + po[5], H);
@@ -410,6 +418,88 @@ static nn_result nn__launch_rec_seq_grad(nn_graph *g, int id) {
     return r;
 }
 
+/* ==== REC_STATE: a stateful layer's carried states [L*D, B, X] (NAME.h_state,
+   NAME.c_state): no inputs, kept across runs on the device (its own storage, zeros at
+   compile), written by the user (nn_tensor_fill, nn_tensor_write, nn_rnn_reset_state) and
+   by REC_STATE_SET; no gradient flows into it, which is truncated BPTT's cut. No PyTorch
+   op: the tensors a PyTorch loop carries as h = h.detach() between chunks ==== */
+
+#define nn__grad_rec_state nn__grad_none
+#define nn__plan_rec_state nn__no_plan
+static nn_result nn__cpu_rec_state(nn_graph *g, nn__node *n) {
+    (void)g, (void)n;
+    return NN_OK;
+}
+static nn_result nn__launch_rec_state(nn_graph *g, int id) {
+    (void)g, (void)id;
+    return NN_OK;
+}
+
+/* ==== REC_STATE_SET: state (input 0, a REC_STATE, written in place) = the run's final
+   states (input 1, of its shape); a root with no output, after every reader of the state
+   (node order: the layer's sequence nodes copied it into their workspaces first) ==== */
+
+#define nn__grad_rec_state_set nn__grad_none
+#define nn__plan_rec_state_set nn__no_plan
+static nn_result nn__cpu_rec_state_set(nn_graph *g, nn__node *n) {
+    memcpy(NN__F(n->in[0]), NN__F(n->in[1]), (size_t)g->nodes[n->in[0]].numel * 4);
+    return NN_OK;
+}
+static nn_result nn__launch_rec_state_set(nn_graph *g, int id) {
+    const nn__node *n = &g->nodes[id];
+    return nn__launch_rec_copy(g, id, &g->nodes[n->in[1]].buf, 0, &g->nodes[n->in[0]].buf, 0, g->nodes[n->in[0]].numel);
+}
+
+/* The state tensor NAME.what of shape s (refused when the graph has one of that name). */
+static nn_tensor nn__rec_state_tensor(nn_graph *g, const char *op, const char *name, const char *what, nn_shape s) {
+    char nm[320];
+    int id;
+    snprintf(nm, sizeof nm, "%s.%s", name, what);
+    if (nn_graph_find(g, nm).id > 0)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: stateful: the graph has a tensor %s already (one stateful layer per name)",
+                           op, name, nm);
+    id = nn__new_node(g, NN__OP_REC_STATE, NN_F32, s, NULL, 0);
+    if (id < 0) return nn__tensor(-1);
+    g->nodes[id].is_output = 1; /* its own storage, kept across runs */
+    g->nodes[id].name = nn__strdup(nm);
+    if (!g->nodes[id].name) return nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
+    return nn__tensor(id);
+}
+
+/* The root that writes src into the state st. */
+static void nn__rec_state_set(nn_graph *g, nn_tensor st, nn_tensor src) {
+    nn_shape none;
+    int in[2], u;
+    if (g->status != NN_OK) return;
+    memset(&none, 0, sizeof none);
+    in[0] = st.id, in[1] = src.id;
+    u = nn__new_node(g, NN__OP_REC_STATE_SET, NN_F32, none, in, 2);
+    if (u < 0) return;
+    g->nodes[u].numel = 0;
+    g->nodes[u].is_output = 1;
+}
+
+NN_API nn_result nn_rnn_reset_state(nn_graph *g, const char *name) {
+    static const char *const what[2] = {"h_state", "c_state"};
+    char nm[320];
+    int k, found = 0;
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (!name) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_rnn_reset_state: name is NULL");
+    for (k = 0; k < 2; k++) {
+        nn_tensor t;
+        nn_result r;
+        snprintf(nm, sizeof nm, "%s.%s", name, what[k]);
+        t = nn_graph_find(g, nm);
+        if (t.id <= 0 || g->nodes[t.id].op != NN__OP_REC_STATE) continue;
+        r = nn_tensor_fill(g, t, 0.0f);
+        if (r != NN_OK) return r;
+        found++;
+    }
+    if (!found)
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_rnn_reset_state: the graph has no stateful layer named \"%.200s\"", name);
+    return NN_OK;
+}
+
 /* ==== the layers: nn_rnn, nn_lstm, nn_gru (PyTorch's nn.RNN, nn.LSTM, nn.GRU) ==== */
 
 static int nn__rec_gates(int kind) { return kind == NN__REC_LSTM ? 4 : kind == NN__REC_GRU ? 3 : 1; }
@@ -427,10 +517,10 @@ static nn_tensor nn__rec_param(nn_graph *g, const char *name, const char *stem, 
 
 /* A [L*D, B, X] state's row k as [B, X] (NN_NONE stays NN_NONE). */
 static nn_tensor nn__rec_state_row(nn_graph *g, nn_tensor s, int k) {
-    nn__node *n;
+    nn_shape sh;
     if (s.id == 0) return s;
-    n = nn__n(g, s);
-    return nn_reshape(g, nn_slice(g, s, 0, k, 1), nn_shape2(n->shape.dim[1], n->shape.dim[2]));
+    sh = nn_shape2(nn__n(g, s)->shape.dim[1], nn__n(g, s)->shape.dim[2]); /* before nn_slice moves the nodes */
+    return nn_reshape(g, nn_slice(g, s, 0, k, 1), sh);
 }
 
 /* An optional state's shape [rows, B, X], or a refusal naming the op and the shapes. */
@@ -468,7 +558,7 @@ static int nn__rec_lengths_ok(nn_graph *g, const char *op, nn_tensor lens, int64
 static nn_tensor nn__rec_layers(nn_graph *g, const char *op, int kind, nn_tensor x, int64_t hidden, const nn_rnn_desc *desc,
                                 const char *name) {
     nn_rnn_desc d;
-    nn_tensor inp, out = nn__tensor(-1), hn[2 * 64], cn[2 * 64];
+    nn_tensor inp, out = nn__tensor(-1), hn[2 * 64], cn[2 * 64], hs = NN_NONE, cs = NN_NONE, hcat = NN_NONE, ccat = NN_NONE;
     int64_t T, B, H = hidden, Hr, I;
     int L, D, G = nn__rec_gates(kind), k, dir, perm[3] = {1, 0, 2};
     float p;
@@ -502,6 +592,9 @@ static nn_tensor nn__rec_layers(nn_graph *g, const char *op, int kind, nn_tensor
     Hr = d.proj_size > 0 ? d.proj_size : H;
     if (d.c0.id != 0 && kind != NN__REC_LSTM) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: c0 is nn_lstm's only", op, name);
     if (d.c_n && kind != NN__REC_LSTM) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: c_n is nn_lstm's only", op, name);
+    if (d.stateful && (d.h0.id != 0 || d.c0.id != 0))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: stateful keeps its own initial states; h0 and c0 must be NN_NONE", op,
+                           name);
     inp = d.batch_first ? nn_permute(g, x, perm, 3) : x;
     if (inp.id < 0) return inp;
     T = nn__n(g, inp)->shape.dim[0];
@@ -510,6 +603,12 @@ static nn_tensor nn__rec_layers(nn_graph *g, const char *op, int kind, nn_tensor
     if (!nn__rec_state_ok(g, op, "h0", d.h0, (int64_t)L * D, B, Hr) || !nn__rec_state_ok(g, op, "c0", d.c0, (int64_t)L * D, B, H) ||
         !nn__rec_lengths_ok(g, op, d.lengths, B))
         return nn__tensor(-1);
+    if (d.stateful) {
+        hs = nn__rec_state_tensor(g, op, name, "h_state", nn_shape3((int64_t)L * D, B, Hr));
+        if (hs.id > 0 && kind == NN__REC_LSTM) cs = nn__rec_state_tensor(g, op, name, "c_state", nn_shape3((int64_t)L * D, B, H));
+        if (g->status != NN_OK) return nn__tensor(-1);
+        d.h0 = hs, d.c0 = cs;
+    }
     memset(&a, 0, sizeof a);
     a.kind = kind;
     a.T = (int)T, a.B = (int)B, a.H = (int)H, a.Hr = (int)Hr, a.G = G;
@@ -545,8 +644,15 @@ static nn_tensor nn__rec_layers(nn_graph *g, const char *op, int kind, nn_tensor
         inp = out;
     }
     if (g->status != NN_OK) return nn__tensor(-1);
-    if (d.h_n) *d.h_n = L * D == 1 ? hn[0] : nn_concat(g, hn, L * D, 0);
-    if (d.c_n) *d.c_n = L * D == 1 ? cn[0] : nn_concat(g, cn, L * D, 0);
+    if (d.h_n || d.stateful) hcat = L * D == 1 ? hn[0] : nn_concat(g, hn, L * D, 0);
+    if (d.c_n || (d.stateful && kind == NN__REC_LSTM)) ccat = L * D == 1 ? cn[0] : nn_concat(g, cn, L * D, 0);
+    if (d.h_n) *d.h_n = hcat;
+    if (d.c_n) *d.c_n = ccat;
+    if (d.stateful) { /* after the run's forward part the final states become the next run's initial ones */
+        nn__rec_state_set(g, hs, hcat);
+        if (kind == NN__REC_LSTM) nn__rec_state_set(g, cs, ccat);
+        if (g->status != NN_OK) return nn__tensor(-1);
+    }
     return d.batch_first ? nn_permute(g, out, perm, 3) : out;
 }
 
@@ -718,3 +824,101 @@ static nn_result nn__launch_last_valid_any(nn_graph *g, int id, int bwd) {
 }
 static nn_result nn__launch_last_valid(nn_graph *g, int id) { return nn__launch_last_valid_any(g, id, 0); }
 static nn_result nn__launch_last_valid_grad(nn_graph *g, int id) { return nn__launch_last_valid_any(g, id, 1); }
+
+/* ==== REC_REVERSE: x [T, B, F...] ([B, T, F...] with batch_first), the optional int32
+   lengths [B] -> x with each sequence's first lengths[b] steps in reverse order (the rest
+   as they are): the reversal of a packed sequence (PyTorch's reverse direction starts at
+   each sequence's own last element). A permutation that is its own inverse, so its
+   gradient is the same op on gy. Built by nn_bidirectional ==== */
+
+static nn_tensor nn__rec_reverse(nn_graph *g, nn_tensor x, nn_tensor lens, int batch_first) {
+    const nn__node *xn = &g->nodes[x.id];
+    int d;
+    nn_tensor t;
+    nn__rec_attr *a;
+    t = lens.id > 0 ? nn__op2(g, NN__OP_REC_REVERSE, NN_F32, xn->shape, x.id, lens.id) : nn__op1(g, NN__OP_REC_REVERSE, NN_F32, xn->shape, x.id);
+    if (t.id < 0) return t;
+    xn = &g->nodes[x.id];
+    a = &g->nodes[t.id].a.rec;
+    memset(a, 0, sizeof *a);
+    a->T = (int)xn->shape.dim[batch_first ? 1 : 0];
+    a->B = (int)xn->shape.dim[batch_first ? 0 : 1];
+    a->F = 1;
+    for (d = 2; d < xn->shape.ndim; d++) a->F *= (int)xn->shape.dim[d];
+    a->batch_first = batch_first != 0;
+    a->i_len = lens.id > 0 ? 1 : -1;
+    return t;
+}
+
+static void nn__grad_rec_reverse(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    if (!ga) return;
+    t = nn__rec_reverse(g, gy, n.a.rec.i_len >= 0 ? nn__tensor(b) : NN_NONE, n.a.rec.batch_first);
+    nn__acc_grad(g, a, t);
+}
+#define nn__plan_rec_reverse nn__no_plan
+
+static nn_result nn__cpu_rec_reverse(nn_graph *g, nn__node *n) {
+    const nn__rec_attr *a = &n->a.rec;
+    nn__cpu_rec_reverse_loop(NN__F(n->in[0]), a->i_len >= 0 ? NN__I(n->in[1]) : NULL, n->buf.host, a->T, a->B, a->F, a->batch_first);
+    return NN_OK;
+}
+
+static nn_result nn__launch_rec_reverse(nn_graph *g, int id) {
+    const nn__node *n = &g->nodes[id];
+    const nn__rec_attr *a = &n->a.rec;
+    nn__launch *l = NULL;
+    nn__k_rec_reverse k;
+    nn_result r = nn__launch_kernel(g, id, "recurrent", "rec_reverse", (size_t)n->numel, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.x = &g->nodes[n->in[0]].buf;
+    k.lens = a->i_len >= 0 ? &g->nodes[n->in[1]].buf : &g->one;
+    k.y = &n->buf;
+    k.T = a->T, k.B = a->B, k.nf = a->F, k.bf = a->batch_first, k.has_len = a->i_len >= 0;
+    return nn__kargs_rec_reverse(l, &k);
+}
+
+/* ==== nn_bidirectional: fn's layer forward in time and over the reversed sequences,
+   concatenated along dim 2 ==== */
+
+NN_API nn_tensor nn_bidirectional(nn_graph *g, nn_tensor x, nn_tensor lengths, int batch_first, nn_rnn_direction_fn fn, void *user,
+                                  const char *name) {
+    char rname[256];
+    nn_tensor ys[2], xr;
+    nn__node *n;
+    int64_t T, B;
+    if (!nn__check(g, "nn_bidirectional", 1, &x) || !nn__expect_f32(g, "nn_bidirectional", x, "x")) return nn__tensor(-1);
+    if (!fn) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_bidirectional: fn is NULL");
+    if (!name || !name[0] || strlen(name) > 200)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_bidirectional: needs a name (at most 200 chars)");
+    n = nn__n(g, x);
+    if (n->shape.ndim < 3) {
+        char s[128];
+        nn__shape_str(&n->shape, s, sizeof s);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_bidirectional %s: x %s must be [T, B, features...] ([B, T, features...] with batch_first)",
+                           name, s);
+    }
+    T = n->shape.dim[batch_first ? 1 : 0];
+    B = n->shape.dim[batch_first ? 0 : 1];
+    if (T > INT32_MAX || B > INT32_MAX || n->numel / (T * B) > INT32_MAX)
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_bidirectional %s: x is too large", name);
+    if (!nn__rec_lengths_ok(g, "nn_bidirectional", lengths, B)) return nn__tensor(-1);
+    ys[0] = fn(g, x, lengths, name, user);
+    if (g->status != NN_OK || ys[0].id < 0) return nn__tensor(-1);
+    snprintf(rname, sizeof rname, "%s_reverse", name);
+    xr = nn__rec_reverse(g, x, lengths, batch_first);
+    if (xr.id < 0) return xr;
+    ys[1] = fn(g, xr, lengths, rname, user);
+    if (g->status != NN_OK || ys[1].id < 0) return nn__tensor(-1);
+    n = nn__n(g, ys[1]);
+    if (n->shape.ndim < 3 || n->shape.dim[batch_first ? 1 : 0] != T || n->shape.dim[batch_first ? 0 : 1] != B) {
+        char s[128];
+        nn__shape_str(&n->shape, s, sizeof s);
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_bidirectional %s: fn gave %s; it must keep x's time and batch dims (%lld, %lld)", name,
+                           s, (long long)T, (long long)B);
+    }
+    ys[1] = nn__rec_reverse(g, ys[1], lengths, batch_first);
+    return nn_concat(g, ys, 2, 2);
+}
