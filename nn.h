@@ -4378,6 +4378,28 @@ enum { NN__VE_EXP_SHIFT, NN__VE_SUB_EXP, NN__VE_SIGMOID_SUB, NN__VE_BCE, NN__VE_
     TGT static inline NN__V nn__vlog1pexp_##S(NN__V z) {                                                         \
         return nn__vlog1p01_##S(nn__vexp_##S(-NN__ABS(z)));                                                      \
     }                                                                                                            \
+    /* erf(x), at most 1 ulp from double erf (tests/test_numerics.c): |x| <= 0.927734375:     \
+       x + x P(x^2); beyond: 1 - exp(Q(|x|)) with the sign of x, Q(t) ~ log erfc(t) (N.        \
+       Juffa's minimax coefficients); NaN takes the first branch and stays NaN */                 \
+    TGT static inline NN__V nn__verf_##S(NN__V a) {                                                              \
+        NN__V t = NN__ABS(a), s = a * a, p, q, u;                                                                \
+        p = NN__FMA(NN__SET1(-5.96761703e-4f), s, NN__SET1(4.99119423e-3f));                                     \
+        p = NN__FMA(p, s, NN__SET1(-2.67681349e-2f));                                                            \
+        p = NN__FMA(p, s, NN__SET1(1.12819925e-1f));                                                             \
+        p = NN__FMA(p, s, NN__SET1(-3.76125336e-1f));                                                            \
+        p = NN__FMA(p, s, NN__SET1(1.28379166e-1f));                                                             \
+        p = NN__FMA(p, a, a);                                                                                    \
+        q = NN__FMA(NN__SET1(-1.72853470e-5f), t, NN__SET1(3.83197126e-4f));                                     \
+        u = NN__FMA(NN__SET1(-3.88396438e-3f), t, NN__SET1(2.42546219e-2f));                                     \
+        q = NN__FMA(q, s, u);                                                                                    \
+        q = NN__FMA(q, t, NN__SET1(-1.06777877e-1f));                                                            \
+        q = NN__FMA(q, t, NN__SET1(-6.34846687e-1f));                                                            \
+        q = NN__FMA(q, t, NN__SET1(-1.28717512e-1f));                                                            \
+        q = NN__FMA(q, t, -t);                                                                                   \
+        q = NN__SET1(1.0f) - nn__vexp_##S(q);                                                                    \
+        q = NN__SEL(a, NN__SET1(0.0f), _CMP_LT_OQ, -q, q);                                                       \
+        return NN__SEL(t, NN__SET1(0.927734375f), _CMP_GT_OQ, q, p);                                             \
+    }                                                                                                            \
     /* y = f(x) (dy NULL) or dy * f'(x) for the activations and math whose formulas in        \
        kernels/activation.h are built on exp (the same operations, vector for scalar); 0 for \
        the others */                                                                                             \
@@ -4402,6 +4424,8 @@ enum { NN__VE_EXP_SHIFT, NN__VE_SUB_EXP, NN__VE_SIGMOID_SUB, NN__VE_BCE, NN__VE_
                     r = NN__SEL(s, vp1, _CMP_GT_OQ, v, (NN__SEL(s, zero, _CMP_GT_OQ, s, zero) + nn__vlog1pexp_##S(s)) / vp0); \
                     break;                                                                                       \
                 case NN__U_LOG_SIGMOID: r = NN__SEL(v, zero, _CMP_LT_OQ, v, zero) - nn__vlog1pexp_##S(v); break;  \
+                case NN__U_GELU: r = NN__SET1(0.5f) * v * (one + nn__verf_##S(v * NN__SET1(0.70710678118654752f))); break; \
+                case NN__U_ERF: r = nn__verf_##S(v); break;                                                      \
                 default: return 0;                                                                               \
                 }                                                                                                \
             } else {                                                                                             \
@@ -4417,6 +4441,11 @@ enum { NN__VE_EXP_SHIFT, NN__VE_SUB_EXP, NN__VE_SIGMOID_SUB, NN__VE_BCE, NN__VE_
                     break;                                                                                       \
                 case NN__U_LOG_SIGMOID: r = d * nn__vsigmoid_##S(-v); break;                                     \
                 case NN__U_EXP: case NN__U_EXPM1: r = d * nn__vexp_##S(v); break;                                \
+                case NN__U_GELU:                                                                                 \
+                    r = d * (NN__SET1(0.5f) * (one + nn__verf_##S(v * NN__SET1(0.70710678118654752f))) +         \
+                             v * NN__SET1(0.39894228040143268f) * nn__vexp_##S(NN__SET1(-0.5f) * v * v));         \
+                    break;                                                                                       \
+                case NN__U_ERF: r = d * (NN__SET1(1.12837916709551257f) * nn__vexp_##S(-v * v)); break;          \
                 default: return 0;                                                                               \
                 }                                                                                                \
             }                                                                                                    \
@@ -5037,6 +5066,75 @@ __attribute__((target("avx2,fma"))) static void
 nn__gemm_pack_a_avx2(int transA, const float *A, int lda, int i0, int mc, int p0, int kc, int mr,
                      float *dst) {
     int ir, k;
+    if (transA && (mr == 12 || mr == 6)) {
+        /* A [K,M]: a panel's mr values for one k are contiguous: 8 + 4 (or 4 + 2) moves */
+        for (ir = 0; ir + mr <= mc; ir += mr) {
+            const float *src = A + (size_t)p0 * lda + i0 + ir;
+            float *d = dst;
+            if (mr == 12)
+                for (k = 0; k < kc; k++, d += 12) {
+                    const float *q = src + (size_t)k * lda;
+                    _mm256_storeu_ps(d, _mm256_loadu_ps(q));
+                    _mm_storeu_ps(d + 8, _mm_loadu_ps(q + 8));
+                }
+            else
+                for (k = 0; k < kc; k++, d += 6) {
+                    const float *q = src + (size_t)k * lda;
+                    _mm_storeu_ps(d, _mm_loadu_ps(q));
+                    d[4] = q[4];
+                    d[5] = q[5];
+                }
+            dst += (size_t)mr * kc;
+        }
+        if (ir < mc) nn__gemm_pack_a(transA, A, lda, i0 + ir, mc - ir, p0, kc, mr, dst);
+        return;
+    }
+    if (!transA && mr == 12) {
+        /* the AVX-512 kernel's panels (12 rows): rows 0..7 and 8..11 (4 zero rows) in two
+           8 x 8 transposes per 8 k */
+        for (ir = 0; ir + 12 <= mc; ir += 12) {
+            const float *a0 = A + (size_t)(i0 + ir) * lda + p0;
+            const size_t l = (size_t)lda;
+            float *d = dst;
+            for (k = 0; k + 8 <= kc; k += 8) {
+                const float *q = a0 + k;
+                __m256 x0 = _mm256_loadu_ps(q), x1 = _mm256_loadu_ps(q + l);
+                __m256 x2 = _mm256_loadu_ps(q + 2 * l), x3 = _mm256_loadu_ps(q + 3 * l);
+                __m256 x4 = _mm256_loadu_ps(q + 4 * l), x5 = _mm256_loadu_ps(q + 5 * l);
+                __m256 x6 = _mm256_loadu_ps(q + 6 * l), x7 = _mm256_loadu_ps(q + 7 * l);
+                __m256 y0 = _mm256_loadu_ps(q + 8 * l), y1 = _mm256_loadu_ps(q + 9 * l);
+                __m256 y2 = _mm256_loadu_ps(q + 10 * l), y3 = _mm256_loadu_ps(q + 11 * l);
+                __m256 y4 = _mm256_setzero_ps(), y5 = _mm256_setzero_ps(), y6 = _mm256_setzero_ps(), y7 = _mm256_setzero_ps();
+                NN__TRANSPOSE8(x0, x1, x2, x3, x4, x5, x6, x7)
+                NN__TRANSPOSE8(y0, y1, y2, y3, y4, y5, y6, y7)
+                _mm256_storeu_ps(d, x0);
+                _mm_storeu_ps(d + 8, _mm256_castps256_ps128(y0));
+                _mm256_storeu_ps(d + 12, x1);
+                _mm_storeu_ps(d + 20, _mm256_castps256_ps128(y1));
+                _mm256_storeu_ps(d + 24, x2);
+                _mm_storeu_ps(d + 32, _mm256_castps256_ps128(y2));
+                _mm256_storeu_ps(d + 36, x3);
+                _mm_storeu_ps(d + 44, _mm256_castps256_ps128(y3));
+                _mm256_storeu_ps(d + 48, x4);
+                _mm_storeu_ps(d + 56, _mm256_castps256_ps128(y4));
+                _mm256_storeu_ps(d + 60, x5);
+                _mm_storeu_ps(d + 68, _mm256_castps256_ps128(y5));
+                _mm256_storeu_ps(d + 72, x6);
+                _mm_storeu_ps(d + 80, _mm256_castps256_ps128(y6));
+                _mm256_storeu_ps(d + 84, x7);
+                _mm_storeu_ps(d + 92, _mm256_castps256_ps128(y7));
+                d += 96;
+            }
+            for (; k < kc; k++) {
+                int r;
+                for (r = 0; r < 12; r++) d[r] = a0[(size_t)r * l + k];
+                d += 12;
+            }
+            dst += (size_t)12 * kc;
+        }
+        if (ir < mc) nn__gemm_pack_a(transA, A, lda, i0 + ir, mc - ir, p0, kc, mr, dst);
+        return;
+    }
     if (transA || mr != 6) {
         nn__gemm_pack_a(transA, A, lda, i0, mc, p0, kc, mr, dst);
         return;
@@ -5154,7 +5252,7 @@ static const nn__gemm_arch nn__gemm_arch_generic = {nn__gemm_ukr_generic, nn__ge
 /* Zen3/Skylake-ish blocking: B panel kc*nr*4 = 16 KB in L1, A block mc*kc*4
    = 144 KB in L2, B block kc*nc*4 <= 4 MB in L3 (BLIS haswell/zen values). */
 static const nn__gemm_arch nn__gemm_arch_avx2 = {nn__gemm_ukr_avx2, nn__gemm_pack_a_avx2, nn__gemm_pack_b_avx2, 6, 16, 144, 256, 4080, "avx2"};
-static const nn__gemm_arch nn__gemm_arch_avx512 = {nn__gemm_ukr_avx512, nn__gemm_pack_a, nn__gemm_pack_b, 12, 32, 192, 256, 4096, "avx512f"};
+static const nn__gemm_arch nn__gemm_arch_avx512 = {nn__gemm_ukr_avx512, nn__gemm_pack_a_avx2, nn__gemm_pack_b, 12, 32, 192, 256, 4096, "avx512f"};
 #endif
 #if NN__GEMM_NEON
 static const nn__gemm_arch nn__gemm_arch_neon = {nn__gemm_ukr_neon, nn__gemm_pack_a, nn__gemm_pack_b, 8, 8, 128, 256, 4096, "neon"};
@@ -7622,8 +7720,9 @@ static void nn__dsum4(const float *dy, const float *x, float mean, float rs, flo
 
 /* Layer norm's view (S 1, one group per leading element, not per channel): each group a
    row of C contiguous floats. The loops below take it row by row, with the index arithmetic
-   and the row's rstd hoisted; every sum keeps the general loops' order (nn__sum4 and
-   nn__dsum4 of one element are the element itself), so the results are bitwise theirs. */
+   and the row's rstd hoisted; a row's sums (mean, variance, the two of dx) run in four
+   interleaved double lanes, as nn__sum4 and nn__dsum4 do over a channel's S (not one chain:
+   a third of the time of a tiny GPT's layer norms; the last bits of layer norm changed). */
 static int nn__norm_rows(const nn__norm *q) { return q->S == 1 && q->G == 1 && !q->per_channel; }
 
 /* stats [2, R] = the mean and biased variance of groups r0..r1-1 of x (two passes, in double) */
@@ -7632,10 +7731,7 @@ static void nn__norm_stats_range(const nn__norm *q, float *stats, const float *x
     if (nn__norm_rows(q)) {
         for (r = r0; r < r1; r++) {
             const float *p = x + r * q->C;
-            double sum = 0.0, mean, var = 0.0;
-            for (ci = 0; ci < q->C && !q->rms; ci++) sum += p[ci];
-            mean = sum / (double)n;
-            for (ci = 0; ci < q->C; ci++) var += (p[ci] - mean) * (p[ci] - mean);
+            double mean = q->rms ? 0.0 : nn__sum4(p, q->C, 0, 0.0) / (double)n, var = nn__sum4(p, q->C, 1, mean);
             stats[r] = (float)mean;
             stats[R + r] = (float)(var / (double)n);
         }
@@ -7699,10 +7795,27 @@ static void nn__norm_backward_data_range(const nn__norm *q, float *dx, const flo
             const float *xr = x + r * q->C, *dr = dy + r * q->C;
             float *dxr = dx + r * q->C, mean = stats[r], rs = nn__norm_rstd(stats, R, r, eps), m1, m2;
             double s1 = 0.0, s2 = 0.0;
-            for (ci = 0; ci < q->C && !const_stats; ci++) {
-                double d = (double)dr[ci] * (gamma ? gamma[ci] : 1.0f);
-                s1 += d;
-                s2 += d * ((double)xr[ci] - mean) * rs;
+            if (!const_stats) { /* four interleaved lanes, the tail in lane 0, as nn__dsum4 */
+                double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0, b0 = 0.0, b1 = 0.0, b2 = 0.0, b3 = 0.0;
+                for (ci = 0; ci + 4 <= q->C; ci += 4) {
+                    double d0 = (double)dr[ci] * (gamma ? gamma[ci] : 1.0f), d1 = (double)dr[ci + 1] * (gamma ? gamma[ci + 1] : 1.0f);
+                    double d2 = (double)dr[ci + 2] * (gamma ? gamma[ci + 2] : 1.0f), d3 = (double)dr[ci + 3] * (gamma ? gamma[ci + 3] : 1.0f);
+                    a0 += d0;
+                    a1 += d1;
+                    a2 += d2;
+                    a3 += d3;
+                    b0 += d0 * ((double)xr[ci] - mean) * rs;
+                    b1 += d1 * ((double)xr[ci + 1] - mean) * rs;
+                    b2 += d2 * ((double)xr[ci + 2] - mean) * rs;
+                    b3 += d3 * ((double)xr[ci + 3] - mean) * rs;
+                }
+                for (; ci < q->C; ci++) {
+                    double d = (double)dr[ci] * (gamma ? gamma[ci] : 1.0f);
+                    a0 += d;
+                    b0 += d * ((double)xr[ci] - mean) * rs;
+                }
+                s1 = (a0 + a1) + (a2 + a3);
+                s2 = (b0 + b1) + (b2 + b3);
             }
             m1 = (float)(s1 / (double)n);
             m2 = (float)(s2 / (double)n);
@@ -10492,6 +10605,108 @@ static float nn__rec_tanh(float x) {
     return x < 0.0f ? -r : r;
 }
 
+/* The LSTM's gate math over one batch row, vectorised (AVX-512 or AVX2+FMA, chosen at run
+   time; the last partial vector by masked loads and stores): the scalar loops' operations,
+   vector for scalar, on the vector exp (src/cpu/simd.c), so the forward gives the bits the
+   scalar path on nn__vexp_map gives. nn__rec_vtanh_S is nn__rec_tanh with the vector exp.
+   Forward: gt [4H] = i, f, g, o from x + p (+ bias); c = f cprev + i g (cprev where the row
+   is frozen: active 0); h [H] = o tanh(c). Backward (an active row): d = du, or dh + gy (dh
+   then 0), and the gate gradients into dx and dp [4H], dc = dct f. */
+#if defined(NN__VM_X86)
+#define NN__REC_VDEFINE(S, TGT)                                                                                  \
+    TGT static inline NN__RV nn__rec_vtanh_##S(NN__RV v) {                                                      \
+        NN__RV one = NN__RV1(1.0f), ax = NN__RVABS(v), x2 = v * v, e = nn__vexp_##S(NN__RV1(2.0f) * ax), big, sm; \
+        big = NN__RVSEL(v, NN__RV1(0.0f), _CMP_LT_OQ, NN__RV1(-1.0f), one) * (one - NN__RV1(2.0f) / (e + one));  \
+        sm = v * (one + x2 * (NN__RV1(-1.0f / 3.0f) +                                                           \
+                              x2 * (NN__RV1(2.0f / 15.0f) + x2 * (NN__RV1(-17.0f / 315.0f) + x2 * NN__RV1(62.0f / 2835.0f))))); \
+        return NN__RVSEL(ax, NN__RV1(0.125f), _CMP_LT_OQ, sm, big);                                              \
+    }                                                                                                            \
+    TGT static void nn__rec_lstm_fwd_##S(int H, const float *x, const float *p, const float *bias, float *gt,     \
+                                         const float *cprev, float *cout, float *h, int active) {               \
+        NN__RV one = NN__RV1(1.0f), v, c;                                                                       \
+        int j, k, q;                                                                                             \
+        for (q = 0; q < 4; q++)                                                                                  \
+            for (j = 0; j < H; j += NN__RVW) {                                                                   \
+                int o = q * H + j;                                                                               \
+                k = H - j;                                                                                       \
+                v = NN__RVLD(x + o, k) + NN__RVLD(p + o, k);                                                     \
+                v = v + (bias ? NN__RVLD(bias + o, k) : NN__RV1(0.0f));                                          \
+                if (q == 2) v = nn__rec_vtanh_##S(v); else v = one / (one + nn__vexp_##S(-v));                          \
+                NN__RVST(gt + o, v, k);                                                                          \
+            }                                                                                                    \
+        for (j = 0; j < H; j += NN__RVW) {                                                                       \
+            k = H - j;                                                                                           \
+            c = NN__RVLD(cprev + j, k);                                                                          \
+            if (active) c = NN__RVLD(gt + H + j, k) * c + NN__RVLD(gt + j, k) * NN__RVLD(gt + 2 * H + j, k);     \
+            NN__RVST(cout + j, c, k);                                                                            \
+            NN__RVST(h + j, NN__RVLD(gt + 3 * H + j, k) * nn__rec_vtanh_##S(c), k);                             \
+        }                                                                                                        \
+    }                                                                                                            \
+    TGT static void nn__rec_lstm_bwd_##S(int H, const float *gt, const float *cc, const float *cp, const float *du, \
+                                         float *dh, const float *gy, float *dc, float *dx, float *dp) {         \
+        NN__RV one = NN__RV1(1.0f), d, ig, fg, gg, o, tc, dct, r;                                               \
+        int j, k;                                                                                                \
+        for (j = 0; j < H; j += NN__RVW) {                                                                       \
+            k = H - j;                                                                                           \
+            if (du) d = NN__RVLD(du + j, k); else d = NN__RVLD(dh + j, k) + NN__RVLD(gy + j, k);                        \
+            ig = NN__RVLD(gt + j, k), fg = NN__RVLD(gt + H + j, k);                                              \
+            gg = NN__RVLD(gt + 2 * H + j, k), o = NN__RVLD(gt + 3 * H + j, k);                                   \
+            tc = nn__rec_vtanh_##S(NN__RVLD(cc + j, k));                                                         \
+            dct = NN__RVLD(dc + j, k) + d * o * (one - tc * tc);                                                 \
+            r = dct * gg * ig * (one - ig);                                                                      \
+            NN__RVST(dx + j, r, k); NN__RVST(dp + j, r, k);                                                      \
+            r = dct * NN__RVLD(cp + j, k) * fg * (one - fg);                                                     \
+            NN__RVST(dx + H + j, r, k); NN__RVST(dp + H + j, r, k);                                              \
+            r = dct * ig * (one - gg * gg);                                                                      \
+            NN__RVST(dx + 2 * H + j, r, k); NN__RVST(dp + 2 * H + j, r, k);                                      \
+            r = d * tc * o * (one - o);                                                                          \
+            NN__RVST(dx + 3 * H + j, r, k); NN__RVST(dp + 3 * H + j, r, k);                                      \
+            NN__RVST(dc + j, dct * fg, k);                                                                       \
+            if (!du) NN__RVST(dh + j, NN__RV1(0.0f), k);                                                         \
+        }                                                                                                        \
+    }
+
+#define NN__RV __m512
+#define NN__RVW 16
+#define NN__RV1 _mm512_set1_ps
+#define NN__RVLD(ptr, k) ((k) >= 16 ? _mm512_loadu_ps(ptr) : _mm512_maskz_loadu_ps(nn__vmask_avx512(k), ptr))
+#define NN__RVST(ptr, v, k)                                                          \
+    do {                                                                             \
+        if ((k) >= 16) _mm512_storeu_ps(ptr, v);                                     \
+        else _mm512_mask_storeu_ps(ptr, nn__vmask_avx512(k), v);                     \
+    } while (0)
+#define NN__RVSEL(a, b, P, x, y) _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, b, P), y, x)
+#define NN__RVABS(v) _mm512_castsi512_ps(_mm512_and_epi32(_mm512_castps_si512(v), _mm512_set1_epi32(0x7FFFFFFF)))
+NN__REC_VDEFINE(avx512, __attribute__((target("avx512f"))))
+#undef NN__RV
+#undef NN__RVW
+#undef NN__RV1
+#undef NN__RVLD
+#undef NN__RVST
+#undef NN__RVSEL
+#undef NN__RVABS
+#define NN__RV __m256
+#define NN__RVW 8
+#define NN__RV1 _mm256_set1_ps
+#define NN__RVLD(ptr, k) ((k) >= 8 ? _mm256_loadu_ps(ptr) : _mm256_maskload_ps(ptr, nn__vmask_avx2(k)))
+#define NN__RVST(ptr, v, k)                                                          \
+    do {                                                                             \
+        if ((k) >= 8) _mm256_storeu_ps(ptr, v);                                      \
+        else _mm256_maskstore_ps(ptr, nn__vmask_avx2(k), v);                         \
+    } while (0)
+#define NN__RVSEL(a, b, P, x, y) _mm256_blendv_ps(y, x, _mm256_cmp_ps(a, b, P))
+#define NN__RVABS(v) _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF)))
+NN__REC_VDEFINE(avx2, __attribute__((target("avx2,fma"))))
+#undef NN__RV
+#undef NN__RVW
+#undef NN__RV1
+#undef NN__RVLD
+#undef NN__RVST
+#undef NN__RVSEL
+#undef NN__RVABS
+#undef NN__REC_VDEFINE
+#endif
+
 /* One step forward over rows b < B (kernels/recurrent.cl rec_gates_fwd). xp, hp: this
    step's input and state products [B, G*H]; bias [G*H] or NULL; lens NULL or [B]; ws the
    node's workspace; y the output row block of step t [B, Hr]. */
@@ -10503,6 +10718,23 @@ static void nn__cpu_rec_gates_fwd(int kind, int B, int b0, int b1, int H, int Hr
         int active = !lens || t < lens[b];
         const float *x = xp + (size_t)b * G * H, *p = hp + (size_t)b * G * H;
         float *gt = ws + og + (size_t)b * G * H;
+#if defined(NN__VM_X86)
+        if (e && kind == NN__REC_LSTM && nn__vm_isa() >= 1) {
+            if (nn__vm_isa() == 2)
+                nn__rec_lstm_fwd_avx512(H, x, p, bias, gt, ws + oc + (size_t)b * H, ws + oc + (size_t)B * H + (size_t)b * H, e, active);
+            else
+                nn__rec_lstm_fwd_avx2(H, x, p, bias, gt, ws + oc + (size_t)b * H, ws + oc + (size_t)B * H + (size_t)b * H, e, active);
+            for (j = 0; j < H; j++) {
+                size_t hi = (size_t)b * Hr + j, ci = (size_t)b * H + j;
+                if (proj) ws[ou + ci] = active ? e[j] : 0.0f;
+                else {
+                    ws[oh + (size_t)B * Hr + hi] = active ? e[j] : ws[oh + hi];
+                    y[hi] = active ? e[j] : 0.0f;
+                }
+            }
+            continue;
+        }
+#endif
         if (e && kind == NN__REC_LSTM) {
             /* the row's four gates through the vector exp: sigmoid(v) = 1 / (1 + e^-v), tanh
                as nn__rec_tanh with e^2|v| */
@@ -10604,6 +10836,17 @@ static void nn__cpu_rec_gates_bwd(int kind, int B, int b0, int b1, int H, int Hr
         int active = !lens || t < lens[b];
         const float *gt = ws + og + (size_t)b * G * H;
         float *dx = dxp + (size_t)b * G * H, *dp = dhp + (size_t)b * G * H;
+#if defined(NN__VM_X86)
+        if (kind == NN__REC_LSTM && active && nn__vm_isa() >= 1) {
+            const float *cc = ws + oc + (size_t)B * H + (size_t)b * H, *cp = ws + oc + (size_t)b * H;
+            const float *dub = du ? du + (size_t)b * H : NULL;
+            if (nn__vm_isa() == 2)
+                nn__rec_lstm_bwd_avx512(H, gt, cc, cp, dub, dh + (size_t)b * Hr, gy + (size_t)b * Hr, dc + (size_t)b * H, dx, dp);
+            else
+                nn__rec_lstm_bwd_avx2(H, gt, cc, cp, dub, dh + (size_t)b * Hr, gy + (size_t)b * Hr, dc + (size_t)b * H, dx, dp);
+            continue;
+        }
+#endif
         for (j = 0; j < H; j++) {
             size_t hi = (size_t)b * Hr + j, ci = (size_t)b * H + j;
             float d = du ? du[ci] : dh[hi] + (active ? gy[hi] : 0.0f);
