@@ -370,3 +370,12 @@ dist-test: tests/dist_test $(EXAMPLES_MPI)
 	  test "$$(echo "$$out" | grep -c 'passed, 0 failed')" = 2
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 EPOCHS=1 NN_DEVICE=cpu $(MPIRUN) $(MPIRUN_FLAGS) \
 	  -x EPOCHS -x NN_DEVICE -np 2 ./examples/fashion_mnist_mlp_mpi '$(if $(wildcard $(DATA_DIR)/train-images-idx3-ubyte*),$(DATA_DIR))' | grep RESULT
+
+# ---- activation recompute (issue 20 item 5): GPT-2 small's memory plan with and without a
+# recompute segment per block (nn_graph_memory, nothing allocated), and the step time of a
+# small GPT both ways: `make bench-recompute [ROUNDS=n]` (NN_DEVICE picks the backend).
+bench/recompute_bench: bench/recompute_bench.c nn.h
+	$(CC) $(CFLAGS) -I. -D_POSIX_C_SOURCE=200809L -o $@ $< $(LIBS)
+.PHONY: bench-recompute
+bench-recompute: bench/recompute_bench
+	./bench/recompute_bench plan && ./bench/recompute_bench time $(or $(ROUNDS),5)

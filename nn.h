@@ -173,6 +173,7 @@ LICENCE
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h> /* FILE, for nn_graph_summary */
 #ifdef NN_MPI /* data-parallel training (the end of this file) */
 #include <mpi.h>
 #endif
@@ -455,6 +456,86 @@ NN_API nn_tensor nn_graph_grad(nn_graph *g, nn_tensor t);
 NN_API nn_result nn_graph_requires_grad(nn_graph *g, nn_tensor t);
 /* Before compile: keep t readable after a run (an op's output is otherwise reused). */
 NN_API nn_result nn_graph_output(nn_graph *g, nn_tensor t);
+
+/* ---- 2a. Inspecting a graph: parameters, the memory plan, a summary -----------------------
+   (src/engine/memory.c) */
+
+/* A parameter or buffer of a graph (nn_graph_param_at). name is the graph's own copy
+   (valid while the graph lives); tensor is its handle in this graph. */
+typedef struct nn_param_info {
+    const char *name;
+    nn_tensor tensor;
+    nn_shape shape;
+    int64_t numel;
+    int buffer;          /* 1: a buffer (nn_buffer, state not trained); 0: a parameter */
+} nn_param_info;
+/* Into *count: the parameters and buffers g uses (model.named_parameters() and
+   named_buffers() together), each counted once however many ops read it. */
+NN_API nn_result nn_graph_param_count(nn_graph *g, int *count);
+/* Into *out: the index-th of them (0 <= index < count), in the order g created (or, with
+   share_params, first used) them: insertion order, as PyTorch's named_parameters(). */
+NN_API nn_result nn_graph_param_at(nn_graph *g, int index, nn_param_info *out);
+
+/* What g's memory plan needs, in bytes (nn_graph_memory). Every tensor is 4 bytes an
+   element. Storage held for the graph's life counts whole: parameters, buffers, inputs,
+   optimizer state, and the tensors kept after a run (outputs, kept gradients, gradient
+   accumulators, constants). The tensors the planner places in the arena by liveness
+   (activations, the backward's gradients, ops' workspace) count as live at the plan's
+   peak: the schedule position where the arena's live bytes are largest, so the kinds sum
+   to `peak`. Without reuse (summing every tensor) the figures would be larger. */
+typedef struct nn_memory_report {
+    int64_t parameters;      /* trainable parameters the graph uses (shared ones included) */
+    int64_t gradients;       /* what the backward pass makes: parameters' gradients (kept,
+                                accumulated or in the arena) and the activations' gradients
+                                live at the peak */
+    int64_t optimizer_state; /* the optimizer's per-parameter state this process holds
+                                (SGD momentum: 1x the trained parameters; Adam/AdamW: 2x,
+                                3x with amsgrad); 0 for a graph with no optimizer. With
+                                data-parallel training it is this rank's share */
+    int64_t activations;     /* the forward's outputs: kept outputs, and arena tensors live
+                                at the peak (those the backward still needs, included) */
+    int64_t workspace;       /* ops' scratch (convolution im2col, LAMB's update) at the peak */
+    int64_t buffers;         /* nn_buffer state (batch norm's running statistics) */
+    int64_t inputs;          /* nn_input tensors (a dataset held on the device counts here) */
+    int64_t other;           /* constants, the update's sums and coefficients, counters */
+    int64_t peak;            /* the sum of the eight above: bytes in use at the peak */
+    int64_t persistent;      /* bytes held for the graph's life (outside the arena) */
+    int64_t arena;           /* the arena's planned size: >= its share of the peak (alignment,
+                                fragmentation, NN_CL_GUARDS' guard bytes) */
+    int arena_buffers;       /* device buffers the arena is split into (1 unless it exceeds
+                                the device's largest allocation; 0 when empty) */
+    int64_t allocated;       /* persistent + arena: what the graph allocates, what
+                                nn_compile_desc.memory_limit bounds */
+    const char *peak_op;     /* the op running at the peak (a static name), NULL if none */
+    int peak_position;       /* its position in the schedule */
+} nn_memory_report;
+/* Into *out: the plan's bytes by kind (nn_memory_report). Needs the plan that
+   nn_graph_compile makes (NN_ERR_STATE before it); after a compile refused by
+   memory_limit the plan is still there to read. Costs a pass over the nodes, no device
+   call. */
+NN_API nn_result nn_graph_memory(nn_graph *g, nn_memory_report *out);
+
+/* A printable report of g (as torchinfo's summary): one row per op of the forward (every
+   node before compile) with its output shape, name and the parameters it reads; the
+   parameters and buffers with shapes and counts in insertion order, and the totals; once
+   compiled, nn_graph_memory's bytes by kind. nn_graph_summary writes it to f;
+   nn_graph_summary_string writes at most cap bytes, NUL included, into buf (as snprintf)
+   and the full length into *len (NULL: not wanted): call with cap 0 to size buf. */
+NN_API nn_result nn_graph_summary(nn_graph *g, FILE *f);
+NN_API nn_result nn_graph_summary_string(nn_graph *g, char *buf, size_t cap, size_t *len);
+
+/* Activation recompute (torch.utils.checkpoint, gradient checkpointing): the ops built
+   between nn_checkpoint_begin(g) and nn_checkpoint_end(g) form a segment whose outputs are
+   not kept for the backward pass: they die with the forward, and the backward computes
+   what it reads of them again from the segment's inputs, just before it needs them. Memory
+   then holds each segment's inputs instead of all its activations (nn_graph_memory shows
+   it) for about one more forward pass of the segments. Results are the same bits as
+   without (random ops draw the same numbers); outputs (nn_graph_output) and accumulators
+   in a segment are kept. A segment per transformer block or residual block is usual.
+   Segments do not nest; both calls are refused (NN_ERR_STATE) on a compiled graph, and
+   compile refuses a segment begun and not ended. Without a loss they change nothing. */
+NN_API nn_result nn_checkpoint_begin(nn_graph *g);
+NN_API nn_result nn_checkpoint_end(nn_graph *g);
 
 /* ==== 3. Tensors: leaves and access ========================================================
    Leaves are the tensors a graph starts from: inputs (written by the program), parameters
@@ -1672,6 +1753,11 @@ struct nn_compile_desc {
                             communicator (MPI_COMM_WORLD, initialised here when the program
                             did not) when it has more than one rank; NN_ZERO: this process
                             alone. Ignored without NN_MPI. */
+    /* memory (src/engine/memory.c) */
+    int64_t memory_limit; /* bytes; > 0: compile fails with NN_ERR_OUT_OF_MEMORY, before
+                             allocating anything, when the plan's allocation
+                             (nn_memory_report.allocated) exceeds it, naming the total, the
+                             limit and the largest tensors; 0: no limit; < 0 refused */
     int zero_stage;      /* with data_parallel over more than one rank: 1 shards the optimizer
                             state (ZeRO stage 1, see "Data-parallel training"); 0: every rank
                             holds all of it. Ignored without NN_MPI. */
@@ -2323,6 +2409,8 @@ typedef struct nn__node {
     const char *check;   /* non-NULL: the op counts inputs PyTorch would raise on (labels out of
                             range) into g->checks[check_slot]; what they are, for the report */
     int check_slot;
+    int ckpt;            /* the recompute segment it was built in (nn_checkpoint_begin), 0 none */
+    int recompute_of;    /* > 0: a copy of that node the backward reads, computed again (engine/checkpoint.c) */
     int written;         /* INPUT: 0 never written, 1 written since the last step, 2 since read by a step */
     int per_step;        /* INPUT: a step refuses it unless written since the last step (a dataset's indices) */
 } nn__node;
@@ -2488,6 +2576,14 @@ struct nn_graph {
     int dist_rank, dist_size;    /* this rank and the ranks' count (both 0 unless data-parallel) */
     void *dist;                  /* the reduction's communicator and buffers (NULL: not data-parallel) */
     void (*dist_free)(nn_graph *g); /* its destructor, set by the compile that made it */
+    /* the memory plan as nn_graph_memory reports it (src/engine/memory.c) */
+    int mem_planned;             /* nn__plan_memory placed every item */
+    int mem_backward_end;        /* nodes from n_forward to here are autograd's (gradients) */
+    size_t arena_chunk;          /* > 0: the arena is split in buffers of this many bytes, no
+                                    item crossing a boundary (the device's largest allocation) */
+    int ckpt_open, n_ckpt;       /* the open recompute segment (0 none) and the segments begun */
+    nn__buf *arena_parts;        /* then the arena's buffers, n_arena_parts of them (g->arena unused) */
+    int n_arena_parts;
     int zero;                    /* ZeRO stage 1: no update ops; dist.c updates this rank's slice */
     /* misuse refused rather than silent (issue 22) */
     int share_names;             /* nn_graph_share_names: a parameter name made again is the same tensor */
@@ -4282,6 +4378,28 @@ enum { NN__VE_EXP_SHIFT, NN__VE_SUB_EXP, NN__VE_SIGMOID_SUB, NN__VE_BCE, NN__VE_
     TGT static inline NN__V nn__vlog1pexp_##S(NN__V z) {                                                         \
         return nn__vlog1p01_##S(nn__vexp_##S(-NN__ABS(z)));                                                      \
     }                                                                                                            \
+    /* erf(x), at most 1 ulp from double erf (tests/test_numerics.c): |x| <= 0.927734375:     \
+       x + x P(x^2); beyond: 1 - exp(Q(|x|)) with the sign of x, Q(t) ~ log erfc(t) (N.        \
+       Juffa's minimax coefficients); NaN takes the first branch and stays NaN */                 \
+    TGT static inline NN__V nn__verf_##S(NN__V a) {                                                              \
+        NN__V t = NN__ABS(a), s = a * a, p, q, u;                                                                \
+        p = NN__FMA(NN__SET1(-5.96761703e-4f), s, NN__SET1(4.99119423e-3f));                                     \
+        p = NN__FMA(p, s, NN__SET1(-2.67681349e-2f));                                                            \
+        p = NN__FMA(p, s, NN__SET1(1.12819925e-1f));                                                             \
+        p = NN__FMA(p, s, NN__SET1(-3.76125336e-1f));                                                            \
+        p = NN__FMA(p, s, NN__SET1(1.28379166e-1f));                                                             \
+        p = NN__FMA(p, a, a);                                                                                    \
+        q = NN__FMA(NN__SET1(-1.72853470e-5f), t, NN__SET1(3.83197126e-4f));                                     \
+        u = NN__FMA(NN__SET1(-3.88396438e-3f), t, NN__SET1(2.42546219e-2f));                                     \
+        q = NN__FMA(q, s, u);                                                                                    \
+        q = NN__FMA(q, t, NN__SET1(-1.06777877e-1f));                                                            \
+        q = NN__FMA(q, t, NN__SET1(-6.34846687e-1f));                                                            \
+        q = NN__FMA(q, t, NN__SET1(-1.28717512e-1f));                                                            \
+        q = NN__FMA(q, t, -t);                                                                                   \
+        q = NN__SET1(1.0f) - nn__vexp_##S(q);                                                                    \
+        q = NN__SEL(a, NN__SET1(0.0f), _CMP_LT_OQ, -q, q);                                                       \
+        return NN__SEL(t, NN__SET1(0.927734375f), _CMP_GT_OQ, q, p);                                             \
+    }                                                                                                            \
     /* y = f(x) (dy NULL) or dy * f'(x) for the activations and math whose formulas in        \
        kernels/activation.h are built on exp (the same operations, vector for scalar); 0 for \
        the others */                                                                                             \
@@ -4306,6 +4424,8 @@ enum { NN__VE_EXP_SHIFT, NN__VE_SUB_EXP, NN__VE_SIGMOID_SUB, NN__VE_BCE, NN__VE_
                     r = NN__SEL(s, vp1, _CMP_GT_OQ, v, (NN__SEL(s, zero, _CMP_GT_OQ, s, zero) + nn__vlog1pexp_##S(s)) / vp0); \
                     break;                                                                                       \
                 case NN__U_LOG_SIGMOID: r = NN__SEL(v, zero, _CMP_LT_OQ, v, zero) - nn__vlog1pexp_##S(v); break;  \
+                case NN__U_GELU: r = NN__SET1(0.5f) * v * (one + nn__verf_##S(v * NN__SET1(0.70710678118654752f))); break; \
+                case NN__U_ERF: r = nn__verf_##S(v); break;                                                      \
                 default: return 0;                                                                               \
                 }                                                                                                \
             } else {                                                                                             \
@@ -4321,6 +4441,11 @@ enum { NN__VE_EXP_SHIFT, NN__VE_SUB_EXP, NN__VE_SIGMOID_SUB, NN__VE_BCE, NN__VE_
                     break;                                                                                       \
                 case NN__U_LOG_SIGMOID: r = d * nn__vsigmoid_##S(-v); break;                                     \
                 case NN__U_EXP: case NN__U_EXPM1: r = d * nn__vexp_##S(v); break;                                \
+                case NN__U_GELU:                                                                                 \
+                    r = d * (NN__SET1(0.5f) * (one + nn__verf_##S(v * NN__SET1(0.70710678118654752f))) +         \
+                             v * NN__SET1(0.39894228040143268f) * nn__vexp_##S(NN__SET1(-0.5f) * v * v));         \
+                    break;                                                                                       \
+                case NN__U_ERF: r = d * (NN__SET1(1.12837916709551257f) * nn__vexp_##S(-v * v)); break;          \
                 default: return 0;                                                                               \
                 }                                                                                                \
             }                                                                                                    \
@@ -4941,6 +5066,75 @@ __attribute__((target("avx2,fma"))) static void
 nn__gemm_pack_a_avx2(int transA, const float *A, int lda, int i0, int mc, int p0, int kc, int mr,
                      float *dst) {
     int ir, k;
+    if (transA && (mr == 12 || mr == 6)) {
+        /* A [K,M]: a panel's mr values for one k are contiguous: 8 + 4 (or 4 + 2) moves */
+        for (ir = 0; ir + mr <= mc; ir += mr) {
+            const float *src = A + (size_t)p0 * lda + i0 + ir;
+            float *d = dst;
+            if (mr == 12)
+                for (k = 0; k < kc; k++, d += 12) {
+                    const float *q = src + (size_t)k * lda;
+                    _mm256_storeu_ps(d, _mm256_loadu_ps(q));
+                    _mm_storeu_ps(d + 8, _mm_loadu_ps(q + 8));
+                }
+            else
+                for (k = 0; k < kc; k++, d += 6) {
+                    const float *q = src + (size_t)k * lda;
+                    _mm_storeu_ps(d, _mm_loadu_ps(q));
+                    d[4] = q[4];
+                    d[5] = q[5];
+                }
+            dst += (size_t)mr * kc;
+        }
+        if (ir < mc) nn__gemm_pack_a(transA, A, lda, i0 + ir, mc - ir, p0, kc, mr, dst);
+        return;
+    }
+    if (!transA && mr == 12) {
+        /* the AVX-512 kernel's panels (12 rows): rows 0..7 and 8..11 (4 zero rows) in two
+           8 x 8 transposes per 8 k */
+        for (ir = 0; ir + 12 <= mc; ir += 12) {
+            const float *a0 = A + (size_t)(i0 + ir) * lda + p0;
+            const size_t l = (size_t)lda;
+            float *d = dst;
+            for (k = 0; k + 8 <= kc; k += 8) {
+                const float *q = a0 + k;
+                __m256 x0 = _mm256_loadu_ps(q), x1 = _mm256_loadu_ps(q + l);
+                __m256 x2 = _mm256_loadu_ps(q + 2 * l), x3 = _mm256_loadu_ps(q + 3 * l);
+                __m256 x4 = _mm256_loadu_ps(q + 4 * l), x5 = _mm256_loadu_ps(q + 5 * l);
+                __m256 x6 = _mm256_loadu_ps(q + 6 * l), x7 = _mm256_loadu_ps(q + 7 * l);
+                __m256 y0 = _mm256_loadu_ps(q + 8 * l), y1 = _mm256_loadu_ps(q + 9 * l);
+                __m256 y2 = _mm256_loadu_ps(q + 10 * l), y3 = _mm256_loadu_ps(q + 11 * l);
+                __m256 y4 = _mm256_setzero_ps(), y5 = _mm256_setzero_ps(), y6 = _mm256_setzero_ps(), y7 = _mm256_setzero_ps();
+                NN__TRANSPOSE8(x0, x1, x2, x3, x4, x5, x6, x7)
+                NN__TRANSPOSE8(y0, y1, y2, y3, y4, y5, y6, y7)
+                _mm256_storeu_ps(d, x0);
+                _mm_storeu_ps(d + 8, _mm256_castps256_ps128(y0));
+                _mm256_storeu_ps(d + 12, x1);
+                _mm_storeu_ps(d + 20, _mm256_castps256_ps128(y1));
+                _mm256_storeu_ps(d + 24, x2);
+                _mm_storeu_ps(d + 32, _mm256_castps256_ps128(y2));
+                _mm256_storeu_ps(d + 36, x3);
+                _mm_storeu_ps(d + 44, _mm256_castps256_ps128(y3));
+                _mm256_storeu_ps(d + 48, x4);
+                _mm_storeu_ps(d + 56, _mm256_castps256_ps128(y4));
+                _mm256_storeu_ps(d + 60, x5);
+                _mm_storeu_ps(d + 68, _mm256_castps256_ps128(y5));
+                _mm256_storeu_ps(d + 72, x6);
+                _mm_storeu_ps(d + 80, _mm256_castps256_ps128(y6));
+                _mm256_storeu_ps(d + 84, x7);
+                _mm_storeu_ps(d + 92, _mm256_castps256_ps128(y7));
+                d += 96;
+            }
+            for (; k < kc; k++) {
+                int r;
+                for (r = 0; r < 12; r++) d[r] = a0[(size_t)r * l + k];
+                d += 12;
+            }
+            dst += (size_t)12 * kc;
+        }
+        if (ir < mc) nn__gemm_pack_a(transA, A, lda, i0 + ir, mc - ir, p0, kc, mr, dst);
+        return;
+    }
     if (transA || mr != 6) {
         nn__gemm_pack_a(transA, A, lda, i0, mc, p0, kc, mr, dst);
         return;
@@ -5058,7 +5252,7 @@ static const nn__gemm_arch nn__gemm_arch_generic = {nn__gemm_ukr_generic, nn__ge
 /* Zen3/Skylake-ish blocking: B panel kc*nr*4 = 16 KB in L1, A block mc*kc*4
    = 144 KB in L2, B block kc*nc*4 <= 4 MB in L3 (BLIS haswell/zen values). */
 static const nn__gemm_arch nn__gemm_arch_avx2 = {nn__gemm_ukr_avx2, nn__gemm_pack_a_avx2, nn__gemm_pack_b_avx2, 6, 16, 144, 256, 4080, "avx2"};
-static const nn__gemm_arch nn__gemm_arch_avx512 = {nn__gemm_ukr_avx512, nn__gemm_pack_a, nn__gemm_pack_b, 12, 32, 192, 256, 4096, "avx512f"};
+static const nn__gemm_arch nn__gemm_arch_avx512 = {nn__gemm_ukr_avx512, nn__gemm_pack_a_avx2, nn__gemm_pack_b, 12, 32, 192, 256, 4096, "avx512f"};
 #endif
 #if NN__GEMM_NEON
 static const nn__gemm_arch nn__gemm_arch_neon = {nn__gemm_ukr_neon, nn__gemm_pack_a, nn__gemm_pack_b, 8, 8, 128, 256, 4096, "neon"};
@@ -7526,8 +7720,9 @@ static void nn__dsum4(const float *dy, const float *x, float mean, float rs, flo
 
 /* Layer norm's view (S 1, one group per leading element, not per channel): each group a
    row of C contiguous floats. The loops below take it row by row, with the index arithmetic
-   and the row's rstd hoisted; every sum keeps the general loops' order (nn__sum4 and
-   nn__dsum4 of one element are the element itself), so the results are bitwise theirs. */
+   and the row's rstd hoisted; a row's sums (mean, variance, the two of dx) run in four
+   interleaved double lanes, as nn__sum4 and nn__dsum4 do over a channel's S (not one chain:
+   a third of the time of a tiny GPT's layer norms; the last bits of layer norm changed). */
 static int nn__norm_rows(const nn__norm *q) { return q->S == 1 && q->G == 1 && !q->per_channel; }
 
 /* stats [2, R] = the mean and biased variance of groups r0..r1-1 of x (two passes, in double) */
@@ -7536,10 +7731,7 @@ static void nn__norm_stats_range(const nn__norm *q, float *stats, const float *x
     if (nn__norm_rows(q)) {
         for (r = r0; r < r1; r++) {
             const float *p = x + r * q->C;
-            double sum = 0.0, mean, var = 0.0;
-            for (ci = 0; ci < q->C && !q->rms; ci++) sum += p[ci];
-            mean = sum / (double)n;
-            for (ci = 0; ci < q->C; ci++) var += (p[ci] - mean) * (p[ci] - mean);
+            double mean = q->rms ? 0.0 : nn__sum4(p, q->C, 0, 0.0) / (double)n, var = nn__sum4(p, q->C, 1, mean);
             stats[r] = (float)mean;
             stats[R + r] = (float)(var / (double)n);
         }
@@ -7603,10 +7795,27 @@ static void nn__norm_backward_data_range(const nn__norm *q, float *dx, const flo
             const float *xr = x + r * q->C, *dr = dy + r * q->C;
             float *dxr = dx + r * q->C, mean = stats[r], rs = nn__norm_rstd(stats, R, r, eps), m1, m2;
             double s1 = 0.0, s2 = 0.0;
-            for (ci = 0; ci < q->C && !const_stats; ci++) {
-                double d = (double)dr[ci] * (gamma ? gamma[ci] : 1.0f);
-                s1 += d;
-                s2 += d * ((double)xr[ci] - mean) * rs;
+            if (!const_stats) { /* four interleaved lanes, the tail in lane 0, as nn__dsum4 */
+                double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0, b0 = 0.0, b1 = 0.0, b2 = 0.0, b3 = 0.0;
+                for (ci = 0; ci + 4 <= q->C; ci += 4) {
+                    double d0 = (double)dr[ci] * (gamma ? gamma[ci] : 1.0f), d1 = (double)dr[ci + 1] * (gamma ? gamma[ci + 1] : 1.0f);
+                    double d2 = (double)dr[ci + 2] * (gamma ? gamma[ci + 2] : 1.0f), d3 = (double)dr[ci + 3] * (gamma ? gamma[ci + 3] : 1.0f);
+                    a0 += d0;
+                    a1 += d1;
+                    a2 += d2;
+                    a3 += d3;
+                    b0 += d0 * ((double)xr[ci] - mean) * rs;
+                    b1 += d1 * ((double)xr[ci + 1] - mean) * rs;
+                    b2 += d2 * ((double)xr[ci + 2] - mean) * rs;
+                    b3 += d3 * ((double)xr[ci + 3] - mean) * rs;
+                }
+                for (; ci < q->C; ci++) {
+                    double d = (double)dr[ci] * (gamma ? gamma[ci] : 1.0f);
+                    a0 += d;
+                    b0 += d * ((double)xr[ci] - mean) * rs;
+                }
+                s1 = (a0 + a1) + (a2 + a3);
+                s2 = (b0 + b1) + (b2 + b3);
             }
             m1 = (float)(s1 / (double)n);
             m2 = (float)(s2 / (double)n);
@@ -10396,6 +10605,108 @@ static float nn__rec_tanh(float x) {
     return x < 0.0f ? -r : r;
 }
 
+/* The LSTM's gate math over one batch row, vectorised (AVX-512 or AVX2+FMA, chosen at run
+   time; the last partial vector by masked loads and stores): the scalar loops' operations,
+   vector for scalar, on the vector exp (src/cpu/simd.c), so the forward gives the bits the
+   scalar path on nn__vexp_map gives. nn__rec_vtanh_S is nn__rec_tanh with the vector exp.
+   Forward: gt [4H] = i, f, g, o from x + p (+ bias); c = f cprev + i g (cprev where the row
+   is frozen: active 0); h [H] = o tanh(c). Backward (an active row): d = du, or dh + gy (dh
+   then 0), and the gate gradients into dx and dp [4H], dc = dct f. */
+#if defined(NN__VM_X86)
+#define NN__REC_VDEFINE(S, TGT)                                                                                  \
+    TGT static inline NN__RV nn__rec_vtanh_##S(NN__RV v) {                                                      \
+        NN__RV one = NN__RV1(1.0f), ax = NN__RVABS(v), x2 = v * v, e = nn__vexp_##S(NN__RV1(2.0f) * ax), big, sm; \
+        big = NN__RVSEL(v, NN__RV1(0.0f), _CMP_LT_OQ, NN__RV1(-1.0f), one) * (one - NN__RV1(2.0f) / (e + one));  \
+        sm = v * (one + x2 * (NN__RV1(-1.0f / 3.0f) +                                                           \
+                              x2 * (NN__RV1(2.0f / 15.0f) + x2 * (NN__RV1(-17.0f / 315.0f) + x2 * NN__RV1(62.0f / 2835.0f))))); \
+        return NN__RVSEL(ax, NN__RV1(0.125f), _CMP_LT_OQ, sm, big);                                              \
+    }                                                                                                            \
+    TGT static void nn__rec_lstm_fwd_##S(int H, const float *x, const float *p, const float *bias, float *gt,     \
+                                         const float *cprev, float *cout, float *h, int active) {               \
+        NN__RV one = NN__RV1(1.0f), v, c;                                                                       \
+        int j, k, q;                                                                                             \
+        for (q = 0; q < 4; q++)                                                                                  \
+            for (j = 0; j < H; j += NN__RVW) {                                                                   \
+                int o = q * H + j;                                                                               \
+                k = H - j;                                                                                       \
+                v = NN__RVLD(x + o, k) + NN__RVLD(p + o, k);                                                     \
+                v = v + (bias ? NN__RVLD(bias + o, k) : NN__RV1(0.0f));                                          \
+                if (q == 2) v = nn__rec_vtanh_##S(v); else v = one / (one + nn__vexp_##S(-v));                          \
+                NN__RVST(gt + o, v, k);                                                                          \
+            }                                                                                                    \
+        for (j = 0; j < H; j += NN__RVW) {                                                                       \
+            k = H - j;                                                                                           \
+            c = NN__RVLD(cprev + j, k);                                                                          \
+            if (active) c = NN__RVLD(gt + H + j, k) * c + NN__RVLD(gt + j, k) * NN__RVLD(gt + 2 * H + j, k);     \
+            NN__RVST(cout + j, c, k);                                                                            \
+            NN__RVST(h + j, NN__RVLD(gt + 3 * H + j, k) * nn__rec_vtanh_##S(c), k);                             \
+        }                                                                                                        \
+    }                                                                                                            \
+    TGT static void nn__rec_lstm_bwd_##S(int H, const float *gt, const float *cc, const float *cp, const float *du, \
+                                         float *dh, const float *gy, float *dc, float *dx, float *dp) {         \
+        NN__RV one = NN__RV1(1.0f), d, ig, fg, gg, o, tc, dct, r;                                               \
+        int j, k;                                                                                                \
+        for (j = 0; j < H; j += NN__RVW) {                                                                       \
+            k = H - j;                                                                                           \
+            if (du) d = NN__RVLD(du + j, k); else d = NN__RVLD(dh + j, k) + NN__RVLD(gy + j, k);                        \
+            ig = NN__RVLD(gt + j, k), fg = NN__RVLD(gt + H + j, k);                                              \
+            gg = NN__RVLD(gt + 2 * H + j, k), o = NN__RVLD(gt + 3 * H + j, k);                                   \
+            tc = nn__rec_vtanh_##S(NN__RVLD(cc + j, k));                                                         \
+            dct = NN__RVLD(dc + j, k) + d * o * (one - tc * tc);                                                 \
+            r = dct * gg * ig * (one - ig);                                                                      \
+            NN__RVST(dx + j, r, k); NN__RVST(dp + j, r, k);                                                      \
+            r = dct * NN__RVLD(cp + j, k) * fg * (one - fg);                                                     \
+            NN__RVST(dx + H + j, r, k); NN__RVST(dp + H + j, r, k);                                              \
+            r = dct * ig * (one - gg * gg);                                                                      \
+            NN__RVST(dx + 2 * H + j, r, k); NN__RVST(dp + 2 * H + j, r, k);                                      \
+            r = d * tc * o * (one - o);                                                                          \
+            NN__RVST(dx + 3 * H + j, r, k); NN__RVST(dp + 3 * H + j, r, k);                                      \
+            NN__RVST(dc + j, dct * fg, k);                                                                       \
+            if (!du) NN__RVST(dh + j, NN__RV1(0.0f), k);                                                         \
+        }                                                                                                        \
+    }
+
+#define NN__RV __m512
+#define NN__RVW 16
+#define NN__RV1 _mm512_set1_ps
+#define NN__RVLD(ptr, k) ((k) >= 16 ? _mm512_loadu_ps(ptr) : _mm512_maskz_loadu_ps(nn__vmask_avx512(k), ptr))
+#define NN__RVST(ptr, v, k)                                                          \
+    do {                                                                             \
+        if ((k) >= 16) _mm512_storeu_ps(ptr, v);                                     \
+        else _mm512_mask_storeu_ps(ptr, nn__vmask_avx512(k), v);                     \
+    } while (0)
+#define NN__RVSEL(a, b, P, x, y) _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, b, P), y, x)
+#define NN__RVABS(v) _mm512_castsi512_ps(_mm512_and_epi32(_mm512_castps_si512(v), _mm512_set1_epi32(0x7FFFFFFF)))
+NN__REC_VDEFINE(avx512, __attribute__((target("avx512f"))))
+#undef NN__RV
+#undef NN__RVW
+#undef NN__RV1
+#undef NN__RVLD
+#undef NN__RVST
+#undef NN__RVSEL
+#undef NN__RVABS
+#define NN__RV __m256
+#define NN__RVW 8
+#define NN__RV1 _mm256_set1_ps
+#define NN__RVLD(ptr, k) ((k) >= 8 ? _mm256_loadu_ps(ptr) : _mm256_maskload_ps(ptr, nn__vmask_avx2(k)))
+#define NN__RVST(ptr, v, k)                                                          \
+    do {                                                                             \
+        if ((k) >= 8) _mm256_storeu_ps(ptr, v);                                      \
+        else _mm256_maskstore_ps(ptr, nn__vmask_avx2(k), v);                         \
+    } while (0)
+#define NN__RVSEL(a, b, P, x, y) _mm256_blendv_ps(y, x, _mm256_cmp_ps(a, b, P))
+#define NN__RVABS(v) _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF)))
+NN__REC_VDEFINE(avx2, __attribute__((target("avx2,fma"))))
+#undef NN__RV
+#undef NN__RVW
+#undef NN__RV1
+#undef NN__RVLD
+#undef NN__RVST
+#undef NN__RVSEL
+#undef NN__RVABS
+#undef NN__REC_VDEFINE
+#endif
+
 /* One step forward over rows b < B (kernels/recurrent.cl rec_gates_fwd). xp, hp: this
    step's input and state products [B, G*H]; bias [G*H] or NULL; lens NULL or [B]; ws the
    node's workspace; y the output row block of step t [B, Hr]. */
@@ -10407,6 +10718,23 @@ static void nn__cpu_rec_gates_fwd(int kind, int B, int b0, int b1, int H, int Hr
         int active = !lens || t < lens[b];
         const float *x = xp + (size_t)b * G * H, *p = hp + (size_t)b * G * H;
         float *gt = ws + og + (size_t)b * G * H;
+#if defined(NN__VM_X86)
+        if (e && kind == NN__REC_LSTM && nn__vm_isa() >= 1) {
+            if (nn__vm_isa() == 2)
+                nn__rec_lstm_fwd_avx512(H, x, p, bias, gt, ws + oc + (size_t)b * H, ws + oc + (size_t)B * H + (size_t)b * H, e, active);
+            else
+                nn__rec_lstm_fwd_avx2(H, x, p, bias, gt, ws + oc + (size_t)b * H, ws + oc + (size_t)B * H + (size_t)b * H, e, active);
+            for (j = 0; j < H; j++) {
+                size_t hi = (size_t)b * Hr + j, ci = (size_t)b * H + j;
+                if (proj) ws[ou + ci] = active ? e[j] : 0.0f;
+                else {
+                    ws[oh + (size_t)B * Hr + hi] = active ? e[j] : ws[oh + hi];
+                    y[hi] = active ? e[j] : 0.0f;
+                }
+            }
+            continue;
+        }
+#endif
         if (e && kind == NN__REC_LSTM) {
             /* the row's four gates through the vector exp: sigmoid(v) = 1 / (1 + e^-v), tanh
                as nn__rec_tanh with e^2|v| */
@@ -10508,6 +10836,17 @@ static void nn__cpu_rec_gates_bwd(int kind, int B, int b0, int b1, int H, int Hr
         int active = !lens || t < lens[b];
         const float *gt = ws + og + (size_t)b * G * H;
         float *dx = dxp + (size_t)b * G * H, *dp = dhp + (size_t)b * G * H;
+#if defined(NN__VM_X86)
+        if (kind == NN__REC_LSTM && active && nn__vm_isa() >= 1) {
+            const float *cc = ws + oc + (size_t)B * H + (size_t)b * H, *cp = ws + oc + (size_t)b * H;
+            const float *dub = du ? du + (size_t)b * H : NULL;
+            if (nn__vm_isa() == 2)
+                nn__rec_lstm_bwd_avx512(H, gt, cc, cp, dub, dh + (size_t)b * Hr, gy + (size_t)b * Hr, dc + (size_t)b * H, dx, dp);
+            else
+                nn__rec_lstm_bwd_avx2(H, gt, cc, cp, dub, dh + (size_t)b * Hr, gy + (size_t)b * Hr, dc + (size_t)b * H, dx, dp);
+            continue;
+        }
+#endif
         for (j = 0; j < H; j++) {
             size_t hi = (size_t)b * Hr + j, ci = (size_t)b * H + j;
             float d = du ? du[ci] : dh[hi] + (active ? gy[hi] : 0.0f);
@@ -20998,6 +21337,11 @@ static nn_result nn__cl_open_device(nn_context *ctx, cl_platform_id plat, cl_dev
 #undef NN__CL_INFO
     d->local_mem = local_mem;
     d->units = units;
+    { /* NN_CL_MAX_ALLOC=bytes, a test hook: a smaller largest allocation than the device's */
+        const char *env = getenv("NN_CL_MAX_ALLOC");
+        unsigned long long v = env && env[0] ? strtoull(env, NULL, 10) : 0;
+        if (v > 0 && v < cl->max_alloc) cl->max_alloc = v;
+    }
     d->max_alloc = cl->max_alloc;
     d->align = align_bits / 8 > 256 ? align_bits / 8 : 256;
     if (d->max_wg == 0) d->max_wg = 1;
@@ -21967,6 +22311,10 @@ static void nn__graph_release_compiled(nn_graph *g) {
     nn__buf_free(g->ctx, &g->checks);
     g->n_checks = g->checks_pending = 0;
     nn__buf_free(g->ctx, &g->arena);
+    for (i = 0; i < g->n_arena_parts; i++) nn__buf_free(g->ctx, &g->arena_parts[i]);
+    NN_FREE(g->arena_parts);
+    g->arena_parts = NULL;
+    g->n_arena_parts = 0;
     NN_FREE(g->sched);
     g->sched = NULL;
 }
@@ -22457,6 +22805,7 @@ static int nn__new_node(nn_graph *g, int op, nn_dtype dt, nn_shape shape, const 
     for (i = 0; i < n_in; i++) n->in[i] = in[i];
     n->grad = -1;
     n->param = -1;
+    n->ckpt = g->ckpt_open; /* in a recompute segment (engine/checkpoint.c) */
     return g->n_nodes++;
 }
 
@@ -23832,6 +24181,441 @@ NN_API nn_result nn_graph_dist_stats(nn_graph *g, nn_dist_stats *stats) {
 #endif
 
 /* ======================================================================
+   src/engine/memory.c
+   ====================================================================== */
+/* What a graph holds and what its memory plan needs: the parameters in insertion order
+   (nn_graph_param_count / nn_graph_param_at), the planned bytes by kind
+   (nn_graph_memory), the compile's memory_limit check, and a printable summary
+   (nn_graph_summary). Everything here reads the plan nn_graph_compile made (src/engine/
+   compile.c: each node's storage, schedule positions first..last and scratch); it
+   allocates nothing on a device. */
+
+/* The kinds of nn_memory_report, in its field order. */
+enum {
+    NN__MEM_PARAM,
+    NN__MEM_GRAD,
+    NN__MEM_OPT,
+    NN__MEM_ACT,
+    NN__MEM_WORK,
+    NN__MEM_BUF,
+    NN__MEM_INPUT,
+    NN__MEM_OTHER,
+    NN__MEM_KINDS
+};
+static const char *const nn__mem_kind_name[NN__MEM_KINDS] = {"parameters", "gradients", "optimizer state", "activations",
+                                                             "workspace",  "buffers",   "inputs",          "other"};
+
+/* A node's kind: leaves by what they are; the forward's outputs (and their recomputed
+   copies, engine/checkpoint.c) are activations; what autograd added, and each parameter's gradient (an
+   accumulator when steps accumulate), gradients; the rest (the update's sums, the
+   clipping coefficient, constants) other. is_pgrad[id]: id is a parameter's gradient. */
+static int nn__mem_kind(const nn_graph *g, int id, const unsigned char *is_pgrad) {
+    const nn__node *n = &g->nodes[id];
+    if (n->op == NN__OP_INPUT) return NN__MEM_INPUT;
+    if (n->op == NN__OP_PARAM) return g->params->p[n->param].buffer ? NN__MEM_BUF : NN__MEM_PARAM;
+    if (nn__op(n->op)->flags & NN__OPF_CONST) return NN__MEM_OTHER;
+    if (id < g->n_forward || n->recompute_of > 0) return NN__MEM_ACT;
+    if (is_pgrad[id] || id < g->mem_backward_end) return NN__MEM_GRAD;
+    return NN__MEM_OTHER;
+}
+
+/* Bytes of node n's persistent state buffers (n->aux: an update op's optimizer state, each
+   of its parameter's size): what nn__allocate (src/engine/compile.c) allocates for each
+   and what nn_graph_memory reports as optimizer state, from this one place. */
+static size_t nn__aux_bytes(const nn_graph *g, const nn__node *n) { return (size_t)g->nodes[n->in[0]].numel * 4; }
+
+static int64_t *nn__mem_field(nn_memory_report *r, int kind) {
+    switch (kind) {
+    case NN__MEM_PARAM: return &r->parameters;
+    case NN__MEM_GRAD: return &r->gradients;
+    case NN__MEM_OPT: return &r->optimizer_state;
+    case NN__MEM_ACT: return &r->activations;
+    case NN__MEM_WORK: return &r->workspace;
+    case NN__MEM_BUF: return &r->buffers;
+    case NN__MEM_INPUT: return &r->inputs;
+    default: return &r->other;
+    }
+}
+
+/* The report of g's plan (made: g->mem_planned). Persistent storage (parameters, buffers,
+   inputs, outputs, kept gradients, accumulators, optimizer state, constants) counts
+   whole; the arena's tensors and scratch count as they are live at the schedule position
+   where the arena's live bytes peak (ties: the first). */
+static nn_result nn__memory_report(nn_graph *g, nn_memory_report *r) {
+    int64_t *d, best = -1, persistent = 4; /* the constant 1.0 kernels take for absent operands */
+    unsigned char *is_pgrad;
+    int i, k, p, best_p = 0;
+    memset(r, 0, sizeof *r);
+    d = (int64_t *)nn__calloc(((size_t)g->n_sched + 1) * NN__MEM_KINDS, sizeof *d);
+    is_pgrad = (unsigned char *)nn__calloc((size_t)g->n_nodes + 1, 1);
+    if (!d || !is_pgrad) {
+        NN_FREE(d);
+        NN_FREE(is_pgrad);
+        return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_memory: out of memory");
+    }
+    for (i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].op == NN__OP_PARAM && g->nodes[i].grad > 0) is_pgrad[g->nodes[i].grad] = 1;
+    for (i = 0; i < g->n_nodes; i++) {
+        const nn__node *n = &g->nodes[i];
+        int kind;
+        int64_t bytes = n->numel * 4;
+        if (!n->live) continue;
+        kind = nn__mem_kind(g, i, is_pgrad);
+        if (n->storage == NN__ST_PARAM) bytes = g->params->p[n->param].numel * 4;
+        if (n->storage == NN__ST_PARAM || n->storage == NN__ST_OWN) {
+            *nn__mem_field(r, kind) += bytes;
+            persistent += bytes;
+        } else if (n->storage == NN__ST_ARENA && bytes > 0 && n->first >= 0) {
+            d[(size_t)n->first * NN__MEM_KINDS + (size_t)kind] += bytes;
+            d[(size_t)(n->last + 1) * NN__MEM_KINDS + (size_t)kind] -= bytes;
+        }
+        if (n->scratch > 0 && n->first >= 0) {
+            d[(size_t)n->first * NN__MEM_KINDS + NN__MEM_WORK] += n->scratch * 4;
+            d[(size_t)(n->first + 1) * NN__MEM_KINDS + NN__MEM_WORK] -= n->scratch * 4;
+        }
+        if (n->n_aux > 0) {
+            r->optimizer_state += (int64_t)n->n_aux * (int64_t)nn__aux_bytes(g, n);
+            persistent += (int64_t)n->n_aux * (int64_t)nn__aux_bytes(g, n);
+        }
+        if (n->check && n->first >= 0) { /* its counter */
+            r->other += 4;
+            persistent += 4;
+        }
+    }
+    r->other += 4;
+    for (p = 0; p < g->n_sched; p++) { /* running sums: d[p] becomes the bytes live at p */
+        int64_t total = 0;
+        for (k = 0; k < NN__MEM_KINDS; k++) {
+            if (p > 0) d[(size_t)p * NN__MEM_KINDS + (size_t)k] += d[(size_t)(p - 1) * NN__MEM_KINDS + (size_t)k];
+            total += d[(size_t)p * NN__MEM_KINDS + (size_t)k];
+        }
+        if (total > best) {
+            best = total;
+            best_p = p;
+        }
+    }
+    if (g->n_sched > 0) {
+        for (k = 0; k < NN__MEM_KINDS; k++) *nn__mem_field(r, k) += d[(size_t)best_p * NN__MEM_KINDS + (size_t)k];
+        r->peak_op = nn__op(g->nodes[g->sched[best_p]].op)->name;
+        r->peak_position = best_p;
+    }
+    r->arena = (int64_t)g->arena_bytes;
+    r->arena_buffers = g->arena_bytes == 0 ? 0 : g->arena_chunk == 0 ? 1 : (int)((g->arena_bytes + g->arena_chunk - 1) / g->arena_chunk);
+    r->peak = persistent + (best < 0 ? 0 : best);
+    r->persistent = persistent;
+    r->allocated = persistent + r->arena;
+    NN_FREE(d);
+    NN_FREE(is_pgrad);
+    return NN_OK;
+}
+
+NN_API nn_result nn_graph_memory(nn_graph *g, nn_memory_report *out) {
+    if (!out) return g ? nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_memory: out is NULL") : NN_ERR_INVALID_ARGUMENT;
+    memset(out, 0, sizeof *out);
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (!g->mem_planned)
+        return nn__fail(g->ctx, NN_ERR_STATE, "nn_graph_memory: the graph has no memory plan yet: nn_graph_compile makes it");
+    return nn__memory_report(g, out);
+}
+
+/* ---- the compile's memory_limit ---- */
+
+/* One tensor of the plan, for the message: its node and kind, bytes, and whether it is a
+   node's scratch or a parameter's optimizer state. */
+typedef struct nn__mem_top { int id, kind; int64_t bytes; } nn__mem_top;
+
+static void nn__mem_top_add(nn__mem_top *top, int n_top, int id, int kind, int64_t bytes) {
+    int i, j;
+    for (i = 0; i < n_top && top[i].bytes >= bytes; i++) {}
+    if (i == n_top) return;
+    for (j = n_top - 1; j > i; j--) top[j] = top[j - 1];
+    top[i].id = id;
+    top[i].kind = kind;
+    top[i].bytes = bytes;
+}
+
+/* NN_ERR_OUT_OF_MEMORY when the plan's allocation exceeds d->memory_limit (called after
+   the plan, before anything is allocated): the message names the total, the limit, the
+   kinds and the largest tensors (op, name, shape, bytes, kind). */
+static nn_result nn__memory_check_limit(nn_graph *g, int64_t limit) {
+    nn_memory_report r;
+    nn__mem_top top[4];
+    unsigned char *is_pgrad;
+    char msg[1400], s[128];
+    size_t used;
+    int i, k, n_top = 4;
+    nn_result res;
+    if (limit <= 0) return NN_OK;
+    res = nn__memory_report(g, &r);
+    if (res != NN_OK) return res;
+    if (r.allocated <= limit) return NN_OK;
+    is_pgrad = (unsigned char *)nn__calloc((size_t)g->n_nodes + 1, 1);
+    if (!is_pgrad) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
+    for (i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].op == NN__OP_PARAM && g->nodes[i].grad > 0) is_pgrad[g->nodes[i].grad] = 1;
+    memset(top, 0, sizeof top);
+    for (i = 0; i < n_top; i++) top[i].bytes = -1;
+    for (i = 0; i < g->n_nodes; i++) {
+        const nn__node *n = &g->nodes[i];
+        if (!n->live || n->storage == NN__ST_VIEW) continue;
+        if (n->numel > 0) nn__mem_top_add(top, n_top, i, nn__mem_kind(g, i, is_pgrad), n->numel * 4);
+        if (n->scratch > 0) nn__mem_top_add(top, n_top, i, NN__MEM_WORK, n->scratch * 4);
+        if (n->n_aux > 0) nn__mem_top_add(top, n_top, n->in[0], NN__MEM_OPT, (int64_t)n->n_aux * (int64_t)nn__aux_bytes(g, n));
+    }
+    NN_FREE(is_pgrad);
+    used = (size_t)snprintf(msg, sizeof msg,
+                            "nn_graph_compile: the memory plan needs %lld bytes, over memory_limit %lld (", (long long)r.allocated,
+                            (long long)limit);
+    for (k = 0; k < NN__MEM_KINDS && used < sizeof msg; k++)
+        used += (size_t)snprintf(msg + used, sizeof msg - used, "%s%s %lld", k ? ", " : "", nn__mem_kind_name[k],
+                                 (long long)*nn__mem_field(&r, k));
+    if (used < sizeof msg)
+        used += (size_t)snprintf(msg + used, sizeof msg - used, " at the peak; arena %lld); the largest tensors:",
+                                 (long long)r.arena);
+    for (i = 0; i < n_top && top[i].bytes >= 0 && used < sizeof msg; i++) {
+        const nn__node *n = &g->nodes[top[i].id];
+        nn__shape_str(&n->shape, s, sizeof s);
+        used += (size_t)snprintf(msg + used, sizeof msg - used, "%s %s%s%s %s %lld bytes (%s)", i ? "," : "",
+                                 nn__op(n->op)->name, n->name ? " " : "", n->name ? n->name : "", s, (long long)top[i].bytes,
+                                 nn__mem_kind_name[top[i].kind]);
+    }
+    return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "%s", msg);
+}
+
+/* ---- parameters, in insertion order ---- */
+
+NN_API nn_result nn_graph_param_count(nn_graph *g, int *count) {
+    int i, n = 0;
+    if (!count) return g ? nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_param_count: count is NULL") : NN_ERR_INVALID_ARGUMENT;
+    *count = 0;
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    for (i = 1; i < g->n_nodes; i++)
+        if (g->nodes[i].op == NN__OP_PARAM) n++;
+    *count = n;
+    return NN_OK;
+}
+
+NN_API nn_result nn_graph_param_at(nn_graph *g, int index, nn_param_info *out) {
+    int i, n = 0;
+    if (!out) return g ? nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_param_at: out is NULL") : NN_ERR_INVALID_ARGUMENT;
+    memset(out, 0, sizeof *out);
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    for (i = 1; i < g->n_nodes; i++) {
+        const nn__node *nd = &g->nodes[i];
+        if (nd->op != NN__OP_PARAM) continue;
+        if (n++ == index) {
+            out->name = g->params->p[nd->param].name;
+            out->tensor = nn__tensor_of(g, i);
+            out->shape = nd->shape;
+            out->numel = nd->numel;
+            out->buffer = g->params->p[nd->param].buffer;
+            return NN_OK;
+        }
+    }
+    return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_param_at: index %d is out of range (the graph has %d parameters and buffers)",
+                    index, n);
+}
+
+/* ---- the summary ---- */
+
+/* Where a summary goes: a FILE, or a buffer of cap bytes (len counts what did not fit too). */
+typedef struct nn__sum_out { FILE *f; char *buf; size_t cap, len; } nn__sum_out;
+
+static void nn__sum_printf(nn__sum_out *o, const char *fmt, ...) {
+    char line[512];
+    va_list ap;
+    int n;
+    va_start(ap, fmt);
+    n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    if ((size_t)n >= sizeof line) n = (int)sizeof line - 1;
+    if (o->f) fputs(line, o->f);
+    else if (o->buf && o->len < o->cap) {
+        size_t room = o->cap - o->len;
+        memcpy(o->buf + o->len, line, (size_t)n < room ? (size_t)n : room);
+    }
+    o->len += (size_t)n;
+}
+
+/* The rows: the forward's nodes (every node before compile) but the parameters, each with
+   its op, name, output shape and the parameters it reads; then the parameters and buffers
+   with their shapes and counts, and the totals; then, once compiled, the plan's bytes. */
+static nn_result nn__summary(nn_graph *g, nn__sum_out *o) {
+    int i, k, n_end = g->compiled && g->n_forward > 0 ? g->n_forward : g->n_nodes, n_param = 0, n_buf = 0;
+    int64_t param_values = 0, buf_values = 0;
+    char s[128];
+    nn__sum_printf(o, "graph: %d nodes (%d built), %s on %s\n", g->n_nodes - 1, n_end - 1,
+                   g->compiled ? (g->status == NN_OK ? "compiled" : "compile failed") : "not compiled", g->ctx->backend_name);
+    nn__sum_printf(o, "  %-4s %-22s %-18s %-20s %s\n", "#", "op", "name", "output", "parameters");
+    for (i = 1; i < n_end; i++) {
+        const nn__node *n = &g->nodes[i];
+        int col = 0;
+        if (n->op == NN__OP_PARAM) continue;
+        nn__shape_str(&n->shape, s, sizeof s);
+        nn__sum_printf(o, "  %-4d %-22s %-18s %-20s", i, nn__op(n->op)->name, n->name ? n->name : "", s);
+        for (k = 0; k < n->n_in; k++) {
+            const nn__node *p = &g->nodes[n->in[k]];
+            if (p->op != NN__OP_PARAM) continue;
+            nn__sum_printf(o, "%s%s", col++ ? ", " : " ", p->name ? p->name : "?");
+        }
+        nn__sum_printf(o, "\n");
+    }
+    nn__sum_printf(o, "parameters and buffers, in insertion order:\n");
+    nn__sum_printf(o, "  %-32s %-20s %12s\n", "name", "shape", "count");
+    for (i = 1; i < g->n_nodes; i++) {
+        const nn__node *n = &g->nodes[i];
+        int buffer;
+        if (n->op != NN__OP_PARAM) continue;
+        buffer = g->params->p[n->param].buffer;
+        nn__shape_str(&n->shape, s, sizeof s);
+        nn__sum_printf(o, "  %-32s %-20s %12lld%s\n", n->name ? n->name : "?", s, (long long)n->numel, buffer ? " (buffer)" : "");
+        if (buffer) {
+            n_buf++;
+            buf_values += n->numel;
+        } else {
+            n_param++;
+            param_values += n->numel;
+        }
+    }
+    nn__sum_printf(o, "total: %lld parameters in %d tensors (%lld bytes); %lld buffer values in %d tensors\n",
+                   (long long)param_values, n_param, (long long)param_values * 4, (long long)buf_values, n_buf);
+    if (g->mem_planned) {
+        nn_memory_report r;
+        nn_result res = nn__memory_report(g, &r);
+        if (res != NN_OK) return res;
+        nn__sum_printf(o, "memory plan, bytes at the peak (during %s, step position %d):\n", r.peak_op ? r.peak_op : "-",
+                       r.peak_position);
+        for (k = 0; k < NN__MEM_KINDS; k++)
+            nn__sum_printf(o, "  %-16s %14lld\n", nn__mem_kind_name[k], (long long)*nn__mem_field(&r, k));
+        nn__sum_printf(o, "  %-16s %14lld\n", "peak", (long long)r.peak);
+        nn__sum_printf(o, "  %-16s %14lld (in %d buffer%s)\n", "arena", (long long)r.arena, r.arena_buffers,
+                       r.arena_buffers == 1 ? "" : "s");
+        nn__sum_printf(o, "  %-16s %14lld\n", "allocated", (long long)r.allocated);
+    }
+    return NN_OK;
+}
+
+NN_API nn_result nn_graph_summary(nn_graph *g, FILE *f) {
+    nn__sum_out o;
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (!f) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_summary: the FILE is NULL");
+    memset(&o, 0, sizeof o);
+    o.f = f;
+    return nn__summary(g, &o);
+}
+
+NN_API nn_result nn_graph_summary_string(nn_graph *g, char *buf, size_t cap, size_t *len) {
+    nn__sum_out o;
+    nn_result r;
+    if (len) *len = 0;
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (!buf && cap > 0) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_summary_string: buf is NULL with cap %llu", (unsigned long long)cap);
+    memset(&o, 0, sizeof o);
+    o.buf = buf;
+    o.cap = cap;
+    r = nn__summary(g, &o);
+    if (cap > 0) buf[o.len < cap ? o.len : cap - 1] = '\0';
+    if (len) *len = o.len;
+    return r;
+}
+
+/* ======================================================================
+   src/engine/checkpoint.c
+   ====================================================================== */
+/* Activation recompute (torch.utils.checkpoint): the ops built between nn_checkpoint_begin
+   and nn_checkpoint_end form a segment (node.ckpt, numbered from 1). After autograd,
+   nn__checkpoint_apply gives every backward node that reads a segment's output a copy of
+   that node instead (node.recompute_of: the original), computed from the segment's own
+   inputs again, copies of its other nodes as needed and the originals of what lies
+   outside the segment (its checkpointed inputs). The originals then die with the forward
+   pass; the copies are scheduled just before their first reader in the backward pass
+   (nn__sched_recompute in src/engine/compile.c), so a segment's activations live in the
+   arena only while its backward runs. A copy is the same op on the same inputs, its
+   random key included (a.random.key), so it gives the same bits. */
+
+static nn_result nn__ckpt_refuse(nn_graph *g, nn_result code, const char *fmt, const char *fn) {
+    char msg[256];
+    snprintf(msg, sizeof msg, fmt, fn);
+    nn__op_fail(g, code, "%s", msg);
+    return code;
+}
+
+NN_API nn_result nn_checkpoint_begin(nn_graph *g) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (g->compiled) return nn__ckpt_refuse(g, NN_ERR_STATE, "%s: the graph is already compiled", "nn_checkpoint_begin");
+    if (g->ckpt_open)
+        return nn__ckpt_refuse(g, NN_ERR_STATE, "%s: a segment is open already (segments do not nest): nn_checkpoint_end it first",
+                               "nn_checkpoint_begin");
+    g->ckpt_open = ++g->n_ckpt;
+    return NN_OK;
+}
+
+NN_API nn_result nn_checkpoint_end(nn_graph *g) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (g->compiled) return nn__ckpt_refuse(g, NN_ERR_STATE, "%s: the graph is already compiled", "nn_checkpoint_end");
+    if (!g->ckpt_open) return nn__ckpt_refuse(g, NN_ERR_STATE, "%s: no segment is open (nn_checkpoint_begin)", "nn_checkpoint_end");
+    g->ckpt_open = 0;
+    return NN_OK;
+}
+
+/* May node i's backward readers take a copy? A node of a segment computed by an op (not a
+   leaf, constant or accumulator), not kept for the program to read. */
+static int nn__ckpt_droppable(const nn_graph *g, int i) {
+    const nn__node *n = &g->nodes[i];
+    unsigned flags = nn__op(n->op)->flags;
+    return n->ckpt > 0 && !n->is_output && n->numel > 0 && !(flags & (NN__OPF_LEAF | NN__OPF_CONST | NN__OPF_WRITABLE));
+}
+
+/* After autograd (the backward's nodes are ids n_user..g->n_nodes - 1): the copies, and
+   the backward's inputs pointed at them. */
+static nn_result nn__checkpoint_apply(nn_graph *g, int n_user) {
+    int *copy, i, k, n_bwd = g->n_nodes;
+    unsigned char *need;
+    if (g->n_ckpt == 0 || g->status != NN_OK) return g->status;
+    need = (unsigned char *)nn__calloc((size_t)n_user + 1, 1);
+    copy = (int *)nn__calloc((size_t)n_user + 1, sizeof *copy);
+    if (!need || !copy) {
+        NN_FREE(need);
+        NN_FREE(copy);
+        nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
+        return g->status;
+    }
+    for (i = n_user; i < n_bwd; i++) /* what the backward reads of the segments */
+        for (k = 0; k < g->nodes[i].n_in; k++) {
+            int s = g->nodes[i].in[k];
+            if (s < n_user && nn__ckpt_droppable(g, s)) need[s] = 1;
+        }
+    for (i = n_user - 1; i >= 0; i--) /* and what that needs of its own segment, computed again */
+        if (need[i])
+            for (k = 0; k < g->nodes[i].n_in; k++) {
+                int s = g->nodes[i].in[k];
+                if (g->nodes[s].ckpt == g->nodes[i].ckpt && nn__ckpt_droppable(g, s)) need[s] = 1;
+            }
+    for (i = 0; i < n_user && g->status == NN_OK; i++) { /* the copies, in id order: inputs first */
+        nn__node c;
+        int id;
+        if (!need[i]) continue;
+        c = g->nodes[i];
+        for (k = 0; k < c.n_in; k++)
+            if (need[c.in[k]] && g->nodes[c.in[k]].ckpt == c.ckpt) c.in[k] = copy[c.in[k]];
+        id = nn__new_node(g, c.op, c.dtype, c.shape, c.in, c.n_in);
+        if (id < 0) break;
+        g->nodes[id].a = c.a;
+        g->nodes[id].recompute_of = i;
+        copy[i] = id;
+    }
+    for (i = n_user; i < n_bwd && g->status == NN_OK; i++)
+        for (k = 0; k < g->nodes[i].n_in; k++) {
+            int s = g->nodes[i].in[k];
+            if (s < n_user && need[s]) g->nodes[i].in[k] = copy[s];
+        }
+    NN_FREE(need);
+    NN_FREE(copy);
+    return g->status;
+}
+
+/* ======================================================================
    src/engine/compile.c
    ====================================================================== */
 /* Compiling and running a graph: autograd and the optimizer's ops added, the schedule,
@@ -23921,11 +24705,15 @@ static int nn__heap_pop(int *h, int *n, const nn__item *it) {
    its whole lifetime (first fit). Items whose last use is before the next item's first
    give their space back; the free space is a short list of gaps, so a graph of n nodes
    plans in about n log n unless its free space is very fragmented. An item takes the
-   device's guard bytes after its end too (none unless NN_CL_GUARDS). */
-static nn_result nn__plan_memory(nn_graph *g, size_t align) {
+   device's guard bytes after its end too (none unless NN_CL_GUARDS). chunk > 0: the arena
+   will be buffers of chunk bytes (the device's largest allocation), so no item may cross
+   a multiple of chunk: one that would starts at the next multiple instead, if its gap
+   still holds it. */
+static nn_result nn__plan_memory(nn_graph *g, size_t align, size_t chunk) {
     nn__item *it = (nn__item *)nn__calloc((size_t)g->n_sched * 2 + 1, sizeof *it);
     int *heap = (int *)nn__calloc((size_t)g->n_sched * 2 + 1, sizeof *heap);
     nn__gaps free_space;
+    const nn__item *too_big = NULL; /* an item larger than a chunk: refused */
     int n = 0, n_heap = 0, i, ok;
     size_t top = 0, guard = g->ctx->dev.guard; /* each item's guard bytes after its end are its own */
     memset(&free_space, 0, sizeof free_space);
@@ -23952,10 +24740,25 @@ static nn_result nn__plan_memory(nn_graph *g, size_t align) {
             nn__item *b = &it[nn__heap_pop(heap, &n_heap, it)];
             ok = nn__gaps_free(&free_space, b->offset, b->bytes);
         }
-        for (k = 0; ok && free_space.len[k] < a->bytes; k++) {} /* the last gap is unbounded */
         if (!ok) break;
-        a->offset = free_space.off[k];
-        if (free_space.len[k] == (size_t)-1 || free_space.len[k] > a->bytes) {
+        if (chunk && a->bytes > chunk) {
+            too_big = a;
+            break;
+        }
+        for (k = 0;; k++) { /* the first gap that holds it (the last gap is unbounded) */
+            size_t o = free_space.off[k];
+            if (chunk && o / chunk != (o + a->bytes - 1) / chunk) o = (o / chunk + 1) * chunk;
+            if (free_space.len[k] == (size_t)-1 || o + a->bytes <= free_space.off[k] + free_space.len[k]) {
+                a->offset = o;
+                break;
+            }
+        }
+        if (a->offset > free_space.off[k]) { /* moved to a chunk's start: the gap keeps what lies before it */
+            size_t len = free_space.len[k], end = a->offset + a->bytes;
+            free_space.len[k] = a->offset - free_space.off[k];
+            if (len == (size_t)-1) ok = nn__gaps_insert(&free_space, k + 1, end, (size_t)-1);
+            else if (free_space.off[k] + len > end) ok = nn__gaps_insert(&free_space, k + 1, end, free_space.off[k] + len - end);
+        } else if (free_space.len[k] == (size_t)-1 || free_space.len[k] > a->bytes) {
             free_space.off[k] += a->bytes;
             if (free_space.len[k] != (size_t)-1) free_space.len[k] -= a->bytes;
         } else {
@@ -23967,12 +24770,28 @@ static nn_result nn__plan_memory(nn_graph *g, size_t align) {
         if (a->offset + a->bytes > top) top = a->offset + a->bytes;
     }
     g->arena_bytes = top;
+    if (too_big) {
+        char s[128];
+        const nn__node *nd = &g->nodes[too_big->id];
+        nn__shape_str(&nd->shape, s, sizeof s);
+        nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY,
+                 "nn_graph_compile: the %s of %s %s (%llu bytes) exceeds the device's largest allocation (%llu bytes)",
+                 too_big->scratch ? "workspace" : "output", nn__op(nd->op)->name, s, (unsigned long long)too_big->bytes,
+                 (unsigned long long)chunk);
+    }
     NN_FREE(it);
     NN_FREE(heap);
     NN_FREE(free_space.off);
     NN_FREE(free_space.len);
     if (!ok) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
-    return NN_OK;
+    return too_big ? NN_ERR_OUT_OF_MEMORY : NN_OK;
+}
+
+/* A view of bytes at offset of the arena: of its one buffer, or of the part holding it (an
+   item never crosses a part's end: nn__plan_memory). */
+static nn_result nn__arena_view(nn_graph *g, size_t offset, size_t bytes, nn__buf *out, const char *what) {
+    if (!g->arena_chunk) return g->ctx->backend->view(g->ctx, &g->arena, offset, bytes, out, what);
+    return g->ctx->backend->view(g->ctx, &g->arena_parts[offset / g->arena_chunk], offset % g->arena_chunk, bytes, out, what);
 }
 
 static nn_result nn__allocate(nn_graph *g) {
@@ -23980,8 +24799,19 @@ static nn_result nn__allocate(nn_graph *g) {
     nn_result r = NN_OK;
     int i, k;
     char what[300];
-    if (g->arena_bytes) {
+    if (g->arena_bytes && !g->arena_chunk) {
         r = nn__buf_alloc(ctx, &g->arena, g->arena_bytes, 0, "the activation arena");
+        if (r != NN_OK) return r;
+    } else if (g->arena_bytes) { /* buffers of arena_chunk bytes, the last one shorter */
+        int n = (int)((g->arena_bytes + g->arena_chunk - 1) / g->arena_chunk);
+        g->arena_parts = (nn__buf *)nn__calloc((size_t)n, sizeof *g->arena_parts);
+        if (!g->arena_parts) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
+        g->n_arena_parts = n;
+        for (i = 0; i < n && r == NN_OK; i++) {
+            size_t at = (size_t)i * g->arena_chunk, bytes = g->arena_bytes - at < g->arena_chunk ? g->arena_bytes - at : g->arena_chunk;
+            snprintf(what, sizeof what, "the activation arena (buffer %d of %d)", i + 1, n);
+            r = nn__buf_alloc(ctx, &g->arena_parts[i], bytes, 0, what);
+        }
         if (r != NN_OK) return r;
     }
     for (i = 0; i < g->n_nodes && r == NN_OK; i++) {
@@ -24005,13 +24835,13 @@ static nn_result nn__allocate(nn_graph *g) {
             r = nn__buf_alloc(ctx, &n->buf, (size_t)n->numel * 4, n->op != NN__OP_INPUT, what);
         } else if (n->storage == NN__ST_VIEW) { /* the storage of view_of (a lower id: allocated already) */
             const nn__node *v = &g->nodes[n->view_of];
-            if (v->storage == NN__ST_ARENA) r = ctx->backend->view(ctx, &g->arena, v->offset, (size_t)n->numel * 4, &n->buf, what);
+            if (v->storage == NN__ST_ARENA) r = nn__arena_view(g, v->offset, (size_t)n->numel * 4, &n->buf, what);
             else r = ctx->backend->view(ctx, &v->buf, 0, (size_t)n->numel * 4, &n->buf, what);
         } else if (n->numel > 0) {
-            r = ctx->backend->view(ctx, &g->arena, n->offset, (size_t)n->numel * 4, &n->buf, what);
+            r = nn__arena_view(g, n->offset, (size_t)n->numel * 4, &n->buf, what);
         }
-        if (n->scratch > 0 && r == NN_OK) r = ctx->backend->view(ctx, &g->arena, n->scratch_offset, (size_t)n->scratch * 4, &n->scratch_buf, what);
-        for (k = 0; k < n->n_aux && r == NN_OK; k++) r = nn__buf_alloc(ctx, &n->aux[k], (size_t)g->nodes[n->in[0]].numel * 4, 1, what);
+        if (n->scratch > 0 && r == NN_OK) r = nn__arena_view(g, n->scratch_offset, (size_t)n->scratch * 4, &n->scratch_buf, what);
+        for (k = 0; k < n->n_aux && r == NN_OK; k++) r = nn__buf_alloc(ctx, &n->aux[k], nn__aux_bytes(g, n), 1, what);
     }
     return r;
 }
@@ -24173,6 +25003,24 @@ static nn_result nn__record_launches(nn_graph *g) {
     return r;
 }
 
+/* Appends node i to the schedule (its first and last use, its inputs' last), after the
+   recomputed copies it reads that are not scheduled yet, each after its own. */
+static void nn__sched_node(nn_graph *g, int i) {
+    nn__node *n = &g->nodes[i];
+    int k;
+    for (k = 0; k < n->n_in; k++) {
+        const nn__node *in = &g->nodes[n->in[k]];
+        if (in->recompute_of > 0 && in->first < 0) nn__sched_node(g, n->in[k]);
+    }
+    n = &g->nodes[i];
+    n->first = n->last = g->n_sched;
+    for (k = 0; k < n->n_in; k++) {
+        nn__node *in = &g->nodes[n->in[k]];
+        if (in->last < g->n_sched) in->last = g->n_sched;
+    }
+    g->sched[g->n_sched++] = i;
+}
+
 static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     nn_compile_desc d;
     nn_result r;
@@ -24192,6 +25040,13 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     if (r != NN_OK) return r;
 #endif
     n_user = g->n_forward = g->n_nodes;
+    g->mem_backward_end = g->n_nodes;
+    if (g->ckpt_open)
+        return nn__fail(g->ctx, NN_ERR_STATE, "nn_graph_compile: recompute segment %d was begun (nn_checkpoint_begin) and not ended "
+                        "(nn_checkpoint_end)", g->ckpt_open);
+    if (d.memory_limit < 0)
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: memory_limit %lld is negative (0: no limit)",
+                        (long long)d.memory_limit);
     if (d.loss.id != 0) {
         nn__node *L;
         if (!nn__is_tensor(g, d.loss))
@@ -24208,6 +25063,8 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
         g->loss = d.loss.id;
         L->is_output = 1;
         nn__autograd(g, g->loss, n_user);
+        g->mem_backward_end = g->n_nodes;
+        nn__checkpoint_apply(g, n_user); /* the backward reads recomputed copies of the segments */
         for (i = 0; i < n_user; i++) {
             nn__node *n = &g->nodes[i];
             int keep = (n->op == NN__OP_INPUT && n->requires_grad) ||
@@ -24221,12 +25078,14 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
 
     /* liveness: everything a root depends on; roots are outputs (loss, accumulators,
        kept gradients, updates) */
-    for (i = g->n_nodes - 1; i >= 0; i--) {
-        nn__node *n = &g->nodes[i];
-        if (n->is_output) n->live = 1;
-        if (n->live)
-            for (k = 0; k < n->n_in; k++) g->nodes[n->in[k]].live = 1;
-    }
+    for (k = 0; k < (g->n_ckpt ? 2 : 1); k++) /* twice with recompute: copies have higher ids than their readers */
+        for (i = g->n_nodes - 1; i >= 0; i--) {
+            nn__node *n = &g->nodes[i];
+            int j;
+            if (n->is_output) n->live = 1;
+            if (n->live)
+                for (j = 0; j < n->n_in; j++) g->nodes[n->in[j]].live = 1;
+        }
     g->sched = (int *)nn__calloc((size_t)g->n_nodes + 1, sizeof(int));
     if (!g->sched) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
     g->n_sched = g->n_sched_forward = 0;
@@ -24236,13 +25095,13 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
         n->first = n->last = -1;
         if (n->op == NN__OP_INPUT || (flags & NN__OPF_CONST)) n->storage = NN__ST_OWN;
         else if (n->op != NN__OP_PARAM) n->storage = (n->is_output && n->numel > 0) ? NN__ST_OWN : NN__ST_ARENA;
-        if (!n->live || n->op == NN__OP_INPUT || n->op == NN__OP_PARAM || (flags & NN__OPF_CONST)) continue;
-        n->first = n->last = g->n_sched;
-        for (k = 0; k < n->n_in; k++) {
-            nn__node *in = &g->nodes[n->in[k]];
-            if (in->last < g->n_sched) in->last = g->n_sched;
-        }
-        g->sched[g->n_sched++] = i;
+    }
+    for (i = 0; i < g->n_nodes; i++) { /* in id order, but a recomputed copy just before its first reader */
+        nn__node *n = &g->nodes[i];
+        unsigned flags = nn__op(n->op)->flags;
+        if (!n->live || n->op == NN__OP_INPUT || n->op == NN__OP_PARAM || (flags & NN__OPF_CONST) || n->recompute_of > 0)
+            continue;
+        nn__sched_node(g, i);
         if (i < n_user) g->n_sched_forward = g->n_sched;
     }
     nn__plan_views(g);
@@ -24256,7 +25115,17 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
         nn__node *n = &g->nodes[g->sched[i]];
         if (nn__op(n->op)->plan) nn__op(n->op)->plan(g, n);
     }
-    r = nn__plan_memory(g, g->ctx->dev.align);
+    r = nn__plan_memory(g, g->ctx->dev.align, 0);
+    if (r == NN_OK && g->ctx->dev.max_alloc > 0 && g->arena_bytes > g->ctx->dev.max_alloc) {
+        /* more than one buffer may hold: planned again in parts of the largest allocation */
+        g->arena_chunk = (size_t)g->ctx->dev.max_alloc / g->ctx->dev.align * g->ctx->dev.align;
+        r = nn__plan_memory(g, g->ctx->dev.align, g->arena_chunk);
+        if (r == NN_OK)
+            nn__log(g->ctx, NN_LOG_DEBUG, "the arena of %llu bytes is split in buffers of %llu (the device's largest allocation)",
+                    (unsigned long long)g->arena_bytes, (unsigned long long)g->arena_chunk);
+    }
+    if (r == NN_OK) g->mem_planned = 1;
+    if (r == NN_OK) r = nn__memory_check_limit(g, d.memory_limit);
     if (r == NN_OK) r = nn__allocate(g);
     if (r == NN_OK) r = nn__compute_constants(g);
     if (r == NN_OK) r = nn__buf_alloc(g->ctx, &g->one, 4, 0, "a constant");

@@ -149,6 +149,7 @@ static int bench_train(const char *sel, const char *model) {
         fprintf(stderr, "gpt_bench: model %s is not tiny or gpt2s\n", model);
         return 2;
     }
+    if (getenv("BENCH_STEPS")) min_steps = atoi(getenv("BENCH_STEPS")), min_time = 0.0; /* bench/cycles.sh */
     cfg.block_size = T;
     tok = corpus(&n);
     nrows = n / T + 2;

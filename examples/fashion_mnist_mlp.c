@@ -118,6 +118,7 @@ int main(int argc, char **argv) {
     cd.optimizer.kind = NN_OPT_ADAM;
     cd.optimizer.lr = cosine_lr(0, (int64_t)epochs * steps);
     if ((r = nn_graph_compile(g, &cd)) != NN_OK) goto fail;
+    nn_graph_summary(g, stdout); /* ops, parameters and the memory plan's bytes by kind */
 
     /* The evaluation graph: the same parameters, the whole test set as one forward pass. */
     ed.share_params = g;

@@ -234,6 +234,91 @@ done:
     t_end();
 }
 
+/* The CPU backend's erf and exact GELU (src/cpu/simd.c's vector erf on AVX-512 and AVX2,
+   libm's erff elsewhere), forward and gradient, against double precision: every 1009th float
+   bit pattern of [-6, 6] (beyond, erf is +-1 in float), then the edges, in one tensor of
+   odd length. erf: at most 1.5 ulp of the float result (the largest seen is about 1 ulp);
+   GELU within 4 float ulps of |y| + |x|/2 and its derivative's first term of 1/2 + |erf|/2
+   (1 + erf cancels for x < 0: libm's erff has that error too); the derivatives within 3 + x^2 ulps of the terms they add (x^2 is rounded
+   before exp(-x^2) or exp(-x^2/2): its relative error times x^2, as with libm); NaN stays
+   NaN, erf(+-inf) = +-1, GELU(+inf) = inf and its gradient's NaN at +-inf is PyTorch's
+   (inf * 0). */
+#define ERF_STRIDE 1009u
+static double ulp_of(double r) {
+    float f = (float)fabs(r);
+    if (f < FLT_MIN) return 1.401298464324817e-45;
+    return (double)nextafterf(f, INFINITY) - (double)f;
+}
+static void check_erf_accuracy(const t_env *e, int gelu) {
+    static const float edges[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 0.927734375f, -0.927734375f, 0.92773443f, -0.92773443f,
+                                  10.0f, -10.0f, 1e30f, -1e30f, 1e-30f, -1e-30f, 1e-45f, 3.9f, -3.9f, 7.0f, -7.0f};
+    const uint32_t top = 0x40C00000u; /* 6 */
+    float *x = NULL, *y = NULL, *dx = NULL;
+    long n = 0, cap, i;
+    double worst = 0.0, worst_d = 0.0;
+    float worst_x = 0.0f, worst_dx = 0.0f;
+    nn_graph *g = NULL;
+    nn_tensor in, out;
+    nn_compile_desc cd;
+    int sgn;
+    if (!t_begin_cpu(e, gelu ? "numerics: the CPU backend's exact GELU and its gradient against double" : "numerics: the CPU backend's erf and its gradient against double erf", "the CPU backend's erf (a device's erf is its driver's)")) return;
+    cap = (long)(2 * (top / ERF_STRIDE)) + 4 + (long)(sizeof edges / sizeof edges[0]);
+    x = (float *)malloc((size_t)cap * 4);
+    y = (float *)malloc((size_t)cap * 4);
+    dx = (float *)malloc((size_t)cap * 4);
+    if (!T_CHECK(x && y && dx, "out of memory")) goto done;
+    for (sgn = 0; sgn < 2; sgn++) {
+        uint32_t b;
+        for (b = 0; b <= top; b += ERF_STRIDE) {
+            uint32_t v = b | (sgn ? 0x80000000u : 0u);
+            memcpy(&x[n++], &v, 4);
+        }
+    }
+    for (i = 0; i < (long)(sizeof edges / sizeof edges[0]); i++) x[n++] = edges[i];
+    if (n % 2 == 0) x[n++] = 0.5f;
+    if (!T_OK(nn_graph_create(e->ctx, NULL, &g), e->ctx)) goto done;
+    in = nn_input(g, "x", NN_F32, nn_shape1(n));
+    nn_graph_requires_grad(g, in);
+    out = gelu ? nn_gelu(g, in) : nn_erf(g, in);
+    nn_graph_output(g, out);
+    memset(&cd, 0, sizeof cd);
+    cd.loss = nn_sum(g, out);
+    if (!T_OK(nn_graph_compile(g, &cd), e->ctx) || !T_OK(nn_tensor_write(g, in, x, (size_t)n * 4), e->ctx) ||
+        !T_OK(nn_graph_step(g), e->ctx) || !T_OK(nn_tensor_read(g, out, y, (size_t)n * 4), e->ctx) ||
+        !T_OK(nn_tensor_read(g, nn_graph_grad(g, in), dx, (size_t)n * 4), e->ctx))
+        goto done;
+    for (i = 0; i < n; i++) {
+        double v = x[i], ef = erf(v * (gelu ? 0.70710678118654752 : 1.0)), dens = exp(-0.5 * v * v) * 0.39894228040143268;
+        double r = gelu ? 0.5 * v * (1.0 + ef) : ef, d = gelu ? 0.5 * (1.0 + ef) + v * dens : 1.1283791670955126 * exp(-v * v);
+        double scale = gelu ? fabs(r) + 0.5 * fabs(v) : 0.0, dscale = gelu ? 0.5 * (1.0 + fabs(ef)) + fabs(v * dens) : fabs(d);
+        double err, derr;
+        if (isnan(v) || isinf(v)) {
+            float want = isnan(v) ? NAN : gelu ? (v > 0 ? INFINITY : NAN) : (v > 0 ? 1.0f : -1.0f);
+            float dwant = isnan(v) ? NAN : gelu ? NAN : 0.0f;
+            if (!T_CHECK(isnan(want) ? isnan(y[i]) : y[i] == want, "x = %g: %g, not %g", v, y[i], want) ||
+                !T_CHECK(isnan(dwant) ? isnan(dx[i]) : dx[i] == dwant, "x = %g: gradient %g, not %g", v, dx[i], dwant))
+                break;
+            continue;
+        }
+        err = fabs(y[i] - r) / (gelu ? ulp_of(scale) : ulp_of(r));
+        derr = fabs(dx[i] - d) / ulp_of(dscale);
+        if (err > worst) worst = err, worst_x = x[i];
+        if (derr / (3.0 + v * v) > worst_d / (3.0 + (double)worst_dx * worst_dx)) worst_d = derr, worst_dx = x[i];
+        if (!T_CHECK(err <= (gelu ? 4.0 : 1.5), "x = %.9g (%a): %.9g, double gives %.9g: %.3g ulp", v, x[i], y[i], r, err) ||
+            !T_CHECK(derr <= 3.0 + v * v, "x = %.9g (%a): gradient %.9g, double gives %.9g: %.3g ulp", v, x[i], dx[i], d, derr))
+            break;
+        if (v == 0.0 && !gelu && !T_CHECK(y[i] == 0.0f && !signbit(y[i]) == !signbit(v), "x = %g: %g (sign of zero)", v, y[i])) break;
+    }
+    printf("  %ld inputs: max error %.3g ulp at x = %.9g, gradient %.3g ulp at x = %.9g (of 3 + x^2 allowed)\n", n, worst, (double)worst_x, worst_d,
+           (double)worst_dx);
+done:
+    nn_graph_destroy(g);
+    free(x);
+    free(y);
+    free(dx);
+    t_end();
+}
+
 /* The loops on the vector exp, and the losses and sum split between threads: sigmoid, silu,
    elu, log_softmax, softmax, the fused cross-entropy, cross_entropy_loss with smoothing,
    BCE with logits and MSE over [B, C] = [67, 1031] (odd, so threads' ranges and the rows'
@@ -295,6 +380,8 @@ static void check_exp_rows_threads(const t_env *e) {
 void suite_numerics(const t_env *e) {
     check_exp_accuracy(e, 0);
     check_exp_accuracy(e, 1);
+    check_erf_accuracy(e, 0);
+    check_erf_accuracy(e, 1);
     check_exp_rows_threads(e);
     check_nan_update(e, "sgd momentum", NN_OPT_SGD, 0);
     check_nan_update(e, "adam", NN_OPT_ADAM, 0);

@@ -3,6 +3,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h> /* FILE, for nn_graph_summary */
 #ifdef NN_MPI /* data-parallel training (the end of this file) */
 #include <mpi.h>
 #endif
@@ -285,6 +286,86 @@ NN_API nn_tensor nn_graph_grad(nn_graph *g, nn_tensor t);
 NN_API nn_result nn_graph_requires_grad(nn_graph *g, nn_tensor t);
 /* Before compile: keep t readable after a run (an op's output is otherwise reused). */
 NN_API nn_result nn_graph_output(nn_graph *g, nn_tensor t);
+
+/* ---- 2a. Inspecting a graph: parameters, the memory plan, a summary -----------------------
+   (src/engine/memory.c) */
+
+/* A parameter or buffer of a graph (nn_graph_param_at). name is the graph's own copy
+   (valid while the graph lives); tensor is its handle in this graph. */
+typedef struct nn_param_info {
+    const char *name;
+    nn_tensor tensor;
+    nn_shape shape;
+    int64_t numel;
+    int buffer;          /* 1: a buffer (nn_buffer, state not trained); 0: a parameter */
+} nn_param_info;
+/* Into *count: the parameters and buffers g uses (model.named_parameters() and
+   named_buffers() together), each counted once however many ops read it. */
+NN_API nn_result nn_graph_param_count(nn_graph *g, int *count);
+/* Into *out: the index-th of them (0 <= index < count), in the order g created (or, with
+   share_params, first used) them: insertion order, as PyTorch's named_parameters(). */
+NN_API nn_result nn_graph_param_at(nn_graph *g, int index, nn_param_info *out);
+
+/* What g's memory plan needs, in bytes (nn_graph_memory). Every tensor is 4 bytes an
+   element. Storage held for the graph's life counts whole: parameters, buffers, inputs,
+   optimizer state, and the tensors kept after a run (outputs, kept gradients, gradient
+   accumulators, constants). The tensors the planner places in the arena by liveness
+   (activations, the backward's gradients, ops' workspace) count as live at the plan's
+   peak: the schedule position where the arena's live bytes are largest, so the kinds sum
+   to `peak`. Without reuse (summing every tensor) the figures would be larger. */
+typedef struct nn_memory_report {
+    int64_t parameters;      /* trainable parameters the graph uses (shared ones included) */
+    int64_t gradients;       /* what the backward pass makes: parameters' gradients (kept,
+                                accumulated or in the arena) and the activations' gradients
+                                live at the peak */
+    int64_t optimizer_state; /* the optimizer's per-parameter state this process holds
+                                (SGD momentum: 1x the trained parameters; Adam/AdamW: 2x,
+                                3x with amsgrad); 0 for a graph with no optimizer. With
+                                data-parallel training it is this rank's share */
+    int64_t activations;     /* the forward's outputs: kept outputs, and arena tensors live
+                                at the peak (those the backward still needs, included) */
+    int64_t workspace;       /* ops' scratch (convolution im2col, LAMB's update) at the peak */
+    int64_t buffers;         /* nn_buffer state (batch norm's running statistics) */
+    int64_t inputs;          /* nn_input tensors (a dataset held on the device counts here) */
+    int64_t other;           /* constants, the update's sums and coefficients, counters */
+    int64_t peak;            /* the sum of the eight above: bytes in use at the peak */
+    int64_t persistent;      /* bytes held for the graph's life (outside the arena) */
+    int64_t arena;           /* the arena's planned size: >= its share of the peak (alignment,
+                                fragmentation, NN_CL_GUARDS' guard bytes) */
+    int arena_buffers;       /* device buffers the arena is split into (1 unless it exceeds
+                                the device's largest allocation; 0 when empty) */
+    int64_t allocated;       /* persistent + arena: what the graph allocates, what
+                                nn_compile_desc.memory_limit bounds */
+    const char *peak_op;     /* the op running at the peak (a static name), NULL if none */
+    int peak_position;       /* its position in the schedule */
+} nn_memory_report;
+/* Into *out: the plan's bytes by kind (nn_memory_report). Needs the plan that
+   nn_graph_compile makes (NN_ERR_STATE before it); after a compile refused by
+   memory_limit the plan is still there to read. Costs a pass over the nodes, no device
+   call. */
+NN_API nn_result nn_graph_memory(nn_graph *g, nn_memory_report *out);
+
+/* A printable report of g (as torchinfo's summary): one row per op of the forward (every
+   node before compile) with its output shape, name and the parameters it reads; the
+   parameters and buffers with shapes and counts in insertion order, and the totals; once
+   compiled, nn_graph_memory's bytes by kind. nn_graph_summary writes it to f;
+   nn_graph_summary_string writes at most cap bytes, NUL included, into buf (as snprintf)
+   and the full length into *len (NULL: not wanted): call with cap 0 to size buf. */
+NN_API nn_result nn_graph_summary(nn_graph *g, FILE *f);
+NN_API nn_result nn_graph_summary_string(nn_graph *g, char *buf, size_t cap, size_t *len);
+
+/* Activation recompute (torch.utils.checkpoint, gradient checkpointing): the ops built
+   between nn_checkpoint_begin(g) and nn_checkpoint_end(g) form a segment whose outputs are
+   not kept for the backward pass: they die with the forward, and the backward computes
+   what it reads of them again from the segment's inputs, just before it needs them. Memory
+   then holds each segment's inputs instead of all its activations (nn_graph_memory shows
+   it) for about one more forward pass of the segments. Results are the same bits as
+   without (random ops draw the same numbers); outputs (nn_graph_output) and accumulators
+   in a segment are kept. A segment per transformer block or residual block is usual.
+   Segments do not nest; both calls are refused (NN_ERR_STATE) on a compiled graph, and
+   compile refuses a segment begun and not ended. Without a loss they change nothing. */
+NN_API nn_result nn_checkpoint_begin(nn_graph *g);
+NN_API nn_result nn_checkpoint_end(nn_graph *g);
 
 /* ==== 3. Tensors: leaves and access ========================================================
    Leaves are the tensors a graph starts from: inputs (written by the program), parameters
@@ -1502,6 +1583,11 @@ struct nn_compile_desc {
                             communicator (MPI_COMM_WORLD, initialised here when the program
                             did not) when it has more than one rank; NN_ZERO: this process
                             alone. Ignored without NN_MPI. */
+    /* memory (src/engine/memory.c) */
+    int64_t memory_limit; /* bytes; > 0: compile fails with NN_ERR_OUT_OF_MEMORY, before
+                             allocating anything, when the plan's allocation
+                             (nn_memory_report.allocated) exceeds it, naming the total, the
+                             limit and the largest tensors; 0: no limit; < 0 refused */
     int zero_stage;      /* with data_parallel over more than one rank: 1 shards the optimizer
                             state (ZeRO stage 1, see "Data-parallel training"); 0: every rank
                             holds all of it. Ignored without NN_MPI. */

@@ -130,6 +130,8 @@ typedef struct nn__node {
     const char *check;   /* non-NULL: the op counts inputs PyTorch would raise on (labels out of
                             range) into g->checks[check_slot]; what they are, for the report */
     int check_slot;
+    int ckpt;            /* the recompute segment it was built in (nn_checkpoint_begin), 0 none */
+    int recompute_of;    /* > 0: a copy of that node the backward reads, computed again (engine/checkpoint.c) */
     int written;         /* INPUT: 0 never written, 1 written since the last step, 2 since read by a step */
     int per_step;        /* INPUT: a step refuses it unless written since the last step (a dataset's indices) */
 } nn__node;
@@ -295,6 +297,14 @@ struct nn_graph {
     int dist_rank, dist_size;    /* this rank and the ranks' count (both 0 unless data-parallel) */
     void *dist;                  /* the reduction's communicator and buffers (NULL: not data-parallel) */
     void (*dist_free)(nn_graph *g); /* its destructor, set by the compile that made it */
+    /* the memory plan as nn_graph_memory reports it (src/engine/memory.c) */
+    int mem_planned;             /* nn__plan_memory placed every item */
+    int mem_backward_end;        /* nodes from n_forward to here are autograd's (gradients) */
+    size_t arena_chunk;          /* > 0: the arena is split in buffers of this many bytes, no
+                                    item crossing a boundary (the device's largest allocation) */
+    int ckpt_open, n_ckpt;       /* the open recompute segment (0 none) and the segments begun */
+    nn__buf *arena_parts;        /* then the arena's buffers, n_arena_parts of them (g->arena unused) */
+    int n_arena_parts;
     int zero;                    /* ZeRO stage 1: no update ops; dist.c updates this rank's slice */
     /* misuse refused rather than silent (issue 22) */
     int share_names;             /* nn_graph_share_names: a parameter name made again is the same tensor */

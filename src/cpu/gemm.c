@@ -418,6 +418,75 @@ __attribute__((target("avx2,fma"))) static void
 nn__gemm_pack_a_avx2(int transA, const float *A, int lda, int i0, int mc, int p0, int kc, int mr,
                      float *dst) {
     int ir, k;
+    if (transA && (mr == 12 || mr == 6)) {
+        /* A [K,M]: a panel's mr values for one k are contiguous: 8 + 4 (or 4 + 2) moves */
+        for (ir = 0; ir + mr <= mc; ir += mr) {
+            const float *src = A + (size_t)p0 * lda + i0 + ir;
+            float *d = dst;
+            if (mr == 12)
+                for (k = 0; k < kc; k++, d += 12) {
+                    const float *q = src + (size_t)k * lda;
+                    _mm256_storeu_ps(d, _mm256_loadu_ps(q));
+                    _mm_storeu_ps(d + 8, _mm_loadu_ps(q + 8));
+                }
+            else
+                for (k = 0; k < kc; k++, d += 6) {
+                    const float *q = src + (size_t)k * lda;
+                    _mm_storeu_ps(d, _mm_loadu_ps(q));
+                    d[4] = q[4];
+                    d[5] = q[5];
+                }
+            dst += (size_t)mr * kc;
+        }
+        if (ir < mc) nn__gemm_pack_a(transA, A, lda, i0 + ir, mc - ir, p0, kc, mr, dst);
+        return;
+    }
+    if (!transA && mr == 12) {
+        /* the AVX-512 kernel's panels (12 rows): rows 0..7 and 8..11 (4 zero rows) in two
+           8 x 8 transposes per 8 k */
+        for (ir = 0; ir + 12 <= mc; ir += 12) {
+            const float *a0 = A + (size_t)(i0 + ir) * lda + p0;
+            const size_t l = (size_t)lda;
+            float *d = dst;
+            for (k = 0; k + 8 <= kc; k += 8) {
+                const float *q = a0 + k;
+                __m256 x0 = _mm256_loadu_ps(q), x1 = _mm256_loadu_ps(q + l);
+                __m256 x2 = _mm256_loadu_ps(q + 2 * l), x3 = _mm256_loadu_ps(q + 3 * l);
+                __m256 x4 = _mm256_loadu_ps(q + 4 * l), x5 = _mm256_loadu_ps(q + 5 * l);
+                __m256 x6 = _mm256_loadu_ps(q + 6 * l), x7 = _mm256_loadu_ps(q + 7 * l);
+                __m256 y0 = _mm256_loadu_ps(q + 8 * l), y1 = _mm256_loadu_ps(q + 9 * l);
+                __m256 y2 = _mm256_loadu_ps(q + 10 * l), y3 = _mm256_loadu_ps(q + 11 * l);
+                __m256 y4 = _mm256_setzero_ps(), y5 = _mm256_setzero_ps(), y6 = _mm256_setzero_ps(), y7 = _mm256_setzero_ps();
+                NN__TRANSPOSE8(x0, x1, x2, x3, x4, x5, x6, x7)
+                NN__TRANSPOSE8(y0, y1, y2, y3, y4, y5, y6, y7)
+                _mm256_storeu_ps(d, x0);
+                _mm_storeu_ps(d + 8, _mm256_castps256_ps128(y0));
+                _mm256_storeu_ps(d + 12, x1);
+                _mm_storeu_ps(d + 20, _mm256_castps256_ps128(y1));
+                _mm256_storeu_ps(d + 24, x2);
+                _mm_storeu_ps(d + 32, _mm256_castps256_ps128(y2));
+                _mm256_storeu_ps(d + 36, x3);
+                _mm_storeu_ps(d + 44, _mm256_castps256_ps128(y3));
+                _mm256_storeu_ps(d + 48, x4);
+                _mm_storeu_ps(d + 56, _mm256_castps256_ps128(y4));
+                _mm256_storeu_ps(d + 60, x5);
+                _mm_storeu_ps(d + 68, _mm256_castps256_ps128(y5));
+                _mm256_storeu_ps(d + 72, x6);
+                _mm_storeu_ps(d + 80, _mm256_castps256_ps128(y6));
+                _mm256_storeu_ps(d + 84, x7);
+                _mm_storeu_ps(d + 92, _mm256_castps256_ps128(y7));
+                d += 96;
+            }
+            for (; k < kc; k++) {
+                int r;
+                for (r = 0; r < 12; r++) d[r] = a0[(size_t)r * l + k];
+                d += 12;
+            }
+            dst += (size_t)12 * kc;
+        }
+        if (ir < mc) nn__gemm_pack_a(transA, A, lda, i0 + ir, mc - ir, p0, kc, mr, dst);
+        return;
+    }
     if (transA || mr != 6) {
         nn__gemm_pack_a(transA, A, lda, i0, mc, p0, kc, mr, dst);
         return;
@@ -535,7 +604,7 @@ static const nn__gemm_arch nn__gemm_arch_generic = {nn__gemm_ukr_generic, nn__ge
 /* Zen3/Skylake-ish blocking: B panel kc*nr*4 = 16 KB in L1, A block mc*kc*4
    = 144 KB in L2, B block kc*nc*4 <= 4 MB in L3 (BLIS haswell/zen values). */
 static const nn__gemm_arch nn__gemm_arch_avx2 = {nn__gemm_ukr_avx2, nn__gemm_pack_a_avx2, nn__gemm_pack_b_avx2, 6, 16, 144, 256, 4080, "avx2"};
-static const nn__gemm_arch nn__gemm_arch_avx512 = {nn__gemm_ukr_avx512, nn__gemm_pack_a, nn__gemm_pack_b, 12, 32, 192, 256, 4096, "avx512f"};
+static const nn__gemm_arch nn__gemm_arch_avx512 = {nn__gemm_ukr_avx512, nn__gemm_pack_a_avx2, nn__gemm_pack_b, 12, 32, 192, 256, 4096, "avx512f"};
 #endif
 #if NN__GEMM_NEON
 static const nn__gemm_arch nn__gemm_arch_neon = {nn__gemm_ukr_neon, nn__gemm_pack_a, nn__gemm_pack_b, 8, 8, 128, 256, 4096, "neon"};

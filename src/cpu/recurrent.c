@@ -24,6 +24,108 @@ static float nn__rec_tanh(float x) {
     return x < 0.0f ? -r : r;
 }
 
+/* The LSTM's gate math over one batch row, vectorised (AVX-512 or AVX2+FMA, chosen at run
+   time; the last partial vector by masked loads and stores): the scalar loops' operations,
+   vector for scalar, on the vector exp (src/cpu/simd.c), so the forward gives the bits the
+   scalar path on nn__vexp_map gives. nn__rec_vtanh_S is nn__rec_tanh with the vector exp.
+   Forward: gt [4H] = i, f, g, o from x + p (+ bias); c = f cprev + i g (cprev where the row
+   is frozen: active 0); h [H] = o tanh(c). Backward (an active row): d = du, or dh + gy (dh
+   then 0), and the gate gradients into dx and dp [4H], dc = dct f. */
+#if defined(NN__VM_X86)
+#define NN__REC_VDEFINE(S, TGT)                                                                                  \
+    TGT static inline NN__RV nn__rec_vtanh_##S(NN__RV v) {                                                      \
+        NN__RV one = NN__RV1(1.0f), ax = NN__RVABS(v), x2 = v * v, e = nn__vexp_##S(NN__RV1(2.0f) * ax), big, sm; \
+        big = NN__RVSEL(v, NN__RV1(0.0f), _CMP_LT_OQ, NN__RV1(-1.0f), one) * (one - NN__RV1(2.0f) / (e + one));  \
+        sm = v * (one + x2 * (NN__RV1(-1.0f / 3.0f) +                                                           \
+                              x2 * (NN__RV1(2.0f / 15.0f) + x2 * (NN__RV1(-17.0f / 315.0f) + x2 * NN__RV1(62.0f / 2835.0f))))); \
+        return NN__RVSEL(ax, NN__RV1(0.125f), _CMP_LT_OQ, sm, big);                                              \
+    }                                                                                                            \
+    TGT static void nn__rec_lstm_fwd_##S(int H, const float *x, const float *p, const float *bias, float *gt,     \
+                                         const float *cprev, float *cout, float *h, int active) {               \
+        NN__RV one = NN__RV1(1.0f), v, c;                                                                       \
+        int j, k, q;                                                                                             \
+        for (q = 0; q < 4; q++)                                                                                  \
+            for (j = 0; j < H; j += NN__RVW) {                                                                   \
+                int o = q * H + j;                                                                               \
+                k = H - j;                                                                                       \
+                v = NN__RVLD(x + o, k) + NN__RVLD(p + o, k);                                                     \
+                v = v + (bias ? NN__RVLD(bias + o, k) : NN__RV1(0.0f));                                          \
+                if (q == 2) v = nn__rec_vtanh_##S(v); else v = one / (one + nn__vexp_##S(-v));                          \
+                NN__RVST(gt + o, v, k);                                                                          \
+            }                                                                                                    \
+        for (j = 0; j < H; j += NN__RVW) {                                                                       \
+            k = H - j;                                                                                           \
+            c = NN__RVLD(cprev + j, k);                                                                          \
+            if (active) c = NN__RVLD(gt + H + j, k) * c + NN__RVLD(gt + j, k) * NN__RVLD(gt + 2 * H + j, k);     \
+            NN__RVST(cout + j, c, k);                                                                            \
+            NN__RVST(h + j, NN__RVLD(gt + 3 * H + j, k) * nn__rec_vtanh_##S(c), k);                             \
+        }                                                                                                        \
+    }                                                                                                            \
+    TGT static void nn__rec_lstm_bwd_##S(int H, const float *gt, const float *cc, const float *cp, const float *du, \
+                                         float *dh, const float *gy, float *dc, float *dx, float *dp) {         \
+        NN__RV one = NN__RV1(1.0f), d, ig, fg, gg, o, tc, dct, r;                                               \
+        int j, k;                                                                                                \
+        for (j = 0; j < H; j += NN__RVW) {                                                                       \
+            k = H - j;                                                                                           \
+            if (du) d = NN__RVLD(du + j, k); else d = NN__RVLD(dh + j, k) + NN__RVLD(gy + j, k);                        \
+            ig = NN__RVLD(gt + j, k), fg = NN__RVLD(gt + H + j, k);                                              \
+            gg = NN__RVLD(gt + 2 * H + j, k), o = NN__RVLD(gt + 3 * H + j, k);                                   \
+            tc = nn__rec_vtanh_##S(NN__RVLD(cc + j, k));                                                         \
+            dct = NN__RVLD(dc + j, k) + d * o * (one - tc * tc);                                                 \
+            r = dct * gg * ig * (one - ig);                                                                      \
+            NN__RVST(dx + j, r, k); NN__RVST(dp + j, r, k);                                                      \
+            r = dct * NN__RVLD(cp + j, k) * fg * (one - fg);                                                     \
+            NN__RVST(dx + H + j, r, k); NN__RVST(dp + H + j, r, k);                                              \
+            r = dct * ig * (one - gg * gg);                                                                      \
+            NN__RVST(dx + 2 * H + j, r, k); NN__RVST(dp + 2 * H + j, r, k);                                      \
+            r = d * tc * o * (one - o);                                                                          \
+            NN__RVST(dx + 3 * H + j, r, k); NN__RVST(dp + 3 * H + j, r, k);                                      \
+            NN__RVST(dc + j, dct * fg, k);                                                                       \
+            if (!du) NN__RVST(dh + j, NN__RV1(0.0f), k);                                                         \
+        }                                                                                                        \
+    }
+
+#define NN__RV __m512
+#define NN__RVW 16
+#define NN__RV1 _mm512_set1_ps
+#define NN__RVLD(ptr, k) ((k) >= 16 ? _mm512_loadu_ps(ptr) : _mm512_maskz_loadu_ps(nn__vmask_avx512(k), ptr))
+#define NN__RVST(ptr, v, k)                                                          \
+    do {                                                                             \
+        if ((k) >= 16) _mm512_storeu_ps(ptr, v);                                     \
+        else _mm512_mask_storeu_ps(ptr, nn__vmask_avx512(k), v);                     \
+    } while (0)
+#define NN__RVSEL(a, b, P, x, y) _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, b, P), y, x)
+#define NN__RVABS(v) _mm512_castsi512_ps(_mm512_and_epi32(_mm512_castps_si512(v), _mm512_set1_epi32(0x7FFFFFFF)))
+NN__REC_VDEFINE(avx512, __attribute__((target("avx512f"))))
+#undef NN__RV
+#undef NN__RVW
+#undef NN__RV1
+#undef NN__RVLD
+#undef NN__RVST
+#undef NN__RVSEL
+#undef NN__RVABS
+#define NN__RV __m256
+#define NN__RVW 8
+#define NN__RV1 _mm256_set1_ps
+#define NN__RVLD(ptr, k) ((k) >= 8 ? _mm256_loadu_ps(ptr) : _mm256_maskload_ps(ptr, nn__vmask_avx2(k)))
+#define NN__RVST(ptr, v, k)                                                          \
+    do {                                                                             \
+        if ((k) >= 8) _mm256_storeu_ps(ptr, v);                                      \
+        else _mm256_maskstore_ps(ptr, nn__vmask_avx2(k), v);                         \
+    } while (0)
+#define NN__RVSEL(a, b, P, x, y) _mm256_blendv_ps(y, x, _mm256_cmp_ps(a, b, P))
+#define NN__RVABS(v) _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF)))
+NN__REC_VDEFINE(avx2, __attribute__((target("avx2,fma"))))
+#undef NN__RV
+#undef NN__RVW
+#undef NN__RV1
+#undef NN__RVLD
+#undef NN__RVST
+#undef NN__RVSEL
+#undef NN__RVABS
+#undef NN__REC_VDEFINE
+#endif
+
 /* One step forward over rows b < B (kernels/recurrent.cl rec_gates_fwd). xp, hp: this
    step's input and state products [B, G*H]; bias [G*H] or NULL; lens NULL or [B]; ws the
    node's workspace; y the output row block of step t [B, Hr]. */
@@ -35,6 +137,23 @@ static void nn__cpu_rec_gates_fwd(int kind, int B, int b0, int b1, int H, int Hr
         int active = !lens || t < lens[b];
         const float *x = xp + (size_t)b * G * H, *p = hp + (size_t)b * G * H;
         float *gt = ws + og + (size_t)b * G * H;
+#if defined(NN__VM_X86)
+        if (e && kind == NN__REC_LSTM && nn__vm_isa() >= 1) {
+            if (nn__vm_isa() == 2)
+                nn__rec_lstm_fwd_avx512(H, x, p, bias, gt, ws + oc + (size_t)b * H, ws + oc + (size_t)B * H + (size_t)b * H, e, active);
+            else
+                nn__rec_lstm_fwd_avx2(H, x, p, bias, gt, ws + oc + (size_t)b * H, ws + oc + (size_t)B * H + (size_t)b * H, e, active);
+            for (j = 0; j < H; j++) {
+                size_t hi = (size_t)b * Hr + j, ci = (size_t)b * H + j;
+                if (proj) ws[ou + ci] = active ? e[j] : 0.0f;
+                else {
+                    ws[oh + (size_t)B * Hr + hi] = active ? e[j] : ws[oh + hi];
+                    y[hi] = active ? e[j] : 0.0f;
+                }
+            }
+            continue;
+        }
+#endif
         if (e && kind == NN__REC_LSTM) {
             /* the row's four gates through the vector exp: sigmoid(v) = 1 / (1 + e^-v), tanh
                as nn__rec_tanh with e^2|v| */
@@ -136,6 +255,17 @@ static void nn__cpu_rec_gates_bwd(int kind, int B, int b0, int b1, int H, int Hr
         int active = !lens || t < lens[b];
         const float *gt = ws + og + (size_t)b * G * H;
         float *dx = dxp + (size_t)b * G * H, *dp = dhp + (size_t)b * G * H;
+#if defined(NN__VM_X86)
+        if (kind == NN__REC_LSTM && active && nn__vm_isa() >= 1) {
+            const float *cc = ws + oc + (size_t)B * H + (size_t)b * H, *cp = ws + oc + (size_t)b * H;
+            const float *dub = du ? du + (size_t)b * H : NULL;
+            if (nn__vm_isa() == 2)
+                nn__rec_lstm_bwd_avx512(H, gt, cc, cp, dub, dh + (size_t)b * Hr, gy + (size_t)b * Hr, dc + (size_t)b * H, dx, dp);
+            else
+                nn__rec_lstm_bwd_avx2(H, gt, cc, cp, dub, dh + (size_t)b * Hr, gy + (size_t)b * Hr, dc + (size_t)b * H, dx, dp);
+            continue;
+        }
+#endif
         for (j = 0; j < H; j++) {
             size_t hi = (size_t)b * Hr + j, ci = (size_t)b * H + j;
             float d = du ? du[ci] : dh[hi] + (active ? gy[hi] : 0.0f);

@@ -128,6 +128,28 @@ enum { NN__VE_EXP_SHIFT, NN__VE_SUB_EXP, NN__VE_SIGMOID_SUB, NN__VE_BCE, NN__VE_
     TGT static inline NN__V nn__vlog1pexp_##S(NN__V z) {                                                         \
         return nn__vlog1p01_##S(nn__vexp_##S(-NN__ABS(z)));                                                      \
     }                                                                                                            \
+    /* erf(x), at most 1 ulp from double erf (tests/test_numerics.c): |x| <= 0.927734375:     \
+       x + x P(x^2); beyond: 1 - exp(Q(|x|)) with the sign of x, Q(t) ~ log erfc(t) (N.        \
+       Juffa's minimax coefficients); NaN takes the first branch and stays NaN */                 \
+    TGT static inline NN__V nn__verf_##S(NN__V a) {                                                              \
+        NN__V t = NN__ABS(a), s = a * a, p, q, u;                                                                \
+        p = NN__FMA(NN__SET1(-5.96761703e-4f), s, NN__SET1(4.99119423e-3f));                                     \
+        p = NN__FMA(p, s, NN__SET1(-2.67681349e-2f));                                                            \
+        p = NN__FMA(p, s, NN__SET1(1.12819925e-1f));                                                             \
+        p = NN__FMA(p, s, NN__SET1(-3.76125336e-1f));                                                            \
+        p = NN__FMA(p, s, NN__SET1(1.28379166e-1f));                                                             \
+        p = NN__FMA(p, a, a);                                                                                    \
+        q = NN__FMA(NN__SET1(-1.72853470e-5f), t, NN__SET1(3.83197126e-4f));                                     \
+        u = NN__FMA(NN__SET1(-3.88396438e-3f), t, NN__SET1(2.42546219e-2f));                                     \
+        q = NN__FMA(q, s, u);                                                                                    \
+        q = NN__FMA(q, t, NN__SET1(-1.06777877e-1f));                                                            \
+        q = NN__FMA(q, t, NN__SET1(-6.34846687e-1f));                                                            \
+        q = NN__FMA(q, t, NN__SET1(-1.28717512e-1f));                                                            \
+        q = NN__FMA(q, t, -t);                                                                                   \
+        q = NN__SET1(1.0f) - nn__vexp_##S(q);                                                                    \
+        q = NN__SEL(a, NN__SET1(0.0f), _CMP_LT_OQ, -q, q);                                                       \
+        return NN__SEL(t, NN__SET1(0.927734375f), _CMP_GT_OQ, q, p);                                             \
+    }                                                                                                            \
     /* y = f(x) (dy NULL) or dy * f'(x) for the activations and math whose formulas in        \
        kernels/activation.h are built on exp (the same operations, vector for scalar); 0 for \
        the others */                                                                                             \
@@ -152,6 +174,8 @@ enum { NN__VE_EXP_SHIFT, NN__VE_SUB_EXP, NN__VE_SIGMOID_SUB, NN__VE_BCE, NN__VE_
                     r = NN__SEL(s, vp1, _CMP_GT_OQ, v, (NN__SEL(s, zero, _CMP_GT_OQ, s, zero) + nn__vlog1pexp_##S(s)) / vp0); \
                     break;                                                                                       \
                 case NN__U_LOG_SIGMOID: r = NN__SEL(v, zero, _CMP_LT_OQ, v, zero) - nn__vlog1pexp_##S(v); break;  \
+                case NN__U_GELU: r = NN__SET1(0.5f) * v * (one + nn__verf_##S(v * NN__SET1(0.70710678118654752f))); break; \
+                case NN__U_ERF: r = nn__verf_##S(v); break;                                                      \
                 default: return 0;                                                                               \
                 }                                                                                                \
             } else {                                                                                             \
@@ -167,6 +191,11 @@ enum { NN__VE_EXP_SHIFT, NN__VE_SUB_EXP, NN__VE_SIGMOID_SUB, NN__VE_BCE, NN__VE_
                     break;                                                                                       \
                 case NN__U_LOG_SIGMOID: r = d * nn__vsigmoid_##S(-v); break;                                     \
                 case NN__U_EXP: case NN__U_EXPM1: r = d * nn__vexp_##S(v); break;                                \
+                case NN__U_GELU:                                                                                 \
+                    r = d * (NN__SET1(0.5f) * (one + nn__verf_##S(v * NN__SET1(0.70710678118654752f))) +         \
+                             v * NN__SET1(0.39894228040143268f) * nn__vexp_##S(NN__SET1(-0.5f) * v * v));         \
+                    break;                                                                                       \
+                case NN__U_ERF: r = d * (NN__SET1(1.12837916709551257f) * nn__vexp_##S(-v * v)); break;          \
                 default: return 0;                                                                               \
                 }                                                                                                \
             }                                                                                                    \

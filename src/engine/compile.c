@@ -87,11 +87,15 @@ static int nn__heap_pop(int *h, int *n, const nn__item *it) {
    its whole lifetime (first fit). Items whose last use is before the next item's first
    give their space back; the free space is a short list of gaps, so a graph of n nodes
    plans in about n log n unless its free space is very fragmented. An item takes the
-   device's guard bytes after its end too (none unless NN_CL_GUARDS). */
-static nn_result nn__plan_memory(nn_graph *g, size_t align) {
+   device's guard bytes after its end too (none unless NN_CL_GUARDS). chunk > 0: the arena
+   will be buffers of chunk bytes (the device's largest allocation), so no item may cross
+   a multiple of chunk: one that would starts at the next multiple instead, if its gap
+   still holds it. */
+static nn_result nn__plan_memory(nn_graph *g, size_t align, size_t chunk) {
     nn__item *it = (nn__item *)nn__calloc((size_t)g->n_sched * 2 + 1, sizeof *it);
     int *heap = (int *)nn__calloc((size_t)g->n_sched * 2 + 1, sizeof *heap);
     nn__gaps free_space;
+    const nn__item *too_big = NULL; /* an item larger than a chunk: refused */
     int n = 0, n_heap = 0, i, ok;
     size_t top = 0, guard = g->ctx->dev.guard; /* each item's guard bytes after its end are its own */
     memset(&free_space, 0, sizeof free_space);
@@ -118,10 +122,25 @@ static nn_result nn__plan_memory(nn_graph *g, size_t align) {
             nn__item *b = &it[nn__heap_pop(heap, &n_heap, it)];
             ok = nn__gaps_free(&free_space, b->offset, b->bytes);
         }
-        for (k = 0; ok && free_space.len[k] < a->bytes; k++) {} /* the last gap is unbounded */
         if (!ok) break;
-        a->offset = free_space.off[k];
-        if (free_space.len[k] == (size_t)-1 || free_space.len[k] > a->bytes) {
+        if (chunk && a->bytes > chunk) {
+            too_big = a;
+            break;
+        }
+        for (k = 0;; k++) { /* the first gap that holds it (the last gap is unbounded) */
+            size_t o = free_space.off[k];
+            if (chunk && o / chunk != (o + a->bytes - 1) / chunk) o = (o / chunk + 1) * chunk;
+            if (free_space.len[k] == (size_t)-1 || o + a->bytes <= free_space.off[k] + free_space.len[k]) {
+                a->offset = o;
+                break;
+            }
+        }
+        if (a->offset > free_space.off[k]) { /* moved to a chunk's start: the gap keeps what lies before it */
+            size_t len = free_space.len[k], end = a->offset + a->bytes;
+            free_space.len[k] = a->offset - free_space.off[k];
+            if (len == (size_t)-1) ok = nn__gaps_insert(&free_space, k + 1, end, (size_t)-1);
+            else if (free_space.off[k] + len > end) ok = nn__gaps_insert(&free_space, k + 1, end, free_space.off[k] + len - end);
+        } else if (free_space.len[k] == (size_t)-1 || free_space.len[k] > a->bytes) {
             free_space.off[k] += a->bytes;
             if (free_space.len[k] != (size_t)-1) free_space.len[k] -= a->bytes;
         } else {
@@ -133,12 +152,28 @@ static nn_result nn__plan_memory(nn_graph *g, size_t align) {
         if (a->offset + a->bytes > top) top = a->offset + a->bytes;
     }
     g->arena_bytes = top;
+    if (too_big) {
+        char s[128];
+        const nn__node *nd = &g->nodes[too_big->id];
+        nn__shape_str(&nd->shape, s, sizeof s);
+        nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY,
+                 "nn_graph_compile: the %s of %s %s (%llu bytes) exceeds the device's largest allocation (%llu bytes)",
+                 too_big->scratch ? "workspace" : "output", nn__op(nd->op)->name, s, (unsigned long long)too_big->bytes,
+                 (unsigned long long)chunk);
+    }
     NN_FREE(it);
     NN_FREE(heap);
     NN_FREE(free_space.off);
     NN_FREE(free_space.len);
     if (!ok) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
-    return NN_OK;
+    return too_big ? NN_ERR_OUT_OF_MEMORY : NN_OK;
+}
+
+/* A view of bytes at offset of the arena: of its one buffer, or of the part holding it (an
+   item never crosses a part's end: nn__plan_memory). */
+static nn_result nn__arena_view(nn_graph *g, size_t offset, size_t bytes, nn__buf *out, const char *what) {
+    if (!g->arena_chunk) return g->ctx->backend->view(g->ctx, &g->arena, offset, bytes, out, what);
+    return g->ctx->backend->view(g->ctx, &g->arena_parts[offset / g->arena_chunk], offset % g->arena_chunk, bytes, out, what);
 }
 
 static nn_result nn__allocate(nn_graph *g) {
@@ -146,8 +181,19 @@ static nn_result nn__allocate(nn_graph *g) {
     nn_result r = NN_OK;
     int i, k;
     char what[300];
-    if (g->arena_bytes) {
+    if (g->arena_bytes && !g->arena_chunk) {
         r = nn__buf_alloc(ctx, &g->arena, g->arena_bytes, 0, "the activation arena");
+        if (r != NN_OK) return r;
+    } else if (g->arena_bytes) { /* buffers of arena_chunk bytes, the last one shorter */
+        int n = (int)((g->arena_bytes + g->arena_chunk - 1) / g->arena_chunk);
+        g->arena_parts = (nn__buf *)nn__calloc((size_t)n, sizeof *g->arena_parts);
+        if (!g->arena_parts) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
+        g->n_arena_parts = n;
+        for (i = 0; i < n && r == NN_OK; i++) {
+            size_t at = (size_t)i * g->arena_chunk, bytes = g->arena_bytes - at < g->arena_chunk ? g->arena_bytes - at : g->arena_chunk;
+            snprintf(what, sizeof what, "the activation arena (buffer %d of %d)", i + 1, n);
+            r = nn__buf_alloc(ctx, &g->arena_parts[i], bytes, 0, what);
+        }
         if (r != NN_OK) return r;
     }
     for (i = 0; i < g->n_nodes && r == NN_OK; i++) {
@@ -171,13 +217,13 @@ static nn_result nn__allocate(nn_graph *g) {
             r = nn__buf_alloc(ctx, &n->buf, (size_t)n->numel * 4, n->op != NN__OP_INPUT, what);
         } else if (n->storage == NN__ST_VIEW) { /* the storage of view_of (a lower id: allocated already) */
             const nn__node *v = &g->nodes[n->view_of];
-            if (v->storage == NN__ST_ARENA) r = ctx->backend->view(ctx, &g->arena, v->offset, (size_t)n->numel * 4, &n->buf, what);
+            if (v->storage == NN__ST_ARENA) r = nn__arena_view(g, v->offset, (size_t)n->numel * 4, &n->buf, what);
             else r = ctx->backend->view(ctx, &v->buf, 0, (size_t)n->numel * 4, &n->buf, what);
         } else if (n->numel > 0) {
-            r = ctx->backend->view(ctx, &g->arena, n->offset, (size_t)n->numel * 4, &n->buf, what);
+            r = nn__arena_view(g, n->offset, (size_t)n->numel * 4, &n->buf, what);
         }
-        if (n->scratch > 0 && r == NN_OK) r = ctx->backend->view(ctx, &g->arena, n->scratch_offset, (size_t)n->scratch * 4, &n->scratch_buf, what);
-        for (k = 0; k < n->n_aux && r == NN_OK; k++) r = nn__buf_alloc(ctx, &n->aux[k], (size_t)g->nodes[n->in[0]].numel * 4, 1, what);
+        if (n->scratch > 0 && r == NN_OK) r = nn__arena_view(g, n->scratch_offset, (size_t)n->scratch * 4, &n->scratch_buf, what);
+        for (k = 0; k < n->n_aux && r == NN_OK; k++) r = nn__buf_alloc(ctx, &n->aux[k], nn__aux_bytes(g, n), 1, what);
     }
     return r;
 }
@@ -339,6 +385,24 @@ static nn_result nn__record_launches(nn_graph *g) {
     return r;
 }
 
+/* Appends node i to the schedule (its first and last use, its inputs' last), after the
+   recomputed copies it reads that are not scheduled yet, each after its own. */
+static void nn__sched_node(nn_graph *g, int i) {
+    nn__node *n = &g->nodes[i];
+    int k;
+    for (k = 0; k < n->n_in; k++) {
+        const nn__node *in = &g->nodes[n->in[k]];
+        if (in->recompute_of > 0 && in->first < 0) nn__sched_node(g, n->in[k]);
+    }
+    n = &g->nodes[i];
+    n->first = n->last = g->n_sched;
+    for (k = 0; k < n->n_in; k++) {
+        nn__node *in = &g->nodes[n->in[k]];
+        if (in->last < g->n_sched) in->last = g->n_sched;
+    }
+    g->sched[g->n_sched++] = i;
+}
+
 static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     nn_compile_desc d;
     nn_result r;
@@ -358,6 +422,13 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     if (r != NN_OK) return r;
 #endif
     n_user = g->n_forward = g->n_nodes;
+    g->mem_backward_end = g->n_nodes;
+    if (g->ckpt_open)
+        return nn__fail(g->ctx, NN_ERR_STATE, "nn_graph_compile: recompute segment %d was begun (nn_checkpoint_begin) and not ended "
+                        "(nn_checkpoint_end)", g->ckpt_open);
+    if (d.memory_limit < 0)
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: memory_limit %lld is negative (0: no limit)",
+                        (long long)d.memory_limit);
     if (d.loss.id != 0) {
         nn__node *L;
         if (!nn__is_tensor(g, d.loss))
@@ -374,6 +445,8 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
         g->loss = d.loss.id;
         L->is_output = 1;
         nn__autograd(g, g->loss, n_user);
+        g->mem_backward_end = g->n_nodes;
+        nn__checkpoint_apply(g, n_user); /* the backward reads recomputed copies of the segments */
         for (i = 0; i < n_user; i++) {
             nn__node *n = &g->nodes[i];
             int keep = (n->op == NN__OP_INPUT && n->requires_grad) ||
@@ -387,12 +460,14 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
 
     /* liveness: everything a root depends on; roots are outputs (loss, accumulators,
        kept gradients, updates) */
-    for (i = g->n_nodes - 1; i >= 0; i--) {
-        nn__node *n = &g->nodes[i];
-        if (n->is_output) n->live = 1;
-        if (n->live)
-            for (k = 0; k < n->n_in; k++) g->nodes[n->in[k]].live = 1;
-    }
+    for (k = 0; k < (g->n_ckpt ? 2 : 1); k++) /* twice with recompute: copies have higher ids than their readers */
+        for (i = g->n_nodes - 1; i >= 0; i--) {
+            nn__node *n = &g->nodes[i];
+            int j;
+            if (n->is_output) n->live = 1;
+            if (n->live)
+                for (j = 0; j < n->n_in; j++) g->nodes[n->in[j]].live = 1;
+        }
     g->sched = (int *)nn__calloc((size_t)g->n_nodes + 1, sizeof(int));
     if (!g->sched) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
     g->n_sched = g->n_sched_forward = 0;
@@ -402,13 +477,13 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
         n->first = n->last = -1;
         if (n->op == NN__OP_INPUT || (flags & NN__OPF_CONST)) n->storage = NN__ST_OWN;
         else if (n->op != NN__OP_PARAM) n->storage = (n->is_output && n->numel > 0) ? NN__ST_OWN : NN__ST_ARENA;
-        if (!n->live || n->op == NN__OP_INPUT || n->op == NN__OP_PARAM || (flags & NN__OPF_CONST)) continue;
-        n->first = n->last = g->n_sched;
-        for (k = 0; k < n->n_in; k++) {
-            nn__node *in = &g->nodes[n->in[k]];
-            if (in->last < g->n_sched) in->last = g->n_sched;
-        }
-        g->sched[g->n_sched++] = i;
+    }
+    for (i = 0; i < g->n_nodes; i++) { /* in id order, but a recomputed copy just before its first reader */
+        nn__node *n = &g->nodes[i];
+        unsigned flags = nn__op(n->op)->flags;
+        if (!n->live || n->op == NN__OP_INPUT || n->op == NN__OP_PARAM || (flags & NN__OPF_CONST) || n->recompute_of > 0)
+            continue;
+        nn__sched_node(g, i);
         if (i < n_user) g->n_sched_forward = g->n_sched;
     }
     nn__plan_views(g);
@@ -422,7 +497,17 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
         nn__node *n = &g->nodes[g->sched[i]];
         if (nn__op(n->op)->plan) nn__op(n->op)->plan(g, n);
     }
-    r = nn__plan_memory(g, g->ctx->dev.align);
+    r = nn__plan_memory(g, g->ctx->dev.align, 0);
+    if (r == NN_OK && g->ctx->dev.max_alloc > 0 && g->arena_bytes > g->ctx->dev.max_alloc) {
+        /* more than one buffer may hold: planned again in parts of the largest allocation */
+        g->arena_chunk = (size_t)g->ctx->dev.max_alloc / g->ctx->dev.align * g->ctx->dev.align;
+        r = nn__plan_memory(g, g->ctx->dev.align, g->arena_chunk);
+        if (r == NN_OK)
+            nn__log(g->ctx, NN_LOG_DEBUG, "the arena of %llu bytes is split in buffers of %llu (the device's largest allocation)",
+                    (unsigned long long)g->arena_bytes, (unsigned long long)g->arena_chunk);
+    }
+    if (r == NN_OK) g->mem_planned = 1;
+    if (r == NN_OK) r = nn__memory_check_limit(g, d.memory_limit);
     if (r == NN_OK) r = nn__allocate(g);
     if (r == NN_OK) r = nn__compute_constants(g);
     if (r == NN_OK) r = nn__buf_alloc(g->ctx, &g->one, 4, 0, "a constant");

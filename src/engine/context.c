@@ -289,6 +289,10 @@ static void nn__graph_release_compiled(nn_graph *g) {
     nn__buf_free(g->ctx, &g->checks);
     g->n_checks = g->checks_pending = 0;
     nn__buf_free(g->ctx, &g->arena);
+    for (i = 0; i < g->n_arena_parts; i++) nn__buf_free(g->ctx, &g->arena_parts[i]);
+    NN_FREE(g->arena_parts);
+    g->arena_parts = NULL;
+    g->n_arena_parts = 0;
     NN_FREE(g->sched);
     g->sched = NULL;
 }

@@ -321,6 +321,7 @@ static int nn__new_node(nn_graph *g, int op, nn_dtype dt, nn_shape shape, const 
     for (i = 0; i < n_in; i++) n->in[i] = in[i];
     n->grad = -1;
     n->param = -1;
+    n->ckpt = g->ckpt_open; /* in a recompute segment (engine/checkpoint.c) */
     return g->n_nodes++;
 }
 

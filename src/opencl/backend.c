@@ -219,6 +219,11 @@ static nn_result nn__cl_open_device(nn_context *ctx, cl_platform_id plat, cl_dev
 #undef NN__CL_INFO
     d->local_mem = local_mem;
     d->units = units;
+    { /* NN_CL_MAX_ALLOC=bytes, a test hook: a smaller largest allocation than the device's */
+        const char *env = getenv("NN_CL_MAX_ALLOC");
+        unsigned long long v = env && env[0] ? strtoull(env, NULL, 10) : 0;
+        if (v > 0 && v < cl->max_alloc) cl->max_alloc = v;
+    }
     d->max_alloc = cl->max_alloc;
     d->align = align_bits / 8 > 256 ? align_bits / 8 : 256;
     if (d->max_wg == 0) d->max_wg = 1;
