@@ -5,7 +5,7 @@ Usage: /usr/bin/python3 bench/char_lstm_torch.py [--threads T] [--model char|lst
 Prints: BENCH name=rnn_train backend=torch threads=T/B model=M batch=B seq=S tokens_per_sec=X
 (bench/run.sh runs it at 1 and 2 threads and keeps the best.) With --heldout-after N: trains
 N steps of the char model and prints BENCH name=char_lstm_heldout ... heldout_loss=X, the
-example's held-out measure (50 batches of 32 windows of the last 10%).
+example's held-out measure (every 64-character window of the last 10% in order, whole batches of 32).
 
 The same work as rnn_bench, written as a PyTorch user writes it:
   char     nn.Embedding(96, 32), nn.LSTM(32, 128, batch_first=True), nn.Linear(128, 96), batch
@@ -96,16 +96,16 @@ def main():
         for _ in range(args.heldout_after):
             step()
         held = data[len(data) * 9 // 10:]
-        g = torch.Generator().manual_seed(12345)
+        nb = (len(held) - 1) // T // B  # every T-window of the held-out text in order, whole batches (examples/char_lstm.c)
         tot = 0.0
         with torch.no_grad():
-            for _ in range(50):
-                ix = torch.randint(len(held) - T - 1, (B,), generator=g)
+            for e in range(nb):
+                ix = [(e * B + b) * T for b in range(B)]
                 x = torch.stack([held[i:i + T] for i in ix])
                 y = torch.stack([held[i + 1:i + T + 1] for i in ix])
                 tot += model(x, y).item()
         print(f"BENCH name=char_lstm_heldout backend=torch model={args.model} steps={args.heldout_after} "
-              f"heldout_loss={tot / 50:.4f}", flush=True)
+              f"heldout_loss={tot / nb:.4f}", flush=True)
         return
     for _ in range(3):
         step()
