@@ -24160,6 +24160,13 @@ static void nn__dist_zero_release(nn_graph *g, int keep) {
     }
 }
 
+/* The optimizer state a ZeRO-1 graph keeps on this rank (its slices; no update ops hold
+   any), for nn_graph_memory (src/engine/memory.c); -1 for any other graph. */
+static int64_t nn__dist_state_bytes(const nn_graph *g) {
+    const nn__dist *d = (const nn__dist *)g->dist;
+    return d && d->zero ? (int64_t)d->n_aux * d->owned * 4 : -1;
+}
+
 NN_API nn_result nn_graph_dist_stats(nn_graph *g, nn_dist_stats *stats) {
     nn__dist *d;
     int i;
@@ -24283,6 +24290,15 @@ static nn_result nn__memory_report(nn_graph *g, nn_memory_report *r) {
         }
     }
     r->other += 4;
+#ifdef NN_MPI
+    { /* ZeRO-1 (src/dist/dist.c): the update runs there, on this rank's slices of the state */
+        int64_t z = nn__dist_state_bytes(g);
+        if (z > 0) {
+            r->optimizer_state += z;
+            persistent += z;
+        }
+    }
+#endif
     for (p = 0; p < g->n_sched; p++) { /* running sums: d[p] becomes the bytes live at p */
         int64_t total = 0;
         for (k = 0; k < NN__MEM_KINDS; k++) {

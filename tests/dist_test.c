@@ -205,6 +205,13 @@ static void t_zero_vs_dp(const char *name, nn_optimizer_kind opt) {
     nn_graph_dist_stats(zr.g, &b);
     mine[0] = (long long)a.optimizer_state_bytes;
     mine[1] = (long long)b.optimizer_state_bytes;
+    {
+        nn_memory_report ma, mb;
+        if (nn_graph_memory(dp.g, &ma) != NN_OK || nn_graph_memory(zr.g, &mb) != NN_OK) memset(&ma, 0, sizeof ma), memset(&mb, 0, sizeof mb);
+        snprintf(msg, sizeof msg, "nn_graph_memory's optimizer_state %lld and %lld, nn_graph_dist_stats' %lld and %lld",
+                 (long long)ma.optimizer_state, (long long)mb.optimizer_state, mine[0], mine[1]);
+        check(ma.optimizer_state == mine[0] && mb.optimizer_state == mine[1] && mine[1] > 0, "zero_memory_report", msg);
+    }
     MPI_Allreduce(mine, sum, 2, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
     snprintf(msg, sizeof msg, "%s; %ld of %ld floats differ; state bytes %lld (all) and %lld (this rank's shard, %lld over the ranks)",
              r == NN_OK ? "ok" : nn_context_last_error(ctx), d, n, mine[0], mine[1], sum[1]);

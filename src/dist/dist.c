@@ -805,6 +805,13 @@ static void nn__dist_zero_release(nn_graph *g, int keep) {
     }
 }
 
+/* The optimizer state a ZeRO-1 graph keeps on this rank (its slices; no update ops hold
+   any), for nn_graph_memory (src/engine/memory.c); -1 for any other graph. */
+static int64_t nn__dist_state_bytes(const nn_graph *g) {
+    const nn__dist *d = (const nn__dist *)g->dist;
+    return d && d->zero ? (int64_t)d->n_aux * d->owned * 4 : -1;
+}
+
 NN_API nn_result nn_graph_dist_stats(nn_graph *g, nn_dist_stats *stats) {
     nn__dist *d;
     int i;

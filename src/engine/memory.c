@@ -100,6 +100,15 @@ static nn_result nn__memory_report(nn_graph *g, nn_memory_report *r) {
         }
     }
     r->other += 4;
+#ifdef NN_MPI
+    { /* ZeRO-1 (src/dist/dist.c): the update runs there, on this rank's slices of the state */
+        int64_t z = nn__dist_state_bytes(g);
+        if (z > 0) {
+            r->optimizer_state += z;
+            persistent += z;
+        }
+    }
+#endif
     for (p = 0; p < g->n_sched; p++) { /* running sums: d[p] becomes the bytes live at p */
         int64_t total = 0;
         for (k = 0; k < NN__MEM_KINDS; k++) {
