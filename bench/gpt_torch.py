@@ -99,11 +99,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--model", default="tiny", choices=["tiny", "gpt2s"])
+    ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--heldout-after", type=int, default=0,
-                    help="train this many steps, then print the held-out loss (50 batches of the last 10%%)")
+                    help="train this many steps, then print the held-out loss (every T-window of the last 10%% in order)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    torch.manual_seed(0)
+    torch.manual_seed(args.seed)
     if args.model == "tiny":
         B, T, L, C, H, warm, min_steps, min_time = 16, 64, 4, 128, 4, 10, 30, 2.0
     else:
@@ -129,15 +130,15 @@ def main():
         for _ in range(args.heldout_after):
             step()
         held = data[len(data) * 9 // 10:]
-        g = torch.Generator().manual_seed(12345)
+        nb = (len(held) - 1) // T // B  # every T-window of the held-out text in order, whole batches (examples/tiny_gpt.c)
         tot = 0.0
         with torch.no_grad():
-            for _ in range(50):
-                ix = torch.randint(len(held) - T - 1, (B,), generator=g)
+            for e in range(nb):
+                ix = [(e * B + b) * T for b in range(B)]
                 x = torch.stack([held[i:i + T] for i in ix])
                 y = torch.stack([held[i + 1:i + T + 1] for i in ix])
                 tot += model(x, y).item()
-        print(f"BENCH name=gpt_heldout backend=torch model={args.model} steps={args.heldout_after} heldout_loss={tot / 50:.4f}")
+        print(f"BENCH name=gpt_heldout backend=torch model={args.model} steps={args.heldout_after} heldout_loss={tot / nb:.4f}")
         return
     for _ in range(warm):
         step()
