@@ -232,7 +232,10 @@ typedef enum nn_result {
     NN_ERR_UNAVAILABLE = -8       /* the backend or device asked for does not exist here */
 } nn_result;
 
-typedef enum nn_dtype { NN_F32 = 0, NN_I32 = 1 } nn_dtype;
+/* A tensor's storage type: float32, int32, and the 16-bit floats bfloat16 (torch.bfloat16)
+   and float16 (torch.float16), which are storage only: the ops that take them compute in
+   float32 (section 3, "16-bit storage"). */
+typedef enum nn_dtype { NN_F32 = 0, NN_I32 = 1, NN_BF16 = 2, NN_F16 = 3 } nn_dtype;
 
 typedef struct nn_context nn_context;
 typedef struct nn_graph nn_graph;
@@ -477,7 +480,7 @@ NN_API nn_result nn_graph_param_count(nn_graph *g, int *count);
 NN_API nn_result nn_graph_param_at(nn_graph *g, int index, nn_param_info *out);
 
 /* What g's memory plan needs, in bytes (nn_graph_memory). Every tensor is 4 bytes an
-   element. Storage held for the graph's life counts whole: parameters, buffers, inputs,
+   element, but 2 in 16-bit storage (NN_BF16, NN_F16). Storage held for the graph's life counts whole: parameters, buffers, inputs,
    optimizer state, and the tensors kept after a run (outputs, kept gradients, gradient
    accumulators, constants). The tensors the planner places in the arena by liveness
    (activations, the backward's gradients, ops' workspace) count as live at the plan's
@@ -541,7 +544,8 @@ NN_API nn_result nn_checkpoint_end(nn_graph *g);
    Leaves are the tensors a graph starts from: inputs (written by the program), parameters
    (trained), buffers (state, not trained) and constants. A tensor's data is reached
    through nn_tensor_write / read / fill, by the byte count of its whole shape (4 bytes an
-   element for both dtypes). */
+   element for float32 and int32; a 16-bit tensor is written and read as float32 values,
+   also 4 bytes an element, below). */
 
 typedef enum nn_init_kind {
     NN_INIT_ZEROS = 0,
@@ -563,7 +567,7 @@ typedef struct nn_init { nn_init_kind kind; float a, b; } nn_init;
 /* Leaves. An input keeps its contents across steps until written again, so a whole
    dataset can live on the device as an input written once. Until its first write an
    input's contents are unspecified (zeros on the CPU backend). */
-/* An input [shape] of dtype (NN_F32 or NN_I32) named name (NULL: "input"; names of inputs
+/* An input [shape] of dtype (NN_F32, NN_I32, NN_BF16 or NN_F16) named name (NULL: "input"; names of inputs
    need not be unique, but nn_graph_find finds the first). */
 NN_API nn_tensor nn_input(nn_graph *g, const char *name, nn_dtype dtype, nn_shape shape);
 /* A trained parameter [shape] (1 to NN_MAX_DIMS dims) named name (required; PyTorch's
@@ -603,6 +607,23 @@ NN_API nn_result nn_tensor_numel(nn_graph *g, nn_tensor t, int64_t *out);
 NN_API nn_result nn_tensor_write(nn_graph *g, nn_tensor t, const void *data, size_t bytes);
 NN_API nn_result nn_tensor_read(nn_graph *g, nn_tensor t, void *data, size_t bytes);
 NN_API nn_result nn_tensor_fill(nn_graph *g, nn_tensor t, float value); /* no transfer */
+
+/* ---- 16-bit storage (NN_BF16, NN_F16) ----
+   A bfloat16 or float16 tensor holds 2 bytes an element on the device (nn_graph_memory
+   counts them so), and every op that takes one computes in float32: it widens on load and
+   rounds to nearest even on store (bfloat16: a NaN stays a quiet NaN; float16: past 65504
+   an infinity, subnormals kept), the same bits on every backend. Only the ops that read
+   16-bit storage take such a tensor; any other op refuses it when built
+   (NN_ERR_SHAPE, "OP: takes no bfloat16 tensor (input N) ..."): convert it with
+   nn_to_dtype first. Today that is nn_to_dtype itself. nn_tensor_write of a 16-bit input
+   takes float32 values (4 bytes an element, as nn_tensor_numel says) and stores them
+   rounded; nn_tensor_read gives them back widened to float32, exactly; nn_tensor_fill
+   fills with the value rounded. */
+/* x converted to dtype (PyTorch's x.to(dtype)) among NN_F32, NN_BF16 and NN_F16: a new
+   tensor of x's shape, x itself rounded to nearest even going to 16 bits and widened
+   exactly coming back (x of dtype already: a copy). Its gradient is gy converted back to
+   x's dtype. An int32 x or dtype is refused (NN_ERR_SHAPE). */
+NN_API nn_tensor nn_to_dtype(nn_graph *g, nn_tensor x, nn_dtype dtype);
 
 /* ==== 4. Elementwise ops ===================================================================
    torch's functions of the same names, forward and gradient, on float32 tensors unless
@@ -2450,6 +2471,8 @@ typedef struct nn__karg {
 typedef struct nn__launch {
     const char *file;
     char kernel[64];
+    int store;                  /* the program's storage type (kernels/storage.h): NN_F32, or NN_BF16 /
+                                   NN_F16 to build kernels/FILE.cl with -DNN_STORE_BF16 / -DNN_STORE_F16 */
     int node;
     int dims;
     size_t gws[3], lws[3];
@@ -2686,6 +2709,15 @@ static int64_t nn__numel(const nn_shape *s) {
     return n;
 }
 
+/* Storage types: bytes an element (NN_BF16, NN_F16 2; NN_F32, NN_I32 4), whether a type is
+   16-bit storage (kernels/storage.h), and a buffer's bytes for numel elements: rounded up to
+   whole 4-byte words, so every buffer's size is a multiple of the backends' fill pattern. */
+static NN__MAYBE_UNUSED size_t nn__dtype_size(nn_dtype d) { return d == NN_BF16 || d == NN_F16 ? 2 : 4; }
+static NN__MAYBE_UNUSED int nn__dtype_half(nn_dtype d) { return d == NN_BF16 || d == NN_F16; }
+static NN__MAYBE_UNUSED size_t nn__dtype_bytes(nn_dtype d, int64_t numel) {
+    return ((size_t)numel * nn__dtype_size(d) + 3) / 4 * 4;
+}
+
 
 /* Philox4x32-10 (Salmon et al., SC'11), the counter-based generator that kernels/random.cl
    implements too: the same (counter, key) gives the same bits on every backend. */
@@ -2756,6 +2788,10 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
 
 #define NN__OPF_RANK0 32u  /* takes and makes rank-0 (scalar []) tensors: its shape rule, bodies and plans
                               handle 0 dims; nodes of other ops refuse them when built */
+
+#define NN__OPF_HALF 64u   /* takes 16-bit storage (NN_BF16, NN_F16) as well as float32: its CPU body and its
+                              kernels read and write through kernels/storage.h; nodes of other ops refuse a
+                              16-bit input when built, naming the op */
 
 #define NN__OPS_LEAF(X)                                     \
     X(INPUT, "input", input, NN__OPF_LEAF | NN__OPF_RANK0)  \
@@ -2928,6 +2964,10 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     X(REC_STATE_SET, "recurrent_state_set", rec_state_set, NN__OPF_NO_GRAD)   \
     X(REC_REVERSE, "reverse_sequences", rec_reverse, 0)
 
+/* src/ops/cast.c: storage types (nn_to_dtype) */
+#define NN__OPS_CAST(X) \
+    X(CAST, "to_dtype", cast, NN__OPF_HALF | NN__OPF_RANK0)
+
 #define NN__OPS(X)                                                                                          \
     NN__OPS_LEAF(X) NN__OPS_ELEMENTWISE(X) NN__OPS_MATMUL(X) NN__OPS_REDUCE(X) NN__OPS_SOFTMAX(X)          \
     NN__OPS_LOSS(X) NN__OPS_GATHER(X) NN__OPS_SHAPE(X) NN__OPS_CONV(X) NN__OPS_NORM(X) NN__OPS_POOL(X)    \
@@ -2936,6 +2976,7 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     NN__OPS_ROPE(X)                                                                                        \
     NN__OPS_ATTENTION(X)                                                                                   \
     NN__OPS_RECURRENT(X)                                                                                   \
+    NN__OPS_CAST(X)                                                                                        \
     /* a new family's list goes on the line above */
 
 typedef enum nn__opcode {
@@ -4244,6 +4285,117 @@ NN__OPTIMIZERS(NN__OPT_SAME)
 #endif
 
 #endif /* NN__OPTIM_H */
+
+/* ======================================================================
+   kernels/storage.h
+   ====================================================================== */
+/* 16-bit storage, fp32 arithmetic. A header in the common subset of C99 and OpenCL C (as
+   kernels/activation.h): the CPU bodies and the kernels read and write a tensor's storage
+   through these, and compute in float.
+
+   bfloat16: the high half of a float32, stored as a 16-bit integer and widened in registers
+   (float from bits << 16); written rounded to nearest, ties to even, a NaN kept a quiet NaN
+   (PyTorch's round_to_nearest_even). float16 (IEEE binary16): in OpenCL C through
+   vload_half / vstore_half_rte (OpenCL 1.2 core: no cl_khr_fp16 needed), in C the same
+   conversion written out (round to nearest even, subnormals, overflow to infinity), so both
+   backends store the same bits.
+
+   Per element, by type: NN__LD_BF16(p, i), NN__ST_BF16(p, i, v), NN__LD_F16(p, i),
+   NN__ST_F16(p, i, v) over a pointer to 16-bit words (ushort in OpenCL C, uint16_t in C).
+   Per program: a kernel file built with -DNN_STORE_BF16 or -DNN_STORE_F16 (the launch's
+   `store`, src/opencl/backend.c) reads NN__STORE_T storage with NN__SLOAD(p, i) and writes it
+   with NN__SSTORE(p, i, v); built with neither, NN__STORE_T is float and they are plain
+   accesses, so one .cl source serves f32, bf16 and f16. */
+#ifndef NN__STORAGE_H
+#define NN__STORAGE_H
+
+#ifdef __OPENCL_VERSION__
+
+#define NN__U16 ushort
+static inline float nn__bf16_to_f32(ushort h) { return as_float((uint)h << 16); }
+static inline ushort nn__f32_to_bf16(float f) {
+    uint u = as_uint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u); /* NaN: quiet, sign kept */
+    return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+#define NN__LD_BF16(p, i) nn__bf16_to_f32((p)[i])
+#define NN__ST_BF16(p, i, v) ((p)[i] = nn__f32_to_bf16(v))
+#define NN__LD_F16(p, i) vload_half((i), (__global const half *)(p))
+#define NN__ST_F16(p, i, v) vstore_half_rte((v), (i), (__global half *)(p))
+
+#else /* C */
+
+#define NN__U16 uint16_t
+
+static inline float nn__bf16_to_f32(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+static inline uint16_t nn__f32_to_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+static inline float nn__f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, u;
+    float f;
+    if (e == 0x1f) {
+        u = sign | 0x7f800000u | (m << 13);
+    } else if (e == 0) { /* zero or subnormal: m * 2^-24, exact in float */
+        f = (float)m * (1.0f / 16777216.0f);
+        return sign ? -f : f;
+    } else {
+        u = sign | ((e + 112u) << 23) | (m << 13);
+    }
+    memcpy(&f, &u, 4);
+    return f;
+}
+static inline uint16_t nn__f32_to_f16(float f) {
+    uint32_t u, sign, a, r, rem;
+    memcpy(&u, &f, 4);
+    sign = (u >> 16) & 0x8000u;
+    a = u & 0x7fffffffu;
+    if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu)); /* NaN: quiet */
+    if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* from 65520 up: infinity */
+    if (a < 0x38800000u) {                                   /* below 2^-14: a subnormal or 0 */
+        uint32_t m = (a & 0x7fffffu) | 0x800000u, shift = 126u - (a >> 23), half;
+        if (a < 0x33000000u) return (uint16_t)sign; /* below 2^-25: 0 */
+        half = 1u << (shift - 1);
+        r = m >> shift;
+        rem = m & ((1u << shift) - 1u);
+        if (rem > half || (rem == half && (r & 1u))) r++;
+        return (uint16_t)(sign | r);
+    }
+    r = (a - 0x38000000u) >> 13; /* the exponent rebiased (127 - 15), the mantissa's top 10 bits */
+    rem = a & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (r & 1u))) r++;
+    return (uint16_t)(sign | r);
+}
+#define NN__LD_BF16(p, i) nn__bf16_to_f32((p)[i])
+#define NN__ST_BF16(p, i, v) ((p)[i] = nn__f32_to_bf16(v))
+#define NN__LD_F16(p, i) nn__f16_to_f32((p)[i])
+#define NN__ST_F16(p, i, v) ((p)[i] = nn__f32_to_f16(v))
+
+#endif
+
+#if defined(NN_STORE_BF16)
+#define NN__STORE_T NN__U16
+#define NN__SLOAD(p, i) NN__LD_BF16(p, i)
+#define NN__SSTORE(p, i, v) NN__ST_BF16(p, i, v)
+#elif defined(NN_STORE_F16)
+#define NN__STORE_T NN__U16
+#define NN__SLOAD(p, i) NN__LD_F16(p, i)
+#define NN__SSTORE(p, i, v) NN__ST_F16(p, i, v)
+#else
+#define NN__STORE_T float
+#define NN__SLOAD(p, i) ((p)[i])
+#define NN__SSTORE(p, i, v) ((p)[i] = (v))
+#endif
+
+#endif
 
 /* ======================================================================
    src/cpu/simd.c
@@ -11062,6 +11214,43 @@ static void nn__cpu_rec_reverse_loop(const float *x, const int32_t *lens, float 
 }
 
 /* ======================================================================
+   src/cpu/cast.c
+   ====================================================================== */
+/* nn_to_dtype on the CPU backend (src/ops/cast.c; kernels/cast.cl is the twin): n elements
+   of x, of storage type `from`, into y of type `to`, through float32 (kernels/storage.h),
+   the same bits as the kernels. */
+
+typedef struct nn__cast_job {
+    const void *x;
+    void *y;
+    nn_dtype from, to;
+} nn__cast_job;
+
+static void nn__cast_range(void *arg, int64_t i0, int64_t i1) {
+    const nn__cast_job *j = (const nn__cast_job *)arg;
+    const float *xf = (const float *)j->x;
+    const uint16_t *xh = (const uint16_t *)j->x;
+    float *yf = (float *)j->y;
+    uint16_t *yh = (uint16_t *)j->y;
+    int64_t i;
+    for (i = i0; i < i1; i++) {
+        float v = j->from == NN_BF16 ? NN__LD_BF16(xh, i) : j->from == NN_F16 ? NN__LD_F16(xh, i) : xf[i];
+        if (j->to == NN_BF16) NN__ST_BF16(yh, i, v);
+        else if (j->to == NN_F16) NN__ST_F16(yh, i, v);
+        else yf[i] = v;
+    }
+}
+
+static void nn__cast(nn__threadpool *pool, const void *x, nn_dtype from, void *y, nn_dtype to, int64_t n) {
+    nn__cast_job j;
+    j.x = x;
+    j.y = y;
+    j.from = from;
+    j.to = to;
+    nn__par_for(pool, n, n, nn__cast_range, &j);
+}
+
+/* ======================================================================
    src/cpu/backend.c
    ====================================================================== */
 /* The CPU backend: buffers are host memory, and a run calls each scheduled op's CPU body
@@ -12347,6 +12536,9 @@ static const char *const nn__cl_src_conv[] = {
 "     in, out      __global const float * / __global float *   const nn__buf *\n",
 "     iin, iout    __global const int * / __global int *       const nn__buf *\n",
 "     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     sin, sout    __global const / __global NN__STORE_T *     const nn__buf *\n",
+"                  (the program's storage type: kernels/storage.h, included before the kernel)\n",
+"     hin, hout    __global const ushort * / __global ushort * const nn__buf * (16-bit words)\n",
 "     int, uint    const int / const uint                      int / unsigned\n",
 "     float        const float                                 float\n",
 "     int8         const int8                                  const int * (eight ints)\n",
@@ -12366,6 +12558,10 @@ static const char *const nn__cl_src_conv[] = {
 "#define NN__KCL_iout __global int *\n",
 "#define NN__KCL_uin __global const uint *\n",
 "#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_sin __global const NN__STORE_T *\n",
+"#define NN__KCL_sout __global NN__STORE_T *\n",
+"#define NN__KCL_hin __global const ushort *\n",
+"#define NN__KCL_hout __global ushort *\n",
 "#define NN__KCL_int const int\n",
 "#define NN__KCL_uint const uint\n",
 "#define NN__KCL_float const float\n",
@@ -12388,6 +12584,10 @@ static const char *const nn__cl_src_conv[] = {
 "#define NN__KC_iout const nn__buf *\n",
 "#define NN__KC_uin const nn__buf *\n",
 "#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_sin const nn__buf *\n",
+"#define NN__KC_sout const nn__buf *\n",
+"#define NN__KC_hin const nn__buf *\n",
+"#define NN__KC_hout const nn__buf *\n",
 "#define NN__KC_int int\n",
 "#define NN__KC_uint unsigned\n",
 "#define NN__KC_float float\n",
@@ -12468,6 +12668,10 @@ static const char *const nn__cl_src_conv[] = {
 "#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_sin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_sout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_hin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_hout(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
 "#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
 "#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
@@ -12485,6 +12689,10 @@ static const char *const nn__cl_src_conv[] = {
 "#define NN__KSTEP_iout(l_, k_, v_)\n",
 "#define NN__KSTEP_uin(l_, k_, v_)\n",
 "#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_sin(l_, k_, v_)\n",
+"#define NN__KSTEP_sout(l_, k_, v_)\n",
+"#define NN__KSTEP_hin(l_, k_, v_)\n",
+"#define NN__KSTEP_hout(l_, k_, v_)\n",
 "#define NN__KSTEP_int(l_, k_, v_)\n",
 "#define NN__KSTEP_uint(l_, k_, v_)\n",
 "#define NN__KSTEP_float(l_, k_, v_)\n",
@@ -12850,6 +13058,9 @@ static const char *const nn__cl_src_conv3d[] = {
 "     in, out      __global const float * / __global float *   const nn__buf *\n",
 "     iin, iout    __global const int * / __global int *       const nn__buf *\n",
 "     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     sin, sout    __global const / __global NN__STORE_T *     const nn__buf *\n",
+"                  (the program's storage type: kernels/storage.h, included before the kernel)\n",
+"     hin, hout    __global const ushort * / __global ushort * const nn__buf * (16-bit words)\n",
 "     int, uint    const int / const uint                      int / unsigned\n",
 "     float        const float                                 float\n",
 "     int8         const int8                                  const int * (eight ints)\n",
@@ -12869,6 +13080,10 @@ static const char *const nn__cl_src_conv3d[] = {
 "#define NN__KCL_iout __global int *\n",
 "#define NN__KCL_uin __global const uint *\n",
 "#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_sin __global const NN__STORE_T *\n",
+"#define NN__KCL_sout __global NN__STORE_T *\n",
+"#define NN__KCL_hin __global const ushort *\n",
+"#define NN__KCL_hout __global ushort *\n",
 "#define NN__KCL_int const int\n",
 "#define NN__KCL_uint const uint\n",
 "#define NN__KCL_float const float\n",
@@ -12891,6 +13106,10 @@ static const char *const nn__cl_src_conv3d[] = {
 "#define NN__KC_iout const nn__buf *\n",
 "#define NN__KC_uin const nn__buf *\n",
 "#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_sin const nn__buf *\n",
+"#define NN__KC_sout const nn__buf *\n",
+"#define NN__KC_hin const nn__buf *\n",
+"#define NN__KC_hout const nn__buf *\n",
 "#define NN__KC_int int\n",
 "#define NN__KC_uint unsigned\n",
 "#define NN__KC_float float\n",
@@ -12971,6 +13190,10 @@ static const char *const nn__cl_src_conv3d[] = {
 "#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_sin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_sout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_hin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_hout(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
 "#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
 "#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
@@ -12988,6 +13211,10 @@ static const char *const nn__cl_src_conv3d[] = {
 "#define NN__KSTEP_iout(l_, k_, v_)\n",
 "#define NN__KSTEP_uin(l_, k_, v_)\n",
 "#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_sin(l_, k_, v_)\n",
+"#define NN__KSTEP_sout(l_, k_, v_)\n",
+"#define NN__KSTEP_hin(l_, k_, v_)\n",
+"#define NN__KSTEP_hout(l_, k_, v_)\n",
 "#define NN__KSTEP_int(l_, k_, v_)\n",
 "#define NN__KSTEP_uint(l_, k_, v_)\n",
 "#define NN__KSTEP_float(l_, k_, v_)\n",
@@ -13183,6 +13410,9 @@ static const char *const nn__cl_src_elementwise[] = {
 "     in, out      __global const float * / __global float *   const nn__buf *\n",
 "     iin, iout    __global const int * / __global int *       const nn__buf *\n",
 "     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     sin, sout    __global const / __global NN__STORE_T *     const nn__buf *\n",
+"                  (the program's storage type: kernels/storage.h, included before the kernel)\n",
+"     hin, hout    __global const ushort * / __global ushort * const nn__buf * (16-bit words)\n",
 "     int, uint    const int / const uint                      int / unsigned\n",
 "     float        const float                                 float\n",
 "     int8         const int8                                  const int * (eight ints)\n",
@@ -13202,6 +13432,10 @@ static const char *const nn__cl_src_elementwise[] = {
 "#define NN__KCL_iout __global int *\n",
 "#define NN__KCL_uin __global const uint *\n",
 "#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_sin __global const NN__STORE_T *\n",
+"#define NN__KCL_sout __global NN__STORE_T *\n",
+"#define NN__KCL_hin __global const ushort *\n",
+"#define NN__KCL_hout __global ushort *\n",
 "#define NN__KCL_int const int\n",
 "#define NN__KCL_uint const uint\n",
 "#define NN__KCL_float const float\n",
@@ -13224,6 +13458,10 @@ static const char *const nn__cl_src_elementwise[] = {
 "#define NN__KC_iout const nn__buf *\n",
 "#define NN__KC_uin const nn__buf *\n",
 "#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_sin const nn__buf *\n",
+"#define NN__KC_sout const nn__buf *\n",
+"#define NN__KC_hin const nn__buf *\n",
+"#define NN__KC_hout const nn__buf *\n",
 "#define NN__KC_int int\n",
 "#define NN__KC_uint unsigned\n",
 "#define NN__KC_float float\n",
@@ -13304,6 +13542,10 @@ static const char *const nn__cl_src_elementwise[] = {
 "#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_sin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_sout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_hin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_hout(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
 "#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
 "#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
@@ -13321,6 +13563,10 @@ static const char *const nn__cl_src_elementwise[] = {
 "#define NN__KSTEP_iout(l_, k_, v_)\n",
 "#define NN__KSTEP_uin(l_, k_, v_)\n",
 "#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_sin(l_, k_, v_)\n",
+"#define NN__KSTEP_sout(l_, k_, v_)\n",
+"#define NN__KSTEP_hin(l_, k_, v_)\n",
+"#define NN__KSTEP_hout(l_, k_, v_)\n",
 "#define NN__KSTEP_int(l_, k_, v_)\n",
 "#define NN__KSTEP_uint(l_, k_, v_)\n",
 "#define NN__KSTEP_float(l_, k_, v_)\n",
@@ -13940,6 +14186,9 @@ static const char *const nn__cl_src_gather[] = {
 "     in, out      __global const float * / __global float *   const nn__buf *\n",
 "     iin, iout    __global const int * / __global int *       const nn__buf *\n",
 "     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     sin, sout    __global const / __global NN__STORE_T *     const nn__buf *\n",
+"                  (the program's storage type: kernels/storage.h, included before the kernel)\n",
+"     hin, hout    __global const ushort * / __global ushort * const nn__buf * (16-bit words)\n",
 "     int, uint    const int / const uint                      int / unsigned\n",
 "     float        const float                                 float\n",
 "     int8         const int8                                  const int * (eight ints)\n",
@@ -13959,6 +14208,10 @@ static const char *const nn__cl_src_gather[] = {
 "#define NN__KCL_iout __global int *\n",
 "#define NN__KCL_uin __global const uint *\n",
 "#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_sin __global const NN__STORE_T *\n",
+"#define NN__KCL_sout __global NN__STORE_T *\n",
+"#define NN__KCL_hin __global const ushort *\n",
+"#define NN__KCL_hout __global ushort *\n",
 "#define NN__KCL_int const int\n",
 "#define NN__KCL_uint const uint\n",
 "#define NN__KCL_float const float\n",
@@ -13981,6 +14234,10 @@ static const char *const nn__cl_src_gather[] = {
 "#define NN__KC_iout const nn__buf *\n",
 "#define NN__KC_uin const nn__buf *\n",
 "#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_sin const nn__buf *\n",
+"#define NN__KC_sout const nn__buf *\n",
+"#define NN__KC_hin const nn__buf *\n",
+"#define NN__KC_hout const nn__buf *\n",
 "#define NN__KC_int int\n",
 "#define NN__KC_uint unsigned\n",
 "#define NN__KC_float float\n",
@@ -14061,6 +14318,10 @@ static const char *const nn__cl_src_gather[] = {
 "#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_sin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_sout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_hin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_hout(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
 "#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
 "#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
@@ -14078,6 +14339,10 @@ static const char *const nn__cl_src_gather[] = {
 "#define NN__KSTEP_iout(l_, k_, v_)\n",
 "#define NN__KSTEP_uin(l_, k_, v_)\n",
 "#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_sin(l_, k_, v_)\n",
+"#define NN__KSTEP_sout(l_, k_, v_)\n",
+"#define NN__KSTEP_hin(l_, k_, v_)\n",
+"#define NN__KSTEP_hout(l_, k_, v_)\n",
 "#define NN__KSTEP_int(l_, k_, v_)\n",
 "#define NN__KSTEP_uint(l_, k_, v_)\n",
 "#define NN__KSTEP_float(l_, k_, v_)\n",
@@ -14243,6 +14508,9 @@ static const char *const nn__cl_src_gemm[] = {
 "     in, out      __global const float * / __global float *   const nn__buf *\n",
 "     iin, iout    __global const int * / __global int *       const nn__buf *\n",
 "     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     sin, sout    __global const / __global NN__STORE_T *     const nn__buf *\n",
+"                  (the program's storage type: kernels/storage.h, included before the kernel)\n",
+"     hin, hout    __global const ushort * / __global ushort * const nn__buf * (16-bit words)\n",
 "     int, uint    const int / const uint                      int / unsigned\n",
 "     float        const float                                 float\n",
 "     int8         const int8                                  const int * (eight ints)\n",
@@ -14262,6 +14530,10 @@ static const char *const nn__cl_src_gemm[] = {
 "#define NN__KCL_iout __global int *\n",
 "#define NN__KCL_uin __global const uint *\n",
 "#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_sin __global const NN__STORE_T *\n",
+"#define NN__KCL_sout __global NN__STORE_T *\n",
+"#define NN__KCL_hin __global const ushort *\n",
+"#define NN__KCL_hout __global ushort *\n",
 "#define NN__KCL_int const int\n",
 "#define NN__KCL_uint const uint\n",
 "#define NN__KCL_float const float\n",
@@ -14284,6 +14556,10 @@ static const char *const nn__cl_src_gemm[] = {
 "#define NN__KC_iout const nn__buf *\n",
 "#define NN__KC_uin const nn__buf *\n",
 "#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_sin const nn__buf *\n",
+"#define NN__KC_sout const nn__buf *\n",
+"#define NN__KC_hin const nn__buf *\n",
+"#define NN__KC_hout const nn__buf *\n",
 "#define NN__KC_int int\n",
 "#define NN__KC_uint unsigned\n",
 "#define NN__KC_float float\n",
@@ -14364,6 +14640,10 @@ static const char *const nn__cl_src_gemm[] = {
 "#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_sin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_sout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_hin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_hout(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
 "#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
 "#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
@@ -14381,6 +14661,10 @@ static const char *const nn__cl_src_gemm[] = {
 "#define NN__KSTEP_iout(l_, k_, v_)\n",
 "#define NN__KSTEP_uin(l_, k_, v_)\n",
 "#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_sin(l_, k_, v_)\n",
+"#define NN__KSTEP_sout(l_, k_, v_)\n",
+"#define NN__KSTEP_hin(l_, k_, v_)\n",
+"#define NN__KSTEP_hout(l_, k_, v_)\n",
 "#define NN__KSTEP_int(l_, k_, v_)\n",
 "#define NN__KSTEP_uint(l_, k_, v_)\n",
 "#define NN__KSTEP_float(l_, k_, v_)\n",
@@ -14945,6 +15229,9 @@ static const char *const nn__cl_src_loss[] = {
 "     in, out      __global const float * / __global float *   const nn__buf *\n",
 "     iin, iout    __global const int * / __global int *       const nn__buf *\n",
 "     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     sin, sout    __global const / __global NN__STORE_T *     const nn__buf *\n",
+"                  (the program's storage type: kernels/storage.h, included before the kernel)\n",
+"     hin, hout    __global const ushort * / __global ushort * const nn__buf * (16-bit words)\n",
 "     int, uint    const int / const uint                      int / unsigned\n",
 "     float        const float                                 float\n",
 "     int8         const int8                                  const int * (eight ints)\n",
@@ -14964,6 +15251,10 @@ static const char *const nn__cl_src_loss[] = {
 "#define NN__KCL_iout __global int *\n",
 "#define NN__KCL_uin __global const uint *\n",
 "#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_sin __global const NN__STORE_T *\n",
+"#define NN__KCL_sout __global NN__STORE_T *\n",
+"#define NN__KCL_hin __global const ushort *\n",
+"#define NN__KCL_hout __global ushort *\n",
 "#define NN__KCL_int const int\n",
 "#define NN__KCL_uint const uint\n",
 "#define NN__KCL_float const float\n",
@@ -14986,6 +15277,10 @@ static const char *const nn__cl_src_loss[] = {
 "#define NN__KC_iout const nn__buf *\n",
 "#define NN__KC_uin const nn__buf *\n",
 "#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_sin const nn__buf *\n",
+"#define NN__KC_sout const nn__buf *\n",
+"#define NN__KC_hin const nn__buf *\n",
+"#define NN__KC_hout const nn__buf *\n",
 "#define NN__KC_int int\n",
 "#define NN__KC_uint unsigned\n",
 "#define NN__KC_float float\n",
@@ -15066,6 +15361,10 @@ static const char *const nn__cl_src_loss[] = {
 "#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_sin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_sout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_hin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_hout(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
 "#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
 "#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
@@ -15083,6 +15382,10 @@ static const char *const nn__cl_src_loss[] = {
 "#define NN__KSTEP_iout(l_, k_, v_)\n",
 "#define NN__KSTEP_uin(l_, k_, v_)\n",
 "#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_sin(l_, k_, v_)\n",
+"#define NN__KSTEP_sout(l_, k_, v_)\n",
+"#define NN__KSTEP_hin(l_, k_, v_)\n",
+"#define NN__KSTEP_hout(l_, k_, v_)\n",
 "#define NN__KSTEP_int(l_, k_, v_)\n",
 "#define NN__KSTEP_uint(l_, k_, v_)\n",
 "#define NN__KSTEP_float(l_, k_, v_)\n",
@@ -15732,6 +16035,9 @@ static const char *const nn__cl_src_norm[] = {
 "     in, out      __global const float * / __global float *   const nn__buf *\n",
 "     iin, iout    __global const int * / __global int *       const nn__buf *\n",
 "     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     sin, sout    __global const / __global NN__STORE_T *     const nn__buf *\n",
+"                  (the program's storage type: kernels/storage.h, included before the kernel)\n",
+"     hin, hout    __global const ushort * / __global ushort * const nn__buf * (16-bit words)\n",
 "     int, uint    const int / const uint                      int / unsigned\n",
 "     float        const float                                 float\n",
 "     int8         const int8                                  const int * (eight ints)\n",
@@ -15751,6 +16057,10 @@ static const char *const nn__cl_src_norm[] = {
 "#define NN__KCL_iout __global int *\n",
 "#define NN__KCL_uin __global const uint *\n",
 "#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_sin __global const NN__STORE_T *\n",
+"#define NN__KCL_sout __global NN__STORE_T *\n",
+"#define NN__KCL_hin __global const ushort *\n",
+"#define NN__KCL_hout __global ushort *\n",
 "#define NN__KCL_int const int\n",
 "#define NN__KCL_uint const uint\n",
 "#define NN__KCL_float const float\n",
@@ -15773,6 +16083,10 @@ static const char *const nn__cl_src_norm[] = {
 "#define NN__KC_iout const nn__buf *\n",
 "#define NN__KC_uin const nn__buf *\n",
 "#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_sin const nn__buf *\n",
+"#define NN__KC_sout const nn__buf *\n",
+"#define NN__KC_hin const nn__buf *\n",
+"#define NN__KC_hout const nn__buf *\n",
 "#define NN__KC_int int\n",
 "#define NN__KC_uint unsigned\n",
 "#define NN__KC_float float\n",
@@ -15853,6 +16167,10 @@ static const char *const nn__cl_src_norm[] = {
 "#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_sin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_sout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_hin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_hout(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
 "#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
 "#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
@@ -15870,6 +16188,10 @@ static const char *const nn__cl_src_norm[] = {
 "#define NN__KSTEP_iout(l_, k_, v_)\n",
 "#define NN__KSTEP_uin(l_, k_, v_)\n",
 "#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_sin(l_, k_, v_)\n",
+"#define NN__KSTEP_sout(l_, k_, v_)\n",
+"#define NN__KSTEP_hin(l_, k_, v_)\n",
+"#define NN__KSTEP_hout(l_, k_, v_)\n",
 "#define NN__KSTEP_int(l_, k_, v_)\n",
 "#define NN__KSTEP_uint(l_, k_, v_)\n",
 "#define NN__KSTEP_float(l_, k_, v_)\n",
@@ -16141,6 +16463,9 @@ static const char *const nn__cl_src_optim[] = {
 "     in, out      __global const float * / __global float *   const nn__buf *\n",
 "     iin, iout    __global const int * / __global int *       const nn__buf *\n",
 "     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     sin, sout    __global const / __global NN__STORE_T *     const nn__buf *\n",
+"                  (the program's storage type: kernels/storage.h, included before the kernel)\n",
+"     hin, hout    __global const ushort * / __global ushort * const nn__buf * (16-bit words)\n",
 "     int, uint    const int / const uint                      int / unsigned\n",
 "     float        const float                                 float\n",
 "     int8         const int8                                  const int * (eight ints)\n",
@@ -16160,6 +16485,10 @@ static const char *const nn__cl_src_optim[] = {
 "#define NN__KCL_iout __global int *\n",
 "#define NN__KCL_uin __global const uint *\n",
 "#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_sin __global const NN__STORE_T *\n",
+"#define NN__KCL_sout __global NN__STORE_T *\n",
+"#define NN__KCL_hin __global const ushort *\n",
+"#define NN__KCL_hout __global ushort *\n",
 "#define NN__KCL_int const int\n",
 "#define NN__KCL_uint const uint\n",
 "#define NN__KCL_float const float\n",
@@ -16182,6 +16511,10 @@ static const char *const nn__cl_src_optim[] = {
 "#define NN__KC_iout const nn__buf *\n",
 "#define NN__KC_uin const nn__buf *\n",
 "#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_sin const nn__buf *\n",
+"#define NN__KC_sout const nn__buf *\n",
+"#define NN__KC_hin const nn__buf *\n",
+"#define NN__KC_hout const nn__buf *\n",
 "#define NN__KC_int int\n",
 "#define NN__KC_uint unsigned\n",
 "#define NN__KC_float float\n",
@@ -16262,6 +16595,10 @@ static const char *const nn__cl_src_optim[] = {
 "#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_sin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_sout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_hin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_hout(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
 "#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
 "#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
@@ -16279,6 +16616,10 @@ static const char *const nn__cl_src_optim[] = {
 "#define NN__KSTEP_iout(l_, k_, v_)\n",
 "#define NN__KSTEP_uin(l_, k_, v_)\n",
 "#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_sin(l_, k_, v_)\n",
+"#define NN__KSTEP_sout(l_, k_, v_)\n",
+"#define NN__KSTEP_hin(l_, k_, v_)\n",
+"#define NN__KSTEP_hout(l_, k_, v_)\n",
 "#define NN__KSTEP_int(l_, k_, v_)\n",
 "#define NN__KSTEP_uint(l_, k_, v_)\n",
 "#define NN__KSTEP_float(l_, k_, v_)\n",
@@ -16665,6 +17006,9 @@ static const char *const nn__cl_src_pool[] = {
 "     in, out      __global const float * / __global float *   const nn__buf *\n",
 "     iin, iout    __global const int * / __global int *       const nn__buf *\n",
 "     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     sin, sout    __global const / __global NN__STORE_T *     const nn__buf *\n",
+"                  (the program's storage type: kernels/storage.h, included before the kernel)\n",
+"     hin, hout    __global const ushort * / __global ushort * const nn__buf * (16-bit words)\n",
 "     int, uint    const int / const uint                      int / unsigned\n",
 "     float        const float                                 float\n",
 "     int8         const int8                                  const int * (eight ints)\n",
@@ -16684,6 +17028,10 @@ static const char *const nn__cl_src_pool[] = {
 "#define NN__KCL_iout __global int *\n",
 "#define NN__KCL_uin __global const uint *\n",
 "#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_sin __global const NN__STORE_T *\n",
+"#define NN__KCL_sout __global NN__STORE_T *\n",
+"#define NN__KCL_hin __global const ushort *\n",
+"#define NN__KCL_hout __global ushort *\n",
 "#define NN__KCL_int const int\n",
 "#define NN__KCL_uint const uint\n",
 "#define NN__KCL_float const float\n",
@@ -16706,6 +17054,10 @@ static const char *const nn__cl_src_pool[] = {
 "#define NN__KC_iout const nn__buf *\n",
 "#define NN__KC_uin const nn__buf *\n",
 "#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_sin const nn__buf *\n",
+"#define NN__KC_sout const nn__buf *\n",
+"#define NN__KC_hin const nn__buf *\n",
+"#define NN__KC_hout const nn__buf *\n",
 "#define NN__KC_int int\n",
 "#define NN__KC_uint unsigned\n",
 "#define NN__KC_float float\n",
@@ -16786,6 +17138,10 @@ static const char *const nn__cl_src_pool[] = {
 "#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_sin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_sout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_hin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_hout(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
 "#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
 "#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
@@ -16803,6 +17159,10 @@ static const char *const nn__cl_src_pool[] = {
 "#define NN__KSTEP_iout(l_, k_, v_)\n",
 "#define NN__KSTEP_uin(l_, k_, v_)\n",
 "#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_sin(l_, k_, v_)\n",
+"#define NN__KSTEP_sout(l_, k_, v_)\n",
+"#define NN__KSTEP_hin(l_, k_, v_)\n",
+"#define NN__KSTEP_hout(l_, k_, v_)\n",
 "#define NN__KSTEP_int(l_, k_, v_)\n",
 "#define NN__KSTEP_uint(l_, k_, v_)\n",
 "#define NN__KSTEP_float(l_, k_, v_)\n",
@@ -17088,6 +17448,9 @@ static const char *const nn__cl_src_random[] = {
 "     in, out      __global const float * / __global float *   const nn__buf *\n",
 "     iin, iout    __global const int * / __global int *       const nn__buf *\n",
 "     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     sin, sout    __global const / __global NN__STORE_T *     const nn__buf *\n",
+"                  (the program's storage type: kernels/storage.h, included before the kernel)\n",
+"     hin, hout    __global const ushort * / __global ushort * const nn__buf * (16-bit words)\n",
 "     int, uint    const int / const uint                      int / unsigned\n",
 "     float        const float                                 float\n",
 "     int8         const int8                                  const int * (eight ints)\n",
@@ -17107,6 +17470,10 @@ static const char *const nn__cl_src_random[] = {
 "#define NN__KCL_iout __global int *\n",
 "#define NN__KCL_uin __global const uint *\n",
 "#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_sin __global const NN__STORE_T *\n",
+"#define NN__KCL_sout __global NN__STORE_T *\n",
+"#define NN__KCL_hin __global const ushort *\n",
+"#define NN__KCL_hout __global ushort *\n",
 "#define NN__KCL_int const int\n",
 "#define NN__KCL_uint const uint\n",
 "#define NN__KCL_float const float\n",
@@ -17129,6 +17496,10 @@ static const char *const nn__cl_src_random[] = {
 "#define NN__KC_iout const nn__buf *\n",
 "#define NN__KC_uin const nn__buf *\n",
 "#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_sin const nn__buf *\n",
+"#define NN__KC_sout const nn__buf *\n",
+"#define NN__KC_hin const nn__buf *\n",
+"#define NN__KC_hout const nn__buf *\n",
 "#define NN__KC_int int\n",
 "#define NN__KC_uint unsigned\n",
 "#define NN__KC_float float\n",
@@ -17209,6 +17580,10 @@ static const char *const nn__cl_src_random[] = {
 "#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_sin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_sout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_hin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_hout(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
 "#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
 "#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
@@ -17226,6 +17601,10 @@ static const char *const nn__cl_src_random[] = {
 "#define NN__KSTEP_iout(l_, k_, v_)\n",
 "#define NN__KSTEP_uin(l_, k_, v_)\n",
 "#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_sin(l_, k_, v_)\n",
+"#define NN__KSTEP_sout(l_, k_, v_)\n",
+"#define NN__KSTEP_hin(l_, k_, v_)\n",
+"#define NN__KSTEP_hout(l_, k_, v_)\n",
 "#define NN__KSTEP_int(l_, k_, v_)\n",
 "#define NN__KSTEP_uint(l_, k_, v_)\n",
 "#define NN__KSTEP_float(l_, k_, v_)\n",
@@ -17761,6 +18140,9 @@ static const char *const nn__cl_src_reduce[] = {
 "     in, out      __global const float * / __global float *   const nn__buf *\n",
 "     iin, iout    __global const int * / __global int *       const nn__buf *\n",
 "     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     sin, sout    __global const / __global NN__STORE_T *     const nn__buf *\n",
+"                  (the program's storage type: kernels/storage.h, included before the kernel)\n",
+"     hin, hout    __global const ushort * / __global ushort * const nn__buf * (16-bit words)\n",
 "     int, uint    const int / const uint                      int / unsigned\n",
 "     float        const float                                 float\n",
 "     int8         const int8                                  const int * (eight ints)\n",
@@ -17780,6 +18162,10 @@ static const char *const nn__cl_src_reduce[] = {
 "#define NN__KCL_iout __global int *\n",
 "#define NN__KCL_uin __global const uint *\n",
 "#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_sin __global const NN__STORE_T *\n",
+"#define NN__KCL_sout __global NN__STORE_T *\n",
+"#define NN__KCL_hin __global const ushort *\n",
+"#define NN__KCL_hout __global ushort *\n",
 "#define NN__KCL_int const int\n",
 "#define NN__KCL_uint const uint\n",
 "#define NN__KCL_float const float\n",
@@ -17802,6 +18188,10 @@ static const char *const nn__cl_src_reduce[] = {
 "#define NN__KC_iout const nn__buf *\n",
 "#define NN__KC_uin const nn__buf *\n",
 "#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_sin const nn__buf *\n",
+"#define NN__KC_sout const nn__buf *\n",
+"#define NN__KC_hin const nn__buf *\n",
+"#define NN__KC_hout const nn__buf *\n",
 "#define NN__KC_int int\n",
 "#define NN__KC_uint unsigned\n",
 "#define NN__KC_float float\n",
@@ -17882,6 +18272,10 @@ static const char *const nn__cl_src_reduce[] = {
 "#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_sin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_sout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_hin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_hout(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
 "#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
 "#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
@@ -17899,6 +18293,10 @@ static const char *const nn__cl_src_reduce[] = {
 "#define NN__KSTEP_iout(l_, k_, v_)\n",
 "#define NN__KSTEP_uin(l_, k_, v_)\n",
 "#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_sin(l_, k_, v_)\n",
+"#define NN__KSTEP_sout(l_, k_, v_)\n",
+"#define NN__KSTEP_hin(l_, k_, v_)\n",
+"#define NN__KSTEP_hout(l_, k_, v_)\n",
 "#define NN__KSTEP_int(l_, k_, v_)\n",
 "#define NN__KSTEP_uint(l_, k_, v_)\n",
 "#define NN__KSTEP_float(l_, k_, v_)\n",
@@ -18338,6 +18736,9 @@ static const char *const nn__cl_src_shape[] = {
 "     in, out      __global const float * / __global float *   const nn__buf *\n",
 "     iin, iout    __global const int * / __global int *       const nn__buf *\n",
 "     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     sin, sout    __global const / __global NN__STORE_T *     const nn__buf *\n",
+"                  (the program's storage type: kernels/storage.h, included before the kernel)\n",
+"     hin, hout    __global const ushort * / __global ushort * const nn__buf * (16-bit words)\n",
 "     int, uint    const int / const uint                      int / unsigned\n",
 "     float        const float                                 float\n",
 "     int8         const int8                                  const int * (eight ints)\n",
@@ -18357,6 +18758,10 @@ static const char *const nn__cl_src_shape[] = {
 "#define NN__KCL_iout __global int *\n",
 "#define NN__KCL_uin __global const uint *\n",
 "#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_sin __global const NN__STORE_T *\n",
+"#define NN__KCL_sout __global NN__STORE_T *\n",
+"#define NN__KCL_hin __global const ushort *\n",
+"#define NN__KCL_hout __global ushort *\n",
 "#define NN__KCL_int const int\n",
 "#define NN__KCL_uint const uint\n",
 "#define NN__KCL_float const float\n",
@@ -18379,6 +18784,10 @@ static const char *const nn__cl_src_shape[] = {
 "#define NN__KC_iout const nn__buf *\n",
 "#define NN__KC_uin const nn__buf *\n",
 "#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_sin const nn__buf *\n",
+"#define NN__KC_sout const nn__buf *\n",
+"#define NN__KC_hin const nn__buf *\n",
+"#define NN__KC_hout const nn__buf *\n",
 "#define NN__KC_int int\n",
 "#define NN__KC_uint unsigned\n",
 "#define NN__KC_float float\n",
@@ -18459,6 +18868,10 @@ static const char *const nn__cl_src_shape[] = {
 "#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_sin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_sout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_hin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_hout(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
 "#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
 "#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
@@ -18476,6 +18889,10 @@ static const char *const nn__cl_src_shape[] = {
 "#define NN__KSTEP_iout(l_, k_, v_)\n",
 "#define NN__KSTEP_uin(l_, k_, v_)\n",
 "#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_sin(l_, k_, v_)\n",
+"#define NN__KSTEP_sout(l_, k_, v_)\n",
+"#define NN__KSTEP_hin(l_, k_, v_)\n",
+"#define NN__KSTEP_hout(l_, k_, v_)\n",
 "#define NN__KSTEP_int(l_, k_, v_)\n",
 "#define NN__KSTEP_uint(l_, k_, v_)\n",
 "#define NN__KSTEP_float(l_, k_, v_)\n",
@@ -18819,6 +19236,9 @@ static const char *const nn__cl_src_softmax[] = {
 "     in, out      __global const float * / __global float *   const nn__buf *\n",
 "     iin, iout    __global const int * / __global int *       const nn__buf *\n",
 "     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     sin, sout    __global const / __global NN__STORE_T *     const nn__buf *\n",
+"                  (the program's storage type: kernels/storage.h, included before the kernel)\n",
+"     hin, hout    __global const ushort * / __global ushort * const nn__buf * (16-bit words)\n",
 "     int, uint    const int / const uint                      int / unsigned\n",
 "     float        const float                                 float\n",
 "     int8         const int8                                  const int * (eight ints)\n",
@@ -18838,6 +19258,10 @@ static const char *const nn__cl_src_softmax[] = {
 "#define NN__KCL_iout __global int *\n",
 "#define NN__KCL_uin __global const uint *\n",
 "#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_sin __global const NN__STORE_T *\n",
+"#define NN__KCL_sout __global NN__STORE_T *\n",
+"#define NN__KCL_hin __global const ushort *\n",
+"#define NN__KCL_hout __global ushort *\n",
 "#define NN__KCL_int const int\n",
 "#define NN__KCL_uint const uint\n",
 "#define NN__KCL_float const float\n",
@@ -18860,6 +19284,10 @@ static const char *const nn__cl_src_softmax[] = {
 "#define NN__KC_iout const nn__buf *\n",
 "#define NN__KC_uin const nn__buf *\n",
 "#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_sin const nn__buf *\n",
+"#define NN__KC_sout const nn__buf *\n",
+"#define NN__KC_hin const nn__buf *\n",
+"#define NN__KC_hout const nn__buf *\n",
 "#define NN__KC_int int\n",
 "#define NN__KC_uint unsigned\n",
 "#define NN__KC_float float\n",
@@ -18940,6 +19368,10 @@ static const char *const nn__cl_src_softmax[] = {
 "#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_sin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_sout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_hin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_hout(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
 "#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
 "#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
@@ -18957,6 +19389,10 @@ static const char *const nn__cl_src_softmax[] = {
 "#define NN__KSTEP_iout(l_, k_, v_)\n",
 "#define NN__KSTEP_uin(l_, k_, v_)\n",
 "#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_sin(l_, k_, v_)\n",
+"#define NN__KSTEP_sout(l_, k_, v_)\n",
+"#define NN__KSTEP_hin(l_, k_, v_)\n",
+"#define NN__KSTEP_hout(l_, k_, v_)\n",
 "#define NN__KSTEP_int(l_, k_, v_)\n",
 "#define NN__KSTEP_uint(l_, k_, v_)\n",
 "#define NN__KSTEP_float(l_, k_, v_)\n",
@@ -19078,6 +19514,9 @@ static const char *const nn__cl_src_segment[] = {
 "     in, out      __global const float * / __global float *   const nn__buf *\n",
 "     iin, iout    __global const int * / __global int *       const nn__buf *\n",
 "     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     sin, sout    __global const / __global NN__STORE_T *     const nn__buf *\n",
+"                  (the program's storage type: kernels/storage.h, included before the kernel)\n",
+"     hin, hout    __global const ushort * / __global ushort * const nn__buf * (16-bit words)\n",
 "     int, uint    const int / const uint                      int / unsigned\n",
 "     float        const float                                 float\n",
 "     int8         const int8                                  const int * (eight ints)\n",
@@ -19097,6 +19536,10 @@ static const char *const nn__cl_src_segment[] = {
 "#define NN__KCL_iout __global int *\n",
 "#define NN__KCL_uin __global const uint *\n",
 "#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_sin __global const NN__STORE_T *\n",
+"#define NN__KCL_sout __global NN__STORE_T *\n",
+"#define NN__KCL_hin __global const ushort *\n",
+"#define NN__KCL_hout __global ushort *\n",
 "#define NN__KCL_int const int\n",
 "#define NN__KCL_uint const uint\n",
 "#define NN__KCL_float const float\n",
@@ -19119,6 +19562,10 @@ static const char *const nn__cl_src_segment[] = {
 "#define NN__KC_iout const nn__buf *\n",
 "#define NN__KC_uin const nn__buf *\n",
 "#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_sin const nn__buf *\n",
+"#define NN__KC_sout const nn__buf *\n",
+"#define NN__KC_hin const nn__buf *\n",
+"#define NN__KC_hout const nn__buf *\n",
 "#define NN__KC_int int\n",
 "#define NN__KC_uint unsigned\n",
 "#define NN__KC_float float\n",
@@ -19199,6 +19646,10 @@ static const char *const nn__cl_src_segment[] = {
 "#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_sin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_sout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_hin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_hout(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
 "#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
 "#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
@@ -19216,6 +19667,10 @@ static const char *const nn__cl_src_segment[] = {
 "#define NN__KSTEP_iout(l_, k_, v_)\n",
 "#define NN__KSTEP_uin(l_, k_, v_)\n",
 "#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_sin(l_, k_, v_)\n",
+"#define NN__KSTEP_sout(l_, k_, v_)\n",
+"#define NN__KSTEP_hin(l_, k_, v_)\n",
+"#define NN__KSTEP_hout(l_, k_, v_)\n",
 "#define NN__KSTEP_int(l_, k_, v_)\n",
 "#define NN__KSTEP_uint(l_, k_, v_)\n",
 "#define NN__KSTEP_float(l_, k_, v_)\n",
@@ -19532,6 +19987,9 @@ static const char *const nn__cl_src_rope[] = {
 "     in, out      __global const float * / __global float *   const nn__buf *\n",
 "     iin, iout    __global const int * / __global int *       const nn__buf *\n",
 "     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     sin, sout    __global const / __global NN__STORE_T *     const nn__buf *\n",
+"                  (the program's storage type: kernels/storage.h, included before the kernel)\n",
+"     hin, hout    __global const ushort * / __global ushort * const nn__buf * (16-bit words)\n",
 "     int, uint    const int / const uint                      int / unsigned\n",
 "     float        const float                                 float\n",
 "     int8         const int8                                  const int * (eight ints)\n",
@@ -19551,6 +20009,10 @@ static const char *const nn__cl_src_rope[] = {
 "#define NN__KCL_iout __global int *\n",
 "#define NN__KCL_uin __global const uint *\n",
 "#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_sin __global const NN__STORE_T *\n",
+"#define NN__KCL_sout __global NN__STORE_T *\n",
+"#define NN__KCL_hin __global const ushort *\n",
+"#define NN__KCL_hout __global ushort *\n",
 "#define NN__KCL_int const int\n",
 "#define NN__KCL_uint const uint\n",
 "#define NN__KCL_float const float\n",
@@ -19573,6 +20035,10 @@ static const char *const nn__cl_src_rope[] = {
 "#define NN__KC_iout const nn__buf *\n",
 "#define NN__KC_uin const nn__buf *\n",
 "#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_sin const nn__buf *\n",
+"#define NN__KC_sout const nn__buf *\n",
+"#define NN__KC_hin const nn__buf *\n",
+"#define NN__KC_hout const nn__buf *\n",
 "#define NN__KC_int int\n",
 "#define NN__KC_uint unsigned\n",
 "#define NN__KC_float float\n",
@@ -19653,6 +20119,10 @@ static const char *const nn__cl_src_rope[] = {
 "#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_sin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_sout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_hin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_hout(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
 "#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
 "#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
@@ -19670,6 +20140,10 @@ static const char *const nn__cl_src_rope[] = {
 "#define NN__KSTEP_iout(l_, k_, v_)\n",
 "#define NN__KSTEP_uin(l_, k_, v_)\n",
 "#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_sin(l_, k_, v_)\n",
+"#define NN__KSTEP_sout(l_, k_, v_)\n",
+"#define NN__KSTEP_hin(l_, k_, v_)\n",
+"#define NN__KSTEP_hout(l_, k_, v_)\n",
 "#define NN__KSTEP_int(l_, k_, v_)\n",
 "#define NN__KSTEP_uint(l_, k_, v_)\n",
 "#define NN__KSTEP_float(l_, k_, v_)\n",
@@ -19792,6 +20266,9 @@ static const char *const nn__cl_src_attention[] = {
 "     in, out      __global const float * / __global float *   const nn__buf *\n",
 "     iin, iout    __global const int * / __global int *       const nn__buf *\n",
 "     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     sin, sout    __global const / __global NN__STORE_T *     const nn__buf *\n",
+"                  (the program's storage type: kernels/storage.h, included before the kernel)\n",
+"     hin, hout    __global const ushort * / __global ushort * const nn__buf * (16-bit words)\n",
 "     int, uint    const int / const uint                      int / unsigned\n",
 "     float        const float                                 float\n",
 "     int8         const int8                                  const int * (eight ints)\n",
@@ -19811,6 +20288,10 @@ static const char *const nn__cl_src_attention[] = {
 "#define NN__KCL_iout __global int *\n",
 "#define NN__KCL_uin __global const uint *\n",
 "#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_sin __global const NN__STORE_T *\n",
+"#define NN__KCL_sout __global NN__STORE_T *\n",
+"#define NN__KCL_hin __global const ushort *\n",
+"#define NN__KCL_hout __global ushort *\n",
 "#define NN__KCL_int const int\n",
 "#define NN__KCL_uint const uint\n",
 "#define NN__KCL_float const float\n",
@@ -19833,6 +20314,10 @@ static const char *const nn__cl_src_attention[] = {
 "#define NN__KC_iout const nn__buf *\n",
 "#define NN__KC_uin const nn__buf *\n",
 "#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_sin const nn__buf *\n",
+"#define NN__KC_sout const nn__buf *\n",
+"#define NN__KC_hin const nn__buf *\n",
+"#define NN__KC_hout const nn__buf *\n",
 "#define NN__KC_int int\n",
 "#define NN__KC_uint unsigned\n",
 "#define NN__KC_float float\n",
@@ -19913,6 +20398,10 @@ static const char *const nn__cl_src_attention[] = {
 "#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_sin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_sout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_hin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_hout(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
 "#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
 "#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
@@ -19930,6 +20419,10 @@ static const char *const nn__cl_src_attention[] = {
 "#define NN__KSTEP_iout(l_, k_, v_)\n",
 "#define NN__KSTEP_uin(l_, k_, v_)\n",
 "#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_sin(l_, k_, v_)\n",
+"#define NN__KSTEP_sout(l_, k_, v_)\n",
+"#define NN__KSTEP_hin(l_, k_, v_)\n",
+"#define NN__KSTEP_hout(l_, k_, v_)\n",
 "#define NN__KSTEP_int(l_, k_, v_)\n",
 "#define NN__KSTEP_uint(l_, k_, v_)\n",
 "#define NN__KSTEP_float(l_, k_, v_)\n",
@@ -20686,6 +21179,9 @@ static const char *const nn__cl_src_recurrent[] = {
 "     in, out      __global const float * / __global float *   const nn__buf *\n",
 "     iin, iout    __global const int * / __global int *       const nn__buf *\n",
 "     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     sin, sout    __global const / __global NN__STORE_T *     const nn__buf *\n",
+"                  (the program's storage type: kernels/storage.h, included before the kernel)\n",
+"     hin, hout    __global const ushort * / __global ushort * const nn__buf * (16-bit words)\n",
 "     int, uint    const int / const uint                      int / unsigned\n",
 "     float        const float                                 float\n",
 "     int8         const int8                                  const int * (eight ints)\n",
@@ -20705,6 +21201,10 @@ static const char *const nn__cl_src_recurrent[] = {
 "#define NN__KCL_iout __global int *\n",
 "#define NN__KCL_uin __global const uint *\n",
 "#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_sin __global const NN__STORE_T *\n",
+"#define NN__KCL_sout __global NN__STORE_T *\n",
+"#define NN__KCL_hin __global const ushort *\n",
+"#define NN__KCL_hout __global ushort *\n",
 "#define NN__KCL_int const int\n",
 "#define NN__KCL_uint const uint\n",
 "#define NN__KCL_float const float\n",
@@ -20727,6 +21227,10 @@ static const char *const nn__cl_src_recurrent[] = {
 "#define NN__KC_iout const nn__buf *\n",
 "#define NN__KC_uin const nn__buf *\n",
 "#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_sin const nn__buf *\n",
+"#define NN__KC_sout const nn__buf *\n",
+"#define NN__KC_hin const nn__buf *\n",
+"#define NN__KC_hout const nn__buf *\n",
 "#define NN__KC_int int\n",
 "#define NN__KC_uint unsigned\n",
 "#define NN__KC_float float\n",
@@ -20807,6 +21311,10 @@ static const char *const nn__cl_src_recurrent[] = {
 "#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_sin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_sout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_hin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_hout(l, name, v) nn__karg_buf(l, name, v)\n",
 "#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
 "#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
 "#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
@@ -20824,6 +21332,10 @@ static const char *const nn__cl_src_recurrent[] = {
 "#define NN__KSTEP_iout(l_, k_, v_)\n",
 "#define NN__KSTEP_uin(l_, k_, v_)\n",
 "#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_sin(l_, k_, v_)\n",
+"#define NN__KSTEP_sout(l_, k_, v_)\n",
+"#define NN__KSTEP_hin(l_, k_, v_)\n",
+"#define NN__KSTEP_hout(l_, k_, v_)\n",
 "#define NN__KSTEP_int(l_, k_, v_)\n",
 "#define NN__KSTEP_uint(l_, k_, v_)\n",
 "#define NN__KSTEP_float(l_, k_, v_)\n",
@@ -21092,6 +21604,386 @@ static const char *const nn__cl_src_recurrent[] = {
 0 };
 
 /* ======================================================================
+   kernels/cast.cl
+   ====================================================================== */
+static const char *const nn__cl_src_cast[] = {
+"#line 1 \"kernels/cast.cl\"\n",
+"#line 1 \"kernels/kargs.h\"\n",
+"/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
+"   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
+"   on the C side both are parts of nn.h (gen/parts.txt).\n",
+"\n",
+"   A kernel's parameters are one list, NN__KARGS_<sig>(F, P): the first parameter by F, the\n",
+"   others by P, each as (kind, name):\n",
+"\n",
+"       #define NN__KARGS_cumsum(F, P) F(in, x) P(out, y) P(int, O) P(int, R) P(int, I) P(int, reverse)\n",
+"       NN__KSIG(cumsum)\n",
+"\n",
+"   In OpenCL C the kernel takes its parameter list from it,\n",
+"\n",
+"       __kernel void cumsum(NN__KPARAMS(cumsum)) { ... }\n",
+"\n",
+"   and in C, NN__KSIG(cumsum) makes the struct a device plan fills by field name and the\n",
+"   function that records it as a launch's arguments, in the kernel's order:\n",
+"\n",
+"       nn__k_cumsum k;\n",
+"       memset(&k, 0, sizeof k);\n",
+"       k.x = &g->nodes[n->in[0]].buf;  ...\n",
+"       r = nn__launch_kernel(g, id, \"reduce\", \"cumsum\", work_items, &l);\n",
+"       if (r == NN_OK) r = nn__kargs_cumsum(l, &k);\n",
+"\n",
+"   so a field the kernel does not have, or a value of the wrong type, is a compile error.\n",
+"   Kernels stamped from one macro (the activations' NAME_forward) share one signature.\n",
+"\n",
+"   Kinds, with the OpenCL C type and the C field:\n",
+"     in, out      __global const float * / __global float *   const nn__buf *\n",
+"     iin, iout    __global const int * / __global int *       const nn__buf *\n",
+"     uin, uout    __global const uint * / __global uint *     const nn__buf *\n",
+"     sin, sout    __global const / __global NN__STORE_T *     const nn__buf *\n",
+"                  (the program's storage type: kernels/storage.h, included before the kernel)\n",
+"     hin, hout    __global const ushort * / __global ushort * const nn__buf * (16-bit words)\n",
+"     int, uint    const int / const uint                      int / unsigned\n",
+"     float        const float                                 float\n",
+"     int8         const int8                                  const int * (eight ints)\n",
+"     lfloat, lint __local float * / __local int *             size_t (bytes)\n",
+"     fstep, istep, ustep: a float, int or uint that changes every run: the same in OpenCL C;\n",
+"                  in C, set at compile time as the others and again before each run by the\n",
+"                  launch's update function through nn__kstep_<sig>(l, &k), which writes only\n",
+"                  the step fields. */\n",
+"#ifndef NN__KARGS_H\n",
+"#define NN__KARGS_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__KCL_in __global const float *\n",
+"#define NN__KCL_out __global float *\n",
+"#define NN__KCL_iin __global const int *\n",
+"#define NN__KCL_iout __global int *\n",
+"#define NN__KCL_uin __global const uint *\n",
+"#define NN__KCL_uout __global uint *\n",
+"#define NN__KCL_sin __global const NN__STORE_T *\n",
+"#define NN__KCL_sout __global NN__STORE_T *\n",
+"#define NN__KCL_hin __global const ushort *\n",
+"#define NN__KCL_hout __global ushort *\n",
+"#define NN__KCL_int const int\n",
+"#define NN__KCL_uint const uint\n",
+"#define NN__KCL_float const float\n",
+"#define NN__KCL_int8 const int8\n",
+"#define NN__KCL_lfloat __local float *\n",
+"#define NN__KCL_lint __local int *\n",
+"#define NN__KCL_fstep const float\n",
+"#define NN__KCL_istep const int\n",
+"#define NN__KCL_ustep const uint\n",
+"#define NN__KCL_F(kind, name) NN__KCL_##kind name\n",
+"#define NN__KCL_P(kind, name) , NN__KCL_##kind name\n",
+"#define NN__KPARAMS(sig) NN__KARGS_##sig(NN__KCL_F, NN__KCL_P)\n",
+"#define NN__KSIG(sig)\n",
+"\n",
+"#else /* C: the argument structs and their recorders */\n",
+"\n",
+"#define NN__KC_in const nn__buf *\n",
+"#define NN__KC_out const nn__buf *\n",
+"#define NN__KC_iin const nn__buf *\n",
+"#define NN__KC_iout const nn__buf *\n",
+"#define NN__KC_uin const nn__buf *\n",
+"#define NN__KC_uout const nn__buf *\n",
+"#define NN__KC_sin const nn__buf *\n",
+"#define NN__KC_sout const nn__buf *\n",
+"#define NN__KC_hin const nn__buf *\n",
+"#define NN__KC_hout const nn__buf *\n",
+"#define NN__KC_int int\n",
+"#define NN__KC_uint unsigned\n",
+"#define NN__KC_float float\n",
+"#define NN__KC_int8 const int *\n",
+"#define NN__KC_lfloat size_t\n",
+"#define NN__KC_lint size_t\n",
+"#define NN__KC_fstep float\n",
+"#define NN__KC_istep int\n",
+"#define NN__KC_ustep unsigned\n",
+"\n",
+"/* One argument appended to l, by kind. A buffer left NULL or one argument too many is\n",
+"   NN_ERR_STATE, with the field's name in l->bad_arg for the compile error's message. */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_bad(nn__launch *l, const char *name) {\n",
+"    l->bad_arg = name;\n",
+"    return NN_ERR_STATE;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn__karg *nn__karg_next(nn__launch *l) {\n",
+"    nn__karg *a;\n",
+"    if (l->n_args == NN__MAX_KARGS) return NULL;\n",
+"    a = &l->args[l->n_args++];\n",
+"    memset(a, 0, sizeof *a);\n",
+"    return a;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_buf(nn__launch *l, const char *name, const nn__buf *b) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a || !b) return nn__karg_bad(l, name);\n",
+"    a->kind = 'm';\n",
+"    a->v.buf = *b;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int(nn__launch *l, const char *name, int v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'i';\n",
+"    a->v.i = (int32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_uint(nn__launch *l, const char *name, unsigned v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'u';\n",
+"    a->v.u = (uint32_t)v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_float(nn__launch *l, const char *name, float v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'f';\n",
+"    a->v.f = v;\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_int8(nn__launch *l, const char *name, const int *v) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    int k;\n",
+"    if (!a || !v) return nn__karg_bad(l, name);\n",
+"    a->kind = '8';\n",
+"    for (k = 0; k < 8; k++) a->v.v8[k] = (int32_t)v[k];\n",
+"    return NN_OK;\n",
+"}\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_local(nn__launch *l, const char *name, size_t bytes) {\n",
+"    nn__karg *a = nn__karg_next(l);\n",
+"    if (!a) return nn__karg_bad(l, name);\n",
+"    a->kind = 'L';\n",
+"    a->v.local = bytes;\n",
+"    return NN_OK;\n",
+"}\n",
+"/* A step argument: recorded as the others, its position kept in l->upd[] (in order). */\n",
+"static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {\n",
+"    if (r != NN_OK) return r;\n",
+"    if (l->n_upd == NN__MAX_KUPD) return nn__karg_bad(l, \"(a step argument too many)\");\n",
+"    l->upd[l->n_upd++] = l->n_args - 1;\n",
+"    return NN_OK;\n",
+"}\n",
+"\n",
+"#define NN__KREC_in(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_out(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_sin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_sout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_hin(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_hout(l, name, v) nn__karg_buf(l, name, v)\n",
+"#define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)\n",
+"#define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)\n",
+"#define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)\n",
+"#define NN__KREC_int8(l, name, v) nn__karg_int8(l, name, v)\n",
+"#define NN__KREC_lfloat(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_lint(l, name, v) nn__karg_local(l, name, v)\n",
+"#define NN__KREC_fstep(l, name, v) nn__karg_mark(l, nn__karg_float(l, name, v))\n",
+"#define NN__KREC_istep(l, name, v) nn__karg_mark(l, nn__karg_int(l, name, v))\n",
+"#define NN__KREC_ustep(l, name, v) nn__karg_mark(l, nn__karg_uint(l, name, v))\n",
+"\n",
+"/* Before a run: a step field's new value into its recorded argument, the k-th step field. */\n",
+"#define NN__KSTEP_in(l_, k_, v_)\n",
+"#define NN__KSTEP_out(l_, k_, v_)\n",
+"#define NN__KSTEP_iin(l_, k_, v_)\n",
+"#define NN__KSTEP_iout(l_, k_, v_)\n",
+"#define NN__KSTEP_uin(l_, k_, v_)\n",
+"#define NN__KSTEP_uout(l_, k_, v_)\n",
+"#define NN__KSTEP_sin(l_, k_, v_)\n",
+"#define NN__KSTEP_sout(l_, k_, v_)\n",
+"#define NN__KSTEP_hin(l_, k_, v_)\n",
+"#define NN__KSTEP_hout(l_, k_, v_)\n",
+"#define NN__KSTEP_int(l_, k_, v_)\n",
+"#define NN__KSTEP_uint(l_, k_, v_)\n",
+"#define NN__KSTEP_float(l_, k_, v_)\n",
+"#define NN__KSTEP_int8(l_, k_, v_)\n",
+"#define NN__KSTEP_lfloat(l_, k_, v_)\n",
+"#define NN__KSTEP_lint(l_, k_, v_)\n",
+"#define NN__KSTEP_fstep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.f = (v_);\n",
+"#define NN__KSTEP_istep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.i = (int32_t)(v_);\n",
+"#define NN__KSTEP_ustep(l_, k_, v_) (l_)->args[(l_)->upd[(k_)++]].v.u = (uint32_t)(v_);\n",
+"\n",
+"#define NN__KC_FIELD(kind, name) NN__KC_##kind name;\n",
+"#define NN__KC_REC(kind, name) \\\n",
+"    if (r == NN_OK) r = NN__KREC_##kind(l, #name, k->name);\n",
+"#define NN__KC_STEP(kind, name) NN__KSTEP_##kind(l, s, k->name)\n",
+"\n",
+"/* The struct nn__k_<sig>, nn__kargs_<sig>(l, &k) that records its fields as l's arguments\n",
+"   (NN_ERR_STATE for a buffer left NULL or too many arguments), and nn__kstep_<sig>(l, &k)\n",
+"   that rewrites the step fields of a recorded launch. */\n",
+"#define NN__KSIG(sig)                                                                             \\\n",
+"    typedef struct nn__k_##sig { NN__KARGS_##sig(NN__KC_FIELD, NN__KC_FIELD) } nn__k_##sig;        \\\n",
+"    static NN__MAYBE_UNUSED nn_result nn__kargs_##sig(nn__launch *l, const nn__k_##sig *k) {       \\\n",
+"        nn_result r = NN_OK;                                                                      \\\n",
+"        NN__KARGS_##sig(NN__KC_REC, NN__KC_REC) return r;                                         \\\n",
+"    }                                                                                             \\\n",
+"    static NN__MAYBE_UNUSED void nn__kstep_##sig(nn__launch *l, const nn__k_##sig *k) {            \\\n",
+"        int s = 0;                                                                                \\\n",
+"        NN__KARGS_##sig(NN__KC_STEP, NN__KC_STEP)(void) s;                                        \\\n",
+"        (void)l;                                                                                  \\\n",
+"        (void)k;                                                                                  \\\n",
+"    }\n",
+"\n",
+"#endif\n",
+"#endif\n",
+"#line 2 \"kernels/cast.cl\"\n",
+"#line 1 \"kernels/storage.h\"\n",
+"/* 16-bit storage, fp32 arithmetic. A header in the common subset of C99 and OpenCL C (as\n",
+"   kernels/activation.h): the CPU bodies and the kernels read and write a tensor's storage\n",
+"   through these, and compute in float.\n",
+"\n",
+"   bfloat16: the high half of a float32, stored as a 16-bit integer and widened in registers\n",
+"   (float from bits << 16); written rounded to nearest, ties to even, a NaN kept a quiet NaN\n",
+"   (PyTorch's round_to_nearest_even). float16 (IEEE binary16): in OpenCL C through\n",
+"   vload_half / vstore_half_rte (OpenCL 1.2 core: no cl_khr_fp16 needed), in C the same\n",
+"   conversion written out (round to nearest even, subnormals, overflow to infinity), so both\n",
+"   backends store the same bits.\n",
+"\n",
+"   Per element, by type: NN__LD_BF16(p, i), NN__ST_BF16(p, i, v), NN__LD_F16(p, i),\n",
+"   NN__ST_F16(p, i, v) over a pointer to 16-bit words (ushort in OpenCL C, uint16_t in C).\n",
+"   Per program: a kernel file built with -DNN_STORE_BF16 or -DNN_STORE_F16 (the launch's\n",
+"   `store`, src/opencl/backend.c) reads NN__STORE_T storage with NN__SLOAD(p, i) and writes it\n",
+"   with NN__SSTORE(p, i, v); built with neither, NN__STORE_T is float and they are plain\n",
+"   accesses, so one .cl source serves f32, bf16 and f16. */\n",
+"#ifndef NN__STORAGE_H\n",
+"#define NN__STORAGE_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__U16 ushort\n",
+"static inline float nn__bf16_to_f32(ushort h) { return as_float((uint)h << 16); }\n",
+"static inline ushort nn__f32_to_bf16(float f) {\n",
+"    uint u = as_uint(f);\n",
+"    if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u); /* NaN: quiet, sign kept */\n",
+"    return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n",
+"}\n",
+"#define NN__LD_BF16(p, i) nn__bf16_to_f32((p)[i])\n",
+"#define NN__ST_BF16(p, i, v) ((p)[i] = nn__f32_to_bf16(v))\n",
+"#define NN__LD_F16(p, i) vload_half((i), (__global const half *)(p))\n",
+"#define NN__ST_F16(p, i, v) vstore_half_rte((v), (i), (__global half *)(p))\n",
+"\n",
+"#else /* C */\n",
+"\n",
+"#define NN__U16 uint16_t\n",
+"\n",
+"static inline float nn__bf16_to_f32(uint16_t h) {\n",
+"    uint32_t u = (uint32_t)h << 16;\n",
+"    float f;\n",
+"    memcpy(&f, &u, 4);\n",
+"    return f;\n",
+"}\n",
+"static inline uint16_t nn__f32_to_bf16(float f) {\n",
+"    uint32_t u;\n",
+"    memcpy(&u, &f, 4);\n",
+"    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);\n",
+"    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n",
+"}\n",
+"static inline float nn__f16_to_f32(uint16_t h) {\n",
+"    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, u;\n",
+"    float f;\n",
+"    if (e == 0x1f) {\n",
+"        u = sign | 0x7f800000u | (m << 13);\n",
+"    } else if (e == 0) { /* zero or subnormal: m * 2^-24, exact in float */\n",
+"        f = (float)m * (1.0f / 16777216.0f);\n",
+"        return sign ? -f : f;\n",
+"    } else {\n",
+"        u = sign | ((e + 112u) << 23) | (m << 13);\n",
+"    }\n",
+"    memcpy(&f, &u, 4);\n",
+"    return f;\n",
+"}\n",
+"static inline uint16_t nn__f32_to_f16(float f) {\n",
+"    uint32_t u, sign, a, r, rem;\n",
+"    memcpy(&u, &f, 4);\n",
+"    sign = (u >> 16) & 0x8000u;\n",
+"    a = u & 0x7fffffffu;\n",
+"    if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu)); /* NaN: quiet */\n",
+"    if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* from 65520 up: infinity */\n",
+"    if (a < 0x38800000u) {                                   /* below 2^-14: a subnormal or 0 */\n",
+"        uint32_t m = (a & 0x7fffffu) | 0x800000u, shift = 126u - (a >> 23), half;\n",
+"        if (a < 0x33000000u) return (uint16_t)sign; /* below 2^-25: 0 */\n",
+"        half = 1u << (shift - 1);\n",
+"        r = m >> shift;\n",
+"        rem = m & ((1u << shift) - 1u);\n",
+"        if (rem > half || (rem == half && (r & 1u))) r++;\n",
+"        return (uint16_t)(sign | r);\n",
+"    }\n",
+"    r = (a - 0x38000000u) >> 13; /* the exponent rebiased (127 - 15), the mantissa's top 10 bits */\n",
+"    rem = a & 0x1fffu;\n",
+"    if (rem > 0x1000u || (rem == 0x1000u && (r & 1u))) r++;\n",
+"    return (uint16_t)(sign | r);\n",
+"}\n",
+"#define NN__LD_BF16(p, i) nn__bf16_to_f32((p)[i])\n",
+"#define NN__ST_BF16(p, i, v) ((p)[i] = nn__f32_to_bf16(v))\n",
+"#define NN__LD_F16(p, i) nn__f16_to_f32((p)[i])\n",
+"#define NN__ST_F16(p, i, v) ((p)[i] = nn__f32_to_f16(v))\n",
+"\n",
+"#endif\n",
+"\n",
+"#if defined(NN_STORE_BF16)\n",
+"#define NN__STORE_T NN__U16\n",
+"#define NN__SLOAD(p, i) NN__LD_BF16(p, i)\n",
+"#define NN__SSTORE(p, i, v) NN__ST_BF16(p, i, v)\n",
+"#elif defined(NN_STORE_F16)\n",
+"#define NN__STORE_T NN__U16\n",
+"#define NN__SLOAD(p, i) NN__LD_F16(p, i)\n",
+"#define NN__SSTORE(p, i, v) NN__ST_F16(p, i, v)\n",
+"#else\n",
+"#define NN__STORE_T float\n",
+"#define NN__SLOAD(p, i) ((p)[i])\n",
+"#define NN__SSTORE(p, i, v) ((p)[i] = (v))\n",
+"#endif\n",
+"\n",
+"#endif\n",
+"#line 3 \"kernels/cast.cl\"\n",
+"#line 1 \"kernels/cast_args.h\"\n",
+"/* kernels/cast.cl's kernel signatures (kernels/kargs.h says how to read them): n elements of\n",
+"   x into y. cast_store and cast_load take the program's storage type (kernels/storage.h,\n",
+"   the launch's store) on one side and float32 on the other; cast_half takes 16-bit words on\n",
+"   both sides, each side bfloat16 (1) or float16 (2). */\n",
+"#ifndef NN__CAST_ARGS_H\n",
+"#define NN__CAST_ARGS_H\n",
+"\n",
+"#define NN__KARGS_cast_store(F, P) F(in, x) P(sout, y) P(int, n)\n",
+"NN__KSIG(cast_store)\n",
+"#define NN__KARGS_cast_load(F, P) F(sin, x) P(out, y) P(int, n)\n",
+"NN__KSIG(cast_load)\n",
+"#define NN__KARGS_cast_half(F, P) F(hin, x) P(hout, y) P(int, n) P(int, from) P(int, to)\n",
+"NN__KSIG(cast_half)\n",
+"\n",
+"#endif\n",
+"#line 4 \"kernels/cast.cl\"\n",
+"\n",
+"/* nn_to_dtype's kernels, the twins of src/cpu/cast.c: one work-item per element. Built per\n",
+"   storage type (-DNN_STORE_BF16 / -DNN_STORE_F16, kernels/storage.h): cast_store rounds\n",
+"   float32 x into storage y, cast_load widens storage x into float32 y (built with neither,\n",
+"   both are copies). */\n",
+"__kernel void cast_store(NN__KPARAMS(cast_store)) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= n) return;\n",
+"    NN__SSTORE(y, i, x[i]);\n",
+"}\n",
+"\n",
+"__kernel void cast_load(NN__KPARAMS(cast_load)) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= n) return;\n",
+"    y[i] = NN__SLOAD(x, i);\n",
+"}\n",
+"\n",
+"/* 16 bits to 16 bits (from, to: 1 bfloat16, 2 float16), through float32 */\n",
+"__kernel void cast_half(NN__KPARAMS(cast_half)) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= n) return;\n",
+"    float v = from == 1 ? NN__LD_BF16(x, i) : NN__LD_F16(x, i);\n",
+"    if (to == 1) NN__ST_BF16(y, i, v);\n",
+"    else NN__ST_F16(y, i, v);\n",
+"}\n",
+0 };
+
+/* ======================================================================
    kernel table
    ====================================================================== */
 typedef struct nn__cl_source { const char *name; const char *const *lines; } nn__cl_source;
@@ -21113,8 +22005,9 @@ static const nn__cl_source nn__cl_sources[] = {
     { "rope", nn__cl_src_rope },
     { "attention", nn__cl_src_attention },
     { "recurrent", nn__cl_src_recurrent },
+    { "cast", nn__cl_src_cast },
 };
-#define NN__CL_NSOURCES 17
+#define NN__CL_NSOURCES 18
 
 /* ======================================================================
    src/opencl/backend.c
@@ -21133,7 +22026,8 @@ typedef struct nn__cl {
     cl_command_queue queue;
     char name[128], vendor[128], driver[128], version[128];
     cl_ulong max_alloc;
-    cl_program programs[64];          /* one per kernels/NAME.cl, built on first use */
+    cl_program programs[3 * 64];      /* one per kernels/NAME.cl and storage type (f32, bf16, f16: the
+                                         launch's store), built on first use */
     unsigned char *guard_seen;        /* NN_CL_GUARDS: each guard read before and after its launch */
     size_t guard_cap;                 /* bytes of guard_seen */
     int cache_dir_state;              /* ctx->cache_dir: 0 not looked at yet, 1 used, -1 refused */
@@ -21281,7 +22175,7 @@ static void nn__cl_close(nn_context *ctx) {
     nn__cl *cl = NN__CL(ctx);
     int i;
     if (!cl) return;
-    for (i = 0; i < 64; i++)
+    for (i = 0; i < 3 * 64; i++)
         if (cl->programs[i]) clReleaseProgram(cl->programs[i]);
     if (cl->queue) clReleaseCommandQueue(cl->queue);
     if (cl->context) clReleaseContext(cl->context);
@@ -21670,11 +22564,13 @@ static void nn__cache_store(nn_context *ctx, const char *path, uint64_t key, cl_
     NN_FREE(file);
 }
 
-/* The program of kernels/NAME.cl for this context's device, built once. */
-static nn_result nn__cl_program(nn_context *ctx, const char *name, cl_program *out) {
+/* The program of kernels/NAME.cl for this context's device and storage type `store`
+   (kernels/storage.h: NN_BF16 and NN_F16 build it with -DNN_STORE_BF16 / -DNN_STORE_F16),
+   built once. */
+static nn_result nn__cl_program(nn_context *ctx, const char *name, int store, cl_program *out) {
     nn__cl *cl = NN__CL(ctx);
-    int idx = nn__cl_source_index(name);
-    char options[768], extra[512], path[1100] = "";
+    int idx = nn__cl_source_index(name), var = store == NN_BF16 ? 1 : store == NN_F16 ? 2 : 0;
+    char options[768], extra[512], path[1100] = "", cname[80];
     const char **lines;
     char *owned;
     cl_uint count, i;
@@ -21682,14 +22578,17 @@ static nn_result nn__cl_program(nn_context *ctx, const char *name, cl_program *o
     cl_program prog;
     cl_int err;
     nn_result r = NN_OK;
-    if (idx < 0) return nn__fail(ctx, NN_ERR_BUILD, "no kernel source kernels/%s.cl", name);
+    if (idx < 0 || idx >= 64) return nn__fail(ctx, NN_ERR_BUILD, "no kernel source kernels/%s.cl", name);
+    idx += 64 * var;
     if (cl->programs[idx]) {
         *out = cl->programs[idx];
         return NN_OK;
     }
     nn__program_options(name, &ctx->dev, extra, sizeof extra); /* the plans' tuning of this file, as -D options */
-    snprintf(options, sizeof options, "-cl-std=CL1.2%s%s", extra[0] ? " " : "", extra);
-    lines = nn__cl_source_lines(ctx, idx, &count, &owned);
+    snprintf(options, sizeof options, "-cl-std=CL1.2%s%s%s", extra[0] ? " " : "", extra,
+             var == 1 ? " -DNN_STORE_BF16" : var == 2 ? " -DNN_STORE_F16" : "");
+    snprintf(cname, sizeof cname, "%s%s", name, var == 1 ? "-bf16" : var == 2 ? "-f16" : "");
+    lines = nn__cl_source_lines(ctx, idx % 64, &count, &owned);
     if (!lines) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "out of memory reading kernels/%s.cl", name);
     for (i = 0; i < count; i++) key = nn__fnv(key, lines[i], strlen(lines[i]));
     key = nn__fnv(key, options, strlen(options) + 1);
@@ -21697,7 +22596,7 @@ static nn_result nn__cl_program(nn_context *ctx, const char *name, cl_program *o
     key = nn__fnv(key, cl->driver, strlen(cl->driver) + 1);
     key = nn__fnv(key, cl->version, strlen(cl->version) + 1);
     prog = NULL;
-    if (ctx->cache_dir && nn__cache_dir_usable(ctx) && nn__cache_path(ctx, name, key, path, sizeof path))
+    if (ctx->cache_dir && nn__cache_dir_usable(ctx) && nn__cache_path(ctx, cname, key, path, sizeof path))
         prog = nn__cache_load(ctx, path, key, options);
     if (!prog) {
         prog = clCreateProgramWithSource(cl->context, count, lines, NULL, &err);
@@ -21725,10 +22624,10 @@ static nn_result nn__cl_program(nn_context *ctx, const char *name, cl_program *o
     return NN_OK;
 }
 
-static nn_result nn__cl_kernel(nn_context *ctx, const char *file, const char *kname, cl_kernel *out) {
+static nn_result nn__cl_kernel(nn_context *ctx, const char *file, int store, const char *kname, cl_kernel *out) {
     cl_program prog;
     cl_int err;
-    nn_result r = nn__cl_program(ctx, file, &prog);
+    nn_result r = nn__cl_program(ctx, file, store, &prog);
     if (r != NN_OK) return r;
     *out = clCreateKernel(prog, kname, &err);
     if (!*out) return nn__fail(ctx, NN_ERR_BUILD, "kernels/%s.cl: no kernel %s (%s)", file, kname, nn__cl_errstr(err));
@@ -21824,7 +22723,7 @@ static nn_result nn__cl_prepare(nn_graph *g) {
     for (i = 0; i < g->n_launches; i++) {
         nn__launch *l = &g->launches[i];
         cl_kernel kern;
-        nn_result r = nn__cl_kernel(ctx, l->file, l->kernel, &kern);
+        nn_result r = nn__cl_kernel(ctx, l->file, l->store, l->kernel, &kern);
         if (r != NN_OK) return r;
         l->bk = kern;
         if (!l->use_lws && l->dims == 1 && !ctx->dev.cpu_tuned) { /* a GPU's NULL local size can be a poor choice */
@@ -22556,6 +23455,7 @@ static int nn__params_index(nn__params *ps, int i) {
 }
 
 static int nn__new_node(nn_graph *g, int op, nn_dtype dt, nn_shape shape, const int *in, int n_in);
+static const char *nn__dtype_name(nn_dtype d);
 
 /* The tag of a new graph's handles (nn_tensor.graph): a counter through a bijection of 32
    bits (murmur3's finaliser), so that no two of the last 2^32 - 1 graphs of the process
@@ -22785,6 +23685,15 @@ static int nn__new_node(nn_graph *g, int op, nn_dtype dt, nn_shape shape, const 
             return -1;
         }
     }
+    if (!(nn__op(op)->flags & NN__OPF_HALF)) { /* 16-bit storage only where the op's bodies and kernels read it */
+        for (i = 0; i < n_in; i++) {
+            if (in[i] >= 0 && in[i] < g->n_nodes && nn__dtype_half(g->nodes[in[i]].dtype)) {
+                nn__op_fail(g, NN_ERR_SHAPE, "%s: takes no %s tensor (input %d); convert it with nn_to_dtype(x, NN_F32) "
+                            "first", nn__op_names[op], nn__dtype_name(g->nodes[in[i]].dtype), i);
+                return -1;
+            }
+        }
+    }
     if (g->n_nodes == g->cap_nodes) {
         int cap = g->cap_nodes ? g->cap_nodes * 2 : 64;
         nn__node *p = (nn__node *)NN_REALLOC(g->nodes, (size_t)cap * sizeof *p);
@@ -22823,7 +23732,9 @@ static int nn__is_tensor(const nn_graph *g, nn_tensor t) {
     return g && t.id > 0 && t.id < g->n_nodes && t.graph == g->serial;
 }
 
-static const char *nn__dtype_name(nn_dtype d) { return d == NN_I32 ? "int32" : "float32"; }
+static const char *nn__dtype_name(nn_dtype d) {
+    return d == NN_I32 ? "int32" : d == NN_BF16 ? "bfloat16" : d == NN_F16 ? "float16" : "float32";
+}
 
 static int nn__shape_eq(const nn_shape *a, const nn_shape *b) {
     int i;
@@ -22852,7 +23763,8 @@ static int nn__check_shape(nn_graph *g, const char *op, nn_shape s) {
 
 static int nn__expect_f32(nn_graph *g, const char *op, nn_tensor t, const char *what) {
     if (nn__n(g, t)->dtype != NN_F32) {
-        nn__op_fail(g, NN_ERR_SHAPE, "%s: %s must be float32, not %s", op, what, nn__dtype_name(nn__n(g, t)->dtype));
+        nn__op_fail(g, NN_ERR_SHAPE, "%s: %s must be float32, not %s%s", op, what, nn__dtype_name(nn__n(g, t)->dtype),
+                    nn__dtype_half(nn__n(g, t)->dtype) ? " (16-bit storage: convert it with nn_to_dtype(x, NN_F32) first)" : "");
         return 0;
     }
     return 1;
@@ -22886,7 +23798,8 @@ NN_API nn_tensor nn_input(nn_graph *g, const char *name, nn_dtype dtype, nn_shap
         snprintf(label, sizeof label, "nn_input \"%s\"", name ? name : "");
         if (!nn__check_shape(g, label, shape)) return nn__tensor(-1);
     }
-    if (dtype != NN_F32 && dtype != NN_I32) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_input: unknown dtype %d", (int)dtype);
+    if (dtype != NN_F32 && dtype != NN_I32 && !nn__dtype_half(dtype))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_input: unknown dtype %d", (int)dtype);
     id = nn__new_node(g, NN__OP_INPUT, dtype, shape, NULL, 0);
     if (id < 0) return nn__tensor(-1);
     g->nodes[id].name = nn__strdup(name ? name : "input");
@@ -22896,7 +23809,7 @@ NN_API nn_tensor nn_input(nn_graph *g, const char *name, nn_dtype dtype, nn_shap
 
 NN_API nn_result nn_graph_requires_grad(nn_graph *g, nn_tensor t) {
     if (!nn__check0(g, "nn_graph_requires_grad", 1, &t)) return nn__check_result(g);
-    if (nn__n(g, t)->dtype != NN_F32) { /* PyTorch: only floating point tensors require gradients */
+    if (nn__n(g, t)->dtype == NN_I32) { /* PyTorch: only floating point tensors require gradients */
         nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_graph_requires_grad: %s is int32; only float32 tensors have gradients",
                     nn__n(g, t)->name ? nn__n(g, t)->name : "the tensor");
         return NN_ERR_INVALID_ARGUMENT;
@@ -23198,7 +24111,7 @@ static nn_result nn__user_buf(nn_graph *g, nn_tensor t, size_t bytes, int write,
         return nn__fail(g->ctx, NN_ERR_STATE, "%s: the output of %s is not kept after a run (its memory is reused): mark it "
                         "with nn_graph_output() before compile", fn, nn__op_names[n->op]);
     }
-    if (bytes != (size_t)n->numel * 4) {
+    if (bytes != (size_t)n->numel * 4) { /* 4 bytes an element for every dtype: 16-bit ones as float32 values */
         char s[128];
         nn__shape_str(&n->shape, s, sizeof s);
         return nn__fail(g->ctx, NN_ERR_SHAPE, "%s: %llu bytes given for a tensor %s of %llu bytes", fn,
@@ -23213,6 +24126,35 @@ static nn_result nn__user_buf(nn_graph *g, nn_tensor t, size_t bytes, int write,
     return NN_OK;
 }
 
+/* A 16-bit tensor's storage from float32 values (src; NULL: every element `value`), each
+   rounded to nearest even (kernels/storage.h), through a host copy of its 2-byte words. */
+static nn_result nn__half_write(nn_graph *g, nn__node *n, const float *src, float value, const char *fn) {
+    size_t bytes = nn__dtype_bytes(n->dtype, n->numel);
+    uint16_t *h = (uint16_t *)nn__calloc(bytes / 2, 2);
+    int64_t i;
+    nn_result r;
+    if (!h) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    for (i = 0; i < n->numel; i++) {
+        float v = src ? src[i] : value;
+        h[i] = n->dtype == NN_BF16 ? nn__f32_to_bf16(v) : nn__f32_to_f16(v);
+    }
+    r = nn__buf_write(g->ctx, &n->buf, h, bytes);
+    NN_FREE(h);
+    return r;
+}
+/* A 16-bit tensor's storage widened to float32 values into dst (exact). */
+static nn_result nn__half_read(nn_graph *g, nn__node *n, float *dst) {
+    size_t bytes = nn__dtype_bytes(n->dtype, n->numel);
+    uint16_t *h = (uint16_t *)nn__calloc(bytes / 2, 2);
+    int64_t i;
+    nn_result r;
+    if (!h) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_tensor_read: out of memory");
+    r = nn__buf_read(g->ctx, &n->buf, h, bytes);
+    for (i = 0; r == NN_OK && i < n->numel; i++) dst[i] = n->dtype == NN_BF16 ? nn__bf16_to_f32(h[i]) : nn__f16_to_f32(h[i]);
+    NN_FREE(h);
+    return r;
+}
+
 /* Reading and writing tensors go through the context's backend: one thread at a time
    (nn__ctx_enter). The library's own callers hold the context already and call the
    nn__ forms. */
@@ -23221,7 +24163,8 @@ static nn_result nn__tensor_write(nn_graph *g, nn_tensor t, const void *data, si
     nn_result r = nn__user_buf(g, t, bytes, 1, "nn_tensor_write", &n);
     if (r != NN_OK) return r;
     if (!data) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_tensor_write: data is NULL");
-    r = nn__buf_write(g->ctx, &n->buf, data, bytes);
+    if (nn__dtype_half(n->dtype)) r = nn__half_write(g, n, (const float *)data, 0.0f, "nn_tensor_write");
+    else r = nn__buf_write(g->ctx, &n->buf, data, bytes);
     if (r == NN_OK && n->op == NN__OP_INPUT) n->written = 1;
     return r;
 }
@@ -23238,7 +24181,7 @@ static nn_result nn__report_checks(nn_graph *g, const char *fn) {
     nn_result r;
     if (!g->checks_pending || n == 0) return NN_OK;
     g->checks_pending = 0;
-    r = nn__buf_read(g->ctx, &g->checks, counts, (size_t)n * 4);
+    r = nn__buf_read(g->ctx, &g->checks, counts, nn__dtype_bytes(NN_I32, n));
     if (r != NN_OK) return r;
     msg[0] = 0;
     for (k = 0; k < n; k++) {
@@ -23249,7 +24192,7 @@ static nn_result nn__report_checks(nn_graph *g, const char *fn) {
                                      (unsigned long)(uint32_t)counts[k]);
     }
     if (!msg[0]) return NN_OK;
-    r = g->ctx->backend->fill(g->ctx, &g->checks, 0.0f, (size_t)g->n_checks * 4);
+    r = g->ctx->backend->fill(g->ctx, &g->checks, 0.0f, nn__dtype_bytes(NN_I32, g->n_checks));
     if (r != NN_OK) return r;
     return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "%s: %s in the runs since the last read or finish (PyTorch raises on these)",
                     fn, msg);
@@ -23262,6 +24205,7 @@ static nn_result nn__tensor_read(nn_graph *g, nn_tensor t, void *data, size_t by
     if (!data) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_tensor_read: data is NULL");
     r = nn__report_checks(g, "nn_tensor_read");
     if (r != NN_OK) return r;
+    if (nn__dtype_half(n->dtype)) return nn__half_read(g, n, (float *)data);
     return nn__buf_read(g->ctx, &n->buf, data, bytes);
 }
 
@@ -23271,8 +24215,9 @@ static nn_result nn__tensor_fill(nn_graph *g, nn_tensor t, float value) {
     if (!nn__is_tensor(g, t)) return nn__user_buf(g, t, 0, 1, "nn_tensor_fill", &n);
     r = nn__user_buf(g, t, (size_t)g->nodes[t.id].numel * 4, 1, "nn_tensor_fill", &n);
     if (r != NN_OK) return r;
-    if (n->dtype != NN_F32) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_tensor_fill: the tensor is not float32");
-    r = g->ctx->backend->fill(g->ctx, &n->buf, value, (size_t)n->numel * 4);
+    if (n->dtype == NN_I32) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_tensor_fill: the tensor is not float32");
+    if (nn__dtype_half(n->dtype)) r = nn__half_write(g, n, NULL, value, "nn_tensor_fill");
+    else r = g->ctx->backend->fill(g->ctx, &n->buf, value, nn__dtype_bytes(n->dtype, n->numel));
     if (r == NN_OK && n->op == NN__OP_INPUT) n->written = 1;
     return r;
 }
@@ -23334,7 +24279,7 @@ static void nn__autograd(nn_graph *g, int loss, int n_user) {
         nn__node *n = &g->nodes[i];
         unsigned flags = nn__op(n->op)->flags;
         if (n->op == NN__OP_PARAM) n->needs_grad = !g->params->p[n->param].buffer;
-        else if (n->op == NN__OP_INPUT) n->needs_grad = n->requires_grad && n->dtype == NN_F32;
+        else if (n->op == NN__OP_INPUT) n->needs_grad = n->requires_grad && n->dtype != NN_I32; /* float32 and 16-bit: a gradient of its dtype */
         else if (!(flags & NN__OPF_NO_GRAD))
             for (k = 0; k < n->n_in; k++) n->needs_grad |= g->nodes[n->in[k]].needs_grad;
     }
@@ -24229,7 +25174,7 @@ static int nn__mem_kind(const nn_graph *g, int id, const unsigned char *is_pgrad
 /* Bytes of node n's persistent state buffers (n->aux: an update op's optimizer state, each
    of its parameter's size): what nn__allocate (src/engine/compile.c) allocates for each
    and what nn_graph_memory reports as optimizer state, from this one place. */
-static size_t nn__aux_bytes(const nn_graph *g, const nn__node *n) { return (size_t)g->nodes[n->in[0]].numel * 4; }
+static size_t nn__aux_bytes(const nn_graph *g, const nn__node *n) { return nn__dtype_bytes(NN_F32, g->nodes[n->in[0]].numel); }
 
 static int64_t *nn__mem_field(nn_memory_report *r, int kind) {
     switch (kind) {
@@ -24265,10 +25210,10 @@ static nn_result nn__memory_report(nn_graph *g, nn_memory_report *r) {
     for (i = 0; i < g->n_nodes; i++) {
         const nn__node *n = &g->nodes[i];
         int kind;
-        int64_t bytes = n->numel * 4;
+        int64_t bytes = (int64_t)nn__dtype_bytes(n->dtype, n->numel); /* 2 bytes an element in 16-bit storage */
         if (!n->live) continue;
         kind = nn__mem_kind(g, i, is_pgrad);
-        if (n->storage == NN__ST_PARAM) bytes = g->params->p[n->param].numel * 4;
+        if (n->storage == NN__ST_PARAM) bytes = (int64_t)nn__dtype_bytes(NN_F32, g->params->p[n->param].numel);
         if (n->storage == NN__ST_PARAM || n->storage == NN__ST_OWN) {
             *nn__mem_field(r, kind) += bytes;
             persistent += bytes;
@@ -24277,8 +25222,8 @@ static nn_result nn__memory_report(nn_graph *g, nn_memory_report *r) {
             d[(size_t)(n->last + 1) * NN__MEM_KINDS + (size_t)kind] -= bytes;
         }
         if (n->scratch > 0 && n->first >= 0) {
-            d[(size_t)n->first * NN__MEM_KINDS + NN__MEM_WORK] += n->scratch * 4;
-            d[(size_t)(n->first + 1) * NN__MEM_KINDS + NN__MEM_WORK] -= n->scratch * 4;
+            d[(size_t)n->first * NN__MEM_KINDS + NN__MEM_WORK] += (int64_t)nn__dtype_bytes(NN_F32, n->scratch);
+            d[(size_t)(n->first + 1) * NN__MEM_KINDS + NN__MEM_WORK] -= (int64_t)nn__dtype_bytes(NN_F32, n->scratch);
         }
         if (n->n_aux > 0) {
             r->optimizer_state += (int64_t)n->n_aux * (int64_t)nn__aux_bytes(g, n);
@@ -24374,8 +25319,8 @@ static nn_result nn__memory_check_limit(nn_graph *g, int64_t limit) {
     for (i = 0; i < g->n_nodes; i++) {
         const nn__node *n = &g->nodes[i];
         if (!n->live || n->storage == NN__ST_VIEW) continue;
-        if (n->numel > 0) nn__mem_top_add(top, n_top, i, nn__mem_kind(g, i, is_pgrad), n->numel * 4);
-        if (n->scratch > 0) nn__mem_top_add(top, n_top, i, NN__MEM_WORK, n->scratch * 4);
+        if (n->numel > 0) nn__mem_top_add(top, n_top, i, nn__mem_kind(g, i, is_pgrad), (int64_t)nn__dtype_bytes(n->dtype, n->numel));
+        if (n->scratch > 0) nn__mem_top_add(top, n_top, i, NN__MEM_WORK, (int64_t)nn__dtype_bytes(NN_F32, n->scratch));
         if (n->n_aux > 0) nn__mem_top_add(top, n_top, n->in[0], NN__MEM_OPT, (int64_t)n->n_aux * (int64_t)nn__aux_bytes(g, n));
     }
     NN_FREE(is_pgrad);
@@ -24740,13 +25685,13 @@ static nn_result nn__plan_memory(nn_graph *g, size_t align, size_t chunk) {
             it[n].id = g->sched[i];
             it[n].first = nd->first;
             it[n].last = nd->last;
-            it[n++].bytes = ((size_t)nd->numel * 4 + guard + align - 1) / align * align;
+            it[n++].bytes = (nn__dtype_bytes(nd->dtype, nd->numel) + guard + align - 1) / align * align;
         }
         if (nd->scratch > 0) {
             it[n].id = g->sched[i];
             it[n].scratch = 1;
             it[n].first = it[n].last = nd->first;
-            it[n++].bytes = ((size_t)nd->scratch * 4 + guard + align - 1) / align * align;
+            it[n++].bytes = (nn__dtype_bytes(NN_F32, nd->scratch) + guard + align - 1) / align * align;
         }
     }
     for (i = 0; ok && i < n; i++) {
@@ -24837,8 +25782,8 @@ static nn_result nn__allocate(nn_graph *g) {
         if (n->storage == NN__ST_PARAM) {
             nn__param *p = &g->params->p[n->param];
             if (!p->allocated) {
-                r = nn__buf_alloc(ctx, &p->buf, (size_t)p->numel * 4, 0, what);
-                if (r == NN_OK) r = nn__buf_write(ctx, &p->buf, p->init, (size_t)p->numel * 4);
+                r = nn__buf_alloc(ctx, &p->buf, nn__dtype_bytes(NN_F32, p->numel), 0, what);
+                if (r == NN_OK) r = nn__buf_write(ctx, &p->buf, p->init, nn__dtype_bytes(NN_F32, p->numel));
                 if (r != NN_OK) break;
                 p->allocated = 1;
                 if (!ctx->backend->host_memory) { /* the device holds it now */
@@ -24848,15 +25793,15 @@ static nn_result nn__allocate(nn_graph *g) {
             }
             n->buf = p->buf;
         } else if (n->storage == NN__ST_OWN) { /* inputs are written before use: no fill */
-            r = nn__buf_alloc(ctx, &n->buf, (size_t)n->numel * 4, n->op != NN__OP_INPUT, what);
+            r = nn__buf_alloc(ctx, &n->buf, nn__dtype_bytes(n->dtype, n->numel), n->op != NN__OP_INPUT, what);
         } else if (n->storage == NN__ST_VIEW) { /* the storage of view_of (a lower id: allocated already) */
             const nn__node *v = &g->nodes[n->view_of];
-            if (v->storage == NN__ST_ARENA) r = nn__arena_view(g, v->offset, (size_t)n->numel * 4, &n->buf, what);
-            else r = ctx->backend->view(ctx, &v->buf, 0, (size_t)n->numel * 4, &n->buf, what);
+            if (v->storage == NN__ST_ARENA) r = nn__arena_view(g, v->offset, nn__dtype_bytes(n->dtype, n->numel), &n->buf, what);
+            else r = ctx->backend->view(ctx, &v->buf, 0, nn__dtype_bytes(n->dtype, n->numel), &n->buf, what);
         } else if (n->numel > 0) {
-            r = nn__arena_view(g, n->offset, (size_t)n->numel * 4, &n->buf, what);
+            r = nn__arena_view(g, n->offset, nn__dtype_bytes(n->dtype, n->numel), &n->buf, what);
         }
-        if (n->scratch > 0 && r == NN_OK) r = nn__arena_view(g, n->scratch_offset, (size_t)n->scratch * 4, &n->scratch_buf, what);
+        if (n->scratch > 0 && r == NN_OK) r = nn__arena_view(g, n->scratch_offset, nn__dtype_bytes(NN_F32, n->scratch), &n->scratch_buf, what);
         for (k = 0; k < n->n_aux && r == NN_OK; k++) r = nn__buf_alloc(ctx, &n->aux[k], nn__aux_bytes(g, n), 1, what);
     }
     return r;
@@ -24907,7 +25852,7 @@ static nn_result nn__compute_constants(nn_graph *g) {
         n->buf.host = host;
         r = nn__op(n->op)->cpu(g, n);
         n->buf = dev;
-        if (r == NN_OK) r = nn__buf_write(g->ctx, &n->buf, host, (size_t)n->numel * 4);
+        if (r == NN_OK) r = nn__buf_write(g->ctx, &n->buf, host, nn__dtype_bytes(n->dtype, n->numel));
         NN_FREE(host);
     }
     return r;
@@ -25150,8 +26095,8 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
         nn__node *n = &g->nodes[g->sched[i]];
         if (n->check) n->check_slot = g->n_checks++;
     }
-    if (r == NN_OK && g->n_checks) r = nn__buf_alloc(g->ctx, &g->checks, (size_t)g->n_checks * 4, 1, "the input checks");
-    if (r == NN_OK && g->n_checks) r = g->ctx->backend->fill(g->ctx, &g->checks, 0.0f, (size_t)g->n_checks * 4);
+    if (r == NN_OK && g->n_checks) r = nn__buf_alloc(g->ctx, &g->checks, nn__dtype_bytes(NN_I32, g->n_checks), 1, "the input checks");
+    if (r == NN_OK && g->n_checks) r = g->ctx->backend->fill(g->ctx, &g->checks, 0.0f, nn__dtype_bytes(NN_I32, g->n_checks));
     if (r == NN_OK && !g->ctx->backend->host_memory) r = nn__record_launches(g);
     if (r == NN_OK) r = g->ctx->backend->prepare(g);
     if (r != NN_OK) {
@@ -25346,6 +26291,9 @@ NN_API nn_result nn_graph_finish(nn_graph *g) {
      in, out      __global const float * / __global float *   const nn__buf *
      iin, iout    __global const int * / __global int *       const nn__buf *
      uin, uout    __global const uint * / __global uint *     const nn__buf *
+     sin, sout    __global const / __global NN__STORE_T *     const nn__buf *
+                  (the program's storage type: kernels/storage.h, included before the kernel)
+     hin, hout    __global const ushort * / __global ushort * const nn__buf * (16-bit words)
      int, uint    const int / const uint                      int / unsigned
      float        const float                                 float
      int8         const int8                                  const int * (eight ints)
@@ -25365,6 +26313,10 @@ NN_API nn_result nn_graph_finish(nn_graph *g) {
 #define NN__KCL_iout __global int *
 #define NN__KCL_uin __global const uint *
 #define NN__KCL_uout __global uint *
+#define NN__KCL_sin __global const NN__STORE_T *
+#define NN__KCL_sout __global NN__STORE_T *
+#define NN__KCL_hin __global const ushort *
+#define NN__KCL_hout __global ushort *
 #define NN__KCL_int const int
 #define NN__KCL_uint const uint
 #define NN__KCL_float const float
@@ -25387,6 +26339,10 @@ NN_API nn_result nn_graph_finish(nn_graph *g) {
 #define NN__KC_iout const nn__buf *
 #define NN__KC_uin const nn__buf *
 #define NN__KC_uout const nn__buf *
+#define NN__KC_sin const nn__buf *
+#define NN__KC_sout const nn__buf *
+#define NN__KC_hin const nn__buf *
+#define NN__KC_hout const nn__buf *
 #define NN__KC_int int
 #define NN__KC_uint unsigned
 #define NN__KC_float float
@@ -25467,6 +26423,10 @@ static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {
 #define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)
 #define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)
 #define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)
+#define NN__KREC_sin(l, name, v) nn__karg_buf(l, name, v)
+#define NN__KREC_sout(l, name, v) nn__karg_buf(l, name, v)
+#define NN__KREC_hin(l, name, v) nn__karg_buf(l, name, v)
+#define NN__KREC_hout(l, name, v) nn__karg_buf(l, name, v)
 #define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)
 #define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)
 #define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)
@@ -25484,6 +26444,10 @@ static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {
 #define NN__KSTEP_iout(l_, k_, v_)
 #define NN__KSTEP_uin(l_, k_, v_)
 #define NN__KSTEP_uout(l_, k_, v_)
+#define NN__KSTEP_sin(l_, k_, v_)
+#define NN__KSTEP_sout(l_, k_, v_)
+#define NN__KSTEP_hin(l_, k_, v_)
+#define NN__KSTEP_hout(l_, k_, v_)
 #define NN__KSTEP_int(l_, k_, v_)
 #define NN__KSTEP_uint(l_, k_, v_)
 #define NN__KSTEP_float(l_, k_, v_)
@@ -26192,6 +27156,25 @@ NN__KSIG(last_valid_bwd)
    (has_len 0: all T; clamped to [1, T]) in reverse order, the rest as they are */
 #define NN__KARGS_rec_reverse(F, P) F(in, x) P(iin, lens) P(out, y) P(int, T) P(int, B) P(int, nf) P(int, bf) P(int, has_len)
 NN__KSIG(rec_reverse)
+
+#endif
+
+/* ======================================================================
+   kernels/cast_args.h
+   ====================================================================== */
+/* kernels/cast.cl's kernel signatures (kernels/kargs.h says how to read them): n elements of
+   x into y. cast_store and cast_load take the program's storage type (kernels/storage.h,
+   the launch's store) on one side and float32 on the other; cast_half takes 16-bit words on
+   both sides, each side bfloat16 (1) or float16 (2). */
+#ifndef NN__CAST_ARGS_H
+#define NN__CAST_ARGS_H
+
+#define NN__KARGS_cast_store(F, P) F(in, x) P(sout, y) P(int, n)
+NN__KSIG(cast_store)
+#define NN__KARGS_cast_load(F, P) F(sin, x) P(out, y) P(int, n)
+NN__KSIG(cast_load)
+#define NN__KARGS_cast_half(F, P) F(hin, x) P(hout, y) P(int, n) P(int, from) P(int, to)
+NN__KSIG(cast_half)
 
 #endif
 
@@ -35632,6 +36615,73 @@ NN_API nn_tensor nn_bidirectional(nn_graph *g, nn_tensor x, nn_tensor lengths, i
     }
     ys[1] = nn__rec_reverse(g, ys[1], lengths, batch_first);
     return nn_concat(g, ys, 2, 2);
+}
+
+/* ======================================================================
+   src/ops/cast.c
+   ====================================================================== */
+/* The cast family: storage types (kernels/storage.h). Loops in src/cpu/cast.c, kernels in
+   kernels/cast.cl, cases in tests/test_dtype.c. */
+
+/* ==== to_dtype: y = x converted to y's dtype, any shape; PyTorch x.to(dtype) ==== */
+
+static nn_tensor nn__cast_node(nn_graph *g, int x, nn_dtype to) {
+    return nn__op1(g, NN__OP_CAST, to, g->nodes[x].shape, x);
+}
+
+NN_API nn_tensor nn_to_dtype(nn_graph *g, nn_tensor x, nn_dtype dtype) {
+    if (!nn__check0(g, "nn_to_dtype", 1, &x)) return nn__tensor(-1);
+    if (nn__n(g, x)->dtype == NN_I32 || (dtype != NN_F32 && !nn__dtype_half(dtype)))
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_to_dtype: converts between float32, bfloat16 and float16, not %s to %s",
+                           nn__dtype_name(nn__n(g, x)->dtype),
+                           dtype == NN_I32 || dtype == NN_F32 || nn__dtype_half(dtype) ? nn__dtype_name(dtype) : "an unknown dtype");
+    return nn__cast_node(g, x.id, dtype);
+}
+
+#define nn__plan_cast nn__no_plan
+
+/* the gradient is gy converted back to x's dtype */
+static void nn__grad_cast(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    if (ga) nn__acc_grad(g, a, nn__cast_node(g, gy.id, g->nodes[a].dtype));
+}
+
+static nn_result nn__cpu_cast(nn_graph *g, nn__node *n) {
+    const nn__node *x = &g->nodes[n->in[0]];
+    nn__cast(g->ctx->threads, x->buf.host, x->dtype, n->buf.host, n->dtype, n->numel);
+    return NN_OK;
+}
+
+/* one work-item per element: float32 to 16 bits in the program of y's storage type, 16 bits
+   to float32 in x's, 16 to 16 bits through float32, float32 to float32 a copy */
+static nn_result nn__launch_cast(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *x = &g->nodes[n->in[0]];
+    if (nn__dtype_half(x->dtype) && nn__dtype_half(n->dtype)) {
+        NN__KSTART(cast_half, "cast", "cast_half", n->numel);
+        k.x = &x->buf;
+        k.y = &n->buf;
+        k.n = (int)n->numel;
+        k.from = x->dtype == NN_BF16 ? 1 : 2;
+        k.to = n->dtype == NN_BF16 ? 1 : 2;
+        return nn__kargs_cast_half(l, &k);
+    }
+    if (nn__dtype_half(n->dtype)) {
+        NN__KSTART(cast_store, "cast", "cast_store", n->numel);
+        l->store = n->dtype;
+        k.x = &x->buf;
+        k.y = &n->buf;
+        k.n = (int)n->numel;
+        return nn__kargs_cast_store(l, &k);
+    }
+    {
+        NN__KSTART(cast_load, "cast", "cast_load", n->numel);
+        l->store = x->dtype; /* NN_F32: a copy */
+        k.x = &x->buf;
+        k.y = &n->buf;
+        k.n = (int)n->numel;
+        return nn__kargs_cast_load(l, &k);
+    }
 }
 
 /* ======================================================================

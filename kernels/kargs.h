@@ -28,6 +28,9 @@
      in, out      __global const float * / __global float *   const nn__buf *
      iin, iout    __global const int * / __global int *       const nn__buf *
      uin, uout    __global const uint * / __global uint *     const nn__buf *
+     sin, sout    __global const / __global NN__STORE_T *     const nn__buf *
+                  (the program's storage type: kernels/storage.h, included before the kernel)
+     hin, hout    __global const ushort * / __global ushort * const nn__buf * (16-bit words)
      int, uint    const int / const uint                      int / unsigned
      float        const float                                 float
      int8         const int8                                  const int * (eight ints)
@@ -47,6 +50,10 @@
 #define NN__KCL_iout __global int *
 #define NN__KCL_uin __global const uint *
 #define NN__KCL_uout __global uint *
+#define NN__KCL_sin __global const NN__STORE_T *
+#define NN__KCL_sout __global NN__STORE_T *
+#define NN__KCL_hin __global const ushort *
+#define NN__KCL_hout __global ushort *
 #define NN__KCL_int const int
 #define NN__KCL_uint const uint
 #define NN__KCL_float const float
@@ -69,6 +76,10 @@
 #define NN__KC_iout const nn__buf *
 #define NN__KC_uin const nn__buf *
 #define NN__KC_uout const nn__buf *
+#define NN__KC_sin const nn__buf *
+#define NN__KC_sout const nn__buf *
+#define NN__KC_hin const nn__buf *
+#define NN__KC_hout const nn__buf *
 #define NN__KC_int int
 #define NN__KC_uint unsigned
 #define NN__KC_float float
@@ -149,6 +160,10 @@ static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {
 #define NN__KREC_iout(l, name, v) nn__karg_buf(l, name, v)
 #define NN__KREC_uin(l, name, v) nn__karg_buf(l, name, v)
 #define NN__KREC_uout(l, name, v) nn__karg_buf(l, name, v)
+#define NN__KREC_sin(l, name, v) nn__karg_buf(l, name, v)
+#define NN__KREC_sout(l, name, v) nn__karg_buf(l, name, v)
+#define NN__KREC_hin(l, name, v) nn__karg_buf(l, name, v)
+#define NN__KREC_hout(l, name, v) nn__karg_buf(l, name, v)
 #define NN__KREC_int(l, name, v) nn__karg_int(l, name, v)
 #define NN__KREC_uint(l, name, v) nn__karg_uint(l, name, v)
 #define NN__KREC_float(l, name, v) nn__karg_float(l, name, v)
@@ -166,6 +181,10 @@ static NN__MAYBE_UNUSED nn_result nn__karg_mark(nn__launch *l, nn_result r) {
 #define NN__KSTEP_iout(l_, k_, v_)
 #define NN__KSTEP_uin(l_, k_, v_)
 #define NN__KSTEP_uout(l_, k_, v_)
+#define NN__KSTEP_sin(l_, k_, v_)
+#define NN__KSTEP_sout(l_, k_, v_)
+#define NN__KSTEP_hin(l_, k_, v_)
+#define NN__KSTEP_hout(l_, k_, v_)
 #define NN__KSTEP_int(l_, k_, v_)
 #define NN__KSTEP_uint(l_, k_, v_)
 #define NN__KSTEP_float(l_, k_, v_)

@@ -62,7 +62,10 @@ typedef enum nn_result {
     NN_ERR_UNAVAILABLE = -8       /* the backend or device asked for does not exist here */
 } nn_result;
 
-typedef enum nn_dtype { NN_F32 = 0, NN_I32 = 1 } nn_dtype;
+/* A tensor's storage type: float32, int32, and the 16-bit floats bfloat16 (torch.bfloat16)
+   and float16 (torch.float16), which are storage only: the ops that take them compute in
+   float32 (section 3, "16-bit storage"). */
+typedef enum nn_dtype { NN_F32 = 0, NN_I32 = 1, NN_BF16 = 2, NN_F16 = 3 } nn_dtype;
 
 typedef struct nn_context nn_context;
 typedef struct nn_graph nn_graph;
@@ -307,7 +310,7 @@ NN_API nn_result nn_graph_param_count(nn_graph *g, int *count);
 NN_API nn_result nn_graph_param_at(nn_graph *g, int index, nn_param_info *out);
 
 /* What g's memory plan needs, in bytes (nn_graph_memory). Every tensor is 4 bytes an
-   element. Storage held for the graph's life counts whole: parameters, buffers, inputs,
+   element, but 2 in 16-bit storage (NN_BF16, NN_F16). Storage held for the graph's life counts whole: parameters, buffers, inputs,
    optimizer state, and the tensors kept after a run (outputs, kept gradients, gradient
    accumulators, constants). The tensors the planner places in the arena by liveness
    (activations, the backward's gradients, ops' workspace) count as live at the plan's
@@ -371,7 +374,8 @@ NN_API nn_result nn_checkpoint_end(nn_graph *g);
    Leaves are the tensors a graph starts from: inputs (written by the program), parameters
    (trained), buffers (state, not trained) and constants. A tensor's data is reached
    through nn_tensor_write / read / fill, by the byte count of its whole shape (4 bytes an
-   element for both dtypes). */
+   element for float32 and int32; a 16-bit tensor is written and read as float32 values,
+   also 4 bytes an element, below). */
 
 typedef enum nn_init_kind {
     NN_INIT_ZEROS = 0,
@@ -393,7 +397,7 @@ typedef struct nn_init { nn_init_kind kind; float a, b; } nn_init;
 /* Leaves. An input keeps its contents across steps until written again, so a whole
    dataset can live on the device as an input written once. Until its first write an
    input's contents are unspecified (zeros on the CPU backend). */
-/* An input [shape] of dtype (NN_F32 or NN_I32) named name (NULL: "input"; names of inputs
+/* An input [shape] of dtype (NN_F32, NN_I32, NN_BF16 or NN_F16) named name (NULL: "input"; names of inputs
    need not be unique, but nn_graph_find finds the first). */
 NN_API nn_tensor nn_input(nn_graph *g, const char *name, nn_dtype dtype, nn_shape shape);
 /* A trained parameter [shape] (1 to NN_MAX_DIMS dims) named name (required; PyTorch's
@@ -433,6 +437,23 @@ NN_API nn_result nn_tensor_numel(nn_graph *g, nn_tensor t, int64_t *out);
 NN_API nn_result nn_tensor_write(nn_graph *g, nn_tensor t, const void *data, size_t bytes);
 NN_API nn_result nn_tensor_read(nn_graph *g, nn_tensor t, void *data, size_t bytes);
 NN_API nn_result nn_tensor_fill(nn_graph *g, nn_tensor t, float value); /* no transfer */
+
+/* ---- 16-bit storage (NN_BF16, NN_F16) ----
+   A bfloat16 or float16 tensor holds 2 bytes an element on the device (nn_graph_memory
+   counts them so), and every op that takes one computes in float32: it widens on load and
+   rounds to nearest even on store (bfloat16: a NaN stays a quiet NaN; float16: past 65504
+   an infinity, subnormals kept), the same bits on every backend. Only the ops that read
+   16-bit storage take such a tensor; any other op refuses it when built
+   (NN_ERR_SHAPE, "OP: takes no bfloat16 tensor (input N) ..."): convert it with
+   nn_to_dtype first. Today that is nn_to_dtype itself. nn_tensor_write of a 16-bit input
+   takes float32 values (4 bytes an element, as nn_tensor_numel says) and stores them
+   rounded; nn_tensor_read gives them back widened to float32, exactly; nn_tensor_fill
+   fills with the value rounded. */
+/* x converted to dtype (PyTorch's x.to(dtype)) among NN_F32, NN_BF16 and NN_F16: a new
+   tensor of x's shape, x itself rounded to nearest even going to 16 bits and widened
+   exactly coming back (x of dtype already: a copy). Its gradient is gy converted back to
+   x's dtype. An int32 x or dtype is refused (NN_ERR_SHAPE). */
+NN_API nn_tensor nn_to_dtype(nn_graph *g, nn_tensor x, nn_dtype dtype);
 
 /* ==== 4. Elementwise ops ===================================================================
    torch's functions of the same names, forward and gradient, on float32 tensors unless

@@ -171,6 +171,8 @@ typedef struct nn__karg {
 typedef struct nn__launch {
     const char *file;
     char kernel[64];
+    int store;                  /* the program's storage type (kernels/storage.h): NN_F32, or NN_BF16 /
+                                   NN_F16 to build kernels/FILE.cl with -DNN_STORE_BF16 / -DNN_STORE_F16 */
     int node;
     int dims;
     size_t gws[3], lws[3];
@@ -405,6 +407,15 @@ static int64_t nn__numel(const nn_shape *s) {
     int i;
     for (i = 0; i < s->ndim; i++) n *= s->dim[i];
     return n;
+}
+
+/* Storage types: bytes an element (NN_BF16, NN_F16 2; NN_F32, NN_I32 4), whether a type is
+   16-bit storage (kernels/storage.h), and a buffer's bytes for numel elements: rounded up to
+   whole 4-byte words, so every buffer's size is a multiple of the backends' fill pattern. */
+static NN__MAYBE_UNUSED size_t nn__dtype_size(nn_dtype d) { return d == NN_BF16 || d == NN_F16 ? 2 : 4; }
+static NN__MAYBE_UNUSED int nn__dtype_half(nn_dtype d) { return d == NN_BF16 || d == NN_F16; }
+static NN__MAYBE_UNUSED size_t nn__dtype_bytes(nn_dtype d, int64_t numel) {
+    return ((size_t)numel * nn__dtype_size(d) + 3) / 4 * 4;
 }
 
 

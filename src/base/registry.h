@@ -32,6 +32,10 @@
 #define NN__OPF_RANK0 32u  /* takes and makes rank-0 (scalar []) tensors: its shape rule, bodies and plans
                               handle 0 dims; nodes of other ops refuse them when built */
 
+#define NN__OPF_HALF 64u   /* takes 16-bit storage (NN_BF16, NN_F16) as well as float32: its CPU body and its
+                              kernels read and write through kernels/storage.h; nodes of other ops refuse a
+                              16-bit input when built, naming the op */
+
 #define NN__OPS_LEAF(X)                                     \
     X(INPUT, "input", input, NN__OPF_LEAF | NN__OPF_RANK0)  \
     X(PARAM, "param", param, NN__OPF_LEAF)
@@ -203,6 +207,10 @@
     X(REC_STATE_SET, "recurrent_state_set", rec_state_set, NN__OPF_NO_GRAD)   \
     X(REC_REVERSE, "reverse_sequences", rec_reverse, 0)
 
+/* src/ops/cast.c: storage types (nn_to_dtype) */
+#define NN__OPS_CAST(X) \
+    X(CAST, "to_dtype", cast, NN__OPF_HALF | NN__OPF_RANK0)
+
 #define NN__OPS(X)                                                                                          \
     NN__OPS_LEAF(X) NN__OPS_ELEMENTWISE(X) NN__OPS_MATMUL(X) NN__OPS_REDUCE(X) NN__OPS_SOFTMAX(X)          \
     NN__OPS_LOSS(X) NN__OPS_GATHER(X) NN__OPS_SHAPE(X) NN__OPS_CONV(X) NN__OPS_NORM(X) NN__OPS_POOL(X)    \
@@ -211,6 +219,7 @@
     NN__OPS_ROPE(X)                                                                                        \
     NN__OPS_ATTENTION(X)                                                                                   \
     NN__OPS_RECURRENT(X)                                                                                   \
+    NN__OPS_CAST(X)                                                                                        \
     /* a new family's list goes on the line above */
 
 typedef enum nn__opcode {

@@ -32,7 +32,7 @@ static void nn__autograd(nn_graph *g, int loss, int n_user) {
         nn__node *n = &g->nodes[i];
         unsigned flags = nn__op(n->op)->flags;
         if (n->op == NN__OP_PARAM) n->needs_grad = !g->params->p[n->param].buffer;
-        else if (n->op == NN__OP_INPUT) n->needs_grad = n->requires_grad && n->dtype == NN_F32;
+        else if (n->op == NN__OP_INPUT) n->needs_grad = n->requires_grad && n->dtype != NN_I32; /* float32 and 16-bit: a gradient of its dtype */
         else if (!(flags & NN__OPF_NO_GRAD))
             for (k = 0; k < n->n_in; k++) n->needs_grad |= g->nodes[n->in[k]].needs_grad;
     }

@@ -106,13 +106,13 @@ static nn_result nn__plan_memory(nn_graph *g, size_t align, size_t chunk) {
             it[n].id = g->sched[i];
             it[n].first = nd->first;
             it[n].last = nd->last;
-            it[n++].bytes = ((size_t)nd->numel * 4 + guard + align - 1) / align * align;
+            it[n++].bytes = (nn__dtype_bytes(nd->dtype, nd->numel) + guard + align - 1) / align * align;
         }
         if (nd->scratch > 0) {
             it[n].id = g->sched[i];
             it[n].scratch = 1;
             it[n].first = it[n].last = nd->first;
-            it[n++].bytes = ((size_t)nd->scratch * 4 + guard + align - 1) / align * align;
+            it[n++].bytes = (nn__dtype_bytes(NN_F32, nd->scratch) + guard + align - 1) / align * align;
         }
     }
     for (i = 0; ok && i < n; i++) {
@@ -203,8 +203,8 @@ static nn_result nn__allocate(nn_graph *g) {
         if (n->storage == NN__ST_PARAM) {
             nn__param *p = &g->params->p[n->param];
             if (!p->allocated) {
-                r = nn__buf_alloc(ctx, &p->buf, (size_t)p->numel * 4, 0, what);
-                if (r == NN_OK) r = nn__buf_write(ctx, &p->buf, p->init, (size_t)p->numel * 4);
+                r = nn__buf_alloc(ctx, &p->buf, nn__dtype_bytes(NN_F32, p->numel), 0, what);
+                if (r == NN_OK) r = nn__buf_write(ctx, &p->buf, p->init, nn__dtype_bytes(NN_F32, p->numel));
                 if (r != NN_OK) break;
                 p->allocated = 1;
                 if (!ctx->backend->host_memory) { /* the device holds it now */
@@ -214,15 +214,15 @@ static nn_result nn__allocate(nn_graph *g) {
             }
             n->buf = p->buf;
         } else if (n->storage == NN__ST_OWN) { /* inputs are written before use: no fill */
-            r = nn__buf_alloc(ctx, &n->buf, (size_t)n->numel * 4, n->op != NN__OP_INPUT, what);
+            r = nn__buf_alloc(ctx, &n->buf, nn__dtype_bytes(n->dtype, n->numel), n->op != NN__OP_INPUT, what);
         } else if (n->storage == NN__ST_VIEW) { /* the storage of view_of (a lower id: allocated already) */
             const nn__node *v = &g->nodes[n->view_of];
-            if (v->storage == NN__ST_ARENA) r = nn__arena_view(g, v->offset, (size_t)n->numel * 4, &n->buf, what);
-            else r = ctx->backend->view(ctx, &v->buf, 0, (size_t)n->numel * 4, &n->buf, what);
+            if (v->storage == NN__ST_ARENA) r = nn__arena_view(g, v->offset, nn__dtype_bytes(n->dtype, n->numel), &n->buf, what);
+            else r = ctx->backend->view(ctx, &v->buf, 0, nn__dtype_bytes(n->dtype, n->numel), &n->buf, what);
         } else if (n->numel > 0) {
-            r = nn__arena_view(g, n->offset, (size_t)n->numel * 4, &n->buf, what);
+            r = nn__arena_view(g, n->offset, nn__dtype_bytes(n->dtype, n->numel), &n->buf, what);
         }
-        if (n->scratch > 0 && r == NN_OK) r = nn__arena_view(g, n->scratch_offset, (size_t)n->scratch * 4, &n->scratch_buf, what);
+        if (n->scratch > 0 && r == NN_OK) r = nn__arena_view(g, n->scratch_offset, nn__dtype_bytes(NN_F32, n->scratch), &n->scratch_buf, what);
         for (k = 0; k < n->n_aux && r == NN_OK; k++) r = nn__buf_alloc(ctx, &n->aux[k], nn__aux_bytes(g, n), 1, what);
     }
     return r;
@@ -273,7 +273,7 @@ static nn_result nn__compute_constants(nn_graph *g) {
         n->buf.host = host;
         r = nn__op(n->op)->cpu(g, n);
         n->buf = dev;
-        if (r == NN_OK) r = nn__buf_write(g->ctx, &n->buf, host, (size_t)n->numel * 4);
+        if (r == NN_OK) r = nn__buf_write(g->ctx, &n->buf, host, nn__dtype_bytes(n->dtype, n->numel));
         NN_FREE(host);
     }
     return r;
@@ -516,8 +516,8 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
         nn__node *n = &g->nodes[g->sched[i]];
         if (n->check) n->check_slot = g->n_checks++;
     }
-    if (r == NN_OK && g->n_checks) r = nn__buf_alloc(g->ctx, &g->checks, (size_t)g->n_checks * 4, 1, "the input checks");
-    if (r == NN_OK && g->n_checks) r = g->ctx->backend->fill(g->ctx, &g->checks, 0.0f, (size_t)g->n_checks * 4);
+    if (r == NN_OK && g->n_checks) r = nn__buf_alloc(g->ctx, &g->checks, nn__dtype_bytes(NN_I32, g->n_checks), 1, "the input checks");
+    if (r == NN_OK && g->n_checks) r = g->ctx->backend->fill(g->ctx, &g->checks, 0.0f, nn__dtype_bytes(NN_I32, g->n_checks));
     if (r == NN_OK && !g->ctx->backend->host_memory) r = nn__record_launches(g);
     if (r == NN_OK) r = g->ctx->backend->prepare(g);
     if (r != NN_OK) {

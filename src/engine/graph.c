@@ -2,6 +2,7 @@
    initialisation, and reading and writing tensors. Op builders are in src/ops/. */
 #include "../base/internal.h"
 #include "../base/registry.h"
+#include "../../kernels/storage.h"
 
 /* Registry names (src/base/registry.h: nn__cpu_STEM, nn__launch_STEM, nn__grad_STEM,
    nn__plan_STEM): the functions an op shares with another, and the ones it has none of. */
@@ -72,6 +73,7 @@ static int nn__params_index(nn__params *ps, int i) {
 }
 
 static int nn__new_node(nn_graph *g, int op, nn_dtype dt, nn_shape shape, const int *in, int n_in);
+static const char *nn__dtype_name(nn_dtype d);
 
 /* The tag of a new graph's handles (nn_tensor.graph): a counter through a bijection of 32
    bits (murmur3's finaliser), so that no two of the last 2^32 - 1 graphs of the process
@@ -301,6 +303,15 @@ static int nn__new_node(nn_graph *g, int op, nn_dtype dt, nn_shape shape, const 
             return -1;
         }
     }
+    if (!(nn__op(op)->flags & NN__OPF_HALF)) { /* 16-bit storage only where the op's bodies and kernels read it */
+        for (i = 0; i < n_in; i++) {
+            if (in[i] >= 0 && in[i] < g->n_nodes && nn__dtype_half(g->nodes[in[i]].dtype)) {
+                nn__op_fail(g, NN_ERR_SHAPE, "%s: takes no %s tensor (input %d); convert it with nn_to_dtype(x, NN_F32) "
+                            "first", nn__op_names[op], nn__dtype_name(g->nodes[in[i]].dtype), i);
+                return -1;
+            }
+        }
+    }
     if (g->n_nodes == g->cap_nodes) {
         int cap = g->cap_nodes ? g->cap_nodes * 2 : 64;
         nn__node *p = (nn__node *)NN_REALLOC(g->nodes, (size_t)cap * sizeof *p);
@@ -339,7 +350,9 @@ static int nn__is_tensor(const nn_graph *g, nn_tensor t) {
     return g && t.id > 0 && t.id < g->n_nodes && t.graph == g->serial;
 }
 
-static const char *nn__dtype_name(nn_dtype d) { return d == NN_I32 ? "int32" : "float32"; }
+static const char *nn__dtype_name(nn_dtype d) {
+    return d == NN_I32 ? "int32" : d == NN_BF16 ? "bfloat16" : d == NN_F16 ? "float16" : "float32";
+}
 
 static int nn__shape_eq(const nn_shape *a, const nn_shape *b) {
     int i;
@@ -368,7 +381,8 @@ static int nn__check_shape(nn_graph *g, const char *op, nn_shape s) {
 
 static int nn__expect_f32(nn_graph *g, const char *op, nn_tensor t, const char *what) {
     if (nn__n(g, t)->dtype != NN_F32) {
-        nn__op_fail(g, NN_ERR_SHAPE, "%s: %s must be float32, not %s", op, what, nn__dtype_name(nn__n(g, t)->dtype));
+        nn__op_fail(g, NN_ERR_SHAPE, "%s: %s must be float32, not %s%s", op, what, nn__dtype_name(nn__n(g, t)->dtype),
+                    nn__dtype_half(nn__n(g, t)->dtype) ? " (16-bit storage: convert it with nn_to_dtype(x, NN_F32) first)" : "");
         return 0;
     }
     return 1;
@@ -402,7 +416,8 @@ NN_API nn_tensor nn_input(nn_graph *g, const char *name, nn_dtype dtype, nn_shap
         snprintf(label, sizeof label, "nn_input \"%s\"", name ? name : "");
         if (!nn__check_shape(g, label, shape)) return nn__tensor(-1);
     }
-    if (dtype != NN_F32 && dtype != NN_I32) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_input: unknown dtype %d", (int)dtype);
+    if (dtype != NN_F32 && dtype != NN_I32 && !nn__dtype_half(dtype))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_input: unknown dtype %d", (int)dtype);
     id = nn__new_node(g, NN__OP_INPUT, dtype, shape, NULL, 0);
     if (id < 0) return nn__tensor(-1);
     g->nodes[id].name = nn__strdup(name ? name : "input");
@@ -412,7 +427,7 @@ NN_API nn_tensor nn_input(nn_graph *g, const char *name, nn_dtype dtype, nn_shap
 
 NN_API nn_result nn_graph_requires_grad(nn_graph *g, nn_tensor t) {
     if (!nn__check0(g, "nn_graph_requires_grad", 1, &t)) return nn__check_result(g);
-    if (nn__n(g, t)->dtype != NN_F32) { /* PyTorch: only floating point tensors require gradients */
+    if (nn__n(g, t)->dtype == NN_I32) { /* PyTorch: only floating point tensors require gradients */
         nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_graph_requires_grad: %s is int32; only float32 tensors have gradients",
                     nn__n(g, t)->name ? nn__n(g, t)->name : "the tensor");
         return NN_ERR_INVALID_ARGUMENT;
@@ -714,7 +729,7 @@ static nn_result nn__user_buf(nn_graph *g, nn_tensor t, size_t bytes, int write,
         return nn__fail(g->ctx, NN_ERR_STATE, "%s: the output of %s is not kept after a run (its memory is reused): mark it "
                         "with nn_graph_output() before compile", fn, nn__op_names[n->op]);
     }
-    if (bytes != (size_t)n->numel * 4) {
+    if (bytes != (size_t)n->numel * 4) { /* 4 bytes an element for every dtype: 16-bit ones as float32 values */
         char s[128];
         nn__shape_str(&n->shape, s, sizeof s);
         return nn__fail(g->ctx, NN_ERR_SHAPE, "%s: %llu bytes given for a tensor %s of %llu bytes", fn,
@@ -729,6 +744,35 @@ static nn_result nn__user_buf(nn_graph *g, nn_tensor t, size_t bytes, int write,
     return NN_OK;
 }
 
+/* A 16-bit tensor's storage from float32 values (src; NULL: every element `value`), each
+   rounded to nearest even (kernels/storage.h), through a host copy of its 2-byte words. */
+static nn_result nn__half_write(nn_graph *g, nn__node *n, const float *src, float value, const char *fn) {
+    size_t bytes = nn__dtype_bytes(n->dtype, n->numel);
+    uint16_t *h = (uint16_t *)nn__calloc(bytes / 2, 2);
+    int64_t i;
+    nn_result r;
+    if (!h) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    for (i = 0; i < n->numel; i++) {
+        float v = src ? src[i] : value;
+        h[i] = n->dtype == NN_BF16 ? nn__f32_to_bf16(v) : nn__f32_to_f16(v);
+    }
+    r = nn__buf_write(g->ctx, &n->buf, h, bytes);
+    NN_FREE(h);
+    return r;
+}
+/* A 16-bit tensor's storage widened to float32 values into dst (exact). */
+static nn_result nn__half_read(nn_graph *g, nn__node *n, float *dst) {
+    size_t bytes = nn__dtype_bytes(n->dtype, n->numel);
+    uint16_t *h = (uint16_t *)nn__calloc(bytes / 2, 2);
+    int64_t i;
+    nn_result r;
+    if (!h) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_tensor_read: out of memory");
+    r = nn__buf_read(g->ctx, &n->buf, h, bytes);
+    for (i = 0; r == NN_OK && i < n->numel; i++) dst[i] = n->dtype == NN_BF16 ? nn__bf16_to_f32(h[i]) : nn__f16_to_f32(h[i]);
+    NN_FREE(h);
+    return r;
+}
+
 /* Reading and writing tensors go through the context's backend: one thread at a time
    (nn__ctx_enter). The library's own callers hold the context already and call the
    nn__ forms. */
@@ -737,7 +781,8 @@ static nn_result nn__tensor_write(nn_graph *g, nn_tensor t, const void *data, si
     nn_result r = nn__user_buf(g, t, bytes, 1, "nn_tensor_write", &n);
     if (r != NN_OK) return r;
     if (!data) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_tensor_write: data is NULL");
-    r = nn__buf_write(g->ctx, &n->buf, data, bytes);
+    if (nn__dtype_half(n->dtype)) r = nn__half_write(g, n, (const float *)data, 0.0f, "nn_tensor_write");
+    else r = nn__buf_write(g->ctx, &n->buf, data, bytes);
     if (r == NN_OK && n->op == NN__OP_INPUT) n->written = 1;
     return r;
 }
@@ -754,7 +799,7 @@ static nn_result nn__report_checks(nn_graph *g, const char *fn) {
     nn_result r;
     if (!g->checks_pending || n == 0) return NN_OK;
     g->checks_pending = 0;
-    r = nn__buf_read(g->ctx, &g->checks, counts, (size_t)n * 4);
+    r = nn__buf_read(g->ctx, &g->checks, counts, nn__dtype_bytes(NN_I32, n));
     if (r != NN_OK) return r;
     msg[0] = 0;
     for (k = 0; k < n; k++) {
@@ -765,7 +810,7 @@ static nn_result nn__report_checks(nn_graph *g, const char *fn) {
                                      (unsigned long)(uint32_t)counts[k]);
     }
     if (!msg[0]) return NN_OK;
-    r = g->ctx->backend->fill(g->ctx, &g->checks, 0.0f, (size_t)g->n_checks * 4);
+    r = g->ctx->backend->fill(g->ctx, &g->checks, 0.0f, nn__dtype_bytes(NN_I32, g->n_checks));
     if (r != NN_OK) return r;
     return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "%s: %s in the runs since the last read or finish (PyTorch raises on these)",
                     fn, msg);
@@ -778,6 +823,7 @@ static nn_result nn__tensor_read(nn_graph *g, nn_tensor t, void *data, size_t by
     if (!data) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_tensor_read: data is NULL");
     r = nn__report_checks(g, "nn_tensor_read");
     if (r != NN_OK) return r;
+    if (nn__dtype_half(n->dtype)) return nn__half_read(g, n, (float *)data);
     return nn__buf_read(g->ctx, &n->buf, data, bytes);
 }
 
@@ -787,8 +833,9 @@ static nn_result nn__tensor_fill(nn_graph *g, nn_tensor t, float value) {
     if (!nn__is_tensor(g, t)) return nn__user_buf(g, t, 0, 1, "nn_tensor_fill", &n);
     r = nn__user_buf(g, t, (size_t)g->nodes[t.id].numel * 4, 1, "nn_tensor_fill", &n);
     if (r != NN_OK) return r;
-    if (n->dtype != NN_F32) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_tensor_fill: the tensor is not float32");
-    r = g->ctx->backend->fill(g->ctx, &n->buf, value, (size_t)n->numel * 4);
+    if (n->dtype == NN_I32) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_tensor_fill: the tensor is not float32");
+    if (nn__dtype_half(n->dtype)) r = nn__half_write(g, n, NULL, value, "nn_tensor_fill");
+    else r = g->ctx->backend->fill(g->ctx, &n->buf, value, nn__dtype_bytes(n->dtype, n->numel));
     if (r == NN_OK && n->op == NN__OP_INPUT) n->written = 1;
     return r;
 }

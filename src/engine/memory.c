@@ -39,7 +39,7 @@ static int nn__mem_kind(const nn_graph *g, int id, const unsigned char *is_pgrad
 /* Bytes of node n's persistent state buffers (n->aux: an update op's optimizer state, each
    of its parameter's size): what nn__allocate (src/engine/compile.c) allocates for each
    and what nn_graph_memory reports as optimizer state, from this one place. */
-static size_t nn__aux_bytes(const nn_graph *g, const nn__node *n) { return (size_t)g->nodes[n->in[0]].numel * 4; }
+static size_t nn__aux_bytes(const nn_graph *g, const nn__node *n) { return nn__dtype_bytes(NN_F32, g->nodes[n->in[0]].numel); }
 
 static int64_t *nn__mem_field(nn_memory_report *r, int kind) {
     switch (kind) {
@@ -75,10 +75,10 @@ static nn_result nn__memory_report(nn_graph *g, nn_memory_report *r) {
     for (i = 0; i < g->n_nodes; i++) {
         const nn__node *n = &g->nodes[i];
         int kind;
-        int64_t bytes = n->numel * 4;
+        int64_t bytes = (int64_t)nn__dtype_bytes(n->dtype, n->numel); /* 2 bytes an element in 16-bit storage */
         if (!n->live) continue;
         kind = nn__mem_kind(g, i, is_pgrad);
-        if (n->storage == NN__ST_PARAM) bytes = g->params->p[n->param].numel * 4;
+        if (n->storage == NN__ST_PARAM) bytes = (int64_t)nn__dtype_bytes(NN_F32, g->params->p[n->param].numel);
         if (n->storage == NN__ST_PARAM || n->storage == NN__ST_OWN) {
             *nn__mem_field(r, kind) += bytes;
             persistent += bytes;
@@ -87,8 +87,8 @@ static nn_result nn__memory_report(nn_graph *g, nn_memory_report *r) {
             d[(size_t)(n->last + 1) * NN__MEM_KINDS + (size_t)kind] -= bytes;
         }
         if (n->scratch > 0 && n->first >= 0) {
-            d[(size_t)n->first * NN__MEM_KINDS + NN__MEM_WORK] += n->scratch * 4;
-            d[(size_t)(n->first + 1) * NN__MEM_KINDS + NN__MEM_WORK] -= n->scratch * 4;
+            d[(size_t)n->first * NN__MEM_KINDS + NN__MEM_WORK] += (int64_t)nn__dtype_bytes(NN_F32, n->scratch);
+            d[(size_t)(n->first + 1) * NN__MEM_KINDS + NN__MEM_WORK] -= (int64_t)nn__dtype_bytes(NN_F32, n->scratch);
         }
         if (n->n_aux > 0) {
             r->optimizer_state += (int64_t)n->n_aux * (int64_t)nn__aux_bytes(g, n);
@@ -184,8 +184,8 @@ static nn_result nn__memory_check_limit(nn_graph *g, int64_t limit) {
     for (i = 0; i < g->n_nodes; i++) {
         const nn__node *n = &g->nodes[i];
         if (!n->live || n->storage == NN__ST_VIEW) continue;
-        if (n->numel > 0) nn__mem_top_add(top, n_top, i, nn__mem_kind(g, i, is_pgrad), n->numel * 4);
-        if (n->scratch > 0) nn__mem_top_add(top, n_top, i, NN__MEM_WORK, n->scratch * 4);
+        if (n->numel > 0) nn__mem_top_add(top, n_top, i, nn__mem_kind(g, i, is_pgrad), (int64_t)nn__dtype_bytes(n->dtype, n->numel));
+        if (n->scratch > 0) nn__mem_top_add(top, n_top, i, NN__MEM_WORK, (int64_t)nn__dtype_bytes(NN_F32, n->scratch));
         if (n->n_aux > 0) nn__mem_top_add(top, n_top, n->in[0], NN__MEM_OPT, (int64_t)n->n_aux * (int64_t)nn__aux_bytes(g, n));
     }
     NN_FREE(is_pgrad);

@@ -15,7 +15,8 @@ typedef struct nn__cl {
     cl_command_queue queue;
     char name[128], vendor[128], driver[128], version[128];
     cl_ulong max_alloc;
-    cl_program programs[64];          /* one per kernels/NAME.cl, built on first use */
+    cl_program programs[3 * 64];      /* one per kernels/NAME.cl and storage type (f32, bf16, f16: the
+                                         launch's store), built on first use */
     unsigned char *guard_seen;        /* NN_CL_GUARDS: each guard read before and after its launch */
     size_t guard_cap;                 /* bytes of guard_seen */
     int cache_dir_state;              /* ctx->cache_dir: 0 not looked at yet, 1 used, -1 refused */
@@ -163,7 +164,7 @@ static void nn__cl_close(nn_context *ctx) {
     nn__cl *cl = NN__CL(ctx);
     int i;
     if (!cl) return;
-    for (i = 0; i < 64; i++)
+    for (i = 0; i < 3 * 64; i++)
         if (cl->programs[i]) clReleaseProgram(cl->programs[i]);
     if (cl->queue) clReleaseCommandQueue(cl->queue);
     if (cl->context) clReleaseContext(cl->context);
@@ -552,11 +553,13 @@ static void nn__cache_store(nn_context *ctx, const char *path, uint64_t key, cl_
     NN_FREE(file);
 }
 
-/* The program of kernels/NAME.cl for this context's device, built once. */
-static nn_result nn__cl_program(nn_context *ctx, const char *name, cl_program *out) {
+/* The program of kernels/NAME.cl for this context's device and storage type `store`
+   (kernels/storage.h: NN_BF16 and NN_F16 build it with -DNN_STORE_BF16 / -DNN_STORE_F16),
+   built once. */
+static nn_result nn__cl_program(nn_context *ctx, const char *name, int store, cl_program *out) {
     nn__cl *cl = NN__CL(ctx);
-    int idx = nn__cl_source_index(name);
-    char options[768], extra[512], path[1100] = "";
+    int idx = nn__cl_source_index(name), var = store == NN_BF16 ? 1 : store == NN_F16 ? 2 : 0;
+    char options[768], extra[512], path[1100] = "", cname[80];
     const char **lines;
     char *owned;
     cl_uint count, i;
@@ -564,14 +567,17 @@ static nn_result nn__cl_program(nn_context *ctx, const char *name, cl_program *o
     cl_program prog;
     cl_int err;
     nn_result r = NN_OK;
-    if (idx < 0) return nn__fail(ctx, NN_ERR_BUILD, "no kernel source kernels/%s.cl", name);
+    if (idx < 0 || idx >= 64) return nn__fail(ctx, NN_ERR_BUILD, "no kernel source kernels/%s.cl", name);
+    idx += 64 * var;
     if (cl->programs[idx]) {
         *out = cl->programs[idx];
         return NN_OK;
     }
     nn__program_options(name, &ctx->dev, extra, sizeof extra); /* the plans' tuning of this file, as -D options */
-    snprintf(options, sizeof options, "-cl-std=CL1.2%s%s", extra[0] ? " " : "", extra);
-    lines = nn__cl_source_lines(ctx, idx, &count, &owned);
+    snprintf(options, sizeof options, "-cl-std=CL1.2%s%s%s", extra[0] ? " " : "", extra,
+             var == 1 ? " -DNN_STORE_BF16" : var == 2 ? " -DNN_STORE_F16" : "");
+    snprintf(cname, sizeof cname, "%s%s", name, var == 1 ? "-bf16" : var == 2 ? "-f16" : "");
+    lines = nn__cl_source_lines(ctx, idx % 64, &count, &owned);
     if (!lines) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "out of memory reading kernels/%s.cl", name);
     for (i = 0; i < count; i++) key = nn__fnv(key, lines[i], strlen(lines[i]));
     key = nn__fnv(key, options, strlen(options) + 1);
@@ -579,7 +585,7 @@ static nn_result nn__cl_program(nn_context *ctx, const char *name, cl_program *o
     key = nn__fnv(key, cl->driver, strlen(cl->driver) + 1);
     key = nn__fnv(key, cl->version, strlen(cl->version) + 1);
     prog = NULL;
-    if (ctx->cache_dir && nn__cache_dir_usable(ctx) && nn__cache_path(ctx, name, key, path, sizeof path))
+    if (ctx->cache_dir && nn__cache_dir_usable(ctx) && nn__cache_path(ctx, cname, key, path, sizeof path))
         prog = nn__cache_load(ctx, path, key, options);
     if (!prog) {
         prog = clCreateProgramWithSource(cl->context, count, lines, NULL, &err);
@@ -607,10 +613,10 @@ static nn_result nn__cl_program(nn_context *ctx, const char *name, cl_program *o
     return NN_OK;
 }
 
-static nn_result nn__cl_kernel(nn_context *ctx, const char *file, const char *kname, cl_kernel *out) {
+static nn_result nn__cl_kernel(nn_context *ctx, const char *file, int store, const char *kname, cl_kernel *out) {
     cl_program prog;
     cl_int err;
-    nn_result r = nn__cl_program(ctx, file, &prog);
+    nn_result r = nn__cl_program(ctx, file, store, &prog);
     if (r != NN_OK) return r;
     *out = clCreateKernel(prog, kname, &err);
     if (!*out) return nn__fail(ctx, NN_ERR_BUILD, "kernels/%s.cl: no kernel %s (%s)", file, kname, nn__cl_errstr(err));
@@ -706,7 +712,7 @@ static nn_result nn__cl_prepare(nn_graph *g) {
     for (i = 0; i < g->n_launches; i++) {
         nn__launch *l = &g->launches[i];
         cl_kernel kern;
-        nn_result r = nn__cl_kernel(ctx, l->file, l->kernel, &kern);
+        nn_result r = nn__cl_kernel(ctx, l->file, l->store, l->kernel, &kern);
         if (r != NN_OK) return r;
         l->bk = kern;
         if (!l->use_lws && l->dims == 1 && !ctx->dev.cpu_tuned) { /* a GPU's NULL local size can be a poor choice */
