@@ -1868,6 +1868,11 @@ NN_API nn_result nn_dataset_epoch(const nn_dataset *ds, int64_t *epoch);
    is followed and the file it names is replaced, keeping its permissions. nn_graph_save_state
    saves alike. */
 NN_API nn_result nn_graph_save_safetensors(nn_graph *g, const char *path);
+/* nn_graph_save_safetensors with the tensors stored as dtype: NN_F32 (the same file), NN_BF16
+   or NN_F16 (safetensors "BF16", "F16": each value rounded to nearest even, as
+   save_file({k: v.to(torch.bfloat16)}) writes them); another dtype is NN_ERR_INVALID_ARGUMENT.
+   nn_graph_load_safetensors reads them back, widened exactly. */
+NN_API nn_result nn_graph_save_safetensors_dtype(nn_graph *g, const char *path, nn_dtype dtype);
 /* Loads parameters by name into g (before or after compile). A tensor in the file whose
    name matches a parameter must have its shape (else NN_ERR_SHAPE naming it) and dtype F32,
    F16, BF16 or F64 (converted to float32); a parameter missing from the file is NN_ERR_IO
@@ -38960,10 +38965,12 @@ static int nn__st_cmp_item(const void *a, const void *b) {
     return strcmp(((const nn__st_item *)a)->name, ((const nn__st_item *)b)->name);
 }
 
-/* Writes items[0..n) (sorted by name) as float32 safetensors with the JSON object metadata
-   as "__metadata__", through nn__wfile: a temporary file beside path, synced and renamed
-   over it, so a failure leaves path as it was. */
-static nn_result nn__st_save(nn_context *ctx, const char *path, const char *metadata, const nn__st_item *items, int n) {
+/* Writes items[0..n) (sorted by name) as safetensors of dtype (NN_F32; NN_BF16 or NN_F16:
+   each float rounded to nearest even, kernels/storage.h) with the JSON object metadata as
+   "__metadata__", through nn__wfile: a temporary file beside path, synced and renamed over
+   it, so a failure leaves path as it was. */
+static nn_result nn__st_save(nn_context *ctx, const char *path, const char *metadata, const nn__st_item *items, int n,
+                             nn_dtype dtype) {
     static const char spaces[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
     nn__st_text h;
     nn__wfile w;
@@ -38985,7 +38992,8 @@ static nn_result nn__st_save(nn_context *ctx, const char *path, const char *meta
             r = nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "%s: tensor name %s is not valid UTF-8", path, it->name);
             goto done;
         }
-        nn__st_puts(&h, ":{\"dtype\":\"F32\",\"shape\":[");
+        nn__st_puts(&h, dtype == NN_BF16 ? ":{\"dtype\":\"BF16\",\"shape\":[" : dtype == NN_F16 ? ":{\"dtype\":\"F16\",\"shape\":["
+                                                                          : ":{\"dtype\":\"F32\",\"shape\":[");
         for (k = 0; k < it->shape.ndim; k++) {
             if (k) nn__st_puts(&h, ",");
             nn__st_putu(&h, (unsigned long long)it->shape.dim[k]);
@@ -38993,7 +39001,7 @@ static nn_result nn__st_save(nn_context *ctx, const char *path, const char *meta
         nn__st_puts(&h, "],\"data_offsets\":[");
         nn__st_putu(&h, (unsigned long long)off);
         nn__st_puts(&h, ",");
-        off += (uint64_t)it->numel * 4;
+        off += (uint64_t)it->numel * nn__dtype_size(dtype);
         nn__st_putu(&h, (unsigned long long)off);
         nn__st_puts(&h, "]}");
         if ((size_t)it->numel > most) most = (size_t)it->numel;
@@ -39014,15 +39022,25 @@ static nn_result nn__st_save(nn_context *ctx, const char *path, const char *meta
         size_t m = (size_t)it->numel, j;
         if (it->buf) r = nn__buf_read(ctx, it->buf, bytes, m * 4);
         else memcpy(bytes, it->host, m * 4);
-        for (j = 0; j < m && r == NN_OK; j++) { /* to little-endian, in place */
+        for (j = 0; j < m && r == NN_OK; j++) { /* to little-endian, in place (a 16-bit element j over bytes 2j, 2j + 1,
+                                                   before float j's bytes 4j..4j + 3, read first) */
             uint32_t u;
             memcpy(&u, bytes + 4 * j, 4);
+            if (dtype != NN_F32) {
+                float f;
+                uint16_t hv;
+                memcpy(&f, &u, 4);
+                hv = dtype == NN_BF16 ? nn__f32_to_bf16(f) : nn__f32_to_f16(f);
+                bytes[2 * j] = (unsigned char)hv;
+                bytes[2 * j + 1] = (unsigned char)(hv >> 8);
+                continue;
+            }
             bytes[4 * j] = (unsigned char)u;
             bytes[4 * j + 1] = (unsigned char)(u >> 8);
             bytes[4 * j + 2] = (unsigned char)(u >> 16);
             bytes[4 * j + 3] = (unsigned char)(u >> 24);
         }
-        if (r == NN_OK) r = nn__wfile_write(ctx, &w, bytes, m * 4);
+        if (r == NN_OK) r = nn__wfile_write(ctx, &w, bytes, m * nn__dtype_size(dtype));
     }
     if (r == NN_OK) r = nn__wfile_commit(ctx, path, &w);
 done:
@@ -39032,7 +39050,7 @@ done:
     return r;
 }
 
-static nn_result nn__save_safetensors(nn_graph *g, const char *path) {
+static nn_result nn__save_safetensors(nn_graph *g, const char *path, nn_dtype dtype, const char *fn) {
     nn_context *ctx;
     nn__params *ps;
     nn__st_item *items;
@@ -39041,8 +39059,10 @@ static nn_result nn__save_safetensors(nn_graph *g, const char *path) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
     ctx = g->ctx;
     ps = g->params;
-    if ((r = nn__graph_orphaned(g, "nn_graph_save_safetensors")) != NN_OK) return r;
-    if (!path || !path[0]) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_save_safetensors: no path given");
+    if ((r = nn__graph_orphaned(g, fn)) != NN_OK) return r;
+    if (!path || !path[0]) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "%s: no path given", fn);
+    if (dtype != NN_F32 && !nn__dtype_half(dtype))
+        return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "%s: dtype %d: saves NN_F32, NN_BF16 or NN_F16", fn, (int)dtype);
     items = (nn__st_item *)nn__calloc((size_t)(ps->n > 0 ? ps->n : 1), sizeof *items);
     if (!items) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     for (i = 0; i < ps->n; i++) {
@@ -39058,14 +39078,20 @@ static nn_result nn__save_safetensors(nn_graph *g, const char *path) {
         items[i].host = p->allocated ? NULL : p->init;
     }
     if (ps->n > 1) qsort(items, (size_t)ps->n, sizeof *items, nn__st_cmp_item);
-    r = nn__st_save(ctx, path, "{\"format\":\"pt\"}", items, ps->n);
+    r = nn__st_save(ctx, path, "{\"format\":\"pt\"}", items, ps->n, dtype);
     NN_FREE(items);
     return r;
 }
 
 NN_API nn_result nn_graph_save_safetensors(nn_graph *g, const char *path) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
-    return NN__EXCLUSIVE(g->ctx, "nn_graph_save_safetensors", nn__save_safetensors(g, path));
+    return NN__EXCLUSIVE(g->ctx, "nn_graph_save_safetensors", nn__save_safetensors(g, path, NN_F32, "nn_graph_save_safetensors"));
+}
+
+NN_API nn_result nn_graph_save_safetensors_dtype(nn_graph *g, const char *path, nn_dtype dtype) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    return NN__EXCLUSIVE(g->ctx, "nn_graph_save_safetensors_dtype",
+                         nn__save_safetensors(g, path, dtype, "nn_graph_save_safetensors_dtype"));
 }
 
 /* ======================================================================
@@ -39391,7 +39417,7 @@ static nn_result nn__save_state(nn_graph *g, const char *path) {
     }
     nn__st_puts(&h, "}");
     if (h.oom) r = nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
-    else r = nn__st_save(ctx, path, h.s, l.it, l.n);
+    else r = nn__st_save(ctx, path, h.s, l.it, l.n, NN_F32);
     NN_FREE(h.s);
     nn__state_list_free(&l);
     return r;

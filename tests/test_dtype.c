@@ -4,11 +4,13 @@
    by the ops that do not read 16-bit storage. The references round in double precision
    here (rint at the type's spacing: round to nearest, ties to even), not with the
    library's bit arithmetic; every backend must give them exactly. */
+#define _POSIX_C_SOURCE 200809L
 #include "test.h"
 #include "bad_rows.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *dname(nn_dtype d) { return d == NN_BF16 ? "bf16" : d == NN_F16 ? "f16" : "f32"; }
 
@@ -259,12 +261,71 @@ static const bad_row dtype_bad[] = {
     {"dtype", "softmax of bfloat16", n_bd9, R_SHAPE, "softmax|bfloat16|nn_to_dtype", 0},
 };
 
+/* ---- safetensors in BF16 / F16: the file's dtype and size, and the parameters loaded back
+   equal to the saved ones rounded ---- */
+
+static void safetensors_case(const t_env *e, nn_dtype d) {
+    nn_context *ctx = e->ctx;
+    nn_graph *g1 = NULL, *g2 = NULL;
+    nn_graph_desc gd;
+    nn_init init;
+    char path[] = "/tmp/nn-test-dtype-XXXXXX", label[96];
+    float w[3 * 7], got[3 * 7];
+    unsigned char file[4096];
+    long size = 0;
+    int fd;
+    FILE *f;
+    snprintf(label, sizeof label, "dtype: safetensors saved in %s, loaded back", dname(d));
+    if (!t_begin(e, label)) return;
+    fd = mkstemp(path);
+    if (!T_CHECK(fd >= 0, "mkstemp failed")) goto done;
+    close(fd);
+    memset(&gd, 0, sizeof gd);
+    memset(&init, 0, sizeof init);
+    init.kind = NN_INIT_UNIFORM;
+    init.a = -3.0f;
+    init.b = 3.0f;
+    if (!T_OK(nn_graph_create(ctx, &gd, &g1), ctx) || !T_OK(nn_graph_create(ctx, &gd, &g2), ctx)) goto done;
+    nn_graph_output(g1, nn_param(g1, "fc.weight", nn_shape2(3, 7), init));
+    init.kind = NN_INIT_ZEROS;
+    nn_graph_output(g2, nn_param(g2, "fc.weight", nn_shape2(3, 7), init));
+    if (!T_OK(nn_graph_compile(g1, NULL), ctx) || !T_OK(nn_graph_compile(g2, NULL), ctx)) goto done;
+    if (!T_OK(nn_tensor_read(g1, nn_graph_find(g1, "fc.weight"), w, sizeof w), ctx)) goto done;
+    T_CHECK(nn_graph_save_safetensors_dtype(g1, path, NN_I32) == NN_ERR_INVALID_ARGUMENT, "an int32 save must be refused");
+    if (!T_OK(nn_graph_save_safetensors_dtype(g1, path, d), ctx)) goto done;
+    f = fopen(path, "rb");
+    if (f) {
+        size = (long)fread(file, 1, sizeof file - 1, f);
+        fclose(f);
+    }
+    if (T_CHECK(size > 8, "cannot read back %s", path)) {
+        unsigned long long h = 0;
+        int k;
+        for (k = 7; k >= 0; k--) h = (h << 8) | file[k];
+        file[size] = 0;
+        T_CHECK(h + 8 + 2 * 21 == (unsigned long long)size, "file size %ld, header %llu: want 2 bytes an element", size, h);
+        if (h + 8 <= (unsigned long long)size) file[8 + h] = 0;
+        T_CHECK(strstr((const char *)file + 8, d == NN_BF16 ? "\"dtype\":\"BF16\"" : "\"dtype\":\"F16\"") != NULL,
+                "the header has no %s dtype: %s", dname(d), (const char *)file + 8);
+    }
+    if (T_OK(nn_graph_load_safetensors(g2, path, 0), ctx) &&
+        T_OK(nn_tensor_read(g2, nn_graph_find(g2, "fc.weight"), got, sizeof got), ctx))
+        check_round("loaded back", d, w, got, 21);
+done:
+    nn_graph_destroy(g1);
+    nn_graph_destroy(g2);
+    remove(path);
+    t_end();
+}
+
 void suite_dtype(const t_env *e) {
     values_case(e, NN_BF16);
     values_case(e, NN_F16);
     grad_case(e, NN_BF16);
     grad_case(e, NN_F16);
     memory_case(e);
+    safetensors_case(e, NN_BF16);
+    safetensors_case(e, NN_F16);
     op_cases(e);
     t_bad_rows(e, dtype_bad, (int)(sizeof dtype_bad / sizeof dtype_bad[0]));
 }

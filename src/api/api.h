@@ -1698,6 +1698,11 @@ NN_API nn_result nn_dataset_epoch(const nn_dataset *ds, int64_t *epoch);
    is followed and the file it names is replaced, keeping its permissions. nn_graph_save_state
    saves alike. */
 NN_API nn_result nn_graph_save_safetensors(nn_graph *g, const char *path);
+/* nn_graph_save_safetensors with the tensors stored as dtype: NN_F32 (the same file), NN_BF16
+   or NN_F16 (safetensors "BF16", "F16": each value rounded to nearest even, as
+   save_file({k: v.to(torch.bfloat16)}) writes them); another dtype is NN_ERR_INVALID_ARGUMENT.
+   nn_graph_load_safetensors reads them back, widened exactly. */
+NN_API nn_result nn_graph_save_safetensors_dtype(nn_graph *g, const char *path, nn_dtype dtype);
 /* Loads parameters by name into g (before or after compile). A tensor in the file whose
    name matches a parameter must have its shape (else NN_ERR_SHAPE naming it) and dtype F32,
    F16, BF16 or F64 (converted to float32); a parameter missing from the file is NN_ERR_IO

@@ -319,7 +319,7 @@ static nn_result nn__save_state(nn_graph *g, const char *path) {
     }
     nn__st_puts(&h, "}");
     if (h.oom) r = nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
-    else r = nn__st_save(ctx, path, h.s, l.it, l.n);
+    else r = nn__st_save(ctx, path, h.s, l.it, l.n, NN_F32);
     NN_FREE(h.s);
     nn__state_list_free(&l);
     return r;
