@@ -2815,8 +2815,8 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     X(SUB, "sub", sub, NN__OPF_RANK0)                                                            \
     X(MUL, "mul", mul, NN__OPF_RANK0)                                                            \
     X(SCALE, "scale", scale, NN__OPF_RANK0)                                                      \
-    X(UNARY, "activation", unary, NN__OPF_RANK0)                                                 \
-    X(UNARY_GRAD, "activation_grad", unary_grad, NN__OPF_RANK0)                                  \
+    X(UNARY, "activation", unary, NN__OPF_RANK0 | NN__OPF_HALF)                                  \
+    X(UNARY_GRAD, "activation_grad", unary_grad, NN__OPF_RANK0 | NN__OPF_HALF)                   \
     X(PRELU, "prelu", prelu, 0)                                                                  \
     X(PRELU_DX, "prelu_grad_input", prelu_dx, 0)                                                 \
     X(PRELU_DW, "prelu_grad_weight", prelu_dw, 0)                                                \
@@ -2829,7 +2829,7 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     X(MASKED_FILL, "masked_fill", masked_fill, NN__OPF_RANK0)                                    \
     X(EXPAND, "expand", expand, NN__OPF_RANK0)                                                   \
     X(SUM_TO, "sum_to", sum_to, NN__OPF_RANK0)                                                   \
-    X(UNARY_NOGRAD, "unary_nograd", unary_nograd, NN__OPF_NO_GRAD | NN__OPF_RANK0)
+    X(UNARY_NOGRAD, "unary_nograd", unary_nograd, NN__OPF_NO_GRAD | NN__OPF_RANK0 | NN__OPF_HALF)
 
 #define NN__OPS_MATMUL(X)           \
     X(MATMUL, "matmul", matmul, 0)
@@ -6470,6 +6470,64 @@ static void nn__unary_task(void *arg, int t, int n_tasks) {
     if (e0 >= e1) return;
     if (j->backward) nn__unary_backward(j->fn, j->p, j->y + e0, j->x + e0, j->dy + e0, e1 - e0);
     else nn__unary_forward(j->fn, j->p, j->y + e0, j->x + e0, e1 - e0);
+}
+
+/* The same over 16-bit storage (dtype NN_BF16 or NN_F16; kernels/storage.h): each thread's
+   chunk in blocks of 256, widened into float32, through the float32 loops, rounded back, so
+   every element gets the float32 path's value on its widened input, rounded. */
+typedef struct nn__unary_half_job {
+    int fn, backward;
+    nn_dtype dtype;
+    const float *p;
+    uint16_t *y;
+    const uint16_t *x, *dy;
+    int64_t n, chunk;
+} nn__unary_half_job;
+
+static void nn__half_widen(nn_dtype d, const uint16_t *h, float *f, int64_t n) {
+    int64_t i;
+    for (i = 0; i < n; i++) f[i] = d == NN_BF16 ? NN__LD_BF16(h, i) : NN__LD_F16(h, i);
+}
+
+static void nn__unary_half_task(void *arg, int t, int n_tasks) {
+    const nn__unary_half_job *j = (const nn__unary_half_job *)arg;
+    int64_t e0 = j->chunk * t, e1 = e0 + j->chunk < j->n ? e0 + j->chunk : j->n, b, i, m;
+    float xb[256], db[256], yb[256];
+    (void)n_tasks;
+    for (b = e0; b < e1; b += 256) {
+        m = e1 - b < 256 ? e1 - b : 256;
+        nn__half_widen(j->dtype, j->x + b, xb, m);
+        if (j->backward) {
+            nn__half_widen(j->dtype, j->dy + b, db, m);
+            nn__unary_backward(j->fn, j->p, yb, xb, db, m);
+        } else {
+            nn__unary_forward(j->fn, j->p, yb, xb, m);
+        }
+        for (i = 0; i < m; i++) {
+            if (j->dtype == NN_BF16) NN__ST_BF16(j->y + b, i, yb[i]);
+            else NN__ST_F16(j->y + b, i, yb[i]);
+        }
+    }
+}
+
+static void nn__unary_run_half(nn__threadpool *pool, int fn, const float *p, nn_dtype dtype, void *y, const void *x,
+                               const void *dy, int64_t n) {
+    nn__unary_half_job j;
+    int tasks = n >= NN__EW_PAR_MIN ? nn__threadpool_size(pool) : 1;
+#if defined(NN__VM_X86)
+    (void)nn__vm_isa();
+#endif
+    j.fn = fn;
+    j.backward = dy != NULL;
+    j.dtype = dtype;
+    j.p = p;
+    j.y = (uint16_t *)y;
+    j.x = (const uint16_t *)x;
+    j.dy = (const uint16_t *)dy;
+    j.n = n;
+    j.chunk = ((n + tasks - 1) / tasks + 63) / 64 * 64;
+    if (j.chunk < 1) j.chunk = 1;
+    nn__threadpool_run(pool, nn__unary_half_task, &j, (int)((n + j.chunk - 1) / j.chunk));
 }
 
 /* y = f(x) (dy NULL), or y = dy * f'(x) */
@@ -13614,6 +13672,115 @@ static const char *const nn__cl_src_elementwise[] = {
 "#endif\n",
 "#endif\n",
 "#line 6 \"kernels/elementwise.cl\"\n",
+"#line 1 \"kernels/storage.h\"\n",
+"/* 16-bit storage, fp32 arithmetic. A header in the common subset of C99 and OpenCL C (as\n",
+"   kernels/activation.h): the CPU bodies and the kernels read and write a tensor's storage\n",
+"   through these, and compute in float.\n",
+"\n",
+"   bfloat16: the high half of a float32, stored as a 16-bit integer and widened in registers\n",
+"   (float from bits << 16); written rounded to nearest, ties to even, a NaN kept a quiet NaN\n",
+"   (PyTorch's round_to_nearest_even). float16 (IEEE binary16): in OpenCL C through\n",
+"   vload_half / vstore_half_rte (OpenCL 1.2 core: no cl_khr_fp16 needed), in C the same\n",
+"   conversion written out (round to nearest even, subnormals, overflow to infinity), so both\n",
+"   backends store the same bits.\n",
+"\n",
+"   Per element, by type: NN__LD_BF16(p, i), NN__ST_BF16(p, i, v), NN__LD_F16(p, i),\n",
+"   NN__ST_F16(p, i, v) over a pointer to 16-bit words (ushort in OpenCL C, uint16_t in C).\n",
+"   Per program: a kernel file built with -DNN_STORE_BF16 or -DNN_STORE_F16 (the launch's\n",
+"   `store`, src/opencl/backend.c) reads NN__STORE_T storage with NN__SLOAD(p, i) and writes it\n",
+"   with NN__SSTORE(p, i, v); built with neither, NN__STORE_T is float and they are plain\n",
+"   accesses, so one .cl source serves f32, bf16 and f16. */\n",
+"#ifndef NN__STORAGE_H\n",
+"#define NN__STORAGE_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__U16 ushort\n",
+"static inline float nn__bf16_to_f32(ushort h) { return as_float((uint)h << 16); }\n",
+"static inline ushort nn__f32_to_bf16(float f) {\n",
+"    uint u = as_uint(f);\n",
+"    if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u); /* NaN: quiet, sign kept */\n",
+"    return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n",
+"}\n",
+"#define NN__LD_BF16(p, i) nn__bf16_to_f32((p)[i])\n",
+"#define NN__ST_BF16(p, i, v) ((p)[i] = nn__f32_to_bf16(v))\n",
+"#define NN__LD_F16(p, i) vload_half((i), (__global const half *)(p))\n",
+"#define NN__ST_F16(p, i, v) vstore_half_rte((v), (i), (__global half *)(p))\n",
+"\n",
+"#else /* C */\n",
+"\n",
+"#define NN__U16 uint16_t\n",
+"\n",
+"static inline float nn__bf16_to_f32(uint16_t h) {\n",
+"    uint32_t u = (uint32_t)h << 16;\n",
+"    float f;\n",
+"    memcpy(&f, &u, 4);\n",
+"    return f;\n",
+"}\n",
+"static inline uint16_t nn__f32_to_bf16(float f) {\n",
+"    uint32_t u;\n",
+"    memcpy(&u, &f, 4);\n",
+"    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);\n",
+"    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n",
+"}\n",
+"static inline float nn__f16_to_f32(uint16_t h) {\n",
+"    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, u;\n",
+"    float f;\n",
+"    if (e == 0x1f) {\n",
+"        u = sign | 0x7f800000u | (m << 13);\n",
+"    } else if (e == 0) { /* zero or subnormal: m * 2^-24, exact in float */\n",
+"        f = (float)m * (1.0f / 16777216.0f);\n",
+"        return sign ? -f : f;\n",
+"    } else {\n",
+"        u = sign | ((e + 112u) << 23) | (m << 13);\n",
+"    }\n",
+"    memcpy(&f, &u, 4);\n",
+"    return f;\n",
+"}\n",
+"static inline uint16_t nn__f32_to_f16(float f) {\n",
+"    uint32_t u, sign, a, r, rem;\n",
+"    memcpy(&u, &f, 4);\n",
+"    sign = (u >> 16) & 0x8000u;\n",
+"    a = u & 0x7fffffffu;\n",
+"    if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu)); /* NaN: quiet */\n",
+"    if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* from 65520 up: infinity */\n",
+"    if (a < 0x38800000u) {                                   /* below 2^-14: a subnormal or 0 */\n",
+"        uint32_t m = (a & 0x7fffffu) | 0x800000u, shift = 126u - (a >> 23), half;\n",
+"        if (a < 0x33000000u) return (uint16_t)sign; /* below 2^-25: 0 */\n",
+"        half = 1u << (shift - 1);\n",
+"        r = m >> shift;\n",
+"        rem = m & ((1u << shift) - 1u);\n",
+"        if (rem > half || (rem == half && (r & 1u))) r++;\n",
+"        return (uint16_t)(sign | r);\n",
+"    }\n",
+"    r = (a - 0x38000000u) >> 13; /* the exponent rebiased (127 - 15), the mantissa's top 10 bits */\n",
+"    rem = a & 0x1fffu;\n",
+"    if (rem > 0x1000u || (rem == 0x1000u && (r & 1u))) r++;\n",
+"    return (uint16_t)(sign | r);\n",
+"}\n",
+"#define NN__LD_BF16(p, i) nn__bf16_to_f32((p)[i])\n",
+"#define NN__ST_BF16(p, i, v) ((p)[i] = nn__f32_to_bf16(v))\n",
+"#define NN__LD_F16(p, i) nn__f16_to_f32((p)[i])\n",
+"#define NN__ST_F16(p, i, v) ((p)[i] = nn__f32_to_f16(v))\n",
+"\n",
+"#endif\n",
+"\n",
+"#if defined(NN_STORE_BF16)\n",
+"#define NN__STORE_T NN__U16\n",
+"#define NN__SLOAD(p, i) NN__LD_BF16(p, i)\n",
+"#define NN__SSTORE(p, i, v) NN__ST_BF16(p, i, v)\n",
+"#elif defined(NN_STORE_F16)\n",
+"#define NN__STORE_T NN__U16\n",
+"#define NN__SLOAD(p, i) NN__LD_F16(p, i)\n",
+"#define NN__SSTORE(p, i, v) NN__ST_F16(p, i, v)\n",
+"#else\n",
+"#define NN__STORE_T float\n",
+"#define NN__SLOAD(p, i) ((p)[i])\n",
+"#define NN__SSTORE(p, i, v) ((p)[i] = (v))\n",
+"#endif\n",
+"\n",
+"#endif\n",
+"#line 7 \"kernels/elementwise.cl\"\n",
 "#line 1 \"kernels/elementwise_args.h\"\n",
 "/* kernels/elementwise.cl's kernel signatures (kernels/kargs.h says how to read them). */\n",
 "#ifndef NN__ELEMENTWISE_ARGS_H\n",
@@ -13640,9 +13807,9 @@ static const char *const nn__cl_src_elementwise[] = {
 "NN__KSIG(sum_to)\n",
 "\n",
 "/* the unary functions of kernels/activation.h: every NAME_forward and NAME_backward */\n",
-"#define NN__KARGS_unary_forward(F, P) F(in, x) P(out, y) P(int, n) P(float, p0) P(float, p1)\n",
+"#define NN__KARGS_unary_forward(F, P) F(sin, x) P(sout, y) P(int, n) P(float, p0) P(float, p1)\n",
 "NN__KSIG(unary_forward)\n",
-"#define NN__KARGS_unary_backward(F, P) F(in, x) P(in, dy) P(out, dx) P(int, n) P(float, p0) P(float, p1)\n",
+"#define NN__KARGS_unary_backward(F, P) F(sin, x) P(sin, dy) P(sout, dx) P(int, n) P(float, p0) P(float, p1)\n",
 "NN__KSIG(unary_backward)\n",
 "#define NN__KARGS_scale(F, P) F(in, x) P(out, y) P(int, n) P(float, s)\n",
 "NN__KSIG(scale)\n",
@@ -13689,7 +13856,7 @@ static const char *const nn__cl_src_elementwise[] = {
 "NN__KSIG(masked_fill_bcast)\n",
 "\n",
 "#endif\n",
-"#line 7 \"kernels/elementwise.cl\"\n",
+"#line 8 \"kernels/elementwise.cl\"\n",
 "#line 1 \"kernels/activation.h\"\n",
 "/* The elementwise functions, each formula written once for both backends. This file is a\n",
 "   part of nn.h (C99 and C++: the CPU backend's loops in src/cpu/elementwise.c and the\n",
@@ -13928,21 +14095,22 @@ static const char *const nn__cl_src_elementwise[] = {
 "    NN__B_COUNT\n",
 "};\n",
 "#endif /* NN__ACTIVATION_H */\n",
-"#line 8 \"kernels/elementwise.cl\"\n",
+"#line 9 \"kernels/elementwise.cl\"\n",
 "\n",
 "/* ---- unary (src/ops/elementwise/unary.c): activations and math, scale, PReLU, fill,\n",
 "   accumulate ---- */\n",
 "\n",
 "/* Each unary function's pair of kernels, stamped from the tables of kernels/activation.h: v is\n",
-"   the input, p0 and p1 its parameters. */\n",
+"   the input, p0 and p1 its parameters. x, y, dy and dx are in the program's storage type\n",
+"   (kernels/storage.h: float32, or 16-bit widened on load and rounded on store). */\n",
 "#define NN__X(E, NAME, PARAMS, VALID, FWD, DER)                                             \\\n",
 "__kernel void NAME##_forward(NN__KPARAMS(unary_forward)) {                                 \\\n",
 "    int i = get_global_id(0);                                                              \\\n",
-"    if (i < n) { float v = x[i]; y[i] = (FWD); }                                           \\\n",
+"    if (i < n) { float v = NN__SLOAD(x, i); NN__SSTORE(y, i, (FWD)); }                     \\\n",
 "}                                                                                          \\\n",
 "__kernel void NAME##_backward(NN__KPARAMS(unary_backward)) {                               \\\n",
 "    int i = get_global_id(0);                                                              \\\n",
-"    if (i < n) { float v = x[i]; dx[i] = dy[i] * (DER); }                                  \\\n",
+"    if (i < n) { float v = NN__SLOAD(x, i); NN__SSTORE(dx, i, NN__SLOAD(dy, i) * (DER)); } \\\n",
 "}\n",
 "NN__UNARY_ALL(NN__X)\n",
 "#undef NN__X\n",
@@ -26523,9 +26691,9 @@ NN__KSIG(expand_bcast)
 NN__KSIG(sum_to)
 
 /* the unary functions of kernels/activation.h: every NAME_forward and NAME_backward */
-#define NN__KARGS_unary_forward(F, P) F(in, x) P(out, y) P(int, n) P(float, p0) P(float, p1)
+#define NN__KARGS_unary_forward(F, P) F(sin, x) P(sout, y) P(int, n) P(float, p0) P(float, p1)
 NN__KSIG(unary_forward)
-#define NN__KARGS_unary_backward(F, P) F(in, x) P(in, dy) P(out, dx) P(int, n) P(float, p0) P(float, p1)
+#define NN__KARGS_unary_backward(F, P) F(sin, x) P(sin, dy) P(sout, dx) P(int, n) P(float, p0) P(float, p1)
 NN__KSIG(unary_backward)
 #define NN__KARGS_scale(F, P) F(in, x) P(out, y) P(int, n) P(float, s)
 NN__KSIG(scale)
@@ -27436,14 +27604,15 @@ static nn_result nn__launch_scale(nn_graph *g, int id) {
 static nn_tensor nn__activation(nn_graph *g, int op, const char *opname, int fn, int n_params, int ok,
                                 const char *requirement, float p0, float p1, nn_tensor x) {
     nn_tensor t;
-    if (!nn__check0(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
+    if (!nn__check0(g, opname, 1, &x)) return nn__tensor(-1);
+    if (!nn__dtype_half(nn__n(g, x)->dtype) && !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
     if (!ok && n_params < 2)
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: p0 = %g (the parameter after x) fails %s", opname, p0,
                            requirement);
     if (!ok)
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: p0 = %g, p1 = %g (the parameters after x) fail %s", opname,
                            p0, p1, requirement);
-    t = nn__op1(g, op, NN_F32, nn__n(g, x)->shape, x.id);
+    t = nn__op1(g, op, nn__n(g, x)->dtype, nn__n(g, x)->shape, x.id); /* 16-bit x: y of its dtype (NN__OPF_HALF) */
     if (t.id >= 0) {
         g->nodes[t.id].a.ew.fn = fn;
         g->nodes[t.id].a.ew.param[0] = p0;
@@ -27487,20 +27656,26 @@ NN__NOGRAD(NN__X)
 static void nn__grad_unary(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
-    t = nn__op2(g, NN__OP_UNARY_GRAD, NN_F32, n.shape, a, gy.id);
+    t = nn__op2(g, NN__OP_UNARY_GRAD, n.dtype, n.shape, a, gy.id);
     if (t.id >= 0) g->nodes[t.id].a = n.a;
     nn__acc_grad(g, a, t);
 }
 
 static nn_result nn__cpu_unary(nn_graph *g, nn__node *n) {
-    nn__unary_run(g->ctx->threads, n->a.ew.fn, n->a.ew.param, n->buf.host, NN__F(n->in[0]), NULL, n->numel);
+    if (nn__dtype_half(n->dtype))
+        nn__unary_run_half(g->ctx->threads, n->a.ew.fn, n->a.ew.param, n->dtype, n->buf.host, NN__F(n->in[0]), NULL,
+                           n->numel);
+    else nn__unary_run(g->ctx->threads, n->a.ew.fn, n->a.ew.param, n->buf.host, NN__F(n->in[0]), NULL, n->numel);
     return NN_OK;
 }
 
 /* (x, gy) */
 static nn_result nn__cpu_unary_grad(nn_graph *g, nn__node *n) {
-    nn__unary_run(g->ctx->threads, n->a.ew.fn, n->a.ew.param, n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]),
-                  n->numel);
+    if (nn__dtype_half(n->dtype))
+        nn__unary_run_half(g->ctx->threads, n->a.ew.fn, n->a.ew.param, n->dtype, n->buf.host, NN__F(n->in[0]),
+                           NN__F(n->in[1]), n->numel);
+    else nn__unary_run(g->ctx->threads, n->a.ew.fn, n->a.ew.param, n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]),
+                       n->numel);
     return NN_OK;
 }
 
@@ -27516,6 +27691,7 @@ static nn_result nn__launch_unary(nn_graph *g, int id) {
     char kname[64];
     snprintf(kname, sizeof kname, "%s_forward", nn__unary_names[n->a.ew.fn]);
     NN__KSTART(unary_forward, "elementwise", kname, n->numel);
+    l->store = n->dtype; /* x and y in 16-bit storage: the program built for it */
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
@@ -27529,6 +27705,7 @@ static nn_result nn__launch_unary_grad(nn_graph *g, int id) {
     char kname[64];
     snprintf(kname, sizeof kname, "%s_backward", nn__unary_names[n->a.ew.fn]);
     NN__KSTART(unary_backward, "elementwise", kname, n->numel);
+    l->store = n->dtype;
     k.x = &g->nodes[n->in[0]].buf;
     k.dy = &g->nodes[n->in[1]].buf;
     k.dx = &n->buf;

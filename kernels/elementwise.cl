@@ -3,6 +3,7 @@
    kernel guards i < n because the host may round the global size up to a multiple of the
    work-group size. */
 #include "kargs.h"
+#include "storage.h"
 #include "elementwise_args.h"
 #include "activation.h"
 
@@ -10,15 +11,16 @@
    accumulate ---- */
 
 /* Each unary function's pair of kernels, stamped from the tables of kernels/activation.h: v is
-   the input, p0 and p1 its parameters. */
+   the input, p0 and p1 its parameters. x, y, dy and dx are in the program's storage type
+   (kernels/storage.h: float32, or 16-bit widened on load and rounded on store). */
 #define NN__X(E, NAME, PARAMS, VALID, FWD, DER)                                             \
 __kernel void NAME##_forward(NN__KPARAMS(unary_forward)) {                                 \
     int i = get_global_id(0);                                                              \
-    if (i < n) { float v = x[i]; y[i] = (FWD); }                                           \
+    if (i < n) { float v = NN__SLOAD(x, i); NN__SSTORE(y, i, (FWD)); }                     \
 }                                                                                          \
 __kernel void NAME##_backward(NN__KPARAMS(unary_backward)) {                               \
     int i = get_global_id(0);                                                              \
-    if (i < n) { float v = x[i]; dx[i] = dy[i] * (DER); }                                  \
+    if (i < n) { float v = NN__SLOAD(x, i); NN__SSTORE(dx, i, NN__SLOAD(dy, i) * (DER)); } \
 }
 NN__UNARY_ALL(NN__X)
 #undef NN__X

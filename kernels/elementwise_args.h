@@ -23,9 +23,9 @@ NN__KSIG(expand_bcast)
 NN__KSIG(sum_to)
 
 /* the unary functions of kernels/activation.h: every NAME_forward and NAME_backward */
-#define NN__KARGS_unary_forward(F, P) F(in, x) P(out, y) P(int, n) P(float, p0) P(float, p1)
+#define NN__KARGS_unary_forward(F, P) F(sin, x) P(sout, y) P(int, n) P(float, p0) P(float, p1)
 NN__KSIG(unary_forward)
-#define NN__KARGS_unary_backward(F, P) F(in, x) P(in, dy) P(out, dx) P(int, n) P(float, p0) P(float, p1)
+#define NN__KARGS_unary_backward(F, P) F(sin, x) P(sin, dy) P(sout, dx) P(int, n) P(float, p0) P(float, p1)
 NN__KSIG(unary_backward)
 #define NN__KARGS_scale(F, P) F(in, x) P(out, y) P(int, n) P(float, s)
 NN__KSIG(scale)

@@ -231,7 +231,7 @@ static void op_cases(const t_env *e) {
 
 static nn_tensor bad_dtype(nn_graph *g, int which) {
     switch (which) {
-    case 0: return nn_relu(g, nn_input(g, "h", NN_BF16, S2(3, 4)));
+    case 0: return nn_mul(g, nn_input(g, "h", NN_BF16, S2(3, 4)), F(g, S2(3, 4)));
     case 1: return nn_add(g, F(g, S2(3, 4)), nn_input(g, "h", NN_F16, S2(3, 4)));
     case 2: return nn_matmul(g, nn_to_dtype(g, F(g, S2(3, 4)), NN_BF16), F(g, S2(4, 5)), 0, 0);
     case 3: return nn_to_dtype(g, I(g, S1(3)), NN_F32);
@@ -249,7 +249,7 @@ static nn_tensor bad_dtype(nn_graph *g, int which) {
 BD(0) BD(1) BD(2) BD(3) BD(4) BD(5) BD(6) BD(7) BD(8) BD(9)
 
 static const bad_row dtype_bad[] = {
-    {"dtype", "relu of bfloat16", n_bd0, R_SHAPE, "nn_relu|bfloat16|nn_to_dtype", 0},
+    {"dtype", "mul of bfloat16", n_bd0, R_SHAPE, "nn_mul|bfloat16|nn_to_dtype", 0},
     {"dtype", "add of float16", n_bd1, R_SHAPE, "nn_add|float16|nn_to_dtype", 0},
     {"dtype", "matmul of bfloat16", n_bd2, R_SHAPE, "nn_matmul|bfloat16|nn_to_dtype", 0},
     {"dtype", "to_dtype of int32", n_bd3, R_SHAPE, "nn_to_dtype|int32 to float32", 0},
@@ -318,11 +318,123 @@ done:
     t_end();
 }
 
+/* ---- activations in 16-bit storage: against the float32 path. Graph A: x float32 -> d ->
+   f -> float32, loss sum(y * w); graph B, float32: f of x rounded to d, loss sum(f * w
+   rounded to d). A's y and dx must be B's rounded to d, exactly (the 16-bit path is the
+   float32 one on the widened values, rounded at each store), and A's y within 2e-2 (bf16)
+   or 2e-3 (fp16) of f on x itself, as max |difference| / max |f| over the row: the input's
+   rounding (up to 2^-8 or 2^-11 relative, 3 units at x = 3) through f' plus the output's
+   rounding, which exp at x near 3 comes closest to (about 1.2e-2 and 1.5e-3) ---- */
+
+typedef struct act_row {
+    const char *name;
+    nn_tensor (*f)(nn_graph *g, nn_tensor x);
+} act_row;
+static nn_tensor a_leaky(nn_graph *g, nn_tensor x) { return nn_leaky_relu(g, x, 0.1f); }
+static nn_tensor a_elu(nn_graph *g, nn_tensor x) { return nn_elu(g, x, 1.0f); }
+static nn_tensor a_clamp(nn_graph *g, nn_tensor x) { return nn_clamp(g, x, -1.0f, 1.5f); }
+static nn_tensor a_softplus(nn_graph *g, nn_tensor x) { return nn_softplus(g, x, 1.0f, 20.0f); }
+static const act_row acts[] = {
+    {"relu", nn_relu}, {"leaky_relu", a_leaky}, {"sigmoid", nn_sigmoid}, {"tanh", nn_tanh}, {"gelu", nn_gelu},
+    {"gelu_tanh", nn_gelu_tanh}, {"silu", nn_silu}, {"elu", a_elu}, {"selu", nn_selu}, {"softplus", a_softplus},
+    {"mish", nn_mish}, {"hardswish", nn_hardswish}, {"softsign", nn_softsign}, {"log_sigmoid", nn_log_sigmoid},
+    {"exp", nn_exp}, {"sin", nn_sin}, {"clamp", a_clamp},
+};
+#define NA ((int)(sizeof acts / sizeof acts[0]))
+#define AN 129
+
+static void act_case(const t_env *e, nn_dtype d) {
+    nn_context *ctx = e->ctx;
+    nn_graph *ga = NULL, *gb = NULL;
+    nn_graph_desc gd;
+    nn_compile_desc cd;
+    nn_tensor xa[NA], xb[NA], wa[NA], wb[NA], ya[NA], yb[NA], la = {0, 0}, lb = {0, 0}, yf[NA], xf[NA];
+    static float x[NA][AN], xr[NA][AN], w[NA][AN], wr[NA][AN], got[AN], want[AN], gotd[AN], ref32[AN];
+    double tol = d == NN_BF16 ? 2e-2 : 2e-3;
+    char label[96];
+    int k, i;
+    snprintf(label, sizeof label, "dtype: activations in %s against the float32 path", dname(d));
+    if (!t_begin(e, label)) return;
+    t_seed(123 + (unsigned long long)d);
+    for (k = 0; k < NA; k++)
+        for (i = 0; i < AN; i++) {
+            x[k][i] = (float)t_uniform(-3, 3);
+            w[k][i] = (float)t_uniform(-1, 1);
+            xr[k][i] = (float)ref_round(d, x[k][i]);
+            wr[k][i] = (float)ref_round(d, w[k][i]);
+        }
+    memset(&gd, 0, sizeof gd);
+    if (!T_OK(nn_graph_create(ctx, &gd, &ga), ctx) || !T_OK(nn_graph_create(ctx, &gd, &gb), ctx)) goto done;
+    for (k = 0; k < NA; k++) {
+        nn_tensor sa, sb;
+        xa[k] = nn_input(ga, "x", NN_F32, nn_shape1(AN));
+        wa[k] = nn_input(ga, "w", NN_F32, nn_shape1(AN));
+        xb[k] = nn_input(gb, "x", NN_F32, nn_shape1(AN));
+        wb[k] = nn_input(gb, "w", NN_F32, nn_shape1(AN));
+        nn_graph_requires_grad(ga, xa[k]);
+        nn_graph_requires_grad(gb, xb[k]);
+        ya[k] = nn_to_dtype(ga, acts[k].f(ga, nn_to_dtype(ga, xa[k], d)), NN_F32);
+        yb[k] = acts[k].f(gb, xb[k]);
+        xf[k] = nn_input(gb, "xf", NN_F32, nn_shape1(AN));
+        yf[k] = acts[k].f(gb, xf[k]); /* f on x unrounded */
+        nn_graph_output(ga, ya[k]);
+        nn_graph_output(gb, yb[k]);
+        nn_graph_output(gb, yf[k]);
+        sa = nn_sum(ga, nn_mul(ga, ya[k], wa[k]));
+        sb = nn_sum(gb, nn_mul(gb, yb[k], wb[k]));
+        la = k ? nn_add(ga, la, sa) : sa;
+        lb = k ? nn_add(gb, lb, sb) : sb;
+    }
+    memset(&cd, 0, sizeof cd);
+    cd.loss = la;
+    if (!T_OK(nn_graph_compile(ga, &cd), ctx)) goto done;
+    cd.loss = lb;
+    if (!T_OK(nn_graph_compile(gb, &cd), ctx)) goto done;
+    for (k = 0; k < NA; k++) {
+        T_OK(nn_tensor_write(ga, xa[k], x[k], sizeof x[k]), ctx);
+        T_OK(nn_tensor_write(ga, wa[k], w[k], sizeof w[k]), ctx);
+        T_OK(nn_tensor_write(gb, xb[k], xr[k], sizeof xr[k]), ctx);
+        T_OK(nn_tensor_write(gb, wb[k], wr[k], sizeof wr[k]), ctx);
+        T_OK(nn_tensor_write(gb, xf[k], x[k], sizeof x[k]), ctx);
+    }
+    if (!T_OK(nn_graph_step(ga), ctx) || !T_OK(nn_graph_step(gb), ctx)) goto done;
+    for (k = 0; k < NA; k++) {
+        char what[96];
+        double g64[AN], r64[AN];
+        if (!T_OK(nn_tensor_read(gb, yb[k], want, sizeof want), ctx) || !T_OK(nn_tensor_read(ga, ya[k], got, sizeof got), ctx))
+            break;
+        snprintf(what, sizeof what, "%s forward, against float32 rounded", acts[k].name);
+        check_round(what, d, want, got, AN);
+        if (T_OK(nn_tensor_read(gb, yf[k], ref32, sizeof ref32), ctx)) {
+            double err = 0, big = 0;
+            for (i = 0; i < AN; i++) {
+                g64[i] = fabs((double)got[i] - (double)ref32[i]);
+                r64[i] = fabs((double)ref32[i]);
+                if (g64[i] > err) err = g64[i];
+                if (r64[i] > big) big = r64[i];
+            }
+            err = big > 0 ? err / big : err;
+            T_CHECK(err <= tol, "%s in %s: relative error %.3g against float32 > %.0e", acts[k].name, dname(d), err, tol);
+        }
+        if (!T_OK(nn_tensor_read(gb, nn_graph_grad(gb, xb[k]), want, sizeof want), ctx) ||
+            !T_OK(nn_tensor_read(ga, nn_graph_grad(ga, xa[k]), gotd, sizeof gotd), ctx))
+            break;
+        snprintf(what, sizeof what, "%s gradient, against float32 rounded", acts[k].name);
+        check_round(what, d, want, gotd, AN);
+    }
+done:
+    nn_graph_destroy(ga);
+    nn_graph_destroy(gb);
+    t_end();
+}
+
 void suite_dtype(const t_env *e) {
     values_case(e, NN_BF16);
     values_case(e, NN_F16);
     grad_case(e, NN_BF16);
     grad_case(e, NN_F16);
+    act_case(e, NN_BF16);
+    act_case(e, NN_F16);
     memory_case(e);
     safetensors_case(e, NN_BF16);
     safetensors_case(e, NN_F16);

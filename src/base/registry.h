@@ -45,8 +45,8 @@
     X(SUB, "sub", sub, NN__OPF_RANK0)                                                            \
     X(MUL, "mul", mul, NN__OPF_RANK0)                                                            \
     X(SCALE, "scale", scale, NN__OPF_RANK0)                                                      \
-    X(UNARY, "activation", unary, NN__OPF_RANK0)                                                 \
-    X(UNARY_GRAD, "activation_grad", unary_grad, NN__OPF_RANK0)                                  \
+    X(UNARY, "activation", unary, NN__OPF_RANK0 | NN__OPF_HALF)                                  \
+    X(UNARY_GRAD, "activation_grad", unary_grad, NN__OPF_RANK0 | NN__OPF_HALF)                   \
     X(PRELU, "prelu", prelu, 0)                                                                  \
     X(PRELU_DX, "prelu_grad_input", prelu_dx, 0)                                                 \
     X(PRELU_DW, "prelu_grad_weight", prelu_dw, 0)                                                \
@@ -59,7 +59,7 @@
     X(MASKED_FILL, "masked_fill", masked_fill, NN__OPF_RANK0)                                    \
     X(EXPAND, "expand", expand, NN__OPF_RANK0)                                                   \
     X(SUM_TO, "sum_to", sum_to, NN__OPF_RANK0)                                                   \
-    X(UNARY_NOGRAD, "unary_nograd", unary_nograd, NN__OPF_NO_GRAD | NN__OPF_RANK0)
+    X(UNARY_NOGRAD, "unary_nograd", unary_nograd, NN__OPF_NO_GRAD | NN__OPF_RANK0 | NN__OPF_HALF)
 
 #define NN__OPS_MATMUL(X)           \
     X(MATMUL, "matmul", matmul, 0)

@@ -4,6 +4,7 @@
    (broadcast.c), the binary functions (binary.c), where and masked_fill (select.c). */
 
 #include "../../kernels/activation.h"
+#include "../../kernels/storage.h"
 
 /* ---- unary functions (src/ops/elementwise/unary.c): the formulas of kernels/activation.h,
    one loop each ---- */
@@ -532,6 +533,64 @@ static void nn__unary_task(void *arg, int t, int n_tasks) {
     if (e0 >= e1) return;
     if (j->backward) nn__unary_backward(j->fn, j->p, j->y + e0, j->x + e0, j->dy + e0, e1 - e0);
     else nn__unary_forward(j->fn, j->p, j->y + e0, j->x + e0, e1 - e0);
+}
+
+/* The same over 16-bit storage (dtype NN_BF16 or NN_F16; kernels/storage.h): each thread's
+   chunk in blocks of 256, widened into float32, through the float32 loops, rounded back, so
+   every element gets the float32 path's value on its widened input, rounded. */
+typedef struct nn__unary_half_job {
+    int fn, backward;
+    nn_dtype dtype;
+    const float *p;
+    uint16_t *y;
+    const uint16_t *x, *dy;
+    int64_t n, chunk;
+} nn__unary_half_job;
+
+static void nn__half_widen(nn_dtype d, const uint16_t *h, float *f, int64_t n) {
+    int64_t i;
+    for (i = 0; i < n; i++) f[i] = d == NN_BF16 ? NN__LD_BF16(h, i) : NN__LD_F16(h, i);
+}
+
+static void nn__unary_half_task(void *arg, int t, int n_tasks) {
+    const nn__unary_half_job *j = (const nn__unary_half_job *)arg;
+    int64_t e0 = j->chunk * t, e1 = e0 + j->chunk < j->n ? e0 + j->chunk : j->n, b, i, m;
+    float xb[256], db[256], yb[256];
+    (void)n_tasks;
+    for (b = e0; b < e1; b += 256) {
+        m = e1 - b < 256 ? e1 - b : 256;
+        nn__half_widen(j->dtype, j->x + b, xb, m);
+        if (j->backward) {
+            nn__half_widen(j->dtype, j->dy + b, db, m);
+            nn__unary_backward(j->fn, j->p, yb, xb, db, m);
+        } else {
+            nn__unary_forward(j->fn, j->p, yb, xb, m);
+        }
+        for (i = 0; i < m; i++) {
+            if (j->dtype == NN_BF16) NN__ST_BF16(j->y + b, i, yb[i]);
+            else NN__ST_F16(j->y + b, i, yb[i]);
+        }
+    }
+}
+
+static void nn__unary_run_half(nn__threadpool *pool, int fn, const float *p, nn_dtype dtype, void *y, const void *x,
+                               const void *dy, int64_t n) {
+    nn__unary_half_job j;
+    int tasks = n >= NN__EW_PAR_MIN ? nn__threadpool_size(pool) : 1;
+#if defined(NN__VM_X86)
+    (void)nn__vm_isa();
+#endif
+    j.fn = fn;
+    j.backward = dy != NULL;
+    j.dtype = dtype;
+    j.p = p;
+    j.y = (uint16_t *)y;
+    j.x = (const uint16_t *)x;
+    j.dy = (const uint16_t *)dy;
+    j.n = n;
+    j.chunk = ((n + tasks - 1) / tasks + 63) / 64 * 64;
+    if (j.chunk < 1) j.chunk = 1;
+    nn__threadpool_run(pool, nn__unary_half_task, &j, (int)((n + j.chunk - 1) / j.chunk));
 }
 
 /* y = f(x) (dy NULL), or y = dy * f'(x) */

@@ -57,14 +57,15 @@ static nn_result nn__launch_scale(nn_graph *g, int id) {
 static nn_tensor nn__activation(nn_graph *g, int op, const char *opname, int fn, int n_params, int ok,
                                 const char *requirement, float p0, float p1, nn_tensor x) {
     nn_tensor t;
-    if (!nn__check0(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
+    if (!nn__check0(g, opname, 1, &x)) return nn__tensor(-1);
+    if (!nn__dtype_half(nn__n(g, x)->dtype) && !nn__expect_f32(g, opname, x, "x")) return nn__tensor(-1);
     if (!ok && n_params < 2)
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: p0 = %g (the parameter after x) fails %s", opname, p0,
                            requirement);
     if (!ok)
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: p0 = %g, p1 = %g (the parameters after x) fail %s", opname,
                            p0, p1, requirement);
-    t = nn__op1(g, op, NN_F32, nn__n(g, x)->shape, x.id);
+    t = nn__op1(g, op, nn__n(g, x)->dtype, nn__n(g, x)->shape, x.id); /* 16-bit x: y of its dtype (NN__OPF_HALF) */
     if (t.id >= 0) {
         g->nodes[t.id].a.ew.fn = fn;
         g->nodes[t.id].a.ew.param[0] = p0;
@@ -108,20 +109,26 @@ NN__NOGRAD(NN__X)
 static void nn__grad_unary(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
-    t = nn__op2(g, NN__OP_UNARY_GRAD, NN_F32, n.shape, a, gy.id);
+    t = nn__op2(g, NN__OP_UNARY_GRAD, n.dtype, n.shape, a, gy.id);
     if (t.id >= 0) g->nodes[t.id].a = n.a;
     nn__acc_grad(g, a, t);
 }
 
 static nn_result nn__cpu_unary(nn_graph *g, nn__node *n) {
-    nn__unary_run(g->ctx->threads, n->a.ew.fn, n->a.ew.param, n->buf.host, NN__F(n->in[0]), NULL, n->numel);
+    if (nn__dtype_half(n->dtype))
+        nn__unary_run_half(g->ctx->threads, n->a.ew.fn, n->a.ew.param, n->dtype, n->buf.host, NN__F(n->in[0]), NULL,
+                           n->numel);
+    else nn__unary_run(g->ctx->threads, n->a.ew.fn, n->a.ew.param, n->buf.host, NN__F(n->in[0]), NULL, n->numel);
     return NN_OK;
 }
 
 /* (x, gy) */
 static nn_result nn__cpu_unary_grad(nn_graph *g, nn__node *n) {
-    nn__unary_run(g->ctx->threads, n->a.ew.fn, n->a.ew.param, n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]),
-                  n->numel);
+    if (nn__dtype_half(n->dtype))
+        nn__unary_run_half(g->ctx->threads, n->a.ew.fn, n->a.ew.param, n->dtype, n->buf.host, NN__F(n->in[0]),
+                           NN__F(n->in[1]), n->numel);
+    else nn__unary_run(g->ctx->threads, n->a.ew.fn, n->a.ew.param, n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]),
+                       n->numel);
     return NN_OK;
 }
 
@@ -137,6 +144,7 @@ static nn_result nn__launch_unary(nn_graph *g, int id) {
     char kname[64];
     snprintf(kname, sizeof kname, "%s_forward", nn__unary_names[n->a.ew.fn]);
     NN__KSTART(unary_forward, "elementwise", kname, n->numel);
+    l->store = n->dtype; /* x and y in 16-bit storage: the program built for it */
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
@@ -150,6 +158,7 @@ static nn_result nn__launch_unary_grad(nn_graph *g, int id) {
     char kname[64];
     snprintf(kname, sizeof kname, "%s_backward", nn__unary_names[n->a.ew.fn]);
     NN__KSTART(unary_backward, "elementwise", kname, n->numel);
+    l->store = n->dtype;
     k.x = &g->nodes[n->in[0]].buf;
     k.dy = &g->nodes[n->in[1]].buf;
     k.dx = &n->buf;
