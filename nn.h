@@ -1942,7 +1942,8 @@ typedef struct nn_model_desc {
                                    another shape there keeps its fresh initialisation (logged at
                                    info level); 0: that is an error (NN_ERR_IO, NN_ERR_SHAPE)
                                    naming the tensor. At least one must load. */
-    const nn_graph_desc *graph; /* the graph's seed, share_params (NULL: defaults); eval is train's */
+    const nn_graph_desc *graph; /* the graph's seed (NULL: defaults); eval is train's, and
+                                   share_params is refused (the model's parameters are its own) */
     nn_tensor *input, *output;  /* receive the model's input and output tensors (NULL: not wanted) */
 } nn_model_desc;
 /* Reads a file of nn_model_save and builds its model into a new graph *out: the input
@@ -40388,6 +40389,9 @@ static nn_result nn__model_load_mem(nn_context *ctx, const char *path, const uns
     *out = NULL;
     memset(&j, 0, sizeof j);
     if (desc && desc->batch < 0) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_model_load: batch %lld is negative", (long long)desc->batch);
+    if (desc && desc->graph && desc->graph->share_params)
+        return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_model_load: desc->graph->share_params: a loaded model has parameters "
+                        "of its own (the file's)");
     if ((r = nn__st_parse(buf, len, &f, err, sizeof err)) != NN_OK) return nn__fail(ctx, r, "%s: %s", path, err);
     if (desc && desc->json) text = desc->json;
     else if ((r = nn__model_meta(buf, &f, &json, err, sizeof err)) != NN_OK) {

@@ -375,6 +375,18 @@ static void test_errors(const t_env *e) {
         T_CHECK(strstr(nn_context_last_error(ctx), "other.weight") != NULL, "message: %s", nn_context_last_error(ctx));
         md.fresh_mismatched = 1;
         T_CHECK(nn_model_load(ctx, path, &md, &out) == NN_ERR_IO && out == NULL, "fresh_mismatched with nothing matched");
+        {
+            nn_graph_desc gd;
+            memset(&gd, 0, sizeof gd);
+            gd.share_params = g;
+            memset(&md, 0, sizeof md);
+            md.graph = &gd;
+            T_CHECK(nn_model_load(ctx, path, &md, &out) == NN_ERR_INVALID_ARGUMENT && out == NULL, "share_params is refused");
+            T_CHECK(strstr(nn_context_last_error(ctx), "share_params") != NULL, "message: %s", nn_context_last_error(ctx));
+            md.batch = -1;
+            md.graph = NULL;
+            T_CHECK(nn_model_load(ctx, path, &md, &out) == NN_ERR_INVALID_ARGUMENT && out == NULL, "batch -1 is refused");
+        }
     }
     /* not a safetensors file */
     f = fopen(path, "wb");

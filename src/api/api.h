@@ -1772,7 +1772,8 @@ typedef struct nn_model_desc {
                                    another shape there keeps its fresh initialisation (logged at
                                    info level); 0: that is an error (NN_ERR_IO, NN_ERR_SHAPE)
                                    naming the tensor. At least one must load. */
-    const nn_graph_desc *graph; /* the graph's seed, share_params (NULL: defaults); eval is train's */
+    const nn_graph_desc *graph; /* the graph's seed (NULL: defaults); eval is train's, and
+                                   share_params is refused (the model's parameters are its own) */
     nn_tensor *input, *output;  /* receive the model's input and output tensors (NULL: not wanted) */
 } nn_model_desc;
 /* Reads a file of nn_model_save and builds its model into a new graph *out: the input

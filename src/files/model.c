@@ -978,6 +978,9 @@ static nn_result nn__model_load_mem(nn_context *ctx, const char *path, const uns
     *out = NULL;
     memset(&j, 0, sizeof j);
     if (desc && desc->batch < 0) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_model_load: batch %lld is negative", (long long)desc->batch);
+    if (desc && desc->graph && desc->graph->share_params)
+        return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_model_load: desc->graph->share_params: a loaded model has parameters "
+                        "of its own (the file's)");
     if ((r = nn__st_parse(buf, len, &f, err, sizeof err)) != NN_OK) return nn__fail(ctx, r, "%s: %s", path, err);
     if (desc && desc->json) text = desc->json;
     else if ((r = nn__model_meta(buf, &f, &json, err, sizeof err)) != NN_OK) {
