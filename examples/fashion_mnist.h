@@ -17,6 +17,7 @@
    fmnist_free(&ds)              frees what load_split allocated
    fmnist_shuffle(p, n, seed)    p = a seeded permutation of 0..n-1, the same everywhere
    fmnist_now()                  monotonic seconds
+   fmnist_file_exists(path)      1 when path can be opened for reading (a checkpoint to resume)
    fmnist_device_name(name, out, size)  name with spaces as _ (for RESULT lines) */
 #ifndef FASHION_MNIST_H_INCLUDED
 #define FASHION_MNIST_H_INCLUDED
@@ -271,6 +272,13 @@ static double fmnist_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int fmnist_file_exists(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    fclose(f);
+    return 1;
 }
 
 /* out = name with spaces as '_', for key=value lines. */
