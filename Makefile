@@ -62,6 +62,12 @@ test-oclgrind: tests/nn_test
 # Each part of gen/parts.txt compiled after the parts above it, diagnostics at its own lines.
 check-parts: gen/amalg
 	./tools/check_parts.sh
+	./tools/check_api_docs.sh
+
+# Every public function (NN_API in src/api/api.h) has a doc comment (tools/check_api_docs.sh).
+.PHONY: check-api-docs
+check-api-docs:
+	./tools/check_api_docs.sh
 
 # The same initial weights, and the same weights after 10 Adam and AdamW steps of an MLP and a
 # CNN, from gcc and clang, -O0 to -O3, with and without -march=native, gcc's
