@@ -213,8 +213,8 @@ static void test_plot_metrics(const t_env *e) {
     close(fd);
     snprintf(svg, sizeof svg, "%s.svg", csv);
     /* steps with a loss each, epochs' rows with accuracies, a name that needs escaping */
-    write_text(csv, "step,train_loss,train_acc,test_acc,a<b&c\n"
-                    "0,2.3,,,\n100,0.9,,,1\n200,0.6,0.78,0.8,\n300,0.5,,,2\n400,0.45,0.85,0.84,\n");
+    write_text(csv, "step,train_loss,train_acc,test_acc,a<b&c,seconds\n"
+                    "0,2.3,,,,0\n100,0.9,,,1,1\n200,0.6,0.78,0.8,,2\n300,0.5,,,2,3\n400,0.45,0.85,0.84,,4\n");
     argv[0] = (char *)"plot_metrics";
     argv[1] = csv;
     argv[2] = svg;
@@ -224,7 +224,7 @@ static void test_plot_metrics(const t_env *e) {
     T_CHECK(rc == 0 && out, "plot_metrics returned %d", rc);
     if (out) {
         T_CHECK(xml_well_formed(out, "polyline", &count, why, sizeof why), "not well-formed: %s", why);
-        T_CHECK(count == 4, "%d curves, 4 expected", count);
+        T_CHECK(count == 4, "%d curves, 4 expected (the clock column not drawn)", count);
         T_CHECK(strstr(out, "loss &amp; accuracy &lt;test&gt;") && strstr(out, "a&lt;b&amp;c") &&
                     strstr(out, "test_acc (right)"),
                 "title, escaped names or the right axis missing");
@@ -238,7 +238,7 @@ static void test_plot_metrics(const t_env *e) {
     if (fd >= 0) dup2(fd, 2), close(fd);
     {
         static const char *bad[] = {"", "step\n1\n", "step,loss\n", "step,loss\n1,2,3\n", "step,loss\n1,abc\n",
-                                    "step,loss\n,1\n", "step,loss\n1,inf\n", "step,loss\n1,\n2,\n"};
+                                    "step,loss\n,1\n", "step,loss\n1,inf\n", "step,loss\n1,\n2,\n", "step,seconds\n1,2\n"};
         size_t i;
         for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
             write_text(csv, bad[i]);

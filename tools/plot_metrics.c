@@ -7,7 +7,8 @@
    column names, then rows of numbers, an empty field where a row has no value. The first
    column is the x axis (step or epoch); every other column with a value is a curve. Columns
    whose name contains "acc" (accuracy) share the right axis, the others (losses) the left
-   one. A curve joins its points in row order, passing over rows where it has no value.
+   one. A column named seconds or time (or ending in _seconds) is the clock, not drawn. A
+   curve joins its points in row order, passing over rows where it has no value.
    A malformed file (no header, a ragged row, a field that is not a number, no rows) is an
    error naming IN:line, and nothing is written. */
 #include <ctype.h>
@@ -22,7 +23,7 @@
 #define H 450.0
 #define LEFT 70.0
 #define RIGHT 70.0
-#define TOP 40.0
+#define TOP 60.0
 #define BOTTOM 50.0
 
 static const char *colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"};
@@ -159,8 +160,8 @@ static void label_num(char *buf, size_t n, double v, double step) {
 int main(int argc, char **argv) {
     table t;
     double xlo = INFINITY, xhi = -INFINITY, lo[2] = {INFINITY, INFINITY}, hi[2] = {-INFINITY, -INFINITY};
-    double xs, ys[2], pw = W - LEFT - RIGHT, ph = H - TOP - BOTTOM, v;
-    int axis[MAX_COLS], used[2] = {0, 0}, i, c, k, color = 0, legend = 0;
+    double xs, ys[2], pw = W - LEFT - RIGHT, ph = H - TOP - BOTTOM, v, lx = LEFT;
+    int axis[MAX_COLS], skip[MAX_COLS], used[2] = {0, 0}, i, c, k, color = 0;
     long r;
     char buf[64], tmp[4096];
     FILE *o;
@@ -176,7 +177,11 @@ int main(int argc, char **argv) {
         if (v > xhi) xhi = v;
     }
     for (c = 1; c < t.ncols; c++) {
+        size_t len = strlen(t.name[c]);
         axis[c] = strstr(t.name[c], "acc") != NULL;
+        skip[c] = !strcmp(t.name[c], "seconds") || !strcmp(t.name[c], "time") ||
+                  (len >= 8 && !strcmp(t.name[c] + len - 8, "_seconds"));
+        if (skip[c]) continue;
         for (r = 0; r < t.rows; r++) {
             v = t.v[r * t.ncols + c];
             if (isnan(v)) continue;
@@ -186,7 +191,7 @@ int main(int argc, char **argv) {
         }
     }
     if (!used[0] && !used[1]) {
-        fprintf(stderr, "plot_metrics: %s: no column but the first has a value\n", argv[1]);
+        fprintf(stderr, "plot_metrics: %s: no column to draw has a value\n", argv[1]);
         return 1;
     }
     nice_range(&xlo, &xhi, &xs);
@@ -239,6 +244,7 @@ int main(int argc, char **argv) {
     for (c = 1; c < t.ncols; c++) {
         const char *col = colors[color % (int)(sizeof colors / sizeof colors[0])];
         long npts = 0;
+        if (skip[c]) continue;
         for (r = 0; r < t.rows; r++) npts += !isnan(t.v[r * t.ncols + c]);
         if (!npts) continue;
         color++;
@@ -257,13 +263,13 @@ int main(int argc, char **argv) {
                     fprintf(o, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"/>\n", PX(t.v[r * t.ncols]),
                             PY(v, axis[c]), col);
             }
+        /* the legend: a row above the plot, a short line and the name per curve */
         fprintf(o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2\"%s/>\n",
-                LEFT + pw - 170, TOP + 14 + 16.0 * legend, LEFT + pw - 145, TOP + 14 + 16.0 * legend, col,
-                axis[c] ? " stroke-dasharray=\"6,3\"" : "");
-        fprintf(o, "<text x=\"%.1f\" y=\"%.1f\">", LEFT + pw - 140, TOP + 18 + 16.0 * legend);
+                lx, TOP - 18, lx + 25, TOP - 18, col, axis[c] ? " stroke-dasharray=\"6,3\"" : "");
+        fprintf(o, "<text x=\"%.1f\" y=\"%.1f\">", lx + 30, TOP - 14);
         xml_text(o, t.name[c]);
         fprintf(o, axis[c] ? " (right)</text>\n" : "</text>\n");
-        legend++;
+        lx += 30 + 7.0 * (double)(strlen(t.name[c]) + (axis[c] ? 8 : 0)) + 20;
     }
     fprintf(o, "</svg>\n");
 #undef PX
