@@ -66,9 +66,10 @@ static int read_table(const char *path, table *t) {
     char line[MAX_LINE + 2], msg[256], *f[MAX_COLS];
     long lineno = 0;
     int i, n;
-    FILE *in = fopen(path, "r");
+    FILE *in;
+    memset(t, 0, sizeof *t); /* t->v is the caller's to free, whatever the outcome */
+    in = fopen(path, "r");
     if (!in) return fail(path, 0, "cannot open");
-    memset(t, 0, sizeof *t);
     while (fgets(line, sizeof line, in)) {
         size_t len = strlen(line);
         lineno++;
@@ -170,7 +171,10 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s IN.csv OUT.svg [TITLE]\n", argv[0]);
         return 2;
     }
-    if (!read_table(argv[1], &t)) return 1;
+    if (!read_table(argv[1], &t)) {
+        free(t.v);
+        return 1;
+    }
     for (r = 0; r < t.rows; r++) {
         v = t.v[r * t.ncols];
         if (v < xlo) xlo = v;
@@ -192,6 +196,7 @@ int main(int argc, char **argv) {
     }
     if (!used[0] && !used[1]) {
         fprintf(stderr, "plot_metrics: %s: no column to draw has a value\n", argv[1]);
+        free(t.v);
         return 1;
     }
     nice_range(&xlo, &xhi, &xs);
@@ -202,6 +207,7 @@ int main(int argc, char **argv) {
     o = fopen(tmp, "w");
     if (!o) {
         fprintf(stderr, "plot_metrics: cannot write %s\n", tmp);
+        free(t.v);
         return 1;
     }
 #define PX(x) (LEFT + ((x) - xlo) / (xhi - xlo) * pw)
