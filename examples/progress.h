@@ -2,7 +2,7 @@
 
    The progress line, on stderr, during a long loop:
 
-       epoch 3/10  step 120/468  loss 0.4123  25310 samples/s  0:14 left
+       epoch 1/1  step 107/468  loss 0.6487  8997 samples/s  0:05 left
 
    On a terminal (isatty) it is redrawn in place with \r at most every 0.5 s and cleared by
    ex_progress_end, so the line printed next (an epoch's row) takes its place. When stderr is
@@ -10,7 +10,7 @@
    (10 by default). PROGRESS=0 turns it off.
 
        ex_progress p;
-       ex_progress_begin(&p, "epoch 3/10", steps, 128, "samples");
+       ex_progress_begin(&p, "epoch 1/1", steps, 128, "samples");
        for (step = 1; step <= steps; step++) {
            ... one training step ...
            if (ex_progress_due(&p, step)) ex_progress_show(&p, step, running_mean_loss());
