@@ -165,6 +165,9 @@ int main(int argc, char **argv) {
     ed.eval = 1;
     ed.seed = 2;
     if ((r = nn_graph_create(ctx, &ed, &ev)) != NN_OK) goto fail;
+    /* it applies the decoder twice (z sampled, z = mu): fc3 and fc4 are each one layer used
+       twice, which a name given twice is only when asked for */
+    if ((r = nn_graph_share_names(ev, 1)) != NN_OK) goto fail;
     x_test = nn_input(ev, "x_test", NN_F32, nn_shape2(test.n, IMG));
     te = vae(ev, x_test, test.n, 1);
     test_acc = nn_accumulate(ev, te.loss_sum);
