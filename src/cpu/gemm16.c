@@ -410,10 +410,18 @@ static void nn__g16_block(const nn__g16_job *J, int m0, int m1, int n0, int n1, 
             size_t step = pairs ? sizeof(uint32_t) : sizeof(float);
             float beta = pc == 0 ? J->beta : 1.0f;
             if (pairs) arch->pack_b(J->transB, J->B, J->ldb, jc, nc, pc, kc, nr, (uint32_t *)(void *)bbuf);
-            else {
-                nn__g16_widen(arch, !J->transB, J->B, J->ldb, jc, nc, pc, kc, tb);
-                if (J->transB) arch->f32->pack_b(1, tb, kc, 0, kc, 0, nc, nr, (float *)(void *)bbuf);
-                else arch->f32->pack_b(0, tb, nc, 0, kc, 0, nc, nr, (float *)(void *)bbuf);
+            else if (!J->transB) { /* B [K, N]: each panel row widened in place, as pack_b copies it */
+                float *d = (float *)(void *)bbuf;
+                for (jr = 0; jr < nc; jr += nr, d += (size_t)nr * kc) {
+                    int n = nc - jr < nr ? nc - jr : nr, k;
+                    for (k = 0; k < kc; k++) {
+                        arch->cvt(J->B + (size_t)(pc + k) * J->ldb + jc + jr, d + (size_t)k * nr, n);
+                        for (j = n; j < nr; j++) d[(size_t)k * nr + j] = 0.0f;
+                    }
+                }
+            } else { /* B [N, K]: widened, then transposed by gemm.c's packing */
+                nn__g16_widen(arch, 0, J->B, J->ldb, jc, nc, pc, kc, tb);
+                arch->f32->pack_b(1, tb, kc, 0, kc, 0, nc, nr, (float *)(void *)bbuf);
             }
             for (ic = m0; ic < m1; ic += mc_blk) {
                 int mc = m1 - ic < mc_blk ? m1 - ic : mc_blk;
