@@ -5989,7 +5989,7 @@ __attribute__((target("avx512f"))) static void nn__g16_cvt_bf16_avx512(const uin
     int i = 0;
     for (; i + 16 <= n; i += 16) {
         __m256i h = _mm256_loadu_si256((const __m256i *)(const void *)(src + i));
-        _mm512_storeu_si512((void *)(dst + i), _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+        _mm512_storeu_si512((void *)(dst + i), _mm512_maskz_slli_epi32(0xFFFF, _mm512_maskz_cvtepu16_epi32(0xFFFF, h), 16));
     }
     for (; i < n; i++) dst[i] = nn__bf16_to_f32(src[i]);
 }
@@ -6002,10 +6002,11 @@ __attribute__((target("avx2,f16c"))) static void nn__g16_cvt_f16_avx2(const uint
 __attribute__((target("avx512f"))) static void nn__g16_cvt_f16_avx512(const uint16_t *src, float *dst, int n) {
     int i = 0;
     for (; i + 16 <= n; i += 16)
-        _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(src + i))));
+        _mm512_storeu_ps(dst + i, _mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256((const __m256i *)(const void *)(src + i))));
     for (; i < n; i++) dst[i] = nn__f16_to_f32(src[i]);
 }
 
+/* (the maskz forms above: g++ warns on the plain ones' undefined pass-through) */
 #define NN__G16_TGT __attribute__((target("avx512f,avx512bw,avx512bf16")))
 
 /* The B side of the pair packing, B stored [K, N]: rows k and k + 1 interleaved 32
