@@ -61,7 +61,9 @@
                                   timed >= 0.25 s a round; prints per shape and variant
                                   BENCH name=gemm16 backend=cpu shape=MxKxN dtype=D gflops=MEDIAN
                                   gflops_min=X gflops_max=X rounds=R, and BENCH name=ratio
-                                  what=gemm16_MxKxN_D_vs_f32 value=X (medians' ratio)
+                                  what=gemm16_MxKxN_D_vs_f32 value=X (medians' ratio); with
+                                  ROUNDS=1 (bench/run.sh's rounds, GEMM16_ROTATE=R rotating
+                                  the order) the gflops= lines alone
    */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #define NN_IMPLEMENTATION
@@ -223,7 +225,8 @@ static int bench_gemm16(const char *sel) {
     static const char *const names[] = {"f32", "bf16", "bf16w", "f16"};
     enum { NS = sizeof shapes / sizeof shapes[0], NV = 4, MAXR = 32 };
     char name[256];
-    const char *re = getenv("ROUNDS");
+    const char *re = getenv("ROUNDS"), *ro = getenv("GEMM16_ROTATE");
+    int rot = ro ? atoi(ro) & 0xFFFF : 0;
     int rounds = re && atoi(re) > 0 ? atoi(re) : 5, s, v, r, status = 0;
     static double g[NS][NV][MAXR];
     nn_context *ctx;
@@ -263,7 +266,7 @@ static int bench_gemm16(const char *sel) {
                     cb[i] = b16[i];
                 }
                 for (i = 0; i < NV; i++) { /* the order rotated per round */
-                    v = (i + r) % NV;
+                    v = (i + r + rot) % NV;
                     g[s][v][r] = gemm16_time(ctx, v, m, k, n, a, b, ca, cb, c);
                 }
             }
@@ -282,11 +285,15 @@ static int bench_gemm16(const char *sel) {
             memcpy(x, g[s][v], sizeof(double) * (size_t)rounds);
             qsort(x, (size_t)rounds, sizeof x[0], gemm16_cmp);
             med[v] = rounds % 2 ? x[rounds / 2] : 0.5 * (x[rounds / 2 - 1] + x[rounds / 2]);
-            printf("BENCH name=gemm16 backend=%s shape=%dx%dx%d dtype=%s gflops=%.2f gflops_min=%.2f gflops_max=%.2f "
-                   "rounds=%d\n",
-                   name, shapes[s][0], shapes[s][1], shapes[s][2], names[v], med[v], x[0], x[rounds - 1], rounds);
+            if (rounds == 1) /* bench/run.sh's rounds: report.awk takes the medians */
+                printf("BENCH name=gemm16 backend=%s shape=%dx%dx%d dtype=%s gflops=%.2f\n", name, shapes[s][0],
+                       shapes[s][1], shapes[s][2], names[v], med[v]);
+            else
+                printf("BENCH name=gemm16 backend=%s shape=%dx%dx%d dtype=%s gflops=%.2f gflops_min=%.2f "
+                       "gflops_max=%.2f rounds=%d\n",
+                       name, shapes[s][0], shapes[s][1], shapes[s][2], names[v], med[v], x[0], x[rounds - 1], rounds);
         }
-        for (v = 1; v < NV; v++)
+        for (v = 1; v < NV && rounds > 1; v++)
             printf("BENCH name=ratio what=gemm16_%dx%dx%d_%s_vs_f32 value=%.3f\n", shapes[s][0], shapes[s][1],
                    shapes[s][2], names[v], med[v] / med[0]);
     }
