@@ -9,6 +9,7 @@
    the cases run on the CPU backend's pass only, but for one small product with the
    backend's context (an OpenCL context's call runs on the calling thread). */
 #include "test.h"
+#include "bad_rows.h"
 #include <float.h>
 #include <limits.h>
 #include <math.h>
@@ -363,45 +364,43 @@ static void check_threads(const t_env *e) {
     t_end();
 }
 
-/* The refusals: each NN_ERR_INVALID_ARGUMENT, the message naming the function and values */
-static void check_refusals(const t_env *e) {
-    nn_context *ctx = e->ctx;
-    uint16_t a[64], b[64];
-    float c[64];
-    typedef struct {
-        int64_t m, n, k, lda, ldb, ldc;
-        int ta, null_a, null_c;
-        const char *words;
-    } row;
-    static const row rows[] = {
-        {-1, 2, 2, 2, 2, 2, 0, 0, 0, "sizes m -1, n 2, k 2"},
-        {2, 2, (int64_t)INT_MAX + 1, 2, 2, 2, 0, 0, 0, "k 2147483648"},
-        {2, 3, 4, 3, 3, 3, 0, 0, 0, "lda 3, ldb 3, ldc 3 too small"},
-        {2, 3, 4, 1, 3, 3, 1, 0, 0, "lda >= 2"},
-        {2, 3, 4, 4, 3, 2, 0, 0, 0, "ldc >= 3"},
-        {2, 3, 4, 4, 3, 3, 0, 1, 0, "a NULL matrix (a NULL"},
-        {2, 3, 4, 4, 3, 3, 0, 0, 1, "c NULL"},
-    };
-    int i, fmt;
-    if (!t_begin(e, "gemm16: bad sizes, leading dimensions and NULL matrices refused, naming the function")) return;
-    memset(a, 0, sizeof a);
-    memset(b, 0, sizeof b);
-    for (fmt = 0; fmt < 2; fmt++)
-        for (i = 0; i < (int)(sizeof rows / sizeof rows[0]); i++) {
-            const row *w = &rows[i];
-            const char *fn = fmt == F_BF16 ? "nn_cpu_gemm_bf16" : "nn_cpu_gemm_f16";
-            nn_result r = (fmt == F_BF16 ? nn_cpu_gemm_bf16 : nn_cpu_gemm_f16)(
-                ctx, w->ta, 0, w->m, w->n, w->k, 1.0f, w->null_a ? NULL : a, w->lda, b, w->ldb, 0.0f,
-                w->null_c ? NULL : c, w->ldc);
-            const char *msg = nn_context_last_error(ctx);
-            T_CHECK(r == NN_ERR_INVALID_ARGUMENT && strstr(msg, fn) && strstr(msg, w->words),
-                    "row %d (%s): result %d, message \"%s\"; want \"%s\"", i, fn, (int)r, msg, w->words);
-        }
-    /* nothing to multiply: m = 0 with NULL matrices is fine; k = 0 scales C by beta */
-    c[0] = 2.0f;
-    T_CHECK(nn_cpu_gemm_bf16(ctx, 0, 0, 0, 3, 4, 1.0f, NULL, 4, NULL, 3, 0.0f, NULL, 3) == NN_OK, "m = 0 refused");
-    T_CHECK(nn_cpu_gemm_f16(ctx, 0, 0, 1, 1, 0, 1.0f, NULL, 1, NULL, 1, 0.5f, c, 1) == NN_OK && c[0] == 1.0f,
-            "k = 0: C = %g, want beta * C = 1", c[0]);
+/* The refusals, bad_rows of the calls (R_CALL): each NN_ERR_INVALID_ARGUMENT, the message
+   naming the function and the values */
+static uint16_t g16_a[64], g16_b[64];
+static float g16_c[64];
+#define G16_ROW(NAME, FN, TA, M, N, K, LDA, LDB, LDC, A, C)                                                    \
+    static nn_tensor NAME(nn_graph *g, nn_compile_desc *cd) {                                                    \
+        (void)g;                                                                                                 \
+        (void)cd;                                                                                                \
+        return CALL(FN(t_row_ctx, TA, 0, M, N, K, 1.0f, A, LDA, g16_b, LDB, 0.0f, C, LDC));                     \
+    }
+#define G16_ROWS(P, FN)                                                                                          \
+    G16_ROW(P##_neg, FN, 0, -1, 2, 2, 2, 2, 2, g16_a, g16_c)                                                     \
+    G16_ROW(P##_big, FN, 0, 2, 2, (int64_t)INT_MAX + 1, 2, 2, 2, g16_a, g16_c)                                   \
+    G16_ROW(P##_lda, FN, 0, 2, 3, 4, 3, 3, 3, g16_a, g16_c)                                                      \
+    G16_ROW(P##_ldat, FN, 1, 2, 3, 4, 1, 3, 3, g16_a, g16_c)                                                     \
+    G16_ROW(P##_ldc, FN, 0, 2, 3, 4, 4, 3, 2, g16_a, g16_c)                                                      \
+    G16_ROW(P##_nulla, FN, 0, 2, 3, 4, 4, 3, 3, NULL, g16_c)                                                     \
+    G16_ROW(P##_nullc, FN, 0, 2, 3, 4, 4, 3, 3, g16_a, NULL)
+G16_ROWS(g16bf, nn_cpu_gemm_bf16)
+G16_ROWS(g16hf, nn_cpu_gemm_f16)
+#define G16_BAD(P, FN)                                                                                                   \
+    {"gemm16", FN " m = -1", P##_neg, R_INV, FN "|sizes m -1, n 2, k 2|[0, 2^31 - 1]", R_CALL},                           \
+    {"gemm16", FN " k = 2^31", P##_big, R_INV, FN "|k 2147483648", R_CALL},                                              \
+    {"gemm16", FN " lda < k", P##_lda, R_INV, FN "|lda 3, ldb 3, ldc 3 too small|lda >= 4", R_CALL},                     \
+    {"gemm16", FN " trans_a, lda < m", P##_ldat, R_INV, FN "|trans_a 1|lda >= 2", R_CALL},                               \
+    {"gemm16", FN " ldc < n", P##_ldc, R_INV, FN "|ldc >= 3", R_CALL},                                                   \
+    {"gemm16", FN " a NULL", P##_nulla, R_INV, FN "|a NULL matrix (a NULL, b set, c set)", R_CALL},                      \
+    {"gemm16", FN " c NULL", P##_nullc, R_INV, FN "|c NULL", R_CALL}
+static const bad_row gemm16_bad[] = {G16_BAD(g16bf, "nn_cpu_gemm_bf16"), G16_BAD(g16hf, "nn_cpu_gemm_f16")};
+
+/* Nothing to multiply: m = 0 with NULL matrices is fine; k = 0 scales C by beta. */
+static void check_empty(const t_env *e) {
+    float c = 2.0f;
+    if (!t_begin(e, "gemm16: m = 0 with NULL matrices does nothing, k = 0 gives beta * C")) return;
+    T_CHECK(nn_cpu_gemm_bf16(e->ctx, 0, 0, 0, 3, 4, 1.0f, NULL, 4, NULL, 3, 0.0f, NULL, 3) == NN_OK, "m = 0 refused");
+    T_CHECK(nn_cpu_gemm_f16(e->ctx, 0, 0, 1, 1, 0, 1.0f, NULL, 1, NULL, 1, 0.5f, &c, 1) == NN_OK && c == 1.0f,
+            "k = 0: C = %g, want beta * C = 1", c);
     t_end();
 }
 
@@ -411,5 +410,6 @@ void suite_gemm16(const t_env *e) {
     check_gemm(e, F_F16);
     check_widening(e);
     check_threads(e);
-    check_refusals(e);
+    check_empty(e);
+    t_bad_rows(e, gemm16_bad, (int)(sizeof gemm16_bad / sizeof gemm16_bad[0]));
 }
