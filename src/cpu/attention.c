@@ -45,6 +45,8 @@ static int nn__attn_w(const nn__attn_attr *a) { return a->D > a->Dv ? a->D : a->
 
 #if defined(NN__VM_X86)
 #define NN__ATTN_TGT __attribute__((target("avx512f")))
+/* the register tiles' loops unrolled whole, so their arrays live in registers */
+#define NN__ATTN_UNROLL _Pragma("GCC unroll 16")
 NN__ATTN_TGT static inline __mmask16 nn__attn_m16(int k) { return (__mmask16)(k >= 16 ? 0xFFFFu : (1u << k) - 1u); }
 
 /* S [nr, BC] = alpha X Yt, Yt [D, BC] (the columns past nc 0); rows 4 at a time in 16
@@ -56,17 +58,24 @@ NN__ATTN_TGT static inline __mmask16 nn__attn_m16(int k) { return (__mmask16)(k 
     do {                                                                                             \
         __m512 acc[R][W], y[W], v;                                                                   \
         int i_, w_;                                                                                  \
+        NN__ATTN_UNROLL                                                                              \
         for (i_ = 0; i_ < R; i_++)                                                                   \
+            NN__ATTN_UNROLL                                                                          \
             for (w_ = 0; w_ < W; w_++) acc[i_][w_] = _mm512_setzero_ps();                            \
         for (d = 0; d < D; d++) {                                                                    \
             const float *yt = Yt + (int64_t)d * NN__ATTN_BC;                                         \
+            NN__ATTN_UNROLL                                                                          \
             for (w_ = 0; w_ < W; w_++) y[w_] = _mm512_loadu_ps(yt + 16 * w_);                        \
+            NN__ATTN_UNROLL                                                                          \
             for (i_ = 0; i_ < R; i_++) {                                                             \
                 v = _mm512_set1_ps(x[(r0 + i_) * xs + d]);                                           \
+                NN__ATTN_UNROLL                                                                      \
                 for (w_ = 0; w_ < W; w_++) acc[i_][w_] = _mm512_fmadd_ps(v, y[w_], acc[i_][w_]);     \
             }                                                                                        \
         }                                                                                            \
+        NN__ATTN_UNROLL                                                                              \
         for (i_ = 0; i_ < R; i_++)                                                                   \
+            NN__ATTN_UNROLL                                                                                                     \
             for (w_ = 0; w_ < W; w_++) _mm512_storeu_ps(S + (r0 + i_) * NN__ATTN_BC + 16 * w_, _mm512_mul_ps(acc[i_][w_], va)); \
     } while (0)
 
@@ -167,19 +176,26 @@ static void nn__attn_krange(int r0, int R, int K, int klo_off, int khi_off, int 
     do {                                                                                        \
         __m512 acc[R][W], bv[W], av;                                                            \
         int i_, w_, c_, klo_, khi_;                                                             \
+        NN__ATTN_UNROLL                                                                         \
         for (i_ = 0; i_ < R; i_++)                                                              \
+            NN__ATTN_UNROLL                                                                     \
             for (w_ = 0; w_ < W; w_++)                                                          \
                 acc[i_][w_] = _mm512_maskz_loadu_ps(w_ == W - 1 ? km : 0xFFFF, C + (r0 + i_) * ldc + n0 + 16 * w_); \
         nn__attn_krange(r0, R, K, klo_off, khi_off, &klo_, &khi_);                              \
         for (c_ = klo_; c_ < khi_; c_++) {                                                      \
             const float *br = B + c_ * ldb + n0, *ar = A + r0 * ars + c_ * acs;                 \
+            NN__ATTN_UNROLL                                                                                     \
             for (w_ = 0; w_ < W; w_++) bv[w_] = _mm512_maskz_loadu_ps(w_ == W - 1 ? km : 0xFFFF, br + 16 * w_); \
+            NN__ATTN_UNROLL                                                                     \
             for (i_ = 0; i_ < R; i_++) {                                                        \
                 av = _mm512_set1_ps(ar[i_ * ars]);                                              \
+                NN__ATTN_UNROLL                                                                    \
                 for (w_ = 0; w_ < W; w_++) acc[i_][w_] = _mm512_fmadd_ps(av, bv[w_], acc[i_][w_]); \
             }                                                                                   \
         }                                                                                       \
+        NN__ATTN_UNROLL                                                                         \
         for (i_ = 0; i_ < R; i_++)                                                              \
+            NN__ATTN_UNROLL                                                                     \
             for (w_ = 0; w_ < W; w_++)                                                          \
                 _mm512_mask_storeu_ps(C + (r0 + i_) * ldc + n0 + 16 * w_, w_ == W - 1 ? km : 0xFFFF, acc[i_][w_]); \
     } while (0)
@@ -244,6 +260,7 @@ NN__ATTN_TGT static void nn__attn_ab512(float *C, int64_t ldc, const float *A, i
 #undef NN__ATTN_AB512_W
 #undef NN__ATTN_AB512
 #undef NN__ATTN_TGT
+#undef NN__ATTN_UNROLL
 #endif
 
 /* Yt [D, BC] = Y^T for nc rows of Y at stride ys, the columns past nc zero */
