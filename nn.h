@@ -1264,10 +1264,20 @@ NN_API nn_tensor nn_rbf_layer(nn_graph *g, nn_tensor x, int64_t n_centers, const
    aux_loss (NULL: none) receives Switch Transformer's load-balancing loss, a scalar:
    E * sum_e f_e * P_e, f_e = the fraction of rows that kept expert e (over the k slots, as
    Hugging Face's load_balancing_loss_func), P_e = the mean of p[:, e]; its gradient flows
-   through P. Every expert runs on every row (dense: the ops have no dispatch), so a step
-   costs n_experts full feed-forwards, not top_k. */
+   through P. By default every expert runs on every row (dense), so a step costs n_experts
+   full feed-forwards, not top_k. With capacity_factor > 0 the rows are dispatched instead
+   (GShard's and Switch Transformer's capacity): expert e runs on at most C = ceil(
+   capacity_factor * top_k * B / n_experts) rows (at most B), the first C rows (in row
+   order) that kept it; a row past the capacity gets nothing from that expert (it is
+   dropped there, as in Switch Transformer); the results are summed back per row in expert
+   order. Expert FLOPs then follow top_k / n_experts * capacity_factor; with C = B (no row
+   dropped) the output is the dense one. The slots are made on the device (one pass over
+   [B, E] per expert), no read-back, the same bits every run. */
 typedef struct nn_moe_desc {
-    nn_tensor *aux_loss; /* receives the load-balancing loss (NULL: not made) */
+    nn_tensor *aux_loss;   /* receives the load-balancing loss (NULL: not made) */
+    float capacity_factor; /* 0: dense (every expert on every row); > 0: dispatch (1.25 is
+                              Switch Transformer's training value; n_experts / top_k: none
+                              dropped) */
 } nn_moe_desc;
 NN_API nn_tensor nn_moe_layer(nn_graph *g, nn_tensor x, int64_t n_experts, int64_t top_k, int64_t hidden,
                               const nn_moe_desc *desc, const char *name);
@@ -1460,8 +1470,10 @@ NN_API nn_tensor nn_gpt_decode(nn_graph *g, nn_tensor idx, nn_tensor pos, const 
    PyTorch's: NAME.q_proj_weight [E, E], NAME.k_proj_weight [E, kdim], NAME.v_proj_weight
    [E, vdim] (Xavier uniform) instead of in_proj_weight; in_proj_bias as before. Masks as PyTorch's:
    key_padding_mask [B, S], int32 (PyTorch's bool: nonzero where a key is padding, left out)
-   or float32 (added to the scores, -inf hides; it gets a gradient); attn_mask float32
-   [T, S] or [B*num_heads, T, S], added to the scores (-inf hides; it gets a gradient);
+   or float32 (added to the scores, -inf hides; it gets a gradient); attn_mask [T, S] or
+   [B*num_heads, T, S], float32 added to the scores (-inf hides; it gets a gradient) or int32
+   as PyTorch's bool attn_mask (nonzero: not attended; an int32 attn_mask wants an int32
+   key_padding_mask, if any);
    is_causal hides the keys after each query (top-left aligned). The weights are not
    returned (need_weights=False). The attention is nn_attention's (fused; both float masks
    given: their sum [B, H or 1, T, S] is formed, as PyTorch does). */
@@ -2220,6 +2232,9 @@ typedef struct nn__segment_attr {
     int64_t skip;         /* a segment left 0 and given no gradient (padding_idx); -1: none */
 } nn__segment_attr;
 
+/* nn_moe_layer's dispatch slots (MOE_SLOTS, src/ops/segment.c): idx [E * C] from kept [B, E] */
+static nn_tensor nn__moe_slots_op(nn_graph *g, nn_tensor kept, int64_t C, int which);
+
 #endif
 
 /* ======================================================================
@@ -2260,10 +2275,16 @@ typedef struct nn__attn_attr { /* q [B, H, Tq, D], k [B, Hkv, Tk, D], v [B, Hkv,
     float scale, p;      /* the scores' scale; dropout's probability on the weights */
     int key;             /* dropout's Philox key: the forward node's id, shared by its backward ops */
     int mask_in, kpm_in; /* the input index of the mask and of the key padding mask (0: none) */
-    int mask_mode;       /* 0 none, 1 additive float, 2 boolean int32 (nonzero: attend) */
+    int mask_mode;       /* 0 none, 1 additive float, 2 boolean int32 (nonzero: attend), 3 boolean
+                            int32 (nonzero: hidden; nn.MultiheadAttention's bool attn_mask) */
     int kpm_mode;        /* 0 none, 1 float, 2 int32 (nonzero: ignore the key) */
     int ms[4];           /* the mask's element strides over b, h, i, j (0: broadcast) */
 } nn__attn_attr;
+
+/* nn_attention with an int32 mask read as nn.MultiheadAttention's (nonzero: hidden) when
+   mask_hides is 1, as scaled_dot_product_attention's (nonzero: attend) when 0
+   (src/ops/attention.c; nn_multihead_attention calls it). */
+static nn_tensor nn__attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, const nn_attention_desc *desc, int mask_hides);
 
 #endif
 
@@ -2908,7 +2929,8 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     X(SEGMENT_REDUCE, "segment_reduce", segment_reduce, 0)                  \
     X(SEGMENT_GATHER, "segment_gather", segment_gather, 0)                  \
     X(SEGMENT_MAX_GRAD, "segment_max_grad", segment_max_grad, 0)            \
-    X(EMBEDDING, "embedding", embedding, 0)
+    X(EMBEDDING, "embedding", embedding, 0)                                  \
+    X(MOE_SLOTS, "moe_slots", moe_slots, NN__OPF_NO_GRAD)
 
 /* the fused scaled dot-product attention (src/ops/attention.c) */
 #define NN__OPS_ATTENTION(X)                                                  \
@@ -9977,6 +9999,18 @@ static void nn__segment_scatter_add(float *y, const float *base, const float *sr
     }
 }
 
+/* A mixture of experts' dispatch (kernels/segment.cl's moe_slots): idx [E * C], slot e * C +
+   c the c-th row b (ascending) with kept [B, E] nonzero at (b, e); rows past C dropped; the
+   slots left over hold fill. */
+static void nn__moe_slots(int32_t *idx, const float *kept, int64_t B, int64_t E, int64_t C, int32_t fill) {
+    int64_t e, b, c;
+    for (e = 0; e < E; e++) {
+        for (b = 0, c = 0; b < B && c < C; b++)
+            if (kept[b * E + e] != 0.0f) idx[e * C + c++] = (int32_t)b;
+        for (; c < C; c++) idx[e * C + c] = fill;
+    }
+}
+
 /* ======================================================================
    src/cpu/rope.c
    ====================================================================== */
@@ -10395,8 +10429,8 @@ static int nn__attn_mask_tile(const nn__attn_job *J, int b, int h, int i0, int n
             const float *m = J->mask + (int64_t)b * a->ms[0] + (int64_t)h * a->ms[1] + (int64_t)i * a->ms[2] + (int64_t)j0 * a->ms[3];
             for (c = lo; c < hi; c++) {
                 const float *mc = m + (int64_t)c * a->ms[3];
-                if (a->mask_mode == 2) {
-                    if (*(const int32_t *)(const void *)mc == 0) s[c] = -INFINITY;
+                if (a->mask_mode >= 2) { /* int32: 2 nonzero attends, 3 nonzero hides */
+                    if ((*(const int32_t *)(const void *)mc == 0) == (a->mask_mode == 2)) s[c] = -INFINITY;
                 } else s[c] += *mc;
             }
         }
@@ -19408,6 +19442,11 @@ static const char *const nn__cl_src_segment[] = {
 "    F(in, w) P(iin, idx) P(out, y) P(int, n) P(int, N) P(int, D) P(iout, bad) P(int, slot)\n",
 "NN__KSIG(embedding)\n",
 "\n",
+"/* a mixture of experts' dispatch: idx [E * C], slot e * C + c the c-th row b (ascending) with\n",
+"   kept [B, E] nonzero at (b, e); slots past the rows: fill */\n",
+"#define NN__KARGS_moe_slots(F, P) F(in, kept) P(iout, idx) P(int, B) P(int, E) P(int, C) P(int, fill)\n",
+"NN__KSIG(moe_slots)\n",
+"\n",
 "#endif\n",
 "#line 7 \"kernels/segment.cl\"\n",
 "\n",
@@ -19597,6 +19636,16 @@ static const char *const nn__cl_src_segment[] = {
 "    int ok = r >= 0 && r < N;\n",
 "    if (!ok && j == 0) atomic_inc(bad + slot);\n",
 "    y[i] = ok ? w[(size_t)r * D + j] : 0.0f;\n",
+"}\n",
+"\n",
+"/* expert e's slots (a work-item each, rows in order): idx [E * C] from kept [B, E] */\n",
+"__kernel void moe_slots(NN__KPARAMS(moe_slots)) {\n",
+"    int e = get_global_id(0);\n",
+"    if (e >= E) return;\n",
+"    int c = 0;\n",
+"    for (int b = 0; b < B && c < C; b++)\n",
+"        if (kept[(long)b * E + e] != 0.0f) idx[(long)e * C + c++] = b;\n",
+"    for (; c < C; c++) idx[(long)e * C + c] = fill;\n",
 "}\n",
 0 };
 
@@ -20167,7 +20216,7 @@ static const char *const nn__cl_src_attention[] = {
 "    }\n",
 "    if (mk.s4) {\n",
 "        float m = mask[(long)b * mk.s0 + (long)h * mk.s1 + (long)i * mk.s2 + (long)j * mk.s3];\n",
-"        if (mk.s4 == 2) return as_int(m) == 0;\n",
+"        if (mk.s4 >= 2) return (as_int(m) == 0) == (mk.s4 == 2); /* int32: 2 nonzero attends, 3 hides */\n",
 "        *bias = m;\n",
 "        if (m == -INFINITY) return 1;\n",
 "    }\n",
@@ -26198,6 +26247,11 @@ NN__KSIG(segment_scatter_add)
     F(in, w) P(iin, idx) P(out, y) P(int, n) P(int, N) P(int, D) P(iout, bad) P(int, slot)
 NN__KSIG(embedding)
 
+/* a mixture of experts' dispatch: idx [E * C], slot e * C + c the c-th row b (ascending) with
+   kept [B, E] nonzero at (b, e); slots past the rows: fill */
+#define NN__KARGS_moe_slots(F, P) F(in, kept) P(iout, idx) P(int, B) P(int, E) P(int, C) P(int, fill)
+NN__KSIG(moe_slots)
+
 #endif
 
 /* ======================================================================
@@ -29700,6 +29754,51 @@ static nn_result nn__launch_embedding(nn_graph *g, int id) {
     k.bad = &g->checks;
     k.slot = n->check_slot;
     return nn__kargs_embedding(l, &k);
+}
+
+/* ==== moe_slots: the capacity-based dispatch of nn_moe_layer (GShard's and Switch
+   Transformer's, with a fixed order): from kept [B, E] (nonzero: row b goes to expert e),
+   idx [E * C] int32, slot e * C + c the c-th row (ascending) routed to e; rows past the
+   capacity C are dropped for that expert. An empty slot holds 0 (which 0: the rows'
+   gather index) or B (which 1: the combine's segment, one past the rows). No gradient. ==== */
+
+static nn_tensor nn__moe_slots_op(nn_graph *g, nn_tensor kept, int64_t C, int which) {
+    nn_tensor t;
+    const nn__node *k;
+    if (g->status != NN_OK || kept.id <= 0) return nn__tensor(-1);
+    k = nn__n(g, kept);
+    if (k->shape.dim[0] * k->shape.dim[1] > INT32_MAX || C * k->shape.dim[1] > INT32_MAX)
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_moe_layer: %lld rows, %lld experts and capacity %lld are over 2^31 slots",
+                           (long long)k->shape.dim[0], (long long)k->shape.dim[1], (long long)C);
+    t = nn__op1(g, NN__OP_MOE_SLOTS, NN_I32, nn_shape1(k->shape.dim[1] * C), kept.id);
+    if (t.id >= 0) {
+        memset(&g->nodes[t.id].a.seg, 0, sizeof g->nodes[t.id].a.seg);
+        g->nodes[t.id].a.seg.L = C;
+        g->nodes[t.id].a.seg.dim = which;
+    }
+    return t;
+}
+
+#define nn__grad_moe_slots nn__grad_none
+#define nn__plan_moe_slots nn__no_plan
+
+static nn_result nn__cpu_moe_slots(nn_graph *g, nn__node *n) {
+    const nn__node *k = &g->nodes[n->in[0]];
+    int64_t B = k->shape.dim[0];
+    nn__moe_slots((int32_t *)n->buf.host, k->buf.host, B, k->shape.dim[1], n->a.seg.L, n->a.seg.dim ? (int32_t)B : 0);
+    return NN_OK;
+}
+
+static nn_result nn__launch_moe_slots(nn_graph *g, int id) {
+    const nn__node *kn = &g->nodes[g->nodes[id].in[0]];
+    NN__KLAUNCH(moe_slots, "segment", "moe_slots", kn->shape.dim[1]);
+    k.kept = &kn->buf;
+    k.idx = &n->buf;
+    k.B = (int)kn->shape.dim[0];
+    k.E = (int)kn->shape.dim[1];
+    k.C = (int)n->a.seg.L;
+    k.fill = n->a.seg.dim ? k.B : 0;
+    return nn__kargs_moe_slots(l, &k);
 }
 
 /* ======================================================================
@@ -34439,6 +34538,10 @@ static void nn__attn_strides(int layout, int heads, int T, int D, int64_t s[3]) 
    scaled_dot_product_attention), fused ==== */
 
 NN_API nn_tensor nn_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, const nn_attention_desc *desc) {
+    return nn__attention(g, q, k, v, desc, 0);
+}
+
+static nn_tensor nn__attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, const nn_attention_desc *desc, int mask_hides) {
     static const nn_attention_desc zero = {0, 0.0f, 0.0f, 0, {0, 0}, {0, 0}, 0};
     const char *op = "nn_attention";
     nn_tensor in[3], x[5], packed;
@@ -34515,7 +34618,7 @@ NN_API nn_tensor nn_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v
                 st *= sz;
             }
         }
-        a.mask_mode = m->dtype == NN_I32 ? 2 : 1;
+        a.mask_mode = m->dtype == NN_I32 ? (mask_hides ? 3 : 2) : 1;
         x[nx++] = desc->mask;
     }
     if (hp) {
@@ -35946,6 +36049,9 @@ NN_API nn_tensor nn_moe_layer(nn_graph *g, nn_tensor x, int64_t n_experts, int64
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT,
                            "nn_moe_layer %s: needs n_experts >= 1 (%lld), 1 <= top_k <= n_experts (%lld) and hidden >= 1 (%lld)",
                            name, (long long)n_experts, (long long)top_k, (long long)hidden);
+    if (desc && !(desc->capacity_factor >= 0 && desc->capacity_factor < 1e30f))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_moe_layer %s: capacity_factor %g is not in [0, 1e30) (0: dense)", name,
+                           (double)desc->capacity_factor);
     d = nn__n(g, x)->shape.dim[1];
     {
         nn_linear_desc nob;
@@ -35964,13 +36070,38 @@ NN_API nn_tensor nn_moe_layer(nn_graph *g, nn_tensor x, int64_t n_experts, int64
     }
     mask = nn_ge(g, nn_detach(g, probs), kth); /* [B, E]: 1 for the kept experts */
     wts = nn_mul(g, probs, mask);
-    for (i = 0; i < n_experts; i++) {
-        nn_tensor h;
-        snprintf(nb, sizeof nb, "%s.experts.%d.fc1", name, i);
-        h = nn_relu(g, nn_linear_layer(g, x, hidden, NULL, nb));
-        snprintf(nb, sizeof nb, "%s.experts.%d.fc2", name, i);
-        h = nn_mul(g, nn_linear_layer(g, h, d, NULL, nb), nn_slice(g, wts, 1, i, 1));
-        y = i ? nn_add(g, y, h) : h;
+    if (desc && desc->capacity_factor > 0) {
+        /* dispatch: expert e's C slots hold the first C rows that kept it (gather index
+           gi, 0 for an empty slot; combine segment si, B for an empty slot, left out) */
+        int64_t B = nn__n(g, x)->shape.dim[0];
+        double cf = (double)desc->capacity_factor * (double)top_k * (double)B / (double)n_experts;
+        int64_t C = cf >= (double)B ? B : (int64_t)ceil(cf);
+        nn_tensor gi, si, xg, wg, *ys;
+        if (C < 1) C = 1;
+        gi = nn__moe_slots_op(g, mask, C, 0);
+        si = nn__moe_slots_op(g, mask, C, 1);
+        xg = nn_index_select(g, x, 0, gi);   /* [E * C, D] */
+        wg = nn_index_select(g, wts, 0, gi); /* [E * C, E] */
+        ys = (nn_tensor *)nn__calloc((size_t)n_experts, sizeof *ys);
+        if (!ys) return nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "nn_moe_layer %s: out of memory", name);
+        for (i = 0; i < n_experts; i++) {
+            nn_tensor h = nn_slice(g, xg, 0, i * C, C);
+            snprintf(nb, sizeof nb, "%s.experts.%d.fc1", name, i);
+            h = nn_relu(g, nn_linear_layer(g, h, hidden, NULL, nb));
+            snprintf(nb, sizeof nb, "%s.experts.%d.fc2", name, i);
+            ys[i] = nn_mul(g, nn_linear_layer(g, h, d, NULL, nb), nn_slice(g, nn_slice(g, wg, 0, i * C, C), 1, i, 1));
+        }
+        y = nn_slice(g, nn_segment_sum(g, nn_concat(g, ys, (int)n_experts, 0), si, B + 1), 0, 0, B);
+        free(ys);
+    } else {
+        for (i = 0; i < n_experts; i++) {
+            nn_tensor h;
+            snprintf(nb, sizeof nb, "%s.experts.%d.fc1", name, i);
+            h = nn_relu(g, nn_linear_layer(g, x, hidden, NULL, nb));
+            snprintf(nb, sizeof nb, "%s.experts.%d.fc2", name, i);
+            h = nn_mul(g, nn_linear_layer(g, h, d, NULL, nb), nn_slice(g, wts, 1, i, 1));
+            y = i ? nn_add(g, y, h) : h;
+        }
     }
     if (aux_loss) {
         /* Switch Transformer: E * sum_e f_e P_e, f_e the fraction of rows routed to e
@@ -36066,7 +36197,7 @@ static nn_tensor nn__tf_embedding(nn_graph *g, nn_tensor weight, nn_tensor idx) 
    broadcast to [B, H, Tq, Tk] (its gradient flows), or NN_NONE; kpm: [B, Tk] (float32 or
    int32), nonzero keys hidden, or NN_NONE. */
 static nn_tensor nn__tf_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, int layout, int causal, nn_tensor mask,
-                                  nn_tensor kpm, float dropout) {
+                                  nn_tensor kpm, float dropout, int mask_hides) {
     nn_attention_desc ad;
     memset(&ad, 0, sizeof ad);
     ad.layout = layout;
@@ -36074,7 +36205,7 @@ static nn_tensor nn__tf_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tens
     ad.mask = mask;
     ad.key_padding_mask = kpm;
     ad.dropout = dropout;
-    return nn_attention(g, q, k, v, &ad);
+    return nn__attention(g, q, k, v, &ad, mask_hides);
 }
 
 /* nanoGPT's MLP: c_fc (C -> 4C), GELU (exact), c_proj (4C -> C), dropout; on rows [R, C]. */
@@ -36104,7 +36235,7 @@ static nn_tensor nn__gpt_block(nn_graph *g, nn_tensor x, const nn_gpt_config *c,
     q = nn_reshape(g, nn_slice(g, qkv, 1, 0, e), nn_shape4(b, t, h, d));
     k = nn_reshape(g, nn_slice(g, qkv, 1, e, e), nn_shape4(b, t, h, d));
     v = nn_reshape(g, nn_slice(g, qkv, 1, 2 * e, e), nn_shape4(b, t, h, d));
-    y = nn__tf_attention(g, q, k, v, NN_ATTN_BTHD, 1, NN_NONE, NN_NONE, c->dropout);
+    y = nn__tf_attention(g, q, k, v, NN_ATTN_BTHD, 1, NN_NONE, NN_NONE, c->dropout, 0);
     y = nn_reshape(g, y, nn_shape2(b * t, e));
     snprintf(nb, sizeof nb, "%s.attn.c_proj", name);
     y = nn__tf_linear(g, y, e, pstd, !c->no_bias, nb);
@@ -36224,7 +36355,7 @@ NN_API nn_tensor nn_gpt_decode(nn_graph *g, nn_tensor idx, nn_tensor pos, const 
             caches[2 * i] = kc;
             caches[2 * i + 1] = vc;
         }
-        y = nn_reshape(g, nn__tf_attention(g, q, kc, vc, NN_ATTN_BHTD, 0, mask, NN_NONE, 0), nn_shape2(b, e));
+        y = nn_reshape(g, nn__tf_attention(g, q, kc, vc, NN_ATTN_BHTD, 0, mask, NN_NONE, 0, 0), nn_shape2(b, e));
         snprintf(nb, sizeof nb, "%s.attn.c_proj", nl);
         x = nn_add(g, x, nn__tf_linear(g, y, e, pstd, !cfg->no_bias, nb));
         snprintf(nb, sizeof nb, "%s.ln_2", nl);
@@ -36343,7 +36474,8 @@ static nn_tensor nn__tf_mha(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, 
        viewed as [B, H, T, S]) its additive mask, which gets its gradient there; a float
        key_padding_mask is added too ([B, 1, 1, S], PyTorch's attn_mask + key_padding_mask:
        one [B, H or 1, T, S] sum only when both are given), an int32 one hides its nonzero
-       keys (nn_attention's key_padding_mask). */
+       keys (nn_attention's key_padding_mask); an int32 attn_mask (PyTorch's bool) hides
+       its nonzero entries (nn__attention's mask_hides). */
     {
         nn_tensor am = NN_NONE, kpm = desc ? desc->key_padding_mask : NN_NONE;
         if (desc && desc->attn_mask.id)
@@ -36354,7 +36486,7 @@ static nn_tensor nn__tf_mha(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, 
             kpm = NN_NONE;
         }
         y = nn__tf_attention(g, nn_reshape(g, qr, nn_shape4(b, t, h, d)), nn_reshape(g, kr, nn_shape4(b, s, h, d)),
-                             nn_reshape(g, vr, nn_shape4(b, s, h, d)), NN_ATTN_BTHD, desc && desc->is_causal, am, kpm, dropout);
+                             nn_reshape(g, vr, nn_shape4(b, s, h, d)), NN_ATTN_BTHD, desc && desc->is_causal, am, kpm, dropout, 1);
         y = nn_reshape(g, y, nn_shape2(b * t, e));
     }
     {
@@ -36390,11 +36522,19 @@ static int nn__tf_masks(nn_graph *g, const char *op, const char *name, int64_t b
         const nn_shape *a;
         if (!nn__check(g, op, 1, &d->attn_mask)) return 0;
         a = &nn__n(g, d->attn_mask)->shape;
-        if (nn__n(g, d->attn_mask)->dtype != NN_F32 || !((a->ndim == 2 && a->dim[0] == t && a->dim[1] == s) ||
-                                                          (a->ndim == 3 && a->dim[0] == b * h && a->dim[1] == t && a->dim[2] == s))) {
+        if ((nn__n(g, d->attn_mask)->dtype != NN_F32 && nn__n(g, d->attn_mask)->dtype != NN_I32) ||
+            !((a->ndim == 2 && a->dim[0] == t && a->dim[1] == s) ||
+              (a->ndim == 3 && a->dim[0] == b * h && a->dim[1] == t && a->dim[2] == s))) {
             nn__shape_str(a, m, sizeof m);
-            nn__op_fail(g, NN_ERR_SHAPE, "%s %s: attn_mask %s must be float32 [T %lld, S %lld] or [B*num_heads %lld, T, S]", op, name,
-                        m, (long long)t, (long long)s, (long long)(b * h));
+            nn__op_fail(g, NN_ERR_SHAPE, "%s %s: attn_mask %s must be float32 or int32 [T %lld, S %lld] or [B*num_heads %lld, T, S]",
+                        op, name, m, (long long)t, (long long)s, (long long)(b * h));
+            return 0;
+        }
+        if (nn__n(g, d->attn_mask)->dtype == NN_I32 && d->key_padding_mask.id && nn__n(g, d->key_padding_mask)->dtype == NN_F32) {
+            nn__op_fail(g, NN_ERR_INVALID_ARGUMENT,
+                        "%s %s: an int32 (bool) attn_mask with a float32 key_padding_mask: give both as int32 (nonzero hides) or "
+                        "both as float32 (added)",
+                        op, name);
             return 0;
         }
     }
