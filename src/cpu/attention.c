@@ -366,9 +366,14 @@ static int nn__attn_block_dead(const nn__attn_attr *a, int i0, int i1, int j0, i
     return 0;
 }
 
-/* a causal tile's bound for nn__attn_abt and nn__attn_ab: row r of the tile at (i0, j0)
-   sees the keys c < r + diag (NN__ATTN_ALL: not causal, or the skipping off) */
-static int nn__attn_diag(const nn__attn_attr *a, int i0, int j0) { return a->causal && nn__attn_causal_skip ? i0 - j0 + 1 : NN__ATTN_ALL; }
+/* a causal tile's bound for nn__attn_abt, nn__attn_ab and the rows' loops: row r of the
+   tile at (i0, j0) sees the keys c < r + diag (NN__ATTN_ALL: not causal, the GEMM path, or
+   the skipping off) */
+static int nn__attn_diag(const nn__attn_job *J, int i0, int j0) {
+    return J->a.causal && J->avx512 && nn__attn_causal_skip ? i0 - j0 + 1 : NN__ATTN_ALL;
+}
+/* the columns [0, hi) of row r that a causal bound leaves alive */
+static int nn__attn_row_hi(int r, int diag, int nc) { return r + diag >= nc ? nc : r + diag > 0 ? r + diag : 0; }
 
 /* the unit's (b, h) and first row of a forward or dq unit u */
 static void nn__attn_unit_q(const nn__attn_job *J, int64_t u, int *b, int *h, int *i0, int *nr) {
@@ -400,27 +405,29 @@ static void nn__attn_fwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
     for (j0 = 0; j0 < a->Tk; j0 += NN__ATTN_BC) {
         int nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC;
         if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
-        diag = nn__attn_diag(a, i0, j0);
+        diag = nn__attn_diag(J, i0, j0);
         nn__attn_abt(J, gw, S, qb, J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], nc, D, a->scale, NULL, Kt, diag);
         if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
         for (r = 0; r < nr; r++) {
             float *s = S + r * NN__ATTN_BC, *ar = acc + (int64_t)r * Dv, mx = m[r], alpha, sum;
-            for (c = 0; c < nc; c++)
+            int hr = nn__attn_row_hi(r, diag, nc); /* past it -inf: weights 0, no exponentials */
+            for (c = hr; c < nc; c++) s[c] = 0.0f;
+            for (c = 0; c < hr; c++)
                 if (s[c] > mx) mx = s[c];
             if (mx == -INFINITY) { /* nothing alive in the row yet: weights 0 */
-                for (c = 0; c < nc; c++) s[c] = 0.0f;
+                for (c = 0; c < hr; c++) s[c] = 0.0f;
                 continue;
             }
             alpha = m[r] == -INFINITY ? 0.0f : nn__vexp1(m[r] - mx);
-            for (c = 0; c < nc; c++)
+            for (c = 0; c < hr; c++)
                 if (s[c] == -INFINITY) s[c] = -2e38f; /* exp gives 0 (the vector exp clamps -inf) */
-            sum = nn__vexp_map(NN__VE_EXP_SHIFT, s, s, NULL, NULL, mx, nc);
+            sum = nn__vexp_map(NN__VE_EXP_SHIFT, s, s, NULL, NULL, mx, hr);
             l[r] = l[r] * alpha + sum;
             m[r] = mx;
             if (alpha != 1.0f)
                 for (d = 0; d < Dv; d++) ar[d] *= alpha;
             if (a->p > 0.0f)
-                for (c = 0; c < nc; c++) s[c] *= nn__attn_keep(J, b, h, i0 + r, j0 + c);
+                for (c = 0; c < hr; c++) s[c] *= nn__attn_keep(J, b, h, i0 + r, j0 + c);
         }
         nn__attn_ab(J, gw, acc, Dv, 0, S, NN__ATTN_BC, nr, nc, NN__ATTN_ROW(J->v, J->vs, b, hk, j0), J->vs[2], Dv, diag);
     }
@@ -433,13 +440,16 @@ static void nn__attn_fwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
 
 /* P and dS of a tile (rows i0.., keys j0..) from the masked scores in S: P = exp(S - lse)
    (0 where masked), then Pd = P z (the dropped weights) into S, and dS = P (dP z - delta)
-   into dP, where dP = dO v^T was computed into dP. */
-static void nn__attn_ds(const nn__attn_job *J, int b, int h, int i0, int nr, int j0, int nc, float *S, float *dP) {
+   into dP, where dP = dO v^T was computed into dP. Under a causal bound (diag) the
+   columns past a row's diagonal are 0 in both without their exponentials. */
+static void nn__attn_ds(const nn__attn_job *J, int b, int h, int i0, int nr, int j0, int nc0, float *S, float *dP, int diag) {
     const nn__attn_attr *a = &J->a;
     int r, c;
     for (r = 0; r < nr; r++) {
         int64_t row = ((int64_t)b * a->H + h) * a->Tq + i0 + r;
         float lse = J->lse[row], dl = J->delta[row], *s = S + r * NN__ATTN_BC, *dp = dP + r * NN__ATTN_BC;
+        int nc = nn__attn_row_hi(r, diag, nc0);
+        for (c = nc; c < nc0; c++) s[c] = dp[c] = 0.0f;
         if (lse == -INFINITY) { /* a wholly masked row */
             for (c = 0; c < nc; c++) s[c] = dp[c] = 0.0f;
             continue;
@@ -473,11 +483,11 @@ static void nn__attn_dq_unit(const nn__attn_job *J, int64_t u, float *ws, nn__ge
     for (j0 = 0; j0 < a->Tk; j0 += NN__ATTN_BC) {
         int nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC;
         if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
-        diag = nn__attn_diag(a, i0, j0);
+        diag = nn__attn_diag(J, i0, j0);
         nn__attn_abt(J, gw, S, qb, J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], nc, D, a->scale, NULL, Kt, diag);
         if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
         nn__attn_abt(J, gw, dP, gb, J->os[2], nr, NN__ATTN_ROW(J->v, J->vs, b, hk, j0), J->vs[2], nc, Dv, 1.0f, NULL, Vt, diag);
-        nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP);
+        nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP, diag);
         nn__attn_ab(J, gw, acc, D, 0, dP, NN__ATTN_BC, nr, nc, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], D, diag);
     }
     for (r = 0; r < nr; r++) {
@@ -509,12 +519,12 @@ static void nn__attn_dkv_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
         for (i0 = 0; i0 < a->Tq; i0 += NN__ATTN_BR) {
             int nr = a->Tq - i0 < NN__ATTN_BR ? a->Tq - i0 : NN__ATTN_BR;
             const float *qb = NN__ATTN_ROW(J->q, J->qs, b, h, i0), *gb = NN__ATTN_ROW(J->dout, J->os, b, h, i0);
-            int diag = nn__attn_diag(a, i0, j0);
+            int diag = nn__attn_diag(J, i0, j0);
             if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
             nn__attn_abt(J, gw, S, qb, J->qs[2], nr, kb, J->ks[2], nc, D, a->scale, kt, Kt, diag);
             if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
             nn__attn_abt(J, gw, dP, gb, J->os[2], nr, vb, J->vs[2], nc, Dv, 1.0f, vt, Vt, diag);
-            nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP);
+            nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP, diag);
             /* dv [nc, Dv] += Pd^T dO, dk [nc, D] += dS^T q */
             nn__attn_ab(J, gw, dv, Dv, 1, S, NN__ATTN_BC, nc, nr, gb, J->os[2], Dv, diag);
             nn__attn_ab(J, gw, dk, D, 1, dP, NN__ATTN_BC, nc, nr, qb, J->qs[2], D, diag);
@@ -559,11 +569,11 @@ static void nn__attn_dmask_unit(const nn__attn_job *J, int64_t u, float *ws, nn_
                     int nr = a->Tq - i0 < NN__ATTN_BR ? a->Tq - i0 : NN__ATTN_BR, nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC;
                     if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
                     nn__attn_abt(J, gw, S, NN__ATTN_ROW(J->q, J->qs, b, h, i0), J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0),
-                                 J->ks[2], nc, D, a->scale, NULL, Kt, nn__attn_diag(a, i0, j0));
+                                 J->ks[2], nc, D, a->scale, NULL, Kt, NN__ATTN_ALL);
                     if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
                     nn__attn_abt(J, gw, dP, NN__ATTN_ROW(J->dout, J->os, b, h, i0), J->os[2], nr,
-                                 NN__ATTN_ROW(J->v, J->vs, b, hk, j0), J->vs[2], nc, Dv, 1.0f, NULL, Vt, nn__attn_diag(a, i0, j0));
-                    nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP);
+                                 NN__ATTN_ROW(J->v, J->vs, b, hk, j0), J->vs[2], nc, Dv, 1.0f, NULL, Vt, NN__ATTN_ALL);
+                    nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP, NN__ATTN_ALL);
                     for (r = 0; r < nr; r++) {
                         float *gr = G + (a->ms[2] ? r : 0) * NN__ATTN_BC;
                         const float *dr = dP + r * NN__ATTN_BC;
