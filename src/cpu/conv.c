@@ -231,6 +231,15 @@ static int nn__iconv_kc(const nn__gemm_arch *arch, int K) {
 
 static int nn__iconv_round(int v, int to) { return (v + to - 1) / to * to; }
 
+/* dw: whether to compute dw^T [KK, Kg] = col [KK, P] dy^T [P, Kg] instead (the same sums: the
+   blocked GEMM's C^T choice, nn__gemm_prepare's rule), when that fills the register tile
+   better (a first layer: KK = 9 against 32 filters) */
+static int nn__iconv_dw_ct(const nn__gemm_arch *arch, int Kg, int KK) {
+    double eff = (double)Kg / nn__iconv_round(Kg, arch->mr) * KK / nn__iconv_round(KK, arch->nr);
+    double eff_t = (double)KK / nn__iconv_round(KK, arch->mr) * Kg / nn__iconv_round(Kg, arch->nr);
+    return eff_t > eff * 1.15;
+}
+
 /* The implicit path's layout of a node's scratch for one of the three products */
 typedef struct nn__iconv {
     const nn__gemm_arch *arch;
@@ -260,8 +269,9 @@ static void nn__iconv_layout(const nn__conv2d *c, int op, int T, nn__iconv *L) {
         L->apk = (size_t)nn__iconv_round(KK, mr) * Kg + 16;
         L->per_task = (size_t)L->kc * L->ld + (size_t)nn__iconv_round(KK, mr) * L->ld + 32;
     } else { /* dw [Kg, KK] = dy [Kg, P] col^T [P, KK], P in K blocks, in order */
+        int ct = nn__iconv_dw_ct(arch, Kg, KK), M = ct ? KK : Kg, Nn = ct ? Kg : KK;
         L->kc = nn__iconv_kc(arch, P > 0x7fffffff ? 0x7fffffff : (int)P);
-        L->per_task = (size_t)nn__iconv_round(Kg, mr) * L->kc + (size_t)nn__iconv_round(KK, nr) * L->kc +
+        L->per_task = (size_t)nn__iconv_round(M, mr) * L->kc + (size_t)nn__iconv_round(Nn, nr) * L->kc +
                       (size_t)mr * nr + 48;
     }
 }
@@ -626,15 +636,17 @@ static void nn__iconv_pack_colt(const nn__conv2d *c, const float *x, int g, int 
     }
 }
 
-/* dw: task t's tiles of dw_g [Kg, KK] (a range of column panels, or of row panels when
-   there are fewer column panels than tasks), summed over every K block of P in order */
+/* dw: task t's tiles of dw_g [Kg, KK] (or of dw_g^T, nn__iconv_dw_ct), a range of column
+   panels (or of row panels when there are fewer column panels than tasks), summed over every
+   K block of P in order */
 static void nn__iconv_dw_task(void *arg, int t, int n_tasks) {
     const nn__iconv_job *J = (const nn__iconv_job *)arg;
     const nn__conv2d *c = J->c;
     const nn__iconv *L = J->L;
     const nn__gemm_arch *arch = L->arch;
-    int mr = arch->mr, nr = arch->nr, Kg = c->K / c->G, KK = c->C / c->G * c->KH * c->KW;
-    int mt = (Kg + mr - 1) / mr, nt = (KK + nr - 1) / nr, i0 = 0, i1 = Kg, j0 = 0, j1 = KK, ir, jr, i, j;
+    int mr = arch->mr, nr = arch->nr, Kg = c->K / c->G, KK = c->C / c->G * c->KH * c->KW, ct = nn__iconv_dw_ct(arch, Kg, KK);
+    int M = ct ? KK : Kg, Nn = ct ? Kg : KK, mt = (M + mr - 1) / mr, nt = (Nn + nr - 1) / nr;
+    int i0 = 0, i1 = M, j0 = 0, j1 = Nn, ir, jr, i, j;
     int64_t P = (int64_t)c->N * c->OH * c->OW, pc;
     float *ab = nn__iconv_align(J->bufs + L->per_task * (size_t)t), *bb, *tmp;
     float *dw = J->y + (int64_t)J->g * Kg * KK;
@@ -642,33 +654,37 @@ static void nn__iconv_dw_task(void *arg, int t, int n_tasks) {
     if (nt >= n_tasks || nt >= mt) {
         int per = (nt + n_tasks - 1) / n_tasks;
         j0 = per * t * nr;
-        j1 = per * (t + 1) * nr < KK ? per * (t + 1) * nr : KK;
+        j1 = per * (t + 1) * nr < Nn ? per * (t + 1) * nr : Nn;
     } else {
         int per = (mt + n_tasks - 1) / n_tasks;
         i0 = per * t * mr;
-        i1 = per * (t + 1) * mr < Kg ? per * (t + 1) * mr : Kg;
+        i1 = per * (t + 1) * mr < M ? per * (t + 1) * mr : M;
     }
     if (i0 >= i1 || j0 >= j1) return;
-    bb = nn__iconv_align(ab + (size_t)nn__iconv_round(Kg, mr) * L->kc);
-    tmp = bb + (size_t)nn__iconv_round(KK, nr) * L->kc;
+    bb = nn__iconv_align(ab + (size_t)nn__iconv_round(M, mr) * L->kc);
+    tmp = bb + (size_t)nn__iconv_round(Nn, nr) * L->kc;
     for (pc = 0; pc < P; pc += L->kc) {
         int kc = (int)(P - pc < L->kc ? P - pc : L->kc);
         float beta = pc == 0 ? 0.0f : 1.0f;
         int ns = nn__iconv_segs(c, pc, kc, seg);
-        nn__iconv_pack_dy(c, J->dy, J->g, i0, i1, seg, ns, kc, mr, ab);
-        nn__iconv_pack_colt(c, J->x, J->g, j0, j1, seg, ns, kc, nr, bb);
+        if (ct) {
+            nn__iconv_pack_colt(c, J->x, J->g, i0, i1, seg, ns, kc, mr, ab);
+            nn__iconv_pack_dy(c, J->dy, J->g, j0, j1, seg, ns, kc, nr, bb);
+        } else {
+            nn__iconv_pack_dy(c, J->dy, J->g, i0, i1, seg, ns, kc, mr, ab);
+            nn__iconv_pack_colt(c, J->x, J->g, j0, j1, seg, ns, kc, nr, bb);
+        }
         for (jr = j0; jr < j1; jr += nr) {
             int n = j1 - jr < nr ? j1 - jr : nr;
             for (ir = i0; ir < i1; ir += mr) {
                 int m = i1 - ir < mr ? i1 - ir : mr;
                 const float *ap = ab + (size_t)(ir - i0) * kc, *bp = bb + (size_t)(jr - j0) * kc;
-                float *cp = dw + (int64_t)ir * KK + jr;
-                if (m == mr && n == nr) arch->ukr(kc, ap, bp, cp, KK, 1.0f, beta);
+                if (!ct && m == mr && n == nr) arch->ukr(kc, ap, bp, dw + (int64_t)ir * KK + jr, KK, 1.0f, beta);
                 else {
                     arch->ukr(kc, ap, bp, tmp, nr, 1.0f, 0.0f);
                     for (i = 0; i < m; i++)
                         for (j = 0; j < n; j++) {
-                            float *cr = cp + (int64_t)i * KK + j;
+                            float *cr = ct ? dw + (int64_t)(jr + j) * KK + ir + i : dw + (int64_t)(ir + i) * KK + jr + j;
                             if (beta == 0.0f) *cr = 1.0f * tmp[(size_t)i * nr + j];
                             else *cr = 1.0f * tmp[(size_t)i * nr + j] + beta * *cr;
                         }
