@@ -6861,6 +6861,29 @@ __attribute__((target("avx512f"))) static void nn__iconv_copy_avx512(float *d, c
 }
 #endif
 
+/* d[0:n] += s[0:n] */
+#if NN__GEMM_X86
+__attribute__((target("avx512f"))) static void nn__iconv_add_avx512(float *d, const float *s, int n) {
+    for (; n >= 16; n -= 16, d += 16, s += 16) _mm512_storeu_ps(d, _mm512_add_ps(_mm512_loadu_ps(d), _mm512_loadu_ps(s)));
+    if (n > 0) {
+        __mmask16 m = (__mmask16)((1u << n) - 1u);
+        _mm512_mask_storeu_ps(d, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, d), _mm512_maskz_loadu_ps(m, s)));
+    }
+}
+#endif
+
+static void nn__iconv_add(int avx512, float *d, const float *s, int n) {
+    int i;
+#if NN__GEMM_X86
+    if (avx512) {
+        nn__iconv_add_avx512(d, s, n);
+        return;
+    }
+#endif
+    (void)avx512;
+    for (i = 0; i < n; i++) d[i] += s[i];
+}
+
 static void nn__iconv_copy(int avx512, float *d, const float *s, int n) {
     int i;
 #if NN__GEMM_X86
@@ -7023,6 +7046,7 @@ static void nn__iconv_dx_task(void *arg, int t, int n_tasks) {
     int KKp = nn__iconv_round(KK, mr), per = (c->N + n_tasks - 1) / n_tasks, n, n1 = per * (t + 1) < c->N ? per * (t + 1) : c->N;
     int64_t OHW = (int64_t)c->OH * c->OW;
     float *bb = nn__iconv_align(J->bufs + L->per_task * (size_t)t), *dcol = bb + (size_t)L->kc * L->ld;
+    int avx512 = nn__vm_isa() == 2;
     for (n = per * t; n < n1; n++) {
         int oh0;
         for (oh0 = (c->OH - 1) / L->rows * L->rows; oh0 >= 0; oh0 -= L->rows) {
@@ -7047,9 +7071,9 @@ static void nn__iconv_dx_task(void *arg, int t, int n_tasks) {
                     float *xr;
                     if (ih < 0 || ih >= c->H) continue;
                     xr = xc + (int64_t)ih * c->W;
-                    if (c->sw == 1)
-                        for (ow = lo; ow < hi; ow++) xr[ow + off] += r[ow];
-                    else
+                    if (c->sw == 1) {
+                        if (hi > lo) nn__iconv_add(avx512, xr + lo + off, r + lo, hi - lo);
+                    } else
                         for (ow = lo; ow < hi; ow++) xr[ow * c->sw + off] += r[ow];
                 }
             }
