@@ -429,7 +429,12 @@ NN_API nn_result nn_tensor_shape(nn_graph *g, nn_tensor t, nn_shape *out);
    nn_tensor_shape (*out 0 on error). Its bytes in nn_tensor_write/read are 4 * *out. */
 NN_API nn_result nn_tensor_numel(nn_graph *g, nn_tensor t, int64_t *out);
 /* bytes must equal the tensor's size. Writes go to inputs and parameters; reads come from
-   inputs, parameters, outputs, accumulators and kept gradients. */
+   inputs, parameters, outputs, accumulators and kept gradients. data may be reused as soon
+   as nn_tensor_write returns. On an OpenCL device a write of at most 1 MiB is copied into
+   one of 8 staging buffers and queued without waiting, so the host runs ahead of the
+   device (nn_graph_step returns before the step is done; after 8 such writes without a
+   read or nn_graph_finish, the next one waits for the device); NN_CL_STAGING=0 makes every
+   write wait. A read waits for all queued work. */
 NN_API nn_result nn_tensor_write(nn_graph *g, nn_tensor t, const void *data, size_t bytes);
 NN_API nn_result nn_tensor_read(nn_graph *g, nn_tensor t, void *data, size_t bytes);
 NN_API nn_result nn_tensor_fill(nn_graph *g, nn_tensor t, float value); /* no transfer */
