@@ -108,6 +108,8 @@ $(IMPL_OBJ): tools/nn_impl.c nn.h
 
 EXAMPLES = examples/xor examples/fashion_mnist_mlp examples/fashion_mnist_cnn examples/fashion_mnist_vae \
            examples/char_lstm examples/tiny_gpt
+# classifies with a model file alone (fashion_mnist_mlp saves one at its end)
+EXAMPLES += examples/predict
 examples: $(EXAMPLES)
 examples/xor: examples/xor.c $(IMPL_OBJ)
 	$(CC) $(EXAMPLE_CFLAGS) -o $@ $< $(IMPL_OBJ) $(LIBS)
@@ -121,7 +123,7 @@ examples/tiny_gpt: examples/tiny_gpt.c examples/text_corpus.h examples/progress.
 # test like dlopen's above, run only by the two rules below (a recursive variable).
 FMNIST_HAVE_ZLIB = $(shell printf '\043include <zlib.h>\nint main(void){return zlibVersion()==0;}\n' | \
                      $(CC) -x c - -o /dev/null -lz >/dev/null 2>&1 && echo 1)
-examples/fashion_mnist_mlp examples/fashion_mnist_cnn examples/fashion_mnist_vae: examples/%: examples/%.c examples/fashion_mnist.h examples/progress.h $(IMPL_OBJ)
+examples/fashion_mnist_mlp examples/fashion_mnist_cnn examples/fashion_mnist_vae examples/predict: examples/%: examples/%.c examples/fashion_mnist.h examples/progress.h $(IMPL_OBJ)
 	$(if $(FMNIST_HAVE_ZLIB),,@echo "nn.h: no zlib headers/library found: the example reads uncompressed IDX files only (-DFMNIST_NO_ZLIB)")
 	$(CC) $(EXAMPLE_CFLAGS) $(if $(FMNIST_HAVE_ZLIB),,-DFMNIST_NO_ZLIB) -o $@ $< $(IMPL_OBJ) $(if $(FMNIST_HAVE_ZLIB),-lz) $(LIBS)
 
@@ -241,13 +243,14 @@ clean:
 # per target: FUZZ target=<t> execs=N crashes=N; then the allocation-failure sweep (below).
 # Targets: safetensors (nn_load_safetensors), state (nn_load_state), idx (nn_load_idx), csv
 # (nn_load_csv and its number parser), cache (the program cache's file parser,
-# nn__cache_parse). Seeds: tests/fuzz_corpus/<t>/ (stays as committed; `make fuzz-seeds`
-# rewrites the state, idx, csv and cache seeds from the library itself); new
+# nn__cache_parse), model (nn_model_load's JSON and model files). Seeds:
+# tests/fuzz_corpus/<t>/ (stays as committed; `make fuzz-seeds` rewrites the state, idx,
+# csv, cache and model seeds from the library itself); new
 # inputs go to tests/fuzz_work/<t>/, crash, leak and timeout inputs to
 # tests/fuzz_artifacts/<t>/, the fuzzer's log to tests/fuzz_<t>.log.
 FUZZ_SECONDS ?= 30
 FUZZ_CC ?= clang
-FUZZ_TARGETS = safetensors state idx csv cache
+FUZZ_TARGETS = safetensors state idx csv cache model
 FUZZ_BINS = $(FUZZ_TARGETS:%=tests/fuzz_%)
 .PHONY: fuzz fuzz-seeds fuzz-alloc clean-fuzz fault-cl
 
@@ -270,8 +273,8 @@ fuzz: $(FUZZ_BINS) tests/fuzz_alloc
 	./tests/fuzz_alloc || status=1; \
 	exit $$status
 
-fuzz-seeds: tests/fuzz_state tests/fuzz_idx tests/fuzz_csv tests/fuzz_cache
-	@for t in state idx csv cache; do mkdir -p tests/fuzz_corpus/$$t; \
+fuzz-seeds: tests/fuzz_state tests/fuzz_idx tests/fuzz_csv tests/fuzz_cache tests/fuzz_model
+	@for t in state idx csv cache model; do mkdir -p tests/fuzz_corpus/$$t; \
 	  NN_FUZZ_WRITE_SEEDS=tests/fuzz_corpus/$$t ./tests/fuzz_$$t || exit 1; done
 
 # Allocation failures over a training life cycle: tests/fuzz_alloc.c runs a scenario on the

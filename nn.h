@@ -873,6 +873,37 @@ NN_API nn_tensor nn_matmul(nn_graph *g, nn_tensor a, nn_tensor b, int trans_a, i
    NN_ERR_INVALID_ARGUMENT naming the spec. */
 NN_API nn_tensor nn_einsum(nn_graph *g, const char *spec, nn_tensor a, nn_tensor b);
 
+/* ---- 7b. GEMM on 16-bit operands (mixed precision), outside graphs ----
+   nn_cpu_gemm_bf16: C[m, n] = alpha * op(A)[m, k] * op(B)[k, n] + beta * C, row-major, A and B
+   bf16 (uint16_t: a float's top 16 bits, torch.bfloat16's bits), C float32, the products
+   accumulated in float32 (torch.addmm(C, A, B, beta=beta, alpha=alpha) on bfloat16 inputs
+   with a float32 result). trans_a: A is stored [k, m] (op(A) = A^T; lda >= m), else
+   [m, k] (lda >= k); trans_b likewise ([n, k], ldb >= k; else [k, n], ldb >= n);
+   ldc >= n. beta = 0 ignores C's old contents (NaN-safe, as BLAS); k = 0 or alpha = 0 gives
+   beta * C. Runs on the CPU whatever the context's backend: on AVX-512 BF16 CPUs with
+   vdpbf16ps (which flushes bf16 denormal inputs to zero), else widened to float32 for
+   the AVX-512 / AVX2 or plain-C float32 kernels; threaded on the pool of a CPU-backend ctx
+   (nn_context_desc.threads), on the calling thread with ctx NULL or another backend's.
+   Sizes past INT_MAX, negative sizes, short leading dimensions and NULL matrices are
+   NN_ERR_INVALID_ARGUMENT naming the function and the values. */
+NN_API nn_result nn_cpu_gemm_bf16(nn_context *ctx, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+                                  float alpha, const uint16_t *a, int64_t lda, const uint16_t *b, int64_t ldb,
+                                  float beta, float *c, int64_t ldc);
+/* nn_cpu_gemm_f16: the same with A and B fp16 (IEEE binary16, torch.float16's bits), widened
+   with F16C's vcvtph2ps where the CPU has it (AVX-512F or AVX2 + FMA + F16C), else in
+   plain C; denormals kept. */
+NN_API nn_result nn_cpu_gemm_f16(nn_context *ctx, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+                                 float alpha, const uint16_t *a, int64_t lda, const uint16_t *b, int64_t ldb,
+                                 float beta, float *c, int64_t ldc);
+/* n values converted, as torch's .to(): nn_f32_to_bf16 and nn_f32_to_f16 round to nearest,
+   ties to even (overflow to +-inf, NaN kept NaN, denormals rounded, not flushed);
+   nn_bf16_to_f32 and nn_f16_to_f32 are exact. NULL with n > 0, or n < 0, is
+   NN_ERR_INVALID_ARGUMENT. */
+NN_API nn_result nn_f32_to_bf16(const float *src, uint16_t *dst, int64_t n);
+NN_API nn_result nn_bf16_to_f32(const uint16_t *src, float *dst, int64_t n);
+NN_API nn_result nn_f32_to_f16(const float *src, uint16_t *dst, int64_t n);
+NN_API nn_result nn_f16_to_f32(const uint16_t *src, float *dst, int64_t n);
+
 /* ---- 7a. Attention ---- */
 
 /* nn_attention's layouts: q [B, H, Tq, D] (PyTorch's) or [B, Tq, H, D] (batch_first
@@ -1886,6 +1917,78 @@ NN_API nn_result nn_graph_load_safetensors(nn_graph *g, const char *path, int al
    them. */
 NN_API nn_result nn_graph_save_state(nn_graph *g, const char *path);
 NN_API nn_result nn_graph_load_state(nn_graph *g, const char *path);
+
+/* ---- Model files: the architecture with the weights (src/files/model.c) -------------------
+   A model is a chain of layers from one input, written as JSON (schema version 1):
+
+     {"format": "nn.model", "version": 1,
+      "inputs": [{"name": "x", "shape": [784], "dtype": "float32"}],
+      "layers": [{"type": "linear", "name": "fc1", "in": 784, "out": 256}, {"type": "relu"},
+                 {"type": "linear", "name": "fc2", "out": 10}]}
+
+   inputs: exactly one; shape is a sample's (no batch dim), dtype "float32" (default) or
+   "int32" (indices for an embedding). format and version may be left out. Each layer is
+   an object with "type" and that type's fields (PyTorch's names and defaults; a size
+   field takes an integer or [h, w]):
+     linear        name, in, out (required), bias (true)
+     conv1d/conv2d name, in, out, kernel (required), stride (1), padding (0), dilation (1),
+                   groups (1), bias (true)
+     max_pool2d    kernel (required), stride (kernel), padding (0), dilation (1), ceil_mode
+     avg_pool2d    kernel (required), stride (kernel), padding (0), ceil_mode (false),
+                   count_include_pad (true)
+     batch_norm1d/batch_norm2d  name, num_features, eps (1e-5), momentum (0.1)
+     layer_norm    name, normalized_shape (an integer or a list: the input's trailing
+                   dims), eps (1e-5), bias (true)
+     embedding     name, num_embeddings, embedding_dim (required), padding_idx (none)
+     dropout p (0.5); flatten (start_dim 1, end_dim -1 only); reshape shape (a sample's,
+     one -1 allowed); softmax, log_softmax dim (-1)
+     an activation by its builder's name (relu, gelu, tanh, sigmoid, silu, elu, ...), with
+     its parameters: leaky_relu negative_slope (0.01), elu and celu alpha (1), softplus
+     beta (1) and threshold (20), hardtanh min_val (-1) and max_val (1)
+   "in" and "num_features" are optional and checked against the layer's input. A layer's
+   parameters are NAME.weight, NAME.bias, ... as its nn_X_layer makes them; name defaults
+   to "layers.K" (K its index). An unknown field or type, a wrong value or a layer that
+   does not fit its input is an error naming the JSON path ("layers[3].out: expected a
+   positive integer"); the text is read strictly (RFC 8259, UTF-8, no duplicate keys) and
+   bounded (4 MiB, 32 levels of nesting). */
+
+/* Builds the layers of the model json on x ([batch, inputs[0].shape...], of its dtype):
+   the last layer's output, or a failed tensor (the graph keeps the error). */
+NN_API nn_tensor nn_model_build(nn_graph *g, nn_tensor x, const char *json);
+/* The JSON of the model from x to y: the chain of layers y comes from (each recognised from
+   the nodes that nn_X_layer, the activations, the pools, nn_dropout, nn_reshape/nn_flatten,
+   nn_softmax and nn_embedding make), x's shape without its first dim as the input's. Into
+   buf (cap bytes, NUL-terminated) when it fits; *len: its length (buf NULL: only that).
+   A node on the way that is no layer's (a residual add, a custom op) is
+   NN_ERR_INVALID_ARGUMENT naming it; so is a buf too small. */
+NN_API nn_result nn_model_json(nn_graph *g, nn_tensor x, nn_tensor y, char *buf, size_t cap, size_t *len);
+/* nn_graph_save_safetensors's file with the model's JSON (nn_model_json) as the metadata
+   string "nn.model" beside {"format": "pt"}: a PyTorch state dict, and a model that
+   nn_model_load rebuilds with no builder code. */
+NN_API nn_result nn_model_save(nn_graph *g, nn_tensor x, nn_tensor y, const char *path);
+/* nn_model_load's options (NULL: all zero). */
+typedef struct nn_model_desc {
+    int64_t batch;              /* the input's first dim (0: 1) */
+    int train;                  /* 0: an evaluation graph (dropout off, batch norm on its running
+                                   statistics), compiled, its output kept; 1: a training graph
+                                   (nn_graph_desc.eval 0), not compiled: add a loss, compile */
+    const char *json;           /* non-NULL: build this model instead of the file's (an edited
+                                   copy), loading the file's weights into it */
+    int fresh_mismatched;       /* with json: a parameter that is missing from the file or has
+                                   another shape there keeps its fresh initialisation (logged at
+                                   info level); 0: that is an error (NN_ERR_IO, NN_ERR_SHAPE)
+                                   naming the tensor. At least one must load. */
+    const nn_graph_desc *graph; /* the graph's seed (NULL: defaults); eval is train's, and
+                                   share_params is refused (the model's parameters are its own) */
+    nn_tensor *input, *output;  /* receive the model's input and output tensors (NULL: not wanted) */
+} nn_model_desc;
+/* Reads a file of nn_model_save and builds its model into a new graph *out: the input
+   (named as in the JSON, shape [batch, ...]), the layers (the output kept: nn_graph_output),
+   and every parameter loaded from
+   the file (float32, F16, BF16 or F64, by name and shape). The file is untrusted: a
+   malformed one is NN_ERR_IO, a bad model NN_ERR_INVALID_ARGUMENT naming the JSON path;
+   nothing leaks and *out stays NULL on any error. */
+NN_API nn_result nn_model_load(nn_context *ctx, const char *path, const nn_model_desc *desc, nn_graph **out);
 
 /* ---- Data-parallel training over MPI (compiled in with -DNN_MPI, linked with mpicc) ----
    One process per rank, each with its own context and the same graph. A training graph
@@ -5794,6 +5897,644 @@ static NN__MAYBE_UNUSED int nn__sgemm_pb(void *mem, size_t bytes, const nn__gemm
     J.buf = nn__gemm_align(mem);
     nn__gemm_task(&J, 0, 1);
     return 1;
+}
+
+/* ======================================================================
+   src/cpu/gemm16.c
+   ====================================================================== */
+/* ---------------------------------------------------------------------------
+ * cpu/gemm16.c -- GEMM on bf16 or fp16 operands with fp32 accumulation, and the
+ * 16-bit conversions.
+ *
+ *   C[M,N] = alpha * op(A)[M,K] * op(B)[K,N] + beta * C    (row-major; A, B 16-bit, C float)
+ *
+ * The loop nest, the thread grid, the C^T choice for narrow C and the K blocks are
+ * src/cpu/gemm.c's (one task per block of C, one pool dispatch, no barrier); only the
+ * packing and, for bf16 on AVX-512 BF16, the microkernel differ. Paths, chosen once at
+ * run time (nn__gemm16_pick) and forced by tests with nn__gemm16_force:
+ *
+ *   bf16  avx512bf16  A and B packed as bf16 pairs (k, k+1) in 32-bit words (K blocks
+ *                     padded to even with zeros); 12 x 32 tile of vdpbf16ps, which adds
+ *                     the two exact products of a pair to the fp32 accumulator, the odd
+ *                     one first, each add rounded to nearest even. vdpbf16ps flushes
+ *                     bf16 denormal inputs and fp32 denormal results to zero (DAZ, FTZ:
+ *                     not MXCSR's, its own); the other paths keep denormals.
+ *         avx512f, avx2, generic: each block of op(A) and op(B) widened to fp32 (bf16
+ *                     is the top half of a float: a shift) into a scratch block, then
+ *                     packed and multiplied by gemm.c's fp32 packing and microkernels
+ *   fp16  avx512f     widened by vcvtph2ps (zmm), gemm.c's AVX-512 microkernel
+ *         avx2        widened by vcvtph2ps (F16C, ymm), gemm.c's AVX2 microkernel (needs
+ *                     AVX2, FMA and F16C)
+ *         generic     widened in plain C (nn__f16_to_f32), gemm.c's generic microkernel
+ *
+ * Memory: the packing (and widening) blocks of all tasks come from the pool's
+ * workspace (without a pool: one NN_MALLOC per call); when that fails, an unpacked
+ * loop that needs none (same sums, other rounding order).
+ * ------------------------------------------------------------------------- */
+
+/* ---- conversions ----------------------------------------------------------------- */
+
+/* bf16 -> fp32: exact (bf16 is a float's top 16 bits). */
+static NN__MAYBE_UNUSED float nn__bf16_to_f32(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* fp32 -> bf16, rounded to nearest, ties to even (PyTorch's and vcvtneps2bf16's rounding):
+   denormals round like normals, values past the largest bf16 give +-inf, NaN stays NaN
+   (quiet, its sign and top payload bits kept: rounding could have carried it into inf). */
+static NN__MAYBE_UNUSED uint16_t nn__f32_to_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((u >> 16) | 0x40u);
+    u += 0x7FFFu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+/* fp16 (IEEE binary16) -> fp32: exact, denormals normalised, NaN payloads kept. */
+static NN__MAYBE_UNUSED float nn__f16_to_f32(uint16_t h16) {
+    uint32_t h = h16, sign = (h & 0x8000u) << 16, e = (h >> 10) & 0x1Fu, m = h & 0x3FFu, u;
+    float f;
+    if (e == 0x1F) u = sign | 0x7F800000u | (m << 13);
+    else if (e) u = sign | ((e + 112) << 23) | (m << 13);
+    else if (m) { /* subnormal: normalise */
+        e = 113;
+        while (!(m & 0x400u)) {
+            m <<= 1;
+            e--;
+        }
+        u = sign | (e << 23) | ((m & 0x3FFu) << 13);
+    } else u = sign;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* fp32 -> fp16, rounded to nearest, ties to even (vcvtps2ph with rounding 0, PyTorch's
+   .half()): from 65520 up +-inf, below 2^-14 fp16 denormals, at most 2^-25 zero (2^-25
+   itself is a tie: to the even 0), NaN stays NaN (quiet, top payload bits kept). */
+static NN__MAYBE_UNUSED uint16_t nn__f32_to_f16(float f) {
+    uint32_t u, a, sign;
+    memcpy(&u, &f, 4);
+    sign = (u >> 16) & 0x8000u;
+    a = u & 0x7FFFFFFFu;
+    if (a > 0x7F800000u) return (uint16_t)(sign | 0x7E00u | ((a >> 13) & 0x3FFu));
+    if (a >= 0x477FF000u) return (uint16_t)(sign | 0x7C00u);
+    if (a >= 0x38800000u) { /* a normal fp16: rebias the exponent (127 - 15), round 13 bits off */
+        uint32_t r = a - 0x38000000u;
+        r += 0xFFFu + ((r >> 13) & 1u);
+        return (uint16_t)(sign | (r >> 13));
+    }
+    if (a <= 0x33000000u) return (uint16_t)sign;
+    { /* an fp16 denormal: the value in units of 2^-24, rounded */
+        uint32_t e = a >> 23, m = (a & 0x7FFFFFu) | 0x800000u, s = 126 - e, q = m >> s, rem = m & ((1u << s) - 1u),
+                 half = 1u << (s - 1);
+        if (rem > half || (rem == half && (q & 1u))) q++;
+        return (uint16_t)(sign | q);
+    }
+}
+
+/* ---- the paths --------------------------------------------------------------------- */
+
+enum { NN__G16_BF16 = 0, NN__G16_F16 = 1 };
+
+/* n 16-bit values of one format to floats */
+typedef void (*nn__g16_cvt_fn)(const uint16_t *src, float *dst, int n);
+
+/* Packs op(X)'s block, rows r0.. (mc of them) and K p0.. (kc), into mr-row panels of
+   bf16 pairs (the A side; the B side: columns, nr) */
+typedef void (*nn__g16_pack_fn)(int trans, const uint16_t *X, int ldx, int r0, int mc, int p0, int kc, int mr,
+                                uint32_t *dst);
+
+/* Full-tile microkernel on bf16 pair panels (kp pairs): as nn__gemm_ukr */
+typedef void (*nn__g16_ukr)(int kp, const uint32_t *a, const uint32_t *b, float *c, int ldc, float alpha, float beta);
+
+typedef struct {
+    const nn__gemm_arch *f32; /* widening paths: gemm.c's fp32 packing and microkernel */
+    nn__g16_cvt_fn cvt;       /* ... and the widening of a row */
+    nn__g16_ukr ukr;          /* pair paths: the microkernel and packing (f32 NULL) */
+    nn__g16_pack_fn pack_a, pack_b;
+    int mr, nr, mc, kc, nc;
+    const char *name;
+} nn__g16_arch;
+
+static void nn__g16_cvt_bf16_c(const uint16_t *src, float *dst, int n) {
+    int i;
+    for (i = 0; i < n; i++) dst[i] = nn__bf16_to_f32(src[i]);
+}
+static void nn__g16_cvt_f16_c(const uint16_t *src, float *dst, int n) {
+    int i;
+    for (i = 0; i < n; i++) dst[i] = nn__f16_to_f32(src[i]);
+}
+
+/* Plain-C pair packing: word (k/2, r) holds rows r's values at k (low half) and k + 1
+   (high half), zero past kc and past mc. trans: X stored [K, rows] (ldx >= rows), else
+   [rows, K]. */
+static uint32_t nn__g16_at(int trans, const uint16_t *X, int ldx, int r, int k) {
+    return trans ? X[(size_t)k * ldx + r] : X[(size_t)r * ldx + k];
+}
+static void nn__g16_pack_pairs(int trans, const uint16_t *X, int ldx, int r0, int mc, int p0, int kc, int mr,
+                               uint32_t *dst) {
+    int ir, r, k, kp = (kc + 1) / 2;
+    for (ir = 0; ir < mc; ir += mr) {
+        int m = mc - ir < mr ? mc - ir : mr;
+        for (k = 0; k < kp; k++) {
+            uint32_t *d = dst + (size_t)k * mr;
+            int k0 = p0 + 2 * k;
+            for (r = 0; r < m; r++) {
+                uint32_t lo = nn__g16_at(trans, X, ldx, r0 + ir + r, k0);
+                uint32_t hi = 2 * k + 1 < kc ? nn__g16_at(trans, X, ldx, r0 + ir + r, k0 + 1) : 0u;
+                d[r] = lo | hi << 16;
+            }
+            for (; r < mr; r++) d[r] = 0u;
+        }
+        dst += (size_t)mr * kp;
+    }
+}
+
+#if NN__GEMM_X86
+#include <cpuid.h>
+
+/* F16C (CPUID 1 ECX bit 29) with AVX2 and FMA; AVX-512 BF16 (CPUID 7.1 EAX bit 5) with
+   AVX-512F. The OS's support of the registers is what nn__vm_isa checked. */
+static int nn__g16_has_f16c(void) {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return nn__vm_isa() >= 1 && __get_cpuid(1, &a, &b, &c, &d) && (c >> 29 & 1u);
+}
+static int nn__g16_has_bf16(void) {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return nn__vm_isa() == 2 && __get_cpuid_max(0, NULL) >= 7 && __get_cpuid_count(7, 1, &a, &b, &c, &d) &&
+           (a >> 5 & 1u) && __builtin_cpu_supports("avx512bw");
+}
+
+__attribute__((target("avx2"))) static void nn__g16_cvt_bf16_avx2(const uint16_t *src, float *dst, int n) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m128i h = _mm_loadu_si128((const __m128i *)(const void *)(src + i));
+        _mm256_storeu_si256((__m256i *)(void *)(dst + i), _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    }
+    for (; i < n; i++) dst[i] = nn__bf16_to_f32(src[i]);
+}
+__attribute__((target("avx512f"))) static void nn__g16_cvt_bf16_avx512(const uint16_t *src, float *dst, int n) {
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256i h = _mm256_loadu_si256((const __m256i *)(const void *)(src + i));
+        _mm512_storeu_si512((void *)(dst + i), _mm512_maskz_slli_epi32(0xFFFF, _mm512_maskz_cvtepu16_epi32(0xFFFF, h), 16));
+    }
+    for (; i < n; i++) dst[i] = nn__bf16_to_f32(src[i]);
+}
+__attribute__((target("avx2,f16c"))) static void nn__g16_cvt_f16_avx2(const uint16_t *src, float *dst, int n) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(src + i))));
+    for (; i < n; i++) dst[i] = nn__f16_to_f32(src[i]);
+}
+__attribute__((target("avx512f"))) static void nn__g16_cvt_f16_avx512(const uint16_t *src, float *dst, int n) {
+    int i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(dst + i, _mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256((const __m256i *)(const void *)(src + i))));
+    for (; i < n; i++) dst[i] = nn__f16_to_f32(src[i]);
+}
+
+/* (the maskz forms above: g++ warns on the plain ones' undefined pass-through) */
+#define NN__G16_TGT __attribute__((target("avx512f,avx512bw,avx512bf16")))
+
+/* The B side of the pair packing, B stored [K, N]: rows k and k + 1 interleaved 32
+   columns at a time (two vpermt2w), the rest by the plain-C packing. */
+NN__G16_TGT static void nn__g16_pack_b_bf16(int trans, const uint16_t *X, int ldx, int c0, int nc, int p0, int kc,
+                                            int nr, uint32_t *dst) {
+    int jr, k, kp = (kc + 1) / 2;
+    /* vpermt2w indices: 0..31 row k, 32..63 row k + 1; lo interleaves columns 0..15, hi 16..31 */
+    static const uint16_t ilo[32] = {0, 32, 1, 33, 2, 34, 3, 35, 4, 36, 5, 37, 6, 38, 7, 39,
+                                     8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+    static const uint16_t ihi[32] = {16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21, 53, 22, 54, 23, 55,
+                                     24, 56, 25, 57, 26, 58, 27, 59, 28, 60, 29, 61, 30, 62, 31, 63};
+    const __m512i lo = _mm512_loadu_si512((const void *)ilo), hi = _mm512_loadu_si512((const void *)ihi);
+    if (trans || nr != 32) {
+        nn__g16_pack_pairs(!trans, X, ldx, c0, nc, p0, kc, nr, dst);
+        return;
+    }
+    for (jr = 0; jr + 32 <= nc; jr += 32) {
+        const uint16_t *src = X + (size_t)p0 * ldx + c0 + jr;
+        uint32_t *d = dst;
+        for (k = 0; k + 2 <= kc; k += 2, d += 32) {
+            __m512i r0 = _mm512_loadu_si512((const void *)(src + (size_t)k * ldx));
+            __m512i r1 = _mm512_loadu_si512((const void *)(src + (size_t)(k + 1) * ldx));
+            _mm512_store_si512((void *)d, _mm512_permutex2var_epi16(r0, lo, r1));
+            _mm512_store_si512((void *)(d + 16), _mm512_permutex2var_epi16(r0, hi, r1));
+        }
+        if (k < kc) { /* odd kc: the last row with zeros */
+            __m512i r0 = _mm512_loadu_si512((const void *)(src + (size_t)k * ldx)), z = _mm512_setzero_si512();
+            _mm512_store_si512((void *)d, _mm512_permutex2var_epi16(r0, lo, z));
+            _mm512_store_si512((void *)(d + 16), _mm512_permutex2var_epi16(r0, hi, z));
+        }
+        dst += (size_t)32 * kp;
+    }
+    if (jr < nc) nn__g16_pack_pairs(!trans, X, ldx, c0 + jr, nc - jr, p0, kc, nr, dst);
+}
+
+static void nn__g16_pack_a_bf16(int trans, const uint16_t *X, int ldx, int r0, int mc, int p0, int kc, int mr,
+                                uint32_t *dst) {
+    nn__g16_pack_pairs(trans, X, ldx, r0, mc, p0, kc, mr, dst);
+}
+
+/* 12 x 32: per pair of k, 2 aligned loads of B (32 columns of pairs), 12 broadcasts of
+   A's pairs, 24 vdpbf16ps into 24 zmm accumulators; the store is nn__gemm_ukr_avx512's. */
+NN__G16_TGT static void nn__g16_ukr_bf16(int kp, const uint32_t *a, const uint32_t *b, float *c, int ldc,
+                                         float alpha, float beta) {
+    __m512 c00 = _mm512_setzero_ps(), c01 = _mm512_setzero_ps();
+    __m512 c10 = _mm512_setzero_ps(), c11 = _mm512_setzero_ps();
+    __m512 c20 = _mm512_setzero_ps(), c21 = _mm512_setzero_ps();
+    __m512 c30 = _mm512_setzero_ps(), c31 = _mm512_setzero_ps();
+    __m512 c40 = _mm512_setzero_ps(), c41 = _mm512_setzero_ps();
+    __m512 c50 = _mm512_setzero_ps(), c51 = _mm512_setzero_ps();
+    __m512 c60 = _mm512_setzero_ps(), c61 = _mm512_setzero_ps();
+    __m512 c70 = _mm512_setzero_ps(), c71 = _mm512_setzero_ps();
+    __m512 c80 = _mm512_setzero_ps(), c81 = _mm512_setzero_ps();
+    __m512 c90 = _mm512_setzero_ps(), c91 = _mm512_setzero_ps();
+    __m512 cA0 = _mm512_setzero_ps(), cA1 = _mm512_setzero_ps();
+    __m512 cB0 = _mm512_setzero_ps(), cB1 = _mm512_setzero_ps();
+    __m512bh b0, b1, av;
+    __m512 va, vb;
+    int k;
+    for (k = 0; k < 12; k++) {
+        _mm_prefetch((const char *)(c + (size_t)k * ldc), _MM_HINT_T0);
+        _mm_prefetch((const char *)(c + (size_t)k * ldc + 31), _MM_HINT_T0);
+    }
+#define NN__G16_ROW(I, X0, X1)                        \
+    av = (__m512bh)_mm512_set1_epi32((int)a[I]);      \
+    X0 = _mm512_dpbf16_ps(X0, av, b0);                \
+    X1 = _mm512_dpbf16_ps(X1, av, b1);
+    for (k = 0; k < kp; k++) {
+        b0 = (__m512bh)_mm512_load_si512((const void *)b);
+        b1 = (__m512bh)_mm512_load_si512((const void *)(b + 16));
+        NN__G16_ROW(0, c00, c01)
+        NN__G16_ROW(1, c10, c11)
+        NN__G16_ROW(2, c20, c21)
+        NN__G16_ROW(3, c30, c31)
+        NN__G16_ROW(4, c40, c41)
+        NN__G16_ROW(5, c50, c51)
+        NN__G16_ROW(6, c60, c61)
+        NN__G16_ROW(7, c70, c71)
+        NN__G16_ROW(8, c80, c81)
+        NN__G16_ROW(9, c90, c91)
+        NN__G16_ROW(10, cA0, cA1)
+        NN__G16_ROW(11, cB0, cB1)
+        a += 12;
+        b += 32;
+    }
+#undef NN__G16_ROW
+    va = _mm512_set1_ps(alpha);
+    vb = _mm512_set1_ps(beta);
+#define NN__G16_STORE(R, X0, X1)                                                                     \
+    {                                                                                                \
+        float *cr = c + (size_t)(R) * ldc;                                                           \
+        if (beta == 0.0f) {                                                                          \
+            _mm512_storeu_ps(cr, _mm512_mul_ps(va, X0));                                             \
+            _mm512_storeu_ps(cr + 16, _mm512_mul_ps(va, X1));                                        \
+        } else {                                                                                     \
+            _mm512_storeu_ps(cr, _mm512_fmadd_ps(va, X0, _mm512_mul_ps(vb, _mm512_loadu_ps(cr))));   \
+            _mm512_storeu_ps(cr + 16,                                                                \
+                             _mm512_fmadd_ps(va, X1, _mm512_mul_ps(vb, _mm512_loadu_ps(cr + 16)))); \
+        }                                                                                            \
+    }
+    NN__G16_STORE(0, c00, c01)
+    NN__G16_STORE(1, c10, c11)
+    NN__G16_STORE(2, c20, c21)
+    NN__G16_STORE(3, c30, c31)
+    NN__G16_STORE(4, c40, c41)
+    NN__G16_STORE(5, c50, c51)
+    NN__G16_STORE(6, c60, c61)
+    NN__G16_STORE(7, c70, c71)
+    NN__G16_STORE(8, c80, c81)
+    NN__G16_STORE(9, c90, c91)
+    NN__G16_STORE(10, cA0, cA1)
+    NN__G16_STORE(11, cB0, cB1)
+#undef NN__G16_STORE
+}
+#undef NN__G16_TGT
+
+static const nn__g16_arch nn__g16_bf16_dp = {NULL, NULL, nn__g16_ukr_bf16, nn__g16_pack_a_bf16, nn__g16_pack_b_bf16,
+                                             12, 32, 192, 512, 4096, "avx512bf16"};
+static const nn__g16_arch nn__g16_bf16_avx512 = {&nn__gemm_arch_avx512, nn__g16_cvt_bf16_avx512, NULL, NULL, NULL,
+                                                 12, 32, 192, 256, 4096, "avx512f"};
+static const nn__g16_arch nn__g16_bf16_avx2 = {&nn__gemm_arch_avx2, nn__g16_cvt_bf16_avx2, NULL, NULL, NULL,
+                                               6, 16, 144, 256, 4080, "avx2"};
+static const nn__g16_arch nn__g16_f16_avx512 = {&nn__gemm_arch_avx512, nn__g16_cvt_f16_avx512, NULL, NULL, NULL,
+                                                12, 32, 192, 256, 4096, "avx512f"};
+static const nn__g16_arch nn__g16_f16_avx2 = {&nn__gemm_arch_avx2, nn__g16_cvt_f16_avx2, NULL, NULL, NULL,
+                                              6, 16, 144, 256, 4080, "avx2"};
+#endif /* NN__GEMM_X86 */
+
+static const nn__g16_arch nn__g16_bf16_generic = {&nn__gemm_arch_generic, nn__g16_cvt_bf16_c, NULL, NULL, NULL,
+                                                  4, 8, 128, 256, 2048, "generic"};
+static const nn__g16_arch nn__g16_f16_generic = {&nn__gemm_arch_generic, nn__g16_cvt_f16_c, NULL, NULL, NULL,
+                                                 4, 8, 128, 256, 2048, "generic"};
+
+/* The path of each format; NULL: not chosen yet (atomic as gemm.c's choice). */
+static const nn__g16_arch *nn__g16_cur[2] = {NULL, NULL};
+#if defined(__GNUC__)
+#define NN__G16_GET(f) __atomic_load_n(&nn__g16_cur[f], __ATOMIC_ACQUIRE)
+#define NN__G16_SET(f, x) __atomic_store_n(&nn__g16_cur[f], (x), __ATOMIC_RELEASE)
+#else
+#define NN__G16_GET(f) nn__g16_cur[f]
+#define NN__G16_SET(f, x) (nn__g16_cur[f] = (x))
+#endif
+
+/* The path named name for format fmt if this CPU and build have it, else NULL */
+static const nn__g16_arch *nn__g16_named(int fmt, const char *name) {
+    if (!strcmp(name, "generic")) return fmt == NN__G16_BF16 ? &nn__g16_bf16_generic : &nn__g16_f16_generic;
+#if NN__GEMM_X86
+    if (!strcmp(name, "avx512bf16") && fmt == NN__G16_BF16 && nn__g16_has_bf16()) return &nn__g16_bf16_dp;
+    if (!strcmp(name, "avx512f") && nn__vm_isa() == 2) return fmt == NN__G16_BF16 ? &nn__g16_bf16_avx512 : &nn__g16_f16_avx512;
+    if (!strcmp(name, "avx2") && nn__vm_isa() >= 1 && (fmt == NN__G16_BF16 || nn__g16_has_f16c()))
+        return fmt == NN__G16_BF16 ? &nn__g16_bf16_avx2 : &nn__g16_f16_avx2;
+#endif
+    return NULL;
+}
+
+static const nn__g16_arch *nn__gemm16_pick(int fmt) {
+    static const char *const order[] = {"avx512bf16", "avx512f", "avx2", "generic"};
+    const nn__g16_arch *arch = NN__G16_GET(fmt);
+    size_t i;
+    for (i = 0; !arch && i < sizeof order / sizeof order[0]; i++) arch = nn__g16_named(fmt, order[i]);
+    NN__G16_SET(fmt, arch);
+    return arch;
+}
+
+/* Test hook: fmt's path by name ("avx512bf16" (bf16 only), "avx512f", "avx2", "generic"),
+   or NULL for the automatic choice. Returns the name of the path now in use (one this CPU
+   or build lacks is refused and the current one kept). */
+static NN__MAYBE_UNUSED const char *nn__gemm16_force(int fmt, const char *name) {
+    const nn__g16_arch *arch = name ? nn__g16_named(fmt, name) : NULL;
+    if (!name || arch) NN__G16_SET(fmt, arch);
+    return nn__gemm16_pick(fmt)->name;
+}
+
+/* ---- one task's block of C -------------------------------------------------------- */
+
+typedef struct {
+    const nn__g16_arch *arch;
+    int transA, transB, M, N, K;
+    float alpha, beta;
+    const uint16_t *A, *B;
+    float *C;
+    int lda, ldb, ldc;
+    int kc, mblk, nblk, tn, ct; /* as nn__gemm_job's */
+    unsigned char *buf;         /* n_tasks slices of slice bytes each, 64-byte aligned */
+    size_t slice, a_bytes, b_bytes, ta_bytes; /* a slice: packed A, packed B, then the widening blocks of A and B */
+} nn__g16_job;
+
+/* op(X)'s block, rows r0.. (n of them) and K p0.. (kc), widened into dst in its stored
+   layout: [n][kc] (ld kc), or [kc][n] (ld n) when trans */
+static void nn__g16_widen(const nn__g16_arch *arch, int trans, const uint16_t *X, int ldx, int r0, int n, int p0,
+                          int kc, float *dst) {
+    int i;
+    if (!trans)
+        for (i = 0; i < n; i++) arch->cvt(X + (size_t)(r0 + i) * ldx + p0, dst + (size_t)i * kc, kc);
+    else
+        for (i = 0; i < kc; i++) arch->cvt(X + (size_t)(p0 + i) * ldx + r0, dst + (size_t)i * n, n);
+}
+
+static void nn__g16_block(const nn__g16_job *J, int m0, int m1, int n0, int n1, unsigned char *ws) {
+    const nn__g16_arch *arch = J->arch;
+    const int mr = arch->mr, nr = arch->nr, K = J->K, pairs = arch->f32 == NULL;
+    unsigned char *abuf = ws, *bbuf = ws + J->a_bytes;
+    float *ta = (float *)(void *)(bbuf + J->b_bytes), *tb = (float *)(void *)(bbuf + J->b_bytes + J->ta_bytes);
+    int jc, pc, ic, jr, ir, i, j;
+    float tmp[NN__GEMM_MAX_MR * NN__GEMM_MAX_NR];
+    int nmb = (m1 - m0 + arch->mc - 1) / arch->mc;
+    int mc_blk = ((m1 - m0 + nmb - 1) / nmb + mr - 1) / mr * mr;
+
+    for (jc = n0; jc < n1; jc += arch->nc) {
+        int nc = n1 - jc < arch->nc ? n1 - jc : arch->nc;
+        for (pc = 0; pc < K; pc += J->kc) {
+            int kc = K - pc < J->kc ? K - pc : J->kc;
+            int kp = pairs ? (kc + 1) / 2 : kc; /* packed steps: pairs, or k */
+            size_t step = pairs ? sizeof(uint32_t) : sizeof(float);
+            float beta = pc == 0 ? J->beta : 1.0f;
+            if (pairs) arch->pack_b(J->transB, J->B, J->ldb, jc, nc, pc, kc, nr, (uint32_t *)(void *)bbuf);
+            else if (!J->transB) { /* B [K, N]: each panel row widened in place, as pack_b copies it */
+                float *d = (float *)(void *)bbuf;
+                for (jr = 0; jr < nc; jr += nr, d += (size_t)nr * kc) {
+                    int n = nc - jr < nr ? nc - jr : nr, k;
+                    for (k = 0; k < kc; k++) {
+                        arch->cvt(J->B + (size_t)(pc + k) * J->ldb + jc + jr, d + (size_t)k * nr, n);
+                        for (j = n; j < nr; j++) d[(size_t)k * nr + j] = 0.0f;
+                    }
+                }
+            } else { /* B [N, K]: widened, then transposed by gemm.c's packing */
+                nn__g16_widen(arch, 0, J->B, J->ldb, jc, nc, pc, kc, tb);
+                arch->f32->pack_b(1, tb, kc, 0, kc, 0, nc, nr, (float *)(void *)bbuf);
+            }
+            for (ic = m0; ic < m1; ic += mc_blk) {
+                int mc = m1 - ic < mc_blk ? m1 - ic : mc_blk;
+                if (pairs) arch->pack_a(J->transA, J->A, J->lda, ic, mc, pc, kc, mr, (uint32_t *)(void *)abuf);
+                else {
+                    nn__g16_widen(arch, J->transA, J->A, J->lda, ic, mc, pc, kc, ta);
+                    if (J->transA) arch->f32->pack_a(1, ta, mc, 0, mc, 0, kc, mr, (float *)(void *)abuf);
+                    else arch->f32->pack_a(0, ta, kc, 0, mc, 0, kc, mr, (float *)(void *)abuf);
+                }
+                for (jr = 0; jr < nc; jr += nr) {
+                    int n = nc - jr < nr ? nc - jr : nr;
+                    const void *bp = bbuf + (size_t)jr * kp * step;
+                    for (ir = 0; ir < mc; ir += mr) {
+                        int m = mc - ir < mr ? mc - ir : mr;
+                        const void *ap = abuf + (size_t)ir * kp * step;
+                        float *cp = J->C + (J->ct ? 0 : (size_t)(ic + ir) * J->ldc + jc + jr);
+                        int full = m == mr && n == nr && !J->ct;
+                        float *out = full ? cp : tmp;
+                        int ldo = full ? J->ldc : nr;
+                        float al = full ? J->alpha : 1.0f, be = full ? beta : 0.0f;
+                        if (pairs) arch->ukr(kp, (const uint32_t *)ap, (const uint32_t *)bp, out, ldo, al, be);
+                        else arch->f32->ukr(kc, (const float *)ap, (const float *)bp, out, ldo, al, be);
+                        if (full) continue;
+                        /* edge tile or C^T: the valid part of tmp, as nn__gemm_block */
+                        if (!J->ct) {
+                            for (i = 0; i < m; i++) {
+                                float *cr = cp + (size_t)i * J->ldc;
+                                const float *tr = tmp + (size_t)i * nr;
+                                if (beta == 0.0f)
+                                    for (j = 0; j < n; j++) cr[j] = J->alpha * tr[j];
+                                else
+                                    for (j = 0; j < n; j++) cr[j] = J->alpha * tr[j] + beta * cr[j];
+                            }
+                        } else {
+                            for (j = 0; j < n; j++) {
+                                float *cr = J->C + (size_t)(jc + jr + j) * J->ldc + ic + ir;
+                                if (beta == 0.0f)
+                                    for (i = 0; i < m; i++) cr[i] = J->alpha * tmp[(size_t)i * nr + j];
+                                else
+                                    for (i = 0; i < m; i++) cr[i] = J->alpha * tmp[(size_t)i * nr + j] + beta * cr[i];
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+static void nn__g16_task(void *arg, int t, int n_tasks) {
+    const nn__g16_job *J = (const nn__g16_job *)arg;
+    int m0 = (t / J->tn) * J->mblk, n0 = (t % J->tn) * J->nblk;
+    int m1 = m0 + J->mblk < J->M ? m0 + J->mblk : J->M;
+    int n1 = n0 + J->nblk < J->N ? n0 + J->nblk : J->N;
+    (void)n_tasks;
+    if (m0 >= m1 || n0 >= n1) return;
+    nn__g16_block(J, m0, m1, n0, n1, J->buf + (size_t)t * J->slice);
+}
+
+/* No packing memory: C = alpha op(A) op(B) + beta C element by element, the products
+   summed in K order in float. */
+static void nn__g16_nopack(int fmt, const nn__g16_job *J) {
+    int i, j, k;
+    for (i = 0; i < J->M; i++)
+        for (j = 0; j < J->N; j++) {
+            float s = 0.0f, *c = J->ct ? &J->C[(size_t)j * J->ldc + i] : &J->C[(size_t)i * J->ldc + j];
+            for (k = 0; k < J->K; k++) {
+                uint16_t a = J->transA ? J->A[(size_t)k * J->lda + i] : J->A[(size_t)i * J->lda + k];
+                uint16_t b = J->transB ? J->B[(size_t)j * J->ldb + k] : J->B[(size_t)k * J->ldb + j];
+                s += fmt == NN__G16_BF16 ? nn__bf16_to_f32(a) * nn__bf16_to_f32(b) : nn__f16_to_f32(a) * nn__f16_to_f32(b);
+            }
+            *c = J->beta == 0.0f ? J->alpha * s : J->alpha * s + J->beta * *c;
+        }
+}
+
+/* ---- entry points ------------------------------------------------------------------ */
+
+/* Fills J as nn__gemm_prepare does (the same C^T choice, K blocks and thread grid for the
+   path's tile); returns the bytes of packing memory and the task count in *n_tasks. */
+static size_t nn__g16_prepare(nn__g16_job *J, int fmt, int n_thr, int transA, int transB, int M, int N, int K,
+                              float alpha, const uint16_t *A, int lda, const uint16_t *B, int ldb, float beta, float *C,
+                              int ldc, int *n_tasks) {
+    const nn__g16_arch *arch = nn__gemm16_pick(fmt);
+    int mr = arch->mr, nr = arch->nr, mtiles, ntiles, tm, tn, best_tm = 1, best_tn = 1, nkb, kp;
+    double best_cost = -1.0;
+    size_t mc_alloc, nc_alloc, step = arch->f32 ? sizeof(float) : sizeof(uint32_t);
+    memset(J, 0, sizeof *J);
+    J->arch = arch;
+    J->M = M;
+    J->N = N;
+    J->K = K;
+    J->alpha = alpha;
+    J->beta = beta;
+    J->C = C;
+    J->ldc = ldc;
+    J->transA = transA;
+    J->transB = transB;
+    J->A = A;
+    J->B = B;
+    J->lda = lda;
+    J->ldb = ldb;
+    {
+        double eff = (double)M / ((M + mr - 1) / mr * mr) * N / ((N + nr - 1) / nr * nr);
+        double eff_t = (double)N / ((N + mr - 1) / mr * mr) * M / ((M + nr - 1) / nr * nr);
+        if (eff_t > eff * 1.15) {
+            J->ct = 1;
+            J->M = N;
+            J->N = M;
+            J->transA = !transB;
+            J->transB = !transA;
+            J->A = B;
+            J->B = A;
+            J->lda = ldb;
+            J->ldb = lda;
+        }
+    }
+    M = J->M;
+    N = J->N;
+    nkb = (K + arch->kc - 1) / arch->kc;
+    J->kc = ((K + nkb - 1) / nkb + 7) / 8 * 8;
+    if (J->kc > K) J->kc = K;
+    kp = arch->f32 ? J->kc : (J->kc + 1) / 2;
+    mtiles = (M + mr - 1) / mr;
+    ntiles = (N + nr - 1) / nr;
+    if ((double)M * N * K < nn__gemm_mt_min_macs) n_thr = 1;
+    for (tm = 1; tm <= n_thr && tm <= mtiles; tm++) {
+        double ms, ns, cost;
+        tn = n_thr / tm < ntiles ? n_thr / tm : ntiles;
+        ms = (double)((mtiles + tm - 1) / tm) * mr;
+        ns = (double)((ntiles + tn - 1) / tn) * nr;
+        cost = ms * ns * K + 8.0 * (ms * K * (double)(((int)ns + arch->nc - 1) / arch->nc) + ns * K);
+        if (best_cost < 0 || cost < best_cost) {
+            best_cost = cost;
+            best_tm = tm;
+            best_tn = tn;
+        }
+    }
+    J->mblk = (mtiles + best_tm - 1) / best_tm * mr;
+    J->nblk = (ntiles + best_tn - 1) / best_tn * nr;
+    J->tn = best_tn;
+    *n_tasks = best_tm * best_tn;
+    mc_alloc = (size_t)(J->mblk < arch->mc ? J->mblk : arch->mc);
+    nc_alloc = (size_t)(J->nblk < arch->nc ? J->nblk : arch->nc);
+    J->a_bytes = (mc_alloc * (size_t)kp * step + 63) / 64 * 64;
+    J->b_bytes = (nc_alloc * (size_t)kp * step + 63) / 64 * 64;
+    J->ta_bytes = arch->f32 ? (mc_alloc * (size_t)J->kc * sizeof(float) + 63) / 64 * 64 : 0;
+    J->slice = J->a_bytes + J->b_bytes + J->ta_bytes + (arch->f32 ? (nc_alloc * (size_t)J->kc * sizeof(float) + 63) / 64 * 64 : 0);
+    return J->slice * (size_t)*n_tasks + NN__GEMM_ALIGN;
+}
+
+static void nn__gemm16_run(int fmt, nn__threadpool *pool, int transA, int transB, int M, int N, int K, float alpha,
+                           const uint16_t *A, int lda, const uint16_t *B, int ldb, float beta, float *C, int ldc) {
+    nn__g16_job J;
+    int n_tasks, t, owned;
+    size_t bytes;
+    void *raw;
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0 || alpha == 0.0f) {
+        nn__gemm_scale_c(M, N, beta, C, ldc);
+        return;
+    }
+    bytes = nn__g16_prepare(&J, fmt, nn__threadpool_size(pool), transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C,
+                            ldc, &n_tasks);
+    raw = nn__threadpool_workspace(pool, bytes);
+    owned = raw == NULL;
+    if (owned) raw = NN_MALLOC(bytes);
+    if (!raw) {
+        nn__g16_nopack(fmt, &J);
+        return;
+    }
+    J.buf = (unsigned char *)nn__gemm_align(raw);
+    if (n_tasks > 1) nn__threadpool_run(pool, nn__g16_task, &J, n_tasks);
+    else
+        for (t = 0; t < n_tasks; t++) nn__g16_task(&J, t, n_tasks);
+    if (owned) NN_FREE(raw);
+}
+
+/* C[M,N] = alpha * op(A)[M,K] * op(B)[K,N] + beta * C with A and B bf16 (the top halves of
+   floats), C float, accumulated in float: nn__sgemm's arguments and conventions (transA:
+   A stored [K,M], lda >= M, else [M,K], lda >= K; likewise B; beta == 0 ignores C's old
+   contents; pool NULL: the calling thread), on the path nn__gemm16_pick chose. */
+static NN__MAYBE_UNUSED void nn__cpu_gemm_bf16(nn__threadpool *pool, int transA, int transB, int M, int N, int K,
+                                               float alpha, const uint16_t *A, int lda, const uint16_t *B, int ldb,
+                                               float beta, float *C, int ldc) {
+    nn__gemm16_run(NN__G16_BF16, pool, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+/* The same with A and B fp16 (IEEE binary16). */
+static NN__MAYBE_UNUSED void nn__cpu_gemm_f16(nn__threadpool *pool, int transA, int transB, int M, int N, int K,
+                                              float alpha, const uint16_t *A, int lda, const uint16_t *B, int ldb,
+                                              float beta, float *C, int ldc) {
+    nn__gemm16_run(NN__G16_F16, pool, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+/* n values converted (what: 0 f32 -> bf16, 1 bf16 -> f32, 2 f32 -> f16, 3 f16 -> f32), the
+   loops of the public nn_f32_to_bf16 ... */
+static NN__MAYBE_UNUSED void nn__cvt16_n(int what, const void *src, void *dst, int64_t n) {
+    int64_t i;
+    const float *fs = (const float *)src;
+    const uint16_t *hs = (const uint16_t *)src;
+    float *fd = (float *)dst;
+    uint16_t *hd = (uint16_t *)dst;
+    switch (what) {
+    case 0: for (i = 0; i < n; i++) hd[i] = nn__f32_to_bf16(fs[i]); break;
+    case 1: for (i = 0; i < n; i++) fd[i] = nn__bf16_to_f32(hs[i]); break;
+    case 2: for (i = 0; i < n; i++) hd[i] = nn__f32_to_f16(fs[i]); break;
+    default: for (i = 0; i < n; i++) fd[i] = nn__f16_to_f32(hs[i]); break;
+    }
 }
 
 /* ======================================================================
@@ -28385,6 +29126,71 @@ static nn_result nn__launch_matmul(nn_graph *g, int id) {
 }
 
 /* ======================================================================
+   src/ops/gemm16.c
+   ====================================================================== */
+/* The public GEMM on 16-bit operands and the 16-bit conversions (api.h, 7b): argument
+   checks around src/cpu/gemm16.c. No op kind: nothing here is a graph's. */
+
+static nn_result nn__gemm16_api(int fmt, const char *fn, nn_context *ctx, int trans_a, int trans_b, int64_t m,
+                                int64_t n, int64_t k, float alpha, const uint16_t *a, int64_t lda, const uint16_t *b,
+                                int64_t ldb, float beta, float *c, int64_t ldc) {
+    const int64_t big = 2147483647;
+    int64_t need_a = trans_a ? m : k, need_b = trans_b ? k : n;
+    int reads = m > 0 && n > 0 && k > 0 && alpha != 0.0f;
+    if (m < 0 || n < 0 || k < 0 || m > big || n > big || k > big)
+        return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "%s: sizes m %lld, n %lld, k %lld: each must be in [0, 2^31 - 1]",
+                        fn, (long long)m, (long long)n, (long long)k);
+    if (lda < (need_a > 1 ? need_a : 1) || ldb < (need_b > 1 ? need_b : 1) || ldc < (n > 1 ? n : 1) || lda > big ||
+        ldb > big || ldc > big)
+        return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT,
+                        "%s: leading dimensions lda %lld, ldb %lld, ldc %lld too small (or past 2^31 - 1) for m %lld, "
+                        "n %lld, k %lld, trans_a %d, trans_b %d: lda >= %lld, ldb >= %lld, ldc >= %lld",
+                        fn, (long long)lda, (long long)ldb, (long long)ldc, (long long)m, (long long)n, (long long)k,
+                        trans_a, trans_b, (long long)(need_a > 1 ? need_a : 1), (long long)(need_b > 1 ? need_b : 1),
+                        (long long)(n > 1 ? n : 1));
+    if ((m > 0 && n > 0 && !c) || (reads && (!a || !b)))
+        return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "%s: a NULL matrix (a %s, b %s, c %s) for m %lld, n %lld, k %lld",
+                        fn, a ? "set" : "NULL", b ? "set" : "NULL", c ? "set" : "NULL", (long long)m, (long long)n,
+                        (long long)k);
+    (fmt == NN__G16_BF16 ? nn__cpu_gemm_bf16 : nn__cpu_gemm_f16)(ctx ? ctx->threads : NULL, trans_a != 0, trans_b != 0,
+                                                                 (int)m, (int)n, (int)k, alpha, a, (int)lda, b, (int)ldb,
+                                                                 beta, c, (int)ldc);
+    return NN_OK;
+}
+
+NN_API nn_result nn_cpu_gemm_bf16(nn_context *ctx, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+                                  float alpha, const uint16_t *a, int64_t lda, const uint16_t *b, int64_t ldb,
+                                  float beta, float *c, int64_t ldc) {
+    if (!ctx)
+        return nn__gemm16_api(NN__G16_BF16, "nn_cpu_gemm_bf16", NULL, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
+                              beta, c, ldc);
+    return NN__EXCLUSIVE(ctx, "nn_cpu_gemm_bf16",
+                         nn__gemm16_api(NN__G16_BF16, "nn_cpu_gemm_bf16", ctx, trans_a, trans_b, m, n, k, alpha, a, lda,
+                                        b, ldb, beta, c, ldc));
+}
+
+NN_API nn_result nn_cpu_gemm_f16(nn_context *ctx, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+                                 float alpha, const uint16_t *a, int64_t lda, const uint16_t *b, int64_t ldb,
+                                 float beta, float *c, int64_t ldc) {
+    if (!ctx)
+        return nn__gemm16_api(NN__G16_F16, "nn_cpu_gemm_f16", NULL, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
+                              beta, c, ldc);
+    return NN__EXCLUSIVE(ctx, "nn_cpu_gemm_f16",
+                         nn__gemm16_api(NN__G16_F16, "nn_cpu_gemm_f16", ctx, trans_a, trans_b, m, n, k, alpha, a, lda,
+                                        b, ldb, beta, c, ldc));
+}
+
+static nn_result nn__cvt16_api(int what, const void *src, void *dst, int64_t n) {
+    if (n < 0 || (n > 0 && (!src || !dst))) return NN_ERR_INVALID_ARGUMENT;
+    nn__cvt16_n(what, src, dst, n);
+    return NN_OK;
+}
+NN_API nn_result nn_f32_to_bf16(const float *src, uint16_t *dst, int64_t n) { return nn__cvt16_api(0, src, dst, n); }
+NN_API nn_result nn_bf16_to_f32(const uint16_t *src, float *dst, int64_t n) { return nn__cvt16_api(1, src, dst, n); }
+NN_API nn_result nn_f32_to_f16(const float *src, uint16_t *dst, int64_t n) { return nn__cvt16_api(2, src, dst, n); }
+NN_API nn_result nn_f16_to_f32(const uint16_t *src, float *dst, int64_t n) { return nn__cvt16_api(3, src, dst, n); }
+
+/* ======================================================================
    src/ops/reduce/all.c
    ====================================================================== */
 /* The reduce family (the files of src/ops/reduce/; attributes nn__reduce_attr in
@@ -38402,23 +39208,6 @@ static const nn__st_tensor *nn__st_find(const nn__st_file *f, const char *name) 
     return NULL;
 }
 
-static float nn__st_half(uint32_t h) {
-    uint32_t sign = (h & 0x8000u) << 16, e = (h >> 10) & 0x1Fu, m = h & 0x3FFu, u;
-    float f;
-    if (e == 0x1F) u = sign | 0x7F800000u | (m << 13);
-    else if (e) u = sign | ((e + 112) << 23) | (m << 13);
-    else if (m) { /* subnormal: normalise */
-        e = 113;
-        while (!(m & 0x400u)) {
-            m <<= 1;
-            e--;
-        }
-        u = sign | (e << 23) | ((m & 0x3FFu) << 13);
-    } else u = sign;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
 /* n little-endian values of a float dtype to float32 (the source may be unaligned). */
 static void nn__st_convert(float *dst, const unsigned char *s, size_t n, int dtype) {
     size_t i;
@@ -38431,7 +39220,7 @@ static void nn__st_convert(float *dst, const unsigned char *s, size_t n, int dty
                 ((uint32_t)s[4 * i + 3] << 24);
             memcpy(&f, &u, 4);
             break;
-        case NN__ST_F16: f = nn__st_half((uint32_t)s[2 * i] | ((uint32_t)s[2 * i + 1] << 8)); break;
+        case NN__ST_F16: f = nn__f16_to_f32((uint16_t)(s[2 * i] | (s[2 * i + 1] << 8))); break;
         case NN__ST_BF16:
             u = ((uint32_t)s[2 * i] << 16) | ((uint32_t)s[2 * i + 1] << 24);
             memcpy(&f, &u, 4);
@@ -39496,6 +40285,1490 @@ static nn_result nn__dataset_next_batch(nn_dataset *d) {
 NN_API nn_result nn_dataset_next_batch(nn_dataset *d) {
     if (!d) return NN_ERR_INVALID_ARGUMENT;
     return NN__EXCLUSIVE(d->g->ctx, "nn_dataset_next_batch", nn__dataset_next_batch(d));
+}
+
+/* ======================================================================
+   src/files/json.c
+   ====================================================================== */
+/* A small strict JSON reader for model descriptions (src/files/model.c): RFC 8259's grammar
+   and nothing more (no comments, no trailing commas, no NaN), UTF-8 checked, duplicate keys
+   refused. The input is untrusted (a model file's metadata, a hand-written text), so it is
+   bounded: at most NN__JSON_MAX_BYTES of text, NN__JSON_MAX_DEPTH levels of nesting (the
+   descent recurses once per level, no deeper) and one value per byte at most. The values
+   are a flat array (no pointers): an array's or object's children are linked by index in
+   order, an object's keys and every string live in one pool of NUL-terminated texts.
+   tests/fuzz_model.c fuzzes it alone and through the model loader. */
+#include <float.h>
+
+#define NN__JSON_MAX_BYTES ((size_t)4 << 20) /* 4 MiB of text */
+#define NN__JSON_MAX_DEPTH 32
+
+enum { NN__J_NULL, NN__J_FALSE, NN__J_TRUE, NN__J_NUM, NN__J_STR, NN__J_ARR, NN__J_OBJ };
+
+typedef struct nn__jv {
+    int type;
+    int n;               /* ARR, OBJ: the children */
+    int first, next;     /* the first child, the next sibling (-1: none) */
+    size_t key;          /* in an object: its key's offset in the pool */
+    size_t str;          /* STR: its offset in the pool */
+    size_t len;          /* STR: its length in bytes (no NUL inside: \u0000 is refused) */
+    double num;          /* NUM */
+    int is_int;          /* NUM: written without fraction or exponent */
+} nn__jv;
+
+typedef struct nn__json {
+    nn__jv *v;
+    int n, cap;
+    char *pool;
+    size_t pn, pcap;
+    /* while parsing */
+    const unsigned char *p, *base, *end;
+    char *err;
+    size_t errlen;
+    int failed, oom;
+} nn__json;
+
+static void nn__json_free(nn__json *j) {
+    NN_FREE(j->v);
+    NN_FREE(j->pool);
+    memset(j, 0, sizeof *j);
+}
+
+static const char *nn__json_key(const nn__json *j, int i) { return j->pool + j->v[i].key; }
+static const char *nn__json_str(const nn__json *j, int i) { return j->pool + j->v[i].str; }
+
+static int nn__json_error(nn__json *j, const char *fmt, ...) {
+    va_list ap;
+    int n;
+    size_t line = 1;
+    const unsigned char *q;
+    if (j->failed) return 0;
+    j->failed = 1;
+    if (!j->err || !j->errlen) return 0;
+    for (q = j->base; q < j->p && q < j->end; q++) line += *q == '\n';
+    n = snprintf(j->err, j->errlen, "JSON byte %lu (line %lu): ", (unsigned long)(j->p - j->base), (unsigned long)line);
+    if (n < 0 || (size_t)n >= j->errlen) return 0;
+    va_start(ap, fmt);
+    vsnprintf(j->err + n, j->errlen - (size_t)n, fmt, ap);
+    va_end(ap);
+    return 0;
+}
+
+static int nn__json_oom(nn__json *j) {
+    j->oom = 1;
+    return nn__json_error(j, "out of memory");
+}
+
+static void nn__json_ws(nn__json *j) {
+    while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r')) j->p++;
+}
+
+static int nn__json_new(nn__json *j, int type) {
+    nn__jv *v;
+    if (j->n == j->cap) {
+        int cap = j->cap ? j->cap * 2 : 64;
+        nn__jv *nv = (nn__jv *)NN_REALLOC(j->v, (size_t)cap * sizeof *nv);
+        if (!nv) return nn__json_oom(j) - 1;
+        j->v = nv;
+        j->cap = cap;
+    }
+    v = &j->v[j->n];
+    memset(v, 0, sizeof *v);
+    v->type = type;
+    v->first = v->next = -1;
+    return j->n++;
+}
+
+static int nn__json_pool_put(nn__json *j, const char *s, size_t n) {
+    if (j->pn + n + 1 > j->pcap) {
+        size_t cap = j->pcap ? j->pcap : 256;
+        char *np;
+        while (cap < j->pn + n + 1) cap *= 2;
+        np = (char *)NN_REALLOC(j->pool, cap);
+        if (!np) return nn__json_oom(j);
+        j->pool = np;
+        j->pcap = cap;
+    }
+    memcpy(j->pool + j->pn, s, n);
+    j->pn += n;
+    j->pool[j->pn] = 0;
+    return 1;
+}
+
+static int nn__json_hex4(const unsigned char *s, uint32_t *out) {
+    uint32_t v = 0;
+    int i;
+    for (i = 0; i < 4; i++) {
+        unsigned c = s[i];
+        v <<= 4;
+        if (c >= '0' && c <= '9') v |= c - '0';
+        else if (c >= 'a' && c <= 'f') v |= c - 'a' + 10;
+        else if (c >= 'A' && c <= 'F') v |= c - 'A' + 10;
+        else return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+/* The length of the valid UTF-8 sequence at s (at most n bytes), 0 if invalid. */
+static size_t nn__json_utf8(const unsigned char *s, size_t n) {
+    unsigned c = s[0];
+    size_t k, len;
+    uint32_t cp;
+    if (c < 0x80) return 1;
+    if (c >= 0xC2 && c <= 0xDF) len = 2, cp = c & 0x1F;
+    else if (c >= 0xE0 && c <= 0xEF) len = 3, cp = c & 0x0F;
+    else if (c >= 0xF0 && c <= 0xF4) len = 4, cp = c & 0x07;
+    else return 0;
+    if (n < len) return 0;
+    for (k = 1; k < len; k++) {
+        if ((s[k] & 0xC0) != 0x80) return 0;
+        cp = (cp << 6) | (s[k] & 0x3F);
+    }
+    if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
+        return 0;
+    return len;
+}
+
+/* A string at j->p (its opening quote) into the pool: *off its offset, *len its bytes. */
+static int nn__json_string(nn__json *j, size_t *off, size_t *len) {
+    size_t start;
+    if (j->p >= j->end || *j->p != '"') return nn__json_error(j, "expected a string");
+    j->p++;
+    start = j->pn;
+    if (!nn__json_pool_put(j, "", 0)) return 0;
+    for (;;) {
+        unsigned c;
+        if (j->p >= j->end) return nn__json_error(j, "unterminated string");
+        c = *j->p;
+        if (c == '"') {
+            j->p++;
+            break;
+        }
+        if (c < 0x20) return nn__json_error(j, "control character 0x%02x in a string", c);
+        if (c == '\\') {
+            char e[4];
+            size_t en = 1;
+            if (j->end - j->p < 2) return nn__json_error(j, "unterminated escape");
+            switch (j->p[1]) {
+            case '"': e[0] = '"'; break;
+            case '\\': e[0] = '\\'; break;
+            case '/': e[0] = '/'; break;
+            case 'b': e[0] = '\b'; break;
+            case 'f': e[0] = '\f'; break;
+            case 'n': e[0] = '\n'; break;
+            case 'r': e[0] = '\r'; break;
+            case 't': e[0] = '\t'; break;
+            case 'u': {
+                uint32_t cp, lo;
+                if (j->end - j->p < 6 || !nn__json_hex4(j->p + 2, &cp)) return nn__json_error(j, "bad \\u escape");
+                if (cp >= 0xDC00 && cp <= 0xDFFF) return nn__json_error(j, "lone low surrogate \\u%04x", (unsigned)cp);
+                if (cp >= 0xD800 && cp <= 0xDBFF) {
+                    if (j->end - j->p < 12 || j->p[6] != '\\' || j->p[7] != 'u' || !nn__json_hex4(j->p + 8, &lo) ||
+                        lo < 0xDC00 || lo > 0xDFFF)
+                        return nn__json_error(j, "high surrogate \\u%04x without its low half", (unsigned)cp);
+                    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                    j->p += 6;
+                }
+                if (cp == 0) return nn__json_error(j, "\\u0000 in a string");
+                if (cp < 0x80) e[0] = (char)cp;
+                else if (cp < 0x800) {
+                    e[0] = (char)(0xC0 | (cp >> 6));
+                    e[1] = (char)(0x80 | (cp & 0x3F));
+                    en = 2;
+                } else if (cp < 0x10000) {
+                    e[0] = (char)(0xE0 | (cp >> 12));
+                    e[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+                    e[2] = (char)(0x80 | (cp & 0x3F));
+                    en = 3;
+                } else {
+                    e[0] = (char)(0xF0 | (cp >> 18));
+                    e[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+                    e[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+                    e[3] = (char)(0x80 | (cp & 0x3F));
+                    en = 4;
+                }
+                j->p += 4;
+                break;
+            }
+            default: return nn__json_error(j, "unknown escape \\%c", j->p[1] >= 0x20 && j->p[1] < 0x7F ? j->p[1] : '?');
+            }
+            j->p += 2;
+            if (!nn__json_pool_put(j, e, en)) return 0;
+        } else {
+            size_t n = nn__json_utf8(j->p, (size_t)(j->end - j->p));
+            if (!n) return nn__json_error(j, "invalid UTF-8 in a string");
+            if (!nn__json_pool_put(j, (const char *)j->p, n)) return 0;
+            j->p += n;
+        }
+    }
+    *off = start;
+    *len = j->pn - start;
+    if (!nn__json_pool_put(j, "", 0)) return 0;
+    j->pn++; /* its NUL, kept */
+    return 1;
+}
+
+static int nn__json_number(nn__json *j, int id) {
+    const unsigned char *s = j->p;
+    int frac = 0, r;
+    double v;
+    if (j->p < j->end && *j->p == '-') j->p++;
+    if (j->p >= j->end || *j->p < '0' || *j->p > '9') return nn__json_error(j, "expected a value");
+    if (*j->p == '0') j->p++;
+    else
+        while (j->p < j->end && *j->p >= '0' && *j->p <= '9') j->p++;
+    if (j->p < j->end && *j->p == '.') {
+        frac = 1;
+        j->p++;
+        if (j->p >= j->end || *j->p < '0' || *j->p > '9') return nn__json_error(j, "a digit must follow '.'");
+        while (j->p < j->end && *j->p >= '0' && *j->p <= '9') j->p++;
+    }
+    if (j->p < j->end && (*j->p == 'e' || *j->p == 'E')) {
+        frac = 1;
+        j->p++;
+        if (j->p < j->end && (*j->p == '+' || *j->p == '-')) j->p++;
+        if (j->p >= j->end || *j->p < '0' || *j->p > '9') return nn__json_error(j, "a digit must follow the exponent");
+        while (j->p < j->end && *j->p >= '0' && *j->p <= '9') j->p++;
+    }
+    r = nn__parse_real((const char *)s, (size_t)(j->p - s), 0, &v);
+    if (r != 1) return nn__json_error(j, "number out of range");
+    j->v[id].num = v;
+    j->v[id].is_int = !frac;
+    return 1;
+}
+
+static int nn__json_literal(nn__json *j, const char *word) {
+    size_t n = strlen(word);
+    if ((size_t)(j->end - j->p) < n || memcmp(j->p, word, n) != 0) return nn__json_error(j, "expected a value");
+    j->p += n;
+    return 1;
+}
+
+/* One value at j->p: its index, or -1. */
+static int nn__json_value(nn__json *j, int depth) {
+    int id, last = -1;
+    nn__json_ws(j);
+    if (j->p >= j->end) return nn__json_error(j, "expected a value, found the end") - 1;
+    switch (*j->p) {
+    case '{':
+    case '[': {
+        int obj = *j->p == '{';
+        char close = obj ? '}' : ']';
+        if (depth >= NN__JSON_MAX_DEPTH) return nn__json_error(j, "nested deeper than %d levels", NN__JSON_MAX_DEPTH) - 1;
+        if ((id = nn__json_new(j, obj ? NN__J_OBJ : NN__J_ARR)) < 0) return -1;
+        j->p++;
+        nn__json_ws(j);
+        if (j->p < j->end && *j->p == close) {
+            j->p++;
+            return id;
+        }
+        for (;;) {
+            size_t key = 0, klen = 0;
+            int c, k;
+            if (obj) {
+                nn__json_ws(j);
+                if (!nn__json_string(j, &key, &klen)) return -1;
+                for (k = j->v[id].first; k >= 0; k = j->v[k].next)
+                    if (strcmp(j->pool + j->v[k].key, j->pool + key) == 0)
+                        return nn__json_error(j, "duplicate key \"%.100s\"", j->pool + key) - 1;
+                nn__json_ws(j);
+                if (j->p >= j->end || *j->p != ':') return nn__json_error(j, "expected ':' after a key") - 1;
+                j->p++;
+            }
+            if ((c = nn__json_value(j, depth + 1)) < 0) return -1;
+            j->v[c].key = key;
+            if (last < 0) j->v[id].first = c;
+            else j->v[last].next = c;
+            last = c;
+            j->v[id].n++;
+            nn__json_ws(j);
+            if (j->p < j->end && *j->p == ',') {
+                j->p++;
+                continue;
+            }
+            if (j->p < j->end && *j->p == close) {
+                j->p++;
+                return id;
+            }
+            return nn__json_error(j, obj ? "expected ',' or '}'" : "expected ',' or ']'") - 1;
+        }
+    }
+    case '"':
+        if ((id = nn__json_new(j, NN__J_STR)) < 0) return -1;
+        {
+            size_t off, len;
+            if (!nn__json_string(j, &off, &len)) return -1;
+            j->v[id].str = off;
+            j->v[id].len = len;
+        }
+        return id;
+    case 't':
+        if ((id = nn__json_new(j, NN__J_TRUE)) < 0) return -1;
+        return nn__json_literal(j, "true") ? id : -1;
+    case 'f':
+        if ((id = nn__json_new(j, NN__J_FALSE)) < 0) return -1;
+        return nn__json_literal(j, "false") ? id : -1;
+    case 'n':
+        if ((id = nn__json_new(j, NN__J_NULL)) < 0) return -1;
+        return nn__json_literal(j, "null") ? id : -1;
+    default:
+        if ((id = nn__json_new(j, NN__J_NUM)) < 0) return -1;
+        return nn__json_number(j, id) ? id : -1;
+    }
+}
+
+/* Parses text[0..len) (at most max_bytes) as one JSON value (its root is value 0). NN_OK fills *j (release it
+   with nn__json_free); otherwise *j is empty and err says where and what:
+   NN_ERR_INVALID_ARGUMENT for malformed text, NN_ERR_OUT_OF_MEMORY. */
+static nn_result nn__json_parse(const char *text, size_t len, size_t max_bytes, nn__json *j, char *err, size_t errlen) {
+    memset(j, 0, sizeof *j);
+    if (err && errlen) err[0] = 0;
+    j->err = err;
+    j->errlen = errlen;
+    j->base = j->p = (const unsigned char *)text;
+    j->end = j->p + (text ? len : 0);
+    if (!text) {
+        nn__json_error(j, "no text");
+    } else if (len > max_bytes) {
+        nn__json_error(j, "%lu bytes: over the %lu-byte limit", (unsigned long)len, (unsigned long)max_bytes);
+    } else if (nn__json_value(j, 0) == 0) {
+        nn__json_ws(j);
+        if (j->p != j->end) nn__json_error(j, "text after the value");
+    }
+    if (j->failed) {
+        int oom = j->oom;
+        nn__json_free(j);
+        return oom ? NN_ERR_OUT_OF_MEMORY : NN_ERR_INVALID_ARGUMENT;
+    }
+    return NN_OK;
+}
+
+/* The member of object o named key, or -1. */
+static int nn__json_get(const nn__json *j, int o, const char *key) {
+    int k;
+    if (o < 0 || j->v[o].type != NN__J_OBJ) return -1;
+    for (k = j->v[o].first; k >= 0; k = j->v[k].next)
+        if (strcmp(j->pool + j->v[k].key, key) == 0) return k;
+    return -1;
+}
+
+/* ---- writing: a growing text ---- */
+
+typedef struct nn__jtext {
+    char *s;
+    size_t n, cap;
+    int oom;
+} nn__jtext;
+
+static void nn__jt_put(nn__jtext *t, const char *s, size_t n) {
+    if (t->oom) return;
+    if (t->n + n + 1 > t->cap) {
+        size_t cap = t->cap ? t->cap : 256;
+        char *ns;
+        while (cap < t->n + n + 1) cap *= 2;
+        ns = (char *)NN_REALLOC(t->s, cap);
+        if (!ns) {
+            t->oom = 1;
+            return;
+        }
+        t->s = ns;
+        t->cap = cap;
+    }
+    memcpy(t->s + t->n, s, n);
+    t->n += n;
+    t->s[t->n] = 0;
+}
+
+static void nn__jt_puts(nn__jtext *t, const char *s) { nn__jt_put(t, s, strlen(s)); }
+
+static void nn__jt_printf(nn__jtext *t, const char *fmt, ...) {
+    char b[512];
+    va_list ap;
+    int n;
+    va_start(ap, fmt);
+    n = vsnprintf(b, sizeof b, fmt, ap);
+    va_end(ap);
+    if (n > 0) nn__jt_put(t, b, (size_t)n < sizeof b ? (size_t)n : sizeof b - 1);
+}
+
+/* A JSON string (s valid UTF-8: names the builders accepted) */
+static void nn__jt_string(nn__jtext *t, const char *s) {
+    const unsigned char *u = (const unsigned char *)s;
+    nn__jt_put(t, "\"", 1);
+    for (; *u; u++) {
+        if (*u == '"' || *u == '\\') {
+            char e[2];
+            e[0] = '\\';
+            e[1] = (char)*u;
+            nn__jt_put(t, e, 2);
+        } else if (*u < 0x20) nn__jt_printf(t, "\\u%04x", *u);
+        else nn__jt_put(t, (const char *)u, 1);
+    }
+    nn__jt_put(t, "\"", 1);
+}
+
+/* A float as the shortest decimal text that reads back to the same float, '.' in every
+   locale (nn__format_double's digits). */
+static void nn__jt_float(nn__jtext *t, float v) {
+    char raw[64], out[64];
+    int prec;
+    size_t i, k;
+    double back;
+    for (prec = 6; prec <= 9; prec++) {
+        snprintf(raw, sizeof raw, "%.*g", prec, (double)v);
+        for (i = k = 0; raw[i] && k + 1 < sizeof out; i++) {
+            char c = raw[i];
+            if ((c >= '0' && c <= '9') || c == '+' || c == '-' || c == 'e' || c == 'E') out[k++] = c;
+            else if (k == 0 || out[k - 1] != '.') out[k++] = '.';
+        }
+        out[k] = 0;
+        if (nn__parse_real(out, k, 1, &back) == 1 && (float)back == v) break;
+    }
+    nn__jt_puts(t, out);
+}
+
+/* ======================================================================
+   src/files/model.c
+   ====================================================================== */
+/* Model files: a network's architecture as a small JSON text (the schema: nn_model_build in
+   src/api/api.h), built with the public builders (nn_model_build), described from a built
+   graph (nn_model_json: the layers between an input and an output, recognised from their
+   nodes), stored with the weights as the string "nn.model" in safetensors' __metadata__
+   (nn_model_save), and read back with no builder code (nn_model_load). The text comes from
+   untrusted files: src/files/json.c reads it within bounds, and every field is checked
+   here, each error naming its JSON path (layers[3].out). */
+#include <float.h>
+
+#define NN__MODEL_KEY "nn.model"
+#define NN__MODEL_MAX_HEADER ((size_t)4 << 20) /* a safetensors header read for its metadata */
+#define NN__MODEL_REQUIRED INT64_MIN
+
+/* ==== building from the JSON ==== */
+
+typedef struct nn__mb {
+    nn_graph *g;
+    const nn__json *j;
+    const char *fn;      /* the public function, for messages */
+    int layer;           /* the index in "layers" (-1: the top level) */
+    const char *type;
+} nn__mb;
+
+/* Fails the graph naming the JSON path of field (NULL: the layer itself). */
+static int nn__mb_fail(nn__mb *m, const char *field, const char *fmt, ...) {
+    char msg[512], path[160];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (m->layer >= 0) snprintf(path, sizeof path, "layers[%d]%s%.100s", m->layer, field ? "." : "", field ? field : "");
+    else snprintf(path, sizeof path, "%.100s", field ? field : "(top level)");
+    nn__op_fail(m->g, NN_ERR_INVALID_ARGUMENT, "%s: %s: %s", m->fn, path, msg);
+    return 0;
+}
+
+/* Every member of object o is "type" or one of allowed (space-separated). */
+static int nn__mb_fields(nn__mb *m, int o, const char *allowed, const char *what) {
+    int k;
+    for (k = m->j->v[o].first; k >= 0; k = m->j->v[k].next) {
+        const char *key = nn__json_key(m->j, k), *p = allowed;
+        size_t n = strlen(key);
+        int found = m->layer >= 0 && strcmp(key, "type") == 0;
+        while (!found && *p) {
+            const char *e = strchr(p, ' ');
+            size_t len = e ? (size_t)(e - p) : strlen(p);
+            found = len == n && memcmp(p, key, n) == 0;
+            p += len + (e ? 1 : 0);
+        }
+        if (!found) {
+            char shown[80];
+            size_t i = 0, k0;
+            if (m->layer < 0 && strcmp(what, "inputs[0]") == 0) i = (size_t)snprintf(shown, sizeof shown, "inputs[0].");
+            for (k0 = 0; key[k0] && i + 1 < sizeof shown; k0++) shown[i++] = (key[k0] >= 0x20 && key[k0] < 0x7F) ? key[k0] : '?';
+            shown[i] = 0;
+            return nn__mb_fail(m, shown, "unknown field (%s takes: %s%s)", what, m->layer >= 0 ? "type " : "", allowed);
+        }
+    }
+    return 1;
+}
+
+/* An integer field in [lo, hi]; absent: dflt, or an error when dflt is NN__MODEL_REQUIRED. */
+static int nn__mb_int(nn__mb *m, int o, const char *key, int64_t dflt, int64_t lo, int64_t hi, int64_t *out) {
+    int k = nn__json_get(m->j, o, key);
+    const nn__jv *v;
+    if (k < 0) {
+        if (dflt == NN__MODEL_REQUIRED) return nn__mb_fail(m, key, "missing (a required field)");
+        *out = dflt;
+        return 1;
+    }
+    v = &m->j->v[k];
+    if (v->type != NN__J_NUM || !v->is_int || !(v->num >= (double)lo && v->num <= (double)hi)) {
+        if (lo == 1 && hi >= INT32_MAX) return nn__mb_fail(m, key, "expected a positive integer");
+        if (lo == 0 && hi >= INT32_MAX) return nn__mb_fail(m, key, "expected an integer >= 0");
+        return nn__mb_fail(m, key, "expected an integer in [%lld, %lld]", (long long)lo, (long long)hi);
+    }
+    *out = (int64_t)v->num;
+    return 1;
+}
+
+/* A size field: an integer or [h, w] (n = 2), each in [lo, INT32_MAX]. */
+static int nn__mb_pair(nn__mb *m, int o, const char *key, int dflt, int lo, int out[2]) {
+    int k = nn__json_get(m->j, o, key), i, c;
+    const nn__jv *v;
+    if (k < 0) {
+        if (dflt < lo) return nn__mb_fail(m, key, "missing (a required field)");
+        out[0] = out[1] = dflt;
+        return 1;
+    }
+    v = &m->j->v[k];
+    if (v->type == NN__J_NUM && v->is_int && v->num >= lo && v->num <= INT32_MAX) {
+        out[0] = out[1] = (int)v->num;
+        return 1;
+    }
+    if (v->type == NN__J_ARR && v->n == 2) {
+        for (i = 0, c = v->first; c >= 0; c = m->j->v[c].next, i++) {
+            const nn__jv *e = &m->j->v[c];
+            if (e->type != NN__J_NUM || !e->is_int || !(e->num >= lo && e->num <= INT32_MAX)) break;
+            out[i] = (int)e->num;
+        }
+        if (c < 0) return 1;
+    }
+    return nn__mb_fail(m, key, "expected an integer >= %d or a list of two", lo);
+}
+
+static int nn__mb_bool(nn__mb *m, int o, const char *key, int dflt, int *out) {
+    int k = nn__json_get(m->j, o, key);
+    if (k < 0) {
+        *out = dflt;
+        return 1;
+    }
+    if (m->j->v[k].type != NN__J_TRUE && m->j->v[k].type != NN__J_FALSE) return nn__mb_fail(m, key, "expected true or false");
+    *out = m->j->v[k].type == NN__J_TRUE;
+    return 1;
+}
+
+/* A float field in [lo, hi] (open at hi when hi_open). */
+static int nn__mb_float(nn__mb *m, int o, const char *key, double dflt, double lo, double hi, int hi_open, float *out) {
+    int k = nn__json_get(m->j, o, key);
+    double v;
+    if (k < 0) {
+        *out = (float)dflt;
+        return 1;
+    }
+    v = m->j->v[k].num;
+    if (m->j->v[k].type != NN__J_NUM || !(v >= lo && (hi_open ? v < hi : v <= hi)) || !((float)v >= -FLT_MAX && (float)v <= FLT_MAX))
+        return nn__mb_fail(m, key, "expected a number in [%g, %g%c", lo, hi, hi_open ? ')' : ']');
+    *out = (float)v;
+    return 1;
+}
+
+/* A list of up to max_n integers, each >= 1 or (at most one) -1 when allow_neg. */
+static int nn__mb_dims(nn__mb *m, int o, const char *key, int min_n, int max_n, int allow_neg, int64_t *dims, int *n) {
+    int k = nn__json_get(m->j, o, key), c, neg = 0;
+    const nn__jv *v;
+    if (k < 0) return nn__mb_fail(m, key, "missing (a required field)");
+    v = &m->j->v[k];
+    if (v->type != NN__J_ARR || v->n < min_n || v->n > max_n)
+        return nn__mb_fail(m, key, "expected a list of %d to %d sizes", min_n, max_n);
+    *n = 0;
+    for (c = v->first; c >= 0; c = m->j->v[c].next) {
+        const nn__jv *e = &m->j->v[c];
+        if (e->type != NN__J_NUM || !e->is_int || !((e->num >= 1 && e->num <= INT32_MAX) || (allow_neg && e->num == -1 && !neg++)))
+            return nn__mb_fail(m, key, allow_neg ? "expected sizes >= 1 (and at most one -1)" : "expected sizes >= 1");
+        dims[(*n)++] = (int64_t)e->num;
+    }
+    return 1;
+}
+
+/* The layer's name: "name", or layers.K; *name holds it. */
+static int nn__mb_name(nn__mb *m, int o, char *name, size_t cap) {
+    int k = nn__json_get(m->j, o, "name");
+    if (k < 0) {
+        snprintf(name, cap, "layers.%d", m->layer);
+        return 1;
+    }
+    if (m->j->v[k].type != NN__J_STR || m->j->v[k].len == 0 || m->j->v[k].len > 200)
+        return nn__mb_fail(m, "name", "expected a string of 1 to 200 bytes");
+    snprintf(name, cap, "%s", nn__json_str(m->j, k));
+    return 1;
+}
+
+/* x's shape as text, for messages */
+static const char *nn__mb_xs(nn__mb *m, nn_tensor x, char *b, size_t n) {
+    nn__shape_str(&nn__n(m->g, x)->shape, b, n);
+    return b;
+}
+
+/* x has ndim dims in [lo, hi] and dtype f32 (int32 for embeddings) */
+static int nn__mb_x(nn__mb *m, nn_tensor x, int lo, int hi, const char *what) {
+    char b[128];
+    const nn__node *n = nn__n(m->g, x);
+    if (n->shape.ndim < lo || n->shape.ndim > hi)
+        return nn__mb_fail(m, NULL, "%s takes %s; its input is %s", m->type, what, nn__mb_xs(m, x, b, sizeof b));
+    return 1;
+}
+
+/* The declared input size (field key, absent: not checked) against x's dim 1. */
+static int nn__mb_in(nn__mb *m, int o, const char *key, nn_tensor x) {
+    int64_t in;
+    char b[128];
+    if (!nn__mb_int(m, o, key, 0, 1, INT32_MAX, &in)) return 0;
+    if (in && in != nn__n(m->g, x)->shape.dim[1])
+        return nn__mb_fail(m, key, "%lld, but the layer's input is %s", (long long)in, nn__mb_xs(m, x, b, sizeof b));
+    return 1;
+}
+
+/* The activations' parameters by PyTorch's names, with PyTorch's defaults. */
+typedef struct nn__mb_act_params {
+    const char *type, *p[2];
+    double dflt[2];
+} nn__mb_act_params;
+static const nn__mb_act_params nn__mb_acts[] = {
+    {"leaky_relu", {"negative_slope", NULL}, {0.01, 0}},
+    {"elu", {"alpha", NULL}, {1.0, 0}},
+    {"celu", {"alpha", NULL}, {1.0, 0}},
+    {"softplus", {"beta", "threshold"}, {1.0, 20.0}},
+    {"hardtanh", {"min_val", "max_val"}, {-1.0, 1.0}},
+};
+
+typedef struct nn__mb_act {
+    int fn;
+    const char *name;
+    int params;
+} nn__mb_act;
+#define NN__X(E, name, params, valid, fwd, der) {NN__U_##E, #name, params},
+static const nn__mb_act nn__mb_act_list[] = {NN__ACTIVATIONS(NN__X)};
+#undef NN__X
+
+static const nn__mb_act_params *nn__mb_act_names(const char *type) {
+    size_t i;
+    for (i = 0; i < sizeof nn__mb_acts / sizeof nn__mb_acts[0]; i++)
+        if (strcmp(nn__mb_acts[i].type, type) == 0) return &nn__mb_acts[i];
+    return NULL;
+}
+
+static nn_tensor nn__mb_activation(nn__mb *m, int o, const nn__mb_act *a, nn_tensor x) {
+    nn_graph *g = m->g;
+    const nn__mb_act_params *pn = nn__mb_act_names(a->name);
+    static const char *const generic[2] = {"p0", "p1"};
+    const char *names[2];
+    char allowed[64];
+    float p0 = 0.0f, p1 = 0.0f, *pv[2];
+    int i;
+    pv[0] = &p0;
+    pv[1] = &p1;
+    allowed[0] = 0;
+    for (i = 0; i < a->params; i++) {
+        names[i] = pn ? pn->p[i] : generic[i];
+        snprintf(allowed + strlen(allowed), sizeof allowed - strlen(allowed), "%s%s", i ? " " : "", names[i]);
+    }
+    if (!nn__mb_fields(m, o, allowed, a->name)) return nn__tensor(-1);
+    for (i = 0; i < a->params; i++)
+        if (!nn__mb_float(m, o, names[i], pn ? pn->dflt[i] : 0.0, -FLT_MAX, FLT_MAX, 0, pv[i])) return nn__tensor(-1);
+    if (nn__n(m->g, x)->dtype != NN_F32) return nn__mb_fail(m, NULL, "%s takes float32", a->name), nn__tensor(-1);
+    switch (a->fn) {
+#define NN__X(E, name, params, valid, fwd, der) \
+    case NN__U_##E: return nn__activation(g, NN__OP_UNARY, "nn_" #name, NN__U_##E, params, (valid), #valid, p0, p1, x);
+        NN__ACTIVATIONS(NN__X)
+#undef NN__X
+    default: break;
+    }
+    return nn__tensor(-1);
+}
+
+static nn_tensor nn__mb_layer(nn__mb *m, int o, nn_tensor x) {
+    nn_graph *g = m->g;
+    const char *type = m->type;
+    char name[256], b[128];
+    int64_t v, w;
+    size_t i;
+    if (strcmp(type, "linear") == 0) {
+        nn_linear_desc d;
+        int bias;
+        memset(&d, 0, sizeof d);
+        if (!nn__mb_fields(m, o, "name in out bias", type) || !nn__mb_x(m, x, 2, 2, "[B, in] (a flatten layer first?)") ||
+            !nn__mb_in(m, o, "in", x) || !nn__mb_int(m, o, "out", NN__MODEL_REQUIRED, 1, INT32_MAX, &v) ||
+            !nn__mb_bool(m, o, "bias", 1, &bias) || !nn__mb_name(m, o, name, sizeof name))
+            return nn__tensor(-1);
+        d.no_bias = !bias;
+        return nn_linear_layer(g, x, v, &d, name);
+    }
+    if (strcmp(type, "conv1d") == 0 || strcmp(type, "conv2d") == 0) {
+        int two = type[4] == '2', k[2], s[2], p[2], dl[2], bias;
+        if (!nn__mb_fields(m, o, "name in out kernel stride padding dilation groups bias", type) ||
+            !nn__mb_x(m, x, two ? 4 : 3, two ? 4 : 3, two ? "[N, C, H, W]" : "[N, C, L]") || !nn__mb_in(m, o, "in", x) ||
+            !nn__mb_int(m, o, "out", NN__MODEL_REQUIRED, 1, INT32_MAX, &v) || !nn__mb_pair(m, o, "kernel", 0, 1, k) ||
+            !nn__mb_pair(m, o, "stride", 1, 1, s) || !nn__mb_pair(m, o, "padding", 0, 0, p) ||
+            !nn__mb_pair(m, o, "dilation", 1, 1, dl) || !nn__mb_int(m, o, "groups", 1, 1, INT32_MAX, &w) ||
+            !nn__mb_bool(m, o, "bias", 1, &bias) || !nn__mb_name(m, o, name, sizeof name))
+            return nn__tensor(-1);
+        if (two) {
+            nn_conv2d_desc d;
+            memset(&d, 0, sizeof d);
+            d.stride_h = s[0], d.stride_w = s[1], d.pad_h = p[0] ? p[0] : NN_ZERO, d.pad_w = p[1] ? p[1] : NN_ZERO;
+            d.dilation_h = dl[0], d.dilation_w = dl[1], d.groups = (int)w, d.no_bias = !bias;
+            return nn_conv2d_layer(g, x, v, k[0], k[1], &d, name);
+        } else {
+            nn_conv1d_desc d;
+            if (k[0] != k[1] || s[0] != s[1] || p[0] != p[1] || dl[0] != dl[1])
+                return nn__mb_fail(m, NULL, "conv1d takes one size per field, not pairs"), nn__tensor(-1);
+            memset(&d, 0, sizeof d);
+            d.stride = s[0], d.pad = p[0] ? p[0] : NN_ZERO, d.dilation = dl[0], d.groups = (int)w, d.no_bias = !bias;
+            return nn_conv1d_layer(g, x, v, k[0], &d, name);
+        }
+    }
+    if (strcmp(type, "max_pool2d") == 0 || strcmp(type, "avg_pool2d") == 0) {
+        int mx = type[0] == 'm', k[2], s[2], p[2], dl[2] = {1, 1}, ceil_mode, incl = 1;
+        nn_pool2d_desc d;
+        if (!nn__mb_fields(m, o, mx ? "kernel stride padding dilation ceil_mode" : "kernel stride padding ceil_mode count_include_pad", type) ||
+            !nn__mb_x(m, x, 4, 4, "[N, C, H, W]") || !nn__mb_pair(m, o, "kernel", 0, 1, k) ||
+            !nn__mb_pair(m, o, "stride", 0, 0, s) || !nn__mb_pair(m, o, "padding", 0, 0, p) ||
+            (mx && !nn__mb_pair(m, o, "dilation", 1, 1, dl)) || !nn__mb_bool(m, o, "ceil_mode", 0, &ceil_mode) ||
+            (!mx && !nn__mb_bool(m, o, "count_include_pad", 1, &incl)))
+            return nn__tensor(-1);
+        if (s[0] < 1 || s[1] < 1) { /* 0 or absent: the kernel (PyTorch's stride=None) */
+            if (nn__json_get(m->j, o, "stride") >= 0) return nn__mb_fail(m, "stride", "expected a positive integer"), nn__tensor(-1);
+            s[0] = k[0], s[1] = k[1];
+        }
+        memset(&d, 0, sizeof d);
+        d.kernel_h = k[0], d.kernel_w = k[1], d.stride_h = s[0], d.stride_w = s[1];
+        d.pad_h = p[0] ? p[0] : NN_ZERO, d.pad_w = p[1] ? p[1] : NN_ZERO, d.ceil_mode = ceil_mode;
+        if (mx) {
+            d.dilation_h = dl[0], d.dilation_w = dl[1];
+            return nn_max_pool2d(g, x, &d);
+        }
+        d.exclude_pad = !incl;
+        return nn_avg_pool2d(g, x, &d);
+    }
+    if (strcmp(type, "batch_norm1d") == 0 || strcmp(type, "batch_norm2d") == 0) {
+        int two = type[10] == '2';
+        nn_norm_desc d;
+        memset(&d, 0, sizeof d);
+        if (!nn__mb_fields(m, o, "name num_features eps momentum", type) ||
+            !nn__mb_x(m, x, two ? 4 : 2, two ? 4 : 3, two ? "[N, C, H, W]" : "[N, C] or [N, C, L]") ||
+            !nn__mb_in(m, o, "num_features", x) || !nn__mb_float(m, o, "eps", 1e-5, 0.0, FLT_MAX, 0, &d.eps) ||
+            !nn__mb_float(m, o, "momentum", 0.1, 0.0, 1.0, 0, &d.momentum) || !nn__mb_name(m, o, name, sizeof name))
+            return nn__tensor(-1);
+        if (d.eps == 0.0f) d.eps = (float)NN_ZERO;
+        if (d.momentum == 0.0f) d.momentum = (float)NN_ZERO;
+        return two ? nn_batch_norm2d_layer(g, x, &d, name) : nn_batch_norm1d_layer(g, x, &d, name);
+    }
+    if (strcmp(type, "layer_norm") == 0) {
+        nn_norm_desc d;
+        int64_t dims[NN_MAX_DIMS];
+        int n = 0, bias, k = nn__json_get(m->j, o, "normalized_shape");
+        const nn__node *nx = nn__n(g, x);
+        memset(&d, 0, sizeof d);
+        if (!nn__mb_fields(m, o, "name normalized_shape eps bias", type)) return nn__tensor(-1);
+        if (k >= 0 && m->j->v[k].type == NN__J_NUM) {
+            if (!nn__mb_int(m, o, "normalized_shape", 0, 1, INT32_MAX, &dims[0])) return nn__tensor(-1);
+            n = 1;
+        } else if (!nn__mb_dims(m, o, "normalized_shape", 1, NN_MAX_DIMS - 1, 0, dims, &n))
+            return nn__tensor(-1);
+        if (!nn__mb_float(m, o, "eps", 1e-5, 0.0, FLT_MAX, 0, &d.eps) || !nn__mb_bool(m, o, "bias", 1, &bias) ||
+            !nn__mb_name(m, o, name, sizeof name))
+            return nn__tensor(-1);
+        if (n >= nx->shape.ndim) return nn__mb_fail(m, "normalized_shape", "%d dims, but the layer's input is %s", n, nn__mb_xs(m, x, b, sizeof b)), nn__tensor(-1);
+        for (i = 0; i < (size_t)n; i++)
+            if (dims[i] != nx->shape.dim[nx->shape.ndim - n + (int)i])
+                return nn__mb_fail(m, "normalized_shape", "is not the trailing dims of the layer's input %s", nn__mb_xs(m, x, b, sizeof b)), nn__tensor(-1);
+        if (d.eps == 0.0f) d.eps = (float)NN_ZERO;
+        d.no_bias = !bias;
+        return nn_layer_norm_layer(g, x, n, &d, name);
+    }
+    if (strcmp(type, "embedding") == 0) {
+        nn_embedding_desc d;
+        int64_t pad;
+        memset(&d, 0, sizeof d);
+        if (!nn__mb_fields(m, o, "name num_embeddings embedding_dim padding_idx", type) ||
+            !nn__mb_int(m, o, "num_embeddings", NN__MODEL_REQUIRED, 1, INT32_MAX, &v) ||
+            !nn__mb_int(m, o, "embedding_dim", NN__MODEL_REQUIRED, 1, INT32_MAX, &w) ||
+            !nn__mb_int(m, o, "padding_idx", INT32_MIN, -v, v - 1, &pad) || !nn__mb_name(m, o, name, sizeof name))
+            return nn__tensor(-1);
+        if (nn__n(g, x)->dtype != NN_I32) return nn__mb_fail(m, NULL, "embedding takes int32 indices; its input is float32"), nn__tensor(-1);
+        d.padding_idx = pad == INT32_MIN ? 0 : pad == 0 ? NN_ZERO : (int)pad;
+        return nn_embedding(g, x, v, w, &d, name);
+    }
+    if (strcmp(type, "dropout") == 0) {
+        float p;
+        if (!nn__mb_fields(m, o, "p", type) || !nn__mb_float(m, o, "p", 0.5, 0.0, 1.0, 1, &p)) return nn__tensor(-1);
+        return nn_dropout(g, x, p);
+    }
+    if (strcmp(type, "flatten") == 0) {
+        const nn__node *nx = nn__n(g, x);
+        int64_t rest = 1;
+        int d;
+        if (!nn__mb_fields(m, o, "start_dim end_dim", type) || !nn__mb_int(m, o, "start_dim", 1, 1, 1, &v) ||
+            !nn__mb_int(m, o, "end_dim", -1, -1, -1, &w) || !nn__mb_x(m, x, 1, NN_MAX_DIMS, "[N, ...]"))
+            return nn__tensor(-1);
+        for (d = 1; d < nx->shape.ndim; d++) rest *= nx->shape.dim[d];
+        return nn_reshape(g, x, nn_shape2(nx->shape.dim[0], rest));
+    }
+    if (strcmp(type, "reshape") == 0) {
+        const nn__node *nx = nn__n(g, x);
+        int64_t dims[NN_MAX_DIMS], prod = 1, rest = 1;
+        int n = 0, d, neg = -1;
+        nn_shape s;
+        if (!nn__mb_fields(m, o, "shape", type) || !nn__mb_dims(m, o, "shape", 0, NN_MAX_DIMS - 1, 1, dims, &n) ||
+            !nn__mb_x(m, x, 1, NN_MAX_DIMS, "[N, ...]"))
+            return nn__tensor(-1);
+        for (d = 1; d < nx->shape.ndim; d++) rest *= nx->shape.dim[d];
+        for (d = 0; d < n; d++) {
+            if (dims[d] < 0) neg = d;
+            else prod *= dims[d];
+            if (prod > rest) break;
+        }
+        if (neg >= 0 && prod > 0 && rest % prod == 0) dims[neg] = rest / prod, prod = rest;
+        if (prod != rest) return nn__mb_fail(m, "shape", "does not hold the %lld elements of a sample of %s", (long long)rest, nn__mb_xs(m, x, b, sizeof b)), nn__tensor(-1);
+        memset(&s, 0, sizeof s);
+        s.ndim = n + 1;
+        s.dim[0] = nx->shape.dim[0];
+        for (d = 0; d < n; d++) s.dim[d + 1] = dims[d];
+        return nn_reshape(g, x, s);
+    }
+    if (strcmp(type, "softmax") == 0 || strcmp(type, "log_softmax") == 0) {
+        int nd = nn__n(g, x)->shape.ndim;
+        if (!nn__mb_fields(m, o, "dim", type) || !nn__mb_int(m, o, "dim", -1, -nd, nd - 1, &v)) return nn__tensor(-1);
+        return type[0] == 's' ? nn_softmax(g, x, (int)v) : nn_log_softmax(g, x, (int)v);
+    }
+    for (i = 0; i < sizeof nn__mb_act_list / sizeof nn__mb_act_list[0]; i++)
+        if (strcmp(type, nn__mb_act_list[i].name) == 0) return nn__mb_activation(m, o, &nn__mb_act_list[i], x);
+    nn__mb_fail(m, "type", "unknown layer type \"%.60s\" (linear, conv1d, conv2d, max_pool2d, avg_pool2d, batch_norm1d, "
+                "batch_norm2d, layer_norm, embedding, dropout, flatten, reshape, softmax, log_softmax, or an activation: "
+                "relu, gelu, tanh, sigmoid, ...)", type);
+    return nn__tensor(-1);
+}
+
+/* The top level's one input: *in its object (checked: name, shape, dtype). */
+static int nn__mb_inputs(nn__mb *m, int *in, nn_shape *shape, nn_dtype *dtype, const char **name) {
+    const nn__json *j = m->j;
+    int k = nn__json_get(j, 0, "inputs"), d, n = 0, t, nm;
+    int64_t dims[NN_MAX_DIMS];
+    if (k < 0) return nn__mb_fail(m, "inputs", "missing (a required field)");
+    if (j->v[k].type != NN__J_ARR || j->v[k].n != 1 || j->v[j->v[k].first].type != NN__J_OBJ)
+        return nn__mb_fail(m, "inputs", "expected a list of one object (a model has one input)");
+    *in = j->v[k].first;
+    if (!nn__mb_fields(m, *in, "name shape dtype", "inputs[0]")) return 0;
+    nm = nn__json_get(j, *in, "name");
+    *name = "x";
+    if (nm >= 0) {
+        if (j->v[nm].type != NN__J_STR || j->v[nm].len == 0 || j->v[nm].len > 200)
+            return nn__mb_fail(m, "inputs[0].name", "expected a string of 1 to 200 bytes");
+        *name = nn__json_str(j, nm);
+    }
+    t = nn__json_get(j, *in, "dtype");
+    *dtype = NN_F32;
+    if (t >= 0) {
+        if (j->v[t].type == NN__J_STR && strcmp(nn__json_str(j, t), "int32") == 0) *dtype = NN_I32;
+        else if (!(j->v[t].type == NN__J_STR && strcmp(nn__json_str(j, t), "float32") == 0))
+            return nn__mb_fail(m, "inputs[0].dtype", "expected \"float32\" or \"int32\"");
+    }
+    t = nn__json_get(j, *in, "shape");
+    if (t < 0) return nn__mb_fail(m, "inputs[0].shape", "missing (a required field)");
+    if (j->v[t].type != NN__J_ARR || j->v[t].n > NN_MAX_DIMS - 1)
+        return nn__mb_fail(m, "inputs[0].shape", "expected a list of up to %d sizes (a sample's, without the batch)", NN_MAX_DIMS - 1);
+    for (d = j->v[t].first; d >= 0; d = j->v[d].next) {
+        if (j->v[d].type != NN__J_NUM || !j->v[d].is_int || !(j->v[d].num >= 1 && j->v[d].num <= INT32_MAX))
+            return nn__mb_fail(m, "inputs[0].shape", "expected sizes >= 1");
+        dims[n++] = (int64_t)j->v[d].num;
+    }
+    memset(shape, 0, sizeof *shape);
+    shape->ndim = n;
+    for (d = 0; d < n; d++) shape->dim[d] = dims[d];
+    return 1;
+}
+
+/* The top level: its fields, format and version. */
+static int nn__mb_top(nn__mb *m) {
+    const nn__json *j = m->j;
+    int k;
+    if (j->v[0].type != NN__J_OBJ) return nn__mb_fail(m, NULL, "expected an object");
+    if (!nn__mb_fields(m, 0, "format version inputs layers", "a model")) return 0;
+    k = nn__json_get(j, 0, "format");
+    if (k >= 0 && !(j->v[k].type == NN__J_STR && strcmp(nn__json_str(j, k), "nn.model") == 0))
+        return nn__mb_fail(m, "format", "expected \"nn.model\"");
+    k = nn__json_get(j, 0, "version");
+    if (k >= 0 && !(j->v[k].type == NN__J_NUM && j->v[k].num == 1.0))
+        return nn__mb_fail(m, "version", "expected 1 (this nn.h reads version 1)");
+    k = nn__json_get(j, 0, "layers");
+    if (k < 0) return nn__mb_fail(m, "layers", "missing (a required field)");
+    if (j->v[k].type != NN__J_ARR) return nn__mb_fail(m, "layers", "expected a list of layer objects");
+    return 1;
+}
+
+/* Builds the layers of the parsed model m->j on x (already checked against inputs[0]). */
+static nn_tensor nn__mb_layers(nn__mb *m, nn_tensor x) {
+    nn_graph *g = m->g;
+    const nn__json *j = m->j;
+    int k = nn__json_get(j, 0, "layers"), o;
+    m->layer = 0;
+    for (o = j->v[k].first; o >= 0 && x.id > 0; o = j->v[o].next, m->layer++) {
+        int t;
+        nn_result before = m->g->status;
+        if (j->v[o].type != NN__J_OBJ) return nn__mb_fail(m, NULL, "expected a layer object"), nn__tensor(-1);
+        t = nn__json_get(j, o, "type");
+        if (t < 0 || j->v[t].type != NN__J_STR) return nn__mb_fail(m, "type", t < 0 ? "missing (a required field)" : "expected a string"), nn__tensor(-1);
+        m->type = nn__json_str(j, t);
+        x = nn__mb_layer(m, o, x);
+        if (x.id <= 0 && before == NN_OK && m->g->status != NN_OK && strncmp(m->g->ctx->err, m->fn, strlen(m->fn)) != 0) {
+            /* a builder's own refusal: put the layer's path in front of its message */
+            char msg[NN__ERRLEN];
+            snprintf(msg, sizeof msg, "%s", m->g->ctx->err);
+            snprintf(m->g->ctx->err, sizeof m->g->ctx->err, "%s: layers[%d] (%.60s): %.3000s", m->fn, m->layer, m->type, msg);
+        }
+    }
+    return x;
+}
+
+/* The graph's failure for a JSON text that does not parse: the parser's words. */
+static nn_tensor nn__mb_parse(nn_graph *g, const char *fn, const char *json, size_t len, nn__json *j) {
+    char err[300];
+    nn_result r = nn__json_parse(json, len, NN__JSON_MAX_BYTES, j, err, sizeof err);
+    if (r != NN_OK) return nn__op_fail(g, r, "%s: %s", fn, err);
+    return nn__tensor(0);
+}
+
+NN_API nn_tensor nn_model_build(nn_graph *g, nn_tensor x, const char *json) {
+    nn__json j;
+    nn__mb m;
+    nn_shape s;
+    nn_dtype dt;
+    const char *iname;
+    int in, d, ok;
+    nn_tensor y;
+    if (!nn__check0(g, "nn_model_build", 1, &x)) return nn__tensor(-1);
+    if (!json) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_model_build: json is NULL");
+    if (nn__mb_parse(g, "nn_model_build", json, strlen(json), &j).id < 0) return nn__tensor(-1);
+    memset(&m, 0, sizeof m);
+    m.g = g;
+    m.j = &j;
+    m.fn = "nn_model_build";
+    m.layer = -1;
+    ok = nn__mb_top(&m) && nn__mb_inputs(&m, &in, &s, &dt, &iname);
+    if (ok) { /* x is [batch, inputs[0].shape...] of its dtype */
+        const nn__node *nx = nn__n(g, x);
+        char a[128], b[128];
+        int same = nx->shape.ndim == s.ndim + 1 && nx->dtype == dt;
+        for (d = 0; same && d < s.ndim; d++) same = nx->shape.dim[d + 1] == s.dim[d];
+        if (!same) {
+            nn__shape_str(&s, a, sizeof a);
+            nn__shape_str(&nx->shape, b, sizeof b);
+            ok = nn__mb_fail(&m, "inputs[0]", "shape %s (%s) per sample, but x is %s %s", a, dt == NN_I32 ? "int32" : "float32", b,
+                             nx->dtype == NN_I32 ? "int32" : nx->dtype == NN_F32 ? "float32" : "of another dtype");
+        }
+    }
+    y = ok ? nn__mb_layers(&m, x) : nn__tensor(-1);
+    nn__json_free(&j);
+    return y;
+}
+
+/* ==== describing a built graph ==== */
+
+/* The name of a layer whose parameter node id is NAME.suffix: NAME into name; 0 if not. */
+static int nn__md_param(const nn_graph *g, int id, const char *suffix, char *name, size_t cap) {
+    const nn__node *n;
+    size_t len, sl = strlen(suffix);
+    if (id <= 0 || id >= g->n_nodes) return 0;
+    n = &g->nodes[id];
+    if (n->op != NN__OP_PARAM || !n->name) return 0;
+    len = strlen(n->name);
+    if (len <= sl || len - sl >= cap || strcmp(n->name + len - sl, suffix) != 0) return 0;
+    memcpy(name, n->name, len - sl);
+    name[len - sl] = 0;
+    return 1;
+}
+
+/* A bias node id named NAME.bias for the layer NAME */
+static int nn__md_bias(const nn_graph *g, int id, const char *name) {
+    char b[256];
+    return nn__md_param(g, id, ".bias", b, sizeof b) && strcmp(b, name) == 0;
+}
+
+static void nn__md_dims(nn__jtext *t, const nn_shape *s, int from) {
+    int d;
+    nn__jt_puts(t, "[");
+    for (d = from; d < s->ndim; d++) nn__jt_printf(t, "%s%lld", d > from ? ", " : "", (long long)s->dim[d]);
+    nn__jt_puts(t, "]");
+}
+
+static void nn__md_pair(nn__jtext *t, const char *key, int a, int b) {
+    if (a == b) nn__jt_printf(t, ", \"%s\": %d", key, a);
+    else nn__jt_printf(t, ", \"%s\": [%d, %d]", key, a, b);
+}
+
+static int64_t nn__md_pool_out(int64_t in, int k, int s, int p, int d, int ceil_mode) {
+    int64_t span = in + 2 * (int64_t)p - (int64_t)d * (k - 1) - 1, o = (ceil_mode ? span + s - 1 : span) / s + 1;
+    if (ceil_mode && (o - 1) * s >= in + p) o--;
+    return o;
+}
+
+/* One layer ending at node id, written into t (one object); *from: the node its input
+   comes from. 0 with the reason in why when the node is no layer's. */
+static int nn__md_layer(const nn_graph *g, int id, nn__jtext *t, int *from, char *why, size_t wn) {
+    const nn__node *n = &g->nodes[id], *src;
+    char name[256];
+    size_t i;
+    switch (n->op) {
+    case NN__OP_UNARY:
+        for (i = 0; i < sizeof nn__mb_act_list / sizeof nn__mb_act_list[0]; i++)
+            if (nn__mb_act_list[i].fn == n->a.ew.fn) {
+                const nn__mb_act *a = &nn__mb_act_list[i];
+                const nn__mb_act_params *pn = nn__mb_act_names(a->name);
+                int k;
+                nn__jt_printf(t, "{\"type\": \"%s\"", a->name);
+                for (k = 0; k < a->params; k++) {
+                    nn__jt_printf(t, ", \"%s\": ", pn ? pn->p[k] : k ? "p1" : "p0");
+                    nn__jt_float(t, n->a.ew.param[k]);
+                }
+                nn__jt_puts(t, "}");
+                *from = n->in[0];
+                return 1;
+            }
+        snprintf(why, wn, "an elementwise function that is not an activation layer");
+        return 0;
+    case NN__OP_SOFTMAX:
+    case NN__OP_LOG_SOFTMAX:
+        nn__jt_printf(t, "{\"type\": \"%s\", \"dim\": -1}", n->op == NN__OP_SOFTMAX ? "softmax" : "log_softmax");
+        *from = n->in[0];
+        return 1;
+    case NN__OP_DROPOUT:
+        nn__jt_puts(t, "{\"type\": \"dropout\", \"p\": ");
+        nn__jt_float(t, n->a.random.p);
+        nn__jt_puts(t, "}");
+        *from = n->in[0];
+        return 1;
+    case NN__OP_ADD:
+    case NN__OP_MATMUL: {
+        const nn__node *mm = n->op == NN__OP_ADD ? &g->nodes[n->in[0]] : n;
+        int has_bias = n->op == NN__OP_ADD;
+        if (mm->op != NN__OP_MATMUL || mm->a.matmul.trans_a || !mm->a.matmul.trans_b || mm->shape.ndim != 2 ||
+            !nn__md_param(g, mm->in[1], ".weight", name, sizeof name) || (has_bias && !nn__md_bias(g, n->in[1], name))) {
+            snprintf(why, wn, "not a linear layer's (x @ NAME.weight^T [+ NAME.bias])");
+            return 0;
+        }
+        src = &g->nodes[mm->in[0]];
+        nn__jt_puts(t, "{\"type\": \"linear\", \"name\": ");
+        nn__jt_string(t, name);
+        nn__jt_printf(t, ", \"in\": %lld, \"out\": %lld, \"bias\": %s}", (long long)src->shape.dim[1],
+                      (long long)mm->shape.dim[1], has_bias ? "true" : "false");
+        *from = mm->in[0];
+        return 1;
+    }
+    case NN__OP_CONV2D: {
+        const nn__node *w = &g->nodes[n->in[1]];
+        const nn__conv_attr *c = &n->a.conv;
+        if (!nn__md_param(g, n->in[1], ".weight", name, sizeof name) || (n->n_in == 3 && !nn__md_bias(g, n->in[2], name))) {
+            snprintf(why, wn, "not a conv2d layer's (NAME.weight, NAME.bias)");
+            return 0;
+        }
+        src = &g->nodes[n->in[0]];
+        nn__jt_puts(t, "{\"type\": \"conv2d\", \"name\": ");
+        nn__jt_string(t, name);
+        nn__jt_printf(t, ", \"in\": %lld, \"out\": %lld", (long long)src->shape.dim[1], (long long)w->shape.dim[0]);
+        nn__md_pair(t, "kernel", (int)w->shape.dim[2], (int)w->shape.dim[3]);
+        nn__md_pair(t, "stride", c->stride[0], c->stride[1]);
+        nn__md_pair(t, "padding", c->pad[0], c->pad[1]);
+        nn__md_pair(t, "dilation", c->dilation[0], c->dilation[1]);
+        nn__jt_printf(t, ", \"groups\": %d, \"bias\": %s}", c->groups, n->n_in == 3 ? "true" : "false");
+        *from = n->in[0];
+        return 1;
+    }
+    case NN__OP_RESHAPE: {
+        const nn__node *c = &g->nodes[n->in[0]];
+        src = c;
+        if (c->op == NN__OP_CONV2D && n->shape.ndim == 3 && g->nodes[c->in[0]].op == NN__OP_RESHAPE &&
+            g->nodes[c->in[1]].op == NN__OP_RESHAPE && nn__md_param(g, g->nodes[c->in[1]].in[0], ".weight", name, sizeof name) &&
+            (c->n_in == 2 || nn__md_bias(g, c->in[2], name))) { /* nn_conv1d_layer: conv2d on [N, C, 1, L] */
+            const nn__node *w = &g->nodes[g->nodes[c->in[1]].in[0]];
+            src = &g->nodes[g->nodes[c->in[0]].in[0]];
+            nn__jt_puts(t, "{\"type\": \"conv1d\", \"name\": ");
+            nn__jt_string(t, name);
+            nn__jt_printf(t, ", \"in\": %lld, \"out\": %lld, \"kernel\": %lld, \"stride\": %d, \"padding\": %d, \"dilation\": %d, "
+                          "\"groups\": %d, \"bias\": %s}", (long long)src->shape.dim[1], (long long)w->shape.dim[0],
+                          (long long)w->shape.dim[2], c->a.conv.stride[1], c->a.conv.pad[1], c->a.conv.dilation[1],
+                          c->a.conv.groups, c->n_in == 3 ? "true" : "false");
+            *from = g->nodes[c->in[0]].in[0];
+            return 1;
+        }
+        if (src->shape.ndim < 1 || n->shape.ndim < 1 || src->shape.dim[0] != n->shape.dim[0]) {
+            snprintf(why, wn, "a reshape that changes the batch dim");
+            return 0;
+        }
+        if (n->shape.ndim == 2 && src->shape.ndim > 2) nn__jt_puts(t, "{\"type\": \"flatten\"}");
+        else {
+            nn__jt_puts(t, "{\"type\": \"reshape\", \"shape\": ");
+            nn__md_dims(t, &n->shape, 1);
+            nn__jt_puts(t, "}");
+        }
+        *from = n->in[0];
+        return 1;
+    }
+    case NN__OP_MAXPOOL2D:
+    case NN__OP_AVGPOOL2D: {
+        const nn__pool_attr *p = &n->a.pool;
+        int mx = n->op == NN__OP_MAXPOOL2D, ceil_mode;
+        src = &g->nodes[n->in[0]];
+        if (p->adaptive || src->shape.ndim != 4) {
+            snprintf(why, wn, "adaptive or 1-D pooling");
+            return 0;
+        }
+        ceil_mode = nn__md_pool_out(src->shape.dim[2], p->kernel[0], p->stride[0], p->pad[0], p->dilation[0], 0) != n->shape.dim[2] ||
+                    nn__md_pool_out(src->shape.dim[3], p->kernel[1], p->stride[1], p->pad[1], p->dilation[1], 0) != n->shape.dim[3];
+        nn__jt_printf(t, "{\"type\": \"%s\"", mx ? "max_pool2d" : "avg_pool2d");
+        nn__md_pair(t, "kernel", p->kernel[0], p->kernel[1]);
+        nn__md_pair(t, "stride", p->stride[0], p->stride[1]);
+        nn__md_pair(t, "padding", p->pad[0], p->pad[1]);
+        if (mx) nn__md_pair(t, "dilation", p->dilation[0] ? p->dilation[0] : 1, p->dilation[1] ? p->dilation[1] : 1);
+        else nn__jt_printf(t, ", \"count_include_pad\": %s", p->exclude_pad ? "false" : "true");
+        nn__jt_printf(t, ", \"ceil_mode\": %s}", ceil_mode ? "true" : "false");
+        *from = n->in[0];
+        return 1;
+    }
+    case NN__OP_NORM_FORWARD: {
+        const nn__norm_attr *a = &n->a.norm;
+        const nn__node *gm;
+        src = &g->nodes[n->in[0]];
+        if (!a->has_gamma || !nn__md_param(g, n->in[2], ".weight", name, sizeof name) ||
+            (a->has_beta && !nn__md_bias(g, n->in[3], name))) {
+            snprintf(why, wn, "a normalisation without a layer's NAME.weight");
+            return 0;
+        }
+        gm = &g->nodes[n->in[2]];
+        if (a->per_channel) {
+            nn__jt_printf(t, "{\"type\": \"batch_norm%dd\", \"name\": ", src->shape.ndim == 4 ? 2 : 1);
+            nn__jt_string(t, name);
+            nn__jt_printf(t, ", \"num_features\": %lld, \"eps\": ", (long long)src->shape.dim[1]);
+            nn__jt_float(t, a->eps);
+            nn__jt_puts(t, ", \"momentum\": ");
+            nn__jt_float(t, a->momentum);
+            nn__jt_puts(t, "}");
+        } else {
+            int d, same = a->groups == 1 && gm->shape.ndim < src->shape.ndim && a->has_beta == a->has_gamma;
+            for (d = 0; same && d < gm->shape.ndim; d++) same = gm->shape.dim[d] == src->shape.dim[src->shape.ndim - gm->shape.ndim + d];
+            if (!same && !(a->groups == 1 && !a->has_beta)) {
+                snprintf(why, wn, "a group or instance normalisation (no model layer type yet)");
+                return 0;
+            }
+            nn__jt_puts(t, "{\"type\": \"layer_norm\", \"name\": ");
+            nn__jt_string(t, name);
+            nn__jt_puts(t, ", \"normalized_shape\": ");
+            nn__md_dims(t, &gm->shape, 0);
+            nn__jt_puts(t, ", \"eps\": ");
+            nn__jt_float(t, a->eps);
+            nn__jt_printf(t, ", \"bias\": %s}", a->has_beta ? "true" : "false");
+        }
+        *from = n->in[0];
+        return 1;
+    }
+    case NN__OP_EMBEDDING: {
+        const nn__node *w = &g->nodes[n->in[0]];
+        if (!nn__md_param(g, n->in[0], ".weight", name, sizeof name)) {
+            snprintf(why, wn, "an embedding lookup of a weight that is no layer's NAME.weight");
+            return 0;
+        }
+        nn__jt_puts(t, "{\"type\": \"embedding\", \"name\": ");
+        nn__jt_string(t, name);
+        nn__jt_printf(t, ", \"num_embeddings\": %lld, \"embedding_dim\": %lld", (long long)w->shape.dim[0], (long long)w->shape.dim[1]);
+        if (n->a.seg.skip >= 0) nn__jt_printf(t, ", \"padding_idx\": %d", n->a.seg.skip);
+        nn__jt_puts(t, "}");
+        *from = n->in[1];
+        return 1;
+    }
+    default:
+        snprintf(why, wn, "no model layer type");
+        return 0;
+    }
+}
+
+/* The JSON of the layers from x to y into *out (NN_MALLOC'ed, NUL-terminated); a failure
+   is the context's error. */
+static nn_result nn__model_describe(nn_graph *g, nn_tensor x, nn_tensor y, const char *fn, char **out) {
+    nn_context *ctx = g->ctx;
+    nn__jtext t, *parts = NULL;
+    int cur, n = 0, cap = 0, k;
+    const nn__node *nx;
+    nn_result r = NN_OK;
+    memset(&t, 0, sizeof t);
+    *out = NULL;
+    if (g->status != NN_OK) {
+        char why[NN__ERRLEN];
+        snprintf(why, sizeof why, "%s", ctx->err);
+        return nn__fail(ctx, NN_ERR_STATE, "%s: the graph failed to build: %.3000s", fn, why);
+    }
+    if (!nn__is_tensor(g, x) || !nn__is_tensor(g, y))
+        return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "%s: %s is not a tensor of this graph", fn, nn__is_tensor(g, x) ? "y" : "x");
+    nx = &g->nodes[x.id];
+    for (cur = y.id; cur != x.id;) {
+        char why[160];
+        int from = -1;
+        if (cur <= 0 || cur >= g->n_nodes || cur < x.id) {
+            r = nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "%s: y does not come from x through a chain of layers", fn);
+            goto done;
+        }
+        if (n == cap) {
+            int nc = cap ? cap * 2 : 16;
+            nn__jtext *np = (nn__jtext *)NN_REALLOC(parts, (size_t)nc * sizeof *np);
+            if (!np) {
+                r = nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+                goto done;
+            }
+            parts = np;
+            cap = nc;
+        }
+        memset(&parts[n], 0, sizeof parts[n]);
+        n++;
+        if (!nn__md_layer(g, cur, &parts[n - 1], &from, why, sizeof why)) {
+            char s[128];
+            nn__shape_str(&g->nodes[cur].shape, s, sizeof s);
+            r = nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "%s: node %d (%s, output %s) between x and y: %s; a model file holds "
+                         "a chain of layers (nn_model_build's types)", fn, cur, nn__op(g->nodes[cur].op)->name, s, why);
+            goto done;
+        }
+        cur = from;
+    }
+    nn__jt_puts(&t, "{\"format\": \"nn.model\", \"version\": 1,\n \"inputs\": [{\"name\": ");
+    nn__jt_string(&t, nx->op == NN__OP_INPUT && nx->name ? nx->name : "x");
+    nn__jt_puts(&t, ", \"shape\": ");
+    nn__md_dims(&t, &nx->shape, 1);
+    nn__jt_printf(&t, ", \"dtype\": \"%s\"}],\n \"layers\": [", nx->dtype == NN_I32 ? "int32" : "float32");
+    for (k = n - 1; k >= 0; k--) {
+        nn__jt_puts(&t, k == n - 1 ? "\n  " : ",\n  ");
+        if (parts[k].oom) t.oom = 1;
+        else nn__jt_puts(&t, parts[k].s);
+    }
+    nn__jt_puts(&t, "\n ]}\n");
+    if (t.oom) {
+        r = nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+        goto done;
+    }
+    *out = t.s;
+    t.s = NULL;
+done:
+    for (k = 0; k < n; k++) NN_FREE(parts[k].s);
+    NN_FREE(parts);
+    NN_FREE(t.s);
+    return r;
+}
+
+NN_API nn_result nn_model_json(nn_graph *g, nn_tensor x, nn_tensor y, char *buf, size_t cap, size_t *len) {
+    char *s = NULL;
+    size_t n;
+    nn_result r;
+    if (len) *len = 0;
+    if (!g || !len) return NN_ERR_INVALID_ARGUMENT;
+    if (buf && cap) buf[0] = 0;
+    if ((r = nn__model_describe(g, x, y, "nn_model_json", &s)) != NN_OK) return r;
+    n = strlen(s);
+    *len = n;
+    if (buf && cap > n) memcpy(buf, s, n + 1);
+    else if (buf) r = nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_model_json: the text is %lu bytes; buf holds %lu (it needs one more, for the NUL)",
+                               (unsigned long)n, (unsigned long)cap);
+    NN_FREE(s);
+    return r;
+}
+
+/* ==== saving and loading ==== */
+
+static nn_result nn__model_save(nn_graph *g, nn_tensor x, nn_tensor y, const char *path) {
+    nn_context *ctx = g->ctx;
+    nn__params *ps = g->params;
+    nn__st_item *items = NULL;
+    nn__st_text meta;
+    char *json = NULL;
+    int i;
+    nn_result r;
+    memset(&meta, 0, sizeof meta);
+    if ((r = nn__graph_orphaned(g, "nn_model_save")) != NN_OK) return r;
+    if (!path || !path[0]) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_model_save: no path given");
+    if ((r = nn__model_describe(g, x, y, "nn_model_save", &json)) != NN_OK) return r;
+    nn__st_puts(&meta, "{\"format\":\"pt\",\"" NN__MODEL_KEY "\":");
+    nn__st_put_string(&meta, json); /* valid UTF-8: names the builders took, and ASCII */
+    nn__st_puts(&meta, "}");
+    items = (nn__st_item *)nn__calloc((size_t)(ps->n > 0 ? ps->n : 1), sizeof *items);
+    if (!items || meta.oom) {
+        r = nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+        goto done;
+    }
+    for (i = 0; i < ps->n; i++) {
+        nn__param *p = &ps->p[i];
+        if (!p->allocated && !p->init) {
+            r = nn__fail(ctx, NN_ERR_STATE, "%s: parameter %s has no storage", path, p->name);
+            goto done;
+        }
+        items[i].name = p->name;
+        items[i].shape = p->shape;
+        items[i].numel = p->numel;
+        items[i].buf = p->allocated ? &p->buf : NULL;
+        items[i].host = p->allocated ? NULL : p->init;
+    }
+    if (ps->n > 1) qsort(items, (size_t)ps->n, sizeof *items, nn__st_cmp_item);
+    r = nn__st_save(ctx, path, meta.s, items, ps->n);
+done:
+    NN_FREE(items);
+    NN_FREE(meta.s);
+    NN_FREE(json);
+    return r;
+}
+
+NN_API nn_result nn_model_save(nn_graph *g, nn_tensor x, nn_tensor y, const char *path) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    return NN__EXCLUSIVE(g->ctx, "nn_model_save", nn__model_save(g, x, y, path));
+}
+
+/* The "nn.model" string of a parsed safetensors file's __metadata__ into *json (NN_MALLOC'ed);
+   0 and err when there is none or the header does not read. */
+static nn_result nn__model_meta(const unsigned char *buf, const nn__st_file *f, char **json, char *err, size_t errlen) {
+    nn__json h;
+    int meta, k;
+    nn_result r;
+    *json = NULL;
+    r = nn__json_parse((const char *)buf + 8, f->data_off - 8, NN__MODEL_MAX_HEADER, &h, err, errlen);
+    if (r != NN_OK) return r == NN_ERR_OUT_OF_MEMORY ? r : NN_ERR_IO;
+    meta = nn__json_get(&h, 0, "__metadata__");
+    k = nn__json_get(&h, meta, NN__MODEL_KEY);
+    if (k < 0 || h.v[k].type != NN__J_STR) {
+        snprintf(err, errlen, "no model description (__metadata__ has no string \"" NN__MODEL_KEY "\": nn_model_save writes "
+                 "one; nn_graph_save_safetensors does not)");
+        nn__json_free(&h);
+        return NN_ERR_IO;
+    }
+    *json = (char *)NN_MALLOC(h.v[k].len + 1);
+    if (!*json) {
+        snprintf(err, errlen, "out of memory");
+        nn__json_free(&h);
+        return NN_ERR_OUT_OF_MEMORY;
+    }
+    memcpy(*json, nn__json_str(&h, k), h.v[k].len + 1);
+    nn__json_free(&h);
+    return NN_OK;
+}
+
+/* The file's tensors into g's parameters (host copies, before compile): each must be there
+   with the parameter's shape, unless fresh (then a missing or reshaped one keeps its
+   initial values, logged). Nothing is written unless every check passes. */
+static nn_result nn__model_weights(nn_graph *g, const char *path, const unsigned char *buf, const nn__st_file *f, int fresh) {
+    nn_context *ctx = g->ctx;
+    nn__params *ps = g->params;
+    const nn__st_tensor **match;
+    int i, k, kept = 0;
+    nn_result r = NN_OK;
+    match = (const nn__st_tensor **)nn__calloc((size_t)(ps->n > 0 ? ps->n : 1), sizeof *match);
+    if (!match) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    for (i = 0; i < ps->n && r == NN_OK; i++) {
+        nn__param *p = &ps->p[i];
+        const nn__st_tensor *t = nn__st_find(f, p->name);
+        int same = t && t->ndim == p->shape.ndim;
+        for (k = 0; same && k < t->ndim; k++) same = t->shape[k] == p->shape.dim[k];
+        if (t && t->dtype >= NN__ST_N_FLOAT)
+            r = nn__fail(ctx, NN_ERR_SHAPE, "%s: tensor %s is %s; F32, F16, BF16 or F64 can be loaded", path, p->name, nn__st_dtype_names[t->dtype]);
+        else if (!p->init)
+            r = nn__fail(ctx, NN_ERR_STATE, "%s: parameter %s has no host copy", path, p->name);
+        else if (same)
+            match[i] = t;
+        else if (fresh) {
+            nn__log(ctx, NN_LOG_INFO, "%s: %s %s: it keeps its fresh initialisation (fresh_mismatched)", path, p->name,
+                    t ? "has another shape in the file" : "is not in the file");
+            kept++;
+        } else if (!t)
+            r = nn__fail(ctx, NN_ERR_IO, "%s: no tensor for parameter %s of the model", path, p->name);
+        else {
+            char a[160], b[160];
+            nn_shape s;
+            memset(&s, 0, sizeof s);
+            s.ndim = t->ndim < NN_MAX_DIMS ? t->ndim : NN_MAX_DIMS;
+            for (k = 0; k < s.ndim; k++) s.dim[k] = t->shape[k];
+            nn__shape_str(&s, a, sizeof a);
+            nn__shape_str(&p->shape, b, sizeof b);
+            r = nn__fail(ctx, NN_ERR_SHAPE, "%s: tensor %s is %s in the file, %s in the model (a layer changed in the JSON? "
+                         "nn_model_desc.fresh_mismatched keeps such a layer's fresh initialisation)", path, p->name, a, b);
+        }
+    }
+    if (r == NN_OK && ps->n && kept == ps->n)
+        r = nn__fail(ctx, NN_ERR_IO, "%s: none of the model's %d parameters is in the file with its shape", path, ps->n);
+    for (i = 0; i < ps->n && r == NN_OK; i++)
+        if (match[i]) nn__st_convert(ps->p[i].init, buf + f->data_off + (size_t)match[i]->begin, (size_t)ps->p[i].numel, match[i]->dtype);
+    NN_FREE((void *)match);
+    return r;
+}
+
+/* nn_model_load on a file in memory (the fuzzer's entry too): *out the graph, or NULL. */
+static nn_result nn__model_load_mem(nn_context *ctx, const char *path, const unsigned char *buf, size_t len,
+                                    const nn_model_desc *desc, nn_graph **out) {
+    nn__st_file f;
+    nn__json j;
+    nn__mb m;
+    char err[512], *json = NULL;
+    const char *text, *iname;
+    nn_graph *g = NULL;
+    nn_graph_desc gd;
+    nn_shape s, xs;
+    nn_dtype dt;
+    nn_tensor x, y = nn__tensor_of(NULL, -1);
+    int in, d, train = desc && desc->train;
+    int64_t batch = desc && desc->batch > 0 ? desc->batch : 1;
+    nn_result r;
+    *out = NULL;
+    memset(&j, 0, sizeof j);
+    if (desc && desc->batch < 0) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_model_load: batch %lld is negative", (long long)desc->batch);
+    if (desc && desc->graph && desc->graph->share_params)
+        return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_model_load: desc->graph->share_params: a loaded model has parameters "
+                        "of its own (the file's)");
+    if ((r = nn__st_parse(buf, len, &f, err, sizeof err)) != NN_OK) return nn__fail(ctx, r, "%s: %s", path, err);
+    if (desc && desc->json) text = desc->json;
+    else if ((r = nn__model_meta(buf, &f, &json, err, sizeof err)) != NN_OK) {
+        r = nn__fail(ctx, r, "%s: %s", path, err);
+        goto done;
+    } else text = json;
+    memset(&gd, 0, sizeof gd);
+    if (desc && desc->graph) gd = *desc->graph;
+    gd.eval = !train;
+    if ((r = nn_graph_create(ctx, &gd, &g)) != NN_OK) goto done;
+    if (nn__mb_parse(g, "nn_model_load", text, strlen(text), &j).id < 0) goto built;
+    memset(&m, 0, sizeof m);
+    m.g = g;
+    m.j = &j;
+    m.fn = "nn_model_load";
+    m.layer = -1;
+    if (!nn__mb_top(&m) || !nn__mb_inputs(&m, &in, &s, &dt, &iname)) goto built;
+    memset(&xs, 0, sizeof xs);
+    xs.ndim = s.ndim + 1;
+    xs.dim[0] = batch;
+    for (d = 0; d < s.ndim; d++) xs.dim[d + 1] = s.dim[d];
+    x = nn_input(g, iname, dt, xs);
+    if (x.id > 0) y = nn__mb_layers(&m, x);
+    if (y.id > 0 && desc && desc->input) *desc->input = x;
+    if (y.id > 0 && desc && desc->output) *desc->output = y;
+built:
+    if ((r = g->status) != NN_OK) goto done;
+    if ((r = nn__model_weights(g, path, buf, &f, desc && desc->json && desc->fresh_mismatched)) != NN_OK) goto done;
+    if ((r = nn_graph_output(g, y)) != NN_OK) goto done;
+    if (!train) {
+        nn_compile_desc cd;
+        memset(&cd, 0, sizeof cd);
+        if ((r = nn_graph_compile(g, &cd)) != NN_OK) goto done;
+    }
+    *out = g;
+    g = NULL;
+done:
+    nn__json_free(&j);
+    nn_graph_destroy(g);
+    NN_FREE(json);
+    nn__st_free(&f);
+    return r;
+}
+
+NN_API nn_result nn_model_load(nn_context *ctx, const char *path, const nn_model_desc *desc, nn_graph **out) {
+    unsigned char *buf = NULL;
+    size_t len = 0;
+    nn_result r;
+    if (!out) return NN_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!ctx) return NN_ERR_INVALID_ARGUMENT;
+    if (!path || !path[0]) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_model_load: no path given");
+    if ((r = nn__read_file(ctx, path, &buf, &len)) != NN_OK) return r;
+    r = nn__model_load_mem(ctx, path, buf, len, desc, out);
+    NN_FREE(buf);
+    return r;
 }
 
 /* ======================================================================

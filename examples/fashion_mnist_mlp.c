@@ -234,6 +234,11 @@ int main(int argc, char **argv) {
                "d2h_bytes_per_step=%.0f first_epoch_loss=%.9g\n",
                devname, epochs, last_test_acc, (double)measured_steps * BATCH / train_secs,
                (double)h2d / measured_steps, (double)d2h / measured_steps, first_loss);
+    { /* the model with its architecture, for examples/predict.c (MODEL_OUT: another path) */
+        const char *out = getenv("MODEL_OUT") ? getenv("MODEL_OUT") : "fashion_mnist_mlp.safetensors";
+        if ((r = nn_model_save(g, xb, logits, out)) != NN_OK) goto fail;
+        printf("saved %s (./examples/predict %s)\n", out, out);
+    }
     goto done;
 
 fail:

@@ -248,8 +248,15 @@ static void *t_ref_other(void *arg) {
     t_refused(t->ctx, nn_graph_load_state(t->g1, t->path), "nn_graph_load_state", w, f, n);
     t_refused(t->ctx, nn_graph_save_safetensors(t->g1, t->path), "nn_graph_save_safetensors", w, f, n);
     t_refused(t->ctx, nn_graph_load_safetensors(t->g1, t->path, 0), "nn_graph_load_safetensors", w, f, n);
+    t_refused(t->ctx, nn_model_save(t->g1, nn_graph_find(t->g1, "x"), t->y1, t->path), "nn_model_save", w, f, n);
     t_refused(t->ctx, nn_graph_skipped_steps(t->g1, &skipped), "nn_graph_skipped_steps", w, f, n);
     t_refused(t->ctx, nn_graph_compile(g3, NULL), "nn_graph_compile", w, f, n);
+    { /* the 16-bit GEMM uses the context's pool */
+        static const uint16_t one = 0x3F80;
+        float c = 0.0f;
+        t_refused(t->ctx, nn_cpu_gemm_bf16(t->ctx, 0, 0, 1, 1, 1, 1.0f, &one, 1, &one, 1, 0.0f, &c, 1), "nn_cpu_gemm_bf16", w, f, n);
+        t_refused(t->ctx, nn_cpu_gemm_f16(t->ctx, 0, 0, 1, 1, 1, 1.0f, &one, 1, &one, 1, 0.0f, &c, 1), "nn_cpu_gemm_f16", w, f, n);
+    }
     return NULL;
 }
 

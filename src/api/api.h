@@ -703,6 +703,37 @@ NN_API nn_tensor nn_matmul(nn_graph *g, nn_tensor a, nn_tensor b, int trans_a, i
    NN_ERR_INVALID_ARGUMENT naming the spec. */
 NN_API nn_tensor nn_einsum(nn_graph *g, const char *spec, nn_tensor a, nn_tensor b);
 
+/* ---- 7b. GEMM on 16-bit operands (mixed precision), outside graphs ----
+   nn_cpu_gemm_bf16: C[m, n] = alpha * op(A)[m, k] * op(B)[k, n] + beta * C, row-major, A and B
+   bf16 (uint16_t: a float's top 16 bits, torch.bfloat16's bits), C float32, the products
+   accumulated in float32 (torch.addmm(C, A, B, beta=beta, alpha=alpha) on bfloat16 inputs
+   with a float32 result). trans_a: A is stored [k, m] (op(A) = A^T; lda >= m), else
+   [m, k] (lda >= k); trans_b likewise ([n, k], ldb >= k; else [k, n], ldb >= n);
+   ldc >= n. beta = 0 ignores C's old contents (NaN-safe, as BLAS); k = 0 or alpha = 0 gives
+   beta * C. Runs on the CPU whatever the context's backend: on AVX-512 BF16 CPUs with
+   vdpbf16ps (which flushes bf16 denormal inputs to zero), else widened to float32 for
+   the AVX-512 / AVX2 or plain-C float32 kernels; threaded on the pool of a CPU-backend ctx
+   (nn_context_desc.threads), on the calling thread with ctx NULL or another backend's.
+   Sizes past INT_MAX, negative sizes, short leading dimensions and NULL matrices are
+   NN_ERR_INVALID_ARGUMENT naming the function and the values. */
+NN_API nn_result nn_cpu_gemm_bf16(nn_context *ctx, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+                                  float alpha, const uint16_t *a, int64_t lda, const uint16_t *b, int64_t ldb,
+                                  float beta, float *c, int64_t ldc);
+/* nn_cpu_gemm_f16: the same with A and B fp16 (IEEE binary16, torch.float16's bits), widened
+   with F16C's vcvtph2ps where the CPU has it (AVX-512F or AVX2 + FMA + F16C), else in
+   plain C; denormals kept. */
+NN_API nn_result nn_cpu_gemm_f16(nn_context *ctx, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+                                 float alpha, const uint16_t *a, int64_t lda, const uint16_t *b, int64_t ldb,
+                                 float beta, float *c, int64_t ldc);
+/* n values converted, as torch's .to(): nn_f32_to_bf16 and nn_f32_to_f16 round to nearest,
+   ties to even (overflow to +-inf, NaN kept NaN, denormals rounded, not flushed);
+   nn_bf16_to_f32 and nn_f16_to_f32 are exact. NULL with n > 0, or n < 0, is
+   NN_ERR_INVALID_ARGUMENT. */
+NN_API nn_result nn_f32_to_bf16(const float *src, uint16_t *dst, int64_t n);
+NN_API nn_result nn_bf16_to_f32(const uint16_t *src, float *dst, int64_t n);
+NN_API nn_result nn_f32_to_f16(const float *src, uint16_t *dst, int64_t n);
+NN_API nn_result nn_f16_to_f32(const uint16_t *src, float *dst, int64_t n);
+
 /* ---- 7a. Attention ---- */
 
 /* nn_attention's layouts: q [B, H, Tq, D] (PyTorch's) or [B, Tq, H, D] (batch_first
@@ -1716,6 +1747,78 @@ NN_API nn_result nn_graph_load_safetensors(nn_graph *g, const char *path, int al
    them. */
 NN_API nn_result nn_graph_save_state(nn_graph *g, const char *path);
 NN_API nn_result nn_graph_load_state(nn_graph *g, const char *path);
+
+/* ---- Model files: the architecture with the weights (src/files/model.c) -------------------
+   A model is a chain of layers from one input, written as JSON (schema version 1):
+
+     {"format": "nn.model", "version": 1,
+      "inputs": [{"name": "x", "shape": [784], "dtype": "float32"}],
+      "layers": [{"type": "linear", "name": "fc1", "in": 784, "out": 256}, {"type": "relu"},
+                 {"type": "linear", "name": "fc2", "out": 10}]}
+
+   inputs: exactly one; shape is a sample's (no batch dim), dtype "float32" (default) or
+   "int32" (indices for an embedding). format and version may be left out. Each layer is
+   an object with "type" and that type's fields (PyTorch's names and defaults; a size
+   field takes an integer or [h, w]):
+     linear        name, in, out (required), bias (true)
+     conv1d/conv2d name, in, out, kernel (required), stride (1), padding (0), dilation (1),
+                   groups (1), bias (true)
+     max_pool2d    kernel (required), stride (kernel), padding (0), dilation (1), ceil_mode
+     avg_pool2d    kernel (required), stride (kernel), padding (0), ceil_mode (false),
+                   count_include_pad (true)
+     batch_norm1d/batch_norm2d  name, num_features, eps (1e-5), momentum (0.1)
+     layer_norm    name, normalized_shape (an integer or a list: the input's trailing
+                   dims), eps (1e-5), bias (true)
+     embedding     name, num_embeddings, embedding_dim (required), padding_idx (none)
+     dropout p (0.5); flatten (start_dim 1, end_dim -1 only); reshape shape (a sample's,
+     one -1 allowed); softmax, log_softmax dim (-1)
+     an activation by its builder's name (relu, gelu, tanh, sigmoid, silu, elu, ...), with
+     its parameters: leaky_relu negative_slope (0.01), elu and celu alpha (1), softplus
+     beta (1) and threshold (20), hardtanh min_val (-1) and max_val (1)
+   "in" and "num_features" are optional and checked against the layer's input. A layer's
+   parameters are NAME.weight, NAME.bias, ... as its nn_X_layer makes them; name defaults
+   to "layers.K" (K its index). An unknown field or type, a wrong value or a layer that
+   does not fit its input is an error naming the JSON path ("layers[3].out: expected a
+   positive integer"); the text is read strictly (RFC 8259, UTF-8, no duplicate keys) and
+   bounded (4 MiB, 32 levels of nesting). */
+
+/* Builds the layers of the model json on x ([batch, inputs[0].shape...], of its dtype):
+   the last layer's output, or a failed tensor (the graph keeps the error). */
+NN_API nn_tensor nn_model_build(nn_graph *g, nn_tensor x, const char *json);
+/* The JSON of the model from x to y: the chain of layers y comes from (each recognised from
+   the nodes that nn_X_layer, the activations, the pools, nn_dropout, nn_reshape/nn_flatten,
+   nn_softmax and nn_embedding make), x's shape without its first dim as the input's. Into
+   buf (cap bytes, NUL-terminated) when it fits; *len: its length (buf NULL: only that).
+   A node on the way that is no layer's (a residual add, a custom op) is
+   NN_ERR_INVALID_ARGUMENT naming it; so is a buf too small. */
+NN_API nn_result nn_model_json(nn_graph *g, nn_tensor x, nn_tensor y, char *buf, size_t cap, size_t *len);
+/* nn_graph_save_safetensors's file with the model's JSON (nn_model_json) as the metadata
+   string "nn.model" beside {"format": "pt"}: a PyTorch state dict, and a model that
+   nn_model_load rebuilds with no builder code. */
+NN_API nn_result nn_model_save(nn_graph *g, nn_tensor x, nn_tensor y, const char *path);
+/* nn_model_load's options (NULL: all zero). */
+typedef struct nn_model_desc {
+    int64_t batch;              /* the input's first dim (0: 1) */
+    int train;                  /* 0: an evaluation graph (dropout off, batch norm on its running
+                                   statistics), compiled, its output kept; 1: a training graph
+                                   (nn_graph_desc.eval 0), not compiled: add a loss, compile */
+    const char *json;           /* non-NULL: build this model instead of the file's (an edited
+                                   copy), loading the file's weights into it */
+    int fresh_mismatched;       /* with json: a parameter that is missing from the file or has
+                                   another shape there keeps its fresh initialisation (logged at
+                                   info level); 0: that is an error (NN_ERR_IO, NN_ERR_SHAPE)
+                                   naming the tensor. At least one must load. */
+    const nn_graph_desc *graph; /* the graph's seed (NULL: defaults); eval is train's, and
+                                   share_params is refused (the model's parameters are its own) */
+    nn_tensor *input, *output;  /* receive the model's input and output tensors (NULL: not wanted) */
+} nn_model_desc;
+/* Reads a file of nn_model_save and builds its model into a new graph *out: the input
+   (named as in the JSON, shape [batch, ...]), the layers (the output kept: nn_graph_output),
+   and every parameter loaded from
+   the file (float32, F16, BF16 or F64, by name and shape). The file is untrusted: a
+   malformed one is NN_ERR_IO, a bad model NN_ERR_INVALID_ARGUMENT naming the JSON path;
+   nothing leaks and *out stays NULL on any error. */
+NN_API nn_result nn_model_load(nn_context *ctx, const char *path, const nn_model_desc *desc, nn_graph **out);
 
 /* ---- Data-parallel training over MPI (compiled in with -DNN_MPI, linked with mpicc) ----
    One process per rank, each with its own context and the same graph. A training graph
