@@ -207,6 +207,7 @@ void t_run_parts(const t_env *e, const t_part *parts, int n);
     X(transformer)                                                                                 \
     X(memory)                                                                                      \
     X(usability)                                                                                   \
+    X(batch)                                                                                       \
     X(registry)
 /* The test binary's path (argv[0]), for the cases that run it again in a child process. */
 extern const char *t_argv0;
