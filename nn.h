@@ -1496,8 +1496,10 @@ NN_API nn_tensor nn_gpt_decode(nn_graph *g, nn_tensor idx, nn_tensor pos, const 
    PyTorch's: NAME.q_proj_weight [E, E], NAME.k_proj_weight [E, kdim], NAME.v_proj_weight
    [E, vdim] (Xavier uniform) instead of in_proj_weight; in_proj_bias as before. Masks as PyTorch's:
    key_padding_mask [B, S], int32 (PyTorch's bool: nonzero where a key is padding, left out)
-   or float32 (added to the scores, -inf hides; it gets a gradient); attn_mask float32
-   [T, S] or [B*num_heads, T, S], added to the scores (-inf hides; it gets a gradient);
+   or float32 (added to the scores, -inf hides; it gets a gradient); attn_mask [T, S] or
+   [B*num_heads, T, S], float32 added to the scores (-inf hides; it gets a gradient) or int32
+   as PyTorch's bool attn_mask (nonzero: not attended; an int32 attn_mask wants an int32
+   key_padding_mask, if any);
    is_causal hides the keys after each query (top-left aligned). The weights are not
    returned (need_weights=False). The attention is nn_attention's (fused; both float masks
    given: their sum [B, H or 1, T, S] is formed, as PyTorch does). */
@@ -2304,10 +2306,16 @@ typedef struct nn__attn_attr { /* q [B, H, Tq, D], k [B, Hkv, Tk, D], v [B, Hkv,
     float scale, p;      /* the scores' scale; dropout's probability on the weights */
     int key;             /* dropout's Philox key: the forward node's id, shared by its backward ops */
     int mask_in, kpm_in; /* the input index of the mask and of the key padding mask (0: none) */
-    int mask_mode;       /* 0 none, 1 additive float, 2 boolean int32 (nonzero: attend) */
+    int mask_mode;       /* 0 none, 1 additive float, 2 boolean int32 (nonzero: attend), 3 boolean
+                            int32 (nonzero: hidden; nn.MultiheadAttention's bool attn_mask) */
     int kpm_mode;        /* 0 none, 1 float, 2 int32 (nonzero: ignore the key) */
     int ms[4];           /* the mask's element strides over b, h, i, j (0: broadcast) */
 } nn__attn_attr;
+
+/* nn_attention with an int32 mask read as nn.MultiheadAttention's (nonzero: hidden) when
+   mask_hides is 1, as scaled_dot_product_attention's (nonzero: attend) when 0
+   (src/ops/attention.c; nn_multihead_attention calls it). */
+static nn_tensor nn__attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, const nn_attention_desc *desc, int mask_hides);
 
 #endif
 
@@ -10350,8 +10358,8 @@ static int nn__attn_mask_tile(const nn__attn_job *J, int b, int h, int i0, int n
             const float *m = J->mask + (int64_t)b * a->ms[0] + (int64_t)h * a->ms[1] + (int64_t)i * a->ms[2] + (int64_t)j0 * a->ms[3];
             for (c = lo; c < hi; c++) {
                 const float *mc = m + (int64_t)c * a->ms[3];
-                if (a->mask_mode == 2) {
-                    if (*(const int32_t *)(const void *)mc == 0) s[c] = -INFINITY;
+                if (a->mask_mode >= 2) { /* int32: 2 nonzero attends, 3 nonzero hides */
+                    if ((*(const int32_t *)(const void *)mc == 0) == (a->mask_mode == 2)) s[c] = -INFINITY;
                 } else s[c] += *mc;
             }
         }
@@ -20115,7 +20123,7 @@ static const char *const nn__cl_src_attention[] = {
 "    }\n",
 "    if (mk.s4) {\n",
 "        float m = mask[(long)b * mk.s0 + (long)h * mk.s1 + (long)i * mk.s2 + (long)j * mk.s3];\n",
-"        if (mk.s4 == 2) return as_int(m) == 0;\n",
+"        if (mk.s4 >= 2) return (as_int(m) == 0) == (mk.s4 == 2); /* int32: 2 nonzero attends, 3 hides */\n",
 "        *bias = m;\n",
 "        if (m == -INFINITY) return 1;\n",
 "    }\n",
@@ -34693,6 +34701,10 @@ static void nn__attn_strides(int layout, int heads, int T, int D, int64_t s[3]) 
    scaled_dot_product_attention), fused ==== */
 
 NN_API nn_tensor nn_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, const nn_attention_desc *desc) {
+    return nn__attention(g, q, k, v, desc, 0);
+}
+
+static nn_tensor nn__attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, const nn_attention_desc *desc, int mask_hides) {
     static const nn_attention_desc zero = {0, 0.0f, 0.0f, 0, {0, 0}, {0, 0}, 0};
     const char *op = "nn_attention";
     nn_tensor in[3], x[5], packed;
@@ -34769,7 +34781,7 @@ NN_API nn_tensor nn_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v
                 st *= sz;
             }
         }
-        a.mask_mode = m->dtype == NN_I32 ? 2 : 1;
+        a.mask_mode = m->dtype == NN_I32 ? (mask_hides ? 3 : 2) : 1;
         x[nx++] = desc->mask;
     }
     if (hp) {
@@ -36320,7 +36332,7 @@ static nn_tensor nn__tf_embedding(nn_graph *g, nn_tensor weight, nn_tensor idx) 
    broadcast to [B, H, Tq, Tk] (its gradient flows), or NN_NONE; kpm: [B, Tk] (float32 or
    int32), nonzero keys hidden, or NN_NONE. */
 static nn_tensor nn__tf_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, int layout, int causal, nn_tensor mask,
-                                  nn_tensor kpm, float dropout) {
+                                  nn_tensor kpm, float dropout, int mask_hides) {
     nn_attention_desc ad;
     memset(&ad, 0, sizeof ad);
     ad.layout = layout;
@@ -36328,7 +36340,7 @@ static nn_tensor nn__tf_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tens
     ad.mask = mask;
     ad.key_padding_mask = kpm;
     ad.dropout = dropout;
-    return nn_attention(g, q, k, v, &ad);
+    return nn__attention(g, q, k, v, &ad, mask_hides);
 }
 
 /* nanoGPT's MLP: c_fc (C -> 4C), GELU (exact), c_proj (4C -> C), dropout; on rows [R, C]. */
@@ -36358,7 +36370,7 @@ static nn_tensor nn__gpt_block(nn_graph *g, nn_tensor x, const nn_gpt_config *c,
     q = nn_reshape(g, nn_slice(g, qkv, 1, 0, e), nn_shape4(b, t, h, d));
     k = nn_reshape(g, nn_slice(g, qkv, 1, e, e), nn_shape4(b, t, h, d));
     v = nn_reshape(g, nn_slice(g, qkv, 1, 2 * e, e), nn_shape4(b, t, h, d));
-    y = nn__tf_attention(g, q, k, v, NN_ATTN_BTHD, 1, NN_NONE, NN_NONE, c->dropout);
+    y = nn__tf_attention(g, q, k, v, NN_ATTN_BTHD, 1, NN_NONE, NN_NONE, c->dropout, 0);
     y = nn_reshape(g, y, nn_shape2(b * t, e));
     snprintf(nb, sizeof nb, "%s.attn.c_proj", name);
     y = nn__tf_linear(g, y, e, pstd, !c->no_bias, nb);
@@ -36478,7 +36490,7 @@ NN_API nn_tensor nn_gpt_decode(nn_graph *g, nn_tensor idx, nn_tensor pos, const 
             caches[2 * i] = kc;
             caches[2 * i + 1] = vc;
         }
-        y = nn_reshape(g, nn__tf_attention(g, q, kc, vc, NN_ATTN_BHTD, 0, mask, NN_NONE, 0), nn_shape2(b, e));
+        y = nn_reshape(g, nn__tf_attention(g, q, kc, vc, NN_ATTN_BHTD, 0, mask, NN_NONE, 0, 0), nn_shape2(b, e));
         snprintf(nb, sizeof nb, "%s.attn.c_proj", nl);
         x = nn_add(g, x, nn__tf_linear(g, y, e, pstd, !cfg->no_bias, nb));
         snprintf(nb, sizeof nb, "%s.ln_2", nl);
@@ -36597,7 +36609,8 @@ static nn_tensor nn__tf_mha(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, 
        viewed as [B, H, T, S]) its additive mask, which gets its gradient there; a float
        key_padding_mask is added too ([B, 1, 1, S], PyTorch's attn_mask + key_padding_mask:
        one [B, H or 1, T, S] sum only when both are given), an int32 one hides its nonzero
-       keys (nn_attention's key_padding_mask). */
+       keys (nn_attention's key_padding_mask); an int32 attn_mask (PyTorch's bool) hides
+       its nonzero entries (nn__attention's mask_hides). */
     {
         nn_tensor am = NN_NONE, kpm = desc ? desc->key_padding_mask : NN_NONE;
         if (desc && desc->attn_mask.id)
@@ -36608,7 +36621,7 @@ static nn_tensor nn__tf_mha(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, 
             kpm = NN_NONE;
         }
         y = nn__tf_attention(g, nn_reshape(g, qr, nn_shape4(b, t, h, d)), nn_reshape(g, kr, nn_shape4(b, s, h, d)),
-                             nn_reshape(g, vr, nn_shape4(b, s, h, d)), NN_ATTN_BTHD, desc && desc->is_causal, am, kpm, dropout);
+                             nn_reshape(g, vr, nn_shape4(b, s, h, d)), NN_ATTN_BTHD, desc && desc->is_causal, am, kpm, dropout, 1);
         y = nn_reshape(g, y, nn_shape2(b * t, e));
     }
     {
@@ -36644,11 +36657,19 @@ static int nn__tf_masks(nn_graph *g, const char *op, const char *name, int64_t b
         const nn_shape *a;
         if (!nn__check(g, op, 1, &d->attn_mask)) return 0;
         a = &nn__n(g, d->attn_mask)->shape;
-        if (nn__n(g, d->attn_mask)->dtype != NN_F32 || !((a->ndim == 2 && a->dim[0] == t && a->dim[1] == s) ||
-                                                          (a->ndim == 3 && a->dim[0] == b * h && a->dim[1] == t && a->dim[2] == s))) {
+        if ((nn__n(g, d->attn_mask)->dtype != NN_F32 && nn__n(g, d->attn_mask)->dtype != NN_I32) ||
+            !((a->ndim == 2 && a->dim[0] == t && a->dim[1] == s) ||
+              (a->ndim == 3 && a->dim[0] == b * h && a->dim[1] == t && a->dim[2] == s))) {
             nn__shape_str(a, m, sizeof m);
-            nn__op_fail(g, NN_ERR_SHAPE, "%s %s: attn_mask %s must be float32 [T %lld, S %lld] or [B*num_heads %lld, T, S]", op, name,
-                        m, (long long)t, (long long)s, (long long)(b * h));
+            nn__op_fail(g, NN_ERR_SHAPE, "%s %s: attn_mask %s must be float32 or int32 [T %lld, S %lld] or [B*num_heads %lld, T, S]",
+                        op, name, m, (long long)t, (long long)s, (long long)(b * h));
+            return 0;
+        }
+        if (nn__n(g, d->attn_mask)->dtype == NN_I32 && d->key_padding_mask.id && nn__n(g, d->key_padding_mask)->dtype == NN_F32) {
+            nn__op_fail(g, NN_ERR_INVALID_ARGUMENT,
+                        "%s %s: an int32 (bool) attn_mask with a float32 key_padding_mask: give both as int32 (nonzero hides) or "
+                        "both as float32 (added)",
+                        op, name);
             return 0;
         }
     }

@@ -48,7 +48,7 @@ inline int nn_attn_dead(int8 dims, int8 mk, __global const float *mask, __global
     }
     if (mk.s4) {
         float m = mask[(long)b * mk.s0 + (long)h * mk.s1 + (long)i * mk.s2 + (long)j * mk.s3];
-        if (mk.s4 == 2) return as_int(m) == 0;
+        if (mk.s4 >= 2) return (as_int(m) == 0) == (mk.s4 == 2); /* int32: 2 nonzero attends, 3 hides */
         *bias = m;
         if (m == -INFINITY) return 1;
     }

@@ -382,6 +382,38 @@ static void f_kpm7(const spec *c, double *const *t) {
     for (j = 0; j < 14; j++) t[3][j] = (j == 5 || j == 12 || j == 13) ? 1 : 0;
 }
 
+/* cross-attention, batch-first q [2, 3, 8], key = value [2, 7, 8], PyTorch's bool masks
+   as int32: key_padding_mask [2, 7] hiding keys 5 and 6 of batch 1, and attn_mask (nonzero:
+   not attended) [3, 7] or, with bh, [B*H 4, 3, 7] hiding the entries where (bh + i + j) % 3
+   == 0 (no row is wholly hidden) */
+static void f_bool_masks(const spec *c, double *const *t) {
+    long j, r, n = c->n_in > 3 && c->shape[3].ndim == 3 ? 4 : 1, bh, i;
+    for (j = 0; j < 14; j++) t[2][j] = (j == 12 || j == 13) ? 1 : 0;
+    for (bh = 0, r = 0; bh < n; bh++)
+        for (i = 0; i < 3; i++)
+            for (j = 0; j < 7; j++) t[3][r++] = (bh + i + j) % 3 == 0 ? 1 : 0;
+}
+static nn_tensor b_mha_bool(nn_graph *g, const nn_tensor *in, const spec *c) {
+    nn_mha_desc d;
+    (void)c;
+    memset(&d, 0, sizeof d);
+    d.batch_first = 1;
+    d.key_padding_mask = in[2];
+    d.attn_mask = in[3];
+    return nn_multihead_attention(g, in[0], in[1], in[1], 8, 2, &d, "mha");
+}
+static void r_mha_bool(const spec *c, double *const *t, double *out) {
+    int bh = c->shape[3].ndim == 3;
+    double add[84];
+    long r, n = bh ? 84 : 21;
+    tf_fmask fm;
+    for (r = 0; r < n; r++) add[r] = t[3][r] != 0 ? -1e300 : 0.0;
+    fm.kadd = NULL;
+    fm.add = add;
+    fm.add_bh = bh;
+    tf_mha_ref2(t[0], t[1], 2, 3, 7, 8, 2, t[4], t[5], t[6], t[7], t[2], NULL, 0, &fm, out);
+}
+
 /* cross-attention, batch-first q [2, 3, 8], key = value [2, 7, 8], causal (top-left) */
 static nn_tensor b_mha_cross(nn_graph *g, const nn_tensor *in, const spec *c) {
     nn_mha_desc d;
@@ -609,6 +641,8 @@ B(mha_kpm, nn_multihead_attention(g, F(g, S3(5, 2, 8)), F(g, S3(5, 2, 8)), F(g, 
                                   &(nn_mha_desc){0, 0, 0, F(g, S2(5, 2)), {0, 0}, 0, 0, 0}, "m"))
 B(mha_kdim, nn_multihead_attention(g, F(g, S3(5, 2, 8)), F(g, S3(4, 2, 6)), F(g, S3(4, 2, 8)), 8, 2,
                                    &(nn_mha_desc){0, 0, 0, {0, 0}, {0, 0}, 0, 5, 0}, "m"))
+B(mha_boolf, nn_multihead_attention(g, F(g, S3(5, 2, 8)), F(g, S3(5, 2, 8)), F(g, S3(5, 2, 8)), 8, 2,
+                                    &(nn_mha_desc){0, 0, 0, F(g, S2(2, 5)), I(g, S2(5, 5)), 0, 0, 0}, "m"))
 B(pe_rank, nn_patch_embedding(g, F(g, S3(3, 8, 8)), 4, 6, NULL, "pe"))
 B(pe_div, nn_patch_embedding(g, F(g, S4(1, 3, 8, 10)), 4, 6, NULL, "pe"))
 B(pe_patch, nn_patch_embedding(g, F(g, S4(1, 3, 8, 8)), 0, 6, NULL, "pe"))
@@ -629,6 +663,8 @@ static const bad_row tf_bad[] = {
     {"transformer", "mha 8 over 3 heads", mha_heads, R_INV, "nn_multihead_attention|embed_dim 8|num_heads 3", 0},
     {"transformer", "mha key and value differ", mha_kv, R_SHAPE, "nn_multihead_attention|[5, 2, 8]|[4, 2, 8]", 0},
     {"transformer", "mha key_padding_mask [5, 2]", mha_kpm, R_SHAPE, "nn_multihead_attention|key_padding_mask [5, 2]", 0},
+    {"transformer", "mha int32 attn_mask with a float32 key_padding_mask", mha_boolf, R_INV,
+     "nn_multihead_attention|int32 (bool) attn_mask|float32 key_padding_mask", 0},
     {"transformer", "mha key [4, 2, 6] for kdim 5", mha_kdim, R_SHAPE, "nn_multihead_attention|[4, 2, 6]|kdim 5", 0},
     {"transformer", "patch_embedding x [3, 8, 8]", pe_rank, R_SHAPE, "nn_patch_embedding|[3, 8, 8]|[B, C, H, W]", 0},
     {"transformer", "patch_embedding W 10 over patch 4", pe_div, R_SHAPE, "nn_patch_embedding|[1, 3, 8, 10]|patch_size 4", 0},
@@ -679,6 +715,22 @@ void suite_transformer(const t_env *e) {
     in_fr(&c, nn_shape2(2, 6), -2, 1);
     tf_mha_params(&c, "mha", 8);
     check_case(e, &c);
+
+    {
+        int bh;
+        for (bh = 0; bh < 2; bh++) {
+            c = l_mk_tf(bh ? "multihead_attention cross, int32 (bool) key_padding_mask and attn_mask [B*H, T, S]"
+                           : "multihead_attention cross, int32 (bool) key_padding_mask and attn_mask [T, S]",
+                        b_mha_bool, r_mha_bool, nn_shape3(2, 3, 8));
+            in_fr(&c, nn_shape3(2, 3, 8), -1, 1);
+            in_fr(&c, nn_shape3(2, 7, 8), -1, 1);
+            in_i(&c, nn_shape2(2, 7), 0, 2);
+            in_i(&c, bh ? nn_shape3(4, 3, 7) : nn_shape2(3, 7), 0, 2);
+            c.fill = f_bool_masks;
+            tf_mha_params(&c, "mha", 8);
+            check_case(e, &c);
+        }
+    }
 
     c = l_mk_tf("multihead_attention kdim 5 vdim 12, separate projections", b_mha_kvdim, r_mha_kvdim, nn_shape3(3, 2, 8));
     in_fr(&c, nn_shape3(3, 2, 8), -1, 1);

@@ -1326,8 +1326,10 @@ NN_API nn_tensor nn_gpt_decode(nn_graph *g, nn_tensor idx, nn_tensor pos, const 
    PyTorch's: NAME.q_proj_weight [E, E], NAME.k_proj_weight [E, kdim], NAME.v_proj_weight
    [E, vdim] (Xavier uniform) instead of in_proj_weight; in_proj_bias as before. Masks as PyTorch's:
    key_padding_mask [B, S], int32 (PyTorch's bool: nonzero where a key is padding, left out)
-   or float32 (added to the scores, -inf hides; it gets a gradient); attn_mask float32
-   [T, S] or [B*num_heads, T, S], added to the scores (-inf hides; it gets a gradient);
+   or float32 (added to the scores, -inf hides; it gets a gradient); attn_mask [T, S] or
+   [B*num_heads, T, S], float32 added to the scores (-inf hides; it gets a gradient) or int32
+   as PyTorch's bool attn_mask (nonzero: not attended; an int32 attn_mask wants an int32
+   key_padding_mask, if any);
    is_causal hides the keys after each query (top-left aligned). The weights are not
    returned (need_weights=False). The attention is nn_attention's (fused; both float masks
    given: their sum [B, H or 1, T, S] is formed, as PyTorch does). */

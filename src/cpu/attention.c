@@ -248,8 +248,8 @@ static int nn__attn_mask_tile(const nn__attn_job *J, int b, int h, int i0, int n
             const float *m = J->mask + (int64_t)b * a->ms[0] + (int64_t)h * a->ms[1] + (int64_t)i * a->ms[2] + (int64_t)j0 * a->ms[3];
             for (c = lo; c < hi; c++) {
                 const float *mc = m + (int64_t)c * a->ms[3];
-                if (a->mask_mode == 2) {
-                    if (*(const int32_t *)(const void *)mc == 0) s[c] = -INFINITY;
+                if (a->mask_mode >= 2) { /* int32: 2 nonzero attends, 3 nonzero hides */
+                    if ((*(const int32_t *)(const void *)mc == 0) == (a->mask_mode == 2)) s[c] = -INFINITY;
                 } else s[c] += *mc;
             }
         }

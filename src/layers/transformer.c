@@ -81,7 +81,7 @@ static nn_tensor nn__tf_embedding(nn_graph *g, nn_tensor weight, nn_tensor idx) 
    broadcast to [B, H, Tq, Tk] (its gradient flows), or NN_NONE; kpm: [B, Tk] (float32 or
    int32), nonzero keys hidden, or NN_NONE. */
 static nn_tensor nn__tf_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, int layout, int causal, nn_tensor mask,
-                                  nn_tensor kpm, float dropout) {
+                                  nn_tensor kpm, float dropout, int mask_hides) {
     nn_attention_desc ad;
     memset(&ad, 0, sizeof ad);
     ad.layout = layout;
@@ -89,7 +89,7 @@ static nn_tensor nn__tf_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tens
     ad.mask = mask;
     ad.key_padding_mask = kpm;
     ad.dropout = dropout;
-    return nn_attention(g, q, k, v, &ad);
+    return nn__attention(g, q, k, v, &ad, mask_hides);
 }
 
 /* nanoGPT's MLP: c_fc (C -> 4C), GELU (exact), c_proj (4C -> C), dropout; on rows [R, C]. */
@@ -119,7 +119,7 @@ static nn_tensor nn__gpt_block(nn_graph *g, nn_tensor x, const nn_gpt_config *c,
     q = nn_reshape(g, nn_slice(g, qkv, 1, 0, e), nn_shape4(b, t, h, d));
     k = nn_reshape(g, nn_slice(g, qkv, 1, e, e), nn_shape4(b, t, h, d));
     v = nn_reshape(g, nn_slice(g, qkv, 1, 2 * e, e), nn_shape4(b, t, h, d));
-    y = nn__tf_attention(g, q, k, v, NN_ATTN_BTHD, 1, NN_NONE, NN_NONE, c->dropout);
+    y = nn__tf_attention(g, q, k, v, NN_ATTN_BTHD, 1, NN_NONE, NN_NONE, c->dropout, 0);
     y = nn_reshape(g, y, nn_shape2(b * t, e));
     snprintf(nb, sizeof nb, "%s.attn.c_proj", name);
     y = nn__tf_linear(g, y, e, pstd, !c->no_bias, nb);
@@ -239,7 +239,7 @@ NN_API nn_tensor nn_gpt_decode(nn_graph *g, nn_tensor idx, nn_tensor pos, const 
             caches[2 * i] = kc;
             caches[2 * i + 1] = vc;
         }
-        y = nn_reshape(g, nn__tf_attention(g, q, kc, vc, NN_ATTN_BHTD, 0, mask, NN_NONE, 0), nn_shape2(b, e));
+        y = nn_reshape(g, nn__tf_attention(g, q, kc, vc, NN_ATTN_BHTD, 0, mask, NN_NONE, 0, 0), nn_shape2(b, e));
         snprintf(nb, sizeof nb, "%s.attn.c_proj", nl);
         x = nn_add(g, x, nn__tf_linear(g, y, e, pstd, !cfg->no_bias, nb));
         snprintf(nb, sizeof nb, "%s.ln_2", nl);
@@ -358,7 +358,8 @@ static nn_tensor nn__tf_mha(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, 
        viewed as [B, H, T, S]) its additive mask, which gets its gradient there; a float
        key_padding_mask is added too ([B, 1, 1, S], PyTorch's attn_mask + key_padding_mask:
        one [B, H or 1, T, S] sum only when both are given), an int32 one hides its nonzero
-       keys (nn_attention's key_padding_mask). */
+       keys (nn_attention's key_padding_mask); an int32 attn_mask (PyTorch's bool) hides
+       its nonzero entries (nn__attention's mask_hides). */
     {
         nn_tensor am = NN_NONE, kpm = desc ? desc->key_padding_mask : NN_NONE;
         if (desc && desc->attn_mask.id)
@@ -369,7 +370,7 @@ static nn_tensor nn__tf_mha(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, 
             kpm = NN_NONE;
         }
         y = nn__tf_attention(g, nn_reshape(g, qr, nn_shape4(b, t, h, d)), nn_reshape(g, kr, nn_shape4(b, s, h, d)),
-                             nn_reshape(g, vr, nn_shape4(b, s, h, d)), NN_ATTN_BTHD, desc && desc->is_causal, am, kpm, dropout);
+                             nn_reshape(g, vr, nn_shape4(b, s, h, d)), NN_ATTN_BTHD, desc && desc->is_causal, am, kpm, dropout, 1);
         y = nn_reshape(g, y, nn_shape2(b * t, e));
     }
     {
@@ -405,11 +406,19 @@ static int nn__tf_masks(nn_graph *g, const char *op, const char *name, int64_t b
         const nn_shape *a;
         if (!nn__check(g, op, 1, &d->attn_mask)) return 0;
         a = &nn__n(g, d->attn_mask)->shape;
-        if (nn__n(g, d->attn_mask)->dtype != NN_F32 || !((a->ndim == 2 && a->dim[0] == t && a->dim[1] == s) ||
-                                                          (a->ndim == 3 && a->dim[0] == b * h && a->dim[1] == t && a->dim[2] == s))) {
+        if ((nn__n(g, d->attn_mask)->dtype != NN_F32 && nn__n(g, d->attn_mask)->dtype != NN_I32) ||
+            !((a->ndim == 2 && a->dim[0] == t && a->dim[1] == s) ||
+              (a->ndim == 3 && a->dim[0] == b * h && a->dim[1] == t && a->dim[2] == s))) {
             nn__shape_str(a, m, sizeof m);
-            nn__op_fail(g, NN_ERR_SHAPE, "%s %s: attn_mask %s must be float32 [T %lld, S %lld] or [B*num_heads %lld, T, S]", op, name,
-                        m, (long long)t, (long long)s, (long long)(b * h));
+            nn__op_fail(g, NN_ERR_SHAPE, "%s %s: attn_mask %s must be float32 or int32 [T %lld, S %lld] or [B*num_heads %lld, T, S]",
+                        op, name, m, (long long)t, (long long)s, (long long)(b * h));
+            return 0;
+        }
+        if (nn__n(g, d->attn_mask)->dtype == NN_I32 && d->key_padding_mask.id && nn__n(g, d->key_padding_mask)->dtype == NN_F32) {
+            nn__op_fail(g, NN_ERR_INVALID_ARGUMENT,
+                        "%s %s: an int32 (bool) attn_mask with a float32 key_padding_mask: give both as int32 (nonzero hides) or "
+                        "both as float32 (added)",
+                        op, name);
             return 0;
         }
     }

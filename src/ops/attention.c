@@ -49,6 +49,10 @@ static void nn__attn_strides(int layout, int heads, int T, int D, int64_t s[3]) 
    scaled_dot_product_attention), fused ==== */
 
 NN_API nn_tensor nn_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, const nn_attention_desc *desc) {
+    return nn__attention(g, q, k, v, desc, 0);
+}
+
+static nn_tensor nn__attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, const nn_attention_desc *desc, int mask_hides) {
     static const nn_attention_desc zero = {0, 0.0f, 0.0f, 0, {0, 0}, {0, 0}, 0};
     const char *op = "nn_attention";
     nn_tensor in[3], x[5], packed;
@@ -125,7 +129,7 @@ NN_API nn_tensor nn_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v
                 st *= sz;
             }
         }
-        a.mask_mode = m->dtype == NN_I32 ? 2 : 1;
+        a.mask_mode = m->dtype == NN_I32 ? (mask_hides ? 3 : 2) : 1;
         x[nx++] = desc->mask;
     }
     if (hp) {

@@ -11,9 +11,15 @@ typedef struct nn__attn_attr { /* q [B, H, Tq, D], k [B, Hkv, Tk, D], v [B, Hkv,
     float scale, p;      /* the scores' scale; dropout's probability on the weights */
     int key;             /* dropout's Philox key: the forward node's id, shared by its backward ops */
     int mask_in, kpm_in; /* the input index of the mask and of the key padding mask (0: none) */
-    int mask_mode;       /* 0 none, 1 additive float, 2 boolean int32 (nonzero: attend) */
+    int mask_mode;       /* 0 none, 1 additive float, 2 boolean int32 (nonzero: attend), 3 boolean
+                            int32 (nonzero: hidden; nn.MultiheadAttention's bool attn_mask) */
     int kpm_mode;        /* 0 none, 1 float, 2 int32 (nonzero: ignore the key) */
     int ms[4];           /* the mask's element strides over b, h, i, j (0: broadcast) */
 } nn__attn_attr;
+
+/* nn_attention with an int32 mask read as nn.MultiheadAttention's (nonzero: hidden) when
+   mask_hides is 1, as scaled_dot_product_attention's (nonzero: attend) when 0
+   (src/ops/attention.c; nn_multihead_attention calls it). */
+static nn_tensor nn__attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, const nn_attention_desc *desc, int mask_hides);
 
 #endif
