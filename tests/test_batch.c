@@ -88,10 +88,14 @@ static void bm_data(float *x, int32_t *y, int64_t n, int64_t from) {
 
 /* Writes n rows (from row `from` of the sequence) to x and y of g. */
 static int bm_write(const t_env *e, nn_graph *g, const bm *m, int64_t n, int64_t from) {
-    float x[64 * 5];
-    int32_t y[64];
-    bm_data(x, y, n, from);
-    return T_OK(nn_tensor_write(g, m->x, x, (size_t)n * 5 * 4), e->ctx) && T_OK(nn_tensor_write(g, m->y, y, (size_t)n * 4), e->ctx);
+    float *x = (float *)malloc((size_t)n * 5 * 4);
+    int32_t *y = (int32_t *)malloc((size_t)n * 4);
+    int ok = T_CHECK(x && y, "out of memory");
+    if (ok) bm_data(x, y, n, from);
+    ok = ok && T_OK(nn_tensor_write(g, m->x, x, (size_t)n * 5 * 4), e->ctx) && T_OK(nn_tensor_write(g, m->y, y, (size_t)n * 4), e->ctx);
+    free(x);
+    free(y);
+    return ok;
 }
 
 /* n floats of t in a and b equal bit for bit */
@@ -106,18 +110,19 @@ static int bm_same(const t_env *e, nn_graph *a, nn_tensor ta, nn_graph *b, nn_te
     return ok;
 }
 
-/* A graph built at 32 run at 1, 7 and 33 rows (dropout on: training mode) gives the rows,
-   the loss and its shape of graphs built at those sizes, bitwise; and 32 again is itself. */
+/* A graph built at 32 run at 1, 7, 33 and 1,000 rows (dropout on: training mode) gives the
+   rows, the loss and its shape of graphs built at those sizes, bitwise; and 32 again is
+   itself. */
 static void test_sizes(const t_env *e) {
-    static const int64_t sizes[4] = {1, 7, 33, 32};
+    static const int64_t sizes[5] = {1, 7, 33, 1000, 32};
     bm m, r;
     nn_graph *g = NULL, *ref = NULL;
     int k;
-    if (!t_begin(e, "batch: a graph built at 32 runs at 1, 7, 33 as graphs built there")) return;
+    if (!t_begin(e, "batch: a graph built at 32 runs at 1, 7, 33, 1000 as graphs built there")) return;
     memset(&m, 0, sizeof m);
     m.dropout = 1;
     if (!(g = bm_graph(e, &m, 32, 1, 0, NULL, 1))) goto done;
-    for (k = 0; k < 4; k++) {
+    for (k = 0; k < 5; k++) {
         int64_t n = sizes[k], b = 0;
         nn_shape s;
         r = m;
@@ -282,6 +287,11 @@ static void test_epoch(const t_env *e) {
         T_CHECK(batches == (drop ? 468 : 469) && seen_rows == (drop ? 59904 : N), "drop_last %d: epoch 0 was %lld batches, %lld rows",
                 drop, (long long)batches, (long long)seen_rows);
         T_CHECK(t_numel(g, m.x) == 128 * 5, "epoch 1 began with %lld rows", (long long)(t_numel(g, m.x) / 5));
+        /* evaluation on the same dataset and graph: eval mode, the next batch, a forward pass */
+        if (!T_OK(nn_graph_train(g, 0), e->ctx) || !T_OK(nn_dataset_next_batch(m.ds), e->ctx) || !T_OK(nn_graph_forward(g), e->ctx) ||
+            !T_OK(nn_tensor_read(g, m.x, rows, 128 * 5 * 4), e->ctx))
+            goto out;
+        T_CHECK(nn_graph_step(g) == NN_ERR_STATE, "a step in eval mode on a dataset was not refused");
         nn_graph_destroy(g);
         g = NULL;
     }
