@@ -388,7 +388,10 @@ NN_API nn_result nn_checkpoint_end(nn_graph *g);
    depend on the batch (a dataset's samples) are shared by every batch size; the others
    are the selected batch's own: write them after selecting it. fn must build the same ops
    for every batch (a different node count, or an input or parameter in another place, is
-   refused naming the node) and only build (no runs, no reads). Refused (NN_ERR_STATE): a
+   refused naming the node) and only build (no runs, no reads). nn_graph_memory and
+   nn_graph_summary describe the graph as built (each variant's arena is more memory); a
+   checked op's count of bad inputs is reported by the read or finish that follows a run
+   of the same batch and mode. Refused (NN_ERR_STATE): a
    graph not made by nn_graph_build, or not compiled; training at another batch a graph
    that accumulates gradients, skips non-finite updates or trains data-parallel. */
 typedef nn_result (*nn_model_fn)(nn_graph *g, int64_t batch, void *user);
