@@ -195,6 +195,14 @@ bench-segment: bench/segment_bench
 	  $(CC) $(CFLAGS) -I$$(dirname $(SEG_BASELINE)) -DSEG_BASELINE -o bench/segment_bench_base bench/segment_bench.c $(LIBS) && \
 	  for dev in cpu opencl; do ./bench/segment_bench_base $$dev 1 | sed 's/^segment /segment baseline=$(subst /,\/,$(SEG_BASELINE)) /' || exit 1; done; fi
 
+# ---- a mixture of experts' training step, dense against top-2 dispatch at capacity 1.25 and
+# 4 (issue 19; bench/moe_bench.c): `make bench-moe [ROUNDS=n]`, ms per step on cpu and opencl.
+bench/moe_bench: bench/moe_bench.c nn.h
+	$(CC) $(CFLAGS) -I. -o $@ $< $(LIBS)
+.PHONY: bench-moe
+bench-moe: bench/moe_bench
+	@for dev in cpu opencl; do ./bench/moe_bench $$dev $(or $(ROUNDS),3) || exit 1; done
+
 $(GPU_REPORT_DIR)/tools/cl_facts: tools/cl_facts.c nn.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(WARN) -I. -o $@ tools/cl_facts.c $(LIBS)
@@ -219,7 +227,7 @@ gpu-report: gpu-report-build
 clean:
 	rm -rf tests/oclgrind-out
 	rm -f $(IMPL_OBJ)
-	rm -f gen/amalg tests/nn_test tests/nn_test_asan tests/nn_test_tsan tests/interop_mlp $(EXAMPLES) bench/nn_bench bench/compile_scale bench/sgemm_clblast bench/segment_bench bench/segment_bench_base tests/interop_rnn bench/rnn_bench tests/interop_gpt bench/gpt_bench
+	rm -f gen/amalg tests/nn_test tests/nn_test_asan tests/nn_test_tsan tests/interop_mlp $(EXAMPLES) bench/nn_bench bench/compile_scale bench/sgemm_clblast bench/segment_bench bench/segment_bench_base bench/moe_bench tests/interop_rnn bench/rnn_bench tests/interop_gpt bench/gpt_bench
 	rm -rf build/gpu-report build/gpu-report-out
 
 # ---- fuzzing: every loader of untrusted bytes under libFuzzer, ASan and UBSan (clang) -------

@@ -1303,10 +1303,20 @@ NN_API nn_tensor nn_rbf_layer(nn_graph *g, nn_tensor x, int64_t n_centers, const
    aux_loss (NULL: none) receives Switch Transformer's load-balancing loss, a scalar:
    E * sum_e f_e * P_e, f_e = the fraction of rows that kept expert e (over the k slots, as
    Hugging Face's load_balancing_loss_func), P_e = the mean of p[:, e]; its gradient flows
-   through P. Every expert runs on every row (dense: the ops have no dispatch), so a step
-   costs n_experts full feed-forwards, not top_k. */
+   through P. By default every expert runs on every row (dense), so a step costs n_experts
+   full feed-forwards, not top_k. With capacity_factor > 0 the rows are dispatched instead
+   (GShard's and Switch Transformer's capacity): expert e runs on at most C = ceil(
+   capacity_factor * top_k * B / n_experts) rows (at most B), the first C rows (in row
+   order) that kept it; a row past the capacity gets nothing from that expert (it is
+   dropped there, as in Switch Transformer); the results are summed back per row in expert
+   order. Expert FLOPs then follow top_k / n_experts * capacity_factor; with C = B (no row
+   dropped) the output is the dense one. The slots are made on the device (one pass over
+   [B, E] per expert), no read-back, the same bits every run. */
 typedef struct nn_moe_desc {
-    nn_tensor *aux_loss; /* receives the load-balancing loss (NULL: not made) */
+    nn_tensor *aux_loss;   /* receives the load-balancing loss (NULL: not made) */
+    float capacity_factor; /* 0: dense (every expert on every row); > 0: dispatch (1.25 is
+                              Switch Transformer's training value; n_experts / top_k: none
+                              dropped) */
 } nn_moe_desc;
 NN_API nn_tensor nn_moe_layer(nn_graph *g, nn_tensor x, int64_t n_experts, int64_t top_k, int64_t hidden,
                               const nn_moe_desc *desc, const char *name);
@@ -2269,6 +2279,9 @@ typedef struct nn__segment_attr {
     int64_t skip;         /* a segment left 0 and given no gradient (padding_idx); -1: none */
 } nn__segment_attr;
 
+/* nn_moe_layer's dispatch slots (MOE_SLOTS, src/ops/segment.c): idx [E * C] from kept [B, E] */
+static nn_tensor nn__moe_slots_op(nn_graph *g, nn_tensor kept, int64_t C, int which);
+
 #endif
 
 /* ======================================================================
@@ -2971,7 +2984,8 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     X(SEGMENT_REDUCE, "segment_reduce", segment_reduce, 0)                  \
     X(SEGMENT_GATHER, "segment_gather", segment_gather, 0)                  \
     X(SEGMENT_MAX_GRAD, "segment_max_grad", segment_max_grad, 0)            \
-    X(EMBEDDING, "embedding", embedding, 0)
+    X(EMBEDDING, "embedding", embedding, 0)                                  \
+    X(MOE_SLOTS, "moe_slots", moe_slots, NN__OPF_NO_GRAD)
 
 /* the fused scaled dot-product attention (src/ops/attention.c) */
 #define NN__OPS_ATTENTION(X)                                                  \
@@ -10037,6 +10051,18 @@ static void nn__segment_scatter_add(float *y, const float *base, const float *sr
             }
         }
         y[i] = acc;
+    }
+}
+
+/* A mixture of experts' dispatch (kernels/segment.cl's moe_slots): idx [E * C], slot e * C +
+   c the c-th row b (ascending) with kept [B, E] nonzero at (b, e); rows past C dropped; the
+   slots left over hold fill. */
+static void nn__moe_slots(int32_t *idx, const float *kept, int64_t B, int64_t E, int64_t C, int32_t fill) {
+    int64_t e, b, c;
+    for (e = 0; e < E; e++) {
+        for (b = 0, c = 0; b < B && c < C; b++)
+            if (kept[b * E + e] != 0.0f) idx[e * C + c++] = (int32_t)b;
+        for (; c < C; c++) idx[e * C + c] = fill;
     }
 }
 
@@ -19367,6 +19393,11 @@ static const char *const nn__cl_src_segment[] = {
 "    F(in, w) P(iin, idx) P(out, y) P(int, n) P(int, N) P(int, D) P(iout, bad) P(int, slot)\n",
 "NN__KSIG(embedding)\n",
 "\n",
+"/* a mixture of experts' dispatch: idx [E * C], slot e * C + c the c-th row b (ascending) with\n",
+"   kept [B, E] nonzero at (b, e); slots past the rows: fill */\n",
+"#define NN__KARGS_moe_slots(F, P) F(in, kept) P(iout, idx) P(int, B) P(int, E) P(int, C) P(int, fill)\n",
+"NN__KSIG(moe_slots)\n",
+"\n",
 "#endif\n",
 "#line 7 \"kernels/segment.cl\"\n",
 "\n",
@@ -19556,6 +19587,16 @@ static const char *const nn__cl_src_segment[] = {
 "    int ok = r >= 0 && r < N;\n",
 "    if (!ok && j == 0) atomic_inc(bad + slot);\n",
 "    y[i] = ok ? w[(size_t)r * D + j] : 0.0f;\n",
+"}\n",
+"\n",
+"/* expert e's slots (a work-item each, rows in order): idx [E * C] from kept [B, E] */\n",
+"__kernel void moe_slots(NN__KPARAMS(moe_slots)) {\n",
+"    int e = get_global_id(0);\n",
+"    if (e >= E) return;\n",
+"    int c = 0;\n",
+"    for (int b = 0; b < B && c < C; b++)\n",
+"        if (kept[(long)b * E + e] != 0.0f) idx[(long)e * C + c++] = b;\n",
+"    for (; c < C; c++) idx[(long)e * C + c] = fill;\n",
 "}\n",
 0 };
 
@@ -26451,6 +26492,11 @@ NN__KSIG(segment_scatter_add)
     F(in, w) P(iin, idx) P(out, y) P(int, n) P(int, N) P(int, D) P(iout, bad) P(int, slot)
 NN__KSIG(embedding)
 
+/* a mixture of experts' dispatch: idx [E * C], slot e * C + c the c-th row b (ascending) with
+   kept [B, E] nonzero at (b, e); slots past the rows: fill */
+#define NN__KARGS_moe_slots(F, P) F(in, kept) P(iout, idx) P(int, B) P(int, E) P(int, C) P(int, fill)
+NN__KSIG(moe_slots)
+
 #endif
 
 /* ======================================================================
@@ -29953,6 +29999,51 @@ static nn_result nn__launch_embedding(nn_graph *g, int id) {
     k.bad = &g->checks;
     k.slot = n->check_slot;
     return nn__kargs_embedding(l, &k);
+}
+
+/* ==== moe_slots: the capacity-based dispatch of nn_moe_layer (GShard's and Switch
+   Transformer's, with a fixed order): from kept [B, E] (nonzero: row b goes to expert e),
+   idx [E * C] int32, slot e * C + c the c-th row (ascending) routed to e; rows past the
+   capacity C are dropped for that expert. An empty slot holds 0 (which 0: the rows'
+   gather index) or B (which 1: the combine's segment, one past the rows). No gradient. ==== */
+
+static nn_tensor nn__moe_slots_op(nn_graph *g, nn_tensor kept, int64_t C, int which) {
+    nn_tensor t;
+    const nn__node *k;
+    if (g->status != NN_OK || kept.id <= 0) return nn__tensor(-1);
+    k = nn__n(g, kept);
+    if (k->shape.dim[0] * k->shape.dim[1] > INT32_MAX || C * k->shape.dim[1] > INT32_MAX)
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_moe_layer: %lld rows, %lld experts and capacity %lld are over 2^31 slots",
+                           (long long)k->shape.dim[0], (long long)k->shape.dim[1], (long long)C);
+    t = nn__op1(g, NN__OP_MOE_SLOTS, NN_I32, nn_shape1(k->shape.dim[1] * C), kept.id);
+    if (t.id >= 0) {
+        memset(&g->nodes[t.id].a.seg, 0, sizeof g->nodes[t.id].a.seg);
+        g->nodes[t.id].a.seg.L = C;
+        g->nodes[t.id].a.seg.dim = which;
+    }
+    return t;
+}
+
+#define nn__grad_moe_slots nn__grad_none
+#define nn__plan_moe_slots nn__no_plan
+
+static nn_result nn__cpu_moe_slots(nn_graph *g, nn__node *n) {
+    const nn__node *k = &g->nodes[n->in[0]];
+    int64_t B = k->shape.dim[0];
+    nn__moe_slots((int32_t *)n->buf.host, k->buf.host, B, k->shape.dim[1], n->a.seg.L, n->a.seg.dim ? (int32_t)B : 0);
+    return NN_OK;
+}
+
+static nn_result nn__launch_moe_slots(nn_graph *g, int id) {
+    const nn__node *kn = &g->nodes[g->nodes[id].in[0]];
+    NN__KLAUNCH(moe_slots, "segment", "moe_slots", kn->shape.dim[1]);
+    k.kept = &kn->buf;
+    k.idx = &n->buf;
+    k.B = (int)kn->shape.dim[0];
+    k.E = (int)kn->shape.dim[1];
+    k.C = (int)n->a.seg.L;
+    k.fill = n->a.seg.dim ? k.B : 0;
+    return nn__kargs_moe_slots(l, &k);
 }
 
 /* ======================================================================
@@ -36215,6 +36306,9 @@ NN_API nn_tensor nn_moe_layer(nn_graph *g, nn_tensor x, int64_t n_experts, int64
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT,
                            "nn_moe_layer %s: needs n_experts >= 1 (%lld), 1 <= top_k <= n_experts (%lld) and hidden >= 1 (%lld)",
                            name, (long long)n_experts, (long long)top_k, (long long)hidden);
+    if (desc && !(desc->capacity_factor >= 0 && desc->capacity_factor < 1e30f))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_moe_layer %s: capacity_factor %g is not in [0, 1e30) (0: dense)", name,
+                           (double)desc->capacity_factor);
     d = nn__n(g, x)->shape.dim[1];
     {
         nn_linear_desc nob;
@@ -36233,13 +36327,38 @@ NN_API nn_tensor nn_moe_layer(nn_graph *g, nn_tensor x, int64_t n_experts, int64
     }
     mask = nn_ge(g, nn_detach(g, probs), kth); /* [B, E]: 1 for the kept experts */
     wts = nn_mul(g, probs, mask);
-    for (i = 0; i < n_experts; i++) {
-        nn_tensor h;
-        snprintf(nb, sizeof nb, "%s.experts.%d.fc1", name, i);
-        h = nn_relu(g, nn_linear_layer(g, x, hidden, NULL, nb));
-        snprintf(nb, sizeof nb, "%s.experts.%d.fc2", name, i);
-        h = nn_mul(g, nn_linear_layer(g, h, d, NULL, nb), nn_slice(g, wts, 1, i, 1));
-        y = i ? nn_add(g, y, h) : h;
+    if (desc && desc->capacity_factor > 0) {
+        /* dispatch: expert e's C slots hold the first C rows that kept it (gather index
+           gi, 0 for an empty slot; combine segment si, B for an empty slot, left out) */
+        int64_t B = nn__n(g, x)->shape.dim[0];
+        double cf = (double)desc->capacity_factor * (double)top_k * (double)B / (double)n_experts;
+        int64_t C = cf >= (double)B ? B : (int64_t)ceil(cf);
+        nn_tensor gi, si, xg, wg, *ys;
+        if (C < 1) C = 1;
+        gi = nn__moe_slots_op(g, mask, C, 0);
+        si = nn__moe_slots_op(g, mask, C, 1);
+        xg = nn_index_select(g, x, 0, gi);   /* [E * C, D] */
+        wg = nn_index_select(g, wts, 0, gi); /* [E * C, E] */
+        ys = (nn_tensor *)nn__calloc((size_t)n_experts, sizeof *ys);
+        if (!ys) return nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "nn_moe_layer %s: out of memory", name);
+        for (i = 0; i < n_experts; i++) {
+            nn_tensor h = nn_slice(g, xg, 0, i * C, C);
+            snprintf(nb, sizeof nb, "%s.experts.%d.fc1", name, i);
+            h = nn_relu(g, nn_linear_layer(g, h, hidden, NULL, nb));
+            snprintf(nb, sizeof nb, "%s.experts.%d.fc2", name, i);
+            ys[i] = nn_mul(g, nn_linear_layer(g, h, d, NULL, nb), nn_slice(g, nn_slice(g, wg, 0, i * C, C), 1, i, 1));
+        }
+        y = nn_slice(g, nn_segment_sum(g, nn_concat(g, ys, (int)n_experts, 0), si, B + 1), 0, 0, B);
+        free(ys);
+    } else {
+        for (i = 0; i < n_experts; i++) {
+            nn_tensor h;
+            snprintf(nb, sizeof nb, "%s.experts.%d.fc1", name, i);
+            h = nn_relu(g, nn_linear_layer(g, x, hidden, NULL, nb));
+            snprintf(nb, sizeof nb, "%s.experts.%d.fc2", name, i);
+            h = nn_mul(g, nn_linear_layer(g, h, d, NULL, nb), nn_slice(g, wts, 1, i, 1));
+            y = i ? nn_add(g, y, h) : h;
+        }
     }
     if (aux_loss) {
         /* Switch Transformer: E * sum_e f_e P_e, f_e the fraction of rows routed to e

@@ -666,7 +666,7 @@ static nn_tensor layer_loss(nn_graph *g, int k, nn_tensor *in, int *nin, int *pa
         return nn_mean(g, nn_rbf_layer(g, in[0], 128, "rbf"));
     default:
         in[0] = nn_input(g, "x", NN_F32, nn_shape2(256, 256));
-        y = nn_mean(g, nn_moe_layer(g, in[0], 8, 2, 512, &(nn_moe_desc){&aux}, "moe"));
+        y = nn_mean(g, nn_moe_layer(g, in[0], 8, 2, 512, &(nn_moe_desc){&aux, 0}, "moe"));
         return nn_add(g, y, nn_mul_scalar(g, aux, 0.01f));
     }
 }

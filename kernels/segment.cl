@@ -192,3 +192,13 @@ __kernel void embedding(NN__KPARAMS(embedding)) {
     if (!ok && j == 0) atomic_inc(bad + slot);
     y[i] = ok ? w[(size_t)r * D + j] : 0.0f;
 }
+
+/* expert e's slots (a work-item each, rows in order): idx [E * C] from kept [B, E] */
+__kernel void moe_slots(NN__KPARAMS(moe_slots)) {
+    int e = get_global_id(0);
+    if (e >= E) return;
+    int c = 0;
+    for (int b = 0; b < B && c < C; b++)
+        if (kept[(long)b * E + e] != 0.0f) idx[(long)e * C + c++] = b;
+    for (; c < C; c++) idx[(long)e * C + c] = fill;
+}

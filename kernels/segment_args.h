@@ -51,4 +51,9 @@ NN__KSIG(segment_scatter_add)
     F(in, w) P(iin, idx) P(out, y) P(int, n) P(int, N) P(int, D) P(iout, bad) P(int, slot)
 NN__KSIG(embedding)
 
+/* a mixture of experts' dispatch: idx [E * C], slot e * C + c the c-th row b (ascending) with
+   kept [B, E] nonzero at (b, e); slots past the rows: fill */
+#define NN__KARGS_moe_slots(F, P) F(in, kept) P(iout, idx) P(int, B) P(int, E) P(int, C) P(int, fill)
+NN__KSIG(moe_slots)
+
 #endif

@@ -156,11 +156,14 @@ static void r_rbf(const spec *c, double *const *t, double *out) {
         }
 }
 
-/* ---- mixture of experts: out = [y flattened, aux_loss] ---- */
+/* ---- mixture of experts: out = [y flattened, aux_loss]; ip[3]: capacity_factor in
+   hundredths (0: dense) ---- */
 static nn_tensor b_moe(nn_graph *g, const nn_tensor *in, const spec *c) {
     nn_tensor aux, y, parts[2];
     nn_moe_desc md;
+    memset(&md, 0, sizeof md);
     md.aux_loss = &aux;
+    md.capacity_factor = (float)c->ip[3] / 100.0f;
     y = nn_moe_layer(g, in[0], c->ip[0], c->ip[1], c->ip[2], &md, "moe");
     parts[0] = nn_reshape(g, y, nn_shape1(numel(c->shape[0])));
     parts[1] = aux;
@@ -168,7 +171,12 @@ static nn_tensor b_moe(nn_graph *g, const nn_tensor *in, const spec *c) {
 }
 static void r_moe(const spec *c, double *const *t, double *out) {
     long B = c->shape[0].dim[0], D = c->shape[0].dim[1], E = c->ip[0], K = c->ip[1], Hd = c->ip[2], b, e, d, j;
+    long used[16] = {0}, C = B; /* rows each expert took so far; its capacity */
     double f[16] = {0}, P[16] = {0}, aux = 0;
+    if (c->ip[3] > 0) { /* dispatch: the first C rows that keep an expert get it */
+        double cf = c->ip[3] / 100.0 * (double)K * (double)B / (double)E;
+        C = cf >= (double)B ? B : (long)ceil(cf);
+    }
     for (b = 0; b < B; b++) {
         double lg[16], p[16], mx = -1e300, s = 0, h[64], y[64];
         const double *x = t[0] + b * D;
@@ -183,6 +191,7 @@ static void r_moe(const spec *c, double *const *t, double *out) {
             P[e] += p[e] / (double)B;
             if (rank >= K) continue;
             f[e] += 1.0 / (double)B;
+            if (used[e]++ >= C) continue; /* past the expert's capacity: dropped */
             /* expert e: tensors 2 + 4e .. 5 + 4e are fc1.weight, fc1.bias, fc2.weight, fc2.bias */
             dense_ref(x, t[2 + 4 * e], t[3 + 4 * e], 1, D, Hd, h);
             for (j = 0; j < Hd; j++) h[j] = relu(h[j]);
@@ -227,6 +236,7 @@ static void l_bad(const t_env *e) {
             {0, NN_ERR_SHAPE, "nn_se_layer"},       {1, NN_ERR_SHAPE, "odd size"},
             {2, NN_ERR_INVALID_ARGUMENT, "top_k"},  {3, NN_ERR_SHAPE, "nn_info_nce_loss"},
             {4, NN_ERR_INVALID_ARGUMENT, "name"},   {5, NN_ERR_INVALID_ARGUMENT, "temperature"},
+            {6, NN_ERR_INVALID_ARGUMENT, "capacity_factor -1"},
         };
         size_t i;
         for (i = 0; i < sizeof rows / sizeof rows[0]; i++) {
@@ -238,16 +248,17 @@ static void l_bad(const t_env *e) {
             switch (rows[i].which) {
             case 0: t = nn_se_layer(g, x2, 2, "se"); break;
             case 1: t = nn_glu(g, x2, 1); break;
-            case 2: t = nn_moe_layer(g, x2, 2, 3, 4, &(nn_moe_desc){&aux}, "moe"); break;
+            case 2: t = nn_moe_layer(g, x2, 2, 3, 4, &(nn_moe_desc){&aux, 0}, "moe"); break;
             case 3: t = nn_info_nce_loss(g, x2, nn_input(g, "y", NN_F32, nn_shape2(3, 4)), 0.1f, NULL); break;
             case 4: t = nn_swiglu_layer(g, x2, 4, NULL); break;
+            case 6: t = nn_moe_layer(g, x2, 4, 2, 4, &(nn_moe_desc){&aux, -1.0f}, "moe"); break;
             default: t = nn_info_nce_loss(g, x2, x2, 0.0f, NULL); break;
             }
             (void)x4;
             err = nn_context_last_error(e->ctx);
             T_CHECK(t.id < 0 && nn_graph_status(g) == rows[i].code && strstr(err, rows[i].word),
                     "refusal %d: got id %d, status %d, message \"%s\"", rows[i].which, t.id, (int)nn_graph_status(g), err);
-            if (rows[i].which == 2) T_CHECK(aux.id < 0, "nn_moe_layer refused but aux_loss is a tensor");
+            if (rows[i].which == 2 || rows[i].which == 6) T_CHECK(aux.id < 0, "nn_moe_layer refused but aux_loss is a tensor");
         }
     }
     nn_graph_destroy(g);
@@ -312,6 +323,15 @@ void suite_layers(const t_env *e) {
     c = moe_case("moe top-2 of 4", 7, 3, 4, 2, 5);
     check_case(e, &c);
     c = moe_case("moe top-1 of 3", 5, 3, 3, 1, 3);
+    check_case(e, &c);
+    c = moe_case("moe top-2 of 4, dispatch, capacity 2 (none dropped)", 7, 3, 4, 2, 5);
+    c.ip[3] = 200;
+    check_case(e, &c);
+    c = moe_case("moe top-2 of 4 [33, 5], dispatch, capacity 0.75 (rows dropped)", 33, 5, 4, 2, 3);
+    c.ip[3] = 75;
+    check_case(e, &c);
+    c = moe_case("moe top-1 of 3, dispatch, capacity 1.25", 7, 3, 3, 1, 3);
+    c.ip[3] = 125;
     check_case(e, &c);
 
     l_bad(e);

@@ -1133,10 +1133,20 @@ NN_API nn_tensor nn_rbf_layer(nn_graph *g, nn_tensor x, int64_t n_centers, const
    aux_loss (NULL: none) receives Switch Transformer's load-balancing loss, a scalar:
    E * sum_e f_e * P_e, f_e = the fraction of rows that kept expert e (over the k slots, as
    Hugging Face's load_balancing_loss_func), P_e = the mean of p[:, e]; its gradient flows
-   through P. Every expert runs on every row (dense: the ops have no dispatch), so a step
-   costs n_experts full feed-forwards, not top_k. */
+   through P. By default every expert runs on every row (dense), so a step costs n_experts
+   full feed-forwards, not top_k. With capacity_factor > 0 the rows are dispatched instead
+   (GShard's and Switch Transformer's capacity): expert e runs on at most C = ceil(
+   capacity_factor * top_k * B / n_experts) rows (at most B), the first C rows (in row
+   order) that kept it; a row past the capacity gets nothing from that expert (it is
+   dropped there, as in Switch Transformer); the results are summed back per row in expert
+   order. Expert FLOPs then follow top_k / n_experts * capacity_factor; with C = B (no row
+   dropped) the output is the dense one. The slots are made on the device (one pass over
+   [B, E] per expert), no read-back, the same bits every run. */
 typedef struct nn_moe_desc {
-    nn_tensor *aux_loss; /* receives the load-balancing loss (NULL: not made) */
+    nn_tensor *aux_loss;   /* receives the load-balancing loss (NULL: not made) */
+    float capacity_factor; /* 0: dense (every expert on every row); > 0: dispatch (1.25 is
+                              Switch Transformer's training value; n_experts / top_k: none
+                              dropped) */
 } nn_moe_desc;
 NN_API nn_tensor nn_moe_layer(nn_graph *g, nn_tensor x, int64_t n_experts, int64_t top_k, int64_t hidden,
                               const nn_moe_desc *desc, const char *name);

@@ -177,3 +177,15 @@ static void nn__segment_scatter_add(float *y, const float *base, const float *sr
         y[i] = acc;
     }
 }
+
+/* A mixture of experts' dispatch (kernels/segment.cl's moe_slots): idx [E * C], slot e * C +
+   c the c-th row b (ascending) with kept [B, E] nonzero at (b, e); rows past C dropped; the
+   slots left over hold fill. */
+static void nn__moe_slots(int32_t *idx, const float *kept, int64_t B, int64_t E, int64_t C, int32_t fill) {
+    int64_t e, b, c;
+    for (e = 0; e < E; e++) {
+        for (b = 0, c = 0; b < B && c < C; b++)
+            if (kept[b * E + e] != 0.0f) idx[e * C + c++] = (int32_t)b;
+        for (; c < C; c++) idx[e * C + c] = fill;
+    }
+}

@@ -184,6 +184,9 @@ NN_API nn_tensor nn_moe_layer(nn_graph *g, nn_tensor x, int64_t n_experts, int64
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT,
                            "nn_moe_layer %s: needs n_experts >= 1 (%lld), 1 <= top_k <= n_experts (%lld) and hidden >= 1 (%lld)",
                            name, (long long)n_experts, (long long)top_k, (long long)hidden);
+    if (desc && !(desc->capacity_factor >= 0 && desc->capacity_factor < 1e30f))
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_moe_layer %s: capacity_factor %g is not in [0, 1e30) (0: dense)", name,
+                           (double)desc->capacity_factor);
     d = nn__n(g, x)->shape.dim[1];
     {
         nn_linear_desc nob;
@@ -202,13 +205,38 @@ NN_API nn_tensor nn_moe_layer(nn_graph *g, nn_tensor x, int64_t n_experts, int64
     }
     mask = nn_ge(g, nn_detach(g, probs), kth); /* [B, E]: 1 for the kept experts */
     wts = nn_mul(g, probs, mask);
-    for (i = 0; i < n_experts; i++) {
-        nn_tensor h;
-        snprintf(nb, sizeof nb, "%s.experts.%d.fc1", name, i);
-        h = nn_relu(g, nn_linear_layer(g, x, hidden, NULL, nb));
-        snprintf(nb, sizeof nb, "%s.experts.%d.fc2", name, i);
-        h = nn_mul(g, nn_linear_layer(g, h, d, NULL, nb), nn_slice(g, wts, 1, i, 1));
-        y = i ? nn_add(g, y, h) : h;
+    if (desc && desc->capacity_factor > 0) {
+        /* dispatch: expert e's C slots hold the first C rows that kept it (gather index
+           gi, 0 for an empty slot; combine segment si, B for an empty slot, left out) */
+        int64_t B = nn__n(g, x)->shape.dim[0];
+        double cf = (double)desc->capacity_factor * (double)top_k * (double)B / (double)n_experts;
+        int64_t C = cf >= (double)B ? B : (int64_t)ceil(cf);
+        nn_tensor gi, si, xg, wg, *ys;
+        if (C < 1) C = 1;
+        gi = nn__moe_slots_op(g, mask, C, 0);
+        si = nn__moe_slots_op(g, mask, C, 1);
+        xg = nn_index_select(g, x, 0, gi);   /* [E * C, D] */
+        wg = nn_index_select(g, wts, 0, gi); /* [E * C, E] */
+        ys = (nn_tensor *)nn__calloc((size_t)n_experts, sizeof *ys);
+        if (!ys) return nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "nn_moe_layer %s: out of memory", name);
+        for (i = 0; i < n_experts; i++) {
+            nn_tensor h = nn_slice(g, xg, 0, i * C, C);
+            snprintf(nb, sizeof nb, "%s.experts.%d.fc1", name, i);
+            h = nn_relu(g, nn_linear_layer(g, h, hidden, NULL, nb));
+            snprintf(nb, sizeof nb, "%s.experts.%d.fc2", name, i);
+            ys[i] = nn_mul(g, nn_linear_layer(g, h, d, NULL, nb), nn_slice(g, nn_slice(g, wg, 0, i * C, C), 1, i, 1));
+        }
+        y = nn_slice(g, nn_segment_sum(g, nn_concat(g, ys, (int)n_experts, 0), si, B + 1), 0, 0, B);
+        free(ys);
+    } else {
+        for (i = 0; i < n_experts; i++) {
+            nn_tensor h;
+            snprintf(nb, sizeof nb, "%s.experts.%d.fc1", name, i);
+            h = nn_relu(g, nn_linear_layer(g, x, hidden, NULL, nb));
+            snprintf(nb, sizeof nb, "%s.experts.%d.fc2", name, i);
+            h = nn_mul(g, nn_linear_layer(g, h, d, NULL, nb), nn_slice(g, wts, 1, i, 1));
+            y = i ? nn_add(g, y, h) : h;
+        }
     }
     if (aux_loss) {
         /* Switch Transformer: E * sum_e f_e P_e, f_e the fraction of rows routed to e

@@ -480,3 +480,48 @@ static nn_result nn__launch_embedding(nn_graph *g, int id) {
     k.slot = n->check_slot;
     return nn__kargs_embedding(l, &k);
 }
+
+/* ==== moe_slots: the capacity-based dispatch of nn_moe_layer (GShard's and Switch
+   Transformer's, with a fixed order): from kept [B, E] (nonzero: row b goes to expert e),
+   idx [E * C] int32, slot e * C + c the c-th row (ascending) routed to e; rows past the
+   capacity C are dropped for that expert. An empty slot holds 0 (which 0: the rows'
+   gather index) or B (which 1: the combine's segment, one past the rows). No gradient. ==== */
+
+static nn_tensor nn__moe_slots_op(nn_graph *g, nn_tensor kept, int64_t C, int which) {
+    nn_tensor t;
+    const nn__node *k;
+    if (g->status != NN_OK || kept.id <= 0) return nn__tensor(-1);
+    k = nn__n(g, kept);
+    if (k->shape.dim[0] * k->shape.dim[1] > INT32_MAX || C * k->shape.dim[1] > INT32_MAX)
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_moe_layer: %lld rows, %lld experts and capacity %lld are over 2^31 slots",
+                           (long long)k->shape.dim[0], (long long)k->shape.dim[1], (long long)C);
+    t = nn__op1(g, NN__OP_MOE_SLOTS, NN_I32, nn_shape1(k->shape.dim[1] * C), kept.id);
+    if (t.id >= 0) {
+        memset(&g->nodes[t.id].a.seg, 0, sizeof g->nodes[t.id].a.seg);
+        g->nodes[t.id].a.seg.L = C;
+        g->nodes[t.id].a.seg.dim = which;
+    }
+    return t;
+}
+
+#define nn__grad_moe_slots nn__grad_none
+#define nn__plan_moe_slots nn__no_plan
+
+static nn_result nn__cpu_moe_slots(nn_graph *g, nn__node *n) {
+    const nn__node *k = &g->nodes[n->in[0]];
+    int64_t B = k->shape.dim[0];
+    nn__moe_slots((int32_t *)n->buf.host, k->buf.host, B, k->shape.dim[1], n->a.seg.L, n->a.seg.dim ? (int32_t)B : 0);
+    return NN_OK;
+}
+
+static nn_result nn__launch_moe_slots(nn_graph *g, int id) {
+    const nn__node *kn = &g->nodes[g->nodes[id].in[0]];
+    NN__KLAUNCH(moe_slots, "segment", "moe_slots", kn->shape.dim[1]);
+    k.kept = &kn->buf;
+    k.idx = &n->buf;
+    k.B = (int)kn->shape.dim[0];
+    k.E = (int)kn->shape.dim[1];
+    k.C = (int)n->a.seg.L;
+    k.fill = n->a.seg.dim ? k.B : 0;
+    return nn__kargs_moe_slots(l, &k);
+}

@@ -22,4 +22,7 @@ typedef struct nn__segment_attr {
     int64_t skip;         /* a segment left 0 and given no gradient (padding_idx); -1: none */
 } nn__segment_attr;
 
+/* nn_moe_layer's dispatch slots (MOE_SLOTS, src/ops/segment.c): idx [E * C] from kept [B, E] */
+static nn_tensor nn__moe_slots_op(nn_graph *g, nn_tensor kept, int64_t C, int which);
+
 #endif
