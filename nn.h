@@ -25605,7 +25605,10 @@ static nn_result nn__variant_make(nn_graph *g, int64_t batch, int eval, const ch
     }
     r = nn__variant_check(g, v, fn);
     if (r == NN_OK) {
-        for (i = 1; i < g->n_forward; i++) v->nodes[i].is_output |= g->nodes[i].is_output;
+        for (i = 1; i < g->n_forward; i++) { /* what was asked of g outside the function too */
+            v->nodes[i].is_output |= g->nodes[i].is_output;
+            if (training) v->nodes[i].requires_grad |= g->nodes[i].requires_grad;
+        }
         if (training) {
             cd = g->compile_desc;
         } else {

@@ -19,6 +19,7 @@ typedef struct bm {
     nn_dataset_desc dd;   /* dd.x set: the inputs are a dataset's */
     nn_dataset *ds;
     int odd;              /* builds another op at batch != 32 (a refused model) */
+    int want_dx;          /* nn_graph_requires_grad(x), asked after the build (outside the function) */
     nn_tensor x, y, logits, loss;
 } bm;
 
@@ -73,6 +74,7 @@ static nn_graph *bm_graph(const t_env *e, bm *m, int64_t batch, int train, int e
     gd.share_params = share;
     if (!T_OK(nn_graph_create(e->ctx, &gd, &g), e->ctx)) return NULL;
     r = model ? nn_graph_build(g, bm_build, batch, m) : bm_build(g, batch, m);
+    if (r == NN_OK && m->want_dx) r = nn_graph_requires_grad(g, m->x);
     if (!T_OK(r, e->ctx) || !T_OK(bm_compile(g, m, train), e->ctx)) {
         nn_graph_destroy(g);
         return NULL;
@@ -143,7 +145,7 @@ done:
 }
 
 /* Training: a step at a partial batch (7 of 32) is a graph built at 7's step (loss, every
-   gradient, the updated parameters); and steps at 32, then 7, then 32 again carry Adam's
+   gradient, the input's gradient asked for after the build, the updated parameters); and steps at 32, then 7, then 32 again carry Adam's
    moments and clock across the sizes, as a state file moved from a graph built at 32 to
    one built at 7 and back does. */
 static void test_train(const t_env *e) {
@@ -158,7 +160,7 @@ static void test_train(const t_env *e) {
     if (!T_CHECK(fd >= 0, "mkstemp failed")) goto done;
     close(fd);
     memset(&m, 0, sizeof m);
-    m.bn = m.dropout = 1;
+    m.bn = m.dropout = m.want_dx = 1;
     r[0] = r[1] = m;
     if (!(g = bm_graph(e, &m, 32, 1, 0, NULL, 1)) || !(ref[0] = bm_graph(e, &r[0], 32, 1, 0, NULL, 0)) ||
         !(ref[1] = bm_graph(e, &r[1], 7, 1, 0, NULL, 0)))
@@ -171,7 +173,9 @@ static void test_train(const t_env *e) {
         if (k > 0 && (!T_OK(nn_graph_save_state(ref[!w], path), e->ctx) || !T_OK(nn_graph_load_state(h, path), e->ctx))) goto done;
         if (!T_OK(nn_graph_set_batch(g, n), e->ctx) || !bm_write(e, g, &m, n, 5 * k) || !bm_write(e, h, &r[w], n, 5 * k)) goto done;
         if (!T_OK(nn_graph_step(g), e->ctx) || !T_OK(nn_graph_step(h), e->ctx)) goto done;
-        if (!bm_same(e, g, m.loss, h, r[w].loss, 1, "loss")) goto done;
+        if (!bm_same(e, g, m.loss, h, r[w].loss, 1, "loss") ||
+            !bm_same(e, g, nn_graph_grad(g, m.x), h, nn_graph_grad(h, r[w].x), n * 5, "d loss / d x"))
+            goto done;
         for (i = 0; i < 4; i++) {
             nn_tensor p = nn_graph_find(g, names[i]), q = nn_graph_find(h, names[i]);
             int64_t c = t_numel(g, p);
