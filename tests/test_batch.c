@@ -307,6 +307,33 @@ out:
     t_end();
 }
 
+/* A context destroyed before its model graph, which holds two variants: every call on the
+   graph is then NN_ERR_STATE, and destroying it frees all (make test-asan). */
+static void test_lifetime(const t_env *e) {
+    nn_context_desc d;
+    nn_context *ctx = NULL;
+    nn_graph *g = NULL;
+    nn_graph_desc gd;
+    bm m;
+    if (!t_begin(e, "batch: a context destroyed before a model graph with variants")) return;
+    t_context_desc(e, &d);
+    if (!T_OK(nn_context_create(&d, &ctx), ctx)) goto done;
+    memset(&m, 0, sizeof m);
+    m.bn = 1;
+    memset(&gd, 0, sizeof gd);
+    if (!T_OK(nn_graph_create(ctx, &gd, &g), ctx) || !T_OK(nn_graph_build(g, bm_build, 8, &m), ctx) ||
+        !T_OK(bm_compile(g, &m, 1), ctx) || !T_OK(nn_graph_set_batch(g, 3), ctx) || !T_OK(nn_graph_train(g, 0), ctx))
+        goto done;
+    nn_context_destroy(ctx);
+    ctx = NULL;
+    T_CHECK(nn_graph_forward(g) == NN_ERR_STATE, "a forward pass ran on an orphaned model graph");
+    T_CHECK(nn_graph_set_batch(g, 5) == NN_ERR_STATE, "nn_graph_set_batch built a variant on an orphaned graph");
+done:
+    nn_graph_destroy(g);
+    nn_context_destroy(ctx);
+    t_end();
+}
+
 /* ---- refusals ---- */
 
 static bm bad_m;
@@ -429,5 +456,6 @@ void suite_batch(const t_env *e) {
     test_train(e);
     test_eval(e);
     test_epoch(e);
+    test_lifetime(e);
     t_bad_rows(e, batch_bad, (int)(sizeof batch_bad / sizeof batch_bad[0]));
 }

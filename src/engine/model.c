@@ -181,6 +181,7 @@ static nn_result nn__model_select(nn_graph *g, int64_t batch, int eval, const ch
         return nn__fail(g->ctx, NN_ERR_STATE, "%s: the graph was built at one batch size and mode: build it with "
                         "nn_graph_build (a function of the batch) to run it at others", fn);
     m = g->model;
+    if (nn__graph_orphaned(g, fn) != NN_OK) return NN_ERR_STATE;
     if (g->model_of) return nn__fail(g->ctx, NN_ERR_STATE, "%s: not on a variant", fn);
     if (!g->compiled || g->status != NN_OK)
         return nn__fail(g->ctx, NN_ERR_STATE, "%s: %s", fn, g->compiled ? "the graph failed to compile" : "compile the graph first");
