@@ -29,14 +29,14 @@ check-gen: gen/amalg
 	@cmp -s nn.h /tmp/nn-check-gen.h || { echo "check-gen: nn.h differs from a fresh generation; run make"; exit 1; }
 	@echo "check-gen: nn.h is up to date"
 
-tests/nn_test: nn.h $(TESTSRC) $(wildcard tests/*.h)
+tests/nn_test: nn.h $(TESTSRC) $(wildcard tests/*.h) examples/progress.h tools/plot_metrics.c
 	$(CC) $(CFLAGS) $(WARN) -o $@ $(TESTSRC) $(LIBS)
 
 test: tests/nn_test
 	./tests/nn_test
 
 # The CPU backend under AddressSanitizer and UBSan.
-tests/nn_test_asan: nn.h $(TESTSRC) $(wildcard tests/*.h)
+tests/nn_test_asan: nn.h $(TESTSRC) $(wildcard tests/*.h) examples/progress.h tools/plot_metrics.c
 	$(CC) -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all $(WARN) \
 	  -o $@ $(TESTSRC) $(LIBS)
 
@@ -62,6 +62,12 @@ test-oclgrind: tests/nn_test
 # Each part of gen/parts.txt compiled after the parts above it, diagnostics at its own lines.
 check-parts: gen/amalg
 	./tools/check_parts.sh
+	./tools/check_api_docs.sh
+
+# Every public function (NN_API in src/api/api.h) has a doc comment (tools/check_api_docs.sh).
+.PHONY: check-api-docs
+check-api-docs:
+	./tools/check_api_docs.sh
 
 # The same initial weights, and the same weights after 10 Adam and AdamW steps of an MLP and a
 # CNN, from gcc and clang, -O0 to -O3, with and without -march=native, gcc's
@@ -102,12 +108,14 @@ $(IMPL_OBJ): tools/nn_impl.c nn.h
 
 EXAMPLES = examples/xor examples/fashion_mnist_mlp examples/fashion_mnist_cnn examples/fashion_mnist_vae \
            examples/char_lstm examples/tiny_gpt
+# classifies with a model file alone (fashion_mnist_mlp saves one at its end)
+EXAMPLES += examples/predict
 examples: $(EXAMPLES)
 examples/xor: examples/xor.c $(IMPL_OBJ)
 	$(CC) $(EXAMPLE_CFLAGS) -o $@ $< $(IMPL_OBJ) $(LIBS)
-examples/char_lstm: examples/char_lstm.c examples/text_corpus.h $(IMPL_OBJ)
+examples/char_lstm: examples/char_lstm.c examples/text_corpus.h examples/progress.h $(IMPL_OBJ)
 	$(CC) $(EXAMPLE_CFLAGS) -o $@ $< $(IMPL_OBJ) $(LIBS)
-examples/tiny_gpt: examples/tiny_gpt.c examples/text_corpus.h $(IMPL_OBJ)
+examples/tiny_gpt: examples/tiny_gpt.c examples/text_corpus.h examples/progress.h $(IMPL_OBJ)
 	$(CC) $(EXAMPLE_CFLAGS) -o $@ $< $(IMPL_OBJ) $(LIBS)
 # zlib (zlib1g-dev) when its header and library are here: then the example reads the .gz
 # files as they are; without it, -DFMNIST_NO_ZLIB: plain IDX files only, which `make demo`
@@ -115,7 +123,7 @@ examples/tiny_gpt: examples/tiny_gpt.c examples/text_corpus.h $(IMPL_OBJ)
 # test like dlopen's above, run only by the two rules below (a recursive variable).
 FMNIST_HAVE_ZLIB = $(shell printf '\043include <zlib.h>\nint main(void){return zlibVersion()==0;}\n' | \
                      $(CC) -x c - -o /dev/null -lz >/dev/null 2>&1 && echo 1)
-examples/fashion_mnist_mlp examples/fashion_mnist_cnn examples/fashion_mnist_vae: examples/%: examples/%.c examples/fashion_mnist.h $(IMPL_OBJ)
+examples/fashion_mnist_mlp examples/fashion_mnist_cnn examples/fashion_mnist_vae examples/predict: examples/%: examples/%.c examples/fashion_mnist.h examples/progress.h $(IMPL_OBJ)
 	$(if $(FMNIST_HAVE_ZLIB),,@echo "nn.h: no zlib headers/library found: the example reads uncompressed IDX files only (-DFMNIST_NO_ZLIB)")
 	$(CC) $(EXAMPLE_CFLAGS) $(if $(FMNIST_HAVE_ZLIB),,-DFMNIST_NO_ZLIB) -o $@ $< $(IMPL_OBJ) $(if $(FMNIST_HAVE_ZLIB),-lz) $(LIBS)
 
@@ -235,13 +243,14 @@ clean:
 # per target: FUZZ target=<t> execs=N crashes=N; then the allocation-failure sweep (below).
 # Targets: safetensors (nn_load_safetensors), state (nn_load_state), idx (nn_load_idx), csv
 # (nn_load_csv and its number parser), cache (the program cache's file parser,
-# nn__cache_parse). Seeds: tests/fuzz_corpus/<t>/ (stays as committed; `make fuzz-seeds`
-# rewrites the state, idx, csv and cache seeds from the library itself); new
+# nn__cache_parse), model (nn_model_load's JSON and model files). Seeds:
+# tests/fuzz_corpus/<t>/ (stays as committed; `make fuzz-seeds` rewrites the state, idx,
+# csv, cache and model seeds from the library itself); new
 # inputs go to tests/fuzz_work/<t>/, crash, leak and timeout inputs to
 # tests/fuzz_artifacts/<t>/, the fuzzer's log to tests/fuzz_<t>.log.
 FUZZ_SECONDS ?= 30
 FUZZ_CC ?= clang
-FUZZ_TARGETS = safetensors state idx csv cache
+FUZZ_TARGETS = safetensors state idx csv cache model
 FUZZ_BINS = $(FUZZ_TARGETS:%=tests/fuzz_%)
 .PHONY: fuzz fuzz-seeds fuzz-alloc clean-fuzz fault-cl
 
@@ -264,8 +273,8 @@ fuzz: $(FUZZ_BINS) tests/fuzz_alloc
 	./tests/fuzz_alloc || status=1; \
 	exit $$status
 
-fuzz-seeds: tests/fuzz_state tests/fuzz_idx tests/fuzz_csv tests/fuzz_cache
-	@for t in state idx csv cache; do mkdir -p tests/fuzz_corpus/$$t; \
+fuzz-seeds: tests/fuzz_state tests/fuzz_idx tests/fuzz_csv tests/fuzz_cache tests/fuzz_model
+	@for t in state idx csv cache model; do mkdir -p tests/fuzz_corpus/$$t; \
 	  NN_FUZZ_WRITE_SEEDS=tests/fuzz_corpus/$$t ./tests/fuzz_$$t || exit 1; done
 
 # Allocation failures over a training life cycle: tests/fuzz_alloc.c runs a scenario on the
@@ -396,3 +405,16 @@ bench/batch_bench: bench/batch_bench.c nn.h
 .PHONY: bench-batch
 bench-batch: bench/batch_bench
 	./bench/batch_bench $(or $(ROUNDS),7)
+
+# ---- the examples' metrics log as a picture (examples/progress.h, tools/plot_metrics.c) ----------
+# METRICS=log.csv ./examples/fashion_mnist_mlp writes a CSV log; tools/plot_metrics draws it
+# as an SVG (C99, no libraries; tests/test_examples.c checks it on a small log).
+# `make docs/fashion_mnist_mlp.svg` retrains the MLP (EPOCHS, NN_DEVICE as usual) for README's picture.
+.PHONY: plot-metrics
+plot-metrics: tools/plot_metrics
+tools/plot_metrics: tools/plot_metrics.c
+	$(CC) $(CFLAGS) $(WARN) -o $@ $< -lm
+docs/fashion_mnist_mlp.svg: examples/fashion_mnist_mlp tools/plot_metrics
+	@mkdir -p docs
+	METRICS=build/fashion_mnist_mlp.csv ./examples/fashion_mnist_mlp '$(if $(wildcard $(DATA_DIR)/train-images-idx3-ubyte*),$(DATA_DIR))'
+	./tools/plot_metrics build/fashion_mnist_mlp.csv $@ "fashion_mnist_mlp: 784-256-128-10 MLP, Adam, batch 128"

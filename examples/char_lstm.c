@@ -33,7 +33,11 @@
    after another (whole batches only), the same windows as bench/char_lstm_torch.py's.
 
    The last line: RESULT device=<name> steps=<n> tokens_per_sec=<x> heldout_loss=<x>
-   h2d_bytes_per_step=<x> d2h_bytes_per_step=<x> */
+   h2d_bytes_per_step=<x> d2h_bytes_per_step=<x>
+
+   A progress line (steps, loss, tokens/s, time left) runs on stderr during training
+   (PROGRESS=0: none); METRICS=path writes a CSV log (step, train_loss, heldout_loss,
+   seconds) that tools/plot_metrics draws as an SVG (examples/progress.h). */
 #define _POSIX_C_SOURCE 200809L
 #define NN_IMPLEMENTATION
 #include "nn.h"
@@ -53,6 +57,7 @@
 #define GEN_CHARS 200
 
 #include "text_corpus.h"
+#include "progress.h" /* the progress line (stderr), the METRICS log */
 
 static int fail(nn_context *ctx, const char *what) {
     fprintf(stderr, "char_lstm: %s: %s\n", what, ctx ? nn_context_last_error(ctx) : "");
@@ -106,6 +111,8 @@ int main(int argc, char **argv) {
     int32_t *txt = NULL, *tab = NULL, brow[2 * B], boff[B];
     int k;
     double t0, train_time = 0, heldout = 0;
+    ex_progress bar;
+    ex_metrics log = {NULL, 0};
     float lossv = 0;
     uint64_t seed = 1;
     int stateful = getenv("STATEFUL") && atoi(getenv("STATEFUL")) != 0;
@@ -172,6 +179,8 @@ int main(int argc, char **argv) {
     }
 
     /* ---- training ---- */
+    if (!ex_metrics_open(&log, "step,train_loss,heldout_loss,seconds")) return 1;
+    ex_progress_begin(&bar, "", steps, (double)B * T, "tokens");
     nn_context_stats(ctx, &st0);
     t0 = now();
     for (step = 1; step <= steps; step++) {
@@ -186,9 +195,16 @@ int main(int argc, char **argv) {
         if (nn_tensor_write(g, rows, brow, sizeof brow) != NN_OK || nn_tensor_write(g, off, boff, sizeof boff) != NN_OK ||
             nn_graph_step(g) != NN_OK)
             return fail(ctx, "step");
+        if (ex_progress_due(&bar, step)) ex_progress_show(&bar, step, step >= 50 ? lossv : NAN); /* the loss read last */
         if (step % 50 == 0 || step == steps) {
             if (nn_tensor_read(g, loss, &lossv, 4) != NN_OK) return fail(ctx, "read");
             train_time = now() - t0;
+            ex_progress_end(&bar);
+            {
+                double row[4];
+                row[0] = (double)step, row[1] = lossv, row[2] = NAN, row[3] = train_time;
+                ex_metrics_row(&log, row);
+            }
             printf("step %5lld  loss %.4f  %.0f tokens/s\n", (long long)step, lossv, (double)step * B * T / train_time);
             fflush(stdout);
         }
@@ -212,6 +228,12 @@ int main(int argc, char **argv) {
         }
         if (nbatch < 1) return fail(ctx, "the held-out text is shorter than one batch of windows");
         heldout /= (double)nbatch;
+        {
+            double row[4];
+            row[0] = (double)steps, row[1] = NAN, row[2] = heldout, row[3] = train_time;
+            ex_metrics_row(&log, row);
+            ex_metrics_close(&log);
+        }
         printf("held-out loss %.4f (%lld batches of %d x %d: the held-out text's windows in order)\n", heldout, (long long)nbatch, B, T);
     }
 

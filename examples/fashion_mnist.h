@@ -17,6 +17,7 @@
    fmnist_free(&ds)              frees what load_split allocated
    fmnist_shuffle(p, n, seed)    p = a seeded permutation of 0..n-1, the same everywhere
    fmnist_now()                  monotonic seconds
+   fmnist_file_exists(path)      1 when path can be opened for reading (a checkpoint to resume)
    fmnist_device_name(name, out, size)  name with spaces as _ (for RESULT lines) */
 #ifndef FASHION_MNIST_H_INCLUDED
 #define FASHION_MNIST_H_INCLUDED
@@ -256,7 +257,13 @@ static uint64_t fmnist_splitmix64(uint64_t *s) {
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
 }
-static void fmnist_shuffle(int32_t *p, int64_t n, uint64_t seed) {
+/* (not every example uses every helper: no unused-function warning for these) */
+#if defined(__GNUC__) || defined(__clang__)
+#define FMNIST_UNUSED __attribute__((unused))
+#else
+#define FMNIST_UNUSED
+#endif
+static FMNIST_UNUSED void fmnist_shuffle(int32_t *p, int64_t n, uint64_t seed) {
     int64_t i;
     for (i = 0; i < n; i++) p[i] = (int32_t)i;
     for (i = n - 1; i > 0; i--) {
@@ -271,6 +278,13 @@ static double fmnist_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static FMNIST_UNUSED int fmnist_file_exists(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    fclose(f);
+    return 1;
 }
 
 /* out = name with spaces as '_', for key=value lines. */

@@ -33,8 +33,10 @@
    are averages per test sample; train_neg_elbo is the average over the epoch's steps, taken
    while training (as PyTorch's example reports it).
    The last line is machine-readable:
-       RESULT device=... epochs=... train_neg_elbo=... test_neg_elbo=... samples_per_sec=... */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+       RESULT device=... epochs=... train_neg_elbo=... test_neg_elbo=... samples_per_sec=...
+   A progress line runs on stderr during an epoch (PROGRESS=0: none); METRICS=path writes a
+   CSV log that tools/plot_metrics draws (examples/progress.h). */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, isatty */
 #define NN_IMPLEMENTATION
 #include "nn.h"
 
@@ -43,6 +45,7 @@
 #include <stdlib.h>
 
 #include "fashion_mnist.h" /* IDX loading, the data folder, shuffle, clock */
+#include "progress.h"      /* the progress line, the metrics log */
 
 #define BATCH 128
 #define IMG FMNIST_IMG
@@ -110,6 +113,7 @@ int main(int argc, char **argv) {
     double train_secs = 0.0, last_train = 0.0, last_test = 0.0, last_test_zmu = 0.0;
     uint64_t measured_steps = 0;
     char devname[256];
+    ex_metrics log = {NULL, 0};
 
     if (argc > 2) epochs = atoi(argv[2]);
     else if (env) epochs = atoi(env);
@@ -161,6 +165,9 @@ int main(int argc, char **argv) {
     ed.eval = 1;
     ed.seed = 2;
     if ((r = nn_graph_create(ctx, &ed, &ev)) != NN_OK) goto fail;
+    /* it applies the decoder twice (z sampled, z = mu): fc3 and fc4 are each one layer used
+       twice, which a name given twice is only when asked for */
+    if ((r = nn_graph_share_names(ev, 1)) != NN_OK) goto fail;
     x_test = nn_input(ev, "x_test", NN_F32, nn_shape2(test.n, IMG));
     te = vae(ev, x_test, test.n, 1);
     test_acc = nn_accumulate(ev, te.loss_sum);
@@ -172,24 +179,34 @@ int main(int argc, char **argv) {
         (r = nn_tensor_write(ev, x_test, test.x, (size_t)test.n * IMG * sizeof(float))) != NN_OK)
         goto fail;
 
+    if (!ex_metrics_open(&log, "epoch,train_neg_elbo,test_neg_elbo,test_neg_elbo_zmu,seconds")) goto done;
     printf("epoch  train_neg_elbo  test_neg_elbo  test_neg_elbo_zmu  seconds  samples/s\n");
     for (epoch = 1; epoch <= epochs; epoch++) {
         float lsum = 0.0f, tsum = 0.0f, tsum_zmu = 0.0f;
         double t0, secs;
+        ex_progress bar;
+        char label[32];
 
         fmnist_shuffle(perm, train.n, 12345u + (uint64_t)epoch);
         if ((r = nn_tensor_fill(g, loss_acc, 0.0f)) != NN_OK || (r = nn_tensor_fill(ev, test_acc, 0.0f)) != NN_OK ||
             (r = nn_tensor_fill(ev, test_acc_zmu, 0.0f)) != NN_OK || (r = nn_graph_finish(g)) != NN_OK)
             goto fail;
 
+        snprintf(label, sizeof label, "epoch %d/%d", epoch, epochs);
+        ex_progress_begin(&bar, label, steps, BATCH, "samples");
         t0 = fmnist_now();
         for (step = 0; step < steps; step++) {
             const int32_t *bi = perm + (size_t)step * BATCH; /* the step's only transfer */
             if ((r = nn_tensor_write(g, idx, bi, BATCH * sizeof(int32_t))) != NN_OK || (r = nn_graph_step(g)) != NN_OK)
                 goto fail;
+            if (ex_progress_due(&bar, step + 1)) { /* the running mean -ELBO per sample: 4 bytes */
+                if ((r = nn_tensor_read(g, loss_acc, &lsum, sizeof lsum)) != NN_OK) goto fail;
+                ex_progress_show(&bar, step + 1, (double)lsum / ((double)(step + 1) * BATCH));
+            }
         }
         if ((r = nn_graph_finish(g)) != NN_OK) goto fail;
         secs = fmnist_now() - t0;
+        ex_progress_end(&bar);
         train_secs += secs;
         measured_steps += (uint64_t)steps;
 
@@ -203,6 +220,11 @@ int main(int argc, char **argv) {
         printf("%5d  %14.4f  %13.4f  %17.4f  %7.2f  %9.0f\n", epoch, last_train, last_test, last_test_zmu, secs,
                steps * BATCH / secs);
         fflush(stdout);
+        {
+            double row[5];
+            row[0] = epoch, row[1] = last_train, row[2] = last_test, row[3] = last_test_zmu, row[4] = train_secs;
+            ex_metrics_row(&log, row);
+        }
     }
     if (!(last_train == last_train) || !(last_test == last_test)) {
         fprintf(stderr, "fashion_mnist_vae: the loss is not a number\n");
@@ -218,6 +240,7 @@ fail:
     fprintf(stderr, "fashion_mnist_vae: %s: %s\n", nn_result_string(r), nn_context_last_error(ctx));
     status = 1;
 done:
+    ex_metrics_close(&log);
     nn_graph_destroy(ev);
     nn_graph_destroy(g);
     nn_context_destroy(ctx);

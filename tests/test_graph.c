@@ -541,7 +541,54 @@ static const bad_row graph_bad[] = {
     {"graph", "xavier init gain -inf", g_init_xavier_inf, R_INV, "nn_param \"w\"|gain|-inf", 0},
 };
 
+/* Writes that do not block (a device backend's staging ring): the caller's buffer is
+   clobbered as soon as nn_tensor_write returns, 40 writes and 20 forward runs go by with
+   a read only every 5th run (more writes than the ring's 8 slots in between), and a write
+   over the ring's 1 MiB; every result is the one of the data written, y = 2 x + w. */
+static void test_staged_writes(const t_env *e) {
+    enum { N = 257, BIG = 300000 };
+    nn_context *ctx = e->ctx;
+    nn_graph *g = NULL;
+    nn_tensor x, w, y, xb, yb;
+    float *buf = (float *)malloc(sizeof(float) * BIG), *out = (float *)malloc(sizeof(float) * BIG);
+    int i, k, bad = 0;
+    if (!t_begin(e, "graph: writes that do not block keep the data written (staging ring)")) goto done;
+    if (!T_CHECK(buf && out, "out of memory") || !T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
+    x = nn_input(g, "x", NN_F32, nn_shape1(N));
+    w = nn_input(g, "w", NN_F32, nn_shape1(N));
+    xb = nn_input(g, "xb", NN_F32, nn_shape1(BIG));
+    y = nn_add(g, nn_mul_scalar(g, x, 2.0f), w);
+    yb = nn_mul_scalar(g, xb, 3.0f);
+    nn_graph_output(g, y);
+    nn_graph_output(g, yb);
+    if (!T_OK(nn_graph_compile(g, NULL), ctx)) goto done;
+    for (k = 0; k < BIG; k++) buf[k] = (float)(k % 1000) * 0.5f;
+    if (!T_OK(nn_tensor_write(g, xb, buf, sizeof(float) * BIG), ctx)) goto done;
+    for (k = 0; k < BIG; k++) buf[k] = -1.0f;
+    for (i = 0; i < 20; i++) {
+        for (k = 0; k < N; k++) buf[k] = (float)(i * 1000 + k);
+        if (!T_OK(nn_tensor_write(g, x, buf, sizeof(float) * N), ctx)) goto done;
+        for (k = 0; k < N; k++) buf[k] = (float)(i - k);
+        if (!T_OK(nn_tensor_write(g, w, buf, sizeof(float) * N), ctx)) goto done;
+        for (k = 0; k < N; k++) buf[k] = 1e30f; /* the caller's buffer, reused at once */
+        if (!T_OK(nn_graph_forward(g), ctx)) goto done;
+        if (i % 5 != 4) continue;
+        if (!T_OK(nn_tensor_read(g, y, out, sizeof(float) * N), ctx)) goto done;
+        for (k = 0; k < N; k++) bad += out[k] != 2.0f * (float)(i * 1000 + k) + (float)(i - k);
+    }
+    T_CHECK(bad == 0, "%d of 4 x %d results differ from 2 x + w of the data written", bad, N);
+    if (T_OK(nn_tensor_read(g, yb, out, sizeof(float) * BIG), ctx)) {
+        for (bad = 0, k = 0; k < BIG; k++) bad += out[k] != 3.0f * ((float)(k % 1000) * 0.5f);
+        T_CHECK(bad == 0, "%d of %d results of the 1.2 MB write differ", bad, BIG);
+    }
+done:
+    nn_graph_destroy(g);
+    free(buf);
+    free(out);
+    t_end();
+}
+
 void suite_graph(const t_env *e) {
-    T_RUN(e, test_init, test_gather_int, test_xor, test_resident_training, test_argmax, test_accumulate);
+    T_RUN(e, test_init, test_gather_int, test_xor, test_resident_training, test_argmax, test_accumulate, test_staged_writes);
     t_bad_rows(e, graph_bad, (int)(sizeof graph_bad / sizeof graph_bad[0]));
 }

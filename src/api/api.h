@@ -468,7 +468,12 @@ NN_API nn_result nn_tensor_shape(nn_graph *g, nn_tensor t, nn_shape *out);
    nn_tensor_shape (*out 0 on error). Its bytes in nn_tensor_write/read are 4 * *out. */
 NN_API nn_result nn_tensor_numel(nn_graph *g, nn_tensor t, int64_t *out);
 /* bytes must equal the tensor's size. Writes go to inputs and parameters; reads come from
-   inputs, parameters, outputs, accumulators and kept gradients. */
+   inputs, parameters, outputs, accumulators and kept gradients. data may be reused as soon
+   as nn_tensor_write returns. On an OpenCL device a write of at most 1 MiB is copied into
+   one of 8 staging buffers and queued without waiting, so the host runs ahead of the
+   device (nn_graph_step returns before the step is done; after 8 such writes without a
+   read or nn_graph_finish, the next one waits for the device); NN_CL_STAGING=0 makes every
+   write wait. A read waits for all queued work. */
 NN_API nn_result nn_tensor_write(nn_graph *g, nn_tensor t, const void *data, size_t bytes);
 NN_API nn_result nn_tensor_read(nn_graph *g, nn_tensor t, void *data, size_t bytes);
 NN_API nn_result nn_tensor_fill(nn_graph *g, nn_tensor t, float value); /* no transfer */
@@ -1758,6 +1763,78 @@ NN_API nn_result nn_graph_load_safetensors(nn_graph *g, const char *path, int al
    them. */
 NN_API nn_result nn_graph_save_state(nn_graph *g, const char *path);
 NN_API nn_result nn_graph_load_state(nn_graph *g, const char *path);
+
+/* ---- Model files: the architecture with the weights (src/files/model.c) -------------------
+   A model is a chain of layers from one input, written as JSON (schema version 1):
+
+     {"format": "nn.model", "version": 1,
+      "inputs": [{"name": "x", "shape": [784], "dtype": "float32"}],
+      "layers": [{"type": "linear", "name": "fc1", "in": 784, "out": 256}, {"type": "relu"},
+                 {"type": "linear", "name": "fc2", "out": 10}]}
+
+   inputs: exactly one; shape is a sample's (no batch dim), dtype "float32" (default) or
+   "int32" (indices for an embedding). format and version may be left out. Each layer is
+   an object with "type" and that type's fields (PyTorch's names and defaults; a size
+   field takes an integer or [h, w]):
+     linear        name, in, out (required), bias (true)
+     conv1d/conv2d name, in, out, kernel (required), stride (1), padding (0), dilation (1),
+                   groups (1), bias (true)
+     max_pool2d    kernel (required), stride (kernel), padding (0), dilation (1), ceil_mode
+     avg_pool2d    kernel (required), stride (kernel), padding (0), ceil_mode (false),
+                   count_include_pad (true)
+     batch_norm1d/batch_norm2d  name, num_features, eps (1e-5), momentum (0.1)
+     layer_norm    name, normalized_shape (an integer or a list: the input's trailing
+                   dims), eps (1e-5), bias (true)
+     embedding     name, num_embeddings, embedding_dim (required), padding_idx (none)
+     dropout p (0.5); flatten (start_dim 1, end_dim -1 only); reshape shape (a sample's,
+     one -1 allowed); softmax, log_softmax dim (-1)
+     an activation by its builder's name (relu, gelu, tanh, sigmoid, silu, elu, ...), with
+     its parameters: leaky_relu negative_slope (0.01), elu and celu alpha (1), softplus
+     beta (1) and threshold (20), hardtanh min_val (-1) and max_val (1)
+   "in" and "num_features" are optional and checked against the layer's input. A layer's
+   parameters are NAME.weight, NAME.bias, ... as its nn_X_layer makes them; name defaults
+   to "layers.K" (K its index). An unknown field or type, a wrong value or a layer that
+   does not fit its input is an error naming the JSON path ("layers[3].out: expected a
+   positive integer"); the text is read strictly (RFC 8259, UTF-8, no duplicate keys) and
+   bounded (4 MiB, 32 levels of nesting). */
+
+/* Builds the layers of the model json on x ([batch, inputs[0].shape...], of its dtype):
+   the last layer's output, or a failed tensor (the graph keeps the error). */
+NN_API nn_tensor nn_model_build(nn_graph *g, nn_tensor x, const char *json);
+/* The JSON of the model from x to y: the chain of layers y comes from (each recognised from
+   the nodes that nn_X_layer, the activations, the pools, nn_dropout, nn_reshape/nn_flatten,
+   nn_softmax and nn_embedding make), x's shape without its first dim as the input's. Into
+   buf (cap bytes, NUL-terminated) when it fits; *len: its length (buf NULL: only that).
+   A node on the way that is no layer's (a residual add, a custom op) is
+   NN_ERR_INVALID_ARGUMENT naming it; so is a buf too small. */
+NN_API nn_result nn_model_json(nn_graph *g, nn_tensor x, nn_tensor y, char *buf, size_t cap, size_t *len);
+/* nn_graph_save_safetensors's file with the model's JSON (nn_model_json) as the metadata
+   string "nn.model" beside {"format": "pt"}: a PyTorch state dict, and a model that
+   nn_model_load rebuilds with no builder code. */
+NN_API nn_result nn_model_save(nn_graph *g, nn_tensor x, nn_tensor y, const char *path);
+/* nn_model_load's options (NULL: all zero). */
+typedef struct nn_model_desc {
+    int64_t batch;              /* the input's first dim (0: 1) */
+    int train;                  /* 0: an evaluation graph (dropout off, batch norm on its running
+                                   statistics), compiled, its output kept; 1: a training graph
+                                   (nn_graph_desc.eval 0), not compiled: add a loss, compile */
+    const char *json;           /* non-NULL: build this model instead of the file's (an edited
+                                   copy), loading the file's weights into it */
+    int fresh_mismatched;       /* with json: a parameter that is missing from the file or has
+                                   another shape there keeps its fresh initialisation (logged at
+                                   info level); 0: that is an error (NN_ERR_IO, NN_ERR_SHAPE)
+                                   naming the tensor. At least one must load. */
+    const nn_graph_desc *graph; /* the graph's seed (NULL: defaults); eval is train's, and
+                                   share_params is refused (the model's parameters are its own) */
+    nn_tensor *input, *output;  /* receive the model's input and output tensors (NULL: not wanted) */
+} nn_model_desc;
+/* Reads a file of nn_model_save and builds its model into a new graph *out: the input
+   (named as in the JSON, shape [batch, ...]), the layers (the output kept: nn_graph_output),
+   and every parameter loaded from
+   the file (float32, F16, BF16 or F64, by name and shape). The file is untrusted: a
+   malformed one is NN_ERR_IO, a bad model NN_ERR_INVALID_ARGUMENT naming the JSON path;
+   nothing leaks and *out stays NULL on any error. */
+NN_API nn_result nn_model_load(nn_context *ctx, const char *path, const nn_model_desc *desc, nn_graph **out);
 
 /* ---- Data-parallel training over MPI (compiled in with -DNN_MPI, linked with mpicc) ----
    One process per rank, each with its own context and the same graph. A training graph

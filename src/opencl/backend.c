@@ -19,7 +19,19 @@ typedef struct nn__cl {
     unsigned char *guard_seen;        /* NN_CL_GUARDS: each guard read before and after its launch */
     size_t guard_cap;                 /* bytes of guard_seen */
     int cache_dir_state;              /* ctx->cache_dir: 0 not looked at yet, 1 used, -1 refused */
+    /* the staging ring of host writes (nn__cl_write): a write of at most NN__CL_STAGE_MAX
+       bytes is copied into the next free slot and enqueued without blocking, so the host
+       runs ahead of the device (nn_graph_step returns before the step is done). Slots
+       [0, staged) may still be in flight; a blocking read or clFinish frees them all, and
+       a write that finds every slot taken waits (clFinish) first. NN_CL_STAGING=0: every
+       write blocks. */
+    unsigned char *stage[8];
+    size_t stage_cap[8];
+    int staged, staging;
 } nn__cl;
+
+#define NN__CL_STAGES 8
+#define NN__CL_STAGE_MAX ((size_t)1 << 20)
 
 /* NN_CL_GUARDS=1 (a debugging aid; the test binary sets it): every buffer gets this many
    bytes after its end (a whole padded group of 64 floats) that no kernel may write; a run
@@ -163,6 +175,8 @@ static void nn__cl_close(nn_context *ctx) {
     nn__cl *cl = NN__CL(ctx);
     int i;
     if (!cl) return;
+    if (cl->staged && cl->queue) clFinish(cl->queue); /* the ring's last writes read its slots */
+    for (i = 0; i < NN__CL_STAGES; i++) NN_FREE(cl->stage[i]);
     for (i = 0; i < 64; i++)
         if (cl->programs[i]) clReleaseProgram(cl->programs[i]);
     if (cl->queue) clReleaseCommandQueue(cl->queue);
@@ -200,6 +214,8 @@ static nn_result nn__cl_open_device(nn_context *ctx, cl_platform_id plat, cl_dev
     {
         const char *env = getenv("NN_CL_GUARDS");
         if (env && env[0] && strcmp(env, "0") != 0) d->guard = NN__CL_GUARD;
+        env = getenv("NN_CL_STAGING");
+        cl->staging = !(env && strcmp(env, "0") == 0);
     }
     nn__cl_str(dev, CL_DEVICE_NAME, cl->name, sizeof cl->name);
     if (!cl->name[0]) snprintf(cl->name, sizeof cl->name, "OpenCL device %d (no name)", index);
@@ -662,15 +678,43 @@ static void nn__cl_release(nn_context *ctx, nn__buf *b) {
     if (b->owned) NN_FREE(b->host);
 }
 
+/* A small write goes through the staging ring (nn__cl's stage: copied, enqueued without
+   blocking); a large one, or one whose slot cannot grow, blocks. */
 static nn_result nn__cl_write(nn_context *ctx, nn__buf *b, const void *src, size_t bytes) {
-    cl_int err = clEnqueueWriteBuffer(NN__CL(ctx)->queue, (cl_mem)b->handle, CL_TRUE, 0, bytes, src, 0, NULL, NULL);
+    nn__cl *cl = NN__CL(ctx);
+    cl_int err;
+    if (cl->staging && bytes <= NN__CL_STAGE_MAX) {
+        int s;
+        if (cl->staged == NN__CL_STAGES) { /* every slot may be in flight: wait for them */
+            if ((err = clFinish(cl->queue)) != CL_SUCCESS)
+                return nn__fail(ctx, NN_ERR_DEVICE, "clFinish (a full staging ring): %s (%d)", nn__cl_errstr(err), err);
+            cl->staged = 0;
+        }
+        s = cl->staged;
+        if (cl->stage_cap[s] < bytes) {
+            size_t cap = bytes < 4096 ? 4096 : bytes;
+            unsigned char *p = (unsigned char *)NN_REALLOC(cl->stage[s], cap);
+            if (p) cl->stage[s] = p, cl->stage_cap[s] = cap;
+        }
+        if (cl->stage_cap[s] >= bytes) {
+            memcpy(cl->stage[s], src, bytes);
+            err = clEnqueueWriteBuffer(cl->queue, (cl_mem)b->handle, CL_FALSE, 0, bytes, cl->stage[s], 0, NULL, NULL);
+            if (err != CL_SUCCESS) return nn__fail(ctx, NN_ERR_DEVICE, "clEnqueueWriteBuffer: %s (%d)", nn__cl_errstr(err), err);
+            cl->staged++;
+            return NN_OK;
+        }
+    }
+    err = clEnqueueWriteBuffer(cl->queue, (cl_mem)b->handle, CL_TRUE, 0, bytes, src, 0, NULL, NULL);
     if (err != CL_SUCCESS) return nn__fail(ctx, NN_ERR_DEVICE, "clEnqueueWriteBuffer: %s (%d)", nn__cl_errstr(err), err);
     return NN_OK;
 }
 
+/* A blocking read on the in-order queue: every command before it, staged writes included,
+   is done after it. */
 static nn_result nn__cl_read(nn_context *ctx, const nn__buf *b, void *dst, size_t bytes) {
     cl_int err = clEnqueueReadBuffer(NN__CL(ctx)->queue, (cl_mem)b->handle, CL_TRUE, 0, bytes, dst, 0, NULL, NULL);
     if (err != CL_SUCCESS) return nn__fail(ctx, NN_ERR_DEVICE, "clEnqueueReadBuffer: %s (%d)", nn__cl_errstr(err), err);
+    NN__CL(ctx)->staged = 0;
     return NN_OK;
 }
 
@@ -848,6 +892,7 @@ static nn_result nn__cl_run(nn_graph *g, int n_sched) {
 static nn_result nn__cl_finish(nn_context *ctx) {
     cl_int err = clFinish(NN__CL(ctx)->queue);
     if (err != CL_SUCCESS) return nn__fail(ctx, NN_ERR_DEVICE, "clFinish: %s (%d)", nn__cl_errstr(err), err);
+    NN__CL(ctx)->staged = 0;
     return NN_OK;
 }
 

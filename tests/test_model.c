@@ -1,0 +1,504 @@
+/* Model files (src/files/model.c): a graph built with builder code saved with its JSON
+   (nn_model_save) and rebuilt with none (nn_model_load) gives the same bits; a hand-written
+   JSON builds and trains (nn_model_build); an edited JSON (a layer widened) is refused
+   naming the tensor, or loads with that layer fresh; malformed JSON is refused naming its
+   path (bad rows); bad files and graphs that are no chain of layers are errors. */
+#define _POSIX_C_SOURCE 200809L
+#include "test.h"
+#include "bad_rows.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int md_tmp(char *path) {
+    int fd = mkstemp(path);
+    if (fd < 0) return 0;
+    close(fd);
+    return 1;
+}
+
+static void md_fill(float *v, size_t n, unsigned long long seed) {
+    size_t i;
+    t_seed(seed);
+    for (i = 0; i < n; i++) v[i] = (float)t_uniform(-1.0, 1.0);
+}
+
+/* The three nets of the round trip: x -> y built with builder code, on g */
+typedef nn_tensor (*md_net)(nn_graph *g, nn_tensor x);
+
+/* conv2d, batch norm, relu, max pool, avg pool, flatten, linear, layer norm, gelu,
+   dropout, linear, log_softmax on [B, 2, 9, 9] */
+static nn_tensor md_cnn(nn_graph *g, nn_tensor x) {
+    nn_conv2d_desc cd;
+    nn_pool2d_desc mp, ap;
+    memset(&cd, 0, sizeof cd);
+    memset(&mp, 0, sizeof mp);
+    memset(&ap, 0, sizeof ap);
+    cd.pad_h = cd.pad_w = 1;
+    mp.kernel_h = mp.kernel_w = 2;
+    mp.ceil_mode = 1;
+    ap.kernel_h = ap.kernel_w = 3;
+    ap.stride_h = ap.stride_w = 1;
+    ap.pad_h = ap.pad_w = 1;
+    ap.exclude_pad = 1;
+    x = nn_conv2d_layer(g, x, 4, 3, 3, &cd, "conv");
+    x = nn_relu(g, nn_batch_norm2d_layer(g, x, NULL, "bn"));
+    x = nn_avg_pool2d(g, nn_max_pool2d(g, x, &mp), &ap); /* [B, 4, 5, 5] */
+    x = nn_flatten(g, x);
+    x = nn_linear_layer(g, x, 16, NULL, "fc1");
+    x = nn_dropout(g, nn_gelu(g, nn_layer_norm_layer(g, x, 1, NULL, "ln")), 0.25f);
+    return nn_log_softmax(g, nn_linear_layer(g, x, 5, NULL, "fc2"), -1);
+}
+
+/* embedding (padding_idx 1), flatten, linear, softmax on int32 [B, 5] */
+static nn_tensor md_emb(nn_graph *g, nn_tensor x) {
+    nn_embedding_desc ed;
+    memset(&ed, 0, sizeof ed);
+    ed.padding_idx = 1;
+    x = nn_flatten(g, nn_embedding(g, x, 11, 4, &ed, "emb"));
+    return nn_softmax(g, nn_linear_layer(g, x, 3, NULL, "out"), 1);
+}
+
+typedef struct md_case {
+    const char *label;
+    md_net net;
+    nn_dtype dtype;
+    nn_shape sample; /* without the batch dim */
+    const char *json_has; /* words the saved JSON holds */
+} md_case;
+
+static nn_shape md_batch(nn_shape s, int64_t b) {
+    nn_shape r;
+    int d;
+    memset(&r, 0, sizeof r);
+    r.ndim = s.ndim + 1;
+    r.dim[0] = b;
+    for (d = 0; d < s.ndim; d++) r.dim[d + 1] = s.dim[d];
+    return r;
+}
+
+/* md_seq's reshape keeps the batch: rebuilt here with it */
+static nn_tensor md_seq_b(nn_graph *g, nn_tensor x) {
+    nn_conv1d_desc cd;
+    nn_linear_desc ld;
+    nn_shape s;
+    nn_tensor_shape(g, x, &s);
+    memset(&cd, 0, sizeof cd);
+    memset(&ld, 0, sizeof ld);
+    cd.stride = 2;
+    cd.no_bias = 1;
+    ld.no_bias = 1;
+    x = nn_tanh(g, nn_conv1d_layer(g, x, 4, 3, &cd, "c1"));
+    x = nn_leaky_relu(g, nn_reshape(g, x, nn_shape3(s.dim[0], 2, 10)), 0.2f);
+    x = nn_reshape(g, x, nn_shape2(s.dim[0], 20));
+    return nn_softplus(g, nn_linear_layer(g, x, 3, &ld, "head"), 2.0f, 10.0f);
+}
+
+/* One net: trained 3 steps (so the weights and batch norm's running statistics move),
+   evaluated on a graph that shares them, saved, loaded with no builder code, evaluated
+   again: the same bits. */
+static void md_roundtrip_one(const t_env *e, const md_case *c) {
+    nn_context *ctx = e->ctx;
+    nn_graph *g = NULL, *ev = NULL, *ld = NULL;
+    nn_graph_desc gd, ed;
+    nn_compile_desc cd;
+    nn_model_desc md;
+    nn_tensor x, y, t, ex, ey, lx = NN_NONE, ly = NN_NONE;
+    nn_shape ys;
+    char path[] = "/tmp/nn-test-model-XXXXXX", *json = NULL;
+    const int64_t B = 6;
+    int64_t nin = 0, nout = 0;
+    size_t len = 0, i;
+    float *xin = NULL, *tgt = NULL, *y1 = NULL, *y2 = NULL;
+    int32_t *iin = NULL;
+    int step, ok = 1;
+    char name[160];
+    snprintf(name, sizeof name, "model: save -> load round trip, the same bits (%s)", c->label);
+    if (!t_begin(e, name)) return;
+    if (!T_CHECK(md_tmp(path), "mkstemp")) goto done;
+    memset(&gd, 0, sizeof gd);
+    gd.seed = 7;
+    if (!T_OK(nn_graph_create(ctx, &gd, &g), ctx)) goto done;
+    x = nn_input(g, c->dtype == NN_I32 ? "tokens" : "x", c->dtype, md_batch(c->sample, B));
+    y = c->net(g, x);
+    nn_tensor_shape(g, y, &ys);
+    t = nn_input(g, "target", NN_F32, ys);
+    memset(&cd, 0, sizeof cd);
+    cd.loss = nn_mse_loss(g, y, t, NULL);
+    cd.optimizer.kind = NN_OPT_ADAM;
+    cd.optimizer.lr = 0.01f;
+    if (!T_OK(nn_graph_compile(g, &cd), ctx)) goto done;
+    nin = t_numel(g, x);
+    nout = t_numel(g, y);
+    xin = (float *)calloc((size_t)nin, sizeof *xin);
+    iin = (int32_t *)calloc((size_t)nin, sizeof *iin);
+    tgt = (float *)calloc((size_t)nout, sizeof *tgt);
+    y1 = (float *)calloc((size_t)nout, sizeof *y1);
+    y2 = (float *)calloc((size_t)nout, sizeof *y2);
+    if (!T_CHECK(xin && iin && tgt && y1 && y2, "out of memory")) goto done;
+    md_fill(xin, (size_t)nin, 11);
+    md_fill(tgt, (size_t)nout, 12);
+    for (i = 0; i < (size_t)nin; i++) iin[i] = (int32_t)((i * 7 + 3) % 11);
+    if (!T_OK(nn_tensor_write(g, x, c->dtype == NN_I32 ? (const void *)iin : (const void *)xin, (size_t)nin * 4), ctx) ||
+        !T_OK(nn_tensor_write(g, t, tgt, (size_t)nout * 4), ctx))
+        goto done;
+    for (step = 0; step < 3; step++)
+        if (!T_OK(nn_graph_step(g), ctx)) goto done;
+    /* the JSON, as nn_model_save stores it */
+    if (!T_OK(nn_model_json(g, x, y, NULL, 0, &len), ctx) || !T_CHECK(len > 0, "empty JSON")) goto done;
+    json = (char *)malloc(len + 1);
+    if (!T_CHECK(json != NULL, "oom") || !T_OK(nn_model_json(g, x, y, json, len + 1, &len), ctx)) goto done;
+    ok &= T_CHECK(strstr(json, c->json_has) != NULL, "the JSON lacks %s:\n%s", c->json_has, json);
+    {
+        char *shorter = (char *)malloc(len);
+        size_t l2 = 0;
+        ok &= T_CHECK(shorter && nn_model_json(g, x, y, shorter, len, &l2) == NN_ERR_INVALID_ARGUMENT && l2 == len,
+                      "a buf one byte short is refused");
+        free(shorter);
+    }
+    if (!T_OK(nn_model_save(g, x, y, path), ctx)) goto done;
+    /* the reference: an eval graph on the trained parameters */
+    memset(&ed, 0, sizeof ed);
+    ed.share_params = g;
+    ed.eval = 1;
+    if (!T_OK(nn_graph_create(ctx, &ed, &ev), ctx)) goto done;
+    ex = nn_input(ev, "x", c->dtype, md_batch(c->sample, B));
+    ey = c->net(ev, ex);
+    if (!T_OK(nn_graph_output(ev, ey), ctx) || !T_OK(nn_graph_compile(ev, NULL), ctx)) goto done;
+    if (!T_OK(nn_tensor_write(ev, ex, c->dtype == NN_I32 ? (const void *)iin : (const void *)xin, (size_t)nin * 4), ctx) ||
+        !T_OK(nn_graph_forward(ev), ctx) || !T_OK(nn_tensor_read(ev, ey, y1, (size_t)nout * 4), ctx))
+        goto done;
+    /* no model code: the file alone */
+    memset(&md, 0, sizeof md);
+    md.batch = B;
+    md.input = &lx;
+    md.output = &ly;
+    if (!T_OK(nn_model_load(ctx, path, &md, &ld), ctx)) goto done;
+    ok &= T_CHECK(nn_graph_find(ld, c->dtype == NN_I32 ? "tokens" : "x").id == lx.id, "the input keeps its name");
+    if (!T_OK(nn_tensor_write(ld, lx, c->dtype == NN_I32 ? (const void *)iin : (const void *)xin, (size_t)nin * 4), ctx) ||
+        !T_OK(nn_graph_forward(ld), ctx) || !T_OK(nn_tensor_read(ld, ly, y2, (size_t)nout * 4), ctx))
+        goto done;
+    for (i = 0; i < (size_t)nout && ok; i++)
+        ok &= T_CHECK(memcmp(&y1[i], &y2[i], 4) == 0, "output %lu: %.9g from the graph, %.9g from the file", (unsigned long)i,
+                      y1[i], y2[i]);
+    /* the load's own JSON is the saved one */
+    {
+        size_t len2 = 0;
+        char *j2 = (char *)malloc(len + 1);
+        if (T_CHECK(j2 != NULL, "oom") && T_OK(nn_model_json(ld, lx, ly, j2, len + 1, &len2), ctx))
+            ok &= T_CHECK(len2 <= len && (strstr(json, "dropout") || strcmp(j2, json) == 0), "the reloaded JSON differs:\n%s\n%s", j2, json);
+        free(j2);
+    }
+done:
+    nn_graph_destroy(ld);
+    nn_graph_destroy(ev);
+    nn_graph_destroy(g);
+    remove(path);
+    free(json);
+    free(xin);
+    free(iin);
+    free(tgt);
+    free(y1);
+    free(y2);
+    (void)ok;
+    t_end();
+}
+
+static void test_roundtrip(const t_env *e) {
+    static const md_case cases[3] = {
+        {"conv2d, batch_norm2d, pools, layer_norm, dropout", md_cnn, NN_F32, {3, {2, 9, 9}}, "\"ceil_mode\": true"},
+        {"conv1d, reshape, leaky_relu, softplus", md_seq_b, NN_F32, {2, {3, 11}}, "\"negative_slope\": 0.2"},
+        {"embedding, softmax", md_emb, NN_I32, {1, {5}}, "\"padding_idx\": 1"},
+    };
+    int i;
+    for (i = 0; i < 3; i++) md_roundtrip_one(e, &cases[i]);
+}
+
+/* A model written by hand: y = 2 x0 - x1 + 0.5 learned by a 2-8-1 MLP, 300 Adam steps. */
+static const char md_hand[] =
+    "{\"inputs\": [{\"name\": \"x\", \"shape\": [2]}],\n"
+    " \"layers\": [{\"type\": \"linear\", \"name\": \"fc1\", \"in\": 2, \"out\": 8},\n"
+    "            {\"type\": \"tanh\"},\n"
+    "            {\"type\": \"linear\", \"name\": \"fc2\", \"out\": 1}]}";
+
+static void test_hand_written(const t_env *e) {
+    nn_context *ctx = e->ctx;
+    nn_graph *g = NULL;
+    nn_compile_desc cd;
+    nn_tensor x, y, t, w;
+    float xin[64 * 2], tgt[64], first = 0, last = 0;
+    int i, step;
+    if (!t_begin(e, "model: a hand-written JSON builds and trains")) return;
+    if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
+    x = nn_input(g, "x", NN_F32, nn_shape2(64, 2));
+    t = nn_input(g, "t", NN_F32, nn_shape2(64, 1));
+    y = nn_model_build(g, x, md_hand);
+    if (!T_CHECK(y.id > 0, "nn_model_build: %s", nn_context_last_error(ctx))) goto done;
+    w = nn_graph_find(g, "fc1.weight");
+    T_CHECK(t_shape(g, w).ndim == 2 && t_shape(g, w).dim[0] == 8 && t_shape(g, w).dim[1] == 2, "fc1.weight is [8, 2]");
+    T_CHECK(t_shape(g, y).ndim == 2 && t_shape(g, y).dim[1] == 1, "y is [64, 1]");
+    memset(&cd, 0, sizeof cd);
+    cd.loss = nn_mse_loss(g, y, t, NULL);
+    cd.optimizer.kind = NN_OPT_ADAM;
+    cd.optimizer.lr = 0.02f;
+    if (!T_OK(nn_graph_compile(g, &cd), ctx)) goto done;
+    md_fill(xin, 128, 3);
+    for (i = 0; i < 64; i++) tgt[i] = 2 * xin[2 * i] - xin[2 * i + 1] + 0.5f;
+    if (!T_OK(nn_tensor_write(g, x, xin, sizeof xin), ctx) || !T_OK(nn_tensor_write(g, t, tgt, sizeof tgt), ctx)) goto done;
+    for (step = 0; step < 300; step++) {
+        if (!T_OK(nn_graph_step(g), ctx)) goto done;
+        if (step == 0 && !T_OK(nn_tensor_read(g, cd.loss, &first, 4), ctx)) goto done;
+    }
+    if (!T_OK(nn_tensor_read(g, cd.loss, &last, 4), ctx)) goto done;
+    T_CHECK(first > 0.5f && last < 0.01f * first, "loss %g after 300 steps, %g at the first", last, first);
+done:
+    nn_graph_destroy(g);
+    t_end();
+}
+
+/* Replaces the first "from" in s (of capacity cap) by "to"; 1 when found. */
+static int md_edit(char *s, size_t cap, const char *from, const char *to) {
+    char *p = strstr(s, from);
+    size_t fl = strlen(from), tl = strlen(to), rest;
+    if (!p) return 0;
+    rest = strlen(p + fl);
+    if ((size_t)(p - s) + tl + rest + 1 > cap) return 0;
+    memmove(p + tl, p + fl, rest + 1);
+    memcpy(p, to, tl);
+    return 1;
+}
+
+/* x [4, 3] -> fc1 (8) -> relu -> fc2 (8) -> relu -> fc3 (2), saved; its JSON edited so that
+   fc2 is 12 wide (fc3's input with it) */
+static void test_widened(const t_env *e) {
+    nn_context *ctx = e->ctx;
+    nn_graph *g = NULL, *a = NULL, *b = NULL;
+    nn_model_desc md;
+    nn_compile_desc cd;
+    nn_tensor x, y, lx = NN_NONE, ly = NN_NONE;
+    char path[] = "/tmp/nn-test-model-XXXXXX", json[4096];
+    float w3[2 * 12], w2[12 * 8], f1[8 * 3], l1[8 * 3], xin[4 * 3], out[4 * 2];
+    size_t len;
+    const char *err;
+    int i;
+    if (!t_begin(e, "model: an edited JSON (a layer widened): refused, or fresh weights for the changed layers")) return;
+    if (!T_CHECK(md_tmp(path), "mkstemp") || !T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
+    x = nn_input(g, "x", NN_F32, nn_shape2(4, 3));
+    y = nn_relu(g, nn_linear_layer(g, nn_relu(g, nn_linear_layer(g, x, 8, NULL, "fc1")), 8, NULL, "fc2"));
+    y = nn_linear_layer(g, y, 2, NULL, "fc3");
+    if (!T_OK(nn_graph_output(g, y), ctx) || !T_OK(nn_graph_compile(g, NULL), ctx)) goto done;
+    if (!T_OK(nn_model_save(g, x, y, path), ctx) || !T_OK(nn_model_json(g, x, y, json, sizeof json, &len), ctx)) goto done;
+    if (!T_CHECK(md_edit(json, sizeof json, "\"name\": \"fc2\", \"in\": 8, \"out\": 8", "\"name\": \"fc2\", \"in\": 8, \"out\": 12") &&
+                     md_edit(json, sizeof json, "\"name\": \"fc3\", \"in\": 8", "\"name\": \"fc3\", \"in\": 12"),
+                 "the JSON as saved:\n%s", json))
+        goto done;
+    memset(&md, 0, sizeof md);
+    md.json = json;
+    md.batch = 4;
+    T_CHECK(nn_model_load(ctx, path, &md, &a) == NN_ERR_SHAPE && a == NULL, "the widened JSON loads without fresh_mismatched");
+    err = nn_context_last_error(ctx);
+    T_CHECK(strstr(err, "fc2.weight is [8, 8] in the file, [12, 8] in the model") && strstr(err, "fresh_mismatched"), "message: %s", err);
+    md.fresh_mismatched = 1;
+    md.train = 1;
+    md.input = &lx;
+    md.output = &ly;
+    if (!T_OK(nn_model_load(ctx, path, &md, &a), ctx)) goto done;
+    T_CHECK(t_shape(a, nn_graph_find(a, "fc2.weight")).dim[0] == 12 && t_shape(a, nn_graph_find(a, "fc3.weight")).dim[1] == 12,
+            "fc2 is 12 wide, fc3 takes 12");
+    memset(&cd, 0, sizeof cd);
+    cd.loss = nn_mean(a, nn_square(a, ly));
+    cd.optimizer.kind = NN_OPT_SGD;
+    cd.optimizer.lr = 0.1f;
+    if (!T_OK(nn_graph_compile(a, &cd), ctx)) goto done;
+    /* fc1 (unchanged) came from the file; fc2 kept its fresh values */
+    if (!T_OK(nn_tensor_read(g, nn_graph_find(g, "fc1.weight"), f1, sizeof f1), ctx) ||
+        !T_OK(nn_tensor_read(a, nn_graph_find(a, "fc1.weight"), l1, sizeof l1), ctx) ||
+        !T_OK(nn_tensor_read(a, nn_graph_find(a, "fc2.weight"), w2, sizeof w2), ctx) ||
+        !T_OK(nn_tensor_read(a, nn_graph_find(a, "fc3.weight"), w3, 2 * 12 * 4), ctx))
+        goto done;
+    T_CHECK(memcmp(f1, l1, sizeof f1) == 0, "fc1.weight loaded from the file");
+    for (i = 0; i < 12 * 8; i++)
+        if (!T_CHECK(w2[i] >= -0.3536f && w2[i] <= 0.3536f, "fc2.weight[%d] = %g is not nn.Linear's U(+-1/sqrt(8))", i, w2[i])) break;
+    md_fill(xin, 12, 5);
+    if (!T_OK(nn_tensor_write(a, lx, xin, sizeof xin), ctx)) goto done;
+    for (i = 0; i < 5; i++)
+        if (!T_OK(nn_graph_step(a), ctx)) goto done;
+    T_OK(nn_tensor_read(a, ly, out, sizeof out), ctx);
+    /* an inference load of the same edit */
+    md.train = 0;
+    if (T_OK(nn_model_load(ctx, path, &md, &b), ctx)) T_OK(nn_graph_forward(b), ctx);
+done:
+    nn_graph_destroy(b);
+    nn_graph_destroy(a);
+    nn_graph_destroy(g);
+    remove(path);
+    t_end();
+}
+
+/* Files and graphs nn_model_* refuse, each with its words; nothing is returned. */
+static void test_errors(const t_env *e) {
+    nn_context *ctx = e->ctx;
+    nn_graph *g = NULL, *out = (nn_graph *)&out;
+    nn_tensor x, y;
+    char path[] = "/tmp/nn-test-model-XXXXXX", json[64];
+    size_t len = 7;
+    FILE *f;
+    if (!t_begin(e, "model: bad files and graphs that are no chain of layers")) return;
+    if (!T_CHECK(md_tmp(path), "mkstemp") || !T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
+    /* a residual connection: no chain */
+    x = nn_input(g, "x", NN_F32, nn_shape2(2, 4));
+    y = nn_add(g, x, nn_relu(g, nn_linear_layer(g, x, 4, NULL, "fc")));
+    T_CHECK(nn_model_json(g, x, y, json, sizeof json, &len) == NN_ERR_INVALID_ARGUMENT && len == 0,
+            "a residual graph is refused");
+    T_CHECK(strstr(nn_context_last_error(ctx), "nn_model_json: node") != NULL &&
+                strstr(nn_context_last_error(ctx), "chain of layers") != NULL,
+            "message: %s", nn_context_last_error(ctx));
+    T_CHECK(nn_graph_status(g) == NN_OK, "a refused query leaves the graph as it was");
+    T_CHECK(nn_model_save(g, x, y, path) == NN_ERR_INVALID_ARGUMENT, "nn_model_save refuses it too");
+    /* a safetensors file without a model */
+    y = nn_relu(g, nn_linear_layer(g, x, 4, NULL, "fc2"));
+    if (!T_OK(nn_graph_save_safetensors(g, path), ctx)) goto done;
+    T_CHECK(nn_model_load(ctx, path, NULL, &out) == NN_ERR_IO && out == NULL, "a file with no nn.model");
+    T_CHECK(strstr(nn_context_last_error(ctx), "no model description") != NULL, "message: %s", nn_context_last_error(ctx));
+    /* a model whose JSON is bad inside a good file: the path in the message */
+    if (T_OK(nn_model_save(g, x, y, path), ctx)) {
+        nn_model_desc md;
+        memset(&md, 0, sizeof md);
+        md.json = "{\"inputs\": [{\"shape\": [4]}], \"layers\": [{\"type\": \"linear\", \"name\": \"fc2\", \"out\": 0}]}";
+        out = (nn_graph *)&out;
+        T_CHECK(nn_model_load(ctx, path, &md, &out) == NN_ERR_INVALID_ARGUMENT && out == NULL, "out 0 is refused");
+        T_CHECK(strstr(nn_context_last_error(ctx), "nn_model_load: layers[0].out: expected a positive integer") != NULL,
+                "message: %s", nn_context_last_error(ctx));
+        md.json = "{\"inputs\": [{\"shape\": [4]}], \"layers\": [{\"type\": \"linear\", \"name\": \"other\", \"out\": 4}]}";
+        T_CHECK(nn_model_load(ctx, path, &md, &out) == NN_ERR_IO && out == NULL, "a parameter the file lacks");
+        T_CHECK(strstr(nn_context_last_error(ctx), "other.weight") != NULL, "message: %s", nn_context_last_error(ctx));
+        md.fresh_mismatched = 1;
+        T_CHECK(nn_model_load(ctx, path, &md, &out) == NN_ERR_IO && out == NULL, "fresh_mismatched with nothing matched");
+        {
+            nn_graph_desc gd;
+            memset(&gd, 0, sizeof gd);
+            gd.share_params = g;
+            memset(&md, 0, sizeof md);
+            md.graph = &gd;
+            T_CHECK(nn_model_load(ctx, path, &md, &out) == NN_ERR_INVALID_ARGUMENT && out == NULL, "share_params is refused");
+            T_CHECK(strstr(nn_context_last_error(ctx), "share_params") != NULL, "message: %s", nn_context_last_error(ctx));
+            md.batch = -1;
+            md.graph = NULL;
+            T_CHECK(nn_model_load(ctx, path, &md, &out) == NN_ERR_INVALID_ARGUMENT && out == NULL, "batch -1 is refused");
+        }
+    }
+    /* not a safetensors file */
+    f = fopen(path, "wb");
+    if (f) {
+        fputs("{\"inputs\": []}", f);
+        fclose(f);
+    }
+    T_CHECK(nn_model_load(ctx, path, NULL, &out) == NN_ERR_IO && out == NULL, "a JSON text is no model file");
+    T_CHECK(nn_model_load(ctx, "/nonexistent/nn-model", NULL, &out) != NN_OK && out == NULL, "a missing file");
+    T_CHECK(nn_model_load(ctx, NULL, NULL, &out) == NN_ERR_INVALID_ARGUMENT, "no path");
+done:
+    nn_graph_destroy(g);
+    remove(path);
+    t_end();
+}
+
+/* ---- bad rows: malformed and wrong JSON, each named by its path ---- */
+#define MB(NAME, SHAPE, JSON) B(NAME, nn_model_build(g, F(g, SHAPE), JSON))
+#define IN4 "{\"inputs\": [{\"shape\": [4]}], \"layers\": "
+MB(mb_syntax, S2(2, 4), "{\"inputs\": [{\"shape\": [4]}], \"layers\": [}")
+MB(mb_trailing, S2(2, 4), IN4 "[{\"type\": \"relu\"},]}")
+MB(mb_after, S2(2, 4), IN4 "[]} x")
+MB(mb_dup, S2(2, 4), IN4 "[], \"layers\": []}")
+MB(mb_top_field, S2(2, 4), IN4 "[], \"extra\": 1}")
+MB(mb_no_inputs, S2(2, 4), "{\"layers\": []}")
+MB(mb_two_inputs, S2(2, 4), "{\"inputs\": [{\"shape\": [4]}, {\"shape\": [4]}], \"layers\": []}")
+MB(mb_input_field, S2(2, 4), "{\"inputs\": [{\"shape\": [4], \"size\": 4}], \"layers\": []}")
+MB(mb_input_shape, S2(2, 4), "{\"inputs\": [{\"shape\": [5]}], \"layers\": []}")
+MB(mb_input_dtype, S2(2, 4), "{\"inputs\": [{\"shape\": [4], \"dtype\": \"f64\"}], \"layers\": []}")
+MB(mb_version, S2(2, 4), "{\"version\": 2, \"inputs\": [{\"shape\": [4]}], \"layers\": []}")
+MB(mb_layers_obj, S2(2, 4), IN4 "{}}")
+MB(mb_layer_num, S2(2, 4), IN4 "[{\"type\": \"relu\"}, 3]}")
+MB(mb_no_type, S2(2, 4), IN4 "[{\"out\": 3}]}")
+MB(mb_type, S2(2, 4), IN4 "[{\"type\": \"relu\"}, {\"type\": \"dense\"}]}")
+MB(mb_field, S2(2, 4), IN4 "[{\"type\": \"linear\", \"out\": 3, \"size\": 3}]}")
+MB(mb_out_neg, S2(2, 4), IN4 "[{\"type\": \"relu\"}, {\"type\": \"relu\"}, {\"type\": \"relu\"}, {\"type\": \"linear\", \"out\": -3}]}")
+MB(mb_out_frac, S2(2, 4), IN4 "[{\"type\": \"linear\", \"out\": 2.5}]}")
+MB(mb_out_str, S2(2, 4), IN4 "[{\"type\": \"linear\", \"out\": \"8\"}]}")
+MB(mb_out_missing, S2(2, 4), IN4 "[{\"type\": \"linear\"}]}")
+MB(mb_in, S2(2, 4), IN4 "[{\"type\": \"linear\", \"in\": 5, \"out\": 3}]}")
+MB(mb_bias, S2(2, 4), IN4 "[{\"type\": \"linear\", \"out\": 3, \"bias\": \"yes\"}]}")
+MB(mb_name, S2(2, 4), IN4 "[{\"type\": \"linear\", \"out\": 3, \"name\": \"\"}]}")
+MB(mb_linear_4d, S4(2, 1, 2, 2), "{\"inputs\": [{\"shape\": [1, 2, 2]}], \"layers\": [{\"type\": \"linear\", \"out\": 3}]}")
+MB(mb_kernel, S4(2, 1, 4, 4), "{\"inputs\": [{\"shape\": [1, 4, 4]}], \"layers\": [{\"type\": \"conv2d\", \"out\": 2}]}")
+MB(mb_kernel_pair, S4(2, 1, 4, 4), "{\"inputs\": [{\"shape\": [1, 4, 4]}], \"layers\": [{\"type\": \"conv2d\", \"out\": 2, \"kernel\": [3, 3, 3]}]}")
+MB(mb_kernel_big, S4(2, 1, 4, 4), "{\"inputs\": [{\"shape\": [1, 4, 4]}], \"layers\": [{\"type\": \"conv2d\", \"out\": 2, \"kernel\": 9}]}")
+MB(mb_pool_stride, S4(2, 1, 4, 4), "{\"inputs\": [{\"shape\": [1, 4, 4]}], \"layers\": [{\"type\": \"max_pool2d\", \"kernel\": 2, \"stride\": 0}]}")
+MB(mb_dropout_p, S2(2, 4), IN4 "[{\"type\": \"dropout\", \"p\": 1.5}]}")
+MB(mb_act_param, S2(2, 4), IN4 "[{\"type\": \"leaky_relu\", \"slope\": 0.1}]}")
+MB(mb_act_invalid, S2(2, 4), IN4 "[{\"type\": \"celu\", \"alpha\": 0}]}")
+MB(mb_softmax_dim, S2(2, 4), IN4 "[{\"type\": \"softmax\", \"dim\": 2}]}")
+MB(mb_reshape, S2(2, 4), IN4 "[{\"type\": \"reshape\", \"shape\": [3, -1]}]}")
+MB(mb_flatten, S2(2, 4), IN4 "[{\"type\": \"flatten\", \"start_dim\": 0}]}")
+MB(mb_ln_shape, S3(2, 3, 4), "{\"inputs\": [{\"shape\": [3, 4]}], \"layers\": [{\"type\": \"layer_norm\", \"normalized_shape\": [3]}]}")
+MB(mb_emb_float, S2(2, 4), IN4 "[{\"type\": \"embedding\", \"num_embeddings\": 5, \"embedding_dim\": 2}]}")
+MB(mb_bn_eps, S2(2, 4), IN4 "[{\"type\": \"batch_norm1d\", \"eps\": -1}]}")
+MB(mb_utf8, S2(2, 4), IN4 "[{\"type\": \"re\xff\"}]}")
+MB(mb_escape, S2(2, 4), IN4 "[{\"type\": \"re\\u0000lu\"}]}")
+MB(mb_number, S2(2, 4), IN4 "[{\"type\": \"linear\", \"out\": 01}]}")
+MB(mb_huge, S2(2, 4), IN4 "[{\"type\": \"linear\", \"out\": 1e999}]}")
+MB(mb_deep, S2(2, 4), IN4 "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}")
+MB(mb_null, S2(2, 4), NULL)
+MB(mb_empty, S2(2, 4), "")
+
+static const bad_row model_bad[] = {
+    {"model", "JSON syntax", mb_syntax, R_INV, "nn_model_build|JSON byte 40 (line 1)|expected a value", 0},
+    {"model", "a trailing comma", mb_trailing, R_INV, "nn_model_build|JSON byte|expected a value", 0},
+    {"model", "text after the object", mb_after, R_INV, "nn_model_build|text after the value", 0},
+    {"model", "a duplicate key", mb_dup, R_INV, "duplicate key \"layers\"", 0},
+    {"model", "an unknown top-level field", mb_top_field, R_INV, "nn_model_build: extra: unknown field|format version inputs layers", 0},
+    {"model", "no inputs", mb_no_inputs, R_INV, "nn_model_build: inputs: missing", 0},
+    {"model", "two inputs", mb_two_inputs, R_INV, "inputs: expected a list of one object", 0},
+    {"model", "an unknown input field", mb_input_field, R_INV, "inputs[0].size: unknown field", 0},
+    {"model", "an input shape x does not have", mb_input_shape, R_INV, "inputs[0]: shape [5] (float32) per sample, but x is [2, 4]", 0},
+    {"model", "an input dtype", mb_input_dtype, R_INV, "inputs[0].dtype: expected \"float32\" or \"int32\"", 0},
+    {"model", "version 2", mb_version, R_INV, "version: expected 1", 0},
+    {"model", "layers not a list", mb_layers_obj, R_INV, "layers: expected a list of layer objects", 0},
+    {"model", "a layer that is a number", mb_layer_num, R_INV, "layers[1]: expected a layer object", 0},
+    {"model", "a layer without a type", mb_no_type, R_INV, "layers[0].type: missing", 0},
+    {"model", "an unknown layer type", mb_type, R_INV, "layers[1].type: unknown layer type \"dense\"", 0},
+    {"model", "an unknown layer field", mb_field, R_INV, "layers[0].size: unknown field (linear takes: type name in out bias)", 0},
+    {"model", "out -3", mb_out_neg, R_INV, "layers[3].out: expected a positive integer", 0},
+    {"model", "out 2.5", mb_out_frac, R_INV, "layers[0].out: expected a positive integer", 0},
+    {"model", "out a string", mb_out_str, R_INV, "layers[0].out: expected a positive integer", 0},
+    {"model", "out missing", mb_out_missing, R_INV, "layers[0].out: missing (a required field)", 0},
+    {"model", "in that is not the input's", mb_in, R_INV, "layers[0].in: 5, but the layer's input is [2, 4]", 0},
+    {"model", "bias a string", mb_bias, R_INV, "layers[0].bias: expected true or false", 0},
+    {"model", "an empty name", mb_name, R_INV, "layers[0].name: expected a string of 1 to 200 bytes", 0},
+    {"model", "linear on a 4-D input", mb_linear_4d, R_INV, "layers[0]: linear takes [B, in]|[2, 1, 2, 2]", 0},
+    {"model", "conv2d without a kernel", mb_kernel, R_INV, "layers[0].kernel: missing", 0},
+    {"model", "a kernel of three sizes", mb_kernel_pair, R_INV, "layers[0].kernel: expected an integer >= 1 or a list of two", 0},
+    {"model", "a kernel larger than the input", mb_kernel_big, R_SHAPE, "nn_model_build: layers[0] (conv2d): nn_conv2d", 0},
+    {"model", "pool stride 0", mb_pool_stride, R_INV, "layers[0].stride: expected a positive integer", 0},
+    {"model", "dropout p 1.5", mb_dropout_p, R_INV, "layers[0].p: expected a number in [0, 1)", 0},
+    {"model", "an activation's unknown parameter", mb_act_param, R_INV, "layers[0].slope: unknown field (leaky_relu takes: type negative_slope)", 0},
+    {"model", "celu alpha 0", mb_act_invalid, R_INV, "layers[0] (celu): nn_celu", 0},
+    {"model", "softmax dim 2 of a 2-D input", mb_softmax_dim, R_INV, "layers[0].dim: expected an integer in [-2, 1]", 0},
+    {"model", "a reshape that does not hold a sample", mb_reshape, R_INV, "layers[0].shape: does not hold the 4 elements", 0},
+    {"model", "flatten start_dim 0", mb_flatten, R_INV, "layers[0].start_dim: expected an integer in [1, 1]", 0},
+    {"model", "layer_norm over dims that are not the last", mb_ln_shape, R_INV, "layers[0].normalized_shape: is not the trailing dims", 0},
+    {"model", "embedding of a float input", mb_emb_float, R_INV, "layers[0]: embedding takes int32 indices", 0},
+    {"model", "batch norm eps -1", mb_bn_eps, R_INV, "layers[0].eps: expected a number in [0,", 0},
+    {"model", "invalid UTF-8", mb_utf8, R_INV, "invalid UTF-8", 0},
+    {"model", "\\u0000 in a string", mb_escape, R_INV, "\\u0000 in a string", 0},
+    {"model", "a leading zero", mb_number, R_INV, "expected ',' or '}'", 0},
+    {"model", "a number out of range", mb_huge, R_INV, "number out of range", 0},
+    {"model", "nesting 40 deep", mb_deep, R_INV, "nested deeper than 32 levels", 0},
+    {"model", "json NULL", mb_null, R_INV, "nn_model_build: json is NULL", 0},
+    {"model", "an empty text", mb_empty, R_INV, "expected a value, found the end", 0},
+};
+
+void suite_model(const t_env *e) {
+    T_RUN(e, test_roundtrip, test_hand_written, test_widened, test_errors);
+    t_bad_rows(e, model_bad, (int)(sizeof model_bad / sizeof model_bad[0]));
+}
