@@ -48,7 +48,23 @@
                                   info_nce_loss's z1 and z2: no optimizer, the step is
                                   forward and backward). 3 warm-up steps, then steps (each
                                   finished before the clock is read) until >= 0.5 s and
-                                  >= 5 steps; bench/layers_torch.py is PyTorch's side */
+                                  >= 5 steps; bench/layers_torch.py is PyTorch's side
+          nn_bench gemm16 cpu     the CPU GEMM on 16-bit operands beside the fp32 one,
+                                  C[M,N] = A[M,K] B[K,N], A and B random in [-1, 1), on the
+                                  context's threads: dtype=f32 (nn__sgemm, what nn_matmul runs),
+                                  bf16 (nn_cpu_gemm_bf16, the path chosen: vdpbf16ps on AVX-512
+                                  BF16), bf16w (bf16 widened to fp32 for the fp32 kernels, the path
+                                  of CPUs without AVX-512 BF16), f16 (nn_cpu_gemm_f16); shapes
+                                  1024x1024x1024 and the training shapes B x 784 x 256 and
+                                  B x 1024 x 1024, B = 16, 64, 256. ROUNDS (env, default 5)
+                                  rounds, the variants' order rotated per round, each variant
+                                  timed >= 0.25 s a round; prints per shape and variant
+                                  BENCH name=gemm16 backend=cpu shape=MxKxN dtype=D gflops=MEDIAN
+                                  gflops_min=X gflops_max=X rounds=R, and BENCH name=ratio
+                                  what=gemm16_MxKxN_D_vs_f32 value=X (medians' ratio); with
+                                  ROUNDS=1 (bench/run.sh's rounds, GEMM16_ROTATE=R rotating
+                                  the order) the gflops= lines alone
+   */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #define NN_IMPLEMENTATION
 #include "nn.h"
@@ -170,6 +186,116 @@ static int bench_sgemm(const char *sel) {
         fflush(stdout);
         nn_graph_destroy(g);
         free(host);
+    }
+    nn_context_destroy(ctx);
+    return status;
+}
+
+/* ---- gemm16: the GEMM on bf16 / fp16 operands beside the fp32 one ------------------------- */
+
+static int gemm16_cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* one variant of one shape: GFLOP/s over >= 0.25 s and >= 3 products, after one warm-up */
+static double gemm16_time(nn_context *ctx, int v, int m, int k, int n, const float *a, const float *b,
+                          const uint16_t *a16[2], const uint16_t *b16[2], float *c) {
+    nn__threadpool *pool = ctx->threads;
+    int reps;
+    double t0 = 0.0, dt = 0.0;
+    if (v == 2) nn__gemm16_force(0, "avx512f");
+    for (reps = -1; reps < 3 || dt < 0.25; reps++) {
+        if (reps == 0) t0 = now();
+        switch (v) {
+        case 0: nn__sgemm(pool, 0, 0, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n); break;
+        case 1:
+        case 2: nn_cpu_gemm_bf16(ctx, 0, 0, m, n, k, 1.0f, a16[0], k, b16[0], n, 0.0f, c, n); break;
+        default: nn_cpu_gemm_f16(ctx, 0, 0, m, n, k, 1.0f, a16[1], k, b16[1], n, 0.0f, c, n); break;
+        }
+        if (reps >= 0) dt = now() - t0;
+    }
+    if (v == 2) nn__gemm16_force(0, NULL);
+    return 2.0 * m * n * (double)k * reps / dt / 1e9;
+}
+
+static int bench_gemm16(const char *sel) {
+    static const int shapes[][3] = {{1024, 1024, 1024}, {16, 784, 256}, {64, 784, 256}, {256, 784, 256},
+                                    {16, 1024, 1024},   {64, 1024, 1024}, {256, 1024, 1024}};
+    static const char *const names[] = {"f32", "bf16", "bf16w", "f16"};
+    enum { NS = sizeof shapes / sizeof shapes[0], NV = 4, MAXR = 32 };
+    char name[256];
+    const char *re = getenv("ROUNDS"), *ro = getenv("GEMM16_ROTATE");
+    int rot = ro ? atoi(ro) & 0xFFFF : 0;
+    int rounds = re && atoi(re) > 0 ? atoi(re) : 5, s, v, r, status = 0;
+    static double g[NS][NV][MAXR];
+    nn_context *ctx;
+    if (strcmp(sel, "cpu") != 0) {
+        fprintf(stderr, "nn_bench gemm16: the CPU only (got %s)\n", sel);
+        return 2;
+    }
+    if (rounds > MAXR) rounds = MAXR;
+    ctx = open_ctx(sel, name, sizeof name);
+    if (!ctx) return 1;
+    printf("# gemm16: bf16 path %s, f16 path %s, %d threads\n", nn__gemm16_force(0, NULL), nn__gemm16_force(1, NULL),
+           nn__threadpool_size(ctx->threads));
+    for (r = 0; r < rounds && status == 0; r++)
+        for (s = 0; s < NS && status == 0; s++) {
+            int m = shapes[s][0], k = shapes[s][1], n = shapes[s][2];
+            float *a = (float *)malloc(sizeof(float) * (size_t)m * k), *b = (float *)malloc(sizeof(float) * (size_t)k * n);
+            float *c = (float *)malloc(sizeof(float) * (size_t)m * n);
+            uint16_t *a16[2], *b16[2];
+            const uint16_t *ca[2], *cb[2];
+            int i;
+            for (i = 0; i < 2; i++) {
+                a16[i] = (uint16_t *)malloc(2 * (size_t)m * k);
+                b16[i] = (uint16_t *)malloc(2 * (size_t)k * n);
+            }
+            if (!a || !b || !c || !a16[0] || !a16[1] || !b16[0] || !b16[1]) {
+                fprintf(stderr, "nn_bench: out of memory\n");
+                status = 1;
+            } else {
+                fill_random(a, (size_t)m * k, 1u);
+                fill_random(b, (size_t)k * n, 2u);
+                nn_f32_to_bf16(a, a16[0], (int64_t)m * k);
+                nn_f32_to_bf16(b, b16[0], (int64_t)k * n);
+                nn_f32_to_f16(a, a16[1], (int64_t)m * k);
+                nn_f32_to_f16(b, b16[1], (int64_t)k * n);
+                for (i = 0; i < 2; i++) {
+                    ca[i] = a16[i];
+                    cb[i] = b16[i];
+                }
+                for (i = 0; i < NV; i++) { /* the order rotated per round */
+                    v = (i + r + rot) % NV;
+                    g[s][v][r] = gemm16_time(ctx, v, m, k, n, a, b, ca, cb, c);
+                }
+            }
+            free(a);
+            free(b);
+            free(c);
+            for (i = 0; i < 2; i++) {
+                free(a16[i]);
+                free(b16[i]);
+            }
+        }
+    for (s = 0; s < NS && status == 0; s++) {
+        double med[NV];
+        for (v = 0; v < NV; v++) {
+            double x[MAXR];
+            memcpy(x, g[s][v], sizeof(double) * (size_t)rounds);
+            qsort(x, (size_t)rounds, sizeof x[0], gemm16_cmp);
+            med[v] = rounds % 2 ? x[rounds / 2] : 0.5 * (x[rounds / 2 - 1] + x[rounds / 2]);
+            if (rounds == 1) /* bench/run.sh's rounds: report.awk takes the medians */
+                printf("BENCH name=gemm16 backend=%s shape=%dx%dx%d dtype=%s gflops=%.2f\n", name, shapes[s][0],
+                       shapes[s][1], shapes[s][2], names[v], med[v]);
+            else
+                printf("BENCH name=gemm16 backend=%s shape=%dx%dx%d dtype=%s gflops=%.2f gflops_min=%.2f "
+                       "gflops_max=%.2f rounds=%d\n",
+                       name, shapes[s][0], shapes[s][1], shapes[s][2], names[v], med[v], x[0], x[rounds - 1], rounds);
+        }
+        for (v = 1; v < NV && rounds > 1; v++)
+            printf("BENCH name=ratio what=gemm16_%dx%dx%d_%s_vs_f32 value=%.3f\n", shapes[s][0], shapes[s][1],
+                   shapes[s][2], names[v], med[v] / med[0]);
     }
     nn_context_destroy(ctx);
     return status;
@@ -744,13 +870,14 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "devices") == 0) return list_devices();
     if (argc == 3 && strcmp(cmd, "sgemm") == 0) return bench_sgemm(argv[2]);
     if (argc == 3 && strcmp(cmd, "mlp") == 0) return bench_mlp(argv[2]);
+    if (argc == 3 && strcmp(cmd, "gemm16") == 0) return bench_gemm16(argv[2]);
     if (argc == 3 && strcmp(cmd, "conv") == 0) return bench_conv(argv[2]);
     if (argc == 3 && strcmp(cmd, "cnn") == 0) return bench_cnn(argv[2]);
     if (argc == 3 && strcmp(cmd, "start") == 0) return bench_start(argv[2]);
     if (argc == 3 && strcmp(cmd, "mem") == 0) return bench_mem(argv[2]);
     if (argc == 3 && strcmp(cmd, "layers") == 0) return bench_layers(argv[2]);
     fprintf(stderr, "usage: %s devices | sgemm DEVICE | mlp DEVICE | conv DEVICE | cnn DEVICE | start DEVICE | mem DEVICE"
-                    " | layers DEVICE\n"
+                    " | layers DEVICE | gemm16 cpu\n"
                     "  DEVICE: cpu, or an OpenCL device index as `devices` lists them\n", argv[0]);
     return 2;
 }

@@ -196,6 +196,10 @@ END {
     }
     ratio("cnn_train_cpu_vs_torch", CNN_CPU, CNN_TORCH, "torch")
     ratio("sgemm1024_cpu_vs_openblas", get("name=sgemm backend=cpu n=1024", "gflops"), get(ob " n=1024", "gflops"), "numpy")
+    ratio("gemm16_1024_bf16_vs_f32", get("name=gemm16 backend=cpu shape=1024x1024x1024 dtype=bf16", "gflops"),
+          get("name=gemm16 backend=cpu shape=1024x1024x1024 dtype=f32", "gflops"), "")
+    ratio("gemm16_1024_f16_vs_f32", get("name=gemm16 backend=cpu shape=1024x1024x1024 dtype=f16", "gflops"),
+          get("name=gemm16 backend=cpu shape=1024x1024x1024 dtype=f32", "gflops"), "")
     ratio("sgemm1024_cpu_vs_torch", get("name=sgemm backend=cpu n=1024", "gflops"), get("name=sgemm backend=torch n=1024", "gflops"), "torch")
     COPY = get("name=mem backend=host op=copy", "gbps")
     ratio("mem_mul_add_cpu_vs_copy", get("name=mem backend=cpu op=mul_add", "gbps"), COPY, "")

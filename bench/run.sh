@@ -32,6 +32,7 @@
 # counterparts of that figure in each thread configuration (in an order rotated per round).
 # Every measurement is one line (the counterparts' also carry threads=T/B):
 #     RUN round=R [build=baseline] name=sgemm backend=B n=N gflops=X
+#     RUN round=R name=gemm16 backend=cpu shape=MxKxN dtype=f32|bf16|bf16w|f16 gflops=X
 #     RUN round=R ... name=mlp_train backend=B batch=128 samples_per_sec=X
 #     RUN round=R ... name=conv2d backend=B shape=NxCxHxWkK pass=fwd|bwd gflops=X ms=X
 #     RUN round=R ... name=cnn_train backend=B batch=64 samples_per_sec=X
@@ -287,6 +288,10 @@ while [ $R -le "$ROUNDS" ]; do
         continue
     fi
     nn_fig $R sgemm
+    # the CPU GEMM on bf16 and fp16 operands beside its fp32 one (the cpu selector only)
+    if echo "$DEVICES" | grep -q '^cpu '; then
+        ROUNDS=1 GEMM16_ROTATE=$R limit "$NN" gemm16 cpu </dev/null | tag $R || note "nn_bench gemm16 cpu failed"
+    fi
     if [ -n "$HAVE_TORCH" ]; then torch_fig $R "$BLAS_THREADS" bench/sgemm_torch.py torch; fi
     if [ -n "$HAVE_NUMPY" ]; then torch_fig $R "$BLAS_THREADS" bench/sgemm_torch.py numpy; fi
     if [ -n "$HAVE_CLBLAST" ]; then ./bench/sgemm_clblast | tag $R; fi

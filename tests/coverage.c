@@ -226,3 +226,6 @@ void t_survey_write(FILE *f, const char *backend, const char *label, const nn_gr
     fprintf(f, "\n");
     fflush(f);
 }
+
+/* tests/test_gemm16.c's path forcing */
+const char *t_gemm16_force(int fmt, const char *name) { return nn__gemm16_force(fmt, name); }

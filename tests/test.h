@@ -210,6 +210,7 @@ void t_run_parts(const t_env *e, const t_part *parts, int n);
     X(batch)                                                                                       \
     X(examples)                                                                                    \
     X(model)                                                                                       \
+    X(gemm16)                                                                                      \
     X(registry)
 /* The test binary's path (argv[0]), for the cases that run it again in a child process. */
 extern const char *t_argv0;
@@ -237,5 +238,8 @@ void t_survey_write(FILE *f, const char *backend, const char *label, const nn_gr
 /* Once, not per backend: how the OpenCL library is found, each case in a child process
    (argv0 run again with NN_TEST_CL_LOAD=<case>, which main hands to t_cl_load_child). */
 void suite_cl_load(const t_env *e, const char *argv0, int with_devices);
+/* The GEMM on 16-bit operands: fmt 0 (bf16) or 1 (f16)'s path forced by name, NULL for the
+   automatic choice; returns the path now in use (tests/coverage.c, nn__gemm16_force). */
+const char *t_gemm16_force(int fmt, const char *name);
 int t_cl_load_child(const char *which);
 #endif

@@ -254,6 +254,12 @@ static void *t_ref_other(void *arg) {
     t_refused(t->ctx, nn_graph_set_batch(t->g1, 2), "nn_graph_set_batch", w, f, n);
     t_refused(t->ctx, nn_graph_train(t->g1, 0), "nn_graph_train", w, f, n);
     t_refused(t->ctx, nn_graph_compile(g3, NULL), "nn_graph_compile", w, f, n);
+    { /* the 16-bit GEMM uses the context's pool */
+        static const uint16_t one = 0x3F80;
+        float c = 0.0f;
+        t_refused(t->ctx, nn_cpu_gemm_bf16(t->ctx, 0, 0, 1, 1, 1, 1.0f, &one, 1, &one, 1, 0.0f, &c, 1), "nn_cpu_gemm_bf16", w, f, n);
+        t_refused(t->ctx, nn_cpu_gemm_f16(t->ctx, 0, 0, 1, 1, 1, 1.0f, &one, 1, &one, 1, 0.0f, &c, 1), "nn_cpu_gemm_f16", w, f, n);
+    }
     return NULL;
 }
 

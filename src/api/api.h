@@ -742,6 +742,37 @@ NN_API nn_tensor nn_matmul(nn_graph *g, nn_tensor a, nn_tensor b, int trans_a, i
    NN_ERR_INVALID_ARGUMENT naming the spec. */
 NN_API nn_tensor nn_einsum(nn_graph *g, const char *spec, nn_tensor a, nn_tensor b);
 
+/* ---- 7b. GEMM on 16-bit operands (mixed precision), outside graphs ----
+   nn_cpu_gemm_bf16: C[m, n] = alpha * op(A)[m, k] * op(B)[k, n] + beta * C, row-major, A and B
+   bf16 (uint16_t: a float's top 16 bits, torch.bfloat16's bits), C float32, the products
+   accumulated in float32 (torch.addmm(C, A, B, beta=beta, alpha=alpha) on bfloat16 inputs
+   with a float32 result). trans_a: A is stored [k, m] (op(A) = A^T; lda >= m), else
+   [m, k] (lda >= k); trans_b likewise ([n, k], ldb >= k; else [k, n], ldb >= n);
+   ldc >= n. beta = 0 ignores C's old contents (NaN-safe, as BLAS); k = 0 or alpha = 0 gives
+   beta * C. Runs on the CPU whatever the context's backend: on AVX-512 BF16 CPUs with
+   vdpbf16ps (which flushes bf16 denormal inputs to zero), else widened to float32 for
+   the AVX-512 / AVX2 or plain-C float32 kernels; threaded on the pool of a CPU-backend ctx
+   (nn_context_desc.threads), on the calling thread with ctx NULL or another backend's.
+   Sizes past INT_MAX, negative sizes, short leading dimensions and NULL matrices are
+   NN_ERR_INVALID_ARGUMENT naming the function and the values. */
+NN_API nn_result nn_cpu_gemm_bf16(nn_context *ctx, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+                                  float alpha, const uint16_t *a, int64_t lda, const uint16_t *b, int64_t ldb,
+                                  float beta, float *c, int64_t ldc);
+/* nn_cpu_gemm_f16: the same with A and B fp16 (IEEE binary16, torch.float16's bits), widened
+   with F16C's vcvtph2ps where the CPU has it (AVX-512F or AVX2 + FMA + F16C), else in
+   plain C; denormals kept. */
+NN_API nn_result nn_cpu_gemm_f16(nn_context *ctx, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+                                 float alpha, const uint16_t *a, int64_t lda, const uint16_t *b, int64_t ldb,
+                                 float beta, float *c, int64_t ldc);
+/* n values converted, as torch's .to(): nn_f32_to_bf16 and nn_f32_to_f16 round to nearest,
+   ties to even (overflow to +-inf, NaN kept NaN, denormals rounded, not flushed);
+   nn_bf16_to_f32 and nn_f16_to_f32 are exact. NULL with n > 0, or n < 0, is
+   NN_ERR_INVALID_ARGUMENT. */
+NN_API nn_result nn_f32_to_bf16(const float *src, uint16_t *dst, int64_t n);
+NN_API nn_result nn_bf16_to_f32(const uint16_t *src, float *dst, int64_t n);
+NN_API nn_result nn_f32_to_f16(const float *src, uint16_t *dst, int64_t n);
+NN_API nn_result nn_f16_to_f32(const uint16_t *src, float *dst, int64_t n);
+
 /* ---- 7a. Attention ---- */
 
 /* nn_attention's layouts: q [B, H, Tq, D] (PyTorch's) or [B, Tq, H, D] (batch_first

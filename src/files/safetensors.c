@@ -527,23 +527,6 @@ static const nn__st_tensor *nn__st_find(const nn__st_file *f, const char *name) 
     return NULL;
 }
 
-static float nn__st_half(uint32_t h) {
-    uint32_t sign = (h & 0x8000u) << 16, e = (h >> 10) & 0x1Fu, m = h & 0x3FFu, u;
-    float f;
-    if (e == 0x1F) u = sign | 0x7F800000u | (m << 13);
-    else if (e) u = sign | ((e + 112) << 23) | (m << 13);
-    else if (m) { /* subnormal: normalise */
-        e = 113;
-        while (!(m & 0x400u)) {
-            m <<= 1;
-            e--;
-        }
-        u = sign | (e << 23) | ((m & 0x3FFu) << 13);
-    } else u = sign;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
 /* n little-endian values of a float dtype to float32 (the source may be unaligned). */
 static void nn__st_convert(float *dst, const unsigned char *s, size_t n, int dtype) {
     size_t i;
@@ -556,7 +539,7 @@ static void nn__st_convert(float *dst, const unsigned char *s, size_t n, int dty
                 ((uint32_t)s[4 * i + 3] << 24);
             memcpy(&f, &u, 4);
             break;
-        case NN__ST_F16: f = nn__st_half((uint32_t)s[2 * i] | ((uint32_t)s[2 * i + 1] << 8)); break;
+        case NN__ST_F16: f = nn__f16_to_f32((uint16_t)(s[2 * i] | (s[2 * i + 1] << 8))); break;
         case NN__ST_BF16:
             u = ((uint32_t)s[2 * i] << 16) | ((uint32_t)s[2 * i + 1] << 24);
             memcpy(&f, &u, 4);
