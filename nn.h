@@ -7351,7 +7351,7 @@ static void nn__conv2d_geom(nn__conv2d *c, const nn_shape *x, const nn_shape *w,
 }
 
 /* How a convolution node runs; chosen per shape when the graph is compiled. */
-enum { NN__CONV_GEMM = 0, NN__CONV_DIRECT = 1 };
+enum { NN__CONV_GEMM = 0, NN__CONV_DIRECT = 1, NN__CONV_IMPLICIT = 2 };
 
 /* Floats of scratch a conv node needs: one group's column matrix and one group's output
    (or output gradient) in [Kg, N*OH*OW] order. */
@@ -7528,6 +7528,547 @@ static void nn__channel_sum(float *y, const float *x, int64_t N, int64_t C, int6
         }
         y[ch] = (float)s;
     }
+}
+
+/* ---- implicit GEMM (NN__CONV_IMPLICIT) ----------------------------------------------------
+   The same products as above on the GEMM's own microkernel (src/cpu/gemm.c), with no column
+   matrix: the weights are packed once per call into the microkernel's row panels, and the
+   image (or dy) is packed straight into its column panels, a chunk of columns at a time, so
+   what a chunk touches stays in the L2 cache; the forward writes y in place (no gather of
+   the output, bias added per chunk), dx takes one chunk's columns at a time back to its
+   pixels. Each output element gets the blocked GEMM's arithmetic: the same K blocks
+   (nn__gemm_prepare's rule, a function of K alone) in the same order, the same microkernel,
+   so the results are the im2col path's to the bit (dx: chunks run from an image's last
+   output rows up, so each pixel still gets its (kh, kw) terms in order). */
+
+#define NN__ICONV_COLS 256      /* forward: columns per chunk (a multiple of every nr) */
+#define NN__ICONV_DCOL 65536    /* dx: floats of one chunk's columns (L2) */
+
+/* The K block of the CPU GEMM for a reduction of length K (nn__gemm_prepare's rule) */
+static int nn__iconv_kc(const nn__gemm_arch *arch, int K) {
+    int nkb = (K + arch->kc - 1) / arch->kc, kc = ((K + nkb - 1) / nkb + 7) / 8 * 8;
+    return kc > K ? K : kc;
+}
+
+static int nn__iconv_round(int v, int to) { return (v + to - 1) / to * to; }
+
+/* dw: whether to compute dw^T [KK, Kg] = col [KK, P] dy^T [P, Kg] instead (the same sums: the
+   blocked GEMM's C^T choice, nn__gemm_prepare's rule), when that fills the register tile
+   better (a first layer: KK = 9 against 32 filters) */
+static int nn__iconv_dw_ct(const nn__gemm_arch *arch, int Kg, int KK) {
+    double eff = (double)Kg / nn__iconv_round(Kg, arch->mr) * KK / nn__iconv_round(KK, arch->nr);
+    double eff_t = (double)KK / nn__iconv_round(KK, arch->mr) * Kg / nn__iconv_round(Kg, arch->nr);
+    return eff_t > eff * 1.15;
+}
+
+/* The implicit path's layout of a node's scratch for one of the three products */
+typedef struct nn__iconv {
+    const nn__gemm_arch *arch;
+    int T;                   /* tasks: the pool's threads */
+    int kc;                  /* K block of the product */
+    int rows;                /* dx: output rows per chunk */
+    int ld;                  /* dx: columns of a chunk's dcol, rounded up to nr */
+    size_t apk, per_task;    /* floats: the packed weights; each task's own */
+} nn__iconv;
+
+static void nn__iconv_layout(const nn__conv2d *c, int op, int T, nn__iconv *L) {
+    const nn__gemm_arch *arch = nn__gemm_pick_arch();
+    int mr = arch->mr, nr = arch->nr, Cg = c->C / c->G, Kg = c->K / c->G, KK = Cg * c->KH * c->KW;
+    int64_t P = (int64_t)c->N * c->OH * c->OW;
+    memset(L, 0, sizeof *L);
+    L->arch = arch;
+    L->T = T > 0 ? T : 1;
+    if (op == 0) { /* y [Kg, P] = w [Kg, KK] col [KK, P] */
+        L->kc = nn__iconv_kc(arch, KK);
+        L->apk = (size_t)nn__iconv_round(Kg, mr) * KK + 16;
+        L->per_task = (size_t)L->kc * NN__ICONV_COLS + (size_t)mr * nr + 32;
+    } else if (op == 1) { /* dcol [KK, cols] = w^T [KK, Kg] dy [Kg, cols], a chunk of rows of one image */
+        int rows = NN__ICONV_DCOL / (nn__iconv_round(KK, mr) * (c->OW > 0 ? c->OW : 1));
+        L->rows = rows < 1 ? 1 : rows > c->OH ? c->OH : rows;
+        L->kc = nn__iconv_kc(arch, Kg);
+        L->ld = nn__iconv_round(L->rows * c->OW, nr);
+        L->apk = (size_t)nn__iconv_round(KK, mr) * Kg + 16;
+        L->per_task = (size_t)L->kc * L->ld + (size_t)nn__iconv_round(KK, mr) * L->ld + 32;
+    } else { /* dw [Kg, KK] = dy [Kg, P] col^T [P, KK], P in K blocks, in order */
+        int ct = nn__iconv_dw_ct(arch, Kg, KK), M = ct ? KK : Kg, Nn = ct ? Kg : KK;
+        L->kc = nn__iconv_kc(arch, P > 0x7fffffff ? 0x7fffffff : (int)P);
+        L->per_task = (size_t)nn__iconv_round(M, mr) * L->kc + (size_t)nn__iconv_round(Nn, nr) * L->kc +
+                      (size_t)mr * nr + 48;
+    }
+}
+
+/* Floats of scratch the implicit path needs for op (0 forward, 1 dx, 2 dw) on T threads */
+static int64_t nn__iconv_scratch(const nn__conv2d *c, int op, int T) {
+    nn__iconv L;
+    nn__iconv_layout(c, op, T, &L);
+    return (int64_t)(L.apk + L.per_task * (size_t)L.T);
+}
+
+/* 64-byte aligned pointer at or after p (the microkernel loads its panels aligned) */
+static float *nn__iconv_align(float *p) { return nn__gemm_align(p); }
+
+/* The columns [lo, hi) of a row of outputs whose input column ow*sw + off lies in [0, W) */
+static void nn__iconv_span(const nn__conv2d *c, int off, int *lo, int *hi) {
+    int a = off >= 0 ? 0 : (-off + c->sw - 1) / c->sw, b = c->W - off <= 0 ? 0 : (c->W - off + c->sw - 1) / c->sw;
+    if (b > c->OW) b = c->OW;
+    if (a > b) a = b;
+    *lo = a;
+    *hi = b;
+}
+
+/* One tile's result t [m x n] (row stride nr) into C as the blocked GEMM's edge path does
+   (alpha 1): columns q0.. of an output whose column q is image q / OHW, pixel q % OHW,
+   row i at c0 + image * istride + i * OHW + pixel */
+static void nn__iconv_store(const float *t, int nr, int m, int n, float beta, float *c0, int64_t istride, int64_t OHW,
+                            int64_t q0) {
+    int i, j;
+    for (j = 0; j < n; j++) {
+        int64_t q = q0 + j, img = q / OHW, pix = q % OHW;
+        float *cp = c0 + img * istride + pix;
+        for (i = 0; i < m; i++) {
+            float *cr = cp + (int64_t)i * OHW;
+            if (beta == 0.0f) *cr = 1.0f * t[(size_t)i * nr + j];
+            else *cr = 1.0f * t[(size_t)i * nr + j] + beta * *cr;
+        }
+    }
+}
+
+/* Columns [q0, q0 + n) of the [*, P] output cut at the ends of its output rows: segment i is
+   image img, output row oh, columns ow .. ow + len - 1, at offset j of the range */
+typedef struct nn__iconv_seg {
+    int64_t img;
+    int oh, ow, len, j;
+} nn__iconv_seg;
+
+static int nn__iconv_segs(const nn__conv2d *c, int64_t q0, int n, nn__iconv_seg *s) {
+    int64_t OHW = (int64_t)c->OH * c->OW, img = q0 / OHW, pix = q0 % OHW;
+    int oh = (int)(pix / c->OW), ow = (int)(pix % c->OW), j = 0, k = 0;
+    while (j < n) {
+        int len = c->OW - ow < n - j ? c->OW - ow : n - j;
+        s[k].img = img;
+        s[k].oh = oh;
+        s[k].ow = ow;
+        s[k].len = len;
+        s[k].j = j;
+        k++;
+        j += len;
+        ow = 0;
+        if (++oh == c->OH) {
+            oh = 0;
+            img++;
+        }
+    }
+    return k;
+}
+
+/* Column panels [kc][nr] of col [k0:k0+kc, q0:q0+ncols] (im2col of group g) straight from x */
+/* d[0:n] = s[0:n] (s NULL: zeros); a pixel row's piece is a few to a few dozen floats */
+#if NN__GEMM_X86
+__attribute__((target("avx512f"))) static void nn__iconv_copy_avx512(float *d, const float *s, int n) {
+    for (; n >= 16; n -= 16, d += 16) {
+        _mm512_storeu_ps(d, s ? _mm512_loadu_ps(s) : _mm512_setzero_ps());
+        if (s) s += 16;
+    }
+    if (n > 0) {
+        __mmask16 m = (__mmask16)((1u << n) - 1u);
+        _mm512_mask_storeu_ps(d, m, s ? _mm512_maskz_loadu_ps(m, s) : _mm512_setzero_ps());
+    }
+}
+#endif
+
+/* d[0:n] += s[0:n] */
+#if NN__GEMM_X86
+__attribute__((target("avx512f"))) static void nn__iconv_add_avx512(float *d, const float *s, int n) {
+    for (; n >= 16; n -= 16, d += 16, s += 16) _mm512_storeu_ps(d, _mm512_add_ps(_mm512_loadu_ps(d), _mm512_loadu_ps(s)));
+    if (n > 0) {
+        __mmask16 m = (__mmask16)((1u << n) - 1u);
+        _mm512_mask_storeu_ps(d, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, d), _mm512_maskz_loadu_ps(m, s)));
+    }
+}
+#endif
+
+static void nn__iconv_add(int avx512, float *d, const float *s, int n) {
+    int i;
+#if NN__GEMM_X86
+    if (avx512) {
+        nn__iconv_add_avx512(d, s, n);
+        return;
+    }
+#endif
+    (void)avx512;
+    for (i = 0; i < n; i++) d[i] += s[i];
+}
+
+static void nn__iconv_copy(int avx512, float *d, const float *s, int n) {
+    int i;
+#if NN__GEMM_X86
+    if (avx512) {
+        nn__iconv_copy_avx512(d, s, n);
+        return;
+    }
+#endif
+    (void)avx512;
+    if (s)
+        for (i = 0; i < n; i++) d[i] = s[i];
+    else
+        for (i = 0; i < n; i++) d[i] = 0.0f;
+}
+
+static void nn__iconv_pack_x(const nn__conv2d *c, const float *x, int g, int k0, int kc, int64_t q0, int ncols, int nr,
+                             float *dst) {
+    int Cg = c->C / c->G, KHW = c->KH * c->KW, jr, k, si, avx512 = nn__vm_isa() == 2;
+    nn__iconv_seg seg[NN__GEMM_MAX_NR];
+    for (jr = 0; jr < ncols; jr += nr) {
+        int n = ncols - jr < nr ? ncols - jr : nr, ns = nn__iconv_segs(c, q0 + jr, n, seg);
+        int ci = k0 / KHW, kh = k0 % KHW / c->KW, kw = k0 % c->KW;
+        float *d = dst + (size_t)jr * kc;
+        for (k = 0; k < kc; k++) {
+            int off = kw * c->dw - c->pw, lo, hi;
+            float *dr = d + (size_t)k * nr;
+            const float *xc = x + ((int64_t)g * Cg + ci) * c->H * (int64_t)c->W;
+            nn__iconv_span(c, off, &lo, &hi);
+            for (si = 0; si < ns; si++) {
+                const nn__iconv_seg *sg = &seg[si];
+                int ow = sg->ow, e = ow + sg->len, ih = sg->oh * c->sh - c->ph + kh * c->dh, a, b;
+                float *o = dr + sg->j - ow;
+                if (ih < 0 || ih >= c->H) {
+                    nn__iconv_copy(avx512, o + ow, NULL, sg->len);
+                    continue;
+                }
+                {
+                    const float *xr = xc + (sg->img * c->C * c->H + ih) * (int64_t)c->W;
+                    a = lo > ow ? lo : ow;
+                    b = hi < e ? hi : e;
+                    if (b < a) b = a;
+                    for (; ow < a; ow++) o[ow] = 0.0f;
+                    if (c->sw == 1) {
+                        nn__iconv_copy(avx512, o + ow, xr + ow + off, b - ow);
+                        ow = b;
+                    } else
+                        for (; ow < b; ow++) o[ow] = xr[ow * c->sw + off];
+                    for (; ow < e; ow++) o[ow] = 0.0f;
+                }
+            }
+            if (n < nr) nn__iconv_copy(avx512, dr + n, NULL, nr - n);
+            if (++kw == c->KW) { /* the next (ci, kh, kw) */
+                kw = 0;
+                if (++kh == c->KH) {
+                    kh = 0;
+                    ci++;
+                }
+            }
+        }
+    }
+}
+
+typedef struct nn__iconv_job {
+    const nn__conv2d *c;
+    const nn__iconv *L;
+    const float *x, *w, *b, *dy;
+    float *y, *apk, *bufs;
+    int g, tasks;
+} nn__iconv_job;
+
+/* Forward: task t's share of the chunks of NN__ICONV_COLS columns */
+static void nn__iconv_fwd_task(void *arg, int t, int n_tasks) {
+    const nn__iconv_job *J = (const nn__iconv_job *)arg;
+    const nn__conv2d *c = J->c;
+    const nn__gemm_arch *arch = J->L->arch;
+    int mr = arch->mr, nr = arch->nr, Kg = c->K / c->G, KK = c->C / c->G * c->KH * c->KW, Kgp = nn__iconv_round(Kg, mr);
+    int64_t OHW = (int64_t)c->OH * c->OW, P = c->N * OHW, nch = (P + NN__ICONV_COLS - 1) / NN__ICONV_COLS;
+    int64_t per = (nch + n_tasks - 1) / n_tasks, ch, ch1 = per * (t + 1) < nch ? per * (t + 1) : nch;
+    float *bb = nn__iconv_align(J->bufs + J->L->per_task * (size_t)t), *tmp = bb + (size_t)J->L->kc * NN__ICONV_COLS;
+    float *yg = J->y + (int64_t)J->g * Kg * OHW;
+    for (ch = per * t; ch < ch1; ch++) {
+        int64_t q0 = ch * NN__ICONV_COLS;
+        int ncols = (int)(P - q0 < NN__ICONV_COLS ? P - q0 : NN__ICONV_COLS), pc, jr, ir, i, j;
+        for (pc = 0; pc < KK; pc += J->L->kc) {
+            int kc = KK - pc < J->L->kc ? KK - pc : J->L->kc;
+            float beta = pc == 0 ? 0.0f : 1.0f;
+            nn__iconv_pack_x(c, J->x, J->g, pc, kc, q0, ncols, nr, bb);
+            for (jr = 0; jr < ncols; jr += nr) {
+                int n = ncols - jr < nr ? ncols - jr : nr;
+                int64_t q = q0 + jr, img = q / OHW, pix = q % OHW;
+                const float *bp = bb + (size_t)jr * kc;
+                for (ir = 0; ir < Kg; ir += mr) {
+                    int m = Kg - ir < mr ? Kg - ir : mr;
+                    const float *ap = J->apk + (size_t)pc * Kgp + (size_t)ir * kc;
+                    if (m == mr && n == nr && pix + nr <= OHW)
+                        arch->ukr(kc, ap, bp, yg + (img * c->K + ir) * OHW + pix, (int)OHW, 1.0f, beta);
+                    else {
+                        arch->ukr(kc, ap, bp, tmp, nr, 1.0f, 0.0f);
+                        nn__iconv_store(tmp, nr, m, n, beta, yg + (int64_t)ir * OHW, (int64_t)c->K * OHW, OHW, q);
+                    }
+                }
+            }
+        }
+        if (J->b) /* the bias after the whole sum, as the im2col path adds it */
+            for (j = 0; j < ncols;) {
+                int64_t q = q0 + j, img = q / OHW, pix = q % OHW;
+                int len = (int)(OHW - pix < ncols - j ? OHW - pix : ncols - j);
+                for (i = 0; i < Kg; i++) {
+                    float *yr = yg + (img * c->K + i) * OHW + pix, bias = J->b[J->g * Kg + i];
+                    int e;
+                    for (e = 0; e < len; e++) yr[e] = yr[e] + bias;
+                }
+                j += len;
+            }
+    }
+}
+
+/* The number of tasks worth starting for work multiply-adds */
+static int nn__iconv_tasks(nn__threadpool *pool, const nn__iconv *L, double work, int64_t units) {
+    int T = L->T < nn__threadpool_size(pool) ? L->T : nn__threadpool_size(pool);
+    if (work < (double)NN__PAR_MIN * 8) T = 1;
+    if (T > units) T = (int)units;
+    return T < 1 ? 1 : T;
+}
+
+/* y [N, K, OH, OW] = conv(x, w) + b (b may be NULL), scratch from nn__iconv_scratch(c, 0, T) */
+static void nn__iconv_forward(nn__threadpool *pool, const nn__conv2d *c, int T, float *y, const float *x,
+                              const float *w, const float *b, float *scratch) {
+    nn__iconv L;
+    nn__iconv_job J;
+    int Kg = c->K / c->G, KK = c->C / c->G * c->KH * c->KW, pc;
+    int64_t P = (int64_t)c->N * c->OH * c->OW;
+    nn__iconv_layout(c, 0, T, &L);
+    memset(&J, 0, sizeof J);
+    J.c = c;
+    J.L = &L;
+    J.x = x;
+    J.b = b;
+    J.y = y;
+    J.apk = nn__iconv_align(scratch);
+    J.bufs = scratch + L.apk;
+    J.tasks = nn__iconv_tasks(pool, &L, (double)P * Kg * KK, (P + NN__ICONV_COLS - 1) / NN__ICONV_COLS);
+    for (J.g = 0; J.g < c->G; J.g++) {
+        const float *wg = w + (int64_t)J.g * Kg * KK;
+        for (pc = 0; pc < KK; pc += L.kc) {
+            int kc = KK - pc < L.kc ? KK - pc : L.kc;
+            L.arch->pack_a(0, wg, KK, 0, Kg, pc, kc, L.arch->mr, J.apk + (size_t)pc * nn__iconv_round(Kg, L.arch->mr));
+        }
+        nn__threadpool_run(pool, nn__iconv_fwd_task, &J, J.tasks);
+    }
+}
+
+/* dx: task t's images, each a chunk of L->rows output rows at a time from the last rows up */
+static void nn__iconv_dx_task(void *arg, int t, int n_tasks) {
+    const nn__iconv_job *J = (const nn__iconv_job *)arg;
+    const nn__conv2d *c = J->c;
+    const nn__iconv *L = J->L;
+    const nn__gemm_arch *arch = L->arch;
+    int mr = arch->mr, nr = arch->nr, Cg = c->C / c->G, Kg = c->K / c->G, KK = Cg * c->KH * c->KW;
+    int KKp = nn__iconv_round(KK, mr), per = (c->N + n_tasks - 1) / n_tasks, n, n1 = per * (t + 1) < c->N ? per * (t + 1) : c->N;
+    int64_t OHW = (int64_t)c->OH * c->OW;
+    float *bb = nn__iconv_align(J->bufs + L->per_task * (size_t)t), *dcol = bb + (size_t)L->kc * L->ld;
+    int avx512 = nn__vm_isa() == 2;
+    for (n = per * t; n < n1; n++) {
+        int oh0;
+        for (oh0 = (c->OH - 1) / L->rows * L->rows; oh0 >= 0; oh0 -= L->rows) {
+            int oh1 = oh0 + L->rows < c->OH ? oh0 + L->rows : c->OH, cols = (oh1 - oh0) * c->OW, pc, jr, ir, kk;
+            const float *dyc = J->dy + ((int64_t)n * c->K + (int64_t)J->g * Kg) * OHW + (int64_t)oh0 * c->OW;
+            for (pc = 0; pc < Kg; pc += L->kc) {
+                int kc = Kg - pc < L->kc ? Kg - pc : L->kc;
+                float beta = pc == 0 ? 0.0f : 1.0f;
+                arch->pack_b(0, dyc, (int)OHW, pc, kc, 0, cols, nr, bb);
+                for (jr = 0; jr < cols; jr += nr)
+                    for (ir = 0; ir < KKp; ir += mr)
+                        arch->ukr(kc, J->apk + (size_t)pc * KKp + (size_t)ir * kc, bb + (size_t)jr * kc,
+                                  dcol + (size_t)ir * L->ld + jr, L->ld, 1.0f, beta);
+            }
+            for (kk = 0; kk < KK; kk++) { /* col2im of the chunk, (ci, kh, kw) in order */
+                int ci = kk / (c->KH * c->KW), kh = kk / c->KW % c->KH, kw = kk % c->KW, off = kw * c->dw - c->pw, lo, hi, oh, ow;
+                float *xc = J->y + ((int64_t)n * c->C + (int64_t)J->g * Cg + ci) * c->H * c->W;
+                nn__iconv_span(c, off, &lo, &hi);
+                for (oh = oh0; oh < oh1; oh++) {
+                    int ih = oh * c->sh - c->ph + kh * c->dh;
+                    const float *r = dcol + (size_t)kk * L->ld + (size_t)(oh - oh0) * c->OW;
+                    float *xr;
+                    if (ih < 0 || ih >= c->H) continue;
+                    xr = xc + (int64_t)ih * c->W;
+                    if (c->sw == 1) {
+                        if (hi > lo) nn__iconv_add(avx512, xr + lo + off, r + lo, hi - lo);
+                    } else
+                        for (ow = lo; ow < hi; ow++) xr[ow * c->sw + off] += r[ow];
+                }
+            }
+        }
+    }
+}
+
+/* dx [N, C, H, W] = conv2d's gradient with respect to its input, scratch from nn__iconv_scratch(c, 1, T) */
+static void nn__iconv_backward_data(nn__threadpool *pool, const nn__conv2d *c, int T, float *dx, const float *w,
+                                    const float *dy, float *scratch) {
+    nn__iconv L;
+    nn__iconv_job J;
+    int Kg = c->K / c->G, KK = c->C / c->G * c->KH * c->KW, pc;
+    int64_t P = (int64_t)c->N * c->OH * c->OW;
+    nn__iconv_layout(c, 1, T, &L);
+    memset(&J, 0, sizeof J);
+    memset(dx, 0, (size_t)c->N * c->C * c->H * c->W * sizeof(float));
+    J.c = c;
+    J.L = &L;
+    J.dy = dy;
+    J.y = dx;
+    J.apk = nn__iconv_align(scratch);
+    J.bufs = scratch + L.apk;
+    J.tasks = nn__iconv_tasks(pool, &L, (double)P * Kg * KK, c->N);
+    for (J.g = 0; J.g < c->G; J.g++) {
+        const float *wg = w + (int64_t)J.g * Kg * KK;
+        for (pc = 0; pc < Kg; pc += L.kc) {
+            int kc = Kg - pc < L.kc ? Kg - pc : L.kc;
+            L.arch->pack_a(1, wg, KK, 0, KK, pc, kc, L.arch->mr, J.apk + (size_t)pc * nn__iconv_round(KK, L.arch->mr));
+        }
+        nn__threadpool_run(pool, nn__iconv_dx_task, &J, J.tasks);
+    }
+}
+
+/* dw: A panels [kc][mr] of dy_g rows [i0, i1) over the columns [q0, q0 + kc) */
+static void nn__iconv_pack_dy(const nn__conv2d *c, const float *dy, int g, int i0, int i1, const nn__iconv_seg *seg,
+                              int ns, int kc, int mr, float *dst) {
+    int64_t OHW = (int64_t)c->OH * c->OW;
+    int Kg = c->K / c->G, ir, r, si, e;
+    for (ir = i0; ir < i1; ir += mr, dst += (size_t)mr * kc) {
+        int m = i1 - ir < mr ? i1 - ir : mr;
+        for (si = 0; si < ns; si++) {
+            const nn__iconv_seg *sg = &seg[si];
+            float *d = dst + (size_t)sg->j * mr;
+            for (r = 0; r < m; r++) {
+                const float *s = dy + (sg->img * c->K + (int64_t)g * Kg + ir + r) * OHW + (int64_t)sg->oh * c->OW + sg->ow;
+                for (e = 0; e < sg->len; e++) d[(size_t)e * mr + r] = s[e];
+            }
+            for (; r < mr; r++)
+                for (e = 0; e < sg->len; e++) d[(size_t)e * mr + r] = 0.0f;
+        }
+    }
+}
+
+/* dw: B panels [kc][nr] of col^T (rows: the columns [q0, q0 + kc); columns: kk in [j0, j1)) */
+static void nn__iconv_pack_colt(const nn__conv2d *c, const float *x, int g, int j0, int j1, const nn__iconv_seg *seg,
+                                int ns, int kc, int nr, float *dst) {
+    int Cg = c->C / c->G, KHW = c->KH * c->KW, jr, cc, k, si;
+    for (jr = j0; jr < j1; jr += nr, dst += (size_t)nr * kc) {
+        int n = j1 - jr < nr ? j1 - jr : nr;
+        for (cc = 0; cc < nr; cc++) {
+            float *d = dst + cc;
+            int kk = jr + cc, ci, kh, kw, off, lo, hi;
+            if (cc >= n) {
+                for (k = 0; k < kc; k++) d[(size_t)k * nr] = 0.0f;
+                continue;
+            }
+            ci = kk / KHW;
+            kh = kk % KHW / c->KW;
+            kw = kk % c->KW;
+            off = kw * c->dw - c->pw;
+            nn__iconv_span(c, off, &lo, &hi);
+            for (si = 0; si < ns; si++) {
+                const nn__iconv_seg *sg = &seg[si];
+                int ow = sg->ow, e = ow + sg->len, a, b, ih = sg->oh * c->sh - c->ph + kh * c->dh;
+                float *o = d + ((size_t)sg->j - (size_t)ow) * nr;
+                if (ih < 0 || ih >= c->H) {
+                    for (; ow < e; ow++) o[(size_t)ow * nr] = 0.0f;
+                } else {
+                    const float *xr = x + ((sg->img * c->C + (int64_t)g * Cg + ci) * c->H + ih) * (int64_t)c->W;
+                    a = lo > ow ? lo : ow;
+                    b = hi < e ? hi : e;
+                    if (b < a) b = a;
+                    for (; ow < a; ow++) o[(size_t)ow * nr] = 0.0f;
+                    for (; ow < b; ow++) o[(size_t)ow * nr] = xr[ow * c->sw + off];
+                    for (; ow < e; ow++) o[(size_t)ow * nr] = 0.0f;
+                }
+            }
+        }
+    }
+}
+
+/* dw: task t's tiles of dw_g [Kg, KK] (or of dw_g^T, nn__iconv_dw_ct), a range of column
+   panels (or of row panels when there are fewer column panels than tasks), summed over every
+   K block of P in order */
+static void nn__iconv_dw_task(void *arg, int t, int n_tasks) {
+    const nn__iconv_job *J = (const nn__iconv_job *)arg;
+    const nn__conv2d *c = J->c;
+    const nn__iconv *L = J->L;
+    const nn__gemm_arch *arch = L->arch;
+    int mr = arch->mr, nr = arch->nr, Kg = c->K / c->G, KK = c->C / c->G * c->KH * c->KW, ct = nn__iconv_dw_ct(arch, Kg, KK);
+    int M = ct ? KK : Kg, Nn = ct ? Kg : KK, mt = (M + mr - 1) / mr, nt = (Nn + nr - 1) / nr;
+    int i0 = 0, i1 = M, j0 = 0, j1 = Nn, ir, jr, i, j;
+    int64_t P = (int64_t)c->N * c->OH * c->OW, pc;
+    float *ab = nn__iconv_align(J->bufs + L->per_task * (size_t)t), *bb, *tmp;
+    float *dw = J->y + (int64_t)J->g * Kg * KK;
+    nn__iconv_seg seg[NN__GEMM_MAX_KC];
+    if (nt >= n_tasks || nt >= mt) {
+        int per = (nt + n_tasks - 1) / n_tasks;
+        j0 = per * t * nr;
+        j1 = per * (t + 1) * nr < Nn ? per * (t + 1) * nr : Nn;
+    } else {
+        int per = (mt + n_tasks - 1) / n_tasks;
+        i0 = per * t * mr;
+        i1 = per * (t + 1) * mr < M ? per * (t + 1) * mr : M;
+    }
+    if (i0 >= i1 || j0 >= j1) return;
+    bb = nn__iconv_align(ab + (size_t)nn__iconv_round(M, mr) * L->kc);
+    tmp = bb + (size_t)nn__iconv_round(Nn, nr) * L->kc;
+    for (pc = 0; pc < P; pc += L->kc) {
+        int kc = (int)(P - pc < L->kc ? P - pc : L->kc);
+        float beta = pc == 0 ? 0.0f : 1.0f;
+        int ns = nn__iconv_segs(c, pc, kc, seg);
+        if (ct) {
+            nn__iconv_pack_colt(c, J->x, J->g, i0, i1, seg, ns, kc, mr, ab);
+            nn__iconv_pack_dy(c, J->dy, J->g, j0, j1, seg, ns, kc, nr, bb);
+        } else {
+            nn__iconv_pack_dy(c, J->dy, J->g, i0, i1, seg, ns, kc, mr, ab);
+            nn__iconv_pack_colt(c, J->x, J->g, j0, j1, seg, ns, kc, nr, bb);
+        }
+        for (jr = j0; jr < j1; jr += nr) {
+            int n = j1 - jr < nr ? j1 - jr : nr;
+            for (ir = i0; ir < i1; ir += mr) {
+                int m = i1 - ir < mr ? i1 - ir : mr;
+                const float *ap = ab + (size_t)(ir - i0) * kc, *bp = bb + (size_t)(jr - j0) * kc;
+                if (!ct && m == mr && n == nr) arch->ukr(kc, ap, bp, dw + (int64_t)ir * KK + jr, KK, 1.0f, beta);
+                else {
+                    arch->ukr(kc, ap, bp, tmp, nr, 1.0f, 0.0f);
+                    for (i = 0; i < m; i++)
+                        for (j = 0; j < n; j++) {
+                            float *cr = ct ? dw + (int64_t)(jr + j) * KK + ir + i : dw + (int64_t)(ir + i) * KK + jr + j;
+                            if (beta == 0.0f) *cr = 1.0f * tmp[(size_t)i * nr + j];
+                            else *cr = 1.0f * tmp[(size_t)i * nr + j] + beta * *cr;
+                        }
+                }
+            }
+        }
+    }
+}
+
+/* dw [K, C/G, KH, KW] = conv2d's gradient with respect to its weight, scratch from nn__iconv_scratch(c, 2, T) */
+static void nn__iconv_backward_weight(nn__threadpool *pool, const nn__conv2d *c, int T, float *dw, const float *x,
+                                      const float *dy, float *scratch) {
+    nn__iconv L;
+    nn__iconv_job J;
+    int Kg = c->K / c->G, KK = c->C / c->G * c->KH * c->KW;
+    int64_t P = (int64_t)c->N * c->OH * c->OW;
+    nn__iconv_layout(c, 2, T, &L);
+    memset(&J, 0, sizeof J);
+    J.c = c;
+    J.L = &L;
+    J.x = x;
+    J.dy = dy;
+    J.y = dw;
+    J.bufs = scratch;
+    J.tasks = nn__iconv_tasks(pool, &L, (double)P * Kg * KK,
+                              (int64_t)((Kg + L.arch->mr - 1) / L.arch->mr) * ((KK + L.arch->nr - 1) / L.arch->nr));
+    if (P == 0) {
+        memset(dw, 0, (size_t)c->K * KK * sizeof(float));
+        return;
+    }
+    for (J.g = 0; J.g < c->G; J.g++) nn__threadpool_run(pool, nn__iconv_dw_task, &J, J.tasks);
+}
+
+/* The CPU backend's algorithm for a convolution that is not depthwise: NN_CONV_ALGO=im2col
+   forces the im2col path (the tests run both), else the implicit GEMM */
+static int nn__conv_cpu_algo(void) {
+    const char *e = getenv("NN_CONV_ALGO");
+    if (e && !strcmp(e, "im2col")) return NN__CONV_GEMM;
+    return NN__CONV_IMPLICIT;
 }
 
 /* ======================================================================
@@ -10895,6 +11436,11 @@ static void nn__rope(nn__threadpool *pool, const nn__rope_attr *a, float *y, con
 
 #define NN__ATTN_BR 64 /* query rows of a tile */
 #define NN__ATTN_BC 64 /* keys of a tile */
+#define NN__ATTN_ALL (1 << 28) /* a bound of nn__attn_krange / diag that bounds nothing */
+
+/* 1: a causal mask's zero weights inside a tile are not computed (the AVX-512 path); 0:
+   the whole tile, as the GEMM path (tests compare the two) */
+static int nn__attn_causal_skip = 1;
 
 typedef struct nn__attn_job {
     nn__attn_attr a;
@@ -10925,11 +11471,55 @@ static int nn__attn_w(const nn__attn_attr *a) { return a->D > a->Dv ? a->D : a->
 
 #if defined(NN__VM_X86)
 #define NN__ATTN_TGT __attribute__((target("avx512f")))
+/* the register tiles' loops unrolled whole, so their arrays live in registers */
+#define NN__ATTN_UNROLL _Pragma("GCC unroll 16")
 NN__ATTN_TGT static inline __mmask16 nn__attn_m16(int k) { return (__mmask16)(k >= 16 ? 0xFFFFu : (1u << k) - 1u); }
 
 /* S [nr, BC] = alpha X Yt, Yt [D, BC] (the columns past nc 0); rows 4 at a time in 16
-   named registers, then one at a time */
-NN__ATTN_TGT static void nn__attn_abt512(float *S, const float *x, int64_t xs, int nr, const float *Yt, int D, float alpha) {
+   named registers, then one at a time. Under a causal mask row r needs only the columns
+   c < r + diag (nn__attn_diag): a row group computes the 16-wide column vectors up to its
+   last row's bound and stores zeros past them, each computed column's sum the same chain
+   of FMAs as without the bound. */
+#define NN__ATTN_ABT512(R, W)                                                                        \
+    do {                                                                                             \
+        __m512 acc[R][W], y[W], v;                                                                   \
+        int i_, w_;                                                                                  \
+        NN__ATTN_UNROLL                                                                              \
+        for (i_ = 0; i_ < R; i_++)                                                                   \
+            NN__ATTN_UNROLL                                                                          \
+            for (w_ = 0; w_ < W; w_++) acc[i_][w_] = _mm512_setzero_ps();                            \
+        for (d = 0; d < D; d++) {                                                                    \
+            const float *yt = Yt + (int64_t)d * NN__ATTN_BC;                                         \
+            NN__ATTN_UNROLL                                                                          \
+            for (w_ = 0; w_ < W; w_++) y[w_] = _mm512_loadu_ps(yt + 16 * w_);                        \
+            NN__ATTN_UNROLL                                                                          \
+            for (i_ = 0; i_ < R; i_++) {                                                             \
+                v = _mm512_set1_ps(x[(r0 + i_) * xs + d]);                                           \
+                NN__ATTN_UNROLL                                                                      \
+                for (w_ = 0; w_ < W; w_++) acc[i_][w_] = _mm512_fmadd_ps(v, y[w_], acc[i_][w_]);     \
+            }                                                                                        \
+        }                                                                                            \
+        NN__ATTN_UNROLL                                                                              \
+        for (i_ = 0; i_ < R; i_++)                                                                   \
+            NN__ATTN_UNROLL                                                                                                     \
+            for (w_ = 0; w_ < W; w_++) _mm512_storeu_ps(S + (r0 + i_) * NN__ATTN_BC + 16 * w_, _mm512_mul_ps(acc[i_][w_], va)); \
+    } while (0)
+
+/* zeros in columns [16 W, BC) of rows r0..r0+R-1 of S */
+#define NN__ATTN_ZERO_PAST(R, W)                                                                     \
+    do {                                                                                             \
+        int i_, w_;                                                                                  \
+        for (i_ = 0; i_ < R; i_++)                                                                   \
+            for (w_ = W; w_ < 4; w_++) _mm512_storeu_ps(S + (r0 + i_) * NN__ATTN_BC + 16 * w_, _mm512_setzero_ps()); \
+    } while (0)
+
+/* the 16-wide column vectors that rows up to r_last need, 0 to 4 */
+static int nn__attn_vecs(int r_last, int diag) {
+    int n = r_last + diag;
+    return n <= 0 ? 0 : n >= NN__ATTN_BC ? 4 : (n + 15) / 16;
+}
+
+NN__ATTN_TGT static void nn__attn_abt512(float *S, const float *x, int64_t xs, int nr, const float *Yt, int D, float alpha, int diag) {
     __m512 va = _mm512_set1_ps(alpha);
     int r0 = 0, d;
     for (; r0 + 4 <= nr; r0 += 4) {
@@ -10937,6 +11527,17 @@ NN__ATTN_TGT static void nn__attn_abt512(float *S, const float *x, int64_t xs, i
         float *s0 = S + r0 * NN__ATTN_BC, *s1 = s0 + NN__ATTN_BC, *s2 = s1 + NN__ATTN_BC, *s3 = s2 + NN__ATTN_BC;
         __m512 a00 = _mm512_setzero_ps(), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00, a12 = a00, a13 = a00;
         __m512 a20 = a00, a21 = a00, a22 = a00, a23 = a00, a30 = a00, a31 = a00, a32 = a00, a33 = a00;
+        int W = nn__attn_vecs(r0 + 3, diag);
+        if (W < 4) {
+            switch (W) {
+            case 3: NN__ATTN_ABT512(4, 3); break;
+            case 2: NN__ATTN_ABT512(4, 2); break;
+            case 1: NN__ATTN_ABT512(4, 1); break;
+            default: break;
+            }
+            NN__ATTN_ZERO_PAST(4, W);
+            continue;
+        }
         for (d = 0; d < D; d++) {
             const float *yt = Yt + (int64_t)d * NN__ATTN_BC;
             __m512 y0 = _mm512_loadu_ps(yt), y1 = _mm512_loadu_ps(yt + 16), y2 = _mm512_loadu_ps(yt + 32), y3 = _mm512_loadu_ps(yt + 48), v;
@@ -10963,6 +11564,17 @@ NN__ATTN_TGT static void nn__attn_abt512(float *S, const float *x, int64_t xs, i
         const float *x0 = x + r0 * xs;
         float *s0 = S + r0 * NN__ATTN_BC;
         __m512 a00 = _mm512_setzero_ps(), a01 = a00, a02 = a00, a03 = a00;
+        int W = nn__attn_vecs(r0, diag);
+        if (W < 4) {
+            switch (W) {
+            case 3: NN__ATTN_ABT512(1, 3); break;
+            case 2: NN__ATTN_ABT512(1, 2); break;
+            case 1: NN__ATTN_ABT512(1, 1); break;
+            default: break;
+            }
+            NN__ATTN_ZERO_PAST(1, W);
+            continue;
+        }
         for (d = 0; d < D; d++) {
             const float *yt = Yt + (int64_t)d * NN__ATTN_BC;
             __m512 y0 = _mm512_loadu_ps(yt), y1 = _mm512_loadu_ps(yt + 16), y2 = _mm512_loadu_ps(yt + 32), y3 = _mm512_loadu_ps(yt + 48), v;
@@ -10973,25 +11585,43 @@ NN__ATTN_TGT static void nn__attn_abt512(float *S, const float *x, int64_t xs, i
 #undef NN__ATTN_R
 #undef NN__ATTN_ST
 }
+#undef NN__ATTN_ZERO_PAST
+#undef NN__ATTN_ABT512
+
+/* the terms [klo, khi) of a sum over K that rows r0..r0+R-1 of a product need: from
+   r0 + klo_off, to the last row + khi_off (NN__ATTN_ALL: no bound) */
+static void nn__attn_krange(int r0, int R, int K, int klo_off, int khi_off, int *klo, int *khi) {
+    *klo = r0 + klo_off > 0 ? r0 + klo_off : 0;
+    *khi = r0 + R - 1 + khi_off < K ? r0 + R - 1 + khi_off : K;
+}
 
 /* C [M, N] += A B, A(r, c) = A[r ars + c acs], over columns [n0, n0 + 16 W) (the last
-   vector masked by km), rows r0..r0+R-1, c in order */
+   vector masked by km), rows r0..r0+R-1, c in order over [klo, khi) (nn__attn_krange: the
+   terms of a causal mask's zero weights left out) */
 #define NN__ATTN_AB512(R, W)                                                                    \
     do {                                                                                        \
         __m512 acc[R][W], bv[W], av;                                                            \
-        int i_, w_, c_;                                                                         \
+        int i_, w_, c_, klo_, khi_;                                                             \
+        NN__ATTN_UNROLL                                                                         \
         for (i_ = 0; i_ < R; i_++)                                                              \
+            NN__ATTN_UNROLL                                                                     \
             for (w_ = 0; w_ < W; w_++)                                                          \
                 acc[i_][w_] = _mm512_maskz_loadu_ps(w_ == W - 1 ? km : 0xFFFF, C + (r0 + i_) * ldc + n0 + 16 * w_); \
-        for (c_ = 0; c_ < K; c_++) {                                                            \
+        nn__attn_krange(r0, R, K, klo_off, khi_off, &klo_, &khi_);                              \
+        for (c_ = klo_; c_ < khi_; c_++) {                                                      \
             const float *br = B + c_ * ldb + n0, *ar = A + r0 * ars + c_ * acs;                 \
+            NN__ATTN_UNROLL                                                                                     \
             for (w_ = 0; w_ < W; w_++) bv[w_] = _mm512_maskz_loadu_ps(w_ == W - 1 ? km : 0xFFFF, br + 16 * w_); \
+            NN__ATTN_UNROLL                                                                     \
             for (i_ = 0; i_ < R; i_++) {                                                        \
                 av = _mm512_set1_ps(ar[i_ * ars]);                                              \
+                NN__ATTN_UNROLL                                                                    \
                 for (w_ = 0; w_ < W; w_++) acc[i_][w_] = _mm512_fmadd_ps(av, bv[w_], acc[i_][w_]); \
             }                                                                                   \
         }                                                                                       \
+        NN__ATTN_UNROLL                                                                         \
         for (i_ = 0; i_ < R; i_++)                                                              \
+            NN__ATTN_UNROLL                                                                     \
             for (w_ = 0; w_ < W; w_++)                                                          \
                 _mm512_mask_storeu_ps(C + (r0 + i_) * ldc + n0 + 16 * w_, w_ == W - 1 ? km : 0xFFFF, acc[i_][w_]); \
     } while (0)
@@ -11003,15 +11633,15 @@ NN__ATTN_TGT static void nn__attn_abt512(float *S, const float *x, int64_t xs, i
     } while (0)
 
 /* the main block: 4 rows x 64 columns in 16 named registers */
-NN__ATTN_TGT static void nn__attn_ab512_4x64(float *C, int64_t ldc, const float *A, int64_t ars, int64_t acs, int K, const float *B,
-                                             int64_t ldb) {
+NN__ATTN_TGT static void nn__attn_ab512_4x64(float *C, int64_t ldc, const float *A, int64_t ars, int64_t acs, int klo, int khi,
+                                             const float *B, int64_t ldb) {
     float *c0 = C, *c1 = C + ldc, *c2 = c1 + ldc, *c3 = c2 + ldc;
     __m512 a00 = _mm512_loadu_ps(c0), a01 = _mm512_loadu_ps(c0 + 16), a02 = _mm512_loadu_ps(c0 + 32), a03 = _mm512_loadu_ps(c0 + 48);
     __m512 a10 = _mm512_loadu_ps(c1), a11 = _mm512_loadu_ps(c1 + 16), a12 = _mm512_loadu_ps(c1 + 32), a13 = _mm512_loadu_ps(c1 + 48);
     __m512 a20 = _mm512_loadu_ps(c2), a21 = _mm512_loadu_ps(c2 + 16), a22 = _mm512_loadu_ps(c2 + 32), a23 = _mm512_loadu_ps(c2 + 48);
     __m512 a30 = _mm512_loadu_ps(c3), a31 = _mm512_loadu_ps(c3 + 16), a32 = _mm512_loadu_ps(c3 + 32), a33 = _mm512_loadu_ps(c3 + 48);
     int c;
-    for (c = 0; c < K; c++) {
+    for (c = klo; c < khi; c++) {
         const float *br = B + c * ldb, *ar = A + c * acs;
         __m512 b0 = _mm512_loadu_ps(br), b1 = _mm512_loadu_ps(br + 16), b2 = _mm512_loadu_ps(br + 32), b3 = _mm512_loadu_ps(br + 48), v;
 #define NN__ATTN_R(I, X0, X1, X2, X3)       \
@@ -11033,14 +11663,17 @@ NN__ATTN_TGT static void nn__attn_ab512_4x64(float *C, int64_t ldc, const float 
 }
 
 NN__ATTN_TGT static void nn__attn_ab512(float *C, int64_t ldc, const float *A, int64_t ars, int64_t acs, int M, int K, const float *B,
-                                        int64_t ldb, int N) {
-    int n0, r0;
+                                        int64_t ldb, int N, int klo_off, int khi_off) {
+    int n0, r0, klo, khi;
     for (n0 = 0; n0 < N;) {
         int left = N - n0, W = left >= 64 ? 4 : (left + 15) / 16;
         __mmask16 km = nn__attn_m16(left - 16 * (W - 1));
         switch (W) {
         case 4:
-            for (r0 = 0; r0 + 4 <= M; r0 += 4) nn__attn_ab512_4x64(C + r0 * ldc + n0, ldc, A + r0 * ars, ars, acs, K, B + n0, ldb);
+            for (r0 = 0; r0 + 4 <= M; r0 += 4) {
+                nn__attn_krange(r0, 4, K, klo_off, khi_off, &klo, &khi);
+                nn__attn_ab512_4x64(C + r0 * ldc + n0, ldc, A + r0 * ars, ars, acs, klo, khi, B + n0, ldb);
+            }
             for (; r0 < M; r0++) NN__ATTN_AB512(1, 4);
             break;
         case 3: NN__ATTN_AB512_W(3); break;
@@ -11053,6 +11686,7 @@ NN__ATTN_TGT static void nn__attn_ab512(float *C, int64_t ldc, const float *A, i
 #undef NN__ATTN_AB512_W
 #undef NN__ATTN_AB512
 #undef NN__ATTN_TGT
+#undef NN__ATTN_UNROLL
 #endif
 
 /* Yt [D, BC] = Y^T for nc rows of Y at stride ys, the columns past nc zero */
@@ -11068,32 +11702,36 @@ static void nn__attn_pack_t(float *Yt, const float *y, int64_t ys, int nc, int D
 /* S [nr, nc] (row stride BC) = alpha X Y^T: X rows at stride xs, Y rows at stride ys, K
    long; Yt: Y^T packed already (the AVX-512 path; NULL: pack it into yt_buf) */
 static void nn__attn_abt(const nn__attn_job *J, nn__gemm_ws *gw, float *S, const float *x, int64_t xs, int nr, const float *y,
-                         int64_t ys, int nc, int K, float alpha, const float *Yt, float *yt_buf) {
+                         int64_t ys, int nc, int K, float alpha, const float *Yt, float *yt_buf, int diag) {
 #if defined(NN__VM_X86)
     if (J->avx512) {
-        if (!Yt) {
-            nn__attn_pack_t(yt_buf, y, ys, nc, K);
+        if (!Yt) { /* the keys no row sees under a causal mask packed as zeros */
+            int np = diag == NN__ATTN_ALL || nr - 1 + diag >= nc ? nc : nr - 1 + diag > 0 ? nr - 1 + diag : 0;
+            nn__attn_pack_t(yt_buf, y, ys, np, K);
             Yt = yt_buf;
         }
-        nn__attn_abt512(S, x, xs, nr, Yt, K, alpha);
+        nn__attn_abt512(S, x, xs, nr, Yt, K, alpha, diag);
         return;
     }
 #endif
-    (void)J, (void)Yt, (void)yt_buf;
+    (void)J, (void)Yt, (void)yt_buf, (void)diag;
     nn__sgemm_ws(gw, 0, 1, nr, nc, K, alpha, x, (int)xs, y, (int)ys, 0.0f, S, NN__ATTN_BC);
 }
 
 /* C [M, N] (row stride ldc) += op(A) B: op(A) [M, K] (transA: A stored [K, M]), lda; B rows
    at stride ldb */
 static void nn__attn_ab(const nn__attn_job *J, nn__gemm_ws *gw, float *C, int64_t ldc, int transA, const float *A, int lda, int M,
-                        int K, const float *B, int64_t ldb, int N) {
+                        int K, const float *B, int64_t ldb, int N, int diag) {
 #if defined(NN__VM_X86)
     if (J->avx512) {
-        nn__attn_ab512(C, ldc, A, transA ? 1 : lda, transA ? lda : 1, M, K, B, ldb, N);
+        /* op(A) a tile of weights: rows queries (transA 0: row r needs the keys c < r + diag)
+           or keys (transA 1: key row c needs the queries r >= c + 1 - diag) */
+        nn__attn_ab512(C, ldc, A, transA ? 1 : lda, transA ? lda : 1, M, K, B, ldb, N, transA && diag != NN__ATTN_ALL ? 1 - diag : -NN__ATTN_ALL,
+                       transA ? NN__ATTN_ALL : diag);
         return;
     }
 #endif
-    (void)J;
+    (void)J, (void)diag;
     nn__sgemm_ws(gw, transA, 0, M, N, K, 1.0f, A, lda, B, (int)ldb, 1.0f, C, (int)ldc);
 }
 
@@ -11154,6 +11792,15 @@ static int nn__attn_block_dead(const nn__attn_attr *a, int i0, int i1, int j0, i
     return 0;
 }
 
+/* a causal tile's bound for nn__attn_abt, nn__attn_ab and the rows' loops: row r of the
+   tile at (i0, j0) sees the keys c < r + diag (NN__ATTN_ALL: not causal, the GEMM path, or
+   the skipping off) */
+static int nn__attn_diag(const nn__attn_job *J, int i0, int j0) {
+    return J->a.causal && J->avx512 && nn__attn_causal_skip ? i0 - j0 + 1 : NN__ATTN_ALL;
+}
+/* the columns [0, hi) of row r that a causal bound leaves alive */
+static int nn__attn_row_hi(int r, int diag, int nc) { return r + diag >= nc ? nc : r + diag > 0 ? r + diag : 0; }
+
 /* the unit's (b, h) and first row of a forward or dq unit u */
 static void nn__attn_unit_q(const nn__attn_job *J, int64_t u, int *b, int *h, int *i0, int *nr) {
     const nn__attn_attr *a = &J->a;
@@ -11169,7 +11816,7 @@ static void nn__attn_unit_q(const nn__attn_job *J, int64_t u, int *b, int *h, in
 /* ---- forward: one (b, h, query block) ---- */
 static void nn__attn_fwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw) {
     const nn__attn_attr *a = &J->a;
-    int D = a->D, Dv = a->Dv, W = nn__attn_w(a), b, h, i0, nr, j0, r, c, d, hk;
+    int D = a->D, Dv = a->Dv, W = nn__attn_w(a), b, h, i0, nr, j0, r, c, d, hk, diag;
     float *S = ws, *acc = S + 2 * NN__ATTN_BR * NN__ATTN_BC;
     float *m = acc + (int64_t)NN__ATTN_BR * W, *l = m + NN__ATTN_BR, *Kt = l + NN__ATTN_BR + 2 * (int64_t)NN__ATTN_BC * W;
     const float *qb;
@@ -11184,28 +11831,31 @@ static void nn__attn_fwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
     for (j0 = 0; j0 < a->Tk; j0 += NN__ATTN_BC) {
         int nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC;
         if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
-        nn__attn_abt(J, gw, S, qb, J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], nc, D, a->scale, NULL, Kt);
+        diag = nn__attn_diag(J, i0, j0);
+        nn__attn_abt(J, gw, S, qb, J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], nc, D, a->scale, NULL, Kt, diag);
         if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
         for (r = 0; r < nr; r++) {
             float *s = S + r * NN__ATTN_BC, *ar = acc + (int64_t)r * Dv, mx = m[r], alpha, sum;
-            for (c = 0; c < nc; c++)
+            int hr = nn__attn_row_hi(r, diag, nc); /* past it -inf: weights 0, no exponentials */
+            for (c = hr; c < nc; c++) s[c] = 0.0f;
+            for (c = 0; c < hr; c++)
                 if (s[c] > mx) mx = s[c];
             if (mx == -INFINITY) { /* nothing alive in the row yet: weights 0 */
-                for (c = 0; c < nc; c++) s[c] = 0.0f;
+                for (c = 0; c < hr; c++) s[c] = 0.0f;
                 continue;
             }
             alpha = m[r] == -INFINITY ? 0.0f : nn__vexp1(m[r] - mx);
-            for (c = 0; c < nc; c++)
+            for (c = 0; c < hr; c++)
                 if (s[c] == -INFINITY) s[c] = -2e38f; /* exp gives 0 (the vector exp clamps -inf) */
-            sum = nn__vexp_map(NN__VE_EXP_SHIFT, s, s, NULL, NULL, mx, nc);
+            sum = nn__vexp_map(NN__VE_EXP_SHIFT, s, s, NULL, NULL, mx, hr);
             l[r] = l[r] * alpha + sum;
             m[r] = mx;
             if (alpha != 1.0f)
                 for (d = 0; d < Dv; d++) ar[d] *= alpha;
             if (a->p > 0.0f)
-                for (c = 0; c < nc; c++) s[c] *= nn__attn_keep(J, b, h, i0 + r, j0 + c);
+                for (c = 0; c < hr; c++) s[c] *= nn__attn_keep(J, b, h, i0 + r, j0 + c);
         }
-        nn__attn_ab(J, gw, acc, Dv, 0, S, NN__ATTN_BC, nr, nc, NN__ATTN_ROW(J->v, J->vs, b, hk, j0), J->vs[2], Dv);
+        nn__attn_ab(J, gw, acc, Dv, 0, S, NN__ATTN_BC, nr, nc, NN__ATTN_ROW(J->v, J->vs, b, hk, j0), J->vs[2], Dv, diag);
     }
     for (r = 0; r < nr; r++) {
         float *o = NN__ATTN_ROW(J->out, J->os, b, h, i0 + r), inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
@@ -11216,13 +11866,16 @@ static void nn__attn_fwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
 
 /* P and dS of a tile (rows i0.., keys j0..) from the masked scores in S: P = exp(S - lse)
    (0 where masked), then Pd = P z (the dropped weights) into S, and dS = P (dP z - delta)
-   into dP, where dP = dO v^T was computed into dP. */
-static void nn__attn_ds(const nn__attn_job *J, int b, int h, int i0, int nr, int j0, int nc, float *S, float *dP) {
+   into dP, where dP = dO v^T was computed into dP. Under a causal bound (diag) the
+   columns past a row's diagonal are 0 in both without their exponentials. */
+static void nn__attn_ds(const nn__attn_job *J, int b, int h, int i0, int nr, int j0, int nc0, float *S, float *dP, int diag) {
     const nn__attn_attr *a = &J->a;
     int r, c;
     for (r = 0; r < nr; r++) {
         int64_t row = ((int64_t)b * a->H + h) * a->Tq + i0 + r;
         float lse = J->lse[row], dl = J->delta[row], *s = S + r * NN__ATTN_BC, *dp = dP + r * NN__ATTN_BC;
+        int nc = nn__attn_row_hi(r, diag, nc0);
+        for (c = nc; c < nc0; c++) s[c] = dp[c] = 0.0f;
         if (lse == -INFINITY) { /* a wholly masked row */
             for (c = 0; c < nc; c++) s[c] = dp[c] = 0.0f;
             continue;
@@ -11244,7 +11897,7 @@ static void nn__attn_ds(const nn__attn_job *J, int b, int h, int i0, int nr, int
 /* ---- dQ: one (b, h, query block): dq = scale sum_j dS_ij k_j ---- */
 static void nn__attn_dq_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw) {
     const nn__attn_attr *a = &J->a;
-    int D = a->D, Dv = a->Dv, W = nn__attn_w(a), b, h, i0, nr, j0, r, d, hk;
+    int D = a->D, Dv = a->Dv, W = nn__attn_w(a), b, h, i0, nr, j0, r, d, hk, diag;
     float *S = ws, *dP = S + NN__ATTN_BR * NN__ATTN_BC, *acc = S + 2 * NN__ATTN_BR * NN__ATTN_BC;
     float *Kt = acc + (int64_t)NN__ATTN_BR * W + 2 * NN__ATTN_BR + 2 * (int64_t)NN__ATTN_BC * W, *Vt = Kt + (int64_t)NN__ATTN_BC * W;
     const float *qb, *gb;
@@ -11256,11 +11909,12 @@ static void nn__attn_dq_unit(const nn__attn_job *J, int64_t u, float *ws, nn__ge
     for (j0 = 0; j0 < a->Tk; j0 += NN__ATTN_BC) {
         int nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC;
         if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
-        nn__attn_abt(J, gw, S, qb, J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], nc, D, a->scale, NULL, Kt);
+        diag = nn__attn_diag(J, i0, j0);
+        nn__attn_abt(J, gw, S, qb, J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], nc, D, a->scale, NULL, Kt, diag);
         if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
-        nn__attn_abt(J, gw, dP, gb, J->os[2], nr, NN__ATTN_ROW(J->v, J->vs, b, hk, j0), J->vs[2], nc, Dv, 1.0f, NULL, Vt);
-        nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP);
-        nn__attn_ab(J, gw, acc, D, 0, dP, NN__ATTN_BC, nr, nc, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], D);
+        nn__attn_abt(J, gw, dP, gb, J->os[2], nr, NN__ATTN_ROW(J->v, J->vs, b, hk, j0), J->vs[2], nc, Dv, 1.0f, NULL, Vt, diag);
+        nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP, diag);
+        nn__attn_ab(J, gw, acc, D, 0, dP, NN__ATTN_BC, nr, nc, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], D, diag);
     }
     for (r = 0; r < nr; r++) {
         float *o = NN__ATTN_ROW(J->dq, J->qs, b, h, i0 + r);
@@ -11291,14 +11945,15 @@ static void nn__attn_dkv_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
         for (i0 = 0; i0 < a->Tq; i0 += NN__ATTN_BR) {
             int nr = a->Tq - i0 < NN__ATTN_BR ? a->Tq - i0 : NN__ATTN_BR;
             const float *qb = NN__ATTN_ROW(J->q, J->qs, b, h, i0), *gb = NN__ATTN_ROW(J->dout, J->os, b, h, i0);
+            int diag = nn__attn_diag(J, i0, j0);
             if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
-            nn__attn_abt(J, gw, S, qb, J->qs[2], nr, kb, J->ks[2], nc, D, a->scale, kt, Kt);
+            nn__attn_abt(J, gw, S, qb, J->qs[2], nr, kb, J->ks[2], nc, D, a->scale, kt, Kt, diag);
             if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
-            nn__attn_abt(J, gw, dP, gb, J->os[2], nr, vb, J->vs[2], nc, Dv, 1.0f, vt, Vt);
-            nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP);
+            nn__attn_abt(J, gw, dP, gb, J->os[2], nr, vb, J->vs[2], nc, Dv, 1.0f, vt, Vt, diag);
+            nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP, diag);
             /* dv [nc, Dv] += Pd^T dO, dk [nc, D] += dS^T q */
-            nn__attn_ab(J, gw, dv, Dv, 1, S, NN__ATTN_BC, nc, nr, gb, J->os[2], Dv);
-            nn__attn_ab(J, gw, dk, D, 1, dP, NN__ATTN_BC, nc, nr, qb, J->qs[2], D);
+            nn__attn_ab(J, gw, dv, Dv, 1, S, NN__ATTN_BC, nc, nr, gb, J->os[2], Dv, diag);
+            nn__attn_ab(J, gw, dk, D, 1, dP, NN__ATTN_BC, nc, nr, qb, J->qs[2], D, diag);
         }
     for (c = 0; c < nc; c++) {
         float *ko = NN__ATTN_ROW(J->dk, J->ks, b, hk, j0 + c), *vo = NN__ATTN_ROW(J->dv, J->vs, b, hk, j0 + c);
@@ -11340,11 +11995,11 @@ static void nn__attn_dmask_unit(const nn__attn_job *J, int64_t u, float *ws, nn_
                     int nr = a->Tq - i0 < NN__ATTN_BR ? a->Tq - i0 : NN__ATTN_BR, nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC;
                     if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
                     nn__attn_abt(J, gw, S, NN__ATTN_ROW(J->q, J->qs, b, h, i0), J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0),
-                                 J->ks[2], nc, D, a->scale, NULL, Kt);
+                                 J->ks[2], nc, D, a->scale, NULL, Kt, NN__ATTN_ALL);
                     if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
                     nn__attn_abt(J, gw, dP, NN__ATTN_ROW(J->dout, J->os, b, h, i0), J->os[2], nr,
-                                 NN__ATTN_ROW(J->v, J->vs, b, hk, j0), J->vs[2], nc, Dv, 1.0f, NULL, Vt);
-                    nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP);
+                                 NN__ATTN_ROW(J->v, J->vs, b, hk, j0), J->vs[2], nc, Dv, 1.0f, NULL, Vt, NN__ATTN_ALL);
+                    nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP, NN__ATTN_ALL);
                     for (r = 0; r < nr; r++) {
                         float *gr = G + (a->ms[2] ? r : 0) * NN__ATTN_BC;
                         const float *dr = dP + r * NN__ATTN_BC;
@@ -32758,8 +33413,12 @@ static void nn__plan_conv2d(nn_graph *g, nn__node *n) {
         n->scratch = p.scratch;
         return;
     }
-    n->algo = nn__conv2d_is_depthwise(&c) ? NN__CONV_DIRECT : NN__CONV_GEMM; /* direct: no scratch */
-    n->scratch = n->algo == NN__CONV_DIRECT ? 0 : nn__conv2d_scratch(&c);
+    n->algo = nn__conv2d_is_depthwise(&c) ? NN__CONV_DIRECT : nn__conv_cpu_algo(); /* direct: no scratch */
+    if (n->algo == NN__CONV_DIRECT) n->scratch = 0;
+    else if (n->algo == NN__CONV_GEMM) n->scratch = nn__conv2d_scratch(&c);
+    else
+        n->scratch = nn__iconv_scratch(&c, n->op == NN__OP_CONV2D ? 0 : n->op == NN__OP_CONV2D_DX ? 1 : 2,
+                                       nn__threadpool_size(g->ctx->threads));
 }
 
 /* Direct loops (src/cpu/conv_dw.c) when planned, no scratch; else im2col + GEMM. */
@@ -32771,6 +33430,9 @@ static nn_result nn__cpu_conv2d(nn_graph *g, nn__node *n) {
     nn__conv2d_geom(&c, &x->shape, &w->shape, &n->a.conv);
     if (n->algo == NN__CONV_DIRECT)
         nn__dwconv2d_forward(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL);
+    else if (n->algo == NN__CONV_IMPLICIT)
+        nn__iconv_forward(g->ctx->threads, &c, nn__threadpool_size(g->ctx->threads), y, x->buf.host, w->buf.host,
+                          n->n_in > 2 ? NN__F(in[2]) : NULL, n->scratch_buf.host);
     else
         nn__conv2d_forward(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL,
                            n->scratch_buf.host);
@@ -32784,6 +33446,9 @@ static nn_result nn__cpu_conv2d_dx(nn_graph *g, nn__node *n) {
     nn__node *w = &g->nodes[n->in[0]], *dy = &g->nodes[n->in[1]];
     nn__conv2d_geom(&c, &n->shape, &w->shape, &n->a.conv);
     if (n->algo == NN__CONV_DIRECT) nn__dwconv2d_backward_data(g->ctx->threads, &c, y, w->buf.host, dy->buf.host);
+    else if (n->algo == NN__CONV_IMPLICIT)
+        nn__iconv_backward_data(g->ctx->threads, &c, nn__threadpool_size(g->ctx->threads), y, w->buf.host,
+                                dy->buf.host, n->scratch_buf.host);
     else nn__conv2d_backward_data(g->ctx->threads, &c, y, w->buf.host, dy->buf.host, n->scratch_buf.host);
     return NN_OK;
 }
@@ -32795,6 +33460,9 @@ static nn_result nn__cpu_conv2d_dw(nn_graph *g, nn__node *n) {
     nn__node *x = &g->nodes[n->in[0]], *dy = &g->nodes[n->in[1]];
     nn__conv2d_geom(&c, &x->shape, &n->shape, &n->a.conv);
     if (n->algo == NN__CONV_DIRECT) nn__dwconv2d_backward_weight(g->ctx->threads, &c, y, x->buf.host, dy->buf.host);
+    else if (n->algo == NN__CONV_IMPLICIT)
+        nn__iconv_backward_weight(g->ctx->threads, &c, nn__threadpool_size(g->ctx->threads), y, x->buf.host,
+                                  dy->buf.host, n->scratch_buf.host);
     else nn__conv2d_backward_weight(g->ctx->threads, &c, y, x->buf.host, dy->buf.host, n->scratch_buf.host);
     return NN_OK;
 }

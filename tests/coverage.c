@@ -229,3 +229,7 @@ void t_survey_write(FILE *f, const char *backend, const char *label, const nn_gr
 
 /* tests/test_gemm16.c's path forcing */
 const char *t_gemm16_force(int fmt, const char *name) { return nn__gemm16_force(fmt, name); }
+
+/* tests/test_attention.c's switch of the CPU attention's causal skipping inside a tile
+   (src/cpu/attention.c): 0 computes whole tiles, as the GEMM path does */
+void t_attn_causal_skip(int on) { nn__attn_causal_skip = on; }

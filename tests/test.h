@@ -211,11 +211,14 @@ void t_run_parts(const t_env *e, const t_part *parts, int n);
     X(examples)                                                                                    \
     X(model)                                                                                       \
     X(gemm16)                                                                                      \
+    X(conv_algo)                                                                                   \
     X(registry)
 /* The test binary's path (argv[0]), for the cases that run it again in a child process. */
 extern const char *t_argv0;
 /* tests/test_threads.c's child (NN_TEST_THREADS_CHILD=which, dispatched from main). */
 int t_threads_child(const char *which);
+/* the CPU attention's causal skipping inside a tile on (1) or off (0) (tests/coverage.c) */
+void t_attn_causal_skip(int on);
 
 #define X(name) void suite_##name(const t_env *e);
 T_SUITES(X)

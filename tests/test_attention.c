@@ -294,6 +294,98 @@ static void attention_bits(const t_env *e) {
     t_end();
 }
 
+/* ---- the CPU attention's causal skipping inside a tile (the AVX-512 path: a tile's keys
+   past its rows' diagonal are neither computed nor summed) against whole tiles: the same
+   values, at lengths around the tile of 64 and its vector widths of 16 ---- */
+
+typedef struct skipcfg {
+    int Tq, Tk, D, Dv, H, Hkv, mask, window;
+    float p;
+} skipcfg;
+
+/* y, dq, dk, dv (and the mask's gradient when c->mask) of sum(y * y) into r[0..4] */
+static int attn_run_skip(nn_context *ctx, const skipcfg *c, float *const *r, const long *n) {
+    nn_graph *g = NULL;
+    nn_graph_desc gd;
+    nn_compile_desc cd;
+    nn_attention_desc ad;
+    nn_tensor in[4], y;
+    long i;
+    int j, ok = 0;
+    float *buf;
+    memset(&gd, 0, sizeof gd);
+    gd.seed = 9;
+    if (nn_graph_create(ctx, &gd, &g) != NN_OK) return 0;
+    in[0] = nn_input(g, "q", NN_F32, nn_shape4(2, c->H, c->Tq, c->D));
+    in[1] = nn_input(g, "k", NN_F32, nn_shape4(2, c->Hkv, c->Tk, c->D));
+    in[2] = nn_input(g, "v", NN_F32, nn_shape4(2, c->Hkv, c->Tk, c->Dv));
+    in[3] = c->mask ? nn_input(g, "mask", NN_F32, nn_shape2(c->Tq, c->Tk)) : NN_NONE;
+    for (j = 0; j < (c->mask ? 4 : 3); j++) nn_graph_requires_grad(g, in[j]);
+    memset(&ad, 0, sizeof ad);
+    ad.causal = 1;
+    ad.dropout = c->p;
+    ad.window = c->window;
+    ad.mask = in[3];
+    y = nn_attention(g, in[0], in[1], in[2], &ad);
+    nn_graph_output(g, y);
+    memset(&cd, 0, sizeof cd);
+    cd.loss = nn_sum(g, nn_mul(g, y, y));
+    if (nn_graph_compile(g, &cd) != NN_OK) goto done;
+    buf = (float *)malloc((size_t)n[1] * 4 + (size_t)n[2] * 4 + (size_t)n[3] * 4 + (size_t)n[4] * 4 + 16);
+    if (!buf) goto done;
+    t_seed(11);
+    for (j = 0; j < (c->mask ? 4 : 3); j++) {
+        for (i = 0; i < n[j + 1]; i++) buf[i] = (float)t_uniform(-2, 2);
+        nn_tensor_write(g, in[j], buf, (size_t)n[j + 1] * 4);
+    }
+    free(buf);
+    ok = nn_graph_step(g) == NN_OK && nn_tensor_read(g, y, r[0], (size_t)n[0] * 4) == NN_OK;
+    for (j = 0; ok && j < (c->mask ? 4 : 3); j++) ok = nn_tensor_read(g, nn_graph_grad(g, in[j]), r[j + 1], (size_t)n[j + 1] * 4) == NN_OK;
+done:
+    nn_graph_destroy(g);
+    return ok;
+}
+
+static void attention_causal_skip(const t_env *e) {
+    static const skipcfg cases[] = {
+        {1, 1, 32, 32, 2, 1, 0, 0, 0},     {3, 3, 32, 32, 2, 2, 0, 0, 0},     {33, 33, 32, 32, 4, 2, 0, 0, 0},
+        {63, 63, 32, 32, 2, 2, 0, 0, 0},   {64, 64, 32, 32, 4, 4, 0, 0, 0},   {65, 65, 80, 80, 2, 1, 0, 0, 0},
+        {127, 127, 16, 24, 2, 2, 0, 0, 0}, {128, 128, 64, 64, 2, 2, 0, 0, 0}, {129, 129, 32, 32, 2, 1, 1, 0, 0},
+        {33, 129, 24, 24, 2, 2, 0, 0, 0},  {129, 33, 32, 48, 2, 1, 0, 0, 0},  {65, 65, 32, 32, 2, 2, 0, 0, 0.3f},
+        {127, 127, 32, 32, 2, 2, 0, 20, 0}, {17, 17, 32, 32, 2, 2, 1, 0, 0},
+    };
+    int ci, j;
+    if (e->opencl) return; /* the CPU backend's code path */
+    if (!t_begin(e, "attention: causal skipping inside a tile gives whole tiles' values (T 1 to 129, cross, mask grad, dropout, window)"))
+        return;
+    for (ci = 0; ci < (int)(sizeof cases / sizeof cases[0]); ci++) {
+        const skipcfg *c = &cases[ci];
+        long n[5], k, bad = 0;
+        float *r[2][5];
+        int run, nout = c->mask ? 5 : 4, ok = 1;
+        n[0] = 2L * c->H * c->Tq * c->Dv;
+        n[1] = 2L * c->H * c->Tq * c->D;
+        n[2] = 2L * c->Hkv * c->Tk * c->D;
+        n[3] = 2L * c->Hkv * c->Tk * c->Dv;
+        n[4] = c->mask ? (long)c->Tq * c->Tk : 0;
+        for (run = 0; run < 2; run++)
+            for (j = 0; j < 5; j++) r[run][j] = (float *)calloc((size_t)n[j] + 1, 4);
+        for (run = 0; run < 2; run++) {
+            t_attn_causal_skip(run == 0);
+            ok = ok && attn_run_skip(e->ctx, c, r[run], n);
+        }
+        t_attn_causal_skip(1);
+        T_CHECK(ok, "case %d (Tq %d Tk %d): %s", ci, c->Tq, c->Tk, nn_context_last_error(e->ctx));
+        for (j = 0; ok && j < nout; j++)
+            for (k = 0; k < n[j]; k++)
+                if (!(r[0][j][k] == r[1][j][k]) || !isfinite(r[0][j][k])) bad++;
+        T_CHECK(bad == 0, "case %d (Tq %d Tk %d D %d Dv %d): %ld values differ", ci, c->Tq, c->Tk, c->D, c->Dv, bad);
+        for (run = 0; run < 2; run++)
+            for (j = 0; j < 5; j++) free(r[run][j]);
+    }
+    t_end();
+}
+
 /* ==== bad input ==== */
 
 static nn_tensor a_q(nn_graph *g, int B, int H, int T, int D) { return nn_input(g, "q", NN_F32, nn_shape4(B, H, T, D)); }
@@ -344,6 +436,6 @@ static const bad_row attention_bad[] = {
 };
 
 void suite_attention(const t_env *e) {
-    T_RUN(e, attention_cases, attention_bits);
+    T_RUN(e, attention_cases, attention_bits, attention_causal_skip);
     t_bad_rows(e, attention_bad, (int)(sizeof attention_bad / sizeof attention_bad[0]));
 }

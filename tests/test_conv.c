@@ -313,7 +313,10 @@ done:
     t_end();
 }
 
-static void conv_cases(const t_env *e) {
+/* conv2d's cases of the op checker, each name followed by suffix (tests/test_conv_algo.c runs
+   them again with the CPU backend's im2col path forced) */
+void t_conv2d_checks(const t_env *e, const char *suffix);
+void t_conv2d_checks(const t_env *e, const char *suffix) {
     /* N, C, H, W, K, KH, KW, stride h/w, pad h/w, dilation h/w, groups, bias */
     static const int cs[][15] = {
         {1, 1, 7, 7, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},   /* batch 1, 'same' padding */
@@ -335,6 +338,9 @@ static void conv_cases(const t_env *e) {
         {2, 3, 6, 33, 6, 3, 1, 1, 1, 1, 0, 1, 1, 3, 1},    /* 3x1 over 33 columns: a whole 32-wide block */
         {3, 2, 7, 7, 6, 5, 5, 1, 1, 2, 2, 1, 1, 2, 0},     /* 5x5, multiplier 3, batch 3, no bias */
         {1, 3, 13, 41, 6, 3, 3, 2, 2, 2, 1, 2, 2, 3, 1},   /* stride 2 and dilation 2, uneven padding, 41 wide */
+        /* 33 channels: C*KH*KW = 297, two K blocks of the CPU GEMM */
+        {1, 33, 5, 6, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+        {2, 33, 4, 7, 3, 3, 3, 2, 1, 1, 0, 1, 2, 1, 0},
     };
     int k;
     for (k = 0; k < (int)(sizeof cs / sizeof cs[0]); k++) {
@@ -343,8 +349,9 @@ static void conv_cases(const t_env *e) {
         int OH = (c[2] + 2 * c[9] - c[11] * (c[5] - 1) - 1) / c[7] + 1;
         int OW = (c[3] + 2 * c[10] - c[12] * (c[6] - 1) - 1) / c[8] + 1;
         spec s;
-        snprintf(name, sizeof name, "conv2d x[%d,%d,%d,%d] w[%d,%d,%d,%d] s%d,%d p%d,%d d%d,%d g%d%s", c[0], c[1], c[2],
-                 c[3], c[4], c[1] / c[13], c[5], c[6], c[7], c[8], c[9], c[10], c[11], c[12], c[13], c[14] ? " bias" : "");
+        snprintf(name, sizeof name, "conv2d x[%d,%d,%d,%d] w[%d,%d,%d,%d] s%d,%d p%d,%d d%d,%d g%d%s%s", c[0], c[1], c[2],
+                 c[3], c[4], c[1] / c[13], c[5], c[6], c[7], c[8], c[9], c[10], c[11], c[12], c[13], c[14] ? " bias" : "",
+                 suffix);
         s = mk(name, b_conv2d, r_conv2d, nn_shape4(c[0], c[4], OH, OW));
         memcpy(s.conv, c + 7, 7 * sizeof(int));
         in_f(&s, nn_shape4(c[0], c[1], c[2], c[3]));
@@ -352,6 +359,11 @@ static void conv_cases(const t_env *e) {
         if (c[14]) in_f(&s, nn_shape1(c[4]));
         check_case(e, &s);
     }
+}
+
+static void conv_cases(const t_env *e) {
+    int k;
+    t_conv2d_checks(e, "");
     {
         /* conv1d: N, C, L, K, KL, stride, pad, dilation, groups */
         static const int c1[][9] = {{1, 3, 7, 5, 3, 1, 1, 1, 1}, {3, 4, 33, 6, 5, 2, 2, 2, 2}};

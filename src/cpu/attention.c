@@ -10,6 +10,11 @@
 
 #define NN__ATTN_BR 64 /* query rows of a tile */
 #define NN__ATTN_BC 64 /* keys of a tile */
+#define NN__ATTN_ALL (1 << 28) /* a bound of nn__attn_krange / diag that bounds nothing */
+
+/* 1: a causal mask's zero weights inside a tile are not computed (the AVX-512 path); 0:
+   the whole tile, as the GEMM path (tests compare the two) */
+static int nn__attn_causal_skip = 1;
 
 typedef struct nn__attn_job {
     nn__attn_attr a;
@@ -40,11 +45,55 @@ static int nn__attn_w(const nn__attn_attr *a) { return a->D > a->Dv ? a->D : a->
 
 #if defined(NN__VM_X86)
 #define NN__ATTN_TGT __attribute__((target("avx512f")))
+/* the register tiles' loops unrolled whole, so their arrays live in registers */
+#define NN__ATTN_UNROLL _Pragma("GCC unroll 16")
 NN__ATTN_TGT static inline __mmask16 nn__attn_m16(int k) { return (__mmask16)(k >= 16 ? 0xFFFFu : (1u << k) - 1u); }
 
 /* S [nr, BC] = alpha X Yt, Yt [D, BC] (the columns past nc 0); rows 4 at a time in 16
-   named registers, then one at a time */
-NN__ATTN_TGT static void nn__attn_abt512(float *S, const float *x, int64_t xs, int nr, const float *Yt, int D, float alpha) {
+   named registers, then one at a time. Under a causal mask row r needs only the columns
+   c < r + diag (nn__attn_diag): a row group computes the 16-wide column vectors up to its
+   last row's bound and stores zeros past them, each computed column's sum the same chain
+   of FMAs as without the bound. */
+#define NN__ATTN_ABT512(R, W)                                                                        \
+    do {                                                                                             \
+        __m512 acc[R][W], y[W], v;                                                                   \
+        int i_, w_;                                                                                  \
+        NN__ATTN_UNROLL                                                                              \
+        for (i_ = 0; i_ < R; i_++)                                                                   \
+            NN__ATTN_UNROLL                                                                          \
+            for (w_ = 0; w_ < W; w_++) acc[i_][w_] = _mm512_setzero_ps();                            \
+        for (d = 0; d < D; d++) {                                                                    \
+            const float *yt = Yt + (int64_t)d * NN__ATTN_BC;                                         \
+            NN__ATTN_UNROLL                                                                          \
+            for (w_ = 0; w_ < W; w_++) y[w_] = _mm512_loadu_ps(yt + 16 * w_);                        \
+            NN__ATTN_UNROLL                                                                          \
+            for (i_ = 0; i_ < R; i_++) {                                                             \
+                v = _mm512_set1_ps(x[(r0 + i_) * xs + d]);                                           \
+                NN__ATTN_UNROLL                                                                      \
+                for (w_ = 0; w_ < W; w_++) acc[i_][w_] = _mm512_fmadd_ps(v, y[w_], acc[i_][w_]);     \
+            }                                                                                        \
+        }                                                                                            \
+        NN__ATTN_UNROLL                                                                              \
+        for (i_ = 0; i_ < R; i_++)                                                                   \
+            NN__ATTN_UNROLL                                                                                                     \
+            for (w_ = 0; w_ < W; w_++) _mm512_storeu_ps(S + (r0 + i_) * NN__ATTN_BC + 16 * w_, _mm512_mul_ps(acc[i_][w_], va)); \
+    } while (0)
+
+/* zeros in columns [16 W, BC) of rows r0..r0+R-1 of S */
+#define NN__ATTN_ZERO_PAST(R, W)                                                                     \
+    do {                                                                                             \
+        int i_, w_;                                                                                  \
+        for (i_ = 0; i_ < R; i_++)                                                                   \
+            for (w_ = W; w_ < 4; w_++) _mm512_storeu_ps(S + (r0 + i_) * NN__ATTN_BC + 16 * w_, _mm512_setzero_ps()); \
+    } while (0)
+
+/* the 16-wide column vectors that rows up to r_last need, 0 to 4 */
+static int nn__attn_vecs(int r_last, int diag) {
+    int n = r_last + diag;
+    return n <= 0 ? 0 : n >= NN__ATTN_BC ? 4 : (n + 15) / 16;
+}
+
+NN__ATTN_TGT static void nn__attn_abt512(float *S, const float *x, int64_t xs, int nr, const float *Yt, int D, float alpha, int diag) {
     __m512 va = _mm512_set1_ps(alpha);
     int r0 = 0, d;
     for (; r0 + 4 <= nr; r0 += 4) {
@@ -52,6 +101,17 @@ NN__ATTN_TGT static void nn__attn_abt512(float *S, const float *x, int64_t xs, i
         float *s0 = S + r0 * NN__ATTN_BC, *s1 = s0 + NN__ATTN_BC, *s2 = s1 + NN__ATTN_BC, *s3 = s2 + NN__ATTN_BC;
         __m512 a00 = _mm512_setzero_ps(), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00, a12 = a00, a13 = a00;
         __m512 a20 = a00, a21 = a00, a22 = a00, a23 = a00, a30 = a00, a31 = a00, a32 = a00, a33 = a00;
+        int W = nn__attn_vecs(r0 + 3, diag);
+        if (W < 4) {
+            switch (W) {
+            case 3: NN__ATTN_ABT512(4, 3); break;
+            case 2: NN__ATTN_ABT512(4, 2); break;
+            case 1: NN__ATTN_ABT512(4, 1); break;
+            default: break;
+            }
+            NN__ATTN_ZERO_PAST(4, W);
+            continue;
+        }
         for (d = 0; d < D; d++) {
             const float *yt = Yt + (int64_t)d * NN__ATTN_BC;
             __m512 y0 = _mm512_loadu_ps(yt), y1 = _mm512_loadu_ps(yt + 16), y2 = _mm512_loadu_ps(yt + 32), y3 = _mm512_loadu_ps(yt + 48), v;
@@ -78,6 +138,17 @@ NN__ATTN_TGT static void nn__attn_abt512(float *S, const float *x, int64_t xs, i
         const float *x0 = x + r0 * xs;
         float *s0 = S + r0 * NN__ATTN_BC;
         __m512 a00 = _mm512_setzero_ps(), a01 = a00, a02 = a00, a03 = a00;
+        int W = nn__attn_vecs(r0, diag);
+        if (W < 4) {
+            switch (W) {
+            case 3: NN__ATTN_ABT512(1, 3); break;
+            case 2: NN__ATTN_ABT512(1, 2); break;
+            case 1: NN__ATTN_ABT512(1, 1); break;
+            default: break;
+            }
+            NN__ATTN_ZERO_PAST(1, W);
+            continue;
+        }
         for (d = 0; d < D; d++) {
             const float *yt = Yt + (int64_t)d * NN__ATTN_BC;
             __m512 y0 = _mm512_loadu_ps(yt), y1 = _mm512_loadu_ps(yt + 16), y2 = _mm512_loadu_ps(yt + 32), y3 = _mm512_loadu_ps(yt + 48), v;
@@ -88,25 +159,43 @@ NN__ATTN_TGT static void nn__attn_abt512(float *S, const float *x, int64_t xs, i
 #undef NN__ATTN_R
 #undef NN__ATTN_ST
 }
+#undef NN__ATTN_ZERO_PAST
+#undef NN__ATTN_ABT512
+
+/* the terms [klo, khi) of a sum over K that rows r0..r0+R-1 of a product need: from
+   r0 + klo_off, to the last row + khi_off (NN__ATTN_ALL: no bound) */
+static void nn__attn_krange(int r0, int R, int K, int klo_off, int khi_off, int *klo, int *khi) {
+    *klo = r0 + klo_off > 0 ? r0 + klo_off : 0;
+    *khi = r0 + R - 1 + khi_off < K ? r0 + R - 1 + khi_off : K;
+}
 
 /* C [M, N] += A B, A(r, c) = A[r ars + c acs], over columns [n0, n0 + 16 W) (the last
-   vector masked by km), rows r0..r0+R-1, c in order */
+   vector masked by km), rows r0..r0+R-1, c in order over [klo, khi) (nn__attn_krange: the
+   terms of a causal mask's zero weights left out) */
 #define NN__ATTN_AB512(R, W)                                                                    \
     do {                                                                                        \
         __m512 acc[R][W], bv[W], av;                                                            \
-        int i_, w_, c_;                                                                         \
+        int i_, w_, c_, klo_, khi_;                                                             \
+        NN__ATTN_UNROLL                                                                         \
         for (i_ = 0; i_ < R; i_++)                                                              \
+            NN__ATTN_UNROLL                                                                     \
             for (w_ = 0; w_ < W; w_++)                                                          \
                 acc[i_][w_] = _mm512_maskz_loadu_ps(w_ == W - 1 ? km : 0xFFFF, C + (r0 + i_) * ldc + n0 + 16 * w_); \
-        for (c_ = 0; c_ < K; c_++) {                                                            \
+        nn__attn_krange(r0, R, K, klo_off, khi_off, &klo_, &khi_);                              \
+        for (c_ = klo_; c_ < khi_; c_++) {                                                      \
             const float *br = B + c_ * ldb + n0, *ar = A + r0 * ars + c_ * acs;                 \
+            NN__ATTN_UNROLL                                                                                     \
             for (w_ = 0; w_ < W; w_++) bv[w_] = _mm512_maskz_loadu_ps(w_ == W - 1 ? km : 0xFFFF, br + 16 * w_); \
+            NN__ATTN_UNROLL                                                                     \
             for (i_ = 0; i_ < R; i_++) {                                                        \
                 av = _mm512_set1_ps(ar[i_ * ars]);                                              \
+                NN__ATTN_UNROLL                                                                    \
                 for (w_ = 0; w_ < W; w_++) acc[i_][w_] = _mm512_fmadd_ps(av, bv[w_], acc[i_][w_]); \
             }                                                                                   \
         }                                                                                       \
+        NN__ATTN_UNROLL                                                                         \
         for (i_ = 0; i_ < R; i_++)                                                              \
+            NN__ATTN_UNROLL                                                                     \
             for (w_ = 0; w_ < W; w_++)                                                          \
                 _mm512_mask_storeu_ps(C + (r0 + i_) * ldc + n0 + 16 * w_, w_ == W - 1 ? km : 0xFFFF, acc[i_][w_]); \
     } while (0)
@@ -118,15 +207,15 @@ NN__ATTN_TGT static void nn__attn_abt512(float *S, const float *x, int64_t xs, i
     } while (0)
 
 /* the main block: 4 rows x 64 columns in 16 named registers */
-NN__ATTN_TGT static void nn__attn_ab512_4x64(float *C, int64_t ldc, const float *A, int64_t ars, int64_t acs, int K, const float *B,
-                                             int64_t ldb) {
+NN__ATTN_TGT static void nn__attn_ab512_4x64(float *C, int64_t ldc, const float *A, int64_t ars, int64_t acs, int klo, int khi,
+                                             const float *B, int64_t ldb) {
     float *c0 = C, *c1 = C + ldc, *c2 = c1 + ldc, *c3 = c2 + ldc;
     __m512 a00 = _mm512_loadu_ps(c0), a01 = _mm512_loadu_ps(c0 + 16), a02 = _mm512_loadu_ps(c0 + 32), a03 = _mm512_loadu_ps(c0 + 48);
     __m512 a10 = _mm512_loadu_ps(c1), a11 = _mm512_loadu_ps(c1 + 16), a12 = _mm512_loadu_ps(c1 + 32), a13 = _mm512_loadu_ps(c1 + 48);
     __m512 a20 = _mm512_loadu_ps(c2), a21 = _mm512_loadu_ps(c2 + 16), a22 = _mm512_loadu_ps(c2 + 32), a23 = _mm512_loadu_ps(c2 + 48);
     __m512 a30 = _mm512_loadu_ps(c3), a31 = _mm512_loadu_ps(c3 + 16), a32 = _mm512_loadu_ps(c3 + 32), a33 = _mm512_loadu_ps(c3 + 48);
     int c;
-    for (c = 0; c < K; c++) {
+    for (c = klo; c < khi; c++) {
         const float *br = B + c * ldb, *ar = A + c * acs;
         __m512 b0 = _mm512_loadu_ps(br), b1 = _mm512_loadu_ps(br + 16), b2 = _mm512_loadu_ps(br + 32), b3 = _mm512_loadu_ps(br + 48), v;
 #define NN__ATTN_R(I, X0, X1, X2, X3)       \
@@ -148,14 +237,17 @@ NN__ATTN_TGT static void nn__attn_ab512_4x64(float *C, int64_t ldc, const float 
 }
 
 NN__ATTN_TGT static void nn__attn_ab512(float *C, int64_t ldc, const float *A, int64_t ars, int64_t acs, int M, int K, const float *B,
-                                        int64_t ldb, int N) {
-    int n0, r0;
+                                        int64_t ldb, int N, int klo_off, int khi_off) {
+    int n0, r0, klo, khi;
     for (n0 = 0; n0 < N;) {
         int left = N - n0, W = left >= 64 ? 4 : (left + 15) / 16;
         __mmask16 km = nn__attn_m16(left - 16 * (W - 1));
         switch (W) {
         case 4:
-            for (r0 = 0; r0 + 4 <= M; r0 += 4) nn__attn_ab512_4x64(C + r0 * ldc + n0, ldc, A + r0 * ars, ars, acs, K, B + n0, ldb);
+            for (r0 = 0; r0 + 4 <= M; r0 += 4) {
+                nn__attn_krange(r0, 4, K, klo_off, khi_off, &klo, &khi);
+                nn__attn_ab512_4x64(C + r0 * ldc + n0, ldc, A + r0 * ars, ars, acs, klo, khi, B + n0, ldb);
+            }
             for (; r0 < M; r0++) NN__ATTN_AB512(1, 4);
             break;
         case 3: NN__ATTN_AB512_W(3); break;
@@ -168,6 +260,7 @@ NN__ATTN_TGT static void nn__attn_ab512(float *C, int64_t ldc, const float *A, i
 #undef NN__ATTN_AB512_W
 #undef NN__ATTN_AB512
 #undef NN__ATTN_TGT
+#undef NN__ATTN_UNROLL
 #endif
 
 /* Yt [D, BC] = Y^T for nc rows of Y at stride ys, the columns past nc zero */
@@ -183,32 +276,36 @@ static void nn__attn_pack_t(float *Yt, const float *y, int64_t ys, int nc, int D
 /* S [nr, nc] (row stride BC) = alpha X Y^T: X rows at stride xs, Y rows at stride ys, K
    long; Yt: Y^T packed already (the AVX-512 path; NULL: pack it into yt_buf) */
 static void nn__attn_abt(const nn__attn_job *J, nn__gemm_ws *gw, float *S, const float *x, int64_t xs, int nr, const float *y,
-                         int64_t ys, int nc, int K, float alpha, const float *Yt, float *yt_buf) {
+                         int64_t ys, int nc, int K, float alpha, const float *Yt, float *yt_buf, int diag) {
 #if defined(NN__VM_X86)
     if (J->avx512) {
-        if (!Yt) {
-            nn__attn_pack_t(yt_buf, y, ys, nc, K);
+        if (!Yt) { /* the keys no row sees under a causal mask packed as zeros */
+            int np = diag == NN__ATTN_ALL || nr - 1 + diag >= nc ? nc : nr - 1 + diag > 0 ? nr - 1 + diag : 0;
+            nn__attn_pack_t(yt_buf, y, ys, np, K);
             Yt = yt_buf;
         }
-        nn__attn_abt512(S, x, xs, nr, Yt, K, alpha);
+        nn__attn_abt512(S, x, xs, nr, Yt, K, alpha, diag);
         return;
     }
 #endif
-    (void)J, (void)Yt, (void)yt_buf;
+    (void)J, (void)Yt, (void)yt_buf, (void)diag;
     nn__sgemm_ws(gw, 0, 1, nr, nc, K, alpha, x, (int)xs, y, (int)ys, 0.0f, S, NN__ATTN_BC);
 }
 
 /* C [M, N] (row stride ldc) += op(A) B: op(A) [M, K] (transA: A stored [K, M]), lda; B rows
    at stride ldb */
 static void nn__attn_ab(const nn__attn_job *J, nn__gemm_ws *gw, float *C, int64_t ldc, int transA, const float *A, int lda, int M,
-                        int K, const float *B, int64_t ldb, int N) {
+                        int K, const float *B, int64_t ldb, int N, int diag) {
 #if defined(NN__VM_X86)
     if (J->avx512) {
-        nn__attn_ab512(C, ldc, A, transA ? 1 : lda, transA ? lda : 1, M, K, B, ldb, N);
+        /* op(A) a tile of weights: rows queries (transA 0: row r needs the keys c < r + diag)
+           or keys (transA 1: key row c needs the queries r >= c + 1 - diag) */
+        nn__attn_ab512(C, ldc, A, transA ? 1 : lda, transA ? lda : 1, M, K, B, ldb, N, transA && diag != NN__ATTN_ALL ? 1 - diag : -NN__ATTN_ALL,
+                       transA ? NN__ATTN_ALL : diag);
         return;
     }
 #endif
-    (void)J;
+    (void)J, (void)diag;
     nn__sgemm_ws(gw, transA, 0, M, N, K, 1.0f, A, lda, B, (int)ldb, 1.0f, C, (int)ldc);
 }
 
@@ -269,6 +366,15 @@ static int nn__attn_block_dead(const nn__attn_attr *a, int i0, int i1, int j0, i
     return 0;
 }
 
+/* a causal tile's bound for nn__attn_abt, nn__attn_ab and the rows' loops: row r of the
+   tile at (i0, j0) sees the keys c < r + diag (NN__ATTN_ALL: not causal, the GEMM path, or
+   the skipping off) */
+static int nn__attn_diag(const nn__attn_job *J, int i0, int j0) {
+    return J->a.causal && J->avx512 && nn__attn_causal_skip ? i0 - j0 + 1 : NN__ATTN_ALL;
+}
+/* the columns [0, hi) of row r that a causal bound leaves alive */
+static int nn__attn_row_hi(int r, int diag, int nc) { return r + diag >= nc ? nc : r + diag > 0 ? r + diag : 0; }
+
 /* the unit's (b, h) and first row of a forward or dq unit u */
 static void nn__attn_unit_q(const nn__attn_job *J, int64_t u, int *b, int *h, int *i0, int *nr) {
     const nn__attn_attr *a = &J->a;
@@ -284,7 +390,7 @@ static void nn__attn_unit_q(const nn__attn_job *J, int64_t u, int *b, int *h, in
 /* ---- forward: one (b, h, query block) ---- */
 static void nn__attn_fwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw) {
     const nn__attn_attr *a = &J->a;
-    int D = a->D, Dv = a->Dv, W = nn__attn_w(a), b, h, i0, nr, j0, r, c, d, hk;
+    int D = a->D, Dv = a->Dv, W = nn__attn_w(a), b, h, i0, nr, j0, r, c, d, hk, diag;
     float *S = ws, *acc = S + 2 * NN__ATTN_BR * NN__ATTN_BC;
     float *m = acc + (int64_t)NN__ATTN_BR * W, *l = m + NN__ATTN_BR, *Kt = l + NN__ATTN_BR + 2 * (int64_t)NN__ATTN_BC * W;
     const float *qb;
@@ -299,28 +405,31 @@ static void nn__attn_fwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
     for (j0 = 0; j0 < a->Tk; j0 += NN__ATTN_BC) {
         int nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC;
         if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
-        nn__attn_abt(J, gw, S, qb, J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], nc, D, a->scale, NULL, Kt);
+        diag = nn__attn_diag(J, i0, j0);
+        nn__attn_abt(J, gw, S, qb, J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], nc, D, a->scale, NULL, Kt, diag);
         if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
         for (r = 0; r < nr; r++) {
             float *s = S + r * NN__ATTN_BC, *ar = acc + (int64_t)r * Dv, mx = m[r], alpha, sum;
-            for (c = 0; c < nc; c++)
+            int hr = nn__attn_row_hi(r, diag, nc); /* past it -inf: weights 0, no exponentials */
+            for (c = hr; c < nc; c++) s[c] = 0.0f;
+            for (c = 0; c < hr; c++)
                 if (s[c] > mx) mx = s[c];
             if (mx == -INFINITY) { /* nothing alive in the row yet: weights 0 */
-                for (c = 0; c < nc; c++) s[c] = 0.0f;
+                for (c = 0; c < hr; c++) s[c] = 0.0f;
                 continue;
             }
             alpha = m[r] == -INFINITY ? 0.0f : nn__vexp1(m[r] - mx);
-            for (c = 0; c < nc; c++)
+            for (c = 0; c < hr; c++)
                 if (s[c] == -INFINITY) s[c] = -2e38f; /* exp gives 0 (the vector exp clamps -inf) */
-            sum = nn__vexp_map(NN__VE_EXP_SHIFT, s, s, NULL, NULL, mx, nc);
+            sum = nn__vexp_map(NN__VE_EXP_SHIFT, s, s, NULL, NULL, mx, hr);
             l[r] = l[r] * alpha + sum;
             m[r] = mx;
             if (alpha != 1.0f)
                 for (d = 0; d < Dv; d++) ar[d] *= alpha;
             if (a->p > 0.0f)
-                for (c = 0; c < nc; c++) s[c] *= nn__attn_keep(J, b, h, i0 + r, j0 + c);
+                for (c = 0; c < hr; c++) s[c] *= nn__attn_keep(J, b, h, i0 + r, j0 + c);
         }
-        nn__attn_ab(J, gw, acc, Dv, 0, S, NN__ATTN_BC, nr, nc, NN__ATTN_ROW(J->v, J->vs, b, hk, j0), J->vs[2], Dv);
+        nn__attn_ab(J, gw, acc, Dv, 0, S, NN__ATTN_BC, nr, nc, NN__ATTN_ROW(J->v, J->vs, b, hk, j0), J->vs[2], Dv, diag);
     }
     for (r = 0; r < nr; r++) {
         float *o = NN__ATTN_ROW(J->out, J->os, b, h, i0 + r), inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
@@ -331,13 +440,16 @@ static void nn__attn_fwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
 
 /* P and dS of a tile (rows i0.., keys j0..) from the masked scores in S: P = exp(S - lse)
    (0 where masked), then Pd = P z (the dropped weights) into S, and dS = P (dP z - delta)
-   into dP, where dP = dO v^T was computed into dP. */
-static void nn__attn_ds(const nn__attn_job *J, int b, int h, int i0, int nr, int j0, int nc, float *S, float *dP) {
+   into dP, where dP = dO v^T was computed into dP. Under a causal bound (diag) the
+   columns past a row's diagonal are 0 in both without their exponentials. */
+static void nn__attn_ds(const nn__attn_job *J, int b, int h, int i0, int nr, int j0, int nc0, float *S, float *dP, int diag) {
     const nn__attn_attr *a = &J->a;
     int r, c;
     for (r = 0; r < nr; r++) {
         int64_t row = ((int64_t)b * a->H + h) * a->Tq + i0 + r;
         float lse = J->lse[row], dl = J->delta[row], *s = S + r * NN__ATTN_BC, *dp = dP + r * NN__ATTN_BC;
+        int nc = nn__attn_row_hi(r, diag, nc0);
+        for (c = nc; c < nc0; c++) s[c] = dp[c] = 0.0f;
         if (lse == -INFINITY) { /* a wholly masked row */
             for (c = 0; c < nc; c++) s[c] = dp[c] = 0.0f;
             continue;
@@ -359,7 +471,7 @@ static void nn__attn_ds(const nn__attn_job *J, int b, int h, int i0, int nr, int
 /* ---- dQ: one (b, h, query block): dq = scale sum_j dS_ij k_j ---- */
 static void nn__attn_dq_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw) {
     const nn__attn_attr *a = &J->a;
-    int D = a->D, Dv = a->Dv, W = nn__attn_w(a), b, h, i0, nr, j0, r, d, hk;
+    int D = a->D, Dv = a->Dv, W = nn__attn_w(a), b, h, i0, nr, j0, r, d, hk, diag;
     float *S = ws, *dP = S + NN__ATTN_BR * NN__ATTN_BC, *acc = S + 2 * NN__ATTN_BR * NN__ATTN_BC;
     float *Kt = acc + (int64_t)NN__ATTN_BR * W + 2 * NN__ATTN_BR + 2 * (int64_t)NN__ATTN_BC * W, *Vt = Kt + (int64_t)NN__ATTN_BC * W;
     const float *qb, *gb;
@@ -371,11 +483,12 @@ static void nn__attn_dq_unit(const nn__attn_job *J, int64_t u, float *ws, nn__ge
     for (j0 = 0; j0 < a->Tk; j0 += NN__ATTN_BC) {
         int nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC;
         if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
-        nn__attn_abt(J, gw, S, qb, J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], nc, D, a->scale, NULL, Kt);
+        diag = nn__attn_diag(J, i0, j0);
+        nn__attn_abt(J, gw, S, qb, J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], nc, D, a->scale, NULL, Kt, diag);
         if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
-        nn__attn_abt(J, gw, dP, gb, J->os[2], nr, NN__ATTN_ROW(J->v, J->vs, b, hk, j0), J->vs[2], nc, Dv, 1.0f, NULL, Vt);
-        nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP);
-        nn__attn_ab(J, gw, acc, D, 0, dP, NN__ATTN_BC, nr, nc, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], D);
+        nn__attn_abt(J, gw, dP, gb, J->os[2], nr, NN__ATTN_ROW(J->v, J->vs, b, hk, j0), J->vs[2], nc, Dv, 1.0f, NULL, Vt, diag);
+        nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP, diag);
+        nn__attn_ab(J, gw, acc, D, 0, dP, NN__ATTN_BC, nr, nc, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], D, diag);
     }
     for (r = 0; r < nr; r++) {
         float *o = NN__ATTN_ROW(J->dq, J->qs, b, h, i0 + r);
@@ -406,14 +519,15 @@ static void nn__attn_dkv_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
         for (i0 = 0; i0 < a->Tq; i0 += NN__ATTN_BR) {
             int nr = a->Tq - i0 < NN__ATTN_BR ? a->Tq - i0 : NN__ATTN_BR;
             const float *qb = NN__ATTN_ROW(J->q, J->qs, b, h, i0), *gb = NN__ATTN_ROW(J->dout, J->os, b, h, i0);
+            int diag = nn__attn_diag(J, i0, j0);
             if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
-            nn__attn_abt(J, gw, S, qb, J->qs[2], nr, kb, J->ks[2], nc, D, a->scale, kt, Kt);
+            nn__attn_abt(J, gw, S, qb, J->qs[2], nr, kb, J->ks[2], nc, D, a->scale, kt, Kt, diag);
             if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
-            nn__attn_abt(J, gw, dP, gb, J->os[2], nr, vb, J->vs[2], nc, Dv, 1.0f, vt, Vt);
-            nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP);
+            nn__attn_abt(J, gw, dP, gb, J->os[2], nr, vb, J->vs[2], nc, Dv, 1.0f, vt, Vt, diag);
+            nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP, diag);
             /* dv [nc, Dv] += Pd^T dO, dk [nc, D] += dS^T q */
-            nn__attn_ab(J, gw, dv, Dv, 1, S, NN__ATTN_BC, nc, nr, gb, J->os[2], Dv);
-            nn__attn_ab(J, gw, dk, D, 1, dP, NN__ATTN_BC, nc, nr, qb, J->qs[2], D);
+            nn__attn_ab(J, gw, dv, Dv, 1, S, NN__ATTN_BC, nc, nr, gb, J->os[2], Dv, diag);
+            nn__attn_ab(J, gw, dk, D, 1, dP, NN__ATTN_BC, nc, nr, qb, J->qs[2], D, diag);
         }
     for (c = 0; c < nc; c++) {
         float *ko = NN__ATTN_ROW(J->dk, J->ks, b, hk, j0 + c), *vo = NN__ATTN_ROW(J->dv, J->vs, b, hk, j0 + c);
@@ -455,11 +569,11 @@ static void nn__attn_dmask_unit(const nn__attn_job *J, int64_t u, float *ws, nn_
                     int nr = a->Tq - i0 < NN__ATTN_BR ? a->Tq - i0 : NN__ATTN_BR, nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC;
                     if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
                     nn__attn_abt(J, gw, S, NN__ATTN_ROW(J->q, J->qs, b, h, i0), J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0),
-                                 J->ks[2], nc, D, a->scale, NULL, Kt);
+                                 J->ks[2], nc, D, a->scale, NULL, Kt, NN__ATTN_ALL);
                     if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
                     nn__attn_abt(J, gw, dP, NN__ATTN_ROW(J->dout, J->os, b, h, i0), J->os[2], nr,
-                                 NN__ATTN_ROW(J->v, J->vs, b, hk, j0), J->vs[2], nc, Dv, 1.0f, NULL, Vt);
-                    nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP);
+                                 NN__ATTN_ROW(J->v, J->vs, b, hk, j0), J->vs[2], nc, Dv, 1.0f, NULL, Vt, NN__ATTN_ALL);
+                    nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP, NN__ATTN_ALL);
                     for (r = 0; r < nr; r++) {
                         float *gr = G + (a->ms[2] ? r : 0) * NN__ATTN_BC;
                         const float *dr = dP + r * NN__ATTN_BC;

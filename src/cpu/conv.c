@@ -30,7 +30,7 @@ static void nn__conv2d_geom(nn__conv2d *c, const nn_shape *x, const nn_shape *w,
 }
 
 /* How a convolution node runs; chosen per shape when the graph is compiled. */
-enum { NN__CONV_GEMM = 0, NN__CONV_DIRECT = 1 };
+enum { NN__CONV_GEMM = 0, NN__CONV_DIRECT = 1, NN__CONV_IMPLICIT = 2 };
 
 /* Floats of scratch a conv node needs: one group's column matrix and one group's output
    (or output gradient) in [Kg, N*OH*OW] order. */
@@ -207,4 +207,545 @@ static void nn__channel_sum(float *y, const float *x, int64_t N, int64_t C, int6
         }
         y[ch] = (float)s;
     }
+}
+
+/* ---- implicit GEMM (NN__CONV_IMPLICIT) ----------------------------------------------------
+   The same products as above on the GEMM's own microkernel (src/cpu/gemm.c), with no column
+   matrix: the weights are packed once per call into the microkernel's row panels, and the
+   image (or dy) is packed straight into its column panels, a chunk of columns at a time, so
+   what a chunk touches stays in the L2 cache; the forward writes y in place (no gather of
+   the output, bias added per chunk), dx takes one chunk's columns at a time back to its
+   pixels. Each output element gets the blocked GEMM's arithmetic: the same K blocks
+   (nn__gemm_prepare's rule, a function of K alone) in the same order, the same microkernel,
+   so the results are the im2col path's to the bit (dx: chunks run from an image's last
+   output rows up, so each pixel still gets its (kh, kw) terms in order). */
+
+#define NN__ICONV_COLS 256      /* forward: columns per chunk (a multiple of every nr) */
+#define NN__ICONV_DCOL 65536    /* dx: floats of one chunk's columns (L2) */
+
+/* The K block of the CPU GEMM for a reduction of length K (nn__gemm_prepare's rule) */
+static int nn__iconv_kc(const nn__gemm_arch *arch, int K) {
+    int nkb = (K + arch->kc - 1) / arch->kc, kc = ((K + nkb - 1) / nkb + 7) / 8 * 8;
+    return kc > K ? K : kc;
+}
+
+static int nn__iconv_round(int v, int to) { return (v + to - 1) / to * to; }
+
+/* dw: whether to compute dw^T [KK, Kg] = col [KK, P] dy^T [P, Kg] instead (the same sums: the
+   blocked GEMM's C^T choice, nn__gemm_prepare's rule), when that fills the register tile
+   better (a first layer: KK = 9 against 32 filters) */
+static int nn__iconv_dw_ct(const nn__gemm_arch *arch, int Kg, int KK) {
+    double eff = (double)Kg / nn__iconv_round(Kg, arch->mr) * KK / nn__iconv_round(KK, arch->nr);
+    double eff_t = (double)KK / nn__iconv_round(KK, arch->mr) * Kg / nn__iconv_round(Kg, arch->nr);
+    return eff_t > eff * 1.15;
+}
+
+/* The implicit path's layout of a node's scratch for one of the three products */
+typedef struct nn__iconv {
+    const nn__gemm_arch *arch;
+    int T;                   /* tasks: the pool's threads */
+    int kc;                  /* K block of the product */
+    int rows;                /* dx: output rows per chunk */
+    int ld;                  /* dx: columns of a chunk's dcol, rounded up to nr */
+    size_t apk, per_task;    /* floats: the packed weights; each task's own */
+} nn__iconv;
+
+static void nn__iconv_layout(const nn__conv2d *c, int op, int T, nn__iconv *L) {
+    const nn__gemm_arch *arch = nn__gemm_pick_arch();
+    int mr = arch->mr, nr = arch->nr, Cg = c->C / c->G, Kg = c->K / c->G, KK = Cg * c->KH * c->KW;
+    int64_t P = (int64_t)c->N * c->OH * c->OW;
+    memset(L, 0, sizeof *L);
+    L->arch = arch;
+    L->T = T > 0 ? T : 1;
+    if (op == 0) { /* y [Kg, P] = w [Kg, KK] col [KK, P] */
+        L->kc = nn__iconv_kc(arch, KK);
+        L->apk = (size_t)nn__iconv_round(Kg, mr) * KK + 16;
+        L->per_task = (size_t)L->kc * NN__ICONV_COLS + (size_t)mr * nr + 32;
+    } else if (op == 1) { /* dcol [KK, cols] = w^T [KK, Kg] dy [Kg, cols], a chunk of rows of one image */
+        int rows = NN__ICONV_DCOL / (nn__iconv_round(KK, mr) * (c->OW > 0 ? c->OW : 1));
+        L->rows = rows < 1 ? 1 : rows > c->OH ? c->OH : rows;
+        L->kc = nn__iconv_kc(arch, Kg);
+        L->ld = nn__iconv_round(L->rows * c->OW, nr);
+        L->apk = (size_t)nn__iconv_round(KK, mr) * Kg + 16;
+        L->per_task = (size_t)L->kc * L->ld + (size_t)nn__iconv_round(KK, mr) * L->ld + 32;
+    } else { /* dw [Kg, KK] = dy [Kg, P] col^T [P, KK], P in K blocks, in order */
+        int ct = nn__iconv_dw_ct(arch, Kg, KK), M = ct ? KK : Kg, Nn = ct ? Kg : KK;
+        L->kc = nn__iconv_kc(arch, P > 0x7fffffff ? 0x7fffffff : (int)P);
+        L->per_task = (size_t)nn__iconv_round(M, mr) * L->kc + (size_t)nn__iconv_round(Nn, nr) * L->kc +
+                      (size_t)mr * nr + 48;
+    }
+}
+
+/* Floats of scratch the implicit path needs for op (0 forward, 1 dx, 2 dw) on T threads */
+static int64_t nn__iconv_scratch(const nn__conv2d *c, int op, int T) {
+    nn__iconv L;
+    nn__iconv_layout(c, op, T, &L);
+    return (int64_t)(L.apk + L.per_task * (size_t)L.T);
+}
+
+/* 64-byte aligned pointer at or after p (the microkernel loads its panels aligned) */
+static float *nn__iconv_align(float *p) { return nn__gemm_align(p); }
+
+/* The columns [lo, hi) of a row of outputs whose input column ow*sw + off lies in [0, W) */
+static void nn__iconv_span(const nn__conv2d *c, int off, int *lo, int *hi) {
+    int a = off >= 0 ? 0 : (-off + c->sw - 1) / c->sw, b = c->W - off <= 0 ? 0 : (c->W - off + c->sw - 1) / c->sw;
+    if (b > c->OW) b = c->OW;
+    if (a > b) a = b;
+    *lo = a;
+    *hi = b;
+}
+
+/* One tile's result t [m x n] (row stride nr) into C as the blocked GEMM's edge path does
+   (alpha 1): columns q0.. of an output whose column q is image q / OHW, pixel q % OHW,
+   row i at c0 + image * istride + i * OHW + pixel */
+static void nn__iconv_store(const float *t, int nr, int m, int n, float beta, float *c0, int64_t istride, int64_t OHW,
+                            int64_t q0) {
+    int i, j;
+    for (j = 0; j < n; j++) {
+        int64_t q = q0 + j, img = q / OHW, pix = q % OHW;
+        float *cp = c0 + img * istride + pix;
+        for (i = 0; i < m; i++) {
+            float *cr = cp + (int64_t)i * OHW;
+            if (beta == 0.0f) *cr = 1.0f * t[(size_t)i * nr + j];
+            else *cr = 1.0f * t[(size_t)i * nr + j] + beta * *cr;
+        }
+    }
+}
+
+/* Columns [q0, q0 + n) of the [*, P] output cut at the ends of its output rows: segment i is
+   image img, output row oh, columns ow .. ow + len - 1, at offset j of the range */
+typedef struct nn__iconv_seg {
+    int64_t img;
+    int oh, ow, len, j;
+} nn__iconv_seg;
+
+static int nn__iconv_segs(const nn__conv2d *c, int64_t q0, int n, nn__iconv_seg *s) {
+    int64_t OHW = (int64_t)c->OH * c->OW, img = q0 / OHW, pix = q0 % OHW;
+    int oh = (int)(pix / c->OW), ow = (int)(pix % c->OW), j = 0, k = 0;
+    while (j < n) {
+        int len = c->OW - ow < n - j ? c->OW - ow : n - j;
+        s[k].img = img;
+        s[k].oh = oh;
+        s[k].ow = ow;
+        s[k].len = len;
+        s[k].j = j;
+        k++;
+        j += len;
+        ow = 0;
+        if (++oh == c->OH) {
+            oh = 0;
+            img++;
+        }
+    }
+    return k;
+}
+
+/* Column panels [kc][nr] of col [k0:k0+kc, q0:q0+ncols] (im2col of group g) straight from x */
+/* d[0:n] = s[0:n] (s NULL: zeros); a pixel row's piece is a few to a few dozen floats */
+#if NN__GEMM_X86
+__attribute__((target("avx512f"))) static void nn__iconv_copy_avx512(float *d, const float *s, int n) {
+    for (; n >= 16; n -= 16, d += 16) {
+        _mm512_storeu_ps(d, s ? _mm512_loadu_ps(s) : _mm512_setzero_ps());
+        if (s) s += 16;
+    }
+    if (n > 0) {
+        __mmask16 m = (__mmask16)((1u << n) - 1u);
+        _mm512_mask_storeu_ps(d, m, s ? _mm512_maskz_loadu_ps(m, s) : _mm512_setzero_ps());
+    }
+}
+#endif
+
+/* d[0:n] += s[0:n] */
+#if NN__GEMM_X86
+__attribute__((target("avx512f"))) static void nn__iconv_add_avx512(float *d, const float *s, int n) {
+    for (; n >= 16; n -= 16, d += 16, s += 16) _mm512_storeu_ps(d, _mm512_add_ps(_mm512_loadu_ps(d), _mm512_loadu_ps(s)));
+    if (n > 0) {
+        __mmask16 m = (__mmask16)((1u << n) - 1u);
+        _mm512_mask_storeu_ps(d, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, d), _mm512_maskz_loadu_ps(m, s)));
+    }
+}
+#endif
+
+static void nn__iconv_add(int avx512, float *d, const float *s, int n) {
+    int i;
+#if NN__GEMM_X86
+    if (avx512) {
+        nn__iconv_add_avx512(d, s, n);
+        return;
+    }
+#endif
+    (void)avx512;
+    for (i = 0; i < n; i++) d[i] += s[i];
+}
+
+static void nn__iconv_copy(int avx512, float *d, const float *s, int n) {
+    int i;
+#if NN__GEMM_X86
+    if (avx512) {
+        nn__iconv_copy_avx512(d, s, n);
+        return;
+    }
+#endif
+    (void)avx512;
+    if (s)
+        for (i = 0; i < n; i++) d[i] = s[i];
+    else
+        for (i = 0; i < n; i++) d[i] = 0.0f;
+}
+
+static void nn__iconv_pack_x(const nn__conv2d *c, const float *x, int g, int k0, int kc, int64_t q0, int ncols, int nr,
+                             float *dst) {
+    int Cg = c->C / c->G, KHW = c->KH * c->KW, jr, k, si, avx512 = nn__vm_isa() == 2;
+    nn__iconv_seg seg[NN__GEMM_MAX_NR];
+    for (jr = 0; jr < ncols; jr += nr) {
+        int n = ncols - jr < nr ? ncols - jr : nr, ns = nn__iconv_segs(c, q0 + jr, n, seg);
+        int ci = k0 / KHW, kh = k0 % KHW / c->KW, kw = k0 % c->KW;
+        float *d = dst + (size_t)jr * kc;
+        for (k = 0; k < kc; k++) {
+            int off = kw * c->dw - c->pw, lo, hi;
+            float *dr = d + (size_t)k * nr;
+            const float *xc = x + ((int64_t)g * Cg + ci) * c->H * (int64_t)c->W;
+            nn__iconv_span(c, off, &lo, &hi);
+            for (si = 0; si < ns; si++) {
+                const nn__iconv_seg *sg = &seg[si];
+                int ow = sg->ow, e = ow + sg->len, ih = sg->oh * c->sh - c->ph + kh * c->dh, a, b;
+                float *o = dr + sg->j - ow;
+                if (ih < 0 || ih >= c->H) {
+                    nn__iconv_copy(avx512, o + ow, NULL, sg->len);
+                    continue;
+                }
+                {
+                    const float *xr = xc + (sg->img * c->C * c->H + ih) * (int64_t)c->W;
+                    a = lo > ow ? lo : ow;
+                    b = hi < e ? hi : e;
+                    if (b < a) b = a;
+                    for (; ow < a; ow++) o[ow] = 0.0f;
+                    if (c->sw == 1) {
+                        nn__iconv_copy(avx512, o + ow, xr + ow + off, b - ow);
+                        ow = b;
+                    } else
+                        for (; ow < b; ow++) o[ow] = xr[ow * c->sw + off];
+                    for (; ow < e; ow++) o[ow] = 0.0f;
+                }
+            }
+            if (n < nr) nn__iconv_copy(avx512, dr + n, NULL, nr - n);
+            if (++kw == c->KW) { /* the next (ci, kh, kw) */
+                kw = 0;
+                if (++kh == c->KH) {
+                    kh = 0;
+                    ci++;
+                }
+            }
+        }
+    }
+}
+
+typedef struct nn__iconv_job {
+    const nn__conv2d *c;
+    const nn__iconv *L;
+    const float *x, *w, *b, *dy;
+    float *y, *apk, *bufs;
+    int g, tasks;
+} nn__iconv_job;
+
+/* Forward: task t's share of the chunks of NN__ICONV_COLS columns */
+static void nn__iconv_fwd_task(void *arg, int t, int n_tasks) {
+    const nn__iconv_job *J = (const nn__iconv_job *)arg;
+    const nn__conv2d *c = J->c;
+    const nn__gemm_arch *arch = J->L->arch;
+    int mr = arch->mr, nr = arch->nr, Kg = c->K / c->G, KK = c->C / c->G * c->KH * c->KW, Kgp = nn__iconv_round(Kg, mr);
+    int64_t OHW = (int64_t)c->OH * c->OW, P = c->N * OHW, nch = (P + NN__ICONV_COLS - 1) / NN__ICONV_COLS;
+    int64_t per = (nch + n_tasks - 1) / n_tasks, ch, ch1 = per * (t + 1) < nch ? per * (t + 1) : nch;
+    float *bb = nn__iconv_align(J->bufs + J->L->per_task * (size_t)t), *tmp = bb + (size_t)J->L->kc * NN__ICONV_COLS;
+    float *yg = J->y + (int64_t)J->g * Kg * OHW;
+    for (ch = per * t; ch < ch1; ch++) {
+        int64_t q0 = ch * NN__ICONV_COLS;
+        int ncols = (int)(P - q0 < NN__ICONV_COLS ? P - q0 : NN__ICONV_COLS), pc, jr, ir, i, j;
+        for (pc = 0; pc < KK; pc += J->L->kc) {
+            int kc = KK - pc < J->L->kc ? KK - pc : J->L->kc;
+            float beta = pc == 0 ? 0.0f : 1.0f;
+            nn__iconv_pack_x(c, J->x, J->g, pc, kc, q0, ncols, nr, bb);
+            for (jr = 0; jr < ncols; jr += nr) {
+                int n = ncols - jr < nr ? ncols - jr : nr;
+                int64_t q = q0 + jr, img = q / OHW, pix = q % OHW;
+                const float *bp = bb + (size_t)jr * kc;
+                for (ir = 0; ir < Kg; ir += mr) {
+                    int m = Kg - ir < mr ? Kg - ir : mr;
+                    const float *ap = J->apk + (size_t)pc * Kgp + (size_t)ir * kc;
+                    if (m == mr && n == nr && pix + nr <= OHW)
+                        arch->ukr(kc, ap, bp, yg + (img * c->K + ir) * OHW + pix, (int)OHW, 1.0f, beta);
+                    else {
+                        arch->ukr(kc, ap, bp, tmp, nr, 1.0f, 0.0f);
+                        nn__iconv_store(tmp, nr, m, n, beta, yg + (int64_t)ir * OHW, (int64_t)c->K * OHW, OHW, q);
+                    }
+                }
+            }
+        }
+        if (J->b) /* the bias after the whole sum, as the im2col path adds it */
+            for (j = 0; j < ncols;) {
+                int64_t q = q0 + j, img = q / OHW, pix = q % OHW;
+                int len = (int)(OHW - pix < ncols - j ? OHW - pix : ncols - j);
+                for (i = 0; i < Kg; i++) {
+                    float *yr = yg + (img * c->K + i) * OHW + pix, bias = J->b[J->g * Kg + i];
+                    int e;
+                    for (e = 0; e < len; e++) yr[e] = yr[e] + bias;
+                }
+                j += len;
+            }
+    }
+}
+
+/* The number of tasks worth starting for work multiply-adds */
+static int nn__iconv_tasks(nn__threadpool *pool, const nn__iconv *L, double work, int64_t units) {
+    int T = L->T < nn__threadpool_size(pool) ? L->T : nn__threadpool_size(pool);
+    if (work < (double)NN__PAR_MIN * 8) T = 1;
+    if (T > units) T = (int)units;
+    return T < 1 ? 1 : T;
+}
+
+/* y [N, K, OH, OW] = conv(x, w) + b (b may be NULL), scratch from nn__iconv_scratch(c, 0, T) */
+static void nn__iconv_forward(nn__threadpool *pool, const nn__conv2d *c, int T, float *y, const float *x,
+                              const float *w, const float *b, float *scratch) {
+    nn__iconv L;
+    nn__iconv_job J;
+    int Kg = c->K / c->G, KK = c->C / c->G * c->KH * c->KW, pc;
+    int64_t P = (int64_t)c->N * c->OH * c->OW;
+    nn__iconv_layout(c, 0, T, &L);
+    memset(&J, 0, sizeof J);
+    J.c = c;
+    J.L = &L;
+    J.x = x;
+    J.b = b;
+    J.y = y;
+    J.apk = nn__iconv_align(scratch);
+    J.bufs = scratch + L.apk;
+    J.tasks = nn__iconv_tasks(pool, &L, (double)P * Kg * KK, (P + NN__ICONV_COLS - 1) / NN__ICONV_COLS);
+    for (J.g = 0; J.g < c->G; J.g++) {
+        const float *wg = w + (int64_t)J.g * Kg * KK;
+        for (pc = 0; pc < KK; pc += L.kc) {
+            int kc = KK - pc < L.kc ? KK - pc : L.kc;
+            L.arch->pack_a(0, wg, KK, 0, Kg, pc, kc, L.arch->mr, J.apk + (size_t)pc * nn__iconv_round(Kg, L.arch->mr));
+        }
+        nn__threadpool_run(pool, nn__iconv_fwd_task, &J, J.tasks);
+    }
+}
+
+/* dx: task t's images, each a chunk of L->rows output rows at a time from the last rows up */
+static void nn__iconv_dx_task(void *arg, int t, int n_tasks) {
+    const nn__iconv_job *J = (const nn__iconv_job *)arg;
+    const nn__conv2d *c = J->c;
+    const nn__iconv *L = J->L;
+    const nn__gemm_arch *arch = L->arch;
+    int mr = arch->mr, nr = arch->nr, Cg = c->C / c->G, Kg = c->K / c->G, KK = Cg * c->KH * c->KW;
+    int KKp = nn__iconv_round(KK, mr), per = (c->N + n_tasks - 1) / n_tasks, n, n1 = per * (t + 1) < c->N ? per * (t + 1) : c->N;
+    int64_t OHW = (int64_t)c->OH * c->OW;
+    float *bb = nn__iconv_align(J->bufs + L->per_task * (size_t)t), *dcol = bb + (size_t)L->kc * L->ld;
+    int avx512 = nn__vm_isa() == 2;
+    for (n = per * t; n < n1; n++) {
+        int oh0;
+        for (oh0 = (c->OH - 1) / L->rows * L->rows; oh0 >= 0; oh0 -= L->rows) {
+            int oh1 = oh0 + L->rows < c->OH ? oh0 + L->rows : c->OH, cols = (oh1 - oh0) * c->OW, pc, jr, ir, kk;
+            const float *dyc = J->dy + ((int64_t)n * c->K + (int64_t)J->g * Kg) * OHW + (int64_t)oh0 * c->OW;
+            for (pc = 0; pc < Kg; pc += L->kc) {
+                int kc = Kg - pc < L->kc ? Kg - pc : L->kc;
+                float beta = pc == 0 ? 0.0f : 1.0f;
+                arch->pack_b(0, dyc, (int)OHW, pc, kc, 0, cols, nr, bb);
+                for (jr = 0; jr < cols; jr += nr)
+                    for (ir = 0; ir < KKp; ir += mr)
+                        arch->ukr(kc, J->apk + (size_t)pc * KKp + (size_t)ir * kc, bb + (size_t)jr * kc,
+                                  dcol + (size_t)ir * L->ld + jr, L->ld, 1.0f, beta);
+            }
+            for (kk = 0; kk < KK; kk++) { /* col2im of the chunk, (ci, kh, kw) in order */
+                int ci = kk / (c->KH * c->KW), kh = kk / c->KW % c->KH, kw = kk % c->KW, off = kw * c->dw - c->pw, lo, hi, oh, ow;
+                float *xc = J->y + ((int64_t)n * c->C + (int64_t)J->g * Cg + ci) * c->H * c->W;
+                nn__iconv_span(c, off, &lo, &hi);
+                for (oh = oh0; oh < oh1; oh++) {
+                    int ih = oh * c->sh - c->ph + kh * c->dh;
+                    const float *r = dcol + (size_t)kk * L->ld + (size_t)(oh - oh0) * c->OW;
+                    float *xr;
+                    if (ih < 0 || ih >= c->H) continue;
+                    xr = xc + (int64_t)ih * c->W;
+                    if (c->sw == 1) {
+                        if (hi > lo) nn__iconv_add(avx512, xr + lo + off, r + lo, hi - lo);
+                    } else
+                        for (ow = lo; ow < hi; ow++) xr[ow * c->sw + off] += r[ow];
+                }
+            }
+        }
+    }
+}
+
+/* dx [N, C, H, W] = conv2d's gradient with respect to its input, scratch from nn__iconv_scratch(c, 1, T) */
+static void nn__iconv_backward_data(nn__threadpool *pool, const nn__conv2d *c, int T, float *dx, const float *w,
+                                    const float *dy, float *scratch) {
+    nn__iconv L;
+    nn__iconv_job J;
+    int Kg = c->K / c->G, KK = c->C / c->G * c->KH * c->KW, pc;
+    int64_t P = (int64_t)c->N * c->OH * c->OW;
+    nn__iconv_layout(c, 1, T, &L);
+    memset(&J, 0, sizeof J);
+    memset(dx, 0, (size_t)c->N * c->C * c->H * c->W * sizeof(float));
+    J.c = c;
+    J.L = &L;
+    J.dy = dy;
+    J.y = dx;
+    J.apk = nn__iconv_align(scratch);
+    J.bufs = scratch + L.apk;
+    J.tasks = nn__iconv_tasks(pool, &L, (double)P * Kg * KK, c->N);
+    for (J.g = 0; J.g < c->G; J.g++) {
+        const float *wg = w + (int64_t)J.g * Kg * KK;
+        for (pc = 0; pc < Kg; pc += L.kc) {
+            int kc = Kg - pc < L.kc ? Kg - pc : L.kc;
+            L.arch->pack_a(1, wg, KK, 0, KK, pc, kc, L.arch->mr, J.apk + (size_t)pc * nn__iconv_round(KK, L.arch->mr));
+        }
+        nn__threadpool_run(pool, nn__iconv_dx_task, &J, J.tasks);
+    }
+}
+
+/* dw: A panels [kc][mr] of dy_g rows [i0, i1) over the columns [q0, q0 + kc) */
+static void nn__iconv_pack_dy(const nn__conv2d *c, const float *dy, int g, int i0, int i1, const nn__iconv_seg *seg,
+                              int ns, int kc, int mr, float *dst) {
+    int64_t OHW = (int64_t)c->OH * c->OW;
+    int Kg = c->K / c->G, ir, r, si, e;
+    for (ir = i0; ir < i1; ir += mr, dst += (size_t)mr * kc) {
+        int m = i1 - ir < mr ? i1 - ir : mr;
+        for (si = 0; si < ns; si++) {
+            const nn__iconv_seg *sg = &seg[si];
+            float *d = dst + (size_t)sg->j * mr;
+            for (r = 0; r < m; r++) {
+                const float *s = dy + (sg->img * c->K + (int64_t)g * Kg + ir + r) * OHW + (int64_t)sg->oh * c->OW + sg->ow;
+                for (e = 0; e < sg->len; e++) d[(size_t)e * mr + r] = s[e];
+            }
+            for (; r < mr; r++)
+                for (e = 0; e < sg->len; e++) d[(size_t)e * mr + r] = 0.0f;
+        }
+    }
+}
+
+/* dw: B panels [kc][nr] of col^T (rows: the columns [q0, q0 + kc); columns: kk in [j0, j1)) */
+static void nn__iconv_pack_colt(const nn__conv2d *c, const float *x, int g, int j0, int j1, const nn__iconv_seg *seg,
+                                int ns, int kc, int nr, float *dst) {
+    int Cg = c->C / c->G, KHW = c->KH * c->KW, jr, cc, k, si;
+    for (jr = j0; jr < j1; jr += nr, dst += (size_t)nr * kc) {
+        int n = j1 - jr < nr ? j1 - jr : nr;
+        for (cc = 0; cc < nr; cc++) {
+            float *d = dst + cc;
+            int kk = jr + cc, ci, kh, kw, off, lo, hi;
+            if (cc >= n) {
+                for (k = 0; k < kc; k++) d[(size_t)k * nr] = 0.0f;
+                continue;
+            }
+            ci = kk / KHW;
+            kh = kk % KHW / c->KW;
+            kw = kk % c->KW;
+            off = kw * c->dw - c->pw;
+            nn__iconv_span(c, off, &lo, &hi);
+            for (si = 0; si < ns; si++) {
+                const nn__iconv_seg *sg = &seg[si];
+                int ow = sg->ow, e = ow + sg->len, a, b, ih = sg->oh * c->sh - c->ph + kh * c->dh;
+                float *o = d + ((size_t)sg->j - (size_t)ow) * nr;
+                if (ih < 0 || ih >= c->H) {
+                    for (; ow < e; ow++) o[(size_t)ow * nr] = 0.0f;
+                } else {
+                    const float *xr = x + ((sg->img * c->C + (int64_t)g * Cg + ci) * c->H + ih) * (int64_t)c->W;
+                    a = lo > ow ? lo : ow;
+                    b = hi < e ? hi : e;
+                    if (b < a) b = a;
+                    for (; ow < a; ow++) o[(size_t)ow * nr] = 0.0f;
+                    for (; ow < b; ow++) o[(size_t)ow * nr] = xr[ow * c->sw + off];
+                    for (; ow < e; ow++) o[(size_t)ow * nr] = 0.0f;
+                }
+            }
+        }
+    }
+}
+
+/* dw: task t's tiles of dw_g [Kg, KK] (or of dw_g^T, nn__iconv_dw_ct), a range of column
+   panels (or of row panels when there are fewer column panels than tasks), summed over every
+   K block of P in order */
+static void nn__iconv_dw_task(void *arg, int t, int n_tasks) {
+    const nn__iconv_job *J = (const nn__iconv_job *)arg;
+    const nn__conv2d *c = J->c;
+    const nn__iconv *L = J->L;
+    const nn__gemm_arch *arch = L->arch;
+    int mr = arch->mr, nr = arch->nr, Kg = c->K / c->G, KK = c->C / c->G * c->KH * c->KW, ct = nn__iconv_dw_ct(arch, Kg, KK);
+    int M = ct ? KK : Kg, Nn = ct ? Kg : KK, mt = (M + mr - 1) / mr, nt = (Nn + nr - 1) / nr;
+    int i0 = 0, i1 = M, j0 = 0, j1 = Nn, ir, jr, i, j;
+    int64_t P = (int64_t)c->N * c->OH * c->OW, pc;
+    float *ab = nn__iconv_align(J->bufs + L->per_task * (size_t)t), *bb, *tmp;
+    float *dw = J->y + (int64_t)J->g * Kg * KK;
+    nn__iconv_seg seg[NN__GEMM_MAX_KC];
+    if (nt >= n_tasks || nt >= mt) {
+        int per = (nt + n_tasks - 1) / n_tasks;
+        j0 = per * t * nr;
+        j1 = per * (t + 1) * nr < Nn ? per * (t + 1) * nr : Nn;
+    } else {
+        int per = (mt + n_tasks - 1) / n_tasks;
+        i0 = per * t * mr;
+        i1 = per * (t + 1) * mr < M ? per * (t + 1) * mr : M;
+    }
+    if (i0 >= i1 || j0 >= j1) return;
+    bb = nn__iconv_align(ab + (size_t)nn__iconv_round(M, mr) * L->kc);
+    tmp = bb + (size_t)nn__iconv_round(Nn, nr) * L->kc;
+    for (pc = 0; pc < P; pc += L->kc) {
+        int kc = (int)(P - pc < L->kc ? P - pc : L->kc);
+        float beta = pc == 0 ? 0.0f : 1.0f;
+        int ns = nn__iconv_segs(c, pc, kc, seg);
+        if (ct) {
+            nn__iconv_pack_colt(c, J->x, J->g, i0, i1, seg, ns, kc, mr, ab);
+            nn__iconv_pack_dy(c, J->dy, J->g, j0, j1, seg, ns, kc, nr, bb);
+        } else {
+            nn__iconv_pack_dy(c, J->dy, J->g, i0, i1, seg, ns, kc, mr, ab);
+            nn__iconv_pack_colt(c, J->x, J->g, j0, j1, seg, ns, kc, nr, bb);
+        }
+        for (jr = j0; jr < j1; jr += nr) {
+            int n = j1 - jr < nr ? j1 - jr : nr;
+            for (ir = i0; ir < i1; ir += mr) {
+                int m = i1 - ir < mr ? i1 - ir : mr;
+                const float *ap = ab + (size_t)(ir - i0) * kc, *bp = bb + (size_t)(jr - j0) * kc;
+                if (!ct && m == mr && n == nr) arch->ukr(kc, ap, bp, dw + (int64_t)ir * KK + jr, KK, 1.0f, beta);
+                else {
+                    arch->ukr(kc, ap, bp, tmp, nr, 1.0f, 0.0f);
+                    for (i = 0; i < m; i++)
+                        for (j = 0; j < n; j++) {
+                            float *cr = ct ? dw + (int64_t)(jr + j) * KK + ir + i : dw + (int64_t)(ir + i) * KK + jr + j;
+                            if (beta == 0.0f) *cr = 1.0f * tmp[(size_t)i * nr + j];
+                            else *cr = 1.0f * tmp[(size_t)i * nr + j] + beta * *cr;
+                        }
+                }
+            }
+        }
+    }
+}
+
+/* dw [K, C/G, KH, KW] = conv2d's gradient with respect to its weight, scratch from nn__iconv_scratch(c, 2, T) */
+static void nn__iconv_backward_weight(nn__threadpool *pool, const nn__conv2d *c, int T, float *dw, const float *x,
+                                      const float *dy, float *scratch) {
+    nn__iconv L;
+    nn__iconv_job J;
+    int Kg = c->K / c->G, KK = c->C / c->G * c->KH * c->KW;
+    int64_t P = (int64_t)c->N * c->OH * c->OW;
+    nn__iconv_layout(c, 2, T, &L);
+    memset(&J, 0, sizeof J);
+    J.c = c;
+    J.L = &L;
+    J.x = x;
+    J.dy = dy;
+    J.y = dw;
+    J.bufs = scratch;
+    J.tasks = nn__iconv_tasks(pool, &L, (double)P * Kg * KK,
+                              (int64_t)((Kg + L.arch->mr - 1) / L.arch->mr) * ((KK + L.arch->nr - 1) / L.arch->nr));
+    if (P == 0) {
+        memset(dw, 0, (size_t)c->K * KK * sizeof(float));
+        return;
+    }
+    for (J.g = 0; J.g < c->G; J.g++) nn__threadpool_run(pool, nn__iconv_dw_task, &J, J.tasks);
+}
+
+/* The CPU backend's algorithm for a convolution that is not depthwise: NN_CONV_ALGO=im2col
+   forces the im2col path (the tests run both), else the implicit GEMM */
+static int nn__conv_cpu_algo(void) {
+    const char *e = getenv("NN_CONV_ALGO");
+    if (e && !strcmp(e, "im2col")) return NN__CONV_GEMM;
+    return NN__CONV_IMPLICIT;
 }

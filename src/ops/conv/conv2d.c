@@ -348,8 +348,12 @@ static void nn__plan_conv2d(nn_graph *g, nn__node *n) {
         n->scratch = p.scratch;
         return;
     }
-    n->algo = nn__conv2d_is_depthwise(&c) ? NN__CONV_DIRECT : NN__CONV_GEMM; /* direct: no scratch */
-    n->scratch = n->algo == NN__CONV_DIRECT ? 0 : nn__conv2d_scratch(&c);
+    n->algo = nn__conv2d_is_depthwise(&c) ? NN__CONV_DIRECT : nn__conv_cpu_algo(); /* direct: no scratch */
+    if (n->algo == NN__CONV_DIRECT) n->scratch = 0;
+    else if (n->algo == NN__CONV_GEMM) n->scratch = nn__conv2d_scratch(&c);
+    else
+        n->scratch = nn__iconv_scratch(&c, n->op == NN__OP_CONV2D ? 0 : n->op == NN__OP_CONV2D_DX ? 1 : 2,
+                                       nn__threadpool_size(g->ctx->threads));
 }
 
 /* Direct loops (src/cpu/conv_dw.c) when planned, no scratch; else im2col + GEMM. */
@@ -361,6 +365,9 @@ static nn_result nn__cpu_conv2d(nn_graph *g, nn__node *n) {
     nn__conv2d_geom(&c, &x->shape, &w->shape, &n->a.conv);
     if (n->algo == NN__CONV_DIRECT)
         nn__dwconv2d_forward(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL);
+    else if (n->algo == NN__CONV_IMPLICIT)
+        nn__iconv_forward(g->ctx->threads, &c, nn__threadpool_size(g->ctx->threads), y, x->buf.host, w->buf.host,
+                          n->n_in > 2 ? NN__F(in[2]) : NULL, n->scratch_buf.host);
     else
         nn__conv2d_forward(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL,
                            n->scratch_buf.host);
@@ -374,6 +381,9 @@ static nn_result nn__cpu_conv2d_dx(nn_graph *g, nn__node *n) {
     nn__node *w = &g->nodes[n->in[0]], *dy = &g->nodes[n->in[1]];
     nn__conv2d_geom(&c, &n->shape, &w->shape, &n->a.conv);
     if (n->algo == NN__CONV_DIRECT) nn__dwconv2d_backward_data(g->ctx->threads, &c, y, w->buf.host, dy->buf.host);
+    else if (n->algo == NN__CONV_IMPLICIT)
+        nn__iconv_backward_data(g->ctx->threads, &c, nn__threadpool_size(g->ctx->threads), y, w->buf.host,
+                                dy->buf.host, n->scratch_buf.host);
     else nn__conv2d_backward_data(g->ctx->threads, &c, y, w->buf.host, dy->buf.host, n->scratch_buf.host);
     return NN_OK;
 }
@@ -385,6 +395,9 @@ static nn_result nn__cpu_conv2d_dw(nn_graph *g, nn__node *n) {
     nn__node *x = &g->nodes[n->in[0]], *dy = &g->nodes[n->in[1]];
     nn__conv2d_geom(&c, &x->shape, &n->shape, &n->a.conv);
     if (n->algo == NN__CONV_DIRECT) nn__dwconv2d_backward_weight(g->ctx->threads, &c, y, x->buf.host, dy->buf.host);
+    else if (n->algo == NN__CONV_IMPLICIT)
+        nn__iconv_backward_weight(g->ctx->threads, &c, nn__threadpool_size(g->ctx->threads), y, x->buf.host,
+                                  dy->buf.host, n->scratch_buf.host);
     else nn__conv2d_backward_weight(g->ctx->threads, &c, y, x->buf.host, dy->buf.host, n->scratch_buf.host);
     return NN_OK;
 }
