@@ -397,6 +397,15 @@ bench/recompute_bench: bench/recompute_bench.c nn.h
 bench-recompute: bench/recompute_bench
 	./bench/recompute_bench plan && ./bench/recompute_bench time $(or $(ROUNDS),5)
 
+# ---- any batch size on one graph (issue 22 item 2): nn_graph_set_batch's first run at a new
+# size (the model built again and compiled) and a cached one, against a forward pass and a
+# graph built anew: `make bench-batch [ROUNDS=n]` (NN_DEVICE picks the backend).
+bench/batch_bench: bench/batch_bench.c nn.h
+	$(CC) $(CFLAGS) -I. -D_POSIX_C_SOURCE=200809L -o $@ $< $(LIBS)
+.PHONY: bench-batch
+bench-batch: bench/batch_bench
+	./bench/batch_bench $(or $(ROUNDS),7)
+
 # ---- the examples' metrics log as a picture (examples/progress.h, tools/plot_metrics.c) ----------
 # METRICS=log.csv ./examples/fashion_mnist_mlp writes a CSV log; tools/plot_metrics draws it
 # as an SVG (C99, no libraries; tests/test_examples.c checks it on a small log).

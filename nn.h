@@ -540,6 +540,45 @@ NN_API nn_result nn_graph_summary_string(nn_graph *g, char *buf, size_t cap, siz
 NN_API nn_result nn_checkpoint_begin(nn_graph *g);
 NN_API nn_result nn_checkpoint_end(nn_graph *g);
 
+/* ---- 2b. Any batch size, and train/eval mode on one graph (src/engine/model.c) --------------
+   A graph built by a model function runs at any batch size and in either mode without the
+   program building it again (PyTorch's module called on any batch, model.train() and
+   model.eval()): nn_graph_build(g, fn, batch, user) calls fn(g, batch, user), which builds
+   the network for `batch` rows (its inputs' dim 0 and all that follows from it: views,
+   batch norm's statistics, mean-reduced losses) and keeps the handles it wants in *user;
+   then the graph is compiled as any other. nn_graph_set_batch(g, n) and nn_graph_train(g, 0
+   or 1) select the batch and the mode that g's calls (nn_tensor_write/read/fill/shape/
+   numel, nn_graph_step/forward/finish, nn_graph_grad, nn_dataset_next_batch) run at: the
+   first time a pair is selected, fn builds the network again at that batch on a graph of
+   its own, sharing g's parameters, and that graph is compiled (its memory plan, arena and
+   kernels its own; bench/batch_bench.c gives the cost of that first selection and of a
+   cached one) and kept, so selecting it again costs nothing. The results are those of a
+   graph built at that batch (bitwise: it is one), with g's parameters, optimizer state,
+   step counters and dataset positions. Eval mode: dropout (and alpha dropout, gaussian
+   noise, attention dropout) is the identity, batch norm normalises with its running
+   statistics and does not update them, and nothing trains: nn_graph_step is refused
+   (NN_ERR_STATE), nn_graph_forward runs, the loss reads. Inputs whose shape does not
+   depend on the batch (a dataset's samples) are shared by every batch size; the others
+   are the selected batch's own: write them after selecting it. fn must build the same ops
+   for every batch (a different node count, or an input or parameter in another place, is
+   refused naming the node) and only build (no runs, no reads). nn_graph_memory and
+   nn_graph_summary describe the graph as built (each variant's arena is more memory); a
+   checked op's count of bad inputs is reported by the read or finish that follows a run
+   of the same batch and mode. Refused (NN_ERR_STATE): a
+   graph not made by nn_graph_build, or not compiled; training at another batch a graph
+   that accumulates gradients, skips non-finite updates or trains data-parallel. */
+typedef nn_result (*nn_model_fn)(nn_graph *g, int64_t batch, void *user);
+/* On a new, empty graph: builds it with fn at batch rows (fn's result, or the graph's
+   first build error). Compile it next (nn_graph_compile), with the loss fn made. */
+NN_API nn_result nn_graph_build(nn_graph *g, nn_model_fn fn, int64_t batch, void *user);
+/* After compile: g's calls run at batch rows (>= 1, larger than the built batch too). */
+NN_API nn_result nn_graph_set_batch(nn_graph *g, int64_t batch);
+/* After compile: training mode (1, as built) or eval mode (0). A graph not made by
+   nn_graph_build takes only the mode it is in. */
+NN_API nn_result nn_graph_train(nn_graph *g, int training);
+/* Into *batch and *training (either may be NULL): the batch and mode g's calls run at. */
+NN_API nn_result nn_graph_batch(nn_graph *g, int64_t *batch, int *training);
+
 /* ==== 3. Tensors: leaves and access ========================================================
    Leaves are the tensors a graph starts from: inputs (written by the program), parameters
    (trained), buffers (state, not trained) and constants. A tensor's data is reached
@@ -1882,8 +1921,15 @@ NN_API nn_result nn_array_load_csv(nn_context *ctx, const char *path, const nn_c
 /* A dataset that lives on the device: its samples x [N, ...] and labels y [N, ...] (either
    dtype) become the inputs NAME.x and NAME.y, written once (at the first batch), and
    nn_dataset_x/y are the batch's rows [batch, ...] gathered by the input NAME.idx [batch].
-   nn_dataset_next_batch() writes only those batch indices. An epoch is floor(N / batch)
-   batches (the last partial batch is dropped); with shuffle, epoch e's order is a
+   nn_dataset_next_batch() writes only those batch indices. An epoch is ceil(N / batch)
+   batches, the last one of N mod batch rows when batch does not divide N (PyTorch's
+   DataLoader, drop_last=False): that needs a graph made by nn_graph_build, whose calls
+   nn_dataset_next_batch then sets to the batch's rows (nn_graph_set_batch); with
+   drop_last it is floor(N / batch) batches, the rest of the epoch's order unused (this
+   was the only behaviour before: nn_dataset_create on a graph built at one batch size now
+   refuses a batch that does not divide N unless drop_last is set). In a model function
+   (nn_graph_build) give the dataset the function's batch; its builds at other batches
+   make the same dataset's inputs again. With shuffle, epoch e's order is a
    Fisher-Yates shuffle drawn from Philox4x32-10 keyed by (seed, e): reproducible, and
    recomputed on resume. The dataset belongs to the graph (freed with it); create it before
    compiling. Its seed, epoch and position are part of nn_graph_save_state's training state. */
@@ -1894,6 +1940,7 @@ typedef struct nn_dataset_desc {
     int64_t batch;
     int shuffle;
     uint64_t seed;       /* 0: the graph's seed; NN_ZERO: 0 */
+    int drop_last;       /* 1: drop the last partial batch of an epoch; 0: keep it (PyTorch's default) */
 } nn_dataset_desc;
 /* Makes the dataset (its inputs and gathers in g, before compile) into *out. */
 NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_dataset **out);
@@ -2744,6 +2791,14 @@ struct nn_graph {
     int zero;                    /* ZeRO stage 1: no update ops; dist.c updates this rank's slice */
     /* misuse refused rather than silent (issue 22) */
     int share_names;             /* nn_graph_share_names: a parameter name made again is the same tensor */
+    /* any batch size, train and eval on one graph (src/engine/model.c, issue 22) */
+    struct nn__model *model;     /* nn_graph_build's: the function and the variants built from it */
+    void (*model_free)(nn_graph *g); /* its destructor (model.c), set by nn_graph_build */
+    nn_graph *active;            /* the variant the graph's calls run on now (NULL: the graph itself) */
+    nn_graph *model_of;          /* a variant: the graph whose model built it (its parameters, optimizer state) */
+    int64_t batch;               /* the batch the model function built this graph for (0: not a model's) */
+    int eval_ids;                /* an eval variant: dropout and batch norm keep the training build's node ids */
+    nn_compile_desc compile_desc; /* the compile's options, for the variants' compiles */
 };
 
 
@@ -25096,6 +25151,7 @@ static uint32_t nn__graph_serial(void) {
 static int nn__graph_free(nn_graph *g) {
     nn_context *ctx = g->ctx;
     int i;
+    if (g->model_free) g->model_free(g);      /* src/engine/model.c's: the variants, set by nn_graph_build */
     nn__graph_release_compiled(g);
     nn__groups_free(g);
     if (g->datasets_free) g->datasets_free(g); /* files/ckpt.c's, set by nn_dataset_create */
@@ -25173,6 +25229,10 @@ NN_API void nn_graph_destroy(nn_graph *g) {
 }
 
 NN_API nn_result nn_graph_status(const nn_graph *g) { return g ? g->status : NN_ERR_INVALID_ARGUMENT; }
+
+/* The graph that a call on g runs on: the variant of g's model that nn_graph_set_batch and
+   nn_graph_train selected (src/engine/model.c; it shares g's handles), or g itself. */
+static nn_graph *nn__active(nn_graph *g) { return g && g->active ? g->active : g; }
 
 /* The handle of node id of g, stamped with g's serial number (a failed or absent handle:
    0). Within the library nn__tensor(id) is the handle of a node of the g in scope. */
@@ -25673,6 +25733,7 @@ NN_API nn_tensor nn_graph_find(nn_graph *g, const char *name) {
 }
 
 NN_API nn_tensor nn_graph_grad(nn_graph *g, nn_tensor t) {
+    g = nn__active(g);
     if (!nn__is_tensor(g, t)) return nn__tensor(-1);
     return nn__tensor(g->nodes[t.id].grad > 0 ? g->nodes[t.id].grad : 0);
 }
@@ -25680,6 +25741,7 @@ NN_API nn_tensor nn_graph_grad(nn_graph *g, nn_tensor t) {
 NN_API nn_result nn_tensor_shape(nn_graph *g, nn_tensor t, nn_shape *out) {
     if (!out) return NN_ERR_INVALID_ARGUMENT;
     memset(out, 0, sizeof *out);
+    g = nn__active(g);
     if (!nn__is_tensor(g, t)) return NN_ERR_INVALID_ARGUMENT;
     *out = g->nodes[t.id].shape;
     return NN_OK;
@@ -25688,6 +25750,7 @@ NN_API nn_result nn_tensor_shape(nn_graph *g, nn_tensor t, nn_shape *out) {
 NN_API nn_result nn_tensor_numel(nn_graph *g, nn_tensor t, int64_t *out) {
     if (!out) return NN_ERR_INVALID_ARGUMENT;
     *out = 0;
+    g = nn__active(g);
     if (!nn__is_tensor(g, t)) return NN_ERR_INVALID_ARGUMENT;
     *out = g->nodes[t.id].numel;
     return NN_OK;
@@ -25833,15 +25896,15 @@ static nn_result nn__tensor_fill(nn_graph *g, nn_tensor t, float value) {
 
 NN_API nn_result nn_tensor_write(nn_graph *g, nn_tensor t, const void *data, size_t bytes) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
-    return NN__EXCLUSIVE(g->ctx, "nn_tensor_write", nn__tensor_write(g, t, data, bytes));
+    return NN__EXCLUSIVE(g->ctx, "nn_tensor_write", nn__tensor_write(nn__active(g), t, data, bytes));
 }
 NN_API nn_result nn_tensor_read(nn_graph *g, nn_tensor t, void *data, size_t bytes) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
-    return NN__EXCLUSIVE(g->ctx, "nn_tensor_read", nn__tensor_read(g, t, data, bytes));
+    return NN__EXCLUSIVE(g->ctx, "nn_tensor_read", nn__tensor_read(nn__active(g), t, data, bytes));
 }
 NN_API nn_result nn_tensor_fill(nn_graph *g, nn_tensor t, float value) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
-    return NN__EXCLUSIVE(g->ctx, "nn_tensor_fill", nn__tensor_fill(g, t, value));
+    return NN__EXCLUSIVE(g->ctx, "nn_tensor_fill", nn__tensor_fill(nn__active(g), t, value));
 }
 
 
@@ -27364,6 +27427,29 @@ static nn_result nn__arena_view(nn_graph *g, size_t offset, size_t bytes, nn__bu
     return g->ctx->backend->view(g->ctx, &g->arena_parts[offset / g->arena_chunk], offset % g->arena_chunk, bytes, out, what);
 }
 
+/* A model's variant (src/engine/model.c) keeps its own activations but not its state: node
+   i's storage is the primary's (g->model_of) node p's when p holds the same thing. Inputs
+   whose shape does not change with the batch (a dataset's samples) are shared, and each
+   update node's optimizer state is its parameter's update node's in the primary; 0 when
+   none (an update with no counterpart is refused: the state would be the variant's own). */
+static int nn__model_source(const nn_graph *g, int i) {
+    const nn_graph *p = g->model_of;
+    const nn__node *n = &g->nodes[i];
+    int k;
+    if (!p) return 0;
+    if (n->op == NN__OP_INPUT)
+        return i < p->n_nodes && p->nodes[i].op == NN__OP_INPUT && p->nodes[i].live && nn__shape_eq(&p->nodes[i].shape, &n->shape) &&
+               p->nodes[i].buf.bytes >= nn__dtype_bytes(n->dtype, n->numel) ? i : 0;
+    if (!n->n_aux) return 0;
+    for (k = p->n_forward; k < p->n_nodes; k++) {
+        const nn__node *u = &p->nodes[k];
+        if (u->op == n->op && u->n_aux == n->n_aux && u->n_in > 0 && p->nodes[u->in[0]].op == NN__OP_PARAM &&
+            g->nodes[n->in[0]].op == NN__OP_PARAM && p->nodes[u->in[0]].param == g->nodes[n->in[0]].param)
+            return k;
+    }
+    return 0;
+}
+
 static nn_result nn__allocate(nn_graph *g) {
     nn_context *ctx = g->ctx;
     nn_result r = NN_OK;
@@ -27401,6 +27487,8 @@ static nn_result nn__allocate(nn_graph *g) {
                 }
             }
             n->buf = p->buf;
+        } else if (n->storage == NN__ST_OWN && n->op == NN__OP_INPUT && nn__model_source(g, i)) {
+            r = ctx->backend->view(ctx, &g->model_of->nodes[i].buf, 0, nn__dtype_bytes(n->dtype, n->numel), &n->buf, what);
         } else if (n->storage == NN__ST_OWN) { /* inputs are written before use: no fill */
             r = nn__buf_alloc(ctx, &n->buf, nn__dtype_bytes(n->dtype, n->numel), n->op != NN__OP_INPUT, what);
         } else if (n->storage == NN__ST_VIEW) { /* the storage of view_of (a lower id: allocated already) */
@@ -27411,6 +27499,13 @@ static nn_result nn__allocate(nn_graph *g) {
             r = nn__arena_view(g, n->offset, nn__dtype_bytes(n->dtype, n->numel), &n->buf, what);
         }
         if (n->scratch > 0 && r == NN_OK) r = nn__arena_view(g, n->scratch_offset, nn__dtype_bytes(NN_F32, n->scratch), &n->scratch_buf, what);
+        if (n->n_aux && g->model_of && r == NN_OK) { /* a model's variant: the primary's optimizer state */
+            int src = nn__model_source(g, i);
+            if (!src) return nn__fail(ctx, NN_ERR_STATE, "%s: no update of this parameter in the graph the variant was built from", what);
+            for (k = 0; k < n->n_aux && r == NN_OK; k++)
+                r = ctx->backend->view(ctx, &g->model_of->nodes[src].aux[k], 0, nn__aux_bytes(g, n), &n->aux[k], what);
+            continue;
+        }
         for (k = 0; k < n->n_aux && r == NN_OK; k++) r = nn__buf_alloc(ctx, &n->aux[k], nn__aux_bytes(g, n), 1, what);
     }
     return r;
@@ -27600,6 +27695,7 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     if (g->status != NN_OK) return g->status;
     memset(&d, 0, sizeof d);
     if (desc) d = *desc;
+    g->compile_desc = d; /* a model's variants compile with it (src/engine/model.c) */
     if (d.loss.id == 0 && d.optimizer.kind != NN_OPT_NONE) /* else a forward-only graph whose steps change nothing */
         return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: an optimizer is set but no loss: set "
                         "nn_compile_desc.loss to the scalar to minimise (or leave the optimizer zeroed for a forward-only graph)");
@@ -27820,9 +27916,38 @@ static nn_result nn__graph_step(nn_graph *g) {
     return r;
 }
 
+/* A model's variant (src/engine/model.c) runs in its graph's place: what a run advances
+   (steps, runs, the optimizer's clock, the rate, a failure part way) is the graph's, copied
+   into the variant before the run and back after it. */
+static void nn__sync_run_state(nn_graph *to, const nn_graph *from) {
+    to->step = from->step;
+    to->runs = from->runs;
+    to->clock = from->clock;
+    to->lr = from->lr;
+    to->schedule = from->schedule;
+    to->broken = from->broken;
+}
+
+static nn_result nn__active_run(nn_graph *g, nn_result (*run)(nn_graph *)) {
+    nn_graph *v = g->active;
+    nn_result r;
+    if (!v) return run(g);
+    nn__sync_run_state(v, g);
+    r = run(v);
+    nn__sync_run_state(g, v);
+    return r;
+}
+
+static nn_result nn__active_step(nn_graph *g) {
+    if (g->active && g->active->eval)
+        return nn__fail(g->ctx, NN_ERR_STATE, "nn_graph_step: the graph is in eval mode (nn_graph_train(g, 0)), which does not "
+                        "train: call nn_graph_train(g, 1) first, or nn_graph_forward to evaluate");
+    return nn__active_run(g, nn__graph_step);
+}
+
 NN_API nn_result nn_graph_step(nn_graph *g) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
-    return NN__EXCLUSIVE(g->ctx, "nn_graph_step", nn__graph_step(g));
+    return NN__EXCLUSIVE(g->ctx, "nn_graph_step", nn__active_step(g));
 }
 
 static nn_result nn__graph_forward(nn_graph *g) {
@@ -27833,7 +27958,7 @@ static nn_result nn__graph_forward(nn_graph *g) {
 
 NN_API nn_result nn_graph_forward(nn_graph *g) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
-    return NN__EXCLUSIVE(g->ctx, "nn_graph_forward", nn__graph_forward(g));
+    return NN__EXCLUSIVE(g->ctx, "nn_graph_forward", nn__active_run(g, nn__graph_forward));
 }
 
 static nn_result nn__graph_finish(nn_graph *g) {
@@ -27843,7 +27968,235 @@ static nn_result nn__graph_finish(nn_graph *g) {
 
 NN_API nn_result nn_graph_finish(nn_graph *g) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
-    return NN__EXCLUSIVE(g->ctx, "nn_graph_finish", nn__graph_finish(g));
+    return NN__EXCLUSIVE(g->ctx, "nn_graph_finish", nn__graph_finish(g->active ? g->active : g));
+}
+
+/* ======================================================================
+   src/engine/model.c
+   ====================================================================== */
+/* Any batch size and train/eval mode on one graph (issue 22): a graph built by a model
+   function (nn_graph_build) builds and compiles itself again for another batch size or
+   mode, the first time that pair is asked for, and keeps each such variant for the next
+   time.
+
+   A variant is a graph of its own (its nodes, schedule, memory plan, arena, kernels and
+   their arguments), built by the same function on the graph's parameter store (shared, as
+   nn_graph_desc.share_params), compiled with the graph's compile options (training mode)
+   or forward only (eval mode). It carries the graph's handle tag, so the handles the
+   function returned for the graph name the same tensors of every variant: the function
+   must make the same ops for every batch (checked: a different count or leaf is refused),
+   and an eval build keeps the training build's node ids (dropout a view, batch norm's
+   running update an unused view: nn__eval_identity). What persists is the graph's: the
+   parameters (the store), the optimizer state (a variant's update views the graph's
+   update of the same parameter: src/engine/compile.c, nn__model_source), the inputs whose
+   shape does not depend on the batch (a dataset's samples: views too), and the step,
+   run and optimizer counters (copied in and out around each run, compile.c). Each
+   variant's arena is its own, planned for its size: memory grows with the sizes used.
+   Refused: variants of a graph that accumulates gradients, skips non-finite updates, or
+   trains data-parallel (their running state is per graph). */
+
+typedef struct nn__variant {
+    int64_t batch;
+    int eval;
+    nn_graph *g;
+} nn__variant;
+
+struct nn__model {
+    nn_model_fn fn;
+    void *user;
+    int64_t batch;      /* the batch selected (nn_graph_set_batch) */
+    int eval;           /* the mode selected (nn_graph_train) */
+    nn__variant *v;
+    int n, cap;
+};
+
+static void nn__model_free(nn_graph *g) {
+    struct nn__model *m = g->model;
+    int i;
+    if (!m) return;
+    for (i = 0; i < m->n; i++) nn__graph_free(m->v[i].g); /* never the context's last graph: g is still there */
+    NN_FREE(m->v);
+    NN_FREE(m);
+    g->model = NULL;
+    g->active = NULL;
+}
+
+NN_API nn_result nn_graph_build(nn_graph *g, nn_model_fn build, int64_t batch, void *user) {
+    struct nn__model *m;
+    nn_result r;
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (!build) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_build: the model function is NULL");
+    if (batch < 1 || batch > NN__MAX_NUMEL)
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_build: batch %lld is not in [1, 2^31 - 1]", (long long)batch);
+    if (g->compiled || g->model || g->n_nodes > 1)
+        return nn__fail(g->ctx, NN_ERR_STATE, "nn_graph_build: the graph %s: build a model on a new, empty graph",
+                        g->compiled ? "is compiled" : g->model ? "has a model already" : "has ops already");
+    m = (struct nn__model *)nn__calloc(1, sizeof *m);
+    if (!m) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_build: out of memory");
+    m->fn = build;
+    m->user = user;
+    m->batch = batch;
+    m->eval = g->eval;
+    g->model = m;
+    g->model_free = nn__model_free;
+    g->batch = batch;
+    r = build(g, batch, user);
+    if (r == NN_OK && g->status != NN_OK) r = g->status;
+    if (r != NN_OK && g->status == NN_OK) g->status = r; /* the function's own failure: the graph cannot compile */
+    return r;
+}
+
+/* The function's build of a variant against the graph's: the same node count, the same
+   leaves (inputs and parameters, by name), and in the same mode the same ops. */
+static nn_result nn__variant_check(nn_graph *g, nn_graph *v, const char *fn) {
+    int i;
+    if (v->n_nodes != g->n_forward)
+        return nn__fail(g->ctx, NN_ERR_STATE, "%s: the model function made %d nodes at batch %lld%s and %d at batch %lld: it must "
+                        "build the same ops for every batch size and mode", fn, v->n_nodes - 1, (long long)v->batch,
+                        v->eval ? " (eval mode)" : "", g->n_forward - 1, (long long)g->batch);
+    for (i = 1; i < v->n_nodes; i++) {
+        const nn__node *a = &g->nodes[i], *b = &v->nodes[i];
+        int leaf = a->op == NN__OP_INPUT || a->op == NN__OP_PARAM || b->op == NN__OP_INPUT || b->op == NN__OP_PARAM;
+        if ((leaf || v->eval == g->eval) &&
+            (a->op != b->op || (leaf && (!a->name || !b->name || strcmp(a->name, b->name) != 0))))
+            return nn__fail(g->ctx, NN_ERR_STATE, "%s: the model function made node %d a %s %s at batch %lld%s, a %s %s at batch "
+                            "%lld: it must build the same ops for every batch size and mode", fn, i, nn__op(b->op)->name,
+                            b->name ? b->name : "", (long long)v->batch, v->eval ? " (eval mode)" : "", nn__op(a->op)->name,
+                            a->name ? a->name : "", (long long)g->batch);
+    }
+    return NN_OK;
+}
+
+/* Builds and compiles the variant (batch, eval) of g into *out. */
+static nn_result nn__variant_make(nn_graph *g, int64_t batch, int eval, const char *fn, nn_graph **out) {
+    struct nn__model *m = g->model;
+    nn_graph_desc gd;
+    nn_compile_desc cd;
+    nn_graph *v = NULL;
+    nn_result r;
+    int i, training = !eval && g->loss > 0;
+    if (training && (g->accum_steps > 1 || g->skip_node > 0 || g->dist))
+        return nn__fail(g->ctx, NN_ERR_STATE, "%s: batch %lld: a graph that %s trains at its own batch (%lld) only", fn,
+                        (long long)batch, g->accum_steps > 1 ? "accumulates gradients (accumulate_steps > 1)" :
+                        g->skip_node > 0 ? "skips non-finite updates (skip_nonfinite)" : "trains data-parallel",
+                        (long long)g->batch);
+    if (m->n == m->cap) {
+        int cap = m->cap ? 2 * m->cap : 4;
+        nn__variant *nv = (nn__variant *)NN_REALLOC(m->v, (size_t)cap * sizeof *nv);
+        if (!nv) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+        m->v = nv;
+        m->cap = cap;
+    }
+    memset(&gd, 0, sizeof gd);
+    gd.share_params = g;
+    gd.eval = eval;
+    gd.seed = g->seed ? g->seed : (uint64_t)(int64_t)NN_ZERO;
+    r = nn__graph_create(g->ctx, &gd, &v);
+    if (r != NN_OK) return r;
+    v->serial = g->serial; /* the graph's handles are the variant's */
+    v->model_of = g;
+    v->batch = batch;
+    v->eval_ids = eval;
+    v->share_names = g->share_names;
+    for (i = 0; i < g->n_groups && r == NN_OK; i++)
+        r = nn_graph_param_group(v, g->groups[i].prefix, g->groups[i].lr_mult, g->groups[i].wd_mult);
+    if (r == NN_OK) r = m->fn(v, batch, m->user);
+    if (r == NN_OK && v->status != NN_OK) r = v->status;
+    if (r != NN_OK) {
+        char why[NN__ERRLEN];
+        snprintf(why, sizeof why, "%s", g->ctx->err);
+        nn__graph_free(v);
+        return nn__fail(g->ctx, r, "%s: the model function at batch %lld%s: %s", fn, (long long)batch, eval ? " (eval mode)" : "", why);
+    }
+    r = nn__variant_check(g, v, fn);
+    if (r == NN_OK) {
+        for (i = 1; i < g->n_forward; i++) { /* what was asked of g outside the function too */
+            v->nodes[i].is_output |= g->nodes[i].is_output;
+            if (training) v->nodes[i].requires_grad |= g->nodes[i].requires_grad;
+        }
+        if (training) {
+            cd = g->compile_desc;
+        } else {
+            memset(&cd, 0, sizeof cd);
+            cd.memory_limit = g->compile_desc.memory_limit;
+            if (g->loss > 0) v->nodes[g->loss].is_output = 1; /* the loss reads in eval mode too */
+        }
+        r = nn__graph_compile(v, &cd);
+        if (r != NN_OK) {
+            char why[NN__ERRLEN];
+            snprintf(why, sizeof why, "%s", g->ctx->err);
+            r = nn__fail(g->ctx, r, "%s: compiling the model at batch %lld%s: %s", fn, (long long)batch, eval ? " (eval mode)" : "", why);
+        }
+    }
+    if (r != NN_OK) {
+        nn__graph_free(v);
+        return r;
+    }
+    v->step = g->step;
+    v->runs = g->runs;
+    m->v[m->n].batch = batch;
+    m->v[m->n].eval = eval;
+    m->v[m->n].g = v;
+    m->n++;
+    nn__log(g->ctx, NN_LOG_DEBUG, "%s: the model compiled at batch %lld%s (%d variants)", fn, (long long)batch,
+            eval ? " in eval mode" : "", m->n);
+    *out = v;
+    return NN_OK;
+}
+
+/* Makes (batch, eval) the pair g's calls run on: g itself at its own batch in training
+   mode, else that variant, built the first time. */
+static nn_result nn__model_select(nn_graph *g, int64_t batch, int eval, const char *fn) {
+    struct nn__model *m;
+    nn_graph *v = NULL;
+    nn_result r;
+    int i;
+    if (!g->model)
+        return nn__fail(g->ctx, NN_ERR_STATE, "%s: the graph was built at one batch size and mode: build it with "
+                        "nn_graph_build (a function of the batch) to run it at others", fn);
+    m = g->model;
+    if (nn__graph_orphaned(g, fn) != NN_OK) return NN_ERR_STATE;
+    if (g->model_of) return nn__fail(g->ctx, NN_ERR_STATE, "%s: not on a variant", fn);
+    if (!g->compiled || g->status != NN_OK)
+        return nn__fail(g->ctx, NN_ERR_STATE, "%s: %s", fn, g->compiled ? "the graph failed to compile" : "compile the graph first");
+    if (batch < 1 || batch > NN__MAX_NUMEL)
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "%s: batch %lld is not in [1, 2^31 - 1]", fn, (long long)batch);
+    if (batch == g->batch && eval == g->eval) {
+        v = NULL;
+    } else {
+        for (i = 0; i < m->n && !(m->v[i].batch == batch && m->v[i].eval == eval); i++) {}
+        if (i < m->n) v = m->v[i].g;
+        else if ((r = nn__variant_make(g, batch, eval, fn, &v)) != NN_OK) return r;
+    }
+    g->active = v;
+    m->batch = batch;
+    m->eval = eval;
+    return NN_OK;
+}
+
+NN_API nn_result nn_graph_set_batch(nn_graph *g, int64_t batch) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    return NN__EXCLUSIVE(g->ctx, "nn_graph_set_batch",
+                         nn__model_select(g, batch, g->model ? g->model->eval : g->eval, "nn_graph_set_batch"));
+}
+
+NN_API nn_result nn_graph_train(nn_graph *g, int training) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (training != 0 && training != 1)
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_train: training is %d, not 0 (eval) or 1 (train)", training);
+    if ((g->model ? g->model->eval : g->eval) == !training) return NN_OK; /* the mode it is in */
+    if (g->model && training && g->eval)
+        return nn__fail(g->ctx, NN_ERR_STATE, "nn_graph_train: the graph was made in eval mode (nn_graph_desc.eval): it does not train");
+    return NN__EXCLUSIVE(g->ctx, "nn_graph_train", nn__model_select(g, g->model ? g->model->batch : g->batch, !training, "nn_graph_train"));
+}
+
+NN_API nn_result nn_graph_batch(nn_graph *g, int64_t *batch, int *training) {
+    if (batch) *batch = 0;
+    if (training) *training = 0;
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (batch) *batch = g->model ? g->model->batch : g->batch;
+    if (training) *training = g->model ? !g->model->eval : !g->eval;
+    return NN_OK;
 }
 
 /* ======================================================================
@@ -32787,6 +33140,14 @@ NN_API nn_tensor nn_reshape(nn_graph *g, nn_tensor x, nn_shape shape) {
     return nn__op1(g, NN__OP_RESHAPE, nn__n(g, x)->dtype, shape, x.id);
 }
 
+/* What an op that is the identity in eval mode returns there (dropout, batch norm's slot
+   for its running update): x itself, or in an eval variant of a model (src/engine/model.c)
+   a view of x in one node, so that the eval build keeps the training build's node ids. */
+static nn_tensor nn__eval_identity(nn_graph *g, nn_tensor x) {
+    if (!g->eval_ids) return x;
+    return nn__op1(g, NN__OP_RESHAPE, nn__n(g, x)->dtype, nn__n(g, x)->shape, x.id);
+}
+
 NN_API nn_tensor nn_flatten(nn_graph *g, nn_tensor x) {
     if (!nn__check(g, "nn_flatten", 1, &x)) return nn__tensor(-1);
     return nn_reshape(g, x, nn_shape2(nn__n(g, x)->shape.dim[0], nn__n(g, x)->numel / nn__n(g, x)->shape.dim[0]));
@@ -35237,6 +35598,7 @@ NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_ten
     in[1] = d.running_var.id;
     if (g->eval && running) { /* normalise with the running statistics */
         stats = nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_BN_PACK, NN_F32, nn_shape2(2, at.C), in, 2)), &at).id;
+        if (g->eval_ids && stats >= 0 && nn__eval_identity(g, x).id < 0) return nn__tensor(-1); /* BN_RUNNING's id, unused */
         return nn__norm_apply(g, x, stats, gamma, beta, &at, 1);
     }
     if ((int64_t)at.A * at.S < 2) /* PyTorch refuses too: the variance of one value */
@@ -36594,7 +36956,8 @@ NN_API nn_tensor nn_gaussian_noise(nn_graph *g, nn_tensor x, float std) {
     if (!nn__check0(g, "nn_gaussian_noise", 1, &x) || !nn__expect_f32(g, "nn_gaussian_noise", x, "x")) return nn__tensor(-1);
     if (!(std >= 0.0f && std <= 3.4e38f))
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_gaussian_noise: std = %g is not a finite value >= 0", std);
-    if (g->eval || std == 0.0f) return x;
+    if (std == 0.0f) return x;
+    if (g->eval) return nn__eval_identity(g, x);
     t = nn__op1(g, NN__OP_GAUSSIAN_NOISE, NN_F32, nn__n(g, x)->shape, x.id);
     if (t.id >= 0) {
         g->nodes[t.id].a.random.key = t.id;
@@ -36638,7 +37001,8 @@ NN_API nn_tensor nn_alpha_dropout(nn_graph *g, nn_tensor x, float p) {
     if (!nn__check0(g, "nn_alpha_dropout", 1, &x) || !nn__expect_f32(g, "nn_alpha_dropout", x, "x")) return nn__tensor(-1);
     if (!(p >= 0.0f && p <= 1.0f))
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_alpha_dropout: p = %g is outside [0, 1]", p);
-    if (g->eval || p == 0.0f) return x;
+    if (p == 0.0f) return x;
+    if (g->eval) return nn__eval_identity(g, x);
     if (p == 1.0f) return nn_mul_scalar(g, x, 0.0f);
     t = nn__op1(g, NN__OP_ALPHA_DROPOUT, NN_F32, nn__n(g, x)->shape, x.id);
     if (t.id >= 0) {
@@ -36712,7 +37076,8 @@ NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p) {
     nn_tensor t;
     if (!nn__check0(g, "nn_dropout", 1, &x) || !nn__expect_f32(g, "nn_dropout", x, "x")) return nn__tensor(-1);
     if (!(p >= 0.0f && p < 1.0f)) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_dropout: p = %g is outside [0, 1)", p);
-    if (g->eval || p == 0.0f) return x;
+    if (p == 0.0f) return x;
+    if (g->eval) return nn__eval_identity(g, x);
     t = nn__op1(g, NN__OP_DROPOUT, NN_F32, nn__n(g, x)->shape, x.id);
     if (t.id >= 0) {
         g->nodes[t.id].a.random.p = p;
@@ -40867,7 +41232,8 @@ struct nn_dataset {
     char *name;
     struct nn_dataset *next;
     nn_tensor x_all, y_all, idx, xb, yb;
-    int64_t n, batch, per_epoch;  /* samples, batch size, batches per epoch (floor(n/batch)) */
+    int64_t n, batch, per_epoch;  /* samples, batch size, batches per epoch (ceil(n/batch); floor with drop_last) */
+    int drop_last;
     int shuffle;
     uint64_t seed;
     int64_t epoch, pos;           /* batches taken in the epoch running */
@@ -41447,6 +41813,30 @@ static nn_result nn__dataset_check_array(nn_graph *g, const char *name, const ch
     return NN_OK;
 }
 
+/* A model's variant (src/engine/model.c) builds its graph's dataset again: the same inputs
+   NAME.x and NAME.y (which share the graph's storage: nn__model_source), an index input
+   NAME.idx of the variant's batch, and the gathers; the dataset is the graph's. */
+static nn_result nn__dataset_variant(nn_graph *g, const char *name, nn_dataset **out) {
+    nn_graph *p = g->model_of;
+    nn_dataset *d;
+    char buf[300];
+    for (d = p->datasets; d && strcmp(d->name, name) != 0; d = d->next) {}
+    if (!d)
+        return nn__fail(g->ctx, NN_ERR_STATE, "nn_dataset_create: %s: the model function made no such dataset at batch %lld", name,
+                        (long long)p->batch);
+    snprintf(buf, sizeof buf, "%s.x", name);
+    nn_input(g, buf, p->nodes[d->x_all.id].dtype, p->nodes[d->x_all.id].shape);
+    snprintf(buf, sizeof buf, "%s.y", name);
+    nn_input(g, buf, p->nodes[d->y_all.id].dtype, p->nodes[d->y_all.id].shape);
+    snprintf(buf, sizeof buf, "%s.idx", name);
+    if (nn_input(g, buf, NN_I32, nn_shape1(g->batch)).id == d->idx.id) g->nodes[d->idx.id].per_step = 1;
+    nn_gather_rows(g, d->x_all, d->idx);
+    nn_gather_rows(g, d->y_all, d->idx);
+    if (g->status != NN_OK) return g->status;
+    *out = d;
+    return NN_OK;
+}
+
 NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_dataset **out) {
     nn_dataset *d;
     nn_dataset_desc dd;
@@ -41470,6 +41860,7 @@ NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_
         return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_dataset_create: name \"%.40s\" is empty or over 200 bytes", name);
     for (d = g->datasets; d; d = d->next)
         if (strcmp(d->name, name) == 0) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_dataset_create: a dataset %s exists", name);
+    if (g->model_of) return nn__dataset_variant(g, name, out);
     if ((r = nn__dataset_check_array(g, name, "x", dd.x)) != NN_OK || (r = nn__dataset_check_array(g, name, "y", dd.y)) != NN_OK)
         return r;
     n = dd.x->shape.dim[0];
@@ -41479,12 +41870,21 @@ NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_
     if (dd.batch < 1 || dd.batch > n)
         return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_dataset_create: %s: batch %lld is not in [1, %lld]", name,
                         (long long)dd.batch, (long long)n);
+    if (g->model && dd.batch != g->batch)
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_dataset_create: %s: batch %lld in a model built at batch %lld: give "
+                        "the dataset the model function's batch", name, (long long)dd.batch, (long long)g->batch);
+    if (!dd.drop_last && n % dd.batch && !g->model)
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_dataset_create: %s: %lld samples at batch %lld leave a last batch of "
+                        "%lld, which a graph built at one batch size cannot run: build the graph with nn_graph_build (any "
+                        "batch size), or set nn_dataset_desc.drop_last = 1 to drop it", name, (long long)n,
+                        (long long)dd.batch, (long long)(n % dd.batch));
     d = (nn_dataset *)nn__calloc(1, sizeof *d);
     if (!d) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_dataset_create: out of memory");
     d->g = g;
     d->n = n;
     d->batch = dd.batch;
-    d->per_epoch = n / dd.batch;
+    d->drop_last = dd.drop_last != 0;
+    d->per_epoch = d->drop_last ? n / dd.batch : (n + dd.batch - 1) / dd.batch;
     d->shuffle = dd.shuffle;
     d->seed = nn__defu64(dd.seed, g->seed);
     d->perm_epoch = -1;
@@ -41545,6 +41945,7 @@ NN_API nn_result nn_dataset_epoch(const nn_dataset *d, int64_t *epoch) {
 static nn_result nn__dataset_next_batch(nn_dataset *d) {
     nn_graph *g;
     nn_result r;
+    int64_t rows;
     if (!d) return NN_ERR_INVALID_ARGUMENT;
     g = d->g;
     if (!g->compiled) return nn__fail(g->ctx, NN_ERR_STATE, "nn_dataset_next_batch: %s: compile the graph first", d->name);
@@ -41557,6 +41958,9 @@ static nn_result nn__dataset_next_batch(nn_dataset *d) {
         NN_FREE(d->y_host);
         d->x_host = d->y_host = NULL;
     }
+    if (g->dist_size > 1 && d->per_epoch * d->batch != d->n)
+        return nn__fail(g->ctx, NN_ERR_STATE, "nn_dataset_next_batch: %s: data-parallel training takes whole batches: set "
+                        "nn_dataset_desc.drop_last = 1", d->name);
     if (g->dist_size > 1) { /* data-parallel: of the next N batches of the sequence (across
                                epochs), rank r takes the r-th; every rank advances by N */
         int64_t e = d->epoch, p = d->pos, me_e = e, me_p = p, e0 = d->epoch;
@@ -41585,7 +41989,12 @@ static nn_result nn__dataset_next_batch(nn_dataset *d) {
     }
     r = nn__dataset_order(d);
     if (r != NN_OK) return r;
-    r = nn__tensor_write(g, d->idx, d->perm + d->pos * d->batch, (size_t)d->batch * sizeof(int32_t));
+    rows = d->n - d->pos * d->batch < d->batch ? d->n - d->pos * d->batch : d->batch; /* the last batch may be partial */
+    if (g->model) { /* a model graph runs at the batch's rows, in the mode selected (src/engine/model.c) */
+        r = nn__model_select(g, rows, g->model->eval, "nn_dataset_next_batch");
+        if (r != NN_OK) return r;
+    }
+    r = nn__tensor_write(nn__active(g), d->idx, d->perm + d->pos * d->batch, (size_t)rows * sizeof(int32_t));
     if (r == NN_OK) d->pos++;
     return r;
 }

@@ -86,6 +86,7 @@ static nn_result make_dataset(nn_graph *g, const char *name, const fmnist_datase
     dd.y = &y;
     dd.batch = batch;
     dd.shuffle = shuffle; /* a new order each epoch, drawn from the graph's seed */
+    dd.drop_last = 1;     /* a graph of one batch size: the last partial batch is dropped */
     return nn_dataset_create(g, &dd, out);
 }
 

@@ -123,6 +123,7 @@ int main(int argc, char **argv) {
     dd.y = &ys;
     dd.batch = BATCH;
     dd.shuffle = 1; /* a new order each epoch, drawn from the graph's seed */
+    dd.drop_last = 1; /* a graph of one batch size: the last partial batch is dropped */
     if ((r = nn_dataset_create(g, &dd, &ds)) != NN_OK) goto fail;
     xb = nn_dataset_x(ds); /* [128, 784] */
     yb = nn_dataset_y(ds); /* [128] */

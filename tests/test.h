@@ -208,6 +208,7 @@ void t_run_parts(const t_env *e, const t_part *parts, int n);
     X(memory)                                                                                      \
     X(usability)                                                                                   \
     X(dtype)                                                                                       \
+    X(batch)                                                                                       \
     X(examples)                                                                                    \
     X(model)                                                                                       \
     X(gemm16)                                                                                      \

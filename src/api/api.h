@@ -370,6 +370,45 @@ NN_API nn_result nn_graph_summary_string(nn_graph *g, char *buf, size_t cap, siz
 NN_API nn_result nn_checkpoint_begin(nn_graph *g);
 NN_API nn_result nn_checkpoint_end(nn_graph *g);
 
+/* ---- 2b. Any batch size, and train/eval mode on one graph (src/engine/model.c) --------------
+   A graph built by a model function runs at any batch size and in either mode without the
+   program building it again (PyTorch's module called on any batch, model.train() and
+   model.eval()): nn_graph_build(g, fn, batch, user) calls fn(g, batch, user), which builds
+   the network for `batch` rows (its inputs' dim 0 and all that follows from it: views,
+   batch norm's statistics, mean-reduced losses) and keeps the handles it wants in *user;
+   then the graph is compiled as any other. nn_graph_set_batch(g, n) and nn_graph_train(g, 0
+   or 1) select the batch and the mode that g's calls (nn_tensor_write/read/fill/shape/
+   numel, nn_graph_step/forward/finish, nn_graph_grad, nn_dataset_next_batch) run at: the
+   first time a pair is selected, fn builds the network again at that batch on a graph of
+   its own, sharing g's parameters, and that graph is compiled (its memory plan, arena and
+   kernels its own; bench/batch_bench.c gives the cost of that first selection and of a
+   cached one) and kept, so selecting it again costs nothing. The results are those of a
+   graph built at that batch (bitwise: it is one), with g's parameters, optimizer state,
+   step counters and dataset positions. Eval mode: dropout (and alpha dropout, gaussian
+   noise, attention dropout) is the identity, batch norm normalises with its running
+   statistics and does not update them, and nothing trains: nn_graph_step is refused
+   (NN_ERR_STATE), nn_graph_forward runs, the loss reads. Inputs whose shape does not
+   depend on the batch (a dataset's samples) are shared by every batch size; the others
+   are the selected batch's own: write them after selecting it. fn must build the same ops
+   for every batch (a different node count, or an input or parameter in another place, is
+   refused naming the node) and only build (no runs, no reads). nn_graph_memory and
+   nn_graph_summary describe the graph as built (each variant's arena is more memory); a
+   checked op's count of bad inputs is reported by the read or finish that follows a run
+   of the same batch and mode. Refused (NN_ERR_STATE): a
+   graph not made by nn_graph_build, or not compiled; training at another batch a graph
+   that accumulates gradients, skips non-finite updates or trains data-parallel. */
+typedef nn_result (*nn_model_fn)(nn_graph *g, int64_t batch, void *user);
+/* On a new, empty graph: builds it with fn at batch rows (fn's result, or the graph's
+   first build error). Compile it next (nn_graph_compile), with the loss fn made. */
+NN_API nn_result nn_graph_build(nn_graph *g, nn_model_fn fn, int64_t batch, void *user);
+/* After compile: g's calls run at batch rows (>= 1, larger than the built batch too). */
+NN_API nn_result nn_graph_set_batch(nn_graph *g, int64_t batch);
+/* After compile: training mode (1, as built) or eval mode (0). A graph not made by
+   nn_graph_build takes only the mode it is in. */
+NN_API nn_result nn_graph_train(nn_graph *g, int training);
+/* Into *batch and *training (either may be NULL): the batch and mode g's calls run at. */
+NN_API nn_result nn_graph_batch(nn_graph *g, int64_t *batch, int *training);
+
 /* ==== 3. Tensors: leaves and access ========================================================
    Leaves are the tensors a graph starts from: inputs (written by the program), parameters
    (trained), buffers (state, not trained) and constants. A tensor's data is reached
@@ -1712,8 +1751,15 @@ NN_API nn_result nn_array_load_csv(nn_context *ctx, const char *path, const nn_c
 /* A dataset that lives on the device: its samples x [N, ...] and labels y [N, ...] (either
    dtype) become the inputs NAME.x and NAME.y, written once (at the first batch), and
    nn_dataset_x/y are the batch's rows [batch, ...] gathered by the input NAME.idx [batch].
-   nn_dataset_next_batch() writes only those batch indices. An epoch is floor(N / batch)
-   batches (the last partial batch is dropped); with shuffle, epoch e's order is a
+   nn_dataset_next_batch() writes only those batch indices. An epoch is ceil(N / batch)
+   batches, the last one of N mod batch rows when batch does not divide N (PyTorch's
+   DataLoader, drop_last=False): that needs a graph made by nn_graph_build, whose calls
+   nn_dataset_next_batch then sets to the batch's rows (nn_graph_set_batch); with
+   drop_last it is floor(N / batch) batches, the rest of the epoch's order unused (this
+   was the only behaviour before: nn_dataset_create on a graph built at one batch size now
+   refuses a batch that does not divide N unless drop_last is set). In a model function
+   (nn_graph_build) give the dataset the function's batch; its builds at other batches
+   make the same dataset's inputs again. With shuffle, epoch e's order is a
    Fisher-Yates shuffle drawn from Philox4x32-10 keyed by (seed, e): reproducible, and
    recomputed on resume. The dataset belongs to the graph (freed with it); create it before
    compiling. Its seed, epoch and position are part of nn_graph_save_state's training state. */
@@ -1724,6 +1770,7 @@ typedef struct nn_dataset_desc {
     int64_t batch;
     int shuffle;
     uint64_t seed;       /* 0: the graph's seed; NN_ZERO: 0 */
+    int drop_last;       /* 1: drop the last partial batch of an epoch; 0: keep it (PyTorch's default) */
 } nn_dataset_desc;
 /* Makes the dataset (its inputs and gathers in g, before compile) into *out. */
 NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_dataset **out);

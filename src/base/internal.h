@@ -310,6 +310,14 @@ struct nn_graph {
     int zero;                    /* ZeRO stage 1: no update ops; dist.c updates this rank's slice */
     /* misuse refused rather than silent (issue 22) */
     int share_names;             /* nn_graph_share_names: a parameter name made again is the same tensor */
+    /* any batch size, train and eval on one graph (src/engine/model.c, issue 22) */
+    struct nn__model *model;     /* nn_graph_build's: the function and the variants built from it */
+    void (*model_free)(nn_graph *g); /* its destructor (model.c), set by nn_graph_build */
+    nn_graph *active;            /* the variant the graph's calls run on now (NULL: the graph itself) */
+    nn_graph *model_of;          /* a variant: the graph whose model built it (its parameters, optimizer state) */
+    int64_t batch;               /* the batch the model function built this graph for (0: not a model's) */
+    int eval_ids;                /* an eval variant: dropout and batch norm keep the training build's node ids */
+    nn_compile_desc compile_desc; /* the compile's options, for the variants' compiles */
 };
 
 

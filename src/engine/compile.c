@@ -176,6 +176,29 @@ static nn_result nn__arena_view(nn_graph *g, size_t offset, size_t bytes, nn__bu
     return g->ctx->backend->view(g->ctx, &g->arena_parts[offset / g->arena_chunk], offset % g->arena_chunk, bytes, out, what);
 }
 
+/* A model's variant (src/engine/model.c) keeps its own activations but not its state: node
+   i's storage is the primary's (g->model_of) node p's when p holds the same thing. Inputs
+   whose shape does not change with the batch (a dataset's samples) are shared, and each
+   update node's optimizer state is its parameter's update node's in the primary; 0 when
+   none (an update with no counterpart is refused: the state would be the variant's own). */
+static int nn__model_source(const nn_graph *g, int i) {
+    const nn_graph *p = g->model_of;
+    const nn__node *n = &g->nodes[i];
+    int k;
+    if (!p) return 0;
+    if (n->op == NN__OP_INPUT)
+        return i < p->n_nodes && p->nodes[i].op == NN__OP_INPUT && p->nodes[i].live && nn__shape_eq(&p->nodes[i].shape, &n->shape) &&
+               p->nodes[i].buf.bytes >= nn__dtype_bytes(n->dtype, n->numel) ? i : 0;
+    if (!n->n_aux) return 0;
+    for (k = p->n_forward; k < p->n_nodes; k++) {
+        const nn__node *u = &p->nodes[k];
+        if (u->op == n->op && u->n_aux == n->n_aux && u->n_in > 0 && p->nodes[u->in[0]].op == NN__OP_PARAM &&
+            g->nodes[n->in[0]].op == NN__OP_PARAM && p->nodes[u->in[0]].param == g->nodes[n->in[0]].param)
+            return k;
+    }
+    return 0;
+}
+
 static nn_result nn__allocate(nn_graph *g) {
     nn_context *ctx = g->ctx;
     nn_result r = NN_OK;
@@ -213,6 +236,8 @@ static nn_result nn__allocate(nn_graph *g) {
                 }
             }
             n->buf = p->buf;
+        } else if (n->storage == NN__ST_OWN && n->op == NN__OP_INPUT && nn__model_source(g, i)) {
+            r = ctx->backend->view(ctx, &g->model_of->nodes[i].buf, 0, nn__dtype_bytes(n->dtype, n->numel), &n->buf, what);
         } else if (n->storage == NN__ST_OWN) { /* inputs are written before use: no fill */
             r = nn__buf_alloc(ctx, &n->buf, nn__dtype_bytes(n->dtype, n->numel), n->op != NN__OP_INPUT, what);
         } else if (n->storage == NN__ST_VIEW) { /* the storage of view_of (a lower id: allocated already) */
@@ -223,6 +248,13 @@ static nn_result nn__allocate(nn_graph *g) {
             r = nn__arena_view(g, n->offset, nn__dtype_bytes(n->dtype, n->numel), &n->buf, what);
         }
         if (n->scratch > 0 && r == NN_OK) r = nn__arena_view(g, n->scratch_offset, nn__dtype_bytes(NN_F32, n->scratch), &n->scratch_buf, what);
+        if (n->n_aux && g->model_of && r == NN_OK) { /* a model's variant: the primary's optimizer state */
+            int src = nn__model_source(g, i);
+            if (!src) return nn__fail(ctx, NN_ERR_STATE, "%s: no update of this parameter in the graph the variant was built from", what);
+            for (k = 0; k < n->n_aux && r == NN_OK; k++)
+                r = ctx->backend->view(ctx, &g->model_of->nodes[src].aux[k], 0, nn__aux_bytes(g, n), &n->aux[k], what);
+            continue;
+        }
         for (k = 0; k < n->n_aux && r == NN_OK; k++) r = nn__buf_alloc(ctx, &n->aux[k], nn__aux_bytes(g, n), 1, what);
     }
     return r;
@@ -412,6 +444,7 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     if (g->status != NN_OK) return g->status;
     memset(&d, 0, sizeof d);
     if (desc) d = *desc;
+    g->compile_desc = d; /* a model's variants compile with it (src/engine/model.c) */
     if (d.loss.id == 0 && d.optimizer.kind != NN_OPT_NONE) /* else a forward-only graph whose steps change nothing */
         return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: an optimizer is set but no loss: set "
                         "nn_compile_desc.loss to the scalar to minimise (or leave the optimizer zeroed for a forward-only graph)");
@@ -632,9 +665,38 @@ static nn_result nn__graph_step(nn_graph *g) {
     return r;
 }
 
+/* A model's variant (src/engine/model.c) runs in its graph's place: what a run advances
+   (steps, runs, the optimizer's clock, the rate, a failure part way) is the graph's, copied
+   into the variant before the run and back after it. */
+static void nn__sync_run_state(nn_graph *to, const nn_graph *from) {
+    to->step = from->step;
+    to->runs = from->runs;
+    to->clock = from->clock;
+    to->lr = from->lr;
+    to->schedule = from->schedule;
+    to->broken = from->broken;
+}
+
+static nn_result nn__active_run(nn_graph *g, nn_result (*run)(nn_graph *)) {
+    nn_graph *v = g->active;
+    nn_result r;
+    if (!v) return run(g);
+    nn__sync_run_state(v, g);
+    r = run(v);
+    nn__sync_run_state(g, v);
+    return r;
+}
+
+static nn_result nn__active_step(nn_graph *g) {
+    if (g->active && g->active->eval)
+        return nn__fail(g->ctx, NN_ERR_STATE, "nn_graph_step: the graph is in eval mode (nn_graph_train(g, 0)), which does not "
+                        "train: call nn_graph_train(g, 1) first, or nn_graph_forward to evaluate");
+    return nn__active_run(g, nn__graph_step);
+}
+
 NN_API nn_result nn_graph_step(nn_graph *g) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
-    return NN__EXCLUSIVE(g->ctx, "nn_graph_step", nn__graph_step(g));
+    return NN__EXCLUSIVE(g->ctx, "nn_graph_step", nn__active_step(g));
 }
 
 static nn_result nn__graph_forward(nn_graph *g) {
@@ -645,7 +707,7 @@ static nn_result nn__graph_forward(nn_graph *g) {
 
 NN_API nn_result nn_graph_forward(nn_graph *g) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
-    return NN__EXCLUSIVE(g->ctx, "nn_graph_forward", nn__graph_forward(g));
+    return NN__EXCLUSIVE(g->ctx, "nn_graph_forward", nn__active_run(g, nn__graph_forward));
 }
 
 static nn_result nn__graph_finish(nn_graph *g) {
@@ -655,5 +717,5 @@ static nn_result nn__graph_finish(nn_graph *g) {
 
 NN_API nn_result nn_graph_finish(nn_graph *g) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
-    return NN__EXCLUSIVE(g->ctx, "nn_graph_finish", nn__graph_finish(g));
+    return NN__EXCLUSIVE(g->ctx, "nn_graph_finish", nn__graph_finish(g->active ? g->active : g));
 }

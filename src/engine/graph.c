@@ -105,6 +105,7 @@ static uint32_t nn__graph_serial(void) {
 static int nn__graph_free(nn_graph *g) {
     nn_context *ctx = g->ctx;
     int i;
+    if (g->model_free) g->model_free(g);      /* src/engine/model.c's: the variants, set by nn_graph_build */
     nn__graph_release_compiled(g);
     nn__groups_free(g);
     if (g->datasets_free) g->datasets_free(g); /* files/ckpt.c's, set by nn_dataset_create */
@@ -182,6 +183,10 @@ NN_API void nn_graph_destroy(nn_graph *g) {
 }
 
 NN_API nn_result nn_graph_status(const nn_graph *g) { return g ? g->status : NN_ERR_INVALID_ARGUMENT; }
+
+/* The graph that a call on g runs on: the variant of g's model that nn_graph_set_batch and
+   nn_graph_train selected (src/engine/model.c; it shares g's handles), or g itself. */
+static nn_graph *nn__active(nn_graph *g) { return g && g->active ? g->active : g; }
 
 /* The handle of node id of g, stamped with g's serial number (a failed or absent handle:
    0). Within the library nn__tensor(id) is the handle of a node of the g in scope. */
@@ -682,6 +687,7 @@ NN_API nn_tensor nn_graph_find(nn_graph *g, const char *name) {
 }
 
 NN_API nn_tensor nn_graph_grad(nn_graph *g, nn_tensor t) {
+    g = nn__active(g);
     if (!nn__is_tensor(g, t)) return nn__tensor(-1);
     return nn__tensor(g->nodes[t.id].grad > 0 ? g->nodes[t.id].grad : 0);
 }
@@ -689,6 +695,7 @@ NN_API nn_tensor nn_graph_grad(nn_graph *g, nn_tensor t) {
 NN_API nn_result nn_tensor_shape(nn_graph *g, nn_tensor t, nn_shape *out) {
     if (!out) return NN_ERR_INVALID_ARGUMENT;
     memset(out, 0, sizeof *out);
+    g = nn__active(g);
     if (!nn__is_tensor(g, t)) return NN_ERR_INVALID_ARGUMENT;
     *out = g->nodes[t.id].shape;
     return NN_OK;
@@ -697,6 +704,7 @@ NN_API nn_result nn_tensor_shape(nn_graph *g, nn_tensor t, nn_shape *out) {
 NN_API nn_result nn_tensor_numel(nn_graph *g, nn_tensor t, int64_t *out) {
     if (!out) return NN_ERR_INVALID_ARGUMENT;
     *out = 0;
+    g = nn__active(g);
     if (!nn__is_tensor(g, t)) return NN_ERR_INVALID_ARGUMENT;
     *out = g->nodes[t.id].numel;
     return NN_OK;
@@ -842,15 +850,15 @@ static nn_result nn__tensor_fill(nn_graph *g, nn_tensor t, float value) {
 
 NN_API nn_result nn_tensor_write(nn_graph *g, nn_tensor t, const void *data, size_t bytes) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
-    return NN__EXCLUSIVE(g->ctx, "nn_tensor_write", nn__tensor_write(g, t, data, bytes));
+    return NN__EXCLUSIVE(g->ctx, "nn_tensor_write", nn__tensor_write(nn__active(g), t, data, bytes));
 }
 NN_API nn_result nn_tensor_read(nn_graph *g, nn_tensor t, void *data, size_t bytes) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
-    return NN__EXCLUSIVE(g->ctx, "nn_tensor_read", nn__tensor_read(g, t, data, bytes));
+    return NN__EXCLUSIVE(g->ctx, "nn_tensor_read", nn__tensor_read(nn__active(g), t, data, bytes));
 }
 NN_API nn_result nn_tensor_fill(nn_graph *g, nn_tensor t, float value) {
     if (!g) return NN_ERR_INVALID_ARGUMENT;
-    return NN__EXCLUSIVE(g->ctx, "nn_tensor_fill", nn__tensor_fill(g, t, value));
+    return NN__EXCLUSIVE(g->ctx, "nn_tensor_fill", nn__tensor_fill(nn__active(g), t, value));
 }
 
 

@@ -25,7 +25,8 @@ struct nn_dataset {
     char *name;
     struct nn_dataset *next;
     nn_tensor x_all, y_all, idx, xb, yb;
-    int64_t n, batch, per_epoch;  /* samples, batch size, batches per epoch (floor(n/batch)) */
+    int64_t n, batch, per_epoch;  /* samples, batch size, batches per epoch (ceil(n/batch); floor with drop_last) */
+    int drop_last;
     int shuffle;
     uint64_t seed;
     int64_t epoch, pos;           /* batches taken in the epoch running */
@@ -605,6 +606,30 @@ static nn_result nn__dataset_check_array(nn_graph *g, const char *name, const ch
     return NN_OK;
 }
 
+/* A model's variant (src/engine/model.c) builds its graph's dataset again: the same inputs
+   NAME.x and NAME.y (which share the graph's storage: nn__model_source), an index input
+   NAME.idx of the variant's batch, and the gathers; the dataset is the graph's. */
+static nn_result nn__dataset_variant(nn_graph *g, const char *name, nn_dataset **out) {
+    nn_graph *p = g->model_of;
+    nn_dataset *d;
+    char buf[300];
+    for (d = p->datasets; d && strcmp(d->name, name) != 0; d = d->next) {}
+    if (!d)
+        return nn__fail(g->ctx, NN_ERR_STATE, "nn_dataset_create: %s: the model function made no such dataset at batch %lld", name,
+                        (long long)p->batch);
+    snprintf(buf, sizeof buf, "%s.x", name);
+    nn_input(g, buf, p->nodes[d->x_all.id].dtype, p->nodes[d->x_all.id].shape);
+    snprintf(buf, sizeof buf, "%s.y", name);
+    nn_input(g, buf, p->nodes[d->y_all.id].dtype, p->nodes[d->y_all.id].shape);
+    snprintf(buf, sizeof buf, "%s.idx", name);
+    if (nn_input(g, buf, NN_I32, nn_shape1(g->batch)).id == d->idx.id) g->nodes[d->idx.id].per_step = 1;
+    nn_gather_rows(g, d->x_all, d->idx);
+    nn_gather_rows(g, d->y_all, d->idx);
+    if (g->status != NN_OK) return g->status;
+    *out = d;
+    return NN_OK;
+}
+
 NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_dataset **out) {
     nn_dataset *d;
     nn_dataset_desc dd;
@@ -628,6 +653,7 @@ NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_
         return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_dataset_create: name \"%.40s\" is empty or over 200 bytes", name);
     for (d = g->datasets; d; d = d->next)
         if (strcmp(d->name, name) == 0) return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_dataset_create: a dataset %s exists", name);
+    if (g->model_of) return nn__dataset_variant(g, name, out);
     if ((r = nn__dataset_check_array(g, name, "x", dd.x)) != NN_OK || (r = nn__dataset_check_array(g, name, "y", dd.y)) != NN_OK)
         return r;
     n = dd.x->shape.dim[0];
@@ -637,12 +663,21 @@ NN_API nn_result nn_dataset_create(nn_graph *g, const nn_dataset_desc *desc, nn_
     if (dd.batch < 1 || dd.batch > n)
         return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_dataset_create: %s: batch %lld is not in [1, %lld]", name,
                         (long long)dd.batch, (long long)n);
+    if (g->model && dd.batch != g->batch)
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_dataset_create: %s: batch %lld in a model built at batch %lld: give "
+                        "the dataset the model function's batch", name, (long long)dd.batch, (long long)g->batch);
+    if (!dd.drop_last && n % dd.batch && !g->model)
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_dataset_create: %s: %lld samples at batch %lld leave a last batch of "
+                        "%lld, which a graph built at one batch size cannot run: build the graph with nn_graph_build (any "
+                        "batch size), or set nn_dataset_desc.drop_last = 1 to drop it", name, (long long)n,
+                        (long long)dd.batch, (long long)(n % dd.batch));
     d = (nn_dataset *)nn__calloc(1, sizeof *d);
     if (!d) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_dataset_create: out of memory");
     d->g = g;
     d->n = n;
     d->batch = dd.batch;
-    d->per_epoch = n / dd.batch;
+    d->drop_last = dd.drop_last != 0;
+    d->per_epoch = d->drop_last ? n / dd.batch : (n + dd.batch - 1) / dd.batch;
     d->shuffle = dd.shuffle;
     d->seed = nn__defu64(dd.seed, g->seed);
     d->perm_epoch = -1;
@@ -703,6 +738,7 @@ NN_API nn_result nn_dataset_epoch(const nn_dataset *d, int64_t *epoch) {
 static nn_result nn__dataset_next_batch(nn_dataset *d) {
     nn_graph *g;
     nn_result r;
+    int64_t rows;
     if (!d) return NN_ERR_INVALID_ARGUMENT;
     g = d->g;
     if (!g->compiled) return nn__fail(g->ctx, NN_ERR_STATE, "nn_dataset_next_batch: %s: compile the graph first", d->name);
@@ -715,6 +751,9 @@ static nn_result nn__dataset_next_batch(nn_dataset *d) {
         NN_FREE(d->y_host);
         d->x_host = d->y_host = NULL;
     }
+    if (g->dist_size > 1 && d->per_epoch * d->batch != d->n)
+        return nn__fail(g->ctx, NN_ERR_STATE, "nn_dataset_next_batch: %s: data-parallel training takes whole batches: set "
+                        "nn_dataset_desc.drop_last = 1", d->name);
     if (g->dist_size > 1) { /* data-parallel: of the next N batches of the sequence (across
                                epochs), rank r takes the r-th; every rank advances by N */
         int64_t e = d->epoch, p = d->pos, me_e = e, me_p = p, e0 = d->epoch;
@@ -743,7 +782,12 @@ static nn_result nn__dataset_next_batch(nn_dataset *d) {
     }
     r = nn__dataset_order(d);
     if (r != NN_OK) return r;
-    r = nn__tensor_write(g, d->idx, d->perm + d->pos * d->batch, (size_t)d->batch * sizeof(int32_t));
+    rows = d->n - d->pos * d->batch < d->batch ? d->n - d->pos * d->batch : d->batch; /* the last batch may be partial */
+    if (g->model) { /* a model graph runs at the batch's rows, in the mode selected (src/engine/model.c) */
+        r = nn__model_select(g, rows, g->model->eval, "nn_dataset_next_batch");
+        if (r != NN_OK) return r;
+    }
+    r = nn__tensor_write(nn__active(g), d->idx, d->perm + d->pos * d->batch, (size_t)rows * sizeof(int32_t));
     if (r == NN_OK) d->pos++;
     return r;
 }

@@ -526,6 +526,7 @@ NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_ten
     in[1] = d.running_var.id;
     if (g->eval && running) { /* normalise with the running statistics */
         stats = nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_BN_PACK, NN_F32, nn_shape2(2, at.C), in, 2)), &at).id;
+        if (g->eval_ids && stats >= 0 && nn__eval_identity(g, x).id < 0) return nn__tensor(-1); /* BN_RUNNING's id, unused */
         return nn__norm_apply(g, x, stats, gamma, beta, &at, 1);
     }
     if ((int64_t)at.A * at.S < 2) /* PyTorch refuses too: the variance of one value */

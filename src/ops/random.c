@@ -239,7 +239,8 @@ NN_API nn_tensor nn_gaussian_noise(nn_graph *g, nn_tensor x, float std) {
     if (!nn__check0(g, "nn_gaussian_noise", 1, &x) || !nn__expect_f32(g, "nn_gaussian_noise", x, "x")) return nn__tensor(-1);
     if (!(std >= 0.0f && std <= 3.4e38f))
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_gaussian_noise: std = %g is not a finite value >= 0", std);
-    if (g->eval || std == 0.0f) return x;
+    if (std == 0.0f) return x;
+    if (g->eval) return nn__eval_identity(g, x);
     t = nn__op1(g, NN__OP_GAUSSIAN_NOISE, NN_F32, nn__n(g, x)->shape, x.id);
     if (t.id >= 0) {
         g->nodes[t.id].a.random.key = t.id;
@@ -283,7 +284,8 @@ NN_API nn_tensor nn_alpha_dropout(nn_graph *g, nn_tensor x, float p) {
     if (!nn__check0(g, "nn_alpha_dropout", 1, &x) || !nn__expect_f32(g, "nn_alpha_dropout", x, "x")) return nn__tensor(-1);
     if (!(p >= 0.0f && p <= 1.0f))
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_alpha_dropout: p = %g is outside [0, 1]", p);
-    if (g->eval || p == 0.0f) return x;
+    if (p == 0.0f) return x;
+    if (g->eval) return nn__eval_identity(g, x);
     if (p == 1.0f) return nn_mul_scalar(g, x, 0.0f);
     t = nn__op1(g, NN__OP_ALPHA_DROPOUT, NN_F32, nn__n(g, x)->shape, x.id);
     if (t.id >= 0) {
@@ -357,7 +359,8 @@ NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p) {
     nn_tensor t;
     if (!nn__check0(g, "nn_dropout", 1, &x) || !nn__expect_f32(g, "nn_dropout", x, "x")) return nn__tensor(-1);
     if (!(p >= 0.0f && p < 1.0f)) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_dropout: p = %g is outside [0, 1)", p);
-    if (g->eval || p == 0.0f) return x;
+    if (p == 0.0f) return x;
+    if (g->eval) return nn__eval_identity(g, x);
     t = nn__op1(g, NN__OP_DROPOUT, NN_F32, nn__n(g, x)->shape, x.id);
     if (t.id >= 0) {
         g->nodes[t.id].a.random.p = p;

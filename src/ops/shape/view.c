@@ -44,6 +44,14 @@ NN_API nn_tensor nn_reshape(nn_graph *g, nn_tensor x, nn_shape shape) {
     return nn__op1(g, NN__OP_RESHAPE, nn__n(g, x)->dtype, shape, x.id);
 }
 
+/* What an op that is the identity in eval mode returns there (dropout, batch norm's slot
+   for its running update): x itself, or in an eval variant of a model (src/engine/model.c)
+   a view of x in one node, so that the eval build keeps the training build's node ids. */
+static nn_tensor nn__eval_identity(nn_graph *g, nn_tensor x) {
+    if (!g->eval_ids) return x;
+    return nn__op1(g, NN__OP_RESHAPE, nn__n(g, x)->dtype, nn__n(g, x)->shape, x.id);
+}
+
 NN_API nn_tensor nn_flatten(nn_graph *g, nn_tensor x) {
     if (!nn__check(g, "nn_flatten", 1, &x)) return nn__tensor(-1);
     return nn_reshape(g, x, nn_shape2(nn__n(g, x)->shape.dim[0], nn__n(g, x)->numel / nn__n(g, x)->shape.dim[0]));
