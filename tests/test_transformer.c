@@ -470,7 +470,7 @@ static void tf_ff_ref(const double *x, long R, long E, long F, double *const *p,
 static void tf_enc_ref(const double *x, long B, long T, long E, long F, double *const *p, int norm_first, int gelu, int causal,
                        double *out) {
     long R = B * T, i;
-    double a[128], y[128];
+    double a[128] = {0}, y[128]; /* zeroed: gcc -O1 cannot see that R * E > 0 fills it */
     memcpy(out, x, sizeof(double) * (size_t)(R * E));
     if (norm_first) {
         tf_ln(out, p[8], p[9], R, E, a);

@@ -751,7 +751,7 @@ static nn_result nn__dataset_next_batch(nn_dataset *d) {
         NN_FREE(d->y_host);
         d->x_host = d->y_host = NULL;
     }
-    if (g->dist_size > 1 && d->per_epoch * d->batch != d->n)
+    if (g->dist_size > 1 && !d->drop_last && d->n % d->batch) /* a partial last batch */
         return nn__fail(g->ctx, NN_ERR_STATE, "nn_dataset_next_batch: %s: data-parallel training takes whole batches: set "
                         "nn_dataset_desc.drop_last = 1", d->name);
     if (g->dist_size > 1) { /* data-parallel: of the next N batches of the sequence (across
