@@ -88,6 +88,36 @@ done:
     t_end();
 }
 
+/* A driver that counts the lines of the whole source it was given and ignores #line
+   (NVIDIA's "<kernel>:4:12: error"): the log is mapped to kernels/FILE.cl:LINE by the
+   source's #line directives, also across an included header; other logs stay as they are. */
+static void test_build_log_map(const t_env *e) {
+    static const char *src[] = {"#line 1 \"kernels/elementwise.cl\"\n", "/* c */\n#define A 1\n",
+                                "#line 1 \"kernels/kargs.h\"\n", "int h0;\nint h1 = nope;\n",
+                                "\n#line 3 \"kernels/elementwise.cl\"\n", "__kernel void f(__global float *x) {\n",
+                                "    x[0] = undefined_name;\n", "}\n"};
+    /* physical lines: 1 #line, 2 comment, 3 define, 4 #line, 5 h0, 6 h1, 7 blank, 8 #line,
+       9 __kernel (elementwise.cl:3), 10 x[0] (elementwise.cl:4), 11 } */
+    char out[400];
+    if (!t_begin(e, "errors: a build log counting lines of the whole source (<kernel>:N) names kernels/FILE.cl:LINE")) return;
+    if (!t_cl_map_log(src, 8, "<kernel>:10:12: error: use of undeclared identifier 'undefined_name'", out, sizeof out)) {
+        t_skip("built without the OpenCL backend");
+        t_end();
+        return;
+    }
+    T_CHECK(strcmp(out, "kernels/elementwise.cl:4:12: error: use of undeclared identifier 'undefined_name'") == 0,
+            "mapped to: %s", out);
+    t_cl_map_log(src, 8, "<kernel>:6:9: error: x\n<kernel>:2:1: note: y\n<kernel>:9:5: z", out, sizeof out);
+    T_CHECK(strcmp(out, "kernels/kargs.h:2:9: error: x\nkernels/elementwise.cl:1:1: note: y\nkernels/elementwise.cl:3:5: z") == 0,
+            "mapped to: %s", out);
+    t_cl_map_log(src, 8, "kernels/elementwise.cl:4:12: error: a\n<built-in>:3:1: b\n<kernel>:99:1: c <kernel>", out, sizeof out);
+    T_CHECK(strcmp(out, "kernels/elementwise.cl:4:12: error: a\n<built-in>:3:1: b\n<kernel>:99:1: c <kernel>") == 0,
+            "changed: %s", out);
+    t_cl_map_log(src, 8, "<kernel>:10:12: error", out, 12); /* cut short, still ended */
+    T_CHECK(strlen(out) < 12, "overran: %s", out);
+    t_end();
+}
+
 /* A kernel that does not compile: the error names kernels/FILE.cl and the line. */
 static void test_build_error(const t_env *e) {
     char dir[] = "/tmp/nn-test-kernels-XXXXXX", path[256];
@@ -286,6 +316,6 @@ done:
 }
 
 void suite_errors(const t_env *e) {
-    T_RUN(e, test_shape_errors, test_alloc_failure, test_build_error, test_bad_arguments, test_foreign_tensor,
+    T_RUN(e, test_shape_errors, test_alloc_failure, test_build_log_map, test_build_error, test_bad_arguments, test_foreign_tensor,
           test_forged_handle);
 }

@@ -569,6 +569,69 @@ static void nn__cache_store(nn_context *ctx, const char *path, uint64_t key, cl_
     NN_FREE(file);
 }
 
+/* The file and line that physical line `want` (1-based) of the program's source (lines[0..
+   count), as the driver sees it: the strings concatenated) stands for, by the source's
+   `#line L "FILE"` directives; 0 when the source has no directive before it. */
+static int nn__cl_source_place(const char **lines, cl_uint count, long want, char *file, size_t fsize, long *line) {
+    long phys = 1, logical = 0;
+    int have = 0, bol = 1;
+    cl_uint i;
+    for (i = 0; i < count; i++) {
+        const char *p;
+        for (p = lines[i]; *p; p++) {
+            if (bol) {
+                const char *q = p + strspn(p, " \t");
+                if (phys == want) return have ? (*line = logical, 1) : 0;
+                if (strncmp(q, "#line ", 6) == 0) {
+                    char *e;
+                    long l = strtol(q + 6, &e, 10);
+                    const char *f = strchr(e, '"'), *g = f ? strchr(f + 1, '"') : NULL;
+                    if (f && g && (size_t)(g - f - 1) < fsize && !memchr(f, '\n', (size_t)(g - f))) {
+                        memcpy(file, f + 1, (size_t)(g - f - 1));
+                        file[g - f - 1] = 0;
+                        logical = l - 1; /* the next physical line is line l */
+                        have = 1;
+                    }
+                }
+                bol = 0;
+            }
+            if (*p == '\n') {
+                phys++;
+                logical++;
+                bol = 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* The build log with each `<NAME>:LINE:` that counts lines of the concatenated source (NVIDIA's
+   `<kernel>:4:12:`, which ignores #line) rewritten as the kernels/FILE.cl:LINE it stands for,
+   into out (n bytes); logs that already name our files are copied as they are. */
+static void nn__cl_map_log(const char **lines, cl_uint count, const char *log, char *out, size_t n) {
+    size_t o = 0;
+    const char *p = log;
+    if (n == 0) return;
+    while (*p && o + 1 < n) {
+        if (*p == '<') {
+            const char *gt = p + 1 + strspn(p + 1, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_");
+            if (gt > p + 1 && *gt == '>' && gt[1] == ':' && gt[2] >= '0' && gt[2] <= '9' && strncmp(p, "<built-in>", 10) != 0) {
+                char file[200], *e;
+                long l = strtol(gt + 2, &e, 10), mapped;
+                if (nn__cl_source_place(lines, count, l, file, sizeof file, &mapped)) {
+                    int k = snprintf(out + o, n - o, "%s:%ld", file, mapped);
+                    if (k < 0 || (size_t)k >= n - o) break;
+                    o += (size_t)k;
+                    p = e;
+                    continue;
+                }
+            }
+        }
+        out[o++] = *p++;
+    }
+    out[o] = 0;
+}
+
 /* The program of kernels/NAME.cl for this context's device and storage type `store`
    (kernels/storage.h: NN_BF16 and NN_F16 build it with -DNN_STORE_BF16 / -DNN_STORE_F16),
    built once. */
@@ -608,13 +671,14 @@ static nn_result nn__cl_program(nn_context *ctx, const char *name, int store, cl
         if (!prog) {
             r = nn__fail(ctx, NN_ERR_BUILD, "kernels/%s.cl: clCreateProgramWithSource: %s (%d)", name, nn__cl_errstr(err), err);
         } else if ((err = clBuildProgram(prog, 1, &cl->device, options, NULL, NULL)) != CL_SUCCESS) {
-            char log[3000];
+            char log[3000], mapped[3200];
             size_t n = 0;
             log[0] = 0;
             clGetProgramBuildInfo(prog, cl->device, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, &n);
             log[sizeof log - 1] = 0;
+            nn__cl_map_log(lines, count, log, mapped, sizeof mapped);
             r = nn__fail(ctx, NN_ERR_BUILD, "kernels/%s.cl failed to build on %s (%s):\n%s", name, cl->name,
-                         nn__cl_errstr(err), log);
+                         nn__cl_errstr(err), mapped);
             clReleaseProgram(prog);
             prog = NULL;
         } else if (path[0]) {
