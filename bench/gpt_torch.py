@@ -1,6 +1,6 @@
 """gpt_torch.py - PyTorch's side of bench/gpt_bench's gpt_train figure.
 
-Usage: /usr/bin/python3 bench/gpt_torch.py [--threads T] [--model tiny|gpt2s]
+Usage: /usr/bin/python3 bench/gpt_torch.py [--threads T] [--model tiny|gpt2s] [--device cuda]
 Prints: BENCH name=gpt_train backend=torch threads=T/B model=M batch=B context=T
         tokens_per_sec=X gflops=X
 (bench/run.sh runs it for several T/B and keeps the best.)
@@ -14,6 +14,8 @@ step only zero_grad(set_to_none=True), forward, loss, backward, step; no per-ste
 tiny: vocabulary 96, context 64, 4 layers, width 128, 4 heads, batch 16; gpt2s: 12 layers,
 width 768, 12 heads, context 256, batch 4 (vocabulary 96). Warm-up steps (10), then
 >= 30 steps and >= 2 s (gpt2s: 1 warm-up step, then 2). gflops: as gpt_bench's.
+--device cuda: the same loop on a CUDA GPU (the text and the model on the device, the clock
+read after torch.cuda.synchronize()), for the figures beside nn.h on a GPU's OpenCL.
 """
 import argparse
 import math
@@ -76,7 +78,7 @@ class GPT(nn.Module):
             nn.init.zeros_(m.bias)
 
     def forward(self, idx, targets):
-        x = self.wte(idx) + self.wpe(torch.arange(idx.size(1)))
+        x = self.wte(idx) + self.wpe(torch.arange(idx.size(1), device=idx.device))
         for blk in self.h:
             x = blk(x)
         logits = self.lm_head(self.ln_f(x))
@@ -100,6 +102,7 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--model", default="tiny", choices=["tiny", "gpt2s"])
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--device", default="cpu")
     ap.add_argument("--heldout-after", type=int, default=0,
                     help="train this many steps, then print the held-out loss (every T-window of the last 10%% in order)")
     args = ap.parse_args()
@@ -109,13 +112,14 @@ def main():
         B, T, L, C, H, warm, min_steps, min_time = 16, 64, 4, 128, 4, 10, 30, 2.0
     else:
         B, T, L, C, H, warm, min_steps, min_time = 4, 256, 12, 768, 12, 1, 2, 0.0
-    data = corpus()
+    dev = torch.device(args.device)
+    data = corpus().to(dev)
     train = data[: len(data) * 9 // 10]
-    model = GPT(L, C, H, T)
+    model = GPT(L, C, H, T).to(dev)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
 
     def get_batch():
-        ix = torch.randint(len(train) - T - 1, (B,))
+        ix = torch.randint(len(train) - T - 1, (B,)).tolist() if dev.type != "cpu" else torch.randint(len(train) - T - 1, (B,))
         return torch.stack([train[i:i + T] for i in ix]), torch.stack([train[i + 1:i + T + 1] for i in ix])
 
     def step():
@@ -140,17 +144,24 @@ def main():
                 tot += model(x, y).item()
         print(f"BENCH name=gpt_heldout backend=torch model={args.model} steps={args.heldout_after} heldout_loss={tot / nb:.4f}")
         return
+    if dev.type == "cuda":
+        warm, min_steps = max(warm, 10), max(min_steps, 30)
     for _ in range(warm):
         step()
+    if dev.type == "cuda":
+        torch.cuda.synchronize()
     steps, t0 = 0, time.perf_counter()
     while steps < min_steps or time.perf_counter() - t0 < min_time:
         loss = step()
         steps += 1
     float(loss)
+    if dev.type == "cuda":
+        torch.cuda.synchronize()
     dt = time.perf_counter() - t0
     tps = steps * B * T / dt
     flop = 6.0 * (12 * L * C * C + V * C) + 12.0 * L * T * C
-    print(f"BENCH name=gpt_train backend=torch threads={pyenv.thread_label('torch', torch.get_num_threads())} "
+    where = "" if dev.type == "cpu" else f"device={args.device} "
+    print(f"BENCH name=gpt_train backend=torch {where}threads={pyenv.thread_label('torch', torch.get_num_threads())} "
           f"model={args.model} batch={B} context={T} tokens_per_sec={tps:.1f} gflops={tps * flop / 1e9:.2f}", flush=True)
 
 
