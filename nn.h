@@ -409,10 +409,20 @@ NN_API nn_result nn_context_op_compiled(const nn_context *ctx, int op, uint64_t 
    nn_graph_compile. Training options (nn_compile_desc, the optimizer, the schedule) are in
    section 14, files in section 15. */
 
+/* Mixed precision, torch.autocast's policy for matrix products: with NN_PRECISION_BF16 (or
+   _FP16) every nn_matmul (and so nn_linear_layer, nn_einsum and the layers built on them) of
+   float32 operands converts both to bfloat16 (float16) with nn_to_dtype, multiplies them
+   there with float32 accumulation, and converts the product back to float32; parameters stay
+   float32 (master weights: the conversion's backward gives them float32 gradients), and every
+   other op (norms, softmax, losses, attention, the optimizer) runs in float32 as before.
+   NN_PRECISION_FP32 (0, the default) builds the graph as before, bit for bit. */
+typedef enum nn_precision { NN_PRECISION_FP32 = 0, NN_PRECISION_BF16 = 1, NN_PRECISION_FP16 = 2 } nn_precision;
+
 typedef struct nn_graph_desc {
     nn_graph *share_params; /* use this graph's parameters (same names, same shapes) */
     int eval;               /* evaluation mode: dropout is the identity */
     uint64_t seed;          /* parameter initialisation and dropout; 0: 1; NN_ZERO: 0 */
+    nn_precision precision; /* the matmuls' storage type (above); 0: NN_PRECISION_FP32 */
 } nn_graph_desc;
 
 /* Creates an empty graph on ctx (desc NULL: every default) into *out. */
@@ -921,7 +931,12 @@ NN_API nn_tensor nn_index_add(nn_graph *g, nn_tensor x, int dim, nn_tensor index
    along, in a fixed order (the same bits run to run). Bad shapes are NN_ERR_SHAPE with a
    message naming nn_matmul and both shapes. Runs on the blocked GEMM of the CPU backend
    (threaded over the batch when the products are small) and the OpenCL GEMM kernels (one
-   batched launch, a broadcast operand's batch stride 0). */
+   batched launch, a broadcast operand's batch stride 0).
+   16-bit storage: a and b both NN_BF16 (or both NN_F16) give a product of that dtype,
+   accumulated in float32 and rounded once (PyTorch: bf16 @ bf16 -> bf16); its gradients are
+   of that dtype too. The CPU backend runs nn_cpu_gemm_bf16 / _f16's paths, OpenCL the same
+   GEMM kernels reading 16-bit storage. Operands of different dtypes are NN_ERR_SHAPE, as in
+   PyTorch. A graph made with nn_graph_desc.precision converts float32 operands itself. */
 NN_API nn_tensor nn_matmul(nn_graph *g, nn_tensor a, nn_tensor b, int trans_a, int trans_b);
 /* nn_einsum: torch.einsum(spec, a, b) for the specs that are one nn_matmul: "ij,jk->ik",
    "ij,kj->ik", "ji,jk->ki", "bij,bjk->bik", "bhqd,bhkd->bhqk", "ij,j->i", "i,i->" (a [1]),
@@ -2743,6 +2758,7 @@ struct nn_graph {
     int compiled;
     int eval;
     uint64_t seed;
+    int precision;               /* nn_graph_desc.precision: the storage type matmuls run in (nn_precision) */
     uint64_t step;               /* completed training steps */
     uint64_t runs;               /* runs started, forward or step (nn_sample_logits's counter) */
     int progress;                /* launches (ops) of the running step enqueued so far (backends count) */
@@ -3008,7 +3024,7 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     X(UNARY_NOGRAD, "unary_nograd", unary_nograd, NN__OPF_NO_GRAD | NN__OPF_RANK0 | NN__OPF_HALF)
 
 #define NN__OPS_MATMUL(X)           \
-    X(MATMUL, "matmul", matmul, 0)
+    X(MATMUL, "matmul", matmul, NN__OPF_HALF)
 
 #define NN__OPS_REDUCE(X)                                                     \
     X(SUM_ALL, "sum", sum_all, NN__OPF_RANK0)                                 \
@@ -16303,27 +16319,137 @@ static const char *const nn__cl_src_gemm[] = {
 "#endif\n",
 "#endif\n",
 "#line 2 \"kernels/gemm.cl\"\n",
+"#line 1 \"kernels/storage.h\"\n",
+"/* 16-bit storage, fp32 arithmetic. A header in the common subset of C99 and OpenCL C (as\n",
+"   kernels/activation.h): the CPU bodies and the kernels read and write a tensor's storage\n",
+"   through these, and compute in float.\n",
+"\n",
+"   bfloat16: the high half of a float32, stored as a 16-bit integer and widened in registers\n",
+"   (float from bits << 16); written rounded to nearest, ties to even, a NaN kept a quiet NaN\n",
+"   (PyTorch's round_to_nearest_even). float16 (IEEE binary16): in OpenCL C through\n",
+"   vload_half / vstore_half_rte (OpenCL 1.2 core: no cl_khr_fp16 needed), in C the same\n",
+"   conversion written out (round to nearest even, subnormals, overflow to infinity), so both\n",
+"   backends store the same bits.\n",
+"\n",
+"   Per element, by type: NN__LD_BF16(p, i), NN__ST_BF16(p, i, v), NN__LD_F16(p, i),\n",
+"   NN__ST_F16(p, i, v) over a pointer to 16-bit words (ushort in OpenCL C, uint16_t in C).\n",
+"   Per program: a kernel file built with -DNN_STORE_BF16 or -DNN_STORE_F16 (the launch's\n",
+"   `store`, src/opencl/backend.c) reads NN__STORE_T storage with NN__SLOAD(p, i) and writes it\n",
+"   with NN__SSTORE(p, i, v); built with neither, NN__STORE_T is float and they are plain\n",
+"   accesses, so one .cl source serves f32, bf16 and f16. */\n",
+"#ifndef NN__STORAGE_H\n",
+"#define NN__STORAGE_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__U16 ushort\n",
+"static inline float nn__bf16_to_f32(ushort h) { return as_float((uint)h << 16); }\n",
+"static inline ushort nn__f32_to_bf16(float f) {\n",
+"    uint u = as_uint(f);\n",
+"    if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u); /* NaN: quiet, sign kept */\n",
+"    return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n",
+"}\n",
+"#define NN__LD_BF16(p, i) nn__bf16_to_f32((p)[i])\n",
+"#define NN__ST_BF16(p, i, v) ((p)[i] = nn__f32_to_bf16(v))\n",
+"#define NN__LD_F16(p, i) vload_half((i), (__global const half *)(p))\n",
+"#define NN__ST_F16(p, i, v) vstore_half_rte((v), (i), (__global half *)(p))\n",
+"\n",
+"#else /* C */\n",
+"\n",
+"#define NN__U16 uint16_t\n",
+"\n",
+"static inline float nn__bf16_to_f32(uint16_t h) {\n",
+"    uint32_t u = (uint32_t)h << 16;\n",
+"    float f;\n",
+"    memcpy(&f, &u, 4);\n",
+"    return f;\n",
+"}\n",
+"static inline uint16_t nn__f32_to_bf16(float f) {\n",
+"    uint32_t u;\n",
+"    memcpy(&u, &f, 4);\n",
+"    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);\n",
+"    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n",
+"}\n",
+"static inline float nn__f16_to_f32(uint16_t h) {\n",
+"    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, u;\n",
+"    float f;\n",
+"    if (e == 0x1f) {\n",
+"        u = sign | 0x7f800000u | (m << 13);\n",
+"    } else if (e == 0) { /* zero or subnormal: m * 2^-24, exact in float */\n",
+"        f = (float)m * (1.0f / 16777216.0f);\n",
+"        return sign ? -f : f;\n",
+"    } else {\n",
+"        u = sign | ((e + 112u) << 23) | (m << 13);\n",
+"    }\n",
+"    memcpy(&f, &u, 4);\n",
+"    return f;\n",
+"}\n",
+"static inline uint16_t nn__f32_to_f16(float f) {\n",
+"    uint32_t u, sign, a, r, rem;\n",
+"    memcpy(&u, &f, 4);\n",
+"    sign = (u >> 16) & 0x8000u;\n",
+"    a = u & 0x7fffffffu;\n",
+"    if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu)); /* NaN: quiet */\n",
+"    if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* from 65520 up: infinity */\n",
+"    if (a < 0x38800000u) {                                   /* below 2^-14: a subnormal or 0 */\n",
+"        uint32_t m = (a & 0x7fffffu) | 0x800000u, shift = 126u - (a >> 23), half;\n",
+"        if (a < 0x33000000u) return (uint16_t)sign; /* below 2^-25: 0 */\n",
+"        half = 1u << (shift - 1);\n",
+"        r = m >> shift;\n",
+"        rem = m & ((1u << shift) - 1u);\n",
+"        if (rem > half || (rem == half && (r & 1u))) r++;\n",
+"        return (uint16_t)(sign | r);\n",
+"    }\n",
+"    r = (a - 0x38000000u) >> 13; /* the exponent rebiased (127 - 15), the mantissa's top 10 bits */\n",
+"    rem = a & 0x1fffu;\n",
+"    if (rem > 0x1000u || (rem == 0x1000u && (r & 1u))) r++;\n",
+"    return (uint16_t)(sign | r);\n",
+"}\n",
+"#define NN__LD_BF16(p, i) nn__bf16_to_f32((p)[i])\n",
+"#define NN__ST_BF16(p, i, v) ((p)[i] = nn__f32_to_bf16(v))\n",
+"#define NN__LD_F16(p, i) nn__f16_to_f32((p)[i])\n",
+"#define NN__ST_F16(p, i, v) ((p)[i] = nn__f32_to_f16(v))\n",
+"\n",
+"#endif\n",
+"\n",
+"#if defined(NN_STORE_BF16)\n",
+"#define NN__STORE_T NN__U16\n",
+"#define NN__SLOAD(p, i) NN__LD_BF16(p, i)\n",
+"#define NN__SSTORE(p, i, v) NN__ST_BF16(p, i, v)\n",
+"#elif defined(NN_STORE_F16)\n",
+"#define NN__STORE_T NN__U16\n",
+"#define NN__SLOAD(p, i) NN__LD_F16(p, i)\n",
+"#define NN__SSTORE(p, i, v) NN__ST_F16(p, i, v)\n",
+"#else\n",
+"#define NN__STORE_T float\n",
+"#define NN__SLOAD(p, i) ((p)[i])\n",
+"#define NN__SSTORE(p, i, v) ((p)[i] = (v))\n",
+"#endif\n",
+"\n",
+"#endif\n",
+"#line 3 \"kernels/gemm.cl\"\n",
 "#line 1 \"kernels/gemm_args.h\"\n",
 "/* kernels/gemm.cl's kernel signatures (kernels/kargs.h says how to read them): C [M, N] =\n",
-"   alpha op(A) op(B) + beta C, leading dimensions lda, ldb, ldc. */\n",
+"   alpha op(A) op(B) + beta C, leading dimensions lda, ldb, ldc; A and B of the program's\n",
+"   storage type (the launch's store: float32, or 16-bit for a 16-bit matmul), C float32. */\n",
 "#ifndef NN__GEMM_ARGS_H\n",
 "#define NN__GEMM_ARGS_H\n",
 "\n",
 "/* gemm_nn_single, gemm_nt_single, gemm_tn_single, gemm_tt_single (GEMM_KERNEL) */\n",
 "#define NN__KARGS_gemm(F, P)                                                                       \\\n",
-"    F(int, M) P(int, N) P(int, K) P(in, A) P(int, lda) P(in, B) P(int, ldb) P(out, C) P(int, ldc) \\\n",
+"    F(int, M) P(int, N) P(int, K) P(sin, A) P(int, lda) P(sin, B) P(int, ldb) P(out, C) P(int, ldc) \\\n",
 "    P(float, alpha) P(float, beta)\n",
 "NN__KSIG(gemm)\n",
 "/* gemm_nn_batched ... gemm_tt_batched (GEMM_BATCHED_KERNEL): product z of the grid's\n",
 "   dimension 2 at offA + (z / inner) * sa0 + (z % inner) * sa1 floats into A (B, C alike) */\n",
 "#define NN__KARGS_gemm_batched(F, P)                                                               \\\n",
-"    F(int, M) P(int, N) P(int, K) P(in, A) P(int, lda) P(in, B) P(int, ldb) P(out, C) P(int, ldc) \\\n",
+"    F(int, M) P(int, N) P(int, K) P(sin, A) P(int, lda) P(sin, B) P(int, ldb) P(out, C) P(int, ldc) \\\n",
 "    P(float, alpha) P(float, beta) P(int, inner) P(int, offA) P(int, sa0) P(int, sa1) P(int, offB) \\\n",
 "    P(int, sb0) P(int, sb1) P(int, offC) P(int, sc0) P(int, sc1)\n",
 "NN__KSIG(gemm_batched)\n",
 "\n",
 "#endif\n",
-"#line 3 \"kernels/gemm.cl\"\n",
+"#line 4 \"kernels/gemm.cl\"\n",
 "\n",
 "/* SGEMM: row-major C[M,N] = alpha * op(A) * op(B) + beta * C.\n",
 " *\n",
@@ -16368,6 +16494,11 @@ static const char *const nn__cl_src_gemm[] = {
 " * written, so it may hold NaN/garbage.  Products are written as acc += a*b,\n",
 " * which OpenCL compilers contract to FMA where the hardware has it (PoCL\n",
 " * does not for mad(), hence not mad()).\n",
+" *\n",
+" * A and B are of the program's storage type (kernels/storage.h: float, or\n",
+" * bfloat16 / float16 built with -DNN_STORE_BF16 / -DNN_STORE_F16), read through\n",
+" * GLD / GVLOAD and widened to float in registers; C and the accumulation are\n",
+" * float.  Built with neither, GLD and GVLOAD are the plain float accesses.\n",
 " *\n",
 " * All tunables are -D build options; the defaults below are the CPU (PoCL)\n",
 " * configuration.\n",
@@ -16424,6 +16555,18 @@ static const char *const nn__cl_src_gemm[] = {
 "#define VSTORE(v, p)  CAT(vstore, VW)(v, 0, p)\n",
 "#endif\n",
 "\n",
+"/* element i of A or B, and VW consecutive elements of one, as float */\n",
+"#define GLD(p, i) NN__SLOAD(p, i)\n",
+"#if !defined(NN_STORE_BF16) && !defined(NN_STORE_F16)\n",
+"#define GVLOAD(p)     VLOAD(p)\n",
+"#elif VW == 1\n",
+"#define GVLOAD(p)     NN__SLOAD(p, 0)\n",
+"#elif defined(NN_STORE_BF16)\n",
+"#define GVLOAD(p)     CAT(as_float, VW)(CAT(convert_uint, VW)(CAT(vload, VW)(0, p)) << 16)\n",
+"#else\n",
+"#define GVLOAD(p)     CAT(vload_half, VW)(0, (__global const half *)(p))\n",
+"#endif\n",
+"\n",
 "/* alpha*acc (+ beta*C) for one row chunk of VW columns starting at (i, j). */\n",
 "inline void store_chunk(__global float *C, const int ldc, const int i, const int j,\n",
 "                        const int N, const floatv acc, const float alpha, const float beta)\n",
@@ -16447,8 +16590,8 @@ static const char *const nn__cl_src_gemm[] = {
 "\n",
 "/* Direct path: rows i0..i0+WPT_M-1, columns j0..j0+WPT_N-1 (contiguous). */\n",
 "inline void gemm_direct(const int M, const int N, const int K,\n",
-"                        __global const float *A, const int lda,\n",
-"                        __global const float *B, const int ldb,\n",
+"                        __global const NN__STORE_T *A, const int lda,\n",
+"                        __global const NN__STORE_T *B, const int ldb,\n",
 "                        __global float *C, const int ldc,\n",
 "                        const float alpha, const float beta,\n",
 "                        const int ta, const int tb)\n",
@@ -16469,8 +16612,8 @@ static const char *const nn__cl_src_gemm[] = {
 "\n",
 "    if (i0 + WPT_M <= M && j0 + WPT_N <= N) {\n",
 "        /* Interior tile: fixed strides, no clamping. */\n",
-"        __global const float *a = ta ? A + i0 : A + (size_t)i0 * lda;\n",
-"        __global const float *b = tb ? B + (size_t)j0 * ldb : B + j0;\n",
+"        __global const NN__STORE_T *a = ta ? A + i0 : A + (size_t)i0 * lda;\n",
+"        __global const NN__STORE_T *b = tb ? B + (size_t)j0 * ldb : B + j0;\n",
 "        const int a_k = ta ? lda : 1;      /* step along k */\n",
 "        const int a_r = ta ? 1 : lda;      /* step along rows */\n",
 "        const int b_k = tb ? 1 : ldb;\n",
@@ -16479,19 +16622,19 @@ static const char *const nn__cl_src_gemm[] = {
 "            if (!tb) {\n",
 "#pragma unroll\n",
 "                for (c = 0; c < NCH; c++)\n",
-"                    bv[c] = VLOAD(b + c * VW);\n",
+"                    bv[c] = GVLOAD(b + c * VW);\n",
 "            } else {\n",
 "                float t[WPT_N];\n",
 "#pragma unroll\n",
 "                for (c = 0; c < WPT_N; c++)\n",
-"                    t[c] = b[(size_t)c * ldb];\n",
+"                    t[c] = GLD(b, (size_t)c * ldb);\n",
 "#pragma unroll\n",
 "                for (c = 0; c < NCH; c++)\n",
 "                    bv[c] = VLOAD(t + c * VW);\n",
 "            }\n",
 "#pragma unroll\n",
 "            for (r = 0; r < WPT_M; r++) {\n",
-"                const floatv av = (floatv)(a[(size_t)r * a_r]);\n",
+"                const floatv av = (floatv)(GLD(a, (size_t)r * a_r));\n",
 "#pragma unroll\n",
 "                for (c = 0; c < NCH; c++)\n",
 "                    acc[r][c] += av * bv[c];   /* contracted to FMA where the target has it */\n",
@@ -16513,14 +16656,14 @@ static const char *const nn__cl_src_gemm[] = {
 "            floatv bv[NCH];\n",
 "#pragma unroll\n",
 "            for (c = 0; c < WPT_N; c++)\n",
-"                t[c] = tb ? B[(size_t)jj[c] * ldb + k] : B[(size_t)k * ldb + jj[c]];\n",
+"                t[c] = GLD(B, tb ? (size_t)jj[c] * ldb + k : (size_t)k * ldb + jj[c]);\n",
 "#pragma unroll\n",
 "            for (c = 0; c < NCH; c++)\n",
 "                bv[c] = VLOAD(t + c * VW);\n",
 "#pragma unroll\n",
 "            for (r = 0; r < WPT_M; r++) {\n",
-"                const floatv av = (floatv)(ta ? A[(size_t)k * lda + ii[r]]\n",
-"                                              : A[(size_t)ii[r] * lda + k]);\n",
+"                const floatv av = (floatv)(GLD(A, ta ? (size_t)k * lda + ii[r]\n",
+"                                                     : (size_t)ii[r] * lda + k));\n",
 "#pragma unroll\n",
 "                for (c = 0; c < NCH; c++)\n",
 "                    acc[r][c] += av * bv[c];   /* contracted to FMA where the target has it */\n",
@@ -16560,8 +16703,8 @@ static const char *const nn__cl_src_gemm[] = {
 " * Edges: partial K blocks are just shorter, B columns past N are zero-filled,\n",
 " * A rows past M are clamped to row M-1 (in bounds, results discarded). */\n",
 "inline void gemm_packed(const int M, const int N, const int K,\n",
-"                        __global const float *A, const int lda,\n",
-"                        __global const float *B, const int ldb,\n",
+"                        __global const NN__STORE_T *A, const int lda,\n",
+"                        __global const NN__STORE_T *B, const int ldb,\n",
 "                        __global float *C, const int ldc,\n",
 "                        const float alpha, const float beta,\n",
 "                        __local float *Bp, const int ta, const int tb)\n",
@@ -16590,24 +16733,24 @@ static const char *const nn__cl_src_gemm[] = {
 "            const int j0 = n0 + ni * WPT_N;\n",
 "            const int w = min(WPT_N, N - j0);        /* valid columns */\n",
 "            if (!tb) {\n",
-"                __global const float *src = B + (size_t)k0 * ldb + j0;\n",
+"                __global const NN__STORE_T *src = B + (size_t)k0 * ldb + j0;\n",
 "                if (w == WPT_N) {\n",
 "                    for (kk = 0; kk < kv; kk++, src += ldb, dst += WPT_N)\n",
 "#pragma unroll\n",
 "                        for (c = 0; c < NCH; c++)\n",
-"                            VSTORE(VLOAD(src + c * VW), dst + c * VW);\n",
+"                            VSTORE(GVLOAD(src + c * VW), dst + c * VW);\n",
 "                } else {\n",
 "                    for (kk = 0; kk < kv; kk++, src += ldb, dst += WPT_N)\n",
 "                        for (c = 0; c < WPT_N; c++)\n",
-"                            dst[c] = c < w ? src[c] : 0.0f;\n",
+"                            dst[c] = c < w ? GLD(src, c) : 0.0f;\n",
 "                }\n",
 "            } else {\n",
 "                /* Transposing copy: each column of the panel is a row of B. */\n",
 "                for (c = 0; c < WPT_N; c++) {\n",
-"                    __global const float *src = B + (size_t)(j0 + c) * ldb + k0;\n",
+"                    __global const NN__STORE_T *src = B + (size_t)(j0 + c) * ldb + k0;\n",
 "                    if (c < w)\n",
 "                        for (kk = 0; kk < kv; kk++)\n",
-"                            dst[kk * WPT_N + c] = src[kk];\n",
+"                            dst[kk * WPT_N + c] = GLD(src, kk);\n",
 "                    else\n",
 "                        for (kk = 0; kk < kv; kk++)\n",
 "                            dst[kk * WPT_N + c] = 0.0f;\n",
@@ -16620,7 +16763,7 @@ static const char *const nn__cl_src_gemm[] = {
 "            for (mi = 0; mi < mt; mi++) {\n",
 "                const int i0 = m0 + mi * WPT_M;\n",
 "                __local const float *b = Bp + ni * kv * WPT_N;\n",
-"                __global const float *a = A + (size_t)k0 * a_k;\n",
+"                __global const NN__STORE_T *a = A + (size_t)k0 * a_k;\n",
 "                size_t aoff[WPT_M];\n",
 "                floatv acc[WPT_M][NCH];\n",
 "#pragma unroll\n",
@@ -16638,7 +16781,7 @@ static const char *const nn__cl_src_gemm[] = {
 "                        bv[c] = VLOAD(b + c * VW);\n",
 "#pragma unroll\n",
 "                    for (r = 0; r < WPT_M; r++) {\n",
-"                        const floatv av = (floatv)(a[aoff[r]]);\n",
+"                        const floatv av = (floatv)(GLD(a, aoff[r]));\n",
 "#pragma unroll\n",
 "                        for (c = 0; c < NCH; c++)\n",
 "                            acc[r][c] += av * bv[c];   /* contracted to FMA where the target has it */\n",
@@ -16681,8 +16824,8 @@ static const char *const nn__cl_src_gemm[] = {
 "#endif\n",
 "\n",
 "inline void gemm_tiled(const int M, const int N, const int K,\n",
-"                       __global const float *A, const int lda,\n",
-"                       __global const float *B, const int ldb,\n",
+"                       __global const NN__STORE_T *A, const int lda,\n",
+"                       __global const NN__STORE_T *B, const int ldb,\n",
 "                       __global float *C, const int ldc,\n",
 "                       const float alpha, const float beta,\n",
 "                       __local float *As, __local float *Bs,\n",
@@ -16710,7 +16853,7 @@ static const char *const nn__cl_src_gemm[] = {
 "                const int kq = ta ? e / TS_M : e % TS_K;\n",
 "                const int gi = m0 + mm, gk = k0 + kq;\n",
 "                As[kq * LDA_S + mm] = (gi < M && gk < K)\n",
-"                    ? (ta ? A[(size_t)gk * lda + gi] : A[(size_t)gi * lda + gk]) : 0.0f;\n",
+"                    ? GLD(A, ta ? (size_t)gk * lda + gi : (size_t)gi * lda + gk) : 0.0f;\n",
 "            }\n",
 "        }\n",
 "        for (t = 0; t < (TS_N * TS_K + NTHR - 1) / NTHR; t++) {\n",
@@ -16720,7 +16863,7 @@ static const char *const nn__cl_src_gemm[] = {
 "                const int kq = tb ? e % TS_K : e / TS_N;\n",
 "                const int gj = n0 + nn, gk = k0 + kq;\n",
 "                Bs[kq * LDB_S + nn] = (gj < N && gk < K)\n",
-"                    ? (tb ? B[(size_t)gj * ldb + gk] : B[(size_t)gk * ldb + gj]) : 0.0f;\n",
+"                    ? GLD(B, tb ? (size_t)gj * ldb + gk : (size_t)gk * ldb + gj) : 0.0f;\n",
 "            }\n",
 "        }\n",
 "        barrier(CLK_LOCAL_MEM_FENCE);\n",
@@ -25242,6 +25385,12 @@ static nn_result nn__graph_create(nn_context *ctx, const nn_graph_desc *desc, nn
     if (desc) {
         g->eval = desc->eval;
         g->seed = nn__defu64(desc->seed, 1);
+        if (desc->precision < NN_PRECISION_FP32 || desc->precision > NN_PRECISION_FP16) {
+            NN_FREE(g);
+            return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_create: precision %d is not NN_PRECISION_FP32, "
+                            "NN_PRECISION_BF16 or NN_PRECISION_FP16", (int)desc->precision);
+        }
+        g->precision = (int)desc->precision;
         if (desc->share_params) {
             if (desc->share_params->ctx != ctx) {
                 NN_FREE(g);
@@ -28155,6 +28304,7 @@ static nn_result nn__variant_make(nn_graph *g, int64_t batch, int eval, const ch
     gd.share_params = g;
     gd.eval = eval;
     gd.seed = g->seed ? g->seed : (uint64_t)(int64_t)NN_ZERO;
+    gd.precision = (nn_precision)g->precision;
     r = nn__graph_create(g->ctx, &gd, &v);
     if (r != NN_OK) return r;
     v->serial = g->serial; /* the graph's handles are the variant's */
@@ -28590,19 +28740,20 @@ NN__KSIG(masked_fill_bcast)
    kernels/gemm_args.h
    ====================================================================== */
 /* kernels/gemm.cl's kernel signatures (kernels/kargs.h says how to read them): C [M, N] =
-   alpha op(A) op(B) + beta C, leading dimensions lda, ldb, ldc. */
+   alpha op(A) op(B) + beta C, leading dimensions lda, ldb, ldc; A and B of the program's
+   storage type (the launch's store: float32, or 16-bit for a 16-bit matmul), C float32. */
 #ifndef NN__GEMM_ARGS_H
 #define NN__GEMM_ARGS_H
 
 /* gemm_nn_single, gemm_nt_single, gemm_tn_single, gemm_tt_single (GEMM_KERNEL) */
 #define NN__KARGS_gemm(F, P)                                                                       \
-    F(int, M) P(int, N) P(int, K) P(in, A) P(int, lda) P(in, B) P(int, ldb) P(out, C) P(int, ldc) \
+    F(int, M) P(int, N) P(int, K) P(sin, A) P(int, lda) P(sin, B) P(int, ldb) P(out, C) P(int, ldc) \
     P(float, alpha) P(float, beta)
 NN__KSIG(gemm)
 /* gemm_nn_batched ... gemm_tt_batched (GEMM_BATCHED_KERNEL): product z of the grid's
    dimension 2 at offA + (z / inner) * sa0 + (z % inner) * sa1 floats into A (B, C alike) */
 #define NN__KARGS_gemm_batched(F, P)                                                               \
-    F(int, M) P(int, N) P(int, K) P(in, A) P(int, lda) P(in, B) P(int, ldb) P(out, C) P(int, ldc) \
+    F(int, M) P(int, N) P(int, K) P(sin, A) P(int, lda) P(sin, B) P(int, ldb) P(out, C) P(int, ldc) \
     P(float, alpha) P(float, beta) P(int, inner) P(int, offA) P(int, sa0) P(int, sa1) P(int, offB) \
     P(int, sb0) P(int, sb1) P(int, offC) P(int, sc0) P(int, sc1)
 NN__KSIG(gemm_batched)
@@ -30164,10 +30315,12 @@ static nn_result nn__launch_gemm_plan(nn_graph *g, int id, const nn__gemm_plan *
 }
 
 /* One launch of a batched GEMM (kernels/gemm.cl): outer*inner products of op(A) [M, K] *
-   op(B) [K, Nc]; a, b and c are {ld, offset, outer stride, inner stride} in floats. */
-static nn_result nn__launch_gemm_beta(nn_graph *g, int id, int ta, int tb, int M, int Nc, int K, const nn__buf *A,
-                                      const int *a, const nn__buf *B, const int *b, const nn__buf *C, const int *c,
-                                      int outer, int inner, float beta) {
+   op(B) [K, Nc]; a, b and c are {ld, offset, outer stride, inner stride} in elements. A and
+   B are of storage type `store` (kernels/storage.h: NN_F32, or 16-bit read as float32), C
+   float32. */
+static nn_result nn__launch_gemm_store(nn_graph *g, int id, nn_dtype store, int ta, int tb, int M, int Nc, int K,
+                                       const nn__buf *A, const int *a, const nn__buf *B, const int *b, const nn__buf *C,
+                                       const int *c, int outer, int inner, float beta) {
     nn_context *ctx = g->ctx;
     nn__gemm_plan plan;
     nn__launch *l = NULL;
@@ -30176,6 +30329,7 @@ static nn_result nn__launch_gemm_beta(nn_graph *g, int id, int ta, int tb, int M
     nn__gemm_plan_batched(ctx->dev.cpu_tuned, ctx->dev.max_wg, ctx->dev.local_mem, ta, tb, M, Nc, outer * inner, &plan);
     r = nn__launch_gemm_plan(g, id, &plan, &l);
     if (r != NN_OK) return r;
+    l->store = store;
     memset(&k, 0, sizeof k);
     k.M = M;
     k.N = Nc;
@@ -30199,6 +30353,13 @@ static nn_result nn__launch_gemm_beta(nn_graph *g, int id, int ta, int tb, int M
     k.sc0 = c[2];
     k.sc1 = c[3];
     return nn__kargs_gemm_batched(l, &k);
+}
+
+/* The same on float32 operands. */
+static nn_result nn__launch_gemm_beta(nn_graph *g, int id, int ta, int tb, int M, int Nc, int K, const nn__buf *A,
+                                      const int *a, const nn__buf *B, const int *b, const nn__buf *C, const int *c,
+                                      int outer, int inner, float beta) {
+    return nn__launch_gemm_store(g, id, NN_F32, ta, tb, M, Nc, K, A, a, B, b, C, c, outer, inner, beta);
 }
 
 /* The same with beta 0 (C = op(A) op(B)). */
@@ -30321,7 +30482,7 @@ static void nn__mm_geom_node(const nn_graph *g, const nn__node *n, nn__mm_geom *
 /* A matmul node of out = op(a) op(b) seen through the views given, summed over the batch
    dims that out's view has as 1 or lacks (the builder and the autograd rule check shapes). */
 static nn_tensor nn__matmul_op(nn_graph *g, int a, int b, int ta, int tb, int va, int vb, nn_shape out, int vc) {
-    nn_tensor t = nn__op2(g, NN__OP_MATMUL, NN_F32, out, a, b);
+    nn_tensor t = nn__op2(g, NN__OP_MATMUL, g->nodes[a].dtype, out, a, b); /* the operands' dtype (checked) */
     if (t.id >= 0) {
         nn__matmul_attr *m = &g->nodes[t.id].a.matmul;
         m->trans_a = ta != 0;
@@ -30333,8 +30494,7 @@ static nn_tensor nn__matmul_op(nn_graph *g, int a, int b, int ta, int tb, int va
     return t;
 }
 
-NN_API nn_tensor nn_matmul(nn_graph *g, nn_tensor a, nn_tensor b, int trans_a, int trans_b) {
-    nn_tensor in[2];
+static nn_tensor nn__matmul_build(nn_graph *g, nn_tensor a, nn_tensor b, int trans_a, int trans_b) {
     nn__node *na, *nb;
     nn__mview va, vb, vc;
     nn__mm_geom G;
@@ -30342,14 +30502,16 @@ NN_API nn_tensor nn_matmul(nn_graph *g, nn_tensor a, nn_tensor b, int trans_a, i
     int va_kind, vb_kind, vc_kind, i, nd, r;
     int64_t M, Ka, Kb, N;
     char sa[128], sb[128];
-    in[0] = a;
-    in[1] = b;
-    if (!nn__check(g, "nn_matmul", 2, in)) return nn__tensor(-1);
-    if (!nn__expect_f32(g, "nn_matmul", a, "a") || !nn__expect_f32(g, "nn_matmul", b, "b")) return nn__tensor(-1);
     na = nn__n(g, a);
     nb = nn__n(g, b);
     nn__shape_str(&na->shape, sa, sizeof sa);
     nn__shape_str(&nb->shape, sb, sizeof sb);
+    if ((na->dtype != NN_F32 && !nn__dtype_half(na->dtype)) || (nb->dtype != NN_F32 && !nn__dtype_half(nb->dtype)))
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_matmul: a %s (%s) and b %s (%s): takes float32, bfloat16 or float16 operands",
+                           sa, nn__dtype_name(na->dtype), sb, nn__dtype_name(nb->dtype));
+    if (na->dtype != nb->dtype) /* PyTorch: "expected m1 and m2 to have the same dtype" */
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_matmul: a %s is %s and b %s is %s: the operands must have one dtype "
+                           "(convert one with nn_to_dtype)", sa, nn__dtype_name(na->dtype), sb, nn__dtype_name(nb->dtype));
     /* torch.matmul: a 1-D a is a row [1, K] whose 1 the result drops, a 1-D b a column [K, 1];
        a vector has nothing to transpose, so its flag is ignored */
     va_kind = na->shape.ndim == 1 ? NN__MM_ROW : NN__MM_MATRIX;
@@ -30388,6 +30550,25 @@ NN_API nn_tensor nn_matmul(nn_graph *g, nn_tensor a, nn_tensor b, int trans_a, i
     if (r != 0) /* checked above; kept in step with the geometry the bodies use */
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_matmul: a %s and b %s do not multiply", sa, sb);
     return nn__matmul_op(g, a.id, b.id, trans_a, trans_b, va_kind, vb_kind, out, vc_kind);
+}
+
+NN_API nn_tensor nn_matmul(nn_graph *g, nn_tensor a, nn_tensor b, int trans_a, int trans_b) {
+    nn_tensor in[2], y;
+    nn_dtype dt;
+    in[0] = a;
+    in[1] = b;
+    if (!nn__check(g, "nn_matmul", 2, in)) return nn__tensor(-1);
+    dt = g->precision == NN_PRECISION_BF16 ? NN_BF16 : g->precision == NN_PRECISION_FP16 ? NN_F16 : NN_F32;
+    if (dt == NN_F32 || nn__n(g, a)->dtype != NN_F32 || nn__n(g, b)->dtype != NN_F32)
+        return nn__matmul_build(g, a, b, trans_a, trans_b);
+    /* the precision policy (nn_graph_desc.precision), torch.autocast's for matmul: float32
+       operands converted, the product made in 16 bits and converted back */
+    a = nn_to_dtype(g, a, dt);
+    b = nn_to_dtype(g, b, dt);
+    if (a.id < 0 || b.id < 0) return nn__tensor(-1);
+    y = nn__matmul_build(g, a, b, trans_a, trans_b);
+    if (y.id < 0) return y;
+    return nn_to_dtype(g, y, NN_F32);
 }
 
 
@@ -30568,6 +30749,10 @@ static void nn__plan_matmul(nn_graph *g, nn__node *n) {
     int64_t floats;
     n->algo = NN__MM_ALGO_ACCUMULATE;
     n->scratch = 0;
+    if (nn__dtype_half(n->dtype)) { /* 16-bit C: its products summed in float32 scratch, rounded once */
+        n->scratch = n->numel;
+        return;
+    }
     if (g->ctx->backend->host_memory) return; /* the CPU body adds in place */
     nn__mm_geom_node(g, n, &G);
     nn__mm_split_make(&G, &S);
@@ -30595,7 +30780,8 @@ static void nn__mm_offsets(const nn__mm_geom *G, const int *dims, int n_dims, in
 typedef struct nn__mm_cpu_job {
     const nn__mm_geom *G;
     const nn__mm_split *S;
-    const float *A, *B;
+    const void *A, *B;    /* float32, or 16-bit of dtype */
+    nn_dtype dtype;
     float *C;
     nn__threadpool *pool; /* for each product's GEMM (NULL when the batches are threaded) */
     int64_t per_task;     /* C matrices per task */
@@ -30619,36 +30805,47 @@ static void nn__mm_cpu_task(void *arg, int t, int n_tasks) {
         for (r = 0; r < S->n_r; r++) {
             int64_t oa = ka, ob = kb, oc = kc;
             nn__mm_offsets(G, S->sum, S->n_sum, r, &oa, &ob, &oc);
-            if (J->pool)
-                nn__sgemm(J->pool, G->ta, G->tb, G->M, G->N, G->K, 1.0f, J->A + oa, G->lda, J->B + ob, G->ldb,
-                          r == 0 ? 0.0f : 1.0f, J->C + oc, G->ldc);
+            if (nn__dtype_half(J->dtype)) /* pool NULL: this thread (its packing memory allocated per call) */
+                (J->dtype == NN_BF16 ? nn__cpu_gemm_bf16 : nn__cpu_gemm_f16)(
+                    J->pool, G->ta, G->tb, G->M, G->N, G->K, 1.0f, (const uint16_t *)J->A + oa, G->lda,
+                    (const uint16_t *)J->B + ob, G->ldb, r == 0 ? 0.0f : 1.0f, J->C + oc, G->ldc);
+            else if (J->pool)
+                nn__sgemm(J->pool, G->ta, G->tb, G->M, G->N, G->K, 1.0f, (const float *)J->A + oa, G->lda,
+                          (const float *)J->B + ob, G->ldb, r == 0 ? 0.0f : 1.0f, J->C + oc, G->ldc);
             else
-                nn__sgemm_ws(&ws, G->ta, G->tb, G->M, G->N, G->K, 1.0f, J->A + oa, G->lda, J->B + ob, G->ldb,
-                             r == 0 ? 0.0f : 1.0f, J->C + oc, G->ldc);
+                nn__sgemm_ws(&ws, G->ta, G->tb, G->M, G->N, G->K, 1.0f, (const float *)J->A + oa, G->lda,
+                             (const float *)J->B + ob, G->ldb, r == 0 ? 0.0f : 1.0f, J->C + oc, G->ldc);
         }
     }
     NN_FREE(ws.p);
 }
 
+/* 16-bit operands (n->dtype NN_BF16 or NN_F16) go to nn__cpu_gemm_bf16 / _f16 with C in
+   the float32 scratch, rounded into the output once all its products are summed. */
 static nn_result nn__cpu_matmul(nn_graph *g, nn__node *n) {
-    const float *A = g->nodes[n->in[0]].buf.host, *B = g->nodes[n->in[1]].buf.host;
-    float *C = n->buf.host;
+    const void *A = g->nodes[n->in[0]].buf.host, *B = g->nodes[n->in[1]].buf.host;
+    int half = nn__dtype_half(n->dtype);
+    float *C = half ? n->scratch_buf.host : n->buf.host;
     nn__threadpool *pool = g->ctx->threads;
     nn__mm_geom G;
     nn__mm_split S;
     nn__mm_cpu_job J;
     int n_thr = nn__threadpool_size(pool);
     nn__mm_geom_node(g, n, &G);
-    if (G.nd == 0) { /* one product (every 2-D matmul) */
-        nn__sgemm(pool, G.ta, G.tb, G.M, G.N, G.K, 1.0f, A, G.lda, B, G.ldb, 0.0f, C, G.ldc);
-        return NN_OK;
-    }
-    nn__mm_split_make(&G, &S);
     J.G = &G;
     J.S = &S;
     J.A = A;
     J.B = B;
+    J.dtype = n->dtype;
     J.C = C;
+    nn__mm_split_make(&G, &S);
+    if (G.nd == 0) { /* one product (every 2-D matmul) */
+        J.pool = pool;
+        J.per_task = 1;
+        nn__mm_cpu_task(&J, 0, 1);
+        if (half) nn__cast(pool, C, NN_F32, n->buf.host, n->dtype, n->numel);
+        return NN_OK;
+    }
     /* threads over the C matrices when there are enough to go round (each matrix's sum stays
        on one thread, in order), or when one product is too small to thread on its own; else
        each product is threaded inside the GEMM */
@@ -30663,7 +30860,19 @@ static nn_result nn__cpu_matmul(nn_graph *g, nn__node *n) {
         J.per_task = S.n_c;
         nn__mm_cpu_task(&J, 0, 1);
     }
+    if (half) nn__cast(pool, C, NN_F32, n->buf.host, n->dtype, n->numel);
     return NN_OK;
+}
+
+/* A 16-bit matmul's float32 scratch rounded into its output (cast.cl's cast_store). */
+static nn_result nn__launch_matmul_round(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    NN__KSTART(cast_store, "cast", "cast_store", n->numel);
+    l->store = n->dtype;
+    k.x = &n->scratch_buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    return nn__kargs_cast_store(l, &k);
 }
 
 /* One launch of the plain kernels for a single product; else batched launches of the two
@@ -30671,15 +30880,19 @@ static nn_result nn__cpu_matmul(nn_graph *g, nn__node *n) {
    every index of the other dims, in order: C takes its first product with beta 0 and adds
    the later ones of the summed dims (beta 1); into scratch, every product has its own
    matrix (summed dims outermost) and sum_leading adds them up in order. */
+/* 16-bit operands: the kernels built for their storage type (A and B read through
+   kernels/storage.h) write C in the float32 scratch (beta 1 adding the later products), and
+   cast.cl's cast_store rounds it into the output. */
 static nn_result nn__launch_matmul(nn_graph *g, int id) {
     nn_context *ctx = g->ctx;
     nn__node *n = &g->nodes[id];
-    const nn__buf *A = &g->nodes[n->in[0]].buf, *B = &g->nodes[n->in[1]].buf, *C = &n->buf;
+    int half = nn__dtype_half(n->dtype);
+    const nn__buf *A = &g->nodes[n->in[0]].buf, *B = &g->nodes[n->in[1]].buf, *C = half ? &n->scratch_buf : &n->buf;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     nn__mm_geom G;
     nn__mm_split S;
-    int to_scratch = n->algo == NN__MM_ALGO_SCRATCH && n->scratch > 0;
+    int to_scratch = !half && n->algo == NN__MM_ALGO_SCRATCH && n->scratch > 0;
     int in_dims[2], n_in = 0, host[NN_MAX_DIMS], n_host = 0, i, k, outer = 1, inner = 1;
     int sc[NN_MAX_DIMS];
     int64_t n_launch = 1, x, step_keep, step_sum;
@@ -30690,6 +30903,7 @@ static nn_result nn__launch_matmul(nn_graph *g, int id) {
         nn__gemm_plan_make(ctx->dev.cpu_tuned, ctx->dev.max_wg, ctx->dev.local_mem, G.ta, G.tb, G.M, G.N, G.K, &plan);
         r = nn__launch_gemm_plan(g, id, &plan, &l);
         if (r != NN_OK) return r;
+        l->store = n->dtype;
         memset(&k, 0, sizeof k);
         k.M = G.M;
         k.N = G.N;
@@ -30702,7 +30916,8 @@ static nn_result nn__launch_matmul(nn_graph *g, int id) {
         k.ldc = G.ldc;
         k.alpha = 1.0f;
         k.beta = 0.0f;
-        return nn__kargs_gemm(l, &k);
+        r = nn__kargs_gemm(l, &k);
+        return r == NN_OK && half ? nn__launch_matmul_round(g, id) : r;
     }
     nn__mm_split_make(&G, &S);
     /* C's strides: its own, or the scratch's [summed..., kept..., M, N] */
@@ -30743,8 +30958,8 @@ static nn_result nn__launch_matmul(nn_graph *g, int id) {
         pa[0] = G.lda, pa[1] = (int)oa, pa[2] = n_in > 1 ? G.sa[in_dims[1]] : 0, pa[3] = n_in > 0 ? G.sa[in_dims[0]] : 0;
         pb[0] = G.ldb, pb[1] = (int)ob, pb[2] = n_in > 1 ? G.sb[in_dims[1]] : 0, pb[3] = n_in > 0 ? G.sb[in_dims[0]] : 0;
         pc[0] = G.ldc, pc[1] = (int)oc, pc[2] = n_in > 1 ? sc[in_dims[1]] : 0, pc[3] = n_in > 0 ? sc[in_dims[0]] : 0;
-        r = nn__launch_gemm_beta(g, id, G.ta, G.tb, G.M, G.N, G.K, A, pa, B, pb, to_scratch ? &n->scratch_buf : C, pc,
-                                 outer, inner, first || to_scratch ? 0.0f : 1.0f);
+        r = nn__launch_gemm_store(g, id, n->dtype, G.ta, G.tb, G.M, G.N, G.K, A, pa, B, pb,
+                                  to_scratch ? &n->scratch_buf : C, pc, outer, inner, first || to_scratch ? 0.0f : 1.0f);
     }
     if (r == NN_OK && to_scratch) {
         int nb = (int)(S.n_c * G.M * G.N);
@@ -30759,6 +30974,7 @@ static nn_result nn__launch_matmul(nn_graph *g, int id) {
         k.off = 0;
         r = nn__kargs_sum_leading(l, &k);
     }
+    if (r == NN_OK && half) r = nn__launch_matmul_round(g, id);
     return r;
 }
 

@@ -1,4 +1,5 @@
 #include "kargs.h"
+#include "storage.h"
 #include "gemm_args.h"
 
 /* SGEMM: row-major C[M,N] = alpha * op(A) * op(B) + beta * C.
@@ -44,6 +45,11 @@
  * written, so it may hold NaN/garbage.  Products are written as acc += a*b,
  * which OpenCL compilers contract to FMA where the hardware has it (PoCL
  * does not for mad(), hence not mad()).
+ *
+ * A and B are of the program's storage type (kernels/storage.h: float, or
+ * bfloat16 / float16 built with -DNN_STORE_BF16 / -DNN_STORE_F16), read through
+ * GLD / GVLOAD and widened to float in registers; C and the accumulation are
+ * float.  Built with neither, GLD and GVLOAD are the plain float accesses.
  *
  * All tunables are -D build options; the defaults below are the CPU (PoCL)
  * configuration.
@@ -100,6 +106,18 @@ typedef CAT(float, VW) floatv;
 #define VSTORE(v, p)  CAT(vstore, VW)(v, 0, p)
 #endif
 
+/* element i of A or B, and VW consecutive elements of one, as float */
+#define GLD(p, i) NN__SLOAD(p, i)
+#if !defined(NN_STORE_BF16) && !defined(NN_STORE_F16)
+#define GVLOAD(p)     VLOAD(p)
+#elif VW == 1
+#define GVLOAD(p)     NN__SLOAD(p, 0)
+#elif defined(NN_STORE_BF16)
+#define GVLOAD(p)     CAT(as_float, VW)(CAT(convert_uint, VW)(CAT(vload, VW)(0, p)) << 16)
+#else
+#define GVLOAD(p)     CAT(vload_half, VW)(0, (__global const half *)(p))
+#endif
+
 /* alpha*acc (+ beta*C) for one row chunk of VW columns starting at (i, j). */
 inline void store_chunk(__global float *C, const int ldc, const int i, const int j,
                         const int N, const floatv acc, const float alpha, const float beta)
@@ -123,8 +141,8 @@ inline void store_chunk(__global float *C, const int ldc, const int i, const int
 
 /* Direct path: rows i0..i0+WPT_M-1, columns j0..j0+WPT_N-1 (contiguous). */
 inline void gemm_direct(const int M, const int N, const int K,
-                        __global const float *A, const int lda,
-                        __global const float *B, const int ldb,
+                        __global const NN__STORE_T *A, const int lda,
+                        __global const NN__STORE_T *B, const int ldb,
                         __global float *C, const int ldc,
                         const float alpha, const float beta,
                         const int ta, const int tb)
@@ -145,8 +163,8 @@ inline void gemm_direct(const int M, const int N, const int K,
 
     if (i0 + WPT_M <= M && j0 + WPT_N <= N) {
         /* Interior tile: fixed strides, no clamping. */
-        __global const float *a = ta ? A + i0 : A + (size_t)i0 * lda;
-        __global const float *b = tb ? B + (size_t)j0 * ldb : B + j0;
+        __global const NN__STORE_T *a = ta ? A + i0 : A + (size_t)i0 * lda;
+        __global const NN__STORE_T *b = tb ? B + (size_t)j0 * ldb : B + j0;
         const int a_k = ta ? lda : 1;      /* step along k */
         const int a_r = ta ? 1 : lda;      /* step along rows */
         const int b_k = tb ? 1 : ldb;
@@ -155,19 +173,19 @@ inline void gemm_direct(const int M, const int N, const int K,
             if (!tb) {
 #pragma unroll
                 for (c = 0; c < NCH; c++)
-                    bv[c] = VLOAD(b + c * VW);
+                    bv[c] = GVLOAD(b + c * VW);
             } else {
                 float t[WPT_N];
 #pragma unroll
                 for (c = 0; c < WPT_N; c++)
-                    t[c] = b[(size_t)c * ldb];
+                    t[c] = GLD(b, (size_t)c * ldb);
 #pragma unroll
                 for (c = 0; c < NCH; c++)
                     bv[c] = VLOAD(t + c * VW);
             }
 #pragma unroll
             for (r = 0; r < WPT_M; r++) {
-                const floatv av = (floatv)(a[(size_t)r * a_r]);
+                const floatv av = (floatv)(GLD(a, (size_t)r * a_r));
 #pragma unroll
                 for (c = 0; c < NCH; c++)
                     acc[r][c] += av * bv[c];   /* contracted to FMA where the target has it */
@@ -189,14 +207,14 @@ inline void gemm_direct(const int M, const int N, const int K,
             floatv bv[NCH];
 #pragma unroll
             for (c = 0; c < WPT_N; c++)
-                t[c] = tb ? B[(size_t)jj[c] * ldb + k] : B[(size_t)k * ldb + jj[c]];
+                t[c] = GLD(B, tb ? (size_t)jj[c] * ldb + k : (size_t)k * ldb + jj[c]);
 #pragma unroll
             for (c = 0; c < NCH; c++)
                 bv[c] = VLOAD(t + c * VW);
 #pragma unroll
             for (r = 0; r < WPT_M; r++) {
-                const floatv av = (floatv)(ta ? A[(size_t)k * lda + ii[r]]
-                                              : A[(size_t)ii[r] * lda + k]);
+                const floatv av = (floatv)(GLD(A, ta ? (size_t)k * lda + ii[r]
+                                                     : (size_t)ii[r] * lda + k));
 #pragma unroll
                 for (c = 0; c < NCH; c++)
                     acc[r][c] += av * bv[c];   /* contracted to FMA where the target has it */
@@ -236,8 +254,8 @@ inline void gemm_direct(const int M, const int N, const int K,
  * Edges: partial K blocks are just shorter, B columns past N are zero-filled,
  * A rows past M are clamped to row M-1 (in bounds, results discarded). */
 inline void gemm_packed(const int M, const int N, const int K,
-                        __global const float *A, const int lda,
-                        __global const float *B, const int ldb,
+                        __global const NN__STORE_T *A, const int lda,
+                        __global const NN__STORE_T *B, const int ldb,
                         __global float *C, const int ldc,
                         const float alpha, const float beta,
                         __local float *Bp, const int ta, const int tb)
@@ -266,24 +284,24 @@ inline void gemm_packed(const int M, const int N, const int K,
             const int j0 = n0 + ni * WPT_N;
             const int w = min(WPT_N, N - j0);        /* valid columns */
             if (!tb) {
-                __global const float *src = B + (size_t)k0 * ldb + j0;
+                __global const NN__STORE_T *src = B + (size_t)k0 * ldb + j0;
                 if (w == WPT_N) {
                     for (kk = 0; kk < kv; kk++, src += ldb, dst += WPT_N)
 #pragma unroll
                         for (c = 0; c < NCH; c++)
-                            VSTORE(VLOAD(src + c * VW), dst + c * VW);
+                            VSTORE(GVLOAD(src + c * VW), dst + c * VW);
                 } else {
                     for (kk = 0; kk < kv; kk++, src += ldb, dst += WPT_N)
                         for (c = 0; c < WPT_N; c++)
-                            dst[c] = c < w ? src[c] : 0.0f;
+                            dst[c] = c < w ? GLD(src, c) : 0.0f;
                 }
             } else {
                 /* Transposing copy: each column of the panel is a row of B. */
                 for (c = 0; c < WPT_N; c++) {
-                    __global const float *src = B + (size_t)(j0 + c) * ldb + k0;
+                    __global const NN__STORE_T *src = B + (size_t)(j0 + c) * ldb + k0;
                     if (c < w)
                         for (kk = 0; kk < kv; kk++)
-                            dst[kk * WPT_N + c] = src[kk];
+                            dst[kk * WPT_N + c] = GLD(src, kk);
                     else
                         for (kk = 0; kk < kv; kk++)
                             dst[kk * WPT_N + c] = 0.0f;
@@ -296,7 +314,7 @@ inline void gemm_packed(const int M, const int N, const int K,
             for (mi = 0; mi < mt; mi++) {
                 const int i0 = m0 + mi * WPT_M;
                 __local const float *b = Bp + ni * kv * WPT_N;
-                __global const float *a = A + (size_t)k0 * a_k;
+                __global const NN__STORE_T *a = A + (size_t)k0 * a_k;
                 size_t aoff[WPT_M];
                 floatv acc[WPT_M][NCH];
 #pragma unroll
@@ -314,7 +332,7 @@ inline void gemm_packed(const int M, const int N, const int K,
                         bv[c] = VLOAD(b + c * VW);
 #pragma unroll
                     for (r = 0; r < WPT_M; r++) {
-                        const floatv av = (floatv)(a[aoff[r]]);
+                        const floatv av = (floatv)(GLD(a, aoff[r]));
 #pragma unroll
                         for (c = 0; c < NCH; c++)
                             acc[r][c] += av * bv[c];   /* contracted to FMA where the target has it */
@@ -357,8 +375,8 @@ inline void gemm_packed(const int M, const int N, const int K,
 #endif
 
 inline void gemm_tiled(const int M, const int N, const int K,
-                       __global const float *A, const int lda,
-                       __global const float *B, const int ldb,
+                       __global const NN__STORE_T *A, const int lda,
+                       __global const NN__STORE_T *B, const int ldb,
                        __global float *C, const int ldc,
                        const float alpha, const float beta,
                        __local float *As, __local float *Bs,
@@ -386,7 +404,7 @@ inline void gemm_tiled(const int M, const int N, const int K,
                 const int kq = ta ? e / TS_M : e % TS_K;
                 const int gi = m0 + mm, gk = k0 + kq;
                 As[kq * LDA_S + mm] = (gi < M && gk < K)
-                    ? (ta ? A[(size_t)gk * lda + gi] : A[(size_t)gi * lda + gk]) : 0.0f;
+                    ? GLD(A, ta ? (size_t)gk * lda + gi : (size_t)gi * lda + gk) : 0.0f;
             }
         }
         for (t = 0; t < (TS_N * TS_K + NTHR - 1) / NTHR; t++) {
@@ -396,7 +414,7 @@ inline void gemm_tiled(const int M, const int N, const int K,
                 const int kq = tb ? e % TS_K : e / TS_N;
                 const int gj = n0 + nn, gk = k0 + kq;
                 Bs[kq * LDB_S + nn] = (gj < N && gk < K)
-                    ? (tb ? B[(size_t)gj * ldb + gk] : B[(size_t)gk * ldb + gj]) : 0.0f;
+                    ? GLD(B, tb ? (size_t)gj * ldb + gk : (size_t)gk * ldb + gj) : 0.0f;
             }
         }
         barrier(CLK_LOCAL_MEM_FENCE);

@@ -104,6 +104,11 @@ struct spec {
     int dirs;             /* > 0: each gradient checked along this many dense random
                              directions over the whole input (directional derivatives), for
                              ops whose reference is costly (matmul, einsum) */
+    double tol;           /* > 0: the forward, gradient and parity tolerance instead of 1e-4
+                             (16-bit storage: each case states its own) */
+    int w16;              /* 1: the loss's weights w drawn exact in bfloat16 and float16
+                             (multiples of 1/128 in [-1, 1)), so that a 16-bit case's
+                             gradients are rounded once, at the op's own store */
 };
 long numel(nn_shape s);
 /* A case named `name` whose output has shape `out`; float inputs uniform in [-2, 2). */
@@ -213,6 +218,7 @@ void t_run_parts(const t_env *e, const t_part *parts, int n);
     X(model)                                                                                       \
     X(gemm16)                                                                                      \
     X(conv_algo)                                                                                   \
+    X(mixed)                                                                                       \
     X(registry)
 /* The test binary's path (argv[0]), for the cases that run it again in a child process. */
 extern const char *t_argv0;

@@ -239,10 +239,20 @@ NN_API nn_result nn_context_op_compiled(const nn_context *ctx, int op, uint64_t 
    nn_graph_compile. Training options (nn_compile_desc, the optimizer, the schedule) are in
    section 14, files in section 15. */
 
+/* Mixed precision, torch.autocast's policy for matrix products: with NN_PRECISION_BF16 (or
+   _FP16) every nn_matmul (and so nn_linear_layer, nn_einsum and the layers built on them) of
+   float32 operands converts both to bfloat16 (float16) with nn_to_dtype, multiplies them
+   there with float32 accumulation, and converts the product back to float32; parameters stay
+   float32 (master weights: the conversion's backward gives them float32 gradients), and every
+   other op (norms, softmax, losses, attention, the optimizer) runs in float32 as before.
+   NN_PRECISION_FP32 (0, the default) builds the graph as before, bit for bit. */
+typedef enum nn_precision { NN_PRECISION_FP32 = 0, NN_PRECISION_BF16 = 1, NN_PRECISION_FP16 = 2 } nn_precision;
+
 typedef struct nn_graph_desc {
     nn_graph *share_params; /* use this graph's parameters (same names, same shapes) */
     int eval;               /* evaluation mode: dropout is the identity */
     uint64_t seed;          /* parameter initialisation and dropout; 0: 1; NN_ZERO: 0 */
+    nn_precision precision; /* the matmuls' storage type (above); 0: NN_PRECISION_FP32 */
 } nn_graph_desc;
 
 /* Creates an empty graph on ctx (desc NULL: every default) into *out. */
@@ -751,7 +761,12 @@ NN_API nn_tensor nn_index_add(nn_graph *g, nn_tensor x, int dim, nn_tensor index
    along, in a fixed order (the same bits run to run). Bad shapes are NN_ERR_SHAPE with a
    message naming nn_matmul and both shapes. Runs on the blocked GEMM of the CPU backend
    (threaded over the batch when the products are small) and the OpenCL GEMM kernels (one
-   batched launch, a broadcast operand's batch stride 0). */
+   batched launch, a broadcast operand's batch stride 0).
+   16-bit storage: a and b both NN_BF16 (or both NN_F16) give a product of that dtype,
+   accumulated in float32 and rounded once (PyTorch: bf16 @ bf16 -> bf16); its gradients are
+   of that dtype too. The CPU backend runs nn_cpu_gemm_bf16 / _f16's paths, OpenCL the same
+   GEMM kernels reading 16-bit storage. Operands of different dtypes are NN_ERR_SHAPE, as in
+   PyTorch. A graph made with nn_graph_desc.precision converts float32 operands itself. */
 NN_API nn_tensor nn_matmul(nn_graph *g, nn_tensor a, nn_tensor b, int trans_a, int trans_b);
 /* nn_einsum: torch.einsum(spec, a, b) for the specs that are one nn_matmul: "ij,jk->ik",
    "ij,kj->ik", "ji,jk->ki", "bij,bjk->bik", "bhqd,bhkd->bhqk", "ij,j->i", "i,i->" (a [1]),

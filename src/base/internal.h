@@ -262,6 +262,7 @@ struct nn_graph {
     int compiled;
     int eval;
     uint64_t seed;
+    int precision;               /* nn_graph_desc.precision: the storage type matmuls run in (nn_precision) */
     uint64_t step;               /* completed training steps */
     uint64_t runs;               /* runs started, forward or step (nn_sample_logits's counter) */
     int progress;                /* launches (ops) of the running step enqueued so far (backends count) */

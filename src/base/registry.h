@@ -62,7 +62,7 @@
     X(UNARY_NOGRAD, "unary_nograd", unary_nograd, NN__OPF_NO_GRAD | NN__OPF_RANK0 | NN__OPF_HALF)
 
 #define NN__OPS_MATMUL(X)           \
-    X(MATMUL, "matmul", matmul, 0)
+    X(MATMUL, "matmul", matmul, NN__OPF_HALF)
 
 #define NN__OPS_REDUCE(X)                                                     \
     X(SUM_ALL, "sum", sum_all, NN__OPF_RANK0)                                 \

@@ -132,6 +132,12 @@ static nn_result nn__graph_create(nn_context *ctx, const nn_graph_desc *desc, nn
     if (desc) {
         g->eval = desc->eval;
         g->seed = nn__defu64(desc->seed, 1);
+        if (desc->precision < NN_PRECISION_FP32 || desc->precision > NN_PRECISION_FP16) {
+            NN_FREE(g);
+            return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_create: precision %d is not NN_PRECISION_FP32, "
+                            "NN_PRECISION_BF16 or NN_PRECISION_FP16", (int)desc->precision);
+        }
+        g->precision = (int)desc->precision;
         if (desc->share_params) {
             if (desc->share_params->ctx != ctx) {
                 NN_FREE(g);

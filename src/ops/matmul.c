@@ -19,10 +19,12 @@ static nn_result nn__launch_gemm_plan(nn_graph *g, int id, const nn__gemm_plan *
 }
 
 /* One launch of a batched GEMM (kernels/gemm.cl): outer*inner products of op(A) [M, K] *
-   op(B) [K, Nc]; a, b and c are {ld, offset, outer stride, inner stride} in floats. */
-static nn_result nn__launch_gemm_beta(nn_graph *g, int id, int ta, int tb, int M, int Nc, int K, const nn__buf *A,
-                                      const int *a, const nn__buf *B, const int *b, const nn__buf *C, const int *c,
-                                      int outer, int inner, float beta) {
+   op(B) [K, Nc]; a, b and c are {ld, offset, outer stride, inner stride} in elements. A and
+   B are of storage type `store` (kernels/storage.h: NN_F32, or 16-bit read as float32), C
+   float32. */
+static nn_result nn__launch_gemm_store(nn_graph *g, int id, nn_dtype store, int ta, int tb, int M, int Nc, int K,
+                                       const nn__buf *A, const int *a, const nn__buf *B, const int *b, const nn__buf *C,
+                                       const int *c, int outer, int inner, float beta) {
     nn_context *ctx = g->ctx;
     nn__gemm_plan plan;
     nn__launch *l = NULL;
@@ -31,6 +33,7 @@ static nn_result nn__launch_gemm_beta(nn_graph *g, int id, int ta, int tb, int M
     nn__gemm_plan_batched(ctx->dev.cpu_tuned, ctx->dev.max_wg, ctx->dev.local_mem, ta, tb, M, Nc, outer * inner, &plan);
     r = nn__launch_gemm_plan(g, id, &plan, &l);
     if (r != NN_OK) return r;
+    l->store = store;
     memset(&k, 0, sizeof k);
     k.M = M;
     k.N = Nc;
@@ -54,6 +57,13 @@ static nn_result nn__launch_gemm_beta(nn_graph *g, int id, int ta, int tb, int M
     k.sc0 = c[2];
     k.sc1 = c[3];
     return nn__kargs_gemm_batched(l, &k);
+}
+
+/* The same on float32 operands. */
+static nn_result nn__launch_gemm_beta(nn_graph *g, int id, int ta, int tb, int M, int Nc, int K, const nn__buf *A,
+                                      const int *a, const nn__buf *B, const int *b, const nn__buf *C, const int *c,
+                                      int outer, int inner, float beta) {
+    return nn__launch_gemm_store(g, id, NN_F32, ta, tb, M, Nc, K, A, a, B, b, C, c, outer, inner, beta);
 }
 
 /* The same with beta 0 (C = op(A) op(B)). */
@@ -176,7 +186,7 @@ static void nn__mm_geom_node(const nn_graph *g, const nn__node *n, nn__mm_geom *
 /* A matmul node of out = op(a) op(b) seen through the views given, summed over the batch
    dims that out's view has as 1 or lacks (the builder and the autograd rule check shapes). */
 static nn_tensor nn__matmul_op(nn_graph *g, int a, int b, int ta, int tb, int va, int vb, nn_shape out, int vc) {
-    nn_tensor t = nn__op2(g, NN__OP_MATMUL, NN_F32, out, a, b);
+    nn_tensor t = nn__op2(g, NN__OP_MATMUL, g->nodes[a].dtype, out, a, b); /* the operands' dtype (checked) */
     if (t.id >= 0) {
         nn__matmul_attr *m = &g->nodes[t.id].a.matmul;
         m->trans_a = ta != 0;
@@ -188,8 +198,7 @@ static nn_tensor nn__matmul_op(nn_graph *g, int a, int b, int ta, int tb, int va
     return t;
 }
 
-NN_API nn_tensor nn_matmul(nn_graph *g, nn_tensor a, nn_tensor b, int trans_a, int trans_b) {
-    nn_tensor in[2];
+static nn_tensor nn__matmul_build(nn_graph *g, nn_tensor a, nn_tensor b, int trans_a, int trans_b) {
     nn__node *na, *nb;
     nn__mview va, vb, vc;
     nn__mm_geom G;
@@ -197,14 +206,16 @@ NN_API nn_tensor nn_matmul(nn_graph *g, nn_tensor a, nn_tensor b, int trans_a, i
     int va_kind, vb_kind, vc_kind, i, nd, r;
     int64_t M, Ka, Kb, N;
     char sa[128], sb[128];
-    in[0] = a;
-    in[1] = b;
-    if (!nn__check(g, "nn_matmul", 2, in)) return nn__tensor(-1);
-    if (!nn__expect_f32(g, "nn_matmul", a, "a") || !nn__expect_f32(g, "nn_matmul", b, "b")) return nn__tensor(-1);
     na = nn__n(g, a);
     nb = nn__n(g, b);
     nn__shape_str(&na->shape, sa, sizeof sa);
     nn__shape_str(&nb->shape, sb, sizeof sb);
+    if ((na->dtype != NN_F32 && !nn__dtype_half(na->dtype)) || (nb->dtype != NN_F32 && !nn__dtype_half(nb->dtype)))
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_matmul: a %s (%s) and b %s (%s): takes float32, bfloat16 or float16 operands",
+                           sa, nn__dtype_name(na->dtype), sb, nn__dtype_name(nb->dtype));
+    if (na->dtype != nb->dtype) /* PyTorch: "expected m1 and m2 to have the same dtype" */
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_matmul: a %s is %s and b %s is %s: the operands must have one dtype "
+                           "(convert one with nn_to_dtype)", sa, nn__dtype_name(na->dtype), sb, nn__dtype_name(nb->dtype));
     /* torch.matmul: a 1-D a is a row [1, K] whose 1 the result drops, a 1-D b a column [K, 1];
        a vector has nothing to transpose, so its flag is ignored */
     va_kind = na->shape.ndim == 1 ? NN__MM_ROW : NN__MM_MATRIX;
@@ -243,6 +254,25 @@ NN_API nn_tensor nn_matmul(nn_graph *g, nn_tensor a, nn_tensor b, int trans_a, i
     if (r != 0) /* checked above; kept in step with the geometry the bodies use */
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_matmul: a %s and b %s do not multiply", sa, sb);
     return nn__matmul_op(g, a.id, b.id, trans_a, trans_b, va_kind, vb_kind, out, vc_kind);
+}
+
+NN_API nn_tensor nn_matmul(nn_graph *g, nn_tensor a, nn_tensor b, int trans_a, int trans_b) {
+    nn_tensor in[2], y;
+    nn_dtype dt;
+    in[0] = a;
+    in[1] = b;
+    if (!nn__check(g, "nn_matmul", 2, in)) return nn__tensor(-1);
+    dt = g->precision == NN_PRECISION_BF16 ? NN_BF16 : g->precision == NN_PRECISION_FP16 ? NN_F16 : NN_F32;
+    if (dt == NN_F32 || nn__n(g, a)->dtype != NN_F32 || nn__n(g, b)->dtype != NN_F32)
+        return nn__matmul_build(g, a, b, trans_a, trans_b);
+    /* the precision policy (nn_graph_desc.precision), torch.autocast's for matmul: float32
+       operands converted, the product made in 16 bits and converted back */
+    a = nn_to_dtype(g, a, dt);
+    b = nn_to_dtype(g, b, dt);
+    if (a.id < 0 || b.id < 0) return nn__tensor(-1);
+    y = nn__matmul_build(g, a, b, trans_a, trans_b);
+    if (y.id < 0) return y;
+    return nn_to_dtype(g, y, NN_F32);
 }
 
 
@@ -423,6 +453,10 @@ static void nn__plan_matmul(nn_graph *g, nn__node *n) {
     int64_t floats;
     n->algo = NN__MM_ALGO_ACCUMULATE;
     n->scratch = 0;
+    if (nn__dtype_half(n->dtype)) { /* 16-bit C: its products summed in float32 scratch, rounded once */
+        n->scratch = n->numel;
+        return;
+    }
     if (g->ctx->backend->host_memory) return; /* the CPU body adds in place */
     nn__mm_geom_node(g, n, &G);
     nn__mm_split_make(&G, &S);
@@ -450,7 +484,8 @@ static void nn__mm_offsets(const nn__mm_geom *G, const int *dims, int n_dims, in
 typedef struct nn__mm_cpu_job {
     const nn__mm_geom *G;
     const nn__mm_split *S;
-    const float *A, *B;
+    const void *A, *B;    /* float32, or 16-bit of dtype */
+    nn_dtype dtype;
     float *C;
     nn__threadpool *pool; /* for each product's GEMM (NULL when the batches are threaded) */
     int64_t per_task;     /* C matrices per task */
@@ -474,36 +509,47 @@ static void nn__mm_cpu_task(void *arg, int t, int n_tasks) {
         for (r = 0; r < S->n_r; r++) {
             int64_t oa = ka, ob = kb, oc = kc;
             nn__mm_offsets(G, S->sum, S->n_sum, r, &oa, &ob, &oc);
-            if (J->pool)
-                nn__sgemm(J->pool, G->ta, G->tb, G->M, G->N, G->K, 1.0f, J->A + oa, G->lda, J->B + ob, G->ldb,
-                          r == 0 ? 0.0f : 1.0f, J->C + oc, G->ldc);
+            if (nn__dtype_half(J->dtype)) /* pool NULL: this thread (its packing memory allocated per call) */
+                (J->dtype == NN_BF16 ? nn__cpu_gemm_bf16 : nn__cpu_gemm_f16)(
+                    J->pool, G->ta, G->tb, G->M, G->N, G->K, 1.0f, (const uint16_t *)J->A + oa, G->lda,
+                    (const uint16_t *)J->B + ob, G->ldb, r == 0 ? 0.0f : 1.0f, J->C + oc, G->ldc);
+            else if (J->pool)
+                nn__sgemm(J->pool, G->ta, G->tb, G->M, G->N, G->K, 1.0f, (const float *)J->A + oa, G->lda,
+                          (const float *)J->B + ob, G->ldb, r == 0 ? 0.0f : 1.0f, J->C + oc, G->ldc);
             else
-                nn__sgemm_ws(&ws, G->ta, G->tb, G->M, G->N, G->K, 1.0f, J->A + oa, G->lda, J->B + ob, G->ldb,
-                             r == 0 ? 0.0f : 1.0f, J->C + oc, G->ldc);
+                nn__sgemm_ws(&ws, G->ta, G->tb, G->M, G->N, G->K, 1.0f, (const float *)J->A + oa, G->lda,
+                             (const float *)J->B + ob, G->ldb, r == 0 ? 0.0f : 1.0f, J->C + oc, G->ldc);
         }
     }
     NN_FREE(ws.p);
 }
 
+/* 16-bit operands (n->dtype NN_BF16 or NN_F16) go to nn__cpu_gemm_bf16 / _f16 with C in
+   the float32 scratch, rounded into the output once all its products are summed. */
 static nn_result nn__cpu_matmul(nn_graph *g, nn__node *n) {
-    const float *A = g->nodes[n->in[0]].buf.host, *B = g->nodes[n->in[1]].buf.host;
-    float *C = n->buf.host;
+    const void *A = g->nodes[n->in[0]].buf.host, *B = g->nodes[n->in[1]].buf.host;
+    int half = nn__dtype_half(n->dtype);
+    float *C = half ? n->scratch_buf.host : n->buf.host;
     nn__threadpool *pool = g->ctx->threads;
     nn__mm_geom G;
     nn__mm_split S;
     nn__mm_cpu_job J;
     int n_thr = nn__threadpool_size(pool);
     nn__mm_geom_node(g, n, &G);
-    if (G.nd == 0) { /* one product (every 2-D matmul) */
-        nn__sgemm(pool, G.ta, G.tb, G.M, G.N, G.K, 1.0f, A, G.lda, B, G.ldb, 0.0f, C, G.ldc);
-        return NN_OK;
-    }
-    nn__mm_split_make(&G, &S);
     J.G = &G;
     J.S = &S;
     J.A = A;
     J.B = B;
+    J.dtype = n->dtype;
     J.C = C;
+    nn__mm_split_make(&G, &S);
+    if (G.nd == 0) { /* one product (every 2-D matmul) */
+        J.pool = pool;
+        J.per_task = 1;
+        nn__mm_cpu_task(&J, 0, 1);
+        if (half) nn__cast(pool, C, NN_F32, n->buf.host, n->dtype, n->numel);
+        return NN_OK;
+    }
     /* threads over the C matrices when there are enough to go round (each matrix's sum stays
        on one thread, in order), or when one product is too small to thread on its own; else
        each product is threaded inside the GEMM */
@@ -518,7 +564,19 @@ static nn_result nn__cpu_matmul(nn_graph *g, nn__node *n) {
         J.per_task = S.n_c;
         nn__mm_cpu_task(&J, 0, 1);
     }
+    if (half) nn__cast(pool, C, NN_F32, n->buf.host, n->dtype, n->numel);
     return NN_OK;
+}
+
+/* A 16-bit matmul's float32 scratch rounded into its output (cast.cl's cast_store). */
+static nn_result nn__launch_matmul_round(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id];
+    NN__KSTART(cast_store, "cast", "cast_store", n->numel);
+    l->store = n->dtype;
+    k.x = &n->scratch_buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    return nn__kargs_cast_store(l, &k);
 }
 
 /* One launch of the plain kernels for a single product; else batched launches of the two
@@ -526,15 +584,19 @@ static nn_result nn__cpu_matmul(nn_graph *g, nn__node *n) {
    every index of the other dims, in order: C takes its first product with beta 0 and adds
    the later ones of the summed dims (beta 1); into scratch, every product has its own
    matrix (summed dims outermost) and sum_leading adds them up in order. */
+/* 16-bit operands: the kernels built for their storage type (A and B read through
+   kernels/storage.h) write C in the float32 scratch (beta 1 adding the later products), and
+   cast.cl's cast_store rounds it into the output. */
 static nn_result nn__launch_matmul(nn_graph *g, int id) {
     nn_context *ctx = g->ctx;
     nn__node *n = &g->nodes[id];
-    const nn__buf *A = &g->nodes[n->in[0]].buf, *B = &g->nodes[n->in[1]].buf, *C = &n->buf;
+    int half = nn__dtype_half(n->dtype);
+    const nn__buf *A = &g->nodes[n->in[0]].buf, *B = &g->nodes[n->in[1]].buf, *C = half ? &n->scratch_buf : &n->buf;
     nn__launch *l = NULL;
     nn_result r = NN_OK;
     nn__mm_geom G;
     nn__mm_split S;
-    int to_scratch = n->algo == NN__MM_ALGO_SCRATCH && n->scratch > 0;
+    int to_scratch = !half && n->algo == NN__MM_ALGO_SCRATCH && n->scratch > 0;
     int in_dims[2], n_in = 0, host[NN_MAX_DIMS], n_host = 0, i, k, outer = 1, inner = 1;
     int sc[NN_MAX_DIMS];
     int64_t n_launch = 1, x, step_keep, step_sum;
@@ -545,6 +607,7 @@ static nn_result nn__launch_matmul(nn_graph *g, int id) {
         nn__gemm_plan_make(ctx->dev.cpu_tuned, ctx->dev.max_wg, ctx->dev.local_mem, G.ta, G.tb, G.M, G.N, G.K, &plan);
         r = nn__launch_gemm_plan(g, id, &plan, &l);
         if (r != NN_OK) return r;
+        l->store = n->dtype;
         memset(&k, 0, sizeof k);
         k.M = G.M;
         k.N = G.N;
@@ -557,7 +620,8 @@ static nn_result nn__launch_matmul(nn_graph *g, int id) {
         k.ldc = G.ldc;
         k.alpha = 1.0f;
         k.beta = 0.0f;
-        return nn__kargs_gemm(l, &k);
+        r = nn__kargs_gemm(l, &k);
+        return r == NN_OK && half ? nn__launch_matmul_round(g, id) : r;
     }
     nn__mm_split_make(&G, &S);
     /* C's strides: its own, or the scratch's [summed..., kept..., M, N] */
@@ -598,8 +662,8 @@ static nn_result nn__launch_matmul(nn_graph *g, int id) {
         pa[0] = G.lda, pa[1] = (int)oa, pa[2] = n_in > 1 ? G.sa[in_dims[1]] : 0, pa[3] = n_in > 0 ? G.sa[in_dims[0]] : 0;
         pb[0] = G.ldb, pb[1] = (int)ob, pb[2] = n_in > 1 ? G.sb[in_dims[1]] : 0, pb[3] = n_in > 0 ? G.sb[in_dims[0]] : 0;
         pc[0] = G.ldc, pc[1] = (int)oc, pc[2] = n_in > 1 ? sc[in_dims[1]] : 0, pc[3] = n_in > 0 ? sc[in_dims[0]] : 0;
-        r = nn__launch_gemm_beta(g, id, G.ta, G.tb, G.M, G.N, G.K, A, pa, B, pb, to_scratch ? &n->scratch_buf : C, pc,
-                                 outer, inner, first || to_scratch ? 0.0f : 1.0f);
+        r = nn__launch_gemm_store(g, id, n->dtype, G.ta, G.tb, G.M, G.N, G.K, A, pa, B, pb,
+                                  to_scratch ? &n->scratch_buf : C, pc, outer, inner, first || to_scratch ? 0.0f : 1.0f);
     }
     if (r == NN_OK && to_scratch) {
         int nb = (int)(S.n_c * G.M * G.N);
@@ -614,5 +678,6 @@ static nn_result nn__launch_matmul(nn_graph *g, int id) {
         k.off = 0;
         r = nn__kargs_sum_leading(l, &k);
     }
+    if (r == NN_OK && half) r = nn__launch_matmul_round(g, id);
     return r;
 }

@@ -1,0 +1,341 @@
+/* Mixed precision (issue 20): nn_matmul on 16-bit storage (bf16 @ bf16 -> bf16, float32
+   accumulation; src/ops/matmul.c on gemm16.c's CPU paths and kernels/gemm.cl's 16-bit
+   programs) and the graph's precision policy (nn_graph_desc.precision: float32 operands
+   converted around every matmul, parameters kept float32).
+
+   The op checker's cases: inputs drawn and then rounded to the type here (so the op's
+   input conversions are exact and the double reference is plain torch.matmul), the loss's
+   weights exact in 16 bits (spec.w16), so the output and each gradient are rounded once,
+   at the matmul's store: half a unit in the last place, 2^-9 relative (bf16) or 2^-11
+   (fp16), against double. The stated tolerances (tol) are two units, 8e-3 (bf16) and
+   2e-3 (fp16): room for the CPU and OpenCL float32 sums, which differ in their last bits,
+   to round to neighbouring 16-bit values. Gradients element by element (inputs of at most
+   1,024 elements, dirs 0). */
+#include "test.h"
+#include "bad_rows.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *dname(nn_dtype d) { return d == NN_BF16 ? "bf16" : d == NN_F16 ? "f16" : "f32"; }
+
+/* v rounded to nearest even at d's precision (bfloat16: 8 significant bits, float16: 11,
+   its subnormals below 2^-14), written from the formats' definitions; no overflow here */
+static double round16(nn_dtype d, double v) {
+    int p = d == NN_BF16 ? 8 : 11, emin = d == NN_BF16 ? -126 : -14, e;
+    double a = fabs(v), ulp, q;
+    if (d == NN_F32 || a == 0.0 || v != v) return v;
+    frexp(a, &e);
+    if (e - 1 < emin) e = emin + 1;
+    ulp = ldexp(1.0, e - p);
+    q = rint(a / ulp) * ulp;
+    return v < 0 ? -q : q;
+}
+
+/* torch.matmul in double precision (tests/test_matmul.c's reference, repeated here): a 1-D
+   a is [1, K] and a 1-D b [K, 1], batch dims broadcast right-aligned, ta / tb swap an
+   operand's last two dims. */
+static void r_mm(const spec *s, double *const *in, double *out) {
+    const nn_shape *A = &s->shape[0], *B = &s->shape[1];
+    int a1 = A->ndim == 1, b1 = B->ndim == 1, ta = a1 ? 0 : s->ta, tb = b1 ? 0 : s->tb;
+    long ar = a1 ? 1 : (long)A->dim[A->ndim - 2], ac = (long)A->dim[A->ndim - 1];
+    long br = b1 ? (long)B->dim[0] : (long)B->dim[B->ndim - 2], bc = b1 ? 1 : (long)B->dim[B->ndim - 1];
+    long M = ta ? ac : ar, K = ta ? ar : ac, N = tb ? br : bc;
+    int nba = a1 ? 0 : A->ndim - 2, nbb = b1 ? 0 : B->ndim - 2, nbo = nba > nbb ? nba : nbb, d;
+    long ext[NN_MAX_DIMS], nbatch = 1, z, m, n, k;
+    for (d = 0; d < nbo; d++) {
+        long ea = d - (nbo - nba) >= 0 ? (long)A->dim[d - (nbo - nba)] : 1;
+        long eb = d - (nbo - nbb) >= 0 ? (long)B->dim[d - (nbo - nbb)] : 1;
+        ext[d] = ea > eb ? ea : eb;
+        nbatch *= ext[d];
+    }
+    for (z = 0; z < nbatch; z++) {
+        long idx[NN_MAX_DIMS], rest = z, za = 0, zb = 0;
+        const double *pa, *pb;
+        for (d = nbo - 1; d >= 0; d--) {
+            idx[d] = rest % ext[d];
+            rest /= ext[d];
+        }
+        for (d = 0; d < nba; d++) za = za * (long)A->dim[d] + (A->dim[d] == 1 ? 0 : idx[d + nbo - nba]);
+        for (d = 0; d < nbb; d++) zb = zb * (long)B->dim[d] + (B->dim[d] == 1 ? 0 : idx[d + nbo - nbb]);
+        pa = in[0] + za * ar * ac;
+        pb = in[1] + zb * br * bc;
+        for (m = 0; m < M; m++)
+            for (n = 0; n < N; n++) {
+                double acc = 0;
+                for (k = 0; k < K; k++)
+                    acc += (ta ? pa[k * ac + m] : pa[m * ac + k]) * (tb ? pb[n * bc + k] : pb[k * bc + n]);
+                out[(z * M + m) * N + n] = acc;
+            }
+    }
+}
+
+/* float32 in, d's matmul, float32 out (s->ip[0]: d) */
+static nn_tensor b_mm16(nn_graph *g, const nn_tensor *in, const spec *s) {
+    nn_dtype d = (nn_dtype)s->ip[0];
+    return nn_to_dtype(g, nn_matmul(g, nn_to_dtype(g, in[0], d), nn_to_dtype(g, in[1], d), s->ta, s->tb), NN_F32);
+}
+
+/* the drawn inputs rounded to the case's type */
+static void fill16(const spec *s, double *const *in) {
+    int k;
+    long i;
+    for (k = 0; k < s->n_in; k++)
+        for (i = 0; i < numel(s->shape[k]); i++) in[k][i] = round16((nn_dtype)s->ip[0], in[k][i]);
+}
+
+typedef struct mm16_row {
+    int a[4], b[4], out[4]; /* stored shapes, 0-terminated */
+    int ta, tb;
+    const char *what;
+} mm16_row;
+
+static nn_shape shp(const int *d) {
+    nn_shape s;
+    memset(&s, 0, sizeof s);
+    while (s.ndim < 4 && d[s.ndim] > 0) {
+        s.dim[s.ndim] = d[s.ndim];
+        s.ndim++;
+    }
+    return s;
+}
+
+/* odd shapes; each path of the matmul node: one GEMM (NN, NT, TN, TT), a vector, batches
+   folded into M, batched launches, and gradients summed over broadcast batch dims (the
+   float32 scratch taking beta 1 before the one rounding) */
+static const mm16_row mm16_rows[] = {
+    {{7, 33}, {33, 5}, {7, 5}, 0, 0, "[7, 33] @ [33, 5]"},
+    {{7, 33}, {5, 33}, {7, 5}, 0, 1, "[7, 33] @ [5, 33]^T"},
+    {{33, 3}, {33, 7}, {3, 7}, 1, 0, "[33, 3]^T @ [33, 7]"},
+    {{33, 1}, {3, 33}, {1, 3}, 1, 1, "[33, 1]^T @ [3, 33]^T"},
+    {{33}, {33, 7}, {7}, 0, 0, "[33] @ [33, 7]"},
+    {{3, 7, 9}, {9, 5}, {3, 7, 5}, 0, 0, "[3, 7, 9] @ [9, 5]"},
+    {{3, 5, 4}, {3, 4, 7}, {3, 5, 7}, 0, 0, "[3, 5, 4] @ [3, 4, 7]"},
+    {{2, 1, 3, 4}, {5, 4, 6}, {2, 5, 3, 6}, 0, 0, "[2, 1, 3, 4] @ [5, 4, 6]"},
+};
+
+static void matmul16_cases(const t_env *e) {
+    int t, j;
+    for (t = 0; t < 2; t++) {
+        nn_dtype d = t == 0 ? NN_BF16 : NN_F16;
+        for (j = 0; j < (int)(sizeof mm16_rows / sizeof mm16_rows[0]); j++) {
+            const mm16_row *r = &mm16_rows[j];
+            char name[96];
+            spec s;
+            snprintf(name, sizeof name, "matmul %s %s", dname(d), r->what);
+            s = mk(name, b_mm16, r_mm, shp(r->out));
+            in_f(&s, shp(r->a));
+            in_f(&s, shp(r->b));
+            s.ta = r->ta;
+            s.tb = r->tb;
+            s.ip[0] = (int)d;
+            s.fill = fill16;
+            s.w16 = 1;
+            s.tol = d == NN_BF16 ? 8e-3 : 2e-3;
+            check_case(e, &s);
+        }
+    }
+}
+
+/* ---- the precision policy: nn_linear_layer in a graph made with precision BF16 / FP16.
+   Reference: y = r(sum_k r(x) r(w)) + b (r: rounding to the type), dW = r(sum_b gy x~) for
+   gy exact in 16 bits, db = sum_b gy, dx = r(gy W~): within two units of the type of the
+   double sums, element by element, and dW and dx values of the type (made in 16 bits,
+   widened exactly); the weight and its gradient read as float32. ---- */
+
+#define PB 5
+#define PI 12
+#define PO 7
+
+static void policy_case(const t_env *e, nn_precision prec) {
+    nn_context *ctx = e->ctx;
+    nn_dtype d = prec == NN_PRECISION_BF16 ? NN_BF16 : NN_F16;
+    nn_graph *g = NULL;
+    nn_graph_desc gd;
+    nn_compile_desc cd;
+    nn_tensor x, y, wl, loss, w, b;
+    float xv[PB * PI], wv[PO * PI], bv[PO], gyv[PB * PO], got[PB * PO], gw[PO * PI], gb[PO], gx[PB * PI];
+    double want_y[PB * PO], want_gw[PO * PI], want_gb[PO], want_gx[PB * PI], gy_val[PB * PO];
+    double tol = d == NN_BF16 ? 8e-3 : 2e-3;
+    char label[96];
+    int i, j, k;
+    snprintf(label, sizeof label, "mixed: precision %s, nn_linear_layer against its reference", dname(d));
+    if (!t_begin(e, label)) return;
+    t_seed(2020 + (unsigned long long)prec);
+    for (i = 0; i < PB * PI; i++) xv[i] = (float)t_uniform(-2, 2);
+    for (i = 0; i < PB * PO; i++) gyv[i] = (float)((t_randint(256) - 128) / 128.0); /* exact in 16 bits */
+    memset(&gd, 0, sizeof gd);
+    gd.precision = prec;
+    if (!T_OK(nn_graph_create(ctx, &gd, &g), ctx)) goto done;
+    x = nn_input(g, "x", NN_F32, nn_shape2(PB, PI));
+    wl = nn_input(g, "wl", NN_F32, nn_shape2(PB, PO));
+    nn_graph_requires_grad(g, x);
+    y = nn_linear_layer(g, x, PO, NULL, "fc");
+    loss = nn_sum(g, nn_mul(g, y, wl));
+    nn_graph_output(g, y);
+    memset(&cd, 0, sizeof cd);
+    cd.loss = loss;
+    cd.keep_grads = 1;
+    if (!T_OK(nn_graph_compile(g, &cd), ctx)) goto done;
+    w = nn_graph_find(g, "fc.weight");
+    b = nn_graph_find(g, "fc.bias");
+    if (!T_OK(nn_tensor_read(g, w, wv, sizeof wv), ctx) || !T_OK(nn_tensor_read(g, b, bv, sizeof bv), ctx)) goto done;
+    T_OK(nn_tensor_write(g, x, xv, sizeof xv), ctx);
+    T_OK(nn_tensor_write(g, wl, gyv, sizeof gyv), ctx);
+    if (!T_OK(nn_graph_forward(g), ctx)) goto done;
+    /* forward only: the gradients come from a step's backward, read before its update
+       through keep_grads (the weight's gradient is of the step's own weights) */
+    if (!T_OK(nn_tensor_read(g, y, got, sizeof got), ctx)) goto done;
+    for (i = 0; i < PB; i++)
+        for (j = 0; j < PO; j++) {
+            double acc = 0;
+            for (k = 0; k < PI; k++) acc += round16(d, xv[i * PI + k]) * round16(d, wv[j * PI + k]);
+            want_y[i * PO + j] = (double)(float)round16(d, acc) + bv[j];
+            gy_val[i * PO + j] = gyv[i * PO + j];
+        }
+    for (i = 0; i < PB * PO; i++) {
+        double err = fabs((double)got[i] - want_y[i]) / (fabs(want_y[i]) + 1e-3);
+        if (!T_CHECK(err <= tol, "y[%d] = %.9g, want %.9g (%s)", i, (double)got[i], want_y[i], dname(d))) break;
+    }
+    if (!T_OK(nn_graph_step(g), ctx)) goto done;
+    if (!T_OK(nn_tensor_read(g, nn_graph_grad(g, w), gw, sizeof gw), ctx) ||
+        !T_OK(nn_tensor_read(g, nn_graph_grad(g, b), gb, sizeof gb), ctx) ||
+        !T_OK(nn_tensor_read(g, nn_graph_grad(g, x), gx, sizeof gx), ctx))
+        goto done;
+    for (j = 0; j < PO; j++) {
+        double s = 0;
+        for (k = 0; k < PI; k++) {
+            double acc = 0;
+            for (i = 0; i < PB; i++) acc += gy_val[i * PO + j] * round16(d, xv[i * PI + k]);
+            want_gw[j * PI + k] = round16(d, acc);
+        }
+        for (i = 0; i < PB; i++) s += gy_val[i * PO + j];
+        want_gb[j] = s;
+    }
+    for (i = 0; i < PB; i++)
+        for (k = 0; k < PI; k++) {
+            double acc = 0;
+            for (j = 0; j < PO; j++) acc += gy_val[i * PO + j] * round16(d, wv[j * PI + k]);
+            want_gx[i * PI + k] = round16(d, acc);
+        }
+    for (i = 0; i < PO * PI; i++) /* made in 16 bits: each value one of the type's */
+        if (!T_CHECK(round16(d, gw[i]) == gw[i], "d fc.weight[%d] = %.9g is no %s value", i, (double)gw[i], dname(d))) break;
+    for (i = 0; i < PB * PI; i++)
+        if (!T_CHECK(round16(d, gx[i]) == gx[i], "dx[%d] = %.9g is no %s value", i, (double)gx[i], dname(d))) break;
+    for (i = 0; i < PO * PI; i++)
+        if (!T_CHECK(fabs(gw[i] - want_gw[i]) <= tol * fabs(want_gw[i]) + 1e-6, "d fc.weight[%d] = %.9g, want %.9g", i,
+                     (double)gw[i], want_gw[i]))
+            break;
+    for (i = 0; i < PO; i++)
+        if (!T_CHECK(fabs(gb[i] - want_gb[i]) <= 1e-5 * (1 + fabs(want_gb[i])), "d fc.bias[%d] = %.9g, want %.9g", i,
+                     (double)gb[i], want_gb[i]))
+            break;
+    for (i = 0; i < PB * PI; i++)
+        if (!T_CHECK(fabs(gx[i] - want_gx[i]) <= tol * fabs(want_gx[i]) + 1e-6, "dx[%d] = %.9g, want %.9g", i,
+                     (double)gx[i], want_gx[i]))
+            break;
+done:
+    nn_graph_destroy(g);
+    t_end();
+}
+
+/* ---- training: a two-layer MLP regression, 60 Adam steps in float32 and in each 16-bit
+   policy from the same initial weights; the 16-bit final loss within 5% of float32's, and
+   both under a quarter of the first ---- */
+
+#define TN 64
+#define TI 16
+#define TH 32
+
+static int train_mlp(nn_context *ctx, nn_precision prec, const float *xv, const float *yv, float *first, float *last) {
+    nn_graph *g = NULL;
+    nn_graph_desc gd;
+    nn_compile_desc cd;
+    nn_tensor x, y, h, out, loss;
+    int s, ok = 0;
+    memset(&gd, 0, sizeof gd);
+    gd.precision = prec;
+    if (!T_OK(nn_graph_create(ctx, &gd, &g), ctx)) return 0;
+    x = nn_input(g, "x", NN_F32, nn_shape2(TN, TI));
+    y = nn_input(g, "y", NN_F32, nn_shape2(TN, 1));
+    h = nn_tanh(g, nn_linear_layer(g, x, TH, NULL, "fc1"));
+    out = nn_linear_layer(g, h, 1, NULL, "fc2");
+    loss = nn_mse_loss(g, out, y, NULL);
+    memset(&cd, 0, sizeof cd);
+    cd.loss = loss;
+    cd.optimizer.kind = NN_OPT_ADAM;
+    cd.optimizer.lr = 1e-2f;
+    if (!T_OK(nn_graph_compile(g, &cd), ctx)) goto done;
+    T_OK(nn_tensor_write(g, x, xv, TN * TI * sizeof(float)), ctx);
+    T_OK(nn_tensor_write(g, y, yv, TN * sizeof(float)), ctx);
+    for (s = 0; s < 60; s++) {
+        if (!T_OK(nn_graph_step(g), ctx)) goto done;
+        if (s == 0 && !T_OK(nn_tensor_read(g, loss, first, sizeof *first), ctx)) goto done;
+    }
+    if (!T_OK(nn_graph_forward(g), ctx) || !T_OK(nn_tensor_read(g, loss, last, sizeof *last), ctx)) goto done;
+    ok = 1;
+done:
+    nn_graph_destroy(g);
+    return ok;
+}
+
+static void train_case(const t_env *e) {
+    static float xv[TN * TI], yv[TN];
+    float f32_first = 0, f32_last = 0, first = 0, last = 0;
+    int i, k, p;
+    if (!t_begin(e, "mixed: an MLP trained in bf16 and fp16 against float32 (60 Adam steps)")) return;
+    t_seed(20);
+    for (i = 0; i < TN; i++) {
+        double s = 0;
+        for (k = 0; k < TI; k++) {
+            xv[i * TI + k] = (float)t_uniform(-1, 1);
+            s += sin(1.5 * xv[i * TI + k] * (k % 3 + 1));
+        }
+        yv[i] = (float)(s / 4);
+    }
+    if (!train_mlp(e->ctx, NN_PRECISION_FP32, xv, yv, &f32_first, &f32_last)) goto done;
+    T_CHECK(f32_last < 0.25f * f32_first, "float32 did not train: %g -> %g", (double)f32_first, (double)f32_last);
+    for (p = 1; p <= 2; p++) {
+        nn_precision prec = p == 1 ? NN_PRECISION_BF16 : NN_PRECISION_FP16;
+        if (!train_mlp(e->ctx, prec, xv, yv, &first, &last)) break;
+        T_CHECK(fabs((double)first - (double)f32_first) <= 0.02 * f32_first, "%s first loss %g, float32 %g",
+                p == 1 ? "bf16" : "fp16", (double)first, (double)f32_first);
+        T_CHECK(fabs((double)last - (double)f32_last) <= 0.05 * f32_last, "%s final loss %g, float32 %g",
+                p == 1 ? "bf16" : "fp16", (double)last, (double)f32_last);
+    }
+done:
+    t_end();
+}
+
+/* ---- refusals ---- */
+
+B(n_mixed_dt, nn_matmul(g, nn_to_dtype(g, F(g, S2(3, 4)), NN_BF16), nn_to_dtype(g, F(g, S2(4, 5)), NN_F16), 0, 0))
+B(n_int_mm, nn_matmul(g, I(g, S2(3, 4)), I(g, S2(4, 5)), 0, 0))
+B(n_mm16_shape, nn_matmul(g, nn_to_dtype(g, F(g, S2(3, 4)), NN_BF16), nn_to_dtype(g, F(g, S2(5, 6)), NN_BF16), 0, 0))
+static nn_tensor n_bad_precision(nn_graph *g, nn_compile_desc *cd) {
+    nn_graph_desc d;
+    nn_graph *h = NULL;
+    nn_result r;
+    (void)g;
+    (void)cd;
+    memset(&d, 0, sizeof d);
+    d.precision = (nn_precision)7;
+    r = nn_graph_create(t_row_ctx, &d, &h);
+    nn_graph_destroy(h);
+    return CALL(r);
+}
+
+static const bad_row mixed_bad[] = {
+    {"mixed", "matmul of bfloat16 and float16", n_mixed_dt, R_SHAPE, "nn_matmul|bfloat16|float16|one dtype", 0},
+    {"mixed", "matmul of int32", n_int_mm, R_SHAPE, "nn_matmul|int32|float32, bfloat16 or float16", 0},
+    {"mixed", "matmul bf16 [3, 4] x [5, 6]", n_mm16_shape, R_SHAPE, "nn_matmul|[3, 4]|[5, 6]", 0},
+    {"mixed", "graph precision 7", n_bad_precision, R_INV, "nn_graph_create|precision 7", R_CALL},
+};
+
+void suite_mixed(const t_env *e) {
+    matmul16_cases(e);
+    policy_case(e, NN_PRECISION_BF16);
+    policy_case(e, NN_PRECISION_FP16);
+    train_case(e);
+    t_bad_rows(e, mixed_bad, (int)(sizeof mixed_bad / sizeof mixed_bad[0]));
+}
