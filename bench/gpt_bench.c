@@ -12,7 +12,9 @@
               step writes the windows' start offsets only, as the example does. gflops:
               tokens/s x (6 x parameters + 12 x n_layer x context x width) per token (the
               matmul work of a training step, forward and backward; the attention's
-              QK^T and AV counted at full T x T, as a causal mask does not save it here)
+              QK^T and AV counted at full T x T, as a causal mask does not save it here).
+              PRECISION=bf16|fp16 trains with that nn_graph_desc.precision (the matmuls in
+              16 bits, master weights float32) and adds precision=bf16|fp16 to the line
           gpt_bench generate SEL      BENCH name=gpt_generate backend=NAME cache=yes|no
                                       tokens_per_sec=X: the tiny model (untrained) producing
               the 200 tokens after one, against the key/value cache (nn_gpt_decode: one
@@ -50,6 +52,17 @@ static void bench_name(const char *name, char *out, size_t n) {
     snprintf(out, n, "%s", name);
     for (i = 0; out[i]; i++)
         if (out[i] == ' ' || out[i] == '\t' || out[i] == '=') out[i] = '_';
+}
+
+/* PRECISION=bf16|fp16|fp32 (unset: fp32) as nn_graph_desc.precision; -1 for anything else */
+static int env_precision(const char **label) {
+    const char *p = getenv("PRECISION");
+    *label = p && p[0] ? p : "fp32";
+    if (!p || !p[0] || strcmp(p, "fp32") == 0) return NN_PRECISION_FP32;
+    if (strcmp(p, "bf16") == 0) return NN_PRECISION_BF16;
+    if (strcmp(p, "fp16") == 0) return NN_PRECISION_FP16;
+    fprintf(stderr, "gpt_bench: PRECISION=%s is not bf16, fp16 or fp32\n", p);
+    return -1;
 }
 
 static nn_context *open_ctx(const char *sel, char *name, size_t n) {
@@ -132,13 +145,17 @@ static int bench_train(const char *sel, const char *model) {
     nn_graph *g = NULL;
     nn_gpt_config cfg;
     nn_compile_desc cd;
+    nn_graph_desc gd;
     nn_tensor text, rows, off, dx, dy, xt, yt, loss;
+    const char *prec_label;
+    int prec = env_precision(&prec_label);
     int64_t n, nrows, b, r, t, B, T, i, params;
     int32_t *txt, *tok, *tab, *brow, *boff;
     uint32_t seed = 7;
     int steps = 0, warm, status = 0, min_steps;
     double t0 = 0, dt = 0, min_time;
     if (!ctx) return 1;
+    if (prec < 0) return 2;
     memset(&cfg, 0, sizeof cfg);
     cfg.vocab_size = V;
     if (strcmp(model, "tiny") == 0) {
@@ -160,7 +177,9 @@ static int bench_train(const char *sel, const char *model) {
     if (!tok || !txt || !tab || !brow || !boff) return fail(ctx, "out of memory");
     memcpy(txt, tok, (size_t)n * 4);
     memset(&cd, 0, sizeof cd);
-    if (nn_graph_create(ctx, NULL, &g) != NN_OK) return fail(ctx, "graph");
+    memset(&gd, 0, sizeof gd);
+    gd.precision = (nn_precision)prec;
+    if (nn_graph_create(ctx, &gd, &g) != NN_OK) return fail(ctx, "graph");
     /* examples/tiny_gpt.c's batch on the device: rows (q, q+1) of the 64-wide text and
        offsets b*T + r, gathered through the tables dx, dy */
     text = nn_input(g, "text", NN_I32, nn_shape2(nrows, T));
@@ -213,8 +232,8 @@ static int bench_train(const char *sel, const char *model) {
     {
         double tps = (double)steps * B * T / dt;
         double flop = 6.0 * (double)params + 12.0 * cfg.n_layer * (double)T * (double)cfg.n_embd;
-        printf("BENCH name=gpt_train backend=%s model=%s batch=%lld context=%lld tokens_per_sec=%.1f gflops=%.2f\n", name, model,
-               (long long)B, (long long)T, tps, tps * flop / 1e9);
+        printf("BENCH name=gpt_train backend=%s model=%s%s%s batch=%lld context=%lld tokens_per_sec=%.1f gflops=%.2f\n", name,
+               model, prec ? " precision=" : "", prec ? prec_label : "", (long long)B, (long long)T, tps, tps * flop / 1e9);
     }
     nn_graph_destroy(g);
     nn_context_destroy(ctx);

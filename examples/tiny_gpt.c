@@ -6,7 +6,10 @@
        ./examples/tiny_gpt [TEXT]      (STEPS=n overrides the step count; NN_DEVICE picks the
                                         backend; CKPT=path the checkpoint, default
                                         tiny_gpt.safetensors, CKPT= none; SEED=n the
-                                        initialisation and batch seed, default 1)
+                                        initialisation and batch seed, default 1;
+                                        PRECISION=bf16|fp16|fp32 the matmuls' storage
+                                        type, nn_graph_desc.precision: master weights,
+                                        norms, attention and the loss stay float32)
 
    Text: TEXT, or the files of /usr/share/common-licenses concatenated in name order.
    Characters: newline and printable ASCII (vocabulary 96), anything else a space; the
@@ -25,6 +28,7 @@
 
    The last line: RESULT device=<name> steps=<n> tokens_per_sec=<x> heldout_loss=<x>
    h2d_bytes_per_step=<x> d2h_bytes_per_step=<x> generate_tokens_per_sec=<x>
+   (and precision=bf16|fp16 when PRECISION is not fp32)
 
    A progress line (steps, loss, tokens/s, time left) runs on stderr during training
    (PROGRESS=0: none); METRICS=path writes a CSV log (step, train_loss, heldout_loss,
@@ -73,8 +77,16 @@ int main(int argc, char **argv) {
     ex_metrics log = {NULL, 0};
     uint64_t seed = 1;
     float lossv = 0;
+    const char *prec = "fp32";
 
     if (getenv("STEPS")) steps = atoll(getenv("STEPS"));
+    if (getenv("PRECISION") && getenv("PRECISION")[0]) {
+        prec = getenv("PRECISION");
+        if (strcmp(prec, "bf16") != 0 && strcmp(prec, "fp16") != 0 && strcmp(prec, "fp32") != 0) {
+            fprintf(stderr, "tiny_gpt: PRECISION=%s is not bf16, fp16 or fp32\n", prec);
+            return 1;
+        }
+    }
     if (getenv("SEED")) seed = (uint64_t)atoll(getenv("SEED"));
     rng ^= (seed - 1) * 0xD1B54A32D192ED03ull; /* SEED=1: the default stream */
     raw = read_corpus(argc > 1 ? argv[1] : NULL, &n);
@@ -109,6 +121,8 @@ int main(int argc, char **argv) {
     /* ---- the training graph: batches gathered from the text on the device ---- */
     memset(&gd, 0, sizeof gd);
     gd.seed = seed;
+    gd.precision = strcmp(prec, "bf16") == 0 ? NN_PRECISION_BF16 : strcmp(prec, "fp16") == 0 ? NN_PRECISION_FP16 : NN_PRECISION_FP32;
+    printf("precision: %s\n", prec);
     if (nn_graph_create(ctx, &gd, &g) != NN_OK) return fail(ctx, "nn_graph_create");
     text = nn_input(g, "text", NN_I32, nn_shape2(nrows, T));  /* the text in rows of 64 */
     rows = nn_input(g, "rows", NN_I32, nn_shape1(2 * B));     /* per window: rows q, q+1 */
@@ -276,10 +290,10 @@ int main(int argc, char **argv) {
     }
 
     printf("RESULT device=%s steps=%lld tokens_per_sec=%.0f heldout_loss=%.4f h2d_bytes_per_step=%.1f d2h_bytes_per_step=%.2f "
-           "generate_tokens_per_sec=%.0f\n",
+           "generate_tokens_per_sec=%.0f%s%s\n",
            devname, (long long)steps, (double)steps * B * T / train_time, heldout,
            (double)(st1.h2d_bytes - st0.h2d_bytes) / (double)steps, (double)(st1.d2h_bytes - st0.d2h_bytes) / (double)steps,
-           gen_tps);
+           gen_tps, strcmp(prec, "fp32") != 0 ? " precision=" : "", strcmp(prec, "fp32") != 0 ? prec : "");
     rc = 0;
     nn_graph_destroy(full);
     nn_graph_destroy(gen);
