@@ -245,7 +245,8 @@ NN_API nn_result nn_context_op_compiled(const nn_context *ctx, int op, uint64_t 
    there with float32 accumulation, and converts the product back to float32; parameters stay
    float32 (master weights: the conversion's backward gives them float32 gradients), and every
    other op (norms, softmax, losses, attention, the optimizer) runs in float32 as before.
-   NN_PRECISION_FP32 (0, the default) builds the graph as before, bit for bit. */
+   NN_PRECISION_FP32 (0, the default) builds the graph as before, bit for bit. FP16 has no
+   loss scaling yet: gradients under float16's range (6e-8) become 0, over 65504 inf. */
 typedef enum nn_precision { NN_PRECISION_FP32 = 0, NN_PRECISION_BF16 = 1, NN_PRECISION_FP16 = 2 } nn_precision;
 
 typedef struct nn_graph_desc {
