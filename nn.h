@@ -90,6 +90,8 @@ ENVIRONMENT
     NN_CL_GUARDS    1: 256 guard bytes after every OpenCL buffer; a launch that writes one
                     fails its run, naming the kernel (a debugging aid; the tests set it)
     NN_LOG          error | warn | info (default: one line naming the backend) | debug
+    NN_FUSE         0: no elementwise fusion at nn_graph_compile (default on: a chain of
+                    elementwise ops runs as one pass; the same bits either way)
     NN_OPENCL_LIBRARY  the OpenCL library (an ICD loader or a vendor driver) to load
                     instead of the system's
 
@@ -428,7 +430,9 @@ typedef struct nn_compile_desc nn_compile_desc;
    optimizer set with no loss is refused (NN_ERR_INVALID_ARGUMENT): a forward-only graph is
    a zeroed optimizer. Once compiled, a graph takes no more ops or leaves: a builder called
    on it fails at once (NN_ERR_STATE naming the graph's state, nn_context_last_error) and
-   the compiled graph is left as it was. */
+   the compiled graph is left as it was. Chains of elementwise ops next to each other in the
+   schedule (a bias add and its activation, a residual add) run as one pass, one kernel
+   launch, with the same bits as op by op; NN_FUSE=0 in the environment turns that off. */
 NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc);
 /* A run refuses a dataset whose batch was never taken, and nn_graph_step one whose batch
    (its NAME.idx input) was not taken since the last step: NN_ERR_STATE naming the input;
@@ -2615,6 +2619,8 @@ typedef struct nn__node {
     int recompute_of;    /* > 0: a copy of that node the backward reads, computed again (engine/checkpoint.c) */
     int written;         /* INPUT: 0 never written, 1 written since the last step, 2 since read by a step */
     int per_step;        /* INPUT: a step refuses it unless written since the last step (a dataset's indices) */
+    int fused;           /* elementwise fusion (src/ops/fuse.c): k > 0 the last node of chain k - 1, which
+                            runs the whole chain; -1 a node its chain's last node runs; 0 none */
 } nn__node;
 
 typedef struct nn__param {
@@ -2663,6 +2669,8 @@ typedef struct nn__launch {
     int upd[NN__MAX_KUPD], n_upd;
     void (*update)(nn_graph *g, struct nn__launch *l);
     const char *bad_arg;        /* the argument a plan left unset (kernels/kargs.h), for the message */
+    const char *source;         /* generated kernel source appended to kernels/FILE.cl's (a fused chain,
+                                   src/ops/fuse.c), owned by the graph; NULL: the file alone */
     void *bk;                   /* the backend's kernel object */
 } nn__launch;
 
@@ -2799,6 +2807,9 @@ struct nn_graph {
     int64_t batch;               /* the batch the model function built this graph for (0: not a model's) */
     int eval_ids;                /* an eval variant: dropout and batch norm keep the training build's node ids */
     nn_compile_desc compile_desc; /* the compile's options, for the variants' compiles */
+    /* elementwise fusion (src/ops/fuse.c, issue 19) */
+    struct nn__fusion *fusion;   /* the chains found at compile (NULL: none, or NN_FUSE=0) */
+    void (*fusion_free)(nn_graph *g); /* its destructor, set by the compile that made it */
 };
 
 
@@ -3210,6 +3221,17 @@ typedef struct nn__optim_hooks {
     nn_result (*add)(nn_graph *g);
 } nn__optim_hooks;
 static const nn__optim_hooks *nn__optim(void); /* src/ops/registry.c */
+
+/* Elementwise fusion (src/ops/fuse.c), reached as the optimizer is: `plan` finds the chains
+   of elementwise nodes adjacent in the schedule (compile, after the ops' plans, before
+   memory is planned; off with NN_FUSE=0) and marks their nodes (nn__node.fused); `cpu` runs
+   a chain on the CPU backend at its last node, `launch` records its one generated kernel. */
+typedef struct nn__fuse_hooks {
+    nn_result (*plan)(nn_graph *g);
+    nn_result (*cpu)(nn_graph *g, nn__node *last);
+    nn_result (*launch)(nn_graph *g, int last);
+} nn__fuse_hooks;
+static const nn__fuse_hooks *nn__fuse(void); /* src/ops/fuse.c */
 #endif /* NN__OPS_H */
 
 /* ======================================================================
@@ -12745,6 +12767,123 @@ static void nn__cast(nn__threadpool *pool, const void *x, nn_dtype from, void *y
 }
 
 /* ======================================================================
+   src/cpu/fuse.c
+   ====================================================================== */
+/* The CPU backend's loop of a fused chain of elementwise nodes (src/ops/fuse.c finds the
+   chains, records a device's kernels and says why the bits stay the same), and the chains'
+   types: blocks of NN__FUSE_BLOCK elements over the pool's threads, each node's own row loop
+   of src/cpu/elementwise.c called in turn on the block, its output written to its buffer or,
+   when nothing outside the chain reads it, to a block on the stack. */
+
+#define NN__FUSE_MAX 6     /* nodes per chain */
+#define NN__FUSE_BLOCK 512 /* CPU: elements of a block, a multiple of 64 */
+
+/* what a node of a chain computes */
+enum { NN__FK_BINARY, NN__FK_UNARY, NN__FK_UNARY_GRAD, NN__FK_SCALE };
+/* how it reads an operand at output element i: x[i], x[0], x[i % m], or an earlier node's value */
+enum { NN__FA_FULL, NN__FA_SCALAR, NN__FA_ROW, NN__FA_MEMBER };
+
+typedef struct nn__fuse_opd {
+    int kind, node; /* node: the operand's node; NN__FA_MEMBER: its index in the chain */
+    int64_t m;      /* NN__FA_ROW: the operand's element count (it is the output's trailing dims) */
+} nn__fuse_opd;
+
+typedef struct nn__fuse_member {
+    int node, kind, fn, n_opd, written;
+    nn__fuse_opd opd[2];
+} nn__fuse_member;
+
+typedef struct nn__fuse_chain {
+    int n;
+    nn__fuse_member m[NN__FUSE_MAX];
+    char *source; /* a device backend's kernel "fused" (NULL on the CPU backend) */
+} nn__fuse_chain;
+
+struct nn__fusion {
+    nn__fuse_chain *c;
+    int n, cap;
+};
+
+/* ---- the CPU backend: blocks of the chain's elements over the pool's threads ---- */
+
+typedef struct nn__fuse_job {
+    nn_graph *g;
+    const nn__fuse_chain *c;
+    int64_t n, chunk;
+} nn__fuse_job;
+
+/* Operand o of a node at element e of a block starting at e0 (out: the chain's block
+   pointers), and its stride. */
+static const float *nn__fuse_at(const nn_graph *g, const nn__fuse_opd *o, float *const *out, int64_t e, int64_t e0,
+                                int64_t *stride) {
+    const float *x = o->kind == NN__FA_MEMBER ? NULL : g->nodes[o->node].buf.host;
+    *stride = o->kind != NN__FA_SCALAR;
+    if (o->kind == NN__FA_MEMBER) return out[o->node] + (e - e0);
+    if (o->kind == NN__FA_FULL) return x + e;
+    if (o->kind == NN__FA_SCALAR) return x;
+    return x + e % o->m;
+}
+
+static void nn__fuse_block(const nn__fuse_job *jb, int64_t e0, int64_t e1, float (*tmp)[NN__FUSE_BLOCK]) {
+    const nn__fuse_chain *c = jb->c;
+    nn_graph *g = jb->g;
+    float *out[NN__FUSE_MAX];
+    int j, k;
+    for (j = 0; j < c->n; j++) {
+        const nn__fuse_member *mb = &c->m[j];
+        nn__node *n = &g->nodes[mb->node];
+        out[j] = mb->written ? n->buf.host + e0 : tmp[j];
+        if (mb->kind == NN__FK_BINARY) { /* in row pieces: a row operand restarts at each multiple of its m */
+            int64_t e = e0;
+            while (e < e1) {
+                int64_t len = e1 - e, sa, sb;
+                const float *a, *b;
+                for (k = 0; k < 2; k++)
+                    if (mb->opd[k].kind == NN__FA_ROW && mb->opd[k].m - e % mb->opd[k].m < len) len = mb->opd[k].m - e % mb->opd[k].m;
+                a = nn__fuse_at(g, &mb->opd[0], out, e, e0, &sa);
+                b = nn__fuse_at(g, &mb->opd[1], out, e, e0, &sb);
+                nn__binary_row(mb->fn, out[j] + (e - e0), a, sa, b, sb, len);
+                e += len;
+            }
+        } else {
+            int64_t s;
+            const float *x = nn__fuse_at(g, &mb->opd[0], out, e0, e0, &s);
+            if (mb->kind == NN__FK_UNARY) {
+                nn__unary_forward(mb->fn, n->a.ew.param, out[j], x, e1 - e0);
+            } else if (mb->kind == NN__FK_UNARY_GRAD) {
+                nn__unary_backward(mb->fn, n->a.ew.param, out[j], x, nn__fuse_at(g, &mb->opd[1], out, e0, e0, &s), e1 - e0);
+            } else {
+                nn__scale_forward(out[j], x, n->a.ew.s, e1 - e0);
+            }
+        }
+    }
+}
+
+static void nn__fuse_task(void *arg, int t, int n_tasks) {
+    const nn__fuse_job *jb = (const nn__fuse_job *)arg;
+    float tmp[NN__FUSE_MAX][NN__FUSE_BLOCK];
+    int64_t e0 = jb->chunk * t, end = e0 + jb->chunk < jb->n ? e0 + jb->chunk : jb->n, e;
+    (void)n_tasks;
+    for (e = e0; e < end; e += NN__FUSE_BLOCK) nn__fuse_block(jb, e, end - e < NN__FUSE_BLOCK ? end : e + NN__FUSE_BLOCK, tmp);
+}
+
+static nn_result nn__fuse_cpu(nn_graph *g, nn__node *last) {
+    nn__fuse_job jb;
+    int tasks;
+    jb.g = g;
+    jb.c = &g->fusion->c[last->fused - 1];
+    jb.n = last->numel;
+    tasks = jb.n >= NN__EW_PAR_MIN ? nn__threadpool_size(g->ctx->threads) : 1;
+    jb.chunk = ((jb.n + tasks - 1) / tasks + NN__FUSE_BLOCK - 1) / NN__FUSE_BLOCK * NN__FUSE_BLOCK;
+#if defined(NN__VM_X86)
+    (void)nn__vm_isa();
+#endif
+    nn__threadpool_run(g->ctx->threads, nn__fuse_task, &jb, (int)((jb.n + jb.chunk - 1) / jb.chunk));
+    return NN_OK;
+}
+
+
+/* ======================================================================
    src/cpu/backend.c
    ====================================================================== */
 /* The CPU backend: buffers are host memory, and a run calls each scheduled op's CPU body
@@ -12851,15 +12990,21 @@ static nn_result nn__cpub_prepare(nn_graph *g) {
     return NN_OK;
 }
 
+/* A fused chain's nodes (nn__node.fused, src/ops/fuse.c) run as one pass at its last node:
+   one launch for the chain. */
 static nn_result nn__cpub_run(nn_graph *g, int n_sched) {
-    int i;
+    int i, runs = 0;
     for (i = g->run_from; i < n_sched; i++) { /* run_from: 0 but for a data-parallel update part */
         nn__node *n = &g->nodes[g->sched[i]];
-        nn_result r = nn__op(n->op)->cpu(g, n);
+        nn_result r = NN_OK;
+        if (n->fused >= 0) {
+            r = n->fused > 0 ? nn__fuse()->cpu(g, n) : nn__op(n->op)->cpu(g, n);
+            runs++;
+        }
         if (r != NN_OK) return r;
         g->progress++;
     }
-    g->ctx->stats.kernel_launches += (uint64_t)(n_sched - g->run_from);
+    g->ctx->stats.kernel_launches += (uint64_t)runs;
     return NN_OK;
 }
 
@@ -23603,6 +23748,256 @@ static const char *const nn__cl_src_cast[] = {
 0 };
 
 /* ======================================================================
+   kernels/fuse.cl
+   ====================================================================== */
+static const char *const nn__cl_src_fuse[] = {
+"#line 1 \"kernels/fuse.cl\"\n",
+"/* What the kernels that src/ops/fuse.c generates for chains of elementwise nodes stand on:\n",
+"   the formulas of kernels/activation.h (the generated text follows this file's, one kernel\n",
+"   \"fused\" per program, a statement per node of the chain, with the same expressions as\n",
+"   kernels/elementwise.cl's kernels: the same bits). */\n",
+"#line 1 \"kernels/activation.h\"\n",
+"/* The elementwise functions, each formula written once for both backends. This file is a\n",
+"   part of nn.h (C99 and C++: the CPU backend's loops in src/cpu/elementwise.c and the\n",
+"   vector ones in src/cpu/simd.c, the builders in src/ops/elementwise/unary.c and\n",
+"   binary.c) and is included by kernels/elementwise.cl and kernels/loss.cl (OpenCL C 1.2:\n",
+"   their kernels), so it uses only what the two languages share; the math functions go by\n",
+"   NN__EXP and friends, expf in C and exp in OpenCL C.\n",
+"\n",
+"   NN__ACTIVATIONS(X), NN__MATH(X) and NN__NOGRAD(X) list the functions of the unary ops\n",
+"   (UNARY; UNARY_NOGRAD for NN__NOGRAD's), one X(ENUM, name, params, valid, forward,\n",
+"   derivative) each:\n",
+"     ENUM        NN__U_ENUM, the op's function (the node's a.ew.fn)\n",
+"     name        the builder nn_<name> (declared in src/api/api.h) and the kernels\n",
+"                 <name>_forward / <name>_backward of kernels/elementwise.cl\n",
+"     params      how many float parameters follow x in the builder (0, 1 or 2): p0 and p1\n",
+"                 in the formulas, the node's a.ew.param[0] and a.ew.param[1]\n",
+"     valid       what the builder requires of p0 and p1 (1: anything)\n",
+"     forward     y as an expression of the input v (float), p0 and p1\n",
+"     derivative  dy/dv the same way; at a kink, the value PyTorch's backward gives\n",
+"   A comparison is written so that NaN takes the branch PyTorch's takes (relu(NaN) is NaN\n",
+"   and its gradient passes, since v <= 0 is false for NaN; clamps keep NaN), and infinities\n",
+"   give what PyTorch's formula gives (tests/test_nanprop.c).\n",
+"   A function is a line here (with helpers above the table when its formula needs\n",
+"   statements), its declaration in src/api/api.h and its cases in tests/test_activation.c.\n",
+"   Formulas follow PyTorch's definitions (ATen's CPU kernels); where an equal expression is\n",
+"   safer in float (softplus without overflow, expm1 near 0) that one is used.\n",
+"   NN__BINARY_FNS(X), at the end, lists the binary ops' functions the same way. */\n",
+"#ifndef NN__ACTIVATION_H\n",
+"#define NN__ACTIVATION_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"#define NN__EXP exp\n",
+"#define NN__EXPM1 expm1\n",
+"#define NN__LOG1P log1p\n",
+"#define NN__TANH tanh\n",
+"#define NN__ERF erf\n",
+"#define NN__FABS fabs\n",
+"#define NN__LOG log\n",
+"#define NN__SQRT sqrt\n",
+"#define NN__SIN sin\n",
+"#define NN__COS cos\n",
+"#define NN__FLOOR floor\n",
+"#define NN__RINT rint\n",
+"#define NN__POW pow\n",
+"#else\n",
+"#include <math.h>\n",
+"#define NN__EXP expf\n",
+"#define NN__EXPM1 expm1f\n",
+"#define NN__LOG1P log1pf\n",
+"#define NN__TANH tanhf\n",
+"#define NN__ERF erff\n",
+"#define NN__FABS fabsf\n",
+"#define NN__LOG logf\n",
+"#define NN__SQRT sqrtf\n",
+"#define NN__SIN sinf\n",
+"#define NN__COS cosf\n",
+"#define NN__FLOOR floorf\n",
+"#define NN__RINT rintf /* round half to even in the default rounding mode, as torch.round */\n",
+"#define NN__POW powf\n",
+"#endif\n",
+"\n",
+"static inline float nn__act_sigmoid(float v) { return 1.0f / (1.0f + NN__EXP(-v)); }\n",
+"static inline float nn__act_sigmoid_der(float v) {\n",
+"    float s = nn__act_sigmoid(v);\n",
+"    return s * (1.0f - s);\n",
+"}\n",
+"static inline float nn__act_tanh_der(float v) {\n",
+"    float t = NN__TANH(v);\n",
+"    return 1.0f - t * t;\n",
+"}\n",
+"/* the exact GELU: x * Phi(x), with Phi'(x) = exp(-x^2/2) / sqrt(2 pi) */\n",
+"static inline float nn__act_gelu(float v) { return 0.5f * v * (1.0f + NN__ERF(v * 0.70710678118654752f)); }\n",
+"static inline float nn__act_gelu_der(float v) {\n",
+"    return 0.5f * (1.0f + NN__ERF(v * 0.70710678118654752f)) + v * 0.39894228040143268f * NN__EXP(-0.5f * v * v);\n",
+"}\n",
+"/* GELU's tanh approximation (PyTorch's approximate=\"tanh\"): 0.5 x (1 + tanh(u)), u =\n",
+"   sqrt(2/pi) (x + 0.044715 x^3), and its derivative as PyTorch writes it:\n",
+"   0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2);\n",
+"   t is exactly +-1 beyond |u| = 10 (where float's tanh is), since an OpenCL tanh may stop an\n",
+"   ulp short of 1 at +-inf, where PyTorch's -inf * 0 and 0 * inf give NaN. */\n",
+"static inline float nn__act_gelu_tanh_t(float v) {\n",
+"    float u = 0.79788456080286536f * (v + 0.044715f * (v * v * v));\n",
+"    return u > 10.0f ? 1.0f : u < -10.0f ? -1.0f : NN__TANH(u);\n",
+"}\n",
+"static inline float nn__act_gelu_tanh(float v) { return 0.5f * v * (1.0f + nn__act_gelu_tanh_t(v)); }\n",
+"static inline float nn__act_gelu_tanh_der(float v) {\n",
+"    float t = nn__act_gelu_tanh_t(v);\n",
+"    return 0.5f * (1.0f + t) + 0.5f * v * ((1.0f - t * t) * (0.79788456080286536f * (1.0f + 0.134145f * (v * v))));\n",
+"}\n",
+"static inline float nn__act_silu_der(float v) {\n",
+"    float s = nn__act_sigmoid(v);\n",
+"    return s * (1.0f + v * (1.0f - s));\n",
+"}\n",
+"/* leaky ReLU with slope w; PReLU (its own op, with w learned per channel) uses these too */\n",
+"static inline float nn__act_leaky(float v, float w) { return v > 0.0f ? v : w * v; }\n",
+"static inline float nn__act_leaky_der(float v, float w) { return v > 0.0f ? 1.0f : w; }\n",
+"static inline float nn__act_leaky_dslope(float v) { return v > 0.0f ? 0.0f : v; } /* d/dw */\n",
+"\n",
+"/* SELU with PyTorch's constants (Klambauer et al.): scale 1.0507..., scale * alpha 1.7581... */\n",
+"static inline float nn__act_selu(float v) {\n",
+"    return v > 0.0f ? 1.05070098735548049342f * v : 1.75809934084737685994f * NN__EXPM1(v);\n",
+"}\n",
+"static inline float nn__act_selu_der(float v) {\n",
+"    return v > 0.0f ? 1.05070098735548049342f : 1.75809934084737685994f * NN__EXP(v);\n",
+"}\n",
+"\n",
+"/* log(1 + exp(z)) without overflow for large z */\n",
+"static inline float nn__act_softplus(float z) { return (z > 0.0f ? z : 0.0f) + NN__LOG1P(NN__EXP(-NN__FABS(z))); }\n",
+"\n",
+"/* at +-inf PyTorch's formula gives NaN (inf * 0); (v - v), 0 for finite v, says so\n",
+"   explicitly, since an OpenCL tanh may stop an ulp short of 1 there */\n",
+"static inline float nn__act_mish_der(float v) {\n",
+"    float t = NN__TANH(nn__act_softplus(v));\n",
+"    return t + v * nn__act_sigmoid(v) * (1.0f - t * t) + (v - v);\n",
+"}\n",
+"\n",
+"/* v clamped to [lo, hi]; NaN stays NaN, as with PyTorch's min(max(v, lo), hi) */\n",
+"static inline float nn__act_clamp(float v, float lo, float hi) { return v < lo ? lo : v > hi ? hi : v; }\n",
+"\n",
+"/* PyTorch's softsign is x / (1 + |x|) through autograd, whose derivative is NaN at +-inf\n",
+"   (inf / inf): (v - v) is 0 for finite v and NaN there */\n",
+"static inline float nn__act_softsign_der(float v) {\n",
+"    float d = 1.0f + NN__FABS(v);\n",
+"    return 1.0f / (d * d) + (v - v);\n",
+"}\n",
+"\n",
+"#define NN__ACTIVATIONS(X)                                                                                  \\\n",
+"    X(RELU, relu, 0, 1, v <= 0.0f ? 0.0f : v, v <= 0.0f ? 0.0f : 1.0f)                                      \\\n",
+"    X(LEAKY_RELU, leaky_relu, 1, 1, nn__act_leaky(v, p0), nn__act_leaky_der(v, p0))                         \\\n",
+"    X(SIGMOID, sigmoid, 0, 1, nn__act_sigmoid(v), nn__act_sigmoid_der(v))                                   \\\n",
+"    X(TANH, tanh, 0, 1, NN__TANH(v), nn__act_tanh_der(v))                                                   \\\n",
+"    X(GELU, gelu, 0, 1, nn__act_gelu(v), nn__act_gelu_der(v))                                               \\\n",
+"    X(SILU, silu, 0, 1, v / (1.0f + NN__EXP(-v)), nn__act_silu_der(v))                                      \\\n",
+"    X(ELU, elu, 1, 1, v > 0.0f ? v : p0 * NN__EXPM1(v), v > 0.0f ? 1.0f : p0 * NN__EXP(v))                  \\\n",
+"    X(SELU, selu, 0, 1, nn__act_selu(v), nn__act_selu_der(v))                                               \\\n",
+"    X(CELU, celu, 1, p0 != 0.0f, v > 0.0f ? v : p0 * NN__EXPM1(v / p0), v > 0.0f ? 1.0f : NN__EXP(v / p0))  \\\n",
+"    X(SOFTPLUS, softplus, 2, p0 != 0.0f, v * p0 > p1 ? v : nn__act_softplus(v * p0) / p0,                   \\\n",
+"      v * p0 > p1 ? 1.0f : nn__act_sigmoid(v * p0))                                                         \\\n",
+"    X(MISH, mish, 0, 1, v * NN__TANH(nn__act_softplus(v)), nn__act_mish_der(v))                             \\\n",
+"    X(HARDSWISH, hardswish, 0, 1, v * nn__act_clamp(v + 3.0f, 0.0f, 6.0f) / 6.0f,                           \\\n",
+"      v < -3.0f ? 0.0f : v <= 3.0f ? v / 3.0f + 0.5f : 1.0f)                                                \\\n",
+"    X(HARDSIGMOID, hardsigmoid, 0, 1, nn__act_clamp(v + 3.0f, 0.0f, 6.0f) / 6.0f,                           \\\n",
+"      v > -3.0f && v < 3.0f ? 1.0f / 6.0f : 0.0f)                                                           \\\n",
+"    X(HARDTANH, hardtanh, 2, p0 <= p1, nn__act_clamp(v, p0, p1), v <= p0 || v >= p1 ? 0.0f : 1.0f)          \\\n",
+"    X(RELU6, relu6, 0, 1, nn__act_clamp(v, 0.0f, 6.0f), v <= 0.0f || v >= 6.0f ? 0.0f : 1.0f)               \\\n",
+"    X(SOFTSIGN, softsign, 0, 1, v / (1.0f + NN__FABS(v)), nn__act_softsign_der(v))                          \\\n",
+"    X(LOG_SIGMOID, log_sigmoid, 0, 1, (v < 0.0f ? v : 0.0f) - NN__LOG1P(NN__EXP(-NN__FABS(v))),             \\\n",
+"      nn__act_sigmoid(-v))                                                                                  \\\n",
+"    X(GELU_TANH, gelu_tanh, 0, 1, nn__act_gelu_tanh(v), nn__act_gelu_tanh_der(v))\n",
+"\n",
+"/* Elementwise math (torch.exp, torch.clamp, ...), the same columns as NN__ACTIVATIONS and\n",
+"   the same op (UNARY): a line each, its builder nn_<name> and kernels stamped the same way.\n",
+"   Derivatives are PyTorch's (ATen's derivatives.yaml): abs's is sign(x), 0 at 0; sqrt's is\n",
+"   1 / (2 sqrt(x)), inf at 0; floor, round and sign have 0. */\n",
+"\n",
+"/* x clamped to [lo, hi], a NaN bound meaning none: min(max(x, lo), hi) as torch.clamp\n",
+"   (lo > hi gives hi everywhere); a NaN x stays NaN. */\n",
+"static inline float nn__ew_clamp(float v, float lo, float hi) {\n",
+"    float t = (lo == lo && v < lo) ? lo : v;\n",
+"    return (hi == hi && t > hi) ? hi : t;\n",
+"}\n",
+"/* torch.clamp's gradient: 1 where lo <= x <= hi (bounds included), an absent bound passing */\n",
+"static inline float nn__ew_clamp_der(float v, float lo, float hi) {\n",
+"    return (lo != lo || v >= lo) && (hi != hi || v <= hi) ? 1.0f : 0.0f;\n",
+"}\n",
+"static inline float nn__ew_sign(float v) { return v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : 0.0f; } /* NaN: 0, as ATen */\n",
+"static inline float nn__ew_rsqrt(float v) { return 1.0f / NN__SQRT(v); }\n",
+"/* x ** p and its gradient p * x ** (p - 1), 0 for p == 0 (PyTorch's pow_backward) */\n",
+"static inline float nn__ew_pow_der(float v, float p) { return p == 0.0f ? 0.0f : p * NN__POW(v, p - 1.0f); }\n",
+"\n",
+"#define NN__MATH(X)                                                                                         \\\n",
+"    X(NEG, neg, 0, 1, -v, -1.0f)                                                                            \\\n",
+"    X(ABS, abs, 0, 1, NN__FABS(v), nn__ew_sign(v))                                                          \\\n",
+"    X(SIGN, sign, 0, 1, nn__ew_sign(v), 0.0f)                                                               \\\n",
+"    X(EXP, exp, 0, 1, NN__EXP(v), NN__EXP(v))                                                               \\\n",
+"    X(EXPM1, expm1, 0, 1, NN__EXPM1(v), NN__EXP(v))                                                         \\\n",
+"    X(LOG, log, 0, 1, NN__LOG(v), 1.0f / v)                                                                 \\\n",
+"    X(LOG1P, log1p, 0, 1, NN__LOG1P(v), 1.0f / (1.0f + v))                                                  \\\n",
+"    X(SQRT, sqrt, 0, 1, NN__SQRT(v), 0.5f / NN__SQRT(v))                                                    \\\n",
+"    X(RSQRT, rsqrt, 0, 1, nn__ew_rsqrt(v), -0.5f * nn__ew_rsqrt(v) / v)                                     \\\n",
+"    X(RECIPROCAL, reciprocal, 0, 1, 1.0f / v, -1.0f / (v * v))                                              \\\n",
+"    X(SQUARE, square, 0, 1, v * v, 2.0f * v)                                                                \\\n",
+"    X(SIN, sin, 0, 1, NN__SIN(v), NN__COS(v))                                                               \\\n",
+"    X(COS, cos, 0, 1, NN__COS(v), -NN__SIN(v))                                                              \\\n",
+"    X(ERF, erf, 0, 1, NN__ERF(v), 1.12837916709551257f * NN__EXP(-v * v))                                   \\\n",
+"    X(FLOOR, floor, 0, 1, NN__FLOOR(v), 0.0f)                                                               \\\n",
+"    X(ROUND, round, 0, 1, NN__RINT(v), 0.0f)                                                                \\\n",
+"    X(CLAMP, clamp, 2, 1, nn__ew_clamp(v, p0, p1), nn__ew_clamp_der(v, p0, p1))                             \\\n",
+"    X(ADD_SCALAR, add_scalar, 1, 1, v + p0, 1.0f)                                                           \\\n",
+"    X(POW_SCALAR, pow_scalar, 1, 1, NN__POW(v, p0), nn__ew_pow_der(v, p0))\n",
+"\n",
+"/* Functions with no gradient at all (op UNARY_NOGRAD: nothing flows back through them). */\n",
+"#define NN__NOGRAD(X)                                                                                       \\\n",
+"    X(DETACH, detach, 0, 1, v, 0.0f)                                                                        \\\n",
+"    X(LOGICAL_NOT, logical_not, 0, 1, v == 0.0f ? 1.0f : 0.0f, 0.0f)\n",
+"\n",
+"/* Every function of the unary ops, in enum order. */\n",
+"#define NN__UNARY_ALL(X) NN__ACTIVATIONS(X) NN__MATH(X) NN__NOGRAD(X)\n",
+"\n",
+"/* The binary functions, broadcast over both operands (NumPy's rules):\n",
+"   X(ENUM, name, forward, d/du, d/dw) of u (the first operand) and w (the second). minimum\n",
+"   and maximum propagate NaN and split the gradient half and half on ties (PyTorch's);\n",
+"   pow's d/dw is 0 where u == 0 and w >= 0, as PyTorch's pow_backward_exponent. The\n",
+"   comparisons and logical ops (float 0/1 masks, nonzero is true) have no gradient. */\n",
+"#define NN__BINARY_FNS(X)                                                                                   \\\n",
+"    X(ADD, add, u + w, 1.0f, 1.0f)                                                                          \\\n",
+"    X(SUB, sub, u - w, 1.0f, -1.0f)                                                                         \\\n",
+"    X(MUL, mul, u * w, w, u)                                                                                \\\n",
+"    X(DIV, div, u / w, 1.0f / w, -u / (w * w))                                                              \\\n",
+"    X(MINIMUM, minimum, (u != u || w != w) ? u + w : u < w ? u : w, u == w ? 0.5f : u > w ? 0.0f : 1.0f,    \\\n",
+"      u == w ? 0.5f : u < w ? 0.0f : 1.0f)                                                                  \\\n",
+"    X(MAXIMUM, maximum, (u != u || w != w) ? u + w : u > w ? u : w, u == w ? 0.5f : u < w ? 0.0f : 1.0f,    \\\n",
+"      u == w ? 0.5f : u > w ? 0.0f : 1.0f)                                                                  \\\n",
+"    X(POW, pow, NN__POW(u, w), nn__ew_pow_der(u, w), (u == 0.0f && w >= 0.0f) ? 0.0f : NN__POW(u, w) * NN__LOG(u)) \\\n",
+"    X(EQ, eq, u == w ? 1.0f : 0.0f, 0.0f, 0.0f)                                                             \\\n",
+"    X(NE, ne, u != w ? 1.0f : 0.0f, 0.0f, 0.0f)                                                             \\\n",
+"    X(LT, lt, u < w ? 1.0f : 0.0f, 0.0f, 0.0f)                                                              \\\n",
+"    X(LE, le, u <= w ? 1.0f : 0.0f, 0.0f, 0.0f)                                                             \\\n",
+"    X(GT, gt, u > w ? 1.0f : 0.0f, 0.0f, 0.0f)                                                              \\\n",
+"    X(GE, ge, u >= w ? 1.0f : 0.0f, 0.0f, 0.0f)                                                             \\\n",
+"    X(LOGICAL_AND, logical_and, (u != 0.0f && w != 0.0f) ? 1.0f : 0.0f, 0.0f, 0.0f)                         \\\n",
+"    X(LOGICAL_OR, logical_or, (u != 0.0f || w != 0.0f) ? 1.0f : 0.0f, 0.0f, 0.0f)\n",
+"\n",
+"/* The enums: NN__U_* a unary function, NN__B_* a binary one (shared with the kernels, which\n",
+"   take the function as an argument). */\n",
+"enum {\n",
+"#define NN__X(E, name, params, valid, fwd, der) NN__U_##E,\n",
+"    NN__UNARY_ALL(NN__X)\n",
+"#undef NN__X\n",
+"    NN__U_COUNT\n",
+"};\n",
+"enum {\n",
+"#define NN__X(E, name, fwd, da, db) NN__B_##E,\n",
+"    NN__BINARY_FNS(NN__X)\n",
+"#undef NN__X\n",
+"    NN__B_COUNT\n",
+"};\n",
+"#endif /* NN__ACTIVATION_H */\n",
+"#line 6 \"kernels/fuse.cl\"\n",
+0 };
+
+/* ======================================================================
    kernel table
    ====================================================================== */
 typedef struct nn__cl_source { const char *name; const char *const *lines; } nn__cl_source;
@@ -23625,8 +24020,9 @@ static const nn__cl_source nn__cl_sources[] = {
     { "attention", nn__cl_src_attention },
     { "recurrent", nn__cl_src_recurrent },
     { "cast", nn__cl_src_cast },
+    { "fuse", nn__cl_src_fuse },
 };
-#define NN__CL_NSOURCES 18
+#define NN__CL_NSOURCES 19
 
 /* ======================================================================
    src/opencl/backend.c
@@ -23647,6 +24043,10 @@ typedef struct nn__cl {
     cl_ulong max_alloc;
     cl_program programs[3 * 64];      /* one per kernels/NAME.cl and storage type (f32, bf16, f16: the
                                          launch's store), built on first use */
+    cl_program *gen;                  /* programs of generated source (nn__launch.source: fused chains,
+                                         src/ops/fuse.c), each built once, found by gen_key */
+    uint64_t *gen_key;
+    int n_gen, cap_gen;
     unsigned char *guard_seen;        /* NN_CL_GUARDS: each guard read before and after its launch */
     size_t guard_cap;                 /* bytes of guard_seen */
     int cache_dir_state;              /* ctx->cache_dir: 0 not looked at yet, 1 used, -1 refused */
@@ -23810,6 +24210,9 @@ static void nn__cl_close(nn_context *ctx) {
     for (i = 0; i < NN__CL_STAGES; i++) NN_FREE(cl->stage[i]);
     for (i = 0; i < 3 * 64; i++)
         if (cl->programs[i]) clReleaseProgram(cl->programs[i]);
+    for (i = 0; i < cl->n_gen; i++) clReleaseProgram(cl->gen[i]);
+    NN_FREE(cl->gen);
+    NN_FREE(cl->gen_key);
     if (cl->queue) clReleaseCommandQueue(cl->queue);
     if (cl->context) clReleaseContext(cl->context);
     NN_FREE(cl->guard_seen);
@@ -24054,7 +24457,7 @@ static const char **nn__cl_source_lines(nn_context *ctx, int idx, cl_uint *count
         snprintf(file, sizeof file, "%s.cl", nn__cl_sources[idx].name);
         text = nn__cl_read_kernel(ctx->kernel_dir, file, 0);
         if (text) {
-            out = (const char **)NN_MALLOC(sizeof(char *));
+            out = (const char **)NN_MALLOC(2 * sizeof(char *)); /* and room for a generated text */
             if (!out) {
                 NN_FREE(text);
                 return NULL;
@@ -24068,7 +24471,7 @@ static const char **nn__cl_source_lines(nn_context *ctx, int idx, cl_uint *count
                 ctx->kernel_dir, file);
     }
     while (lines[n]) n++;
-    out = (const char **)NN_MALLOC(n * sizeof(char *) + 1);
+    out = (const char **)NN_MALLOC((n + 1) * sizeof(char *)); /* room for a generated text after them */
     if (!out) return NULL;
     memcpy((void *)out, lines, n * sizeof(char *));
     *count = n;
@@ -24264,8 +24667,9 @@ static void nn__cl_map_log(const char **lines, cl_uint count, const char *log, c
 
 /* The program of kernels/NAME.cl for this context's device and storage type `store`
    (kernels/storage.h: NN_BF16 and NN_F16 build it with -DNN_STORE_BF16 / -DNN_STORE_F16),
-   built once. */
-static nn_result nn__cl_program(nn_context *ctx, const char *name, int store, cl_program *out) {
+   built once; with `source` (generated kernels, src/ops/fuse.c) that text after the file's,
+   a program of its own, built once per text (found by its cache key). */
+static nn_result nn__cl_program(nn_context *ctx, const char *name, int store, const char *source, cl_program *out) {
     nn__cl *cl = NN__CL(ctx);
     int idx = nn__cl_source_index(name), var = store == NN_BF16 ? 1 : store == NN_F16 ? 2 : 0;
     char options[768], extra[512], path[1100] = "", cname[80];
@@ -24278,21 +24682,42 @@ static nn_result nn__cl_program(nn_context *ctx, const char *name, int store, cl
     nn_result r = NN_OK;
     if (idx < 0 || idx >= 64) return nn__fail(ctx, NN_ERR_BUILD, "no kernel source kernels/%s.cl", name);
     idx += 64 * var;
-    if (cl->programs[idx]) {
+    if (cl->programs[idx] && !source) {
         *out = cl->programs[idx];
         return NN_OK;
     }
     nn__program_options(name, &ctx->dev, extra, sizeof extra); /* the plans' tuning of this file, as -D options */
     snprintf(options, sizeof options, "-cl-std=CL1.2%s%s%s", extra[0] ? " " : "", extra,
              var == 1 ? " -DNN_STORE_BF16" : var == 2 ? " -DNN_STORE_F16" : "");
-    snprintf(cname, sizeof cname, "%s%s", name, var == 1 ? "-bf16" : var == 2 ? "-f16" : "");
+    snprintf(cname, sizeof cname, "%s%s%s", name, var == 1 ? "-bf16" : var == 2 ? "-f16" : "", source ? "-gen" : "");
     lines = nn__cl_source_lines(ctx, idx % 64, &count, &owned);
     if (!lines) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "out of memory reading kernels/%s.cl", name);
+    if (source) lines[count++] = source; /* nn__cl_source_lines leaves room for one more */
     for (i = 0; i < count; i++) key = nn__fnv(key, lines[i], strlen(lines[i]));
     key = nn__fnv(key, options, strlen(options) + 1);
     key = nn__fnv(key, cl->name, strlen(cl->name) + 1);
     key = nn__fnv(key, cl->driver, strlen(cl->driver) + 1);
     key = nn__fnv(key, cl->version, strlen(cl->version) + 1);
+    for (i = 0; source && i < (cl_uint)cl->n_gen; i++)
+        if (cl->gen_key[i] == key) {
+            NN_FREE((void *)lines);
+            NN_FREE(owned);
+            *out = cl->gen[i];
+            return NN_OK;
+        }
+    if (source && cl->n_gen == cl->cap_gen) {
+        int cap = cl->cap_gen ? cl->cap_gen * 2 : 16;
+        cl_program *p = (cl_program *)NN_REALLOC(cl->gen, (size_t)cap * sizeof *p);
+        uint64_t *q = p ? (uint64_t *)NN_REALLOC(cl->gen_key, (size_t)cap * sizeof *q) : NULL;
+        if (p) cl->gen = p;
+        if (q) cl->gen_key = q;
+        if (!p || !q) {
+            NN_FREE((void *)lines);
+            NN_FREE(owned);
+            return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "out of memory for a generated program");
+        }
+        cl->cap_gen = cap;
+    }
     prog = NULL;
     if (ctx->cache_dir && nn__cache_dir_usable(ctx) && nn__cache_path(ctx, cname, key, path, sizeof path))
         prog = nn__cache_load(ctx, path, key, options);
@@ -24318,15 +24743,21 @@ static nn_result nn__cl_program(nn_context *ctx, const char *name, int store, cl
     NN_FREE((void *)lines);
     NN_FREE(owned);
     if (r != NN_OK) return r;
-    cl->programs[idx] = prog;
+    if (source) {
+        cl->gen_key[cl->n_gen] = key;
+        cl->gen[cl->n_gen++] = prog;
+    } else {
+        cl->programs[idx] = prog;
+    }
     *out = prog;
     return NN_OK;
 }
 
-static nn_result nn__cl_kernel(nn_context *ctx, const char *file, int store, const char *kname, cl_kernel *out) {
+static nn_result nn__cl_kernel(nn_context *ctx, const char *file, int store, const char *source, const char *kname,
+                               cl_kernel *out) {
     cl_program prog;
     cl_int err;
-    nn_result r = nn__cl_program(ctx, file, store, &prog);
+    nn_result r = nn__cl_program(ctx, file, store, source, &prog);
     if (r != NN_OK) return r;
     *out = clCreateKernel(prog, kname, &err);
     if (!*out) return nn__fail(ctx, NN_ERR_BUILD, "kernels/%s.cl: no kernel %s (%s)", file, kname, nn__cl_errstr(err));
@@ -24450,7 +24881,7 @@ static nn_result nn__cl_prepare(nn_graph *g) {
     for (i = 0; i < g->n_launches; i++) {
         nn__launch *l = &g->launches[i];
         cl_kernel kern;
-        nn_result r = nn__cl_kernel(ctx, l->file, l->store, l->kernel, &kern);
+        nn_result r = nn__cl_kernel(ctx, l->file, l->store, l->source, l->kernel, &kern);
         if (r != NN_OK) return r;
         l->bk = kern;
         if (!l->use_lws && l->dims == 1 && !ctx->dev.cpu_tuned) { /* a GPU's NULL local size can be a poor choice */
@@ -24944,6 +25375,8 @@ static void nn__graph_release_compiled(nn_graph *g) {
     g->n_arena_parts = 0;
     NN_FREE(g->sched);
     g->sched = NULL;
+    if (g->fusion_free) g->fusion_free(g); /* src/ops/fuse.c's chains, set by the compile that found them */
+    g->fusion_free = NULL;
 }
 
 static void nn__ctx_link(nn_context *ctx, nn_graph *g) {
@@ -27717,8 +28150,10 @@ static nn_result nn__record_launches(nn_graph *g) {
     g->sched_launch = (int *)nn__calloc((size_t)g->n_sched + 1, sizeof(int));
     if (!g->sched_launch) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
     for (i = 0; i < g->n_sched && r == NN_OK; i++) {
+        const nn__node *n = &g->nodes[g->sched[i]];
         g->sched_launch[i] = g->n_launches;
-        r = nn__op(g->nodes[g->sched[i]].op)->launch(g, g->sched[i]);
+        if (n->fused < 0) continue; /* launched by its fused chain's last node (src/ops/fuse.c) */
+        r = n->fused > 0 ? nn__fuse()->launch(g, g->sched[i]) : nn__op(n->op)->launch(g, g->sched[i]);
         if (r == NN_ERR_STATE && !g->ctx->err[0]) {
             const nn__launch *l = g->n_launches ? &g->launches[g->n_launches - 1] : NULL;
             char what[160] = "";
@@ -27844,6 +28279,11 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     for (i = 0; i < g->n_sched; i++) { /* algorithms and working memory chosen per op */
         nn__node *n = &g->nodes[g->sched[i]];
         if (nn__op(n->op)->plan) nn__op(n->op)->plan(g, n);
+    }
+    r = nn__fuse()->plan(g); /* elementwise chains as one pass (src/ops/fuse.c; NN_FUSE=0: off) */
+    if (r != NN_OK) {
+        g->status = r;
+        return r;
     }
     r = nn__plan_memory(g, g->ctx->dev.align, 0);
     if (r == NN_OK && g->ctx->dev.max_alloc > 0 && g->arena_bytes > g->ctx->dev.max_alloc) {
@@ -38882,6 +39322,324 @@ static const nn__op_def *nn__op(int op) { return &nn__op_table[op]; }
 
 static const nn__optim_hooks nn__optim_table = {nn__optim_configure, nn__optim_updates, nn__add_optimizer};
 static const nn__optim_hooks *nn__optim(void) { return &nn__optim_table; }
+
+/* ======================================================================
+   src/ops/fuse.c
+   ====================================================================== */
+/* Elementwise fusion (issue 19): chains of elementwise nodes that stand next to each other in
+   the schedule, each after the first reading the node before it at its own shape (a bias add
+   and its activation, a residual add after a bias add, an activation's gradient and the
+   gradient sum after it), run as one pass over memory: on the CPU backend one loop over
+   blocks of NN__FUSE_BLOCK elements calling each node's own row loop in turn
+   (src/cpu/elementwise.c), on a device one kernel generated from the chain (the formulas'
+   text from kernels/activation.h, after kernels/fuse.cl, built once per text and cached as
+   the other programs). A node's output is written when anything outside its chain reads it
+   (the backward, an output, a view), else it stays in a block (CPU) or a register (device).
+
+   The same float operations in the same order as the unfused nodes, so the same bits: each
+   element's value goes through the same formula (the same loops on the CPU; on a device the
+   same expression, one statement per node, so a compiler contracts nothing across nodes).
+   Found at compile, after the ops' plans and before the memory plan, which then keeps every
+   input of a chain live to its last node and each node's output from its first. NN_FUSE=0
+   in the environment turns it off. */
+
+/* The chains' types and the CPU backend's loop: src/cpu/fuse.c. */
+
+
+/* the formulas' text, for the generated kernels (the same tokens kernels/elementwise.cl's
+   kernels are stamped from) */
+static const char *const nn__fuse_ufwd[] = {
+#define NN__X(E, name, params, valid, fwd, der) #fwd,
+    NN__UNARY_ALL(NN__X)
+#undef NN__X
+};
+static const char *const nn__fuse_uder[] = {
+#define NN__X(E, name, params, valid, fwd, der) #der,
+    NN__UNARY_ALL(NN__X)
+#undef NN__X
+};
+static const char *const nn__fuse_bfwd[] = {
+#define NN__X(E, name, fwd, da, db) #fwd,
+    NN__BINARY_FNS(NN__X)
+#undef NN__X
+};
+
+static void nn__fusion_free(nn_graph *g) {
+    int i;
+    if (!g->fusion) return;
+    for (i = 0; i < g->fusion->n; i++) NN_FREE(g->fusion->c[i].source);
+    NN_FREE(g->fusion->c);
+    NN_FREE(g->fusion);
+    g->fusion = NULL;
+}
+
+/* The kind of node n in a chain, or -1: not fusable (float32 in and out, a flat index that
+   fits an int, no input check). */
+static int nn__fuse_kind(const nn_graph *g, const nn__node *n) {
+    int k, kind;
+    switch (n->op) {
+    case NN__OP_ADD: case NN__OP_SUB: case NN__OP_MUL: case NN__OP_BINARY: case NN__OP_COMPARE: kind = NN__FK_BINARY; break;
+    case NN__OP_UNARY: case NN__OP_UNARY_NOGRAD: kind = NN__FK_UNARY; break;
+    case NN__OP_UNARY_GRAD: kind = NN__FK_UNARY_GRAD; break;
+    case NN__OP_SCALE: kind = NN__FK_SCALE; break;
+    default: return -1;
+    }
+    if (n->dtype != NN_F32 || n->numel < 1 || n->numel > 0x7fffffff || n->check || n->storage == NN__ST_VIEW) return -1;
+    for (k = 0; k < n->n_in; k++)
+        if (g->nodes[n->in[k]].dtype != NN_F32) return -1;
+    return kind;
+}
+
+/* How node n reads node x at its output's index: -1 when not one of the forms. */
+static int nn__fuse_form(const nn_graph *g, const nn__node *n, int x, int64_t *m) {
+    const nn_shape *s = &g->nodes[x].shape, *o = &n->shape;
+    int d, lead = 0;
+    if (nn__shape_eq(s, o)) return NN__FA_FULL;
+    if (g->nodes[x].numel == 1) return NN__FA_SCALAR;
+    while (lead < s->ndim && s->dim[lead] == 1) lead++;
+    if (s->ndim - lead > o->ndim) return -1;
+    for (d = lead; d < s->ndim; d++)
+        if (s->dim[d] != o->dim[o->ndim - s->ndim + d]) return -1;
+    *m = g->nodes[x].numel;
+    return NN__FA_ROW;
+}
+
+/* Kernel arguments the chain c takes (every node's output counted, as if written). */
+static int nn__fuse_nargs(const nn__fuse_chain *c) {
+    int j, k, i, args = 1; /* n */
+    for (j = 0; j < c->n; j++) {
+        const nn__fuse_member *mb = &c->m[j];
+        args += 1 + (mb->kind == NN__FK_UNARY || mb->kind == NN__FK_UNARY_GRAD ? 2 : mb->kind == NN__FK_SCALE);
+        for (k = 0; k < mb->n_opd; k++) {
+            int seen = 0;
+            if (mb->opd[k].kind == NN__FA_MEMBER) continue;
+            args += mb->opd[k].kind == NN__FA_ROW;
+            for (i = 0; i <= j && !seen; i++) {
+                int q;
+                for (q = 0; q < (i < j ? c->m[i].n_opd : k); q++)
+                    if (c->m[i].opd[q].kind != NN__FA_MEMBER && c->m[i].opd[q].node == mb->opd[k].node) seen = 1;
+            }
+            args += !seen;
+        }
+    }
+    return args;
+}
+
+/* Node id as the next node of chain c (c->n == 0: its first): 0 when it cannot join it. */
+static int nn__fuse_join(nn_graph *g, nn__fuse_chain *c, int id) {
+    const nn__node *n = &g->nodes[id];
+    nn__fuse_member *mb = &c->m[c->n];
+    int kind = nn__fuse_kind(g, n), k, i, reads_prev = c->n == 0;
+    if (kind < 0 || c->n == NN__FUSE_MAX) return 0;
+    memset(mb, 0, sizeof *mb);
+    mb->node = id;
+    mb->kind = kind;
+    mb->n_opd = kind == NN__FK_BINARY || kind == NN__FK_UNARY_GRAD ? 2 : 1;
+    if (n->n_in != mb->n_opd) return 0;
+    mb->fn = kind == NN__FK_BINARY ? nn__binary_node_fn(n) : n->a.ew.fn;
+    for (k = 0; k < mb->n_opd; k++) {
+        int x = n->in[k];
+        nn__fuse_opd *o = &mb->opd[k];
+        o->node = x;
+        for (i = 0; i < c->n && c->m[i].node != x; i++) {}
+        if (i < c->n) { /* an earlier node of the chain: read at the same shape only */
+            if (!nn__shape_eq(&g->nodes[x].shape, &n->shape)) return 0;
+            o->kind = NN__FA_MEMBER;
+            o->node = i;
+            reads_prev |= i == c->n - 1;
+            continue;
+        }
+        o->kind = nn__fuse_form(g, n, x, &o->m);
+        if (o->kind < 0 || ((kind == NN__FK_UNARY || kind == NN__FK_UNARY_GRAD || kind == NN__FK_SCALE) && o->kind != NN__FA_FULL))
+            return 0;
+    }
+    if (!reads_prev) return 0;
+    c->n++;
+    if (nn__fuse_nargs(c) > NN__MAX_KARGS) {
+        c->n--;
+        return 0;
+    }
+    return 1;
+}
+
+/* kernels/fuse.cl's kernel "fused" for chain c: its parameters the buffers it reads (x<node>)
+   and writes (y<j>), n, each row operand's m, each node's parameters; one statement per node. */
+static char *nn__fuse_source(const nn_graph *g, const nn__fuse_chain *c) {
+    char *s = NULL, *p;
+    size_t cap = 4096, len = 0;
+    int j, k, i, q;
+    for (j = 0; j < c->n; j++)
+        cap += strlen(c->m[j].kind == NN__FK_BINARY ? nn__fuse_bfwd[c->m[j].fn] : nn__fuse_ufwd[c->m[j].fn]) +
+               strlen(c->m[j].kind == NN__FK_UNARY_GRAD ? nn__fuse_uder[c->m[j].fn] : "") + 512;
+    s = (char *)NN_MALLOC(cap);
+    if (!s) return NULL;
+#define NN__PUT(...) (len += (size_t)snprintf(s + len, cap - len, __VA_ARGS__))
+    NN__PUT("\n#line 1 \"the fused kernel of a chain (src/ops/fuse.c)\"\n__kernel void fused(const int n");
+    for (j = 0; j < c->n; j++) { /* the arguments, in nn__fuse_launch's order */
+        const nn__fuse_member *mb = &c->m[j];
+        for (k = 0; k < mb->n_opd; k++) {
+            int seen = 0;
+            if (mb->opd[k].kind == NN__FA_MEMBER) continue;
+            for (i = 0; i <= j && !seen; i++)
+                for (q = 0; q < (i < j ? c->m[i].n_opd : k); q++)
+                    if (c->m[i].opd[q].kind != NN__FA_MEMBER && c->m[i].opd[q].node == mb->opd[k].node) seen = 1;
+            if (!seen) NN__PUT(", __global const float *x%d", mb->opd[k].node);
+            if (mb->opd[k].kind == NN__FA_ROW) NN__PUT(", const int m%d_%d", j, k);
+        }
+        if (mb->written) NN__PUT(", __global float *y%d", j);
+        if (mb->kind == NN__FK_UNARY || mb->kind == NN__FK_UNARY_GRAD) NN__PUT(", const float a%d, const float b%d", j, j);
+        if (mb->kind == NN__FK_SCALE) NN__PUT(", const float s%d", j);
+    }
+    NN__PUT(") {\n    int i = get_global_id(0);\n    if (i >= n) return;\n");
+    for (j = 0; j < c->n; j++) {
+        const nn__fuse_member *mb = &c->m[j];
+        char opd[2][48];
+        for (k = 0; k < mb->n_opd; k++) {
+            const nn__fuse_opd *o = &mb->opd[k];
+            if (o->kind == NN__FA_MEMBER) snprintf(opd[k], sizeof opd[k], "v%d", o->node);
+            else if (o->kind == NN__FA_FULL) snprintf(opd[k], sizeof opd[k], "x%d[i]", o->node);
+            else if (o->kind == NN__FA_SCALAR) snprintf(opd[k], sizeof opd[k], "x%d[0]", o->node);
+            else snprintf(opd[k], sizeof opd[k], "x%d[i %% m%d_%d]", o->node, j, k);
+        }
+        if (mb->kind == NN__FK_BINARY)
+            NN__PUT("    float v%d;\n    { float u = %s, w = %s; v%d = (%s); }\n", j, opd[0], opd[1], j, nn__fuse_bfwd[mb->fn]);
+        else if (mb->kind == NN__FK_UNARY)
+            NN__PUT("    float v%d;\n    { float v = %s, p0 = a%d, p1 = b%d; (void)p0; (void)p1; v%d = (%s); }\n", j, opd[0], j, j, j,
+                    nn__fuse_ufwd[mb->fn]);
+        else if (mb->kind == NN__FK_UNARY_GRAD)
+            NN__PUT("    float v%d;\n    { float v = %s, p0 = a%d, p1 = b%d; (void)p0; (void)p1; v%d = %s * (%s); }\n", j, opd[0], j, j,
+                    j, opd[1], nn__fuse_uder[mb->fn]);
+        else
+            NN__PUT("    float v%d = %s * s%d;\n", j, opd[0], j);
+        if (mb->written) NN__PUT("    y%d[i] = v%d;\n", j, j);
+    }
+    NN__PUT("}\n");
+#undef NN__PUT
+    (void)g;
+    if (len >= cap) { /* cannot happen: cap counts every piece */
+        NN_FREE(s);
+        return NULL;
+    }
+    p = s;
+    return p;
+}
+
+/* Closes chain c (of schedule positions [head, tail]): kept when it has two nodes or more. */
+static nn_result nn__fuse_keep(nn_graph *g, nn__fuse_chain *c, const int *readers, int head) {
+    struct nn__fusion *f = g->fusion;
+    int j, k, tail = head + c->n - 1;
+    if (c->n < 2) return NN_OK;
+    if (f->n == f->cap) {
+        int cap = f->cap ? f->cap * 2 : 16;
+        nn__fuse_chain *p = (nn__fuse_chain *)NN_REALLOC(f->c, (size_t)cap * sizeof *p);
+        if (!p) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
+        f->c = p;
+        f->cap = cap;
+    }
+    for (j = 0; j < c->n; j++) { /* written: read outside the chain, kept, or the last */
+        nn__fuse_member *mb = &c->m[j];
+        const nn__node *n = &g->nodes[mb->node];
+        int inside = 0, i;
+        for (i = j + 1; i < c->n; i++)
+            for (k = 0; k < c->m[i].n_opd; k++) inside += c->m[i].opd[k].kind == NN__FA_MEMBER && c->m[i].opd[k].node == j;
+        mb->written = j == c->n - 1 || n->is_output || n->storage != NN__ST_ARENA || readers[mb->node] > inside;
+    }
+    for (j = 0; j < c->n; j++) { /* liveness: inputs to the last node, outputs from the first */
+        nn__node *n = &g->nodes[c->m[j].node];
+        for (k = 0; k < c->m[j].n_opd; k++) {
+            nn__node *x;
+            if (c->m[j].opd[k].kind == NN__FA_MEMBER) continue;
+            x = &g->nodes[c->m[j].opd[k].node];
+            if (x->storage == NN__ST_VIEW) x = &g->nodes[x->view_of];
+            if (x->last < tail) x->last = tail;
+        }
+        n->first = head;
+        n->fused = j == c->n - 1 ? f->n + 1 : -1;
+    }
+    c->source = NULL;
+    if (!g->ctx->backend->host_memory && !(c->source = nn__fuse_source(g, c)))
+        return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
+    f->c[f->n++] = *c;
+    return NN_OK;
+}
+
+/* Finds the chains: runs of schedule positions within one part of the schedule (forward,
+   backward, update: a run may stop at a part's end), each node after the first reading the
+   one before it. */
+static nn_result nn__fuse_plan(nn_graph *g) {
+    const char *env = getenv("NN_FUSE");
+    nn__fuse_chain c;
+    int *readers, i, k, head = 0;
+    nn_result r = NN_OK;
+    if ((env && strcmp(env, "0") == 0) || g->n_sched < 2) return NN_OK;
+    readers = (int *)nn__calloc((size_t)g->n_nodes + 1, sizeof(int));
+    g->fusion = (struct nn__fusion *)nn__calloc(1, sizeof *g->fusion);
+    if (!readers || !g->fusion) {
+        NN_FREE(readers);
+        NN_FREE(g->fusion);
+        g->fusion = NULL;
+        return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
+    }
+    g->fusion_free = nn__fusion_free;
+    for (i = 0; i < g->n_sched; i++) {
+        const nn__node *n = &g->nodes[g->sched[i]];
+        for (k = 0; k < n->n_in; k++) readers[n->in[k]]++;
+    }
+    for (i = 0; i < g->n_nodes; i++) /* gradients and the loss: read by the engine, kept */
+        if (g->nodes[i].grad >= 0 && g->nodes[i].grad < g->n_nodes) readers[g->nodes[i].grad]++;
+    if (g->loss > 0) readers[g->loss]++;
+    c.n = 0;
+    for (i = 0; i < g->n_sched && r == NN_OK; i++) {
+        int boundary = i == g->n_sched_forward || i == g->n_sched_update;
+        if (c.n > 0 && !boundary && nn__fuse_join(g, &c, g->sched[i])) continue;
+        r = nn__fuse_keep(g, &c, readers, head);
+        c.n = 0;
+        head = i;
+        nn__fuse_join(g, &c, g->sched[i]);
+    }
+    if (r == NN_OK) r = nn__fuse_keep(g, &c, readers, head);
+    NN_FREE(readers);
+    if (r == NN_OK && g->fusion->n)
+        nn__log(g->ctx, NN_LOG_DEBUG, "fusion: %d chains of elementwise nodes run as one pass each", g->fusion->n);
+    return r;
+}
+
+/* ---- a device backend: the chain's one launch of its generated kernel ---- */
+
+static nn_result nn__fuse_launch(nn_graph *g, int id) {
+    const nn__fuse_chain *c = &g->fusion->c[g->nodes[id].fused - 1];
+    nn__launch *l = NULL;
+    nn_result r = nn__launch_kernel(g, id, "fuse", "fused", (size_t)g->nodes[id].numel, &l);
+    int j, k, i, q;
+    if (r != NN_OK) return r;
+    l->source = c->source;
+    r = nn__karg_int(l, "n", (int)g->nodes[id].numel);
+    for (j = 0; j < c->n && r == NN_OK; j++) { /* nn__fuse_source's order */
+        const nn__fuse_member *mb = &c->m[j];
+        const nn__node *n = &g->nodes[mb->node];
+        for (k = 0; k < mb->n_opd && r == NN_OK; k++) {
+            int seen = 0;
+            if (mb->opd[k].kind == NN__FA_MEMBER) continue;
+            for (i = 0; i <= j && !seen; i++)
+                for (q = 0; q < (i < j ? c->m[i].n_opd : k); q++)
+                    if (c->m[i].opd[q].kind != NN__FA_MEMBER && c->m[i].opd[q].node == mb->opd[k].node) seen = 1;
+            if (!seen) r = nn__karg_buf(l, "x", &g->nodes[mb->opd[k].node].buf);
+            if (r == NN_OK && mb->opd[k].kind == NN__FA_ROW) r = nn__karg_int(l, "m", (int)mb->opd[k].m);
+        }
+        if (r == NN_OK && mb->written) r = nn__karg_buf(l, "y", &n->buf);
+        if (r == NN_OK && (mb->kind == NN__FK_UNARY || mb->kind == NN__FK_UNARY_GRAD)) {
+            r = nn__karg_float(l, "p0", n->a.ew.param[0]);
+            if (r == NN_OK) r = nn__karg_float(l, "p1", n->a.ew.param[1]);
+        }
+        if (r == NN_OK && mb->kind == NN__FK_SCALE) r = nn__karg_float(l, "s", n->a.ew.s);
+    }
+    return r;
+}
+
+static const nn__fuse_hooks *nn__fuse(void) {
+    static const nn__fuse_hooks hooks = {nn__fuse_plan, nn__fuse_cpu, nn__fuse_launch};
+    return &hooks;
+}
 
 /* ======================================================================
    src/layers/layers.c
