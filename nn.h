@@ -39490,22 +39490,54 @@ static int nn__fuse_form(const nn_graph *g, const nn__node *n, int x, int64_t *m
     return NN__FA_ROW;
 }
 
+/* The kernel argument of operand k of node j of chain c, an outside node: its index among
+   the chain's distinct outside operands in order of first reading (so the generated text
+   depends on the chain's form, not on node ids, and programs are shared); *first: j, k is
+   that first reading. */
+static int nn__fuse_ext(const nn__fuse_chain *c, int j, int k, int *first) {
+    int i, q, n = 0;
+    for (i = 0; i <= j; i++)
+        for (q = 0; q < (i < j ? c->m[i].n_opd : k + 1); q++) {
+            const nn__fuse_opd *o = &c->m[i].opd[q];
+            int p, r, dup = 0;
+            if (o->kind == NN__FA_MEMBER) continue;
+            for (p = 0; p <= i && !dup; p++) /* read before (i, q)? */
+                for (r = 0; r < (p < i ? c->m[p].n_opd : q); r++)
+                    if (c->m[p].opd[r].kind != NN__FA_MEMBER && c->m[p].opd[r].node == o->node) {
+                        dup = 1;
+                        break;
+                    }
+            if (i == j && q == k) {
+                *first = !dup;
+                if (!dup) return n;
+                for (p = 0, n = 0; p <= i; p++) /* the index of its first reading */
+                    for (r = 0; r < (p < i ? c->m[p].n_opd : q); r++) {
+                        const nn__fuse_opd *e = &c->m[p].opd[r];
+                        int e_first = 0, idx;
+                        if (e->kind == NN__FA_MEMBER || e->node != o->node) continue;
+                        idx = nn__fuse_ext(c, p, r, &e_first);
+                        if (e_first) return idx;
+                    }
+                return 0;
+            }
+            n += !dup;
+        }
+    *first = 0;
+    return 0;
+}
+
 /* Kernel arguments the chain c takes (every node's output counted, as if written). */
 static int nn__fuse_nargs(const nn__fuse_chain *c) {
-    int j, k, i, args = 1; /* n */
+    int j, k, args = 1; /* n */
     for (j = 0; j < c->n; j++) {
         const nn__fuse_member *mb = &c->m[j];
         args += 1 + (mb->kind == NN__FK_UNARY || mb->kind == NN__FK_UNARY_GRAD ? 2 : mb->kind == NN__FK_SCALE);
         for (k = 0; k < mb->n_opd; k++) {
-            int seen = 0;
+            int first = 0;
             if (mb->opd[k].kind == NN__FA_MEMBER) continue;
             args += mb->opd[k].kind == NN__FA_ROW;
-            for (i = 0; i <= j && !seen; i++) {
-                int q;
-                for (q = 0; q < (i < j ? c->m[i].n_opd : k); q++)
-                    if (c->m[i].opd[q].kind != NN__FA_MEMBER && c->m[i].opd[q].node == mb->opd[k].node) seen = 1;
-            }
-            args += !seen;
+            (void)nn__fuse_ext(c, j, k, &first);
+            args += first;
         }
     }
     return args;
@@ -39553,7 +39585,7 @@ static int nn__fuse_join(nn_graph *g, nn__fuse_chain *c, int id) {
 static char *nn__fuse_source(const nn_graph *g, const nn__fuse_chain *c) {
     char *s = NULL, *p;
     size_t cap = 4096, len = 0;
-    int j, k, i, q;
+    int j, k;
     for (j = 0; j < c->n; j++)
         cap += strlen(c->m[j].kind == NN__FK_BINARY ? nn__fuse_bfwd[c->m[j].fn] : nn__fuse_ufwd[c->m[j].fn]) +
                strlen(c->m[j].kind == NN__FK_UNARY_GRAD ? nn__fuse_uder[c->m[j].fn] : "") + 512;
@@ -39564,12 +39596,10 @@ static char *nn__fuse_source(const nn_graph *g, const nn__fuse_chain *c) {
     for (j = 0; j < c->n; j++) { /* the arguments, in nn__fuse_launch's order */
         const nn__fuse_member *mb = &c->m[j];
         for (k = 0; k < mb->n_opd; k++) {
-            int seen = 0;
+            int first = 0, x;
             if (mb->opd[k].kind == NN__FA_MEMBER) continue;
-            for (i = 0; i <= j && !seen; i++)
-                for (q = 0; q < (i < j ? c->m[i].n_opd : k); q++)
-                    if (c->m[i].opd[q].kind != NN__FA_MEMBER && c->m[i].opd[q].node == mb->opd[k].node) seen = 1;
-            if (!seen) NN__PUT(", __global const float *x%d", mb->opd[k].node);
+            x = nn__fuse_ext(c, j, k, &first);
+            if (first) NN__PUT(", __global const float *x%d", x);
             if (mb->opd[k].kind == NN__FA_ROW) NN__PUT(", const int m%d_%d", j, k);
         }
         if (mb->written) NN__PUT(", __global float *y%d", j);
@@ -39582,10 +39612,11 @@ static char *nn__fuse_source(const nn_graph *g, const nn__fuse_chain *c) {
         char opd[2][48];
         for (k = 0; k < mb->n_opd; k++) {
             const nn__fuse_opd *o = &mb->opd[k];
+            int first = 0, x = o->kind == NN__FA_MEMBER ? 0 : nn__fuse_ext(c, j, k, &first);
             if (o->kind == NN__FA_MEMBER) snprintf(opd[k], sizeof opd[k], "v%d", o->node);
-            else if (o->kind == NN__FA_FULL) snprintf(opd[k], sizeof opd[k], "x%d[i]", o->node);
-            else if (o->kind == NN__FA_SCALAR) snprintf(opd[k], sizeof opd[k], "x%d[0]", o->node);
-            else snprintf(opd[k], sizeof opd[k], "x%d[i %% m%d_%d]", o->node, j, k);
+            else if (o->kind == NN__FA_FULL) snprintf(opd[k], sizeof opd[k], "x%d[i]", x);
+            else if (o->kind == NN__FA_SCALAR) snprintf(opd[k], sizeof opd[k], "x%d[0]", x);
+            else snprintf(opd[k], sizeof opd[k], "x%d[i %% m%d_%d]", x, j, k);
         }
         if (mb->kind == NN__FK_BINARY)
             NN__PUT("    float v%d;\n    { float u = %s, w = %s; v%d = (%s); }\n", j, opd[0], opd[1], j, nn__fuse_bfwd[mb->fn]);
@@ -39696,7 +39727,7 @@ static nn_result nn__fuse_launch(nn_graph *g, int id) {
     const nn__fuse_chain *c = &g->fusion->c[g->nodes[id].fused - 1];
     nn__launch *l = NULL;
     nn_result r = nn__launch_kernel(g, id, "fuse", "fused", (size_t)g->nodes[id].numel, &l);
-    int j, k, i, q;
+    int j, k;
     if (r != NN_OK) return r;
     l->source = c->source;
     r = nn__karg_int(l, "n", (int)g->nodes[id].numel);
@@ -39704,12 +39735,10 @@ static nn_result nn__fuse_launch(nn_graph *g, int id) {
         const nn__fuse_member *mb = &c->m[j];
         const nn__node *n = &g->nodes[mb->node];
         for (k = 0; k < mb->n_opd && r == NN_OK; k++) {
-            int seen = 0;
+            int first = 0;
             if (mb->opd[k].kind == NN__FA_MEMBER) continue;
-            for (i = 0; i <= j && !seen; i++)
-                for (q = 0; q < (i < j ? c->m[i].n_opd : k); q++)
-                    if (c->m[i].opd[q].kind != NN__FA_MEMBER && c->m[i].opd[q].node == mb->opd[k].node) seen = 1;
-            if (!seen) r = nn__karg_buf(l, "x", &g->nodes[mb->opd[k].node].buf);
+            (void)nn__fuse_ext(c, j, k, &first);
+            if (first) r = nn__karg_buf(l, "x", &g->nodes[mb->opd[k].node].buf);
             if (r == NN_OK && mb->opd[k].kind == NN__FA_ROW) r = nn__karg_int(l, "m", (int)mb->opd[k].m);
         }
         if (r == NN_OK && mb->written) r = nn__karg_buf(l, "y", &n->buf);
