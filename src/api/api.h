@@ -1858,6 +1858,11 @@ NN_API nn_result nn_graph_load_state(nn_graph *g, const char *path);
 /* Builds the layers of the model json on x ([batch, inputs[0].shape...], of its dtype):
    the last layer's output, or a failed tensor (the graph keeps the error). */
 NN_API nn_tensor nn_model_build(nn_graph *g, nn_tensor x, const char *json);
+/* nn_model_build for a model of several inputs or outputs: xs[k] ([batch, inputs[k].shape...]
+   of its dtype) for each of the n_x inputs, in the JSON's order; the outputs (the JSON's
+   "outputs", or the last layer's) into ys (cap entries), their count in *n_y. A failure is
+   the graph's error (as nn_model_build's, naming the JSON path); *n_y is then 0. */
+NN_API nn_result nn_model_build_io(nn_graph *g, const nn_tensor *xs, int n_x, const char *json, nn_tensor *ys, int cap, int *n_y);
 /* The JSON of the model from x to y: the chain of layers y comes from (each recognised from
    the nodes that nn_X_layer, the activations, the pools, nn_dropout, nn_reshape/nn_flatten,
    nn_softmax and nn_embedding make), x's shape without its first dim as the input's. Into
@@ -1883,7 +1888,10 @@ typedef struct nn_model_desc {
                                    naming the tensor. At least one must load. */
     const nn_graph_desc *graph; /* the graph's seed (NULL: defaults); eval is train's, and
                                    share_params is refused (the model's parameters are its own) */
-    nn_tensor *input, *output;  /* receive the model's input and output tensors (NULL: not wanted) */
+    nn_tensor *input, *output;  /* receive the model's (first) input and output tensors (NULL: not wanted) */
+    nn_tensor *inputs, *outputs; /* receive every input and output, in the JSON's order, max_io
+                                   entries each (those past the model's count: NN_NONE) */
+    int max_io;
 } nn_model_desc;
 /* Reads a file of nn_model_save and builds its model into a new graph *out: the input
    (named as in the JSON, shape [batch, ...]), the layers (the output kept: nn_graph_output),
