@@ -377,6 +377,14 @@ static void test_graph(const t_env *e) {
     for (i = 0; i < sizeof a1 / 4 && !ok; i++)
         if (a1[i] != a2[i]) T_CHECK(0, "head %lu: %.9g, %.9g", (unsigned long)i, a1[i], a2[i]);
     if (T_OK(nn_model_json(ld, NN_NONE, NN_NONE, j2, sizeof j2, &len), ctx)) T_CHECK(strcmp(j1, j2) == 0, "reloaded:\n%s\nsaved:\n%s", j2, j1);
+    { /* the loaded model's summary: its layers' parameters and the compiled plan's bytes */
+        char *sum = NULL;
+        if (T_OK(nn_graph_summary_string(ld, NULL, 0, &len), ctx) && (sum = (char *)malloc(len + 1)) != NULL &&
+            T_OK(nn_graph_summary_string(ld, sum, len + 1, &len), ctx))
+            T_CHECK(strstr(sum, "dec.multihead_attn.in_proj_weight") && strstr(sum, "enc.layers.1.linear2.weight") && strstr(sum, "activations"),
+                    "the summary:\n%s", sum);
+        free(sum);
+    }
 done:
     nn_graph_destroy(ld);
     nn_graph_destroy(g);
