@@ -2070,7 +2070,8 @@ NN_API nn_tensor nn_model_build(nn_graph *g, nn_tensor x, const char *json);
 NN_API nn_result nn_model_build_io(nn_graph *g, const nn_tensor *xs, int n_x, const char *json, nn_tensor *ys, int cap, int *n_y);
 /* The JSON of the model from x to y: the layers y comes from (each recognised from the
    nodes that nn_X_layer, the activations, the pools, nn_dropout, nn_reshape/nn_flatten,
-   nn_softmax, nn_embedding, nn_add/nn_sub/nn_mul of two tensors and nn_concat make, or
+   nn_softmax, nn_embedding (or nn_index_select of the rows of a table NAME.weight),
+   nn_add/nn_sub/nn_mul of two tensors and nn_concat make, or
    noted by the composed builders: the transformer layers and stacks, nn_gpt,
    nn_gpt_block, nn_multihead_attention, nn_lstm/nn_gru/nn_rnn), x's shape without its
    first dim as the input's. x NN_NONE: every input the outputs come from is the model's
@@ -43927,6 +43928,19 @@ static int nn__md_layer(const nn_graph *g, int id, nn__jtext *t, int *from, char
         nn__jt_float(t, n->a.norm.eps);
         nn__jt_puts(t, "}");
         *from = n->in[0];
+        return 1;
+    }
+    case NN__OP_INDEX_SELECT: { /* rows of a table parameter (examples/char_lstm.c's embedding): an embedding */
+        const nn__node *w = &g->nodes[n->in[0]];
+        if (n->a.gather.dim != 0 || w->shape.ndim != 2 || g->nodes[n->in[1]].shape.ndim != 1 ||
+            !nn__md_param(g, n->in[0], ".weight", name, sizeof name)) {
+            snprintf(why, wn, "an index_select that is not of a table's rows (NAME.weight [N, D], dim 0)");
+            return 0;
+        }
+        nn__jt_puts(t, "{\"type\": \"embedding\", \"name\": ");
+        nn__jt_string(t, name);
+        nn__jt_printf(t, ", \"num_embeddings\": %lld, \"embedding_dim\": %lld}", (long long)w->shape.dim[0], (long long)w->shape.dim[1]);
+        *from = n->in[1];
         return 1;
     }
     case NN__OP_EMBEDDING: {

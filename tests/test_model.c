@@ -86,6 +86,21 @@ static nn_tensor md_lstm(nn_graph *g, nn_tensor x) {
     return nn_linear_layer(g, nn_reshape(g, x, nn_shape2(s.dim[0] * s.dim[1], 12)), 13, NULL, "head");
 }
 
+/* examples/char_lstm.c's model(): a table parameter gathered with nn_index_select (an
+   embedding), nn_lstm (batch_first), a linear head on the rows: int32 [B, 7] -> [B * 7, 13] */
+static nn_tensor md_char_lstm(nn_graph *g, nn_tensor tokens) {
+    nn_init emb_init = {NN_INIT_NORMAL, 0.0f, 1.0f};
+    nn_rnn_desc rd;
+    nn_shape s;
+    nn_tensor table = nn_param(g, "embedding.weight", nn_shape2(13, 8), emb_init), x;
+    nn_tensor_shape(g, tokens, &s);
+    x = nn_reshape(g, nn_index_select(g, table, 0, nn_reshape(g, tokens, nn_shape1(s.dim[0] * s.dim[1]))), nn_shape3(s.dim[0], s.dim[1], 8));
+    memset(&rd, 0, sizeof rd);
+    rd.batch_first = 1;
+    x = nn_lstm(g, x, 12, &rd, "lstm");
+    return nn_linear_layer(g, nn_reshape(g, x, nn_shape2(s.dim[0] * s.dim[1], 12)), 13, NULL, "head");
+}
+
 /* Not a chain: self-attention with a residual add, an RMS norm, an encoder layer (norm
    first, GELU), a 2-layer bidirectional GRU, its output concatenated with its input, a
    linear head: [B, 5, 16] -> [B, 4] */
@@ -255,7 +270,7 @@ done:
 }
 
 static void test_roundtrip(const t_env *e) {
-    static const md_case cases[6] = {
+    static const md_case cases[7] = {
         {"conv2d, batch_norm2d, pools, layer_norm, dropout", md_cnn, NN_F32, {3, {2, 9, 9}}, "\"ceil_mode\": true"},
         {"conv1d, reshape, leaky_relu, softplus", md_seq_b, NN_F32, {2, {3, 11}}, "\"negative_slope\": 0.2"},
         {"embedding, softmax", md_emb, NN_I32, {1, {5}}, "\"padding_idx\": 1"},
@@ -264,9 +279,11 @@ static void test_roundtrip(const t_env *e) {
          "\"type\": \"reshape\", \"shape\": [-1, 12], \"include_batch\": true"},
         {"a graph: multihead_attention, residual add, rms_norm, encoder layer, gru, concat", md_tf, NN_F32, {2, {5, 16}},
          "{\"type\": \"concat\", \"dim\": 2, \"inputs\": [\"enc\", \"gru\"]}"},
+        {"char_lstm.c's model: index_select of a table, lstm, linear", md_char_lstm, NN_I32, {1, {7}},
+         "{\"type\": \"reshape\", \"shape\": [-1], \"include_batch\": true},\n  {\"type\": \"embedding\", \"name\": \"embedding\""},
     };
     int i;
-    for (i = 0; i < 6; i++) md_roundtrip_one(e, &cases[i]);
+    for (i = 0; i < 7; i++) md_roundtrip_one(e, &cases[i]);
 }
 
 /* A model written by hand: y = 2 x0 - x1 + 0.5 learned by a 2-8-1 MLP, 300 Adam steps. */

@@ -1900,7 +1900,8 @@ NN_API nn_tensor nn_model_build(nn_graph *g, nn_tensor x, const char *json);
 NN_API nn_result nn_model_build_io(nn_graph *g, const nn_tensor *xs, int n_x, const char *json, nn_tensor *ys, int cap, int *n_y);
 /* The JSON of the model from x to y: the layers y comes from (each recognised from the
    nodes that nn_X_layer, the activations, the pools, nn_dropout, nn_reshape/nn_flatten,
-   nn_softmax, nn_embedding, nn_add/nn_sub/nn_mul of two tensors and nn_concat make, or
+   nn_softmax, nn_embedding (or nn_index_select of the rows of a table NAME.weight),
+   nn_add/nn_sub/nn_mul of two tensors and nn_concat make, or
    noted by the composed builders: the transformer layers and stacks, nn_gpt,
    nn_gpt_block, nn_multihead_attention, nn_lstm/nn_gru/nn_rnn), x's shape without its
    first dim as the input's. x NN_NONE: every input the outputs come from is the model's

@@ -1081,6 +1081,19 @@ static int nn__md_layer(const nn_graph *g, int id, nn__jtext *t, int *from, char
         *from = n->in[0];
         return 1;
     }
+    case NN__OP_INDEX_SELECT: { /* rows of a table parameter (examples/char_lstm.c's embedding): an embedding */
+        const nn__node *w = &g->nodes[n->in[0]];
+        if (n->a.gather.dim != 0 || w->shape.ndim != 2 || g->nodes[n->in[1]].shape.ndim != 1 ||
+            !nn__md_param(g, n->in[0], ".weight", name, sizeof name)) {
+            snprintf(why, wn, "an index_select that is not of a table's rows (NAME.weight [N, D], dim 0)");
+            return 0;
+        }
+        nn__jt_puts(t, "{\"type\": \"embedding\", \"name\": ");
+        nn__jt_string(t, name);
+        nn__jt_printf(t, ", \"num_embeddings\": %lld, \"embedding_dim\": %lld}", (long long)w->shape.dim[0], (long long)w->shape.dim[1]);
+        *from = n->in[1];
+        return 1;
+    }
     case NN__OP_EMBEDDING: {
         const nn__node *w = &g->nodes[n->in[0]];
         if (!nn__md_param(g, n->in[0], ".weight", name, sizeof name)) {
