@@ -325,6 +325,9 @@ struct nn_graph {
     /* elementwise fusion (src/ops/fuse.c, issue 19) */
     struct nn__fusion *fusion;   /* the chains found at compile (NULL: none, or NN_FUSE=0) */
     void (*fusion_free)(nn_graph *g); /* its destructor, set by the compile that made it */
+    /* composed layers' notes, for nn_model_json (src/engine/layer_notes.c, issue 22) */
+    struct nn__notes *notes;
+    void (*notes_free)(nn_graph *g); /* their destructor, set with the first note */
 };
 
 
