@@ -219,6 +219,7 @@ void t_run_parts(const t_env *e, const t_part *parts, int n);
     X(gemm16)                                                                                      \
     X(conv_algo)                                                                                   \
     X(mixed)                                                                                       \
+    X(fuse)                                                                                        \
     X(registry)
 /* The test binary's path (argv[0]), for the cases that run it again in a child process. */
 extern const char *t_argv0;
@@ -227,6 +228,9 @@ int t_threads_child(const char *which);
 /* the CPU attention's causal skipping inside a tile on (1) or off (0) (tests/coverage.c) */
 void t_attn_causal_skip(int on);
 
+/* nn_graph_compile with elementwise fusion off (NN_FUSE=0; tests/test_fuse.c), for cases
+   that hold the op-by-op plan (a chain's memory by position) */
+nn_result t_compile_unfused(nn_graph *g, const nn_compile_desc *desc);
 #define X(name) void suite_##name(const t_env *e);
 T_SUITES(X)
 #undef X
