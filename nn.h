@@ -4250,6 +4250,10 @@ static NN__MAYBE_UNUSED int nn__mkdirs(const char *path) {
 #define NN__ACTIVATION_H
 
 #ifdef __OPENCL_VERSION__
+/* No contraction in the kernels that include this file (elementwise, loss, the generated
+   fused chains): the CPU backend does not contract (src/base/fp_begin.h), and a fused chain
+   must give its unfused nodes' bits; drivers contract a * b + c by default (NVIDIA does). */
+#pragma OPENCL FP_CONTRACT OFF
 #define NN__EXP exp
 #define NN__EXPM1 expm1
 #define NN__LOG1P log1p
@@ -15566,6 +15570,10 @@ static const char *const nn__cl_src_elementwise[] = {
 "#define NN__ACTIVATION_H\n",
 "\n",
 "#ifdef __OPENCL_VERSION__\n",
+"/* No contraction in the kernels that include this file (elementwise, loss, the generated\n",
+"   fused chains): the CPU backend does not contract (src/base/fp_begin.h), and a fused chain\n",
+"   must give its unfused nodes' bits; drivers contract a * b + c by default (NVIDIA does). */\n",
+"#pragma OPENCL FP_CONTRACT OFF\n",
 "#define NN__EXP exp\n",
 "#define NN__EXPM1 expm1\n",
 "#define NN__LOG1P log1p\n",
@@ -17361,6 +17369,10 @@ static const char *const nn__cl_src_loss[] = {
 "#define NN__ACTIVATION_H\n",
 "\n",
 "#ifdef __OPENCL_VERSION__\n",
+"/* No contraction in the kernels that include this file (elementwise, loss, the generated\n",
+"   fused chains): the CPU backend does not contract (src/base/fp_begin.h), and a fused chain\n",
+"   must give its unfused nodes' bits; drivers contract a * b + c by default (NVIDIA does). */\n",
+"#pragma OPENCL FP_CONTRACT OFF\n",
 "#define NN__EXP exp\n",
 "#define NN__EXPM1 expm1\n",
 "#define NN__LOG1P log1p\n",
@@ -23953,6 +23965,10 @@ static const char *const nn__cl_src_fuse[] = {
 "#define NN__ACTIVATION_H\n",
 "\n",
 "#ifdef __OPENCL_VERSION__\n",
+"/* No contraction in the kernels that include this file (elementwise, loss, the generated\n",
+"   fused chains): the CPU backend does not contract (src/base/fp_begin.h), and a fused chain\n",
+"   must give its unfused nodes' bits; drivers contract a * b + c by default (NVIDIA does). */\n",
+"#pragma OPENCL FP_CONTRACT OFF\n",
 "#define NN__EXP exp\n",
 "#define NN__EXPM1 expm1\n",
 "#define NN__LOG1P log1p\n",
