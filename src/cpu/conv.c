@@ -30,7 +30,7 @@ static void nn__conv2d_geom(nn__conv2d *c, const nn_shape *x, const nn_shape *w,
 }
 
 /* How a convolution node runs; chosen per shape when the graph is compiled. */
-enum { NN__CONV_GEMM = 0, NN__CONV_DIRECT = 1, NN__CONV_IMPLICIT = 2 };
+enum { NN__CONV_GEMM = 0, NN__CONV_DIRECT = 1, NN__CONV_IMPLICIT = 2, NN__CONV_WINOGRAD = 3 };
 
 /* Floats of scratch a conv node needs: one group's column matrix and one group's output
    (or output gradient) in [Kg, N*OH*OW] order. */
@@ -740,12 +740,4 @@ static void nn__iconv_backward_weight(nn__threadpool *pool, const nn__conv2d *c,
         return;
     }
     for (J.g = 0; J.g < c->G; J.g++) nn__threadpool_run(pool, nn__iconv_dw_task, &J, J.tasks);
-}
-
-/* The CPU backend's algorithm for a convolution that is not depthwise: NN_CONV_ALGO=im2col
-   forces the im2col path (the tests run both), else the implicit GEMM */
-static int nn__conv_cpu_algo(void) {
-    const char *e = getenv("NN_CONV_ALGO");
-    if (e && !strcmp(e, "im2col")) return NN__CONV_GEMM;
-    return NN__CONV_IMPLICIT;
 }
