@@ -7935,6 +7935,7 @@ static void nn__iconv_fwd_task(void *arg, int t, int n_tasks) {
     int64_t per = (nch + n_tasks - 1) / n_tasks, ch, ch1 = per * (t + 1) < nch ? per * (t + 1) : nch;
     float *bb = nn__iconv_align(J->bufs + J->L->per_task * (size_t)t), *tmp = bb + (size_t)J->L->kc * NN__ICONV_COLS;
     float *yg = J->y + (int64_t)J->g * Kg * OHW;
+    int avx512 = nn__vm_isa() == 2;
     for (ch = per * t; ch < ch1; ch++) {
         int64_t q0 = ch * NN__ICONV_COLS;
         int ncols = (int)(P - q0 < NN__ICONV_COLS ? P - q0 : NN__ICONV_COLS), pc, jr, ir, i, j;
@@ -7951,7 +7952,14 @@ static void nn__iconv_fwd_task(void *arg, int t, int n_tasks) {
                     const float *ap = J->apk + (size_t)pc * Kgp + (size_t)ir * kc;
                     if (m == mr && n == nr && pix + nr <= OHW)
                         arch->ukr(kc, ap, bp, yg + (img * c->K + ir) * OHW + pix, (int)OHW, 1.0f, beta);
-                    else {
+                    else if (n == nr && pix + nr <= OHW) { /* the last rows of filters: whole rows of the tile */
+                        float *yr = yg + (img * c->K + ir) * OHW + pix;
+                        arch->ukr(kc, ap, bp, tmp, nr, 1.0f, 0.0f);
+                        for (i = 0; i < m; i++) { /* t + beta y as the edge store: y = t, or y + t */
+                            if (beta == 0.0f) nn__iconv_copy(avx512, yr + (int64_t)i * OHW, tmp + (size_t)i * nr, nr);
+                            else nn__iconv_add(avx512, yr + (int64_t)i * OHW, tmp + (size_t)i * nr, nr);
+                        }
+                    } else {
                         arch->ukr(kc, ap, bp, tmp, nr, 1.0f, 0.0f);
                         nn__iconv_store(tmp, nr, m, n, beta, yg + (int64_t)ir * OHW, (int64_t)c->K * OHW, OHW, q);
                     }
@@ -8794,8 +8802,8 @@ static void nn__dwconv2d_backward_weight(nn__threadpool *pool, const nn__conv2d 
    of float adds). dx is the same convolution of dy with the flipped filter (channels
    swapped, padding 2 - p); dw stays on the implicit GEMM.
 
-   Work is cut into chunks of tile rows (NN__WINO_TILES tiles, across images when they are
-   small); a task transforms a chunk's input straight into the microkernel's column panels,
+   Work is cut into chunks of NN__WINO_TILES tiles in the order (image, tile row, tile
+   column), across rows and images; a task transforms a chunk's input straight into the microkernel's column panels,
    runs the 16 products into its own M, and transforms M into the output, so what a chunk
    touches stays in the L2 cache. Each output element gets the same arithmetic whatever the
    chunk and thread count.
@@ -8811,7 +8819,7 @@ static void nn__dwconv2d_backward_weight(nn__threadpool *pool, const nn__conv2d 
    constant over the direct sum: tests/test_conv_algo.c holds it to 1e-5 of the sum of
    |x||w| terms against a double reference, and the op checker's 1e-4 holds. */
 
-#define NN__WINO_TILES 96 /* tiles per chunk (rounded up to whole tile rows) */
+#define NN__WINO_TILES 96 /* tiles per chunk: a multiple of every nr */
 
 /* Whether a convolution is one Winograd F(2x2, 3x3) runs: for dx, padding p becomes 2 - p */
 static int nn__wino_fits(const nn__conv2d *c) {
@@ -8824,16 +8832,13 @@ typedef struct nn__wino {
     const nn__gemm_arch *arch;
     int N, Ci, Co, H, W, OH, OW, ph, pw;
     int TH, TW;        /* tiles of an image: ceil(OH / 2) x ceil(OW / 2) */
-    int rows;          /* tile rows per chunk */
-    int lc;            /* a chunk's columns: rows * (TW + 1), tile tw of row r at r (TW + 1) + tw
-                          (column TW of each row is a spare, computed and not stored: the
-                          transforms then run over a whole chunk's columns at once) */
+    int lc;            /* tiles per chunk */
     int ntp;           /* columns of a chunk's panels: lc rounded up */
-    int S;             /* floats of one of a chunk's rows: lc + 1, rounded up */
+    int S;             /* floats of one of a chunk's rows of transform values: lc rounded up */
     int kc;            /* the K block of the products (over Ci) */
     int Cop;           /* Co rounded up to mr */
     int T;             /* tasks */
-    int64_t nrows;     /* tile rows in all: N * TH */
+    int64_t ntiles;    /* tiles in all: N * TH * TW */
     size_t usz, vsz, msz; /* floats of one packed U_xi, V_xi (panels), M_xi */
     size_t upk, per_task; /* floats: U packed and its unpacked copy; each task's own */
 } nn__wino;
@@ -8866,12 +8871,10 @@ static void nn__wino_layout(const nn__conv2d *c, int op, int T, nn__wino *L) {
     }
     L->TH = (L->OH + 1) / 2;
     L->TW = (L->OW + 1) / 2;
-    L->nrows = (int64_t)L->N * L->TH;
-    L->rows = (NN__WINO_TILES + L->TW - 1) / L->TW;
-    if (L->rows > L->nrows) L->rows = (int)(L->nrows > 0 ? L->nrows : 1);
-    L->lc = L->rows * (L->TW + 1);
+    L->ntiles = (int64_t)L->N * L->TH * L->TW;
+    L->lc = L->ntiles < NN__WINO_TILES ? (int)(L->ntiles > 0 ? L->ntiles : 1) : NN__WINO_TILES;
     L->ntp = (L->lc + al - 1) / al * al;
-    L->S = (L->lc + 1 + 15) / 16 * 16;
+    L->S = (L->lc + 15) / 16 * 16;
     nkb = (L->Ci + arch->kc - 1) / arch->kc; /* K blocks of at most kc, even, multiples of 8 */
     L->kc = ((L->Ci + nkb - 1) / nkb + 7) / 8 * 8;
     if (L->kc > L->Ci) L->kc = L->Ci;
@@ -8881,7 +8884,7 @@ static void nn__wino_layout(const nn__conv2d *c, int op, int T, nn__wino *L) {
     L->vsz = (size_t)L->Ci * L->ntp;
     L->msz = (size_t)L->Cop * L->ntp;
     L->upk = 16 * L->usz + 16 * (size_t)L->Co * L->Ci + 16;
-    L->per_task = 16 * (L->vsz + L->msz) + 16 * (size_t)L->S + 4 * (size_t)L->S + 32;
+    L->per_task = 16 * (L->vsz + L->msz) + 32 * (size_t)L->S + 32;
 }
 
 /* Floats of scratch a Winograd conv node needs (op 0 forward, 1 dx) on T threads: its own,
@@ -8896,15 +8899,16 @@ static int64_t nn__wino_scratch(const nn__conv2d *c, int op, int T) {
 
 /* ---- the transforms' rows, one set per instruction set ----------------------------------
    vcol: e0 = d0 - d2, e1 = d1 + d2, e2 = d2 - d1, e3 = d1 - d3 (B^T down a column of 4 rows)
-   hrow: from a row's even (E) and odd (O) columns, B along it for tiles j:
-         o0 = E[j] - E[j+1], o1 = O[j] + E[j+1], o2 = E[j+1] - O[j], o3 = O[j] - O[j+1]
+   hrow: B along a row for tiles j from its columns 2 tw .. 2 tw + 3 (E, O, E1, O1):
+         o0 = E[j] - E1[j], o1 = O[j] + E1[j], o2 = E1[j] - O[j], o3 = O[j] - O1[j]
    orow: A^T m A of tiles j from the 16 rows m[4 i + j'] of M:
          s0 = m0 + m1 + m2, s1 = m1 - m2 - m3 down each column j', then the same along
          the rows: y00, y01 (from s0), y10, y11 (from s1) */
 typedef struct nn__wino_fns {
     void (*vcol)(const float *d0, const float *d1, const float *d2, const float *d3, float *e0, float *e1, float *e2,
                  float *e3, int n);
-    void (*hrow)(const float *E, const float *O, float *o0, float *o1, float *o2, float *o3, int n);
+    void (*hrow)(const float *E, const float *O, const float *E1, const float *O1, float *o0, float *o1, float *o2,
+                 float *o3, int n);
     int (*orow)(const float *const *m, float *y00, float *y01, float *y10, float *y11, int n, const float *bias);
     /* E[j] = v(2 j), O[j] = v(2 j + 1) for j < n, v(k) = xr[k - pw] inside [0, W), else 0 */
     void (*deint)(const float *xr, int W, int pw, float *E, float *O, int n);
@@ -8936,12 +8940,12 @@ typedef struct nn__wino_fns {
             e3[j] = d1[j] - d3[j];                                                                                    \
         }                                                                                                             \
     }                                                                                                                 \
-    TGT static void nn__wino_hrow_##S(const float *E, const float *O, float *o0, float *o1, float *o2, float *o3,     \
-                                      int n) {                                                                        \
+    TGT static void nn__wino_hrow_##S(const float *E, const float *O, const float *E1, const float *O1, float *o0,   \
+                                      float *o1, float *o2, float *o3, int n) {                                       \
         int j = 0;                                                                                                    \
         for (; j + (VL) <= n; j += (VL)) {                                                                            \
-            VT v_, ev = NN__WINO_LD(E + j), ev1 = NN__WINO_LD(E + j + 1), od = NN__WINO_LD(O + j),                    \
-                   od1 = NN__WINO_LD(O + j + 1), r;                                                                    \
+            VT v_, ev = NN__WINO_LD(E + j), ev1 = NN__WINO_LD(E1 + j)    , od = NN__WINO_LD(O + j),                    \
+                   od1 = NN__WINO_LD(O1 + j), r;                                                                        \
             r = ev - ev1;                                                                                               \
             __builtin_memcpy(o0 + j, &r, sizeof r);                                                                   \
             r = od + ev1;                                                                                               \
@@ -8952,10 +8956,10 @@ typedef struct nn__wino_fns {
             __builtin_memcpy(o3 + j, &r, sizeof r);                                                                   \
         }                                                                                                             \
         for (; j < n; j++) {                                                                                          \
-            o0[j] = E[j] - E[j + 1];                                                                                  \
-            o1[j] = O[j] + E[j + 1];                                                                                  \
-            o2[j] = E[j + 1] - O[j];                                                                                  \
-            o3[j] = O[j] - O[j + 1];                                                                                  \
+            o0[j] = E[j] - E1[j];                                                                                     \
+            o1[j] = O[j] + E1[j];                                                                                     \
+            o2[j] = E1[j] - O[j];                                                                                     \
+            o3[j] = O[j] - O1[j];                                                                                     \
         }                                                                                                             \
     }                                                                                                                 \
     TGT static int nn__wino_orow_##S(const float *const *m, float *y00, float *y01, float *y10, float *y11, int n,   \
@@ -9130,39 +9134,42 @@ static float *nn__wino_vp(const nn__wino *L, float *v, int ci, int t) {
     return v + (size_t)pc * L->ntp + (size_t)(t / nr) * kcb * nr + (size_t)(ci - pc) * nr + t % nr;
 }
 
-/* One chunk's input transform: tile rows [r0, r1) of every input channel into V's panels.
-   d: the 4 input rows of each tile row, even columns then odd, [4][2][S]; e: B^T d, alike */
-static void nn__wino_input(const nn__wino_job *J, int64_t r0, int64_t r1, float *v, float *d) {
+/* One chunk's input transform: tiles [t0, t1) of every input channel into V's panels. d: the
+   4 input rows of each tile, their columns 2 tw, 2 tw + 1, 2 tw + 2, 2 tw + 3 as 4 rows of the
+   chunk's tiles, [4][4][S]; e: B^T d, alike */
+static void nn__wino_input(const nn__wino_job *J, int64_t t0, int64_t t1, float *v, float *d) {
     const nn__wino *L = J->L;
-    int TW = L->TW, nr = L->arch->nr, w1 = TW + 1, S = L->S, lc = (int)(r1 - r0) * w1, ci, i, xi, jr, t;
-    float *e = d + 8 * (size_t)S;
-    int64_t r;
+    int TW = L->TW, nr = L->arch->nr, S = L->S, lc = (int)(t1 - t0), ci, i, xi, jr, t;
+    float *e = d + 16 * (size_t)S;
+    int64_t q;
     for (ci = 0; ci < L->Ci; ci++) {
-        for (r = r0; r < r1; r++) {
-            int64_t n = r / L->TH;
-            int th = (int)(r % L->TH);
-            size_t off = (size_t)(r - r0) * w1;
+        for (q = t0; q < t1;) { /* a run of tiles along one tile row */
+            int64_t r = q / TW, n = r / L->TH;
+            int th = (int)(r % L->TH), tw0 = (int)(q % TW), len = (int)(t1 - q < TW - tw0 ? t1 - q : TW - tw0);
+            size_t off = (size_t)(q - t0);
             const float *xc = J->x + ((size_t)n * L->Ci + ci) * L->H * (size_t)L->W;
             for (i = 0; i < 4; i++) { /* input row 2 th - ph + i */
-                int iy = 2 * th - L->ph + i;
-                float *E = d + (size_t)(2 * i) * S + off, *O = E + S;
-                if (iy < 0 || iy >= L->H) {
-                    memset(E, 0, (size_t)w1 * sizeof(float));
-                    memset(O, 0, (size_t)w1 * sizeof(float));
-                } else
-                    J->fn->deint(xc + (size_t)iy * L->W, L->W, L->pw, E, O, w1);
+                int iy = 2 * th - L->ph + i, k;
+                float *D = d + (size_t)(4 * i) * S + off;
+                if (iy < 0 || iy >= L->H)
+                    for (k = 0; k < 4; k++) memset(D + (size_t)k * S, 0, (size_t)len * sizeof(float));
+                else {
+                    const float *xr = xc + (size_t)iy * L->W;
+                    J->fn->deint(xr, L->W, L->pw - 2 * tw0, D, D + S, len);
+                    J->fn->deint(xr, L->W, L->pw - 2 * tw0 - 2, D + 2 * (size_t)S, D + 3 * (size_t)S, len);
+                }
             }
+            q += len;
         }
-        for (i = 0; i < 8; i++) d[(size_t)i * S + lc] = 0.0f; /* read by the chunk's last spare column */
-        J->fn->vcol(d, d + 2 * (size_t)S, d + 4 * (size_t)S, d + 6 * (size_t)S, e, e + 2 * (size_t)S, e + 4 * (size_t)S,
-                    e + 6 * (size_t)S, 2 * S);
+        J->fn->vcol(d, d + 4 * (size_t)S, d + 8 * (size_t)S, d + 12 * (size_t)S, e, e + 4 * (size_t)S, e + 8 * (size_t)S,
+                    e + 12 * (size_t)S, 4 * S);
         for (jr = 0; jr < lc; jr += nr) { /* one panel's run of columns at a time */
             int len = lc - jr < nr ? lc - jr : nr;
             for (i = 0; i < 4; i++) {
-                const float *E = e + (size_t)(2 * i) * S + jr, *O = E + S;
+                const float *E = e + (size_t)(4 * i) * S + jr;
                 float *o[4];
                 for (xi = 0; xi < 4; xi++) o[xi] = nn__wino_vp(L, v + (size_t)(4 * i + xi) * L->vsz, ci, jr);
-                J->fn->hrow(E, O, o[0], o[1], o[2], o[3], len);
+                J->fn->hrow(E, E + S, E + 2 * (size_t)S, E + 3 * (size_t)S, o[0], o[1], o[2], o[3], len);
             }
             if (len < nr) /* the last panel's columns past the chunk: zeros, not stale scratch */
                 for (xi = 0; xi < 16; xi++)
@@ -9172,21 +9179,23 @@ static void nn__wino_input(const nn__wino_job *J, int64_t r0, int64_t r1, float 
 }
 
 /* One chunk's output transform: M [16][Cop, ntp] to y (+ bias); whether every output is finite */
-static int nn__wino_output(const nn__wino_job *J, int64_t r0, int64_t r1, const float *m, float *ob) {
+static int nn__wino_output(const nn__wino_job *J, int64_t t0, int64_t t1, const float *m, float *ob) {
     const nn__wino *L = J->L;
-    int TW = L->TW, w1 = TW + 1, S = L->S, lc = (int)(r1 - r0) * w1, co, xi, ok = 1;
-    int64_t r;
+    int TW = L->TW, S = L->S, lc = (int)(t1 - t0), co, xi, ok = 1;
+    int64_t q;
     for (co = 0; co < L->Co; co++) {
         const float *mp[16];
         for (xi = 0; xi < 16; xi++) mp[xi] = m + (size_t)xi * L->msz + (size_t)co * L->ntp;
         ok &= J->fn->orow(mp, ob, ob + S, ob + 2 * (size_t)S, ob + 3 * (size_t)S, lc, J->b ? J->b + co : NULL);
-        for (r = r0; r < r1; r++) {
-            int64_t n = r / L->TH;
-            int th = (int)(r % L->TH);
-            size_t off = (size_t)(r - r0) * w1;
-            float *y0 = J->y + (((size_t)n * L->Co + co) * L->OH + 2 * th) * (size_t)L->OW;
-            J->fn->inter(ob + off, ob + S + off, y0, L->OW);
-            if (2 * th + 1 < L->OH) J->fn->inter(ob + 2 * (size_t)S + off, ob + 3 * (size_t)S + off, y0 + L->OW, L->OW);
+        for (q = t0; q < t1;) {
+            int64_t r = q / TW, n = r / L->TH;
+            int th = (int)(r % L->TH), tw0 = (int)(q % TW), len = (int)(t1 - q < TW - tw0 ? t1 - q : TW - tw0);
+            int ow = L->OW - 2 * tw0 < 2 * len ? L->OW - 2 * tw0 : 2 * len;
+            size_t off = (size_t)(q - t0);
+            float *y0 = J->y + (((size_t)n * L->Co + co) * L->OH + 2 * th) * (size_t)L->OW + 2 * tw0;
+            J->fn->inter(ob + off, ob + S + off, y0, ow);
+            if (2 * th + 1 < L->OH) J->fn->inter(ob + 2 * (size_t)S + off, ob + 3 * (size_t)S + off, y0 + L->OW, ow);
+            q += len;
         }
     }
     return ok;
@@ -9201,9 +9210,9 @@ static void nn__wino_task(void *arg, int t, int n_tasks) {
     float *v = nn__gemm_align(J->bufs + L->per_task * (size_t)t), *m = v + 16 * L->vsz, *d = m + 16 * L->msz;
     J->bad[t] = 0.0f;
     for (ch = per * t; ch < ch1; ch++) {
-        int64_t r0 = ch * L->rows, r1 = r0 + L->rows < L->nrows ? r0 + L->rows : L->nrows;
-        int lc = (int)(r1 - r0) * (L->TW + 1);
-        nn__wino_input(J, r0, r1, v, d);
+        int64_t t0 = ch * L->lc, t1 = t0 + L->lc < L->ntiles ? t0 + L->lc : L->ntiles;
+        int lc = (int)(t1 - t0);
+        nn__wino_input(J, t0, t1, v, d);
         for (xi = 0; xi < 16; xi++) {
             const float *u = J->upk + (size_t)xi * L->usz, *vx = v + (size_t)xi * L->vsz;
             float *mx = m + (size_t)xi * L->msz;
@@ -9216,7 +9225,7 @@ static void nn__wino_task(void *arg, int t, int n_tasks) {
                                   mx + (size_t)ir * L->ntp + jr, L->ntp, 1.0f, beta);
             }
         }
-        if (!nn__wino_output(J, r0, r1, m, d)) J->bad[t] = 1.0f;
+        if (!nn__wino_output(J, t0, t1, m, d)) J->bad[t] = 1.0f;
     }
 }
 
@@ -9247,9 +9256,9 @@ static int nn__wino_run(nn__threadpool *pool, const nn__conv2d *c, int op, int T
     J.upk = upk;
     J.y = y;
     J.bufs = scratch + L.upk;
-    J.nchunks = (L.nrows + L.rows - 1) / L.rows;
+    J.nchunks = (L.ntiles + L.lc - 1) / L.lc;
     tasks = L.T < nn__threadpool_size(pool) ? L.T : nn__threadpool_size(pool);
-    if ((double)L.nrows * L.TW * 16.0 * L.Ci * L.Co < (double)NN__PAR_MIN * 8) tasks = 1;
+    if ((double)L.ntiles * 16.0 * L.Ci * L.Co < (double)NN__PAR_MIN * 8) tasks = 1;
     if (tasks > J.nchunks) tasks = (int)J.nchunks;
     if (tasks < 1) tasks = 1;
     J.bad = scratch + L.upk + L.per_task * (size_t)L.T;
