@@ -1,9 +1,10 @@
-/* The CPU backend's convolution algorithms (src/cpu/conv.c): the implicit GEMM (the default
-   for convolutions that are not depthwise) against the im2col path it replaced
-   (NN_CONV_ALGO=im2col), to the bit, forward, dx, dw and db, at shapes that reach every
-   branch of the implicit path: several K blocks of the weights (C*KH*KW > 256) and of dy (K
-   > 256), dx in chunks of output rows, chunks and K blocks of dw across images, stride,
-   dilation, padding, groups, 1, 3, 7 and 33 channels; on 1, 2 and 3 threads. The op
+/* The CPU backend's convolution algorithms (src/cpu/conv.c, src/cpu/conv_wino.c): the
+   implicit GEMM (NN_CONV_ALGO=gemm; the default for convolutions that are not depthwise
+   where Winograd does not run) against the im2col path it replaced (NN_CONV_ALGO=im2col),
+   to the bit, forward, dx, dw and db, at shapes that reach every branch of the implicit
+   path: several K blocks of the weights (C*KH*KW > 256) and of dy (K > 256), dx in chunks
+   of output rows, chunks and K blocks of dw across images, stride, dilation, padding,
+   groups, 1, 3, 7 and 33 channels; on 1, 2 and 3 threads. The op
    checker's conv2d cases (tests/test_conv.c) hold the default algorithm to a double
    reference and finite differences; conv_algo_im2col_cases runs them with the im2col path
    forced, so both algorithms meet the reference.
@@ -119,7 +120,7 @@ static void conv_algo_bitwise(const t_env *e) {
             int ok;
             setenv("NN_CONV_ALGO", "im2col", 1);
             ok = conv_algo_run(e->ctx, c, ref[0], ref[1], ref[2], ref[3]);
-            unsetenv("NN_CONV_ALGO");
+            setenv("NN_CONV_ALGO", "gemm", 1); /* the implicit GEMM, not Winograd where it would apply */
             for (ti = 0; ok && ti < sizeof threads / sizeof threads[0]; ti++) {
                 static const char *what[4] = {"y", "dx", "dw", "db"};
                 nn_context_desc cdesc;
@@ -137,6 +138,7 @@ static void conv_algo_bitwise(const t_env *e) {
                     }
                 nn_context_destroy(ctx);
             }
+            unsetenv("NN_CONV_ALGO");
         }
         for (k = 0; k < 4; k++) {
             free(ref[k]);
