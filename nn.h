@@ -2460,6 +2460,7 @@ typedef struct nn__attn_attr { /* q [B, H, Tq, D], k [B, Hkv, Tk, D], v [B, Hkv,
                             int32 (nonzero: hidden; nn.MultiheadAttention's bool attn_mask) */
     int kpm_mode;        /* 0 none, 1 float, 2 int32 (nonzero: ignore the key) */
     int ms[4];           /* the mask's element strides over b, h, i, j (0: broadcast) */
+    int with_dq;         /* ATTENTION_DKV: dq too, after dk and dv (q, k or v all need gradients) */
 } nn__attn_attr;
 
 /* nn_attention with an int32 mask read as nn.MultiheadAttention's (nonzero: hidden) when
@@ -11594,6 +11595,11 @@ static void nn__rope(nn__threadpool *pool, const nn__rope_attr *a, float *y, con
 #define NN__ATTN_BC 64 /* keys of a tile */
 #define NN__ATTN_ALL (1 << 28) /* a bound of nn__attn_krange / diag that bounds nothing */
 
+/* the backward's passes where dq, dk and dv are all wanted: 1 one pass when it fills the
+   threads (nn__attn_one_pass_fits), 0 always the dK/dV pass then the dQ pass, 2 always one
+   pass (the same bits either way; tests compare them) */
+static int nn__attn_one_pass = 1;
+
 /* 1: a causal mask's zero weights inside a tile are not computed (the AVX-512 path); 0:
    the whole tile, as the GEMM path (tests compare the two) */
 static int nn__attn_causal_skip = 1;
@@ -11607,7 +11613,7 @@ typedef struct nn__attn_job {
     uint64_t seed, step;
     int64_t units, per; /* work units, and per task */
     float *ws;          /* per task: nn__attn_ws_floats(max(D, Dv)) */
-    int kind;           /* 0 forward, 1 dq, 2 dkv, 3 d(mask) */
+    int kind;           /* 0 forward, 1 dq, 2 dkv, 3 d(mask), 4 dq, dk and dv in one pass */
     int avx512;         /* the AVX-512 microkernels (else the GEMM) */
 } nn__attn_job;
 
@@ -12118,6 +12124,63 @@ static void nn__attn_dkv_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
     }
 }
 
+/* ---- dQ, dK, dV in one pass (FlashAttention-2's order): one (b, key/value head) per
+   unit, its key blocks in order, each over the group's query heads and every query block
+   in order: the scores, P and dS of a tile once, then dv_j += (P z)^T dO, dk_j += dS^T q
+   and dq_i += dS k_j, the last straight into dq's rows (the unit owns its heads' rows, so
+   no accumulator of its own and no atomics). Each dq element sums the key blocks in order
+   as the dQ pass does, each dk, dv element the query heads and blocks in order as the
+   dK/dV pass does, with the same tile products: the bits of the two passes. ---- */
+static void nn__attn_bwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw) {
+    const nn__attn_attr *a = &J->a;
+    int D = a->D, Dv = a->Dv, W = nn__attn_w(a), grp = a->H / a->Hkv;
+    int b = (int)(u / a->Hkv), hk = (int)(u % a->Hkv), h, i0, j0, r, c, d;
+    float *S = ws, *dP = S + NN__ATTN_BR * NN__ATTN_BC;
+    float *dk = S + 2 * NN__ATTN_BR * NN__ATTN_BC + (int64_t)NN__ATTN_BR * W + 2 * NN__ATTN_BR, *dv = dk + (int64_t)NN__ATTN_BC * W;
+    float *Kt = dv + (int64_t)NN__ATTN_BC * W, *Vt = Kt + (int64_t)NN__ATTN_BC * W;
+    for (h = hk * grp; h < (hk + 1) * grp; h++)
+        for (r = 0; r < a->Tq; r++) {
+            float *o = NN__ATTN_ROW(J->dq, J->qs, b, h, r);
+            for (d = 0; d < D; d++) o[d] = 0.0f;
+        }
+    for (j0 = 0; j0 < a->Tk; j0 += NN__ATTN_BC) {
+        int nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC;
+        const float *kb = NN__ATTN_ROW(J->k, J->ks, b, hk, j0), *vb = NN__ATTN_ROW(J->v, J->vs, b, hk, j0);
+        const float *kt = NULL, *vt = NULL; /* K^T and V^T packed once for every query block */
+        for (c = 0; c < nc * D; c++) dk[c] = 0.0f;
+        for (c = 0; c < nc * Dv; c++) dv[c] = 0.0f;
+        if (J->avx512) {
+            nn__attn_pack_t(Kt, kb, J->ks[2], nc, D);
+            nn__attn_pack_t(Vt, vb, J->vs[2], nc, Dv);
+            kt = Kt, vt = Vt;
+        }
+        for (h = hk * grp; h < (hk + 1) * grp; h++)
+            for (i0 = 0; i0 < a->Tq; i0 += NN__ATTN_BR) {
+                int nr = a->Tq - i0 < NN__ATTN_BR ? a->Tq - i0 : NN__ATTN_BR;
+                const float *qb = NN__ATTN_ROW(J->q, J->qs, b, h, i0), *gb = NN__ATTN_ROW(J->dout, J->os, b, h, i0);
+                int diag = nn__attn_diag(J, i0, j0);
+                if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
+                nn__attn_abt(J, gw, S, qb, J->qs[2], nr, kb, J->ks[2], nc, D, a->scale, kt, Kt, diag);
+                if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
+                nn__attn_abt(J, gw, dP, gb, J->os[2], nr, vb, J->vs[2], nc, Dv, 1.0f, vt, Vt, diag);
+                nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP, diag);
+                nn__attn_ab(J, gw, dv, Dv, 1, S, NN__ATTN_BC, nc, nr, gb, J->os[2], Dv, diag);
+                nn__attn_ab(J, gw, dk, D, 1, dP, NN__ATTN_BC, nc, nr, qb, J->qs[2], D, diag);
+                nn__attn_ab(J, gw, NN__ATTN_ROW(J->dq, J->qs, b, h, i0), J->qs[2], 0, dP, NN__ATTN_BC, nr, nc, kb, J->ks[2], D, diag);
+            }
+        for (c = 0; c < nc; c++) {
+            float *ko = NN__ATTN_ROW(J->dk, J->ks, b, hk, j0 + c), *vo = NN__ATTN_ROW(J->dv, J->vs, b, hk, j0 + c);
+            for (d = 0; d < D; d++) ko[d] = dk[(int64_t)c * D + d] * a->scale;
+            for (d = 0; d < Dv; d++) vo[d] = dv[(int64_t)c * Dv + d];
+        }
+    }
+    for (h = hk * grp; h < (hk + 1) * grp; h++)
+        for (r = 0; r < a->Tq; r++) {
+            float *o = NN__ATTN_ROW(J->dq, J->qs, b, h, r);
+            for (d = 0; d < D; d++) o[d] *= a->scale;
+        }
+}
+
 /* ---- d(mask): one unit per (b, h, query block, key block) of the dims the mask does not
    broadcast; a broadcast dim's whole range is summed inside the unit, in order (b, h,
    query blocks, key blocks, then a tile's rows and columns), so no two units write one
@@ -12185,7 +12248,8 @@ static void nn__attn_task(void *arg, int t, int n_tasks) {
         if (J->kind == 0) nn__attn_fwd_unit(J, u, ws, &gw);
         else if (J->kind == 1) nn__attn_dq_unit(J, u, ws, &gw);
         else if (J->kind == 2) nn__attn_dkv_unit(J, u, ws, &gw);
-        else nn__attn_dmask_unit(J, u, ws, &gw);
+        else if (J->kind == 3) nn__attn_dmask_unit(J, u, ws, &gw);
+        else nn__attn_bwd_unit(J, u, ws, &gw);
     }
     NN_FREE(gw.p);
 }
@@ -12201,7 +12265,7 @@ static nn_result nn__attn_run(nn__threadpool *pool, nn__attn_job *J) {
 #if defined(NN__VM_X86)
     J->avx512 = nn__vm_isa() == 2 && strcmp(nn__gemm_pick_arch()->name, "avx512f") == 0; /* as the GEMM (its forced kernel too) */
 #endif
-    J->units = J->kind == 2 ? (int64_t)a->B * a->Hkv * nkb : (int64_t)a->B * a->H * nqb;
+    J->units = J->kind == 4 ? (int64_t)a->B * a->Hkv : J->kind == 2 ? (int64_t)a->B * a->Hkv * nkb : (int64_t)a->B * a->H * nqb;
     if (J->kind == 3) {
         int64_t cnt[4];
         nn__attn_dmask_counts(a, cnt);
@@ -12222,6 +12286,14 @@ static nn_result nn__attn_run(nn__threadpool *pool, nn__attn_job *J) {
     else nn__threadpool_run(pool, nn__attn_task, J, tasks);
     NN_FREE(own);
     return NN_OK;
+}
+
+/* Whether the one-pass backward (one unit per batch and key/value head) keeps `tasks`
+   threads busy: as many units as threads, in equal shares or at least four a thread. */
+static int nn__attn_one_pass_fits(const nn__attn_attr *a, int tasks) {
+    int64_t u = (int64_t)a->B * a->Hkv;
+    if (nn__attn_one_pass != 1) return nn__attn_one_pass == 2;
+    return u >= tasks && (u % tasks == 0 || u >= 4 * (int64_t)tasks);
 }
 
 /* ======================================================================
@@ -37456,7 +37528,9 @@ static nn_result nn__launch_sinusoidal(nn_graph *g, int id) { /* never scheduled
    gradient reaching ATTENTION is [dO, 0]. The backward:
      ATTENTION_DELTA (packed, dpacked) -> [B*H*Tq]: delta_i = sum_d dO_id O_id
      ATTENTION_DQ    (q, k, v, packed, dpacked, delta[, masks]) -> q's shape
-     ATTENTION_DKV   (the same) -> a flat [dK (k's shape), dV (v's shape)], sliced
+     ATTENTION_DKV   (the same) -> a flat [dK (k's shape), dV (v's shape)], sliced; when q
+                     needs a gradient too, [dK, dV, dQ] (with_dq; ATTENTION_DQ then only
+                     where k and v need none): the CPU computes the three in one pass
      ATTENTION_DMASK (the same) -> the additive mask's shape: dS summed over the dims the
                      mask broadcasts (only when the mask needs a gradient)
    each recomputing the scores tile by tile: P = exp(S - lse), dS = P (dP z - delta) with
@@ -37607,11 +37681,16 @@ static nn_tensor nn__attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor 
 #define nn__grad_attention_dq nn__grad_none
 #define nn__plan_attention_dq nn__no_plan
 #define nn__grad_attention_dkv nn__grad_none
-#define nn__plan_attention_dkv nn__no_plan
 #define nn__grad_attention_dmask nn__grad_none
 #define nn__plan_attention_dmask nn__no_plan
 
-/* dq, and dk, dv sliced from one node */
+/* a device's ATTENTION_DKV with dq: the dQ kernel's output in the node's scratch, then
+   copied after dk and dv (the kernels write from their output's start) */
+static void nn__plan_attention_dkv(nn_graph *g, nn__node *n) {
+    n->scratch = n->a.attn.with_dq && !g->ctx->backend->host_memory ? (int64_t)n->a.attn.B * n->a.attn.H * n->a.attn.Tq * n->a.attn.D : 0;
+}
+
+/* dq, and dk, dv sliced from one node (dq too when k or v needs a gradient) */
 static void nn__grad_attention(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn__attn_attr at = n.a.attn;
@@ -37626,19 +37705,22 @@ static void nn__grad_attention(nn_graph *g, int id) {
     ins[0] = a, ins[1] = b, ins[2] = c, ins[3] = id, ins[4] = gy.id, ins[5] = delta.id;
     for (i = 3; i < n.n_in; i++) ins[nin++] = n.in[i];
     nn__attn_set_ins(&at, 6);
-    if (ga) {
+    if (ga && !gb && !gc) {
         int t = nn__new_node(g, NN__OP_ATTENTION_DQ, NN_F32, g->nodes[a].shape, ins, nin);
         if (t < 0) return;
         g->nodes[t].a.attn = at;
         nn__acc_grad(g, a, nn__tensor(t));
     }
     if (gb || gc) {
-        int64_t nk = nn__attn_nK(&at), nv = nn__attn_nV(&at);
-        int t = nn__new_node(g, NN__OP_ATTENTION_DKV, NN_F32, nn_shape1(nk + nv), ins, nin);
+        int64_t nk = nn__attn_nK(&at), nv = nn__attn_nV(&at), nq = ga ? g->nodes[a].numel : 0;
+        nn_shape sq = g->nodes[a].shape;
+        int t = nn__new_node(g, NN__OP_ATTENTION_DKV, NN_F32, nn_shape1(nk + nv + nq), ins, nin);
         if (t < 0) return;
+        at.with_dq = ga;
         g->nodes[t].a.attn = at;
         if (gb) nn__acc_grad(g, b, nn_reshape(g, nn_slice(g, nn__tensor(t), 0, 0, nk), sk));
         if (gc) nn__acc_grad(g, c, nn_reshape(g, nn_slice(g, nn__tensor(t), 0, nk, nv), sv));
+        if (ga) nn__acc_grad(g, a, nn_reshape(g, nn_slice(g, nn__tensor(t), 0, nk + nv, nq), sq));
     }
     if (at.mask_mode == 1 && g->nodes[n.in[n.a.attn.mask_in]].needs_grad) { /* an additive mask: the sum of dS */
         int m = n.in[n.a.attn.mask_in], t = nn__new_node(g, NN__OP_ATTENTION_DMASK, NN_F32, g->nodes[m].shape, ins, nin);
@@ -37704,12 +37786,23 @@ static nn_result nn__cpu_attention_dq(nn_graph *g, nn__node *n) {
     return nn__attn_run(g->ctx->threads, &J);
 }
 
+/* dk and dv, and dq after them when with_dq: in one pass where it keeps the threads busy,
+   else the dK/dV pass then the dQ pass (the same bits) */
 static nn_result nn__cpu_attention_dkv(nn_graph *g, nn__node *n) {
     nn__attn_job J;
+    nn_result r;
     nn__attn_job_init(g, n, &J, 2);
     J.dk = n->buf.host;
     J.dv = J.dk + nn__attn_nK(&n->a.attn);
-    return nn__attn_run(g->ctx->threads, &J);
+    if (!n->a.attn.with_dq) return nn__attn_run(g->ctx->threads, &J);
+    J.dq = J.dv + nn__attn_nV(&n->a.attn);
+    if (nn__attn_one_pass_fits(&n->a.attn, nn__threadpool_size(g->ctx->threads))) {
+        J.kind = 4;
+        return nn__attn_run(g->ctx->threads, &J);
+    }
+    r = nn__attn_run(g->ctx->threads, &J);
+    J.kind = 1;
+    return r == NN_OK ? nn__attn_run(g->ctx->threads, &J) : r;
 }
 
 static nn_result nn__cpu_attention_dmask(nn_graph *g, nn__node *n) {
@@ -37834,7 +37927,8 @@ static nn_result nn__launch_attention_delta(nn_graph *g, int id) {
 /* dQ (tiles of query rows, or one work-item per row) and dK/dV (tiles of key rows of each
    key/value head, or one work-item per row), and the mask's gradient (heads 0: one
    work-item per element): the same arguments, another kernel */
-static nn_result nn__launch_attention_bwd(nn_graph *g, int id, const char *kernel, int64_t items, int heads, int rows) {
+static nn_result nn__launch_attention_bwd(nn_graph *g, int id, const char *kernel, int64_t items, int heads, int rows,
+                                          const nn__buf *out) {
     nn__node *n = &g->nodes[id];
     int dims[8], mk[8], tile = heads ? nn__attn_tile(g, &n->a.attn, 1) : 0, blk = heads && nn__attn_block(g, &n->a.attn);
     char name[32];
@@ -37851,23 +37945,42 @@ static nn_result nn__launch_attention_bwd(nn_graph *g, int id, const char *kerne
     k.o = &g->nodes[n->in[3]].buf;
     k.dout = &g->nodes[n->in[4]].buf;
     k.delta = &g->nodes[n->in[5]].buf;
-    k.out = &n->buf;
+    k.out = out;
     return nn__kargs_attn_bwd(l, &k);
 }
 
 static nn_result nn__launch_attention_dq(nn_graph *g, int id) {
     const nn__attn_attr *a = &g->nodes[id].a.attn;
-    return nn__launch_attention_bwd(g, id, "dq", (int64_t)a->B * a->H * a->Tq, a->H, a->Tq);
+    return nn__launch_attention_bwd(g, id, "dq", (int64_t)a->B * a->H * a->Tq, a->H, a->Tq, &g->nodes[id].buf);
 }
 
+/* dk, dv; with dq: the dQ kernel into the scratch, then a copy after dk and dv */
 static nn_result nn__launch_attention_dkv(nn_graph *g, int id) {
-    const nn__attn_attr *a = &g->nodes[id].a.attn;
-    return nn__launch_attention_bwd(g, id, "dkv", (int64_t)a->B * a->Hkv * a->Tk, a->Hkv, a->Tk);
+    nn__node *n = &g->nodes[id];
+    const nn__attn_attr *a = &n->a.attn;
+    int64_t nq = (int64_t)a->B * a->H * a->Tq * a->D, off = nn__attn_nK(a) + nn__attn_nV(a);
+    nn__launch *l = NULL;
+    nn__k_concat_part k;
+    nn_result r = nn__launch_attention_bwd(g, id, "dkv", (int64_t)a->B * a->Hkv * a->Tk, a->Hkv, a->Tk, &n->buf);
+    if (r != NN_OK || !a->with_dq) return r;
+    r = nn__launch_attention_bwd(g, id, "dq", (int64_t)a->B * a->H * a->Tq, a->H, a->Tq, &g->nodes[id].scratch_buf);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "shape", "concat_part", (size_t)nq, &l);
+    if (r != NN_OK) return r;
+    n = &g->nodes[id];
+    memset(&k, 0, sizeof k);
+    k.x = &n->scratch_buf;
+    k.y = &n->buf;
+    k.n = (int)nq;
+    k.lx = (int)nq;
+    k.L = (int)(off + nq);
+    k.off = (int)off;
+    k.inner = 1;
+    return nn__kargs_concat_part(l, &k);
 }
 
 /* one work-item per element of the mask */
 static nn_result nn__launch_attention_dmask(nn_graph *g, int id) {
-    return nn__launch_attention_bwd(g, id, "dmask", g->nodes[id].numel, 0, 0);
+    return nn__launch_attention_bwd(g, id, "dmask", g->nodes[id].numel, 0, 0, &g->nodes[id].buf);
 }
 
 /* ======================================================================

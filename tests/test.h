@@ -220,6 +220,8 @@ extern const char *t_argv0;
 int t_threads_child(const char *which);
 /* the CPU attention's causal skipping inside a tile on (1) or off (0) (tests/coverage.c) */
 void t_attn_causal_skip(int on);
+/* the CPU attention backward in one pass as the threads fit (1), two passes (0), one pass (2) */
+void t_attn_one_pass(int mode);
 
 #define X(name) void suite_##name(const t_env *e);
 T_SUITES(X)

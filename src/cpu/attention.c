@@ -12,6 +12,11 @@
 #define NN__ATTN_BC 64 /* keys of a tile */
 #define NN__ATTN_ALL (1 << 28) /* a bound of nn__attn_krange / diag that bounds nothing */
 
+/* the backward's passes where dq, dk and dv are all wanted: 1 one pass when it fills the
+   threads (nn__attn_one_pass_fits), 0 always the dK/dV pass then the dQ pass, 2 always one
+   pass (the same bits either way; tests compare them) */
+static int nn__attn_one_pass = 1;
+
 /* 1: a causal mask's zero weights inside a tile are not computed (the AVX-512 path); 0:
    the whole tile, as the GEMM path (tests compare the two) */
 static int nn__attn_causal_skip = 1;
@@ -25,7 +30,7 @@ typedef struct nn__attn_job {
     uint64_t seed, step;
     int64_t units, per; /* work units, and per task */
     float *ws;          /* per task: nn__attn_ws_floats(max(D, Dv)) */
-    int kind;           /* 0 forward, 1 dq, 2 dkv, 3 d(mask) */
+    int kind;           /* 0 forward, 1 dq, 2 dkv, 3 d(mask), 4 dq, dk and dv in one pass */
     int avx512;         /* the AVX-512 microkernels (else the GEMM) */
 } nn__attn_job;
 
@@ -536,6 +541,63 @@ static void nn__attn_dkv_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
     }
 }
 
+/* ---- dQ, dK, dV in one pass (FlashAttention-2's order): one (b, key/value head) per
+   unit, its key blocks in order, each over the group's query heads and every query block
+   in order: the scores, P and dS of a tile once, then dv_j += (P z)^T dO, dk_j += dS^T q
+   and dq_i += dS k_j, the last straight into dq's rows (the unit owns its heads' rows, so
+   no accumulator of its own and no atomics). Each dq element sums the key blocks in order
+   as the dQ pass does, each dk, dv element the query heads and blocks in order as the
+   dK/dV pass does, with the same tile products: the bits of the two passes. ---- */
+static void nn__attn_bwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw) {
+    const nn__attn_attr *a = &J->a;
+    int D = a->D, Dv = a->Dv, W = nn__attn_w(a), grp = a->H / a->Hkv;
+    int b = (int)(u / a->Hkv), hk = (int)(u % a->Hkv), h, i0, j0, r, c, d;
+    float *S = ws, *dP = S + NN__ATTN_BR * NN__ATTN_BC;
+    float *dk = S + 2 * NN__ATTN_BR * NN__ATTN_BC + (int64_t)NN__ATTN_BR * W + 2 * NN__ATTN_BR, *dv = dk + (int64_t)NN__ATTN_BC * W;
+    float *Kt = dv + (int64_t)NN__ATTN_BC * W, *Vt = Kt + (int64_t)NN__ATTN_BC * W;
+    for (h = hk * grp; h < (hk + 1) * grp; h++)
+        for (r = 0; r < a->Tq; r++) {
+            float *o = NN__ATTN_ROW(J->dq, J->qs, b, h, r);
+            for (d = 0; d < D; d++) o[d] = 0.0f;
+        }
+    for (j0 = 0; j0 < a->Tk; j0 += NN__ATTN_BC) {
+        int nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC;
+        const float *kb = NN__ATTN_ROW(J->k, J->ks, b, hk, j0), *vb = NN__ATTN_ROW(J->v, J->vs, b, hk, j0);
+        const float *kt = NULL, *vt = NULL; /* K^T and V^T packed once for every query block */
+        for (c = 0; c < nc * D; c++) dk[c] = 0.0f;
+        for (c = 0; c < nc * Dv; c++) dv[c] = 0.0f;
+        if (J->avx512) {
+            nn__attn_pack_t(Kt, kb, J->ks[2], nc, D);
+            nn__attn_pack_t(Vt, vb, J->vs[2], nc, Dv);
+            kt = Kt, vt = Vt;
+        }
+        for (h = hk * grp; h < (hk + 1) * grp; h++)
+            for (i0 = 0; i0 < a->Tq; i0 += NN__ATTN_BR) {
+                int nr = a->Tq - i0 < NN__ATTN_BR ? a->Tq - i0 : NN__ATTN_BR;
+                const float *qb = NN__ATTN_ROW(J->q, J->qs, b, h, i0), *gb = NN__ATTN_ROW(J->dout, J->os, b, h, i0);
+                int diag = nn__attn_diag(J, i0, j0);
+                if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
+                nn__attn_abt(J, gw, S, qb, J->qs[2], nr, kb, J->ks[2], nc, D, a->scale, kt, Kt, diag);
+                if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
+                nn__attn_abt(J, gw, dP, gb, J->os[2], nr, vb, J->vs[2], nc, Dv, 1.0f, vt, Vt, diag);
+                nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP, diag);
+                nn__attn_ab(J, gw, dv, Dv, 1, S, NN__ATTN_BC, nc, nr, gb, J->os[2], Dv, diag);
+                nn__attn_ab(J, gw, dk, D, 1, dP, NN__ATTN_BC, nc, nr, qb, J->qs[2], D, diag);
+                nn__attn_ab(J, gw, NN__ATTN_ROW(J->dq, J->qs, b, h, i0), J->qs[2], 0, dP, NN__ATTN_BC, nr, nc, kb, J->ks[2], D, diag);
+            }
+        for (c = 0; c < nc; c++) {
+            float *ko = NN__ATTN_ROW(J->dk, J->ks, b, hk, j0 + c), *vo = NN__ATTN_ROW(J->dv, J->vs, b, hk, j0 + c);
+            for (d = 0; d < D; d++) ko[d] = dk[(int64_t)c * D + d] * a->scale;
+            for (d = 0; d < Dv; d++) vo[d] = dv[(int64_t)c * Dv + d];
+        }
+    }
+    for (h = hk * grp; h < (hk + 1) * grp; h++)
+        for (r = 0; r < a->Tq; r++) {
+            float *o = NN__ATTN_ROW(J->dq, J->qs, b, h, r);
+            for (d = 0; d < D; d++) o[d] *= a->scale;
+        }
+}
+
 /* ---- d(mask): one unit per (b, h, query block, key block) of the dims the mask does not
    broadcast; a broadcast dim's whole range is summed inside the unit, in order (b, h,
    query blocks, key blocks, then a tile's rows and columns), so no two units write one
@@ -603,7 +665,8 @@ static void nn__attn_task(void *arg, int t, int n_tasks) {
         if (J->kind == 0) nn__attn_fwd_unit(J, u, ws, &gw);
         else if (J->kind == 1) nn__attn_dq_unit(J, u, ws, &gw);
         else if (J->kind == 2) nn__attn_dkv_unit(J, u, ws, &gw);
-        else nn__attn_dmask_unit(J, u, ws, &gw);
+        else if (J->kind == 3) nn__attn_dmask_unit(J, u, ws, &gw);
+        else nn__attn_bwd_unit(J, u, ws, &gw);
     }
     NN_FREE(gw.p);
 }
@@ -619,7 +682,7 @@ static nn_result nn__attn_run(nn__threadpool *pool, nn__attn_job *J) {
 #if defined(NN__VM_X86)
     J->avx512 = nn__vm_isa() == 2 && strcmp(nn__gemm_pick_arch()->name, "avx512f") == 0; /* as the GEMM (its forced kernel too) */
 #endif
-    J->units = J->kind == 2 ? (int64_t)a->B * a->Hkv * nkb : (int64_t)a->B * a->H * nqb;
+    J->units = J->kind == 4 ? (int64_t)a->B * a->Hkv : J->kind == 2 ? (int64_t)a->B * a->Hkv * nkb : (int64_t)a->B * a->H * nqb;
     if (J->kind == 3) {
         int64_t cnt[4];
         nn__attn_dmask_counts(a, cnt);
@@ -640,4 +703,12 @@ static nn_result nn__attn_run(nn__threadpool *pool, nn__attn_job *J) {
     else nn__threadpool_run(pool, nn__attn_task, J, tasks);
     NN_FREE(own);
     return NN_OK;
+}
+
+/* Whether the one-pass backward (one unit per batch and key/value head) keeps `tasks`
+   threads busy: as many units as threads, in equal shares or at least four a thread. */
+static int nn__attn_one_pass_fits(const nn__attn_attr *a, int tasks) {
+    int64_t u = (int64_t)a->B * a->Hkv;
+    if (nn__attn_one_pass != 1) return nn__attn_one_pass == 2;
+    return u >= tasks && (u % tasks == 0 || u >= 4 * (int64_t)tasks);
 }
