@@ -29,7 +29,8 @@ typedef struct nn__attn_job {
     float *out, *out_lse, *dq, *dk, *dv, *dmask;
     uint64_t seed, step;
     int64_t units, per; /* work units, and per task */
-    float *ws;          /* per task: nn__attn_ws_floats(max(D, Dv)) */
+    float *ws;          /* per task: ws_floats */
+    int64_t ws_floats;  /* nn__attn_ws_floats(max(D, Dv)), and the forward's K^T of a head (AVX-512) */
     int kind;           /* 0 forward, 1 dq, 2 dkv, 3 d(mask), 4 dq, dk and dv in one pass */
     int avx512;         /* the AVX-512 microkernels (else the GEMM) */
 } nn__attn_job;
@@ -264,6 +265,45 @@ NN__ATTN_TGT static void nn__attn_ab512(float *C, int64_t ldc, const float *A, i
 }
 #undef NN__ATTN_AB512_W
 #undef NN__ATTN_AB512
+
+/* ---- a row's loops of the softmax and of dS, 16 lanes at a time, each element's value
+   as the scalar loops give it ---- */
+
+/* the largest of mx and s[0..n) (a lane-wise max: the value the scalar loop's `if (s > mx)
+   mx = s` finds, whatever the order), with each -inf of s made -2e38 (the vector exp
+   clamps -inf) */
+NN__ATTN_TGT static float nn__attn_max_clamp512(float *s, int n, float mx) {
+    __m512 vm = _mm512_set1_ps(mx), ninf = _mm512_set1_ps(-INFINITY), big = _mm512_set1_ps(-2e38f);
+    int c;
+    for (c = 0; c < n; c += 16) {
+        __mmask16 k = nn__attn_m16(n - c);
+        __m512 v = _mm512_maskz_loadu_ps(k, s + c);
+        vm = _mm512_mask_max_ps(vm, k, v, vm);
+        _mm512_mask_storeu_ps(s + c, _mm512_mask_cmp_ps_mask(k, v, ninf, _CMP_EQ_OQ), big);
+    }
+    return _mm512_reduce_max_ps(vm);
+}
+
+/* each -inf of s[0..n) made -2e38 */
+NN__ATTN_TGT static void nn__attn_clamp512(float *s, int n) {
+    __m512 ninf = _mm512_set1_ps(-INFINITY), big = _mm512_set1_ps(-2e38f);
+    int c;
+    for (c = 0; c < n; c += 16) {
+        __mmask16 k = nn__attn_m16(n - c);
+        _mm512_mask_storeu_ps(s + c, _mm512_mask_cmp_ps_mask(k, _mm512_maskz_loadu_ps(k, s + c), ninf, _CMP_EQ_OQ), big);
+    }
+}
+
+/* dp[c] = s[c] (dp[c] - dl), c < n */
+NN__ATTN_TGT static void nn__attn_ds512(float *dp, const float *s, float dl, int n) {
+    __m512 vd = _mm512_set1_ps(dl);
+    int c;
+    for (c = 0; c < n; c += 16) {
+        __mmask16 k = nn__attn_m16(n - c);
+        __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, s + c), _mm512_sub_ps(_mm512_maskz_loadu_ps(k, dp + c), vd));
+        _mm512_mask_storeu_ps(dp + c, k, v);
+    }
+}
 #undef NN__ATTN_TGT
 #undef NN__ATTN_UNROLL
 #endif
@@ -392,16 +432,25 @@ static void nn__attn_unit_q(const nn__attn_job *J, int64_t u, int *b, int *h, in
 
 #define NN__ATTN_ROW(base, st, b, h, t) ((base) + (b) * (st)[0] + (h) * (st)[1] + (int64_t)(t) * (st)[2])
 
-/* ---- forward: one (b, h, query block) ---- */
-static void nn__attn_fwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw) {
+/* ---- forward: one (b, h, query block); on the AVX-512 path the task packs K^T of the
+   whole head once, past its tiles' workspace, for the units of that (b, key/value head)
+   that follow (*packed: which it holds, -1 none) ---- */
+static void nn__attn_fwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw, int64_t *packed) {
     const nn__attn_attr *a = &J->a;
     int D = a->D, Dv = a->Dv, W = nn__attn_w(a), b, h, i0, nr, j0, r, c, d, hk, diag;
     float *S = ws, *acc = S + 2 * NN__ATTN_BR * NN__ATTN_BC;
     float *m = acc + (int64_t)NN__ATTN_BR * W, *l = m + NN__ATTN_BR, *Kt = l + NN__ATTN_BR + 2 * (int64_t)NN__ATTN_BC * W;
+    float *Kh = ws + nn__attn_ws_floats(W); /* K^T of the head: a [D, BC] block per key block */
     const float *qb;
     nn__attn_unit_q(J, u, &b, &h, &i0, &nr);
     hk = h / (a->H / a->Hkv);
     qb = NN__ATTN_ROW(J->q, J->qs, b, h, i0);
+    if (J->avx512 && *packed != (int64_t)b * a->Hkv + hk) {
+        for (j0 = 0; j0 < a->Tk; j0 += NN__ATTN_BC)
+            nn__attn_pack_t(Kh + (int64_t)(j0 / NN__ATTN_BC) * D * NN__ATTN_BC, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2],
+                            a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC, D);
+        *packed = (int64_t)b * a->Hkv + hk;
+    }
     for (r = 0; r < nr; r++) {
         m[r] = -INFINITY;
         l[r] = 0.0f;
@@ -411,21 +460,28 @@ static void nn__attn_fwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
         int nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC;
         if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
         diag = nn__attn_diag(J, i0, j0);
-        nn__attn_abt(J, gw, S, qb, J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], nc, D, a->scale, NULL, Kt, diag);
+        nn__attn_abt(J, gw, S, qb, J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], nc, D, a->scale,
+                     J->avx512 ? Kh + (int64_t)(j0 / NN__ATTN_BC) * D * NN__ATTN_BC : NULL, Kt, diag);
         if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
         for (r = 0; r < nr; r++) {
             float *s = S + r * NN__ATTN_BC, *ar = acc + (int64_t)r * Dv, mx = m[r], alpha, sum;
             int hr = nn__attn_row_hi(r, diag, nc); /* past it -inf: weights 0, no exponentials */
             for (c = hr; c < nc; c++) s[c] = 0.0f;
-            for (c = 0; c < hr; c++)
-                if (s[c] > mx) mx = s[c];
+#if defined(NN__VM_X86)
+            if (J->avx512) /* the max, and -inf made -2e38 (below) in the same pass */
+                mx = nn__attn_max_clamp512(s, hr, mx);
+            else
+#endif
+                for (c = 0; c < hr; c++)
+                    if (s[c] > mx) mx = s[c];
             if (mx == -INFINITY) { /* nothing alive in the row yet: weights 0 */
                 for (c = 0; c < hr; c++) s[c] = 0.0f;
                 continue;
             }
             alpha = m[r] == -INFINITY ? 0.0f : nn__vexp1(m[r] - mx);
-            for (c = 0; c < hr; c++)
-                if (s[c] == -INFINITY) s[c] = -2e38f; /* exp gives 0 (the vector exp clamps -inf) */
+            if (!J->avx512)
+                for (c = 0; c < hr; c++)
+                    if (s[c] == -INFINITY) s[c] = -2e38f; /* exp gives 0 (the vector exp clamps -inf) */
             sum = nn__vexp_map(NN__VE_EXP_SHIFT, s, s, NULL, NULL, mx, hr);
             l[r] = l[r] * alpha + sum;
             m[r] = mx;
@@ -459,8 +515,12 @@ static void nn__attn_ds(const nn__attn_job *J, int b, int h, int i0, int nr, int
             for (c = 0; c < nc; c++) s[c] = dp[c] = 0.0f;
             continue;
         }
-        for (c = 0; c < nc; c++)
-            if (s[c] == -INFINITY) s[c] = -2e38f;
+#if defined(NN__VM_X86)
+        if (J->avx512) nn__attn_clamp512(s, nc);
+        else
+#endif
+            for (c = 0; c < nc; c++)
+                if (s[c] == -INFINITY) s[c] = -2e38f;
         (void)nn__vexp_map(NN__VE_EXP_SHIFT, s, s, NULL, NULL, lse, nc);
         if (a->p > 0.0f) {
             for (c = 0; c < nc; c++) {
@@ -468,8 +528,13 @@ static void nn__attn_ds(const nn__attn_job *J, int b, int h, int i0, int nr, int
                 dp[c] = s[c] * (dp[c] * z - dl);
                 s[c] *= z;
             }
-        } else
-            for (c = 0; c < nc; c++) dp[c] = s[c] * (dp[c] - dl);
+        } else {
+#if defined(NN__VM_X86)
+            if (J->avx512) nn__attn_ds512(dp, s, dl, nc);
+            else
+#endif
+                for (c = 0; c < nc; c++) dp[c] = s[c] * (dp[c] - dl);
+        }
     }
 }
 
@@ -656,13 +721,14 @@ static void nn__attn_dmask_unit(const nn__attn_job *J, int64_t u, float *ws, nn_
 static void nn__attn_task(void *arg, int t, int n_tasks) {
     const nn__attn_job *J = (const nn__attn_job *)arg;
     int64_t u, u0 = J->per * t, u1 = u0 + J->per < J->units ? u0 + J->per : J->units;
-    float *ws = J->ws + (int64_t)t * nn__attn_ws_floats(nn__attn_w(&J->a));
+    float *ws = J->ws + (int64_t)t * J->ws_floats;
     nn__gemm_ws gw;
+    int64_t packed = -1; /* the forward: the (b, key/value head) whose K^T the task holds */
     (void)n_tasks;
     gw.p = NULL;
     gw.bytes = 0;
     for (u = u0; u < u1; u++) {
-        if (J->kind == 0) nn__attn_fwd_unit(J, u, ws, &gw);
+        if (J->kind == 0) nn__attn_fwd_unit(J, u, ws, &gw, &packed);
         else if (J->kind == 1) nn__attn_dq_unit(J, u, ws, &gw);
         else if (J->kind == 2) nn__attn_dkv_unit(J, u, ws, &gw);
         else if (J->kind == 3) nn__attn_dmask_unit(J, u, ws, &gw);
@@ -692,7 +758,8 @@ static nn_result nn__attn_run(nn__threadpool *pool, nn__attn_job *J) {
     if (tasks < 1) tasks = 1;
     J->per = (J->units + tasks - 1) / tasks;
     tasks = (int)((J->units + J->per - 1) / J->per);
-    bytes = (size_t)tasks * (size_t)nn__attn_ws_floats(nn__attn_w(a)) * sizeof(float);
+    J->ws_floats = nn__attn_ws_floats(nn__attn_w(a)) + (J->kind == 0 && J->avx512 ? (int64_t)nkb * NN__ATTN_BC * a->D : 0);
+    bytes = (size_t)tasks * (size_t)J->ws_floats * sizeof(float);
     J->ws = (float *)nn__threadpool_workspace(pool, bytes);
     if (!J->ws) {
         own = NN_MALLOC(bytes);
