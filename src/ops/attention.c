@@ -247,19 +247,42 @@ static nn_result nn__cpu_attention(nn_graph *g, nn__node *n) {
     return nn__attn_run(g->ctx->threads, &J);
 }
 
-/* delta_i = sum_d dO_id O_id, d in order */
-static nn_result nn__cpu_attention_delta(nn_graph *g, nn__node *n) {
-    const nn__attn_attr *a = &n->a.attn;
-    const float *o = NN__F(n->in[0]), *dout = NN__F(n->in[1]);
-    int64_t s[3], r, rows = (int64_t)a->B * a->H * a->Tq;
+/* delta_i = sum_d dO_id O_id, d in order; the rows split into one contiguous run per
+   thread */
+typedef struct nn__attn_delta_job {
+    const nn__attn_attr *a;
+    const float *o, *dout;
+    float *delta;
+    int64_t s[3], rows, per;
+} nn__attn_delta_job;
+
+static void nn__attn_delta_task(void *arg, int t, int n_tasks) {
+    const nn__attn_delta_job *J = (const nn__attn_delta_job *)arg;
+    const nn__attn_attr *a = J->a;
+    int64_t r, r1 = (t + 1) * J->per < J->rows ? (t + 1) * J->per : J->rows;
     int d;
-    nn__attn_strides(a->layout, a->H, a->Tq, a->Dv, s);
-    for (r = 0; r < rows; r++) {
-        int64_t b = r / ((int64_t)a->H * a->Tq), h = r / a->Tq % a->H, i = r % a->Tq, off = b * s[0] + h * s[1] + i * s[2];
+    (void)n_tasks;
+    for (r = t * J->per; r < r1; r++) {
+        int64_t b = r / ((int64_t)a->H * a->Tq), h = r / a->Tq % a->H, i = r % a->Tq, off = b * J->s[0] + h * J->s[1] + i * J->s[2];
         float acc = 0.0f;
-        for (d = 0; d < a->Dv; d++) acc += dout[off + d] * o[off + d];
-        n->buf.host[r] = acc;
+        for (d = 0; d < a->Dv; d++) acc += J->dout[off + d] * J->o[off + d];
+        J->delta[r] = acc;
     }
+}
+
+static nn_result nn__cpu_attention_delta(nn_graph *g, nn__node *n) {
+    nn__attn_delta_job J;
+    int tasks = nn__threadpool_size(g->ctx->threads);
+    J.a = &n->a.attn;
+    J.o = NN__F(n->in[0]);
+    J.dout = NN__F(n->in[1]);
+    J.delta = n->buf.host;
+    J.rows = (int64_t)J.a->B * J.a->H * J.a->Tq;
+    nn__attn_strides(J.a->layout, J.a->H, J.a->Tq, J.a->Dv, J.s);
+    if ((int64_t)tasks * 1024 > J.rows) tasks = (int)(J.rows / 1024 > 0 ? J.rows / 1024 : 1); /* 1,024 rows a task at least */
+    J.per = (J.rows + tasks - 1) / tasks;
+    if (tasks <= 1) nn__attn_delta_task(&J, 0, 1);
+    else nn__threadpool_run(g->ctx->threads, nn__attn_delta_task, &J, tasks);
     return NN_OK;
 }
 
