@@ -281,7 +281,13 @@ NN__ATTN_TGT static float nn__attn_max_clamp512(float *s, int n, float mx) {
         vm = _mm512_mask_max_ps(vm, k, v, vm);
         _mm512_mask_storeu_ps(s + c, _mm512_mask_cmp_ps_mask(k, v, ninf, _CMP_EQ_OQ), big);
     }
-    return _mm512_reduce_max_ps(vm);
+    { /* the lanes' max (gcc 12's shuffles and _mm512_reduce_max_ps warn as C++) */
+        float l[16];
+        _mm512_storeu_ps(l, vm);
+        for (c = 1; c < 16; c++)
+            if (l[c] > l[0]) l[0] = l[c];
+        return l[0];
+    }
 }
 
 /* each -inf of s[0..n) made -2e38 */
