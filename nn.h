@@ -11616,9 +11616,11 @@ static void nn__rope(nn__threadpool *pool, const nn__rope_attr *a, float *y, con
 /* The attention family's CPU loops (src/ops/attention.c's bodies; kernels/attention.cl has
    the OpenCL twins): flash attention, blocked over tiles of NN__ATTN_BR queries x
    NN__ATTN_BC keys and threaded over (batch, head, query block) for the forward and dQ, over
-   (batch, key/value head, key block) for dK/dV. Each work unit is computed by one task in a
+   (batch, key/value head, key block) for dK/dV, over (batch, key/value head) for the
+   one-pass backward (dQ, dK and dV together). Each work unit is computed by one task in a
    fixed order whatever the thread count, so the bits do not depend on it; no [Tq, Tk]
-   matrix: a task's working memory is a few tiles (nn__attn_ws_floats). A masked score is
+   matrix: a task's working memory is a few tiles (nn__attn_ws_floats), and in the forward
+   K^T of one head (Tk x D). A masked score is
    -inf in the tiles and its weight exactly 0. The tile products run on the GEMM's
    microkernels (nn__sgemm_ws) or AVX-512 ones of their own, the exponentials on
    nn__vexp_map. */

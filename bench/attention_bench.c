@@ -10,7 +10,8 @@
    2 warm-up steps, then steps (each finished before the clock is read) until >= 1 s and >= 3
    steps; the median (cpu_ms_per_step: the process's CPU time, every thread, the median). arena_bytes: the graph's planned activation arena (every intermediate
    and gradient by liveness, the inputs' storage not counted), the working memory that grows
-   with T; the fused CPU op adds a per-thread tile workspace of about 100 KiB.
+   with T; the fused CPU op adds a per-thread tile workspace of about 130 KiB, and in the
+   forward K^T of a head per thread (T * 64 floats: 256 KiB at T = 1024).
    bench/attention.sh runs it over T = 256, 1024, 4096, interleaved over rounds. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #define NN_IMPLEMENTATION
