@@ -13,6 +13,9 @@
 #define NN__ATTN_BR 64 /* query rows of a tile */
 #define NN__ATTN_BC 64 /* keys of a tile */
 #define NN__ATTN_ALL (1 << 28) /* a bound of nn__attn_krange / diag that bounds nothing */
+#ifndef NN__ATTN_KHEAD
+#define NN__ATTN_KHEAD (1 << 22) /* the most floats of a head's K^T the forward packs whole (16 MiB a task) */
+#endif
 
 /* the backward's passes where dq, dk and dv are all wanted: 1 one pass when it fills the
    threads (nn__attn_one_pass_fits), 0 always the dK/dV pass then the dQ pass, 2 always one
@@ -32,7 +35,8 @@ typedef struct nn__attn_job {
     uint64_t seed, step;
     int64_t units, per; /* work units, and per task */
     float *ws;          /* per task: ws_floats */
-    int64_t ws_floats;  /* nn__attn_ws_floats(max(D, Dv)), and the forward's K^T of a head (AVX-512) */
+    int64_t ws_floats;  /* nn__attn_ws_floats(max(D, Dv)), and the forward's K^T of a head (khead) */
+    int khead;          /* the forward packs K^T of a head once (AVX-512, up to NN__ATTN_KHEAD floats) */
     int kind;           /* 0 forward, 1 dq, 2 dkv, 3 d(mask), 4 dq, dk and dv in one pass */
     int avx512;         /* the AVX-512 microkernels (else the GEMM) */
 } nn__attn_job;
@@ -453,7 +457,7 @@ static void nn__attn_fwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
     nn__attn_unit_q(J, u, &b, &h, &i0, &nr);
     hk = h / (a->H / a->Hkv);
     qb = NN__ATTN_ROW(J->q, J->qs, b, h, i0);
-    if (J->avx512 && *packed != (int64_t)b * a->Hkv + hk) {
+    if (J->khead && *packed != (int64_t)b * a->Hkv + hk) {
         for (j0 = 0; j0 < a->Tk; j0 += NN__ATTN_BC)
             nn__attn_pack_t(Kh + (int64_t)(j0 / NN__ATTN_BC) * D * NN__ATTN_BC, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2],
                             a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC, D);
@@ -469,7 +473,7 @@ static void nn__attn_fwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
         if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
         diag = nn__attn_diag(J, i0, j0);
         nn__attn_abt(J, gw, S, qb, J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], nc, D, a->scale,
-                     J->avx512 ? Kh + (int64_t)(j0 / NN__ATTN_BC) * D * NN__ATTN_BC : NULL, Kt, diag);
+                     J->khead ? Kh + (int64_t)(j0 / NN__ATTN_BC) * D * NN__ATTN_BC : NULL, Kt, diag);
         if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
         for (r = 0; r < nr; r++) {
             float *s = S + r * NN__ATTN_BC, *ar = acc + (int64_t)r * Dv, mx = m[r], alpha, sum;
@@ -766,7 +770,8 @@ static nn_result nn__attn_run(nn__threadpool *pool, nn__attn_job *J) {
     if (tasks < 1) tasks = 1;
     J->per = (J->units + tasks - 1) / tasks;
     tasks = (int)((J->units + J->per - 1) / J->per);
-    J->ws_floats = nn__attn_ws_floats(nn__attn_w(a)) + (J->kind == 0 && J->avx512 ? (int64_t)nkb * NN__ATTN_BC * a->D : 0);
+    J->khead = J->kind == 0 && J->avx512 && (int64_t)nkb * NN__ATTN_BC * a->D <= NN__ATTN_KHEAD;
+    J->ws_floats = nn__attn_ws_floats(nn__attn_w(a)) + (J->khead ? (int64_t)nkb * NN__ATTN_BC * a->D : 0);
     bytes = (size_t)tasks * (size_t)J->ws_floats * sizeof(float);
     J->ws = (float *)nn__threadpool_workspace(pool, bytes);
     if (!J->ws) {
