@@ -2515,6 +2515,7 @@ typedef struct nn__attn_attr { /* q [B, H, Tq, D], k [B, Hkv, Tk, D], v [B, Hkv,
                             int32 (nonzero: hidden; nn.MultiheadAttention's bool attn_mask) */
     int kpm_mode;        /* 0 none, 1 float, 2 int32 (nonzero: ignore the key) */
     int ms[4];           /* the mask's element strides over b, h, i, j (0: broadcast) */
+    int with_dq;         /* ATTENTION_DKV: dq too, after dk and dv (q, k or v all need gradients) */
 } nn__attn_attr;
 
 /* nn_attention with an int32 mask read as nn.MultiheadAttention's (nonzero: hidden) when
@@ -12210,9 +12211,11 @@ static void nn__rope(nn__threadpool *pool, const nn__rope_attr *a, float *y, con
 /* The attention family's CPU loops (src/ops/attention.c's bodies; kernels/attention.cl has
    the OpenCL twins): flash attention, blocked over tiles of NN__ATTN_BR queries x
    NN__ATTN_BC keys and threaded over (batch, head, query block) for the forward and dQ, over
-   (batch, key/value head, key block) for dK/dV. Each work unit is computed by one task in a
+   (batch, key/value head, key block) for dK/dV, over (batch, key/value head) for the
+   one-pass backward (dQ, dK and dV together). Each work unit is computed by one task in a
    fixed order whatever the thread count, so the bits do not depend on it; no [Tq, Tk]
-   matrix: a task's working memory is a few tiles (nn__attn_ws_floats). A masked score is
+   matrix: a task's working memory is a few tiles (nn__attn_ws_floats), and in the forward
+   K^T of one head (Tk x D). A masked score is
    -inf in the tiles and its weight exactly 0. The tile products run on the GEMM's
    microkernels (nn__sgemm_ws) or AVX-512 ones of their own, the exponentials on
    nn__vexp_map. */
@@ -12220,6 +12223,14 @@ static void nn__rope(nn__threadpool *pool, const nn__rope_attr *a, float *y, con
 #define NN__ATTN_BR 64 /* query rows of a tile */
 #define NN__ATTN_BC 64 /* keys of a tile */
 #define NN__ATTN_ALL (1 << 28) /* a bound of nn__attn_krange / diag that bounds nothing */
+#ifndef NN__ATTN_KHEAD
+#define NN__ATTN_KHEAD (1 << 22) /* the most floats of a head's K^T the forward packs whole (16 MiB a task) */
+#endif
+
+/* the backward's passes where dq, dk and dv are all wanted: 1 one pass when it fills the
+   threads (nn__attn_one_pass_fits), 0 always the dK/dV pass then the dQ pass, 2 always one
+   pass (the same bits either way; tests compare them) */
+static int nn__attn_one_pass = 1;
 
 /* 1: a causal mask's zero weights inside a tile are not computed (the AVX-512 path); 0:
    the whole tile, as the GEMM path (tests compare the two) */
@@ -12233,8 +12244,10 @@ typedef struct nn__attn_job {
     float *out, *out_lse, *dq, *dk, *dv, *dmask;
     uint64_t seed, step;
     int64_t units, per; /* work units, and per task */
-    float *ws;          /* per task: nn__attn_ws_floats(max(D, Dv)) */
-    int kind;           /* 0 forward, 1 dq, 2 dkv, 3 d(mask) */
+    float *ws;          /* per task: ws_floats */
+    int64_t ws_floats;  /* nn__attn_ws_floats(max(D, Dv)), and the forward's K^T of a head (khead) */
+    int khead;          /* the forward packs K^T of a head once (AVX-512, up to NN__ATTN_KHEAD floats) */
+    int kind;           /* 0 forward, 1 dq, 2 dkv, 3 d(mask), 4 dq, dk and dv in one pass */
     int avx512;         /* the AVX-512 microkernels (else the GEMM) */
 } nn__attn_job;
 
@@ -12468,6 +12481,51 @@ NN__ATTN_TGT static void nn__attn_ab512(float *C, int64_t ldc, const float *A, i
 }
 #undef NN__ATTN_AB512_W
 #undef NN__ATTN_AB512
+
+/* ---- a row's loops of the softmax and of dS, 16 lanes at a time, each element's value
+   as the scalar loops give it ---- */
+
+/* the largest of mx and s[0..n) (a lane-wise max: the value the scalar loop's `if (s > mx)
+   mx = s` finds, whatever the order), with each -inf of s made -2e38 (the vector exp
+   clamps -inf) */
+NN__ATTN_TGT static float nn__attn_max_clamp512(float *s, int n, float mx) {
+    __m512 vm = _mm512_set1_ps(mx), ninf = _mm512_set1_ps(-INFINITY), big = _mm512_set1_ps(-2e38f);
+    int c;
+    for (c = 0; c < n; c += 16) {
+        __mmask16 k = nn__attn_m16(n - c);
+        __m512 v = _mm512_maskz_loadu_ps(k, s + c);
+        vm = _mm512_mask_max_ps(vm, k, v, vm);
+        _mm512_mask_storeu_ps(s + c, _mm512_mask_cmp_ps_mask(k, v, ninf, _CMP_EQ_OQ), big);
+    }
+    { /* the lanes' max (gcc 12's shuffles and _mm512_reduce_max_ps warn as C++) */
+        float l[16];
+        _mm512_storeu_ps(l, vm);
+        for (c = 1; c < 16; c++)
+            if (l[c] > l[0]) l[0] = l[c];
+        return l[0];
+    }
+}
+
+/* each -inf of s[0..n) made -2e38 */
+NN__ATTN_TGT static void nn__attn_clamp512(float *s, int n) {
+    __m512 ninf = _mm512_set1_ps(-INFINITY), big = _mm512_set1_ps(-2e38f);
+    int c;
+    for (c = 0; c < n; c += 16) {
+        __mmask16 k = nn__attn_m16(n - c);
+        _mm512_mask_storeu_ps(s + c, _mm512_mask_cmp_ps_mask(k, _mm512_maskz_loadu_ps(k, s + c), ninf, _CMP_EQ_OQ), big);
+    }
+}
+
+/* dp[c] = s[c] (dp[c] - dl), c < n */
+NN__ATTN_TGT static void nn__attn_ds512(float *dp, const float *s, float dl, int n) {
+    __m512 vd = _mm512_set1_ps(dl);
+    int c;
+    for (c = 0; c < n; c += 16) {
+        __mmask16 k = nn__attn_m16(n - c);
+        __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, s + c), _mm512_sub_ps(_mm512_maskz_loadu_ps(k, dp + c), vd));
+        _mm512_mask_storeu_ps(dp + c, k, v);
+    }
+}
 #undef NN__ATTN_TGT
 #undef NN__ATTN_UNROLL
 #endif
@@ -12596,16 +12654,25 @@ static void nn__attn_unit_q(const nn__attn_job *J, int64_t u, int *b, int *h, in
 
 #define NN__ATTN_ROW(base, st, b, h, t) ((base) + (b) * (st)[0] + (h) * (st)[1] + (int64_t)(t) * (st)[2])
 
-/* ---- forward: one (b, h, query block) ---- */
-static void nn__attn_fwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw) {
+/* ---- forward: one (b, h, query block); on the AVX-512 path the task packs K^T of the
+   whole head once, past its tiles' workspace, for the units of that (b, key/value head)
+   that follow (*packed: which it holds, -1 none) ---- */
+static void nn__attn_fwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw, int64_t *packed) {
     const nn__attn_attr *a = &J->a;
     int D = a->D, Dv = a->Dv, W = nn__attn_w(a), b, h, i0, nr, j0, r, c, d, hk, diag;
     float *S = ws, *acc = S + 2 * NN__ATTN_BR * NN__ATTN_BC;
     float *m = acc + (int64_t)NN__ATTN_BR * W, *l = m + NN__ATTN_BR, *Kt = l + NN__ATTN_BR + 2 * (int64_t)NN__ATTN_BC * W;
+    float *Kh = ws + nn__attn_ws_floats(W); /* K^T of the head: a [D, BC] block per key block */
     const float *qb;
     nn__attn_unit_q(J, u, &b, &h, &i0, &nr);
     hk = h / (a->H / a->Hkv);
     qb = NN__ATTN_ROW(J->q, J->qs, b, h, i0);
+    if (J->khead && *packed != (int64_t)b * a->Hkv + hk) {
+        for (j0 = 0; j0 < a->Tk; j0 += NN__ATTN_BC)
+            nn__attn_pack_t(Kh + (int64_t)(j0 / NN__ATTN_BC) * D * NN__ATTN_BC, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2],
+                            a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC, D);
+        *packed = (int64_t)b * a->Hkv + hk;
+    }
     for (r = 0; r < nr; r++) {
         m[r] = -INFINITY;
         l[r] = 0.0f;
@@ -12615,21 +12682,28 @@ static void nn__attn_fwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
         int nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC;
         if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
         diag = nn__attn_diag(J, i0, j0);
-        nn__attn_abt(J, gw, S, qb, J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], nc, D, a->scale, NULL, Kt, diag);
+        nn__attn_abt(J, gw, S, qb, J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], nc, D, a->scale,
+                     J->khead ? Kh + (int64_t)(j0 / NN__ATTN_BC) * D * NN__ATTN_BC : NULL, Kt, diag);
         if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
         for (r = 0; r < nr; r++) {
             float *s = S + r * NN__ATTN_BC, *ar = acc + (int64_t)r * Dv, mx = m[r], alpha, sum;
             int hr = nn__attn_row_hi(r, diag, nc); /* past it -inf: weights 0, no exponentials */
             for (c = hr; c < nc; c++) s[c] = 0.0f;
-            for (c = 0; c < hr; c++)
-                if (s[c] > mx) mx = s[c];
+#if defined(NN__VM_X86)
+            if (J->avx512) /* the max, and -inf made -2e38 (below) in the same pass */
+                mx = nn__attn_max_clamp512(s, hr, mx);
+            else
+#endif
+                for (c = 0; c < hr; c++)
+                    if (s[c] > mx) mx = s[c];
             if (mx == -INFINITY) { /* nothing alive in the row yet: weights 0 */
                 for (c = 0; c < hr; c++) s[c] = 0.0f;
                 continue;
             }
             alpha = m[r] == -INFINITY ? 0.0f : nn__vexp1(m[r] - mx);
-            for (c = 0; c < hr; c++)
-                if (s[c] == -INFINITY) s[c] = -2e38f; /* exp gives 0 (the vector exp clamps -inf) */
+            if (!J->avx512)
+                for (c = 0; c < hr; c++)
+                    if (s[c] == -INFINITY) s[c] = -2e38f; /* exp gives 0 (the vector exp clamps -inf) */
             sum = nn__vexp_map(NN__VE_EXP_SHIFT, s, s, NULL, NULL, mx, hr);
             l[r] = l[r] * alpha + sum;
             m[r] = mx;
@@ -12663,8 +12737,12 @@ static void nn__attn_ds(const nn__attn_job *J, int b, int h, int i0, int nr, int
             for (c = 0; c < nc; c++) s[c] = dp[c] = 0.0f;
             continue;
         }
-        for (c = 0; c < nc; c++)
-            if (s[c] == -INFINITY) s[c] = -2e38f;
+#if defined(NN__VM_X86)
+        if (J->avx512) nn__attn_clamp512(s, nc);
+        else
+#endif
+            for (c = 0; c < nc; c++)
+                if (s[c] == -INFINITY) s[c] = -2e38f;
         (void)nn__vexp_map(NN__VE_EXP_SHIFT, s, s, NULL, NULL, lse, nc);
         if (a->p > 0.0f) {
             for (c = 0; c < nc; c++) {
@@ -12672,8 +12750,13 @@ static void nn__attn_ds(const nn__attn_job *J, int b, int h, int i0, int nr, int
                 dp[c] = s[c] * (dp[c] * z - dl);
                 s[c] *= z;
             }
-        } else
-            for (c = 0; c < nc; c++) dp[c] = s[c] * (dp[c] - dl);
+        } else {
+#if defined(NN__VM_X86)
+            if (J->avx512) nn__attn_ds512(dp, s, dl, nc);
+            else
+#endif
+                for (c = 0; c < nc; c++) dp[c] = s[c] * (dp[c] - dl);
+        }
     }
 }
 
@@ -12745,6 +12828,63 @@ static void nn__attn_dkv_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
     }
 }
 
+/* ---- dQ, dK, dV in one pass (FlashAttention-2's order): one (b, key/value head) per
+   unit, its key blocks in order, each over the group's query heads and every query block
+   in order: the scores, P and dS of a tile once, then dv_j += (P z)^T dO, dk_j += dS^T q
+   and dq_i += dS k_j, the last straight into dq's rows (the unit owns its heads' rows, so
+   no accumulator of its own and no atomics). Each dq element sums the key blocks in order
+   as the dQ pass does, each dk, dv element the query heads and blocks in order as the
+   dK/dV pass does, with the same tile products: the bits of the two passes. ---- */
+static void nn__attn_bwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw) {
+    const nn__attn_attr *a = &J->a;
+    int D = a->D, Dv = a->Dv, W = nn__attn_w(a), grp = a->H / a->Hkv;
+    int b = (int)(u / a->Hkv), hk = (int)(u % a->Hkv), h, i0, j0, r, c, d;
+    float *S = ws, *dP = S + NN__ATTN_BR * NN__ATTN_BC;
+    float *dk = S + 2 * NN__ATTN_BR * NN__ATTN_BC + (int64_t)NN__ATTN_BR * W + 2 * NN__ATTN_BR, *dv = dk + (int64_t)NN__ATTN_BC * W;
+    float *Kt = dv + (int64_t)NN__ATTN_BC * W, *Vt = Kt + (int64_t)NN__ATTN_BC * W;
+    for (h = hk * grp; h < (hk + 1) * grp; h++)
+        for (r = 0; r < a->Tq; r++) {
+            float *o = NN__ATTN_ROW(J->dq, J->qs, b, h, r);
+            for (d = 0; d < D; d++) o[d] = 0.0f;
+        }
+    for (j0 = 0; j0 < a->Tk; j0 += NN__ATTN_BC) {
+        int nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC;
+        const float *kb = NN__ATTN_ROW(J->k, J->ks, b, hk, j0), *vb = NN__ATTN_ROW(J->v, J->vs, b, hk, j0);
+        const float *kt = NULL, *vt = NULL; /* K^T and V^T packed once for every query block */
+        for (c = 0; c < nc * D; c++) dk[c] = 0.0f;
+        for (c = 0; c < nc * Dv; c++) dv[c] = 0.0f;
+        if (J->avx512) {
+            nn__attn_pack_t(Kt, kb, J->ks[2], nc, D);
+            nn__attn_pack_t(Vt, vb, J->vs[2], nc, Dv);
+            kt = Kt, vt = Vt;
+        }
+        for (h = hk * grp; h < (hk + 1) * grp; h++)
+            for (i0 = 0; i0 < a->Tq; i0 += NN__ATTN_BR) {
+                int nr = a->Tq - i0 < NN__ATTN_BR ? a->Tq - i0 : NN__ATTN_BR;
+                const float *qb = NN__ATTN_ROW(J->q, J->qs, b, h, i0), *gb = NN__ATTN_ROW(J->dout, J->os, b, h, i0);
+                int diag = nn__attn_diag(J, i0, j0);
+                if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
+                nn__attn_abt(J, gw, S, qb, J->qs[2], nr, kb, J->ks[2], nc, D, a->scale, kt, Kt, diag);
+                if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
+                nn__attn_abt(J, gw, dP, gb, J->os[2], nr, vb, J->vs[2], nc, Dv, 1.0f, vt, Vt, diag);
+                nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP, diag);
+                nn__attn_ab(J, gw, dv, Dv, 1, S, NN__ATTN_BC, nc, nr, gb, J->os[2], Dv, diag);
+                nn__attn_ab(J, gw, dk, D, 1, dP, NN__ATTN_BC, nc, nr, qb, J->qs[2], D, diag);
+                nn__attn_ab(J, gw, NN__ATTN_ROW(J->dq, J->qs, b, h, i0), J->qs[2], 0, dP, NN__ATTN_BC, nr, nc, kb, J->ks[2], D, diag);
+            }
+        for (c = 0; c < nc; c++) {
+            float *ko = NN__ATTN_ROW(J->dk, J->ks, b, hk, j0 + c), *vo = NN__ATTN_ROW(J->dv, J->vs, b, hk, j0 + c);
+            for (d = 0; d < D; d++) ko[d] = dk[(int64_t)c * D + d] * a->scale;
+            for (d = 0; d < Dv; d++) vo[d] = dv[(int64_t)c * Dv + d];
+        }
+    }
+    for (h = hk * grp; h < (hk + 1) * grp; h++)
+        for (r = 0; r < a->Tq; r++) {
+            float *o = NN__ATTN_ROW(J->dq, J->qs, b, h, r);
+            for (d = 0; d < D; d++) o[d] *= a->scale;
+        }
+}
+
 /* ---- d(mask): one unit per (b, h, query block, key block) of the dims the mask does not
    broadcast; a broadcast dim's whole range is summed inside the unit, in order (b, h,
    query blocks, key blocks, then a tile's rows and columns), so no two units write one
@@ -12803,16 +12943,18 @@ static void nn__attn_dmask_unit(const nn__attn_job *J, int64_t u, float *ws, nn_
 static void nn__attn_task(void *arg, int t, int n_tasks) {
     const nn__attn_job *J = (const nn__attn_job *)arg;
     int64_t u, u0 = J->per * t, u1 = u0 + J->per < J->units ? u0 + J->per : J->units;
-    float *ws = J->ws + (int64_t)t * nn__attn_ws_floats(nn__attn_w(&J->a));
+    float *ws = J->ws + (int64_t)t * J->ws_floats;
     nn__gemm_ws gw;
+    int64_t packed = -1; /* the forward: the (b, key/value head) whose K^T the task holds */
     (void)n_tasks;
     gw.p = NULL;
     gw.bytes = 0;
     for (u = u0; u < u1; u++) {
-        if (J->kind == 0) nn__attn_fwd_unit(J, u, ws, &gw);
+        if (J->kind == 0) nn__attn_fwd_unit(J, u, ws, &gw, &packed);
         else if (J->kind == 1) nn__attn_dq_unit(J, u, ws, &gw);
         else if (J->kind == 2) nn__attn_dkv_unit(J, u, ws, &gw);
-        else nn__attn_dmask_unit(J, u, ws, &gw);
+        else if (J->kind == 3) nn__attn_dmask_unit(J, u, ws, &gw);
+        else nn__attn_bwd_unit(J, u, ws, &gw);
     }
     NN_FREE(gw.p);
 }
@@ -12828,7 +12970,7 @@ static nn_result nn__attn_run(nn__threadpool *pool, nn__attn_job *J) {
 #if defined(NN__VM_X86)
     J->avx512 = nn__vm_isa() == 2 && strcmp(nn__gemm_pick_arch()->name, "avx512f") == 0; /* as the GEMM (its forced kernel too) */
 #endif
-    J->units = J->kind == 2 ? (int64_t)a->B * a->Hkv * nkb : (int64_t)a->B * a->H * nqb;
+    J->units = J->kind == 4 ? (int64_t)a->B * a->Hkv : J->kind == 2 ? (int64_t)a->B * a->Hkv * nkb : (int64_t)a->B * a->H * nqb;
     if (J->kind == 3) {
         int64_t cnt[4];
         nn__attn_dmask_counts(a, cnt);
@@ -12838,7 +12980,9 @@ static nn_result nn__attn_run(nn__threadpool *pool, nn__attn_job *J) {
     if (tasks < 1) tasks = 1;
     J->per = (J->units + tasks - 1) / tasks;
     tasks = (int)((J->units + J->per - 1) / J->per);
-    bytes = (size_t)tasks * (size_t)nn__attn_ws_floats(nn__attn_w(a)) * sizeof(float);
+    J->khead = J->kind == 0 && J->avx512 && (int64_t)nkb * NN__ATTN_BC * a->D <= NN__ATTN_KHEAD;
+    J->ws_floats = nn__attn_ws_floats(nn__attn_w(a)) + (J->khead ? (int64_t)nkb * NN__ATTN_BC * a->D : 0);
+    bytes = (size_t)tasks * (size_t)J->ws_floats * sizeof(float);
     J->ws = (float *)nn__threadpool_workspace(pool, bytes);
     if (!J->ws) {
         own = NN_MALLOC(bytes);
@@ -12849,6 +12993,14 @@ static nn_result nn__attn_run(nn__threadpool *pool, nn__attn_job *J) {
     else nn__threadpool_run(pool, nn__attn_task, J, tasks);
     NN_FREE(own);
     return NN_OK;
+}
+
+/* Whether the one-pass backward (one unit per batch and key/value head) keeps `tasks`
+   threads busy: as many units as threads, in equal shares or at least four a thread. */
+static int nn__attn_one_pass_fits(const nn__attn_attr *a, int tasks) {
+    int64_t u = (int64_t)a->B * a->Hkv;
+    if (nn__attn_one_pass != 1) return nn__attn_one_pass == 2;
+    return u >= tasks && (u % tasks == 0 || u >= 4 * (int64_t)tasks);
 }
 
 /* ======================================================================
@@ -38716,7 +38868,9 @@ static nn_result nn__launch_sinusoidal(nn_graph *g, int id) { /* never scheduled
    gradient reaching ATTENTION is [dO, 0]. The backward:
      ATTENTION_DELTA (packed, dpacked) -> [B*H*Tq]: delta_i = sum_d dO_id O_id
      ATTENTION_DQ    (q, k, v, packed, dpacked, delta[, masks]) -> q's shape
-     ATTENTION_DKV   (the same) -> a flat [dK (k's shape), dV (v's shape)], sliced
+     ATTENTION_DKV   (the same) -> a flat [dK (k's shape), dV (v's shape)], sliced; when q
+                     needs a gradient too, [dK, dV, dQ] (with_dq; ATTENTION_DQ then only
+                     where k and v need none): the CPU computes the three in one pass
      ATTENTION_DMASK (the same) -> the additive mask's shape: dS summed over the dims the
                      mask broadcasts (only when the mask needs a gradient)
    each recomputing the scores tile by tile: P = exp(S - lse), dS = P (dP z - delta) with
@@ -38867,11 +39021,16 @@ static nn_tensor nn__attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor 
 #define nn__grad_attention_dq nn__grad_none
 #define nn__plan_attention_dq nn__no_plan
 #define nn__grad_attention_dkv nn__grad_none
-#define nn__plan_attention_dkv nn__no_plan
 #define nn__grad_attention_dmask nn__grad_none
 #define nn__plan_attention_dmask nn__no_plan
 
-/* dq, and dk, dv sliced from one node */
+/* a device's ATTENTION_DKV with dq: the dQ kernel's output in the node's scratch, then
+   copied after dk and dv (the kernels write from their output's start) */
+static void nn__plan_attention_dkv(nn_graph *g, nn__node *n) {
+    n->scratch = n->a.attn.with_dq && !g->ctx->backend->host_memory ? (int64_t)n->a.attn.B * n->a.attn.H * n->a.attn.Tq * n->a.attn.D : 0;
+}
+
+/* dq, and dk, dv sliced from one node (dq too when k or v needs a gradient) */
 static void nn__grad_attention(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn__attn_attr at = n.a.attn;
@@ -38886,19 +39045,22 @@ static void nn__grad_attention(nn_graph *g, int id) {
     ins[0] = a, ins[1] = b, ins[2] = c, ins[3] = id, ins[4] = gy.id, ins[5] = delta.id;
     for (i = 3; i < n.n_in; i++) ins[nin++] = n.in[i];
     nn__attn_set_ins(&at, 6);
-    if (ga) {
+    if (ga && !gb && !gc) {
         int t = nn__new_node(g, NN__OP_ATTENTION_DQ, NN_F32, g->nodes[a].shape, ins, nin);
         if (t < 0) return;
         g->nodes[t].a.attn = at;
         nn__acc_grad(g, a, nn__tensor(t));
     }
     if (gb || gc) {
-        int64_t nk = nn__attn_nK(&at), nv = nn__attn_nV(&at);
-        int t = nn__new_node(g, NN__OP_ATTENTION_DKV, NN_F32, nn_shape1(nk + nv), ins, nin);
+        int64_t nk = nn__attn_nK(&at), nv = nn__attn_nV(&at), nq = ga ? g->nodes[a].numel : 0;
+        nn_shape sq = g->nodes[a].shape;
+        int t = nn__new_node(g, NN__OP_ATTENTION_DKV, NN_F32, nn_shape1(nk + nv + nq), ins, nin);
         if (t < 0) return;
+        at.with_dq = ga;
         g->nodes[t].a.attn = at;
         if (gb) nn__acc_grad(g, b, nn_reshape(g, nn_slice(g, nn__tensor(t), 0, 0, nk), sk));
         if (gc) nn__acc_grad(g, c, nn_reshape(g, nn_slice(g, nn__tensor(t), 0, nk, nv), sv));
+        if (ga) nn__acc_grad(g, a, nn_reshape(g, nn_slice(g, nn__tensor(t), 0, nk + nv, nq), sq));
     }
     if (at.mask_mode == 1 && g->nodes[n.in[n.a.attn.mask_in]].needs_grad) { /* an additive mask: the sum of dS */
         int m = n.in[n.a.attn.mask_in], t = nn__new_node(g, NN__OP_ATTENTION_DMASK, NN_F32, g->nodes[m].shape, ins, nin);
@@ -38941,19 +39103,42 @@ static nn_result nn__cpu_attention(nn_graph *g, nn__node *n) {
     return nn__attn_run(g->ctx->threads, &J);
 }
 
-/* delta_i = sum_d dO_id O_id, d in order */
-static nn_result nn__cpu_attention_delta(nn_graph *g, nn__node *n) {
-    const nn__attn_attr *a = &n->a.attn;
-    const float *o = NN__F(n->in[0]), *dout = NN__F(n->in[1]);
-    int64_t s[3], r, rows = (int64_t)a->B * a->H * a->Tq;
+/* delta_i = sum_d dO_id O_id, d in order; the rows split into one contiguous run per
+   thread */
+typedef struct nn__attn_delta_job {
+    const nn__attn_attr *a;
+    const float *o, *dout;
+    float *delta;
+    int64_t s[3], rows, per;
+} nn__attn_delta_job;
+
+static void nn__attn_delta_task(void *arg, int t, int n_tasks) {
+    const nn__attn_delta_job *J = (const nn__attn_delta_job *)arg;
+    const nn__attn_attr *a = J->a;
+    int64_t r, r1 = (t + 1) * J->per < J->rows ? (t + 1) * J->per : J->rows;
     int d;
-    nn__attn_strides(a->layout, a->H, a->Tq, a->Dv, s);
-    for (r = 0; r < rows; r++) {
-        int64_t b = r / ((int64_t)a->H * a->Tq), h = r / a->Tq % a->H, i = r % a->Tq, off = b * s[0] + h * s[1] + i * s[2];
+    (void)n_tasks;
+    for (r = t * J->per; r < r1; r++) {
+        int64_t b = r / ((int64_t)a->H * a->Tq), h = r / a->Tq % a->H, i = r % a->Tq, off = b * J->s[0] + h * J->s[1] + i * J->s[2];
         float acc = 0.0f;
-        for (d = 0; d < a->Dv; d++) acc += dout[off + d] * o[off + d];
-        n->buf.host[r] = acc;
+        for (d = 0; d < a->Dv; d++) acc += J->dout[off + d] * J->o[off + d];
+        J->delta[r] = acc;
     }
+}
+
+static nn_result nn__cpu_attention_delta(nn_graph *g, nn__node *n) {
+    nn__attn_delta_job J;
+    int tasks = nn__threadpool_size(g->ctx->threads);
+    J.a = &n->a.attn;
+    J.o = NN__F(n->in[0]);
+    J.dout = NN__F(n->in[1]);
+    J.delta = n->buf.host;
+    J.rows = (int64_t)J.a->B * J.a->H * J.a->Tq;
+    nn__attn_strides(J.a->layout, J.a->H, J.a->Tq, J.a->Dv, J.s);
+    if ((int64_t)tasks * 1024 > J.rows) tasks = (int)(J.rows / 1024 > 0 ? J.rows / 1024 : 1); /* 1,024 rows a task at least */
+    J.per = (J.rows + tasks - 1) / tasks;
+    if (tasks <= 1) nn__attn_delta_task(&J, 0, 1);
+    else nn__threadpool_run(g->ctx->threads, nn__attn_delta_task, &J, tasks);
     return NN_OK;
 }
 
@@ -38964,12 +39149,23 @@ static nn_result nn__cpu_attention_dq(nn_graph *g, nn__node *n) {
     return nn__attn_run(g->ctx->threads, &J);
 }
 
+/* dk and dv, and dq after them when with_dq: in one pass where it keeps the threads busy,
+   else the dK/dV pass then the dQ pass (the same bits) */
 static nn_result nn__cpu_attention_dkv(nn_graph *g, nn__node *n) {
     nn__attn_job J;
+    nn_result r;
     nn__attn_job_init(g, n, &J, 2);
     J.dk = n->buf.host;
     J.dv = J.dk + nn__attn_nK(&n->a.attn);
-    return nn__attn_run(g->ctx->threads, &J);
+    if (!n->a.attn.with_dq) return nn__attn_run(g->ctx->threads, &J);
+    J.dq = J.dv + nn__attn_nV(&n->a.attn);
+    if (nn__attn_one_pass_fits(&n->a.attn, nn__threadpool_size(g->ctx->threads))) {
+        J.kind = 4;
+        return nn__attn_run(g->ctx->threads, &J);
+    }
+    r = nn__attn_run(g->ctx->threads, &J);
+    J.kind = 1;
+    return r == NN_OK ? nn__attn_run(g->ctx->threads, &J) : r;
 }
 
 static nn_result nn__cpu_attention_dmask(nn_graph *g, nn__node *n) {
@@ -39094,7 +39290,8 @@ static nn_result nn__launch_attention_delta(nn_graph *g, int id) {
 /* dQ (tiles of query rows, or one work-item per row) and dK/dV (tiles of key rows of each
    key/value head, or one work-item per row), and the mask's gradient (heads 0: one
    work-item per element): the same arguments, another kernel */
-static nn_result nn__launch_attention_bwd(nn_graph *g, int id, const char *kernel, int64_t items, int heads, int rows) {
+static nn_result nn__launch_attention_bwd(nn_graph *g, int id, const char *kernel, int64_t items, int heads, int rows,
+                                          const nn__buf *out) {
     nn__node *n = &g->nodes[id];
     int dims[8], mk[8], tile = heads ? nn__attn_tile(g, &n->a.attn, 1) : 0, blk = heads && nn__attn_block(g, &n->a.attn);
     char name[32];
@@ -39111,23 +39308,42 @@ static nn_result nn__launch_attention_bwd(nn_graph *g, int id, const char *kerne
     k.o = &g->nodes[n->in[3]].buf;
     k.dout = &g->nodes[n->in[4]].buf;
     k.delta = &g->nodes[n->in[5]].buf;
-    k.out = &n->buf;
+    k.out = out;
     return nn__kargs_attn_bwd(l, &k);
 }
 
 static nn_result nn__launch_attention_dq(nn_graph *g, int id) {
     const nn__attn_attr *a = &g->nodes[id].a.attn;
-    return nn__launch_attention_bwd(g, id, "dq", (int64_t)a->B * a->H * a->Tq, a->H, a->Tq);
+    return nn__launch_attention_bwd(g, id, "dq", (int64_t)a->B * a->H * a->Tq, a->H, a->Tq, &g->nodes[id].buf);
 }
 
+/* dk, dv; with dq: the dQ kernel into the scratch, then a copy after dk and dv */
 static nn_result nn__launch_attention_dkv(nn_graph *g, int id) {
-    const nn__attn_attr *a = &g->nodes[id].a.attn;
-    return nn__launch_attention_bwd(g, id, "dkv", (int64_t)a->B * a->Hkv * a->Tk, a->Hkv, a->Tk);
+    nn__node *n = &g->nodes[id];
+    const nn__attn_attr *a = &n->a.attn;
+    int64_t nq = (int64_t)a->B * a->H * a->Tq * a->D, off = nn__attn_nK(a) + nn__attn_nV(a);
+    nn__launch *l = NULL;
+    nn__k_concat_part k;
+    nn_result r = nn__launch_attention_bwd(g, id, "dkv", (int64_t)a->B * a->Hkv * a->Tk, a->Hkv, a->Tk, &n->buf);
+    if (r != NN_OK || !a->with_dq) return r;
+    r = nn__launch_attention_bwd(g, id, "dq", (int64_t)a->B * a->H * a->Tq, a->H, a->Tq, &g->nodes[id].scratch_buf);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "shape", "concat_part", (size_t)nq, &l);
+    if (r != NN_OK) return r;
+    n = &g->nodes[id];
+    memset(&k, 0, sizeof k);
+    k.x = &n->scratch_buf;
+    k.y = &n->buf;
+    k.n = (int)nq;
+    k.lx = (int)nq;
+    k.L = (int)(off + nq);
+    k.off = (int)off;
+    k.inner = 1;
+    return nn__kargs_concat_part(l, &k);
 }
 
 /* one work-item per element of the mask */
 static nn_result nn__launch_attention_dmask(nn_graph *g, int id) {
-    return nn__launch_attention_bwd(g, id, "dmask", g->nodes[id].numel, 0, 0);
+    return nn__launch_attention_bwd(g, id, "dmask", g->nodes[id].numel, 0, 0, &g->nodes[id].buf);
 }
 
 /* ======================================================================
