@@ -2531,6 +2531,7 @@ typedef struct nn__attn_attr { /* q [B, H, Tq, D], k [B, Hkv, Tk, D], v [B, Hkv,
                             int32 (nonzero: hidden; nn.MultiheadAttention's bool attn_mask) */
     int kpm_mode;        /* 0 none, 1 float, 2 int32 (nonzero: ignore the key) */
     int ms[4];           /* the mask's element strides over b, h, i, j (0: broadcast) */
+    int with_dq;         /* ATTENTION_DKV: dq too, after dk and dv (q, k or v all need gradients) */
 } nn__attn_attr;
 
 /* nn_attention with an int32 mask read as nn.MultiheadAttention's (nonzero: hidden) when
@@ -4267,6 +4268,10 @@ static NN__MAYBE_UNUSED int nn__mkdirs(const char *path) {
 #define NN__ACTIVATION_H
 
 #ifdef __OPENCL_VERSION__
+/* No contraction in the kernels that include this file (elementwise, loss, the generated
+   fused chains): the CPU backend does not contract (src/base/fp_begin.h), and a fused chain
+   must give its unfused nodes' bits; drivers contract a * b + c by default (NVIDIA does). */
+#pragma OPENCL FP_CONTRACT OFF
 #define NN__EXP exp
 #define NN__EXPM1 expm1
 #define NN__LOG1P log1p
@@ -7600,7 +7605,7 @@ static void nn__conv2d_geom(nn__conv2d *c, const nn_shape *x, const nn_shape *w,
 }
 
 /* How a convolution node runs; chosen per shape when the graph is compiled. */
-enum { NN__CONV_GEMM = 0, NN__CONV_DIRECT = 1, NN__CONV_IMPLICIT = 2 };
+enum { NN__CONV_GEMM = 0, NN__CONV_DIRECT = 1, NN__CONV_IMPLICIT = 2, NN__CONV_WINOGRAD = 3 };
 
 /* Floats of scratch a conv node needs: one group's column matrix and one group's output
    (or output gradient) in [Kg, N*OH*OW] order. */
@@ -8028,6 +8033,7 @@ static void nn__iconv_fwd_task(void *arg, int t, int n_tasks) {
     int64_t per = (nch + n_tasks - 1) / n_tasks, ch, ch1 = per * (t + 1) < nch ? per * (t + 1) : nch;
     float *bb = nn__iconv_align(J->bufs + J->L->per_task * (size_t)t), *tmp = bb + (size_t)J->L->kc * NN__ICONV_COLS;
     float *yg = J->y + (int64_t)J->g * Kg * OHW;
+    int avx512 = nn__vm_isa() == 2;
     for (ch = per * t; ch < ch1; ch++) {
         int64_t q0 = ch * NN__ICONV_COLS;
         int ncols = (int)(P - q0 < NN__ICONV_COLS ? P - q0 : NN__ICONV_COLS), pc, jr, ir, i, j;
@@ -8044,7 +8050,14 @@ static void nn__iconv_fwd_task(void *arg, int t, int n_tasks) {
                     const float *ap = J->apk + (size_t)pc * Kgp + (size_t)ir * kc;
                     if (m == mr && n == nr && pix + nr <= OHW)
                         arch->ukr(kc, ap, bp, yg + (img * c->K + ir) * OHW + pix, (int)OHW, 1.0f, beta);
-                    else {
+                    else if (n == nr && pix + nr <= OHW) { /* the last rows of filters: whole rows of the tile */
+                        float *yr = yg + (img * c->K + ir) * OHW + pix;
+                        arch->ukr(kc, ap, bp, tmp, nr, 1.0f, 0.0f);
+                        for (i = 0; i < m; i++) { /* t + beta y as the edge store: y = t, or y + t */
+                            if (beta == 0.0f) nn__iconv_copy(avx512, yr + (int64_t)i * OHW, tmp + (size_t)i * nr, nr);
+                            else nn__iconv_add(avx512, yr + (int64_t)i * OHW, tmp + (size_t)i * nr, nr);
+                        }
+                    } else {
                         arch->ukr(kc, ap, bp, tmp, nr, 1.0f, 0.0f);
                         nn__iconv_store(tmp, nr, m, n, beta, yg + (int64_t)ir * OHW, (int64_t)c->K * OHW, OHW, q);
                     }
@@ -8310,14 +8323,6 @@ static void nn__iconv_backward_weight(nn__threadpool *pool, const nn__conv2d *c,
         return;
     }
     for (J.g = 0; J.g < c->G; J.g++) nn__threadpool_run(pool, nn__iconv_dw_task, &J, J.tasks);
-}
-
-/* The CPU backend's algorithm for a convolution that is not depthwise: NN_CONV_ALGO=im2col
-   forces the im2col path (the tests run both), else the implicit GEMM */
-static int nn__conv_cpu_algo(void) {
-    const char *e = getenv("NN_CONV_ALGO");
-    if (e && !strcmp(e, "im2col")) return NN__CONV_GEMM;
-    return NN__CONV_IMPLICIT;
 }
 
 /* ======================================================================
@@ -8879,6 +8884,500 @@ static void nn__dwconv2d_backward_weight(nn__threadpool *pool, const nn__conv2d 
     j.op = 2;
     j.items = c->K;
     nn__dw_run(pool, &j, (int64_t)c->N * c->K * c->OH * c->OW * c->KH * c->KW);
+}
+
+/* ======================================================================
+   src/cpu/conv_wino.c
+   ====================================================================== */
+/* Winograd F(2x2, 3x3) convolutions on the CPU backend (NN__CONV_WINOGRAD): 3x3, stride 1,
+   dilation 1, one group. Each 2x2 block of outputs (a tile) is Y = A^T [sum_c U_c . V_c] A
+   with the filter's transform U = G g G^T and the input's V = B^T d B (d the tile's 4x4
+   input window), so a layer is 16 GEMMs M_xi [Co, tiles] = U_xi [Co, Ci] V_xi [Ci, tiles],
+   one per element xi of the 4x4 transform domain: 16 multiply-adds per channel pair and
+   tile instead of 36 (2.25x fewer). The GEMMs run on src/cpu/gemm.c's microkernel; the
+   transforms are adds and subtracts over rows of tiles (vectorised, AVX-512 / AVX2 picked
+   at run time, the same bits on every instruction set: each element is the same sequence
+   of float adds). dx is the same convolution of dy with the flipped filter (channels
+   swapped, padding 2 - p); dw stays on the implicit GEMM.
+
+   Work is cut into chunks of NN__WINO_TILES tiles in the order (image, tile row, tile
+   column), across rows and images; a task transforms a chunk's input straight into the microkernel's column panels,
+   runs the 16 products into its own M, and transforms M into the output, so what a chunk
+   touches stays in the L2 cache. Each output element gets the same arithmetic whatever the
+   chunk and thread count.
+
+   Infinities and NaNs: the transforms mix a tile's inputs and a filter's weights, so an
+   infinite input gives inf - inf = NaN where the direct sum gives +-inf, and a NaN weight
+   reaches outputs the direct sum does not. A task notes any output that is not finite, and
+   the caller then computes the node again on the implicit GEMM (PyTorch's values); a
+   diverged step costs twice, a finite one a compare per output.
+
+   Error: the transforms multiply by 0.5 (exact) and add; the input transform adds up to 4
+   terms of x, the output transform up to 9 of M, so the rounding error grows by a small
+   constant over the direct sum: tests/test_conv_algo.c holds it to 1e-5 of the sum of
+   |x||w| terms against a double reference, and the op checker's 1e-4 holds. */
+
+#define NN__WINO_TILES 96 /* tiles per chunk: a multiple of every nr */
+
+/* Whether a convolution is one Winograd F(2x2, 3x3) runs: for dx, padding p becomes 2 - p */
+static int nn__wino_fits(const nn__conv2d *c) {
+    return c->KH == 3 && c->KW == 3 && c->sh == 1 && c->sw == 1 && c->dh == 1 && c->dw == 1 && c->G == 1 && c->ph <= 2 &&
+           c->pw <= 2 && c->OH > 0 && c->OW > 0;
+}
+
+/* The layout of a Winograd convolution y [N, Co, OH, OW] = conv(x [N, Ci, H, W], 3x3, pad) */
+typedef struct nn__wino {
+    const nn__gemm_arch *arch;
+    int N, Ci, Co, H, W, OH, OW, ph, pw;
+    int TH, TW;        /* tiles of an image: ceil(OH / 2) x ceil(OW / 2) */
+    int lc;            /* tiles per chunk */
+    int ntp;           /* columns of a chunk's panels: lc rounded up */
+    int S;             /* floats of one of a chunk's rows of transform values: lc rounded up */
+    int kc;            /* the K block of the products (over Ci) */
+    int Cop;           /* Co rounded up to mr */
+    int T;             /* tasks */
+    int64_t ntiles;    /* tiles in all: N * TH * TW */
+    size_t usz, vsz, msz; /* floats of one packed U_xi, V_xi (panels), M_xi */
+    size_t upk, per_task; /* floats: U packed and its unpacked copy; each task's own */
+} nn__wino;
+
+/* op 0: the forward of c; op 1: its dx (dy [N, K, OH, OW] in, dx [N, C, H, W] out) */
+static void nn__wino_layout(const nn__conv2d *c, int op, int T, nn__wino *L) {
+    const nn__gemm_arch *arch = nn__gemm_pick_arch();
+    int al = arch->nr > 16 ? arch->nr : 16, nkb;
+    memset(L, 0, sizeof *L);
+    L->arch = arch;
+    L->N = c->N;
+    if (op == 0) {
+        L->Ci = c->C;
+        L->Co = c->K;
+        L->H = c->H;
+        L->W = c->W;
+        L->OH = c->OH;
+        L->OW = c->OW;
+        L->ph = c->ph;
+        L->pw = c->pw;
+    } else {
+        L->Ci = c->K;
+        L->Co = c->C;
+        L->H = c->OH;
+        L->W = c->OW;
+        L->OH = c->H;
+        L->OW = c->W;
+        L->ph = 2 - c->ph;
+        L->pw = 2 - c->pw;
+    }
+    L->TH = (L->OH + 1) / 2;
+    L->TW = (L->OW + 1) / 2;
+    L->ntiles = (int64_t)L->N * L->TH * L->TW;
+    L->lc = L->ntiles < NN__WINO_TILES ? (int)(L->ntiles > 0 ? L->ntiles : 1) : NN__WINO_TILES;
+    L->ntp = (L->lc + al - 1) / al * al;
+    L->S = (L->lc + 15) / 16 * 16;
+    nkb = (L->Ci + arch->kc - 1) / arch->kc; /* K blocks of at most kc, even, multiples of 8 */
+    L->kc = ((L->Ci + nkb - 1) / nkb + 7) / 8 * 8;
+    if (L->kc > L->Ci) L->kc = L->Ci;
+    L->Cop = (L->Co + arch->mr - 1) / arch->mr * arch->mr;
+    L->T = T > 0 ? T : 1;
+    L->usz = ((size_t)L->Cop * L->Ci + 15) / 16 * 16;
+    L->vsz = (size_t)L->Ci * L->ntp;
+    L->msz = (size_t)L->Cop * L->ntp;
+    L->upk = 16 * L->usz + 16 * (size_t)L->Co * L->Ci + 16;
+    L->per_task = 16 * (L->vsz + L->msz) + 32 * (size_t)L->S + 32;
+}
+
+/* Floats of scratch a Winograd conv node needs (op 0 forward, 1 dx) on T threads: its own,
+   or the implicit GEMM's that a non-finite result falls back to (nn__wino_run) */
+static int64_t nn__wino_scratch(const nn__conv2d *c, int op, int T) {
+    nn__wino L;
+    int64_t own, gemm = nn__iconv_scratch(c, op, T);
+    nn__wino_layout(c, op, T, &L);
+    own = (int64_t)(L.upk + (L.per_task + 1) * (size_t)L.T);
+    return own > gemm ? own : gemm;
+}
+
+/* ---- the transforms' rows, one set per instruction set ----------------------------------
+   vcol: e0 = d0 - d2, e1 = d1 + d2, e2 = d2 - d1, e3 = d1 - d3 (B^T down a column of 4 rows)
+   hrow: B along a row for tiles j from its columns 2 tw .. 2 tw + 3 (E, O, E1, O1):
+         o0 = E[j] - E1[j], o1 = O[j] + E1[j], o2 = E1[j] - O[j], o3 = O[j] - O1[j]
+   orow: A^T m A of tiles j from the 16 rows m[4 i + j'] of M:
+         s0 = m0 + m1 + m2, s1 = m1 - m2 - m3 down each column j', then the same along
+         the rows: y00, y01 (from s0), y10, y11 (from s1) */
+typedef struct nn__wino_fns {
+    void (*vcol)(const float *d0, const float *d1, const float *d2, const float *d3, float *e0, float *e1, float *e2,
+                 float *e3, int n);
+    void (*hrow)(const float *E, const float *O, const float *E1, const float *O1, float *o0, float *o1, float *o2,
+                 float *o3, int n);
+    int (*orow)(const float *const *m, float *y00, float *y01, float *y10, float *y11, int n, const float *bias);
+    /* E[j] = v(2 j), O[j] = v(2 j + 1) for j < n, v(k) = xr[k - pw] inside [0, W), else 0 */
+    void (*deint)(const float *xr, int W, int pw, float *E, float *O, int n);
+    /* y[2 j] = a[j], y[2 j + 1] = b[j] for the indices below ow */
+    void (*inter)(const float *a, const float *b, float *y, int ow);
+} nn__wino_fns;
+
+#define NN__WINO_LD(p) (__builtin_memcpy(&v_, (p), sizeof v_), v_)
+#define NN__WINO_DEFINE(S, TGT, VT, VL)                                                                               \
+    TGT static void nn__wino_vcol_##S(const float *d0, const float *d1, const float *d2, const float *d3, float *e0, \
+                                      float *e1, float *e2, float *e3, int n) {                                       \
+        int j = 0;                                                                                                    \
+        for (; j + (VL) <= n; j += (VL)) {                                                                            \
+            VT v_, a0 = NN__WINO_LD(d0 + j), a1 = NN__WINO_LD(d1 + j), a2 = NN__WINO_LD(d2 + j),                      \
+                   a3 = NN__WINO_LD(d3 + j), r;                                                                       \
+            r = a0 - a2;                                                                                              \
+            __builtin_memcpy(e0 + j, &r, sizeof r);                                                                   \
+            r = a1 + a2;                                                                                              \
+            __builtin_memcpy(e1 + j, &r, sizeof r);                                                                   \
+            r = a2 - a1;                                                                                              \
+            __builtin_memcpy(e2 + j, &r, sizeof r);                                                                   \
+            r = a1 - a3;                                                                                              \
+            __builtin_memcpy(e3 + j, &r, sizeof r);                                                                   \
+        }                                                                                                             \
+        for (; j < n; j++) {                                                                                          \
+            e0[j] = d0[j] - d2[j];                                                                                    \
+            e1[j] = d1[j] + d2[j];                                                                                    \
+            e2[j] = d2[j] - d1[j];                                                                                    \
+            e3[j] = d1[j] - d3[j];                                                                                    \
+        }                                                                                                             \
+    }                                                                                                                 \
+    TGT static void nn__wino_hrow_##S(const float *E, const float *O, const float *E1, const float *O1, float *o0,   \
+                                      float *o1, float *o2, float *o3, int n) {                                       \
+        int j = 0;                                                                                                    \
+        for (; j + (VL) <= n; j += (VL)) {                                                                            \
+            VT v_, ev = NN__WINO_LD(E + j), ev1 = NN__WINO_LD(E1 + j)    , od = NN__WINO_LD(O + j),                    \
+                   od1 = NN__WINO_LD(O1 + j), r;                                                                        \
+            r = ev - ev1;                                                                                               \
+            __builtin_memcpy(o0 + j, &r, sizeof r);                                                                   \
+            r = od + ev1;                                                                                               \
+            __builtin_memcpy(o1 + j, &r, sizeof r);                                                                   \
+            r = ev1 - od;                                                                                               \
+            __builtin_memcpy(o2 + j, &r, sizeof r);                                                                   \
+            r = od - od1;                                                                                               \
+            __builtin_memcpy(o3 + j, &r, sizeof r);                                                                   \
+        }                                                                                                             \
+        for (; j < n; j++) {                                                                                          \
+            o0[j] = E[j] - E1[j];                                                                                     \
+            o1[j] = O[j] + E1[j];                                                                                     \
+            o2[j] = E1[j] - O[j];                                                                                     \
+            o3[j] = O[j] - O1[j];                                                                                     \
+        }                                                                                                             \
+    }                                                                                                                 \
+    TGT static int nn__wino_orow_##S(const float *const *m, float *y00, float *y01, float *y10, float *y11, int n,   \
+                                     const float *bias) {                                                             \
+        int j = 0, q, ok = 1;                                                                                         \
+        VT acc = {0}, bv = acc + (bias ? *bias : 0.0f);                                                               \
+        float lanes[VL];                                                                                              \
+        for (; j + (VL) <= n; j += (VL)) {                                                                            \
+            VT v_, s0[4], s1[4], r[4];                                                                                \
+            for (q = 0; q < 4; q++) {                                                                                 \
+                VT a0 = NN__WINO_LD(m[q] + j), a1 = NN__WINO_LD(m[4 + q] + j), a2 = NN__WINO_LD(m[8 + q] + j),        \
+                   a3 = NN__WINO_LD(m[12 + q] + j);                                                                   \
+                s0[q] = a0 + a1 + a2;                                                                                 \
+                s1[q] = a1 - a2 - a3;                                                                                 \
+            }                                                                                                         \
+            r[0] = s0[0] + s0[1] + s0[2];                                                                             \
+            r[1] = s0[1] - s0[2] - s0[3];                                                                             \
+            r[2] = s1[0] + s1[1] + s1[2];                                                                             \
+            r[3] = s1[1] - s1[2] - s1[3];                                                                             \
+            for (q = 0; q < 4; q++) {                                                                                 \
+                if (bias) r[q] = r[q] + bv;                                                                           \
+                acc = acc + (r[q] - r[q]); /* 0 while every value is finite */                                        \
+            }                                                                                                         \
+            __builtin_memcpy(y00 + j, &r[0], sizeof r[0]);                                                            \
+            __builtin_memcpy(y01 + j, &r[1], sizeof r[1]);                                                            \
+            __builtin_memcpy(y10 + j, &r[2], sizeof r[2]);                                                            \
+            __builtin_memcpy(y11 + j, &r[3], sizeof r[3]);                                                            \
+        }                                                                                                             \
+        __builtin_memcpy(lanes, &acc, sizeof acc);                                                                    \
+        for (q = 0; q < (VL); q++) ok &= lanes[q] == 0.0f;                                                            \
+        for (; j < n; j++) {                                                                                          \
+            float s0[4], s1[4], r[4];                                                                                 \
+            for (q = 0; q < 4; q++) {                                                                                 \
+                s0[q] = m[q][j] + m[4 + q][j] + m[8 + q][j];                                                          \
+                s1[q] = m[4 + q][j] - m[8 + q][j] - m[12 + q][j];                                                     \
+            }                                                                                                         \
+            r[0] = s0[0] + s0[1] + s0[2];                                                                             \
+            r[1] = s0[1] - s0[2] - s0[3];                                                                             \
+            r[2] = s1[0] + s1[1] + s1[2];                                                                             \
+            r[3] = s1[1] - s1[2] - s1[3];                                                                             \
+            for (q = 0; q < 4; q++) {                                                                                 \
+                if (bias) r[q] = r[q] + *bias;                                                                        \
+                ok &= r[q] - r[q] == 0.0f;                                                                            \
+            }                                                                                                         \
+            y00[j] = r[0];                                                                                            \
+            y01[j] = r[1];                                                                                            \
+            y10[j] = r[2];                                                                                            \
+            y11[j] = r[3];                                                                                            \
+        }                                                                                                             \
+        return ok;                                                                                                    \
+    }
+
+NN__WINO_DEFINE(generic, , float, 1)
+#if NN__GEMM_X86
+typedef float nn__wino_v16 __attribute__((vector_size(64)));
+typedef float nn__wino_v8 __attribute__((vector_size(32)));
+NN__WINO_DEFINE(avx512, __attribute__((target("avx512f"))), nn__wino_v16, 16)
+NN__WINO_DEFINE(avx2, __attribute__((target("avx2,fma"))), nn__wino_v8, 8)
+#endif
+#undef NN__WINO_DEFINE
+#undef NN__WINO_LD
+
+static float nn__wino_xat(const float *xr, int W, int ix) { return ix >= 0 && ix < W ? xr[ix] : 0.0f; }
+
+static void nn__wino_deint_generic(const float *xr, int W, int pw, float *E, float *O, int n) {
+    int j;
+    for (j = 0; j < n; j++) {
+        E[j] = nn__wino_xat(xr, W, 2 * j - pw);
+        O[j] = nn__wino_xat(xr, W, 2 * j + 1 - pw);
+    }
+}
+
+static void nn__wino_inter_generic(const float *a, const float *b, float *y, int ow) {
+    int j;
+    for (j = 0; 2 * j + 1 < ow; j++) {
+        y[2 * j] = a[j];
+        y[2 * j + 1] = b[j];
+    }
+    if (2 * j < ow) y[2 * j] = a[j];
+}
+
+#if NN__GEMM_X86
+static __mmask16 nn__wino_mask(int k) { return (__mmask16)(k >= 16 ? 0xFFFFu : k <= 0 ? 0u : (1u << k) - 1u); }
+
+/* 16 j at a time by masked loads of the 32 columns 2 j - pw .. (zeros past the row's end) */
+__attribute__((target("avx512f"))) static void nn__wino_deint_avx512(const float *xr, int W, int pw, float *E, float *O,
+                                                                     int n) {
+    const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i io = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    int j = 0;
+    for (; j < n && 2 * j - pw < 0; j++) { /* the columns left of the row */
+        E[j] = nn__wino_xat(xr, W, 2 * j - pw);
+        O[j] = nn__wino_xat(xr, W, 2 * j + 1 - pw);
+    }
+    for (; j < n; j += 16) {
+        int avail = W - (2 * j - pw);
+        const float *p = xr + 2 * j - pw;
+        __mmask16 st = nn__wino_mask(n - j);
+        __m512 v0 = _mm512_maskz_loadu_ps(nn__wino_mask(avail), avail > 0 ? p : xr);
+        __m512 v1 = _mm512_maskz_loadu_ps(nn__wino_mask(avail - 16), avail > 16 ? p + 16 : xr);
+        _mm512_mask_storeu_ps(E + j, st, _mm512_permutex2var_ps(v0, ie, v1));
+        _mm512_mask_storeu_ps(O + j, st, _mm512_permutex2var_ps(v0, io, v1));
+    }
+}
+
+__attribute__((target("avx512f"))) static void nn__wino_inter_avx512(const float *a, const float *b, float *y, int ow) {
+    const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i hi = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    int j, na = (ow + 1) / 2;
+    for (j = 0; j < na; j += 16) {
+        __mmask16 lm = nn__wino_mask(na - j);
+        __m512 va = _mm512_maskz_loadu_ps(lm, a + j), vb = _mm512_maskz_loadu_ps(lm, b + j);
+        _mm512_mask_storeu_ps(y + 2 * j, nn__wino_mask(ow - 2 * j), _mm512_permutex2var_ps(va, lo, vb));
+        _mm512_mask_storeu_ps(y + 2 * j + 16, nn__wino_mask(ow - 2 * j - 16), _mm512_permutex2var_ps(va, hi, vb));
+    }
+}
+#endif
+
+static const nn__wino_fns *nn__wino_pick(void) {
+    static const nn__wino_fns generic = {nn__wino_vcol_generic, nn__wino_hrow_generic, nn__wino_orow_generic,
+                                         nn__wino_deint_generic, nn__wino_inter_generic};
+#if NN__GEMM_X86
+    static const nn__wino_fns avx512 = {nn__wino_vcol_avx512, nn__wino_hrow_avx512, nn__wino_orow_avx512,
+                                        nn__wino_deint_avx512, nn__wino_inter_avx512};
+    static const nn__wino_fns avx2 = {nn__wino_vcol_avx2, nn__wino_hrow_avx2, nn__wino_orow_avx2, nn__wino_deint_generic,
+                                      nn__wino_inter_generic};
+    if (nn__vm_isa() == 2) return &avx512;
+    if (nn__vm_isa() == 1) return &avx2;
+#endif
+    return &generic;
+}
+
+/* U_xi [Co, Ci] = (G g G^T)[xi] of every filter g: w [Co, Ci, 3, 3] (op 0) or, for dx, w
+   [Ci, Co, 3, 3] flipped (g[a][b] = w[ci][co][2 - a][2 - b]); u holds 16 matrices of Co*Ci */
+static void nn__wino_filter(const nn__wino *L, int op, const float *w, float *u) {
+    int co, ci, i, a;
+    size_t mat = (size_t)L->Co * L->Ci;
+    for (co = 0; co < L->Co; co++)
+        for (ci = 0; ci < L->Ci; ci++) {
+            float g[3][3], t[4][3];
+            const float *src = op == 0 ? w + ((size_t)co * L->Ci + ci) * 9 : w + ((size_t)ci * L->Co + co) * 9;
+            for (i = 0; i < 3; i++)
+                for (a = 0; a < 3; a++) g[i][a] = op == 0 ? src[i * 3 + a] : src[(2 - i) * 3 + 2 - a];
+            for (a = 0; a < 3; a++) { /* t = G g */
+                t[0][a] = g[0][a];
+                t[1][a] = 0.5f * (g[0][a] + g[1][a] + g[2][a]);
+                t[2][a] = 0.5f * (g[0][a] - g[1][a] + g[2][a]);
+                t[3][a] = g[2][a];
+            }
+            for (i = 0; i < 4; i++) { /* U = t G^T */
+                float *d = u + (size_t)(4 * i) * mat + (size_t)co * L->Ci + ci;
+                d[0] = t[i][0];
+                d[mat] = 0.5f * (t[i][0] + t[i][1] + t[i][2]);
+                d[2 * mat] = 0.5f * (t[i][0] - t[i][1] + t[i][2]);
+                d[3 * mat] = t[i][2];
+            }
+        }
+}
+
+typedef struct nn__wino_job {
+    const nn__wino *L;
+    const nn__wino_fns *fn;
+    const float *x, *b, *upk;
+    float *y, *bufs, *bad; /* bad[t]: task t wrote an output that is not finite */
+    int64_t nchunks;
+} nn__wino_job;
+
+/* Element (ci, t) of a chunk's V_xi in the microkernel's column panels: K blocks of kc rows,
+   each a run of [kcb][nr] panels */
+static float *nn__wino_vp(const nn__wino *L, float *v, int ci, int t) {
+    int nr = L->arch->nr, pc = ci / L->kc * L->kc, kcb = L->Ci - pc < L->kc ? L->Ci - pc : L->kc;
+    return v + (size_t)pc * L->ntp + (size_t)(t / nr) * kcb * nr + (size_t)(ci - pc) * nr + t % nr;
+}
+
+/* One chunk's input transform: tiles [t0, t1) of every input channel into V's panels. d: the
+   4 input rows of each tile, their columns 2 tw, 2 tw + 1, 2 tw + 2, 2 tw + 3 as 4 rows of the
+   chunk's tiles, [4][4][S]; e: B^T d, alike */
+static void nn__wino_input(const nn__wino_job *J, int64_t t0, int64_t t1, float *v, float *d) {
+    const nn__wino *L = J->L;
+    int TW = L->TW, nr = L->arch->nr, S = L->S, lc = (int)(t1 - t0), ci, i, xi, jr, t;
+    float *e = d + 16 * (size_t)S;
+    int64_t q;
+    for (ci = 0; ci < L->Ci; ci++) {
+        for (q = t0; q < t1;) { /* a run of tiles along one tile row */
+            int64_t r = q / TW, n = r / L->TH;
+            int th = (int)(r % L->TH), tw0 = (int)(q % TW), len = (int)(t1 - q < TW - tw0 ? t1 - q : TW - tw0);
+            size_t off = (size_t)(q - t0);
+            const float *xc = J->x + ((size_t)n * L->Ci + ci) * L->H * (size_t)L->W;
+            for (i = 0; i < 4; i++) { /* input row 2 th - ph + i */
+                int iy = 2 * th - L->ph + i, k;
+                float *D = d + (size_t)(4 * i) * S + off;
+                if (iy < 0 || iy >= L->H)
+                    for (k = 0; k < 4; k++) memset(D + (size_t)k * S, 0, (size_t)len * sizeof(float));
+                else {
+                    const float *xr = xc + (size_t)iy * L->W;
+                    J->fn->deint(xr, L->W, L->pw - 2 * tw0, D, D + S, len);
+                    J->fn->deint(xr, L->W, L->pw - 2 * tw0 - 2, D + 2 * (size_t)S, D + 3 * (size_t)S, len);
+                }
+            }
+            q += len;
+        }
+        J->fn->vcol(d, d + 4 * (size_t)S, d + 8 * (size_t)S, d + 12 * (size_t)S, e, e + 4 * (size_t)S, e + 8 * (size_t)S,
+                    e + 12 * (size_t)S, 4 * S);
+        for (jr = 0; jr < lc; jr += nr) { /* one panel's run of columns at a time */
+            int len = lc - jr < nr ? lc - jr : nr;
+            for (i = 0; i < 4; i++) {
+                const float *E = e + (size_t)(4 * i) * S + jr;
+                float *o[4];
+                for (xi = 0; xi < 4; xi++) o[xi] = nn__wino_vp(L, v + (size_t)(4 * i + xi) * L->vsz, ci, jr);
+                J->fn->hrow(E, E + S, E + 2 * (size_t)S, E + 3 * (size_t)S, o[0], o[1], o[2], o[3], len);
+            }
+            if (len < nr) /* the last panel's columns past the chunk: zeros, not stale scratch */
+                for (xi = 0; xi < 16; xi++)
+                    for (t = jr + len; t < jr + nr; t++) *nn__wino_vp(L, v + (size_t)xi * L->vsz, ci, t) = 0.0f;
+        }
+    }
+}
+
+/* One chunk's output transform: M [16][Cop, ntp] to y (+ bias); whether every output is finite */
+static int nn__wino_output(const nn__wino_job *J, int64_t t0, int64_t t1, const float *m, float *ob) {
+    const nn__wino *L = J->L;
+    int TW = L->TW, S = L->S, lc = (int)(t1 - t0), co, xi, ok = 1;
+    int64_t q;
+    for (co = 0; co < L->Co; co++) {
+        const float *mp[16];
+        for (xi = 0; xi < 16; xi++) mp[xi] = m + (size_t)xi * L->msz + (size_t)co * L->ntp;
+        ok &= J->fn->orow(mp, ob, ob + S, ob + 2 * (size_t)S, ob + 3 * (size_t)S, lc, J->b ? J->b + co : NULL);
+        for (q = t0; q < t1;) {
+            int64_t r = q / TW, n = r / L->TH;
+            int th = (int)(r % L->TH), tw0 = (int)(q % TW), len = (int)(t1 - q < TW - tw0 ? t1 - q : TW - tw0);
+            int ow = L->OW - 2 * tw0 < 2 * len ? L->OW - 2 * tw0 : 2 * len;
+            size_t off = (size_t)(q - t0);
+            float *y0 = J->y + (((size_t)n * L->Co + co) * L->OH + 2 * th) * (size_t)L->OW + 2 * tw0;
+            J->fn->inter(ob + off, ob + S + off, y0, ow);
+            if (2 * th + 1 < L->OH) J->fn->inter(ob + 2 * (size_t)S + off, ob + 3 * (size_t)S + off, y0 + L->OW, ow);
+            q += len;
+        }
+    }
+    return ok;
+}
+
+static void nn__wino_task(void *arg, int t, int n_tasks) {
+    const nn__wino_job *J = (const nn__wino_job *)arg;
+    const nn__wino *L = J->L;
+    const nn__gemm_arch *arch = L->arch;
+    int mr = arch->mr, nr = arch->nr, xi, pc, jr, ir;
+    int64_t per = (J->nchunks + n_tasks - 1) / n_tasks, ch, ch1 = per * (t + 1) < J->nchunks ? per * (t + 1) : J->nchunks;
+    float *v = nn__gemm_align(J->bufs + L->per_task * (size_t)t), *m = v + 16 * L->vsz, *d = m + 16 * L->msz;
+    J->bad[t] = 0.0f;
+    for (ch = per * t; ch < ch1; ch++) {
+        int64_t t0 = ch * L->lc, t1 = t0 + L->lc < L->ntiles ? t0 + L->lc : L->ntiles;
+        int lc = (int)(t1 - t0);
+        nn__wino_input(J, t0, t1, v, d);
+        for (xi = 0; xi < 16; xi++) {
+            const float *u = J->upk + (size_t)xi * L->usz, *vx = v + (size_t)xi * L->vsz;
+            float *mx = m + (size_t)xi * L->msz;
+            for (pc = 0; pc < L->Ci; pc += L->kc) {
+                int kc = L->Ci - pc < L->kc ? L->Ci - pc : L->kc;
+                float beta = pc == 0 ? 0.0f : 1.0f;
+                for (jr = 0; jr < lc; jr += nr)
+                    for (ir = 0; ir < L->Cop; ir += mr)
+                        arch->ukr(kc, u + (size_t)pc * L->Cop + (size_t)ir * kc, vx + (size_t)pc * L->ntp + (size_t)jr * kc,
+                                  mx + (size_t)ir * L->ntp + jr, L->ntp, 1.0f, beta);
+            }
+        }
+        if (!nn__wino_output(J, t0, t1, m, d)) J->bad[t] = 1.0f;
+    }
+}
+
+/* op 0: y [N, K, OH, OW] = conv(x, w) + b (b may be NULL); op 1: y = dx [N, C, H, W] from x =
+   dy [N, K, OH, OW] (b NULL). scratch from nn__wino_scratch(c, op, T). Returns 0 when an
+   output is not finite: the caller computes the node again by the implicit GEMM. */
+static int nn__wino_run(nn__threadpool *pool, const nn__conv2d *c, int op, int T, float *y, const float *x,
+                         const float *w, const float *b, float *scratch) {
+    nn__wino L;
+    nn__wino_job J;
+    float *upk, *u;
+    int xi, pc, tasks, t;
+    nn__wino_layout(c, op, T, &L);
+    upk = nn__gemm_align(scratch);
+    u = upk + 16 * L.usz;
+    nn__wino_filter(&L, op, w, u);
+    for (xi = 0; xi < 16; xi++)
+        for (pc = 0; pc < L.Ci; pc += L.kc) {
+            int kc = L.Ci - pc < L.kc ? L.Ci - pc : L.kc;
+            L.arch->pack_a(0, u + (size_t)xi * L.Co * L.Ci, L.Ci, 0, L.Co, pc, kc, L.arch->mr,
+                           upk + (size_t)xi * L.usz + (size_t)pc * L.Cop);
+        }
+    memset(&J, 0, sizeof J);
+    J.L = &L;
+    J.fn = nn__wino_pick();
+    J.x = x;
+    J.b = b;
+    J.upk = upk;
+    J.y = y;
+    J.bufs = scratch + L.upk;
+    J.nchunks = (L.ntiles + L.lc - 1) / L.lc;
+    tasks = L.T < nn__threadpool_size(pool) ? L.T : nn__threadpool_size(pool);
+    if ((double)L.ntiles * 16.0 * L.Ci * L.Co < (double)NN__PAR_MIN * 8) tasks = 1;
+    if (tasks > J.nchunks) tasks = (int)J.nchunks;
+    if (tasks < 1) tasks = 1;
+    J.bad = scratch + L.upk + L.per_task * (size_t)L.T;
+    nn__threadpool_run(pool, nn__wino_task, &J, tasks);
+    for (t = 0; t < tasks; t++)
+        if (J.bad[t] != 0.0f) return 0;
+    return 1;
+}
+
+/* The CPU backend's algorithm for a convolution that is not depthwise, op 0 forward, 1 dx,
+   2 dw. NN_CONV_ALGO (read when a graph is compiled): im2col forces the im2col path, gemm
+   the implicit GEMM, winograd Winograd wherever it applies (forward and dx); by default
+   Winograd where it applies and both channel counts are at least NN__WINO_MIN_CH (a first
+   layer's 1 or 3 channels leave the products too thin), else the implicit GEMM. */
+#define NN__WINO_MIN_CH 16
+static int nn__conv_cpu_algo(const nn__conv2d *c, int op) {
+    const char *e = getenv("NN_CONV_ALGO");
+    if (e && !strcmp(e, "im2col")) return NN__CONV_GEMM;
+    if ((e && !strcmp(e, "gemm")) || op == 2 || !nn__wino_fits(c)) return NN__CONV_IMPLICIT;
+    if (e && !strcmp(e, "winograd")) return NN__CONV_WINOGRAD;
+    return c->C >= NN__WINO_MIN_CH && c->K >= NN__WINO_MIN_CH ? NN__CONV_WINOGRAD : NN__CONV_IMPLICIT;
 }
 
 /* ======================================================================
@@ -11729,9 +12228,11 @@ static void nn__rope(nn__threadpool *pool, const nn__rope_attr *a, float *y, con
 /* The attention family's CPU loops (src/ops/attention.c's bodies; kernels/attention.cl has
    the OpenCL twins): flash attention, blocked over tiles of NN__ATTN_BR queries x
    NN__ATTN_BC keys and threaded over (batch, head, query block) for the forward and dQ, over
-   (batch, key/value head, key block) for dK/dV. Each work unit is computed by one task in a
+   (batch, key/value head, key block) for dK/dV, over (batch, key/value head) for the
+   one-pass backward (dQ, dK and dV together). Each work unit is computed by one task in a
    fixed order whatever the thread count, so the bits do not depend on it; no [Tq, Tk]
-   matrix: a task's working memory is a few tiles (nn__attn_ws_floats). A masked score is
+   matrix: a task's working memory is a few tiles (nn__attn_ws_floats), and in the forward
+   K^T of one head (Tk x D). A masked score is
    -inf in the tiles and its weight exactly 0. The tile products run on the GEMM's
    microkernels (nn__sgemm_ws) or AVX-512 ones of their own, the exponentials on
    nn__vexp_map. */
@@ -11739,6 +12240,14 @@ static void nn__rope(nn__threadpool *pool, const nn__rope_attr *a, float *y, con
 #define NN__ATTN_BR 64 /* query rows of a tile */
 #define NN__ATTN_BC 64 /* keys of a tile */
 #define NN__ATTN_ALL (1 << 28) /* a bound of nn__attn_krange / diag that bounds nothing */
+#ifndef NN__ATTN_KHEAD
+#define NN__ATTN_KHEAD (1 << 22) /* the most floats of a head's K^T the forward packs whole (16 MiB a task) */
+#endif
+
+/* the backward's passes where dq, dk and dv are all wanted: 1 one pass when it fills the
+   threads (nn__attn_one_pass_fits), 0 always the dK/dV pass then the dQ pass, 2 always one
+   pass (the same bits either way; tests compare them) */
+static int nn__attn_one_pass = 1;
 
 /* 1: a causal mask's zero weights inside a tile are not computed (the AVX-512 path); 0:
    the whole tile, as the GEMM path (tests compare the two) */
@@ -11752,8 +12261,10 @@ typedef struct nn__attn_job {
     float *out, *out_lse, *dq, *dk, *dv, *dmask;
     uint64_t seed, step;
     int64_t units, per; /* work units, and per task */
-    float *ws;          /* per task: nn__attn_ws_floats(max(D, Dv)) */
-    int kind;           /* 0 forward, 1 dq, 2 dkv, 3 d(mask) */
+    float *ws;          /* per task: ws_floats */
+    int64_t ws_floats;  /* nn__attn_ws_floats(max(D, Dv)), and the forward's K^T of a head (khead) */
+    int khead;          /* the forward packs K^T of a head once (AVX-512, up to NN__ATTN_KHEAD floats) */
+    int kind;           /* 0 forward, 1 dq, 2 dkv, 3 d(mask), 4 dq, dk and dv in one pass */
     int avx512;         /* the AVX-512 microkernels (else the GEMM) */
 } nn__attn_job;
 
@@ -11987,6 +12498,51 @@ NN__ATTN_TGT static void nn__attn_ab512(float *C, int64_t ldc, const float *A, i
 }
 #undef NN__ATTN_AB512_W
 #undef NN__ATTN_AB512
+
+/* ---- a row's loops of the softmax and of dS, 16 lanes at a time, each element's value
+   as the scalar loops give it ---- */
+
+/* the largest of mx and s[0..n) (a lane-wise max: the value the scalar loop's `if (s > mx)
+   mx = s` finds, whatever the order), with each -inf of s made -2e38 (the vector exp
+   clamps -inf) */
+NN__ATTN_TGT static float nn__attn_max_clamp512(float *s, int n, float mx) {
+    __m512 vm = _mm512_set1_ps(mx), ninf = _mm512_set1_ps(-INFINITY), big = _mm512_set1_ps(-2e38f);
+    int c;
+    for (c = 0; c < n; c += 16) {
+        __mmask16 k = nn__attn_m16(n - c);
+        __m512 v = _mm512_maskz_loadu_ps(k, s + c);
+        vm = _mm512_mask_max_ps(vm, k, v, vm);
+        _mm512_mask_storeu_ps(s + c, _mm512_mask_cmp_ps_mask(k, v, ninf, _CMP_EQ_OQ), big);
+    }
+    { /* the lanes' max (gcc 12's shuffles and _mm512_reduce_max_ps warn as C++) */
+        float l[16];
+        _mm512_storeu_ps(l, vm);
+        for (c = 1; c < 16; c++)
+            if (l[c] > l[0]) l[0] = l[c];
+        return l[0];
+    }
+}
+
+/* each -inf of s[0..n) made -2e38 */
+NN__ATTN_TGT static void nn__attn_clamp512(float *s, int n) {
+    __m512 ninf = _mm512_set1_ps(-INFINITY), big = _mm512_set1_ps(-2e38f);
+    int c;
+    for (c = 0; c < n; c += 16) {
+        __mmask16 k = nn__attn_m16(n - c);
+        _mm512_mask_storeu_ps(s + c, _mm512_mask_cmp_ps_mask(k, _mm512_maskz_loadu_ps(k, s + c), ninf, _CMP_EQ_OQ), big);
+    }
+}
+
+/* dp[c] = s[c] (dp[c] - dl), c < n */
+NN__ATTN_TGT static void nn__attn_ds512(float *dp, const float *s, float dl, int n) {
+    __m512 vd = _mm512_set1_ps(dl);
+    int c;
+    for (c = 0; c < n; c += 16) {
+        __mmask16 k = nn__attn_m16(n - c);
+        __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, s + c), _mm512_sub_ps(_mm512_maskz_loadu_ps(k, dp + c), vd));
+        _mm512_mask_storeu_ps(dp + c, k, v);
+    }
+}
 #undef NN__ATTN_TGT
 #undef NN__ATTN_UNROLL
 #endif
@@ -12115,16 +12671,25 @@ static void nn__attn_unit_q(const nn__attn_job *J, int64_t u, int *b, int *h, in
 
 #define NN__ATTN_ROW(base, st, b, h, t) ((base) + (b) * (st)[0] + (h) * (st)[1] + (int64_t)(t) * (st)[2])
 
-/* ---- forward: one (b, h, query block) ---- */
-static void nn__attn_fwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw) {
+/* ---- forward: one (b, h, query block); on the AVX-512 path the task packs K^T of the
+   whole head once, past its tiles' workspace, for the units of that (b, key/value head)
+   that follow (*packed: which it holds, -1 none) ---- */
+static void nn__attn_fwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw, int64_t *packed) {
     const nn__attn_attr *a = &J->a;
     int D = a->D, Dv = a->Dv, W = nn__attn_w(a), b, h, i0, nr, j0, r, c, d, hk, diag;
     float *S = ws, *acc = S + 2 * NN__ATTN_BR * NN__ATTN_BC;
     float *m = acc + (int64_t)NN__ATTN_BR * W, *l = m + NN__ATTN_BR, *Kt = l + NN__ATTN_BR + 2 * (int64_t)NN__ATTN_BC * W;
+    float *Kh = ws + nn__attn_ws_floats(W); /* K^T of the head: a [D, BC] block per key block */
     const float *qb;
     nn__attn_unit_q(J, u, &b, &h, &i0, &nr);
     hk = h / (a->H / a->Hkv);
     qb = NN__ATTN_ROW(J->q, J->qs, b, h, i0);
+    if (J->khead && *packed != (int64_t)b * a->Hkv + hk) {
+        for (j0 = 0; j0 < a->Tk; j0 += NN__ATTN_BC)
+            nn__attn_pack_t(Kh + (int64_t)(j0 / NN__ATTN_BC) * D * NN__ATTN_BC, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2],
+                            a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC, D);
+        *packed = (int64_t)b * a->Hkv + hk;
+    }
     for (r = 0; r < nr; r++) {
         m[r] = -INFINITY;
         l[r] = 0.0f;
@@ -12134,21 +12699,28 @@ static void nn__attn_fwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
         int nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC;
         if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
         diag = nn__attn_diag(J, i0, j0);
-        nn__attn_abt(J, gw, S, qb, J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], nc, D, a->scale, NULL, Kt, diag);
+        nn__attn_abt(J, gw, S, qb, J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], nc, D, a->scale,
+                     J->khead ? Kh + (int64_t)(j0 / NN__ATTN_BC) * D * NN__ATTN_BC : NULL, Kt, diag);
         if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
         for (r = 0; r < nr; r++) {
             float *s = S + r * NN__ATTN_BC, *ar = acc + (int64_t)r * Dv, mx = m[r], alpha, sum;
             int hr = nn__attn_row_hi(r, diag, nc); /* past it -inf: weights 0, no exponentials */
             for (c = hr; c < nc; c++) s[c] = 0.0f;
-            for (c = 0; c < hr; c++)
-                if (s[c] > mx) mx = s[c];
+#if defined(NN__VM_X86)
+            if (J->avx512) /* the max, and -inf made -2e38 (below) in the same pass */
+                mx = nn__attn_max_clamp512(s, hr, mx);
+            else
+#endif
+                for (c = 0; c < hr; c++)
+                    if (s[c] > mx) mx = s[c];
             if (mx == -INFINITY) { /* nothing alive in the row yet: weights 0 */
                 for (c = 0; c < hr; c++) s[c] = 0.0f;
                 continue;
             }
             alpha = m[r] == -INFINITY ? 0.0f : nn__vexp1(m[r] - mx);
-            for (c = 0; c < hr; c++)
-                if (s[c] == -INFINITY) s[c] = -2e38f; /* exp gives 0 (the vector exp clamps -inf) */
+            if (!J->avx512)
+                for (c = 0; c < hr; c++)
+                    if (s[c] == -INFINITY) s[c] = -2e38f; /* exp gives 0 (the vector exp clamps -inf) */
             sum = nn__vexp_map(NN__VE_EXP_SHIFT, s, s, NULL, NULL, mx, hr);
             l[r] = l[r] * alpha + sum;
             m[r] = mx;
@@ -12182,8 +12754,12 @@ static void nn__attn_ds(const nn__attn_job *J, int b, int h, int i0, int nr, int
             for (c = 0; c < nc; c++) s[c] = dp[c] = 0.0f;
             continue;
         }
-        for (c = 0; c < nc; c++)
-            if (s[c] == -INFINITY) s[c] = -2e38f;
+#if defined(NN__VM_X86)
+        if (J->avx512) nn__attn_clamp512(s, nc);
+        else
+#endif
+            for (c = 0; c < nc; c++)
+                if (s[c] == -INFINITY) s[c] = -2e38f;
         (void)nn__vexp_map(NN__VE_EXP_SHIFT, s, s, NULL, NULL, lse, nc);
         if (a->p > 0.0f) {
             for (c = 0; c < nc; c++) {
@@ -12191,8 +12767,13 @@ static void nn__attn_ds(const nn__attn_job *J, int b, int h, int i0, int nr, int
                 dp[c] = s[c] * (dp[c] * z - dl);
                 s[c] *= z;
             }
-        } else
-            for (c = 0; c < nc; c++) dp[c] = s[c] * (dp[c] - dl);
+        } else {
+#if defined(NN__VM_X86)
+            if (J->avx512) nn__attn_ds512(dp, s, dl, nc);
+            else
+#endif
+                for (c = 0; c < nc; c++) dp[c] = s[c] * (dp[c] - dl);
+        }
     }
 }
 
@@ -12264,6 +12845,63 @@ static void nn__attn_dkv_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
     }
 }
 
+/* ---- dQ, dK, dV in one pass (FlashAttention-2's order): one (b, key/value head) per
+   unit, its key blocks in order, each over the group's query heads and every query block
+   in order: the scores, P and dS of a tile once, then dv_j += (P z)^T dO, dk_j += dS^T q
+   and dq_i += dS k_j, the last straight into dq's rows (the unit owns its heads' rows, so
+   no accumulator of its own and no atomics). Each dq element sums the key blocks in order
+   as the dQ pass does, each dk, dv element the query heads and blocks in order as the
+   dK/dV pass does, with the same tile products: the bits of the two passes. ---- */
+static void nn__attn_bwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw) {
+    const nn__attn_attr *a = &J->a;
+    int D = a->D, Dv = a->Dv, W = nn__attn_w(a), grp = a->H / a->Hkv;
+    int b = (int)(u / a->Hkv), hk = (int)(u % a->Hkv), h, i0, j0, r, c, d;
+    float *S = ws, *dP = S + NN__ATTN_BR * NN__ATTN_BC;
+    float *dk = S + 2 * NN__ATTN_BR * NN__ATTN_BC + (int64_t)NN__ATTN_BR * W + 2 * NN__ATTN_BR, *dv = dk + (int64_t)NN__ATTN_BC * W;
+    float *Kt = dv + (int64_t)NN__ATTN_BC * W, *Vt = Kt + (int64_t)NN__ATTN_BC * W;
+    for (h = hk * grp; h < (hk + 1) * grp; h++)
+        for (r = 0; r < a->Tq; r++) {
+            float *o = NN__ATTN_ROW(J->dq, J->qs, b, h, r);
+            for (d = 0; d < D; d++) o[d] = 0.0f;
+        }
+    for (j0 = 0; j0 < a->Tk; j0 += NN__ATTN_BC) {
+        int nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC;
+        const float *kb = NN__ATTN_ROW(J->k, J->ks, b, hk, j0), *vb = NN__ATTN_ROW(J->v, J->vs, b, hk, j0);
+        const float *kt = NULL, *vt = NULL; /* K^T and V^T packed once for every query block */
+        for (c = 0; c < nc * D; c++) dk[c] = 0.0f;
+        for (c = 0; c < nc * Dv; c++) dv[c] = 0.0f;
+        if (J->avx512) {
+            nn__attn_pack_t(Kt, kb, J->ks[2], nc, D);
+            nn__attn_pack_t(Vt, vb, J->vs[2], nc, Dv);
+            kt = Kt, vt = Vt;
+        }
+        for (h = hk * grp; h < (hk + 1) * grp; h++)
+            for (i0 = 0; i0 < a->Tq; i0 += NN__ATTN_BR) {
+                int nr = a->Tq - i0 < NN__ATTN_BR ? a->Tq - i0 : NN__ATTN_BR;
+                const float *qb = NN__ATTN_ROW(J->q, J->qs, b, h, i0), *gb = NN__ATTN_ROW(J->dout, J->os, b, h, i0);
+                int diag = nn__attn_diag(J, i0, j0);
+                if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
+                nn__attn_abt(J, gw, S, qb, J->qs[2], nr, kb, J->ks[2], nc, D, a->scale, kt, Kt, diag);
+                if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
+                nn__attn_abt(J, gw, dP, gb, J->os[2], nr, vb, J->vs[2], nc, Dv, 1.0f, vt, Vt, diag);
+                nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP, diag);
+                nn__attn_ab(J, gw, dv, Dv, 1, S, NN__ATTN_BC, nc, nr, gb, J->os[2], Dv, diag);
+                nn__attn_ab(J, gw, dk, D, 1, dP, NN__ATTN_BC, nc, nr, qb, J->qs[2], D, diag);
+                nn__attn_ab(J, gw, NN__ATTN_ROW(J->dq, J->qs, b, h, i0), J->qs[2], 0, dP, NN__ATTN_BC, nr, nc, kb, J->ks[2], D, diag);
+            }
+        for (c = 0; c < nc; c++) {
+            float *ko = NN__ATTN_ROW(J->dk, J->ks, b, hk, j0 + c), *vo = NN__ATTN_ROW(J->dv, J->vs, b, hk, j0 + c);
+            for (d = 0; d < D; d++) ko[d] = dk[(int64_t)c * D + d] * a->scale;
+            for (d = 0; d < Dv; d++) vo[d] = dv[(int64_t)c * Dv + d];
+        }
+    }
+    for (h = hk * grp; h < (hk + 1) * grp; h++)
+        for (r = 0; r < a->Tq; r++) {
+            float *o = NN__ATTN_ROW(J->dq, J->qs, b, h, r);
+            for (d = 0; d < D; d++) o[d] *= a->scale;
+        }
+}
+
 /* ---- d(mask): one unit per (b, h, query block, key block) of the dims the mask does not
    broadcast; a broadcast dim's whole range is summed inside the unit, in order (b, h,
    query blocks, key blocks, then a tile's rows and columns), so no two units write one
@@ -12322,16 +12960,18 @@ static void nn__attn_dmask_unit(const nn__attn_job *J, int64_t u, float *ws, nn_
 static void nn__attn_task(void *arg, int t, int n_tasks) {
     const nn__attn_job *J = (const nn__attn_job *)arg;
     int64_t u, u0 = J->per * t, u1 = u0 + J->per < J->units ? u0 + J->per : J->units;
-    float *ws = J->ws + (int64_t)t * nn__attn_ws_floats(nn__attn_w(&J->a));
+    float *ws = J->ws + (int64_t)t * J->ws_floats;
     nn__gemm_ws gw;
+    int64_t packed = -1; /* the forward: the (b, key/value head) whose K^T the task holds */
     (void)n_tasks;
     gw.p = NULL;
     gw.bytes = 0;
     for (u = u0; u < u1; u++) {
-        if (J->kind == 0) nn__attn_fwd_unit(J, u, ws, &gw);
+        if (J->kind == 0) nn__attn_fwd_unit(J, u, ws, &gw, &packed);
         else if (J->kind == 1) nn__attn_dq_unit(J, u, ws, &gw);
         else if (J->kind == 2) nn__attn_dkv_unit(J, u, ws, &gw);
-        else nn__attn_dmask_unit(J, u, ws, &gw);
+        else if (J->kind == 3) nn__attn_dmask_unit(J, u, ws, &gw);
+        else nn__attn_bwd_unit(J, u, ws, &gw);
     }
     NN_FREE(gw.p);
 }
@@ -12347,7 +12987,7 @@ static nn_result nn__attn_run(nn__threadpool *pool, nn__attn_job *J) {
 #if defined(NN__VM_X86)
     J->avx512 = nn__vm_isa() == 2 && strcmp(nn__gemm_pick_arch()->name, "avx512f") == 0; /* as the GEMM (its forced kernel too) */
 #endif
-    J->units = J->kind == 2 ? (int64_t)a->B * a->Hkv * nkb : (int64_t)a->B * a->H * nqb;
+    J->units = J->kind == 4 ? (int64_t)a->B * a->Hkv : J->kind == 2 ? (int64_t)a->B * a->Hkv * nkb : (int64_t)a->B * a->H * nqb;
     if (J->kind == 3) {
         int64_t cnt[4];
         nn__attn_dmask_counts(a, cnt);
@@ -12357,7 +12997,9 @@ static nn_result nn__attn_run(nn__threadpool *pool, nn__attn_job *J) {
     if (tasks < 1) tasks = 1;
     J->per = (J->units + tasks - 1) / tasks;
     tasks = (int)((J->units + J->per - 1) / J->per);
-    bytes = (size_t)tasks * (size_t)nn__attn_ws_floats(nn__attn_w(a)) * sizeof(float);
+    J->khead = J->kind == 0 && J->avx512 && (int64_t)nkb * NN__ATTN_BC * a->D <= NN__ATTN_KHEAD;
+    J->ws_floats = nn__attn_ws_floats(nn__attn_w(a)) + (J->khead ? (int64_t)nkb * NN__ATTN_BC * a->D : 0);
+    bytes = (size_t)tasks * (size_t)J->ws_floats * sizeof(float);
     J->ws = (float *)nn__threadpool_workspace(pool, bytes);
     if (!J->ws) {
         own = NN_MALLOC(bytes);
@@ -12368,6 +13010,14 @@ static nn_result nn__attn_run(nn__threadpool *pool, nn__attn_job *J) {
     else nn__threadpool_run(pool, nn__attn_task, J, tasks);
     NN_FREE(own);
     return NN_OK;
+}
+
+/* Whether the one-pass backward (one unit per batch and key/value head) keeps `tasks`
+   threads busy: as many units as threads, in equal shares or at least four a thread. */
+static int nn__attn_one_pass_fits(const nn__attn_attr *a, int tasks) {
+    int64_t u = (int64_t)a->B * a->Hkv;
+    if (nn__attn_one_pass != 1) return nn__attn_one_pass == 2;
+    return u >= tasks && (u % tasks == 0 || u >= 4 * (int64_t)tasks);
 }
 
 /* ======================================================================
@@ -15583,6 +16233,10 @@ static const char *const nn__cl_src_elementwise[] = {
 "#define NN__ACTIVATION_H\n",
 "\n",
 "#ifdef __OPENCL_VERSION__\n",
+"/* No contraction in the kernels that include this file (elementwise, loss, the generated\n",
+"   fused chains): the CPU backend does not contract (src/base/fp_begin.h), and a fused chain\n",
+"   must give its unfused nodes' bits; drivers contract a * b + c by default (NVIDIA does). */\n",
+"#pragma OPENCL FP_CONTRACT OFF\n",
 "#define NN__EXP exp\n",
 "#define NN__EXPM1 expm1\n",
 "#define NN__LOG1P log1p\n",
@@ -17505,6 +18159,10 @@ static const char *const nn__cl_src_loss[] = {
 "#define NN__ACTIVATION_H\n",
 "\n",
 "#ifdef __OPENCL_VERSION__\n",
+"/* No contraction in the kernels that include this file (elementwise, loss, the generated\n",
+"   fused chains): the CPU backend does not contract (src/base/fp_begin.h), and a fused chain\n",
+"   must give its unfused nodes' bits; drivers contract a * b + c by default (NVIDIA does). */\n",
+"#pragma OPENCL FP_CONTRACT OFF\n",
 "#define NN__EXP exp\n",
 "#define NN__EXPM1 expm1\n",
 "#define NN__LOG1P log1p\n",
@@ -24097,6 +24755,10 @@ static const char *const nn__cl_src_fuse[] = {
 "#define NN__ACTIVATION_H\n",
 "\n",
 "#ifdef __OPENCL_VERSION__\n",
+"/* No contraction in the kernels that include this file (elementwise, loss, the generated\n",
+"   fused chains): the CPU backend does not contract (src/base/fp_begin.h), and a fused chain\n",
+"   must give its unfused nodes' bits; drivers contract a * b + c by default (NVIDIA does). */\n",
+"#pragma OPENCL FP_CONTRACT OFF\n",
 "#define NN__EXP exp\n",
 "#define NN__EXPM1 expm1\n",
 "#define NN__LOG1P log1p\n",
@@ -35528,6 +36190,7 @@ static void nn__conv2d_node_geom(const nn_graph *g, const nn__node *n, nn__conv2
    depthwise convolutions, else im2col + GEMM; devices choose by nn__conv2d_dev_plan. */
 static void nn__plan_conv2d(nn_graph *g, nn__node *n) {
     nn__conv2d c;
+    int which;
     nn__conv2d_node_geom(g, n, &c);
     if (!g->ctx->backend->host_memory) {
         nn__conv_plan p;
@@ -35536,12 +36199,13 @@ static void nn__plan_conv2d(nn_graph *g, nn__node *n) {
         n->scratch = p.scratch;
         return;
     }
-    n->algo = nn__conv2d_is_depthwise(&c) ? NN__CONV_DIRECT : nn__conv_cpu_algo(); /* direct: no scratch */
+    which = n->op == NN__OP_CONV2D ? 0 : n->op == NN__OP_CONV2D_DX ? 1 : 2;
+    n->algo = nn__conv2d_is_depthwise(&c) ? NN__CONV_DIRECT : nn__conv_cpu_algo(&c, which); /* direct: no scratch */
     if (n->algo == NN__CONV_DIRECT) n->scratch = 0;
+    else if (n->algo == NN__CONV_WINOGRAD) n->scratch = nn__wino_scratch(&c, which, nn__threadpool_size(g->ctx->threads));
     else if (n->algo == NN__CONV_GEMM) n->scratch = nn__conv2d_scratch(&c);
     else
-        n->scratch = nn__iconv_scratch(&c, n->op == NN__OP_CONV2D ? 0 : n->op == NN__OP_CONV2D_DX ? 1 : 2,
-                                       nn__threadpool_size(g->ctx->threads));
+        n->scratch = nn__iconv_scratch(&c, which, nn__threadpool_size(g->ctx->threads));
 }
 
 /* Direct loops (src/cpu/conv_dw.c) when planned, no scratch; else im2col + GEMM. */
@@ -35553,7 +36217,11 @@ static nn_result nn__cpu_conv2d(nn_graph *g, nn__node *n) {
     nn__conv2d_geom(&c, &x->shape, &w->shape, &n->a.conv);
     if (n->algo == NN__CONV_DIRECT)
         nn__dwconv2d_forward(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL);
-    else if (n->algo == NN__CONV_IMPLICIT)
+    else if (n->algo == NN__CONV_WINOGRAD && nn__wino_run(g->ctx->threads, &c, 0, nn__threadpool_size(g->ctx->threads), y,
+                                                          x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL,
+                                                          n->scratch_buf.host))
+        ; /* else (an output not finite) the implicit GEMM below gives PyTorch's infinities and NaNs */
+    else if (n->algo == NN__CONV_IMPLICIT || n->algo == NN__CONV_WINOGRAD)
         nn__iconv_forward(g->ctx->threads, &c, nn__threadpool_size(g->ctx->threads), y, x->buf.host, w->buf.host,
                           n->n_in > 2 ? NN__F(in[2]) : NULL, n->scratch_buf.host);
     else
@@ -35569,7 +36237,10 @@ static nn_result nn__cpu_conv2d_dx(nn_graph *g, nn__node *n) {
     nn__node *w = &g->nodes[n->in[0]], *dy = &g->nodes[n->in[1]];
     nn__conv2d_geom(&c, &n->shape, &w->shape, &n->a.conv);
     if (n->algo == NN__CONV_DIRECT) nn__dwconv2d_backward_data(g->ctx->threads, &c, y, w->buf.host, dy->buf.host);
-    else if (n->algo == NN__CONV_IMPLICIT)
+    else if (n->algo == NN__CONV_WINOGRAD && nn__wino_run(g->ctx->threads, &c, 1, nn__threadpool_size(g->ctx->threads), y,
+                                                          dy->buf.host, w->buf.host, NULL, n->scratch_buf.host))
+        ; /* as the forward */
+    else if (n->algo == NN__CONV_IMPLICIT || n->algo == NN__CONV_WINOGRAD)
         nn__iconv_backward_data(g->ctx->threads, &c, nn__threadpool_size(g->ctx->threads), y, w->buf.host,
                                 dy->buf.host, n->scratch_buf.host);
     else nn__conv2d_backward_data(g->ctx->threads, &c, y, w->buf.host, dy->buf.host, n->scratch_buf.host);
@@ -38414,7 +39085,9 @@ static nn_result nn__launch_sinusoidal(nn_graph *g, int id) { /* never scheduled
    gradient reaching ATTENTION is [dO, 0]. The backward:
      ATTENTION_DELTA (packed, dpacked) -> [B*H*Tq]: delta_i = sum_d dO_id O_id
      ATTENTION_DQ    (q, k, v, packed, dpacked, delta[, masks]) -> q's shape
-     ATTENTION_DKV   (the same) -> a flat [dK (k's shape), dV (v's shape)], sliced
+     ATTENTION_DKV   (the same) -> a flat [dK (k's shape), dV (v's shape)], sliced; when q
+                     needs a gradient too, [dK, dV, dQ] (with_dq; ATTENTION_DQ then only
+                     where k and v need none): the CPU computes the three in one pass
      ATTENTION_DMASK (the same) -> the additive mask's shape: dS summed over the dims the
                      mask broadcasts (only when the mask needs a gradient)
    each recomputing the scores tile by tile: P = exp(S - lse), dS = P (dP z - delta) with
@@ -38565,11 +39238,16 @@ static nn_tensor nn__attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor 
 #define nn__grad_attention_dq nn__grad_none
 #define nn__plan_attention_dq nn__no_plan
 #define nn__grad_attention_dkv nn__grad_none
-#define nn__plan_attention_dkv nn__no_plan
 #define nn__grad_attention_dmask nn__grad_none
 #define nn__plan_attention_dmask nn__no_plan
 
-/* dq, and dk, dv sliced from one node */
+/* a device's ATTENTION_DKV with dq: the dQ kernel's output in the node's scratch, then
+   copied after dk and dv (the kernels write from their output's start) */
+static void nn__plan_attention_dkv(nn_graph *g, nn__node *n) {
+    n->scratch = n->a.attn.with_dq && !g->ctx->backend->host_memory ? (int64_t)n->a.attn.B * n->a.attn.H * n->a.attn.Tq * n->a.attn.D : 0;
+}
+
+/* dq, and dk, dv sliced from one node (dq too when k or v needs a gradient) */
 static void nn__grad_attention(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn__attn_attr at = n.a.attn;
@@ -38584,19 +39262,22 @@ static void nn__grad_attention(nn_graph *g, int id) {
     ins[0] = a, ins[1] = b, ins[2] = c, ins[3] = id, ins[4] = gy.id, ins[5] = delta.id;
     for (i = 3; i < n.n_in; i++) ins[nin++] = n.in[i];
     nn__attn_set_ins(&at, 6);
-    if (ga) {
+    if (ga && !gb && !gc) {
         int t = nn__new_node(g, NN__OP_ATTENTION_DQ, NN_F32, g->nodes[a].shape, ins, nin);
         if (t < 0) return;
         g->nodes[t].a.attn = at;
         nn__acc_grad(g, a, nn__tensor(t));
     }
     if (gb || gc) {
-        int64_t nk = nn__attn_nK(&at), nv = nn__attn_nV(&at);
-        int t = nn__new_node(g, NN__OP_ATTENTION_DKV, NN_F32, nn_shape1(nk + nv), ins, nin);
+        int64_t nk = nn__attn_nK(&at), nv = nn__attn_nV(&at), nq = ga ? g->nodes[a].numel : 0;
+        nn_shape sq = g->nodes[a].shape;
+        int t = nn__new_node(g, NN__OP_ATTENTION_DKV, NN_F32, nn_shape1(nk + nv + nq), ins, nin);
         if (t < 0) return;
+        at.with_dq = ga;
         g->nodes[t].a.attn = at;
         if (gb) nn__acc_grad(g, b, nn_reshape(g, nn_slice(g, nn__tensor(t), 0, 0, nk), sk));
         if (gc) nn__acc_grad(g, c, nn_reshape(g, nn_slice(g, nn__tensor(t), 0, nk, nv), sv));
+        if (ga) nn__acc_grad(g, a, nn_reshape(g, nn_slice(g, nn__tensor(t), 0, nk + nv, nq), sq));
     }
     if (at.mask_mode == 1 && g->nodes[n.in[n.a.attn.mask_in]].needs_grad) { /* an additive mask: the sum of dS */
         int m = n.in[n.a.attn.mask_in], t = nn__new_node(g, NN__OP_ATTENTION_DMASK, NN_F32, g->nodes[m].shape, ins, nin);
@@ -38639,19 +39320,42 @@ static nn_result nn__cpu_attention(nn_graph *g, nn__node *n) {
     return nn__attn_run(g->ctx->threads, &J);
 }
 
-/* delta_i = sum_d dO_id O_id, d in order */
-static nn_result nn__cpu_attention_delta(nn_graph *g, nn__node *n) {
-    const nn__attn_attr *a = &n->a.attn;
-    const float *o = NN__F(n->in[0]), *dout = NN__F(n->in[1]);
-    int64_t s[3], r, rows = (int64_t)a->B * a->H * a->Tq;
+/* delta_i = sum_d dO_id O_id, d in order; the rows split into one contiguous run per
+   thread */
+typedef struct nn__attn_delta_job {
+    const nn__attn_attr *a;
+    const float *o, *dout;
+    float *delta;
+    int64_t s[3], rows, per;
+} nn__attn_delta_job;
+
+static void nn__attn_delta_task(void *arg, int t, int n_tasks) {
+    const nn__attn_delta_job *J = (const nn__attn_delta_job *)arg;
+    const nn__attn_attr *a = J->a;
+    int64_t r, r1 = (t + 1) * J->per < J->rows ? (t + 1) * J->per : J->rows;
     int d;
-    nn__attn_strides(a->layout, a->H, a->Tq, a->Dv, s);
-    for (r = 0; r < rows; r++) {
-        int64_t b = r / ((int64_t)a->H * a->Tq), h = r / a->Tq % a->H, i = r % a->Tq, off = b * s[0] + h * s[1] + i * s[2];
+    (void)n_tasks;
+    for (r = t * J->per; r < r1; r++) {
+        int64_t b = r / ((int64_t)a->H * a->Tq), h = r / a->Tq % a->H, i = r % a->Tq, off = b * J->s[0] + h * J->s[1] + i * J->s[2];
         float acc = 0.0f;
-        for (d = 0; d < a->Dv; d++) acc += dout[off + d] * o[off + d];
-        n->buf.host[r] = acc;
+        for (d = 0; d < a->Dv; d++) acc += J->dout[off + d] * J->o[off + d];
+        J->delta[r] = acc;
     }
+}
+
+static nn_result nn__cpu_attention_delta(nn_graph *g, nn__node *n) {
+    nn__attn_delta_job J;
+    int tasks = nn__threadpool_size(g->ctx->threads);
+    J.a = &n->a.attn;
+    J.o = NN__F(n->in[0]);
+    J.dout = NN__F(n->in[1]);
+    J.delta = n->buf.host;
+    J.rows = (int64_t)J.a->B * J.a->H * J.a->Tq;
+    nn__attn_strides(J.a->layout, J.a->H, J.a->Tq, J.a->Dv, J.s);
+    if ((int64_t)tasks * 1024 > J.rows) tasks = (int)(J.rows / 1024 > 0 ? J.rows / 1024 : 1); /* 1,024 rows a task at least */
+    J.per = (J.rows + tasks - 1) / tasks;
+    if (tasks <= 1) nn__attn_delta_task(&J, 0, 1);
+    else nn__threadpool_run(g->ctx->threads, nn__attn_delta_task, &J, tasks);
     return NN_OK;
 }
 
@@ -38662,12 +39366,23 @@ static nn_result nn__cpu_attention_dq(nn_graph *g, nn__node *n) {
     return nn__attn_run(g->ctx->threads, &J);
 }
 
+/* dk and dv, and dq after them when with_dq: in one pass where it keeps the threads busy,
+   else the dK/dV pass then the dQ pass (the same bits) */
 static nn_result nn__cpu_attention_dkv(nn_graph *g, nn__node *n) {
     nn__attn_job J;
+    nn_result r;
     nn__attn_job_init(g, n, &J, 2);
     J.dk = n->buf.host;
     J.dv = J.dk + nn__attn_nK(&n->a.attn);
-    return nn__attn_run(g->ctx->threads, &J);
+    if (!n->a.attn.with_dq) return nn__attn_run(g->ctx->threads, &J);
+    J.dq = J.dv + nn__attn_nV(&n->a.attn);
+    if (nn__attn_one_pass_fits(&n->a.attn, nn__threadpool_size(g->ctx->threads))) {
+        J.kind = 4;
+        return nn__attn_run(g->ctx->threads, &J);
+    }
+    r = nn__attn_run(g->ctx->threads, &J);
+    J.kind = 1;
+    return r == NN_OK ? nn__attn_run(g->ctx->threads, &J) : r;
 }
 
 static nn_result nn__cpu_attention_dmask(nn_graph *g, nn__node *n) {
@@ -38792,7 +39507,8 @@ static nn_result nn__launch_attention_delta(nn_graph *g, int id) {
 /* dQ (tiles of query rows, or one work-item per row) and dK/dV (tiles of key rows of each
    key/value head, or one work-item per row), and the mask's gradient (heads 0: one
    work-item per element): the same arguments, another kernel */
-static nn_result nn__launch_attention_bwd(nn_graph *g, int id, const char *kernel, int64_t items, int heads, int rows) {
+static nn_result nn__launch_attention_bwd(nn_graph *g, int id, const char *kernel, int64_t items, int heads, int rows,
+                                          const nn__buf *out) {
     nn__node *n = &g->nodes[id];
     int dims[8], mk[8], tile = heads ? nn__attn_tile(g, &n->a.attn, 1) : 0, blk = heads && nn__attn_block(g, &n->a.attn);
     char name[32];
@@ -38809,23 +39525,42 @@ static nn_result nn__launch_attention_bwd(nn_graph *g, int id, const char *kerne
     k.o = &g->nodes[n->in[3]].buf;
     k.dout = &g->nodes[n->in[4]].buf;
     k.delta = &g->nodes[n->in[5]].buf;
-    k.out = &n->buf;
+    k.out = out;
     return nn__kargs_attn_bwd(l, &k);
 }
 
 static nn_result nn__launch_attention_dq(nn_graph *g, int id) {
     const nn__attn_attr *a = &g->nodes[id].a.attn;
-    return nn__launch_attention_bwd(g, id, "dq", (int64_t)a->B * a->H * a->Tq, a->H, a->Tq);
+    return nn__launch_attention_bwd(g, id, "dq", (int64_t)a->B * a->H * a->Tq, a->H, a->Tq, &g->nodes[id].buf);
 }
 
+/* dk, dv; with dq: the dQ kernel into the scratch, then a copy after dk and dv */
 static nn_result nn__launch_attention_dkv(nn_graph *g, int id) {
-    const nn__attn_attr *a = &g->nodes[id].a.attn;
-    return nn__launch_attention_bwd(g, id, "dkv", (int64_t)a->B * a->Hkv * a->Tk, a->Hkv, a->Tk);
+    nn__node *n = &g->nodes[id];
+    const nn__attn_attr *a = &n->a.attn;
+    int64_t nq = (int64_t)a->B * a->H * a->Tq * a->D, off = nn__attn_nK(a) + nn__attn_nV(a);
+    nn__launch *l = NULL;
+    nn__k_concat_part k;
+    nn_result r = nn__launch_attention_bwd(g, id, "dkv", (int64_t)a->B * a->Hkv * a->Tk, a->Hkv, a->Tk, &n->buf);
+    if (r != NN_OK || !a->with_dq) return r;
+    r = nn__launch_attention_bwd(g, id, "dq", (int64_t)a->B * a->H * a->Tq, a->H, a->Tq, &g->nodes[id].scratch_buf);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "shape", "concat_part", (size_t)nq, &l);
+    if (r != NN_OK) return r;
+    n = &g->nodes[id];
+    memset(&k, 0, sizeof k);
+    k.x = &n->scratch_buf;
+    k.y = &n->buf;
+    k.n = (int)nq;
+    k.lx = (int)nq;
+    k.L = (int)(off + nq);
+    k.off = (int)off;
+    k.inner = 1;
+    return nn__kargs_concat_part(l, &k);
 }
 
 /* one work-item per element of the mask */
 static nn_result nn__launch_attention_dmask(nn_graph *g, int id) {
-    return nn__launch_attention_bwd(g, id, "dmask", g->nodes[id].numel, 0, 0);
+    return nn__launch_attention_bwd(g, id, "dmask", g->nodes[id].numel, 0, 0, &g->nodes[id].buf);
 }
 
 /* ======================================================================

@@ -227,6 +227,8 @@ extern const char *t_argv0;
 int t_threads_child(const char *which);
 /* the CPU attention's causal skipping inside a tile on (1) or off (0) (tests/coverage.c) */
 void t_attn_causal_skip(int on);
+/* the CPU attention backward in one pass as the threads fit (1), two passes (0), one pass (2) */
+void t_attn_one_pass(int mode);
 
 /* nn_graph_compile with elementwise fusion off (NN_FUSE=0; tests/test_fuse.c), for cases
    that hold the op-by-op plan (a chain's memory by position) */
