@@ -4609,6 +4609,20 @@ static inline uint16_t nn__f32_to_f16(float f) {
    AVX-512 give the same bits. Every element of a loop goes through the same vector code, the last partial
    vector by masked loads and stores, so an element's bits do not depend on where a
    thread's chunk starts. */
+/* What the rows below do to each element (a, b, c the inputs, s0, s1 scalars), and the
+   sum of the results they return:
+     EXP_SHIFT   y = exp(a - s0)                (softmax's exponentials; y may be NULL)
+     SUB_EXP     y = a - exp(b) * s0            (log_softmax's gradient)
+     SIGMOID_SUB y = c * (sigmoid(a) - b)       (BCE with logits' gradient)
+     BCE         y = (1 - b) a + (a < 0 ? -a : 0) + log1p(exp(-|a|))   (BCE with logits, b the target)
+     BCE_LOSS    y = (1 - b) a + (1 + (s0 - 1) b) (log1p(exp(-|a|)) + fmaxf(-a, 0)), s0 the
+                 pos_weight (the elementwise loss's formula, src/cpu/loss.c)
+     BCE_LOSS_DX y = c ((1 - b) - (1 + (s0 - 1) b) / (1 + exp(a)))  (its gradient)
+     MSE         y = (a - b) (a - b)             (the elementwise MSE loss, src/cpu/loss.c)
+     MSE_DX      y = c (2 (a - b))               (its gradient) */
+enum { NN__VE_EXP_SHIFT, NN__VE_SUB_EXP, NN__VE_SIGMOID_SUB, NN__VE_BCE, NN__VE_BCE_LOSS, NN__VE_BCE_LOSS_DX, NN__VE_MSE,
+       NN__VE_MSE_DX };
+
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #include <immintrin.h>
 #define NN__VM_X86 1
@@ -4642,20 +4656,6 @@ __attribute__((target("avx2,fma"))) static inline __m256 nn__vscale_avx2(__m256 
     __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, b), 23));
     return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
 }
-
-/* What the rows below do to each element (a, b, c the inputs, s0, s1 scalars), and the
-   sum of the results they return:
-     EXP_SHIFT   y = exp(a - s0)                (softmax's exponentials; y may be NULL)
-     SUB_EXP     y = a - exp(b) * s0            (log_softmax's gradient)
-     SIGMOID_SUB y = c * (sigmoid(a) - b)       (BCE with logits' gradient)
-     BCE         y = (1 - b) a + (a < 0 ? -a : 0) + log1p(exp(-|a|))   (BCE with logits, b the target)
-     BCE_LOSS    y = (1 - b) a + (1 + (s0 - 1) b) (log1p(exp(-|a|)) + fmaxf(-a, 0)), s0 the
-                 pos_weight (the elementwise loss's formula, src/cpu/loss.c)
-     BCE_LOSS_DX y = c ((1 - b) - (1 + (s0 - 1) b) / (1 + exp(a)))  (its gradient)
-     MSE         y = (a - b) (a - b)             (the elementwise MSE loss, src/cpu/loss.c)
-     MSE_DX      y = c (2 (a - b))               (its gradient) */
-enum { NN__VE_EXP_SHIFT, NN__VE_SUB_EXP, NN__VE_SIGMOID_SUB, NN__VE_BCE, NN__VE_BCE_LOSS, NN__VE_BCE_LOSS_DX, NN__VE_MSE,
-       NN__VE_MSE_DX };
 
 /* The template: one set of functions per instruction set, from the primitives NN__V (the
    vector type), NN__VW (its lanes), NN__SET1, NN__LOAD/NN__STORE (whole vectors),
@@ -4910,6 +4910,10 @@ NN__VM_DEFINE(avx2, __attribute__((target("avx2,fma"))))
 #undef NN__HSUM
 #undef NN__VM_DEFINE
 #endif /* NN__VM_X86 */
+#if !defined(NN__VM_X86)
+/* No x86 vectors (another architecture, or a compiler without GNU C): the scalar loops. */
+static inline int nn__vm_isa(void) { return 0; }
+#endif
 
 /* The rows' scalar twins (libm's expf): the CPU backend without AVX2 and FMA. */
 static float nn__vexp_map_scalar(int op, float *y, const float *a, const float *b, const float *c, float s0, int64_t n) {
@@ -26869,6 +26873,27 @@ NN_API nn_result nn_graph_dist_stats(nn_graph *g, nn_dist_stats *stats) {
 #endif
 
 /* ======================================================================
+   src/base/cold_begin.h
+   ====================================================================== */
+/* Code that runs once per graph, launch plan or file, not once per element, compiled by
+   gcc at -Og when the program is built at -O2 or -O3: the OpenCL backend's setup and
+   launch records, the ops' builders, gradient rules, plans and CPU-body wrappers, layers,
+   files (and the platform block of src/base/files.c). That is over half of nn.h's machine
+   code; at -Og it compiles in under half the time, which takes about 45% off a -O2
+   compile of a file with NN_IMPLEMENTATION (HACKING.md, "Compile time"). The loops every
+   step runs (src/cpu/, the thread pool) and the engine (nn_graph_compile's planning, whose
+   time grows with the graph) stay at the program's level, so steps and compiles take what
+   they took. The same bits either way: no optimisation level changes a float result here
+   (fp_begin.h turns contraction off; no -ffast-math), as `make check-determinism` checks.
+   Define NN_OPTIMIZE_ALL to compile all of it at the program's level. gcc only: clang has
+   no level pragma. src/base/cold_end.h returns to the level before. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__) && \
+    !defined(NN_OPTIMIZE_ALL)
+#pragma GCC push_options
+#pragma GCC optimize("Og")
+#endif
+
+/* ======================================================================
    src/engine/memory.c
    ====================================================================== */
 /* What a graph holds and what its memory plan needs: the parameters in insertion order
@@ -27216,6 +27241,15 @@ NN_API nn_result nn_graph_summary_string(nn_graph *g, char *buf, size_t cap, siz
     if (len) *len = o.len;
     return r;
 }
+
+/* ======================================================================
+   src/base/cold_end.h
+   ====================================================================== */
+/* Back to the level before src/base/cold_begin.h (the program's, with contraction off). */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__) && \
+    !defined(NN_OPTIMIZE_ALL)
+#pragma GCC pop_options
+#endif
 
 /* ======================================================================
    src/engine/checkpoint.c
@@ -28036,6 +28070,27 @@ NN_API nn_result nn_graph_finish(nn_graph *g) {
 }
 
 /* ======================================================================
+   src/base/cold_begin.h
+   ====================================================================== */
+/* Code that runs once per graph, launch plan or file, not once per element, compiled by
+   gcc at -Og when the program is built at -O2 or -O3: the OpenCL backend's setup and
+   launch records, the ops' builders, gradient rules, plans and CPU-body wrappers, layers,
+   files (and the platform block of src/base/files.c). That is over half of nn.h's machine
+   code; at -Og it compiles in under half the time, which takes about 45% off a -O2
+   compile of a file with NN_IMPLEMENTATION (HACKING.md, "Compile time"). The loops every
+   step runs (src/cpu/, the thread pool) and the engine (nn_graph_compile's planning, whose
+   time grows with the graph) stay at the program's level, so steps and compiles take what
+   they took. The same bits either way: no optimisation level changes a float result here
+   (fp_begin.h turns contraction off; no -ffast-math), as `make check-determinism` checks.
+   Define NN_OPTIMIZE_ALL to compile all of it at the program's level. gcc only: clang has
+   no level pragma. src/base/cold_end.h returns to the level before. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__) && \
+    !defined(NN_OPTIMIZE_ALL)
+#pragma GCC push_options
+#pragma GCC optimize("Og")
+#endif
+
+/* ======================================================================
    src/engine/model.c
    ====================================================================== */
 /* Any batch size and train/eval mode on one graph (issue 22): a graph built by a model
@@ -28262,27 +28317,6 @@ NN_API nn_result nn_graph_batch(nn_graph *g, int64_t *batch, int *training) {
     if (training) *training = g->model ? !g->model->eval : !g->eval;
     return NN_OK;
 }
-
-/* ======================================================================
-   src/base/cold_begin.h
-   ====================================================================== */
-/* Code that runs once per graph, launch plan or file, not once per element, compiled by
-   gcc at -Og when the program is built at -O2 or -O3: the OpenCL backend's setup and
-   launch records, the ops' builders, gradient rules, plans and CPU-body wrappers, layers,
-   files (and the platform block of src/base/files.c). That is over half of nn.h's machine
-   code; at -Og it compiles in under half the time, which takes about 45% off a -O2
-   compile of a file with NN_IMPLEMENTATION (HACKING.md, "Compile time"). The loops every
-   step runs (src/cpu/, the thread pool) and the engine (nn_graph_compile's planning, whose
-   time grows with the graph) stay at the program's level, so steps and compiles take what
-   they took. The same bits either way: no optimisation level changes a float result here
-   (fp_begin.h turns contraction off; no -ffast-math), as `make check-determinism` checks.
-   Define NN_OPTIMIZE_ALL to compile all of it at the program's level. gcc only: clang has
-   no level pragma. src/base/cold_end.h returns to the level before. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__) && \
-    !defined(NN_OPTIMIZE_ALL)
-#pragma GCC push_options
-#pragma GCC optimize("Og")
-#endif
 
 /* ======================================================================
    kernels/kargs.h
