@@ -156,7 +156,7 @@ compile-scale: bench/compile_scale
 # 8 minutes on a quiet 2-core machine. `make bench ROUNDS=n`; `make bench ONLY=nn
 # BASELINE=/other/tree/bench/nn_bench` runs another build's nn_bench beside this one and
 # prints this/baseline per figure (see bench/run.sh for the other knobs).
-bench: bench/nn_bench
+bench: bench/nn_bench bench/gpt_bench
 	./bench/run.sh
 
 # Only the memory-bound lines (copy bandwidth, y = a*b + c, a sum over the last axis), in

@@ -2435,7 +2435,8 @@ typedef struct nn__rope_attr { /* x [B, H, T, D], or [B, T, H, D] when bthd */
     int inverse;         /* rotate by -angle (the gradient) */
     int pos;             /* positions: 0 none (t), 1 int32 [T], 2 int32 [B, T] (input 1) */
     int offset;          /* added to every position */
-    float log2_theta;    /* log2 of the base: angle(p, i) = p * 2^(-(2i / rot) log2_theta) */
+    float r_hi, r_lo;    /* theta^(-2 / rot) as a float-float pair (double on the host): the angle
+                            of pair i at position p is p * (r_hi + r_lo)^i (src/cpu/rope.c) */
 } nn__rope_attr;
 
 #endif
@@ -11521,6 +11522,37 @@ static void nn__moe_slots(int32_t *idx, const float *kept, int64_t B, int64_t E,
    position p turns by angle p * theta^(-2i/rot): GPT-NeoX / LLaMA pair dims i and i + rot/2,
    GPT-J (interleaved) dims 2i and 2i + 1. */
 
+/* (ah, al) *= (bh, bl) in float-float: the product's rounding error kept by fmaf */
+#define NN__FF_MUL(ah, al, bh, bl)                                                                 \
+    do {                                                                                         \
+        float h_ = (ah) * (bh);                                                                  \
+        float l_ = fmaf((ah), (bh), -h_) + ((ah) * (bl) + (al) * (bh));                           \
+        float s_ = h_ + l_;                                                                      \
+        (al) = l_ - (s_ - h_);                                                                   \
+        (ah) = s_;                                                                               \
+    } while (0)
+
+/* p * r^i (r = theta^(-2/rot) = r_hi + r_lo) reduced to about [-pi, pi]: float-float powers
+   and product, then the multiple of 2 pi (two floats) taken off with fmaf. Good to about
+   1e-7 at any position (exp2f and one float product lost up to 1e-5 at position 129, as
+   much as the OpenCL devices' exp2 differed); kernels/rope.cl's nn_rope_angle is the twin,
+   operation for operation, so the angles agree across backends but for contraction of
+   the small cross terms. */
+static float nn__rope_angle(float r_hi, float r_lo, int i, int p) {
+    float fh = 1.0f, fl = 0.0f, bh = r_hi, bl = r_lo, P = (float)p, ah, al, n, r;
+    while (i) {
+        if (i & 1) NN__FF_MUL(fh, fl, bh, bl);
+        i >>= 1;
+        if (i) NN__FF_MUL(bh, bl, bh, bl);
+    }
+    ah = P * fh;
+    al = fmaf(P, fh, -ah) + P * fl;
+    n = rintf(ah * 0.159154936671257019f);
+    r = fmaf(-n, 6.28318548202514648f, ah);
+    r = fmaf(-n, -1.74845553146951720e-7f, r);
+    return r + al;
+}
+
 /* y[e] for element e of x: its dim d, position p, and the element of the pair's other half */
 static float nn__rope_elem(const nn__rope_attr *a, const float *x, int64_t e, int d, int p) {
     int half = a->rot / 2, i, lower;
@@ -11536,7 +11568,7 @@ static float nn__rope_elem(const nn__rope_attr *a, const float *x, int64_t e, in
         lower = d < half;
         other = lower ? e + half : e - half;
     }
-    ang = (float)p * exp2f(-((float)(2 * i) / (float)a->rot) * a->log2_theta);
+    ang = nn__rope_angle(a->r_hi, a->r_lo, i, p);
     c = cosf(ang);
     s = a->inverse ? -sinf(ang) : sinf(ang);
     return lower ? x[e] * c - x[other] * s : x[e] * c + x[other] * s;
@@ -13347,6 +13379,7 @@ typedef struct _cl_kernel *cl_kernel;
 typedef struct _cl_event *cl_event;
 
 typedef cl_bitfield cl_device_type;
+typedef cl_bitfield cl_device_fp_config;
 typedef cl_uint cl_platform_info;
 typedef cl_uint cl_device_info;
 typedef intptr_t cl_context_properties;
@@ -13391,6 +13424,8 @@ typedef struct _cl_buffer_region { size_t origin; size_t size; } cl_buffer_regio
 #define CL_DEVICE_MAX_WORK_GROUP_SIZE 0x1004
 #define CL_DEVICE_MAX_MEM_ALLOC_SIZE 0x1010
 #define CL_DEVICE_MEM_BASE_ADDR_ALIGN 0x1019
+#define CL_DEVICE_SINGLE_FP_CONFIG 0x101B
+#define CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT (1 << 7)
 #define CL_DEVICE_LOCAL_MEM_SIZE 0x1023
 #define CL_DEVICE_NAME 0x102B
 #define CL_DEVICE_VENDOR 0x102C
@@ -21809,11 +21844,46 @@ static const char *const nn__cl_src_rope[] = {
 "\n",
 "#define NN__KARGS_rope(F, P)                                                                            \\\n",
 "    F(in, x) P(iin, pos) P(out, y) P(int, B) P(int, H) P(int, T) P(int, D) P(int, bthd) P(int, rot)  \\\n",
-"    P(int, interleaved) P(int, inverse) P(int, pos_kind) P(int, offset) P(float, log2_theta)\n",
+"    P(int, interleaved) P(int, inverse) P(int, pos_kind) P(int, offset) P(float, r_hi)       \\\n",
+"    P(float, r_lo)\n",
 "NN__KSIG(rope)\n",
 "\n",
 "#endif\n",
 "#line 3 \"kernels/rope.cl\"\n",
+"\n",
+"/* No contraction: the float-float steps below need each product rounded as written, and the\n",
+"   CPU twin (src/cpu/rope.c) rounds the same operations the same way. */\n",
+"#pragma OPENCL FP_CONTRACT OFF\n",
+"\n",
+"/* (ah, al) *= (bh, bl) in float-float: the product's rounding error kept by fma */\n",
+"#define NN_FF_MUL(ah, al, bh, bl)                                                                  \\\n",
+"    do {                                                                                         \\\n",
+"        float h_ = (ah) * (bh);                                                                  \\\n",
+"        float l_ = fma((ah), (bh), -h_) + ((ah) * (bl) + (al) * (bh));                            \\\n",
+"        float s_ = h_ + l_;                                                                      \\\n",
+"        (al) = l_ - (s_ - h_);                                                                   \\\n",
+"        (ah) = s_;                                                                               \\\n",
+"    } while (0)\n",
+"\n",
+"/* p * r^i (r = theta^(-2/rot) as r_hi + r_lo) reduced to about [-pi, pi]: float-float powers\n",
+"   and product, then the multiple of 2 pi (two floats) taken off with fma, so the angle is\n",
+"   good to about 1e-7 at any position on every device (exp2 and a float product lost up to\n",
+"   1e-5 at position 129); the twin of nn__rope_angle in src/cpu/rope.c, operation for\n",
+"   operation. */\n",
+"float nn_rope_angle(float r_hi, float r_lo, int i, int p) {\n",
+"    float fh = 1.0f, fl = 0.0f, bh = r_hi, bl = r_lo, P = (float)p, ah, al, n, r;\n",
+"    while (i) {\n",
+"        if (i & 1) NN_FF_MUL(fh, fl, bh, bl);\n",
+"        i >>= 1;\n",
+"        if (i) NN_FF_MUL(bh, bl, bh, bl);\n",
+"    }\n",
+"    ah = P * fh;\n",
+"    al = fma(P, fh, -ah) + P * fl;\n",
+"    n = rint(ah * 0.159154936671257019f);\n",
+"    r = fma(-n, 6.28318548202514648f, ah);\n",
+"    r = fma(-n, -1.74845553146951720e-7f, r);\n",
+"    return r + al;\n",
+"}\n",
 "\n",
 "/* Rotary position embeddings, the twin of src/cpu/rope.c: one work-item per element of y.\n",
 "   Pair i of the rotated dims of the token at position p turns by p * theta^(-2i/rot)\n",
@@ -21839,7 +21909,7 @@ static const char *const nn__cl_src_rope[] = {
 "        lower = d < hr;\n",
 "        other = lower ? e + hr : e - hr;\n",
 "    }\n",
-"    float ang = (float)p * exp2(-((float)(2 * i) / (float)rot) * log2_theta);\n",
+"    float ang = nn_rope_angle(r_hi, r_lo, i, p);\n",
 "    float c = cos(ang), s = inverse ? -sin(ang) : sin(ang);\n",
 "    y[e] = lower ? x[e] * c - x[other] * s : x[e] * c + x[other] * s;\n",
 "}\n",
@@ -23663,6 +23733,10 @@ typedef struct nn__cl {
     unsigned char *stage[8];
     size_t stage_cap[8];
     int staged, staging;
+    int exact_div; /* the device divides and takes square roots correctly rounded when asked
+                      (CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT): programs are built with
+                      -cl-fp32-correctly-rounded-divide-sqrt, so a / b and sqrt give the CPU
+                      backend's bits (NVIDIA's default division is 2.5 ulp) */
 } nn__cl;
 
 #define NN__CL_STAGES 8
@@ -23870,6 +23944,12 @@ static nn_result nn__cl_open_device(nn_context *ctx, cl_platform_id plat, cl_dev
 #undef NN__CL_INFO
     d->local_mem = local_mem;
     d->units = units;
+    {
+        cl_device_fp_config fp = 0;
+        const char *env = getenv("NN_CL_EXACT_DIV"); /* 0: the driver's default division, to compare */
+        cl->exact_div = clGetDeviceInfo(dev, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, NULL) == CL_SUCCESS &&
+                        (fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) && !(env && strcmp(env, "0") == 0);
+    }
     { /* NN_CL_MAX_ALLOC=bytes, a test hook: a smaller largest allocation than the device's */
         const char *env = getenv("NN_CL_MAX_ALLOC");
         unsigned long long v = env && env[0] ? strtoull(env, NULL, 10) : 0;
@@ -24287,8 +24367,8 @@ static nn_result nn__cl_program(nn_context *ctx, const char *name, int store, cl
         return NN_OK;
     }
     nn__program_options(name, &ctx->dev, extra, sizeof extra); /* the plans' tuning of this file, as -D options */
-    snprintf(options, sizeof options, "-cl-std=CL1.2%s%s%s", extra[0] ? " " : "", extra,
-             var == 1 ? " -DNN_STORE_BF16" : var == 2 ? " -DNN_STORE_F16" : "");
+    snprintf(options, sizeof options, "-cl-std=CL1.2%s%s%s%s", cl->exact_div ? " -cl-fp32-correctly-rounded-divide-sqrt" : "",
+             extra[0] ? " " : "", extra, var == 1 ? " -DNN_STORE_BF16" : var == 2 ? " -DNN_STORE_F16" : "");
     snprintf(cname, sizeof cname, "%s%s", name, var == 1 ? "-bf16" : var == 2 ? "-f16" : "");
     lines = nn__cl_source_lines(ctx, idx % 64, &count, &owned);
     if (!lines) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "out of memory reading kernels/%s.cl", name);
@@ -29135,7 +29215,8 @@ NN__KSIG(moe_slots)
 
 #define NN__KARGS_rope(F, P)                                                                            \
     F(in, x) P(iin, pos) P(out, y) P(int, B) P(int, H) P(int, T) P(int, D) P(int, bthd) P(int, rot)  \
-    P(int, interleaved) P(int, inverse) P(int, pos_kind) P(int, offset) P(float, log2_theta)
+    P(int, interleaved) P(int, inverse) P(int, pos_kind) P(int, offset) P(float, r_hi)       \
+    P(float, r_lo)
 NN__KSIG(rope)
 
 #endif
@@ -37397,7 +37478,11 @@ NN_API nn_tensor nn_rope(nn_graph *g, nn_tensor x, const nn_rope_desc *desc) {
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_rope: rot_dim %d must be even, in 2..D = %d, for x %s", a.rot, a.D, sx);
     if (!(theta > 1.0 && theta < 1e30) || d.offset < 0)
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_rope: theta %g must be > 1 and finite, offset %d >= 0", theta, d.offset);
-    a.log2_theta = (float)(log(theta) / log(2.0));
+    {
+        double r = pow(theta, -2.0 / (double)a.rot);
+        a.r_hi = (float)r;
+        a.r_lo = (float)(r - (double)a.r_hi);
+    }
     if (d.positions.id != 0) {
         nn__node *np;
         if (!nn__check(g, "nn_rope", 1, &d.positions)) return nn__tensor(-1);
@@ -37443,7 +37528,8 @@ static nn_result nn__launch_rope(nn_graph *g, int id) {
     k.inverse = n->a.rope.inverse;
     k.pos_kind = n->a.rope.pos;
     k.offset = n->a.rope.offset;
-    k.log2_theta = n->a.rope.log2_theta;
+    k.r_hi = n->a.rope.r_hi;
+    k.r_lo = n->a.rope.r_lo;
     return nn__kargs_rope(l, &k);
 }
 

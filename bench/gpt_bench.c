@@ -245,6 +245,7 @@ static int bench_generate(const char *sel) {
     nn_tensor w, logits, tok, pos, out, caches[8];
     static float lg[T * V];
     int hist[N + T + 2], nh, p, c, k;
+    nn_stats st;
     double t0;
     if (!ctx) return 1;
     memset(&cfg, 0, sizeof cfg);
@@ -272,6 +273,7 @@ static int bench_generate(const char *sel) {
     nh = 0;
     hist[nh++] = 52;
     p = 0;
+    nn_context_reset_stats(ctx);
     t0 = now();
     for (c = 0; c <= N; c++) {
         int32_t tv, pv;
@@ -289,10 +291,14 @@ static int bench_generate(const char *sel) {
             return fail(ctx, "generate");
         if (c < N) hist[nh++] = argmax(lg);
     }
-    printf("BENCH name=gpt_generate backend=%s cache=yes tokens_per_sec=%.1f\n", name, N / (now() - t0));
+    t0 = now() - t0;
+    nn_context_stats(ctx, &st);
+    printf("BENCH name=gpt_generate backend=%s cache=yes tokens_per_sec=%.1f launches_per_token=%.1f\n", name, N / t0,
+           (double)st.kernel_launches / N);
     /* without: the window of the last (up to) 64 tokens for every token */
     nh = 0;
     hist[nh++] = 52;
+    nn_context_reset_stats(ctx);
     t0 = now();
     for (c = 0; c < N; c++) {
         int32_t win[T];
@@ -304,7 +310,10 @@ static int bench_generate(const char *sel) {
             return fail(ctx, "generate");
         hist[nh++] = argmax(lg + (size_t)(len - 1) * V);
     }
-    printf("BENCH name=gpt_generate backend=%s cache=no tokens_per_sec=%.1f\n", name, N / (now() - t0));
+    t0 = now() - t0;
+    nn_context_stats(ctx, &st);
+    printf("BENCH name=gpt_generate backend=%s cache=no tokens_per_sec=%.1f launches_per_token=%.1f\n", name, N / t0,
+           (double)st.kernel_launches / N);
     nn_graph_destroy(d);
     nn_graph_destroy(g);
     nn_context_destroy(ctx);

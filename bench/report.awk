@@ -237,12 +237,16 @@ END {
             ratio("gpt_generate_" (bk == "cpu" ? "cpu" : "opencl") "_cache_vs_none", get(id, "tokens_per_sec"), get(nid, "tokens_per_sec"), "")
         }
     }
+    PEAK = get("name=fma_peak", "gflops")
+    if (PEAK == "") for (q = 1; q <= NID; q++) if (NAME[IDS[q]] == "fma_peak") PEAK = get(IDS[q], "gflops")
+    if (PEAK != "") ratio("sgemm1024_cpu_fma_peak_share", get("name=sgemm backend=cpu n=1024", "gflops"), PEAK, "")
     nsh = split("64x1x28x28k32 64x32x14x14k64 8x64x56x56k64", SH, " ")
     for (s = 1; s <= nsh; s++)
         for (q = 1; q <= 2; q++) {
             ps = q == 1 ? "fwd" : "bwd"
             ratio("conv2d_" SH[s] "_" ps "_cpu_vs_torch", get("name=conv2d backend=cpu shape=" SH[s] " pass=" ps, "gflops"),
                   get("name=conv2d backend=torch shape=" SH[s] " pass=" ps, "gflops"), "torch")
+            if (PEAK != "") ratio("conv2d_" SH[s] "_" ps "_cpu_fma_peak_share", get("name=conv2d backend=cpu shape=" SH[s] " pass=" ps, "gflops"), PEAK, "")
         }
 
     # ---- this build against the baseline ------------------------------------------------------

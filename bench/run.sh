@@ -3,7 +3,8 @@
 # OpenCL device, and PyTorch's, OpenBLAS's (through NumPy) and CLBlast's on the same work,
 # interleaved over ROUNDS rounds; then medians, ratios and the README's table.
 #
-#   make bench                                  # or ./bench/run.sh after make bench/nn_bench
+#   make bench                                  # or ./bench/run.sh after make bench/nn_bench bench/gpt_bench
+#                                               # (gpt_bench for the FMA peak: GEMM and conv shares of it)
 #   ROUNDS=n make bench                         # default 4
 #   BASELINE=/path/to/old/bench/nn_bench ./bench/run.sh
 #       also runs that nn_bench (another build of nn.h) beside this one, alternating which
@@ -287,6 +288,8 @@ while [ $R -le "$ROUNDS" ]; do
         R=$((R + 1))
         continue
     fi
+    # the machine's FMA peak, once, for the GEMM and convolution shares (report.awk)
+    if [ $R -eq 1 ] && [ -x ./bench/gpt_bench ] && echo "$DEVICES" | grep -q '^cpu '; then ./bench/gpt_bench peak | tag $R; fi
     nn_fig $R sgemm
     # the CPU GEMM on bf16 and fp16 operands beside its fp32 one (the cpu selector only)
     if echo "$DEVICES" | grep -q '^cpu '; then

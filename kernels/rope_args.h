@@ -5,7 +5,8 @@
 
 #define NN__KARGS_rope(F, P)                                                                            \
     F(in, x) P(iin, pos) P(out, y) P(int, B) P(int, H) P(int, T) P(int, D) P(int, bthd) P(int, rot)  \
-    P(int, interleaved) P(int, inverse) P(int, pos_kind) P(int, offset) P(float, log2_theta)
+    P(int, interleaved) P(int, inverse) P(int, pos_kind) P(int, offset) P(float, r_hi)       \
+    P(float, r_lo)
 NN__KSIG(rope)
 
 #endif

@@ -7,6 +7,9 @@
                               others are not counted at all (matching none exits 1).
    NN_TEST_BACKENDS=list      a comma list of cpu, opencl (each OpenCL device as tuned by
                               default), gpu-tuning (the GPU-tuning pass); unset: all three.
+   NN_TEST_DEVICES=list       a comma list of OpenCL device indices, run in that order
+                              (tools/gpu_report.sh puts the GPUs first); unset: every
+                              device in index order. An index that is not a device fails.
    NN_TEST_TIME=1             each case's line ends with its wall and CPU time (all
                               threads of the process) in ms.
    NN_CL_GUARDS               set to 1 unless set: every OpenCL buffer has guard bytes after
@@ -278,7 +281,7 @@ int main(int argc, char **argv) {
     nn_context_desc d;
     nn_context *cpu = NULL;
     t_env e;
-    int n_dev = 0, i;
+    int n_dev = 0, i, k, order[32], n_order = 0;
     (void)argc;
     t_argv0 = argv[0];
     if (child) return t_cl_load_child(child);
@@ -328,10 +331,35 @@ int main(int argc, char **argv) {
         suite_cl_load(&loader, argv[0], want_cl);
     }
     if (want_cl || want_gpu_tuning) n_dev = t_devices(NULL, 0);
-    for (i = 0; i < n_dev; i++) {
+    {
+        const char *p = getenv("NN_TEST_DEVICES");
+        n_order = 0;
+        if (p && p[0] && (want_cl || want_gpu_tuning)) {
+            while (*p && n_order < 32) {
+                char *end;
+                long v = strtol(p, &end, 10);
+                if (end == p || (*end && *end != ',') || v < 0 || v >= n_dev) {
+                    printf("FAIL    NN_TEST_DEVICES=%s: '%.*s' is not an OpenCL device index here (0..%d)\n",
+                           getenv("NN_TEST_DEVICES"), (int)strcspn(p, ","), p, n_dev - 1);
+                    n_failed++;
+                    n_order = 0;
+                    n_dev = -1;
+                    break;
+                }
+                order[n_order++] = (int)v;
+                p = *end == ',' ? end + 1 : end;
+            }
+            if (n_dev > 0) n_dev = n_order;
+        } else {
+            for (i = 0; i < n_dev && i < 32; i++) order[n_order++] = i;
+            n_dev = n_order;
+        }
+    }
+    for (k = 0; k < n_dev; k++) {
         nn_device_info info[32];
         char idx[16], label[200];
         nn_context *ctx = NULL;
+        i = order[k];
         t_devices(info, 32);
         snprintf(idx, sizeof idx, "%d", i);
         d.device = idx;

@@ -69,6 +69,7 @@ static void rope_cases(const t_env *e) {
     rope_case(e, nn_shape4(1, 2, 33, 24), 0, 0, 1, 0, 0, 0);
     rope_case(e, nn_shape4(2, 1, 5, 80), 0, 20, 0, 70, 0, 0);    /* partial rotary (1/4), a cache of 70 */
     rope_case(e, nn_shape4(1, 2, 1, 64), 0, 32, 1, 129, 0, 500);  /* T = 1: one generated token */
+    rope_case(e, nn_shape4(1, 1, 3, 64), 0, 0, 0, 32765, 0, 0);   /* long context: angles up to 32767 rad, reduced exactly */
     rope_case(e, nn_shape4(2, 7, 3, 16), 1, 0, 0, 0, 0, 0);       /* [B, T, H, D] */
     rope_case(e, nn_shape4(1, 65, 2, 8), 1, 6, 1, 3, 0, 0);
     rope_case(e, nn_shape4(2, 2, 7, 16), 0, 0, 0, 0, 1, 0);       /* positions [T] */

@@ -13,8 +13,10 @@
 #   facts    tools/cl_facts: the OpenCL library nn.h loads and why that one, then clinfo's facts
 #            of every device (driver, OpenCL C version, local memory, work-group limits,
 #            extensions), nn.h's tuning of it, and a small check against the CPU backend
-#   tests    tests/nn_test on every OpenCL device (NN_TEST_BACKENDS=opencl,gpu-tuning)
-#   bench    make bench's figures of nn.h on every OpenCL device (bench/run.sh, ONLY=nn, 1 round)
+#   tests    tests/nn_test on every OpenCL device (NN_TEST_BACKENDS=opencl,gpu-tuning), the
+#            GPUs first (NN_TEST_DEVICES)
+#   bench    make bench's figures of nn.h on each GPU, or every OpenCL device when there is
+#            no GPU (bench/run.sh, ONLY=nn, 1 round)
 #   cpu      tests/nn_test on the CPU backend (this machine's CPU), with the time left
 # into one log, OUT/gpu-report.log, and a short summary, OUT/gpu-report-summary.txt, printed
 # last. When the binaries do not start here (a C library older than the build's) and a C
@@ -24,7 +26,7 @@
 # GPU_REPORT_SECONDS=540   the whole run's limit; a step cut off leaves what it printed in the
 #                          log, and the summary says so
 # GPU_REPORT_STEPS="facts tests bench cpu"   the steps to run (machine always runs)
-# GPU_REPORT_BENCH="0 1"   nn_bench's device selectors (default: every OpenCL device)
+# GPU_REPORT_BENCH="0 1"   nn_bench's device selectors (default: the GPUs, else every OpenCL device)
 # Exit status: 0 when every step ran to its end and passed, else 1.
 set -u
 
@@ -231,13 +233,24 @@ if wants facts; then
     FACTS_RC=$STEP_RC
     [ $FACTS_RC -ne 0 ] && [ $FACTS_RC -ne 124 ] && problem "cl_facts: a device did not open or failed its check (exit status $FACTS_RC)"
 fi
+# the GPUs first: a machine with PoCL beside the GPU (its ICD loader finds both) spent the whole
+# tests step on the CPU device before (cl_facts' SUMMARY lines say which devices are GPUs)
+GPUS= OTHERS=
+if [ -s "$WORK/facts.out" ]; then
+    GPUS=$(sed -n 's/^SUMMARY device \([0-9][0-9]*\): .*(GPU; .*/\1/p' "$WORK/facts.out" | tr '\n' ' ')
+    OTHERS=$(grep '^SUMMARY device [0-9]' "$WORK/facts.out" | grep -v '(GPU; ' |
+        sed -n 's/^SUMMARY device \([0-9][0-9]*\): .*/\1/p' | tr '\n' ' ')
+fi
+ORDER=
+[ -n "$GPUS" ] && ORDER=$(echo $GPUS $OTHERS | tr ' ' ',')
 if wants tests; then
-    step tests 300 env NN_TEST_BACKENDS=opencl,gpu-tuning NN_TEST_TIME=1 "$BIN/tests/nn_test"
+    step tests 300 env NN_TEST_BACKENDS=opencl,gpu-tuning NN_TEST_TIME=1 ${ORDER:+NN_TEST_DEVICES=$ORDER} "$BIN/tests/nn_test"
     TESTS_RC=$STEP_RC TESTS_S=$STEP_S
     [ $TESTS_RC -ne 0 ] && [ $TESTS_RC -lt 124 ] && problem "tests on OpenCL failed"
 fi
 if wants bench; then
-    sel=${GPU_REPORT_BENCH:-$("$BIN/bench/nn_bench" devices 2>/dev/null | awk '$1 != "cpu" { printf "%s%s", s, $1; s = " " }')}
+    sel=${GPU_REPORT_BENCH:-$GPUS}
+    [ -z "$sel" ] && sel=$("$BIN/bench/nn_bench" devices 2>/dev/null | awk '$1 != "cpu" { printf "%s%s", s, $1; s = " " }')
     if [ -n "$sel" ]; then
         step bench 240 env ONLY=nn ROUNDS=1 BACKENDS="$sel" FIGURE_TIMEOUT=150 sh "$BIN/bench/run.sh"
         BENCH_RC=$STEP_RC BENCH_S=$STEP_S

@@ -29,6 +29,10 @@ typedef struct nn__cl {
     unsigned char *stage[8];
     size_t stage_cap[8];
     int staged, staging;
+    int exact_div; /* the device divides and takes square roots correctly rounded when asked
+                      (CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT): programs are built with
+                      -cl-fp32-correctly-rounded-divide-sqrt, so a / b and sqrt give the CPU
+                      backend's bits (NVIDIA's default division is 2.5 ulp) */
 } nn__cl;
 
 #define NN__CL_STAGES 8
@@ -236,6 +240,12 @@ static nn_result nn__cl_open_device(nn_context *ctx, cl_platform_id plat, cl_dev
 #undef NN__CL_INFO
     d->local_mem = local_mem;
     d->units = units;
+    {
+        cl_device_fp_config fp = 0;
+        const char *env = getenv("NN_CL_EXACT_DIV"); /* 0: the driver's default division, to compare */
+        cl->exact_div = clGetDeviceInfo(dev, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, NULL) == CL_SUCCESS &&
+                        (fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) && !(env && strcmp(env, "0") == 0);
+    }
     { /* NN_CL_MAX_ALLOC=bytes, a test hook: a smaller largest allocation than the device's */
         const char *env = getenv("NN_CL_MAX_ALLOC");
         unsigned long long v = env && env[0] ? strtoull(env, NULL, 10) : 0;
@@ -653,8 +663,8 @@ static nn_result nn__cl_program(nn_context *ctx, const char *name, int store, cl
         return NN_OK;
     }
     nn__program_options(name, &ctx->dev, extra, sizeof extra); /* the plans' tuning of this file, as -D options */
-    snprintf(options, sizeof options, "-cl-std=CL1.2%s%s%s", extra[0] ? " " : "", extra,
-             var == 1 ? " -DNN_STORE_BF16" : var == 2 ? " -DNN_STORE_F16" : "");
+    snprintf(options, sizeof options, "-cl-std=CL1.2%s%s%s%s", cl->exact_div ? " -cl-fp32-correctly-rounded-divide-sqrt" : "",
+             extra[0] ? " " : "", extra, var == 1 ? " -DNN_STORE_BF16" : var == 2 ? " -DNN_STORE_F16" : "");
     snprintf(cname, sizeof cname, "%s%s", name, var == 1 ? "-bf16" : var == 2 ? "-f16" : "");
     lines = nn__cl_source_lines(ctx, idx % 64, &count, &owned);
     if (!lines) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "out of memory reading kernels/%s.cl", name);

@@ -49,6 +49,7 @@ typedef struct _cl_kernel *cl_kernel;
 typedef struct _cl_event *cl_event;
 
 typedef cl_bitfield cl_device_type;
+typedef cl_bitfield cl_device_fp_config;
 typedef cl_uint cl_platform_info;
 typedef cl_uint cl_device_info;
 typedef intptr_t cl_context_properties;
@@ -93,6 +94,8 @@ typedef struct _cl_buffer_region { size_t origin; size_t size; } cl_buffer_regio
 #define CL_DEVICE_MAX_WORK_GROUP_SIZE 0x1004
 #define CL_DEVICE_MAX_MEM_ALLOC_SIZE 0x1010
 #define CL_DEVICE_MEM_BASE_ADDR_ALIGN 0x1019
+#define CL_DEVICE_SINGLE_FP_CONFIG 0x101B
+#define CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT (1 << 7)
 #define CL_DEVICE_LOCAL_MEM_SIZE 0x1023
 #define CL_DEVICE_NAME 0x102B
 #define CL_DEVICE_VENDOR 0x102C

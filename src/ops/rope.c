@@ -47,7 +47,11 @@ NN_API nn_tensor nn_rope(nn_graph *g, nn_tensor x, const nn_rope_desc *desc) {
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_rope: rot_dim %d must be even, in 2..D = %d, for x %s", a.rot, a.D, sx);
     if (!(theta > 1.0 && theta < 1e30) || d.offset < 0)
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_rope: theta %g must be > 1 and finite, offset %d >= 0", theta, d.offset);
-    a.log2_theta = (float)(log(theta) / log(2.0));
+    {
+        double r = pow(theta, -2.0 / (double)a.rot);
+        a.r_hi = (float)r;
+        a.r_lo = (float)(r - (double)a.r_hi);
+    }
     if (d.positions.id != 0) {
         nn__node *np;
         if (!nn__check(g, "nn_rope", 1, &d.positions)) return nn__tensor(-1);
@@ -93,7 +97,8 @@ static nn_result nn__launch_rope(nn_graph *g, int id) {
     k.inverse = n->a.rope.inverse;
     k.pos_kind = n->a.rope.pos;
     k.offset = n->a.rope.offset;
-    k.log2_theta = n->a.rope.log2_theta;
+    k.r_hi = n->a.rope.r_hi;
+    k.r_lo = n->a.rope.r_lo;
     return nn__kargs_rope(l, &k);
 }
 

@@ -12,7 +12,8 @@ typedef struct nn__rope_attr { /* x [B, H, T, D], or [B, T, H, D] when bthd */
     int inverse;         /* rotate by -angle (the gradient) */
     int pos;             /* positions: 0 none (t), 1 int32 [T], 2 int32 [B, T] (input 1) */
     int offset;          /* added to every position */
-    float log2_theta;    /* log2 of the base: angle(p, i) = p * 2^(-(2i / rot) log2_theta) */
+    float r_hi, r_lo;    /* theta^(-2 / rot) as a float-float pair (double on the host): the angle
+                            of pair i at position p is p * (r_hi + r_lo)^i (src/cpu/rope.c) */
 } nn__rope_attr;
 
 #endif
