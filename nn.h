@@ -11515,30 +11515,41 @@ static void nn__moe_slots(int32_t *idx, const float *kept, int64_t B, int64_t E,
 }
 
 /* ======================================================================
-   src/cpu/rope.c
+   kernels/rope_angle.h
    ====================================================================== */
-/* Rotary position embeddings on the CPU backend (src/ops/rope.c; kernels/rope.cl is the
-   twin, element for element the same formula). Pair i of the rotated dims of the token at
-   position p turns by angle p * theta^(-2i/rot): GPT-NeoX / LLaMA pair dims i and i + rot/2,
-   GPT-J (interleaved) dims 2i and 2i + 1. */
+/* Rotary embeddings' angle, written once for the CPU loop (src/cpu/rope.c) and the kernel
+   (kernels/rope.cl): C99 and OpenCL C. Neither contracts (nn.h turns contraction off in its
+   implementation, kernels/rope.cl by its pragma), so both backends get the same bits.
 
-/* (ah, al) *= (bh, bl) in float-float: the product's rounding error kept by fmaf */
+   nn__rope_angle: p * r^i (r = theta^(-2/rot) = r_hi + r_lo, from the host in double)
+   reduced to about [-pi, pi]: float-float powers and product (each product's rounding error
+   kept by fma), then the multiple of 2 pi (two floats) taken off with fma. Good to about
+   1e-7 at any position; exp2 and one float product lost up to 1e-5 at position 129 (as
+   much as NVIDIA's exp2 and glibc's exp2f differed) and 1.2% at 32765. */
+#ifndef NN__ROPE_ANGLE_H
+#define NN__ROPE_ANGLE_H
+
+#ifdef __OPENCL_VERSION__
+#define NN__RA_FMA fma
+#define NN__RA_RINT rint
+#define NN__RA_FN inline
+#else
+#define NN__RA_FMA fmaf
+#define NN__RA_RINT rintf
+#define NN__RA_FN static
+#endif
+
+/* (ah, al) *= (bh, bl) in float-float */
 #define NN__FF_MUL(ah, al, bh, bl)                                                                 \
     do {                                                                                         \
         float h_ = (ah) * (bh);                                                                  \
-        float l_ = fmaf((ah), (bh), -h_) + ((ah) * (bl) + (al) * (bh));                           \
+        float l_ = NN__RA_FMA((ah), (bh), -h_) + ((ah) * (bl) + (al) * (bh));                     \
         float s_ = h_ + l_;                                                                      \
         (al) = l_ - (s_ - h_);                                                                   \
         (ah) = s_;                                                                               \
     } while (0)
 
-/* p * r^i (r = theta^(-2/rot) = r_hi + r_lo) reduced to about [-pi, pi]: float-float powers
-   and product, then the multiple of 2 pi (two floats) taken off with fmaf. Good to about
-   1e-7 at any position (exp2f and one float product lost up to 1e-5 at position 129, as
-   much as the OpenCL devices' exp2 differed); kernels/rope.cl's nn_rope_angle is the twin,
-   operation for operation, so the angles agree across backends but for contraction of
-   the small cross terms. */
-static float nn__rope_angle(float r_hi, float r_lo, int i, int p) {
+NN__RA_FN float nn__rope_angle(float r_hi, float r_lo, int i, int p) {
     float fh = 1.0f, fl = 0.0f, bh = r_hi, bl = r_lo, P = (float)p, ah, al, n, r;
     while (i) {
         if (i & 1) NN__FF_MUL(fh, fl, bh, bl);
@@ -11546,12 +11557,23 @@ static float nn__rope_angle(float r_hi, float r_lo, int i, int p) {
         if (i) NN__FF_MUL(bh, bl, bh, bl);
     }
     ah = P * fh;
-    al = fmaf(P, fh, -ah) + P * fl;
-    n = rintf(ah * 0.159154936671257019f);
-    r = fmaf(-n, 6.28318548202514648f, ah);
-    r = fmaf(-n, -1.74845553146951720e-7f, r);
+    al = NN__RA_FMA(P, fh, -ah) + P * fl;
+    n = NN__RA_RINT(ah * 0.159154936671257019f);
+    r = NN__RA_FMA(-n, 6.28318548202514648f, ah);
+    r = NN__RA_FMA(-n, -1.74845553146951720e-7f, r);
     return r + al;
 }
+
+#endif
+
+/* ======================================================================
+   src/cpu/rope.c
+   ====================================================================== */
+/* Rotary position embeddings on the CPU backend (src/ops/rope.c; kernels/rope.cl is the
+   twin, element for element the same formula). Pair i of the rotated dims of the token at
+   position p turns by angle p * theta^(-2i/rot): GPT-NeoX / LLaMA pair dims i and i + rot/2,
+   GPT-J (interleaved) dims 2i and 2i + 1. */
+
 
 /* y[e] for element e of x: its dim d, position p, and the element of the pair's other half */
 static float nn__rope_elem(const nn__rope_attr *a, const float *x, int64_t e, int d, int p) {
@@ -21851,39 +21873,60 @@ static const char *const nn__cl_src_rope[] = {
 "#endif\n",
 "#line 3 \"kernels/rope.cl\"\n",
 "\n",
-"/* No contraction: the float-float steps below need each product rounded as written, and the\n",
-"   CPU twin (src/cpu/rope.c) rounds the same operations the same way. */\n",
+"/* No contraction: rope_angle.h's float-float steps need each product rounded as written, as\n",
+"   the CPU backend rounds them. */\n",
 "#pragma OPENCL FP_CONTRACT OFF\n",
 "\n",
-"/* (ah, al) *= (bh, bl) in float-float: the product's rounding error kept by fma */\n",
-"#define NN_FF_MUL(ah, al, bh, bl)                                                                  \\\n",
+"#line 1 \"kernels/rope_angle.h\"\n",
+"/* Rotary embeddings' angle, written once for the CPU loop (src/cpu/rope.c) and the kernel\n",
+"   (kernels/rope.cl): C99 and OpenCL C. Neither contracts (nn.h turns contraction off in its\n",
+"   implementation, kernels/rope.cl by its pragma), so both backends get the same bits.\n",
+"\n",
+"   nn__rope_angle: p * r^i (r = theta^(-2/rot) = r_hi + r_lo, from the host in double)\n",
+"   reduced to about [-pi, pi]: float-float powers and product (each product's rounding error\n",
+"   kept by fma), then the multiple of 2 pi (two floats) taken off with fma. Good to about\n",
+"   1e-7 at any position; exp2 and one float product lost up to 1e-5 at position 129 (as\n",
+"   much as NVIDIA's exp2 and glibc's exp2f differed) and 1.2% at 32765. */\n",
+"#ifndef NN__ROPE_ANGLE_H\n",
+"#define NN__ROPE_ANGLE_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"#define NN__RA_FMA fma\n",
+"#define NN__RA_RINT rint\n",
+"#define NN__RA_FN inline\n",
+"#else\n",
+"#define NN__RA_FMA fmaf\n",
+"#define NN__RA_RINT rintf\n",
+"#define NN__RA_FN static\n",
+"#endif\n",
+"\n",
+"/* (ah, al) *= (bh, bl) in float-float */\n",
+"#define NN__FF_MUL(ah, al, bh, bl)                                                                 \\\n",
 "    do {                                                                                         \\\n",
 "        float h_ = (ah) * (bh);                                                                  \\\n",
-"        float l_ = fma((ah), (bh), -h_) + ((ah) * (bl) + (al) * (bh));                            \\\n",
+"        float l_ = NN__RA_FMA((ah), (bh), -h_) + ((ah) * (bl) + (al) * (bh));                     \\\n",
 "        float s_ = h_ + l_;                                                                      \\\n",
 "        (al) = l_ - (s_ - h_);                                                                   \\\n",
 "        (ah) = s_;                                                                               \\\n",
 "    } while (0)\n",
 "\n",
-"/* p * r^i (r = theta^(-2/rot) as r_hi + r_lo) reduced to about [-pi, pi]: float-float powers\n",
-"   and product, then the multiple of 2 pi (two floats) taken off with fma, so the angle is\n",
-"   good to about 1e-7 at any position on every device (exp2 and a float product lost up to\n",
-"   1e-5 at position 129); the twin of nn__rope_angle in src/cpu/rope.c, operation for\n",
-"   operation. */\n",
-"float nn_rope_angle(float r_hi, float r_lo, int i, int p) {\n",
+"NN__RA_FN float nn__rope_angle(float r_hi, float r_lo, int i, int p) {\n",
 "    float fh = 1.0f, fl = 0.0f, bh = r_hi, bl = r_lo, P = (float)p, ah, al, n, r;\n",
 "    while (i) {\n",
-"        if (i & 1) NN_FF_MUL(fh, fl, bh, bl);\n",
+"        if (i & 1) NN__FF_MUL(fh, fl, bh, bl);\n",
 "        i >>= 1;\n",
-"        if (i) NN_FF_MUL(bh, bl, bh, bl);\n",
+"        if (i) NN__FF_MUL(bh, bl, bh, bl);\n",
 "    }\n",
 "    ah = P * fh;\n",
-"    al = fma(P, fh, -ah) + P * fl;\n",
-"    n = rint(ah * 0.159154936671257019f);\n",
-"    r = fma(-n, 6.28318548202514648f, ah);\n",
-"    r = fma(-n, -1.74845553146951720e-7f, r);\n",
+"    al = NN__RA_FMA(P, fh, -ah) + P * fl;\n",
+"    n = NN__RA_RINT(ah * 0.159154936671257019f);\n",
+"    r = NN__RA_FMA(-n, 6.28318548202514648f, ah);\n",
+"    r = NN__RA_FMA(-n, -1.74845553146951720e-7f, r);\n",
 "    return r + al;\n",
 "}\n",
+"\n",
+"#endif\n",
+"#line 9 \"kernels/rope.cl\"\n",
 "\n",
 "/* Rotary position embeddings, the twin of src/cpu/rope.c: one work-item per element of y.\n",
 "   Pair i of the rotated dims of the token at position p turns by p * theta^(-2i/rot)\n",
@@ -21909,7 +21952,7 @@ static const char *const nn__cl_src_rope[] = {
 "        lower = d < hr;\n",
 "        other = lower ? e + hr : e - hr;\n",
 "    }\n",
-"    float ang = nn_rope_angle(r_hi, r_lo, i, p);\n",
+"    float ang = nn__rope_angle(r_hi, r_lo, i, p);\n",
 "    float c = cos(ang), s = inverse ? -sin(ang) : sin(ang);\n",
 "    y[e] = lower ? x[e] * c - x[other] * s : x[e] * c + x[other] * s;\n",
 "}\n",

@@ -3,36 +3,7 @@
    position p turns by angle p * theta^(-2i/rot): GPT-NeoX / LLaMA pair dims i and i + rot/2,
    GPT-J (interleaved) dims 2i and 2i + 1. */
 
-/* (ah, al) *= (bh, bl) in float-float: the product's rounding error kept by fmaf */
-#define NN__FF_MUL(ah, al, bh, bl)                                                                 \
-    do {                                                                                         \
-        float h_ = (ah) * (bh);                                                                  \
-        float l_ = fmaf((ah), (bh), -h_) + ((ah) * (bl) + (al) * (bh));                           \
-        float s_ = h_ + l_;                                                                      \
-        (al) = l_ - (s_ - h_);                                                                   \
-        (ah) = s_;                                                                               \
-    } while (0)
-
-/* p * r^i (r = theta^(-2/rot) = r_hi + r_lo) reduced to about [-pi, pi]: float-float powers
-   and product, then the multiple of 2 pi (two floats) taken off with fmaf. Good to about
-   1e-7 at any position (exp2f and one float product lost up to 1e-5 at position 129, as
-   much as the OpenCL devices' exp2 differed); kernels/rope.cl's nn_rope_angle is the twin,
-   operation for operation, so the angles agree across backends but for contraction of
-   the small cross terms. */
-static float nn__rope_angle(float r_hi, float r_lo, int i, int p) {
-    float fh = 1.0f, fl = 0.0f, bh = r_hi, bl = r_lo, P = (float)p, ah, al, n, r;
-    while (i) {
-        if (i & 1) NN__FF_MUL(fh, fl, bh, bl);
-        i >>= 1;
-        if (i) NN__FF_MUL(bh, bl, bh, bl);
-    }
-    ah = P * fh;
-    al = fmaf(P, fh, -ah) + P * fl;
-    n = rintf(ah * 0.159154936671257019f);
-    r = fmaf(-n, 6.28318548202514648f, ah);
-    r = fmaf(-n, -1.74845553146951720e-7f, r);
-    return r + al;
-}
+#include "../../kernels/rope_angle.h"
 
 /* y[e] for element e of x: its dim d, position p, and the element of the pair's other half */
 static float nn__rope_elem(const nn__rope_attr *a, const float *x, int64_t e, int d, int p) {
