@@ -1992,18 +1992,27 @@ NN_API nn_result nn_graph_save_state(nn_graph *g, const char *path);
 NN_API nn_result nn_graph_load_state(nn_graph *g, const char *path);
 
 /* ---- Model files: the architecture with the weights (src/files/model.c) -------------------
-   A model is a chain of layers from one input, written as JSON (schema version 1):
+   A model is a graph of layers from its inputs, written as JSON (schema version 1); most
+   are a chain:
 
      {"format": "nn.model", "version": 1,
       "inputs": [{"name": "x", "shape": [784], "dtype": "float32"}],
       "layers": [{"type": "linear", "name": "fc1", "in": 784, "out": 256}, {"type": "relu"},
                  {"type": "linear", "name": "fc2", "out": 10}]}
 
-   inputs: exactly one; shape is a sample's (no batch dim), dtype "float32" (default) or
-   "int32" (indices for an embedding). format and version may be left out. Each layer is
-   an object with "type" and that type's fields (PyTorch's names and defaults; a size
-   field takes an integer or [h, w]):
-     linear        name, in, out (required), bias (true)
+   inputs: 1 to 16; shape is a sample's (no batch dim), dtype "float32" (default) or
+   "int32" (indices for an embedding), name "x" (the first), "x1", "x2", ... by default.
+   format and version may be left out. Each layer is an object with "type" and that
+   type's fields (PyTorch's names and defaults; a size field takes an integer or [h, w]),
+   and two fields every layer takes:
+     name          the layer's name, unique among the inputs' and layers' names (default
+                   "layers.K", K its index): its parameters are NAME.weight, ..., and later
+                   layers and "outputs" refer to it by it
+     inputs        a list of names of model inputs or earlier layers (never later ones: a
+                   model has no loops); absent: the layer before (the first: inputs[0])
+   and at the top level "outputs": a list of layer names (default: the last layer).
+     linear        name, in, out (required), bias (true); on [B, in] or [B, ..., in] (the
+                   last dim, as nn.Linear)
      conv1d/conv2d name, in, out, kernel (required), stride (1), padding (0), dilation (1),
                    groups (1), bias (true)
      max_pool2d    kernel (required), stride (kernel), padding (0), dilation (1), ceil_mode
@@ -2014,26 +2023,64 @@ NN_API nn_result nn_graph_load_state(nn_graph *g, const char *path);
                    dims), eps (1e-5), bias (true)
      embedding     name, num_embeddings, embedding_dim (required), padding_idx (none)
      dropout p (0.5); flatten (start_dim 1, end_dim -1 only); reshape shape (a sample's,
-     one -1 allowed); softmax, log_softmax dim (-1)
+     one -1 allowed; include_batch true: the whole shape, its -1 the batch's share, as
+     x.view(-1, C)); softmax, log_softmax dim (-1)
+   The sequence tier (each nn.h builder's parameters, PyTorch's names):
+     rms_norm      name, normalized_shape (required), eps (null: float32's epsilon)
+     position_embedding  name, num_positions, embedding_dim (required): x [B, T, D] +
+                   NAME.weight[:T] (nanoGPT's learned positions, wpe)
+     multihead_attention  name, embed_dim, num_heads (required), dropout (0), bias (true),
+                   batch_first (false), is_causal (false), kdim, vdim (embed_dim); inputs:
+                   one (self-attention) or three (query, key, value)
+     transformer_encoder_layer, transformer_decoder_layer  name, d_model, nhead
+                   (required), dim_feedforward (2048), dropout (0.1), activation ("relu"
+                   or "gelu"), layer_norm_eps (1e-5), batch_first (false), norm_first
+                   (false), is_causal (the encoder's) or tgt_is_causal (the decoder's); a
+                   decoder's inputs are two: tgt and memory
+     transformer_encoder, transformer_decoder  the same and num_layers (required): the
+                   stacks, layers NAME.layers.{i}
+     gpt           name (a prefix; default none: nanoGPT's names), vocab_size, block_size,
+                   n_layer, n_head, n_embd (required), dropout (0), bias (true): nn_gpt on
+                   int32 [B, T] -> [B * T, vocab_size]
+     gpt_block     name, n_embd, n_head, block_size (required), n_layer (1: the init's
+                   scale only), dropout (0), bias (true)
+     lstm, gru, rnn  name, input_size (checked), hidden_size (required), num_layers (1),
+                   bias (true), batch_first (false), dropout (0), bidirectional (false),
+                   lstm's proj_size (0), rnn's nonlinearity ("tanh" or "relu")
+     add, sub, mul (two inputs, broadcast); concat dim (required; dim 0 is the batch's),
+     2 to 16 inputs
      an activation by its builder's name (relu, gelu, tanh, sigmoid, silu, elu, ...), with
      its parameters: leaky_relu negative_slope (0.01), elu and celu alpha (1), softplus
      beta (1) and threshold (20), hardtanh min_val (-1) and max_val (1)
    "in" and "num_features" are optional and checked against the layer's input. A layer's
-   parameters are NAME.weight, NAME.bias, ... as its nn_X_layer makes them; name defaults
-   to "layers.K" (K its index). An unknown field or type, a wrong value or a layer that
-   does not fit its input is an error naming the JSON path ("layers[3].out: expected a
-   positive integer"); the text is read strictly (RFC 8259, UTF-8, no duplicate keys) and
-   bounded (4 MiB, 32 levels of nesting). */
+   parameters are NAME.weight, NAME.bias, ... as its nn_X_layer makes them. An unknown
+   field or type, a wrong value, a layer that does not fit its input, a name used twice or
+   an input that is no earlier layer's is an error naming the JSON path ("layers[3].out:
+   expected a positive integer", "layers[0].inputs[0]: \"b\" is layers[1], not an earlier
+   layer"); the text is read strictly (RFC 8259, UTF-8, no duplicate keys) and bounded
+   (4 MiB, 32 levels of nesting). */
 
 /* Builds the layers of the model json on x ([batch, inputs[0].shape...], of its dtype):
    the last layer's output, or a failed tensor (the graph keeps the error). */
 NN_API nn_tensor nn_model_build(nn_graph *g, nn_tensor x, const char *json);
-/* The JSON of the model from x to y: the chain of layers y comes from (each recognised from
-   the nodes that nn_X_layer, the activations, the pools, nn_dropout, nn_reshape/nn_flatten,
-   nn_softmax and nn_embedding make), x's shape without its first dim as the input's. Into
-   buf (cap bytes, NUL-terminated) when it fits; *len: its length (buf NULL: only that).
-   A node on the way that is no layer's (a residual add, a custom op) is
-   NN_ERR_INVALID_ARGUMENT naming it; so is a buf too small. */
+/* nn_model_build for a model of several inputs or outputs: xs[k] ([batch, inputs[k].shape...]
+   of its dtype) for each of the n_x inputs, in the JSON's order; the outputs (the JSON's
+   "outputs", or the last layer's) into ys (cap entries), their count in *n_y. A failure is
+   the graph's error (as nn_model_build's, naming the JSON path); *n_y is then 0. */
+NN_API nn_result nn_model_build_io(nn_graph *g, const nn_tensor *xs, int n_x, const char *json, nn_tensor *ys, int cap, int *n_y);
+/* The JSON of the model from x to y: the layers y comes from (each recognised from the
+   nodes that nn_X_layer, the activations, the pools, nn_dropout, nn_reshape/nn_flatten,
+   nn_softmax, nn_embedding (or nn_index_select of the rows of a table NAME.weight),
+   nn_add/nn_sub/nn_mul of two tensors and nn_concat make, or
+   noted by the composed builders: the transformer layers and stacks, nn_gpt,
+   nn_gpt_block, nn_multihead_attention, nn_lstm/nn_gru/nn_rnn), x's shape without its
+   first dim as the input's. x NN_NONE: every input the outputs come from is the model's
+   (in node order); y NN_NONE: every tensor marked with nn_graph_output is an output. A
+   layer that is not the one before's output gets "inputs"; a layer without a name is
+   referred to as layers.K. Into buf (cap bytes, NUL-terminated) when it fits; *len: its
+   length (buf NULL: only that). A node on the way that is no layer's (a custom op), an
+   input besides x, a layer given tensors the schema has no field for (masks, initial
+   states, lengths, stateful) is NN_ERR_INVALID_ARGUMENT naming it; so is a buf too small. */
 NN_API nn_result nn_model_json(nn_graph *g, nn_tensor x, nn_tensor y, char *buf, size_t cap, size_t *len);
 /* nn_graph_save_safetensors's file with the model's JSON (nn_model_json) as the metadata
    string "nn.model" beside {"format": "pt"}: a PyTorch state dict, and a model that
@@ -2053,7 +2100,10 @@ typedef struct nn_model_desc {
                                    naming the tensor. At least one must load. */
     const nn_graph_desc *graph; /* the graph's seed (NULL: defaults); eval is train's, and
                                    share_params is refused (the model's parameters are its own) */
-    nn_tensor *input, *output;  /* receive the model's input and output tensors (NULL: not wanted) */
+    nn_tensor *input, *output;  /* receive the model's (first) input and output tensors (NULL: not wanted) */
+    nn_tensor *inputs, *outputs; /* receive every input and output, in the JSON's order, max_io
+                                   entries each (those past the model's count: NN_NONE) */
+    int max_io;
 } nn_model_desc;
 /* Reads a file of nn_model_save and builds its model into a new graph *out: the input
    (named as in the JSON, shape [batch, ...]), the layers (the output kept: nn_graph_output),
@@ -2800,6 +2850,9 @@ struct nn_graph {
     int64_t batch;               /* the batch the model function built this graph for (0: not a model's) */
     int eval_ids;                /* an eval variant: dropout and batch norm keep the training build's node ids */
     nn_compile_desc compile_desc; /* the compile's options, for the variants' compiles */
+    /* composed layers' notes, for nn_model_json (src/engine/layer_notes.c, issue 22) */
+    struct nn__notes *notes;
+    void (*notes_free)(nn_graph *g); /* their destructor, set with the first note */
 };
 
 
@@ -25347,6 +25400,7 @@ static int nn__graph_free(nn_graph *g) {
     nn__groups_free(g);
     if (g->datasets_free) g->datasets_free(g); /* files/ckpt.c's, set by nn_dataset_create */
     if (g->dist_free) g->dist_free(g);         /* src/dist/dist.c's (NN_MPI), set by the compile */
+    if (g->notes_free) g->notes_free(g);       /* src/engine/layer_notes.c's, set with the first note */
     for (i = 0; i < g->n_nodes; i++) NN_FREE(g->nodes[i].name);
     NN_FREE(g->nodes);
     NN_FREE(g->param_node);
@@ -28388,6 +28442,124 @@ NN_API nn_result nn_graph_batch(nn_graph *g, int64_t *batch, int *training) {
     if (batch) *batch = g->model ? g->model->batch : g->batch;
     if (training) *training = g->model ? !g->model->eval : !g->eval;
     return NN_OK;
+}
+
+/* ======================================================================
+   src/engine/layer_notes.c
+   ====================================================================== */
+/* Layer notes: what a composed layer's builder was called with (its type and options as a
+   model file's JSON layer object), the node it made last and the tensors it took, for
+   nn_model_json (src/files/model.c) to describe the layer as one object instead of reading
+   it back from its nodes. The builders of composed layers note themselves (the
+   transformer layers and stacks, nn_gpt, nn_gpt_block, nn_multihead_attention, the
+   recurrent layers, and the model builder's own compositions); a layer given something a
+   model file cannot hold (a mask tensor, initial states) notes why instead. Notes are held
+   by the graph and freed with it; out of memory, a layer is not noted (nn_model_json then
+   refuses its nodes, naming the first it meets). */
+
+typedef struct nn__note {
+    int out, first, n_in;
+    int in[4];
+    char *json; /* the layer's object, {"type": ..., ...}; NULL: why */
+    char *why;
+} nn__note;
+
+struct nn__notes {
+    nn__note *v;
+    int n, cap;
+};
+
+static void nn__notes_free(nn_graph *g) {
+    int i;
+    if (!g->notes) return;
+    for (i = 0; i < g->notes->n; i++) {
+        NN_FREE(g->notes->v[i].json);
+        NN_FREE(g->notes->v[i].why);
+    }
+    NN_FREE(g->notes->v);
+    NN_FREE(g->notes);
+    g->notes = NULL;
+}
+
+/* s as a JSON string (quoted, escaped) into out; cap 1300 holds a name of 200 bytes. */
+static const char *nn__note_str(const char *s, char *out, size_t cap) {
+    size_t i = 0;
+    const unsigned char *u = (const unsigned char *)(s ? s : "");
+    out[i++] = '"';
+    for (; *u && i + 8 < cap; u++) {
+        if (*u == '"' || *u == '\\') out[i++] = '\\', out[i++] = (char)*u;
+        else if (*u < 0x20) i += (size_t)snprintf(out + i, cap - i, "\\u%04x", *u);
+        else out[i++] = (char)*u;
+    }
+    out[i++] = '"';
+    out[i] = 0;
+    return out;
+}
+
+/* v as the shortest decimal that reads back as the same float (for the JSON's numbers). */
+static const char *nn__note_f(float v, char *out, size_t cap) {
+    int prec;
+    for (prec = 6; prec < 9; prec++) {
+        snprintf(out, cap, "%.*g", prec, (double)v);
+        if ((float)strtod(out, NULL) == v) return out;
+    }
+    snprintf(out, cap, "%.9g", (double)v);
+    return out;
+}
+
+/* Notes the layer that made the nodes from first to y out of ins (n_in, at most 4): its
+   JSON object from fmt, or (why non-NULL) the reason it has none. Nothing when y failed. */
+static void nn__note_layer(nn_graph *g, nn_tensor y, int first, const nn_tensor *ins, int n_in, const char *why, const char *fmt, ...) {
+    nn__note *n;
+    char *text = NULL;
+    int i;
+    if (!g || g->status != NN_OK || y.id <= 0 || n_in > 4) return;
+    if (!g->notes) {
+        g->notes = (struct nn__notes *)nn__calloc(1, sizeof *g->notes);
+        if (!g->notes) return;
+        g->notes_free = nn__notes_free;
+    }
+    if (g->notes->n == g->notes->cap) {
+        int nc = g->notes->cap ? 2 * g->notes->cap : 8;
+        nn__note *nv = (nn__note *)NN_REALLOC(g->notes->v, (size_t)nc * sizeof *nv);
+        if (!nv) return;
+        g->notes->v = nv;
+        g->notes->cap = nc;
+    }
+    if (why) text = nn__strdup(why);
+    else {
+        va_list ap;
+        int len;
+        va_start(ap, fmt);
+        len = vsnprintf(NULL, 0, fmt, ap);
+        va_end(ap);
+        if (len < 0) return;
+        text = (char *)NN_MALLOC((size_t)len + 1);
+        if (text) {
+            va_start(ap, fmt);
+            vsnprintf(text, (size_t)len + 1, fmt, ap);
+            va_end(ap);
+        }
+    }
+    if (!text) return;
+    n = &g->notes->v[g->notes->n++];
+    memset(n, 0, sizeof *n);
+    n->out = y.id;
+    n->first = first;
+    n->n_in = n_in;
+    for (i = 0; i < n_in; i++) n->in[i] = ins[i].id;
+    if (why) n->why = text;
+    else n->json = text;
+}
+
+/* The outermost noted layer whose output is node id (the one begun first), or NULL. */
+static const nn__note *nn__note_find(const nn_graph *g, int id) {
+    const nn__note *best = NULL;
+    int i;
+    if (!g->notes) return NULL;
+    for (i = 0; i < g->notes->n; i++)
+        if (g->notes->v[i].out == id && (!best || g->notes->v[i].first < best->first)) best = &g->notes->v[i];
+    return best;
 }
 
 /* ======================================================================
@@ -38566,7 +38738,7 @@ static nn_tensor nn__rec_layers(nn_graph *g, const char *op, int kind, nn_tensor
     nn_rnn_desc d;
     nn_tensor inp, out = nn__tensor(-1), hn[2 * 64], cn[2 * 64], hs = NN_NONE, cs = NN_NONE, hcat = NN_NONE, ccat = NN_NONE;
     int64_t T, B, H = hidden, Hr, I;
-    int L, D, G = nn__rec_gates(kind), k, dir, perm[3] = {1, 0, 2};
+    int L, D, G = nn__rec_gates(kind), k, dir, perm[3] = {1, 0, 2}, first = g ? g->n_nodes : 0;
     float p;
     nn__rec_attr a;
     const char *lcheck = kind == NN__REC_LSTM ? "nn_lstm: lengths outside [1, T]" : kind == NN__REC_GRU ? "nn_gru: lengths outside [1, T]"
@@ -38659,7 +38831,24 @@ static nn_tensor nn__rec_layers(nn_graph *g, const char *op, int kind, nn_tensor
         if (kind == NN__REC_LSTM) nn__rec_state_set(g, cs, ccat);
         if (g->status != NN_OK) return nn__tensor(-1);
     }
-    return d.batch_first ? nn_permute(g, out, perm, 3) : out;
+    out = d.batch_first ? nn_permute(g, out, perm, 3) : out;
+    {
+        char qn[1300], pf[32], pj[64];
+        nn_tensor ins[1];
+        ins[0] = x;
+        pj[0] = 0;
+        if (kind == NN__REC_LSTM) snprintf(pj, sizeof pj, ", \"proj_size\": %lld", (long long)(Hr != H ? Hr : 0));
+        if (kind <= NN__REC_RNN_RELU) snprintf(pj, sizeof pj, ", \"nonlinearity\": \"%s\"", kind == NN__REC_RNN_RELU ? "relu" : "tanh");
+        nn__note_layer(g, out, first, ins, 1,
+                       desc && (desc->h0.id || desc->c0.id || desc->lengths.id || desc->stateful)
+                           ? "a recurrent layer given initial states, lengths or stateful" : NULL,
+                       "{\"type\": \"%s\", \"name\": %s, \"input_size\": %lld, \"hidden_size\": %lld, \"num_layers\": %d, \"bias\": %s, "
+                       "\"batch_first\": %s, \"dropout\": %s, \"bidirectional\": %s%s}",
+                       kind == NN__REC_LSTM ? "lstm" : kind == NN__REC_GRU ? "gru" : "rnn", nn__note_str(name, qn, sizeof qn), (long long)I,
+                       (long long)H, L, d.no_bias ? "false" : "true", d.batch_first ? "true" : "false", nn__note_f(p, pf, sizeof pf),
+                       D == 2 ? "true" : "false", pj);
+    }
+    return out;
 }
 
 NN_API nn_tensor nn_rnn(nn_graph *g, nn_tensor x, int64_t hidden_size, const nn_rnn_desc *desc, const char *name) {
@@ -39382,6 +39571,7 @@ static nn_tensor nn__gpt_block(nn_graph *g, nn_tensor x, const nn_gpt_config *c,
     const nn_shape *s = &nn__n(g, x)->shape;
     int64_t b = s->dim[0], t = s->dim[1], e = c->n_embd, h = c->n_head, d = e / h;
     float pstd = (float)(0.02 / sqrt(2.0 * c->n_layer));
+    int first = g->n_nodes;
     nn_tensor r = nn_reshape(g, x, nn_shape2(b * t, e)), a, qkv, q, k, v, y;
     snprintf(nb, sizeof nb, "%s.ln_1", name);
     a = nn__tf_layer_norm(g, r, !c->no_bias, nb);
@@ -39398,7 +39588,15 @@ static nn_tensor nn__gpt_block(nn_graph *g, nn_tensor x, const nn_gpt_config *c,
     r = nn_add(g, r, y);
     snprintf(nb, sizeof nb, "%s.ln_2", name);
     r = nn_add(g, r, nn__gpt_mlp(g, nn__tf_layer_norm(g, r, !c->no_bias, nb), c, name));
-    return nn_reshape(g, r, nn_shape3(b, t, e));
+    r = nn_reshape(g, r, nn_shape3(b, t, e));
+    {
+        char qn[1300], pf[32];
+        nn__note_layer(g, r, first, &x, 1, NULL, "{\"type\": \"gpt_block\", \"name\": %s, \"n_embd\": %lld, \"n_head\": %d, "
+                       "\"block_size\": %lld, \"n_layer\": %d, \"dropout\": %s, \"bias\": %s}", nn__note_str(name, qn, sizeof qn),
+                       (long long)e, c->n_head, (long long)c->block_size, c->n_layer, nn__note_f(c->dropout, pf, sizeof pf),
+                       c->no_bias ? "false" : "true");
+    }
+    return r;
 }
 
 NN_API nn_tensor nn_gpt_block(nn_graph *g, nn_tensor x, const nn_gpt_config *cfg, const char *name) {
@@ -39422,7 +39620,7 @@ NN_API nn_tensor nn_gpt(nn_graph *g, nn_tensor idx, const nn_gpt_config *cfg) {
     nn_tensor wte, x;
     nn_init wi;
     int64_t b, t, e;
-    int i;
+    int i, first = g ? g->n_nodes : 0;
     if (!nn__check(g, "nn_gpt", 1, &idx) || !nn__tf_cfg(g, "nn_gpt", cfg)) return nn__tensor(-1);
     s = &nn__n(g, idx)->shape;
     if (nn__n(g, idx)->dtype != NN_I32 || s->ndim != 2 || s->dim[1] > cfg->block_size) {
@@ -39451,7 +39649,18 @@ NN_API nn_tensor nn_gpt(nn_graph *g, nn_tensor idx, const nn_gpt_config *cfg) {
     }
     snprintf(nb, sizeof nb, "%s.ln_f", pre);
     x = nn__tf_layer_norm(g, nn_reshape(g, x, nn_shape2(b * t, e)), !cfg->no_bias, nb);
-    return nn_matmul(g, x, wte, 0, 1); /* lm_head: wte's weight (tied) */
+    x = nn_matmul(g, x, wte, 0, 1); /* lm_head: wte's weight (tied) */
+    {
+        char qn[1300], pf[32];
+        snprintf(qn, sizeof qn, ", \"name\": ");
+        if (cfg->name && cfg->name[0]) nn__note_str(cfg->name, qn + strlen(qn), sizeof qn - strlen(qn));
+        else qn[0] = 0;
+        nn__note_layer(g, x, first, &idx, 1, NULL, "{\"type\": \"gpt\"%s, \"vocab_size\": %lld, \"block_size\": %lld, \"n_layer\": %d, "
+                       "\"n_head\": %d, \"n_embd\": %lld, \"dropout\": %s, \"bias\": %s}", qn, (long long)cfg->vocab_size,
+                       (long long)cfg->block_size, cfg->n_layer, cfg->n_head, (long long)e, nn__note_f(cfg->dropout, pf, sizeof pf),
+                       cfg->no_bias ? "false" : "true");
+    }
+    return x;
 }
 
 /* One token per sequence at position pos against the caches: x [B, C] -> logits [B, V]. */
@@ -39701,6 +39910,7 @@ NN_API nn_tensor nn_multihead_attention(nn_graph *g, nn_tensor query, nn_tensor 
     const char *op = "nn_multihead_attention";
     int bf = desc && desc->batch_first;
     float dropout = desc ? desc->dropout : 0;
+    int first = g ? g->n_nodes : 0;
     nn_tensor q, k, v, y;
     if (!nn__tf_mha_checks(g, op, name, query, key, value, embed_dim, num_heads, desc)) return nn__tensor(-1);
     if (!(dropout >= 0 && dropout < 1)) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: dropout %g is not in [0, 1)", op, name, (double)dropout);
@@ -39719,7 +39929,21 @@ NN_API nn_tensor nn_multihead_attention(nn_graph *g, nn_tensor query, nn_tensor 
     k = key.id == query.id ? q : nn__tf_bfirst(g, key, bf);
     v = value.id == key.id ? k : nn__tf_bfirst(g, value, bf);
     y = nn__tf_mha(g, q, k, v, embed_dim, num_heads, desc, dropout, name);
-    return nn__tf_bfirst(g, y, bf);
+    y = nn__tf_bfirst(g, y, bf);
+    { /* one input when query, key and value are one tensor; else the three */
+        nn_tensor ins[3];
+        char qn[1300], pf[32];
+        int self = key.id == query.id && value.id == query.id;
+        ins[0] = query, ins[1] = key, ins[2] = value;
+        nn__note_layer(g, y, first, ins, self ? 1 : 3,
+                       desc && (desc->key_padding_mask.id || desc->attn_mask.id) ? "a multihead attention given mask tensors" : NULL,
+                       "{\"type\": \"multihead_attention\", \"name\": %s, \"embed_dim\": %lld, \"num_heads\": %d, \"dropout\": %s, "
+                       "\"bias\": %s, \"batch_first\": %s, \"is_causal\": %s, \"kdim\": %lld, \"vdim\": %lld}", nn__note_str(name, qn, sizeof qn),
+                       (long long)embed_dim, num_heads, nn__note_f(dropout, pf, sizeof pf), desc && desc->no_bias ? "false" : "true",
+                       bf ? "true" : "false", desc && desc->is_causal ? "true" : "false", (long long)nn__tf_kdim(desc, embed_dim),
+                       (long long)nn__tf_vdim(desc, embed_dim));
+    }
+    return y;
 }
 
 /* Options read with PyTorch's defaults: dim_feedforward 2048, dropout 0.1, eps 1e-5. */
@@ -39856,27 +40080,53 @@ static int nn__tf_layer_checks(nn_graph *g, const char *op, const char *name, nn
     }
 }
 
+/* Notes a transformer layer or stack (num_layers 0: a layer) made from first to y. */
+static nn_tensor nn__tf_note(nn_graph *g, nn_tensor y, int first, nn_tensor x, nn_tensor mem, int64_t e, int h,
+                             const nn_transformer_desc *d, const char *name, int num_layers) {
+    char qn[1300], pf[32], pe[32], nl[32];
+    const char *why = NULL;
+    nn_tensor ins[2];
+    ins[0] = x, ins[1] = mem;
+    if (d && (d->src_mask.id || d->src_key_padding_mask.id || d->tgt_mask.id || d->tgt_key_padding_mask.id || d->memory_mask.id ||
+              d->memory_key_padding_mask.id))
+        why = "a transformer layer given mask tensors";
+    nl[0] = 0;
+    if (num_layers) snprintf(nl, sizeof nl, ", \"num_layers\": %d", num_layers);
+    nn__note_layer(g, y, first, ins, mem.id ? 2 : 1, why,
+                   "{\"type\": \"transformer_%s%s\", \"name\": %s%s, \"d_model\": %lld, \"nhead\": %d, \"dim_feedforward\": %lld, "
+                   "\"dropout\": %s, \"activation\": \"%s\", \"layer_norm_eps\": %s, \"batch_first\": %s, \"norm_first\": %s, "
+                   "\"%s\": %s}", mem.id ? "decoder" : "encoder", num_layers ? "" : "_layer", nn__note_str(name, qn, sizeof qn), nl,
+                   (long long)e, h, (long long)nn__tf_dff(d), nn__note_f(nn__tf_drop(d), pf, sizeof pf),
+                   d && d->activation == 1 ? "gelu" : "relu", nn__note_f(nn__tf_eps(d), pe, sizeof pe),
+                   d && d->batch_first ? "true" : "false", d && d->norm_first ? "true" : "false", mem.id ? "tgt_is_causal" : "is_causal",
+                   (mem.id ? d && d->tgt_is_causal : d && d->is_causal) ? "true" : "false");
+    return y;
+}
+
 NN_API nn_tensor nn_transformer_encoder_layer(nn_graph *g, nn_tensor src, int64_t d_model, int nhead, const nn_transformer_desc *desc,
                                               const char *name) {
     int bf = desc && desc->batch_first;
+    int first = g ? g->n_nodes : 0;
     if (!nn__tf_layer_checks(g, "nn_transformer_encoder_layer", name, src, NN_NONE, d_model, nhead, desc)) return nn__tensor(-1);
-    return nn__tf_bfirst(g, nn__tf_encoder_layer(g, nn__tf_bfirst(g, src, bf), d_model, nhead, desc, name), bf);
+    return nn__tf_note(g, nn__tf_bfirst(g, nn__tf_encoder_layer(g, nn__tf_bfirst(g, src, bf), d_model, nhead, desc, name), bf), first, src,
+                       NN_NONE, d_model, nhead, desc, name, 0);
 }
 
 NN_API nn_tensor nn_transformer_decoder_layer(nn_graph *g, nn_tensor tgt, nn_tensor memory, int64_t d_model, int nhead,
                                               const nn_transformer_desc *desc, const char *name) {
-    int bf = desc && desc->batch_first;
+    int bf = desc && desc->batch_first, first = g ? g->n_nodes : 0;
     if (!nn__check(g, "nn_transformer_decoder_layer", 1, &memory) ||
         !nn__tf_layer_checks(g, "nn_transformer_decoder_layer", name, tgt, memory, d_model, nhead, desc))
         return nn__tensor(-1);
-    return nn__tf_bfirst(g, nn__tf_decoder_layer(g, nn__tf_bfirst(g, tgt, bf), nn__tf_bfirst(g, memory, bf), d_model, nhead, desc, name),
-                         bf);
+    return nn__tf_note(g, nn__tf_bfirst(g, nn__tf_decoder_layer(g, nn__tf_bfirst(g, tgt, bf), nn__tf_bfirst(g, memory, bf), d_model, nhead,
+                                                               desc, name), bf),
+                       first, tgt, memory, d_model, nhead, desc, name, 0);
 }
 
 NN_API nn_tensor nn_transformer_encoder(nn_graph *g, nn_tensor src, int num_layers, int64_t d_model, int nhead,
                                         const nn_transformer_desc *desc, const char *name) {
     char nl[256];
-    int bf = desc && desc->batch_first, i;
+    int bf = desc && desc->batch_first, i, first = g ? g->n_nodes : 0;
     nn_tensor x;
     if (!nn__tf_layer_checks(g, "nn_transformer_encoder", name, src, NN_NONE, d_model, nhead, desc)) return nn__tensor(-1);
     if (num_layers < 1) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_transformer_encoder %s: num_layers %d is not >= 1", name, num_layers);
@@ -39885,13 +40135,13 @@ NN_API nn_tensor nn_transformer_encoder(nn_graph *g, nn_tensor src, int num_laye
         snprintf(nl, sizeof nl, "%s.layers.%d", name, i);
         x = nn__tf_encoder_layer(g, x, d_model, nhead, desc, nl);
     }
-    return nn__tf_bfirst(g, x, bf);
+    return nn__tf_note(g, nn__tf_bfirst(g, x, bf), first, src, NN_NONE, d_model, nhead, desc, name, num_layers);
 }
 
 NN_API nn_tensor nn_transformer_decoder(nn_graph *g, nn_tensor tgt, nn_tensor memory, int num_layers, int64_t d_model, int nhead,
                                         const nn_transformer_desc *desc, const char *name) {
     char nl[256];
-    int bf = desc && desc->batch_first, i;
+    int bf = desc && desc->batch_first, i, first = g ? g->n_nodes : 0;
     nn_tensor x, m;
     if (!nn__check(g, "nn_transformer_decoder", 1, &memory) ||
         !nn__tf_layer_checks(g, "nn_transformer_decoder", name, tgt, memory, d_model, nhead, desc))
@@ -39903,7 +40153,7 @@ NN_API nn_tensor nn_transformer_decoder(nn_graph *g, nn_tensor tgt, nn_tensor me
         snprintf(nl, sizeof nl, "%s.layers.%d", name, i);
         x = nn__tf_decoder_layer(g, x, m, d_model, nhead, desc, nl);
     }
-    return nn__tf_bfirst(g, x, bf);
+    return nn__tf_note(g, nn__tf_bfirst(g, x, bf), first, tgt, memory, d_model, nhead, desc, name, num_layers);
 }
 
 /* ---- ViT's patch embedding: timm's PatchEmbed (a convolution of kernel = stride = the
@@ -42666,7 +42916,11 @@ typedef struct nn__mb {
     const char *fn;      /* the public function, for messages */
     int layer;           /* the index in "layers" (-1: the top level) */
     const char *type;
+    const nn_tensor *xs; /* the layer's inputs ("inputs", or the layer before), nx of them */
+    int nx;
 } nn__mb;
+
+#define NN__MODEL_MAX_IO 16 /* a model's inputs and outputs, a layer's inputs */
 
 /* Fails the graph naming the JSON path of field (NULL: the layer itself). */
 static int nn__mb_fail(nn__mb *m, const char *field, const char *fmt, ...) {
@@ -42687,7 +42941,7 @@ static int nn__mb_fields(nn__mb *m, int o, const char *allowed, const char *what
     for (k = m->j->v[o].first; k >= 0; k = m->j->v[k].next) {
         const char *key = nn__json_key(m->j, k), *p = allowed;
         size_t n = strlen(key);
-        int found = m->layer >= 0 && strcmp(key, "type") == 0;
+        int found = m->layer >= 0 && (strcmp(key, "type") == 0 || strcmp(key, "name") == 0 || strcmp(key, "inputs") == 0);
         while (!found && *p) {
             const char *e = strchr(p, ' ');
             size_t len = e ? (size_t)(e - p) : strlen(p);
@@ -42697,7 +42951,7 @@ static int nn__mb_fields(nn__mb *m, int o, const char *allowed, const char *what
         if (!found) {
             char shown[80];
             size_t i = 0, k0;
-            if (m->layer < 0 && strcmp(what, "inputs[0]") == 0) i = (size_t)snprintf(shown, sizeof shown, "inputs[0].");
+            if (m->layer < 0 && strncmp(what, "inputs[", 7) == 0) i = (size_t)snprintf(shown, sizeof shown, "%.20s.", what);
             for (k0 = 0; key[k0] && i + 1 < sizeof shown; k0++) shown[i++] = (key[k0] >= 0x20 && key[k0] < 0x7F) ? key[k0] : '?';
             shown[i] = 0;
             return nn__mb_fail(m, shown, "unknown field (%s takes: %s%s)", what, m->layer >= 0 ? "type " : "", allowed);
@@ -42899,13 +43153,31 @@ static nn_tensor nn__mb_layer(nn__mb *m, int o, nn_tensor x) {
     if (strcmp(type, "linear") == 0) {
         nn_linear_desc d;
         int bias;
+        nn_shape sx = nn__n(g, x)->shape; /* a copy: new nodes may move the nodes */
+        int64_t rows = 1;
+        int first = g->n_nodes, k;
+        nn_tensor y;
         memset(&d, 0, sizeof d);
-        if (!nn__mb_fields(m, o, "name in out bias", type) || !nn__mb_x(m, x, 2, 2, "[B, in] (a flatten layer first?)") ||
-            !nn__mb_in(m, o, "in", x) || !nn__mb_int(m, o, "out", NN__MODEL_REQUIRED, 1, INT32_MAX, &v) ||
+        if (!nn__mb_fields(m, o, "name in out bias", type) || !nn__mb_x(m, x, 2, NN_MAX_DIMS, "[B, in] or [B, ..., in]") ||
+            !nn__mb_int(m, o, "in", 0, 0, INT32_MAX, &w) || !nn__mb_int(m, o, "out", NN__MODEL_REQUIRED, 1, INT32_MAX, &v) ||
             !nn__mb_bool(m, o, "bias", 1, &bias) || !nn__mb_name(m, o, name, sizeof name))
             return nn__tensor(-1);
+        if (w && w != sx.dim[sx.ndim - 1])
+            return nn__mb_fail(m, "in", "%lld, but the layer's input is %s", (long long)w, nn__mb_xs(m, x, b, sizeof b)), nn__tensor(-1);
         d.no_bias = !bias;
-        return nn_linear_layer(g, x, v, &d, name);
+        if (sx.ndim == 2) return nn_linear_layer(g, x, v, &d, name);
+        /* PyTorch's nn.Linear on [B, ..., in]: on the rows, then back to [B, ..., out] */
+        for (k = 0; k < sx.ndim - 1; k++) rows *= sx.dim[k];
+        y = nn_linear_layer(g, nn_reshape(g, x, nn_shape2(rows, sx.dim[sx.ndim - 1])), v, &d, name);
+        sx.dim[sx.ndim - 1] = v;
+        y = nn_reshape(g, y, sx);
+        {
+            char qn[1300];
+            nn__note_layer(g, y, first, &x, 1, NULL, "{\"type\": \"linear\", \"name\": %s, \"in\": %lld, \"out\": %lld, \"bias\": %s}",
+                           nn__note_str(name, qn, sizeof qn), (long long)nn__n(g, x)->shape.dim[sx.ndim - 1], (long long)v,
+                           bias ? "true" : "false");
+        }
+        return y;
     }
     if (strcmp(type, "conv1d") == 0 || strcmp(type, "conv2d") == 0) {
         int two = type[4] == '2', k[2], s[2], p[2], dl[2], bias;
@@ -42967,28 +43239,29 @@ static nn_tensor nn__mb_layer(nn__mb *m, int o, nn_tensor x) {
         if (d.momentum == 0.0f) d.momentum = (float)NN_ZERO;
         return two ? nn_batch_norm2d_layer(g, x, &d, name) : nn_batch_norm1d_layer(g, x, &d, name);
     }
-    if (strcmp(type, "layer_norm") == 0) {
+    if (strcmp(type, "layer_norm") == 0 || strcmp(type, "rms_norm") == 0) {
         nn_norm_desc d;
         int64_t dims[NN_MAX_DIMS];
-        int n = 0, bias, k = nn__json_get(m->j, o, "normalized_shape");
+        int n = 0, bias = 1, rms = type[0] == 'r', k = nn__json_get(m->j, o, "normalized_shape"), ke = nn__json_get(m->j, o, "eps");
         const nn__node *nx = nn__n(g, x);
         memset(&d, 0, sizeof d);
-        if (!nn__mb_fields(m, o, "name normalized_shape eps bias", type)) return nn__tensor(-1);
+        if (!nn__mb_fields(m, o, rms ? "normalized_shape eps" : "normalized_shape eps bias", type)) return nn__tensor(-1);
         if (k >= 0 && m->j->v[k].type == NN__J_NUM) {
             if (!nn__mb_int(m, o, "normalized_shape", 0, 1, INT32_MAX, &dims[0])) return nn__tensor(-1);
             n = 1;
         } else if (!nn__mb_dims(m, o, "normalized_shape", 1, NN_MAX_DIMS - 1, 0, dims, &n))
             return nn__tensor(-1);
-        if (!nn__mb_float(m, o, "eps", 1e-5, 0.0, FLT_MAX, 0, &d.eps) || !nn__mb_bool(m, o, "bias", 1, &bias) ||
-            !nn__mb_name(m, o, name, sizeof name))
-            return nn__tensor(-1);
+        if (rms && ke >= 0 && m->j->v[ke].type == NN__J_NULL) d.eps = 0.0f; /* PyTorch's None: float32's epsilon */
+        else if (!nn__mb_float(m, o, "eps", rms ? 0.0 : 1e-5, 0.0, FLT_MAX, 0, &d.eps)) return nn__tensor(-1);
+        else if (d.eps == 0.0f && (!rms || ke >= 0)) d.eps = (float)NN_ZERO;
+        if ((!rms && !nn__mb_bool(m, o, "bias", 1, &bias)) || !nn__mb_name(m, o, name, sizeof name)) return nn__tensor(-1);
         if (n >= nx->shape.ndim) return nn__mb_fail(m, "normalized_shape", "%d dims, but the layer's input is %s", n, nn__mb_xs(m, x, b, sizeof b)), nn__tensor(-1);
         for (i = 0; i < (size_t)n; i++)
             if (dims[i] != nx->shape.dim[nx->shape.ndim - n + (int)i])
                 return nn__mb_fail(m, "normalized_shape", "is not the trailing dims of the layer's input %s", nn__mb_xs(m, x, b, sizeof b)), nn__tensor(-1);
-        if (d.eps == 0.0f) d.eps = (float)NN_ZERO;
+        if (nx->dtype != NN_F32) return nn__mb_fail(m, NULL, "%s takes float32", type), nn__tensor(-1);
         d.no_bias = !bias;
-        return nn_layer_norm_layer(g, x, n, &d, name);
+        return rms ? nn_rms_norm_layer(g, x, n, &d, name) : nn_layer_norm_layer(g, x, n, &d, name);
     }
     if (strcmp(type, "embedding") == 0) {
         nn_embedding_desc d;
@@ -43021,12 +43294,12 @@ static nn_tensor nn__mb_layer(nn__mb *m, int o, nn_tensor x) {
     if (strcmp(type, "reshape") == 0) {
         const nn__node *nx = nn__n(g, x);
         int64_t dims[NN_MAX_DIMS], prod = 1, rest = 1;
-        int n = 0, d, neg = -1;
+        int n = 0, d, neg = -1, whole;
         nn_shape s;
-        if (!nn__mb_fields(m, o, "shape", type) || !nn__mb_dims(m, o, "shape", 0, NN_MAX_DIMS - 1, 1, dims, &n) ||
-            !nn__mb_x(m, x, 1, NN_MAX_DIMS, "[N, ...]"))
+        if (!nn__mb_fields(m, o, "shape include_batch", type) || !nn__mb_bool(m, o, "include_batch", 0, &whole) ||
+            !nn__mb_dims(m, o, "shape", whole, NN_MAX_DIMS - 1 + whole, 1, dims, &n) || !nn__mb_x(m, x, 1, NN_MAX_DIMS, "[N, ...]"))
             return nn__tensor(-1);
-        for (d = 1; d < nx->shape.ndim; d++) rest *= nx->shape.dim[d];
+        for (d = 1 - whole; d < nx->shape.ndim; d++) rest *= nx->shape.dim[d];
         for (d = 0; d < n; d++) {
             if (dims[d] < 0) neg = d;
             else prod *= dims[d];
@@ -43035,9 +43308,9 @@ static nn_tensor nn__mb_layer(nn__mb *m, int o, nn_tensor x) {
         if (neg >= 0 && prod > 0 && rest % prod == 0) dims[neg] = rest / prod, prod = rest;
         if (prod != rest) return nn__mb_fail(m, "shape", "does not hold the %lld elements of a sample of %s", (long long)rest, nn__mb_xs(m, x, b, sizeof b)), nn__tensor(-1);
         memset(&s, 0, sizeof s);
-        s.ndim = n + 1;
-        s.dim[0] = nx->shape.dim[0];
-        for (d = 0; d < n; d++) s.dim[d + 1] = dims[d];
+        s.ndim = n + 1 - whole;
+        s.dim[0] = nx->shape.dim[0]; /* include_batch: the whole shape (its -1 takes the batch's share) */
+        for (d = 0; d < n; d++) s.dim[d + 1 - whole] = dims[d];
         return nn_reshape(g, x, s);
     }
     if (strcmp(type, "softmax") == 0 || strcmp(type, "log_softmax") == 0) {
@@ -43045,50 +43318,202 @@ static nn_tensor nn__mb_layer(nn__mb *m, int o, nn_tensor x) {
         if (!nn__mb_fields(m, o, "dim", type) || !nn__mb_int(m, o, "dim", -1, -nd, nd - 1, &v)) return nn__tensor(-1);
         return type[0] == 's' ? nn_softmax(g, x, (int)v) : nn_log_softmax(g, x, (int)v);
     }
+    if (strcmp(type, "position_embedding") == 0) { /* nanoGPT's wpe: x [B, T, D] + NAME.weight[:T] */
+        const nn__node *nx = nn__n(g, x);
+        nn_init init;
+        int first = g->n_nodes;
+        nn_tensor y, ins[1];
+        char pn[300], qn[1300];
+        if (!nn__mb_fields(m, o, "num_positions embedding_dim", type) ||
+            !nn__mb_int(m, o, "num_positions", NN__MODEL_REQUIRED, 1, INT32_MAX, &v) ||
+            !nn__mb_int(m, o, "embedding_dim", NN__MODEL_REQUIRED, 1, INT32_MAX, &w) || !nn__mb_name(m, o, name, sizeof name) ||
+            !nn__mb_x(m, x, 3, 3, "[B, T, embedding_dim]"))
+            return nn__tensor(-1);
+        if (nx->dtype != NN_F32 || nx->shape.dim[2] != w || nx->shape.dim[1] > v)
+            return nn__mb_fail(m, NULL, "takes float32 [B, T <= num_positions %lld, embedding_dim %lld]; its input is %s", (long long)v,
+                               (long long)w, nn__mb_xs(m, x, b, sizeof b)), nn__tensor(-1);
+        memset(&init, 0, sizeof init);
+        init.kind = NN_INIT_NORMAL; /* nn.Embedding's N(0, 1) */
+        init.b = 1.0f;
+        snprintf(pn, sizeof pn, "%s.weight", name);
+        ins[0] = x;
+        y = nn_add(g, x, nn_slice(g, nn_param(g, pn, nn_shape2(v, w), init), 0, 0, nx->shape.dim[1]));
+        nn__note_layer(g, y, first, ins, 1, NULL, "{\"type\": \"position_embedding\", \"name\": %s, \"num_positions\": %lld, "
+                       "\"embedding_dim\": %lld}", nn__note_str(name, qn, sizeof qn), (long long)v, (long long)w);
+        return y;
+    }
+    if (strcmp(type, "multihead_attention") == 0) {
+        nn_mha_desc d;
+        int bias, bf, causal;
+        memset(&d, 0, sizeof d);
+        if (!nn__mb_fields(m, o, "embed_dim num_heads dropout bias batch_first is_causal kdim vdim", type) ||
+            !nn__mb_int(m, o, "embed_dim", NN__MODEL_REQUIRED, 1, INT32_MAX, &v) ||
+            !nn__mb_int(m, o, "num_heads", NN__MODEL_REQUIRED, 1, INT32_MAX, &w) ||
+            !nn__mb_float(m, o, "dropout", 0.0, 0.0, 1.0, 1, &d.dropout) || !nn__mb_bool(m, o, "bias", 1, &bias) ||
+            !nn__mb_bool(m, o, "batch_first", 0, &bf) || !nn__mb_bool(m, o, "is_causal", 0, &causal) ||
+            !nn__mb_int(m, o, "kdim", 0, 0, INT32_MAX, &d.kdim) || !nn__mb_int(m, o, "vdim", 0, 0, INT32_MAX, &d.vdim) ||
+            !nn__mb_name(m, o, name, sizeof name))
+            return nn__tensor(-1);
+        d.no_bias = !bias, d.batch_first = bf, d.is_causal = causal;
+        return nn_multihead_attention(g, x, m->nx == 3 ? m->xs[1] : x, m->nx == 3 ? m->xs[2] : x, v, (int)w, &d, name);
+    }
+    if (strncmp(type, "transformer_", 12) == 0 &&
+        (strcmp(type + 12, "encoder_layer") == 0 || strcmp(type + 12, "decoder_layer") == 0 || strcmp(type + 12, "encoder") == 0 ||
+         strcmp(type + 12, "decoder") == 0)) {
+        nn_transformer_desc d;
+        int dec = type[12] == 'd', stack = strchr(type + 12, '_') == NULL, bf, nf, causal, ka;
+        int64_t layers = 0, dff;
+        float p, eps;
+        memset(&d, 0, sizeof d);
+        if (!nn__mb_fields(m, o, dec ? (stack ? "d_model nhead num_layers dim_feedforward dropout activation layer_norm_eps batch_first norm_first tgt_is_causal"
+                                              : "d_model nhead dim_feedforward dropout activation layer_norm_eps batch_first norm_first tgt_is_causal")
+                                     : (stack ? "d_model nhead num_layers dim_feedforward dropout activation layer_norm_eps batch_first norm_first is_causal"
+                                              : "d_model nhead dim_feedforward dropout activation layer_norm_eps batch_first norm_first is_causal"),
+                           type) ||
+            !nn__mb_int(m, o, "d_model", NN__MODEL_REQUIRED, 1, INT32_MAX, &v) || !nn__mb_int(m, o, "nhead", NN__MODEL_REQUIRED, 1, INT32_MAX, &w) ||
+            (stack && !nn__mb_int(m, o, "num_layers", NN__MODEL_REQUIRED, 1, 1024, &layers)) ||
+            !nn__mb_int(m, o, "dim_feedforward", 2048, 1, INT32_MAX, &dff) || !nn__mb_float(m, o, "dropout", 0.1, 0.0, 1.0, 1, &p) ||
+            !nn__mb_float(m, o, "layer_norm_eps", 1e-5, 0.0, FLT_MAX, 0, &eps) || !nn__mb_bool(m, o, "batch_first", 0, &bf) ||
+            !nn__mb_bool(m, o, "norm_first", 0, &nf) || !nn__mb_bool(m, o, dec ? "tgt_is_causal" : "is_causal", 0, &causal) ||
+            !nn__mb_name(m, o, name, sizeof name))
+            return nn__tensor(-1);
+        ka = nn__json_get(m->j, o, "activation");
+        if (ka >= 0 && !(m->j->v[ka].type == NN__J_STR && (strcmp(nn__json_str(m->j, ka), "relu") == 0 || strcmp(nn__json_str(m->j, ka), "gelu") == 0)))
+            return nn__mb_fail(m, "activation", "expected \"relu\" or \"gelu\""), nn__tensor(-1);
+        d.activation = ka >= 0 && nn__json_str(m->j, ka)[0] == 'g';
+        d.dim_feedforward = dff;
+        d.dropout = p == 0.0f ? (float)NN_ZERO : p;
+        d.layer_norm_eps = eps == 0.0f ? (float)NN_ZERO : eps;
+        d.batch_first = bf, d.norm_first = nf;
+        if (dec) d.tgt_is_causal = causal;
+        else d.is_causal = causal;
+        if (dec)
+            return stack ? nn_transformer_decoder(g, x, m->xs[1], (int)layers, v, (int)w, &d, name)
+                         : nn_transformer_decoder_layer(g, x, m->xs[1], v, (int)w, &d, name);
+        return stack ? nn_transformer_encoder(g, x, (int)layers, v, (int)w, &d, name) : nn_transformer_encoder_layer(g, x, v, (int)w, &d, name);
+    }
+    if (strcmp(type, "gpt") == 0 || strcmp(type, "gpt_block") == 0) {
+        nn_gpt_config c;
+        int64_t vocab = 1, block, layers, heads, embd;
+        int bias, blk = type[3] == '_', kn = nn__json_get(m->j, o, "name");
+        memset(&c, 0, sizeof c);
+        if (!nn__mb_fields(m, o, blk ? "n_embd n_head block_size n_layer dropout bias" : "vocab_size block_size n_layer n_head n_embd dropout bias", type) ||
+            (!blk && !nn__mb_int(m, o, "vocab_size", NN__MODEL_REQUIRED, 1, INT32_MAX, &vocab)) ||
+            !nn__mb_int(m, o, "block_size", NN__MODEL_REQUIRED, 1, INT32_MAX, &block) ||
+            !nn__mb_int(m, o, "n_layer", blk ? 1 : NN__MODEL_REQUIRED, 1, 1024, &layers) ||
+            !nn__mb_int(m, o, "n_head", NN__MODEL_REQUIRED, 1, INT32_MAX, &heads) ||
+            !nn__mb_int(m, o, "n_embd", NN__MODEL_REQUIRED, 1, INT32_MAX, &embd) ||
+            !nn__mb_float(m, o, "dropout", 0.0, 0.0, 1.0, 1, &c.dropout) || !nn__mb_bool(m, o, "bias", 1, &bias) ||
+            !nn__mb_name(m, o, name, sizeof name))
+            return nn__tensor(-1);
+        if (embd % heads) return nn__mb_fail(m, "n_head", "%lld does not divide n_embd %lld", (long long)heads, (long long)embd), nn__tensor(-1);
+        c.vocab_size = vocab, c.block_size = block, c.n_layer = (int)layers, c.n_head = (int)heads, c.n_embd = embd, c.no_bias = !bias;
+        if (blk) return nn_gpt_block(g, x, &c, name);
+        c.name = kn >= 0 ? name : NULL; /* no name: nanoGPT's names from the root */
+        return nn_gpt(g, x, &c);
+    }
+    if (strcmp(type, "lstm") == 0 || strcmp(type, "gru") == 0 || strcmp(type, "rnn") == 0) {
+        nn_rnn_desc d;
+        int64_t layers, proj = 0;
+        int bias, bf, bidi, kind = type[0], kn = nn__json_get(m->j, o, "nonlinearity");
+        memset(&d, 0, sizeof d);
+        if (!nn__mb_fields(m, o, kind == 'l' ? "input_size hidden_size num_layers bias batch_first dropout bidirectional proj_size"
+                                 : kind == 'g' ? "input_size hidden_size num_layers bias batch_first dropout bidirectional"
+                                               : "input_size hidden_size num_layers nonlinearity bias batch_first dropout bidirectional",
+                           type) ||
+            !nn__mb_x(m, x, 3, 3, "[T, B, input_size] ([B, T, input_size] with batch_first)") ||
+            !nn__mb_int(m, o, "input_size", 0, 0, INT32_MAX, &w) || !nn__mb_int(m, o, "hidden_size", NN__MODEL_REQUIRED, 1, 1 << 24, &v) ||
+            !nn__mb_int(m, o, "num_layers", 1, 1, 32, &layers) || !nn__mb_bool(m, o, "bias", 1, &bias) ||
+            !nn__mb_bool(m, o, "batch_first", 0, &bf) || !nn__mb_float(m, o, "dropout", 0.0, 0.0, 1.0, 1, &d.dropout) ||
+            !nn__mb_bool(m, o, "bidirectional", 0, &bidi) || (kind == 'l' && !nn__mb_int(m, o, "proj_size", 0, 0, v - 1, &proj)) ||
+            !nn__mb_name(m, o, name, sizeof name))
+            return nn__tensor(-1);
+        if (w && w != nn__n(g, x)->shape.dim[2])
+            return nn__mb_fail(m, "input_size", "%lld, but the layer's input is %s", (long long)w, nn__mb_xs(m, x, b, sizeof b)), nn__tensor(-1);
+        if (kn >= 0) {
+            const char *nl = m->j->v[kn].type == NN__J_STR ? nn__json_str(m->j, kn) : "";
+            if (strcmp(nl, "tanh") != 0 && strcmp(nl, "relu") != 0) return nn__mb_fail(m, "nonlinearity", "expected \"tanh\" or \"relu\""), nn__tensor(-1);
+            d.nonlinearity = nl[0] == 'r' ? NN_RNN_RELU : NN_RNN_TANH;
+        }
+        d.num_layers = (int)layers, d.no_bias = !bias, d.batch_first = bf, d.bidirectional = bidi, d.proj_size = proj;
+        return kind == 'l' ? nn_lstm(g, x, v, &d, name) : kind == 'g' ? nn_gru(g, x, v, &d, name) : nn_rnn(g, x, v, &d, name);
+    }
+    if (strcmp(type, "add") == 0 || strcmp(type, "sub") == 0 || strcmp(type, "mul") == 0) {
+        if (!nn__mb_fields(m, o, "", type)) return nn__tensor(-1);
+        return type[0] == 'a' ? nn_add(g, x, m->xs[1]) : type[0] == 's' ? nn_sub(g, x, m->xs[1]) : nn_mul(g, x, m->xs[1]);
+    }
+    if (strcmp(type, "concat") == 0) {
+        int nd = nn__n(g, x)->shape.ndim;
+        if (!nn__mb_fields(m, o, "dim", type) || !nn__mb_int(m, o, "dim", NN__MODEL_REQUIRED, -nd, nd - 1, &v)) return nn__tensor(-1);
+        return nn_concat(g, m->xs, m->nx, (int)v);
+    }
     for (i = 0; i < sizeof nn__mb_act_list / sizeof nn__mb_act_list[0]; i++)
         if (strcmp(type, nn__mb_act_list[i].name) == 0) return nn__mb_activation(m, o, &nn__mb_act_list[i], x);
     nn__mb_fail(m, "type", "unknown layer type \"%.60s\" (linear, conv1d, conv2d, max_pool2d, avg_pool2d, batch_norm1d, "
-                "batch_norm2d, layer_norm, embedding, dropout, flatten, reshape, softmax, log_softmax, or an activation: "
-                "relu, gelu, tanh, sigmoid, ...)", type);
+                "batch_norm2d, layer_norm, rms_norm, embedding, position_embedding, multihead_attention, transformer_encoder_layer, "
+                "transformer_decoder_layer, transformer_encoder, transformer_decoder, gpt, gpt_block, lstm, gru, rnn, add, sub, mul, "
+                "concat, dropout, flatten, reshape, softmax, log_softmax, or an activation: relu, gelu, tanh, sigmoid, ...)", type);
     return nn__tensor(-1);
 }
 
-/* The top level's one input: *in its object (checked: name, shape, dtype). */
-static int nn__mb_inputs(nn__mb *m, int *in, nn_shape *shape, nn_dtype *dtype, const char **name) {
+/* A model input's name, shape (a sample's) and dtype. */
+typedef struct nn__mb_input {
+    const char *name;
+    nn_shape shape;
+    nn_dtype dtype;
+} nn__mb_input;
+
+/* The top level's inputs (1 to NN__MODEL_MAX_IO objects: name, shape, dtype) into in[], *n. */
+static int nn__mb_inputs(nn__mb *m, nn__mb_input *in, int *n) {
     const nn__json *j = m->j;
-    int k = nn__json_get(j, 0, "inputs"), d, n = 0, t, nm;
-    int64_t dims[NN_MAX_DIMS];
+    int k = nn__json_get(j, 0, "inputs"), d, t, nm, o, K;
+    static const char *const dflt[NN__MODEL_MAX_IO] = {"x", "x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10", "x11",
+                                                       "x12", "x13", "x14", "x15"};
     if (k < 0) return nn__mb_fail(m, "inputs", "missing (a required field)");
-    if (j->v[k].type != NN__J_ARR || j->v[k].n != 1 || j->v[j->v[k].first].type != NN__J_OBJ)
-        return nn__mb_fail(m, "inputs", "expected a list of one object (a model has one input)");
-    *in = j->v[k].first;
-    if (!nn__mb_fields(m, *in, "name shape dtype", "inputs[0]")) return 0;
-    nm = nn__json_get(j, *in, "name");
-    *name = "x";
-    if (nm >= 0) {
-        if (j->v[nm].type != NN__J_STR || j->v[nm].len == 0 || j->v[nm].len > 200)
-            return nn__mb_fail(m, "inputs[0].name", "expected a string of 1 to 200 bytes");
-        *name = nn__json_str(j, nm);
+    if (j->v[k].type != NN__J_ARR || j->v[k].n < 1 || j->v[k].n > NN__MODEL_MAX_IO)
+        return nn__mb_fail(m, "inputs", "expected a list of 1 to %d input objects", NN__MODEL_MAX_IO);
+    for (K = 0, o = j->v[k].first; o >= 0; o = j->v[o].next, K++) {
+        char what[24], path[48];
+        nn__mb_input *p = &in[K];
+        int dims = 0;
+        snprintf(what, sizeof what, "inputs[%d]", K);
+        if (j->v[o].type != NN__J_OBJ) return nn__mb_fail(m, what, "expected an object (name, shape, dtype)");
+        if (!nn__mb_fields(m, o, "name shape dtype", what)) return 0;
+        nm = nn__json_get(j, o, "name");
+        p->name = dflt[K];
+        if (nm >= 0) {
+            snprintf(path, sizeof path, "%s.name", what);
+            if (j->v[nm].type != NN__J_STR || j->v[nm].len == 0 || j->v[nm].len > 200)
+                return nn__mb_fail(m, path, "expected a string of 1 to 200 bytes");
+            p->name = nn__json_str(j, nm);
+        }
+        for (d = 0; d < K; d++)
+            if (strcmp(in[d].name, p->name) == 0) {
+                snprintf(path, sizeof path, "%s.name", what);
+                return nn__mb_fail(m, path, "\"%.60s\" is inputs[%d]'s name too (names are unique)", p->name, d);
+            }
+        t = nn__json_get(j, o, "dtype");
+        p->dtype = NN_F32;
+        snprintf(path, sizeof path, "%s.dtype", what);
+        if (t >= 0) {
+            if (j->v[t].type == NN__J_STR && strcmp(nn__json_str(j, t), "int32") == 0) p->dtype = NN_I32;
+            else if (!(j->v[t].type == NN__J_STR && strcmp(nn__json_str(j, t), "float32") == 0))
+                return nn__mb_fail(m, path, "expected \"float32\" or \"int32\"");
+        }
+        t = nn__json_get(j, o, "shape");
+        snprintf(path, sizeof path, "%s.shape", what);
+        if (t < 0) return nn__mb_fail(m, path, "missing (a required field)");
+        if (j->v[t].type != NN__J_ARR || j->v[t].n > NN_MAX_DIMS - 1)
+            return nn__mb_fail(m, path, "expected a list of up to %d sizes (a sample's, without the batch)", NN_MAX_DIMS - 1);
+        memset(&p->shape, 0, sizeof p->shape);
+        for (d = j->v[t].first; d >= 0; d = j->v[d].next) {
+            if (j->v[d].type != NN__J_NUM || !j->v[d].is_int || !(j->v[d].num >= 1 && j->v[d].num <= INT32_MAX))
+                return nn__mb_fail(m, path, "expected sizes >= 1");
+            p->shape.dim[dims++] = (int64_t)j->v[d].num;
+        }
+        p->shape.ndim = dims;
     }
-    t = nn__json_get(j, *in, "dtype");
-    *dtype = NN_F32;
-    if (t >= 0) {
-        if (j->v[t].type == NN__J_STR && strcmp(nn__json_str(j, t), "int32") == 0) *dtype = NN_I32;
-        else if (!(j->v[t].type == NN__J_STR && strcmp(nn__json_str(j, t), "float32") == 0))
-            return nn__mb_fail(m, "inputs[0].dtype", "expected \"float32\" or \"int32\"");
-    }
-    t = nn__json_get(j, *in, "shape");
-    if (t < 0) return nn__mb_fail(m, "inputs[0].shape", "missing (a required field)");
-    if (j->v[t].type != NN__J_ARR || j->v[t].n > NN_MAX_DIMS - 1)
-        return nn__mb_fail(m, "inputs[0].shape", "expected a list of up to %d sizes (a sample's, without the batch)", NN_MAX_DIMS - 1);
-    for (d = j->v[t].first; d >= 0; d = j->v[d].next) {
-        if (j->v[d].type != NN__J_NUM || !j->v[d].is_int || !(j->v[d].num >= 1 && j->v[d].num <= INT32_MAX))
-            return nn__mb_fail(m, "inputs[0].shape", "expected sizes >= 1");
-        dims[n++] = (int64_t)j->v[d].num;
-    }
-    memset(shape, 0, sizeof *shape);
-    shape->ndim = n;
-    for (d = 0; d < n; d++) shape->dim[d] = dims[d];
+    *n = K;
     return 1;
 }
 
@@ -43097,7 +43522,7 @@ static int nn__mb_top(nn__mb *m) {
     const nn__json *j = m->j;
     int k;
     if (j->v[0].type != NN__J_OBJ) return nn__mb_fail(m, NULL, "expected an object");
-    if (!nn__mb_fields(m, 0, "format version inputs layers", "a model")) return 0;
+    if (!nn__mb_fields(m, 0, "format version inputs layers outputs", "a model")) return 0;
     k = nn__json_get(j, 0, "format");
     if (k >= 0 && !(j->v[k].type == NN__J_STR && strcmp(nn__json_str(j, k), "nn.model") == 0))
         return nn__mb_fail(m, "format", "expected \"nn.model\"");
@@ -43110,28 +43535,158 @@ static int nn__mb_top(nn__mb *m) {
     return 1;
 }
 
-/* Builds the layers of the parsed model m->j on x (already checked against inputs[0]). */
-static nn_tensor nn__mb_layers(nn__mb *m, nn_tensor x) {
+/* How many inputs a layer type takes: [*lo, *hi]. */
+static void nn__mb_arity(const char *type, int *lo, int *hi) {
+    *lo = *hi = 1;
+    if (strcmp(type, "add") == 0 || strcmp(type, "sub") == 0 || strcmp(type, "mul") == 0 || strcmp(type, "transformer_decoder_layer") == 0 ||
+        strcmp(type, "transformer_decoder") == 0)
+        *lo = *hi = 2;
+    else if (strcmp(type, "concat") == 0) *lo = 2, *hi = NN__MODEL_MAX_IO;
+    else if (strcmp(type, "multihead_attention") == 0) *hi = 3;
+}
+
+/* The value named s among names[0..n) (-1: none). */
+static int nn__mb_lookup(char *const *names, int n, const char *s) {
+    int i;
+    for (i = 0; i < n; i++)
+        if (strcmp(names[i], s) == 0) return i;
+    return -1;
+}
+
+/* A string naming a value: an input or an earlier layer; its index in names or -1 (failed). */
+static int nn__mb_ref(nn__mb *m, int ks, int layers_k, char *const *names, int n, const char *field) {
+    const nn__json *j = m->j;
+    const char *s;
+    int o, i, K;
+    if (j->v[ks].type != NN__J_STR) return nn__mb_fail(m, field, "expected the name of a model input or of an earlier layer"), -1;
+    s = nn__json_str(j, ks);
+    if ((i = nn__mb_lookup(names, n, s)) >= 0) return i;
+    for (K = 0, o = j->v[layers_k].first; o >= 0; o = j->v[o].next, K++) {
+        int kn = j->v[o].type == NN__J_OBJ ? nn__json_get(j, o, "name") : -1;
+        char dn[32];
+        snprintf(dn, sizeof dn, "layers.%d", K);
+        if ((kn >= 0 && j->v[kn].type == NN__J_STR && strcmp(nn__json_str(j, kn), s) == 0) || (kn < 0 && strcmp(dn, s) == 0))
+            return nn__mb_fail(m, field, "\"%.60s\" is layers[%d], not an earlier layer (a layer takes inputs and earlier layers' "
+                               "outputs: a model has no loops)", s, K), -1;
+    }
+    return nn__mb_fail(m, field, "\"%.60s\" names no model input and no layer", s), -1;
+}
+
+/* Builds the parsed model m->j on xs (one per input, checked against them): the outputs
+   (the top level's "outputs", or the last layer's) into outs (cap), *n_out. 0: failed. */
+static int nn__mb_graph(nn__mb *m, const nn_tensor *xs, int nx, nn_tensor *outs, int cap, int *n_out) {
     nn_graph *g = m->g;
     const nn__json *j = m->j;
-    int k = nn__json_get(j, 0, "layers"), o;
-    m->layer = 0;
-    for (o = j->v[k].first; o >= 0 && x.id > 0; o = j->v[o].next, m->layer++) {
-        int t;
-        nn_result before = m->g->status;
-        if (j->v[o].type != NN__J_OBJ) return nn__mb_fail(m, NULL, "expected a layer object"), nn__tensor(-1);
-        t = nn__json_get(j, o, "type");
-        if (t < 0 || j->v[t].type != NN__J_STR) return nn__mb_fail(m, "type", t < 0 ? "missing (a required field)" : "expected a string"), nn__tensor(-1);
-        m->type = nn__json_str(j, t);
-        x = nn__mb_layer(m, o, x);
-        if (x.id <= 0 && before == NN_OK && m->g->status != NN_OK && strncmp(m->g->ctx->err, m->fn, strlen(m->fn)) != 0) {
-            /* a builder's own refusal: put the layer's path in front of its message */
-            char msg[NN__ERRLEN];
-            snprintf(msg, sizeof msg, "%s", m->g->ctx->err);
-            snprintf(m->g->ctx->err, sizeof m->g->ctx->err, "%s: layers[%d] (%.60s): %.3000s", m->fn, m->layer, m->type, msg);
-        }
+    int k = nn__json_get(j, 0, "layers"), ko = nn__json_get(j, 0, "outputs"), o, n = 0, total = nx + j->v[k].n, i, ok = 0;
+    char **names = (char **)nn__calloc((size_t)total, sizeof *names);
+    nn_tensor *vals = (nn_tensor *)nn__calloc((size_t)total, sizeof *vals);
+    *n_out = 0;
+    if (!names || !vals) {
+        nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", m->fn);
+        goto done;
     }
-    return x;
+    for (i = 0; i < nx; i++) { /* the inputs' names (unique: nn__mb_inputs) */
+        int ki = j->v[nn__json_get(j, 0, "inputs")].first, K;
+        char dn[16];
+        for (K = 0; K < i; K++) ki = j->v[ki].next;
+        K = nn__json_get(j, ki, "name");
+        if (i == 0) snprintf(dn, sizeof dn, "x");
+        else snprintf(dn, sizeof dn, "x%d", i);
+        if (!(names[n] = nn__strdup(K >= 0 ? nn__json_str(j, K) : dn))) goto oom;
+        vals[n++] = xs[i];
+    }
+    m->layer = 0;
+    for (o = j->v[k].first; o >= 0; o = j->v[o].next, m->layer++) {
+        int t, kn, ki, lo, hi, c, cnt = 0;
+        nn_tensor ins[NN__MODEL_MAX_IO], y;
+        nn_result before = g->status;
+        char dn[32];
+        if (j->v[o].type != NN__J_OBJ) {
+            nn__mb_fail(m, NULL, "expected a layer object");
+            goto done;
+        }
+        t = nn__json_get(j, o, "type");
+        if (t < 0 || j->v[t].type != NN__J_STR) {
+            nn__mb_fail(m, "type", t < 0 ? "missing (a required field)" : "expected a string");
+            goto done;
+        }
+        m->type = nn__json_str(j, t);
+        kn = nn__json_get(j, o, "name");
+        snprintf(dn, sizeof dn, "layers.%d", m->layer);
+        if (kn >= 0 && (j->v[kn].type != NN__J_STR || j->v[kn].len == 0 || j->v[kn].len > 200)) {
+            nn__mb_fail(m, "name", "expected a string of 1 to 200 bytes");
+            goto done;
+        }
+        if ((i = nn__mb_lookup(names, n, kn >= 0 ? nn__json_str(j, kn) : dn)) >= 0) {
+            nn__mb_fail(m, "name", "\"%.60s\" names %s[%d] too (names are unique)", kn >= 0 ? nn__json_str(j, kn) : dn,
+                        i < nx ? "inputs" : "layers", i < nx ? i : i - nx);
+            goto done;
+        }
+        ki = nn__json_get(j, o, "inputs");
+        if (ki < 0) ins[cnt++] = vals[m->layer ? n - 1 : 0]; /* the layer before (the first layer: the first input) */
+        else if (j->v[ki].type != NN__J_ARR || j->v[ki].n < 1 || j->v[ki].n > NN__MODEL_MAX_IO) {
+            nn__mb_fail(m, "inputs", "expected a list of 1 to %d names (of model inputs or earlier layers)", NN__MODEL_MAX_IO);
+            goto done;
+        } else
+            for (c = j->v[ki].first; c >= 0; c = j->v[c].next) {
+                char field[32];
+                int r;
+                snprintf(field, sizeof field, "inputs[%d]", cnt);
+                if ((r = nn__mb_ref(m, c, k, names, n, field)) < 0) goto done;
+                ins[cnt++] = vals[r];
+            }
+        nn__mb_arity(m->type, &lo, &hi);
+        if (cnt < lo || cnt > hi) {
+            if (lo == hi) nn__mb_fail(m, "inputs", "%d given; %s takes %d", cnt, m->type, lo);
+            else nn__mb_fail(m, "inputs", "%d given; %s takes %d to %d", cnt, m->type, lo, hi);
+            goto done;
+        }
+        if (lo == 1 && hi == 3 && cnt == 2) {
+            nn__mb_fail(m, "inputs", "2 given; %s takes 1 (self-attention) or 3 (query, key, value)", m->type);
+            goto done;
+        }
+        m->xs = ins;
+        m->nx = cnt;
+        y = nn__mb_layer(m, o, ins[0]);
+        if (y.id <= 0) {
+            if (before == NN_OK && g->status != NN_OK && strncmp(g->ctx->err, m->fn, strlen(m->fn)) != 0) {
+                /* a builder's own refusal: put the layer's path in front of its message */
+                char msg[NN__ERRLEN];
+                snprintf(msg, sizeof msg, "%s", g->ctx->err);
+                snprintf(g->ctx->err, sizeof g->ctx->err, "%s: layers[%d] (%.60s): %.3000s", m->fn, m->layer, m->type, msg);
+            }
+            goto done;
+        }
+        if (!(names[n] = nn__strdup(kn >= 0 ? nn__json_str(j, kn) : dn))) goto oom;
+        vals[n++] = y;
+    }
+    m->layer = -1;
+    if (ko < 0) outs[(*n_out)++] = vals[n - 1];
+    else if (j->v[ko].type != NN__J_ARR || j->v[ko].n < 1 || j->v[ko].n > cap) {
+        nn__mb_fail(m, "outputs", "expected a list of 1 to %d names (of layers)", cap);
+        goto done;
+    } else
+        for (o = j->v[ko].first; o >= 0; o = j->v[o].next) {
+            char field[32];
+            int r;
+            snprintf(field, sizeof field, "outputs[%d]", *n_out);
+            if (j->v[o].type != NN__J_STR || (r = nn__mb_lookup(names, n, nn__json_str(j, o))) < 0) {
+                if (j->v[o].type != NN__J_STR) nn__mb_fail(m, field, "expected a layer's name");
+                else nn__mb_fail(m, field, "\"%.60s\" names no layer", nn__json_str(j, o));
+                goto done;
+            }
+            outs[(*n_out)++] = vals[r];
+        }
+    ok = 1;
+    goto done;
+oom:
+    nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", m->fn);
+done:
+    for (i = 0; names && i < total; i++) NN_FREE(names[i]);
+    NN_FREE(names);
+    NN_FREE(vals);
+    if (!ok) *n_out = 0;
+    return ok;
 }
 
 /* The graph's failure for a JSON text that does not parse: the parser's words. */
@@ -43142,38 +43697,64 @@ static nn_tensor nn__mb_parse(nn_graph *g, const char *fn, const char *json, siz
     return nn__tensor(0);
 }
 
-NN_API nn_tensor nn_model_build(nn_graph *g, nn_tensor x, const char *json) {
+/* nn_model_build and nn_model_build_io: the model json on xs (n_x of them, one per input,
+   each [batch, shape...] of its dtype); outputs into ys (cap), *n_y. 0: failed (g's error). */
+static int nn__model_build(nn_graph *g, const char *fn, const nn_tensor *xs, int n_x, const char *json, nn_tensor *ys, int cap, int *n_y) {
     nn__json j;
     nn__mb m;
-    nn_shape s;
-    nn_dtype dt;
-    const char *iname;
-    int in, d, ok;
-    nn_tensor y;
-    if (!nn__check0(g, "nn_model_build", 1, &x)) return nn__tensor(-1);
-    if (!json) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_model_build: json is NULL");
-    if (nn__mb_parse(g, "nn_model_build", json, strlen(json), &j).id < 0) return nn__tensor(-1);
+    nn__mb_input in[NN__MODEL_MAX_IO];
+    int n_in = 0, d, k, ok;
+    *n_y = 0;
+    if (!json) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: json is NULL", fn), 0;
+    if (nn__mb_parse(g, fn, json, strlen(json), &j).id < 0) return 0;
     memset(&m, 0, sizeof m);
     m.g = g;
     m.j = &j;
-    m.fn = "nn_model_build";
+    m.fn = fn;
     m.layer = -1;
-    ok = nn__mb_top(&m) && nn__mb_inputs(&m, &in, &s, &dt, &iname);
-    if (ok) { /* x is [batch, inputs[0].shape...] of its dtype */
-        const nn__node *nx = nn__n(g, x);
-        char a[128], b[128];
-        int same = nx->shape.ndim == s.ndim + 1 && nx->dtype == dt;
-        for (d = 0; same && d < s.ndim; d++) same = nx->shape.dim[d + 1] == s.dim[d];
+    ok = nn__mb_top(&m) && nn__mb_inputs(&m, in, &n_in);
+    if (ok && n_in != n_x)
+        ok = nn__mb_fail(&m, "inputs", "%d in the model; %s was given %d tensor%s%s", n_in, fn, n_x, n_x == 1 ? "" : "s",
+                         n_x == 1 ? " (nn_model_build_io takes several)" : "");
+    for (k = 0; ok && k < n_in; k++) { /* xs[k] is [batch, inputs[k].shape...] of its dtype */
+        const nn__node *nx = nn__n(g, xs[k]);
+        char a[128], b[128], what[24];
+        int same = nx->shape.ndim == in[k].shape.ndim + 1 && nx->dtype == in[k].dtype;
+        for (d = 0; same && d < in[k].shape.ndim; d++) same = nx->shape.dim[d + 1] == in[k].shape.dim[d];
         if (!same) {
-            nn__shape_str(&s, a, sizeof a);
+            nn__shape_str(&in[k].shape, a, sizeof a);
             nn__shape_str(&nx->shape, b, sizeof b);
-            ok = nn__mb_fail(&m, "inputs[0]", "shape %s (%s) per sample, but x is %s %s", a, dt == NN_I32 ? "int32" : "float32", b,
-                             nx->dtype == NN_I32 ? "int32" : nx->dtype == NN_F32 ? "float32" : "of another dtype");
+            snprintf(what, sizeof what, "inputs[%d]", k);
+            ok = nn__mb_fail(&m, what, "shape %s (%s) per sample, but %s is %s %s", a, in[k].dtype == NN_I32 ? "int32" : "float32",
+                             n_x == 1 ? "x" : what, b, nx->dtype == NN_I32 ? "int32" : nx->dtype == NN_F32 ? "float32" : "of another dtype");
         }
     }
-    y = ok ? nn__mb_layers(&m, x) : nn__tensor(-1);
+    if (ok) ok = nn__mb_graph(&m, xs, n_x, ys, cap, n_y);
     nn__json_free(&j);
-    return y;
+    return ok;
+}
+
+NN_API nn_tensor nn_model_build(nn_graph *g, nn_tensor x, const char *json) {
+    nn_tensor y[NN__MODEL_MAX_IO];
+    int n;
+    if (!nn__check0(g, "nn_model_build", 1, &x)) return nn__tensor(-1);
+    if (!nn__model_build(g, "nn_model_build", &x, 1, json, y, NN__MODEL_MAX_IO, &n)) return nn__tensor(-1);
+    if (n != 1) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_model_build: outputs: %d; nn_model_build returns one (nn_model_build_io "
+                                   "returns several)", n);
+    return y[0];
+}
+
+NN_API nn_result nn_model_build_io(nn_graph *g, const nn_tensor *xs, int n_x, const char *json, nn_tensor *ys, int cap, int *n_y) {
+    int n;
+    if (n_y) *n_y = 0;
+    if (!g || !n_y) return NN_ERR_INVALID_ARGUMENT;
+    if (!xs || n_x < 1 || n_x > NN__MODEL_MAX_IO || !ys || cap < 1)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_model_build_io: needs 1 to %d inputs xs and room for an output in ys (cap %d)",
+                           NN__MODEL_MAX_IO, cap), nn__check_result(g);
+    if (!nn__check0(g, "nn_model_build_io", n_x, xs)) return nn__check_result(g);
+    if (!nn__model_build(g, "nn_model_build_io", xs, n_x, json, ys, cap, &n)) return nn__check_result(g);
+    *n_y = n;
+    return NN_OK;
 }
 
 /* ==== describing a built graph ==== */
@@ -43304,11 +43885,17 @@ static int nn__md_layer(const nn_graph *g, int id, nn__jtext *t, int *from, char
             *from = g->nodes[c->in[0]].in[0];
             return 1;
         }
-        if (src->shape.ndim < 1 || n->shape.ndim < 1 || src->shape.dim[0] != n->shape.dim[0]) {
-            snprintf(why, wn, "a reshape that changes the batch dim");
+        if (src->shape.ndim < 1 || n->shape.ndim < 1) {
+            snprintf(why, wn, "a reshape to or from a scalar");
             return 0;
         }
-        if (n->shape.ndim == 2 && src->shape.ndim > 2) nn__jt_puts(t, "{\"type\": \"flatten\"}");
+        if (src->shape.dim[0] != n->shape.dim[0]) { /* the whole shape, its first dim the batch's share (-1) */
+            nn_shape w = n->shape;
+            int d;
+            nn__jt_puts(t, "{\"type\": \"reshape\", \"shape\": [-1");
+            for (d = 1; d < w.ndim; d++) nn__jt_printf(t, ", %lld", (long long)w.dim[d]);
+            nn__jt_puts(t, "], \"include_batch\": true}");
+        } else if (n->shape.ndim == 2 && src->shape.ndim > 2) nn__jt_puts(t, "{\"type\": \"flatten\"}");
         else {
             nn__jt_puts(t, "{\"type\": \"reshape\", \"shape\": ");
             nn__md_dims(t, &n->shape, 1);
@@ -43374,6 +43961,35 @@ static int nn__md_layer(const nn_graph *g, int id, nn__jtext *t, int *from, char
         *from = n->in[0];
         return 1;
     }
+    case NN__OP_RMS_NORM: {
+        const nn__node *w = n->a.norm.has_gamma ? &g->nodes[n->in[1]] : NULL;
+        if (!w || !nn__md_param(g, n->in[1], ".weight", name, sizeof name)) {
+            snprintf(why, wn, "an RMS normalisation without a layer's NAME.weight");
+            return 0;
+        }
+        nn__jt_puts(t, "{\"type\": \"rms_norm\", \"name\": ");
+        nn__jt_string(t, name);
+        nn__jt_puts(t, ", \"normalized_shape\": ");
+        nn__md_dims(t, &w->shape, 0);
+        nn__jt_puts(t, ", \"eps\": ");
+        nn__jt_float(t, n->a.norm.eps);
+        nn__jt_puts(t, "}");
+        *from = n->in[0];
+        return 1;
+    }
+    case NN__OP_INDEX_SELECT: { /* rows of a table parameter (examples/char_lstm.c's embedding): an embedding */
+        const nn__node *w = &g->nodes[n->in[0]];
+        if (n->a.gather.dim != 0 || w->shape.ndim != 2 || g->nodes[n->in[1]].shape.ndim != 1 ||
+            !nn__md_param(g, n->in[0], ".weight", name, sizeof name)) {
+            snprintf(why, wn, "an index_select that is not of a table's rows (NAME.weight [N, D], dim 0)");
+            return 0;
+        }
+        nn__jt_puts(t, "{\"type\": \"embedding\", \"name\": ");
+        nn__jt_string(t, name);
+        nn__jt_printf(t, ", \"num_embeddings\": %lld, \"embedding_dim\": %lld}", (long long)w->shape.dim[0], (long long)w->shape.dim[1]);
+        *from = n->in[1];
+        return 1;
+    }
     case NN__OP_EMBEDDING: {
         const nn__node *w = &g->nodes[n->in[0]];
         if (!nn__md_param(g, n->in[0], ".weight", name, sizeof name)) {
@@ -43394,13 +44010,70 @@ static int nn__md_layer(const nn_graph *g, int id, nn__jtext *t, int *from, char
     }
 }
 
-/* The JSON of the layers from x to y into *out (NN_MALLOC'ed, NUL-terminated); a failure
-   is the context's error. */
+/* One layer of a described graph: its last node, its inputs' nodes, its object. */
+typedef struct nn__md_item {
+    int end, n_in, in[NN__MODEL_MAX_IO];
+    char *json;
+    char name[256]; /* its reference: "name", or layers.K */
+} nn__md_item;
+
+static int nn__md_cmp(const void *a, const void *b) {
+    int x = ((const nn__md_item *)a)->end, y = ((const nn__md_item *)b)->end;
+    return x < y ? -1 : x > y;
+}
+
+/* The layer ending at node cur into it (its JSON and inputs); 0 with the reason in why. */
+static int nn__md_item_of(const nn_graph *g, int cur, nn__md_item *it, char *why, size_t wn) {
+    const nn__note *note = nn__note_find(g, cur);
+    const nn__node *n = &g->nodes[cur];
+    nn__jtext t;
+    int from = -1, k;
+    memset(&t, 0, sizeof t);
+    it->end = cur;
+    if (note) {
+        if (!note->json) {
+            snprintf(why, wn, "%s (a model file has no field for them)", note->why);
+            return 0;
+        }
+        nn__jt_puts(&t, note->json);
+        it->n_in = note->n_in;
+        for (k = 0; k < note->n_in; k++) it->in[k] = note->in[k];
+    } else if (nn__md_layer(g, cur, &t, &from, why, wn)) {
+        it->n_in = 1;
+        it->in[0] = from;
+    } else if ((n->op == NN__OP_ADD || n->op == NN__OP_SUB || n->op == NN__OP_MUL) && n->n_in == 2) {
+        NN_FREE(t.s);
+        memset(&t, 0, sizeof t);
+        nn__jt_printf(&t, "{\"type\": \"%s\"}", n->op == NN__OP_ADD ? "add" : n->op == NN__OP_SUB ? "sub" : "mul");
+        it->n_in = 2;
+        it->in[0] = n->in[0], it->in[1] = n->in[1];
+    } else if (n->op == NN__OP_CONCAT && n->n_in >= 2 && n->n_in <= NN__MODEL_MAX_IO) {
+        NN_FREE(t.s);
+        memset(&t, 0, sizeof t);
+        nn__jt_printf(&t, "{\"type\": \"concat\", \"dim\": %d}", n->a.shape.axis);
+        it->n_in = n->n_in;
+        for (k = 0; k < n->n_in; k++) it->in[k] = n->in[k];
+    } else {
+        NN_FREE(t.s);
+        return 0;
+    }
+    if (t.oom) {
+        NN_FREE(t.s);
+        snprintf(why, wn, "out of memory");
+        return 0;
+    }
+    it->json = t.s;
+    return 1;
+}
+
+/* The JSON of the model from x to y into *out (NN_MALLOC'ed, NUL-terminated): the layers
+   y comes from, back to x (x NN_NONE: to every input they come from); y NN_NONE: every
+   output (nn_graph_output) is the model's. A failure is the context's error. */
 static nn_result nn__model_describe(nn_graph *g, nn_tensor x, nn_tensor y, const char *fn, char **out) {
     nn_context *ctx = g->ctx;
-    nn__jtext t, *parts = NULL;
-    int cur, n = 0, cap = 0, k;
-    const nn__node *nx;
+    nn__jtext t;
+    nn__md_item *items = NULL;
+    int *seen = NULL, *stack = NULL, *ins = NULL, *outs = NULL, n_items = 0, n_ins = 0, n_outs = 0, sp = 0, k, i, c;
     nn_result r = NN_OK;
     memset(&t, 0, sizeof t);
     *out = NULL;
@@ -43409,48 +44082,144 @@ static nn_result nn__model_describe(nn_graph *g, nn_tensor x, nn_tensor y, const
         snprintf(why, sizeof why, "%s", ctx->err);
         return nn__fail(ctx, NN_ERR_STATE, "%s: the graph failed to build: %.3000s", fn, why);
     }
-    if (!nn__is_tensor(g, x) || !nn__is_tensor(g, y))
-        return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "%s: %s is not a tensor of this graph", fn, nn__is_tensor(g, x) ? "y" : "x");
-    nx = &g->nodes[x.id];
-    for (cur = y.id; cur != x.id;) {
-        char why[160];
-        int from = -1;
-        if (cur <= 0 || cur >= g->n_nodes || cur < x.id) {
-            r = nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "%s: y does not come from x through a chain of layers", fn);
+    if ((x.id != 0 && !nn__is_tensor(g, x)) || (y.id != 0 && !nn__is_tensor(g, y)))
+        return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "%s: %s is not a tensor of this graph", fn, x.id == 0 || nn__is_tensor(g, x) ? "y" : "x");
+    seen = (int *)nn__calloc((size_t)g->n_nodes, sizeof *seen); /* 0 unseen, 1 an input, 2 + K layer K */
+    stack = (int *)nn__calloc(((size_t)g->n_nodes + 1) * (NN__MODEL_MAX_IO + 1), sizeof *stack); /* each layer pushes its inputs once */
+    items = (nn__md_item *)nn__calloc((size_t)g->n_nodes, sizeof *items);
+    ins = (int *)nn__calloc((size_t)g->n_nodes, sizeof *ins);
+    outs = (int *)nn__calloc((size_t)g->n_nodes, sizeof *outs);
+    if (!seen || !stack || !items || !ins || !outs) {
+        r = nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+        goto done;
+    }
+    if (y.id != 0) outs[n_outs++] = y.id;
+    else
+        for (k = 1; k < (g->n_forward > 0 ? g->n_forward : g->n_nodes) && k < g->n_nodes; k++)
+            if (g->nodes[k].is_output) outs[n_outs++] = k;
+    if (n_outs == 0 || n_outs > NN__MODEL_MAX_IO) {
+        r = nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "%s: y is NN_NONE and the graph has %d outputs (nn_graph_output); a model has 1 to %d",
+                     fn, n_outs, NN__MODEL_MAX_IO);
+        goto done;
+    }
+    for (k = 0; k < n_outs; k++) stack[sp++] = outs[k];
+    while (sp > 0) { /* every node the outputs come from, back to the inputs: a layer's or an input */
+        int cur = stack[--sp];
+        char why[300];
+        if (seen[cur]) continue;
+        if (cur == x.id || (x.id == 0 && g->nodes[cur].op == NN__OP_INPUT)) {
+            seen[cur] = 1;
+            ins[n_ins++] = cur;
+            continue;
+        }
+        why[0] = 0;
+        if (g->nodes[cur].op == NN__OP_INPUT || !nn__md_item_of(g, cur, &items[n_items], why, sizeof why)) {
+            char sh[128];
+            nn__shape_str(&g->nodes[cur].shape, sh, sizeof sh);
+            if (g->nodes[cur].op == NN__OP_INPUT)
+                r = nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "%s: the model depends on the input %s besides x (x NN_NONE: a model of every "
+                             "input its outputs come from)", fn, g->nodes[cur].name ? g->nodes[cur].name : "(unnamed)");
+            else
+                r = nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "%s: node %d (%s, output %s) on the way from the inputs to the outputs: %s; a model "
+                             "file holds a graph of layers (nn_model_build's types) and not any op: not a chain of layers", fn, cur,
+                             nn__op(g->nodes[cur].op)->name, sh, why[0] ? why : "no model layer type");
             goto done;
         }
-        if (n == cap) {
-            int nc = cap ? cap * 2 : 16;
-            nn__jtext *np = (nn__jtext *)NN_REALLOC(parts, (size_t)nc * sizeof *np);
-            if (!np) {
-                r = nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+        seen[cur] = 2 + n_items;
+        for (c = items[n_items].n_in - 1; c >= 0; c--) {
+            int in = items[n_items].in[c];
+            if (in <= 0 || in >= cur) {
+                r = nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "%s: node %d's input %d is no earlier node", fn, cur, in);
+                n_items++;
                 goto done;
             }
-            parts = np;
-            cap = nc;
+            if (!seen[in]) stack[sp++] = in;
         }
-        memset(&parts[n], 0, sizeof parts[n]);
-        n++;
-        if (!nn__md_layer(g, cur, &parts[n - 1], &from, why, sizeof why)) {
-            char s[128];
-            nn__shape_str(&g->nodes[cur].shape, s, sizeof s);
-            r = nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "%s: node %d (%s, output %s) between x and y: %s; a model file holds "
-                         "a chain of layers (nn_model_build's types)", fn, cur, nn__op(g->nodes[cur].op)->name, s, why);
-            goto done;
+        n_items++;
+    }
+    if (n_ins == 0) {
+        r = nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "%s: the outputs come from no input%s", fn, x.id ? " (nor from x)" : "");
+        goto done;
+    }
+    if (n_ins > NN__MODEL_MAX_IO) {
+        r = nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "%s: the model has %d inputs; at most %d", fn, n_ins, NN__MODEL_MAX_IO);
+        goto done;
+    }
+    if (x.id != 0 && !seen[x.id]) {
+        r = nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "%s: y does not come from x", fn);
+        goto done;
+    }
+    qsort(items, (size_t)n_items, sizeof *items, nn__md_cmp);
+    for (k = 0; k < n_items; k++) seen[items[k].end] = 2 + k;
+    for (k = 1; k < n_ins; k++) /* the inputs in node order */
+        for (i = k; i > 0 && ins[i - 1] > ins[i]; i--) c = ins[i], ins[i] = ins[i - 1], ins[i - 1] = c;
+    for (k = 0; k < n_items; k++) { /* each layer's reference: its "name", or layers.K; unique */
+        nn__json lj;
+        char err[64];
+        int kn;
+        snprintf(items[k].name, sizeof items[k].name, "layers.%d", k);
+        if (nn__json_parse(items[k].json, strlen(items[k].json), NN__JSON_MAX_BYTES, &lj, err, sizeof err) == NN_OK) {
+            kn = nn__json_get(&lj, 0, "name");
+            if (kn >= 0 && lj.v[kn].type == NN__J_STR) snprintf(items[k].name, sizeof items[k].name, "%s", nn__json_str(&lj, kn));
+            nn__json_free(&lj);
         }
-        cur = from;
+        for (i = 0; i < k; i++)
+            if (strcmp(items[i].name, items[k].name) == 0) {
+                r = nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "%s: two layers are named %s (nodes %d and %d); a model's names are unique", fn,
+                             items[k].name, items[i].end, items[k].end);
+                goto done;
+            }
     }
-    nn__jt_puts(&t, "{\"format\": \"nn.model\", \"version\": 1,\n \"inputs\": [{\"name\": ");
-    nn__jt_string(&t, nx->op == NN__OP_INPUT && nx->name ? nx->name : "x");
-    nn__jt_puts(&t, ", \"shape\": ");
-    nn__md_dims(&t, &nx->shape, 1);
-    nn__jt_printf(&t, ", \"dtype\": \"%s\"}],\n \"layers\": [", nx->dtype == NN_I32 ? "int32" : "float32");
-    for (k = n - 1; k >= 0; k--) {
-        nn__jt_puts(&t, k == n - 1 ? "\n  " : ",\n  ");
-        if (parts[k].oom) t.oom = 1;
-        else nn__jt_puts(&t, parts[k].s);
+    nn__jt_puts(&t, "{\"format\": \"nn.model\", \"version\": 1,\n \"inputs\": [");
+    for (k = 0; k < n_ins; k++) {
+        const nn__node *nx = &g->nodes[ins[k]];
+        char dn[16];
+        if (k == 0) snprintf(dn, sizeof dn, "x");
+        else snprintf(dn, sizeof dn, "x%d", k);
+        nn__jt_puts(&t, k ? ", {\"name\": " : "{\"name\": ");
+        nn__jt_string(&t, nx->op == NN__OP_INPUT && nx->name ? nx->name : dn);
+        nn__jt_puts(&t, ", \"shape\": ");
+        nn__md_dims(&t, &nx->shape, 1);
+        nn__jt_printf(&t, ", \"dtype\": \"%s\"}", nx->dtype == NN_I32 ? "int32" : "float32");
     }
-    nn__jt_puts(&t, "\n ]}\n");
+    nn__jt_puts(&t, "],\n \"layers\": [");
+    for (k = 0; k < n_items; k++) {
+        const nn__md_item *it = &items[k];
+        int prev = k ? items[k - 1].end : ins[0];
+        nn__jt_puts(&t, k ? ",\n  " : "\n  ");
+        if (it->n_in == 1 && it->in[0] == prev) nn__jt_puts(&t, it->json);
+        else {
+            nn__jt_put(&t, it->json, strlen(it->json) - 1); /* without its '}' */
+            nn__jt_puts(&t, ", \"inputs\": [");
+            for (c = 0; c < it->n_in; c++) {
+                int s = seen[it->in[c]], kin;
+                if (c) nn__jt_puts(&t, ", ");
+                if (s >= 2) nn__jt_string(&t, items[s - 2].name);
+                else {
+                    for (kin = 0; kin < n_ins && ins[kin] != it->in[c]; kin++) {}
+                    if (g->nodes[it->in[c]].op == NN__OP_INPUT && g->nodes[it->in[c]].name) nn__jt_string(&t, g->nodes[it->in[c]].name);
+                    else if (kin == 0) nn__jt_string(&t, "x");
+                    else nn__jt_printf(&t, "\"x%d\"", kin);
+                }
+            }
+            nn__jt_puts(&t, "]}");
+        }
+    }
+    nn__jt_puts(&t, "\n ]");
+    if (n_items > 0 && !(n_outs == 1 && outs[0] == items[n_items - 1].end)) {
+        nn__jt_puts(&t, ",\n \"outputs\": [");
+        for (k = 0; k < n_outs; k++) {
+            int s = seen[outs[k]];
+            if (s < 2) {
+                r = nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "%s: output %d is an input; a model's outputs are layers'", fn, k);
+                goto done;
+            }
+            if (k) nn__jt_puts(&t, ", ");
+            nn__jt_string(&t, items[s - 2].name);
+        }
+        nn__jt_puts(&t, "]");
+    }
+    nn__jt_puts(&t, "}\n");
     if (t.oom) {
         r = nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
         goto done;
@@ -43458,8 +44227,12 @@ static nn_result nn__model_describe(nn_graph *g, nn_tensor x, nn_tensor y, const
     *out = t.s;
     t.s = NULL;
 done:
-    for (k = 0; k < n; k++) NN_FREE(parts[k].s);
-    NN_FREE(parts);
+    for (k = 0; items && k < n_items; k++) NN_FREE(items[k].json);
+    NN_FREE(items);
+    NN_FREE(seen);
+    NN_FREE(stack);
+    NN_FREE(ins);
+    NN_FREE(outs);
     NN_FREE(t.s);
     return r;
 }
@@ -43612,13 +44385,12 @@ static nn_result nn__model_load_mem(nn_context *ctx, const char *path, const uns
     nn__json j;
     nn__mb m;
     char err[512], *json = NULL;
-    const char *text, *iname;
+    const char *text;
     nn_graph *g = NULL;
     nn_graph_desc gd;
-    nn_shape s, xs;
-    nn_dtype dt;
-    nn_tensor x, y = nn__tensor_of(NULL, -1);
-    int in, d, train = desc && desc->train;
+    nn__mb_input in[NN__MODEL_MAX_IO];
+    nn_tensor xs[NN__MODEL_MAX_IO], ys[NN__MODEL_MAX_IO];
+    int n_in = 0, n_out = 0, d, k, train = desc && desc->train;
     int64_t batch = desc && desc->batch > 0 ? desc->batch : 1;
     nn_result r;
     *out = NULL;
@@ -43643,19 +44415,27 @@ static nn_result nn__model_load_mem(nn_context *ctx, const char *path, const uns
     m.j = &j;
     m.fn = "nn_model_load";
     m.layer = -1;
-    if (!nn__mb_top(&m) || !nn__mb_inputs(&m, &in, &s, &dt, &iname)) goto built;
-    memset(&xs, 0, sizeof xs);
-    xs.ndim = s.ndim + 1;
-    xs.dim[0] = batch;
-    for (d = 0; d < s.ndim; d++) xs.dim[d + 1] = s.dim[d];
-    x = nn_input(g, iname, dt, xs);
-    if (x.id > 0) y = nn__mb_layers(&m, x);
-    if (y.id > 0 && desc && desc->input) *desc->input = x;
-    if (y.id > 0 && desc && desc->output) *desc->output = y;
+    if (!nn__mb_top(&m) || !nn__mb_inputs(&m, in, &n_in)) goto built;
+    for (k = 0; k < n_in; k++) { /* [batch, shape...] */
+        nn_shape xsh;
+        memset(&xsh, 0, sizeof xsh);
+        xsh.ndim = in[k].shape.ndim + 1;
+        xsh.dim[0] = batch;
+        for (d = 0; d < in[k].shape.ndim; d++) xsh.dim[d + 1] = in[k].shape.dim[d];
+        xs[k] = nn_input(g, in[k].name, in[k].dtype, xsh);
+    }
+    if (g->status == NN_OK) nn__mb_graph(&m, xs, n_in, ys, NN__MODEL_MAX_IO, &n_out);
 built:
     if ((r = g->status) != NN_OK) goto done;
     if ((r = nn__model_weights(g, path, buf, &f, desc && desc->json && desc->fresh_mismatched)) != NN_OK) goto done;
-    if ((r = nn_graph_output(g, y)) != NN_OK) goto done;
+    for (k = 0; k < n_out; k++)
+        if ((r = nn_graph_output(g, ys[k])) != NN_OK) goto done;
+    if (desc && desc->input) *desc->input = xs[0];
+    if (desc && desc->output) *desc->output = ys[0];
+    for (k = 0; desc && k < desc->max_io; k++) {
+        if (desc->inputs) desc->inputs[k] = k < n_in ? xs[k] : NN_NONE;
+        if (desc->outputs) desc->outputs[k] = k < n_out ? ys[k] : NN_NONE;
+    }
     if (!train) {
         nn_compile_desc cd;
         memset(&cd, 0, sizeof cd);

@@ -60,6 +60,70 @@ static nn_tensor md_emb(nn_graph *g, nn_tensor x) {
     return nn_softmax(g, nn_linear_layer(g, x, 3, NULL, "out"), 1);
 }
 
+/* The tiny GPT of examples/tiny_gpt.c (vocabulary 96, context 64, 4 layers, width 128, 4
+   heads) with nanoGPT's dropout 0.1, on int32 [B, 8] -> logits [B * 8, 96] */
+static nn_tensor md_gpt(nn_graph *g, nn_tensor x) {
+    nn_gpt_config c;
+    memset(&c, 0, sizeof c);
+    c.vocab_size = 96;
+    c.block_size = 64;
+    c.n_layer = 4;
+    c.n_head = 4;
+    c.n_embd = 128;
+    c.dropout = 0.1f;
+    return nn_gpt(g, x, &c);
+}
+
+/* A char LSTM: embedding (13, 8), an LSTM of 12 (batch_first), a linear head to 13 on the
+   rows: int32 [B, 7] -> [B * 7, 13] */
+static nn_tensor md_lstm(nn_graph *g, nn_tensor x) {
+    nn_rnn_desc rd;
+    nn_shape s;
+    nn_tensor_shape(g, x, &s);
+    memset(&rd, 0, sizeof rd);
+    rd.batch_first = 1;
+    x = nn_lstm(g, nn_embedding(g, x, 13, 8, NULL, "embedding"), 12, &rd, "lstm");
+    return nn_linear_layer(g, nn_reshape(g, x, nn_shape2(s.dim[0] * s.dim[1], 12)), 13, NULL, "head");
+}
+
+/* examples/char_lstm.c's model(): a table parameter gathered with nn_index_select (an
+   embedding), nn_lstm (batch_first), a linear head on the rows: int32 [B, 7] -> [B * 7, 13] */
+static nn_tensor md_char_lstm(nn_graph *g, nn_tensor tokens) {
+    nn_init emb_init = {NN_INIT_NORMAL, 0.0f, 1.0f};
+    nn_rnn_desc rd;
+    nn_shape s;
+    nn_tensor table = nn_param(g, "embedding.weight", nn_shape2(13, 8), emb_init), x;
+    nn_tensor_shape(g, tokens, &s);
+    x = nn_reshape(g, nn_index_select(g, table, 0, nn_reshape(g, tokens, nn_shape1(s.dim[0] * s.dim[1]))), nn_shape3(s.dim[0], s.dim[1], 8));
+    memset(&rd, 0, sizeof rd);
+    rd.batch_first = 1;
+    x = nn_lstm(g, x, 12, &rd, "lstm");
+    return nn_linear_layer(g, nn_reshape(g, x, nn_shape2(s.dim[0] * s.dim[1], 12)), 13, NULL, "head");
+}
+
+/* Not a chain: self-attention with a residual add, an RMS norm, an encoder layer (norm
+   first, GELU), a 2-layer bidirectional GRU, its output concatenated with its input, a
+   linear head: [B, 5, 16] -> [B, 4] */
+static nn_tensor md_tf(nn_graph *g, nn_tensor x) {
+    nn_mha_desc m;
+    nn_transformer_desc td;
+    nn_rnn_desc rd;
+    nn_tensor h, c[2];
+    memset(&m, 0, sizeof m);
+    memset(&td, 0, sizeof td);
+    memset(&rd, 0, sizeof rd);
+    m.batch_first = 1;
+    td.dim_feedforward = 32;
+    td.batch_first = td.norm_first = 1;
+    td.activation = 1;
+    rd.batch_first = rd.bidirectional = 1;
+    rd.num_layers = 2;
+    h = nn_rms_norm_layer(g, nn_add(g, x, nn_multihead_attention(g, x, x, x, 16, 4, &m, "attn")), 1, NULL, "rms");
+    c[0] = nn_transformer_encoder_layer(g, h, 16, 4, &td, "enc");
+    c[1] = nn_gru(g, c[0], 8, &rd, "gru");
+    return nn_linear_layer(g, nn_flatten(g, nn_concat(g, c, 2, 2)), 4, NULL, "head");
+}
+
 typedef struct md_case {
     const char *label;
     md_net net;
@@ -206,13 +270,20 @@ done:
 }
 
 static void test_roundtrip(const t_env *e) {
-    static const md_case cases[3] = {
+    static const md_case cases[7] = {
         {"conv2d, batch_norm2d, pools, layer_norm, dropout", md_cnn, NN_F32, {3, {2, 9, 9}}, "\"ceil_mode\": true"},
         {"conv1d, reshape, leaky_relu, softplus", md_seq_b, NN_F32, {2, {3, 11}}, "\"negative_slope\": 0.2"},
         {"embedding, softmax", md_emb, NN_I32, {1, {5}}, "\"padding_idx\": 1"},
+        {"tiny_gpt.c's GPT", md_gpt, NN_I32, {1, {8}}, "{\"type\": \"gpt\", \"vocab_size\": 96, \"block_size\": 64, \"n_layer\": 4"},
+        {"char LSTM: embedding, lstm, reshape of the batch, linear", md_lstm, NN_I32, {1, {7}},
+         "\"type\": \"reshape\", \"shape\": [-1, 12], \"include_batch\": true"},
+        {"a graph: multihead_attention, residual add, rms_norm, encoder layer, gru, concat", md_tf, NN_F32, {2, {5, 16}},
+         "{\"type\": \"concat\", \"dim\": 2, \"inputs\": [\"enc\", \"gru\"]}"},
+        {"char_lstm.c's model: index_select of a table, lstm, linear", md_char_lstm, NN_I32, {1, {7}},
+         "{\"type\": \"reshape\", \"shape\": [-1], \"include_batch\": true},\n  {\"type\": \"embedding\", \"name\": \"embedding\""},
     };
     int i;
-    for (i = 0; i < 3; i++) md_roundtrip_one(e, &cases[i]);
+    for (i = 0; i < 7; i++) md_roundtrip_one(e, &cases[i]);
 }
 
 /* A model written by hand: y = 2 x0 - x1 + 0.5 learned by a 2-8-1 MLP, 300 Adam steps. */
@@ -254,6 +325,87 @@ static void test_hand_written(const t_env *e) {
     T_CHECK(first > 0.5f && last < 0.01f * first, "loss %g after 300 steps, %g at the first", last, first);
 done:
     nn_graph_destroy(g);
+    t_end();
+}
+
+/* Two inputs, two outputs, every sequence type nn_model_build makes itself (learned
+   positions, a linear layer on [B, T, C]) and the stacks: built from the JSON
+   (nn_model_build_io), saved (every input and output: NN_NONE), loaded with no code; the
+   same bits, and the loaded graph describes itself with the same text. */
+static const char md_graph_json[] =
+    "{\"inputs\": [{\"name\": \"tgt\", \"shape\": [4, 8]}, {\"name\": \"memory\", \"shape\": [6, 8]}],\n"
+    " \"layers\": [{\"type\": \"position_embedding\", \"name\": \"pos\", \"num_positions\": 10, \"embedding_dim\": 8},\n"
+    "  {\"type\": \"transformer_encoder\", \"name\": \"enc\", \"inputs\": [\"memory\"], \"d_model\": 8, \"nhead\": 2, \"num_layers\": 2,"
+    " \"dim_feedforward\": 16, \"batch_first\": true},\n"
+    "  {\"type\": \"transformer_decoder_layer\", \"name\": \"dec\", \"inputs\": [\"pos\", \"enc\"], \"d_model\": 8, \"nhead\": 2,"
+    " \"dim_feedforward\": 16, \"dropout\": 0, \"batch_first\": true, \"tgt_is_causal\": true},\n"
+    "  {\"type\": \"linear\", \"name\": \"head\", \"out\": 3},\n"
+    "  {\"type\": \"multihead_attention\", \"name\": \"cross\", \"inputs\": [\"dec\", \"enc\", \"enc\"], \"embed_dim\": 8,"
+    " \"num_heads\": 2, \"batch_first\": true},\n"
+    "  {\"type\": \"layer_norm\", \"name\": \"ln\", \"normalized_shape\": 8},\n"
+    "  {\"type\": \"sub\", \"inputs\": [\"ln\", \"dec\"]}],\n"
+    " \"outputs\": [\"head\", \"layers.6\"]}";
+
+static void test_graph(const t_env *e) {
+    nn_context *ctx = e->ctx;
+    nn_graph *g = NULL, *ld = NULL;
+    nn_graph_desc gd;
+    nn_model_desc md;
+    nn_tensor xs[2], ys[4], lx[3], ly[3];
+    char path[] = "/tmp/nn-test-model-XXXXXX", j1[8192], j2[8192];
+    float tin[3 * 4 * 8], min[3 * 6 * 8], a1[3 * 4 * 3], b1[3 * 4 * 8], a2[3 * 4 * 3], b2[3 * 4 * 8];
+    size_t len = 0, i;
+    int n = 0, ok = 1;
+    if (!t_begin(e, "model: a graph of two inputs and two outputs (decoder, stacks, positions), built, saved, loaded: the same bits")) return;
+    memset(&gd, 0, sizeof gd);
+    gd.eval = 1;
+    gd.seed = 5;
+    if (!T_CHECK(md_tmp(path), "mkstemp") || !T_OK(nn_graph_create(ctx, &gd, &g), ctx)) goto done;
+    xs[0] = nn_input(g, "tgt", NN_F32, nn_shape3(3, 4, 8));
+    xs[1] = nn_input(g, "memory", NN_F32, nn_shape3(3, 6, 8));
+    if (!T_OK(nn_model_build_io(g, xs, 2, md_graph_json, ys, 4, &n), ctx) || !T_CHECK(n == 2, "%d outputs", n)) goto done;
+    T_CHECK(t_shape(g, ys[0]).ndim == 3 && t_shape(g, ys[0]).dim[2] == 3, "head is [3, 4, 3]");
+    T_CHECK(nn_graph_find(g, "enc.layers.1.self_attn.in_proj_weight").id > 0 && nn_graph_find(g, "pos.weight").id > 0 &&
+                nn_graph_find(g, "dec.multihead_attn.in_proj_weight").id > 0,
+            "PyTorch's parameter names");
+    if (!T_OK(nn_graph_output(g, ys[0]), ctx) || !T_OK(nn_graph_output(g, ys[1]), ctx) || !T_OK(nn_graph_compile(g, NULL), ctx)) goto done;
+    md_fill(tin, sizeof tin / 4, 21);
+    md_fill(min, sizeof min / 4, 22);
+    if (!T_OK(nn_tensor_write(g, xs[0], tin, sizeof tin), ctx) || !T_OK(nn_tensor_write(g, xs[1], min, sizeof min), ctx) ||
+        !T_OK(nn_graph_forward(g), ctx) || !T_OK(nn_tensor_read(g, ys[0], a1, sizeof a1), ctx) ||
+        !T_OK(nn_tensor_read(g, ys[1], b1, sizeof b1), ctx))
+        goto done;
+    if (!T_OK(nn_model_json(g, NN_NONE, NN_NONE, j1, sizeof j1, &len), ctx) || !T_OK(nn_model_save(g, NN_NONE, NN_NONE, path), ctx)) goto done;
+    ok &= T_CHECK(strstr(j1, "\"inputs\": [\"pos\", \"enc\"]") && strstr(j1, "\"outputs\": [\"head\", \"layers.6\"]") &&
+                      strstr(j1, "\"type\": \"transformer_encoder\", \"name\": \"enc\", \"num_layers\": 2"),
+                  "the JSON:\n%s", j1);
+    memset(&md, 0, sizeof md);
+    md.batch = 3;
+    md.inputs = lx;
+    md.outputs = ly;
+    md.max_io = 3;
+    if (!T_OK(nn_model_load(ctx, path, &md, &ld), ctx)) goto done;
+    ok &= T_CHECK(lx[2].id == 0 && ly[2].id == 0 && nn_graph_find(ld, "memory").id == lx[1].id, "inputs and outputs in the JSON's order");
+    if (!T_OK(nn_tensor_write(ld, lx[0], tin, sizeof tin), ctx) || !T_OK(nn_tensor_write(ld, lx[1], min, sizeof min), ctx) ||
+        !T_OK(nn_graph_forward(ld), ctx) || !T_OK(nn_tensor_read(ld, ly[0], a2, sizeof a2), ctx) ||
+        !T_OK(nn_tensor_read(ld, ly[1], b2, sizeof b2), ctx))
+        goto done;
+    ok &= T_CHECK(memcmp(a1, a2, sizeof a1) == 0 && memcmp(b1, b2, sizeof b1) == 0, "the loaded model's outputs differ");
+    for (i = 0; i < sizeof a1 / 4 && !ok; i++)
+        if (a1[i] != a2[i]) T_CHECK(0, "head %lu: %.9g, %.9g", (unsigned long)i, a1[i], a2[i]);
+    if (T_OK(nn_model_json(ld, NN_NONE, NN_NONE, j2, sizeof j2, &len), ctx)) T_CHECK(strcmp(j1, j2) == 0, "reloaded:\n%s\nsaved:\n%s", j2, j1);
+    { /* the loaded model's summary: its layers' parameters and the compiled plan's bytes */
+        char *sum = NULL;
+        if (T_OK(nn_graph_summary_string(ld, NULL, 0, &len), ctx) && (sum = (char *)malloc(len + 1)) != NULL &&
+            T_OK(nn_graph_summary_string(ld, sum, len + 1, &len), ctx))
+            T_CHECK(strstr(sum, "dec.multihead_attn.in_proj_weight") && strstr(sum, "enc.layers.1.linear2.weight") && strstr(sum, "activations"),
+                    "the summary:\n%s", sum);
+        free(sum);
+    }
+done:
+    nn_graph_destroy(ld);
+    nn_graph_destroy(g);
+    remove(path);
     t_end();
 }
 
@@ -346,16 +498,41 @@ static void test_errors(const t_env *e) {
     FILE *f;
     if (!t_begin(e, "model: bad files and graphs that are no chain of layers")) return;
     if (!T_CHECK(md_tmp(path), "mkstemp") || !T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
-    /* a residual connection: no chain */
+    /* an op that is no layer's: x x^T */
     x = nn_input(g, "x", NN_F32, nn_shape2(2, 4));
-    y = nn_add(g, x, nn_relu(g, nn_linear_layer(g, x, 4, NULL, "fc")));
+    y = nn_matmul(g, x, nn_relu(g, nn_linear_layer(g, x, 4, NULL, "fc")), 0, 1);
     T_CHECK(nn_model_json(g, x, y, json, sizeof json, &len) == NN_ERR_INVALID_ARGUMENT && len == 0,
-            "a residual graph is refused");
+            "a graph with a custom op is refused");
     T_CHECK(strstr(nn_context_last_error(ctx), "nn_model_json: node") != NULL &&
                 strstr(nn_context_last_error(ctx), "chain of layers") != NULL,
             "message: %s", nn_context_last_error(ctx));
     T_CHECK(nn_graph_status(g) == NN_OK, "a refused query leaves the graph as it was");
     T_CHECK(nn_model_save(g, x, y, path) == NN_ERR_INVALID_ARGUMENT, "nn_model_save refuses it too");
+    { /* an input besides x; layers given tensors a model file has no field for (a mask, initial states) */
+        nn_tensor x2 = nn_input(g, "x2", NN_F32, nn_shape2(2, 4)), q = nn_input(g, "q", NN_F32, nn_shape3(3, 2, 4));
+        nn_mha_desc m;
+        nn_rnn_desc rd;
+        char big[4096];
+        memset(&m, 0, sizeof m);
+        memset(&rd, 0, sizeof rd);
+        y = nn_add(g, nn_relu(g, x), x2);
+        T_CHECK(nn_model_json(g, x, y, big, sizeof big, &len) == NN_ERR_INVALID_ARGUMENT &&
+                    strstr(nn_context_last_error(ctx), "depends on the input x2 besides x") != NULL,
+                "a second input: %s", nn_context_last_error(ctx));
+        T_CHECK(nn_model_json(g, NN_NONE, y, big, sizeof big, &len) == NN_OK && strstr(big, "\"inputs\": [\"layers.0\", \"x2\"]") != NULL,
+                "x NN_NONE takes both inputs: %s", big);
+        m.key_padding_mask = nn_input(g, "kpm", NN_I32, nn_shape2(2, 3));
+        y = nn_multihead_attention(g, q, q, q, 4, 2, &m, "mha");
+        T_CHECK(nn_model_json(g, NN_NONE, y, big, sizeof big, &len) == NN_ERR_INVALID_ARGUMENT &&
+                    strstr(nn_context_last_error(ctx), "a multihead attention given mask tensors") != NULL,
+                "a mask tensor: %s", nn_context_last_error(ctx));
+        rd.h0 = nn_input(g, "h0", NN_F32, nn_shape3(1, 2, 5));
+        y = nn_lstm(g, q, 5, &rd, "lstm");
+        T_CHECK(nn_model_json(g, NN_NONE, y, big, sizeof big, &len) == NN_ERR_INVALID_ARGUMENT &&
+                    strstr(nn_context_last_error(ctx), "initial states") != NULL,
+                "initial states: %s", nn_context_last_error(ctx));
+        T_CHECK(nn_graph_status(g) == NN_OK, "the graph is as it was");
+    }
     /* a safetensors file without a model */
     y = nn_relu(g, nn_linear_layer(g, x, 4, NULL, "fc2"));
     if (!T_OK(nn_graph_save_safetensors(g, path), ctx)) goto done;
@@ -413,6 +590,43 @@ MB(mb_dup, S2(2, 4), IN4 "[], \"layers\": []}")
 MB(mb_top_field, S2(2, 4), IN4 "[], \"extra\": 1}")
 MB(mb_no_inputs, S2(2, 4), "{\"layers\": []}")
 MB(mb_two_inputs, S2(2, 4), "{\"inputs\": [{\"shape\": [4]}, {\"shape\": [4]}], \"layers\": []}")
+MB(mb_inputs_17, S2(2, 4), "{\"inputs\": [], \"layers\": []}")
+MB(mb_input_dup, S2(2, 4), "{\"inputs\": [{\"name\": \"a\", \"shape\": [4]}, {\"name\": \"a\", \"shape\": [4]}], \"layers\": []}")
+MB(mb_loop, S2(2, 4), IN4 "[{\"type\": \"relu\", \"name\": \"a\", \"inputs\": [\"b\"]}, {\"type\": \"relu\", \"name\": \"b\", \"inputs\": [\"a\"]}]}")
+MB(mb_self, S2(2, 4), IN4 "[{\"type\": \"relu\"}, {\"type\": \"tanh\", \"inputs\": [\"layers.1\"]}]}")
+MB(mb_ref_none, S2(2, 4), IN4 "[{\"type\": \"relu\", \"inputs\": [\"nowhere\"]}]}")
+MB(mb_ref_num, S2(2, 4), IN4 "[{\"type\": \"relu\", \"inputs\": [3]}]}")
+MB(mb_inputs_obj, S2(2, 4), IN4 "[{\"type\": \"relu\", \"inputs\": \"x\"}]}")
+MB(mb_add_one, S2(2, 4), IN4 "[{\"type\": \"add\"}]}")
+MB(mb_mha_two, S3(2, 3, 4), "{\"inputs\": [{\"shape\": [3, 4]}], \"layers\": [{\"type\": \"relu\"}, {\"type\": \"multihead_attention\", "
+   "\"inputs\": [\"x\", \"layers.0\"], \"embed_dim\": 4, \"num_heads\": 2}]}")
+MB(mb_dup_name, S2(2, 4), IN4 "[{\"type\": \"linear\", \"name\": \"fc\", \"out\": 4}, {\"type\": \"linear\", \"name\": \"fc\", \"out\": 4}]}")
+MB(mb_name_input, S2(2, 4), IN4 "[{\"type\": \"relu\", \"name\": \"x\"}]}")
+MB(mb_outputs_none, S2(2, 4), IN4 "[{\"type\": \"relu\"}], \"outputs\": [\"y\"]}")
+MB(mb_outputs_obj, S2(2, 4), IN4 "[{\"type\": \"relu\"}], \"outputs\": \"layers.0\"}")
+MB(mb_outputs_two, S2(2, 4), IN4 "[{\"type\": \"relu\"}, {\"type\": \"tanh\"}], \"outputs\": [\"layers.0\", \"layers.1\"]}")
+#define SEQ3 "{\"inputs\": [{\"shape\": [5, 8]}], \"layers\": "
+MB(mb_lstm_hidden, S3(2, 5, 8), SEQ3 "[{\"type\": \"lstm\", \"name\": \"l\"}]}")
+MB(mb_lstm_in, S3(2, 5, 8), SEQ3 "[{\"type\": \"lstm\", \"input_size\": 7, \"hidden_size\": 4}]}")
+MB(mb_lstm_proj, S3(2, 5, 8), SEQ3 "[{\"type\": \"lstm\", \"hidden_size\": 4, \"proj_size\": 4}]}")
+MB(mb_rnn_nl, S3(2, 5, 8), SEQ3 "[{\"type\": \"rnn\", \"hidden_size\": 4, \"nonlinearity\": \"sigmoid\"}]}")
+MB(mb_gru_field, S3(2, 5, 8), SEQ3 "[{\"type\": \"gru\", \"hidden_size\": 4, \"proj_size\": 2}]}")
+MB(mb_gru_2d, S2(2, 4), IN4 "[{\"type\": \"gru\", \"hidden_size\": 4}]}")
+MB(mb_tf_act, S3(2, 5, 8), SEQ3 "[{\"type\": \"transformer_encoder_layer\", \"d_model\": 8, \"nhead\": 2, \"activation\": \"tanh\"}]}")
+MB(mb_tf_dmodel, S3(2, 5, 8), SEQ3 "[{\"type\": \"transformer_encoder_layer\", \"nhead\": 2}]}")
+MB(mb_tf_heads, S3(2, 5, 8), SEQ3 "[{\"type\": \"transformer_encoder_layer\", \"d_model\": 8, \"nhead\": 3}]}")
+MB(mb_tf_layers, S3(2, 5, 8), SEQ3 "[{\"type\": \"transformer_encoder\", \"d_model\": 8, \"nhead\": 2}]}")
+MB(mb_dec_one, S3(2, 5, 8), SEQ3 "[{\"type\": \"transformer_decoder_layer\", \"d_model\": 8, \"nhead\": 2}]}")
+MB(mb_mha_heads, S3(2, 5, 8), SEQ3 "[{\"type\": \"multihead_attention\", \"embed_dim\": 8}]}")
+B(mb_gpt_heads, nn_model_build(g, I(g, S2(2, 4)), "{\"inputs\": [{\"shape\": [4], \"dtype\": \"int32\"}], \"layers\": [{\"type\": \"gpt\", \"vocab_size\": 10, "
+   "\"block_size\": 8, \"n_layer\": 1, \"n_head\": 3, \"n_embd\": 8}]}"))
+MB(mb_gpt_float, S2(2, 4), IN4 "[{\"type\": \"gpt\", \"vocab_size\": 10, \"block_size\": 8, \"n_layer\": 1, \"n_head\": 2, \"n_embd\": 8}]}")
+MB(mb_block_size, S3(2, 5, 8), SEQ3 "[{\"type\": \"gpt_block\", \"n_embd\": 8, \"n_head\": 2}]}")
+MB(mb_pos_long, S3(2, 5, 8), SEQ3 "[{\"type\": \"position_embedding\", \"num_positions\": 4, \"embedding_dim\": 8}]}")
+MB(mb_rms_eps, S3(2, 5, 8), SEQ3 "[{\"type\": \"rms_norm\", \"normalized_shape\": 8, \"eps\": -1}]}")
+MB(mb_rms_bias, S3(2, 5, 8), SEQ3 "[{\"type\": \"rms_norm\", \"normalized_shape\": 8, \"bias\": false}]}")
+MB(mb_concat_dim, S2(2, 4), IN4 "[{\"type\": \"relu\"}, {\"type\": \"concat\", \"inputs\": [\"x\", \"layers.0\"], \"dim\": 2}]}")
+MB(mb_reshape_whole, S3(2, 5, 8), SEQ3 "[{\"type\": \"reshape\", \"shape\": [-1, 3], \"include_batch\": true}]}")
 MB(mb_input_field, S2(2, 4), "{\"inputs\": [{\"shape\": [4], \"size\": 4}], \"layers\": []}")
 MB(mb_input_shape, S2(2, 4), "{\"inputs\": [{\"shape\": [5]}], \"layers\": []}")
 MB(mb_input_dtype, S2(2, 4), "{\"inputs\": [{\"shape\": [4], \"dtype\": \"f64\"}], \"layers\": []}")
@@ -429,7 +643,7 @@ MB(mb_out_missing, S2(2, 4), IN4 "[{\"type\": \"linear\"}]}")
 MB(mb_in, S2(2, 4), IN4 "[{\"type\": \"linear\", \"in\": 5, \"out\": 3}]}")
 MB(mb_bias, S2(2, 4), IN4 "[{\"type\": \"linear\", \"out\": 3, \"bias\": \"yes\"}]}")
 MB(mb_name, S2(2, 4), IN4 "[{\"type\": \"linear\", \"out\": 3, \"name\": \"\"}]}")
-MB(mb_linear_4d, S4(2, 1, 2, 2), "{\"inputs\": [{\"shape\": [1, 2, 2]}], \"layers\": [{\"type\": \"linear\", \"out\": 3}]}")
+MB(mb_linear_4d, S1(2), "{\"inputs\": [{\"shape\": []}], \"layers\": [{\"type\": \"linear\", \"out\": 3}]}")
 MB(mb_kernel, S4(2, 1, 4, 4), "{\"inputs\": [{\"shape\": [1, 4, 4]}], \"layers\": [{\"type\": \"conv2d\", \"out\": 2}]}")
 MB(mb_kernel_pair, S4(2, 1, 4, 4), "{\"inputs\": [{\"shape\": [1, 4, 4]}], \"layers\": [{\"type\": \"conv2d\", \"out\": 2, \"kernel\": [3, 3, 3]}]}")
 MB(mb_kernel_big, S4(2, 1, 4, 4), "{\"inputs\": [{\"shape\": [1, 4, 4]}], \"layers\": [{\"type\": \"conv2d\", \"out\": 2, \"kernel\": 9}]}")
@@ -458,7 +672,41 @@ static const bad_row model_bad[] = {
     {"model", "a duplicate key", mb_dup, R_INV, "duplicate key \"layers\"", 0},
     {"model", "an unknown top-level field", mb_top_field, R_INV, "nn_model_build: extra: unknown field|format version inputs layers", 0},
     {"model", "no inputs", mb_no_inputs, R_INV, "nn_model_build: inputs: missing", 0},
-    {"model", "two inputs", mb_two_inputs, R_INV, "inputs: expected a list of one object", 0},
+    {"model", "two inputs, one tensor", mb_two_inputs, R_INV, "nn_model_build: inputs: 2 in the model; nn_model_build was given 1 tensor", 0},
+    {"model", "no inputs", mb_inputs_17, R_INV, "inputs: expected a list of 1 to 16 input objects", 0},
+    {"model", "two inputs of one name", mb_input_dup, R_INV, "inputs[1].name: \"a\" is inputs[0]'s name too", 0},
+    {"model", "a loop: layers that take each other", mb_loop, R_INV, "layers[0].inputs[0]: \"b\" is layers[1], not an earlier layer|no loops", 0},
+    {"model", "a layer that takes itself", mb_self, R_INV, "layers[1].inputs[0]: \"layers.1\" is layers[1], not an earlier layer", 0},
+    {"model", "inputs naming nothing", mb_ref_none, R_INV, "layers[0].inputs[0]: \"nowhere\" names no model input and no layer", 0},
+    {"model", "inputs of a number", mb_ref_num, R_INV, "layers[0].inputs[0]: expected the name of a model input or of an earlier layer", 0},
+    {"model", "inputs not a list", mb_inputs_obj, R_INV, "layers[0].inputs: expected a list of 1 to 16 names", 0},
+    {"model", "add of one input", mb_add_one, R_INV, "layers[0].inputs: 1 given; add takes 2", 0},
+    {"model", "attention of two inputs", mb_mha_two, R_INV, "layers[1].inputs: 2 given; multihead_attention takes 1 (self-attention) or 3", 0},
+    {"model", "two layers of one name", mb_dup_name, R_INV, "layers[1].name: \"fc\" names layers[0] too (names are unique)", 0},
+    {"model", "a layer named as an input", mb_name_input, R_INV, "layers[0].name: \"x\" names inputs[0] too", 0},
+    {"model", "outputs naming nothing", mb_outputs_none, R_INV, "outputs[0]: \"y\" names no layer", 0},
+    {"model", "outputs not a list", mb_outputs_obj, R_INV, "nn_model_build: outputs: expected a list of 1 to 16 names", 0},
+    {"model", "two outputs to nn_model_build", mb_outputs_two, R_INV, "nn_model_build: outputs: 2; nn_model_build returns one", 0},
+    {"model", "lstm without hidden_size", mb_lstm_hidden, R_INV, "layers[0].hidden_size: missing (a required field)", 0},
+    {"model", "lstm input_size not the input's", mb_lstm_in, R_INV, "layers[0].input_size: 7, but the layer's input is [2, 5, 8]", 0},
+    {"model", "lstm proj_size not below hidden_size", mb_lstm_proj, R_INV, "layers[0].proj_size: expected an integer in [0, 3]", 0},
+    {"model", "rnn nonlinearity sigmoid", mb_rnn_nl, R_INV, "layers[0].nonlinearity: expected \"tanh\" or \"relu\"", 0},
+    {"model", "gru with proj_size", mb_gru_field, R_INV, "layers[0].proj_size: unknown field (gru takes:", 0},
+    {"model", "gru on a 2-D input", mb_gru_2d, R_INV, "layers[0]: gru takes [T, B, input_size]|[2, 4]", 0},
+    {"model", "encoder activation tanh", mb_tf_act, R_INV, "layers[0].activation: expected \"relu\" or \"gelu\"", 0},
+    {"model", "encoder without d_model", mb_tf_dmodel, R_INV, "layers[0].d_model: missing (a required field)", 0},
+    {"model", "encoder nhead 3 of d_model 8", mb_tf_heads, R_INV, "nn_model_build: layers[0] (transformer_encoder_layer): nn_transformer_encoder_layer", 0},
+    {"model", "encoder stack without num_layers", mb_tf_layers, R_INV, "layers[0].num_layers: missing", 0},
+    {"model", "decoder of one input", mb_dec_one, R_INV, "layers[0].inputs: 1 given; transformer_decoder_layer takes 2", 0},
+    {"model", "attention without num_heads", mb_mha_heads, R_INV, "layers[0].num_heads: missing", 0},
+    {"model", "gpt n_head 3 of n_embd 8", mb_gpt_heads, R_INV, "layers[0].n_head: 3 does not divide n_embd 8", 0},
+    {"model", "gpt on float32", mb_gpt_float, R_SHAPE, "nn_model_build: layers[0] (gpt): nn_gpt: idx", 0},
+    {"model", "gpt_block without block_size", mb_block_size, R_INV, "layers[0].block_size: missing", 0},
+    {"model", "positions fewer than the input's", mb_pos_long, R_INV, "layers[0]: takes float32 [B, T <= num_positions 4, embedding_dim 8]; its input is [2, 5, 8]", 0},
+    {"model", "rms_norm eps -1", mb_rms_eps, R_INV, "layers[0].eps: expected a number in [0,", 0},
+    {"model", "rms_norm with bias", mb_rms_bias, R_INV, "layers[0].bias: unknown field (rms_norm takes: type normalized_shape eps)", 0},
+    {"model", "concat dim 2 of 2-D inputs", mb_concat_dim, R_INV, "layers[1].dim: expected an integer in [-2, 1]", 0},
+    {"model", "a whole-shape reshape that does not hold the input", mb_reshape_whole, R_INV, "layers[0].shape: does not hold the 80 elements", 0},
     {"model", "an unknown input field", mb_input_field, R_INV, "inputs[0].size: unknown field", 0},
     {"model", "an input shape x does not have", mb_input_shape, R_INV, "inputs[0]: shape [5] (float32) per sample, but x is [2, 4]", 0},
     {"model", "an input dtype", mb_input_dtype, R_INV, "inputs[0].dtype: expected \"float32\" or \"int32\"", 0},
@@ -475,7 +723,7 @@ static const bad_row model_bad[] = {
     {"model", "in that is not the input's", mb_in, R_INV, "layers[0].in: 5, but the layer's input is [2, 4]", 0},
     {"model", "bias a string", mb_bias, R_INV, "layers[0].bias: expected true or false", 0},
     {"model", "an empty name", mb_name, R_INV, "layers[0].name: expected a string of 1 to 200 bytes", 0},
-    {"model", "linear on a 4-D input", mb_linear_4d, R_INV, "layers[0]: linear takes [B, in]|[2, 1, 2, 2]", 0},
+    {"model", "linear on a 1-D input", mb_linear_4d, R_INV, "layers[0]: linear takes [B, in]|[2]", 0},
     {"model", "conv2d without a kernel", mb_kernel, R_INV, "layers[0].kernel: missing", 0},
     {"model", "a kernel of three sizes", mb_kernel_pair, R_INV, "layers[0].kernel: expected an integer >= 1 or a list of two", 0},
     {"model", "a kernel larger than the input", mb_kernel_big, R_SHAPE, "nn_model_build: layers[0] (conv2d): nn_conv2d", 0},
@@ -499,6 +747,6 @@ static const bad_row model_bad[] = {
 };
 
 void suite_model(const t_env *e) {
-    T_RUN(e, test_roundtrip, test_hand_written, test_widened, test_errors);
+    T_RUN(e, test_roundtrip, test_hand_written, test_widened, test_errors, test_graph);
     t_bad_rows(e, model_bad, (int)(sizeof model_bad / sizeof model_bad[0]));
 }

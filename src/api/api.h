@@ -1822,18 +1822,27 @@ NN_API nn_result nn_graph_save_state(nn_graph *g, const char *path);
 NN_API nn_result nn_graph_load_state(nn_graph *g, const char *path);
 
 /* ---- Model files: the architecture with the weights (src/files/model.c) -------------------
-   A model is a chain of layers from one input, written as JSON (schema version 1):
+   A model is a graph of layers from its inputs, written as JSON (schema version 1); most
+   are a chain:
 
      {"format": "nn.model", "version": 1,
       "inputs": [{"name": "x", "shape": [784], "dtype": "float32"}],
       "layers": [{"type": "linear", "name": "fc1", "in": 784, "out": 256}, {"type": "relu"},
                  {"type": "linear", "name": "fc2", "out": 10}]}
 
-   inputs: exactly one; shape is a sample's (no batch dim), dtype "float32" (default) or
-   "int32" (indices for an embedding). format and version may be left out. Each layer is
-   an object with "type" and that type's fields (PyTorch's names and defaults; a size
-   field takes an integer or [h, w]):
-     linear        name, in, out (required), bias (true)
+   inputs: 1 to 16; shape is a sample's (no batch dim), dtype "float32" (default) or
+   "int32" (indices for an embedding), name "x" (the first), "x1", "x2", ... by default.
+   format and version may be left out. Each layer is an object with "type" and that
+   type's fields (PyTorch's names and defaults; a size field takes an integer or [h, w]),
+   and two fields every layer takes:
+     name          the layer's name, unique among the inputs' and layers' names (default
+                   "layers.K", K its index): its parameters are NAME.weight, ..., and later
+                   layers and "outputs" refer to it by it
+     inputs        a list of names of model inputs or earlier layers (never later ones: a
+                   model has no loops); absent: the layer before (the first: inputs[0])
+   and at the top level "outputs": a list of layer names (default: the last layer).
+     linear        name, in, out (required), bias (true); on [B, in] or [B, ..., in] (the
+                   last dim, as nn.Linear)
      conv1d/conv2d name, in, out, kernel (required), stride (1), padding (0), dilation (1),
                    groups (1), bias (true)
      max_pool2d    kernel (required), stride (kernel), padding (0), dilation (1), ceil_mode
@@ -1844,26 +1853,64 @@ NN_API nn_result nn_graph_load_state(nn_graph *g, const char *path);
                    dims), eps (1e-5), bias (true)
      embedding     name, num_embeddings, embedding_dim (required), padding_idx (none)
      dropout p (0.5); flatten (start_dim 1, end_dim -1 only); reshape shape (a sample's,
-     one -1 allowed); softmax, log_softmax dim (-1)
+     one -1 allowed; include_batch true: the whole shape, its -1 the batch's share, as
+     x.view(-1, C)); softmax, log_softmax dim (-1)
+   The sequence tier (each nn.h builder's parameters, PyTorch's names):
+     rms_norm      name, normalized_shape (required), eps (null: float32's epsilon)
+     position_embedding  name, num_positions, embedding_dim (required): x [B, T, D] +
+                   NAME.weight[:T] (nanoGPT's learned positions, wpe)
+     multihead_attention  name, embed_dim, num_heads (required), dropout (0), bias (true),
+                   batch_first (false), is_causal (false), kdim, vdim (embed_dim); inputs:
+                   one (self-attention) or three (query, key, value)
+     transformer_encoder_layer, transformer_decoder_layer  name, d_model, nhead
+                   (required), dim_feedforward (2048), dropout (0.1), activation ("relu"
+                   or "gelu"), layer_norm_eps (1e-5), batch_first (false), norm_first
+                   (false), is_causal (the encoder's) or tgt_is_causal (the decoder's); a
+                   decoder's inputs are two: tgt and memory
+     transformer_encoder, transformer_decoder  the same and num_layers (required): the
+                   stacks, layers NAME.layers.{i}
+     gpt           name (a prefix; default none: nanoGPT's names), vocab_size, block_size,
+                   n_layer, n_head, n_embd (required), dropout (0), bias (true): nn_gpt on
+                   int32 [B, T] -> [B * T, vocab_size]
+     gpt_block     name, n_embd, n_head, block_size (required), n_layer (1: the init's
+                   scale only), dropout (0), bias (true)
+     lstm, gru, rnn  name, input_size (checked), hidden_size (required), num_layers (1),
+                   bias (true), batch_first (false), dropout (0), bidirectional (false),
+                   lstm's proj_size (0), rnn's nonlinearity ("tanh" or "relu")
+     add, sub, mul (two inputs, broadcast); concat dim (required; dim 0 is the batch's),
+     2 to 16 inputs
      an activation by its builder's name (relu, gelu, tanh, sigmoid, silu, elu, ...), with
      its parameters: leaky_relu negative_slope (0.01), elu and celu alpha (1), softplus
      beta (1) and threshold (20), hardtanh min_val (-1) and max_val (1)
    "in" and "num_features" are optional and checked against the layer's input. A layer's
-   parameters are NAME.weight, NAME.bias, ... as its nn_X_layer makes them; name defaults
-   to "layers.K" (K its index). An unknown field or type, a wrong value or a layer that
-   does not fit its input is an error naming the JSON path ("layers[3].out: expected a
-   positive integer"); the text is read strictly (RFC 8259, UTF-8, no duplicate keys) and
-   bounded (4 MiB, 32 levels of nesting). */
+   parameters are NAME.weight, NAME.bias, ... as its nn_X_layer makes them. An unknown
+   field or type, a wrong value, a layer that does not fit its input, a name used twice or
+   an input that is no earlier layer's is an error naming the JSON path ("layers[3].out:
+   expected a positive integer", "layers[0].inputs[0]: \"b\" is layers[1], not an earlier
+   layer"); the text is read strictly (RFC 8259, UTF-8, no duplicate keys) and bounded
+   (4 MiB, 32 levels of nesting). */
 
 /* Builds the layers of the model json on x ([batch, inputs[0].shape...], of its dtype):
    the last layer's output, or a failed tensor (the graph keeps the error). */
 NN_API nn_tensor nn_model_build(nn_graph *g, nn_tensor x, const char *json);
-/* The JSON of the model from x to y: the chain of layers y comes from (each recognised from
-   the nodes that nn_X_layer, the activations, the pools, nn_dropout, nn_reshape/nn_flatten,
-   nn_softmax and nn_embedding make), x's shape without its first dim as the input's. Into
-   buf (cap bytes, NUL-terminated) when it fits; *len: its length (buf NULL: only that).
-   A node on the way that is no layer's (a residual add, a custom op) is
-   NN_ERR_INVALID_ARGUMENT naming it; so is a buf too small. */
+/* nn_model_build for a model of several inputs or outputs: xs[k] ([batch, inputs[k].shape...]
+   of its dtype) for each of the n_x inputs, in the JSON's order; the outputs (the JSON's
+   "outputs", or the last layer's) into ys (cap entries), their count in *n_y. A failure is
+   the graph's error (as nn_model_build's, naming the JSON path); *n_y is then 0. */
+NN_API nn_result nn_model_build_io(nn_graph *g, const nn_tensor *xs, int n_x, const char *json, nn_tensor *ys, int cap, int *n_y);
+/* The JSON of the model from x to y: the layers y comes from (each recognised from the
+   nodes that nn_X_layer, the activations, the pools, nn_dropout, nn_reshape/nn_flatten,
+   nn_softmax, nn_embedding (or nn_index_select of the rows of a table NAME.weight),
+   nn_add/nn_sub/nn_mul of two tensors and nn_concat make, or
+   noted by the composed builders: the transformer layers and stacks, nn_gpt,
+   nn_gpt_block, nn_multihead_attention, nn_lstm/nn_gru/nn_rnn), x's shape without its
+   first dim as the input's. x NN_NONE: every input the outputs come from is the model's
+   (in node order); y NN_NONE: every tensor marked with nn_graph_output is an output. A
+   layer that is not the one before's output gets "inputs"; a layer without a name is
+   referred to as layers.K. Into buf (cap bytes, NUL-terminated) when it fits; *len: its
+   length (buf NULL: only that). A node on the way that is no layer's (a custom op), an
+   input besides x, a layer given tensors the schema has no field for (masks, initial
+   states, lengths, stateful) is NN_ERR_INVALID_ARGUMENT naming it; so is a buf too small. */
 NN_API nn_result nn_model_json(nn_graph *g, nn_tensor x, nn_tensor y, char *buf, size_t cap, size_t *len);
 /* nn_graph_save_safetensors's file with the model's JSON (nn_model_json) as the metadata
    string "nn.model" beside {"format": "pt"}: a PyTorch state dict, and a model that
@@ -1883,7 +1930,10 @@ typedef struct nn_model_desc {
                                    naming the tensor. At least one must load. */
     const nn_graph_desc *graph; /* the graph's seed (NULL: defaults); eval is train's, and
                                    share_params is refused (the model's parameters are its own) */
-    nn_tensor *input, *output;  /* receive the model's input and output tensors (NULL: not wanted) */
+    nn_tensor *input, *output;  /* receive the model's (first) input and output tensors (NULL: not wanted) */
+    nn_tensor *inputs, *outputs; /* receive every input and output, in the JSON's order, max_io
+                                   entries each (those past the model's count: NN_NONE) */
+    int max_io;
 } nn_model_desc;
 /* Reads a file of nn_model_save and builds its model into a new graph *out: the input
    (named as in the JSON, shape [batch, ...]), the layers (the output kept: nn_graph_output),

@@ -318,6 +318,9 @@ struct nn_graph {
     int64_t batch;               /* the batch the model function built this graph for (0: not a model's) */
     int eval_ids;                /* an eval variant: dropout and batch norm keep the training build's node ids */
     nn_compile_desc compile_desc; /* the compile's options, for the variants' compiles */
+    /* composed layers' notes, for nn_model_json (src/engine/layer_notes.c, issue 22) */
+    struct nn__notes *notes;
+    void (*notes_free)(nn_graph *g); /* their destructor, set with the first note */
 };
 
 

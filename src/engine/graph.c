@@ -110,6 +110,7 @@ static int nn__graph_free(nn_graph *g) {
     nn__groups_free(g);
     if (g->datasets_free) g->datasets_free(g); /* files/ckpt.c's, set by nn_dataset_create */
     if (g->dist_free) g->dist_free(g);         /* src/dist/dist.c's (NN_MPI), set by the compile */
+    if (g->notes_free) g->notes_free(g);       /* src/engine/layer_notes.c's, set with the first note */
     for (i = 0; i < g->n_nodes; i++) NN_FREE(g->nodes[i].name);
     NN_FREE(g->nodes);
     NN_FREE(g->param_node);

@@ -111,6 +111,7 @@ static nn_tensor nn__gpt_block(nn_graph *g, nn_tensor x, const nn_gpt_config *c,
     const nn_shape *s = &nn__n(g, x)->shape;
     int64_t b = s->dim[0], t = s->dim[1], e = c->n_embd, h = c->n_head, d = e / h;
     float pstd = (float)(0.02 / sqrt(2.0 * c->n_layer));
+    int first = g->n_nodes;
     nn_tensor r = nn_reshape(g, x, nn_shape2(b * t, e)), a, qkv, q, k, v, y;
     snprintf(nb, sizeof nb, "%s.ln_1", name);
     a = nn__tf_layer_norm(g, r, !c->no_bias, nb);
@@ -127,7 +128,15 @@ static nn_tensor nn__gpt_block(nn_graph *g, nn_tensor x, const nn_gpt_config *c,
     r = nn_add(g, r, y);
     snprintf(nb, sizeof nb, "%s.ln_2", name);
     r = nn_add(g, r, nn__gpt_mlp(g, nn__tf_layer_norm(g, r, !c->no_bias, nb), c, name));
-    return nn_reshape(g, r, nn_shape3(b, t, e));
+    r = nn_reshape(g, r, nn_shape3(b, t, e));
+    {
+        char qn[1300], pf[32];
+        nn__note_layer(g, r, first, &x, 1, NULL, "{\"type\": \"gpt_block\", \"name\": %s, \"n_embd\": %lld, \"n_head\": %d, "
+                       "\"block_size\": %lld, \"n_layer\": %d, \"dropout\": %s, \"bias\": %s}", nn__note_str(name, qn, sizeof qn),
+                       (long long)e, c->n_head, (long long)c->block_size, c->n_layer, nn__note_f(c->dropout, pf, sizeof pf),
+                       c->no_bias ? "false" : "true");
+    }
+    return r;
 }
 
 NN_API nn_tensor nn_gpt_block(nn_graph *g, nn_tensor x, const nn_gpt_config *cfg, const char *name) {
@@ -151,7 +160,7 @@ NN_API nn_tensor nn_gpt(nn_graph *g, nn_tensor idx, const nn_gpt_config *cfg) {
     nn_tensor wte, x;
     nn_init wi;
     int64_t b, t, e;
-    int i;
+    int i, first = g ? g->n_nodes : 0;
     if (!nn__check(g, "nn_gpt", 1, &idx) || !nn__tf_cfg(g, "nn_gpt", cfg)) return nn__tensor(-1);
     s = &nn__n(g, idx)->shape;
     if (nn__n(g, idx)->dtype != NN_I32 || s->ndim != 2 || s->dim[1] > cfg->block_size) {
@@ -180,7 +189,18 @@ NN_API nn_tensor nn_gpt(nn_graph *g, nn_tensor idx, const nn_gpt_config *cfg) {
     }
     snprintf(nb, sizeof nb, "%s.ln_f", pre);
     x = nn__tf_layer_norm(g, nn_reshape(g, x, nn_shape2(b * t, e)), !cfg->no_bias, nb);
-    return nn_matmul(g, x, wte, 0, 1); /* lm_head: wte's weight (tied) */
+    x = nn_matmul(g, x, wte, 0, 1); /* lm_head: wte's weight (tied) */
+    {
+        char qn[1300], pf[32];
+        snprintf(qn, sizeof qn, ", \"name\": ");
+        if (cfg->name && cfg->name[0]) nn__note_str(cfg->name, qn + strlen(qn), sizeof qn - strlen(qn));
+        else qn[0] = 0;
+        nn__note_layer(g, x, first, &idx, 1, NULL, "{\"type\": \"gpt\"%s, \"vocab_size\": %lld, \"block_size\": %lld, \"n_layer\": %d, "
+                       "\"n_head\": %d, \"n_embd\": %lld, \"dropout\": %s, \"bias\": %s}", qn, (long long)cfg->vocab_size,
+                       (long long)cfg->block_size, cfg->n_layer, cfg->n_head, (long long)e, nn__note_f(cfg->dropout, pf, sizeof pf),
+                       cfg->no_bias ? "false" : "true");
+    }
+    return x;
 }
 
 /* One token per sequence at position pos against the caches: x [B, C] -> logits [B, V]. */
@@ -430,6 +450,7 @@ NN_API nn_tensor nn_multihead_attention(nn_graph *g, nn_tensor query, nn_tensor 
     const char *op = "nn_multihead_attention";
     int bf = desc && desc->batch_first;
     float dropout = desc ? desc->dropout : 0;
+    int first = g ? g->n_nodes : 0;
     nn_tensor q, k, v, y;
     if (!nn__tf_mha_checks(g, op, name, query, key, value, embed_dim, num_heads, desc)) return nn__tensor(-1);
     if (!(dropout >= 0 && dropout < 1)) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s %s: dropout %g is not in [0, 1)", op, name, (double)dropout);
@@ -448,7 +469,21 @@ NN_API nn_tensor nn_multihead_attention(nn_graph *g, nn_tensor query, nn_tensor 
     k = key.id == query.id ? q : nn__tf_bfirst(g, key, bf);
     v = value.id == key.id ? k : nn__tf_bfirst(g, value, bf);
     y = nn__tf_mha(g, q, k, v, embed_dim, num_heads, desc, dropout, name);
-    return nn__tf_bfirst(g, y, bf);
+    y = nn__tf_bfirst(g, y, bf);
+    { /* one input when query, key and value are one tensor; else the three */
+        nn_tensor ins[3];
+        char qn[1300], pf[32];
+        int self = key.id == query.id && value.id == query.id;
+        ins[0] = query, ins[1] = key, ins[2] = value;
+        nn__note_layer(g, y, first, ins, self ? 1 : 3,
+                       desc && (desc->key_padding_mask.id || desc->attn_mask.id) ? "a multihead attention given mask tensors" : NULL,
+                       "{\"type\": \"multihead_attention\", \"name\": %s, \"embed_dim\": %lld, \"num_heads\": %d, \"dropout\": %s, "
+                       "\"bias\": %s, \"batch_first\": %s, \"is_causal\": %s, \"kdim\": %lld, \"vdim\": %lld}", nn__note_str(name, qn, sizeof qn),
+                       (long long)embed_dim, num_heads, nn__note_f(dropout, pf, sizeof pf), desc && desc->no_bias ? "false" : "true",
+                       bf ? "true" : "false", desc && desc->is_causal ? "true" : "false", (long long)nn__tf_kdim(desc, embed_dim),
+                       (long long)nn__tf_vdim(desc, embed_dim));
+    }
+    return y;
 }
 
 /* Options read with PyTorch's defaults: dim_feedforward 2048, dropout 0.1, eps 1e-5. */
@@ -585,27 +620,53 @@ static int nn__tf_layer_checks(nn_graph *g, const char *op, const char *name, nn
     }
 }
 
+/* Notes a transformer layer or stack (num_layers 0: a layer) made from first to y. */
+static nn_tensor nn__tf_note(nn_graph *g, nn_tensor y, int first, nn_tensor x, nn_tensor mem, int64_t e, int h,
+                             const nn_transformer_desc *d, const char *name, int num_layers) {
+    char qn[1300], pf[32], pe[32], nl[32];
+    const char *why = NULL;
+    nn_tensor ins[2];
+    ins[0] = x, ins[1] = mem;
+    if (d && (d->src_mask.id || d->src_key_padding_mask.id || d->tgt_mask.id || d->tgt_key_padding_mask.id || d->memory_mask.id ||
+              d->memory_key_padding_mask.id))
+        why = "a transformer layer given mask tensors";
+    nl[0] = 0;
+    if (num_layers) snprintf(nl, sizeof nl, ", \"num_layers\": %d", num_layers);
+    nn__note_layer(g, y, first, ins, mem.id ? 2 : 1, why,
+                   "{\"type\": \"transformer_%s%s\", \"name\": %s%s, \"d_model\": %lld, \"nhead\": %d, \"dim_feedforward\": %lld, "
+                   "\"dropout\": %s, \"activation\": \"%s\", \"layer_norm_eps\": %s, \"batch_first\": %s, \"norm_first\": %s, "
+                   "\"%s\": %s}", mem.id ? "decoder" : "encoder", num_layers ? "" : "_layer", nn__note_str(name, qn, sizeof qn), nl,
+                   (long long)e, h, (long long)nn__tf_dff(d), nn__note_f(nn__tf_drop(d), pf, sizeof pf),
+                   d && d->activation == 1 ? "gelu" : "relu", nn__note_f(nn__tf_eps(d), pe, sizeof pe),
+                   d && d->batch_first ? "true" : "false", d && d->norm_first ? "true" : "false", mem.id ? "tgt_is_causal" : "is_causal",
+                   (mem.id ? d && d->tgt_is_causal : d && d->is_causal) ? "true" : "false");
+    return y;
+}
+
 NN_API nn_tensor nn_transformer_encoder_layer(nn_graph *g, nn_tensor src, int64_t d_model, int nhead, const nn_transformer_desc *desc,
                                               const char *name) {
     int bf = desc && desc->batch_first;
+    int first = g ? g->n_nodes : 0;
     if (!nn__tf_layer_checks(g, "nn_transformer_encoder_layer", name, src, NN_NONE, d_model, nhead, desc)) return nn__tensor(-1);
-    return nn__tf_bfirst(g, nn__tf_encoder_layer(g, nn__tf_bfirst(g, src, bf), d_model, nhead, desc, name), bf);
+    return nn__tf_note(g, nn__tf_bfirst(g, nn__tf_encoder_layer(g, nn__tf_bfirst(g, src, bf), d_model, nhead, desc, name), bf), first, src,
+                       NN_NONE, d_model, nhead, desc, name, 0);
 }
 
 NN_API nn_tensor nn_transformer_decoder_layer(nn_graph *g, nn_tensor tgt, nn_tensor memory, int64_t d_model, int nhead,
                                               const nn_transformer_desc *desc, const char *name) {
-    int bf = desc && desc->batch_first;
+    int bf = desc && desc->batch_first, first = g ? g->n_nodes : 0;
     if (!nn__check(g, "nn_transformer_decoder_layer", 1, &memory) ||
         !nn__tf_layer_checks(g, "nn_transformer_decoder_layer", name, tgt, memory, d_model, nhead, desc))
         return nn__tensor(-1);
-    return nn__tf_bfirst(g, nn__tf_decoder_layer(g, nn__tf_bfirst(g, tgt, bf), nn__tf_bfirst(g, memory, bf), d_model, nhead, desc, name),
-                         bf);
+    return nn__tf_note(g, nn__tf_bfirst(g, nn__tf_decoder_layer(g, nn__tf_bfirst(g, tgt, bf), nn__tf_bfirst(g, memory, bf), d_model, nhead,
+                                                               desc, name), bf),
+                       first, tgt, memory, d_model, nhead, desc, name, 0);
 }
 
 NN_API nn_tensor nn_transformer_encoder(nn_graph *g, nn_tensor src, int num_layers, int64_t d_model, int nhead,
                                         const nn_transformer_desc *desc, const char *name) {
     char nl[256];
-    int bf = desc && desc->batch_first, i;
+    int bf = desc && desc->batch_first, i, first = g ? g->n_nodes : 0;
     nn_tensor x;
     if (!nn__tf_layer_checks(g, "nn_transformer_encoder", name, src, NN_NONE, d_model, nhead, desc)) return nn__tensor(-1);
     if (num_layers < 1) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_transformer_encoder %s: num_layers %d is not >= 1", name, num_layers);
@@ -614,13 +675,13 @@ NN_API nn_tensor nn_transformer_encoder(nn_graph *g, nn_tensor src, int num_laye
         snprintf(nl, sizeof nl, "%s.layers.%d", name, i);
         x = nn__tf_encoder_layer(g, x, d_model, nhead, desc, nl);
     }
-    return nn__tf_bfirst(g, x, bf);
+    return nn__tf_note(g, nn__tf_bfirst(g, x, bf), first, src, NN_NONE, d_model, nhead, desc, name, num_layers);
 }
 
 NN_API nn_tensor nn_transformer_decoder(nn_graph *g, nn_tensor tgt, nn_tensor memory, int num_layers, int64_t d_model, int nhead,
                                         const nn_transformer_desc *desc, const char *name) {
     char nl[256];
-    int bf = desc && desc->batch_first, i;
+    int bf = desc && desc->batch_first, i, first = g ? g->n_nodes : 0;
     nn_tensor x, m;
     if (!nn__check(g, "nn_transformer_decoder", 1, &memory) ||
         !nn__tf_layer_checks(g, "nn_transformer_decoder", name, tgt, memory, d_model, nhead, desc))
@@ -632,7 +693,7 @@ NN_API nn_tensor nn_transformer_decoder(nn_graph *g, nn_tensor tgt, nn_tensor me
         snprintf(nl, sizeof nl, "%s.layers.%d", name, i);
         x = nn__tf_decoder_layer(g, x, m, d_model, nhead, desc, nl);
     }
-    return nn__tf_bfirst(g, x, bf);
+    return nn__tf_note(g, nn__tf_bfirst(g, x, bf), first, tgt, memory, d_model, nhead, desc, name, num_layers);
 }
 
 /* ---- ViT's patch embedding: timm's PatchEmbed (a convolution of kernel = stride = the

@@ -560,7 +560,7 @@ static nn_tensor nn__rec_layers(nn_graph *g, const char *op, int kind, nn_tensor
     nn_rnn_desc d;
     nn_tensor inp, out = nn__tensor(-1), hn[2 * 64], cn[2 * 64], hs = NN_NONE, cs = NN_NONE, hcat = NN_NONE, ccat = NN_NONE;
     int64_t T, B, H = hidden, Hr, I;
-    int L, D, G = nn__rec_gates(kind), k, dir, perm[3] = {1, 0, 2};
+    int L, D, G = nn__rec_gates(kind), k, dir, perm[3] = {1, 0, 2}, first = g ? g->n_nodes : 0;
     float p;
     nn__rec_attr a;
     const char *lcheck = kind == NN__REC_LSTM ? "nn_lstm: lengths outside [1, T]" : kind == NN__REC_GRU ? "nn_gru: lengths outside [1, T]"
@@ -653,7 +653,24 @@ static nn_tensor nn__rec_layers(nn_graph *g, const char *op, int kind, nn_tensor
         if (kind == NN__REC_LSTM) nn__rec_state_set(g, cs, ccat);
         if (g->status != NN_OK) return nn__tensor(-1);
     }
-    return d.batch_first ? nn_permute(g, out, perm, 3) : out;
+    out = d.batch_first ? nn_permute(g, out, perm, 3) : out;
+    {
+        char qn[1300], pf[32], pj[64];
+        nn_tensor ins[1];
+        ins[0] = x;
+        pj[0] = 0;
+        if (kind == NN__REC_LSTM) snprintf(pj, sizeof pj, ", \"proj_size\": %lld", (long long)(Hr != H ? Hr : 0));
+        if (kind <= NN__REC_RNN_RELU) snprintf(pj, sizeof pj, ", \"nonlinearity\": \"%s\"", kind == NN__REC_RNN_RELU ? "relu" : "tanh");
+        nn__note_layer(g, out, first, ins, 1,
+                       desc && (desc->h0.id || desc->c0.id || desc->lengths.id || desc->stateful)
+                           ? "a recurrent layer given initial states, lengths or stateful" : NULL,
+                       "{\"type\": \"%s\", \"name\": %s, \"input_size\": %lld, \"hidden_size\": %lld, \"num_layers\": %d, \"bias\": %s, "
+                       "\"batch_first\": %s, \"dropout\": %s, \"bidirectional\": %s%s}",
+                       kind == NN__REC_LSTM ? "lstm" : kind == NN__REC_GRU ? "gru" : "rnn", nn__note_str(name, qn, sizeof qn), (long long)I,
+                       (long long)H, L, d.no_bias ? "false" : "true", d.batch_first ? "true" : "false", nn__note_f(p, pf, sizeof pf),
+                       D == 2 ? "true" : "false", pj);
+    }
+    return out;
 }
 
 NN_API nn_tensor nn_rnn(nn_graph *g, nn_tensor x, int64_t hidden_size, const nn_rnn_desc *desc, const char *name) {
