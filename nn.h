@@ -90,6 +90,8 @@ ENVIRONMENT
     NN_CL_GUARDS    1: 256 guard bytes after every OpenCL buffer; a launch that writes one
                     fails its run, naming the kernel (a debugging aid; the tests set it)
     NN_LOG          error | warn | info (default: one line naming the backend) | debug
+    NN_FUSE         0: no elementwise fusion at nn_graph_compile (default on: a chain of
+                    elementwise ops runs as one pass; the same bits either way)
     NN_OPENCL_LIBRARY  the OpenCL library (an ICD loader or a vendor driver) to load
                     instead of the system's
 
@@ -428,7 +430,9 @@ typedef struct nn_compile_desc nn_compile_desc;
    optimizer set with no loss is refused (NN_ERR_INVALID_ARGUMENT): a forward-only graph is
    a zeroed optimizer. Once compiled, a graph takes no more ops or leaves: a builder called
    on it fails at once (NN_ERR_STATE naming the graph's state, nn_context_last_error) and
-   the compiled graph is left as it was. */
+   the compiled graph is left as it was. Chains of elementwise ops next to each other in the
+   schedule (a bias add and its activation, a residual add) run as one pass, one kernel
+   launch, with the same bits as op by op; NN_FUSE=0 in the environment turns that off. */
 NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc);
 /* A run refuses a dataset whose batch was never taken, and nn_graph_step one whose batch
    (its NAME.idx input) was not taken since the last step: NN_ERR_STATE naming the input;
@@ -2511,6 +2515,7 @@ typedef struct nn__attn_attr { /* q [B, H, Tq, D], k [B, Hkv, Tk, D], v [B, Hkv,
                             int32 (nonzero: hidden; nn.MultiheadAttention's bool attn_mask) */
     int kpm_mode;        /* 0 none, 1 float, 2 int32 (nonzero: ignore the key) */
     int ms[4];           /* the mask's element strides over b, h, i, j (0: broadcast) */
+    int with_dq;         /* ATTENTION_DKV: dq too, after dk and dv (q, k or v all need gradients) */
 } nn__attn_attr;
 
 /* nn_attention with an int32 mask read as nn.MultiheadAttention's (nonzero: hidden) when
@@ -2666,6 +2671,8 @@ typedef struct nn__node {
     int recompute_of;    /* > 0: a copy of that node the backward reads, computed again (engine/checkpoint.c) */
     int written;         /* INPUT: 0 never written, 1 written since the last step, 2 since read by a step */
     int per_step;        /* INPUT: a step refuses it unless written since the last step (a dataset's indices) */
+    int fused;           /* elementwise fusion (src/ops/fuse.c): k > 0 the last node of chain k - 1, which
+                            runs the whole chain; -1 a node its chain's last node runs; 0 none */
 } nn__node;
 
 typedef struct nn__param {
@@ -2714,6 +2721,8 @@ typedef struct nn__launch {
     int upd[NN__MAX_KUPD], n_upd;
     void (*update)(nn_graph *g, struct nn__launch *l);
     const char *bad_arg;        /* the argument a plan left unset (kernels/kargs.h), for the message */
+    const char *source;         /* generated kernel source appended to kernels/FILE.cl's (a fused chain,
+                                   src/ops/fuse.c), owned by the graph; NULL: the file alone */
     void *bk;                   /* the backend's kernel object */
 } nn__launch;
 
@@ -2850,6 +2859,9 @@ struct nn_graph {
     int64_t batch;               /* the batch the model function built this graph for (0: not a model's) */
     int eval_ids;                /* an eval variant: dropout and batch norm keep the training build's node ids */
     nn_compile_desc compile_desc; /* the compile's options, for the variants' compiles */
+    /* elementwise fusion (src/ops/fuse.c, issue 19) */
+    struct nn__fusion *fusion;   /* the chains found at compile (NULL: none, or NN_FUSE=0) */
+    void (*fusion_free)(nn_graph *g); /* its destructor, set by the compile that made it */
     /* composed layers' notes, for nn_model_json (src/engine/layer_notes.c, issue 22) */
     struct nn__notes *notes;
     void (*notes_free)(nn_graph *g); /* their destructor, set with the first note */
@@ -3264,6 +3276,17 @@ typedef struct nn__optim_hooks {
     nn_result (*add)(nn_graph *g);
 } nn__optim_hooks;
 static const nn__optim_hooks *nn__optim(void); /* src/ops/registry.c */
+
+/* Elementwise fusion (src/ops/fuse.c), reached as the optimizer is: `plan` finds the chains
+   of elementwise nodes adjacent in the schedule (compile, after the ops' plans, before
+   memory is planned; off with NN_FUSE=0) and marks their nodes (nn__node.fused); `cpu` runs
+   a chain on the CPU backend at its last node, `launch` records its one generated kernel. */
+typedef struct nn__fuse_hooks {
+    nn_result (*plan)(nn_graph *g);
+    nn_result (*cpu)(nn_graph *g, nn__node *last);
+    nn_result (*launch)(nn_graph *g, int last);
+} nn__fuse_hooks;
+static const nn__fuse_hooks *nn__fuse(void); /* src/ops/fuse.c */
 #endif /* NN__OPS_H */
 
 /* ======================================================================
@@ -4228,6 +4251,10 @@ static NN__MAYBE_UNUSED int nn__mkdirs(const char *path) {
 #define NN__ACTIVATION_H
 
 #ifdef __OPENCL_VERSION__
+/* No contraction in the kernels that include this file (elementwise, loss, the generated
+   fused chains): the CPU backend does not contract (src/base/fp_begin.h), and a fused chain
+   must give its unfused nodes' bits; drivers contract a * b + c by default (NVIDIA does). */
+#pragma OPENCL FP_CONTRACT OFF
 #define NN__EXP exp
 #define NN__EXPM1 expm1
 #define NN__LOG1P log1p
@@ -7565,7 +7592,7 @@ static void nn__conv2d_geom(nn__conv2d *c, const nn_shape *x, const nn_shape *w,
 }
 
 /* How a convolution node runs; chosen per shape when the graph is compiled. */
-enum { NN__CONV_GEMM = 0, NN__CONV_DIRECT = 1, NN__CONV_IMPLICIT = 2 };
+enum { NN__CONV_GEMM = 0, NN__CONV_DIRECT = 1, NN__CONV_IMPLICIT = 2, NN__CONV_WINOGRAD = 3 };
 
 /* Floats of scratch a conv node needs: one group's column matrix and one group's output
    (or output gradient) in [Kg, N*OH*OW] order. */
@@ -7993,6 +8020,7 @@ static void nn__iconv_fwd_task(void *arg, int t, int n_tasks) {
     int64_t per = (nch + n_tasks - 1) / n_tasks, ch, ch1 = per * (t + 1) < nch ? per * (t + 1) : nch;
     float *bb = nn__iconv_align(J->bufs + J->L->per_task * (size_t)t), *tmp = bb + (size_t)J->L->kc * NN__ICONV_COLS;
     float *yg = J->y + (int64_t)J->g * Kg * OHW;
+    int avx512 = nn__vm_isa() == 2;
     for (ch = per * t; ch < ch1; ch++) {
         int64_t q0 = ch * NN__ICONV_COLS;
         int ncols = (int)(P - q0 < NN__ICONV_COLS ? P - q0 : NN__ICONV_COLS), pc, jr, ir, i, j;
@@ -8009,7 +8037,14 @@ static void nn__iconv_fwd_task(void *arg, int t, int n_tasks) {
                     const float *ap = J->apk + (size_t)pc * Kgp + (size_t)ir * kc;
                     if (m == mr && n == nr && pix + nr <= OHW)
                         arch->ukr(kc, ap, bp, yg + (img * c->K + ir) * OHW + pix, (int)OHW, 1.0f, beta);
-                    else {
+                    else if (n == nr && pix + nr <= OHW) { /* the last rows of filters: whole rows of the tile */
+                        float *yr = yg + (img * c->K + ir) * OHW + pix;
+                        arch->ukr(kc, ap, bp, tmp, nr, 1.0f, 0.0f);
+                        for (i = 0; i < m; i++) { /* t + beta y as the edge store: y = t, or y + t */
+                            if (beta == 0.0f) nn__iconv_copy(avx512, yr + (int64_t)i * OHW, tmp + (size_t)i * nr, nr);
+                            else nn__iconv_add(avx512, yr + (int64_t)i * OHW, tmp + (size_t)i * nr, nr);
+                        }
+                    } else {
                         arch->ukr(kc, ap, bp, tmp, nr, 1.0f, 0.0f);
                         nn__iconv_store(tmp, nr, m, n, beta, yg + (int64_t)ir * OHW, (int64_t)c->K * OHW, OHW, q);
                     }
@@ -8275,14 +8310,6 @@ static void nn__iconv_backward_weight(nn__threadpool *pool, const nn__conv2d *c,
         return;
     }
     for (J.g = 0; J.g < c->G; J.g++) nn__threadpool_run(pool, nn__iconv_dw_task, &J, J.tasks);
-}
-
-/* The CPU backend's algorithm for a convolution that is not depthwise: NN_CONV_ALGO=im2col
-   forces the im2col path (the tests run both), else the implicit GEMM */
-static int nn__conv_cpu_algo(void) {
-    const char *e = getenv("NN_CONV_ALGO");
-    if (e && !strcmp(e, "im2col")) return NN__CONV_GEMM;
-    return NN__CONV_IMPLICIT;
 }
 
 /* ======================================================================
@@ -8844,6 +8871,500 @@ static void nn__dwconv2d_backward_weight(nn__threadpool *pool, const nn__conv2d 
     j.op = 2;
     j.items = c->K;
     nn__dw_run(pool, &j, (int64_t)c->N * c->K * c->OH * c->OW * c->KH * c->KW);
+}
+
+/* ======================================================================
+   src/cpu/conv_wino.c
+   ====================================================================== */
+/* Winograd F(2x2, 3x3) convolutions on the CPU backend (NN__CONV_WINOGRAD): 3x3, stride 1,
+   dilation 1, one group. Each 2x2 block of outputs (a tile) is Y = A^T [sum_c U_c . V_c] A
+   with the filter's transform U = G g G^T and the input's V = B^T d B (d the tile's 4x4
+   input window), so a layer is 16 GEMMs M_xi [Co, tiles] = U_xi [Co, Ci] V_xi [Ci, tiles],
+   one per element xi of the 4x4 transform domain: 16 multiply-adds per channel pair and
+   tile instead of 36 (2.25x fewer). The GEMMs run on src/cpu/gemm.c's microkernel; the
+   transforms are adds and subtracts over rows of tiles (vectorised, AVX-512 / AVX2 picked
+   at run time, the same bits on every instruction set: each element is the same sequence
+   of float adds). dx is the same convolution of dy with the flipped filter (channels
+   swapped, padding 2 - p); dw stays on the implicit GEMM.
+
+   Work is cut into chunks of NN__WINO_TILES tiles in the order (image, tile row, tile
+   column), across rows and images; a task transforms a chunk's input straight into the microkernel's column panels,
+   runs the 16 products into its own M, and transforms M into the output, so what a chunk
+   touches stays in the L2 cache. Each output element gets the same arithmetic whatever the
+   chunk and thread count.
+
+   Infinities and NaNs: the transforms mix a tile's inputs and a filter's weights, so an
+   infinite input gives inf - inf = NaN where the direct sum gives +-inf, and a NaN weight
+   reaches outputs the direct sum does not. A task notes any output that is not finite, and
+   the caller then computes the node again on the implicit GEMM (PyTorch's values); a
+   diverged step costs twice, a finite one a compare per output.
+
+   Error: the transforms multiply by 0.5 (exact) and add; the input transform adds up to 4
+   terms of x, the output transform up to 9 of M, so the rounding error grows by a small
+   constant over the direct sum: tests/test_conv_algo.c holds it to 1e-5 of the sum of
+   |x||w| terms against a double reference, and the op checker's 1e-4 holds. */
+
+#define NN__WINO_TILES 96 /* tiles per chunk: a multiple of every nr */
+
+/* Whether a convolution is one Winograd F(2x2, 3x3) runs: for dx, padding p becomes 2 - p */
+static int nn__wino_fits(const nn__conv2d *c) {
+    return c->KH == 3 && c->KW == 3 && c->sh == 1 && c->sw == 1 && c->dh == 1 && c->dw == 1 && c->G == 1 && c->ph <= 2 &&
+           c->pw <= 2 && c->OH > 0 && c->OW > 0;
+}
+
+/* The layout of a Winograd convolution y [N, Co, OH, OW] = conv(x [N, Ci, H, W], 3x3, pad) */
+typedef struct nn__wino {
+    const nn__gemm_arch *arch;
+    int N, Ci, Co, H, W, OH, OW, ph, pw;
+    int TH, TW;        /* tiles of an image: ceil(OH / 2) x ceil(OW / 2) */
+    int lc;            /* tiles per chunk */
+    int ntp;           /* columns of a chunk's panels: lc rounded up */
+    int S;             /* floats of one of a chunk's rows of transform values: lc rounded up */
+    int kc;            /* the K block of the products (over Ci) */
+    int Cop;           /* Co rounded up to mr */
+    int T;             /* tasks */
+    int64_t ntiles;    /* tiles in all: N * TH * TW */
+    size_t usz, vsz, msz; /* floats of one packed U_xi, V_xi (panels), M_xi */
+    size_t upk, per_task; /* floats: U packed and its unpacked copy; each task's own */
+} nn__wino;
+
+/* op 0: the forward of c; op 1: its dx (dy [N, K, OH, OW] in, dx [N, C, H, W] out) */
+static void nn__wino_layout(const nn__conv2d *c, int op, int T, nn__wino *L) {
+    const nn__gemm_arch *arch = nn__gemm_pick_arch();
+    int al = arch->nr > 16 ? arch->nr : 16, nkb;
+    memset(L, 0, sizeof *L);
+    L->arch = arch;
+    L->N = c->N;
+    if (op == 0) {
+        L->Ci = c->C;
+        L->Co = c->K;
+        L->H = c->H;
+        L->W = c->W;
+        L->OH = c->OH;
+        L->OW = c->OW;
+        L->ph = c->ph;
+        L->pw = c->pw;
+    } else {
+        L->Ci = c->K;
+        L->Co = c->C;
+        L->H = c->OH;
+        L->W = c->OW;
+        L->OH = c->H;
+        L->OW = c->W;
+        L->ph = 2 - c->ph;
+        L->pw = 2 - c->pw;
+    }
+    L->TH = (L->OH + 1) / 2;
+    L->TW = (L->OW + 1) / 2;
+    L->ntiles = (int64_t)L->N * L->TH * L->TW;
+    L->lc = L->ntiles < NN__WINO_TILES ? (int)(L->ntiles > 0 ? L->ntiles : 1) : NN__WINO_TILES;
+    L->ntp = (L->lc + al - 1) / al * al;
+    L->S = (L->lc + 15) / 16 * 16;
+    nkb = (L->Ci + arch->kc - 1) / arch->kc; /* K blocks of at most kc, even, multiples of 8 */
+    L->kc = ((L->Ci + nkb - 1) / nkb + 7) / 8 * 8;
+    if (L->kc > L->Ci) L->kc = L->Ci;
+    L->Cop = (L->Co + arch->mr - 1) / arch->mr * arch->mr;
+    L->T = T > 0 ? T : 1;
+    L->usz = ((size_t)L->Cop * L->Ci + 15) / 16 * 16;
+    L->vsz = (size_t)L->Ci * L->ntp;
+    L->msz = (size_t)L->Cop * L->ntp;
+    L->upk = 16 * L->usz + 16 * (size_t)L->Co * L->Ci + 16;
+    L->per_task = 16 * (L->vsz + L->msz) + 32 * (size_t)L->S + 32;
+}
+
+/* Floats of scratch a Winograd conv node needs (op 0 forward, 1 dx) on T threads: its own,
+   or the implicit GEMM's that a non-finite result falls back to (nn__wino_run) */
+static int64_t nn__wino_scratch(const nn__conv2d *c, int op, int T) {
+    nn__wino L;
+    int64_t own, gemm = nn__iconv_scratch(c, op, T);
+    nn__wino_layout(c, op, T, &L);
+    own = (int64_t)(L.upk + (L.per_task + 1) * (size_t)L.T);
+    return own > gemm ? own : gemm;
+}
+
+/* ---- the transforms' rows, one set per instruction set ----------------------------------
+   vcol: e0 = d0 - d2, e1 = d1 + d2, e2 = d2 - d1, e3 = d1 - d3 (B^T down a column of 4 rows)
+   hrow: B along a row for tiles j from its columns 2 tw .. 2 tw + 3 (E, O, E1, O1):
+         o0 = E[j] - E1[j], o1 = O[j] + E1[j], o2 = E1[j] - O[j], o3 = O[j] - O1[j]
+   orow: A^T m A of tiles j from the 16 rows m[4 i + j'] of M:
+         s0 = m0 + m1 + m2, s1 = m1 - m2 - m3 down each column j', then the same along
+         the rows: y00, y01 (from s0), y10, y11 (from s1) */
+typedef struct nn__wino_fns {
+    void (*vcol)(const float *d0, const float *d1, const float *d2, const float *d3, float *e0, float *e1, float *e2,
+                 float *e3, int n);
+    void (*hrow)(const float *E, const float *O, const float *E1, const float *O1, float *o0, float *o1, float *o2,
+                 float *o3, int n);
+    int (*orow)(const float *const *m, float *y00, float *y01, float *y10, float *y11, int n, const float *bias);
+    /* E[j] = v(2 j), O[j] = v(2 j + 1) for j < n, v(k) = xr[k - pw] inside [0, W), else 0 */
+    void (*deint)(const float *xr, int W, int pw, float *E, float *O, int n);
+    /* y[2 j] = a[j], y[2 j + 1] = b[j] for the indices below ow */
+    void (*inter)(const float *a, const float *b, float *y, int ow);
+} nn__wino_fns;
+
+#define NN__WINO_LD(p) (__builtin_memcpy(&v_, (p), sizeof v_), v_)
+#define NN__WINO_DEFINE(S, TGT, VT, VL)                                                                               \
+    TGT static void nn__wino_vcol_##S(const float *d0, const float *d1, const float *d2, const float *d3, float *e0, \
+                                      float *e1, float *e2, float *e3, int n) {                                       \
+        int j = 0;                                                                                                    \
+        for (; j + (VL) <= n; j += (VL)) {                                                                            \
+            VT v_, a0 = NN__WINO_LD(d0 + j), a1 = NN__WINO_LD(d1 + j), a2 = NN__WINO_LD(d2 + j),                      \
+                   a3 = NN__WINO_LD(d3 + j), r;                                                                       \
+            r = a0 - a2;                                                                                              \
+            __builtin_memcpy(e0 + j, &r, sizeof r);                                                                   \
+            r = a1 + a2;                                                                                              \
+            __builtin_memcpy(e1 + j, &r, sizeof r);                                                                   \
+            r = a2 - a1;                                                                                              \
+            __builtin_memcpy(e2 + j, &r, sizeof r);                                                                   \
+            r = a1 - a3;                                                                                              \
+            __builtin_memcpy(e3 + j, &r, sizeof r);                                                                   \
+        }                                                                                                             \
+        for (; j < n; j++) {                                                                                          \
+            e0[j] = d0[j] - d2[j];                                                                                    \
+            e1[j] = d1[j] + d2[j];                                                                                    \
+            e2[j] = d2[j] - d1[j];                                                                                    \
+            e3[j] = d1[j] - d3[j];                                                                                    \
+        }                                                                                                             \
+    }                                                                                                                 \
+    TGT static void nn__wino_hrow_##S(const float *E, const float *O, const float *E1, const float *O1, float *o0,   \
+                                      float *o1, float *o2, float *o3, int n) {                                       \
+        int j = 0;                                                                                                    \
+        for (; j + (VL) <= n; j += (VL)) {                                                                            \
+            VT v_, ev = NN__WINO_LD(E + j), ev1 = NN__WINO_LD(E1 + j)    , od = NN__WINO_LD(O + j),                    \
+                   od1 = NN__WINO_LD(O1 + j), r;                                                                        \
+            r = ev - ev1;                                                                                               \
+            __builtin_memcpy(o0 + j, &r, sizeof r);                                                                   \
+            r = od + ev1;                                                                                               \
+            __builtin_memcpy(o1 + j, &r, sizeof r);                                                                   \
+            r = ev1 - od;                                                                                               \
+            __builtin_memcpy(o2 + j, &r, sizeof r);                                                                   \
+            r = od - od1;                                                                                               \
+            __builtin_memcpy(o3 + j, &r, sizeof r);                                                                   \
+        }                                                                                                             \
+        for (; j < n; j++) {                                                                                          \
+            o0[j] = E[j] - E1[j];                                                                                     \
+            o1[j] = O[j] + E1[j];                                                                                     \
+            o2[j] = E1[j] - O[j];                                                                                     \
+            o3[j] = O[j] - O1[j];                                                                                     \
+        }                                                                                                             \
+    }                                                                                                                 \
+    TGT static int nn__wino_orow_##S(const float *const *m, float *y00, float *y01, float *y10, float *y11, int n,   \
+                                     const float *bias) {                                                             \
+        int j = 0, q, ok = 1;                                                                                         \
+        VT acc = {0}, bv = acc + (bias ? *bias : 0.0f);                                                               \
+        float lanes[VL];                                                                                              \
+        for (; j + (VL) <= n; j += (VL)) {                                                                            \
+            VT v_, s0[4], s1[4], r[4];                                                                                \
+            for (q = 0; q < 4; q++) {                                                                                 \
+                VT a0 = NN__WINO_LD(m[q] + j), a1 = NN__WINO_LD(m[4 + q] + j), a2 = NN__WINO_LD(m[8 + q] + j),        \
+                   a3 = NN__WINO_LD(m[12 + q] + j);                                                                   \
+                s0[q] = a0 + a1 + a2;                                                                                 \
+                s1[q] = a1 - a2 - a3;                                                                                 \
+            }                                                                                                         \
+            r[0] = s0[0] + s0[1] + s0[2];                                                                             \
+            r[1] = s0[1] - s0[2] - s0[3];                                                                             \
+            r[2] = s1[0] + s1[1] + s1[2];                                                                             \
+            r[3] = s1[1] - s1[2] - s1[3];                                                                             \
+            for (q = 0; q < 4; q++) {                                                                                 \
+                if (bias) r[q] = r[q] + bv;                                                                           \
+                acc = acc + (r[q] - r[q]); /* 0 while every value is finite */                                        \
+            }                                                                                                         \
+            __builtin_memcpy(y00 + j, &r[0], sizeof r[0]);                                                            \
+            __builtin_memcpy(y01 + j, &r[1], sizeof r[1]);                                                            \
+            __builtin_memcpy(y10 + j, &r[2], sizeof r[2]);                                                            \
+            __builtin_memcpy(y11 + j, &r[3], sizeof r[3]);                                                            \
+        }                                                                                                             \
+        __builtin_memcpy(lanes, &acc, sizeof acc);                                                                    \
+        for (q = 0; q < (VL); q++) ok &= lanes[q] == 0.0f;                                                            \
+        for (; j < n; j++) {                                                                                          \
+            float s0[4], s1[4], r[4];                                                                                 \
+            for (q = 0; q < 4; q++) {                                                                                 \
+                s0[q] = m[q][j] + m[4 + q][j] + m[8 + q][j];                                                          \
+                s1[q] = m[4 + q][j] - m[8 + q][j] - m[12 + q][j];                                                     \
+            }                                                                                                         \
+            r[0] = s0[0] + s0[1] + s0[2];                                                                             \
+            r[1] = s0[1] - s0[2] - s0[3];                                                                             \
+            r[2] = s1[0] + s1[1] + s1[2];                                                                             \
+            r[3] = s1[1] - s1[2] - s1[3];                                                                             \
+            for (q = 0; q < 4; q++) {                                                                                 \
+                if (bias) r[q] = r[q] + *bias;                                                                        \
+                ok &= r[q] - r[q] == 0.0f;                                                                            \
+            }                                                                                                         \
+            y00[j] = r[0];                                                                                            \
+            y01[j] = r[1];                                                                                            \
+            y10[j] = r[2];                                                                                            \
+            y11[j] = r[3];                                                                                            \
+        }                                                                                                             \
+        return ok;                                                                                                    \
+    }
+
+NN__WINO_DEFINE(generic, , float, 1)
+#if NN__GEMM_X86
+typedef float nn__wino_v16 __attribute__((vector_size(64)));
+typedef float nn__wino_v8 __attribute__((vector_size(32)));
+NN__WINO_DEFINE(avx512, __attribute__((target("avx512f"))), nn__wino_v16, 16)
+NN__WINO_DEFINE(avx2, __attribute__((target("avx2,fma"))), nn__wino_v8, 8)
+#endif
+#undef NN__WINO_DEFINE
+#undef NN__WINO_LD
+
+static float nn__wino_xat(const float *xr, int W, int ix) { return ix >= 0 && ix < W ? xr[ix] : 0.0f; }
+
+static void nn__wino_deint_generic(const float *xr, int W, int pw, float *E, float *O, int n) {
+    int j;
+    for (j = 0; j < n; j++) {
+        E[j] = nn__wino_xat(xr, W, 2 * j - pw);
+        O[j] = nn__wino_xat(xr, W, 2 * j + 1 - pw);
+    }
+}
+
+static void nn__wino_inter_generic(const float *a, const float *b, float *y, int ow) {
+    int j;
+    for (j = 0; 2 * j + 1 < ow; j++) {
+        y[2 * j] = a[j];
+        y[2 * j + 1] = b[j];
+    }
+    if (2 * j < ow) y[2 * j] = a[j];
+}
+
+#if NN__GEMM_X86
+static __mmask16 nn__wino_mask(int k) { return (__mmask16)(k >= 16 ? 0xFFFFu : k <= 0 ? 0u : (1u << k) - 1u); }
+
+/* 16 j at a time by masked loads of the 32 columns 2 j - pw .. (zeros past the row's end) */
+__attribute__((target("avx512f"))) static void nn__wino_deint_avx512(const float *xr, int W, int pw, float *E, float *O,
+                                                                     int n) {
+    const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i io = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    int j = 0;
+    for (; j < n && 2 * j - pw < 0; j++) { /* the columns left of the row */
+        E[j] = nn__wino_xat(xr, W, 2 * j - pw);
+        O[j] = nn__wino_xat(xr, W, 2 * j + 1 - pw);
+    }
+    for (; j < n; j += 16) {
+        int avail = W - (2 * j - pw);
+        const float *p = xr + 2 * j - pw;
+        __mmask16 st = nn__wino_mask(n - j);
+        __m512 v0 = _mm512_maskz_loadu_ps(nn__wino_mask(avail), avail > 0 ? p : xr);
+        __m512 v1 = _mm512_maskz_loadu_ps(nn__wino_mask(avail - 16), avail > 16 ? p + 16 : xr);
+        _mm512_mask_storeu_ps(E + j, st, _mm512_permutex2var_ps(v0, ie, v1));
+        _mm512_mask_storeu_ps(O + j, st, _mm512_permutex2var_ps(v0, io, v1));
+    }
+}
+
+__attribute__((target("avx512f"))) static void nn__wino_inter_avx512(const float *a, const float *b, float *y, int ow) {
+    const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i hi = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    int j, na = (ow + 1) / 2;
+    for (j = 0; j < na; j += 16) {
+        __mmask16 lm = nn__wino_mask(na - j);
+        __m512 va = _mm512_maskz_loadu_ps(lm, a + j), vb = _mm512_maskz_loadu_ps(lm, b + j);
+        _mm512_mask_storeu_ps(y + 2 * j, nn__wino_mask(ow - 2 * j), _mm512_permutex2var_ps(va, lo, vb));
+        _mm512_mask_storeu_ps(y + 2 * j + 16, nn__wino_mask(ow - 2 * j - 16), _mm512_permutex2var_ps(va, hi, vb));
+    }
+}
+#endif
+
+static const nn__wino_fns *nn__wino_pick(void) {
+    static const nn__wino_fns generic = {nn__wino_vcol_generic, nn__wino_hrow_generic, nn__wino_orow_generic,
+                                         nn__wino_deint_generic, nn__wino_inter_generic};
+#if NN__GEMM_X86
+    static const nn__wino_fns avx512 = {nn__wino_vcol_avx512, nn__wino_hrow_avx512, nn__wino_orow_avx512,
+                                        nn__wino_deint_avx512, nn__wino_inter_avx512};
+    static const nn__wino_fns avx2 = {nn__wino_vcol_avx2, nn__wino_hrow_avx2, nn__wino_orow_avx2, nn__wino_deint_generic,
+                                      nn__wino_inter_generic};
+    if (nn__vm_isa() == 2) return &avx512;
+    if (nn__vm_isa() == 1) return &avx2;
+#endif
+    return &generic;
+}
+
+/* U_xi [Co, Ci] = (G g G^T)[xi] of every filter g: w [Co, Ci, 3, 3] (op 0) or, for dx, w
+   [Ci, Co, 3, 3] flipped (g[a][b] = w[ci][co][2 - a][2 - b]); u holds 16 matrices of Co*Ci */
+static void nn__wino_filter(const nn__wino *L, int op, const float *w, float *u) {
+    int co, ci, i, a;
+    size_t mat = (size_t)L->Co * L->Ci;
+    for (co = 0; co < L->Co; co++)
+        for (ci = 0; ci < L->Ci; ci++) {
+            float g[3][3], t[4][3];
+            const float *src = op == 0 ? w + ((size_t)co * L->Ci + ci) * 9 : w + ((size_t)ci * L->Co + co) * 9;
+            for (i = 0; i < 3; i++)
+                for (a = 0; a < 3; a++) g[i][a] = op == 0 ? src[i * 3 + a] : src[(2 - i) * 3 + 2 - a];
+            for (a = 0; a < 3; a++) { /* t = G g */
+                t[0][a] = g[0][a];
+                t[1][a] = 0.5f * (g[0][a] + g[1][a] + g[2][a]);
+                t[2][a] = 0.5f * (g[0][a] - g[1][a] + g[2][a]);
+                t[3][a] = g[2][a];
+            }
+            for (i = 0; i < 4; i++) { /* U = t G^T */
+                float *d = u + (size_t)(4 * i) * mat + (size_t)co * L->Ci + ci;
+                d[0] = t[i][0];
+                d[mat] = 0.5f * (t[i][0] + t[i][1] + t[i][2]);
+                d[2 * mat] = 0.5f * (t[i][0] - t[i][1] + t[i][2]);
+                d[3 * mat] = t[i][2];
+            }
+        }
+}
+
+typedef struct nn__wino_job {
+    const nn__wino *L;
+    const nn__wino_fns *fn;
+    const float *x, *b, *upk;
+    float *y, *bufs, *bad; /* bad[t]: task t wrote an output that is not finite */
+    int64_t nchunks;
+} nn__wino_job;
+
+/* Element (ci, t) of a chunk's V_xi in the microkernel's column panels: K blocks of kc rows,
+   each a run of [kcb][nr] panels */
+static float *nn__wino_vp(const nn__wino *L, float *v, int ci, int t) {
+    int nr = L->arch->nr, pc = ci / L->kc * L->kc, kcb = L->Ci - pc < L->kc ? L->Ci - pc : L->kc;
+    return v + (size_t)pc * L->ntp + (size_t)(t / nr) * kcb * nr + (size_t)(ci - pc) * nr + t % nr;
+}
+
+/* One chunk's input transform: tiles [t0, t1) of every input channel into V's panels. d: the
+   4 input rows of each tile, their columns 2 tw, 2 tw + 1, 2 tw + 2, 2 tw + 3 as 4 rows of the
+   chunk's tiles, [4][4][S]; e: B^T d, alike */
+static void nn__wino_input(const nn__wino_job *J, int64_t t0, int64_t t1, float *v, float *d) {
+    const nn__wino *L = J->L;
+    int TW = L->TW, nr = L->arch->nr, S = L->S, lc = (int)(t1 - t0), ci, i, xi, jr, t;
+    float *e = d + 16 * (size_t)S;
+    int64_t q;
+    for (ci = 0; ci < L->Ci; ci++) {
+        for (q = t0; q < t1;) { /* a run of tiles along one tile row */
+            int64_t r = q / TW, n = r / L->TH;
+            int th = (int)(r % L->TH), tw0 = (int)(q % TW), len = (int)(t1 - q < TW - tw0 ? t1 - q : TW - tw0);
+            size_t off = (size_t)(q - t0);
+            const float *xc = J->x + ((size_t)n * L->Ci + ci) * L->H * (size_t)L->W;
+            for (i = 0; i < 4; i++) { /* input row 2 th - ph + i */
+                int iy = 2 * th - L->ph + i, k;
+                float *D = d + (size_t)(4 * i) * S + off;
+                if (iy < 0 || iy >= L->H)
+                    for (k = 0; k < 4; k++) memset(D + (size_t)k * S, 0, (size_t)len * sizeof(float));
+                else {
+                    const float *xr = xc + (size_t)iy * L->W;
+                    J->fn->deint(xr, L->W, L->pw - 2 * tw0, D, D + S, len);
+                    J->fn->deint(xr, L->W, L->pw - 2 * tw0 - 2, D + 2 * (size_t)S, D + 3 * (size_t)S, len);
+                }
+            }
+            q += len;
+        }
+        J->fn->vcol(d, d + 4 * (size_t)S, d + 8 * (size_t)S, d + 12 * (size_t)S, e, e + 4 * (size_t)S, e + 8 * (size_t)S,
+                    e + 12 * (size_t)S, 4 * S);
+        for (jr = 0; jr < lc; jr += nr) { /* one panel's run of columns at a time */
+            int len = lc - jr < nr ? lc - jr : nr;
+            for (i = 0; i < 4; i++) {
+                const float *E = e + (size_t)(4 * i) * S + jr;
+                float *o[4];
+                for (xi = 0; xi < 4; xi++) o[xi] = nn__wino_vp(L, v + (size_t)(4 * i + xi) * L->vsz, ci, jr);
+                J->fn->hrow(E, E + S, E + 2 * (size_t)S, E + 3 * (size_t)S, o[0], o[1], o[2], o[3], len);
+            }
+            if (len < nr) /* the last panel's columns past the chunk: zeros, not stale scratch */
+                for (xi = 0; xi < 16; xi++)
+                    for (t = jr + len; t < jr + nr; t++) *nn__wino_vp(L, v + (size_t)xi * L->vsz, ci, t) = 0.0f;
+        }
+    }
+}
+
+/* One chunk's output transform: M [16][Cop, ntp] to y (+ bias); whether every output is finite */
+static int nn__wino_output(const nn__wino_job *J, int64_t t0, int64_t t1, const float *m, float *ob) {
+    const nn__wino *L = J->L;
+    int TW = L->TW, S = L->S, lc = (int)(t1 - t0), co, xi, ok = 1;
+    int64_t q;
+    for (co = 0; co < L->Co; co++) {
+        const float *mp[16];
+        for (xi = 0; xi < 16; xi++) mp[xi] = m + (size_t)xi * L->msz + (size_t)co * L->ntp;
+        ok &= J->fn->orow(mp, ob, ob + S, ob + 2 * (size_t)S, ob + 3 * (size_t)S, lc, J->b ? J->b + co : NULL);
+        for (q = t0; q < t1;) {
+            int64_t r = q / TW, n = r / L->TH;
+            int th = (int)(r % L->TH), tw0 = (int)(q % TW), len = (int)(t1 - q < TW - tw0 ? t1 - q : TW - tw0);
+            int ow = L->OW - 2 * tw0 < 2 * len ? L->OW - 2 * tw0 : 2 * len;
+            size_t off = (size_t)(q - t0);
+            float *y0 = J->y + (((size_t)n * L->Co + co) * L->OH + 2 * th) * (size_t)L->OW + 2 * tw0;
+            J->fn->inter(ob + off, ob + S + off, y0, ow);
+            if (2 * th + 1 < L->OH) J->fn->inter(ob + 2 * (size_t)S + off, ob + 3 * (size_t)S + off, y0 + L->OW, ow);
+            q += len;
+        }
+    }
+    return ok;
+}
+
+static void nn__wino_task(void *arg, int t, int n_tasks) {
+    const nn__wino_job *J = (const nn__wino_job *)arg;
+    const nn__wino *L = J->L;
+    const nn__gemm_arch *arch = L->arch;
+    int mr = arch->mr, nr = arch->nr, xi, pc, jr, ir;
+    int64_t per = (J->nchunks + n_tasks - 1) / n_tasks, ch, ch1 = per * (t + 1) < J->nchunks ? per * (t + 1) : J->nchunks;
+    float *v = nn__gemm_align(J->bufs + L->per_task * (size_t)t), *m = v + 16 * L->vsz, *d = m + 16 * L->msz;
+    J->bad[t] = 0.0f;
+    for (ch = per * t; ch < ch1; ch++) {
+        int64_t t0 = ch * L->lc, t1 = t0 + L->lc < L->ntiles ? t0 + L->lc : L->ntiles;
+        int lc = (int)(t1 - t0);
+        nn__wino_input(J, t0, t1, v, d);
+        for (xi = 0; xi < 16; xi++) {
+            const float *u = J->upk + (size_t)xi * L->usz, *vx = v + (size_t)xi * L->vsz;
+            float *mx = m + (size_t)xi * L->msz;
+            for (pc = 0; pc < L->Ci; pc += L->kc) {
+                int kc = L->Ci - pc < L->kc ? L->Ci - pc : L->kc;
+                float beta = pc == 0 ? 0.0f : 1.0f;
+                for (jr = 0; jr < lc; jr += nr)
+                    for (ir = 0; ir < L->Cop; ir += mr)
+                        arch->ukr(kc, u + (size_t)pc * L->Cop + (size_t)ir * kc, vx + (size_t)pc * L->ntp + (size_t)jr * kc,
+                                  mx + (size_t)ir * L->ntp + jr, L->ntp, 1.0f, beta);
+            }
+        }
+        if (!nn__wino_output(J, t0, t1, m, d)) J->bad[t] = 1.0f;
+    }
+}
+
+/* op 0: y [N, K, OH, OW] = conv(x, w) + b (b may be NULL); op 1: y = dx [N, C, H, W] from x =
+   dy [N, K, OH, OW] (b NULL). scratch from nn__wino_scratch(c, op, T). Returns 0 when an
+   output is not finite: the caller computes the node again by the implicit GEMM. */
+static int nn__wino_run(nn__threadpool *pool, const nn__conv2d *c, int op, int T, float *y, const float *x,
+                         const float *w, const float *b, float *scratch) {
+    nn__wino L;
+    nn__wino_job J;
+    float *upk, *u;
+    int xi, pc, tasks, t;
+    nn__wino_layout(c, op, T, &L);
+    upk = nn__gemm_align(scratch);
+    u = upk + 16 * L.usz;
+    nn__wino_filter(&L, op, w, u);
+    for (xi = 0; xi < 16; xi++)
+        for (pc = 0; pc < L.Ci; pc += L.kc) {
+            int kc = L.Ci - pc < L.kc ? L.Ci - pc : L.kc;
+            L.arch->pack_a(0, u + (size_t)xi * L.Co * L.Ci, L.Ci, 0, L.Co, pc, kc, L.arch->mr,
+                           upk + (size_t)xi * L.usz + (size_t)pc * L.Cop);
+        }
+    memset(&J, 0, sizeof J);
+    J.L = &L;
+    J.fn = nn__wino_pick();
+    J.x = x;
+    J.b = b;
+    J.upk = upk;
+    J.y = y;
+    J.bufs = scratch + L.upk;
+    J.nchunks = (L.ntiles + L.lc - 1) / L.lc;
+    tasks = L.T < nn__threadpool_size(pool) ? L.T : nn__threadpool_size(pool);
+    if ((double)L.ntiles * 16.0 * L.Ci * L.Co < (double)NN__PAR_MIN * 8) tasks = 1;
+    if (tasks > J.nchunks) tasks = (int)J.nchunks;
+    if (tasks < 1) tasks = 1;
+    J.bad = scratch + L.upk + L.per_task * (size_t)L.T;
+    nn__threadpool_run(pool, nn__wino_task, &J, tasks);
+    for (t = 0; t < tasks; t++)
+        if (J.bad[t] != 0.0f) return 0;
+    return 1;
+}
+
+/* The CPU backend's algorithm for a convolution that is not depthwise, op 0 forward, 1 dx,
+   2 dw. NN_CONV_ALGO (read when a graph is compiled): im2col forces the im2col path, gemm
+   the implicit GEMM, winograd Winograd wherever it applies (forward and dx); by default
+   Winograd where it applies and both channel counts are at least NN__WINO_MIN_CH (a first
+   layer's 1 or 3 channels leave the products too thin), else the implicit GEMM. */
+#define NN__WINO_MIN_CH 16
+static int nn__conv_cpu_algo(const nn__conv2d *c, int op) {
+    const char *e = getenv("NN_CONV_ALGO");
+    if (e && !strcmp(e, "im2col")) return NN__CONV_GEMM;
+    if ((e && !strcmp(e, "gemm")) || op == 2 || !nn__wino_fits(c)) return NN__CONV_IMPLICIT;
+    if (e && !strcmp(e, "winograd")) return NN__CONV_WINOGRAD;
+    return c->C >= NN__WINO_MIN_CH && c->K >= NN__WINO_MIN_CH ? NN__CONV_WINOGRAD : NN__CONV_IMPLICIT;
 }
 
 /* ======================================================================
@@ -11694,9 +12215,11 @@ static void nn__rope(nn__threadpool *pool, const nn__rope_attr *a, float *y, con
 /* The attention family's CPU loops (src/ops/attention.c's bodies; kernels/attention.cl has
    the OpenCL twins): flash attention, blocked over tiles of NN__ATTN_BR queries x
    NN__ATTN_BC keys and threaded over (batch, head, query block) for the forward and dQ, over
-   (batch, key/value head, key block) for dK/dV. Each work unit is computed by one task in a
+   (batch, key/value head, key block) for dK/dV, over (batch, key/value head) for the
+   one-pass backward (dQ, dK and dV together). Each work unit is computed by one task in a
    fixed order whatever the thread count, so the bits do not depend on it; no [Tq, Tk]
-   matrix: a task's working memory is a few tiles (nn__attn_ws_floats). A masked score is
+   matrix: a task's working memory is a few tiles (nn__attn_ws_floats), and in the forward
+   K^T of one head (Tk x D). A masked score is
    -inf in the tiles and its weight exactly 0. The tile products run on the GEMM's
    microkernels (nn__sgemm_ws) or AVX-512 ones of their own, the exponentials on
    nn__vexp_map. */
@@ -11704,6 +12227,14 @@ static void nn__rope(nn__threadpool *pool, const nn__rope_attr *a, float *y, con
 #define NN__ATTN_BR 64 /* query rows of a tile */
 #define NN__ATTN_BC 64 /* keys of a tile */
 #define NN__ATTN_ALL (1 << 28) /* a bound of nn__attn_krange / diag that bounds nothing */
+#ifndef NN__ATTN_KHEAD
+#define NN__ATTN_KHEAD (1 << 22) /* the most floats of a head's K^T the forward packs whole (16 MiB a task) */
+#endif
+
+/* the backward's passes where dq, dk and dv are all wanted: 1 one pass when it fills the
+   threads (nn__attn_one_pass_fits), 0 always the dK/dV pass then the dQ pass, 2 always one
+   pass (the same bits either way; tests compare them) */
+static int nn__attn_one_pass = 1;
 
 /* 1: a causal mask's zero weights inside a tile are not computed (the AVX-512 path); 0:
    the whole tile, as the GEMM path (tests compare the two) */
@@ -11717,8 +12248,10 @@ typedef struct nn__attn_job {
     float *out, *out_lse, *dq, *dk, *dv, *dmask;
     uint64_t seed, step;
     int64_t units, per; /* work units, and per task */
-    float *ws;          /* per task: nn__attn_ws_floats(max(D, Dv)) */
-    int kind;           /* 0 forward, 1 dq, 2 dkv, 3 d(mask) */
+    float *ws;          /* per task: ws_floats */
+    int64_t ws_floats;  /* nn__attn_ws_floats(max(D, Dv)), and the forward's K^T of a head (khead) */
+    int khead;          /* the forward packs K^T of a head once (AVX-512, up to NN__ATTN_KHEAD floats) */
+    int kind;           /* 0 forward, 1 dq, 2 dkv, 3 d(mask), 4 dq, dk and dv in one pass */
     int avx512;         /* the AVX-512 microkernels (else the GEMM) */
 } nn__attn_job;
 
@@ -11952,6 +12485,51 @@ NN__ATTN_TGT static void nn__attn_ab512(float *C, int64_t ldc, const float *A, i
 }
 #undef NN__ATTN_AB512_W
 #undef NN__ATTN_AB512
+
+/* ---- a row's loops of the softmax and of dS, 16 lanes at a time, each element's value
+   as the scalar loops give it ---- */
+
+/* the largest of mx and s[0..n) (a lane-wise max: the value the scalar loop's `if (s > mx)
+   mx = s` finds, whatever the order), with each -inf of s made -2e38 (the vector exp
+   clamps -inf) */
+NN__ATTN_TGT static float nn__attn_max_clamp512(float *s, int n, float mx) {
+    __m512 vm = _mm512_set1_ps(mx), ninf = _mm512_set1_ps(-INFINITY), big = _mm512_set1_ps(-2e38f);
+    int c;
+    for (c = 0; c < n; c += 16) {
+        __mmask16 k = nn__attn_m16(n - c);
+        __m512 v = _mm512_maskz_loadu_ps(k, s + c);
+        vm = _mm512_mask_max_ps(vm, k, v, vm);
+        _mm512_mask_storeu_ps(s + c, _mm512_mask_cmp_ps_mask(k, v, ninf, _CMP_EQ_OQ), big);
+    }
+    { /* the lanes' max (gcc 12's shuffles and _mm512_reduce_max_ps warn as C++) */
+        float l[16];
+        _mm512_storeu_ps(l, vm);
+        for (c = 1; c < 16; c++)
+            if (l[c] > l[0]) l[0] = l[c];
+        return l[0];
+    }
+}
+
+/* each -inf of s[0..n) made -2e38 */
+NN__ATTN_TGT static void nn__attn_clamp512(float *s, int n) {
+    __m512 ninf = _mm512_set1_ps(-INFINITY), big = _mm512_set1_ps(-2e38f);
+    int c;
+    for (c = 0; c < n; c += 16) {
+        __mmask16 k = nn__attn_m16(n - c);
+        _mm512_mask_storeu_ps(s + c, _mm512_mask_cmp_ps_mask(k, _mm512_maskz_loadu_ps(k, s + c), ninf, _CMP_EQ_OQ), big);
+    }
+}
+
+/* dp[c] = s[c] (dp[c] - dl), c < n */
+NN__ATTN_TGT static void nn__attn_ds512(float *dp, const float *s, float dl, int n) {
+    __m512 vd = _mm512_set1_ps(dl);
+    int c;
+    for (c = 0; c < n; c += 16) {
+        __mmask16 k = nn__attn_m16(n - c);
+        __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, s + c), _mm512_sub_ps(_mm512_maskz_loadu_ps(k, dp + c), vd));
+        _mm512_mask_storeu_ps(dp + c, k, v);
+    }
+}
 #undef NN__ATTN_TGT
 #undef NN__ATTN_UNROLL
 #endif
@@ -12080,16 +12658,25 @@ static void nn__attn_unit_q(const nn__attn_job *J, int64_t u, int *b, int *h, in
 
 #define NN__ATTN_ROW(base, st, b, h, t) ((base) + (b) * (st)[0] + (h) * (st)[1] + (int64_t)(t) * (st)[2])
 
-/* ---- forward: one (b, h, query block) ---- */
-static void nn__attn_fwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw) {
+/* ---- forward: one (b, h, query block); on the AVX-512 path the task packs K^T of the
+   whole head once, past its tiles' workspace, for the units of that (b, key/value head)
+   that follow (*packed: which it holds, -1 none) ---- */
+static void nn__attn_fwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw, int64_t *packed) {
     const nn__attn_attr *a = &J->a;
     int D = a->D, Dv = a->Dv, W = nn__attn_w(a), b, h, i0, nr, j0, r, c, d, hk, diag;
     float *S = ws, *acc = S + 2 * NN__ATTN_BR * NN__ATTN_BC;
     float *m = acc + (int64_t)NN__ATTN_BR * W, *l = m + NN__ATTN_BR, *Kt = l + NN__ATTN_BR + 2 * (int64_t)NN__ATTN_BC * W;
+    float *Kh = ws + nn__attn_ws_floats(W); /* K^T of the head: a [D, BC] block per key block */
     const float *qb;
     nn__attn_unit_q(J, u, &b, &h, &i0, &nr);
     hk = h / (a->H / a->Hkv);
     qb = NN__ATTN_ROW(J->q, J->qs, b, h, i0);
+    if (J->khead && *packed != (int64_t)b * a->Hkv + hk) {
+        for (j0 = 0; j0 < a->Tk; j0 += NN__ATTN_BC)
+            nn__attn_pack_t(Kh + (int64_t)(j0 / NN__ATTN_BC) * D * NN__ATTN_BC, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2],
+                            a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC, D);
+        *packed = (int64_t)b * a->Hkv + hk;
+    }
     for (r = 0; r < nr; r++) {
         m[r] = -INFINITY;
         l[r] = 0.0f;
@@ -12099,21 +12686,28 @@ static void nn__attn_fwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
         int nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC;
         if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
         diag = nn__attn_diag(J, i0, j0);
-        nn__attn_abt(J, gw, S, qb, J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], nc, D, a->scale, NULL, Kt, diag);
+        nn__attn_abt(J, gw, S, qb, J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], nc, D, a->scale,
+                     J->khead ? Kh + (int64_t)(j0 / NN__ATTN_BC) * D * NN__ATTN_BC : NULL, Kt, diag);
         if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
         for (r = 0; r < nr; r++) {
             float *s = S + r * NN__ATTN_BC, *ar = acc + (int64_t)r * Dv, mx = m[r], alpha, sum;
             int hr = nn__attn_row_hi(r, diag, nc); /* past it -inf: weights 0, no exponentials */
             for (c = hr; c < nc; c++) s[c] = 0.0f;
-            for (c = 0; c < hr; c++)
-                if (s[c] > mx) mx = s[c];
+#if defined(NN__VM_X86)
+            if (J->avx512) /* the max, and -inf made -2e38 (below) in the same pass */
+                mx = nn__attn_max_clamp512(s, hr, mx);
+            else
+#endif
+                for (c = 0; c < hr; c++)
+                    if (s[c] > mx) mx = s[c];
             if (mx == -INFINITY) { /* nothing alive in the row yet: weights 0 */
                 for (c = 0; c < hr; c++) s[c] = 0.0f;
                 continue;
             }
             alpha = m[r] == -INFINITY ? 0.0f : nn__vexp1(m[r] - mx);
-            for (c = 0; c < hr; c++)
-                if (s[c] == -INFINITY) s[c] = -2e38f; /* exp gives 0 (the vector exp clamps -inf) */
+            if (!J->avx512)
+                for (c = 0; c < hr; c++)
+                    if (s[c] == -INFINITY) s[c] = -2e38f; /* exp gives 0 (the vector exp clamps -inf) */
             sum = nn__vexp_map(NN__VE_EXP_SHIFT, s, s, NULL, NULL, mx, hr);
             l[r] = l[r] * alpha + sum;
             m[r] = mx;
@@ -12147,8 +12741,12 @@ static void nn__attn_ds(const nn__attn_job *J, int b, int h, int i0, int nr, int
             for (c = 0; c < nc; c++) s[c] = dp[c] = 0.0f;
             continue;
         }
-        for (c = 0; c < nc; c++)
-            if (s[c] == -INFINITY) s[c] = -2e38f;
+#if defined(NN__VM_X86)
+        if (J->avx512) nn__attn_clamp512(s, nc);
+        else
+#endif
+            for (c = 0; c < nc; c++)
+                if (s[c] == -INFINITY) s[c] = -2e38f;
         (void)nn__vexp_map(NN__VE_EXP_SHIFT, s, s, NULL, NULL, lse, nc);
         if (a->p > 0.0f) {
             for (c = 0; c < nc; c++) {
@@ -12156,8 +12754,13 @@ static void nn__attn_ds(const nn__attn_job *J, int b, int h, int i0, int nr, int
                 dp[c] = s[c] * (dp[c] * z - dl);
                 s[c] *= z;
             }
-        } else
-            for (c = 0; c < nc; c++) dp[c] = s[c] * (dp[c] - dl);
+        } else {
+#if defined(NN__VM_X86)
+            if (J->avx512) nn__attn_ds512(dp, s, dl, nc);
+            else
+#endif
+                for (c = 0; c < nc; c++) dp[c] = s[c] * (dp[c] - dl);
+        }
     }
 }
 
@@ -12229,6 +12832,63 @@ static void nn__attn_dkv_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
     }
 }
 
+/* ---- dQ, dK, dV in one pass (FlashAttention-2's order): one (b, key/value head) per
+   unit, its key blocks in order, each over the group's query heads and every query block
+   in order: the scores, P and dS of a tile once, then dv_j += (P z)^T dO, dk_j += dS^T q
+   and dq_i += dS k_j, the last straight into dq's rows (the unit owns its heads' rows, so
+   no accumulator of its own and no atomics). Each dq element sums the key blocks in order
+   as the dQ pass does, each dk, dv element the query heads and blocks in order as the
+   dK/dV pass does, with the same tile products: the bits of the two passes. ---- */
+static void nn__attn_bwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw) {
+    const nn__attn_attr *a = &J->a;
+    int D = a->D, Dv = a->Dv, W = nn__attn_w(a), grp = a->H / a->Hkv;
+    int b = (int)(u / a->Hkv), hk = (int)(u % a->Hkv), h, i0, j0, r, c, d;
+    float *S = ws, *dP = S + NN__ATTN_BR * NN__ATTN_BC;
+    float *dk = S + 2 * NN__ATTN_BR * NN__ATTN_BC + (int64_t)NN__ATTN_BR * W + 2 * NN__ATTN_BR, *dv = dk + (int64_t)NN__ATTN_BC * W;
+    float *Kt = dv + (int64_t)NN__ATTN_BC * W, *Vt = Kt + (int64_t)NN__ATTN_BC * W;
+    for (h = hk * grp; h < (hk + 1) * grp; h++)
+        for (r = 0; r < a->Tq; r++) {
+            float *o = NN__ATTN_ROW(J->dq, J->qs, b, h, r);
+            for (d = 0; d < D; d++) o[d] = 0.0f;
+        }
+    for (j0 = 0; j0 < a->Tk; j0 += NN__ATTN_BC) {
+        int nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC;
+        const float *kb = NN__ATTN_ROW(J->k, J->ks, b, hk, j0), *vb = NN__ATTN_ROW(J->v, J->vs, b, hk, j0);
+        const float *kt = NULL, *vt = NULL; /* K^T and V^T packed once for every query block */
+        for (c = 0; c < nc * D; c++) dk[c] = 0.0f;
+        for (c = 0; c < nc * Dv; c++) dv[c] = 0.0f;
+        if (J->avx512) {
+            nn__attn_pack_t(Kt, kb, J->ks[2], nc, D);
+            nn__attn_pack_t(Vt, vb, J->vs[2], nc, Dv);
+            kt = Kt, vt = Vt;
+        }
+        for (h = hk * grp; h < (hk + 1) * grp; h++)
+            for (i0 = 0; i0 < a->Tq; i0 += NN__ATTN_BR) {
+                int nr = a->Tq - i0 < NN__ATTN_BR ? a->Tq - i0 : NN__ATTN_BR;
+                const float *qb = NN__ATTN_ROW(J->q, J->qs, b, h, i0), *gb = NN__ATTN_ROW(J->dout, J->os, b, h, i0);
+                int diag = nn__attn_diag(J, i0, j0);
+                if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
+                nn__attn_abt(J, gw, S, qb, J->qs[2], nr, kb, J->ks[2], nc, D, a->scale, kt, Kt, diag);
+                if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
+                nn__attn_abt(J, gw, dP, gb, J->os[2], nr, vb, J->vs[2], nc, Dv, 1.0f, vt, Vt, diag);
+                nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP, diag);
+                nn__attn_ab(J, gw, dv, Dv, 1, S, NN__ATTN_BC, nc, nr, gb, J->os[2], Dv, diag);
+                nn__attn_ab(J, gw, dk, D, 1, dP, NN__ATTN_BC, nc, nr, qb, J->qs[2], D, diag);
+                nn__attn_ab(J, gw, NN__ATTN_ROW(J->dq, J->qs, b, h, i0), J->qs[2], 0, dP, NN__ATTN_BC, nr, nc, kb, J->ks[2], D, diag);
+            }
+        for (c = 0; c < nc; c++) {
+            float *ko = NN__ATTN_ROW(J->dk, J->ks, b, hk, j0 + c), *vo = NN__ATTN_ROW(J->dv, J->vs, b, hk, j0 + c);
+            for (d = 0; d < D; d++) ko[d] = dk[(int64_t)c * D + d] * a->scale;
+            for (d = 0; d < Dv; d++) vo[d] = dv[(int64_t)c * Dv + d];
+        }
+    }
+    for (h = hk * grp; h < (hk + 1) * grp; h++)
+        for (r = 0; r < a->Tq; r++) {
+            float *o = NN__ATTN_ROW(J->dq, J->qs, b, h, r);
+            for (d = 0; d < D; d++) o[d] *= a->scale;
+        }
+}
+
 /* ---- d(mask): one unit per (b, h, query block, key block) of the dims the mask does not
    broadcast; a broadcast dim's whole range is summed inside the unit, in order (b, h,
    query blocks, key blocks, then a tile's rows and columns), so no two units write one
@@ -12287,16 +12947,18 @@ static void nn__attn_dmask_unit(const nn__attn_job *J, int64_t u, float *ws, nn_
 static void nn__attn_task(void *arg, int t, int n_tasks) {
     const nn__attn_job *J = (const nn__attn_job *)arg;
     int64_t u, u0 = J->per * t, u1 = u0 + J->per < J->units ? u0 + J->per : J->units;
-    float *ws = J->ws + (int64_t)t * nn__attn_ws_floats(nn__attn_w(&J->a));
+    float *ws = J->ws + (int64_t)t * J->ws_floats;
     nn__gemm_ws gw;
+    int64_t packed = -1; /* the forward: the (b, key/value head) whose K^T the task holds */
     (void)n_tasks;
     gw.p = NULL;
     gw.bytes = 0;
     for (u = u0; u < u1; u++) {
-        if (J->kind == 0) nn__attn_fwd_unit(J, u, ws, &gw);
+        if (J->kind == 0) nn__attn_fwd_unit(J, u, ws, &gw, &packed);
         else if (J->kind == 1) nn__attn_dq_unit(J, u, ws, &gw);
         else if (J->kind == 2) nn__attn_dkv_unit(J, u, ws, &gw);
-        else nn__attn_dmask_unit(J, u, ws, &gw);
+        else if (J->kind == 3) nn__attn_dmask_unit(J, u, ws, &gw);
+        else nn__attn_bwd_unit(J, u, ws, &gw);
     }
     NN_FREE(gw.p);
 }
@@ -12312,7 +12974,7 @@ static nn_result nn__attn_run(nn__threadpool *pool, nn__attn_job *J) {
 #if defined(NN__VM_X86)
     J->avx512 = nn__vm_isa() == 2 && strcmp(nn__gemm_pick_arch()->name, "avx512f") == 0; /* as the GEMM (its forced kernel too) */
 #endif
-    J->units = J->kind == 2 ? (int64_t)a->B * a->Hkv * nkb : (int64_t)a->B * a->H * nqb;
+    J->units = J->kind == 4 ? (int64_t)a->B * a->Hkv : J->kind == 2 ? (int64_t)a->B * a->Hkv * nkb : (int64_t)a->B * a->H * nqb;
     if (J->kind == 3) {
         int64_t cnt[4];
         nn__attn_dmask_counts(a, cnt);
@@ -12322,7 +12984,9 @@ static nn_result nn__attn_run(nn__threadpool *pool, nn__attn_job *J) {
     if (tasks < 1) tasks = 1;
     J->per = (J->units + tasks - 1) / tasks;
     tasks = (int)((J->units + J->per - 1) / J->per);
-    bytes = (size_t)tasks * (size_t)nn__attn_ws_floats(nn__attn_w(a)) * sizeof(float);
+    J->khead = J->kind == 0 && J->avx512 && (int64_t)nkb * NN__ATTN_BC * a->D <= NN__ATTN_KHEAD;
+    J->ws_floats = nn__attn_ws_floats(nn__attn_w(a)) + (J->khead ? (int64_t)nkb * NN__ATTN_BC * a->D : 0);
+    bytes = (size_t)tasks * (size_t)J->ws_floats * sizeof(float);
     J->ws = (float *)nn__threadpool_workspace(pool, bytes);
     if (!J->ws) {
         own = NN_MALLOC(bytes);
@@ -12333,6 +12997,14 @@ static nn_result nn__attn_run(nn__threadpool *pool, nn__attn_job *J) {
     else nn__threadpool_run(pool, nn__attn_task, J, tasks);
     NN_FREE(own);
     return NN_OK;
+}
+
+/* Whether the one-pass backward (one unit per batch and key/value head) keeps `tasks`
+   threads busy: as many units as threads, in equal shares or at least four a thread. */
+static int nn__attn_one_pass_fits(const nn__attn_attr *a, int tasks) {
+    int64_t u = (int64_t)a->B * a->Hkv;
+    if (nn__attn_one_pass != 1) return nn__attn_one_pass == 2;
+    return u >= tasks && (u % tasks == 0 || u >= 4 * (int64_t)tasks);
 }
 
 /* ======================================================================
@@ -12856,6 +13528,123 @@ static void nn__cast(nn__threadpool *pool, const void *x, nn_dtype from, void *y
 }
 
 /* ======================================================================
+   src/cpu/fuse.c
+   ====================================================================== */
+/* The CPU backend's loop of a fused chain of elementwise nodes (src/ops/fuse.c finds the
+   chains, records a device's kernels and says why the bits stay the same), and the chains'
+   types: blocks of NN__FUSE_BLOCK elements over the pool's threads, each node's own row loop
+   of src/cpu/elementwise.c called in turn on the block, its output written to its buffer or,
+   when nothing outside the chain reads it, to a block on the stack. */
+
+#define NN__FUSE_MAX 6     /* nodes per chain */
+#define NN__FUSE_BLOCK 512 /* CPU: elements of a block, a multiple of 64 */
+
+/* what a node of a chain computes */
+enum { NN__FK_BINARY, NN__FK_UNARY, NN__FK_UNARY_GRAD, NN__FK_SCALE };
+/* how it reads an operand at output element i: x[i], x[0], x[i % m], or an earlier node's value */
+enum { NN__FA_FULL, NN__FA_SCALAR, NN__FA_ROW, NN__FA_MEMBER };
+
+typedef struct nn__fuse_opd {
+    int kind, node; /* node: the operand's node; NN__FA_MEMBER: its index in the chain */
+    int64_t m;      /* NN__FA_ROW: the operand's element count (it is the output's trailing dims) */
+} nn__fuse_opd;
+
+typedef struct nn__fuse_member {
+    int node, kind, fn, n_opd, written;
+    nn__fuse_opd opd[2];
+} nn__fuse_member;
+
+typedef struct nn__fuse_chain {
+    int n;
+    nn__fuse_member m[NN__FUSE_MAX];
+    char *source; /* a device backend's kernel "fused" (NULL on the CPU backend) */
+} nn__fuse_chain;
+
+struct nn__fusion {
+    nn__fuse_chain *c;
+    int n, cap;
+};
+
+/* ---- the CPU backend: blocks of the chain's elements over the pool's threads ---- */
+
+typedef struct nn__fuse_job {
+    nn_graph *g;
+    const nn__fuse_chain *c;
+    int64_t n, chunk;
+} nn__fuse_job;
+
+/* Operand o of a node at element e of a block starting at e0 (out: the chain's block
+   pointers), and its stride. */
+static const float *nn__fuse_at(const nn_graph *g, const nn__fuse_opd *o, float *const *out, int64_t e, int64_t e0,
+                                int64_t *stride) {
+    const float *x = o->kind == NN__FA_MEMBER ? NULL : g->nodes[o->node].buf.host;
+    *stride = o->kind != NN__FA_SCALAR;
+    if (o->kind == NN__FA_MEMBER) return out[o->node] + (e - e0);
+    if (o->kind == NN__FA_FULL) return x + e;
+    if (o->kind == NN__FA_SCALAR) return x;
+    return x + e % o->m;
+}
+
+static void nn__fuse_block(const nn__fuse_job *jb, int64_t e0, int64_t e1, float (*tmp)[NN__FUSE_BLOCK]) {
+    const nn__fuse_chain *c = jb->c;
+    nn_graph *g = jb->g;
+    float *out[NN__FUSE_MAX];
+    int j, k;
+    for (j = 0; j < c->n; j++) {
+        const nn__fuse_member *mb = &c->m[j];
+        nn__node *n = &g->nodes[mb->node];
+        out[j] = mb->written ? n->buf.host + e0 : tmp[j];
+        if (mb->kind == NN__FK_BINARY) { /* in row pieces: a row operand restarts at each multiple of its m */
+            int64_t e = e0;
+            while (e < e1) {
+                int64_t len = e1 - e, sa, sb;
+                const float *a, *b;
+                for (k = 0; k < 2; k++)
+                    if (mb->opd[k].kind == NN__FA_ROW && mb->opd[k].m - e % mb->opd[k].m < len) len = mb->opd[k].m - e % mb->opd[k].m;
+                a = nn__fuse_at(g, &mb->opd[0], out, e, e0, &sa);
+                b = nn__fuse_at(g, &mb->opd[1], out, e, e0, &sb);
+                nn__binary_row(mb->fn, out[j] + (e - e0), a, sa, b, sb, len);
+                e += len;
+            }
+        } else {
+            int64_t s;
+            const float *x = nn__fuse_at(g, &mb->opd[0], out, e0, e0, &s);
+            if (mb->kind == NN__FK_UNARY) {
+                nn__unary_forward(mb->fn, n->a.ew.param, out[j], x, e1 - e0);
+            } else if (mb->kind == NN__FK_UNARY_GRAD) {
+                nn__unary_backward(mb->fn, n->a.ew.param, out[j], x, nn__fuse_at(g, &mb->opd[1], out, e0, e0, &s), e1 - e0);
+            } else {
+                nn__scale_forward(out[j], x, n->a.ew.s, e1 - e0);
+            }
+        }
+    }
+}
+
+static void nn__fuse_task(void *arg, int t, int n_tasks) {
+    const nn__fuse_job *jb = (const nn__fuse_job *)arg;
+    float tmp[NN__FUSE_MAX][NN__FUSE_BLOCK];
+    int64_t e0 = jb->chunk * t, end = e0 + jb->chunk < jb->n ? e0 + jb->chunk : jb->n, e;
+    (void)n_tasks;
+    for (e = e0; e < end; e += NN__FUSE_BLOCK) nn__fuse_block(jb, e, end - e < NN__FUSE_BLOCK ? end : e + NN__FUSE_BLOCK, tmp);
+}
+
+static nn_result nn__fuse_cpu(nn_graph *g, nn__node *last) {
+    nn__fuse_job jb;
+    int tasks;
+    jb.g = g;
+    jb.c = &g->fusion->c[last->fused - 1];
+    jb.n = last->numel;
+    tasks = jb.n >= NN__EW_PAR_MIN ? nn__threadpool_size(g->ctx->threads) : 1;
+    jb.chunk = ((jb.n + tasks - 1) / tasks + NN__FUSE_BLOCK - 1) / NN__FUSE_BLOCK * NN__FUSE_BLOCK;
+#if defined(NN__VM_X86)
+    (void)nn__vm_isa();
+#endif
+    nn__threadpool_run(g->ctx->threads, nn__fuse_task, &jb, (int)((jb.n + jb.chunk - 1) / jb.chunk));
+    return NN_OK;
+}
+
+
+/* ======================================================================
    src/cpu/backend.c
    ====================================================================== */
 /* The CPU backend: buffers are host memory, and a run calls each scheduled op's CPU body
@@ -12962,15 +13751,21 @@ static nn_result nn__cpub_prepare(nn_graph *g) {
     return NN_OK;
 }
 
+/* A fused chain's nodes (nn__node.fused, src/ops/fuse.c) run as one pass at its last node:
+   one launch for the chain. */
 static nn_result nn__cpub_run(nn_graph *g, int n_sched) {
-    int i;
+    int i, runs = 0;
     for (i = g->run_from; i < n_sched; i++) { /* run_from: 0 but for a data-parallel update part */
         nn__node *n = &g->nodes[g->sched[i]];
-        nn_result r = nn__op(n->op)->cpu(g, n);
+        nn_result r = NN_OK;
+        if (n->fused >= 0) {
+            r = n->fused > 0 ? nn__fuse()->cpu(g, n) : nn__op(n->op)->cpu(g, n);
+            runs++;
+        }
         if (r != NN_OK) return r;
         g->progress++;
     }
-    g->ctx->stats.kernel_launches += (uint64_t)(n_sched - g->run_from);
+    g->ctx->stats.kernel_launches += (uint64_t)runs;
     return NN_OK;
 }
 
@@ -15425,6 +16220,10 @@ static const char *const nn__cl_src_elementwise[] = {
 "#define NN__ACTIVATION_H\n",
 "\n",
 "#ifdef __OPENCL_VERSION__\n",
+"/* No contraction in the kernels that include this file (elementwise, loss, the generated\n",
+"   fused chains): the CPU backend does not contract (src/base/fp_begin.h), and a fused chain\n",
+"   must give its unfused nodes' bits; drivers contract a * b + c by default (NVIDIA does). */\n",
+"#pragma OPENCL FP_CONTRACT OFF\n",
 "#define NN__EXP exp\n",
 "#define NN__EXPM1 expm1\n",
 "#define NN__LOG1P log1p\n",
@@ -17220,6 +18019,10 @@ static const char *const nn__cl_src_loss[] = {
 "#define NN__ACTIVATION_H\n",
 "\n",
 "#ifdef __OPENCL_VERSION__\n",
+"/* No contraction in the kernels that include this file (elementwise, loss, the generated\n",
+"   fused chains): the CPU backend does not contract (src/base/fp_begin.h), and a fused chain\n",
+"   must give its unfused nodes' bits; drivers contract a * b + c by default (NVIDIA does). */\n",
+"#pragma OPENCL FP_CONTRACT OFF\n",
 "#define NN__EXP exp\n",
 "#define NN__EXPM1 expm1\n",
 "#define NN__LOG1P log1p\n",
@@ -23773,6 +24576,260 @@ static const char *const nn__cl_src_cast[] = {
 0 };
 
 /* ======================================================================
+   kernels/fuse.cl
+   ====================================================================== */
+static const char *const nn__cl_src_fuse[] = {
+"#line 1 \"kernels/fuse.cl\"\n",
+"/* What the kernels that src/ops/fuse.c generates for chains of elementwise nodes stand on:\n",
+"   the formulas of kernels/activation.h (the generated text follows this file's, one kernel\n",
+"   \"fused\" per program, a statement per node of the chain, with the same expressions as\n",
+"   kernels/elementwise.cl's kernels: the same bits). */\n",
+"#line 1 \"kernels/activation.h\"\n",
+"/* The elementwise functions, each formula written once for both backends. This file is a\n",
+"   part of nn.h (C99 and C++: the CPU backend's loops in src/cpu/elementwise.c and the\n",
+"   vector ones in src/cpu/simd.c, the builders in src/ops/elementwise/unary.c and\n",
+"   binary.c) and is included by kernels/elementwise.cl and kernels/loss.cl (OpenCL C 1.2:\n",
+"   their kernels), so it uses only what the two languages share; the math functions go by\n",
+"   NN__EXP and friends, expf in C and exp in OpenCL C.\n",
+"\n",
+"   NN__ACTIVATIONS(X), NN__MATH(X) and NN__NOGRAD(X) list the functions of the unary ops\n",
+"   (UNARY; UNARY_NOGRAD for NN__NOGRAD's), one X(ENUM, name, params, valid, forward,\n",
+"   derivative) each:\n",
+"     ENUM        NN__U_ENUM, the op's function (the node's a.ew.fn)\n",
+"     name        the builder nn_<name> (declared in src/api/api.h) and the kernels\n",
+"                 <name>_forward / <name>_backward of kernels/elementwise.cl\n",
+"     params      how many float parameters follow x in the builder (0, 1 or 2): p0 and p1\n",
+"                 in the formulas, the node's a.ew.param[0] and a.ew.param[1]\n",
+"     valid       what the builder requires of p0 and p1 (1: anything)\n",
+"     forward     y as an expression of the input v (float), p0 and p1\n",
+"     derivative  dy/dv the same way; at a kink, the value PyTorch's backward gives\n",
+"   A comparison is written so that NaN takes the branch PyTorch's takes (relu(NaN) is NaN\n",
+"   and its gradient passes, since v <= 0 is false for NaN; clamps keep NaN), and infinities\n",
+"   give what PyTorch's formula gives (tests/test_nanprop.c).\n",
+"   A function is a line here (with helpers above the table when its formula needs\n",
+"   statements), its declaration in src/api/api.h and its cases in tests/test_activation.c.\n",
+"   Formulas follow PyTorch's definitions (ATen's CPU kernels); where an equal expression is\n",
+"   safer in float (softplus without overflow, expm1 near 0) that one is used.\n",
+"   NN__BINARY_FNS(X), at the end, lists the binary ops' functions the same way. */\n",
+"#ifndef NN__ACTIVATION_H\n",
+"#define NN__ACTIVATION_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"/* No contraction in the kernels that include this file (elementwise, loss, the generated\n",
+"   fused chains): the CPU backend does not contract (src/base/fp_begin.h), and a fused chain\n",
+"   must give its unfused nodes' bits; drivers contract a * b + c by default (NVIDIA does). */\n",
+"#pragma OPENCL FP_CONTRACT OFF\n",
+"#define NN__EXP exp\n",
+"#define NN__EXPM1 expm1\n",
+"#define NN__LOG1P log1p\n",
+"#define NN__TANH tanh\n",
+"#define NN__ERF erf\n",
+"#define NN__FABS fabs\n",
+"#define NN__LOG log\n",
+"#define NN__SQRT sqrt\n",
+"#define NN__SIN sin\n",
+"#define NN__COS cos\n",
+"#define NN__FLOOR floor\n",
+"#define NN__RINT rint\n",
+"#define NN__POW pow\n",
+"#else\n",
+"#include <math.h>\n",
+"#define NN__EXP expf\n",
+"#define NN__EXPM1 expm1f\n",
+"#define NN__LOG1P log1pf\n",
+"#define NN__TANH tanhf\n",
+"#define NN__ERF erff\n",
+"#define NN__FABS fabsf\n",
+"#define NN__LOG logf\n",
+"#define NN__SQRT sqrtf\n",
+"#define NN__SIN sinf\n",
+"#define NN__COS cosf\n",
+"#define NN__FLOOR floorf\n",
+"#define NN__RINT rintf /* round half to even in the default rounding mode, as torch.round */\n",
+"#define NN__POW powf\n",
+"#endif\n",
+"\n",
+"static inline float nn__act_sigmoid(float v) { return 1.0f / (1.0f + NN__EXP(-v)); }\n",
+"static inline float nn__act_sigmoid_der(float v) {\n",
+"    float s = nn__act_sigmoid(v);\n",
+"    return s * (1.0f - s);\n",
+"}\n",
+"static inline float nn__act_tanh_der(float v) {\n",
+"    float t = NN__TANH(v);\n",
+"    return 1.0f - t * t;\n",
+"}\n",
+"/* the exact GELU: x * Phi(x), with Phi'(x) = exp(-x^2/2) / sqrt(2 pi) */\n",
+"static inline float nn__act_gelu(float v) { return 0.5f * v * (1.0f + NN__ERF(v * 0.70710678118654752f)); }\n",
+"static inline float nn__act_gelu_der(float v) {\n",
+"    return 0.5f * (1.0f + NN__ERF(v * 0.70710678118654752f)) + v * 0.39894228040143268f * NN__EXP(-0.5f * v * v);\n",
+"}\n",
+"/* GELU's tanh approximation (PyTorch's approximate=\"tanh\"): 0.5 x (1 + tanh(u)), u =\n",
+"   sqrt(2/pi) (x + 0.044715 x^3), and its derivative as PyTorch writes it:\n",
+"   0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2);\n",
+"   t is exactly +-1 beyond |u| = 10 (where float's tanh is), since an OpenCL tanh may stop an\n",
+"   ulp short of 1 at +-inf, where PyTorch's -inf * 0 and 0 * inf give NaN. */\n",
+"static inline float nn__act_gelu_tanh_t(float v) {\n",
+"    float u = 0.79788456080286536f * (v + 0.044715f * (v * v * v));\n",
+"    return u > 10.0f ? 1.0f : u < -10.0f ? -1.0f : NN__TANH(u);\n",
+"}\n",
+"static inline float nn__act_gelu_tanh(float v) { return 0.5f * v * (1.0f + nn__act_gelu_tanh_t(v)); }\n",
+"static inline float nn__act_gelu_tanh_der(float v) {\n",
+"    float t = nn__act_gelu_tanh_t(v);\n",
+"    return 0.5f * (1.0f + t) + 0.5f * v * ((1.0f - t * t) * (0.79788456080286536f * (1.0f + 0.134145f * (v * v))));\n",
+"}\n",
+"static inline float nn__act_silu_der(float v) {\n",
+"    float s = nn__act_sigmoid(v);\n",
+"    return s * (1.0f + v * (1.0f - s));\n",
+"}\n",
+"/* leaky ReLU with slope w; PReLU (its own op, with w learned per channel) uses these too */\n",
+"static inline float nn__act_leaky(float v, float w) { return v > 0.0f ? v : w * v; }\n",
+"static inline float nn__act_leaky_der(float v, float w) { return v > 0.0f ? 1.0f : w; }\n",
+"static inline float nn__act_leaky_dslope(float v) { return v > 0.0f ? 0.0f : v; } /* d/dw */\n",
+"\n",
+"/* SELU with PyTorch's constants (Klambauer et al.): scale 1.0507..., scale * alpha 1.7581... */\n",
+"static inline float nn__act_selu(float v) {\n",
+"    return v > 0.0f ? 1.05070098735548049342f * v : 1.75809934084737685994f * NN__EXPM1(v);\n",
+"}\n",
+"static inline float nn__act_selu_der(float v) {\n",
+"    return v > 0.0f ? 1.05070098735548049342f : 1.75809934084737685994f * NN__EXP(v);\n",
+"}\n",
+"\n",
+"/* log(1 + exp(z)) without overflow for large z */\n",
+"static inline float nn__act_softplus(float z) { return (z > 0.0f ? z : 0.0f) + NN__LOG1P(NN__EXP(-NN__FABS(z))); }\n",
+"\n",
+"/* at +-inf PyTorch's formula gives NaN (inf * 0); (v - v), 0 for finite v, says so\n",
+"   explicitly, since an OpenCL tanh may stop an ulp short of 1 there */\n",
+"static inline float nn__act_mish_der(float v) {\n",
+"    float t = NN__TANH(nn__act_softplus(v));\n",
+"    return t + v * nn__act_sigmoid(v) * (1.0f - t * t) + (v - v);\n",
+"}\n",
+"\n",
+"/* v clamped to [lo, hi]; NaN stays NaN, as with PyTorch's min(max(v, lo), hi) */\n",
+"static inline float nn__act_clamp(float v, float lo, float hi) { return v < lo ? lo : v > hi ? hi : v; }\n",
+"\n",
+"/* PyTorch's softsign is x / (1 + |x|) through autograd, whose derivative is NaN at +-inf\n",
+"   (inf / inf): (v - v) is 0 for finite v and NaN there */\n",
+"static inline float nn__act_softsign_der(float v) {\n",
+"    float d = 1.0f + NN__FABS(v);\n",
+"    return 1.0f / (d * d) + (v - v);\n",
+"}\n",
+"\n",
+"#define NN__ACTIVATIONS(X)                                                                                  \\\n",
+"    X(RELU, relu, 0, 1, v <= 0.0f ? 0.0f : v, v <= 0.0f ? 0.0f : 1.0f)                                      \\\n",
+"    X(LEAKY_RELU, leaky_relu, 1, 1, nn__act_leaky(v, p0), nn__act_leaky_der(v, p0))                         \\\n",
+"    X(SIGMOID, sigmoid, 0, 1, nn__act_sigmoid(v), nn__act_sigmoid_der(v))                                   \\\n",
+"    X(TANH, tanh, 0, 1, NN__TANH(v), nn__act_tanh_der(v))                                                   \\\n",
+"    X(GELU, gelu, 0, 1, nn__act_gelu(v), nn__act_gelu_der(v))                                               \\\n",
+"    X(SILU, silu, 0, 1, v / (1.0f + NN__EXP(-v)), nn__act_silu_der(v))                                      \\\n",
+"    X(ELU, elu, 1, 1, v > 0.0f ? v : p0 * NN__EXPM1(v), v > 0.0f ? 1.0f : p0 * NN__EXP(v))                  \\\n",
+"    X(SELU, selu, 0, 1, nn__act_selu(v), nn__act_selu_der(v))                                               \\\n",
+"    X(CELU, celu, 1, p0 != 0.0f, v > 0.0f ? v : p0 * NN__EXPM1(v / p0), v > 0.0f ? 1.0f : NN__EXP(v / p0))  \\\n",
+"    X(SOFTPLUS, softplus, 2, p0 != 0.0f, v * p0 > p1 ? v : nn__act_softplus(v * p0) / p0,                   \\\n",
+"      v * p0 > p1 ? 1.0f : nn__act_sigmoid(v * p0))                                                         \\\n",
+"    X(MISH, mish, 0, 1, v * NN__TANH(nn__act_softplus(v)), nn__act_mish_der(v))                             \\\n",
+"    X(HARDSWISH, hardswish, 0, 1, v * nn__act_clamp(v + 3.0f, 0.0f, 6.0f) / 6.0f,                           \\\n",
+"      v < -3.0f ? 0.0f : v <= 3.0f ? v / 3.0f + 0.5f : 1.0f)                                                \\\n",
+"    X(HARDSIGMOID, hardsigmoid, 0, 1, nn__act_clamp(v + 3.0f, 0.0f, 6.0f) / 6.0f,                           \\\n",
+"      v > -3.0f && v < 3.0f ? 1.0f / 6.0f : 0.0f)                                                           \\\n",
+"    X(HARDTANH, hardtanh, 2, p0 <= p1, nn__act_clamp(v, p0, p1), v <= p0 || v >= p1 ? 0.0f : 1.0f)          \\\n",
+"    X(RELU6, relu6, 0, 1, nn__act_clamp(v, 0.0f, 6.0f), v <= 0.0f || v >= 6.0f ? 0.0f : 1.0f)               \\\n",
+"    X(SOFTSIGN, softsign, 0, 1, v / (1.0f + NN__FABS(v)), nn__act_softsign_der(v))                          \\\n",
+"    X(LOG_SIGMOID, log_sigmoid, 0, 1, (v < 0.0f ? v : 0.0f) - NN__LOG1P(NN__EXP(-NN__FABS(v))),             \\\n",
+"      nn__act_sigmoid(-v))                                                                                  \\\n",
+"    X(GELU_TANH, gelu_tanh, 0, 1, nn__act_gelu_tanh(v), nn__act_gelu_tanh_der(v))\n",
+"\n",
+"/* Elementwise math (torch.exp, torch.clamp, ...), the same columns as NN__ACTIVATIONS and\n",
+"   the same op (UNARY): a line each, its builder nn_<name> and kernels stamped the same way.\n",
+"   Derivatives are PyTorch's (ATen's derivatives.yaml): abs's is sign(x), 0 at 0; sqrt's is\n",
+"   1 / (2 sqrt(x)), inf at 0; floor, round and sign have 0. */\n",
+"\n",
+"/* x clamped to [lo, hi], a NaN bound meaning none: min(max(x, lo), hi) as torch.clamp\n",
+"   (lo > hi gives hi everywhere); a NaN x stays NaN. */\n",
+"static inline float nn__ew_clamp(float v, float lo, float hi) {\n",
+"    float t = (lo == lo && v < lo) ? lo : v;\n",
+"    return (hi == hi && t > hi) ? hi : t;\n",
+"}\n",
+"/* torch.clamp's gradient: 1 where lo <= x <= hi (bounds included), an absent bound passing */\n",
+"static inline float nn__ew_clamp_der(float v, float lo, float hi) {\n",
+"    return (lo != lo || v >= lo) && (hi != hi || v <= hi) ? 1.0f : 0.0f;\n",
+"}\n",
+"static inline float nn__ew_sign(float v) { return v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : 0.0f; } /* NaN: 0, as ATen */\n",
+"static inline float nn__ew_rsqrt(float v) { return 1.0f / NN__SQRT(v); }\n",
+"/* x ** p and its gradient p * x ** (p - 1), 0 for p == 0 (PyTorch's pow_backward) */\n",
+"static inline float nn__ew_pow_der(float v, float p) { return p == 0.0f ? 0.0f : p * NN__POW(v, p - 1.0f); }\n",
+"\n",
+"#define NN__MATH(X)                                                                                         \\\n",
+"    X(NEG, neg, 0, 1, -v, -1.0f)                                                                            \\\n",
+"    X(ABS, abs, 0, 1, NN__FABS(v), nn__ew_sign(v))                                                          \\\n",
+"    X(SIGN, sign, 0, 1, nn__ew_sign(v), 0.0f)                                                               \\\n",
+"    X(EXP, exp, 0, 1, NN__EXP(v), NN__EXP(v))                                                               \\\n",
+"    X(EXPM1, expm1, 0, 1, NN__EXPM1(v), NN__EXP(v))                                                         \\\n",
+"    X(LOG, log, 0, 1, NN__LOG(v), 1.0f / v)                                                                 \\\n",
+"    X(LOG1P, log1p, 0, 1, NN__LOG1P(v), 1.0f / (1.0f + v))                                                  \\\n",
+"    X(SQRT, sqrt, 0, 1, NN__SQRT(v), 0.5f / NN__SQRT(v))                                                    \\\n",
+"    X(RSQRT, rsqrt, 0, 1, nn__ew_rsqrt(v), -0.5f * nn__ew_rsqrt(v) / v)                                     \\\n",
+"    X(RECIPROCAL, reciprocal, 0, 1, 1.0f / v, -1.0f / (v * v))                                              \\\n",
+"    X(SQUARE, square, 0, 1, v * v, 2.0f * v)                                                                \\\n",
+"    X(SIN, sin, 0, 1, NN__SIN(v), NN__COS(v))                                                               \\\n",
+"    X(COS, cos, 0, 1, NN__COS(v), -NN__SIN(v))                                                              \\\n",
+"    X(ERF, erf, 0, 1, NN__ERF(v), 1.12837916709551257f * NN__EXP(-v * v))                                   \\\n",
+"    X(FLOOR, floor, 0, 1, NN__FLOOR(v), 0.0f)                                                               \\\n",
+"    X(ROUND, round, 0, 1, NN__RINT(v), 0.0f)                                                                \\\n",
+"    X(CLAMP, clamp, 2, 1, nn__ew_clamp(v, p0, p1), nn__ew_clamp_der(v, p0, p1))                             \\\n",
+"    X(ADD_SCALAR, add_scalar, 1, 1, v + p0, 1.0f)                                                           \\\n",
+"    X(POW_SCALAR, pow_scalar, 1, 1, NN__POW(v, p0), nn__ew_pow_der(v, p0))\n",
+"\n",
+"/* Functions with no gradient at all (op UNARY_NOGRAD: nothing flows back through them). */\n",
+"#define NN__NOGRAD(X)                                                                                       \\\n",
+"    X(DETACH, detach, 0, 1, v, 0.0f)                                                                        \\\n",
+"    X(LOGICAL_NOT, logical_not, 0, 1, v == 0.0f ? 1.0f : 0.0f, 0.0f)\n",
+"\n",
+"/* Every function of the unary ops, in enum order. */\n",
+"#define NN__UNARY_ALL(X) NN__ACTIVATIONS(X) NN__MATH(X) NN__NOGRAD(X)\n",
+"\n",
+"/* The binary functions, broadcast over both operands (NumPy's rules):\n",
+"   X(ENUM, name, forward, d/du, d/dw) of u (the first operand) and w (the second). minimum\n",
+"   and maximum propagate NaN and split the gradient half and half on ties (PyTorch's);\n",
+"   pow's d/dw is 0 where u == 0 and w >= 0, as PyTorch's pow_backward_exponent. The\n",
+"   comparisons and logical ops (float 0/1 masks, nonzero is true) have no gradient. */\n",
+"#define NN__BINARY_FNS(X)                                                                                   \\\n",
+"    X(ADD, add, u + w, 1.0f, 1.0f)                                                                          \\\n",
+"    X(SUB, sub, u - w, 1.0f, -1.0f)                                                                         \\\n",
+"    X(MUL, mul, u * w, w, u)                                                                                \\\n",
+"    X(DIV, div, u / w, 1.0f / w, -u / (w * w))                                                              \\\n",
+"    X(MINIMUM, minimum, (u != u || w != w) ? u + w : u < w ? u : w, u == w ? 0.5f : u > w ? 0.0f : 1.0f,    \\\n",
+"      u == w ? 0.5f : u < w ? 0.0f : 1.0f)                                                                  \\\n",
+"    X(MAXIMUM, maximum, (u != u || w != w) ? u + w : u > w ? u : w, u == w ? 0.5f : u < w ? 0.0f : 1.0f,    \\\n",
+"      u == w ? 0.5f : u > w ? 0.0f : 1.0f)                                                                  \\\n",
+"    X(POW, pow, NN__POW(u, w), nn__ew_pow_der(u, w), (u == 0.0f && w >= 0.0f) ? 0.0f : NN__POW(u, w) * NN__LOG(u)) \\\n",
+"    X(EQ, eq, u == w ? 1.0f : 0.0f, 0.0f, 0.0f)                                                             \\\n",
+"    X(NE, ne, u != w ? 1.0f : 0.0f, 0.0f, 0.0f)                                                             \\\n",
+"    X(LT, lt, u < w ? 1.0f : 0.0f, 0.0f, 0.0f)                                                              \\\n",
+"    X(LE, le, u <= w ? 1.0f : 0.0f, 0.0f, 0.0f)                                                             \\\n",
+"    X(GT, gt, u > w ? 1.0f : 0.0f, 0.0f, 0.0f)                                                              \\\n",
+"    X(GE, ge, u >= w ? 1.0f : 0.0f, 0.0f, 0.0f)                                                             \\\n",
+"    X(LOGICAL_AND, logical_and, (u != 0.0f && w != 0.0f) ? 1.0f : 0.0f, 0.0f, 0.0f)                         \\\n",
+"    X(LOGICAL_OR, logical_or, (u != 0.0f || w != 0.0f) ? 1.0f : 0.0f, 0.0f, 0.0f)\n",
+"\n",
+"/* The enums: NN__U_* a unary function, NN__B_* a binary one (shared with the kernels, which\n",
+"   take the function as an argument). */\n",
+"enum {\n",
+"#define NN__X(E, name, params, valid, fwd, der) NN__U_##E,\n",
+"    NN__UNARY_ALL(NN__X)\n",
+"#undef NN__X\n",
+"    NN__U_COUNT\n",
+"};\n",
+"enum {\n",
+"#define NN__X(E, name, fwd, da, db) NN__B_##E,\n",
+"    NN__BINARY_FNS(NN__X)\n",
+"#undef NN__X\n",
+"    NN__B_COUNT\n",
+"};\n",
+"#endif /* NN__ACTIVATION_H */\n",
+"#line 6 \"kernels/fuse.cl\"\n",
+0 };
+
+/* ======================================================================
    kernel table
    ====================================================================== */
 typedef struct nn__cl_source { const char *name; const char *const *lines; } nn__cl_source;
@@ -23795,8 +24852,9 @@ static const nn__cl_source nn__cl_sources[] = {
     { "attention", nn__cl_src_attention },
     { "recurrent", nn__cl_src_recurrent },
     { "cast", nn__cl_src_cast },
+    { "fuse", nn__cl_src_fuse },
 };
-#define NN__CL_NSOURCES 18
+#define NN__CL_NSOURCES 19
 
 /* ======================================================================
    src/opencl/backend.c
@@ -23817,6 +24875,10 @@ typedef struct nn__cl {
     cl_ulong max_alloc;
     cl_program programs[3 * 64];      /* one per kernels/NAME.cl and storage type (f32, bf16, f16: the
                                          launch's store), built on first use */
+    cl_program *gen;                  /* programs of generated source (nn__launch.source: fused chains,
+                                         src/ops/fuse.c), each built once, found by gen_key */
+    uint64_t *gen_key;
+    int n_gen, cap_gen;
     unsigned char *guard_seen;        /* NN_CL_GUARDS: each guard read before and after its launch */
     size_t guard_cap;                 /* bytes of guard_seen */
     int cache_dir_state;              /* ctx->cache_dir: 0 not looked at yet, 1 used, -1 refused */
@@ -23984,6 +25046,9 @@ static void nn__cl_close(nn_context *ctx) {
     for (i = 0; i < NN__CL_STAGES; i++) NN_FREE(cl->stage[i]);
     for (i = 0; i < 3 * 64; i++)
         if (cl->programs[i]) clReleaseProgram(cl->programs[i]);
+    for (i = 0; i < cl->n_gen; i++) clReleaseProgram(cl->gen[i]);
+    NN_FREE(cl->gen);
+    NN_FREE(cl->gen_key);
     if (cl->queue) clReleaseCommandQueue(cl->queue);
     if (cl->context) clReleaseContext(cl->context);
     NN_FREE(cl->guard_seen);
@@ -24234,7 +25299,7 @@ static const char **nn__cl_source_lines(nn_context *ctx, int idx, cl_uint *count
         snprintf(file, sizeof file, "%s.cl", nn__cl_sources[idx].name);
         text = nn__cl_read_kernel(ctx->kernel_dir, file, 0);
         if (text) {
-            out = (const char **)NN_MALLOC(sizeof(char *));
+            out = (const char **)NN_MALLOC(2 * sizeof(char *)); /* and room for a generated text */
             if (!out) {
                 NN_FREE(text);
                 return NULL;
@@ -24248,7 +25313,7 @@ static const char **nn__cl_source_lines(nn_context *ctx, int idx, cl_uint *count
                 ctx->kernel_dir, file);
     }
     while (lines[n]) n++;
-    out = (const char **)NN_MALLOC(n * sizeof(char *) + 1);
+    out = (const char **)NN_MALLOC((n + 1) * sizeof(char *)); /* room for a generated text after them */
     if (!out) return NULL;
     memcpy((void *)out, lines, n * sizeof(char *));
     *count = n;
@@ -24444,8 +25509,9 @@ static void nn__cl_map_log(const char **lines, cl_uint count, const char *log, c
 
 /* The program of kernels/NAME.cl for this context's device and storage type `store`
    (kernels/storage.h: NN_BF16 and NN_F16 build it with -DNN_STORE_BF16 / -DNN_STORE_F16),
-   built once. */
-static nn_result nn__cl_program(nn_context *ctx, const char *name, int store, cl_program *out) {
+   built once; with `source` (generated kernels, src/ops/fuse.c) that text after the file's,
+   a program of its own, built once per text (found by its cache key). */
+static nn_result nn__cl_program(nn_context *ctx, const char *name, int store, const char *source, cl_program *out) {
     nn__cl *cl = NN__CL(ctx);
     int idx = nn__cl_source_index(name), var = store == NN_BF16 ? 1 : store == NN_F16 ? 2 : 0;
     char options[768], extra[512], path[1100] = "", cname[80];
@@ -24458,21 +25524,42 @@ static nn_result nn__cl_program(nn_context *ctx, const char *name, int store, cl
     nn_result r = NN_OK;
     if (idx < 0 || idx >= 64) return nn__fail(ctx, NN_ERR_BUILD, "no kernel source kernels/%s.cl", name);
     idx += 64 * var;
-    if (cl->programs[idx]) {
+    if (cl->programs[idx] && !source) {
         *out = cl->programs[idx];
         return NN_OK;
     }
     nn__program_options(name, &ctx->dev, extra, sizeof extra); /* the plans' tuning of this file, as -D options */
     snprintf(options, sizeof options, "-cl-std=CL1.2%s%s%s%s", cl->exact_div ? " -cl-fp32-correctly-rounded-divide-sqrt" : "",
              extra[0] ? " " : "", extra, var == 1 ? " -DNN_STORE_BF16" : var == 2 ? " -DNN_STORE_F16" : "");
-    snprintf(cname, sizeof cname, "%s%s", name, var == 1 ? "-bf16" : var == 2 ? "-f16" : "");
+    snprintf(cname, sizeof cname, "%s%s%s", name, var == 1 ? "-bf16" : var == 2 ? "-f16" : "", source ? "-gen" : "");
     lines = nn__cl_source_lines(ctx, idx % 64, &count, &owned);
     if (!lines) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "out of memory reading kernels/%s.cl", name);
+    if (source) lines[count++] = source; /* nn__cl_source_lines leaves room for one more */
     for (i = 0; i < count; i++) key = nn__fnv(key, lines[i], strlen(lines[i]));
     key = nn__fnv(key, options, strlen(options) + 1);
     key = nn__fnv(key, cl->name, strlen(cl->name) + 1);
     key = nn__fnv(key, cl->driver, strlen(cl->driver) + 1);
     key = nn__fnv(key, cl->version, strlen(cl->version) + 1);
+    for (i = 0; source && i < (cl_uint)cl->n_gen; i++)
+        if (cl->gen_key[i] == key) {
+            NN_FREE((void *)lines);
+            NN_FREE(owned);
+            *out = cl->gen[i];
+            return NN_OK;
+        }
+    if (source && cl->n_gen == cl->cap_gen) {
+        int cap = cl->cap_gen ? cl->cap_gen * 2 : 16;
+        cl_program *p = (cl_program *)NN_REALLOC(cl->gen, (size_t)cap * sizeof *p);
+        uint64_t *q = p ? (uint64_t *)NN_REALLOC(cl->gen_key, (size_t)cap * sizeof *q) : NULL;
+        if (p) cl->gen = p;
+        if (q) cl->gen_key = q;
+        if (!p || !q) {
+            NN_FREE((void *)lines);
+            NN_FREE(owned);
+            return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "out of memory for a generated program");
+        }
+        cl->cap_gen = cap;
+    }
     prog = NULL;
     if (ctx->cache_dir && nn__cache_dir_usable(ctx) && nn__cache_path(ctx, cname, key, path, sizeof path))
         prog = nn__cache_load(ctx, path, key, options);
@@ -24498,15 +25585,21 @@ static nn_result nn__cl_program(nn_context *ctx, const char *name, int store, cl
     NN_FREE((void *)lines);
     NN_FREE(owned);
     if (r != NN_OK) return r;
-    cl->programs[idx] = prog;
+    if (source) {
+        cl->gen_key[cl->n_gen] = key;
+        cl->gen[cl->n_gen++] = prog;
+    } else {
+        cl->programs[idx] = prog;
+    }
     *out = prog;
     return NN_OK;
 }
 
-static nn_result nn__cl_kernel(nn_context *ctx, const char *file, int store, const char *kname, cl_kernel *out) {
+static nn_result nn__cl_kernel(nn_context *ctx, const char *file, int store, const char *source, const char *kname,
+                               cl_kernel *out) {
     cl_program prog;
     cl_int err;
-    nn_result r = nn__cl_program(ctx, file, store, &prog);
+    nn_result r = nn__cl_program(ctx, file, store, source, &prog);
     if (r != NN_OK) return r;
     *out = clCreateKernel(prog, kname, &err);
     if (!*out) return nn__fail(ctx, NN_ERR_BUILD, "kernels/%s.cl: no kernel %s (%s)", file, kname, nn__cl_errstr(err));
@@ -24630,7 +25723,7 @@ static nn_result nn__cl_prepare(nn_graph *g) {
     for (i = 0; i < g->n_launches; i++) {
         nn__launch *l = &g->launches[i];
         cl_kernel kern;
-        nn_result r = nn__cl_kernel(ctx, l->file, l->store, l->kernel, &kern);
+        nn_result r = nn__cl_kernel(ctx, l->file, l->store, l->source, l->kernel, &kern);
         if (r != NN_OK) return r;
         l->bk = kern;
         if (!l->use_lws && l->dims == 1 && !ctx->dev.cpu_tuned) { /* a GPU's NULL local size can be a poor choice */
@@ -25124,6 +26217,8 @@ static void nn__graph_release_compiled(nn_graph *g) {
     g->n_arena_parts = 0;
     NN_FREE(g->sched);
     g->sched = NULL;
+    if (g->fusion_free) g->fusion_free(g); /* src/ops/fuse.c's chains, set by the compile that found them */
+    g->fusion_free = NULL;
 }
 
 static void nn__ctx_link(nn_context *ctx, nn_graph *g) {
@@ -27898,8 +28993,10 @@ static nn_result nn__record_launches(nn_graph *g) {
     g->sched_launch = (int *)nn__calloc((size_t)g->n_sched + 1, sizeof(int));
     if (!g->sched_launch) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
     for (i = 0; i < g->n_sched && r == NN_OK; i++) {
+        const nn__node *n = &g->nodes[g->sched[i]];
         g->sched_launch[i] = g->n_launches;
-        r = nn__op(g->nodes[g->sched[i]].op)->launch(g, g->sched[i]);
+        if (n->fused < 0) continue; /* launched by its fused chain's last node (src/ops/fuse.c) */
+        r = n->fused > 0 ? nn__fuse()->launch(g, g->sched[i]) : nn__op(n->op)->launch(g, g->sched[i]);
         if (r == NN_ERR_STATE && !g->ctx->err[0]) {
             const nn__launch *l = g->n_launches ? &g->launches[g->n_launches - 1] : NULL;
             char what[160] = "";
@@ -28025,6 +29122,11 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     for (i = 0; i < g->n_sched; i++) { /* algorithms and working memory chosen per op */
         nn__node *n = &g->nodes[g->sched[i]];
         if (nn__op(n->op)->plan) nn__op(n->op)->plan(g, n);
+    }
+    r = nn__fuse()->plan(g); /* elementwise chains as one pass (src/ops/fuse.c; NN_FUSE=0: off) */
+    if (r != NN_OK) {
+        g->status = r;
+        return r;
     }
     r = nn__plan_memory(g, g->ctx->dev.align, 0);
     if (r == NN_OK && g->ctx->dev.max_alloc > 0 && g->arena_bytes > g->ctx->dev.max_alloc) {
@@ -34875,6 +35977,7 @@ static void nn__conv2d_node_geom(const nn_graph *g, const nn__node *n, nn__conv2
    depthwise convolutions, else im2col + GEMM; devices choose by nn__conv2d_dev_plan. */
 static void nn__plan_conv2d(nn_graph *g, nn__node *n) {
     nn__conv2d c;
+    int which;
     nn__conv2d_node_geom(g, n, &c);
     if (!g->ctx->backend->host_memory) {
         nn__conv_plan p;
@@ -34883,12 +35986,13 @@ static void nn__plan_conv2d(nn_graph *g, nn__node *n) {
         n->scratch = p.scratch;
         return;
     }
-    n->algo = nn__conv2d_is_depthwise(&c) ? NN__CONV_DIRECT : nn__conv_cpu_algo(); /* direct: no scratch */
+    which = n->op == NN__OP_CONV2D ? 0 : n->op == NN__OP_CONV2D_DX ? 1 : 2;
+    n->algo = nn__conv2d_is_depthwise(&c) ? NN__CONV_DIRECT : nn__conv_cpu_algo(&c, which); /* direct: no scratch */
     if (n->algo == NN__CONV_DIRECT) n->scratch = 0;
+    else if (n->algo == NN__CONV_WINOGRAD) n->scratch = nn__wino_scratch(&c, which, nn__threadpool_size(g->ctx->threads));
     else if (n->algo == NN__CONV_GEMM) n->scratch = nn__conv2d_scratch(&c);
     else
-        n->scratch = nn__iconv_scratch(&c, n->op == NN__OP_CONV2D ? 0 : n->op == NN__OP_CONV2D_DX ? 1 : 2,
-                                       nn__threadpool_size(g->ctx->threads));
+        n->scratch = nn__iconv_scratch(&c, which, nn__threadpool_size(g->ctx->threads));
 }
 
 /* Direct loops (src/cpu/conv_dw.c) when planned, no scratch; else im2col + GEMM. */
@@ -34900,7 +36004,11 @@ static nn_result nn__cpu_conv2d(nn_graph *g, nn__node *n) {
     nn__conv2d_geom(&c, &x->shape, &w->shape, &n->a.conv);
     if (n->algo == NN__CONV_DIRECT)
         nn__dwconv2d_forward(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL);
-    else if (n->algo == NN__CONV_IMPLICIT)
+    else if (n->algo == NN__CONV_WINOGRAD && nn__wino_run(g->ctx->threads, &c, 0, nn__threadpool_size(g->ctx->threads), y,
+                                                          x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL,
+                                                          n->scratch_buf.host))
+        ; /* else (an output not finite) the implicit GEMM below gives PyTorch's infinities and NaNs */
+    else if (n->algo == NN__CONV_IMPLICIT || n->algo == NN__CONV_WINOGRAD)
         nn__iconv_forward(g->ctx->threads, &c, nn__threadpool_size(g->ctx->threads), y, x->buf.host, w->buf.host,
                           n->n_in > 2 ? NN__F(in[2]) : NULL, n->scratch_buf.host);
     else
@@ -34916,7 +36024,10 @@ static nn_result nn__cpu_conv2d_dx(nn_graph *g, nn__node *n) {
     nn__node *w = &g->nodes[n->in[0]], *dy = &g->nodes[n->in[1]];
     nn__conv2d_geom(&c, &n->shape, &w->shape, &n->a.conv);
     if (n->algo == NN__CONV_DIRECT) nn__dwconv2d_backward_data(g->ctx->threads, &c, y, w->buf.host, dy->buf.host);
-    else if (n->algo == NN__CONV_IMPLICIT)
+    else if (n->algo == NN__CONV_WINOGRAD && nn__wino_run(g->ctx->threads, &c, 1, nn__threadpool_size(g->ctx->threads), y,
+                                                          dy->buf.host, w->buf.host, NULL, n->scratch_buf.host))
+        ; /* as the forward */
+    else if (n->algo == NN__CONV_IMPLICIT || n->algo == NN__CONV_WINOGRAD)
         nn__iconv_backward_data(g->ctx->threads, &c, nn__threadpool_size(g->ctx->threads), y, w->buf.host,
                                 dy->buf.host, n->scratch_buf.host);
     else nn__conv2d_backward_data(g->ctx->threads, &c, y, w->buf.host, dy->buf.host, n->scratch_buf.host);
@@ -37761,7 +38872,9 @@ static nn_result nn__launch_sinusoidal(nn_graph *g, int id) { /* never scheduled
    gradient reaching ATTENTION is [dO, 0]. The backward:
      ATTENTION_DELTA (packed, dpacked) -> [B*H*Tq]: delta_i = sum_d dO_id O_id
      ATTENTION_DQ    (q, k, v, packed, dpacked, delta[, masks]) -> q's shape
-     ATTENTION_DKV   (the same) -> a flat [dK (k's shape), dV (v's shape)], sliced
+     ATTENTION_DKV   (the same) -> a flat [dK (k's shape), dV (v's shape)], sliced; when q
+                     needs a gradient too, [dK, dV, dQ] (with_dq; ATTENTION_DQ then only
+                     where k and v need none): the CPU computes the three in one pass
      ATTENTION_DMASK (the same) -> the additive mask's shape: dS summed over the dims the
                      mask broadcasts (only when the mask needs a gradient)
    each recomputing the scores tile by tile: P = exp(S - lse), dS = P (dP z - delta) with
@@ -37912,11 +39025,16 @@ static nn_tensor nn__attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor 
 #define nn__grad_attention_dq nn__grad_none
 #define nn__plan_attention_dq nn__no_plan
 #define nn__grad_attention_dkv nn__grad_none
-#define nn__plan_attention_dkv nn__no_plan
 #define nn__grad_attention_dmask nn__grad_none
 #define nn__plan_attention_dmask nn__no_plan
 
-/* dq, and dk, dv sliced from one node */
+/* a device's ATTENTION_DKV with dq: the dQ kernel's output in the node's scratch, then
+   copied after dk and dv (the kernels write from their output's start) */
+static void nn__plan_attention_dkv(nn_graph *g, nn__node *n) {
+    n->scratch = n->a.attn.with_dq && !g->ctx->backend->host_memory ? (int64_t)n->a.attn.B * n->a.attn.H * n->a.attn.Tq * n->a.attn.D : 0;
+}
+
+/* dq, and dk, dv sliced from one node (dq too when k or v needs a gradient) */
 static void nn__grad_attention(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn__attn_attr at = n.a.attn;
@@ -37931,19 +39049,22 @@ static void nn__grad_attention(nn_graph *g, int id) {
     ins[0] = a, ins[1] = b, ins[2] = c, ins[3] = id, ins[4] = gy.id, ins[5] = delta.id;
     for (i = 3; i < n.n_in; i++) ins[nin++] = n.in[i];
     nn__attn_set_ins(&at, 6);
-    if (ga) {
+    if (ga && !gb && !gc) {
         int t = nn__new_node(g, NN__OP_ATTENTION_DQ, NN_F32, g->nodes[a].shape, ins, nin);
         if (t < 0) return;
         g->nodes[t].a.attn = at;
         nn__acc_grad(g, a, nn__tensor(t));
     }
     if (gb || gc) {
-        int64_t nk = nn__attn_nK(&at), nv = nn__attn_nV(&at);
-        int t = nn__new_node(g, NN__OP_ATTENTION_DKV, NN_F32, nn_shape1(nk + nv), ins, nin);
+        int64_t nk = nn__attn_nK(&at), nv = nn__attn_nV(&at), nq = ga ? g->nodes[a].numel : 0;
+        nn_shape sq = g->nodes[a].shape;
+        int t = nn__new_node(g, NN__OP_ATTENTION_DKV, NN_F32, nn_shape1(nk + nv + nq), ins, nin);
         if (t < 0) return;
+        at.with_dq = ga;
         g->nodes[t].a.attn = at;
         if (gb) nn__acc_grad(g, b, nn_reshape(g, nn_slice(g, nn__tensor(t), 0, 0, nk), sk));
         if (gc) nn__acc_grad(g, c, nn_reshape(g, nn_slice(g, nn__tensor(t), 0, nk, nv), sv));
+        if (ga) nn__acc_grad(g, a, nn_reshape(g, nn_slice(g, nn__tensor(t), 0, nk + nv, nq), sq));
     }
     if (at.mask_mode == 1 && g->nodes[n.in[n.a.attn.mask_in]].needs_grad) { /* an additive mask: the sum of dS */
         int m = n.in[n.a.attn.mask_in], t = nn__new_node(g, NN__OP_ATTENTION_DMASK, NN_F32, g->nodes[m].shape, ins, nin);
@@ -37986,19 +39107,42 @@ static nn_result nn__cpu_attention(nn_graph *g, nn__node *n) {
     return nn__attn_run(g->ctx->threads, &J);
 }
 
-/* delta_i = sum_d dO_id O_id, d in order */
-static nn_result nn__cpu_attention_delta(nn_graph *g, nn__node *n) {
-    const nn__attn_attr *a = &n->a.attn;
-    const float *o = NN__F(n->in[0]), *dout = NN__F(n->in[1]);
-    int64_t s[3], r, rows = (int64_t)a->B * a->H * a->Tq;
+/* delta_i = sum_d dO_id O_id, d in order; the rows split into one contiguous run per
+   thread */
+typedef struct nn__attn_delta_job {
+    const nn__attn_attr *a;
+    const float *o, *dout;
+    float *delta;
+    int64_t s[3], rows, per;
+} nn__attn_delta_job;
+
+static void nn__attn_delta_task(void *arg, int t, int n_tasks) {
+    const nn__attn_delta_job *J = (const nn__attn_delta_job *)arg;
+    const nn__attn_attr *a = J->a;
+    int64_t r, r1 = (t + 1) * J->per < J->rows ? (t + 1) * J->per : J->rows;
     int d;
-    nn__attn_strides(a->layout, a->H, a->Tq, a->Dv, s);
-    for (r = 0; r < rows; r++) {
-        int64_t b = r / ((int64_t)a->H * a->Tq), h = r / a->Tq % a->H, i = r % a->Tq, off = b * s[0] + h * s[1] + i * s[2];
+    (void)n_tasks;
+    for (r = t * J->per; r < r1; r++) {
+        int64_t b = r / ((int64_t)a->H * a->Tq), h = r / a->Tq % a->H, i = r % a->Tq, off = b * J->s[0] + h * J->s[1] + i * J->s[2];
         float acc = 0.0f;
-        for (d = 0; d < a->Dv; d++) acc += dout[off + d] * o[off + d];
-        n->buf.host[r] = acc;
+        for (d = 0; d < a->Dv; d++) acc += J->dout[off + d] * J->o[off + d];
+        J->delta[r] = acc;
     }
+}
+
+static nn_result nn__cpu_attention_delta(nn_graph *g, nn__node *n) {
+    nn__attn_delta_job J;
+    int tasks = nn__threadpool_size(g->ctx->threads);
+    J.a = &n->a.attn;
+    J.o = NN__F(n->in[0]);
+    J.dout = NN__F(n->in[1]);
+    J.delta = n->buf.host;
+    J.rows = (int64_t)J.a->B * J.a->H * J.a->Tq;
+    nn__attn_strides(J.a->layout, J.a->H, J.a->Tq, J.a->Dv, J.s);
+    if ((int64_t)tasks * 1024 > J.rows) tasks = (int)(J.rows / 1024 > 0 ? J.rows / 1024 : 1); /* 1,024 rows a task at least */
+    J.per = (J.rows + tasks - 1) / tasks;
+    if (tasks <= 1) nn__attn_delta_task(&J, 0, 1);
+    else nn__threadpool_run(g->ctx->threads, nn__attn_delta_task, &J, tasks);
     return NN_OK;
 }
 
@@ -38009,12 +39153,23 @@ static nn_result nn__cpu_attention_dq(nn_graph *g, nn__node *n) {
     return nn__attn_run(g->ctx->threads, &J);
 }
 
+/* dk and dv, and dq after them when with_dq: in one pass where it keeps the threads busy,
+   else the dK/dV pass then the dQ pass (the same bits) */
 static nn_result nn__cpu_attention_dkv(nn_graph *g, nn__node *n) {
     nn__attn_job J;
+    nn_result r;
     nn__attn_job_init(g, n, &J, 2);
     J.dk = n->buf.host;
     J.dv = J.dk + nn__attn_nK(&n->a.attn);
-    return nn__attn_run(g->ctx->threads, &J);
+    if (!n->a.attn.with_dq) return nn__attn_run(g->ctx->threads, &J);
+    J.dq = J.dv + nn__attn_nV(&n->a.attn);
+    if (nn__attn_one_pass_fits(&n->a.attn, nn__threadpool_size(g->ctx->threads))) {
+        J.kind = 4;
+        return nn__attn_run(g->ctx->threads, &J);
+    }
+    r = nn__attn_run(g->ctx->threads, &J);
+    J.kind = 1;
+    return r == NN_OK ? nn__attn_run(g->ctx->threads, &J) : r;
 }
 
 static nn_result nn__cpu_attention_dmask(nn_graph *g, nn__node *n) {
@@ -38139,7 +39294,8 @@ static nn_result nn__launch_attention_delta(nn_graph *g, int id) {
 /* dQ (tiles of query rows, or one work-item per row) and dK/dV (tiles of key rows of each
    key/value head, or one work-item per row), and the mask's gradient (heads 0: one
    work-item per element): the same arguments, another kernel */
-static nn_result nn__launch_attention_bwd(nn_graph *g, int id, const char *kernel, int64_t items, int heads, int rows) {
+static nn_result nn__launch_attention_bwd(nn_graph *g, int id, const char *kernel, int64_t items, int heads, int rows,
+                                          const nn__buf *out) {
     nn__node *n = &g->nodes[id];
     int dims[8], mk[8], tile = heads ? nn__attn_tile(g, &n->a.attn, 1) : 0, blk = heads && nn__attn_block(g, &n->a.attn);
     char name[32];
@@ -38156,23 +39312,42 @@ static nn_result nn__launch_attention_bwd(nn_graph *g, int id, const char *kerne
     k.o = &g->nodes[n->in[3]].buf;
     k.dout = &g->nodes[n->in[4]].buf;
     k.delta = &g->nodes[n->in[5]].buf;
-    k.out = &n->buf;
+    k.out = out;
     return nn__kargs_attn_bwd(l, &k);
 }
 
 static nn_result nn__launch_attention_dq(nn_graph *g, int id) {
     const nn__attn_attr *a = &g->nodes[id].a.attn;
-    return nn__launch_attention_bwd(g, id, "dq", (int64_t)a->B * a->H * a->Tq, a->H, a->Tq);
+    return nn__launch_attention_bwd(g, id, "dq", (int64_t)a->B * a->H * a->Tq, a->H, a->Tq, &g->nodes[id].buf);
 }
 
+/* dk, dv; with dq: the dQ kernel into the scratch, then a copy after dk and dv */
 static nn_result nn__launch_attention_dkv(nn_graph *g, int id) {
-    const nn__attn_attr *a = &g->nodes[id].a.attn;
-    return nn__launch_attention_bwd(g, id, "dkv", (int64_t)a->B * a->Hkv * a->Tk, a->Hkv, a->Tk);
+    nn__node *n = &g->nodes[id];
+    const nn__attn_attr *a = &n->a.attn;
+    int64_t nq = (int64_t)a->B * a->H * a->Tq * a->D, off = nn__attn_nK(a) + nn__attn_nV(a);
+    nn__launch *l = NULL;
+    nn__k_concat_part k;
+    nn_result r = nn__launch_attention_bwd(g, id, "dkv", (int64_t)a->B * a->Hkv * a->Tk, a->Hkv, a->Tk, &n->buf);
+    if (r != NN_OK || !a->with_dq) return r;
+    r = nn__launch_attention_bwd(g, id, "dq", (int64_t)a->B * a->H * a->Tq, a->H, a->Tq, &g->nodes[id].scratch_buf);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "shape", "concat_part", (size_t)nq, &l);
+    if (r != NN_OK) return r;
+    n = &g->nodes[id];
+    memset(&k, 0, sizeof k);
+    k.x = &n->scratch_buf;
+    k.y = &n->buf;
+    k.n = (int)nq;
+    k.lx = (int)nq;
+    k.L = (int)(off + nq);
+    k.off = (int)off;
+    k.inner = 1;
+    return nn__kargs_concat_part(l, &k);
 }
 
 /* one work-item per element of the mask */
 static nn_result nn__launch_attention_dmask(nn_graph *g, int id) {
-    return nn__launch_attention_bwd(g, id, "dmask", g->nodes[id].numel, 0, 0);
+    return nn__launch_attention_bwd(g, id, "dmask", g->nodes[id].numel, 0, 0, &g->nodes[id].buf);
 }
 
 /* ======================================================================
@@ -39204,6 +40379,353 @@ static const nn__op_def *nn__op(int op) { return &nn__op_table[op]; }
 
 static const nn__optim_hooks nn__optim_table = {nn__optim_configure, nn__optim_updates, nn__add_optimizer};
 static const nn__optim_hooks *nn__optim(void) { return &nn__optim_table; }
+
+/* ======================================================================
+   src/ops/fuse.c
+   ====================================================================== */
+/* Elementwise fusion (issue 19): chains of elementwise nodes that stand next to each other in
+   the schedule, each after the first reading the node before it at its own shape (a bias add
+   and its activation, a residual add after a bias add, an activation's gradient and the
+   gradient sum after it), run as one pass over memory: on the CPU backend one loop over
+   blocks of NN__FUSE_BLOCK elements calling each node's own row loop in turn
+   (src/cpu/elementwise.c), on a device one kernel generated from the chain (the formulas'
+   text from kernels/activation.h, after kernels/fuse.cl, built once per text and cached as
+   the other programs). A node's output is written when anything outside its chain reads it
+   (the backward, an output, a view), else it stays in a block (CPU) or a register (device).
+
+   The same float operations in the same order as the unfused nodes, so the same bits: each
+   element's value goes through the same formula (the same loops on the CPU; on a device the
+   same expression, one statement per node, so a compiler contracts nothing across nodes).
+   Found at compile, after the ops' plans and before the memory plan, which then keeps every
+   input of a chain live to its last node and each node's output from its first. NN_FUSE=0
+   in the environment turns it off. */
+
+/* The chains' types and the CPU backend's loop: src/cpu/fuse.c. */
+
+
+/* the formulas' text, for the generated kernels (the same tokens kernels/elementwise.cl's
+   kernels are stamped from) */
+static const char *const nn__fuse_ufwd[] = {
+#define NN__X(E, name, params, valid, fwd, der) #fwd,
+    NN__UNARY_ALL(NN__X)
+#undef NN__X
+};
+static const char *const nn__fuse_uder[] = {
+#define NN__X(E, name, params, valid, fwd, der) #der,
+    NN__UNARY_ALL(NN__X)
+#undef NN__X
+};
+static const char *const nn__fuse_bfwd[] = {
+#define NN__X(E, name, fwd, da, db) #fwd,
+    NN__BINARY_FNS(NN__X)
+#undef NN__X
+};
+
+static void nn__fusion_free(nn_graph *g) {
+    int i;
+    if (!g->fusion) return;
+    for (i = 0; i < g->fusion->n; i++) NN_FREE(g->fusion->c[i].source);
+    NN_FREE(g->fusion->c);
+    NN_FREE(g->fusion);
+    g->fusion = NULL;
+}
+
+/* The kind of node n in a chain, or -1: not fusable (float32 in and out, a flat index that
+   fits an int, no input check). */
+static int nn__fuse_kind(const nn_graph *g, const nn__node *n) {
+    int k, kind;
+    switch (n->op) {
+    case NN__OP_ADD: case NN__OP_SUB: case NN__OP_MUL: case NN__OP_BINARY: case NN__OP_COMPARE: kind = NN__FK_BINARY; break;
+    case NN__OP_UNARY: case NN__OP_UNARY_NOGRAD: kind = NN__FK_UNARY; break;
+    case NN__OP_UNARY_GRAD: kind = NN__FK_UNARY_GRAD; break;
+    case NN__OP_SCALE: kind = NN__FK_SCALE; break;
+    default: return -1;
+    }
+    if (n->dtype != NN_F32 || n->numel < 1 || n->numel > 0x7fffffff || n->check || n->storage == NN__ST_VIEW) return -1;
+    for (k = 0; k < n->n_in; k++)
+        if (g->nodes[n->in[k]].dtype != NN_F32) return -1;
+    return kind;
+}
+
+/* How node n reads node x at its output's index: -1 when not one of the forms. */
+static int nn__fuse_form(const nn_graph *g, const nn__node *n, int x, int64_t *m) {
+    const nn_shape *s = &g->nodes[x].shape, *o = &n->shape;
+    int d, lead = 0;
+    if (nn__shape_eq(s, o)) return NN__FA_FULL;
+    if (g->nodes[x].numel == 1) return NN__FA_SCALAR;
+    while (lead < s->ndim && s->dim[lead] == 1) lead++;
+    if (s->ndim - lead > o->ndim) return -1;
+    for (d = lead; d < s->ndim; d++)
+        if (s->dim[d] != o->dim[o->ndim - s->ndim + d]) return -1;
+    *m = g->nodes[x].numel;
+    return NN__FA_ROW;
+}
+
+/* The kernel argument of operand k of node j of chain c, an outside node: its index among
+   the chain's distinct outside operands in order of first reading (so the generated text
+   depends on the chain's form, not on node ids, and programs are shared); *first: j, k is
+   that first reading. */
+static int nn__fuse_ext(const nn__fuse_chain *c, int j, int k, int *first) {
+    int i, q, n = 0;
+    for (i = 0; i <= j; i++)
+        for (q = 0; q < (i < j ? c->m[i].n_opd : k + 1); q++) {
+            const nn__fuse_opd *o = &c->m[i].opd[q];
+            int p, r, dup = 0;
+            if (o->kind == NN__FA_MEMBER) continue;
+            for (p = 0; p <= i && !dup; p++) /* read before (i, q)? */
+                for (r = 0; r < (p < i ? c->m[p].n_opd : q); r++)
+                    if (c->m[p].opd[r].kind != NN__FA_MEMBER && c->m[p].opd[r].node == o->node) {
+                        dup = 1;
+                        break;
+                    }
+            if (i == j && q == k) {
+                *first = !dup;
+                if (!dup) return n;
+                for (p = 0, n = 0; p <= i; p++) /* the index of its first reading */
+                    for (r = 0; r < (p < i ? c->m[p].n_opd : q); r++) {
+                        const nn__fuse_opd *e = &c->m[p].opd[r];
+                        int e_first = 0, idx;
+                        if (e->kind == NN__FA_MEMBER || e->node != o->node) continue;
+                        idx = nn__fuse_ext(c, p, r, &e_first);
+                        if (e_first) return idx;
+                    }
+                return 0;
+            }
+            n += !dup;
+        }
+    *first = 0;
+    return 0;
+}
+
+/* Kernel arguments the chain c takes (every node's output counted, as if written). */
+static int nn__fuse_nargs(const nn__fuse_chain *c) {
+    int j, k, args = 1; /* n */
+    for (j = 0; j < c->n; j++) {
+        const nn__fuse_member *mb = &c->m[j];
+        args += 1 + (mb->kind == NN__FK_UNARY || mb->kind == NN__FK_UNARY_GRAD ? 2 : mb->kind == NN__FK_SCALE);
+        for (k = 0; k < mb->n_opd; k++) {
+            int first = 0;
+            if (mb->opd[k].kind == NN__FA_MEMBER) continue;
+            args += mb->opd[k].kind == NN__FA_ROW;
+            (void)nn__fuse_ext(c, j, k, &first);
+            args += first;
+        }
+    }
+    return args;
+}
+
+/* Node id as the next node of chain c (c->n == 0: its first): 0 when it cannot join it. */
+static int nn__fuse_join(nn_graph *g, nn__fuse_chain *c, int id) {
+    const nn__node *n = &g->nodes[id];
+    nn__fuse_member *mb = &c->m[c->n];
+    int kind = nn__fuse_kind(g, n), k, i, reads_prev = c->n == 0;
+    if (kind < 0 || c->n == NN__FUSE_MAX) return 0;
+    memset(mb, 0, sizeof *mb);
+    mb->node = id;
+    mb->kind = kind;
+    mb->n_opd = kind == NN__FK_BINARY || kind == NN__FK_UNARY_GRAD ? 2 : 1;
+    if (n->n_in != mb->n_opd) return 0;
+    mb->fn = kind == NN__FK_BINARY ? nn__binary_node_fn(n) : n->a.ew.fn;
+    for (k = 0; k < mb->n_opd; k++) {
+        int x = n->in[k];
+        nn__fuse_opd *o = &mb->opd[k];
+        o->node = x;
+        for (i = 0; i < c->n && c->m[i].node != x; i++) {}
+        if (i < c->n) { /* an earlier node of the chain: read at the same shape only */
+            if (!nn__shape_eq(&g->nodes[x].shape, &n->shape)) return 0;
+            o->kind = NN__FA_MEMBER;
+            o->node = i;
+            reads_prev |= i == c->n - 1;
+            continue;
+        }
+        o->kind = nn__fuse_form(g, n, x, &o->m);
+        if (o->kind < 0 || ((kind == NN__FK_UNARY || kind == NN__FK_UNARY_GRAD || kind == NN__FK_SCALE) && o->kind != NN__FA_FULL))
+            return 0;
+    }
+    if (!reads_prev) return 0;
+    c->n++;
+    if (nn__fuse_nargs(c) > NN__MAX_KARGS) {
+        c->n--;
+        return 0;
+    }
+    return 1;
+}
+
+/* kernels/fuse.cl's kernel "fused" for chain c: its parameters the buffers it reads (x<node>)
+   and writes (y<j>), n, each row operand's m, each node's parameters; one statement per node. */
+static char *nn__fuse_source(const nn_graph *g, const nn__fuse_chain *c) {
+    char *s = NULL, *p;
+    size_t cap = 4096, len = 0;
+    int j, k;
+    for (j = 0; j < c->n; j++)
+        cap += strlen(c->m[j].kind == NN__FK_BINARY ? nn__fuse_bfwd[c->m[j].fn] : nn__fuse_ufwd[c->m[j].fn]) +
+               strlen(c->m[j].kind == NN__FK_UNARY_GRAD ? nn__fuse_uder[c->m[j].fn] : "") + 512;
+    s = (char *)NN_MALLOC(cap);
+    if (!s) return NULL;
+#define NN__PUT(...) (len += (size_t)snprintf(s + len, cap - len, __VA_ARGS__))
+    NN__PUT("\n#line 1 \"the fused kernel of a chain (src/ops/fuse.c)\"\n__kernel void fused(const int n");
+    for (j = 0; j < c->n; j++) { /* the arguments, in nn__fuse_launch's order */
+        const nn__fuse_member *mb = &c->m[j];
+        for (k = 0; k < mb->n_opd; k++) {
+            int first = 0, x;
+            if (mb->opd[k].kind == NN__FA_MEMBER) continue;
+            x = nn__fuse_ext(c, j, k, &first);
+            if (first) NN__PUT(", __global const float *x%d", x);
+            if (mb->opd[k].kind == NN__FA_ROW) NN__PUT(", const int m%d_%d", j, k);
+        }
+        if (mb->written) NN__PUT(", __global float *y%d", j);
+        if (mb->kind == NN__FK_UNARY || mb->kind == NN__FK_UNARY_GRAD) NN__PUT(", const float a%d, const float b%d", j, j);
+        if (mb->kind == NN__FK_SCALE) NN__PUT(", const float s%d", j);
+    }
+    NN__PUT(") {\n    int i = get_global_id(0);\n    if (i >= n) return;\n");
+    for (j = 0; j < c->n; j++) {
+        const nn__fuse_member *mb = &c->m[j];
+        char opd[2][48];
+        for (k = 0; k < mb->n_opd; k++) {
+            const nn__fuse_opd *o = &mb->opd[k];
+            int first = 0, x = o->kind == NN__FA_MEMBER ? 0 : nn__fuse_ext(c, j, k, &first);
+            if (o->kind == NN__FA_MEMBER) snprintf(opd[k], sizeof opd[k], "v%d", o->node);
+            else if (o->kind == NN__FA_FULL) snprintf(opd[k], sizeof opd[k], "x%d[i]", x);
+            else if (o->kind == NN__FA_SCALAR) snprintf(opd[k], sizeof opd[k], "x%d[0]", x);
+            else snprintf(opd[k], sizeof opd[k], "x%d[i %% m%d_%d]", x, j, k);
+        }
+        if (mb->kind == NN__FK_BINARY)
+            NN__PUT("    float v%d;\n    { float u = %s, w = %s; v%d = (%s); }\n", j, opd[0], opd[1], j, nn__fuse_bfwd[mb->fn]);
+        else if (mb->kind == NN__FK_UNARY)
+            NN__PUT("    float v%d;\n    { float v = %s, p0 = a%d, p1 = b%d; (void)p0; (void)p1; v%d = (%s); }\n", j, opd[0], j, j, j,
+                    nn__fuse_ufwd[mb->fn]);
+        else if (mb->kind == NN__FK_UNARY_GRAD)
+            NN__PUT("    float v%d;\n    { float v = %s, p0 = a%d, p1 = b%d; (void)p0; (void)p1; v%d = %s * (%s); }\n", j, opd[0], j, j,
+                    j, opd[1], nn__fuse_uder[mb->fn]);
+        else
+            NN__PUT("    float v%d = %s * s%d;\n", j, opd[0], j);
+        if (mb->written) NN__PUT("    y%d[i] = v%d;\n", j, j);
+    }
+    NN__PUT("}\n");
+#undef NN__PUT
+    (void)g;
+    if (len >= cap) { /* cannot happen: cap counts every piece */
+        NN_FREE(s);
+        return NULL;
+    }
+    p = s;
+    return p;
+}
+
+/* Closes chain c (of schedule positions [head, tail]): kept when it has two nodes or more. */
+static nn_result nn__fuse_keep(nn_graph *g, nn__fuse_chain *c, const int *readers, int head) {
+    struct nn__fusion *f = g->fusion;
+    int j, k, tail = head + c->n - 1;
+    if (c->n < 2) return NN_OK;
+    if (f->n == f->cap) {
+        int cap = f->cap ? f->cap * 2 : 16;
+        nn__fuse_chain *p = (nn__fuse_chain *)NN_REALLOC(f->c, (size_t)cap * sizeof *p);
+        if (!p) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
+        f->c = p;
+        f->cap = cap;
+    }
+    for (j = 0; j < c->n; j++) { /* written: read outside the chain, kept, or the last */
+        nn__fuse_member *mb = &c->m[j];
+        const nn__node *n = &g->nodes[mb->node];
+        int inside = 0, i;
+        for (i = j + 1; i < c->n; i++)
+            for (k = 0; k < c->m[i].n_opd; k++) inside += c->m[i].opd[k].kind == NN__FA_MEMBER && c->m[i].opd[k].node == j;
+        mb->written = j == c->n - 1 || n->is_output || n->storage != NN__ST_ARENA || readers[mb->node] > inside;
+    }
+    for (j = 0; j < c->n; j++) { /* liveness: inputs to the last node, outputs from the first */
+        nn__node *n = &g->nodes[c->m[j].node];
+        for (k = 0; k < c->m[j].n_opd; k++) {
+            nn__node *x;
+            if (c->m[j].opd[k].kind == NN__FA_MEMBER) continue;
+            x = &g->nodes[c->m[j].opd[k].node];
+            if (x->storage == NN__ST_VIEW) x = &g->nodes[x->view_of];
+            if (x->last < tail) x->last = tail;
+        }
+        n->first = head;
+        n->fused = j == c->n - 1 ? f->n + 1 : -1;
+    }
+    c->source = NULL;
+    if (!g->ctx->backend->host_memory && !(c->source = nn__fuse_source(g, c)))
+        return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
+    f->c[f->n++] = *c;
+    return NN_OK;
+}
+
+/* Finds the chains: runs of schedule positions within one part of the schedule (forward,
+   backward, update: a run may stop at a part's end), each node after the first reading the
+   one before it. */
+static nn_result nn__fuse_plan(nn_graph *g) {
+    const char *env = getenv("NN_FUSE");
+    nn__fuse_chain c;
+    int *readers, i, k, head = 0;
+    nn_result r = NN_OK;
+    if ((env && strcmp(env, "0") == 0) || g->n_sched < 2) return NN_OK;
+    readers = (int *)nn__calloc((size_t)g->n_nodes + 1, sizeof(int));
+    g->fusion = (struct nn__fusion *)nn__calloc(1, sizeof *g->fusion);
+    if (!readers || !g->fusion) {
+        NN_FREE(readers);
+        NN_FREE(g->fusion);
+        g->fusion = NULL;
+        return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
+    }
+    g->fusion_free = nn__fusion_free;
+    for (i = 0; i < g->n_sched; i++) {
+        const nn__node *n = &g->nodes[g->sched[i]];
+        for (k = 0; k < n->n_in; k++) readers[n->in[k]]++;
+    }
+    for (i = 0; i < g->n_nodes; i++) /* gradients and the loss: read by the engine, kept */
+        if (g->nodes[i].grad >= 0 && g->nodes[i].grad < g->n_nodes) readers[g->nodes[i].grad]++;
+    if (g->loss > 0) readers[g->loss]++;
+    c.n = 0;
+    for (i = 0; i < g->n_sched && r == NN_OK; i++) {
+        int boundary = i == g->n_sched_forward || i == g->n_sched_update;
+        if (c.n > 0 && !boundary && nn__fuse_join(g, &c, g->sched[i])) continue;
+        r = nn__fuse_keep(g, &c, readers, head);
+        c.n = 0;
+        head = i;
+        nn__fuse_join(g, &c, g->sched[i]);
+    }
+    if (r == NN_OK) r = nn__fuse_keep(g, &c, readers, head);
+    NN_FREE(readers);
+    if (r == NN_OK && g->fusion->n)
+        nn__log(g->ctx, NN_LOG_DEBUG, "fusion: %d chains of elementwise nodes run as one pass each", g->fusion->n);
+    return r;
+}
+
+/* ---- a device backend: the chain's one launch of its generated kernel ---- */
+
+static nn_result nn__fuse_launch(nn_graph *g, int id) {
+    const nn__fuse_chain *c = &g->fusion->c[g->nodes[id].fused - 1];
+    nn__launch *l = NULL;
+    nn_result r = nn__launch_kernel(g, id, "fuse", "fused", (size_t)g->nodes[id].numel, &l);
+    int j, k;
+    if (r != NN_OK) return r;
+    l->source = c->source;
+    r = nn__karg_int(l, "n", (int)g->nodes[id].numel);
+    for (j = 0; j < c->n && r == NN_OK; j++) { /* nn__fuse_source's order */
+        const nn__fuse_member *mb = &c->m[j];
+        const nn__node *n = &g->nodes[mb->node];
+        for (k = 0; k < mb->n_opd && r == NN_OK; k++) {
+            int first = 0;
+            if (mb->opd[k].kind == NN__FA_MEMBER) continue;
+            (void)nn__fuse_ext(c, j, k, &first);
+            if (first) r = nn__karg_buf(l, "x", &g->nodes[mb->opd[k].node].buf);
+            if (r == NN_OK && mb->opd[k].kind == NN__FA_ROW) r = nn__karg_int(l, "m", (int)mb->opd[k].m);
+        }
+        if (r == NN_OK && mb->written) r = nn__karg_buf(l, "y", &n->buf);
+        if (r == NN_OK && (mb->kind == NN__FK_UNARY || mb->kind == NN__FK_UNARY_GRAD)) {
+            r = nn__karg_float(l, "p0", n->a.ew.param[0]);
+            if (r == NN_OK) r = nn__karg_float(l, "p1", n->a.ew.param[1]);
+        }
+        if (r == NN_OK && mb->kind == NN__FK_SCALE) r = nn__karg_float(l, "s", n->a.ew.s);
+    }
+    return r;
+}
+
+static const nn__fuse_hooks *nn__fuse(void) {
+    static const nn__fuse_hooks hooks = {nn__fuse_plan, nn__fuse_cpu, nn__fuse_launch};
+    return &hooks;
+}
 
 /* ======================================================================
    src/layers/layers.c

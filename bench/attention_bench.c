@@ -4,13 +4,14 @@
 
      ./bench/attention_bench DEVICE T fused|composed causal|full
        one line: BENCH name=attention backend=B T=T impl=fused|composed mask=causal|full
-                 ms_per_step=X arena_bytes=N
+                 ms_per_step=X arena_bytes=N cpu_ms_per_step=X
    DEVICE: cpu, or an OpenCL device index. A step is nn_graph_step of loss = sum(y * w), w
    fixed: the forward and dq, dk, dv (q, k, v inputs that require gradients; no optimizer).
    2 warm-up steps, then steps (each finished before the clock is read) until >= 1 s and >= 3
-   steps; the median. arena_bytes: the graph's planned activation arena (every intermediate
+   steps; the median (cpu_ms_per_step: the process's CPU time, every thread, the median). arena_bytes: the graph's planned activation arena (every intermediate
    and gradient by liveness, the inputs' storage not counted), the working memory that grows
-   with T; the fused CPU op adds a per-thread tile workspace of about 100 KiB.
+   with T; the fused CPU op adds a per-thread tile workspace of about 130 KiB, and in the
+   forward K^T of a head per thread (T * 64 floats: 256 KiB at T = 1024).
    bench/attention.sh runs it over T = 256, 1024, 4096, interleaved over rounds. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #define NN_IMPLEMENTATION
@@ -38,6 +39,13 @@ static void fill_random(float *p, size_t n, uint32_t seed) {
     }
 }
 
+/* the process's CPU time (every thread), for figures on a loaded machine */
+static double cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 static int cmp_d(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
@@ -51,7 +59,7 @@ int main(int argc, char **argv) {
     nn_tensor q, k, v, w, y, mask = NN_NONE;
     nn_device_info dev;
     nn_result r;
-    double t[64], t0, start;
+    double t[64], c[64], t0, c0, start;
     float *buf;
     int T, fused, causal, n = 0, i;
     size_t nq;
@@ -122,12 +130,15 @@ int main(int argc, char **argv) {
     start = now();
     while (n < 64 && (n < 3 || now() - start < 1.0)) {
         t0 = now();
+        c0 = cpu_now();
         if ((r = nn_graph_step(g)) != NN_OK || (r = nn_graph_finish(g)) != NN_OK) goto fail;
+        c[n] = cpu_now() - c0;
         t[n++] = now() - t0;
     }
     qsort(t, (size_t)n, sizeof t[0], cmp_d);
-    printf("BENCH name=attention backend=%s T=%d impl=%s mask=%s ms_per_step=%.2f arena_bytes=%llu\n", name, T,
-           fused ? "fused" : "composed", causal ? "causal" : "full", t[n / 2] * 1e3, (unsigned long long)g->arena_bytes);
+    qsort(c, (size_t)n, sizeof c[0], cmp_d);
+    printf("BENCH name=attention backend=%s T=%d impl=%s mask=%s ms_per_step=%.2f arena_bytes=%llu cpu_ms_per_step=%.2f\n", name, T,
+           fused ? "fused" : "composed", causal ? "causal" : "full", t[n / 2] * 1e3, (unsigned long long)g->arena_bytes, c[n / 2] * 1e3);
     nn_graph_destroy(g);
     nn_context_destroy(ctx);
     return 0;

@@ -28,6 +28,10 @@
 #define NN__ACTIVATION_H
 
 #ifdef __OPENCL_VERSION__
+/* No contraction in the kernels that include this file (elementwise, loss, the generated
+   fused chains): the CPU backend does not contract (src/base/fp_begin.h), and a fused chain
+   must give its unfused nodes' bits; drivers contract a * b + c by default (NVIDIA does). */
+#pragma OPENCL FP_CONTRACT OFF
 #define NN__EXP exp
 #define NN__EXPM1 expm1
 #define NN__LOG1P log1p

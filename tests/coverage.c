@@ -245,3 +245,6 @@ const char *t_gemm16_force(int fmt, const char *name) { return nn__gemm16_force(
 /* tests/test_attention.c's switch of the CPU attention's causal skipping inside a tile
    (src/cpu/attention.c): 0 computes whole tiles, as the GEMM path does */
 void t_attn_causal_skip(int on) { nn__attn_causal_skip = on; }
+/* tests/test_attention.c's choice of the CPU attention backward's passes (src/cpu/attention.c):
+   1 as the threads fit, 0 always two passes, 2 always one */
+void t_attn_one_pass(int mode) { nn__attn_one_pass = mode; }

@@ -213,6 +213,7 @@ void t_run_parts(const t_env *e, const t_part *parts, int n);
     X(model)                                                                                       \
     X(gemm16)                                                                                      \
     X(conv_algo)                                                                                   \
+    X(fuse)                                                                                        \
     X(registry)
 /* The test binary's path (argv[0]), for the cases that run it again in a child process. */
 extern const char *t_argv0;
@@ -220,7 +221,12 @@ extern const char *t_argv0;
 int t_threads_child(const char *which);
 /* the CPU attention's causal skipping inside a tile on (1) or off (0) (tests/coverage.c) */
 void t_attn_causal_skip(int on);
+/* the CPU attention backward in one pass as the threads fit (1), two passes (0), one pass (2) */
+void t_attn_one_pass(int mode);
 
+/* nn_graph_compile with elementwise fusion off (NN_FUSE=0; tests/test_fuse.c), for cases
+   that hold the op-by-op plan (a chain's memory by position) */
+nn_result t_compile_unfused(nn_graph *g, const nn_compile_desc *desc);
 #define X(name) void suite_##name(const t_env *e);
 T_SUITES(X)
 #undef X

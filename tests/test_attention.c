@@ -23,7 +23,8 @@ typedef struct acfg {
     float scale, p;
     int dirs;
     int v_grad_only; /* Tq = Tk = 1: the weight is 1 whatever q and k, their gradients 0
-                        exactly in the reference, float rounding elsewhere: not compared */
+                        exactly in the reference, float rounding elsewhere: not compared;
+                        2: q's gradient only (k and v constants: the dQ op alone) */
     int Dv;          /* v's head dim (0: D) */
 } acfg;
 
@@ -161,7 +162,8 @@ static spec a_spec(const acfg *c) {
         s.grad[s.n_in - 1] = 0;
     }
     if (c->kpm >= 2) in_i(&s, nn_shape2(c->B, c->Tk), 0, 2);
-    if (c->v_grad_only) s.grad[0] = s.grad[1] = 0;
+    if (c->v_grad_only == 1) s.grad[0] = s.grad[1] = 0;
+    if (c->v_grad_only == 2) s.grad[1] = s.grad[2] = 0;
     s.arg = c;
     s.fill = a_fill;
     s.dirs = c->dirs;
@@ -202,6 +204,9 @@ static void attention_cases(const t_env *e) {
         {"attention cross Tq65 Tk129 D80 bool mask window30 BTHD", 1, 2, 1, 65, 129, 80, 1, 0, 30, 2, 0, 0, 0, 4, 0, 0},
         {"attention cross Tq129 Tk65 D48 causal float mask", 2, 2, 2, 129, 65, 48, 0, 1, 0, 1, 0, 0, 0, 4, 0, 0},
         {"attention T65 D128 gqa4 float kpm", 1, 4, 1, 65, 65, 128, 0, 0, 0, 0, 1, 0, 0, 4, 0, 0},
+        /* q's gradient alone (k and v constants) */
+        {"attention q grad only T65 causal D24 gqa2 kpm int", 2, 4, 2, 65, 65, 24, 0, 1, 0, 0, 2, 0, 0, 6, 2, 0},
+        {"attention q grad only cross Tq7 Tk33 D16 Dv24 dropout 0.3 BTHD", 1, 2, 1, 7, 33, 16, 1, 0, 0, 0, 0, 0, 0.3f, 0, 2, 24},
     };
     int i;
     for (i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
@@ -346,7 +351,13 @@ done:
     return ok;
 }
 
-static void attention_causal_skip(const t_env *e) {
+static void attn_skip_set(int run) { t_attn_causal_skip(run == 0); }
+static void attn_skip_reset(void) { t_attn_causal_skip(1); }
+static void attn_pass_set(int run) { t_attn_one_pass(run == 0 ? 2 : 0); }
+static void attn_pass_reset(void) { t_attn_one_pass(1); }
+
+/* runs each case twice, set(0) and set(1) before the runs, reset() after; the same values */
+static void attn_two_ways(const t_env *e, const char *title, void (*set)(int), void (*reset)(void)) {
     static const skipcfg cases[] = {
         {1, 1, 32, 32, 2, 1, 0, 0, 0},     {3, 3, 32, 32, 2, 2, 0, 0, 0},     {33, 33, 32, 32, 4, 2, 0, 0, 0},
         {63, 63, 32, 32, 2, 2, 0, 0, 0},   {64, 64, 32, 32, 4, 4, 0, 0, 0},   {65, 65, 80, 80, 2, 1, 0, 0, 0},
@@ -356,8 +367,7 @@ static void attention_causal_skip(const t_env *e) {
     };
     int ci, j;
     if (e->opencl) return; /* the CPU backend's code path */
-    if (!t_begin(e, "attention: causal skipping inside a tile gives whole tiles' values (T 1 to 129, cross, mask grad, dropout, window)"))
-        return;
+    if (!t_begin(e, title)) return;
     for (ci = 0; ci < (int)(sizeof cases / sizeof cases[0]); ci++) {
         const skipcfg *c = &cases[ci];
         long n[5], k, bad = 0;
@@ -371,10 +381,10 @@ static void attention_causal_skip(const t_env *e) {
         for (run = 0; run < 2; run++)
             for (j = 0; j < 5; j++) r[run][j] = (float *)calloc((size_t)n[j] + 1, 4);
         for (run = 0; run < 2; run++) {
-            t_attn_causal_skip(run == 0);
+            set(run);
             ok = ok && attn_run_skip(e->ctx, c, r[run], n);
         }
-        t_attn_causal_skip(1);
+        reset();
         T_CHECK(ok, "case %d (Tq %d Tk %d): %s", ci, c->Tq, c->Tk, nn_context_last_error(e->ctx));
         for (j = 0; ok && j < nout; j++)
             for (k = 0; k < n[j]; k++)
@@ -384,6 +394,18 @@ static void attention_causal_skip(const t_env *e) {
             for (j = 0; j < 5; j++) free(r[run][j]);
     }
     t_end();
+}
+
+static void attention_causal_skip(const t_env *e) {
+    attn_two_ways(e, "attention: causal skipping inside a tile gives whole tiles' values (T 1 to 129, cross, mask grad, dropout, window)",
+                  attn_skip_set, attn_skip_reset);
+}
+
+/* the one-pass backward (dq, dk, dv per batch and key/value head) against the dK/dV pass
+   then the dQ pass: the same bits */
+static void attention_one_pass(const t_env *e) {
+    attn_two_ways(e, "attention: the one-pass backward gives the two passes' bits (T 1 to 129, cross, mask grad, dropout, window)",
+                  attn_pass_set, attn_pass_reset);
 }
 
 /* ==== bad input ==== */
@@ -436,6 +458,6 @@ static const bad_row attention_bad[] = {
 };
 
 void suite_attention(const t_env *e) {
-    T_RUN(e, attention_cases, attention_bits, attention_causal_skip);
+    T_RUN(e, attention_cases, attention_bits, attention_causal_skip, attention_one_pass);
     t_bad_rows(e, attention_bad, (int)(sizeof attention_bad / sizeof attention_bad[0]));
 }

@@ -258,7 +258,9 @@ typedef struct nn_compile_desc nn_compile_desc;
    optimizer set with no loss is refused (NN_ERR_INVALID_ARGUMENT): a forward-only graph is
    a zeroed optimizer. Once compiled, a graph takes no more ops or leaves: a builder called
    on it fails at once (NN_ERR_STATE naming the graph's state, nn_context_last_error) and
-   the compiled graph is left as it was. */
+   the compiled graph is left as it was. Chains of elementwise ops next to each other in the
+   schedule (a bias add and its activation, a residual add) run as one pass, one kernel
+   launch, with the same bits as op by op; NN_FUSE=0 in the environment turns that off. */
 NN_API nn_result nn_graph_compile(nn_graph *g, const nn_compile_desc *desc);
 /* A run refuses a dataset whose batch was never taken, and nn_graph_step one whose batch
    (its NAME.idx input) was not taken since the last step: NN_ERR_STATE naming the input;

@@ -84,6 +84,8 @@ ENVIRONMENT
     NN_CL_GUARDS    1: 256 guard bytes after every OpenCL buffer; a launch that writes one
                     fails its run, naming the kernel (a debugging aid; the tests set it)
     NN_LOG          error | warn | info (default: one line naming the backend) | debug
+    NN_FUSE         0: no elementwise fusion at nn_graph_compile (default on: a chain of
+                    elementwise ops runs as one pass; the same bits either way)
     NN_OPENCL_LIBRARY  the OpenCL library (an ICD loader or a vendor driver) to load
                     instead of the system's
 

@@ -134,6 +134,8 @@ typedef struct nn__node {
     int recompute_of;    /* > 0: a copy of that node the backward reads, computed again (engine/checkpoint.c) */
     int written;         /* INPUT: 0 never written, 1 written since the last step, 2 since read by a step */
     int per_step;        /* INPUT: a step refuses it unless written since the last step (a dataset's indices) */
+    int fused;           /* elementwise fusion (src/ops/fuse.c): k > 0 the last node of chain k - 1, which
+                            runs the whole chain; -1 a node its chain's last node runs; 0 none */
 } nn__node;
 
 typedef struct nn__param {
@@ -182,6 +184,8 @@ typedef struct nn__launch {
     int upd[NN__MAX_KUPD], n_upd;
     void (*update)(nn_graph *g, struct nn__launch *l);
     const char *bad_arg;        /* the argument a plan left unset (kernels/kargs.h), for the message */
+    const char *source;         /* generated kernel source appended to kernels/FILE.cl's (a fused chain,
+                                   src/ops/fuse.c), owned by the graph; NULL: the file alone */
     void *bk;                   /* the backend's kernel object */
 } nn__launch;
 
@@ -318,6 +322,9 @@ struct nn_graph {
     int64_t batch;               /* the batch the model function built this graph for (0: not a model's) */
     int eval_ids;                /* an eval variant: dropout and batch norm keep the training build's node ids */
     nn_compile_desc compile_desc; /* the compile's options, for the variants' compiles */
+    /* elementwise fusion (src/ops/fuse.c, issue 19) */
+    struct nn__fusion *fusion;   /* the chains found at compile (NULL: none, or NN_FUSE=0) */
+    void (*fusion_free)(nn_graph *g); /* its destructor, set by the compile that made it */
     /* composed layers' notes, for nn_model_json (src/engine/layer_notes.c, issue 22) */
     struct nn__notes *notes;
     void (*notes_free)(nn_graph *g); /* their destructor, set with the first note */

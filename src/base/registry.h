@@ -264,4 +264,15 @@ typedef struct nn__optim_hooks {
     nn_result (*add)(nn_graph *g);
 } nn__optim_hooks;
 static const nn__optim_hooks *nn__optim(void); /* src/ops/registry.c */
+
+/* Elementwise fusion (src/ops/fuse.c), reached as the optimizer is: `plan` finds the chains
+   of elementwise nodes adjacent in the schedule (compile, after the ops' plans, before
+   memory is planned; off with NN_FUSE=0) and marks their nodes (nn__node.fused); `cpu` runs
+   a chain on the CPU backend at its last node, `launch` records its one generated kernel. */
+typedef struct nn__fuse_hooks {
+    nn_result (*plan)(nn_graph *g);
+    nn_result (*cpu)(nn_graph *g, nn__node *last);
+    nn_result (*launch)(nn_graph *g, int last);
+} nn__fuse_hooks;
+static const nn__fuse_hooks *nn__fuse(void); /* src/ops/fuse.c */
 #endif /* NN__OPS_H */

@@ -1,9 +1,11 @@
 /* The attention family's CPU loops (src/ops/attention.c's bodies; kernels/attention.cl has
    the OpenCL twins): flash attention, blocked over tiles of NN__ATTN_BR queries x
    NN__ATTN_BC keys and threaded over (batch, head, query block) for the forward and dQ, over
-   (batch, key/value head, key block) for dK/dV. Each work unit is computed by one task in a
+   (batch, key/value head, key block) for dK/dV, over (batch, key/value head) for the
+   one-pass backward (dQ, dK and dV together). Each work unit is computed by one task in a
    fixed order whatever the thread count, so the bits do not depend on it; no [Tq, Tk]
-   matrix: a task's working memory is a few tiles (nn__attn_ws_floats). A masked score is
+   matrix: a task's working memory is a few tiles (nn__attn_ws_floats), and in the forward
+   K^T of one head (Tk x D). A masked score is
    -inf in the tiles and its weight exactly 0. The tile products run on the GEMM's
    microkernels (nn__sgemm_ws) or AVX-512 ones of their own, the exponentials on
    nn__vexp_map. */
@@ -11,6 +13,14 @@
 #define NN__ATTN_BR 64 /* query rows of a tile */
 #define NN__ATTN_BC 64 /* keys of a tile */
 #define NN__ATTN_ALL (1 << 28) /* a bound of nn__attn_krange / diag that bounds nothing */
+#ifndef NN__ATTN_KHEAD
+#define NN__ATTN_KHEAD (1 << 22) /* the most floats of a head's K^T the forward packs whole (16 MiB a task) */
+#endif
+
+/* the backward's passes where dq, dk and dv are all wanted: 1 one pass when it fills the
+   threads (nn__attn_one_pass_fits), 0 always the dK/dV pass then the dQ pass, 2 always one
+   pass (the same bits either way; tests compare them) */
+static int nn__attn_one_pass = 1;
 
 /* 1: a causal mask's zero weights inside a tile are not computed (the AVX-512 path); 0:
    the whole tile, as the GEMM path (tests compare the two) */
@@ -24,8 +34,10 @@ typedef struct nn__attn_job {
     float *out, *out_lse, *dq, *dk, *dv, *dmask;
     uint64_t seed, step;
     int64_t units, per; /* work units, and per task */
-    float *ws;          /* per task: nn__attn_ws_floats(max(D, Dv)) */
-    int kind;           /* 0 forward, 1 dq, 2 dkv, 3 d(mask) */
+    float *ws;          /* per task: ws_floats */
+    int64_t ws_floats;  /* nn__attn_ws_floats(max(D, Dv)), and the forward's K^T of a head (khead) */
+    int khead;          /* the forward packs K^T of a head once (AVX-512, up to NN__ATTN_KHEAD floats) */
+    int kind;           /* 0 forward, 1 dq, 2 dkv, 3 d(mask), 4 dq, dk and dv in one pass */
     int avx512;         /* the AVX-512 microkernels (else the GEMM) */
 } nn__attn_job;
 
@@ -259,6 +271,51 @@ NN__ATTN_TGT static void nn__attn_ab512(float *C, int64_t ldc, const float *A, i
 }
 #undef NN__ATTN_AB512_W
 #undef NN__ATTN_AB512
+
+/* ---- a row's loops of the softmax and of dS, 16 lanes at a time, each element's value
+   as the scalar loops give it ---- */
+
+/* the largest of mx and s[0..n) (a lane-wise max: the value the scalar loop's `if (s > mx)
+   mx = s` finds, whatever the order), with each -inf of s made -2e38 (the vector exp
+   clamps -inf) */
+NN__ATTN_TGT static float nn__attn_max_clamp512(float *s, int n, float mx) {
+    __m512 vm = _mm512_set1_ps(mx), ninf = _mm512_set1_ps(-INFINITY), big = _mm512_set1_ps(-2e38f);
+    int c;
+    for (c = 0; c < n; c += 16) {
+        __mmask16 k = nn__attn_m16(n - c);
+        __m512 v = _mm512_maskz_loadu_ps(k, s + c);
+        vm = _mm512_mask_max_ps(vm, k, v, vm);
+        _mm512_mask_storeu_ps(s + c, _mm512_mask_cmp_ps_mask(k, v, ninf, _CMP_EQ_OQ), big);
+    }
+    { /* the lanes' max (gcc 12's shuffles and _mm512_reduce_max_ps warn as C++) */
+        float l[16];
+        _mm512_storeu_ps(l, vm);
+        for (c = 1; c < 16; c++)
+            if (l[c] > l[0]) l[0] = l[c];
+        return l[0];
+    }
+}
+
+/* each -inf of s[0..n) made -2e38 */
+NN__ATTN_TGT static void nn__attn_clamp512(float *s, int n) {
+    __m512 ninf = _mm512_set1_ps(-INFINITY), big = _mm512_set1_ps(-2e38f);
+    int c;
+    for (c = 0; c < n; c += 16) {
+        __mmask16 k = nn__attn_m16(n - c);
+        _mm512_mask_storeu_ps(s + c, _mm512_mask_cmp_ps_mask(k, _mm512_maskz_loadu_ps(k, s + c), ninf, _CMP_EQ_OQ), big);
+    }
+}
+
+/* dp[c] = s[c] (dp[c] - dl), c < n */
+NN__ATTN_TGT static void nn__attn_ds512(float *dp, const float *s, float dl, int n) {
+    __m512 vd = _mm512_set1_ps(dl);
+    int c;
+    for (c = 0; c < n; c += 16) {
+        __mmask16 k = nn__attn_m16(n - c);
+        __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, s + c), _mm512_sub_ps(_mm512_maskz_loadu_ps(k, dp + c), vd));
+        _mm512_mask_storeu_ps(dp + c, k, v);
+    }
+}
 #undef NN__ATTN_TGT
 #undef NN__ATTN_UNROLL
 #endif
@@ -387,16 +444,25 @@ static void nn__attn_unit_q(const nn__attn_job *J, int64_t u, int *b, int *h, in
 
 #define NN__ATTN_ROW(base, st, b, h, t) ((base) + (b) * (st)[0] + (h) * (st)[1] + (int64_t)(t) * (st)[2])
 
-/* ---- forward: one (b, h, query block) ---- */
-static void nn__attn_fwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw) {
+/* ---- forward: one (b, h, query block); on the AVX-512 path the task packs K^T of the
+   whole head once, past its tiles' workspace, for the units of that (b, key/value head)
+   that follow (*packed: which it holds, -1 none) ---- */
+static void nn__attn_fwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw, int64_t *packed) {
     const nn__attn_attr *a = &J->a;
     int D = a->D, Dv = a->Dv, W = nn__attn_w(a), b, h, i0, nr, j0, r, c, d, hk, diag;
     float *S = ws, *acc = S + 2 * NN__ATTN_BR * NN__ATTN_BC;
     float *m = acc + (int64_t)NN__ATTN_BR * W, *l = m + NN__ATTN_BR, *Kt = l + NN__ATTN_BR + 2 * (int64_t)NN__ATTN_BC * W;
+    float *Kh = ws + nn__attn_ws_floats(W); /* K^T of the head: a [D, BC] block per key block */
     const float *qb;
     nn__attn_unit_q(J, u, &b, &h, &i0, &nr);
     hk = h / (a->H / a->Hkv);
     qb = NN__ATTN_ROW(J->q, J->qs, b, h, i0);
+    if (J->khead && *packed != (int64_t)b * a->Hkv + hk) {
+        for (j0 = 0; j0 < a->Tk; j0 += NN__ATTN_BC)
+            nn__attn_pack_t(Kh + (int64_t)(j0 / NN__ATTN_BC) * D * NN__ATTN_BC, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2],
+                            a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC, D);
+        *packed = (int64_t)b * a->Hkv + hk;
+    }
     for (r = 0; r < nr; r++) {
         m[r] = -INFINITY;
         l[r] = 0.0f;
@@ -406,21 +472,28 @@ static void nn__attn_fwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
         int nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC;
         if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
         diag = nn__attn_diag(J, i0, j0);
-        nn__attn_abt(J, gw, S, qb, J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], nc, D, a->scale, NULL, Kt, diag);
+        nn__attn_abt(J, gw, S, qb, J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], nc, D, a->scale,
+                     J->khead ? Kh + (int64_t)(j0 / NN__ATTN_BC) * D * NN__ATTN_BC : NULL, Kt, diag);
         if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
         for (r = 0; r < nr; r++) {
             float *s = S + r * NN__ATTN_BC, *ar = acc + (int64_t)r * Dv, mx = m[r], alpha, sum;
             int hr = nn__attn_row_hi(r, diag, nc); /* past it -inf: weights 0, no exponentials */
             for (c = hr; c < nc; c++) s[c] = 0.0f;
-            for (c = 0; c < hr; c++)
-                if (s[c] > mx) mx = s[c];
+#if defined(NN__VM_X86)
+            if (J->avx512) /* the max, and -inf made -2e38 (below) in the same pass */
+                mx = nn__attn_max_clamp512(s, hr, mx);
+            else
+#endif
+                for (c = 0; c < hr; c++)
+                    if (s[c] > mx) mx = s[c];
             if (mx == -INFINITY) { /* nothing alive in the row yet: weights 0 */
                 for (c = 0; c < hr; c++) s[c] = 0.0f;
                 continue;
             }
             alpha = m[r] == -INFINITY ? 0.0f : nn__vexp1(m[r] - mx);
-            for (c = 0; c < hr; c++)
-                if (s[c] == -INFINITY) s[c] = -2e38f; /* exp gives 0 (the vector exp clamps -inf) */
+            if (!J->avx512)
+                for (c = 0; c < hr; c++)
+                    if (s[c] == -INFINITY) s[c] = -2e38f; /* exp gives 0 (the vector exp clamps -inf) */
             sum = nn__vexp_map(NN__VE_EXP_SHIFT, s, s, NULL, NULL, mx, hr);
             l[r] = l[r] * alpha + sum;
             m[r] = mx;
@@ -454,8 +527,12 @@ static void nn__attn_ds(const nn__attn_job *J, int b, int h, int i0, int nr, int
             for (c = 0; c < nc; c++) s[c] = dp[c] = 0.0f;
             continue;
         }
-        for (c = 0; c < nc; c++)
-            if (s[c] == -INFINITY) s[c] = -2e38f;
+#if defined(NN__VM_X86)
+        if (J->avx512) nn__attn_clamp512(s, nc);
+        else
+#endif
+            for (c = 0; c < nc; c++)
+                if (s[c] == -INFINITY) s[c] = -2e38f;
         (void)nn__vexp_map(NN__VE_EXP_SHIFT, s, s, NULL, NULL, lse, nc);
         if (a->p > 0.0f) {
             for (c = 0; c < nc; c++) {
@@ -463,8 +540,13 @@ static void nn__attn_ds(const nn__attn_job *J, int b, int h, int i0, int nr, int
                 dp[c] = s[c] * (dp[c] * z - dl);
                 s[c] *= z;
             }
-        } else
-            for (c = 0; c < nc; c++) dp[c] = s[c] * (dp[c] - dl);
+        } else {
+#if defined(NN__VM_X86)
+            if (J->avx512) nn__attn_ds512(dp, s, dl, nc);
+            else
+#endif
+                for (c = 0; c < nc; c++) dp[c] = s[c] * (dp[c] - dl);
+        }
     }
 }
 
@@ -536,6 +618,63 @@ static void nn__attn_dkv_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
     }
 }
 
+/* ---- dQ, dK, dV in one pass (FlashAttention-2's order): one (b, key/value head) per
+   unit, its key blocks in order, each over the group's query heads and every query block
+   in order: the scores, P and dS of a tile once, then dv_j += (P z)^T dO, dk_j += dS^T q
+   and dq_i += dS k_j, the last straight into dq's rows (the unit owns its heads' rows, so
+   no accumulator of its own and no atomics). Each dq element sums the key blocks in order
+   as the dQ pass does, each dk, dv element the query heads and blocks in order as the
+   dK/dV pass does, with the same tile products: the bits of the two passes. ---- */
+static void nn__attn_bwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw) {
+    const nn__attn_attr *a = &J->a;
+    int D = a->D, Dv = a->Dv, W = nn__attn_w(a), grp = a->H / a->Hkv;
+    int b = (int)(u / a->Hkv), hk = (int)(u % a->Hkv), h, i0, j0, r, c, d;
+    float *S = ws, *dP = S + NN__ATTN_BR * NN__ATTN_BC;
+    float *dk = S + 2 * NN__ATTN_BR * NN__ATTN_BC + (int64_t)NN__ATTN_BR * W + 2 * NN__ATTN_BR, *dv = dk + (int64_t)NN__ATTN_BC * W;
+    float *Kt = dv + (int64_t)NN__ATTN_BC * W, *Vt = Kt + (int64_t)NN__ATTN_BC * W;
+    for (h = hk * grp; h < (hk + 1) * grp; h++)
+        for (r = 0; r < a->Tq; r++) {
+            float *o = NN__ATTN_ROW(J->dq, J->qs, b, h, r);
+            for (d = 0; d < D; d++) o[d] = 0.0f;
+        }
+    for (j0 = 0; j0 < a->Tk; j0 += NN__ATTN_BC) {
+        int nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC;
+        const float *kb = NN__ATTN_ROW(J->k, J->ks, b, hk, j0), *vb = NN__ATTN_ROW(J->v, J->vs, b, hk, j0);
+        const float *kt = NULL, *vt = NULL; /* K^T and V^T packed once for every query block */
+        for (c = 0; c < nc * D; c++) dk[c] = 0.0f;
+        for (c = 0; c < nc * Dv; c++) dv[c] = 0.0f;
+        if (J->avx512) {
+            nn__attn_pack_t(Kt, kb, J->ks[2], nc, D);
+            nn__attn_pack_t(Vt, vb, J->vs[2], nc, Dv);
+            kt = Kt, vt = Vt;
+        }
+        for (h = hk * grp; h < (hk + 1) * grp; h++)
+            for (i0 = 0; i0 < a->Tq; i0 += NN__ATTN_BR) {
+                int nr = a->Tq - i0 < NN__ATTN_BR ? a->Tq - i0 : NN__ATTN_BR;
+                const float *qb = NN__ATTN_ROW(J->q, J->qs, b, h, i0), *gb = NN__ATTN_ROW(J->dout, J->os, b, h, i0);
+                int diag = nn__attn_diag(J, i0, j0);
+                if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
+                nn__attn_abt(J, gw, S, qb, J->qs[2], nr, kb, J->ks[2], nc, D, a->scale, kt, Kt, diag);
+                if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
+                nn__attn_abt(J, gw, dP, gb, J->os[2], nr, vb, J->vs[2], nc, Dv, 1.0f, vt, Vt, diag);
+                nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP, diag);
+                nn__attn_ab(J, gw, dv, Dv, 1, S, NN__ATTN_BC, nc, nr, gb, J->os[2], Dv, diag);
+                nn__attn_ab(J, gw, dk, D, 1, dP, NN__ATTN_BC, nc, nr, qb, J->qs[2], D, diag);
+                nn__attn_ab(J, gw, NN__ATTN_ROW(J->dq, J->qs, b, h, i0), J->qs[2], 0, dP, NN__ATTN_BC, nr, nc, kb, J->ks[2], D, diag);
+            }
+        for (c = 0; c < nc; c++) {
+            float *ko = NN__ATTN_ROW(J->dk, J->ks, b, hk, j0 + c), *vo = NN__ATTN_ROW(J->dv, J->vs, b, hk, j0 + c);
+            for (d = 0; d < D; d++) ko[d] = dk[(int64_t)c * D + d] * a->scale;
+            for (d = 0; d < Dv; d++) vo[d] = dv[(int64_t)c * Dv + d];
+        }
+    }
+    for (h = hk * grp; h < (hk + 1) * grp; h++)
+        for (r = 0; r < a->Tq; r++) {
+            float *o = NN__ATTN_ROW(J->dq, J->qs, b, h, r);
+            for (d = 0; d < D; d++) o[d] *= a->scale;
+        }
+}
+
 /* ---- d(mask): one unit per (b, h, query block, key block) of the dims the mask does not
    broadcast; a broadcast dim's whole range is summed inside the unit, in order (b, h,
    query blocks, key blocks, then a tile's rows and columns), so no two units write one
@@ -594,16 +733,18 @@ static void nn__attn_dmask_unit(const nn__attn_job *J, int64_t u, float *ws, nn_
 static void nn__attn_task(void *arg, int t, int n_tasks) {
     const nn__attn_job *J = (const nn__attn_job *)arg;
     int64_t u, u0 = J->per * t, u1 = u0 + J->per < J->units ? u0 + J->per : J->units;
-    float *ws = J->ws + (int64_t)t * nn__attn_ws_floats(nn__attn_w(&J->a));
+    float *ws = J->ws + (int64_t)t * J->ws_floats;
     nn__gemm_ws gw;
+    int64_t packed = -1; /* the forward: the (b, key/value head) whose K^T the task holds */
     (void)n_tasks;
     gw.p = NULL;
     gw.bytes = 0;
     for (u = u0; u < u1; u++) {
-        if (J->kind == 0) nn__attn_fwd_unit(J, u, ws, &gw);
+        if (J->kind == 0) nn__attn_fwd_unit(J, u, ws, &gw, &packed);
         else if (J->kind == 1) nn__attn_dq_unit(J, u, ws, &gw);
         else if (J->kind == 2) nn__attn_dkv_unit(J, u, ws, &gw);
-        else nn__attn_dmask_unit(J, u, ws, &gw);
+        else if (J->kind == 3) nn__attn_dmask_unit(J, u, ws, &gw);
+        else nn__attn_bwd_unit(J, u, ws, &gw);
     }
     NN_FREE(gw.p);
 }
@@ -619,7 +760,7 @@ static nn_result nn__attn_run(nn__threadpool *pool, nn__attn_job *J) {
 #if defined(NN__VM_X86)
     J->avx512 = nn__vm_isa() == 2 && strcmp(nn__gemm_pick_arch()->name, "avx512f") == 0; /* as the GEMM (its forced kernel too) */
 #endif
-    J->units = J->kind == 2 ? (int64_t)a->B * a->Hkv * nkb : (int64_t)a->B * a->H * nqb;
+    J->units = J->kind == 4 ? (int64_t)a->B * a->Hkv : J->kind == 2 ? (int64_t)a->B * a->Hkv * nkb : (int64_t)a->B * a->H * nqb;
     if (J->kind == 3) {
         int64_t cnt[4];
         nn__attn_dmask_counts(a, cnt);
@@ -629,7 +770,9 @@ static nn_result nn__attn_run(nn__threadpool *pool, nn__attn_job *J) {
     if (tasks < 1) tasks = 1;
     J->per = (J->units + tasks - 1) / tasks;
     tasks = (int)((J->units + J->per - 1) / J->per);
-    bytes = (size_t)tasks * (size_t)nn__attn_ws_floats(nn__attn_w(a)) * sizeof(float);
+    J->khead = J->kind == 0 && J->avx512 && (int64_t)nkb * NN__ATTN_BC * a->D <= NN__ATTN_KHEAD;
+    J->ws_floats = nn__attn_ws_floats(nn__attn_w(a)) + (J->khead ? (int64_t)nkb * NN__ATTN_BC * a->D : 0);
+    bytes = (size_t)tasks * (size_t)J->ws_floats * sizeof(float);
     J->ws = (float *)nn__threadpool_workspace(pool, bytes);
     if (!J->ws) {
         own = NN_MALLOC(bytes);
@@ -640,4 +783,12 @@ static nn_result nn__attn_run(nn__threadpool *pool, nn__attn_job *J) {
     else nn__threadpool_run(pool, nn__attn_task, J, tasks);
     NN_FREE(own);
     return NN_OK;
+}
+
+/* Whether the one-pass backward (one unit per batch and key/value head) keeps `tasks`
+   threads busy: as many units as threads, in equal shares or at least four a thread. */
+static int nn__attn_one_pass_fits(const nn__attn_attr *a, int tasks) {
+    int64_t u = (int64_t)a->B * a->Hkv;
+    if (nn__attn_one_pass != 1) return nn__attn_one_pass == 2;
+    return u >= tasks && (u % tasks == 0 || u >= 4 * (int64_t)tasks);
 }

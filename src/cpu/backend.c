@@ -104,15 +104,21 @@ static nn_result nn__cpub_prepare(nn_graph *g) {
     return NN_OK;
 }
 
+/* A fused chain's nodes (nn__node.fused, src/ops/fuse.c) run as one pass at its last node:
+   one launch for the chain. */
 static nn_result nn__cpub_run(nn_graph *g, int n_sched) {
-    int i;
+    int i, runs = 0;
     for (i = g->run_from; i < n_sched; i++) { /* run_from: 0 but for a data-parallel update part */
         nn__node *n = &g->nodes[g->sched[i]];
-        nn_result r = nn__op(n->op)->cpu(g, n);
+        nn_result r = NN_OK;
+        if (n->fused >= 0) {
+            r = n->fused > 0 ? nn__fuse()->cpu(g, n) : nn__op(n->op)->cpu(g, n);
+            runs++;
+        }
         if (r != NN_OK) return r;
         g->progress++;
     }
-    g->ctx->stats.kernel_launches += (uint64_t)(n_sched - g->run_from);
+    g->ctx->stats.kernel_launches += (uint64_t)runs;
     return NN_OK;
 }
 

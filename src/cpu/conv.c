@@ -30,7 +30,7 @@ static void nn__conv2d_geom(nn__conv2d *c, const nn_shape *x, const nn_shape *w,
 }
 
 /* How a convolution node runs; chosen per shape when the graph is compiled. */
-enum { NN__CONV_GEMM = 0, NN__CONV_DIRECT = 1, NN__CONV_IMPLICIT = 2 };
+enum { NN__CONV_GEMM = 0, NN__CONV_DIRECT = 1, NN__CONV_IMPLICIT = 2, NN__CONV_WINOGRAD = 3 };
 
 /* Floats of scratch a conv node needs: one group's column matrix and one group's output
    (or output gradient) in [Kg, N*OH*OW] order. */
@@ -458,6 +458,7 @@ static void nn__iconv_fwd_task(void *arg, int t, int n_tasks) {
     int64_t per = (nch + n_tasks - 1) / n_tasks, ch, ch1 = per * (t + 1) < nch ? per * (t + 1) : nch;
     float *bb = nn__iconv_align(J->bufs + J->L->per_task * (size_t)t), *tmp = bb + (size_t)J->L->kc * NN__ICONV_COLS;
     float *yg = J->y + (int64_t)J->g * Kg * OHW;
+    int avx512 = nn__vm_isa() == 2;
     for (ch = per * t; ch < ch1; ch++) {
         int64_t q0 = ch * NN__ICONV_COLS;
         int ncols = (int)(P - q0 < NN__ICONV_COLS ? P - q0 : NN__ICONV_COLS), pc, jr, ir, i, j;
@@ -474,7 +475,14 @@ static void nn__iconv_fwd_task(void *arg, int t, int n_tasks) {
                     const float *ap = J->apk + (size_t)pc * Kgp + (size_t)ir * kc;
                     if (m == mr && n == nr && pix + nr <= OHW)
                         arch->ukr(kc, ap, bp, yg + (img * c->K + ir) * OHW + pix, (int)OHW, 1.0f, beta);
-                    else {
+                    else if (n == nr && pix + nr <= OHW) { /* the last rows of filters: whole rows of the tile */
+                        float *yr = yg + (img * c->K + ir) * OHW + pix;
+                        arch->ukr(kc, ap, bp, tmp, nr, 1.0f, 0.0f);
+                        for (i = 0; i < m; i++) { /* t + beta y as the edge store: y = t, or y + t */
+                            if (beta == 0.0f) nn__iconv_copy(avx512, yr + (int64_t)i * OHW, tmp + (size_t)i * nr, nr);
+                            else nn__iconv_add(avx512, yr + (int64_t)i * OHW, tmp + (size_t)i * nr, nr);
+                        }
+                    } else {
                         arch->ukr(kc, ap, bp, tmp, nr, 1.0f, 0.0f);
                         nn__iconv_store(tmp, nr, m, n, beta, yg + (int64_t)ir * OHW, (int64_t)c->K * OHW, OHW, q);
                     }
@@ -740,12 +748,4 @@ static void nn__iconv_backward_weight(nn__threadpool *pool, const nn__conv2d *c,
         return;
     }
     for (J.g = 0; J.g < c->G; J.g++) nn__threadpool_run(pool, nn__iconv_dw_task, &J, J.tasks);
-}
-
-/* The CPU backend's algorithm for a convolution that is not depthwise: NN_CONV_ALGO=im2col
-   forces the im2col path (the tests run both), else the implicit GEMM */
-static int nn__conv_cpu_algo(void) {
-    const char *e = getenv("NN_CONV_ALGO");
-    if (e && !strcmp(e, "im2col")) return NN__CONV_GEMM;
-    return NN__CONV_IMPLICIT;
 }

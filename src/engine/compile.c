@@ -402,8 +402,10 @@ static nn_result nn__record_launches(nn_graph *g) {
     g->sched_launch = (int *)nn__calloc((size_t)g->n_sched + 1, sizeof(int));
     if (!g->sched_launch) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
     for (i = 0; i < g->n_sched && r == NN_OK; i++) {
+        const nn__node *n = &g->nodes[g->sched[i]];
         g->sched_launch[i] = g->n_launches;
-        r = nn__op(g->nodes[g->sched[i]].op)->launch(g, g->sched[i]);
+        if (n->fused < 0) continue; /* launched by its fused chain's last node (src/ops/fuse.c) */
+        r = n->fused > 0 ? nn__fuse()->launch(g, g->sched[i]) : nn__op(n->op)->launch(g, g->sched[i]);
         if (r == NN_ERR_STATE && !g->ctx->err[0]) {
             const nn__launch *l = g->n_launches ? &g->launches[g->n_launches - 1] : NULL;
             char what[160] = "";
@@ -529,6 +531,11 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     for (i = 0; i < g->n_sched; i++) { /* algorithms and working memory chosen per op */
         nn__node *n = &g->nodes[g->sched[i]];
         if (nn__op(n->op)->plan) nn__op(n->op)->plan(g, n);
+    }
+    r = nn__fuse()->plan(g); /* elementwise chains as one pass (src/ops/fuse.c; NN_FUSE=0: off) */
+    if (r != NN_OK) {
+        g->status = r;
+        return r;
     }
     r = nn__plan_memory(g, g->ctx->dev.align, 0);
     if (r == NN_OK && g->ctx->dev.max_alloc > 0 && g->arena_bytes > g->ctx->dev.max_alloc) {

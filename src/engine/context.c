@@ -295,6 +295,8 @@ static void nn__graph_release_compiled(nn_graph *g) {
     g->n_arena_parts = 0;
     NN_FREE(g->sched);
     g->sched = NULL;
+    if (g->fusion_free) g->fusion_free(g); /* src/ops/fuse.c's chains, set by the compile that found them */
+    g->fusion_free = NULL;
 }
 
 static void nn__ctx_link(nn_context *ctx, nn_graph *g) {

@@ -17,6 +17,10 @@ typedef struct nn__cl {
     cl_ulong max_alloc;
     cl_program programs[3 * 64];      /* one per kernels/NAME.cl and storage type (f32, bf16, f16: the
                                          launch's store), built on first use */
+    cl_program *gen;                  /* programs of generated source (nn__launch.source: fused chains,
+                                         src/ops/fuse.c), each built once, found by gen_key */
+    uint64_t *gen_key;
+    int n_gen, cap_gen;
     unsigned char *guard_seen;        /* NN_CL_GUARDS: each guard read before and after its launch */
     size_t guard_cap;                 /* bytes of guard_seen */
     int cache_dir_state;              /* ctx->cache_dir: 0 not looked at yet, 1 used, -1 refused */
@@ -184,6 +188,9 @@ static void nn__cl_close(nn_context *ctx) {
     for (i = 0; i < NN__CL_STAGES; i++) NN_FREE(cl->stage[i]);
     for (i = 0; i < 3 * 64; i++)
         if (cl->programs[i]) clReleaseProgram(cl->programs[i]);
+    for (i = 0; i < cl->n_gen; i++) clReleaseProgram(cl->gen[i]);
+    NN_FREE(cl->gen);
+    NN_FREE(cl->gen_key);
     if (cl->queue) clReleaseCommandQueue(cl->queue);
     if (cl->context) clReleaseContext(cl->context);
     NN_FREE(cl->guard_seen);
@@ -434,7 +441,7 @@ static const char **nn__cl_source_lines(nn_context *ctx, int idx, cl_uint *count
         snprintf(file, sizeof file, "%s.cl", nn__cl_sources[idx].name);
         text = nn__cl_read_kernel(ctx->kernel_dir, file, 0);
         if (text) {
-            out = (const char **)NN_MALLOC(sizeof(char *));
+            out = (const char **)NN_MALLOC(2 * sizeof(char *)); /* and room for a generated text */
             if (!out) {
                 NN_FREE(text);
                 return NULL;
@@ -448,7 +455,7 @@ static const char **nn__cl_source_lines(nn_context *ctx, int idx, cl_uint *count
                 ctx->kernel_dir, file);
     }
     while (lines[n]) n++;
-    out = (const char **)NN_MALLOC(n * sizeof(char *) + 1);
+    out = (const char **)NN_MALLOC((n + 1) * sizeof(char *)); /* room for a generated text after them */
     if (!out) return NULL;
     memcpy((void *)out, lines, n * sizeof(char *));
     *count = n;
@@ -644,8 +651,9 @@ static void nn__cl_map_log(const char **lines, cl_uint count, const char *log, c
 
 /* The program of kernels/NAME.cl for this context's device and storage type `store`
    (kernels/storage.h: NN_BF16 and NN_F16 build it with -DNN_STORE_BF16 / -DNN_STORE_F16),
-   built once. */
-static nn_result nn__cl_program(nn_context *ctx, const char *name, int store, cl_program *out) {
+   built once; with `source` (generated kernels, src/ops/fuse.c) that text after the file's,
+   a program of its own, built once per text (found by its cache key). */
+static nn_result nn__cl_program(nn_context *ctx, const char *name, int store, const char *source, cl_program *out) {
     nn__cl *cl = NN__CL(ctx);
     int idx = nn__cl_source_index(name), var = store == NN_BF16 ? 1 : store == NN_F16 ? 2 : 0;
     char options[768], extra[512], path[1100] = "", cname[80];
@@ -658,21 +666,42 @@ static nn_result nn__cl_program(nn_context *ctx, const char *name, int store, cl
     nn_result r = NN_OK;
     if (idx < 0 || idx >= 64) return nn__fail(ctx, NN_ERR_BUILD, "no kernel source kernels/%s.cl", name);
     idx += 64 * var;
-    if (cl->programs[idx]) {
+    if (cl->programs[idx] && !source) {
         *out = cl->programs[idx];
         return NN_OK;
     }
     nn__program_options(name, &ctx->dev, extra, sizeof extra); /* the plans' tuning of this file, as -D options */
     snprintf(options, sizeof options, "-cl-std=CL1.2%s%s%s%s", cl->exact_div ? " -cl-fp32-correctly-rounded-divide-sqrt" : "",
              extra[0] ? " " : "", extra, var == 1 ? " -DNN_STORE_BF16" : var == 2 ? " -DNN_STORE_F16" : "");
-    snprintf(cname, sizeof cname, "%s%s", name, var == 1 ? "-bf16" : var == 2 ? "-f16" : "");
+    snprintf(cname, sizeof cname, "%s%s%s", name, var == 1 ? "-bf16" : var == 2 ? "-f16" : "", source ? "-gen" : "");
     lines = nn__cl_source_lines(ctx, idx % 64, &count, &owned);
     if (!lines) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "out of memory reading kernels/%s.cl", name);
+    if (source) lines[count++] = source; /* nn__cl_source_lines leaves room for one more */
     for (i = 0; i < count; i++) key = nn__fnv(key, lines[i], strlen(lines[i]));
     key = nn__fnv(key, options, strlen(options) + 1);
     key = nn__fnv(key, cl->name, strlen(cl->name) + 1);
     key = nn__fnv(key, cl->driver, strlen(cl->driver) + 1);
     key = nn__fnv(key, cl->version, strlen(cl->version) + 1);
+    for (i = 0; source && i < (cl_uint)cl->n_gen; i++)
+        if (cl->gen_key[i] == key) {
+            NN_FREE((void *)lines);
+            NN_FREE(owned);
+            *out = cl->gen[i];
+            return NN_OK;
+        }
+    if (source && cl->n_gen == cl->cap_gen) {
+        int cap = cl->cap_gen ? cl->cap_gen * 2 : 16;
+        cl_program *p = (cl_program *)NN_REALLOC(cl->gen, (size_t)cap * sizeof *p);
+        uint64_t *q = p ? (uint64_t *)NN_REALLOC(cl->gen_key, (size_t)cap * sizeof *q) : NULL;
+        if (p) cl->gen = p;
+        if (q) cl->gen_key = q;
+        if (!p || !q) {
+            NN_FREE((void *)lines);
+            NN_FREE(owned);
+            return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "out of memory for a generated program");
+        }
+        cl->cap_gen = cap;
+    }
     prog = NULL;
     if (ctx->cache_dir && nn__cache_dir_usable(ctx) && nn__cache_path(ctx, cname, key, path, sizeof path))
         prog = nn__cache_load(ctx, path, key, options);
@@ -698,15 +727,21 @@ static nn_result nn__cl_program(nn_context *ctx, const char *name, int store, cl
     NN_FREE((void *)lines);
     NN_FREE(owned);
     if (r != NN_OK) return r;
-    cl->programs[idx] = prog;
+    if (source) {
+        cl->gen_key[cl->n_gen] = key;
+        cl->gen[cl->n_gen++] = prog;
+    } else {
+        cl->programs[idx] = prog;
+    }
     *out = prog;
     return NN_OK;
 }
 
-static nn_result nn__cl_kernel(nn_context *ctx, const char *file, int store, const char *kname, cl_kernel *out) {
+static nn_result nn__cl_kernel(nn_context *ctx, const char *file, int store, const char *source, const char *kname,
+                               cl_kernel *out) {
     cl_program prog;
     cl_int err;
-    nn_result r = nn__cl_program(ctx, file, store, &prog);
+    nn_result r = nn__cl_program(ctx, file, store, source, &prog);
     if (r != NN_OK) return r;
     *out = clCreateKernel(prog, kname, &err);
     if (!*out) return nn__fail(ctx, NN_ERR_BUILD, "kernels/%s.cl: no kernel %s (%s)", file, kname, nn__cl_errstr(err));
@@ -830,7 +865,7 @@ static nn_result nn__cl_prepare(nn_graph *g) {
     for (i = 0; i < g->n_launches; i++) {
         nn__launch *l = &g->launches[i];
         cl_kernel kern;
-        nn_result r = nn__cl_kernel(ctx, l->file, l->store, l->kernel, &kern);
+        nn_result r = nn__cl_kernel(ctx, l->file, l->store, l->source, l->kernel, &kern);
         if (r != NN_OK) return r;
         l->bk = kern;
         if (!l->use_lws && l->dims == 1 && !ctx->dev.cpu_tuned) { /* a GPU's NULL local size can be a poor choice */

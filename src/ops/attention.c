@@ -8,7 +8,9 @@
    gradient reaching ATTENTION is [dO, 0]. The backward:
      ATTENTION_DELTA (packed, dpacked) -> [B*H*Tq]: delta_i = sum_d dO_id O_id
      ATTENTION_DQ    (q, k, v, packed, dpacked, delta[, masks]) -> q's shape
-     ATTENTION_DKV   (the same) -> a flat [dK (k's shape), dV (v's shape)], sliced
+     ATTENTION_DKV   (the same) -> a flat [dK (k's shape), dV (v's shape)], sliced; when q
+                     needs a gradient too, [dK, dV, dQ] (with_dq; ATTENTION_DQ then only
+                     where k and v need none): the CPU computes the three in one pass
      ATTENTION_DMASK (the same) -> the additive mask's shape: dS summed over the dims the
                      mask broadcasts (only when the mask needs a gradient)
    each recomputing the scores tile by tile: P = exp(S - lse), dS = P (dP z - delta) with
@@ -163,11 +165,16 @@ static nn_tensor nn__attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor 
 #define nn__grad_attention_dq nn__grad_none
 #define nn__plan_attention_dq nn__no_plan
 #define nn__grad_attention_dkv nn__grad_none
-#define nn__plan_attention_dkv nn__no_plan
 #define nn__grad_attention_dmask nn__grad_none
 #define nn__plan_attention_dmask nn__no_plan
 
-/* dq, and dk, dv sliced from one node */
+/* a device's ATTENTION_DKV with dq: the dQ kernel's output in the node's scratch, then
+   copied after dk and dv (the kernels write from their output's start) */
+static void nn__plan_attention_dkv(nn_graph *g, nn__node *n) {
+    n->scratch = n->a.attn.with_dq && !g->ctx->backend->host_memory ? (int64_t)n->a.attn.B * n->a.attn.H * n->a.attn.Tq * n->a.attn.D : 0;
+}
+
+/* dq, and dk, dv sliced from one node (dq too when k or v needs a gradient) */
 static void nn__grad_attention(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn__attn_attr at = n.a.attn;
@@ -182,19 +189,22 @@ static void nn__grad_attention(nn_graph *g, int id) {
     ins[0] = a, ins[1] = b, ins[2] = c, ins[3] = id, ins[4] = gy.id, ins[5] = delta.id;
     for (i = 3; i < n.n_in; i++) ins[nin++] = n.in[i];
     nn__attn_set_ins(&at, 6);
-    if (ga) {
+    if (ga && !gb && !gc) {
         int t = nn__new_node(g, NN__OP_ATTENTION_DQ, NN_F32, g->nodes[a].shape, ins, nin);
         if (t < 0) return;
         g->nodes[t].a.attn = at;
         nn__acc_grad(g, a, nn__tensor(t));
     }
     if (gb || gc) {
-        int64_t nk = nn__attn_nK(&at), nv = nn__attn_nV(&at);
-        int t = nn__new_node(g, NN__OP_ATTENTION_DKV, NN_F32, nn_shape1(nk + nv), ins, nin);
+        int64_t nk = nn__attn_nK(&at), nv = nn__attn_nV(&at), nq = ga ? g->nodes[a].numel : 0;
+        nn_shape sq = g->nodes[a].shape;
+        int t = nn__new_node(g, NN__OP_ATTENTION_DKV, NN_F32, nn_shape1(nk + nv + nq), ins, nin);
         if (t < 0) return;
+        at.with_dq = ga;
         g->nodes[t].a.attn = at;
         if (gb) nn__acc_grad(g, b, nn_reshape(g, nn_slice(g, nn__tensor(t), 0, 0, nk), sk));
         if (gc) nn__acc_grad(g, c, nn_reshape(g, nn_slice(g, nn__tensor(t), 0, nk, nv), sv));
+        if (ga) nn__acc_grad(g, a, nn_reshape(g, nn_slice(g, nn__tensor(t), 0, nk + nv, nq), sq));
     }
     if (at.mask_mode == 1 && g->nodes[n.in[n.a.attn.mask_in]].needs_grad) { /* an additive mask: the sum of dS */
         int m = n.in[n.a.attn.mask_in], t = nn__new_node(g, NN__OP_ATTENTION_DMASK, NN_F32, g->nodes[m].shape, ins, nin);
@@ -237,19 +247,42 @@ static nn_result nn__cpu_attention(nn_graph *g, nn__node *n) {
     return nn__attn_run(g->ctx->threads, &J);
 }
 
-/* delta_i = sum_d dO_id O_id, d in order */
-static nn_result nn__cpu_attention_delta(nn_graph *g, nn__node *n) {
-    const nn__attn_attr *a = &n->a.attn;
-    const float *o = NN__F(n->in[0]), *dout = NN__F(n->in[1]);
-    int64_t s[3], r, rows = (int64_t)a->B * a->H * a->Tq;
+/* delta_i = sum_d dO_id O_id, d in order; the rows split into one contiguous run per
+   thread */
+typedef struct nn__attn_delta_job {
+    const nn__attn_attr *a;
+    const float *o, *dout;
+    float *delta;
+    int64_t s[3], rows, per;
+} nn__attn_delta_job;
+
+static void nn__attn_delta_task(void *arg, int t, int n_tasks) {
+    const nn__attn_delta_job *J = (const nn__attn_delta_job *)arg;
+    const nn__attn_attr *a = J->a;
+    int64_t r, r1 = (t + 1) * J->per < J->rows ? (t + 1) * J->per : J->rows;
     int d;
-    nn__attn_strides(a->layout, a->H, a->Tq, a->Dv, s);
-    for (r = 0; r < rows; r++) {
-        int64_t b = r / ((int64_t)a->H * a->Tq), h = r / a->Tq % a->H, i = r % a->Tq, off = b * s[0] + h * s[1] + i * s[2];
+    (void)n_tasks;
+    for (r = t * J->per; r < r1; r++) {
+        int64_t b = r / ((int64_t)a->H * a->Tq), h = r / a->Tq % a->H, i = r % a->Tq, off = b * J->s[0] + h * J->s[1] + i * J->s[2];
         float acc = 0.0f;
-        for (d = 0; d < a->Dv; d++) acc += dout[off + d] * o[off + d];
-        n->buf.host[r] = acc;
+        for (d = 0; d < a->Dv; d++) acc += J->dout[off + d] * J->o[off + d];
+        J->delta[r] = acc;
     }
+}
+
+static nn_result nn__cpu_attention_delta(nn_graph *g, nn__node *n) {
+    nn__attn_delta_job J;
+    int tasks = nn__threadpool_size(g->ctx->threads);
+    J.a = &n->a.attn;
+    J.o = NN__F(n->in[0]);
+    J.dout = NN__F(n->in[1]);
+    J.delta = n->buf.host;
+    J.rows = (int64_t)J.a->B * J.a->H * J.a->Tq;
+    nn__attn_strides(J.a->layout, J.a->H, J.a->Tq, J.a->Dv, J.s);
+    if ((int64_t)tasks * 1024 > J.rows) tasks = (int)(J.rows / 1024 > 0 ? J.rows / 1024 : 1); /* 1,024 rows a task at least */
+    J.per = (J.rows + tasks - 1) / tasks;
+    if (tasks <= 1) nn__attn_delta_task(&J, 0, 1);
+    else nn__threadpool_run(g->ctx->threads, nn__attn_delta_task, &J, tasks);
     return NN_OK;
 }
 
@@ -260,12 +293,23 @@ static nn_result nn__cpu_attention_dq(nn_graph *g, nn__node *n) {
     return nn__attn_run(g->ctx->threads, &J);
 }
 
+/* dk and dv, and dq after them when with_dq: in one pass where it keeps the threads busy,
+   else the dK/dV pass then the dQ pass (the same bits) */
 static nn_result nn__cpu_attention_dkv(nn_graph *g, nn__node *n) {
     nn__attn_job J;
+    nn_result r;
     nn__attn_job_init(g, n, &J, 2);
     J.dk = n->buf.host;
     J.dv = J.dk + nn__attn_nK(&n->a.attn);
-    return nn__attn_run(g->ctx->threads, &J);
+    if (!n->a.attn.with_dq) return nn__attn_run(g->ctx->threads, &J);
+    J.dq = J.dv + nn__attn_nV(&n->a.attn);
+    if (nn__attn_one_pass_fits(&n->a.attn, nn__threadpool_size(g->ctx->threads))) {
+        J.kind = 4;
+        return nn__attn_run(g->ctx->threads, &J);
+    }
+    r = nn__attn_run(g->ctx->threads, &J);
+    J.kind = 1;
+    return r == NN_OK ? nn__attn_run(g->ctx->threads, &J) : r;
 }
 
 static nn_result nn__cpu_attention_dmask(nn_graph *g, nn__node *n) {
@@ -390,7 +434,8 @@ static nn_result nn__launch_attention_delta(nn_graph *g, int id) {
 /* dQ (tiles of query rows, or one work-item per row) and dK/dV (tiles of key rows of each
    key/value head, or one work-item per row), and the mask's gradient (heads 0: one
    work-item per element): the same arguments, another kernel */
-static nn_result nn__launch_attention_bwd(nn_graph *g, int id, const char *kernel, int64_t items, int heads, int rows) {
+static nn_result nn__launch_attention_bwd(nn_graph *g, int id, const char *kernel, int64_t items, int heads, int rows,
+                                          const nn__buf *out) {
     nn__node *n = &g->nodes[id];
     int dims[8], mk[8], tile = heads ? nn__attn_tile(g, &n->a.attn, 1) : 0, blk = heads && nn__attn_block(g, &n->a.attn);
     char name[32];
@@ -407,21 +452,40 @@ static nn_result nn__launch_attention_bwd(nn_graph *g, int id, const char *kerne
     k.o = &g->nodes[n->in[3]].buf;
     k.dout = &g->nodes[n->in[4]].buf;
     k.delta = &g->nodes[n->in[5]].buf;
-    k.out = &n->buf;
+    k.out = out;
     return nn__kargs_attn_bwd(l, &k);
 }
 
 static nn_result nn__launch_attention_dq(nn_graph *g, int id) {
     const nn__attn_attr *a = &g->nodes[id].a.attn;
-    return nn__launch_attention_bwd(g, id, "dq", (int64_t)a->B * a->H * a->Tq, a->H, a->Tq);
+    return nn__launch_attention_bwd(g, id, "dq", (int64_t)a->B * a->H * a->Tq, a->H, a->Tq, &g->nodes[id].buf);
 }
 
+/* dk, dv; with dq: the dQ kernel into the scratch, then a copy after dk and dv */
 static nn_result nn__launch_attention_dkv(nn_graph *g, int id) {
-    const nn__attn_attr *a = &g->nodes[id].a.attn;
-    return nn__launch_attention_bwd(g, id, "dkv", (int64_t)a->B * a->Hkv * a->Tk, a->Hkv, a->Tk);
+    nn__node *n = &g->nodes[id];
+    const nn__attn_attr *a = &n->a.attn;
+    int64_t nq = (int64_t)a->B * a->H * a->Tq * a->D, off = nn__attn_nK(a) + nn__attn_nV(a);
+    nn__launch *l = NULL;
+    nn__k_concat_part k;
+    nn_result r = nn__launch_attention_bwd(g, id, "dkv", (int64_t)a->B * a->Hkv * a->Tk, a->Hkv, a->Tk, &n->buf);
+    if (r != NN_OK || !a->with_dq) return r;
+    r = nn__launch_attention_bwd(g, id, "dq", (int64_t)a->B * a->H * a->Tq, a->H, a->Tq, &g->nodes[id].scratch_buf);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "shape", "concat_part", (size_t)nq, &l);
+    if (r != NN_OK) return r;
+    n = &g->nodes[id];
+    memset(&k, 0, sizeof k);
+    k.x = &n->scratch_buf;
+    k.y = &n->buf;
+    k.n = (int)nq;
+    k.lx = (int)nq;
+    k.L = (int)(off + nq);
+    k.off = (int)off;
+    k.inner = 1;
+    return nn__kargs_concat_part(l, &k);
 }
 
 /* one work-item per element of the mask */
 static nn_result nn__launch_attention_dmask(nn_graph *g, int id) {
-    return nn__launch_attention_bwd(g, id, "dmask", g->nodes[id].numel, 0, 0);
+    return nn__launch_attention_bwd(g, id, "dmask", g->nodes[id].numel, 0, 0, &g->nodes[id].buf);
 }

@@ -15,6 +15,7 @@ typedef struct nn__attn_attr { /* q [B, H, Tq, D], k [B, Hkv, Tk, D], v [B, Hkv,
                             int32 (nonzero: hidden; nn.MultiheadAttention's bool attn_mask) */
     int kpm_mode;        /* 0 none, 1 float, 2 int32 (nonzero: ignore the key) */
     int ms[4];           /* the mask's element strides over b, h, i, j (0: broadcast) */
+    int with_dq;         /* ATTENTION_DKV: dq too, after dk and dv (q, k or v all need gradients) */
 } nn__attn_attr;
 
 /* nn_attention with an int32 mask read as nn.MultiheadAttention's (nonzero: hidden) when

@@ -340,6 +340,7 @@ static void nn__conv2d_node_geom(const nn_graph *g, const nn__node *n, nn__conv2
    depthwise convolutions, else im2col + GEMM; devices choose by nn__conv2d_dev_plan. */
 static void nn__plan_conv2d(nn_graph *g, nn__node *n) {
     nn__conv2d c;
+    int which;
     nn__conv2d_node_geom(g, n, &c);
     if (!g->ctx->backend->host_memory) {
         nn__conv_plan p;
@@ -348,12 +349,13 @@ static void nn__plan_conv2d(nn_graph *g, nn__node *n) {
         n->scratch = p.scratch;
         return;
     }
-    n->algo = nn__conv2d_is_depthwise(&c) ? NN__CONV_DIRECT : nn__conv_cpu_algo(); /* direct: no scratch */
+    which = n->op == NN__OP_CONV2D ? 0 : n->op == NN__OP_CONV2D_DX ? 1 : 2;
+    n->algo = nn__conv2d_is_depthwise(&c) ? NN__CONV_DIRECT : nn__conv_cpu_algo(&c, which); /* direct: no scratch */
     if (n->algo == NN__CONV_DIRECT) n->scratch = 0;
+    else if (n->algo == NN__CONV_WINOGRAD) n->scratch = nn__wino_scratch(&c, which, nn__threadpool_size(g->ctx->threads));
     else if (n->algo == NN__CONV_GEMM) n->scratch = nn__conv2d_scratch(&c);
     else
-        n->scratch = nn__iconv_scratch(&c, n->op == NN__OP_CONV2D ? 0 : n->op == NN__OP_CONV2D_DX ? 1 : 2,
-                                       nn__threadpool_size(g->ctx->threads));
+        n->scratch = nn__iconv_scratch(&c, which, nn__threadpool_size(g->ctx->threads));
 }
 
 /* Direct loops (src/cpu/conv_dw.c) when planned, no scratch; else im2col + GEMM. */
@@ -365,7 +367,11 @@ static nn_result nn__cpu_conv2d(nn_graph *g, nn__node *n) {
     nn__conv2d_geom(&c, &x->shape, &w->shape, &n->a.conv);
     if (n->algo == NN__CONV_DIRECT)
         nn__dwconv2d_forward(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL);
-    else if (n->algo == NN__CONV_IMPLICIT)
+    else if (n->algo == NN__CONV_WINOGRAD && nn__wino_run(g->ctx->threads, &c, 0, nn__threadpool_size(g->ctx->threads), y,
+                                                          x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL,
+                                                          n->scratch_buf.host))
+        ; /* else (an output not finite) the implicit GEMM below gives PyTorch's infinities and NaNs */
+    else if (n->algo == NN__CONV_IMPLICIT || n->algo == NN__CONV_WINOGRAD)
         nn__iconv_forward(g->ctx->threads, &c, nn__threadpool_size(g->ctx->threads), y, x->buf.host, w->buf.host,
                           n->n_in > 2 ? NN__F(in[2]) : NULL, n->scratch_buf.host);
     else
@@ -381,7 +387,10 @@ static nn_result nn__cpu_conv2d_dx(nn_graph *g, nn__node *n) {
     nn__node *w = &g->nodes[n->in[0]], *dy = &g->nodes[n->in[1]];
     nn__conv2d_geom(&c, &n->shape, &w->shape, &n->a.conv);
     if (n->algo == NN__CONV_DIRECT) nn__dwconv2d_backward_data(g->ctx->threads, &c, y, w->buf.host, dy->buf.host);
-    else if (n->algo == NN__CONV_IMPLICIT)
+    else if (n->algo == NN__CONV_WINOGRAD && nn__wino_run(g->ctx->threads, &c, 1, nn__threadpool_size(g->ctx->threads), y,
+                                                          dy->buf.host, w->buf.host, NULL, n->scratch_buf.host))
+        ; /* as the forward */
+    else if (n->algo == NN__CONV_IMPLICIT || n->algo == NN__CONV_WINOGRAD)
         nn__iconv_backward_data(g->ctx->threads, &c, nn__threadpool_size(g->ctx->threads), y, w->buf.host,
                                 dy->buf.host, n->scratch_buf.host);
     else nn__conv2d_backward_data(g->ctx->threads, &c, y, w->buf.host, dy->buf.host, n->scratch_buf.host);

@@ -1,0 +1,490 @@
+/* Winograd F(2x2, 3x3) convolutions on the CPU backend (NN__CONV_WINOGRAD): 3x3, stride 1,
+   dilation 1, one group. Each 2x2 block of outputs (a tile) is Y = A^T [sum_c U_c . V_c] A
+   with the filter's transform U = G g G^T and the input's V = B^T d B (d the tile's 4x4
+   input window), so a layer is 16 GEMMs M_xi [Co, tiles] = U_xi [Co, Ci] V_xi [Ci, tiles],
+   one per element xi of the 4x4 transform domain: 16 multiply-adds per channel pair and
+   tile instead of 36 (2.25x fewer). The GEMMs run on src/cpu/gemm.c's microkernel; the
+   transforms are adds and subtracts over rows of tiles (vectorised, AVX-512 / AVX2 picked
+   at run time, the same bits on every instruction set: each element is the same sequence
+   of float adds). dx is the same convolution of dy with the flipped filter (channels
+   swapped, padding 2 - p); dw stays on the implicit GEMM.
+
+   Work is cut into chunks of NN__WINO_TILES tiles in the order (image, tile row, tile
+   column), across rows and images; a task transforms a chunk's input straight into the microkernel's column panels,
+   runs the 16 products into its own M, and transforms M into the output, so what a chunk
+   touches stays in the L2 cache. Each output element gets the same arithmetic whatever the
+   chunk and thread count.
+
+   Infinities and NaNs: the transforms mix a tile's inputs and a filter's weights, so an
+   infinite input gives inf - inf = NaN where the direct sum gives +-inf, and a NaN weight
+   reaches outputs the direct sum does not. A task notes any output that is not finite, and
+   the caller then computes the node again on the implicit GEMM (PyTorch's values); a
+   diverged step costs twice, a finite one a compare per output.
+
+   Error: the transforms multiply by 0.5 (exact) and add; the input transform adds up to 4
+   terms of x, the output transform up to 9 of M, so the rounding error grows by a small
+   constant over the direct sum: tests/test_conv_algo.c holds it to 1e-5 of the sum of
+   |x||w| terms against a double reference, and the op checker's 1e-4 holds. */
+
+#define NN__WINO_TILES 96 /* tiles per chunk: a multiple of every nr */
+
+/* Whether a convolution is one Winograd F(2x2, 3x3) runs: for dx, padding p becomes 2 - p */
+static int nn__wino_fits(const nn__conv2d *c) {
+    return c->KH == 3 && c->KW == 3 && c->sh == 1 && c->sw == 1 && c->dh == 1 && c->dw == 1 && c->G == 1 && c->ph <= 2 &&
+           c->pw <= 2 && c->OH > 0 && c->OW > 0;
+}
+
+/* The layout of a Winograd convolution y [N, Co, OH, OW] = conv(x [N, Ci, H, W], 3x3, pad) */
+typedef struct nn__wino {
+    const nn__gemm_arch *arch;
+    int N, Ci, Co, H, W, OH, OW, ph, pw;
+    int TH, TW;        /* tiles of an image: ceil(OH / 2) x ceil(OW / 2) */
+    int lc;            /* tiles per chunk */
+    int ntp;           /* columns of a chunk's panels: lc rounded up */
+    int S;             /* floats of one of a chunk's rows of transform values: lc rounded up */
+    int kc;            /* the K block of the products (over Ci) */
+    int Cop;           /* Co rounded up to mr */
+    int T;             /* tasks */
+    int64_t ntiles;    /* tiles in all: N * TH * TW */
+    size_t usz, vsz, msz; /* floats of one packed U_xi, V_xi (panels), M_xi */
+    size_t upk, per_task; /* floats: U packed and its unpacked copy; each task's own */
+} nn__wino;
+
+/* op 0: the forward of c; op 1: its dx (dy [N, K, OH, OW] in, dx [N, C, H, W] out) */
+static void nn__wino_layout(const nn__conv2d *c, int op, int T, nn__wino *L) {
+    const nn__gemm_arch *arch = nn__gemm_pick_arch();
+    int al = arch->nr > 16 ? arch->nr : 16, nkb;
+    memset(L, 0, sizeof *L);
+    L->arch = arch;
+    L->N = c->N;
+    if (op == 0) {
+        L->Ci = c->C;
+        L->Co = c->K;
+        L->H = c->H;
+        L->W = c->W;
+        L->OH = c->OH;
+        L->OW = c->OW;
+        L->ph = c->ph;
+        L->pw = c->pw;
+    } else {
+        L->Ci = c->K;
+        L->Co = c->C;
+        L->H = c->OH;
+        L->W = c->OW;
+        L->OH = c->H;
+        L->OW = c->W;
+        L->ph = 2 - c->ph;
+        L->pw = 2 - c->pw;
+    }
+    L->TH = (L->OH + 1) / 2;
+    L->TW = (L->OW + 1) / 2;
+    L->ntiles = (int64_t)L->N * L->TH * L->TW;
+    L->lc = L->ntiles < NN__WINO_TILES ? (int)(L->ntiles > 0 ? L->ntiles : 1) : NN__WINO_TILES;
+    L->ntp = (L->lc + al - 1) / al * al;
+    L->S = (L->lc + 15) / 16 * 16;
+    nkb = (L->Ci + arch->kc - 1) / arch->kc; /* K blocks of at most kc, even, multiples of 8 */
+    L->kc = ((L->Ci + nkb - 1) / nkb + 7) / 8 * 8;
+    if (L->kc > L->Ci) L->kc = L->Ci;
+    L->Cop = (L->Co + arch->mr - 1) / arch->mr * arch->mr;
+    L->T = T > 0 ? T : 1;
+    L->usz = ((size_t)L->Cop * L->Ci + 15) / 16 * 16;
+    L->vsz = (size_t)L->Ci * L->ntp;
+    L->msz = (size_t)L->Cop * L->ntp;
+    L->upk = 16 * L->usz + 16 * (size_t)L->Co * L->Ci + 16;
+    L->per_task = 16 * (L->vsz + L->msz) + 32 * (size_t)L->S + 32;
+}
+
+/* Floats of scratch a Winograd conv node needs (op 0 forward, 1 dx) on T threads: its own,
+   or the implicit GEMM's that a non-finite result falls back to (nn__wino_run) */
+static int64_t nn__wino_scratch(const nn__conv2d *c, int op, int T) {
+    nn__wino L;
+    int64_t own, gemm = nn__iconv_scratch(c, op, T);
+    nn__wino_layout(c, op, T, &L);
+    own = (int64_t)(L.upk + (L.per_task + 1) * (size_t)L.T);
+    return own > gemm ? own : gemm;
+}
+
+/* ---- the transforms' rows, one set per instruction set ----------------------------------
+   vcol: e0 = d0 - d2, e1 = d1 + d2, e2 = d2 - d1, e3 = d1 - d3 (B^T down a column of 4 rows)
+   hrow: B along a row for tiles j from its columns 2 tw .. 2 tw + 3 (E, O, E1, O1):
+         o0 = E[j] - E1[j], o1 = O[j] + E1[j], o2 = E1[j] - O[j], o3 = O[j] - O1[j]
+   orow: A^T m A of tiles j from the 16 rows m[4 i + j'] of M:
+         s0 = m0 + m1 + m2, s1 = m1 - m2 - m3 down each column j', then the same along
+         the rows: y00, y01 (from s0), y10, y11 (from s1) */
+typedef struct nn__wino_fns {
+    void (*vcol)(const float *d0, const float *d1, const float *d2, const float *d3, float *e0, float *e1, float *e2,
+                 float *e3, int n);
+    void (*hrow)(const float *E, const float *O, const float *E1, const float *O1, float *o0, float *o1, float *o2,
+                 float *o3, int n);
+    int (*orow)(const float *const *m, float *y00, float *y01, float *y10, float *y11, int n, const float *bias);
+    /* E[j] = v(2 j), O[j] = v(2 j + 1) for j < n, v(k) = xr[k - pw] inside [0, W), else 0 */
+    void (*deint)(const float *xr, int W, int pw, float *E, float *O, int n);
+    /* y[2 j] = a[j], y[2 j + 1] = b[j] for the indices below ow */
+    void (*inter)(const float *a, const float *b, float *y, int ow);
+} nn__wino_fns;
+
+#define NN__WINO_LD(p) (__builtin_memcpy(&v_, (p), sizeof v_), v_)
+#define NN__WINO_DEFINE(S, TGT, VT, VL)                                                                               \
+    TGT static void nn__wino_vcol_##S(const float *d0, const float *d1, const float *d2, const float *d3, float *e0, \
+                                      float *e1, float *e2, float *e3, int n) {                                       \
+        int j = 0;                                                                                                    \
+        for (; j + (VL) <= n; j += (VL)) {                                                                            \
+            VT v_, a0 = NN__WINO_LD(d0 + j), a1 = NN__WINO_LD(d1 + j), a2 = NN__WINO_LD(d2 + j),                      \
+                   a3 = NN__WINO_LD(d3 + j), r;                                                                       \
+            r = a0 - a2;                                                                                              \
+            __builtin_memcpy(e0 + j, &r, sizeof r);                                                                   \
+            r = a1 + a2;                                                                                              \
+            __builtin_memcpy(e1 + j, &r, sizeof r);                                                                   \
+            r = a2 - a1;                                                                                              \
+            __builtin_memcpy(e2 + j, &r, sizeof r);                                                                   \
+            r = a1 - a3;                                                                                              \
+            __builtin_memcpy(e3 + j, &r, sizeof r);                                                                   \
+        }                                                                                                             \
+        for (; j < n; j++) {                                                                                          \
+            e0[j] = d0[j] - d2[j];                                                                                    \
+            e1[j] = d1[j] + d2[j];                                                                                    \
+            e2[j] = d2[j] - d1[j];                                                                                    \
+            e3[j] = d1[j] - d3[j];                                                                                    \
+        }                                                                                                             \
+    }                                                                                                                 \
+    TGT static void nn__wino_hrow_##S(const float *E, const float *O, const float *E1, const float *O1, float *o0,   \
+                                      float *o1, float *o2, float *o3, int n) {                                       \
+        int j = 0;                                                                                                    \
+        for (; j + (VL) <= n; j += (VL)) {                                                                            \
+            VT v_, ev = NN__WINO_LD(E + j), ev1 = NN__WINO_LD(E1 + j)    , od = NN__WINO_LD(O + j),                    \
+                   od1 = NN__WINO_LD(O1 + j), r;                                                                        \
+            r = ev - ev1;                                                                                               \
+            __builtin_memcpy(o0 + j, &r, sizeof r);                                                                   \
+            r = od + ev1;                                                                                               \
+            __builtin_memcpy(o1 + j, &r, sizeof r);                                                                   \
+            r = ev1 - od;                                                                                               \
+            __builtin_memcpy(o2 + j, &r, sizeof r);                                                                   \
+            r = od - od1;                                                                                               \
+            __builtin_memcpy(o3 + j, &r, sizeof r);                                                                   \
+        }                                                                                                             \
+        for (; j < n; j++) {                                                                                          \
+            o0[j] = E[j] - E1[j];                                                                                     \
+            o1[j] = O[j] + E1[j];                                                                                     \
+            o2[j] = E1[j] - O[j];                                                                                     \
+            o3[j] = O[j] - O1[j];                                                                                     \
+        }                                                                                                             \
+    }                                                                                                                 \
+    TGT static int nn__wino_orow_##S(const float *const *m, float *y00, float *y01, float *y10, float *y11, int n,   \
+                                     const float *bias) {                                                             \
+        int j = 0, q, ok = 1;                                                                                         \
+        VT acc = {0}, bv = acc + (bias ? *bias : 0.0f);                                                               \
+        float lanes[VL];                                                                                              \
+        for (; j + (VL) <= n; j += (VL)) {                                                                            \
+            VT v_, s0[4], s1[4], r[4];                                                                                \
+            for (q = 0; q < 4; q++) {                                                                                 \
+                VT a0 = NN__WINO_LD(m[q] + j), a1 = NN__WINO_LD(m[4 + q] + j), a2 = NN__WINO_LD(m[8 + q] + j),        \
+                   a3 = NN__WINO_LD(m[12 + q] + j);                                                                   \
+                s0[q] = a0 + a1 + a2;                                                                                 \
+                s1[q] = a1 - a2 - a3;                                                                                 \
+            }                                                                                                         \
+            r[0] = s0[0] + s0[1] + s0[2];                                                                             \
+            r[1] = s0[1] - s0[2] - s0[3];                                                                             \
+            r[2] = s1[0] + s1[1] + s1[2];                                                                             \
+            r[3] = s1[1] - s1[2] - s1[3];                                                                             \
+            for (q = 0; q < 4; q++) {                                                                                 \
+                if (bias) r[q] = r[q] + bv;                                                                           \
+                acc = acc + (r[q] - r[q]); /* 0 while every value is finite */                                        \
+            }                                                                                                         \
+            __builtin_memcpy(y00 + j, &r[0], sizeof r[0]);                                                            \
+            __builtin_memcpy(y01 + j, &r[1], sizeof r[1]);                                                            \
+            __builtin_memcpy(y10 + j, &r[2], sizeof r[2]);                                                            \
+            __builtin_memcpy(y11 + j, &r[3], sizeof r[3]);                                                            \
+        }                                                                                                             \
+        __builtin_memcpy(lanes, &acc, sizeof acc);                                                                    \
+        for (q = 0; q < (VL); q++) ok &= lanes[q] == 0.0f;                                                            \
+        for (; j < n; j++) {                                                                                          \
+            float s0[4], s1[4], r[4];                                                                                 \
+            for (q = 0; q < 4; q++) {                                                                                 \
+                s0[q] = m[q][j] + m[4 + q][j] + m[8 + q][j];                                                          \
+                s1[q] = m[4 + q][j] - m[8 + q][j] - m[12 + q][j];                                                     \
+            }                                                                                                         \
+            r[0] = s0[0] + s0[1] + s0[2];                                                                             \
+            r[1] = s0[1] - s0[2] - s0[3];                                                                             \
+            r[2] = s1[0] + s1[1] + s1[2];                                                                             \
+            r[3] = s1[1] - s1[2] - s1[3];                                                                             \
+            for (q = 0; q < 4; q++) {                                                                                 \
+                if (bias) r[q] = r[q] + *bias;                                                                        \
+                ok &= r[q] - r[q] == 0.0f;                                                                            \
+            }                                                                                                         \
+            y00[j] = r[0];                                                                                            \
+            y01[j] = r[1];                                                                                            \
+            y10[j] = r[2];                                                                                            \
+            y11[j] = r[3];                                                                                            \
+        }                                                                                                             \
+        return ok;                                                                                                    \
+    }
+
+NN__WINO_DEFINE(generic, , float, 1)
+#if NN__GEMM_X86
+typedef float nn__wino_v16 __attribute__((vector_size(64)));
+typedef float nn__wino_v8 __attribute__((vector_size(32)));
+NN__WINO_DEFINE(avx512, __attribute__((target("avx512f"))), nn__wino_v16, 16)
+NN__WINO_DEFINE(avx2, __attribute__((target("avx2,fma"))), nn__wino_v8, 8)
+#endif
+#undef NN__WINO_DEFINE
+#undef NN__WINO_LD
+
+static float nn__wino_xat(const float *xr, int W, int ix) { return ix >= 0 && ix < W ? xr[ix] : 0.0f; }
+
+static void nn__wino_deint_generic(const float *xr, int W, int pw, float *E, float *O, int n) {
+    int j;
+    for (j = 0; j < n; j++) {
+        E[j] = nn__wino_xat(xr, W, 2 * j - pw);
+        O[j] = nn__wino_xat(xr, W, 2 * j + 1 - pw);
+    }
+}
+
+static void nn__wino_inter_generic(const float *a, const float *b, float *y, int ow) {
+    int j;
+    for (j = 0; 2 * j + 1 < ow; j++) {
+        y[2 * j] = a[j];
+        y[2 * j + 1] = b[j];
+    }
+    if (2 * j < ow) y[2 * j] = a[j];
+}
+
+#if NN__GEMM_X86
+static __mmask16 nn__wino_mask(int k) { return (__mmask16)(k >= 16 ? 0xFFFFu : k <= 0 ? 0u : (1u << k) - 1u); }
+
+/* 16 j at a time by masked loads of the 32 columns 2 j - pw .. (zeros past the row's end) */
+__attribute__((target("avx512f"))) static void nn__wino_deint_avx512(const float *xr, int W, int pw, float *E, float *O,
+                                                                     int n) {
+    const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i io = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    int j = 0;
+    for (; j < n && 2 * j - pw < 0; j++) { /* the columns left of the row */
+        E[j] = nn__wino_xat(xr, W, 2 * j - pw);
+        O[j] = nn__wino_xat(xr, W, 2 * j + 1 - pw);
+    }
+    for (; j < n; j += 16) {
+        int avail = W - (2 * j - pw);
+        const float *p = xr + 2 * j - pw;
+        __mmask16 st = nn__wino_mask(n - j);
+        __m512 v0 = _mm512_maskz_loadu_ps(nn__wino_mask(avail), avail > 0 ? p : xr);
+        __m512 v1 = _mm512_maskz_loadu_ps(nn__wino_mask(avail - 16), avail > 16 ? p + 16 : xr);
+        _mm512_mask_storeu_ps(E + j, st, _mm512_permutex2var_ps(v0, ie, v1));
+        _mm512_mask_storeu_ps(O + j, st, _mm512_permutex2var_ps(v0, io, v1));
+    }
+}
+
+__attribute__((target("avx512f"))) static void nn__wino_inter_avx512(const float *a, const float *b, float *y, int ow) {
+    const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i hi = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    int j, na = (ow + 1) / 2;
+    for (j = 0; j < na; j += 16) {
+        __mmask16 lm = nn__wino_mask(na - j);
+        __m512 va = _mm512_maskz_loadu_ps(lm, a + j), vb = _mm512_maskz_loadu_ps(lm, b + j);
+        _mm512_mask_storeu_ps(y + 2 * j, nn__wino_mask(ow - 2 * j), _mm512_permutex2var_ps(va, lo, vb));
+        _mm512_mask_storeu_ps(y + 2 * j + 16, nn__wino_mask(ow - 2 * j - 16), _mm512_permutex2var_ps(va, hi, vb));
+    }
+}
+#endif
+
+static const nn__wino_fns *nn__wino_pick(void) {
+    static const nn__wino_fns generic = {nn__wino_vcol_generic, nn__wino_hrow_generic, nn__wino_orow_generic,
+                                         nn__wino_deint_generic, nn__wino_inter_generic};
+#if NN__GEMM_X86
+    static const nn__wino_fns avx512 = {nn__wino_vcol_avx512, nn__wino_hrow_avx512, nn__wino_orow_avx512,
+                                        nn__wino_deint_avx512, nn__wino_inter_avx512};
+    static const nn__wino_fns avx2 = {nn__wino_vcol_avx2, nn__wino_hrow_avx2, nn__wino_orow_avx2, nn__wino_deint_generic,
+                                      nn__wino_inter_generic};
+    if (nn__vm_isa() == 2) return &avx512;
+    if (nn__vm_isa() == 1) return &avx2;
+#endif
+    return &generic;
+}
+
+/* U_xi [Co, Ci] = (G g G^T)[xi] of every filter g: w [Co, Ci, 3, 3] (op 0) or, for dx, w
+   [Ci, Co, 3, 3] flipped (g[a][b] = w[ci][co][2 - a][2 - b]); u holds 16 matrices of Co*Ci */
+static void nn__wino_filter(const nn__wino *L, int op, const float *w, float *u) {
+    int co, ci, i, a;
+    size_t mat = (size_t)L->Co * L->Ci;
+    for (co = 0; co < L->Co; co++)
+        for (ci = 0; ci < L->Ci; ci++) {
+            float g[3][3], t[4][3];
+            const float *src = op == 0 ? w + ((size_t)co * L->Ci + ci) * 9 : w + ((size_t)ci * L->Co + co) * 9;
+            for (i = 0; i < 3; i++)
+                for (a = 0; a < 3; a++) g[i][a] = op == 0 ? src[i * 3 + a] : src[(2 - i) * 3 + 2 - a];
+            for (a = 0; a < 3; a++) { /* t = G g */
+                t[0][a] = g[0][a];
+                t[1][a] = 0.5f * (g[0][a] + g[1][a] + g[2][a]);
+                t[2][a] = 0.5f * (g[0][a] - g[1][a] + g[2][a]);
+                t[3][a] = g[2][a];
+            }
+            for (i = 0; i < 4; i++) { /* U = t G^T */
+                float *d = u + (size_t)(4 * i) * mat + (size_t)co * L->Ci + ci;
+                d[0] = t[i][0];
+                d[mat] = 0.5f * (t[i][0] + t[i][1] + t[i][2]);
+                d[2 * mat] = 0.5f * (t[i][0] - t[i][1] + t[i][2]);
+                d[3 * mat] = t[i][2];
+            }
+        }
+}
+
+typedef struct nn__wino_job {
+    const nn__wino *L;
+    const nn__wino_fns *fn;
+    const float *x, *b, *upk;
+    float *y, *bufs, *bad; /* bad[t]: task t wrote an output that is not finite */
+    int64_t nchunks;
+} nn__wino_job;
+
+/* Element (ci, t) of a chunk's V_xi in the microkernel's column panels: K blocks of kc rows,
+   each a run of [kcb][nr] panels */
+static float *nn__wino_vp(const nn__wino *L, float *v, int ci, int t) {
+    int nr = L->arch->nr, pc = ci / L->kc * L->kc, kcb = L->Ci - pc < L->kc ? L->Ci - pc : L->kc;
+    return v + (size_t)pc * L->ntp + (size_t)(t / nr) * kcb * nr + (size_t)(ci - pc) * nr + t % nr;
+}
+
+/* One chunk's input transform: tiles [t0, t1) of every input channel into V's panels. d: the
+   4 input rows of each tile, their columns 2 tw, 2 tw + 1, 2 tw + 2, 2 tw + 3 as 4 rows of the
+   chunk's tiles, [4][4][S]; e: B^T d, alike */
+static void nn__wino_input(const nn__wino_job *J, int64_t t0, int64_t t1, float *v, float *d) {
+    const nn__wino *L = J->L;
+    int TW = L->TW, nr = L->arch->nr, S = L->S, lc = (int)(t1 - t0), ci, i, xi, jr, t;
+    float *e = d + 16 * (size_t)S;
+    int64_t q;
+    for (ci = 0; ci < L->Ci; ci++) {
+        for (q = t0; q < t1;) { /* a run of tiles along one tile row */
+            int64_t r = q / TW, n = r / L->TH;
+            int th = (int)(r % L->TH), tw0 = (int)(q % TW), len = (int)(t1 - q < TW - tw0 ? t1 - q : TW - tw0);
+            size_t off = (size_t)(q - t0);
+            const float *xc = J->x + ((size_t)n * L->Ci + ci) * L->H * (size_t)L->W;
+            for (i = 0; i < 4; i++) { /* input row 2 th - ph + i */
+                int iy = 2 * th - L->ph + i, k;
+                float *D = d + (size_t)(4 * i) * S + off;
+                if (iy < 0 || iy >= L->H)
+                    for (k = 0; k < 4; k++) memset(D + (size_t)k * S, 0, (size_t)len * sizeof(float));
+                else {
+                    const float *xr = xc + (size_t)iy * L->W;
+                    J->fn->deint(xr, L->W, L->pw - 2 * tw0, D, D + S, len);
+                    J->fn->deint(xr, L->W, L->pw - 2 * tw0 - 2, D + 2 * (size_t)S, D + 3 * (size_t)S, len);
+                }
+            }
+            q += len;
+        }
+        J->fn->vcol(d, d + 4 * (size_t)S, d + 8 * (size_t)S, d + 12 * (size_t)S, e, e + 4 * (size_t)S, e + 8 * (size_t)S,
+                    e + 12 * (size_t)S, 4 * S);
+        for (jr = 0; jr < lc; jr += nr) { /* one panel's run of columns at a time */
+            int len = lc - jr < nr ? lc - jr : nr;
+            for (i = 0; i < 4; i++) {
+                const float *E = e + (size_t)(4 * i) * S + jr;
+                float *o[4];
+                for (xi = 0; xi < 4; xi++) o[xi] = nn__wino_vp(L, v + (size_t)(4 * i + xi) * L->vsz, ci, jr);
+                J->fn->hrow(E, E + S, E + 2 * (size_t)S, E + 3 * (size_t)S, o[0], o[1], o[2], o[3], len);
+            }
+            if (len < nr) /* the last panel's columns past the chunk: zeros, not stale scratch */
+                for (xi = 0; xi < 16; xi++)
+                    for (t = jr + len; t < jr + nr; t++) *nn__wino_vp(L, v + (size_t)xi * L->vsz, ci, t) = 0.0f;
+        }
+    }
+}
+
+/* One chunk's output transform: M [16][Cop, ntp] to y (+ bias); whether every output is finite */
+static int nn__wino_output(const nn__wino_job *J, int64_t t0, int64_t t1, const float *m, float *ob) {
+    const nn__wino *L = J->L;
+    int TW = L->TW, S = L->S, lc = (int)(t1 - t0), co, xi, ok = 1;
+    int64_t q;
+    for (co = 0; co < L->Co; co++) {
+        const float *mp[16];
+        for (xi = 0; xi < 16; xi++) mp[xi] = m + (size_t)xi * L->msz + (size_t)co * L->ntp;
+        ok &= J->fn->orow(mp, ob, ob + S, ob + 2 * (size_t)S, ob + 3 * (size_t)S, lc, J->b ? J->b + co : NULL);
+        for (q = t0; q < t1;) {
+            int64_t r = q / TW, n = r / L->TH;
+            int th = (int)(r % L->TH), tw0 = (int)(q % TW), len = (int)(t1 - q < TW - tw0 ? t1 - q : TW - tw0);
+            int ow = L->OW - 2 * tw0 < 2 * len ? L->OW - 2 * tw0 : 2 * len;
+            size_t off = (size_t)(q - t0);
+            float *y0 = J->y + (((size_t)n * L->Co + co) * L->OH + 2 * th) * (size_t)L->OW + 2 * tw0;
+            J->fn->inter(ob + off, ob + S + off, y0, ow);
+            if (2 * th + 1 < L->OH) J->fn->inter(ob + 2 * (size_t)S + off, ob + 3 * (size_t)S + off, y0 + L->OW, ow);
+            q += len;
+        }
+    }
+    return ok;
+}
+
+static void nn__wino_task(void *arg, int t, int n_tasks) {
+    const nn__wino_job *J = (const nn__wino_job *)arg;
+    const nn__wino *L = J->L;
+    const nn__gemm_arch *arch = L->arch;
+    int mr = arch->mr, nr = arch->nr, xi, pc, jr, ir;
+    int64_t per = (J->nchunks + n_tasks - 1) / n_tasks, ch, ch1 = per * (t + 1) < J->nchunks ? per * (t + 1) : J->nchunks;
+    float *v = nn__gemm_align(J->bufs + L->per_task * (size_t)t), *m = v + 16 * L->vsz, *d = m + 16 * L->msz;
+    J->bad[t] = 0.0f;
+    for (ch = per * t; ch < ch1; ch++) {
+        int64_t t0 = ch * L->lc, t1 = t0 + L->lc < L->ntiles ? t0 + L->lc : L->ntiles;
+        int lc = (int)(t1 - t0);
+        nn__wino_input(J, t0, t1, v, d);
+        for (xi = 0; xi < 16; xi++) {
+            const float *u = J->upk + (size_t)xi * L->usz, *vx = v + (size_t)xi * L->vsz;
+            float *mx = m + (size_t)xi * L->msz;
+            for (pc = 0; pc < L->Ci; pc += L->kc) {
+                int kc = L->Ci - pc < L->kc ? L->Ci - pc : L->kc;
+                float beta = pc == 0 ? 0.0f : 1.0f;
+                for (jr = 0; jr < lc; jr += nr)
+                    for (ir = 0; ir < L->Cop; ir += mr)
+                        arch->ukr(kc, u + (size_t)pc * L->Cop + (size_t)ir * kc, vx + (size_t)pc * L->ntp + (size_t)jr * kc,
+                                  mx + (size_t)ir * L->ntp + jr, L->ntp, 1.0f, beta);
+            }
+        }
+        if (!nn__wino_output(J, t0, t1, m, d)) J->bad[t] = 1.0f;
+    }
+}
+
+/* op 0: y [N, K, OH, OW] = conv(x, w) + b (b may be NULL); op 1: y = dx [N, C, H, W] from x =
+   dy [N, K, OH, OW] (b NULL). scratch from nn__wino_scratch(c, op, T). Returns 0 when an
+   output is not finite: the caller computes the node again by the implicit GEMM. */
+static int nn__wino_run(nn__threadpool *pool, const nn__conv2d *c, int op, int T, float *y, const float *x,
+                         const float *w, const float *b, float *scratch) {
+    nn__wino L;
+    nn__wino_job J;
+    float *upk, *u;
+    int xi, pc, tasks, t;
+    nn__wino_layout(c, op, T, &L);
+    upk = nn__gemm_align(scratch);
+    u = upk + 16 * L.usz;
+    nn__wino_filter(&L, op, w, u);
+    for (xi = 0; xi < 16; xi++)
+        for (pc = 0; pc < L.Ci; pc += L.kc) {
+            int kc = L.Ci - pc < L.kc ? L.Ci - pc : L.kc;
+            L.arch->pack_a(0, u + (size_t)xi * L.Co * L.Ci, L.Ci, 0, L.Co, pc, kc, L.arch->mr,
+                           upk + (size_t)xi * L.usz + (size_t)pc * L.Cop);
+        }
+    memset(&J, 0, sizeof J);
+    J.L = &L;
+    J.fn = nn__wino_pick();
+    J.x = x;
+    J.b = b;
+    J.upk = upk;
+    J.y = y;
+    J.bufs = scratch + L.upk;
+    J.nchunks = (L.ntiles + L.lc - 1) / L.lc;
+    tasks = L.T < nn__threadpool_size(pool) ? L.T : nn__threadpool_size(pool);
+    if ((double)L.ntiles * 16.0 * L.Ci * L.Co < (double)NN__PAR_MIN * 8) tasks = 1;
+    if (tasks > J.nchunks) tasks = (int)J.nchunks;
+    if (tasks < 1) tasks = 1;
+    J.bad = scratch + L.upk + L.per_task * (size_t)L.T;
+    nn__threadpool_run(pool, nn__wino_task, &J, tasks);
+    for (t = 0; t < tasks; t++)
+        if (J.bad[t] != 0.0f) return 0;
+    return 1;
+}
+
+/* The CPU backend's algorithm for a convolution that is not depthwise, op 0 forward, 1 dx,
+   2 dw. NN_CONV_ALGO (read when a graph is compiled): im2col forces the im2col path, gemm
+   the implicit GEMM, winograd Winograd wherever it applies (forward and dx); by default
+   Winograd where it applies and both channel counts are at least NN__WINO_MIN_CH (a first
+   layer's 1 or 3 channels leave the products too thin), else the implicit GEMM. */
+#define NN__WINO_MIN_CH 16
+static int nn__conv_cpu_algo(const nn__conv2d *c, int op) {
+    const char *e = getenv("NN_CONV_ALGO");
+    if (e && !strcmp(e, "im2col")) return NN__CONV_GEMM;
+    if ((e && !strcmp(e, "gemm")) || op == 2 || !nn__wino_fits(c)) return NN__CONV_IMPLICIT;
+    if (e && !strcmp(e, "winograd")) return NN__CONV_WINOGRAD;
+    return c->C >= NN__WINO_MIN_CH && c->K >= NN__WINO_MIN_CH ? NN__CONV_WINOGRAD : NN__CONV_IMPLICIT;
+}

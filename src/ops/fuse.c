@@ -1,0 +1,347 @@
+/* Elementwise fusion (issue 19): chains of elementwise nodes that stand next to each other in
+   the schedule, each after the first reading the node before it at its own shape (a bias add
+   and its activation, a residual add after a bias add, an activation's gradient and the
+   gradient sum after it), run as one pass over memory: on the CPU backend one loop over
+   blocks of NN__FUSE_BLOCK elements calling each node's own row loop in turn
+   (src/cpu/elementwise.c), on a device one kernel generated from the chain (the formulas'
+   text from kernels/activation.h, after kernels/fuse.cl, built once per text and cached as
+   the other programs). A node's output is written when anything outside its chain reads it
+   (the backward, an output, a view), else it stays in a block (CPU) or a register (device).
+
+   The same float operations in the same order as the unfused nodes, so the same bits: each
+   element's value goes through the same formula (the same loops on the CPU; on a device the
+   same expression, one statement per node, so a compiler contracts nothing across nodes).
+   Found at compile, after the ops' plans and before the memory plan, which then keeps every
+   input of a chain live to its last node and each node's output from its first. NN_FUSE=0
+   in the environment turns it off. */
+#include "../base/internal.h"
+#include "../base/registry.h"
+#include "../../kernels/kargs.h"
+#include "../../kernels/activation.h"
+
+/* The chains' types and the CPU backend's loop: src/cpu/fuse.c. */
+
+
+/* the formulas' text, for the generated kernels (the same tokens kernels/elementwise.cl's
+   kernels are stamped from) */
+static const char *const nn__fuse_ufwd[] = {
+#define NN__X(E, name, params, valid, fwd, der) #fwd,
+    NN__UNARY_ALL(NN__X)
+#undef NN__X
+};
+static const char *const nn__fuse_uder[] = {
+#define NN__X(E, name, params, valid, fwd, der) #der,
+    NN__UNARY_ALL(NN__X)
+#undef NN__X
+};
+static const char *const nn__fuse_bfwd[] = {
+#define NN__X(E, name, fwd, da, db) #fwd,
+    NN__BINARY_FNS(NN__X)
+#undef NN__X
+};
+
+static void nn__fusion_free(nn_graph *g) {
+    int i;
+    if (!g->fusion) return;
+    for (i = 0; i < g->fusion->n; i++) NN_FREE(g->fusion->c[i].source);
+    NN_FREE(g->fusion->c);
+    NN_FREE(g->fusion);
+    g->fusion = NULL;
+}
+
+/* The kind of node n in a chain, or -1: not fusable (float32 in and out, a flat index that
+   fits an int, no input check). */
+static int nn__fuse_kind(const nn_graph *g, const nn__node *n) {
+    int k, kind;
+    switch (n->op) {
+    case NN__OP_ADD: case NN__OP_SUB: case NN__OP_MUL: case NN__OP_BINARY: case NN__OP_COMPARE: kind = NN__FK_BINARY; break;
+    case NN__OP_UNARY: case NN__OP_UNARY_NOGRAD: kind = NN__FK_UNARY; break;
+    case NN__OP_UNARY_GRAD: kind = NN__FK_UNARY_GRAD; break;
+    case NN__OP_SCALE: kind = NN__FK_SCALE; break;
+    default: return -1;
+    }
+    if (n->dtype != NN_F32 || n->numel < 1 || n->numel > 0x7fffffff || n->check || n->storage == NN__ST_VIEW) return -1;
+    for (k = 0; k < n->n_in; k++)
+        if (g->nodes[n->in[k]].dtype != NN_F32) return -1;
+    return kind;
+}
+
+/* How node n reads node x at its output's index: -1 when not one of the forms. */
+static int nn__fuse_form(const nn_graph *g, const nn__node *n, int x, int64_t *m) {
+    const nn_shape *s = &g->nodes[x].shape, *o = &n->shape;
+    int d, lead = 0;
+    if (nn__shape_eq(s, o)) return NN__FA_FULL;
+    if (g->nodes[x].numel == 1) return NN__FA_SCALAR;
+    while (lead < s->ndim && s->dim[lead] == 1) lead++;
+    if (s->ndim - lead > o->ndim) return -1;
+    for (d = lead; d < s->ndim; d++)
+        if (s->dim[d] != o->dim[o->ndim - s->ndim + d]) return -1;
+    *m = g->nodes[x].numel;
+    return NN__FA_ROW;
+}
+
+/* The kernel argument of operand k of node j of chain c, an outside node: its index among
+   the chain's distinct outside operands in order of first reading (so the generated text
+   depends on the chain's form, not on node ids, and programs are shared); *first: j, k is
+   that first reading. */
+static int nn__fuse_ext(const nn__fuse_chain *c, int j, int k, int *first) {
+    int i, q, n = 0;
+    for (i = 0; i <= j; i++)
+        for (q = 0; q < (i < j ? c->m[i].n_opd : k + 1); q++) {
+            const nn__fuse_opd *o = &c->m[i].opd[q];
+            int p, r, dup = 0;
+            if (o->kind == NN__FA_MEMBER) continue;
+            for (p = 0; p <= i && !dup; p++) /* read before (i, q)? */
+                for (r = 0; r < (p < i ? c->m[p].n_opd : q); r++)
+                    if (c->m[p].opd[r].kind != NN__FA_MEMBER && c->m[p].opd[r].node == o->node) {
+                        dup = 1;
+                        break;
+                    }
+            if (i == j && q == k) {
+                *first = !dup;
+                if (!dup) return n;
+                for (p = 0, n = 0; p <= i; p++) /* the index of its first reading */
+                    for (r = 0; r < (p < i ? c->m[p].n_opd : q); r++) {
+                        const nn__fuse_opd *e = &c->m[p].opd[r];
+                        int e_first = 0, idx;
+                        if (e->kind == NN__FA_MEMBER || e->node != o->node) continue;
+                        idx = nn__fuse_ext(c, p, r, &e_first);
+                        if (e_first) return idx;
+                    }
+                return 0;
+            }
+            n += !dup;
+        }
+    *first = 0;
+    return 0;
+}
+
+/* Kernel arguments the chain c takes (every node's output counted, as if written). */
+static int nn__fuse_nargs(const nn__fuse_chain *c) {
+    int j, k, args = 1; /* n */
+    for (j = 0; j < c->n; j++) {
+        const nn__fuse_member *mb = &c->m[j];
+        args += 1 + (mb->kind == NN__FK_UNARY || mb->kind == NN__FK_UNARY_GRAD ? 2 : mb->kind == NN__FK_SCALE);
+        for (k = 0; k < mb->n_opd; k++) {
+            int first = 0;
+            if (mb->opd[k].kind == NN__FA_MEMBER) continue;
+            args += mb->opd[k].kind == NN__FA_ROW;
+            (void)nn__fuse_ext(c, j, k, &first);
+            args += first;
+        }
+    }
+    return args;
+}
+
+/* Node id as the next node of chain c (c->n == 0: its first): 0 when it cannot join it. */
+static int nn__fuse_join(nn_graph *g, nn__fuse_chain *c, int id) {
+    const nn__node *n = &g->nodes[id];
+    nn__fuse_member *mb = &c->m[c->n];
+    int kind = nn__fuse_kind(g, n), k, i, reads_prev = c->n == 0;
+    if (kind < 0 || c->n == NN__FUSE_MAX) return 0;
+    memset(mb, 0, sizeof *mb);
+    mb->node = id;
+    mb->kind = kind;
+    mb->n_opd = kind == NN__FK_BINARY || kind == NN__FK_UNARY_GRAD ? 2 : 1;
+    if (n->n_in != mb->n_opd) return 0;
+    mb->fn = kind == NN__FK_BINARY ? nn__binary_node_fn(n) : n->a.ew.fn;
+    for (k = 0; k < mb->n_opd; k++) {
+        int x = n->in[k];
+        nn__fuse_opd *o = &mb->opd[k];
+        o->node = x;
+        for (i = 0; i < c->n && c->m[i].node != x; i++) {}
+        if (i < c->n) { /* an earlier node of the chain: read at the same shape only */
+            if (!nn__shape_eq(&g->nodes[x].shape, &n->shape)) return 0;
+            o->kind = NN__FA_MEMBER;
+            o->node = i;
+            reads_prev |= i == c->n - 1;
+            continue;
+        }
+        o->kind = nn__fuse_form(g, n, x, &o->m);
+        if (o->kind < 0 || ((kind == NN__FK_UNARY || kind == NN__FK_UNARY_GRAD || kind == NN__FK_SCALE) && o->kind != NN__FA_FULL))
+            return 0;
+    }
+    if (!reads_prev) return 0;
+    c->n++;
+    if (nn__fuse_nargs(c) > NN__MAX_KARGS) {
+        c->n--;
+        return 0;
+    }
+    return 1;
+}
+
+/* kernels/fuse.cl's kernel "fused" for chain c: its parameters the buffers it reads (x<node>)
+   and writes (y<j>), n, each row operand's m, each node's parameters; one statement per node. */
+static char *nn__fuse_source(const nn_graph *g, const nn__fuse_chain *c) {
+    char *s = NULL, *p;
+    size_t cap = 4096, len = 0;
+    int j, k;
+    for (j = 0; j < c->n; j++)
+        cap += strlen(c->m[j].kind == NN__FK_BINARY ? nn__fuse_bfwd[c->m[j].fn] : nn__fuse_ufwd[c->m[j].fn]) +
+               strlen(c->m[j].kind == NN__FK_UNARY_GRAD ? nn__fuse_uder[c->m[j].fn] : "") + 512;
+    s = (char *)NN_MALLOC(cap);
+    if (!s) return NULL;
+#define NN__PUT(...) (len += (size_t)snprintf(s + len, cap - len, __VA_ARGS__))
+    NN__PUT("\n#line 1 \"the fused kernel of a chain (src/ops/fuse.c)\"\n__kernel void fused(const int n");
+    for (j = 0; j < c->n; j++) { /* the arguments, in nn__fuse_launch's order */
+        const nn__fuse_member *mb = &c->m[j];
+        for (k = 0; k < mb->n_opd; k++) {
+            int first = 0, x;
+            if (mb->opd[k].kind == NN__FA_MEMBER) continue;
+            x = nn__fuse_ext(c, j, k, &first);
+            if (first) NN__PUT(", __global const float *x%d", x);
+            if (mb->opd[k].kind == NN__FA_ROW) NN__PUT(", const int m%d_%d", j, k);
+        }
+        if (mb->written) NN__PUT(", __global float *y%d", j);
+        if (mb->kind == NN__FK_UNARY || mb->kind == NN__FK_UNARY_GRAD) NN__PUT(", const float a%d, const float b%d", j, j);
+        if (mb->kind == NN__FK_SCALE) NN__PUT(", const float s%d", j);
+    }
+    NN__PUT(") {\n    int i = get_global_id(0);\n    if (i >= n) return;\n");
+    for (j = 0; j < c->n; j++) {
+        const nn__fuse_member *mb = &c->m[j];
+        char opd[2][48];
+        for (k = 0; k < mb->n_opd; k++) {
+            const nn__fuse_opd *o = &mb->opd[k];
+            int first = 0, x = o->kind == NN__FA_MEMBER ? 0 : nn__fuse_ext(c, j, k, &first);
+            if (o->kind == NN__FA_MEMBER) snprintf(opd[k], sizeof opd[k], "v%d", o->node);
+            else if (o->kind == NN__FA_FULL) snprintf(opd[k], sizeof opd[k], "x%d[i]", x);
+            else if (o->kind == NN__FA_SCALAR) snprintf(opd[k], sizeof opd[k], "x%d[0]", x);
+            else snprintf(opd[k], sizeof opd[k], "x%d[i %% m%d_%d]", x, j, k);
+        }
+        if (mb->kind == NN__FK_BINARY)
+            NN__PUT("    float v%d;\n    { float u = %s, w = %s; v%d = (%s); }\n", j, opd[0], opd[1], j, nn__fuse_bfwd[mb->fn]);
+        else if (mb->kind == NN__FK_UNARY)
+            NN__PUT("    float v%d;\n    { float v = %s, p0 = a%d, p1 = b%d; (void)p0; (void)p1; v%d = (%s); }\n", j, opd[0], j, j, j,
+                    nn__fuse_ufwd[mb->fn]);
+        else if (mb->kind == NN__FK_UNARY_GRAD)
+            NN__PUT("    float v%d;\n    { float v = %s, p0 = a%d, p1 = b%d; (void)p0; (void)p1; v%d = %s * (%s); }\n", j, opd[0], j, j,
+                    j, opd[1], nn__fuse_uder[mb->fn]);
+        else
+            NN__PUT("    float v%d = %s * s%d;\n", j, opd[0], j);
+        if (mb->written) NN__PUT("    y%d[i] = v%d;\n", j, j);
+    }
+    NN__PUT("}\n");
+#undef NN__PUT
+    (void)g;
+    if (len >= cap) { /* cannot happen: cap counts every piece */
+        NN_FREE(s);
+        return NULL;
+    }
+    p = s;
+    return p;
+}
+
+/* Closes chain c (of schedule positions [head, tail]): kept when it has two nodes or more. */
+static nn_result nn__fuse_keep(nn_graph *g, nn__fuse_chain *c, const int *readers, int head) {
+    struct nn__fusion *f = g->fusion;
+    int j, k, tail = head + c->n - 1;
+    if (c->n < 2) return NN_OK;
+    if (f->n == f->cap) {
+        int cap = f->cap ? f->cap * 2 : 16;
+        nn__fuse_chain *p = (nn__fuse_chain *)NN_REALLOC(f->c, (size_t)cap * sizeof *p);
+        if (!p) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
+        f->c = p;
+        f->cap = cap;
+    }
+    for (j = 0; j < c->n; j++) { /* written: read outside the chain, kept, or the last */
+        nn__fuse_member *mb = &c->m[j];
+        const nn__node *n = &g->nodes[mb->node];
+        int inside = 0, i;
+        for (i = j + 1; i < c->n; i++)
+            for (k = 0; k < c->m[i].n_opd; k++) inside += c->m[i].opd[k].kind == NN__FA_MEMBER && c->m[i].opd[k].node == j;
+        mb->written = j == c->n - 1 || n->is_output || n->storage != NN__ST_ARENA || readers[mb->node] > inside;
+    }
+    for (j = 0; j < c->n; j++) { /* liveness: inputs to the last node, outputs from the first */
+        nn__node *n = &g->nodes[c->m[j].node];
+        for (k = 0; k < c->m[j].n_opd; k++) {
+            nn__node *x;
+            if (c->m[j].opd[k].kind == NN__FA_MEMBER) continue;
+            x = &g->nodes[c->m[j].opd[k].node];
+            if (x->storage == NN__ST_VIEW) x = &g->nodes[x->view_of];
+            if (x->last < tail) x->last = tail;
+        }
+        n->first = head;
+        n->fused = j == c->n - 1 ? f->n + 1 : -1;
+    }
+    c->source = NULL;
+    if (!g->ctx->backend->host_memory && !(c->source = nn__fuse_source(g, c)))
+        return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
+    f->c[f->n++] = *c;
+    return NN_OK;
+}
+
+/* Finds the chains: runs of schedule positions within one part of the schedule (forward,
+   backward, update: a run may stop at a part's end), each node after the first reading the
+   one before it. */
+static nn_result nn__fuse_plan(nn_graph *g) {
+    const char *env = getenv("NN_FUSE");
+    nn__fuse_chain c;
+    int *readers, i, k, head = 0;
+    nn_result r = NN_OK;
+    if ((env && strcmp(env, "0") == 0) || g->n_sched < 2) return NN_OK;
+    readers = (int *)nn__calloc((size_t)g->n_nodes + 1, sizeof(int));
+    g->fusion = (struct nn__fusion *)nn__calloc(1, sizeof *g->fusion);
+    if (!readers || !g->fusion) {
+        NN_FREE(readers);
+        NN_FREE(g->fusion);
+        g->fusion = NULL;
+        return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
+    }
+    g->fusion_free = nn__fusion_free;
+    for (i = 0; i < g->n_sched; i++) {
+        const nn__node *n = &g->nodes[g->sched[i]];
+        for (k = 0; k < n->n_in; k++) readers[n->in[k]]++;
+    }
+    for (i = 0; i < g->n_nodes; i++) /* gradients and the loss: read by the engine, kept */
+        if (g->nodes[i].grad >= 0 && g->nodes[i].grad < g->n_nodes) readers[g->nodes[i].grad]++;
+    if (g->loss > 0) readers[g->loss]++;
+    c.n = 0;
+    for (i = 0; i < g->n_sched && r == NN_OK; i++) {
+        int boundary = i == g->n_sched_forward || i == g->n_sched_update;
+        if (c.n > 0 && !boundary && nn__fuse_join(g, &c, g->sched[i])) continue;
+        r = nn__fuse_keep(g, &c, readers, head);
+        c.n = 0;
+        head = i;
+        nn__fuse_join(g, &c, g->sched[i]);
+    }
+    if (r == NN_OK) r = nn__fuse_keep(g, &c, readers, head);
+    NN_FREE(readers);
+    if (r == NN_OK && g->fusion->n)
+        nn__log(g->ctx, NN_LOG_DEBUG, "fusion: %d chains of elementwise nodes run as one pass each", g->fusion->n);
+    return r;
+}
+
+/* ---- a device backend: the chain's one launch of its generated kernel ---- */
+
+static nn_result nn__fuse_launch(nn_graph *g, int id) {
+    const nn__fuse_chain *c = &g->fusion->c[g->nodes[id].fused - 1];
+    nn__launch *l = NULL;
+    nn_result r = nn__launch_kernel(g, id, "fuse", "fused", (size_t)g->nodes[id].numel, &l);
+    int j, k;
+    if (r != NN_OK) return r;
+    l->source = c->source;
+    r = nn__karg_int(l, "n", (int)g->nodes[id].numel);
+    for (j = 0; j < c->n && r == NN_OK; j++) { /* nn__fuse_source's order */
+        const nn__fuse_member *mb = &c->m[j];
+        const nn__node *n = &g->nodes[mb->node];
+        for (k = 0; k < mb->n_opd && r == NN_OK; k++) {
+            int first = 0;
+            if (mb->opd[k].kind == NN__FA_MEMBER) continue;
+            (void)nn__fuse_ext(c, j, k, &first);
+            if (first) r = nn__karg_buf(l, "x", &g->nodes[mb->opd[k].node].buf);
+            if (r == NN_OK && mb->opd[k].kind == NN__FA_ROW) r = nn__karg_int(l, "m", (int)mb->opd[k].m);
+        }
+        if (r == NN_OK && mb->written) r = nn__karg_buf(l, "y", &n->buf);
+        if (r == NN_OK && (mb->kind == NN__FK_UNARY || mb->kind == NN__FK_UNARY_GRAD)) {
+            r = nn__karg_float(l, "p0", n->a.ew.param[0]);
+            if (r == NN_OK) r = nn__karg_float(l, "p1", n->a.ew.param[1]);
+        }
+        if (r == NN_OK && mb->kind == NN__FK_SCALE) r = nn__karg_float(l, "s", n->a.ew.s);
+    }
+    return r;
+}
+
+static const nn__fuse_hooks *nn__fuse(void) {
+    static const nn__fuse_hooks hooks = {nn__fuse_plan, nn__fuse_cpu, nn__fuse_launch};
+    return &hooks;
+}

@@ -1,0 +1,238 @@
+/* Elementwise fusion (src/ops/fuse.c): the same training run compiled with fusion (the
+   default) and with NN_FUSE=0 must give the same bits (losses, parameters, gradients) on the
+   backend under test, with fewer kernel launches per step; a chain's forward is also held to
+   a double-precision reference written here. */
+#if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L /* setenv */
+#endif
+#include "test.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define STEPS 3
+
+/* What a run gave: the losses of each step, every parameter after them (and the chain
+   case's output and gradients), the launches of one step. */
+typedef struct run_out {
+    float loss[STEPS];
+    float *vals;
+    long n_vals;
+    uint64_t launches;
+    nn_result r;
+} run_out;
+
+nn_result t_compile_unfused(nn_graph *g, const nn_compile_desc *desc) {
+    const char *old = getenv("NN_FUSE");
+    char *saved = old ? strdup(old) : NULL;
+    nn_result r;
+    setenv("NN_FUSE", "0", 1);
+    r = nn_graph_compile(g, desc);
+    if (saved) setenv("NN_FUSE", saved, 1);
+    else unsetenv("NN_FUSE");
+    free(saved);
+    return r;
+}
+
+typedef nn_tensor (*model_fn)(nn_graph *g, nn_tensor *extra);
+
+/* MLP: x [16, 20] -> 32 -> relu -> 24 -> relu -> 10 logits; softmax cross-entropy. */
+static nn_tensor mlp_model(nn_graph *g, nn_tensor *extra) {
+    nn_tensor x = nn_input(g, "x", NN_F32, nn_shape2(16, 20)), y = nn_input(g, "y", NN_I32, nn_shape1(16)), h;
+    h = nn_relu(g, nn_linear_layer(g, x, 32, NULL, "fc1"));
+    h = nn_relu(g, nn_linear_layer(g, h, 24, NULL, "fc2"));
+    (void)extra;
+    return nn_softmax_cross_entropy(g, nn_linear_layer(g, h, 10, NULL, "fc3"), y);
+}
+
+/* nanoGPT's model, tiny: vocabulary 16, context 8, 2 layers of 2 heads, width 16, no dropout
+   (as examples/tiny_gpt.c). */
+static nn_tensor gpt_model(nn_graph *g, nn_tensor *extra) {
+    nn_gpt_config cfg;
+    nn_tensor x = nn_input(g, "x", NN_I32, nn_shape2(2, 8)), y = nn_input(g, "y", NN_I32, nn_shape1(16));
+    memset(&cfg, 0, sizeof cfg);
+    cfg.vocab_size = 16;
+    cfg.block_size = 8;
+    cfg.n_layer = 2;
+    cfg.n_head = 2;
+    cfg.n_embd = 16;
+    (void)extra;
+    return nn_softmax_cross_entropy(g, nn_gpt(g, x, &cfg), y);
+}
+
+/* A chain of every form fusion takes, x [6, 7] and w [7, 5] inputs, b [5] and r [6, 5]:
+   h = x w + b (a row operand), a = gelu(h), z = tanh(a + r) * s (s [1]: a scalar operand),
+   q = z * z (a node read twice), out = 0.5 q - 3 z (a scale, and a node read after the one
+   after it); h is kept (nn_graph_output: written by its chain). Loss: sum(out). */
+static nn_tensor chain_model(nn_graph *g, nn_tensor *extra) {
+    nn_init init;
+    nn_tensor x = nn_input(g, "x", NN_F32, nn_shape2(6, 7)), r = nn_input(g, "r", NN_F32, nn_shape2(6, 5));
+    nn_tensor s = nn_input(g, "s", NN_F32, nn_shape1(1)), w, b, h, z, q, out;
+    init.kind = NN_INIT_UNIFORM;
+    init.a = -0.5f;
+    init.b = 0.5f;
+    w = nn_param(g, "w", nn_shape2(7, 5), init);
+    b = nn_param(g, "b", nn_shape1(5), init);
+    h = nn_add(g, nn_matmul(g, x, w, 0, 0), b);
+    z = nn_mul(g, nn_tanh(g, nn_add(g, nn_gelu(g, h), r)), s);
+    q = nn_mul(g, z, z);
+    out = nn_sub(g, nn_mul_scalar(g, q, 0.5f), nn_mul_scalar(g, z, 3.0f));
+    nn_graph_output(g, h);
+    nn_graph_output(g, out);
+    extra[0] = h;
+    extra[1] = out;
+    nn_graph_requires_grad(g, x);
+    nn_graph_requires_grad(g, r);
+    extra[2] = x;
+    extra[3] = r;
+    return nn_sum(g, out);
+}
+
+/* Deterministic contents for every input of g (labels in [0, 10) or the vocabulary). */
+static nn_result write_inputs(nn_graph *g, int which) {
+    static const char *const names[] = {"x", "y", "r", "s"};
+    float f[1024];
+    int32_t lab[16];
+    nn_result r = NN_OK;
+    int k, i;
+    t_seed(7);
+    for (i = 0; i < 1024; i++) f[i] = (float)t_uniform(-1.5, 1.5);
+    for (i = 0; i < 16; i++) lab[i] = which == 1 ? t_randint(16) : t_randint(10);
+    for (k = 0; k < 4 && r == NN_OK; k++) {
+        nn_tensor t = nn_graph_find(g, names[k]);
+        int64_t n = t_numel(g, t);
+        if (t.id <= 0) continue;
+        if ((which == 1 && k == 0) || k == 1) r = nn_tensor_write(g, t, lab, (size_t)n * 4);
+        else r = nn_tensor_write(g, t, f, (size_t)n * 4);
+    }
+    return r;
+}
+
+/* Builds model `which` (0 MLP, 1 GPT, 2 the chain) on e's backend, compiled with fusion on or
+   off (NN_FUSE), and runs STEPS steps of Adam. */
+static void run_model(const t_env *e, int which, int fuse, run_out *o) {
+    static const model_fn models[] = {mlp_model, gpt_model, chain_model};
+    const char *old = getenv("NN_FUSE");
+    char *saved = old ? strdup(old) : NULL;
+    nn_graph_desc gd;
+    nn_compile_desc cd;
+    nn_graph *g = NULL;
+    nn_tensor extra[4], loss;
+    nn_stats s0, s1;
+    int i, np = 0;
+    long at = 0;
+    memset(o, 0, sizeof *o);
+    memset(&gd, 0, sizeof gd);
+    gd.seed = 5;
+    o->r = nn_graph_create(e->ctx, &gd, &g);
+    if (o->r != NN_OK) return;
+    loss = models[which](g, extra);
+    memset(&cd, 0, sizeof cd);
+    cd.loss = loss;
+    cd.optimizer.kind = NN_OPT_ADAM;
+    cd.optimizer.lr = 0.01f;
+    cd.keep_grads = which == 2;
+    if (fuse) unsetenv("NN_FUSE");
+    else setenv("NN_FUSE", "0", 1);
+    o->r = nn_graph_compile(g, &cd);
+    if (saved) setenv("NN_FUSE", saved, 1);
+    else unsetenv("NN_FUSE");
+    free(saved);
+    if (o->r == NN_OK) o->r = write_inputs(g, which);
+    for (i = 0; i < STEPS && o->r == NN_OK; i++) {
+        nn_context_stats(e->ctx, &s0);
+        o->r = nn_graph_step(g);
+        nn_context_stats(e->ctx, &s1);
+        o->launches = s1.kernel_launches - s0.kernel_launches;
+        if (o->r == NN_OK) o->r = nn_tensor_read(g, loss, &o->loss[i], 4);
+    }
+    if (o->r == NN_OK) o->r = nn_graph_param_count(g, &np);
+    o->vals = (float *)calloc(1 << 16, sizeof(float));
+    for (i = 0; i < np && o->r == NN_OK && o->vals; i++) {
+        nn_param_info p;
+        int64_t n;
+        o->r = nn_graph_param_at(g, i, &p);
+        n = t_numel(g, p.tensor);
+        if (o->r == NN_OK && at + n <= (1 << 16)) o->r = nn_tensor_read(g, p.tensor, o->vals + at, (size_t)n * 4);
+        at += n;
+    }
+    if (which == 2) /* the kept h and out, the gradients of x and r and of the parameters w, b */
+        for (i = 0; i < 6 && o->r == NN_OK; i++) {
+            nn_tensor t = i < 2 ? extra[i] : i < 4 ? nn_graph_grad(g, extra[i]) : nn_graph_grad(g, nn_graph_find(g, i == 4 ? "w" : "b"));
+            int64_t n = t_numel(g, t);
+            o->r = nn_tensor_read(g, t, o->vals + at, (size_t)n * 4);
+            at += n;
+        }
+    o->n_vals = at;
+    if (!o->vals) o->r = NN_ERR_OUT_OF_MEMORY;
+    nn_graph_destroy(g);
+}
+
+/* Fused and unfused: the same bits, and fewer launches with fusion. */
+static void check_same(const t_env *e, const char *name, int which) {
+    run_out a, b;
+    if (!t_begin(e, name)) return;
+    run_model(e, which, 0, &a);
+    run_model(e, which, 1, &b);
+    if (T_CHECK(a.r == NN_OK && b.r == NN_OK, "runs failed: %s", nn_context_last_error(e->ctx)) &&
+        T_CHECK(a.n_vals == b.n_vals && a.n_vals > 0, "%ld and %ld values", a.n_vals, b.n_vals) &&
+        T_CHECK(memcmp(a.loss, b.loss, sizeof a.loss) == 0, "losses differ: %.9g %.9g %.9g unfused, %.9g %.9g %.9g fused",
+                a.loss[0], a.loss[1], a.loss[2], b.loss[0], b.loss[1], b.loss[2]) &&
+        T_CHECK(a.loss[STEPS - 1] == a.loss[STEPS - 1], "the loss is NaN")) {
+        long i;
+        for (i = 0; i < a.n_vals && memcmp(&a.vals[i], &b.vals[i], 4) == 0; i++) {}
+        T_CHECK(i == a.n_vals, "value %ld of %ld differs: %.9g unfused, %.9g fused", i, a.n_vals, a.vals[i], b.vals[i]);
+        T_CHECK(b.launches < a.launches, "%llu launches a step fused, %llu unfused", (unsigned long long)b.launches,
+                (unsigned long long)a.launches);
+        printf("    %s on %s: %llu kernel launches a step unfused, %llu fused\n", name, e->backend,
+               (unsigned long long)a.launches, (unsigned long long)b.launches);
+    }
+    free(a.vals);
+    free(b.vals);
+    t_end();
+}
+
+static double gelu_d(double v) { return 0.5 * v * (1.0 + erf(v / sqrt(2.0))); }
+
+/* The chain's forward (h and out, before the first update) against doubles. */
+static void check_chain_values(const t_env *e) {
+    nn_graph *g = NULL;
+    nn_tensor extra[4];
+    float x[42], w[35], bb[5], r[30], s, h[30], out[30];
+    double wh[30], wo[30], got_h[30], got_o[30];
+    int i, j, k;
+    if (!t_begin(e, "fuse: a chain's values against doubles")) return;
+    if (!T_OK(nn_graph_create(e->ctx, NULL, &g), e->ctx)) {
+        t_end();
+        return;
+    }
+    (void)chain_model(g, extra);
+    if (T_OK(nn_graph_compile(g, NULL), e->ctx) && T_OK(write_inputs(g, 2), e->ctx) && T_OK(nn_graph_forward(g), e->ctx) &&
+        T_OK(nn_tensor_read(g, extra[0], h, sizeof h), e->ctx) && T_OK(nn_tensor_read(g, extra[1], out, sizeof out), e->ctx) &&
+        T_OK(nn_tensor_read(g, nn_graph_find(g, "x"), x, sizeof x), e->ctx) &&
+        T_OK(nn_tensor_read(g, nn_graph_find(g, "r"), r, sizeof r), e->ctx) &&
+        T_OK(nn_tensor_read(g, nn_graph_find(g, "s"), &s, 4), e->ctx) &&
+        T_OK(nn_tensor_read(g, nn_graph_find(g, "w"), w, sizeof w), e->ctx) &&
+        T_OK(nn_tensor_read(g, nn_graph_find(g, "b"), bb, sizeof bb), e->ctx)) {
+        for (i = 0; i < 6; i++)
+            for (j = 0; j < 5; j++) {
+                double acc = bb[j], z;
+                for (k = 0; k < 7; k++) acc += (double)x[i * 7 + k] * w[k * 5 + j];
+                wh[i * 5 + j] = acc;
+                z = tanh(gelu_d(acc) + r[i * 5 + j]) * s;
+                wo[i * 5 + j] = 0.5 * z * z - 3.0 * z;
+            }
+        for (i = 0; i < 30; i++) got_h[i] = h[i], got_o[i] = out[i];
+        T_CHECK(t_relerr(got_h, wh, 30) < 1e-5, "h: relative error %g", t_relerr(got_h, wh, 30));
+        T_CHECK(t_relerr(got_o, wo, 30) < 1e-5, "out: relative error %g", t_relerr(got_o, wo, 30));
+    }
+    nn_graph_destroy(g);
+    t_end();
+}
+
+void suite_fuse(const t_env *e) {
+    check_chain_values(e);
+    check_same(e, "fuse: a chain of every form, fused and unfused bits", 2);
+    check_same(e, "fuse: MLP training, fused and unfused bits, launches a step", 0);
+    check_same(e, "fuse: tiny GPT training, fused and unfused bits, launches a step", 1);
+}
