@@ -4707,6 +4707,20 @@ static inline uint16_t nn__f32_to_f16(float f) {
    AVX-512 give the same bits. Every element of a loop goes through the same vector code, the last partial
    vector by masked loads and stores, so an element's bits do not depend on where a
    thread's chunk starts. */
+/* What the rows below do to each element (a, b, c the inputs, s0, s1 scalars), and the
+   sum of the results they return:
+     EXP_SHIFT   y = exp(a - s0)                (softmax's exponentials; y may be NULL)
+     SUB_EXP     y = a - exp(b) * s0            (log_softmax's gradient)
+     SIGMOID_SUB y = c * (sigmoid(a) - b)       (BCE with logits' gradient)
+     BCE         y = (1 - b) a + (a < 0 ? -a : 0) + log1p(exp(-|a|))   (BCE with logits, b the target)
+     BCE_LOSS    y = (1 - b) a + (1 + (s0 - 1) b) (log1p(exp(-|a|)) + fmaxf(-a, 0)), s0 the
+                 pos_weight (the elementwise loss's formula, src/cpu/loss.c)
+     BCE_LOSS_DX y = c ((1 - b) - (1 + (s0 - 1) b) / (1 + exp(a)))  (its gradient)
+     MSE         y = (a - b) (a - b)             (the elementwise MSE loss, src/cpu/loss.c)
+     MSE_DX      y = c (2 (a - b))               (its gradient) */
+enum { NN__VE_EXP_SHIFT, NN__VE_SUB_EXP, NN__VE_SIGMOID_SUB, NN__VE_BCE, NN__VE_BCE_LOSS, NN__VE_BCE_LOSS_DX, NN__VE_MSE,
+       NN__VE_MSE_DX };
+
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #include <immintrin.h>
 #define NN__VM_X86 1
@@ -4740,20 +4754,6 @@ __attribute__((target("avx2,fma"))) static inline __m256 nn__vscale_avx2(__m256 
     __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, b), 23));
     return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
 }
-
-/* What the rows below do to each element (a, b, c the inputs, s0, s1 scalars), and the
-   sum of the results they return:
-     EXP_SHIFT   y = exp(a - s0)                (softmax's exponentials; y may be NULL)
-     SUB_EXP     y = a - exp(b) * s0            (log_softmax's gradient)
-     SIGMOID_SUB y = c * (sigmoid(a) - b)       (BCE with logits' gradient)
-     BCE         y = (1 - b) a + (a < 0 ? -a : 0) + log1p(exp(-|a|))   (BCE with logits, b the target)
-     BCE_LOSS    y = (1 - b) a + (1 + (s0 - 1) b) (log1p(exp(-|a|)) + fmaxf(-a, 0)), s0 the
-                 pos_weight (the elementwise loss's formula, src/cpu/loss.c)
-     BCE_LOSS_DX y = c ((1 - b) - (1 + (s0 - 1) b) / (1 + exp(a)))  (its gradient)
-     MSE         y = (a - b) (a - b)             (the elementwise MSE loss, src/cpu/loss.c)
-     MSE_DX      y = c (2 (a - b))               (its gradient) */
-enum { NN__VE_EXP_SHIFT, NN__VE_SUB_EXP, NN__VE_SIGMOID_SUB, NN__VE_BCE, NN__VE_BCE_LOSS, NN__VE_BCE_LOSS_DX, NN__VE_MSE,
-       NN__VE_MSE_DX };
 
 /* The template: one set of functions per instruction set, from the primitives NN__V (the
    vector type), NN__VW (its lanes), NN__SET1, NN__LOAD/NN__STORE (whole vectors),
@@ -5008,6 +5008,10 @@ NN__VM_DEFINE(avx2, __attribute__((target("avx2,fma"))))
 #undef NN__HSUM
 #undef NN__VM_DEFINE
 #endif /* NN__VM_X86 */
+#if !defined(NN__VM_X86)
+/* No x86 vectors (another architecture, or a compiler without GNU C): the scalar loops. */
+static inline int nn__vm_isa(void) { return 0; }
+#endif
 
 /* The rows' scalar twins (libm's expf): the CPU backend without AVX2 and FMA. */
 static float nn__vexp_map_scalar(int op, float *y, const float *a, const float *b, const float *c, float s0, int64_t n) {
