@@ -65,6 +65,9 @@ double t_relerr(const double *a, const double *b, long n);
 /* ---- the op checker (tests/op_check.c) ---- */
 #define MAXIN 20 /* inputs and named parameters of a case (a layer's weights) */
 typedef struct spec spec;
+/* torch.matmul in double precision, the op checker's reference of s's two inputs with s->ta
+   and s->tb (tests/test_matmul.c; tests/test_mixed.c uses it too) */
+void t_ref_matmul(const spec *s, double *const *in, double *out);
 typedef nn_tensor (*build_fn)(nn_graph *g, const nn_tensor *in, const spec *s);
 typedef void (*ref_fn)(const spec *s, double *const *in, double *out);
 struct spec {

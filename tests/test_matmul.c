@@ -15,8 +15,9 @@ static nn_tensor b_mm(nn_graph *g, const nn_tensor *in, const spec *s) { return 
 
 /* torch.matmul in double precision, written from its definition: a 1-D a is [1, K] and a
    1-D b is [K, 1] (the 1 is dropped from the result), the batch dims (all but the last
-   two) broadcast right-aligned, and trans_a / trans_b swap an operand's last two dims. */
-static void r_mm(const spec *s, double *const *in, double *out) {
+   two) broadcast right-aligned, and trans_a / trans_b swap an operand's last two dims.
+   Shared with tests/test_mixed.c (test.h). */
+void t_ref_matmul(const spec *s, double *const *in, double *out) {
     const nn_shape *A = &s->shape[0], *B = &s->shape[1];
     int a1 = A->ndim == 1, b1 = B->ndim == 1, ta = a1 ? 0 : s->ta, tb = b1 ? 0 : s->tb;
     long ar = a1 ? 1 : (long)A->dim[A->ndim - 2], ac = (long)A->dim[A->ndim - 1];
@@ -87,7 +88,7 @@ static void mm_case(const t_env *e, nn_shape a, nn_shape b, nn_shape out, int ta
     shape_text(bs, sb, sizeof sb);
     shape_text(out, so, sizeof so);
     snprintf(name, sizeof name, "matmul %s%s @ %s%s -> %s", sa, ta ? "^T" : "", sb, tb ? "^T" : "", so);
-    s = mk(name, b_mm, r_mm, out);
+    s = mk(name, b_mm, t_ref_matmul, out);
     s.ta = ta;
     s.tb = tb;
     s.dirs = 1; /* directional derivatives: one dense random direction per input */
@@ -271,7 +272,7 @@ static void matmul_cases(const t_env *e) {
                 int M = shapes[k][0], N = shapes[k][1], K = shapes[k][2];
                 spec s;
                 snprintf(name, sizeof name, "matmul%s%s M=%d N=%d K=%d", ta ? " A^T" : "", tb ? " B^T" : "", M, N, K);
-                s = mk(name, b_mm, r_mm, nn_shape2(M, N));
+                s = mk(name, b_mm, t_ref_matmul, nn_shape2(M, N));
                 s.ta = ta;
                 s.tb = tb;
                 s.dirs = 1; /* directional derivatives: one dense random direction per input */

@@ -32,45 +32,7 @@ static double round16(nn_dtype d, double v) {
     return v < 0 ? -q : q;
 }
 
-/* torch.matmul in double precision (tests/test_matmul.c's reference, repeated here): a 1-D
-   a is [1, K] and a 1-D b [K, 1], batch dims broadcast right-aligned, ta / tb swap an
-   operand's last two dims. */
-static void r_mm(const spec *s, double *const *in, double *out) {
-    const nn_shape *A = &s->shape[0], *B = &s->shape[1];
-    int a1 = A->ndim == 1, b1 = B->ndim == 1, ta = a1 ? 0 : s->ta, tb = b1 ? 0 : s->tb;
-    long ar = a1 ? 1 : (long)A->dim[A->ndim - 2], ac = (long)A->dim[A->ndim - 1];
-    long br = b1 ? (long)B->dim[0] : (long)B->dim[B->ndim - 2], bc = b1 ? 1 : (long)B->dim[B->ndim - 1];
-    long M = ta ? ac : ar, K = ta ? ar : ac, N = tb ? br : bc;
-    int nba = a1 ? 0 : A->ndim - 2, nbb = b1 ? 0 : B->ndim - 2, nbo = nba > nbb ? nba : nbb, d;
-    long ext[NN_MAX_DIMS], nbatch = 1, z, m, n, k;
-    for (d = 0; d < nbo; d++) {
-        long ea = d - (nbo - nba) >= 0 ? (long)A->dim[d - (nbo - nba)] : 1;
-        long eb = d - (nbo - nbb) >= 0 ? (long)B->dim[d - (nbo - nbb)] : 1;
-        ext[d] = ea > eb ? ea : eb;
-        nbatch *= ext[d];
-    }
-    for (z = 0; z < nbatch; z++) {
-        long idx[NN_MAX_DIMS], rest = z, za = 0, zb = 0;
-        const double *pa, *pb;
-        for (d = nbo - 1; d >= 0; d--) {
-            idx[d] = rest % ext[d];
-            rest /= ext[d];
-        }
-        for (d = 0; d < nba; d++) za = za * (long)A->dim[d] + (A->dim[d] == 1 ? 0 : idx[d + nbo - nba]);
-        for (d = 0; d < nbb; d++) zb = zb * (long)B->dim[d] + (B->dim[d] == 1 ? 0 : idx[d + nbo - nbb]);
-        pa = in[0] + za * ar * ac;
-        pb = in[1] + zb * br * bc;
-        for (m = 0; m < M; m++)
-            for (n = 0; n < N; n++) {
-                double acc = 0;
-                for (k = 0; k < K; k++)
-                    acc += (ta ? pa[k * ac + m] : pa[m * ac + k]) * (tb ? pb[n * bc + k] : pb[k * bc + n]);
-                out[(z * M + m) * N + n] = acc;
-            }
-    }
-}
-
-/* float32 in, d's matmul, float32 out (s->ip[0]: d) */
+/* float32 in (the reference: t_ref_matmul, tests/test_matmul.c), d's matmul, float32 out (s->ip[0]: d) */
 static nn_tensor b_mm16(nn_graph *g, const nn_tensor *in, const spec *s) {
     nn_dtype d = (nn_dtype)s->ip[0];
     return nn_to_dtype(g, nn_matmul(g, nn_to_dtype(g, in[0], d), nn_to_dtype(g, in[1], d), s->ta, s->tb), NN_F32);
@@ -124,7 +86,7 @@ static void matmul16_cases(const t_env *e) {
             char name[96];
             spec s;
             snprintf(name, sizeof name, "matmul %s %s", dname(d), r->what);
-            s = mk(name, b_mm16, r_mm, shp(r->out));
+            s = mk(name, b_mm16, t_ref_matmul, shp(r->out));
             in_f(&s, shp(r->a));
             in_f(&s, shp(r->b));
             s.ta = r->ta;
