@@ -6732,8 +6732,11 @@ static size_t nn__g16_prepare(nn__g16_job *J, int fmt, int n_thr, int transA, in
     return J->slice * (size_t)*n_tasks + NN__GEMM_ALIGN;
 }
 
-static void nn__gemm16_run(int fmt, nn__threadpool *pool, int transA, int transB, int M, int N, int K, float alpha,
-                           const uint16_t *A, int lda, const uint16_t *B, int ldb, float beta, float *C, int ldc) {
+/* ws: the caller's workspace, grown and kept (a batched matmul's task runs many products;
+   nn__sgemm_ws's convention), else the pool's, else one NN_MALLOC for this call */
+static void nn__gemm16_run(int fmt, nn__threadpool *pool, nn__gemm_ws *ws, int transA, int transB, int M, int N, int K,
+                           float alpha, const uint16_t *A, int lda, const uint16_t *B, int ldb, float beta, float *C,
+                           int ldc) {
     nn__g16_job J;
     int n_tasks, t, owned;
     size_t bytes;
@@ -6745,8 +6748,8 @@ static void nn__gemm16_run(int fmt, nn__threadpool *pool, int transA, int transB
     }
     bytes = nn__g16_prepare(&J, fmt, nn__threadpool_size(pool), transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C,
                             ldc, &n_tasks);
-    raw = nn__threadpool_workspace(pool, bytes);
-    owned = raw == NULL;
+    raw = ws ? nn__gemm_ws_get(ws, bytes) : nn__threadpool_workspace(pool, bytes);
+    owned = raw == NULL && !ws;
     if (owned) raw = NN_MALLOC(bytes);
     if (!raw) {
         nn__g16_nopack(fmt, &J);
@@ -6766,14 +6769,22 @@ static void nn__gemm16_run(int fmt, nn__threadpool *pool, int transA, int transB
 static NN__MAYBE_UNUSED void nn__cpu_gemm_bf16(nn__threadpool *pool, int transA, int transB, int M, int N, int K,
                                                float alpha, const uint16_t *A, int lda, const uint16_t *B, int ldb,
                                                float beta, float *C, int ldc) {
-    nn__gemm16_run(NN__G16_BF16, pool, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    nn__gemm16_run(NN__G16_BF16, pool, NULL, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 /* The same with A and B fp16 (IEEE binary16). */
 static NN__MAYBE_UNUSED void nn__cpu_gemm_f16(nn__threadpool *pool, int transA, int transB, int M, int N, int K,
                                               float alpha, const uint16_t *A, int lda, const uint16_t *B, int ldb,
                                               float beta, float *C, int ldc) {
-    nn__gemm16_run(NN__G16_F16, pool, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    nn__gemm16_run(NN__G16_F16, pool, NULL, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+/* The same on the calling thread with the caller's workspace (fmt NN__G16_BF16 or _F16),
+   kept across calls as nn__sgemm_ws does: no allocation per product once it has grown. */
+static NN__MAYBE_UNUSED void nn__cpu_gemm16_ws(int fmt, nn__gemm_ws *ws, int transA, int transB, int M, int N, int K,
+                                               float alpha, const uint16_t *A, int lda, const uint16_t *B, int ldb,
+                                               float beta, float *C, int ldc) {
+    nn__gemm16_run(fmt, NULL, ws, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 /* n values converted (what: 0 f32 -> bf16, 1 bf16 -> f32, 2 f32 -> f16, 3 f16 -> f32), the
@@ -32208,10 +32219,14 @@ static void nn__mm_cpu_task(void *arg, int t, int n_tasks) {
         for (r = 0; r < S->n_r; r++) {
             int64_t oa = ka, ob = kb, oc = kc;
             nn__mm_offsets(G, S->sum, S->n_sum, r, &oa, &ob, &oc);
-            if (nn__dtype_half(J->dtype)) /* pool NULL: this thread (its packing memory allocated per call) */
+            if (nn__dtype_half(J->dtype) && J->pool)
                 (J->dtype == NN_BF16 ? nn__cpu_gemm_bf16 : nn__cpu_gemm_f16)(
                     J->pool, G->ta, G->tb, G->M, G->N, G->K, 1.0f, (const uint16_t *)J->A + oa, G->lda,
                     (const uint16_t *)J->B + ob, G->ldb, r == 0 ? 0.0f : 1.0f, J->C + oc, G->ldc);
+            else if (nn__dtype_half(J->dtype)) /* this thread, its workspace kept across the task's products */
+                nn__cpu_gemm16_ws(J->dtype == NN_BF16 ? NN__G16_BF16 : NN__G16_F16, &ws, G->ta, G->tb, G->M, G->N, G->K,
+                                  1.0f, (const uint16_t *)J->A + oa, G->lda, (const uint16_t *)J->B + ob, G->ldb,
+                                  r == 0 ? 0.0f : 1.0f, J->C + oc, G->ldc);
             else if (J->pool)
                 nn__sgemm(J->pool, G->ta, G->tb, G->M, G->N, G->K, 1.0f, (const float *)J->A + oa, G->lda,
                           (const float *)J->B + ob, G->ldb, r == 0 ? 0.0f : 1.0f, J->C + oc, G->ldc);

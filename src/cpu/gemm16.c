@@ -515,8 +515,11 @@ static size_t nn__g16_prepare(nn__g16_job *J, int fmt, int n_thr, int transA, in
     return J->slice * (size_t)*n_tasks + NN__GEMM_ALIGN;
 }
 
-static void nn__gemm16_run(int fmt, nn__threadpool *pool, int transA, int transB, int M, int N, int K, float alpha,
-                           const uint16_t *A, int lda, const uint16_t *B, int ldb, float beta, float *C, int ldc) {
+/* ws: the caller's workspace, grown and kept (a batched matmul's task runs many products;
+   nn__sgemm_ws's convention), else the pool's, else one NN_MALLOC for this call */
+static void nn__gemm16_run(int fmt, nn__threadpool *pool, nn__gemm_ws *ws, int transA, int transB, int M, int N, int K,
+                           float alpha, const uint16_t *A, int lda, const uint16_t *B, int ldb, float beta, float *C,
+                           int ldc) {
     nn__g16_job J;
     int n_tasks, t, owned;
     size_t bytes;
@@ -528,8 +531,8 @@ static void nn__gemm16_run(int fmt, nn__threadpool *pool, int transA, int transB
     }
     bytes = nn__g16_prepare(&J, fmt, nn__threadpool_size(pool), transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C,
                             ldc, &n_tasks);
-    raw = nn__threadpool_workspace(pool, bytes);
-    owned = raw == NULL;
+    raw = ws ? nn__gemm_ws_get(ws, bytes) : nn__threadpool_workspace(pool, bytes);
+    owned = raw == NULL && !ws;
     if (owned) raw = NN_MALLOC(bytes);
     if (!raw) {
         nn__g16_nopack(fmt, &J);
@@ -549,14 +552,22 @@ static void nn__gemm16_run(int fmt, nn__threadpool *pool, int transA, int transB
 static NN__MAYBE_UNUSED void nn__cpu_gemm_bf16(nn__threadpool *pool, int transA, int transB, int M, int N, int K,
                                                float alpha, const uint16_t *A, int lda, const uint16_t *B, int ldb,
                                                float beta, float *C, int ldc) {
-    nn__gemm16_run(NN__G16_BF16, pool, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    nn__gemm16_run(NN__G16_BF16, pool, NULL, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 /* The same with A and B fp16 (IEEE binary16). */
 static NN__MAYBE_UNUSED void nn__cpu_gemm_f16(nn__threadpool *pool, int transA, int transB, int M, int N, int K,
                                               float alpha, const uint16_t *A, int lda, const uint16_t *B, int ldb,
                                               float beta, float *C, int ldc) {
-    nn__gemm16_run(NN__G16_F16, pool, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    nn__gemm16_run(NN__G16_F16, pool, NULL, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+/* The same on the calling thread with the caller's workspace (fmt NN__G16_BF16 or _F16),
+   kept across calls as nn__sgemm_ws does: no allocation per product once it has grown. */
+static NN__MAYBE_UNUSED void nn__cpu_gemm16_ws(int fmt, nn__gemm_ws *ws, int transA, int transB, int M, int N, int K,
+                                               float alpha, const uint16_t *A, int lda, const uint16_t *B, int ldb,
+                                               float beta, float *C, int ldc) {
+    nn__gemm16_run(fmt, NULL, ws, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 /* n values converted (what: 0 f32 -> bf16, 1 bf16 -> f32, 2 f32 -> f16, 3 f16 -> f32), the

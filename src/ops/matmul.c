@@ -509,10 +509,14 @@ static void nn__mm_cpu_task(void *arg, int t, int n_tasks) {
         for (r = 0; r < S->n_r; r++) {
             int64_t oa = ka, ob = kb, oc = kc;
             nn__mm_offsets(G, S->sum, S->n_sum, r, &oa, &ob, &oc);
-            if (nn__dtype_half(J->dtype)) /* pool NULL: this thread (its packing memory allocated per call) */
+            if (nn__dtype_half(J->dtype) && J->pool)
                 (J->dtype == NN_BF16 ? nn__cpu_gemm_bf16 : nn__cpu_gemm_f16)(
                     J->pool, G->ta, G->tb, G->M, G->N, G->K, 1.0f, (const uint16_t *)J->A + oa, G->lda,
                     (const uint16_t *)J->B + ob, G->ldb, r == 0 ? 0.0f : 1.0f, J->C + oc, G->ldc);
+            else if (nn__dtype_half(J->dtype)) /* this thread, its workspace kept across the task's products */
+                nn__cpu_gemm16_ws(J->dtype == NN_BF16 ? NN__G16_BF16 : NN__G16_F16, &ws, G->ta, G->tb, G->M, G->N, G->K,
+                                  1.0f, (const uint16_t *)J->A + oa, G->lda, (const uint16_t *)J->B + ob, G->ldb,
+                                  r == 0 ? 0.0f : 1.0f, J->C + oc, G->ldc);
             else if (J->pool)
                 nn__sgemm(J->pool, G->ta, G->tb, G->M, G->N, G->K, 1.0f, (const float *)J->A + oa, G->lda,
                           (const float *)J->B + ob, G->ldb, r == 0 ? 0.0f : 1.0f, J->C + oc, G->ldc);
