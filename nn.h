@@ -1575,6 +1575,17 @@ NN_API nn_tensor nn_gpt_block(nn_graph *g, nn_tensor x, const nn_gpt_config *cfg
    2i + 1). Positions must be run in order 0, 1, 2, ... Use an eval graph made with
    share_params of the trained one; parameter names as nn_gpt's. */
 NN_API nn_tensor nn_gpt_decode(nn_graph *g, nn_tensor idx, nn_tensor pos, const nn_gpt_config *cfg, nn_tensor *caches);
+/* The prompt (or the window kept when the context is full) in one pass: nn_gpt's graph on
+   idx int32 [B, T] (T <= block_size; logits [B*T, V], bitwise nn_gpt's: row (b, T - 1)
+   gives the token after the window) whose blocks also hand out their keys and values in the
+   cache's layout: caches (2 * n_layer tensors, required) receives, as outputs of g, the key
+   of layer i at 2i and its value at 2i + 1, each [B, n_head, block_size, n_embd / n_head]
+   float32: the T positions' rows, then zeros. Copy them into nn_gpt_decode's caches (read
+   each, nn_tensor_write it there: the decode's caches are running sums, so the zeros after
+   T are what its next runs add to) and decode on from pos T: one run instead of T
+   one-token runs. A graph has one T: build one per window length (eval, share_params of
+   the trained graph, as nn_gpt_decode's). */
+NN_API nn_tensor nn_gpt_prefill(nn_graph *g, nn_tensor idx, const nn_gpt_config *cfg, nn_tensor *caches);
 /* PyTorch's nn.MultiheadAttention(embed_dim, num_heads, dropout, bias, kdim, vdim,
    batch_first) called
    as forward(query, key, value, key_padding_mask, need_weights=False, attn_mask,
@@ -41320,7 +41331,7 @@ static nn_tensor nn__gpt_mlp(nn_graph *g, nn_tensor x, const nn_gpt_config *c, c
 
 /* One block on x [B, T, C], causal. q, k and v are column blocks of c_attn's rows viewed as
    [B, T, H, D] (NN_ATTN_BTHD), and the attention's [B, T, H, D] output is c_proj's rows. */
-static nn_tensor nn__gpt_block(nn_graph *g, nn_tensor x, const nn_gpt_config *c, const char *name) {
+static nn_tensor nn__gpt_block(nn_graph *g, nn_tensor x, const nn_gpt_config *c, const char *name, nn_tensor *kv) {
     char nb[256];
     const nn_shape *s = &nn__n(g, x)->shape;
     int64_t b = s->dim[0], t = s->dim[1], e = c->n_embd, h = c->n_head, d = e / h;
@@ -41334,6 +41345,7 @@ static nn_tensor nn__gpt_block(nn_graph *g, nn_tensor x, const nn_gpt_config *c,
     q = nn_reshape(g, nn_slice(g, qkv, 1, 0, e), nn_shape4(b, t, h, d));
     k = nn_reshape(g, nn_slice(g, qkv, 1, e, e), nn_shape4(b, t, h, d));
     v = nn_reshape(g, nn_slice(g, qkv, 1, 2 * e, e), nn_shape4(b, t, h, d));
+    if (kv) kv[0] = k, kv[1] = v;
     y = nn__tf_attention(g, q, k, v, NN_ATTN_BTHD, 1, NN_NONE, NN_NONE, c->dropout, 0);
     y = nn_reshape(g, y, nn_shape2(b * t, e));
     snprintf(nb, sizeof nb, "%s.attn.c_proj", name);
@@ -41343,7 +41355,7 @@ static nn_tensor nn__gpt_block(nn_graph *g, nn_tensor x, const nn_gpt_config *c,
     snprintf(nb, sizeof nb, "%s.ln_2", name);
     r = nn_add(g, r, nn__gpt_mlp(g, nn__tf_layer_norm(g, r, !c->no_bias, nb), c, name));
     r = nn_reshape(g, r, nn_shape3(b, t, e));
-    {
+    if (!kv) {
         char qn[1300], pf[32];
         nn__note_layer(g, r, first, &x, 1, NULL, "{\"type\": \"gpt_block\", \"name\": %s, \"n_embd\": %lld, \"n_head\": %d, "
                        "\"block_size\": %lld, \"n_layer\": %d, \"dropout\": %s, \"bias\": %s}", nn__note_str(name, qn, sizeof qn),
@@ -41364,23 +41376,25 @@ NN_API nn_tensor nn_gpt_block(nn_graph *g, nn_tensor x, const nn_gpt_config *cfg
     if (s->ndim != 3 || s->dim[2] != cfg->n_embd || s->dim[1] > cfg->block_size)
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_gpt_block %s: x %s must be [B, T, n_embd %lld] with T <= block_size %lld", name, b,
                            (long long)cfg->n_embd, (long long)cfg->block_size);
-    return nn__gpt_block(g, x, cfg, name);
+    return nn__gpt_block(g, x, cfg, name, NULL);
 }
 
-/* Token and position embeddings, the blocks, ln_f and the head tied to wte: [B*T, V]. */
-NN_API nn_tensor nn_gpt(nn_graph *g, nn_tensor idx, const nn_gpt_config *cfg) {
+/* Token and position embeddings, the blocks, ln_f and the head tied to wte: [B*T, V].
+   caches (nn_gpt_prefill): NULL, or receives each layer's key and value as
+   [B, H, block_size, D], the T positions' rows then zeros, made outputs of g. */
+static nn_tensor nn__gpt(nn_graph *g, nn_tensor idx, const nn_gpt_config *cfg, nn_tensor *caches, const char *fn) {
     char nb[320], pre[200];
     const nn_shape *s;
     nn_tensor wte, x;
     nn_init wi;
     int64_t b, t, e;
     int i, first = g ? g->n_nodes : 0;
-    if (!nn__check(g, "nn_gpt", 1, &idx) || !nn__tf_cfg(g, "nn_gpt", cfg)) return nn__tensor(-1);
+    if (!nn__check(g, fn, 1, &idx) || !nn__tf_cfg(g, fn, cfg)) return nn__tensor(-1);
     s = &nn__n(g, idx)->shape;
     if (nn__n(g, idx)->dtype != NN_I32 || s->ndim != 2 || s->dim[1] > cfg->block_size) {
         char sb[128];
         nn__shape_str(s, sb, sizeof sb);
-        return nn__op_fail(g, NN_ERR_SHAPE, "nn_gpt: idx %s %s must be int32 [B, T] with T <= block_size %lld", sb,
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s: idx %s %s must be int32 [B, T] with T <= block_size %lld", fn, sb,
                            nn__dtype_name(nn__n(g, idx)->dtype), (long long)cfg->block_size);
     }
     b = s->dim[0];
@@ -41398,13 +41412,24 @@ NN_API nn_tensor nn_gpt(nn_graph *g, nn_tensor idx, const nn_gpt_config *cfg) {
                nn_slice(g, nn_param(g, nb, nn_shape2(cfg->block_size, e), wi), 0, 0, t));
     if (cfg->dropout > 0) x = nn_dropout(g, x, cfg->dropout);
     for (i = 0; i < cfg->n_layer; i++) {
+        nn_tensor kv[2];
         snprintf(nb, sizeof nb, "%s.h.%d", pre, i);
-        x = nn__gpt_block(g, x, cfg, nb);
+        x = nn__gpt_block(g, x, cfg, nb, caches ? kv : NULL);
+        if (caches) { /* [B, T, H, D] -> [B, H, T, D], zeros after T to [B, H, block_size, D] */
+            static const int perm[4] = {0, 2, 1, 3};
+            int j;
+            for (j = 0; j < 2; j++) {
+                nn_tensor c = nn_permute(g, kv[j], perm, 4);
+                if (t < cfg->block_size) c = nn_pad2d(g, c, 0, 0, 0, (int)(cfg->block_size - t), NN_PAD_ZEROS);
+                nn_graph_output(g, c);
+                caches[2 * i + j] = c;
+            }
+        }
     }
     snprintf(nb, sizeof nb, "%s.ln_f", pre);
     x = nn__tf_layer_norm(g, nn_reshape(g, x, nn_shape2(b * t, e)), !cfg->no_bias, nb);
     x = nn_matmul(g, x, wte, 0, 1); /* lm_head: wte's weight (tied) */
-    {
+    if (!caches) {
         char qn[1300], pf[32];
         snprintf(qn, sizeof qn, ", \"name\": ");
         if (cfg->name && cfg->name[0]) nn__note_str(cfg->name, qn + strlen(qn), sizeof qn - strlen(qn));
@@ -41415,6 +41440,14 @@ NN_API nn_tensor nn_gpt(nn_graph *g, nn_tensor idx, const nn_gpt_config *cfg) {
                        cfg->no_bias ? "false" : "true");
     }
     return x;
+}
+
+NN_API nn_tensor nn_gpt(nn_graph *g, nn_tensor idx, const nn_gpt_config *cfg) { return nn__gpt(g, idx, cfg, NULL, "nn_gpt"); }
+
+/* nn_gpt's graph whose blocks also hand out their keys and values in the cache's layout. */
+NN_API nn_tensor nn_gpt_prefill(nn_graph *g, nn_tensor idx, const nn_gpt_config *cfg, nn_tensor *caches) {
+    if (g && !caches) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_gpt_prefill: needs caches (2 * n_layer tensors)");
+    return nn__gpt(g, idx, cfg, caches, "nn_gpt_prefill");
 }
 
 /* One token per sequence at position pos against the caches: x [B, C] -> logits [B, V]. */

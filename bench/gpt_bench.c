@@ -18,8 +18,10 @@
           gpt_bench generate SEL      BENCH name=gpt_generate backend=NAME cache=yes|no
                                       tokens_per_sec=X: the tiny model (untrained) producing
               the 200 tokens after one, against the key/value cache (nn_gpt_decode: one
-              token per run) and without it (the whole window of up to 64 tokens run for
-              each token, nanoGPT's generate()); greedy, so both read back the logits only
+              token per run, greedy on the device, 4 bytes read back; a full context is
+              refilled with its last 32 tokens in one nn_gpt_prefill pass whose caches are
+              copied in) and without it (the whole window of up to 64 tokens run for each
+              token, nanoGPT's generate(), reading back the logits)
           gpt_bench peak               BENCH name=fma_peak threads=N gflops=X: independent
                                       FMA chains on 1 and 2 threads (AVX-512 where the CPU
                                       has it, else AVX2+FMA), the better: the machine's
@@ -254,15 +256,16 @@ static int argmax(const float *p) {
 }
 
 static int bench_generate(const char *sel) {
-    enum { T = 64, N = 200 };
+    enum { T = 64, N = 200, KEEP = T / 2 };
     char name[256];
     nn_context *ctx = open_ctx(sel, name, sizeof name);
-    nn_graph *g = NULL, *d = NULL;
+    nn_graph *g = NULL, *d = NULL, *pf = NULL;
     nn_gpt_config cfg;
     nn_compile_desc cd;
     nn_graph_desc gd;
-    nn_tensor w, logits, tok, pos, out, caches[8];
-    static float lg[T * V];
+    nn_sample_desc sd;
+    nn_tensor w, logits, tok, pos, out, pidx, pout, caches[8], pcaches[8];
+    static float lg[T * V], kv[T * 128];
     int hist[N + T + 2], nh, p, c, k;
     nn_stats st;
     double t0;
@@ -275,6 +278,7 @@ static int bench_generate(const char *sel) {
     cfg.n_embd = 128;
     memset(&cd, 0, sizeof cd);
     memset(&gd, 0, sizeof gd);
+    memset(&sd, 0, sizeof sd); /* greedy, on the device: the read-back is the token id */
     gd.eval = 1;
     if (nn_graph_create(ctx, &gd, &g) != NN_OK) return fail(ctx, "graph");
     w = nn_input(g, "window", NN_I32, nn_shape2(1, T));
@@ -285,30 +289,40 @@ static int bench_generate(const char *sel) {
     if (nn_graph_create(ctx, &gd, &d) != NN_OK) return fail(ctx, "graph");
     tok = nn_input(d, "token", NN_I32, nn_shape1(1));
     pos = nn_input(d, "position", NN_I32, nn_shape1(1));
-    out = nn_gpt_decode(d, tok, pos, &cfg, caches);
+    out = nn_sample_logits(d, nn_gpt_decode(d, tok, pos, &cfg, caches), &sd);
     nn_graph_output(d, out);
     if (nn_graph_compile(d, &cd) != NN_OK) return fail(ctx, "compile");
-    /* with the cache: one token a run; a full context is refilled with its last 32 tokens */
+    /* the refill: the last KEEP tokens in one pass (nn_gpt_prefill), its caches copied in */
+    if (nn_graph_create(ctx, &gd, &pf) != NN_OK) return fail(ctx, "graph");
+    pidx = nn_input(pf, "window", NN_I32, nn_shape2(1, KEEP));
+    pout = nn_sample_logits(pf, nn_slice(pf, nn_gpt_prefill(pf, pidx, &cfg, pcaches), 0, KEEP - 1, 1), &sd);
+    nn_graph_output(pf, pout);
+    if (nn_graph_compile(pf, &cd) != NN_OK) return fail(ctx, "compile");
+    /* with the cache: one token a run; a full context is refilled with its last KEEP tokens */
     nh = 0;
     hist[nh++] = 52;
     p = 0;
     nn_context_reset_stats(ctx);
     t0 = now();
-    for (c = 0; c <= N; c++) {
-        int32_t tv, pv;
+    for (c = 0; c < N; c++) {
+        int32_t tv, pv, next;
         if (p == T) {
-            for (k = 0; k < 2 * cfg.n_layer; k++) nn_tensor_fill(d, caches[k], 0.0f);
-            for (p = 0; p < T / 2 - 1; p++) {
-                tv = hist[nh - T / 2 + p], pv = p;
-                if (nn_tensor_write(d, tok, &tv, 4) != NN_OK || nn_tensor_write(d, pos, &pv, 4) != NN_OK || nn_graph_forward(d) != NN_OK)
+            int32_t win[KEEP];
+            for (k = 0; k < KEEP; k++) win[k] = hist[nh - KEEP + k];
+            if (nn_tensor_write(pf, pidx, win, sizeof win) != NN_OK || nn_graph_forward(pf) != NN_OK ||
+                nn_tensor_read(pf, pout, &next, 4) != NN_OK)
+                return fail(ctx, "generate");
+            for (k = 0; k < 2 * cfg.n_layer; k++)
+                if (nn_tensor_read(pf, pcaches[k], kv, sizeof kv) != NN_OK || nn_tensor_write(d, caches[k], kv, sizeof kv) != NN_OK)
                     return fail(ctx, "generate");
-            }
+            p = KEEP;
+        } else {
+            tv = hist[nh - 1], pv = p++;
+            if (nn_tensor_write(d, tok, &tv, 4) != NN_OK || nn_tensor_write(d, pos, &pv, 4) != NN_OK || nn_graph_forward(d) != NN_OK ||
+                nn_tensor_read(d, out, &next, 4) != NN_OK)
+                return fail(ctx, "generate");
         }
-        tv = hist[nh - 1], pv = p++;
-        if (nn_tensor_write(d, tok, &tv, 4) != NN_OK || nn_tensor_write(d, pos, &pv, 4) != NN_OK || nn_graph_forward(d) != NN_OK ||
-            nn_tensor_read(d, out, lg, V * 4) != NN_OK)
-            return fail(ctx, "generate");
-        if (c < N) hist[nh++] = argmax(lg);
+        hist[nh++] = next;
     }
     t0 = now() - t0;
     nn_context_stats(ctx, &st);
@@ -333,6 +347,7 @@ static int bench_generate(const char *sel) {
     nn_context_stats(ctx, &st);
     printf("BENCH name=gpt_generate backend=%s cache=no tokens_per_sec=%.1f launches_per_token=%.1f\n", name, N / t0,
            (double)st.kernel_launches / N);
+    nn_graph_destroy(pf);
     nn_graph_destroy(d);
     nn_graph_destroy(g);
     nn_context_destroy(ctx);

@@ -196,6 +196,175 @@ static void tf_decode(const t_env *e) {
 }
 
 
+/* ---- generation: nn_gpt_prefill (the prompt, and the kept window when the context is
+   full, in one pass) with nn_gpt_decode gives the tokens of running the whole window for
+   each token (greedy: drawn on the device, against the host's argmax of nn_gpt's
+   logits), and the prefill's logits are nn_gpt's on the same idx, bitwise ---- */
+#define TFG_V 11
+#define TFG_TB 9   /* block_size */
+#define TFG_KEEP 4 /* tokens kept when the context is full */
+#define TFG_L 3    /* the prompt */
+#define TFG_N 16   /* tokens generated: two refills */
+typedef struct tfg_prefill {
+    nn_graph *g;
+    nn_tensor idx, next, logits, caches[4];
+} tfg_prefill;
+
+static int tfg_prefill_make(const t_env *e, nn_graph *train, const nn_gpt_config *cfg, int T, tfg_prefill *p) {
+    nn_graph_desc gd;
+    nn_compile_desc cd;
+    nn_sample_desc sd;
+    memset(&gd, 0, sizeof gd);
+    memset(&cd, 0, sizeof cd);
+    memset(&sd, 0, sizeof sd);
+    gd.share_params = train;
+    gd.eval = 1;
+    if (!T_OK(nn_graph_create(e->ctx, &gd, &p->g), e->ctx)) return 0;
+    p->idx = nn_input(p->g, "idx", NN_I32, nn_shape2(1, T));
+    p->logits = nn_gpt_prefill(p->g, p->idx, cfg, p->caches);
+    p->next = nn_sample_logits(p->g, nn_slice(p->g, p->logits, 0, T - 1, 1), &sd);
+    nn_graph_output(p->g, p->logits);
+    nn_graph_output(p->g, p->next);
+    return T_OK(nn_graph_compile(p->g, &cd), e->ctx);
+}
+
+/* win [T] through p: the next token, and p's caches copied into the decoder's */
+static int tfg_prefill_run(const t_env *e, tfg_prefill *p, const int32_t *win, int T, nn_graph *d, const nn_tensor *caches,
+                           int32_t *next) {
+    static float kv[TFG_TB * TF_C];
+    int k;
+    if (!T_OK(nn_tensor_write(p->g, p->idx, win, (size_t)T * 4), e->ctx) || !T_OK(nn_graph_forward(p->g), e->ctx) ||
+        !T_OK(nn_tensor_read(p->g, p->next, next, 4), e->ctx))
+        return 0;
+    for (k = 0; k < 4; k++)
+        if (!T_OK(nn_tensor_read(p->g, p->caches[k], kv, sizeof kv), e->ctx) || !T_OK(nn_tensor_write(d, caches[k], kv, sizeof kv), e->ctx))
+            return 0;
+    return 1;
+}
+
+/* nn_gpt on win [T] (the graph of that T): its logits [T, V] */
+static int tfg_full(const t_env *e, nn_graph *train, const nn_gpt_config *cfg, const int32_t *win, int T, float *logits) {
+    nn_graph *f = NULL;
+    nn_graph_desc gd;
+    nn_compile_desc cd;
+    nn_tensor idx, y;
+    int ok = 0;
+    memset(&gd, 0, sizeof gd);
+    memset(&cd, 0, sizeof cd);
+    gd.share_params = train;
+    gd.eval = 1;
+    if (T_OK(nn_graph_create(e->ctx, &gd, &f), e->ctx)) {
+        idx = nn_input(f, "idx", NN_I32, nn_shape2(1, T));
+        y = nn_gpt(f, idx, cfg);
+        nn_graph_output(f, y);
+        ok = T_OK(nn_graph_compile(f, &cd), e->ctx) && T_OK(nn_tensor_write(f, idx, win, (size_t)T * 4), e->ctx) &&
+             T_OK(nn_graph_forward(f), e->ctx) && T_OK(nn_tensor_read(f, y, logits, (size_t)T * TFG_V * 4), e->ctx);
+    }
+    nn_graph_destroy(f);
+    return ok;
+}
+
+static void tf_prefill(const t_env *e) {
+    nn_gpt_config cfg = tf_cfg(TFG_V, TFG_TB, 2);
+    nn_graph *g = NULL, *d = NULL;
+    nn_graph_desc gd;
+    nn_compile_desc cd;
+    nn_sample_desc sd;
+    nn_tensor tok, pos, next, dl, caches[4];
+    tfg_prefill pp, pk;
+    static float wantl[TFG_L + TFG_N][TFG_V];
+    float gl[TFG_V];
+    double worst = 0;
+    static const int32_t prompt[TFG_L] = {3, 0, 10};
+    int32_t want[TFG_L + TFG_N], got[TFG_L + TFG_N], drawn;
+    float lg[TFG_TB * TFG_V], lp[TFG_TB * TFG_V];
+    int nh, s, c, k, p, np = 0, ok = 1, same_bits = 1;
+    if (!t_begin(e, "layer gpt prefill + decode = the whole window's greedy tokens")) return;
+    memset(&pp, 0, sizeof pp);
+    memset(&pk, 0, sizeof pk);
+    memset(&gd, 0, sizeof gd);
+    memset(&cd, 0, sizeof cd);
+    memset(&sd, 0, sizeof sd);
+    gd.seed = 11;
+    if (!T_OK(nn_graph_create(e->ctx, &gd, &g), e->ctx)) goto done;
+    nn_graph_output(g, nn_gpt(g, nn_input(g, "idx", NN_I32, nn_shape2(1, TFG_TB)), &cfg)); /* the parameters */
+    if (!T_OK(nn_graph_compile(g, &cd), e->ctx) || !T_OK(nn_graph_param_count(g, &np), e->ctx)) goto done;
+    for (k = 0; k < np; k++) { /* weights of about 0.3, so that the attention decides tokens, not the residual alone */
+        nn_param_info pi;
+        static float w[4 * TF_C * TF_C];
+        int64_t i;
+        uint32_t st = 1234u + (uint32_t)k;
+        if (!T_OK(nn_graph_param_at(g, k, &pi), e->ctx) || pi.numel > 4 * TF_C * TF_C) goto done;
+        for (i = 0; i < pi.numel; i++) {
+            st = st * 1664525u + 1013904223u;
+            w[i] = (float)(st >> 8) / 16777216.0f - 0.5f;
+            if (strstr(pi.name, "ln_") && strstr(pi.name, ".weight")) w[i] += 1.0f;
+        }
+        if (!T_OK(nn_tensor_write(g, pi.tensor, w, (size_t)pi.numel * 4), e->ctx)) goto done;
+    }
+    /* the reference: the window since the last refill run whole for every token */
+    memcpy(want, prompt, sizeof prompt);
+    for (nh = TFG_L, s = 0; nh < TFG_L + TFG_N && ok; nh++) {
+        int best = 0;
+        if (nh - s > TFG_TB) s = nh - TFG_KEEP;
+        ok = tfg_full(e, g, &cfg, want + s, nh - s, lg);
+        for (k = 1; k < TFG_V; k++)
+            if (lg[(nh - s - 1) * TFG_V + k] > lg[(nh - s - 1) * TFG_V + best]) best = k;
+        want[nh] = best;
+        memcpy(wantl[nh], lg + (nh - s - 1) * TFG_V, sizeof wantl[nh]);
+    }
+    /* the cache: the prompt prefilled, one token a run, the last KEEP prefilled at a full context */
+    gd.share_params = g;
+    gd.eval = 1;
+    if (!ok || !T_OK(nn_graph_create(e->ctx, &gd, &d), e->ctx)) goto done;
+    tok = nn_input(d, "tok", NN_I32, nn_shape1(1));
+    pos = nn_input(d, "pos", NN_I32, nn_shape1(1));
+    dl = nn_gpt_decode(d, tok, pos, &cfg, caches);
+    next = nn_sample_logits(d, dl, &sd);
+    nn_graph_output(d, dl);
+    nn_graph_output(d, next);
+    if (!T_OK(nn_graph_compile(d, &cd), e->ctx) || !tfg_prefill_make(e, g, &cfg, TFG_L, &pp) ||
+        !tfg_prefill_make(e, g, &cfg, TFG_KEEP, &pk))
+        goto done;
+    memcpy(got, prompt, sizeof prompt);
+    if (!tfg_prefill_run(e, &pp, got, TFG_L, d, caches, &drawn)) goto done;
+    /* the prefill's logits are nn_gpt's, bitwise */
+    if (!T_OK(nn_tensor_read(pp.g, pp.logits, lp, TFG_L * TFG_V * 4), e->ctx) || !tfg_full(e, g, &cfg, prompt, TFG_L, lg)) goto done;
+    same_bits = memcmp(lp, lg, TFG_L * TFG_V * 4) == 0;
+    T_CHECK(same_bits, "nn_gpt_prefill's logits are not nn_gpt's bits");
+    memcpy(gl, lp + (TFG_L - 1) * TFG_V, sizeof gl);
+    for (nh = TFG_L, p = TFG_L, c = 0; c < TFG_N; c++) {
+        for (k = 0; k < TFG_V; k++) {
+            double err = fabs((double)gl[k] - wantl[nh][k]) / (fabs(wantl[nh][k]) + 1e-3);
+            if (err > worst) worst = err;
+        }
+        got[nh++] = drawn;
+        if (nh == TFG_L + TFG_N) break;
+        if (p == TFG_TB) {
+            if (!tfg_prefill_run(e, &pk, got + nh - TFG_KEEP, TFG_KEEP, d, caches, &drawn) ||
+                !T_OK(nn_tensor_read(pk.g, pk.logits, lp, TFG_KEEP * TFG_V * 4), e->ctx))
+                goto done;
+            memcpy(gl, lp + (TFG_KEEP - 1) * TFG_V, sizeof gl);
+            p = TFG_KEEP;
+        } else {
+            int32_t pv = p++;
+            if (!T_OK(nn_tensor_write(d, tok, &got[nh - 1], 4), e->ctx) || !T_OK(nn_tensor_write(d, pos, &pv, 4), e->ctx) ||
+                !T_OK(nn_graph_forward(d), e->ctx) || !T_OK(nn_tensor_read(d, next, &drawn, 4), e->ctx) ||
+                !T_OK(nn_tensor_read(d, dl, gl, sizeof gl), e->ctx))
+                goto done;
+        }
+    }
+    T_CHECK(worst < 1e-4, "the cached logits differ from the whole window's by %.3g relative", worst);
+    for (k = 0; k < TFG_L + TFG_N && got[k] == want[k]; k++) {}
+    T_CHECK(k == TFG_L + TFG_N, "token %d: %d with the cache, %d running the whole window", k, (int)got[k], (int)want[k]);
+done:
+    nn_graph_destroy(pk.g);
+    nn_graph_destroy(pp.g);
+    nn_graph_destroy(d);
+    nn_graph_destroy(g);
+    t_end();
+}
+
 /* ---- nn.MultiheadAttention and the encoder / decoder layers ---- */
 
 /* the float masks of tf_mha_ref: kadd [B, S] added (PyTorch's float key_padding_mask), add
@@ -633,6 +802,8 @@ B(gpt_no_cfg, nn_gpt(g, I(g, S2(2, 3)), NULL))
 B(gpt_dropout, nn_gpt_block(g, F(g, S3(2, 3, 8)), &(nn_gpt_config){5, 4, 1, 2, 8, 1.0f, 0, NULL}, "b"))
 B(gpt_block_width, nn_gpt_block(g, F(g, S3(2, 3, 6)), &(nn_gpt_config){5, 4, 1, 2, 8, 0, 0, NULL}, "b"))
 B(gpt_block_name, nn_gpt_block(g, F(g, S3(2, 3, 8)), &(nn_gpt_config){5, 4, 1, 2, 8, 0, 0, NULL}, NULL))
+B(gpt_prefill_caches, nn_gpt_prefill(g, I(g, S2(2, 3)), &(nn_gpt_config){5, 4, 1, 2, 8, 0, 0, NULL}, NULL))
+B(gpt_prefill_long, nn_gpt_prefill(g, I(g, S2(2, 5)), &(nn_gpt_config){5, 4, 1, 2, 8, 0, 0, NULL}, (nn_tensor[2]){{0, 0}, {0, 0}}))
 B(gpt_decode_pos, nn_gpt_decode(g, I(g, S1(2)), nn_input(g, "p", NN_I32, S1(2)), &(nn_gpt_config){5, 4, 1, 2, 8, 0, 0, NULL}, NULL))
 
 B(mha_heads, nn_multihead_attention(g, F(g, S3(5, 2, 8)), F(g, S3(5, 2, 8)), F(g, S3(5, 2, 8)), 8, 3, NULL, "m"))
@@ -659,6 +830,8 @@ static const bad_row tf_bad[] = {
     {"transformer", "gpt_block dropout 1", gpt_dropout, R_INV, "nn_gpt_block|dropout 1", 0},
     {"transformer", "gpt_block x [2, 3, 6]", gpt_block_width, R_SHAPE, "nn_gpt_block|[2, 3, 6]", 0},
     {"transformer", "gpt_block no name", gpt_block_name, R_INV, "nn_gpt_block|name", 0},
+    {"transformer", "gpt_prefill no caches", gpt_prefill_caches, R_INV, "nn_gpt_prefill|caches", 0},
+    {"transformer", "gpt_prefill T > block_size", gpt_prefill_long, R_SHAPE, "nn_gpt_prefill|[2, 5]|block_size 4", 0},
     {"transformer", "gpt_decode pos [2]", gpt_decode_pos, R_SHAPE, "nn_gpt_decode|[2]", 0},
     {"transformer", "mha 8 over 3 heads", mha_heads, R_INV, "nn_multihead_attention|embed_dim 8|num_heads 3", 0},
     {"transformer", "mha key and value differ", mha_kv, R_SHAPE, "nn_multihead_attention|[5, 2, 8]|[4, 2, 8]", 0},
@@ -692,6 +865,7 @@ void suite_transformer(const t_env *e) {
     check_case(e, &c);
 
     tf_decode(e);
+    tf_prefill(e);
 
     c = l_mk_tf("multihead_attention self [5, 2, 8], key_padding_mask, attn_mask", b_mha_self, r_mha_self, nn_shape3(5, 2, 8));
     in_fr(&c, nn_shape3(5, 2, 8), -1, 1);

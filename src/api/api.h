@@ -1403,6 +1403,17 @@ NN_API nn_tensor nn_gpt_block(nn_graph *g, nn_tensor x, const nn_gpt_config *cfg
    2i + 1). Positions must be run in order 0, 1, 2, ... Use an eval graph made with
    share_params of the trained one; parameter names as nn_gpt's. */
 NN_API nn_tensor nn_gpt_decode(nn_graph *g, nn_tensor idx, nn_tensor pos, const nn_gpt_config *cfg, nn_tensor *caches);
+/* The prompt (or the window kept when the context is full) in one pass: nn_gpt's graph on
+   idx int32 [B, T] (T <= block_size; logits [B*T, V], bitwise nn_gpt's: row (b, T - 1)
+   gives the token after the window) whose blocks also hand out their keys and values in the
+   cache's layout: caches (2 * n_layer tensors, required) receives, as outputs of g, the key
+   of layer i at 2i and its value at 2i + 1, each [B, n_head, block_size, n_embd / n_head]
+   float32: the T positions' rows, then zeros. Copy them into nn_gpt_decode's caches (read
+   each, nn_tensor_write it there: the decode's caches are running sums, so the zeros after
+   T are what its next runs add to) and decode on from pos T: one run instead of T
+   one-token runs. A graph has one T: build one per window length (eval, share_params of
+   the trained graph, as nn_gpt_decode's). */
+NN_API nn_tensor nn_gpt_prefill(nn_graph *g, nn_tensor idx, const nn_gpt_config *cfg, nn_tensor *caches);
 /* PyTorch's nn.MultiheadAttention(embed_dim, num_heads, dropout, bias, kdim, vdim,
    batch_first) called
    as forward(query, key, value, key_padding_mask, need_weights=False, attn_mask,
