@@ -2075,6 +2075,11 @@ NN_API nn_result nn_graph_load_state(nn_graph *g, const char *path);
                    int32 [B, T] -> [B * T, vocab_size]
      gpt_block     name, n_embd, n_head, block_size (required), n_layer (1: the init's
                    scale only), dropout (0), bias (true)
+     patch_embedding  name, patch_size, embed_dim (required), in_chans (checked),
+                   class_token (false), pos_embed (false), prefix (none): nn_patch_embedding
+                   (ViT, timm's names) on [B, C, H, W] -> [B, N (+ 1), embed_dim]
+     conv_lstm2d   name, hidden_channels (required), in_channels (checked), kernel_size (3,
+                   odd), bias (true): nn_conv_lstm2d on [B, T, C, H, W]
      lstm, gru, rnn  name, input_size (checked), hidden_size (required), num_layers (1),
                    bias (true), batch_first (false), dropout (0), bidirectional (false),
                    lstm's proj_size (0), rnn's nonlinearity ("tanh" or "relu")
@@ -41953,7 +41958,7 @@ NN_API nn_tensor nn_patch_embedding(nn_graph *g, nn_tensor x, int patch_size, in
     nn_conv2d_desc cd;
     nn_shape sx;
     int64_t b, n, t;
-    int perm[3] = {0, 2, 1};
+    int perm[3] = {0, 2, 1}, first = g ? g->n_nodes : 0;
     nn_tensor y;
     if (!nn__check(g, op, 1, &x) || !nn__expect_f32(g, op, x, "x")) return nn__tensor(-1);
     if (!name || !name[0] || strlen(name) > 200 || strlen(pre) > 200)
@@ -41995,6 +42000,15 @@ NN_API nn_tensor nn_patch_embedding(nn_graph *g, nn_tensor x, int patch_size, in
         snprintf(pn, sizeof pn, "%s%spos_embed", pre, pre[0] ? "." : "");
         y = nn_add(g, y, nn_param(g, pn, nn_shape3(1, t, embed_dim), pi));
     }
+    {
+        char qn[1300], qp[1300], pf[1320];
+        pf[0] = 0;
+        if (pre[0]) snprintf(pf, sizeof pf, ", \"prefix\": %s", nn__note_str(pre, qp, sizeof qp));
+        nn__note_layer(g, y, first, &x, 1, NULL, "{\"type\": \"patch_embedding\", \"name\": %s, \"in_chans\": %lld, \"patch_size\": %d, "
+                       "\"embed_dim\": %lld, \"class_token\": %s, \"pos_embed\": %s%s}", nn__note_str(name, qn, sizeof qn),
+                       (long long)sx.dim[1], patch_size, (long long)embed_dim, desc && desc->class_token ? "true" : "false",
+                       desc && desc->pos_embed ? "true" : "false", pf);
+    }
     return y;
 }
 
@@ -42018,7 +42032,7 @@ NN_API nn_tensor nn_conv_lstm2d(nn_graph *g, nn_tensor x, int64_t hidden_channel
     nn_init init;
     char wn[256], bn[256];
     int64_t B, T, C, Hh, Ww, Ch = hidden_channels, sizes[4], t;
-    int k, ng = 0, nb = 0;
+    int k, ng = 0, nb = 0, first = g ? g->n_nodes : 0;
     nn_tensor w, bias = NN_NONE, wx = NN_NONE, h, c, ys[64], groups[64], gate[4], parts[2], y;
     nn_shape st;
     if (desc) d = *desc;
@@ -42101,6 +42115,13 @@ NN_API nn_tensor nn_conv_lstm2d(nn_graph *g, nn_tensor x, int64_t hidden_channel
     y = ng == 1 ? groups[0] : nn_concat(g, groups, ng, 1);
     if (d.h_n) *d.h_n = h;
     if (d.c_n) *d.c_n = c;
+    if (g->status == NN_OK) { /* for model files (nn_model_json): the options nn__mb_layer reads */
+        char qn[1300];
+        nn__note_layer(g, y, first, &x, 1, d.h0.id || d.c0.id ? "a conv_lstm2d given initial states" : NULL,
+                       "{\"type\": \"conv_lstm2d\", \"name\": %s, \"in_channels\": %lld, \"hidden_channels\": %lld, "
+                       "\"kernel_size\": %d, \"bias\": %s}", nn__note_str(name, qn, sizeof qn), (long long)C, (long long)Ch, k,
+                       d.no_bias ? "false" : "true");
+    }
     return g->status == NN_OK ? y : nn__tensor(-1);
 }
 
@@ -45179,6 +45200,50 @@ static nn_tensor nn__mb_layer(nn__mb *m, int o, nn_tensor x) {
                          : nn_transformer_decoder_layer(g, x, m->xs[1], v, (int)w, &d, name);
         return stack ? nn_transformer_encoder(g, x, (int)layers, v, (int)w, &d, name) : nn_transformer_encoder_layer(g, x, v, (int)w, &d, name);
     }
+    if (strcmp(type, "patch_embedding") == 0) { /* timm's PatchEmbed (+ cls_token, pos_embed) on [B, C, H, W] */
+        nn_patch_embedding_desc d;
+        char prefix[208];
+        int ct, pe, kp;
+        int64_t cin;
+        memset(&d, 0, sizeof d);
+        if (!nn__mb_fields(m, o, "in_chans patch_size embed_dim class_token pos_embed prefix", type) ||
+            !nn__mb_int(m, o, "in_chans", 0, 0, INT32_MAX, &cin) || !nn__mb_int(m, o, "patch_size", NN__MODEL_REQUIRED, 1, INT32_MAX, &v) ||
+            !nn__mb_int(m, o, "embed_dim", NN__MODEL_REQUIRED, 1, INT32_MAX, &w) || !nn__mb_bool(m, o, "class_token", 0, &ct) ||
+            !nn__mb_bool(m, o, "pos_embed", 0, &pe) || !nn__mb_name(m, o, name, sizeof name))
+            return nn__tensor(-1);
+        if (cin && (nn__n(g, x)->shape.ndim != 4 || nn__n(g, x)->shape.dim[1] != cin)) {
+            char b[128];
+            return nn__mb_fail(m, "in_chans", "%lld, but the layer's input is %s", (long long)cin, nn__mb_xs(m, x, b, sizeof b)), nn__tensor(-1);
+        }
+        kp = nn__json_get(m->j, o, "prefix");
+        if (kp >= 0) {
+            if (m->j->v[kp].type != NN__J_STR || strlen(nn__json_str(m->j, kp)) > 200)
+                return nn__mb_fail(m, "prefix", "expected a string of at most 200 characters"), nn__tensor(-1);
+            snprintf(prefix, sizeof prefix, "%s", nn__json_str(m->j, kp));
+            d.prefix = prefix;
+        }
+        d.class_token = ct, d.pos_embed = pe;
+        return nn_patch_embedding(g, x, (int)v, w, &d, name);
+    }
+    if (strcmp(type, "conv_lstm2d") == 0) { /* nn_conv_lstm2d on [B, T, C, H, W] */
+        nn_conv_lstm_desc d;
+        int bias;
+        int64_t cin, ks;
+        memset(&d, 0, sizeof d);
+        if (!nn__mb_fields(m, o, "in_channels hidden_channels kernel_size bias", type) ||
+            !nn__mb_int(m, o, "in_channels", 0, 0, INT32_MAX, &cin) ||
+            !nn__mb_int(m, o, "hidden_channels", NN__MODEL_REQUIRED, 1, 1 << 20, &v) ||
+            !nn__mb_int(m, o, "kernel_size", 3, 1, 31, &ks) || !nn__mb_bool(m, o, "bias", 1, &bias) ||
+            !nn__mb_name(m, o, name, sizeof name))
+            return nn__tensor(-1);
+        if (ks % 2 == 0) return nn__mb_fail(m, "kernel_size", "%lld is even (odd: 'same' padding)", (long long)ks), nn__tensor(-1);
+        if (cin && (nn__n(g, x)->shape.ndim != 5 || nn__n(g, x)->shape.dim[2] != cin)) {
+            char b[128];
+            return nn__mb_fail(m, "in_channels", "%lld, but the layer's input is %s", (long long)cin, nn__mb_xs(m, x, b, sizeof b)), nn__tensor(-1);
+        }
+        d.kernel_size = (int)ks, d.no_bias = !bias;
+        return nn_conv_lstm2d(g, x, v, &d, name);
+    }
     if (strcmp(type, "gpt") == 0 || strcmp(type, "gpt_block") == 0) {
         nn_gpt_config c;
         int64_t vocab = 1, block, layers, heads, embd;
@@ -45238,7 +45303,7 @@ static nn_tensor nn__mb_layer(nn__mb *m, int o, nn_tensor x) {
         if (strcmp(type, nn__mb_act_list[i].name) == 0) return nn__mb_activation(m, o, &nn__mb_act_list[i], x);
     nn__mb_fail(m, "type", "unknown layer type \"%.60s\" (linear, conv1d, conv2d, max_pool2d, avg_pool2d, batch_norm1d, "
                 "batch_norm2d, layer_norm, rms_norm, embedding, position_embedding, multihead_attention, transformer_encoder_layer, "
-                "transformer_decoder_layer, transformer_encoder, transformer_decoder, gpt, gpt_block, lstm, gru, rnn, add, sub, mul, "
+                "transformer_decoder_layer, transformer_encoder, transformer_decoder, gpt, gpt_block, patch_embedding, conv_lstm2d, lstm, gru, rnn, add, sub, mul, "
                 "concat, dropout, flatten, reshape, softmax, log_softmax, or an activation: relu, gelu, tanh, sigmoid, ...)", type);
     return nn__tensor(-1);
 }

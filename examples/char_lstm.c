@@ -32,6 +32,10 @@
    The held-out loss is the mean over every 64-character window of the held-out text, one
    after another (whole batches only), the same windows as bench/char_lstm_torch.py's.
 
+   After training the model is saved with its architecture (nn_model_save: tokens int32
+   [B, 64] -> logits [B * 64, 96]) to char_lstm.safetensors (MODEL_OUT: another path), a
+   file nn_model_load builds into a graph with no model code.
+
    The last line: RESULT device=<name> steps=<n> tokens_per_sec=<x> heldout_loss=<x>
    h2d_bytes_per_step=<x> d2h_bytes_per_step=<x>
 
@@ -235,6 +239,25 @@ int main(int argc, char **argv) {
             ex_metrics_close(&log);
         }
         printf("held-out loss %.4f (%lld batches of %d x %d: the held-out text's windows in order)\n", heldout, (long long)nbatch, B, T);
+    }
+
+    { /* the model with its architecture (nn_model_save): tokens int32 [B, 64] -> logits
+         [B * 64, 96], loadable with no model code (nn_model_load; MODEL_OUT: another path) */
+        const char *mout = getenv("MODEL_OUT") ? getenv("MODEL_OUT") : "char_lstm.safetensors";
+        nn_graph *mg = NULL;
+        nn_tensor mt, ml;
+        memset(&gd, 0, sizeof gd);
+        gd.share_params = g;
+        gd.eval = 1;
+        if (nn_graph_create(ctx, &gd, &mg) != NN_OK) return fail(ctx, "nn_graph_create");
+        mt = nn_input(mg, "tokens", NN_I32, nn_shape2(1, T));
+        ml = model(mg, mt, 1, T, NN_NONE, NN_NONE, NULL, NULL, 0);
+        if (nn_graph_output(mg, ml) != NN_OK || nn_graph_compile(mg, NULL) != NN_OK || nn_model_save(mg, mt, ml, mout) != NN_OK) {
+            nn_graph_destroy(mg);
+            return fail(ctx, "save the model");
+        }
+        nn_graph_destroy(mg);
+        printf("saved %s (the model file: nn_model_load builds it with no code)\n", mout);
     }
 
     /* ---- sampling: one step at a time, the states carried on the host ---- */

@@ -11,7 +11,9 @@
    examples/fashion_mnist.h); EPOCHS (default 10) can also come from $EPOCHS; NN_DEVICE
    picks the backend; CKPT=path (checkpoint after every epoch, resume when the file
    exists), METRICS=path (a CSV log for tools/plot_metrics) and PROGRESS=0 as for
-   examples/fashion_mnist_mlp.c.
+   examples/fashion_mnist_mlp.c. At the end the model is saved with its architecture
+   (nn_model_save) to fashion_mnist_cnn.safetensors (MODEL_OUT: another path), which
+   examples/predict.c classifies with, no model code.
 
    The network (PyTorch's names):
        conv1  Conv2d(1, 32, 3, padding=1) -> bn1 BatchNorm2d(32) -> ReLU -> MaxPool2d(2)
@@ -254,6 +256,11 @@ int main(int argc, char **argv) {
                "d2h_bytes_per_step=%.0f first_epoch_loss=%.9g\n",
                devname, epochs, last_test_acc, (double)measured_steps * BATCH / train_secs,
                (double)h2d / measured_steps, (double)d2h / measured_steps, first_loss);
+    { /* the model with its architecture, for examples/predict.c (MODEL_OUT: another path) */
+        const char *out = getenv("MODEL_OUT") ? getenv("MODEL_OUT") : "fashion_mnist_cnn.safetensors";
+        if ((r = nn_model_save(g, xb, logits, out)) != NN_OK) goto fail;
+        printf("saved %s (./examples/predict %s)\n", out, out);
+    }
     goto done;
 
 fail:

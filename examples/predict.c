@@ -1,6 +1,6 @@
 /* predict.c - classifies with a model file alone: no model code. The file is one that
    nn_model_save wrote (examples/fashion_mnist_mlp.c writes fashion_mnist_mlp.safetensors at
-   its end): the weights, and the architecture as JSON in the safetensors metadata, which
+   its end, examples/fashion_mnist_cnn.c fashion_mnist_cnn.safetensors): the weights, and the architecture as JSON in the safetensors metadata, which
    nn_model_load builds into an inference graph.
 
    Build (from the repository root):  make examples/predict
@@ -10,7 +10,7 @@
    MODEL defaults to fashion_mnist_mlp.safetensors. With DATA_DIR (or none: the folders
    fashion_mnist_mlp searches), the Fashion-MNIST test set, scaled as the MLP example scales
    it, and the accuracy against its labels. With FILE.csv, each row is one sample's inputs as
-   the model takes them (784 for the MLP), or a label first and then the inputs: it prints
+   the model takes them (784 for the MLP and the CNN), or a label first and then the inputs: it prints
    each row's class, and the accuracy when there are labels. The last line is
        RESULT model=... rows=... test_accuracy=...   (accuracy only with labels) */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime (fashion_mnist.h) */

@@ -78,11 +78,20 @@ static const char fz_graph_json[] =
     "  {\"type\": \"linear\", \"name\": \"fc1\", \"inputs\": [\"layers.6\"], \"in\": 4, \"out\": 3}],\n"
     " \"outputs\": [\"fc1\", \"cat\"]}\n";
 
+/* Vision: a ViT patch embedding on images, a ConvLSTM2D on clips, two outputs */
+static const char fz_vision_json[] =
+    "{\"inputs\": [{\"name\": \"img\", \"shape\": [3, 8, 8]}, {\"name\": \"clip\", \"shape\": [2, 1, 4, 4]}], \"layers\": [\n"
+    "  {\"type\": \"patch_embedding\", \"name\": \"pe\", \"inputs\": [\"img\"], \"in_chans\": 3, \"patch_size\": 4, \"embed_dim\": 6,"
+    " \"class_token\": true, \"pos_embed\": true, \"prefix\": \"vit\"},\n"
+    "  {\"type\": \"conv_lstm2d\", \"name\": \"cl\", \"inputs\": [\"clip\"], \"in_channels\": 1, \"hidden_channels\": 2, \"kernel_size\": 3,"
+    " \"bias\": false}],\n"
+    " \"outputs\": [\"pe\", \"cl\"]}\n";
+
 /* 1 when every number of j is at most 4096 in magnitude and the sequence layers' sizes
    multiply to at most 2^20, widths squared (a small model) */
 static int fz_small(const nn__json *j) {
     static const char *const sq[] = {"hidden_size", "n_embd", "d_model", "embed_dim", "dim_feedforward", "embedding_dim", "kdim", "vdim",
-                                     "num_positions", "vocab_size", "num_embeddings", NULL};
+                                     "num_positions", "vocab_size", "num_embeddings", "hidden_channels", NULL};
     static const char *const lin[] = {"n_layer", "num_layers", "block_size", "n_head", "nhead", "num_heads", "proj_size", NULL};
     double cost = 1;
     int i, c, k;
@@ -150,6 +159,7 @@ static int fz_write_seeds(const char *dir) {
            fz_write(dir, "emb.json", fz_emb_json, sizeof fz_emb_json - 1) && fz_write(dir, "mlp.safetensors", fz_file, fz_len) &&
            fz_write(dir, "gpt.json", fz_gpt_json, sizeof fz_gpt_json - 1) && fz_write(dir, "seq.json", fz_seq_json, sizeof fz_seq_json - 1) &&
            fz_write(dir, "graph.json", fz_graph_json, sizeof fz_graph_json - 1) &&
+           fz_write(dir, "vision.json", fz_vision_json, sizeof fz_vision_json - 1) &&
            fz_write(dir, "graph.safetensors", fz_graph_file, fz_graph_len);
 }
 

@@ -88,6 +88,26 @@ static nn_tensor md_lstm(nn_graph *g, nn_tensor x) {
 
 /* examples/char_lstm.c's model(): a table parameter gathered with nn_index_select (an
    embedding), nn_lstm (batch_first), a linear head on the rows: int32 [B, 7] -> [B * 7, 13] */
+/* A ViT front: patch embedding (cls_token, pos_embed) -> flatten -> linear: [B, 3, 8, 8] -> [B, 4] */
+static nn_tensor md_vit(nn_graph *g, nn_tensor x) {
+    nn_patch_embedding_desc pd;
+    memset(&pd, 0, sizeof pd);
+    pd.class_token = pd.pos_embed = 1;
+    pd.prefix = "vit";
+    return nn_linear_layer(g, nn_flatten(g, nn_patch_embedding(g, x, 4, 6, &pd, "patch_embed")), 4, NULL, "head");
+}
+
+/* ConvLSTM2D (kernel 3, then 1 without bias) -> flatten -> linear: [B, 3, 2, 5, 5] -> [B, 3] */
+static nn_tensor md_conv_lstm(nn_graph *g, nn_tensor x) {
+    nn_conv_lstm_desc cd;
+    memset(&cd, 0, sizeof cd);
+    x = nn_conv_lstm2d(g, x, 3, &cd, "clstm1");
+    cd.kernel_size = 1;
+    cd.no_bias = 1;
+    x = nn_conv_lstm2d(g, x, 2, &cd, "clstm2");
+    return nn_linear_layer(g, nn_flatten(g, x), 3, NULL, "head");
+}
+
 static nn_tensor md_char_lstm(nn_graph *g, nn_tensor tokens) {
     nn_init emb_init = {NN_INIT_NORMAL, 0.0f, 1.0f};
     nn_rnn_desc rd;
@@ -270,7 +290,7 @@ done:
 }
 
 static void test_roundtrip(const t_env *e) {
-    static const md_case cases[7] = {
+    static const md_case cases[9] = {
         {"conv2d, batch_norm2d, pools, layer_norm, dropout", md_cnn, NN_F32, {3, {2, 9, 9}}, "\"ceil_mode\": true"},
         {"conv1d, reshape, leaky_relu, softplus", md_seq_b, NN_F32, {2, {3, 11}}, "\"negative_slope\": 0.2"},
         {"embedding, softmax", md_emb, NN_I32, {1, {5}}, "\"padding_idx\": 1"},
@@ -281,9 +301,15 @@ static void test_roundtrip(const t_env *e) {
          "{\"type\": \"concat\", \"dim\": 2, \"inputs\": [\"enc\", \"gru\"]}"},
         {"char_lstm.c's model: index_select of a table, lstm, linear", md_char_lstm, NN_I32, {1, {7}},
          "{\"type\": \"reshape\", \"shape\": [-1], \"include_batch\": true},\n  {\"type\": \"embedding\", \"name\": \"embedding\""},
+        {"ViT patch_embedding, flatten, linear", md_vit, NN_F32, {3, {3, 8, 8}},
+         "{\"type\": \"patch_embedding\", \"name\": \"patch_embed\", \"in_chans\": 3, \"patch_size\": 4, \"embed_dim\": 6, "
+         "\"class_token\": true, \"pos_embed\": true, \"prefix\": \"vit\"}"},
+        {"conv_lstm2d twice, flatten, linear", md_conv_lstm, NN_F32, {4, {3, 2, 5, 5}},
+         "{\"type\": \"conv_lstm2d\", \"name\": \"clstm2\", \"in_channels\": 3, \"hidden_channels\": 2, \"kernel_size\": 1, "
+         "\"bias\": false}"},
     };
     int i;
-    for (i = 0; i < 7; i++) md_roundtrip_one(e, &cases[i]);
+    for (i = 0; i < 9; i++) md_roundtrip_one(e, &cases[i]);
 }
 
 /* A model written by hand: y = 2 x0 - x1 + 0.5 learned by a 2-8-1 MLP, 300 Adam steps. */
@@ -664,6 +690,25 @@ MB(mb_huge, S2(2, 4), IN4 "[{\"type\": \"linear\", \"out\": 1e999}]}")
 MB(mb_deep, S2(2, 4), IN4 "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}")
 MB(mb_null, S2(2, 4), NULL)
 MB(mb_empty, S2(2, 4), "")
+/* the ViT patch embedding and ConvLSTM2D */
+static nn_shape md_s5(int64_t a, int64_t b, int64_t c, int64_t d, int64_t e) {
+    nn_shape s = nn_shape4(a, b, c, d);
+    s.ndim = 5;
+    s.dim[4] = e;
+    return s;
+}
+#define IMG "{\"inputs\": [{\"shape\": [3, 8, 8]}], \"layers\": "
+MB(mb_pe_embed, S4(2, 3, 8, 8), IMG "[{\"type\": \"patch_embedding\", \"patch_size\": 4}]}")
+MB(mb_pe_chans, S4(2, 3, 8, 8), IMG "[{\"type\": \"patch_embedding\", \"patch_size\": 4, \"embed_dim\": 6, \"in_chans\": 1}]}")
+MB(mb_pe_prefix, S4(2, 3, 8, 8), IMG "[{\"type\": \"patch_embedding\", \"patch_size\": 4, \"embed_dim\": 6, \"prefix\": 3}]}")
+MB(mb_pe_patch, S4(2, 3, 8, 8), IMG "[{\"type\": \"patch_embedding\", \"patch_size\": 3, \"embed_dim\": 6}]}")
+MB(mb_pe_token, S4(2, 3, 8, 8), IMG "[{\"type\": \"patch_embedding\", \"patch_size\": 4, \"embed_dim\": 6, \"class_token\": 1}]}")
+#define VID "{\"inputs\": [{\"shape\": [3, 2, 5, 5]}], \"layers\": "
+MB(mb_cl_hidden, md_s5(2, 3, 2, 5, 5), VID "[{\"type\": \"conv_lstm2d\", \"kernel_size\": 3}]}")
+MB(mb_cl_even, md_s5(2, 3, 2, 5, 5), VID "[{\"type\": \"conv_lstm2d\", \"hidden_channels\": 4, \"kernel_size\": 4}]}")
+MB(mb_cl_chans, md_s5(2, 3, 2, 5, 5), VID "[{\"type\": \"conv_lstm2d\", \"hidden_channels\": 4, \"in_channels\": 3}]}")
+MB(mb_cl_field, md_s5(2, 3, 2, 5, 5), VID "[{\"type\": \"conv_lstm2d\", \"hidden_channels\": 4, \"padding\": 1}]}")
+MB(mb_cl_rank, S4(2, 3, 8, 8), IMG "[{\"type\": \"conv_lstm2d\", \"hidden_channels\": 4}]}")
 
 static const bad_row model_bad[] = {
     {"model", "JSON syntax", mb_syntax, R_INV, "nn_model_build|JSON byte 40 (line 1)|expected a value", 0},
@@ -744,6 +789,16 @@ static const bad_row model_bad[] = {
     {"model", "nesting 40 deep", mb_deep, R_INV, "nested deeper than 32 levels", 0},
     {"model", "json NULL", mb_null, R_INV, "nn_model_build: json is NULL", 0},
     {"model", "an empty text", mb_empty, R_INV, "expected a value, found the end", 0},
+    {"model", "patch_embedding without embed_dim", mb_pe_embed, R_INV, "layers[0].embed_dim: missing", 0},
+    {"model", "patch_embedding in_chans 1 of 3", mb_pe_chans, R_INV, "layers[0].in_chans: 1, but the layer's input is [2, 3, 8, 8]", 0},
+    {"model", "patch_embedding prefix 3", mb_pe_prefix, R_INV, "layers[0].prefix: expected a string", 0},
+    {"model", "patch_embedding patch 3 of 8", mb_pe_patch, R_SHAPE, "layers[0] (patch_embedding): nn_patch_embedding|patch_size 3", 0},
+    {"model", "patch_embedding class_token 1", mb_pe_token, R_INV, "layers[0].class_token: expected true or false", 0},
+    {"model", "conv_lstm2d without hidden_channels", mb_cl_hidden, R_INV, "layers[0].hidden_channels: missing", 0},
+    {"model", "conv_lstm2d kernel_size 4", mb_cl_even, R_INV, "layers[0].kernel_size: 4 is even", 0},
+    {"model", "conv_lstm2d in_channels 3 of 2", mb_cl_chans, R_INV, "layers[0].in_channels: 3, but the layer's input is [2, 3, 2, 5, 5]", 0},
+    {"model", "conv_lstm2d padding", mb_cl_field, R_INV, "layers[0].padding: unknown field (conv_lstm2d takes:", 0},
+    {"model", "conv_lstm2d on a 4-D input", mb_cl_rank, R_SHAPE, "layers[0] (conv_lstm2d): nn_conv_lstm2d|5-D", 0},
 };
 
 void suite_model(const t_env *e) {

@@ -1903,6 +1903,11 @@ NN_API nn_result nn_graph_load_state(nn_graph *g, const char *path);
                    int32 [B, T] -> [B * T, vocab_size]
      gpt_block     name, n_embd, n_head, block_size (required), n_layer (1: the init's
                    scale only), dropout (0), bias (true)
+     patch_embedding  name, patch_size, embed_dim (required), in_chans (checked),
+                   class_token (false), pos_embed (false), prefix (none): nn_patch_embedding
+                   (ViT, timm's names) on [B, C, H, W] -> [B, N (+ 1), embed_dim]
+     conv_lstm2d   name, hidden_channels (required), in_channels (checked), kernel_size (3,
+                   odd), bias (true): nn_conv_lstm2d on [B, T, C, H, W]
      lstm, gru, rnn  name, input_size (checked), hidden_size (required), num_layers (1),
                    bias (true), batch_first (false), dropout (0), bidirectional (false),
                    lstm's proj_size (0), rnn's nonlinearity ("tanh" or "relu")

@@ -496,6 +496,50 @@ static nn_tensor nn__mb_layer(nn__mb *m, int o, nn_tensor x) {
                          : nn_transformer_decoder_layer(g, x, m->xs[1], v, (int)w, &d, name);
         return stack ? nn_transformer_encoder(g, x, (int)layers, v, (int)w, &d, name) : nn_transformer_encoder_layer(g, x, v, (int)w, &d, name);
     }
+    if (strcmp(type, "patch_embedding") == 0) { /* timm's PatchEmbed (+ cls_token, pos_embed) on [B, C, H, W] */
+        nn_patch_embedding_desc d;
+        char prefix[208];
+        int ct, pe, kp;
+        int64_t cin;
+        memset(&d, 0, sizeof d);
+        if (!nn__mb_fields(m, o, "in_chans patch_size embed_dim class_token pos_embed prefix", type) ||
+            !nn__mb_int(m, o, "in_chans", 0, 0, INT32_MAX, &cin) || !nn__mb_int(m, o, "patch_size", NN__MODEL_REQUIRED, 1, INT32_MAX, &v) ||
+            !nn__mb_int(m, o, "embed_dim", NN__MODEL_REQUIRED, 1, INT32_MAX, &w) || !nn__mb_bool(m, o, "class_token", 0, &ct) ||
+            !nn__mb_bool(m, o, "pos_embed", 0, &pe) || !nn__mb_name(m, o, name, sizeof name))
+            return nn__tensor(-1);
+        if (cin && (nn__n(g, x)->shape.ndim != 4 || nn__n(g, x)->shape.dim[1] != cin)) {
+            char b[128];
+            return nn__mb_fail(m, "in_chans", "%lld, but the layer's input is %s", (long long)cin, nn__mb_xs(m, x, b, sizeof b)), nn__tensor(-1);
+        }
+        kp = nn__json_get(m->j, o, "prefix");
+        if (kp >= 0) {
+            if (m->j->v[kp].type != NN__J_STR || strlen(nn__json_str(m->j, kp)) > 200)
+                return nn__mb_fail(m, "prefix", "expected a string of at most 200 characters"), nn__tensor(-1);
+            snprintf(prefix, sizeof prefix, "%s", nn__json_str(m->j, kp));
+            d.prefix = prefix;
+        }
+        d.class_token = ct, d.pos_embed = pe;
+        return nn_patch_embedding(g, x, (int)v, w, &d, name);
+    }
+    if (strcmp(type, "conv_lstm2d") == 0) { /* nn_conv_lstm2d on [B, T, C, H, W] */
+        nn_conv_lstm_desc d;
+        int bias;
+        int64_t cin, ks;
+        memset(&d, 0, sizeof d);
+        if (!nn__mb_fields(m, o, "in_channels hidden_channels kernel_size bias", type) ||
+            !nn__mb_int(m, o, "in_channels", 0, 0, INT32_MAX, &cin) ||
+            !nn__mb_int(m, o, "hidden_channels", NN__MODEL_REQUIRED, 1, 1 << 20, &v) ||
+            !nn__mb_int(m, o, "kernel_size", 3, 1, 31, &ks) || !nn__mb_bool(m, o, "bias", 1, &bias) ||
+            !nn__mb_name(m, o, name, sizeof name))
+            return nn__tensor(-1);
+        if (ks % 2 == 0) return nn__mb_fail(m, "kernel_size", "%lld is even (odd: 'same' padding)", (long long)ks), nn__tensor(-1);
+        if (cin && (nn__n(g, x)->shape.ndim != 5 || nn__n(g, x)->shape.dim[2] != cin)) {
+            char b[128];
+            return nn__mb_fail(m, "in_channels", "%lld, but the layer's input is %s", (long long)cin, nn__mb_xs(m, x, b, sizeof b)), nn__tensor(-1);
+        }
+        d.kernel_size = (int)ks, d.no_bias = !bias;
+        return nn_conv_lstm2d(g, x, v, &d, name);
+    }
     if (strcmp(type, "gpt") == 0 || strcmp(type, "gpt_block") == 0) {
         nn_gpt_config c;
         int64_t vocab = 1, block, layers, heads, embd;
@@ -555,7 +599,7 @@ static nn_tensor nn__mb_layer(nn__mb *m, int o, nn_tensor x) {
         if (strcmp(type, nn__mb_act_list[i].name) == 0) return nn__mb_activation(m, o, &nn__mb_act_list[i], x);
     nn__mb_fail(m, "type", "unknown layer type \"%.60s\" (linear, conv1d, conv2d, max_pool2d, avg_pool2d, batch_norm1d, "
                 "batch_norm2d, layer_norm, rms_norm, embedding, position_embedding, multihead_attention, transformer_encoder_layer, "
-                "transformer_decoder_layer, transformer_encoder, transformer_decoder, gpt, gpt_block, lstm, gru, rnn, add, sub, mul, "
+                "transformer_decoder_layer, transformer_encoder, transformer_decoder, gpt, gpt_block, patch_embedding, conv_lstm2d, lstm, gru, rnn, add, sub, mul, "
                 "concat, dropout, flatten, reshape, softmax, log_softmax, or an activation: relu, gelu, tanh, sigmoid, ...)", type);
     return nn__tensor(-1);
 }

@@ -16,7 +16,7 @@ NN_API nn_tensor nn_conv_lstm2d(nn_graph *g, nn_tensor x, int64_t hidden_channel
     nn_init init;
     char wn[256], bn[256];
     int64_t B, T, C, Hh, Ww, Ch = hidden_channels, sizes[4], t;
-    int k, ng = 0, nb = 0;
+    int k, ng = 0, nb = 0, first = g ? g->n_nodes : 0;
     nn_tensor w, bias = NN_NONE, wx = NN_NONE, h, c, ys[64], groups[64], gate[4], parts[2], y;
     nn_shape st;
     if (desc) d = *desc;
@@ -99,5 +99,12 @@ NN_API nn_tensor nn_conv_lstm2d(nn_graph *g, nn_tensor x, int64_t hidden_channel
     y = ng == 1 ? groups[0] : nn_concat(g, groups, ng, 1);
     if (d.h_n) *d.h_n = h;
     if (d.c_n) *d.c_n = c;
+    if (g->status == NN_OK) { /* for model files (nn_model_json): the options nn__mb_layer reads */
+        char qn[1300];
+        nn__note_layer(g, y, first, &x, 1, d.h0.id || d.c0.id ? "a conv_lstm2d given initial states" : NULL,
+                       "{\"type\": \"conv_lstm2d\", \"name\": %s, \"in_channels\": %lld, \"hidden_channels\": %lld, "
+                       "\"kernel_size\": %d, \"bias\": %s}", nn__note_str(name, qn, sizeof qn), (long long)C, (long long)Ch, k,
+                       d.no_bias ? "false" : "true");
+    }
     return g->status == NN_OK ? y : nn__tensor(-1);
 }

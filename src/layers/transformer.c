@@ -728,7 +728,7 @@ NN_API nn_tensor nn_patch_embedding(nn_graph *g, nn_tensor x, int patch_size, in
     nn_conv2d_desc cd;
     nn_shape sx;
     int64_t b, n, t;
-    int perm[3] = {0, 2, 1};
+    int perm[3] = {0, 2, 1}, first = g ? g->n_nodes : 0;
     nn_tensor y;
     if (!nn__check(g, op, 1, &x) || !nn__expect_f32(g, op, x, "x")) return nn__tensor(-1);
     if (!name || !name[0] || strlen(name) > 200 || strlen(pre) > 200)
@@ -769,6 +769,15 @@ NN_API nn_tensor nn_patch_embedding(nn_graph *g, nn_tensor x, int patch_size, in
         pi.b = 0.02f;
         snprintf(pn, sizeof pn, "%s%spos_embed", pre, pre[0] ? "." : "");
         y = nn_add(g, y, nn_param(g, pn, nn_shape3(1, t, embed_dim), pi));
+    }
+    {
+        char qn[1300], qp[1300], pf[1320];
+        pf[0] = 0;
+        if (pre[0]) snprintf(pf, sizeof pf, ", \"prefix\": %s", nn__note_str(pre, qp, sizeof qp));
+        nn__note_layer(g, y, first, &x, 1, NULL, "{\"type\": \"patch_embedding\", \"name\": %s, \"in_chans\": %lld, \"patch_size\": %d, "
+                       "\"embed_dim\": %lld, \"class_token\": %s, \"pos_embed\": %s%s}", nn__note_str(name, qn, sizeof qn),
+                       (long long)sx.dim[1], patch_size, (long long)embed_dim, desc && desc->class_token ? "true" : "false",
+                       desc && desc->pos_embed ? "true" : "false", pf);
     }
     return y;
 }
