@@ -83,7 +83,8 @@ static nn_optimizer ls_opt(nn_optimizer_kind kind, float lr) {
 
 /* The step that overflows leaves p as it was, counts one skip and halves the scale; with SGD
    momentum (no step-count dependence), good, overflow, good gives good, good's parameters
-   bitwise: the momentum buffer was left as it was. */
+   bitwise: the momentum buffer was left as it was. Good steps scaled give the unscaled
+   run's parameters bitwise (clip_norm: the norm is the unscaled one). */
 static void skip_case(const t_env *e, const char *name, nn_optimizer o, int same_as_clean) {
     static const int bad3[3] = {0, 1, 0}, good2[2] = {0, 0};
     float run[3 * LN], clean[2 * LN], sc[3];
@@ -111,6 +112,13 @@ static void skip_case(const t_env *e, const char *name, nn_optimizer o, int same
     if (ls_run(e, e->ctx, o, &ls, bad3, 3, 1e36f, run, sc, &skipped))
         T_CHECK(skipped == 0 && sc[2] == 1.0f && memcmp(run, run + LN, LN * sizeof(float)) != 0,
                 "without scaling: %lld skips, scale %g", (long long)skipped, (double)sc[2]);
+    /* good steps: a scale of 2^10 is undone exactly (before clipping too), so the parameters
+       are those of the run without scaling, bitwise */
+    if (ls_run(e, e->ctx, o, &ls, good2, 2, 0, run, NULL, &skipped)) {
+        ls.enabled = 1;
+        if (ls_run(e, e->ctx, o, &ls, good2, 2, 0, clean, NULL, &skipped))
+            T_CHECK(memcmp(run, clean, 2 * LN * sizeof(float)) == 0, "two good steps scaled differ from unscaled ones");
+    }
 done:
     t_end();
 }
@@ -269,6 +277,8 @@ void suite_lossscale(const t_env *e) {
     nn_optimizer o = ls_opt(NN_OPT_SGD, 0.1f);
     o.momentum = 0.9f;
     skip_case(e, "sgd momentum", o, 1);
+    o.clip_norm = 0.5f;
+    skip_case(e, "sgd momentum clip_norm", o, 1);
     skip_case(e, "adam", ls_opt(NN_OPT_ADAM, 0.05f), 0);
     o = ls_opt(NN_OPT_LAMB, 0.01f);
     skip_case(e, "lamb", o, 0);
