@@ -125,7 +125,7 @@ done:
 
 /* The scale after each of 8 steps (growth_interval 2, factors 2 and 0.5 from 4; and 3, 1.5
    and 0.25 from 10, with clip_norm), an Inf in the data at steps 3 and 6, against the
-   reference, on this backend and the CPU. */
+   reference, on this backend and the CPU; with accumulate_steps 2, a change per update. */
 static void growth_case(const t_env *e) {
     static const int bad[LSTEPS] = {0, 0, 0, 1, 0, 0, 1, 0};
     float got[LSTEPS], want[LSTEPS], cpu[LSTEPS];
@@ -149,6 +149,19 @@ static void growth_case(const t_env *e) {
         T_CHECK(skipped == 2, "set %d: %lld skips, want 2", k, (long long)skipped);
         if (e->cpu && ls_run(e, e->cpu, o, &ls, bad, LSTEPS, INFINITY, NULL, cpu, &skipped))
             T_CHECK(memcmp(cpu, got, sizeof got) == 0, "set %d: the CPU backend's scales differ", k);
+    }
+    { /* accumulate_steps 2: the scale changes on update steps only (every second step) */
+        static const int good[4] = {0, 0, 0, 0};
+        memset(&ls, 0, sizeof ls);
+        ls.enabled = 1;
+        ls.init_scale = 4.0f;
+        ls.growth_interval = 1;
+        o = ls_opt(NN_OPT_ADAM, 0.01f);
+        o.accumulate_steps = 2;
+        if (ls_run(e, e->ctx, o, &ls, good, 4, 0, NULL, got, &skipped))
+            T_CHECK(got[0] == 4.0f && got[1] == 8.0f && got[2] == 8.0f && got[3] == 16.0f,
+                    "accumulate_steps 2: scales %g %g %g %g, want 4 8 8 16", (double)got[0], (double)got[1], (double)got[2],
+                    (double)got[3]);
     }
     t_end();
 }
