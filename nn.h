@@ -417,8 +417,9 @@ NN_API nn_result nn_context_op_compiled(const nn_context *ctx, int op, uint64_t 
    there with float32 accumulation, and converts the product back to float32; parameters stay
    float32 (master weights: the conversion's backward gives them float32 gradients), and every
    other op (norms, softmax, losses, attention, the optimizer) runs in float32 as before.
-   NN_PRECISION_FP32 (0, the default) builds the graph as before, bit for bit. FP16 has no
-   loss scaling yet: gradients under float16's range (6e-8) become 0, over 65504 inf. */
+   NN_PRECISION_FP32 (0, the default) builds the graph as before, bit for bit. A training
+   graph in FP16 scales its loss by default (nn_compile_desc.loss_scale, section 14), as
+   torch.cuda.amp.GradScaler: without it gradients under float16's range (6e-8) become 0. */
 typedef enum nn_precision { NN_PRECISION_FP32 = 0, NN_PRECISION_BF16 = 1, NN_PRECISION_FP16 = 2 } nn_precision;
 
 typedef struct nn_graph_desc {
@@ -1882,6 +1883,30 @@ typedef struct nn_lr_schedule {
    NN_ERR_INVALID_ARGUMENT with *lr 0 (give the base rate; NN_ZERO for an exact 0). */
 NN_API nn_result nn_lr_schedule_at(const nn_lr_schedule *s, int64_t t, float *lr);
 
+/* Dynamic loss scaling, torch.cuda.amp.GradScaler's: each step seeds the loss's gradient
+   with the scale S instead of 1, so every gradient is S times the loss's; after the
+   backward, on the device and with no read-back, one flag says whether any parameter's
+   (accumulated) gradient holds a NaN or an Inf (or their sum of squares, for clip_norm,
+   overflowed). Set: the update is skipped (every parameter and optimizer state stays as it
+   was, as with skip_nonfinite; the update count still advances) and S *= backoff_factor.
+   Clear: the gradients are unscaled by 1/S before clipping and the update, and after
+   growth_interval such updates in a row S *= growth_factor (kept when that overflows).
+   nn_graph_grad and nn_graph_backward's gradients are the scaled ones. Zero fields:
+     enabled          on for a graph of NN_PRECISION_FP16 with an optimizer, off otherwise;
+                      1: on (an optimizer needed); NN_ZERO: off
+     init_scale       65536 (2^16), finite and > 0
+     growth_factor    2, > 1
+     backoff_factor   0.5, in (0, 1)
+     growth_interval  2000, >= 1
+   Powers of 2 (the defaults) scale and unscale exactly. Not with zero_stage 1. */
+typedef struct nn_loss_scale {
+    int enabled;
+    float init_scale;
+    float growth_factor;
+    float backoff_factor;
+    int growth_interval;
+} nn_loss_scale;
+
 struct nn_compile_desc {
     nn_tensor loss;      /* a float32 scalar; NN_NONE (a zeroed desc): a forward-only graph */
     nn_optimizer optimizer;
@@ -1900,11 +1925,17 @@ struct nn_compile_desc {
     int zero_stage;      /* with data_parallel over more than one rank: 1 shards the optimizer
                             state (ZeRO stage 1, see "Data-parallel training"); 0: every rank
                             holds all of it. Ignored without NN_MPI. */
+    /* dynamic loss scaling (src/ops/optim.c) */
+    nn_loss_scale loss_scale; /* zeroed: on for a graph of NN_PRECISION_FP16 with an optimizer */
 };
 
 /* Into *count: the updates skip_nonfinite skipped since compile (a read of 8 bytes; 0
    without it). */
 NN_API nn_result nn_graph_skipped_steps(nn_graph *g, int64_t *count);
+/* Into *scale the loss scale the next step seeds with, and into *skipped the updates loss
+   scaling skipped since compile (either pointer may be NULL; a read of 20 bytes). Without
+   loss scaling: 1 and 0. GradScaler.get_scale(). */
+NN_API nn_result nn_graph_loss_scale(nn_graph *g, float *scale, int64_t *skipped);
 /* Sets the schedule's base rate (the rate itself for the default constant schedule). */
 NN_API nn_result nn_graph_set_lr(nn_graph *g, float lr);
 /* Replaces the schedule (after compile too); s->lr 0 keeps the current base rate. The
@@ -2443,6 +2474,10 @@ typedef struct nn__optim_attr {
     int kind;            /* OPT_*: the nn_optimizer_kind */
     float lr_mult, wd_mult; /* OPT_*: the parameter's multipliers of lr and weight decay */
     float inv_steps;     /* GRAD_ACC: 1 / the accumulation steps */
+    /* LOSS_SCALE (and LOSS_SEED: init, state): nn_loss_scale's settings, the clipping norm */
+    float init, growth, backoff, max_norm;
+    int interval;
+    int state;           /* LOSS_SEED: the LOSS_SCALE node whose buffer holds the scale */
 } nn__optim_attr;
 
 #endif
@@ -3209,7 +3244,10 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     X(OPT_STEP, "optimizer", opt_step, 0)                                    \
     X(GRAD_ACC, "grad_accumulate", grad_acc, 0)                              \
     X(NONFINITE_COUNT, "nonfinite_count", nonfinite_count, NN__OPF_NO_GRAD)  \
-    X(SKIP_GATE, "skip_gate", skip_gate, NN__OPF_NO_GRAD)
+    X(SKIP_GATE, "skip_gate", skip_gate, NN__OPF_NO_GRAD)                    \
+    /* dynamic loss scaling */                                               \
+    X(LOSS_SEED, "loss_scale_seed", loss_seed, NN__OPF_NO_GRAD | NN__OPF_RANK0)\
+    X(LOSS_SCALE, "loss_scale", loss_scale, NN__OPF_NO_GRAD)
 
 #define NN__OPS_RANDOM(X)                                                           \
     X(RAND, "rand", rand, NN__OPF_NO_GRAD | NN__OPF_RANK0)                          \
@@ -19383,6 +19421,15 @@ static const char *const nn__cl_src_optim[] = {
 "#define NN__KARGS_skip_gate(F, P) F(in, cnt) P(in, clip) P(out, y)\n",
 "NN__KSIG(skip_gate)\n",
 "\n",
+"/* loss scaling: the scale's state y[5] from the count (and the sum of squares), then the\n",
+"   loss's gradient seeded from the state st (src/ops/optim.c's LOSS_SCALE, LOSS_SEED) */\n",
+"#define NN__KARGS_loss_scale(F, P)                                                                      \\\n",
+"    F(in, cnt) P(in, sumsq) P(int, has_sumsq) P(out, y) P(float, init) P(float, growth) P(float, backoff) \\\n",
+"    P(float, interval) P(float, max_norm)\n",
+"NN__KSIG(loss_scale)\n",
+"#define NN__KARGS_loss_seed(F, P) F(in, st) P(out, y) P(int, n) P(float, init)\n",
+"NN__KSIG(loss_seed)\n",
+"\n",
 "/* acc [n] = (reset ? 0 : acc) + g * inv_k */\n",
 "#define NN__KARGS_grad_acc(F, P) F(out, acc) P(in, g) P(int, n) P(float, inv_k) P(istep, reset)\n",
 "NN__KSIG(grad_acc)\n",
@@ -19647,6 +19694,38 @@ static const char *const nn__cl_src_optim[] = {
 "    int skip = cnt[0] != 0.0f;\n",
 "    y[0] = skip ? -1.0f : clip[0];\n",
 "    y[1] += skip ? 1.0f : 0.0f;\n",
+"}\n",
+"\n",
+"/* Loss scaling (src/ops/optim.c's LOSS_SCALE, which gives y's layout): y[0] the updates'\n",
+"   coefficient (-1: skip), y[1] skipped updates, y[2] the next scale, y[3] good updates in a\n",
+"   row, y[4] 1 once y[2] is set (before: init). One work-item. */\n",
+"__kernel void loss_scale(NN__KPARAMS(loss_scale)) {\n",
+"    if (get_global_id(0) != 0) return;\n",
+"    float s = y[4] != 0.0f ? y[2] : init, inv = 1.0f / s;\n",
+"    float ss = has_sumsq ? sumsq[0] : 0.0f;\n",
+"    if (cnt[0] != 0.0f || !isfinite(ss)) {\n",
+"        y[0] = -1.0f;\n",
+"        y[1] += 1.0f;\n",
+"        y[2] = s * backoff;\n",
+"        y[3] = 0.0f;\n",
+"    } else {\n",
+"        float c = inv, t = y[3] + 1.0f;\n",
+"        if (has_sumsq) {\n",
+"            float cl = max_norm / (sqrt(ss) * inv + 1e-6f);\n",
+"            c = (cl > 1.0f ? 1.0f : cl) * inv;\n",
+"        }\n",
+"        y[0] = c;\n",
+"        y[2] = t >= interval && isfinite(s * growth) ? s * growth : s;\n",
+"        y[3] = t >= interval ? 0.0f : t;\n",
+"    }\n",
+"    y[4] = 1.0f;\n",
+"}\n",
+"\n",
+"/* the loss's gradient seeded with the scale: y[n] = st[4] != 0 ? st[2] : init */\n",
+"__kernel void loss_seed(NN__KPARAMS(loss_seed)) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= n) return;\n",
+"    y[i] = st[4] != 0.0f ? st[2] : init;\n",
 "}\n",
 "\n",
 "/* Gradient accumulation: acc = (reset ? 0 : acc) + g * inv_k, the running mean of a cycle. */\n",
@@ -29602,7 +29681,7 @@ static nn_result nn__variant_make(nn_graph *g, int64_t batch, int eval, const ch
     if (training && (g->accum_steps > 1 || g->skip_node > 0 || g->dist))
         return nn__fail(g->ctx, NN_ERR_STATE, "%s: batch %lld: a graph that %s trains at its own batch (%lld) only", fn,
                         (long long)batch, g->accum_steps > 1 ? "accumulates gradients (accumulate_steps > 1)" :
-                        g->skip_node > 0 ? "skips non-finite updates (skip_nonfinite)" : "trains data-parallel",
+                        g->skip_node > 0 ? "skips non-finite updates (skip_nonfinite or loss scaling)" : "trains data-parallel",
                         (long long)g->batch);
     if (m->n == m->cap) {
         int cap = m->cap ? 2 * m->cap : 4;
@@ -30559,6 +30638,15 @@ NN__KSIG(lamb_apply)
 NN__KSIG(nonfinite_count)
 #define NN__KARGS_skip_gate(F, P) F(in, cnt) P(in, clip) P(out, y)
 NN__KSIG(skip_gate)
+
+/* loss scaling: the scale's state y[5] from the count (and the sum of squares), then the
+   loss's gradient seeded from the state st (src/ops/optim.c's LOSS_SCALE, LOSS_SEED) */
+#define NN__KARGS_loss_scale(F, P)                                                                      \
+    F(in, cnt) P(in, sumsq) P(int, has_sumsq) P(out, y) P(float, init) P(float, growth) P(float, backoff) \
+    P(float, interval) P(float, max_norm)
+NN__KSIG(loss_scale)
+#define NN__KARGS_loss_seed(F, P) F(in, st) P(out, y) P(int, n) P(float, init)
+NN__KSIG(loss_seed)
 
 /* acc [n] = (reset ? 0 : acc) + g * inv_k */
 #define NN__KARGS_grad_acc(F, P) F(out, acc) P(in, g) P(int, n) P(float, inv_k) P(istep, reset)
@@ -37771,7 +37859,8 @@ static nn_result nn__launch_avgpool2d_grad(nn_graph *g, int id) {
    src/ops/optim.c
    ====================================================================== */
 /* The optimizer ops, one block per op: the parameters' updates (OPT_SGD, OPT_ADAM, OPT_STEP)
-   and what runs before them (GRAD_ACC, NONFINITE_COUNT, SKIP_GATE; the clipping's
+   and what runs before them (GRAD_ACC, NONFINITE_COUNT, SKIP_GATE, loss scaling's
+   LOSS_SCALE and LOSS_SEED; the clipping's
    GRAD_SUMSQ and CLIP_SCALE are in src/ops/reduce.c), each with its registry aliases, CPU
    body (the rules, defaults and schedules in src/cpu/optim.c) and kernel launches
    (kernels/optim.cl). No op has a gradient: they run after autograd, added by the compile
@@ -37780,8 +37869,44 @@ static nn_result nn__launch_avgpool2d_grad(nn_graph *g, int id) {
 /* ==== the optimizer's compile hooks (src/ops/registry.c's nn__optim): settings and
    schedule, then the update ops after autograd ==== */
 
+/* nn_loss_scale with its defaults into *o (0 fields as documented in api.h; o->enabled: 1
+   on, 0 off), or an error naming the bad field. */
+static nn_result nn__loss_scale_settings(nn_graph *g, const nn_compile_desc *d, nn_loss_scale *o) {
+    const nn_loss_scale *s = &d->loss_scale;
+    const char *fn = "nn_graph_compile";
+    int on;
+    memset(o, 0, sizeof *o);
+    if (s->enabled != 0 && s->enabled != 1 && s->enabled != NN_ZERO)
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "%s: loss_scale.enabled %d is not 0 (the default), 1 (on) or NN_ZERO (off)",
+                        fn, s->enabled);
+    o->enabled = on = s->enabled == 1 || (s->enabled == 0 && g->precision == NN_PRECISION_FP16 && d->optimizer.kind != NN_OPT_NONE);
+    o->init_scale = nn__deff(s->init_scale, 65536.0f);
+    o->growth_factor = nn__deff(s->growth_factor, 2.0f);
+    o->backoff_factor = nn__deff(s->backoff_factor, 0.5f);
+    o->growth_interval = nn__defi(s->growth_interval, 2000);
+    if (!(o->init_scale > 0.0f && o->init_scale <= 3.40282347e38f))
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "%s: loss_scale.init_scale %g must be finite and > 0", fn,
+                        (double)o->init_scale);
+    if (!(o->growth_factor > 1.0f && o->growth_factor <= 3.40282347e38f))
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "%s: loss_scale.growth_factor %g must be finite and > 1", fn,
+                        (double)o->growth_factor);
+    if (!(o->backoff_factor > 0.0f && o->backoff_factor < 1.0f))
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "%s: loss_scale.backoff_factor %g must be in (0, 1)", fn,
+                        (double)o->backoff_factor);
+    if (o->growth_interval < 1)
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "%s: loss_scale.growth_interval %d must be >= 1", fn,
+                        o->growth_interval);
+    if (on && d->optimizer.kind == NN_OPT_NONE)
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "%s: loss_scale.enabled 1 needs an optimizer (the scale is undone by "
+                        "the update)", fn);
+    return NN_OK;
+}
+
 static nn_result nn__optim_configure(nn_graph *g, const nn_compile_desc *d) {
+    nn_loss_scale ls;
     nn_result r;
+    r = nn__loss_scale_settings(g, d, &ls);
+    if (r != NN_OK) return r;
     g->opt = nn__opt_defaults(d->optimizer);
     r = nn__opt_check(g, &g->opt);
     if (r != NN_OK) return r;
@@ -37799,10 +37924,14 @@ static int nn__optim_updates(const nn_graph *g) { return g->opt.kind != NN_OPT_N
 /* Adds gradient accumulation, clipping and one update op per trainable parameter (the
    rules, defaults and multipliers are in cpu/optim.c). Nodes from g->first_update_node on
    run on update steps only. */
+static int nn__loss_scale_op(nn_graph *g, int cnt, int sumsq, const nn_loss_scale *ls);
+
 static nn_result nn__add_optimizer(nn_graph *g) {
     int i, n0 = g->n_nodes, scale = -1, acc = -1, k = g->accum_steps;
     int op = nn__opt_generic(&g->opt) ? NN__OP_OPT_STEP : g->opt.kind == NN_OPT_SGD ? NN__OP_OPT_SGD : NN__OP_OPT_ADAM;
+    nn_loss_scale ls;
     if (g->opt.kind == NN_OPT_NONE) return NN_OK;
+    if (nn__loss_scale_settings(g, &g->compile_desc, &ls) != NN_OK) return NN_ERR_INVALID_ARGUMENT; /* configure checked it */
     for (i = 0; i < n0 && k > 1; i++) { /* every step: each gradient into its running mean */
         int a;
         if (g->nodes[i].op != NN__OP_PARAM || g->nodes[i].grad < 0) continue;
@@ -37818,17 +37947,20 @@ static nn_result nn__add_optimizer(nn_graph *g) {
             if (g->nodes[i].op == NN__OP_PARAM && g->nodes[i].grad >= 0) g->nodes[g->nodes[i].grad].is_output = 1;
         return g->status;
     }
+    if (ls.enabled && g->zero)
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: zero_stage 1 with loss scaling: the sharded "
+                        "update does not unscale (set loss_scale.enabled = NN_ZERO)");
     if (g->opt.clip_norm > 0.0f) {
         for (i = 0; i < n0; i++) {
             if (g->nodes[i].op != NN__OP_PARAM || g->nodes[i].grad < 0) continue;
             acc = acc < 0 ? nn__op1(g, NN__OP_GRAD_SUMSQ, NN_F32, nn_shape1(1), g->nodes[i].grad).id
                           : nn__op2(g, NN__OP_GRAD_SUMSQ, NN_F32, nn_shape1(1), g->nodes[i].grad, acc).id;
         }
-        if (acc >= 0) {
+        if (acc >= 0 && !ls.enabled) { /* with loss scaling the scale node clips the unscaled norm */
             scale = nn__clip_scale_op(g, acc, g->opt.clip_norm).id;
         }
     }
-    if (g->opt.skip_nonfinite) { /* the gate replaces the clipping coefficient */
+    if (g->opt.skip_nonfinite || ls.enabled) { /* the gate replaces the clipping coefficient */
         int cnt = -1, in[2];
         for (i = 0; i < n0; i++) {
             if (g->nodes[i].op != NN__OP_PARAM || g->nodes[i].grad < 0) continue;
@@ -37836,7 +37968,10 @@ static nn_result nn__add_optimizer(nn_graph *g) {
                           : nn__op2(g, NN__OP_NONFINITE_COUNT, NN_F32, nn_shape1(1), g->nodes[i].grad, cnt).id;
             if (cnt < 0) return g->status;
         }
-        if (cnt >= 0) {
+        if (cnt >= 0 && ls.enabled) {
+            scale = nn__loss_scale_op(g, cnt, acc, &ls);
+            if (scale < 0) return g->status;
+        } else if (cnt >= 0) {
             in[0] = cnt;
             in[1] = scale;
             scale = nn__new_node(g, NN__OP_SKIP_GATE, NN_F32, nn_shape1(2), in, scale >= 0 ? 2 : 1);
@@ -38159,18 +38294,145 @@ static nn_result nn__launch_skip_gate(nn_graph *g, int id) {
     return nn__kargs_skip_gate(l, &k);
 }
 
-/* skip_nonfinite's count of skipped updates, from the gate's persistent y[1]. */
+/* ==== loss scale: LOSS_SCALE, the non-finite count [1] (and the gradients' sum of squares
+   [1] with clip_norm) -> [5], torch.cuda.amp.GradScaler's unscale_, step and update on the
+   device; a persistent output (zeroed at allocation):
+     y[0]  what the updates multiply each gradient by: -1 (skip) when a gradient is not
+           finite (or the sum of squares overflowed), else min(1, max_norm / (norm / S +
+           1e-6)) / S with clip_norm, 1 / S without (S the scale this step seeded with)
+     y[1]  the updates skipped (as SKIP_GATE's y[1]: nn_graph_skipped_steps reads it)
+     y[2]  the scale the next step seeds with; y[3] good updates since the scale last
+           changed; y[4] 1 once y[2] holds the scale (0 at first: init).
+   It replaces SKIP_GATE and CLIP_SCALE; a.optim holds the settings. ==== */
+
+#define nn__grad_loss_scale nn__grad_none
+#define nn__plan_loss_scale nn__no_plan
+
+/* the scale seeded with: the state's once written, else the initial one */
+static float nn__loss_scale_now(const float *st, float init) { return st[4] != 0.0f ? st[2] : init; }
+
+/* Adds LOSS_SCALE over cnt (and sumsq, or -1) and turns autograd's seed of the loss's
+   gradient (a FILL of 1) into LOSS_SEED, which reads the scale from it: the node's id, or -1. */
+static int nn__loss_scale_op(nn_graph *g, int cnt, int sumsq, const nn_loss_scale *ls) {
+    int in[2], id, seed = g->loss > 0 ? g->nodes[g->loss].grad : -1;
+    nn__optim_attr *a;
+    in[0] = cnt;
+    in[1] = sumsq;
+    id = nn__new_node(g, NN__OP_LOSS_SCALE, NN_F32, nn_shape1(5), in, sumsq >= 0 ? 2 : 1);
+    if (id < 0) return -1;
+    a = &g->nodes[id].a.optim;
+    a->init = ls->init_scale;
+    a->growth = ls->growth_factor;
+    a->backoff = ls->backoff_factor;
+    a->interval = ls->growth_interval;
+    a->max_norm = g->opt.clip_norm;
+    g->nodes[id].is_output = 1; /* its state persists across steps */
+    g->skip_node = id;
+    if (seed > 0 && g->nodes[seed].op == NN__OP_FILL) { /* loss scaling: the seed (src/engine/autograd.c) */
+        g->nodes[seed].op = NN__OP_LOSS_SEED;
+        g->nodes[seed].a.optim = *a;
+        g->nodes[seed].a.optim.state = id;
+    }
+    return id;
+}
+
+static nn_result nn__cpu_loss_scale(nn_graph *g, nn__node *n) {
+    const nn__optim_attr *a = &n->a.optim;
+    float *y = n->buf.host, s = nn__loss_scale_now(y, a->init), inv = 1.0f / s;
+    float ss = n->n_in > 1 ? NN__F(n->in[1])[0] : 0.0f;
+    if (NN__F(n->in[0])[0] != 0.0f || !isfinite(ss)) {
+        y[0] = -1.0f;
+        y[1] += 1.0f;
+        y[2] = s * a->backoff;
+        y[3] = 0.0f;
+    } else {
+        float c = inv, t = y[3] + 1.0f;
+        if (n->n_in > 1) {
+            float cl = a->max_norm / (sqrtf(ss) * inv + 1e-6f);
+            c = (cl > 1.0f ? 1.0f : cl) * inv;
+        }
+        y[0] = c;
+        y[2] = t >= (float)a->interval && isfinite(s * a->growth) ? s * a->growth : s;
+        y[3] = t >= (float)a->interval ? 0.0f : t;
+    }
+    y[4] = 1.0f;
+    return NN_OK;
+}
+
+static nn_result nn__launch_loss_scale(nn_graph *g, int id) {
+    NN__KLAUNCH(loss_scale, "optim", "loss_scale", 1);
+    k.cnt = &g->nodes[n->in[0]].buf;
+    k.sumsq = n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one;
+    k.has_sumsq = n->n_in > 1;
+    k.y = &n->buf;
+    k.init = n->a.optim.init;
+    k.growth = n->a.optim.growth;
+    k.backoff = n->a.optim.backoff;
+    k.interval = (float)n->a.optim.interval;
+    k.max_norm = n->a.optim.max_norm;
+    return nn__kargs_loss_scale(l, &k);
+}
+
+/* ==== loss seed: LOSS_SEED, no input -> the loss's shape (one element): the gradient of
+   the loss seeded with the current loss scale (torch's scaler.scale(loss).backward()), read
+   from the LOSS_SCALE node a.optim.state; autograd's FILL of 1 turned into it. ==== */
+
+#define nn__grad_loss_seed nn__grad_none
+#define nn__plan_loss_seed nn__no_plan
+
+static nn_result nn__cpu_loss_seed(nn_graph *g, nn__node *n) {
+    float s = nn__loss_scale_now(g->nodes[n->a.optim.state].buf.host, n->a.optim.init);
+    int64_t i;
+    for (i = 0; i < n->numel; i++) n->buf.host[i] = s;
+    return NN_OK;
+}
+
+static nn_result nn__launch_loss_seed(nn_graph *g, int id) {
+    NN__KLAUNCH(loss_seed, "optim", "loss_seed", n->numel);
+    k.st = &g->nodes[n->a.optim.state].buf;
+    k.y = &n->buf;
+    k.n = (int)n->numel;
+    k.init = n->a.optim.init;
+    return nn__kargs_loss_seed(l, &k);
+}
+
+/* skip_nonfinite's (or loss scaling's) count of skipped updates, from the gate's persistent
+   y[1]. */
 static nn_result nn__graph_skipped_steps(nn_graph *g, int64_t *count) {
-    float y[2];
+    float y[5];
     nn_result r;
     if (!g || !count) return NN_ERR_INVALID_ARGUMENT;
     *count = 0;
     if ((r = nn__graph_orphaned(g, "nn_graph_skipped_steps")) != NN_OK) return r;
     if (!g->compiled) return nn__fail(g->ctx, NN_ERR_STATE, "nn_graph_skipped_steps: the graph is not compiled");
     if (g->skip_node <= 0) return NN_OK;
-    r = nn__tensor_read(g, nn__tensor(g->skip_node), y, sizeof y);
+    r = nn__tensor_read(g, nn__tensor(g->skip_node), y, (size_t)g->nodes[g->skip_node].numel * sizeof(float));
     if (r == NN_OK) *count = (int64_t)y[1];
     return r;
+}
+
+/* the loss scale (1 without) and its skipped updates, from LOSS_SCALE's state */
+static nn_result nn__graph_loss_scale(nn_graph *g, float *scale, int64_t *skipped) {
+    float y[5];
+    const nn__node *n;
+    nn_result r;
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    if (scale) *scale = 1.0f;
+    if (skipped) *skipped = 0;
+    if ((r = nn__graph_orphaned(g, "nn_graph_loss_scale")) != NN_OK) return r;
+    if (!g->compiled) return nn__fail(g->ctx, NN_ERR_STATE, "nn_graph_loss_scale: the graph is not compiled");
+    if (g->skip_node <= 0 || g->nodes[g->skip_node].op != NN__OP_LOSS_SCALE) return NN_OK;
+    n = &g->nodes[g->skip_node];
+    r = nn__tensor_read(g, nn__tensor(g->skip_node), y, sizeof y);
+    if (r != NN_OK) return r;
+    if (scale) *scale = nn__loss_scale_now(y, n->a.optim.init);
+    if (skipped) *skipped = (int64_t)y[1];
+    return NN_OK;
+}
+
+NN_API nn_result nn_graph_loss_scale(nn_graph *g, float *scale, int64_t *skipped) {
+    if (!g) return NN_ERR_INVALID_ARGUMENT;
+    return NN__EXCLUSIVE(g->ctx, "nn_graph_loss_scale", nn__graph_loss_scale(g, scale, skipped));
 }
 
 NN_API nn_result nn_graph_skipped_steps(nn_graph *g, int64_t *count) {

@@ -222,6 +222,38 @@ __kernel void skip_gate(NN__KPARAMS(skip_gate)) {
     y[1] += skip ? 1.0f : 0.0f;
 }
 
+/* Loss scaling (src/ops/optim.c's LOSS_SCALE, which gives y's layout): y[0] the updates'
+   coefficient (-1: skip), y[1] skipped updates, y[2] the next scale, y[3] good updates in a
+   row, y[4] 1 once y[2] is set (before: init). One work-item. */
+__kernel void loss_scale(NN__KPARAMS(loss_scale)) {
+    if (get_global_id(0) != 0) return;
+    float s = y[4] != 0.0f ? y[2] : init, inv = 1.0f / s;
+    float ss = has_sumsq ? sumsq[0] : 0.0f;
+    if (cnt[0] != 0.0f || !isfinite(ss)) {
+        y[0] = -1.0f;
+        y[1] += 1.0f;
+        y[2] = s * backoff;
+        y[3] = 0.0f;
+    } else {
+        float c = inv, t = y[3] + 1.0f;
+        if (has_sumsq) {
+            float cl = max_norm / (sqrt(ss) * inv + 1e-6f);
+            c = (cl > 1.0f ? 1.0f : cl) * inv;
+        }
+        y[0] = c;
+        y[2] = t >= interval && isfinite(s * growth) ? s * growth : s;
+        y[3] = t >= interval ? 0.0f : t;
+    }
+    y[4] = 1.0f;
+}
+
+/* the loss's gradient seeded with the scale: y[n] = st[4] != 0 ? st[2] : init */
+__kernel void loss_seed(NN__KPARAMS(loss_seed)) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    y[i] = st[4] != 0.0f ? st[2] : init;
+}
+
 /* Gradient accumulation: acc = (reset ? 0 : acc) + g * inv_k, the running mean of a cycle. */
 __kernel void grad_acc(NN__KPARAMS(grad_acc)) {
     int i = get_global_id(0);

@@ -34,6 +34,15 @@ NN__KSIG(nonfinite_count)
 #define NN__KARGS_skip_gate(F, P) F(in, cnt) P(in, clip) P(out, y)
 NN__KSIG(skip_gate)
 
+/* loss scaling: the scale's state y[5] from the count (and the sum of squares), then the
+   loss's gradient seeded from the state st (src/ops/optim.c's LOSS_SCALE, LOSS_SEED) */
+#define NN__KARGS_loss_scale(F, P)                                                                      \
+    F(in, cnt) P(in, sumsq) P(int, has_sumsq) P(out, y) P(float, init) P(float, growth) P(float, backoff) \
+    P(float, interval) P(float, max_norm)
+NN__KSIG(loss_scale)
+#define NN__KARGS_loss_seed(F, P) F(in, st) P(out, y) P(int, n) P(float, init)
+NN__KSIG(loss_seed)
+
 /* acc [n] = (reset ? 0 : acc) + g * inv_k */
 #define NN__KARGS_grad_acc(F, P) F(out, acc) P(in, g) P(int, n) P(float, inv_k) P(istep, reset)
 NN__KSIG(grad_acc)

@@ -37,7 +37,8 @@ static nn_graph *small_net(nn_context *ctx, nn_graph *share, nn_tensor *x_out, n
    uncompiled graph all fail with NN_ERR_STATE now, naming the call, and write no file. */
 static void test_orphan_files(const t_env *e) {
     static const char *const calls[] = {"nn_graph_save_safetensors", "nn_graph_load_safetensors", "nn_graph_save_state", "nn_graph_load_state",
-                                        "nn_graph_set_lr", "nn_graph_set_schedule", "nn_graph_skipped_steps"};
+                                        "nn_graph_set_lr", "nn_graph_set_schedule", "nn_graph_skipped_steps",
+                                        "nn_graph_loss_scale"};
     char dir[] = "/tmp/nn-test-lifetime-XXXXXX", st_path[300], state_path[300], out[300];
     nn_context_desc d;
     nn_context *ctx = NULL;
@@ -72,7 +73,8 @@ static void test_orphan_files(const t_env *e) {
             case 3: r = nn_graph_load_state(g[k], state_path); break;
             case 4: r = nn_graph_set_lr(g[k], 0.5f); break;
             case 5: r = nn_graph_set_schedule(g[k], &s); break;
-            default: r = nn_graph_skipped_steps(g[k], &skipped); break;
+            case 6: r = nn_graph_skipped_steps(g[k], &skipped); break;
+            default: r = nn_graph_loss_scale(g[k], NULL, &skipped); break;
             }
             T_CHECK(r == NN_ERR_STATE, "%s on the %s graph after nn_context_destroy gave %d, not %d (NN_ERR_STATE)",
                     calls[c], k ? "uncompiled" : "compiled", (int)r, (int)NN_ERR_STATE);

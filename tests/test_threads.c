@@ -251,6 +251,7 @@ static void *t_ref_other(void *arg) {
     t_refused(t->ctx, nn_graph_load_safetensors(t->g1, t->path, 0), "nn_graph_load_safetensors", w, f, n);
     t_refused(t->ctx, nn_model_save(t->g1, nn_graph_find(t->g1, "x"), t->y1, t->path), "nn_model_save", w, f, n);
     t_refused(t->ctx, nn_graph_skipped_steps(t->g1, &skipped), "nn_graph_skipped_steps", w, f, n);
+    t_refused(t->ctx, nn_graph_loss_scale(t->g1, NULL, &skipped), "nn_graph_loss_scale", w, f, n);
     /* any batch size, train/eval mode (src/engine/model.c) */
     t_refused(t->ctx, nn_graph_set_batch(t->g1, 2), "nn_graph_set_batch", w, f, n);
     t_refused(t->ctx, nn_graph_train(t->g1, 0), "nn_graph_train", w, f, n);

@@ -245,8 +245,9 @@ NN_API nn_result nn_context_op_compiled(const nn_context *ctx, int op, uint64_t 
    there with float32 accumulation, and converts the product back to float32; parameters stay
    float32 (master weights: the conversion's backward gives them float32 gradients), and every
    other op (norms, softmax, losses, attention, the optimizer) runs in float32 as before.
-   NN_PRECISION_FP32 (0, the default) builds the graph as before, bit for bit. FP16 has no
-   loss scaling yet: gradients under float16's range (6e-8) become 0, over 65504 inf. */
+   NN_PRECISION_FP32 (0, the default) builds the graph as before, bit for bit. A training
+   graph in FP16 scales its loss by default (nn_compile_desc.loss_scale, section 14), as
+   torch.cuda.amp.GradScaler: without it gradients under float16's range (6e-8) become 0. */
 typedef enum nn_precision { NN_PRECISION_FP32 = 0, NN_PRECISION_BF16 = 1, NN_PRECISION_FP16 = 2 } nn_precision;
 
 typedef struct nn_graph_desc {
@@ -1710,6 +1711,30 @@ typedef struct nn_lr_schedule {
    NN_ERR_INVALID_ARGUMENT with *lr 0 (give the base rate; NN_ZERO for an exact 0). */
 NN_API nn_result nn_lr_schedule_at(const nn_lr_schedule *s, int64_t t, float *lr);
 
+/* Dynamic loss scaling, torch.cuda.amp.GradScaler's: each step seeds the loss's gradient
+   with the scale S instead of 1, so every gradient is S times the loss's; after the
+   backward, on the device and with no read-back, one flag says whether any parameter's
+   (accumulated) gradient holds a NaN or an Inf (or their sum of squares, for clip_norm,
+   overflowed). Set: the update is skipped (every parameter and optimizer state stays as it
+   was, as with skip_nonfinite; the update count still advances) and S *= backoff_factor.
+   Clear: the gradients are unscaled by 1/S before clipping and the update, and after
+   growth_interval such updates in a row S *= growth_factor (kept when that overflows).
+   nn_graph_grad and nn_graph_backward's gradients are the scaled ones. Zero fields:
+     enabled          on for a graph of NN_PRECISION_FP16 with an optimizer, off otherwise;
+                      1: on (an optimizer needed); NN_ZERO: off
+     init_scale       65536 (2^16), finite and > 0
+     growth_factor    2, > 1
+     backoff_factor   0.5, in (0, 1)
+     growth_interval  2000, >= 1
+   Powers of 2 (the defaults) scale and unscale exactly. Not with zero_stage 1. */
+typedef struct nn_loss_scale {
+    int enabled;
+    float init_scale;
+    float growth_factor;
+    float backoff_factor;
+    int growth_interval;
+} nn_loss_scale;
+
 struct nn_compile_desc {
     nn_tensor loss;      /* a float32 scalar; NN_NONE (a zeroed desc): a forward-only graph */
     nn_optimizer optimizer;
@@ -1728,11 +1753,17 @@ struct nn_compile_desc {
     int zero_stage;      /* with data_parallel over more than one rank: 1 shards the optimizer
                             state (ZeRO stage 1, see "Data-parallel training"); 0: every rank
                             holds all of it. Ignored without NN_MPI. */
+    /* dynamic loss scaling (src/ops/optim.c) */
+    nn_loss_scale loss_scale; /* zeroed: on for a graph of NN_PRECISION_FP16 with an optimizer */
 };
 
 /* Into *count: the updates skip_nonfinite skipped since compile (a read of 8 bytes; 0
    without it). */
 NN_API nn_result nn_graph_skipped_steps(nn_graph *g, int64_t *count);
+/* Into *scale the loss scale the next step seeds with, and into *skipped the updates loss
+   scaling skipped since compile (either pointer may be NULL; a read of 20 bytes). Without
+   loss scaling: 1 and 0. GradScaler.get_scale(). */
+NN_API nn_result nn_graph_loss_scale(nn_graph *g, float *scale, int64_t *skipped);
 /* Sets the schedule's base rate (the rate itself for the default constant schedule). */
 NN_API nn_result nn_graph_set_lr(nn_graph *g, float lr);
 /* Replaces the schedule (after compile too); s->lr 0 keeps the current base rate. The

@@ -164,7 +164,10 @@
     X(OPT_STEP, "optimizer", opt_step, 0)                                    \
     X(GRAD_ACC, "grad_accumulate", grad_acc, 0)                              \
     X(NONFINITE_COUNT, "nonfinite_count", nonfinite_count, NN__OPF_NO_GRAD)  \
-    X(SKIP_GATE, "skip_gate", skip_gate, NN__OPF_NO_GRAD)
+    X(SKIP_GATE, "skip_gate", skip_gate, NN__OPF_NO_GRAD)                    \
+    /* dynamic loss scaling */                                               \
+    X(LOSS_SEED, "loss_scale_seed", loss_seed, NN__OPF_NO_GRAD | NN__OPF_RANK0)\
+    X(LOSS_SCALE, "loss_scale", loss_scale, NN__OPF_NO_GRAD)
 
 #define NN__OPS_RANDOM(X)                                                           \
     X(RAND, "rand", rand, NN__OPF_NO_GRAD | NN__OPF_RANK0)                          \

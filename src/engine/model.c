@@ -104,7 +104,7 @@ static nn_result nn__variant_make(nn_graph *g, int64_t batch, int eval, const ch
     if (training && (g->accum_steps > 1 || g->skip_node > 0 || g->dist))
         return nn__fail(g->ctx, NN_ERR_STATE, "%s: batch %lld: a graph that %s trains at its own batch (%lld) only", fn,
                         (long long)batch, g->accum_steps > 1 ? "accumulates gradients (accumulate_steps > 1)" :
-                        g->skip_node > 0 ? "skips non-finite updates (skip_nonfinite)" : "trains data-parallel",
+                        g->skip_node > 0 ? "skips non-finite updates (skip_nonfinite or loss scaling)" : "trains data-parallel",
                         (long long)g->batch);
     if (m->n == m->cap) {
         int cap = m->cap ? 2 * m->cap : 4;
