@@ -130,14 +130,14 @@
     X(UPSAMPLE2D, "upsample2d", upsample2d, 0)                    \
     X(UPSAMPLE2D_GRAD, "upsample2d_grad", upsample2d_grad, 0)
 
-#define NN__OPS_CONV(X)                               \
-    X(CONV2D, "conv2d", conv2d, 0)                    \
-    X(CONV2D_DX, "conv2d_grad_input", conv2d_dx, 0)   \
-    X(CONV2D_DW, "conv2d_grad_weight", conv2d_dw, 0)  \
-    X(CHANNEL_BIAS, "channel_bias", channel_bias, 0)  \
-    X(CHANNEL_SUM, "channel_sum", channel_sum, 0)     \
-    X(CONV3D, "conv3d", conv3d, 0)                    \
-    X(CONV3D_DX, "conv3d_grad_input", conv3d_dx, 0)   \
+#define NN__OPS_CONV(X)                                          \
+    X(CONV2D, "conv2d", conv2d, NN__OPF_HALF)                    \
+    X(CONV2D_DX, "conv2d_grad_input", conv2d_dx, NN__OPF_HALF)   \
+    X(CONV2D_DW, "conv2d_grad_weight", conv2d_dw, NN__OPF_HALF)  \
+    X(CHANNEL_BIAS, "channel_bias", channel_bias, 0)             \
+    X(CHANNEL_SUM, "channel_sum", channel_sum, 0)                \
+    X(CONV3D, "conv3d", conv3d, 0)                               \
+    X(CONV3D_DX, "conv3d_grad_input", conv3d_dx, 0)              \
     X(CONV3D_DW, "conv3d_grad_weight", conv3d_dw, 0)
 
 #define NN__OPS_NORM(X)                                        \
