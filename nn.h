@@ -417,6 +417,8 @@ NN_API nn_result nn_context_op_compiled(const nn_context *ctx, int op, uint64_t 
    there with float32 accumulation, and converts the product back to float32; parameters stay
    float32 (master weights: the conversion's backward gives them float32 gradients), and every
    other op (norms, softmax, losses, attention, the optimizer) runs in float32 as before.
+   nn_conv2d (so nn_conv1d and the conv layers) of float32 x and w converts both, convolves
+   in 16 bits with float32 sums and converts back; its bias is added in float32.
    NN_PRECISION_FP32 (0, the default) builds the graph as before, bit for bit. FP16 has no
    loss scaling yet: gradients under float16's range (6e-8) become 0, over 65504 inf. */
 typedef enum nn_precision { NN_PRECISION_FP32 = 0, NN_PRECISION_BF16 = 1, NN_PRECISION_FP16 = 2 } nn_precision;
@@ -1107,7 +1109,9 @@ typedef struct nn_conv1d_desc {
 NN_API nn_tensor nn_conv1d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv1d_desc *desc);
 
 /* 2-D over x [N, C, H, W] (NCHW, PyTorch's layout) with w [K, C/groups, KH, KW] and an
-   optional bias [K] -> [N, K, OH, OW], OH = (H + 2*pad_h - dilation_h*(KH-1) - 1) / stride_h + 1. */
+   optional bias [K] -> [N, K, OH, OW], OH = (H + 2*pad_h - dilation_h*(KH-1) - 1) / stride_h + 1.
+   x and w float32, or both NN_BF16 (or both NN_F16) without a bias: y and the gradients of
+   that dtype, summed in float32 (nn_graph_desc.precision converts float32 ones). */
 typedef struct nn_conv2d_desc {
     int stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups;
     int no_bias;
