@@ -504,7 +504,9 @@ NN_API nn_result nn_graph_param_at(nn_graph *g, int index, nn_param_info *out);
    peak: the schedule position where the arena's live bytes are largest, so the kinds sum
    to `peak`. Without reuse (summing every tensor) the figures would be larger. */
 typedef struct nn_memory_report {
-    int64_t parameters;      /* trainable parameters the graph uses (shared ones included) */
+    int64_t parameters;      /* trainable parameters the graph uses (shared ones included),
+                                and under a precision policy their 16-bit copies (live at the
+                                peak) that the matmuls read */
     int64_t gradients;       /* what the backward pass makes: parameters' gradients (kept,
                                 accumulated or in the arena) and the activations' gradients
                                 live at the peak */
@@ -528,6 +530,10 @@ typedef struct nn_memory_report {
                                 nn_compile_desc.memory_limit bounds */
     const char *peak_op;     /* the op running at the peak (a static name), NULL if none */
     int peak_position;       /* its position in the schedule */
+    int64_t activations_max; /* the activations at their own peak (the most live at any one
+                                position of the schedule: in training, the forward's end, where
+                                what the backward reads is held), persistent ones included */
+    int64_t gradients_max;   /* the gradients likewise, at their own peak */
 } nn_memory_report;
 /* Into *out: the plan's bytes by kind (nn_memory_report). Needs the plan that
    nn_graph_compile makes (NN_ERR_STATE before it); after a compile refused by
@@ -3074,9 +3080,9 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     X(PARAM, "param", param, NN__OPF_LEAF)
 
 #define NN__OPS_ELEMENTWISE(X)                                                                   \
-    X(ADD, "add", add, NN__OPF_RANK0)                                                            \
-    X(SUB, "sub", sub, NN__OPF_RANK0)                                                            \
-    X(MUL, "mul", mul, NN__OPF_RANK0)                                                            \
+    X(ADD, "add", add, NN__OPF_RANK0 | NN__OPF_HALF)                                                          \
+    X(SUB, "sub", sub, NN__OPF_RANK0 | NN__OPF_HALF)                                                          \
+    X(MUL, "mul", mul, NN__OPF_RANK0 | NN__OPF_HALF)                                                          \
     X(SCALE, "scale", scale, NN__OPF_RANK0)                                                      \
     X(UNARY, "activation", unary, NN__OPF_RANK0 | NN__OPF_HALF)                                  \
     X(UNARY_GRAD, "activation_grad", unary_grad, NN__OPF_RANK0 | NN__OPF_HALF)                   \
@@ -3085,8 +3091,8 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     X(PRELU_DW, "prelu_grad_weight", prelu_dw, 0)                                                \
     X(ACCUMULATE, "accumulate", accumulate, NN__OPF_NO_GRAD | NN__OPF_WRITABLE | NN__OPF_RANK0)  \
     X(FILL, "fill", fill, NN__OPF_NO_GRAD | NN__OPF_RANK0)                                       \
-    X(BINARY, "binary", binary, NN__OPF_RANK0)                                                   \
-    X(BINARY_GRAD, "binary_grad", binary_grad, NN__OPF_RANK0)                                    \
+    X(BINARY, "binary", binary, NN__OPF_RANK0 | NN__OPF_HALF)                                                 \
+    X(BINARY_GRAD, "binary_grad", binary_grad, NN__OPF_RANK0 | NN__OPF_HALF)                                  \
     X(COMPARE, "compare", compare, NN__OPF_NO_GRAD | NN__OPF_RANK0)                              \
     X(WHERE, "where", where, NN__OPF_RANK0)                                                      \
     X(MASKED_FILL, "masked_fill", masked_fill, NN__OPF_RANK0)                                    \
@@ -7420,6 +7426,60 @@ static void nn__unary_run(nn__threadpool *pool, int fn, const float *p, float *y
     j.chunk = ((n + tasks - 1) / tasks + 63) / 64 * 64;
     if (j.chunk < 1) j.chunk = 1;
     nn__threadpool_run(pool, nn__unary_task, &j, (int)((n + j.chunk - 1) / j.chunk));
+}
+
+/* ---- binary functions on 16-bit storage (NN_BF16, NN_F16: a, b, dy and the output all of
+   dtype dt): each element widened (kernels/storage.h), the float32 formula of
+   kernels/activation.h, one rounding at the store; the float32 path's value on the widened
+   inputs, rounded. grad: dx = dy * df/da (wrt 0) or df/db (wrt 1) at the output's shape. ---- */
+
+typedef struct nn__binary16_job {
+    int fn, wrt, grad;
+    nn_dtype dt;
+    uint16_t *y;
+    const uint16_t *a, *b, *dy;
+    const nn__bcast *bc;
+} nn__binary16_job;
+
+static float nn__binary16_ld(nn_dtype dt, const uint16_t *p, int64_t i) {
+    return dt == NN_BF16 ? NN__LD_BF16(p, i) : NN__LD_F16(p, i);
+}
+
+static void nn__binary16_range(void *arg, int64_t e0, int64_t e1) {
+    const nn__binary16_job *j = (const nn__binary16_job *)arg;
+    int64_t e, off[3];
+    for (e = e0; e < e1; e++) {
+        float u, w, v = 0.0f;
+        nn__bcast_offsets(j->bc, e, off);
+        u = nn__binary16_ld(j->dt, j->a, off[0]);
+        w = nn__binary16_ld(j->dt, j->b, off[1]);
+        switch (j->fn) {
+#define NN__X(E, name, fwd, da, db)                                                              \
+        case NN__B_##E:                                                                          \
+            v = j->grad ? nn__binary16_ld(j->dt, j->dy, e) * (j->wrt ? (db) : (da)) : (fwd);     \
+            break;
+            NN__BINARY_FNS(NN__X)
+#undef NN__X
+        default: break;
+        }
+        if (j->dt == NN_BF16) NN__ST_BF16(j->y, e, v);
+        else NN__ST_F16(j->y, e, v);
+    }
+}
+
+static void nn__binary16_run(nn__threadpool *pool, int fn, int grad, int wrt, nn_dtype dt, void *y, const void *a,
+                             const void *b, const void *dy, const nn__bcast *bc) {
+    nn__binary16_job j;
+    j.fn = fn;
+    j.wrt = wrt;
+    j.grad = grad;
+    j.dt = dt;
+    j.y = (uint16_t *)y;
+    j.a = (const uint16_t *)a;
+    j.b = (const uint16_t *)b;
+    j.dy = (const uint16_t *)dy;
+    j.bc = bc;
+    nn__par_for(pool, bc->n, bc->n, nn__binary16_range, &j);
 }
 
 /* ======================================================================
@@ -16328,19 +16388,19 @@ static const char *const nn__cl_src_elementwise[] = {
 "NN__KSIG(accumulate)\n",
 "\n",
 "/* binary functions (NN__B_*, kernels/activation.h): every binary_same_NAME (same shapes),\n",
-"   and binary_same_grad_NAME */\n",
-"#define NN__KARGS_binary_same(F, P) F(in, a) P(in, b) P(out, y) P(int, n)\n",
+"   and binary_same_grad_NAME; their operands in the program's storage type (all one dtype) */\n",
+"#define NN__KARGS_binary_same(F, P) F(sin, a) P(sin, b) P(sout, y) P(int, n)\n",
 "NN__KSIG(binary_same)\n",
-"#define NN__KARGS_binary_same_grad(F, P) F(in, a) P(in, b) P(in, dy) P(out, dx) P(int, n) P(int, wrt)\n",
+"#define NN__KARGS_binary_same_grad(F, P) F(sin, a) P(sin, b) P(sin, dy) P(sout, dx) P(int, n) P(int, wrt)\n",
 "NN__KSIG(binary_same_grad)\n",
 "/* one flat dim: a and b advance by sa and sb (1, or 0 for a one-element operand) */\n",
-"#define NN__KARGS_binary_flat(F, P) F(in, a) P(in, b) P(out, y) P(int, n) P(int, fn) P(int, sa) P(int, sb)\n",
+"#define NN__KARGS_binary_flat(F, P) F(sin, a) P(sin, b) P(sout, y) P(int, n) P(int, fn) P(int, sa) P(int, sb)\n",
 "NN__KSIG(binary_flat)\n",
 "#define NN__KARGS_binary_bcast(F, P) \\\n",
-"    F(in, a) P(in, b) P(out, y) P(int, n) P(int, fn) P(int, nd) P(int8, dims) P(int8, sa) P(int8, sb)\n",
+"    F(sin, a) P(sin, b) P(sout, y) P(int, n) P(int, fn) P(int, nd) P(int8, dims) P(int8, sa) P(int8, sb)\n",
 "NN__KSIG(binary_bcast)\n",
 "#define NN__KARGS_binary_grad(F, P)                                                                      \\\n",
-"    F(in, a) P(in, b) P(in, dy) P(out, dx) P(int, n) P(int, fn) P(int, wrt) P(int, nd) P(int8, dims) \\\n",
+"    F(sin, a) P(sin, b) P(sin, dy) P(sout, dx) P(int, n) P(int, fn) P(int, wrt) P(int, nd) P(int8, dims) \\\n",
 "    P(int8, sa) P(int8, sb)\n",
 "NN__KSIG(binary_grad)\n",
 "\n",
@@ -16746,7 +16806,7 @@ static const char *const nn__cl_src_elementwise[] = {
 "/* one flat dim: a and b advance by sa and sb (1, or 0 for a one-element operand) */\n",
 "__kernel void binary_flat(NN__KPARAMS(binary_flat)) {\n",
 "    int i = get_global_id(0);\n",
-"    if (i < n) y[i] = nn__ew_binary(fn, a[i * sa], b[i * sb]);\n",
+"    if (i < n) NN__SSTORE(y, i, nn__ew_binary(fn, NN__SLOAD(a, i * sa), NN__SLOAD(b, i * sb)));\n",
 "}\n",
 "\n",
 "/* same shapes: one kernel per function (binary_same_add, ...), so that a CPU device's\n",
@@ -16755,8 +16815,8 @@ static const char *const nn__cl_src_elementwise[] = {
 "    __kernel void binary_same_##NAME(NN__KPARAMS(binary_same)) {                                 \\\n",
 "        int i = get_global_id(0);                                                                \\\n",
 "        if (i < n) {                                                                             \\\n",
-"            float u = a[i], w = b[i];                                                            \\\n",
-"            y[i] = (FWD);                                                                        \\\n",
+"            float u = NN__SLOAD(a, i), w = NN__SLOAD(b, i);                                      \\\n",
+"            NN__SSTORE(y, i, (FWD));                                                             \\\n",
 "        }                                                                                        \\\n",
 "    }\n",
 "NN__BINARY_FNS(NN__X)\n",
@@ -16766,7 +16826,7 @@ static const char *const nn__cl_src_elementwise[] = {
 "    int i = get_global_id(0), oa, ob, oc;\n",
 "    if (i >= n) return;\n",
 "    nn__bc_offsets(i, nd, dims, sa, sb, (int8)(0), &oa, &ob, &oc);\n",
-"    y[i] = nn__ew_binary(fn, a[oa], b[ob]);\n",
+"    NN__SSTORE(y, i, nn__ew_binary(fn, NN__SLOAD(a, oa), NN__SLOAD(b, ob)));\n",
 "}\n",
 "\n",
 "/* dx = dy * df/da (wrt 0) or df/db (wrt 1) for same shapes, one kernel per function */\n",
@@ -16774,8 +16834,8 @@ static const char *const nn__cl_src_elementwise[] = {
 "    __kernel void binary_same_grad_##NAME(NN__KPARAMS(binary_same_grad)) {                       \\\n",
 "        int i = get_global_id(0);                                                                \\\n",
 "        if (i < n) {                                                                             \\\n",
-"            float u = a[i], w = b[i];                                                            \\\n",
-"            dx[i] = dy[i] * (wrt ? (DB) : (DA));                                                 \\\n",
+"            float u = NN__SLOAD(a, i), w = NN__SLOAD(b, i);                                      \\\n",
+"            NN__SSTORE(dx, i, NN__SLOAD(dy, i) * (wrt ? (DB) : (DA)));                           \\\n",
 "        }                                                                                        \\\n",
 "    }\n",
 "NN__BINARY_FNS(NN__X)\n",
@@ -16786,7 +16846,7 @@ static const char *const nn__cl_src_elementwise[] = {
 "    int i = get_global_id(0), oa, ob, oc;\n",
 "    if (i >= n) return;\n",
 "    nn__bc_offsets(i, nd, dims, sa, sb, (int8)(0), &oa, &ob, &oc);\n",
-"    dx[i] = dy[i] * nn__ew_binary_der(fn, wrt, a[oa], b[ob]);\n",
+"    NN__SSTORE(dx, i, NN__SLOAD(dy, i) * nn__ew_binary_der(fn, wrt, NN__SLOAD(a, oa), NN__SLOAD(b, ob)));\n",
 "}\n",
 "\n",
 "/* ---- select (src/ops/elementwise/select.c): where, masked_fill ---- */\n",
@@ -26977,6 +27037,28 @@ static int nn__shape_fits(nn_graph *g, const char *op, const nn_shape *s) {
     return 1;
 }
 
+/* The precision policy (nn_graph_desc.precision), in one place for every builder: the
+   16-bit storage type the graph's matmuls (and the ops that take 16-bit storage after them)
+   produce, or NN_F32 with the default NN_PRECISION_FP32. */
+static NN__MAYBE_UNUSED nn_dtype nn__policy_dtype(const nn_graph *g) {
+    return g->precision == NN_PRECISION_BF16 ? NN_BF16 : g->precision == NN_PRECISION_FP16 ? NN_F16 : NN_F32;
+}
+
+static int nn__new_node(nn_graph *g, int op, nn_dtype dt, nn_shape shape, const int *in, int n_in);
+
+/* Under a 16-bit policy, the float32 copy of 16-bit node x that an op without 16-bit bodies
+   reads (torch.autocast's float32 ops: norms, softmax, losses, reductions, shapes): one CAST
+   node per (x, recompute segment), made on first use and found again after. -1 on failure. */
+static int nn__policy_f32_id(nn_graph *g, int x) {
+    int i, in[1];
+    for (i = x + 1; i < g->n_nodes; i++)
+        if (g->nodes[i].op == NN__OP_CAST && g->nodes[i].in[0] == x && g->nodes[i].dtype == NN_F32 &&
+            g->nodes[i].ckpt == g->ckpt_open)
+            return i;
+    in[0] = x;
+    return nn__new_node(g, NN__OP_CAST, NN_F32, g->nodes[x].shape, in, 1);
+}
+
 static int nn__new_node(nn_graph *g, int op, nn_dtype dt, nn_shape shape, const int *in, int n_in) {
     nn__node *n = NULL;
     int i;
@@ -26992,6 +27074,22 @@ static int nn__new_node(nn_graph *g, int op, nn_dtype dt, nn_shape shape, const 
         if (bad) {
             nn__op_fail(g, NN_ERR_SHAPE, "%s: takes no rank 0 (scalar []) tensor; nn_reshape it to [1]", nn__op_names[op]);
             return -1;
+        }
+    }
+    if (!(nn__op(op)->flags & NN__OPF_HALF) && nn__policy_dtype(g) != NN_F32 && n_in <= NN__MAX_IN) {
+        /* the policy: a 16-bit input of an op that computes in float32 is converted first */
+        for (i = 0; i < n_in; i++)
+            if (in[i] >= 0 && in[i] < g->n_nodes && nn__dtype_half(g->nodes[in[i]].dtype)) break;
+        if (i < n_in) {
+            int conv[NN__MAX_IN];
+            for (i = 0; i < n_in; i++) {
+                conv[i] = in[i];
+                if (in[i] >= 0 && in[i] < g->n_nodes && nn__dtype_half(g->nodes[in[i]].dtype)) {
+                    conv[i] = nn__policy_f32_id(g, in[i]);
+                    if (conv[i] < 0) return -1;
+                }
+            }
+            return nn__new_node(g, op, dt, shape, conv, n_in);
         }
     }
     if (!(nn__op(op)->flags & NN__OPF_HALF)) { /* 16-bit storage only where the op's bodies and kernels read it */
@@ -27071,7 +27169,7 @@ static int nn__check_shape(nn_graph *g, const char *op, nn_shape s) {
 }
 
 static int nn__expect_f32(nn_graph *g, const char *op, nn_tensor t, const char *what) {
-    if (nn__n(g, t)->dtype != NN_F32) {
+    if (nn__n(g, t)->dtype != NN_F32 && !(nn__dtype_half(nn__n(g, t)->dtype) && nn__policy_dtype(g) != NN_F32)) {
         nn__op_fail(g, NN_ERR_SHAPE, "%s: %s must be float32, not %s%s", op, what, nn__dtype_name(nn__n(g, t)->dtype),
                     nn__dtype_half(nn__n(g, t)->dtype) ? " (16-bit storage: convert it with nn_to_dtype(x, NN_F32) first)" : "");
         return 0;
@@ -27087,7 +27185,8 @@ static int nn__check_logits_labels(nn_graph *g, const char *opname, nn_tensor lo
     if (!nn__check(g, opname, 2, in)) return 0;
     a = nn__n(g, logits);
     b = nn__n(g, labels);
-    if (a->dtype != NN_F32 || a->shape.ndim != 2 || b->dtype != NN_I32 || b->shape.ndim != 1 ||
+    if ((a->dtype != NN_F32 && !(nn__dtype_half(a->dtype) && nn__policy_dtype(g) != NN_F32)) || a->shape.ndim != 2 ||
+        b->dtype != NN_I32 || b->shape.ndim != 1 ||
         b->shape.dim[0] != a->shape.dim[0]) {
         char sa[128], sb[128];
         nn__shape_str(&a->shape, sa, sizeof sa);
@@ -27340,6 +27439,14 @@ static nn_tensor nn__op2(nn_graph *g, int op, nn_dtype dt, nn_shape s, int a, in
     return nn__tensor(nn__new_node(g, op, dt, s, in, 2));
 }
 
+/* The policy's helper for builders that read a tensor's data themselves: t, or its float32
+   copy when t is 16-bit (nn__new_node converts the inputs of ops without 16-bit bodies by
+   the same rule, so most builders need not call it). */
+static NN__MAYBE_UNUSED nn_tensor nn__policy_f32_input(nn_graph *g, nn_tensor t) {
+    if (t.id < 0 || !nn__dtype_half(nn__n(g, t)->dtype)) return t;
+    return nn__tensor(nn__policy_f32_id(g, t.id));
+}
+
 static nn_tensor nn__op3(nn_graph *g, int op, nn_dtype dt, nn_shape s, int a, int b, int c) {
     int in[3];
     in[0] = a;
@@ -27564,8 +27671,11 @@ static nn_result nn__launch_leaf(nn_graph *g, int id) {
 
 static void nn__acc_grad(nn_graph *g, int x, nn_tensor gx) {
     if (gx.id < 0) return;
+    if (g->nodes[gx.id].dtype != g->nodes[x].dtype && g->nodes[x].dtype != NN_I32) /* a gradient has its tensor's dtype */
+        gx = nn__op1(g, NN__OP_CAST, g->nodes[x].dtype, g->nodes[x].shape, gx.id);
+    if (gx.id < 0) return;
     if (g->nodes[x].grad < 0) g->nodes[x].grad = gx.id;
-    else g->nodes[x].grad = nn__op2(g, NN__OP_ADD, NN_F32, g->nodes[x].shape, g->nodes[x].grad, gx.id).id;
+    else g->nodes[x].grad = nn__op2(g, NN__OP_ADD, g->nodes[x].dtype, g->nodes[x].shape, g->nodes[x].grad, gx.id).id;
 }
 
 /* The rule of an op whose input's gradient is one node of grad_op on dy alone, with the
@@ -28477,6 +28587,9 @@ static int nn__mem_kind(const nn_graph *g, int id, const unsigned char *is_pgrad
     const nn__node *n = &g->nodes[id];
     if (n->op == NN__OP_INPUT) return NN__MEM_INPUT;
     if (n->op == NN__OP_PARAM) return g->params->p[n->param].buffer ? NN__MEM_BUF : NN__MEM_PARAM;
+    if (n->op == NN__OP_CAST && id < g->n_forward && g->nodes[n->in[0]].op == NN__OP_PARAM &&
+        !g->params->p[g->nodes[n->in[0]].param].buffer)
+        return NN__MEM_PARAM; /* a precision policy's 16-bit copy of a parameter (torch.autocast's cast weights) */
     if (nn__op(n->op)->flags & NN__OPF_CONST) return NN__MEM_OTHER;
     if (id < g->n_forward || n->recompute_of > 0) return NN__MEM_ACT;
     if (is_pgrad[id] || id < g->mem_backward_end) return NN__MEM_GRAD;
@@ -28566,12 +28679,16 @@ static nn_result nn__memory_report(nn_graph *g, nn_memory_report *r) {
             best = total;
             best_p = p;
         }
+        if (d[(size_t)p * NN__MEM_KINDS + NN__MEM_ACT] > r->activations_max) r->activations_max = d[(size_t)p * NN__MEM_KINDS + NN__MEM_ACT];
+        if (d[(size_t)p * NN__MEM_KINDS + NN__MEM_GRAD] > r->gradients_max) r->gradients_max = d[(size_t)p * NN__MEM_KINDS + NN__MEM_GRAD];
     }
     if (g->n_sched > 0) {
         for (k = 0; k < NN__MEM_KINDS; k++) *nn__mem_field(r, k) += d[(size_t)best_p * NN__MEM_KINDS + (size_t)k];
         r->peak_op = nn__op(g->nodes[g->sched[best_p]].op)->name;
         r->peak_position = best_p;
     }
+    r->activations_max += r->activations - (g->n_sched > 0 ? d[(size_t)best_p * NN__MEM_KINDS + NN__MEM_ACT] : 0);
+    r->gradients_max += r->gradients - (g->n_sched > 0 ? d[(size_t)best_p * NN__MEM_KINDS + NN__MEM_GRAD] : 0);
     r->arena = (int64_t)g->arena_bytes;
     r->arena_buffers = g->arena_bytes == 0 ? 0 : g->arena_chunk == 0 ? 1 : (int)((g->arena_bytes + g->arena_chunk - 1) / g->arena_chunk);
     r->peak = persistent + (best < 0 ? 0 : best);
@@ -30260,19 +30377,19 @@ NN__KSIG(fill)
 NN__KSIG(accumulate)
 
 /* binary functions (NN__B_*, kernels/activation.h): every binary_same_NAME (same shapes),
-   and binary_same_grad_NAME */
-#define NN__KARGS_binary_same(F, P) F(in, a) P(in, b) P(out, y) P(int, n)
+   and binary_same_grad_NAME; their operands in the program's storage type (all one dtype) */
+#define NN__KARGS_binary_same(F, P) F(sin, a) P(sin, b) P(sout, y) P(int, n)
 NN__KSIG(binary_same)
-#define NN__KARGS_binary_same_grad(F, P) F(in, a) P(in, b) P(in, dy) P(out, dx) P(int, n) P(int, wrt)
+#define NN__KARGS_binary_same_grad(F, P) F(sin, a) P(sin, b) P(sin, dy) P(sout, dx) P(int, n) P(int, wrt)
 NN__KSIG(binary_same_grad)
 /* one flat dim: a and b advance by sa and sb (1, or 0 for a one-element operand) */
-#define NN__KARGS_binary_flat(F, P) F(in, a) P(in, b) P(out, y) P(int, n) P(int, fn) P(int, sa) P(int, sb)
+#define NN__KARGS_binary_flat(F, P) F(sin, a) P(sin, b) P(sout, y) P(int, n) P(int, fn) P(int, sa) P(int, sb)
 NN__KSIG(binary_flat)
 #define NN__KARGS_binary_bcast(F, P) \
-    F(in, a) P(in, b) P(out, y) P(int, n) P(int, fn) P(int, nd) P(int8, dims) P(int8, sa) P(int8, sb)
+    F(sin, a) P(sin, b) P(sout, y) P(int, n) P(int, fn) P(int, nd) P(int8, dims) P(int8, sa) P(int8, sb)
 NN__KSIG(binary_bcast)
 #define NN__KARGS_binary_grad(F, P)                                                                      \
-    F(in, a) P(in, b) P(in, dy) P(out, dx) P(int, n) P(int, fn) P(int, wrt) P(int, nd) P(int8, dims) \
+    F(sin, a) P(sin, b) P(sin, dy) P(sout, dx) P(int, n) P(int, fn) P(int, wrt) P(int, nd) P(int8, dims) \
     P(int8, sa) P(int8, sb)
 NN__KSIG(binary_grad)
 
@@ -31490,10 +31607,23 @@ static nn_tensor nn__binary_fn(nn_graph *g, int op, int fn, const char *opname, 
     nn_shape out;
     in[0] = a;
     in[1] = b;
+    nn_dtype dt = NN_F32;
     if (!nn__check0(g, opname, 2, in)) return nn__tensor(-1);
-    if (!nn__expect_f32(g, opname, a, "a") || !nn__expect_f32(g, opname, b, "b")) return nn__tensor(-1);
+    if (op != NN__OP_COMPARE && (nn__dtype_half(nn__n(g, a)->dtype) || nn__dtype_half(nn__n(g, b)->dtype)) &&
+        nn__n(g, a)->dtype != NN_I32 && nn__n(g, b)->dtype != NN_I32) {
+        /* 16-bit storage: PyTorch's type promotion. One 16-bit dtype: the op runs there
+           (float32 arithmetic, rounded once); bfloat16 with float32 or float16: float32,
+           the 16-bit operands converted first */
+        if (nn__n(g, a)->dtype == nn__n(g, b)->dtype) dt = nn__n(g, a)->dtype;
+        else {
+            if (nn__dtype_half(nn__n(g, a)->dtype)) a = nn_to_dtype(g, a, NN_F32);
+            if (nn__dtype_half(nn__n(g, b)->dtype)) b = nn_to_dtype(g, b, NN_F32);
+            if (a.id < 0 || b.id < 0) return nn__tensor(-1);
+        }
+    }
+    if (dt == NN_F32 && (!nn__expect_f32(g, opname, a, "a") || !nn__expect_f32(g, opname, b, "b"))) return nn__tensor(-1);
     if (!nn__broadcast_shape(g, opname, 2, in, names, &out)) return nn__tensor(-1);
-    t = nn__op2(g, op, NN_F32, out, a.id, b.id);
+    t = nn__op2(g, op, dt, out, a.id, b.id);
     if (t.id >= 0) g->nodes[t.id].a.ew.bfn = fn;
     return t;
 }
@@ -31509,9 +31639,19 @@ static int nn__binary_node_fn(const nn__node *n) {
     return n->op == NN__OP_MUL ? NN__B_MUL : n->a.ew.bfn;
 }
 
+/* 16-bit storage (NN_BF16, NN_F16): a, b (and dy) and the output share one dtype (the
+   builders see to it). The CPU bodies run src/cpu/elementwise.c's nn__binary16_run; the
+   kernels read and write through kernels/storage.h in the program built for the dtype
+   (l->store). */
+
 static nn_result nn__cpu_binary(nn_graph *g, nn__node *n) {
     nn__bcast bc;
     nn__bcast_node(g, n, 2, &bc);
+    if (nn__dtype_half(n->dtype)) {
+        nn__binary16_run(g->ctx->threads, nn__binary_node_fn(n), 0, 0, n->dtype, n->buf.host, g->nodes[n->in[0]].buf.host,
+                         g->nodes[n->in[1]].buf.host, NULL, &bc);
+        return NN_OK;
+    }
     nn__binary_forward(g->ctx->threads, nn__binary_node_fn(n), n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]), &bc);
     return NN_OK;
 }
@@ -31544,11 +31684,13 @@ static nn_result nn__launch_binary(nn_graph *g, int id) {
     nn__bcast_ints(&bc, dims, st);
     if (bc.nd == 1 && st[0][0] == 1 && st[1][0] == 1) {
         NN__KSTART(binary_same, "elementwise", nn__same_fwd[fn], N);
+        l->store = n->dtype;
         NN__BINARY_KFIELDS(k);
         return nn__kargs_binary_same(l, &k);
     }
     if (bc.nd == 1) {
         NN__KSTART(binary_flat, "elementwise", "binary_flat", N);
+        l->store = n->dtype;
         NN__BINARY_KFIELDS(k);
         k.fn = fn;
         k.sa = st[0][0];
@@ -31556,6 +31698,7 @@ static nn_result nn__launch_binary(nn_graph *g, int id) {
         return nn__kargs_binary_flat(l, &k);
     } else {
         NN__KSTART(binary_bcast, "elementwise", "binary_bcast", N);
+        l->store = n->dtype;
         NN__BINARY_KFIELDS(k);
         k.fn = fn;
         k.nd = bc.nd;
@@ -31576,17 +31719,30 @@ NN_API nn_tensor nn_add(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__bina
 #define nn__grad_add nn__grad_add_sub
 #define nn__plan_add nn__no_plan
 
+/* Operand x's gradient from t at the output's shape: t summed to x's shape (nn__sum_to_op:
+   nothing when the shapes are the same), times s when s is not 1. A 16-bit t goes through
+   float32 for the sum and the scale (SUM_TO and SCALE run in float32) and back to x's dtype. */
+static nn_tensor nn__binary_grad_to(nn_graph *g, nn_tensor t, int x, float s) {
+    nn_dtype dt;
+    if (t.id < 0) return t;
+    dt = g->nodes[t.id].dtype;
+    if (!nn__dtype_half(dt)) {
+        t = nn__sum_to_op(g, t.id, g->nodes[x].shape);
+        return s != 1.0f && t.id >= 0 ? nn__scale_op(g, g->nodes[x].shape, t.id, s) : t;
+    }
+    if (s == 1.0f && nn__shape_eq(&g->nodes[t.id].shape, &g->nodes[x].shape)) return t;
+    t = nn__op1(g, NN__OP_CAST, NN_F32, g->nodes[t.id].shape, t.id);
+    if (t.id >= 0) t = nn__sum_to_op(g, t.id, g->nodes[x].shape);
+    if (s != 1.0f && t.id >= 0) t = nn__scale_op(g, g->nodes[x].shape, t.id, s);
+    return t.id >= 0 ? nn__op1(g, NN__OP_CAST, g->nodes[x].dtype, g->nodes[x].shape, t.id) : t;
+}
+
 /* Gradients of broadcast operands: the gradient at the output's shape, summed to the
-   operand's (nn__sum_to_op: nothing when the shapes are the same). */
+   operand's. */
 static void nn__grad_add_sub(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    if (ga) nn__acc_grad(g, a, nn__sum_to_op(g, gy.id, g->nodes[a].shape));
-    if (gb) {
-        t = nn__sum_to_op(g, gy.id, g->nodes[b].shape);
-        if (n.op == NN__OP_SUB && t.id >= 0) t = nn__scale_op(g, g->nodes[b].shape, t.id, -1.0f);
-        nn__acc_grad(g, b, t);
-    }
+    if (ga) nn__acc_grad(g, a, nn__binary_grad_to(g, gy, a, 1.0f));
+    if (gb) nn__acc_grad(g, b, nn__binary_grad_to(g, gy, b, n.op == NN__OP_SUB ? -1.0f : 1.0f));
 }
 
 /* ==== sub: y = a - b (torch.sub) ==== */
@@ -31610,14 +31766,12 @@ static void nn__grad_mul(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
     if (ga) {
-        t = nn__op2(g, NN__OP_MUL, NN_F32, n.shape, gy.id, b);
-        if (t.id >= 0) t = nn__sum_to_op(g, t.id, g->nodes[a].shape);
-        nn__acc_grad(g, a, t);
+        t = nn__op2(g, NN__OP_MUL, n.dtype, n.shape, gy.id, b);
+        nn__acc_grad(g, a, nn__binary_grad_to(g, t, a, 1.0f));
     }
     if (gb) {
-        t = nn__op2(g, NN__OP_MUL, NN_F32, n.shape, gy.id, a);
-        if (t.id >= 0) t = nn__sum_to_op(g, t.id, g->nodes[b].shape);
-        nn__acc_grad(g, b, t);
+        t = nn__op2(g, NN__OP_MUL, n.dtype, n.shape, gy.id, a);
+        nn__acc_grad(g, b, nn__binary_grad_to(g, t, b, 1.0f));
     }
 }
 
@@ -31648,11 +31802,11 @@ static void nn__grad_binary(nn_graph *g, int id) {
         int x = k ? b : a;
         nn_tensor t;
         if (!(k ? gb : ga)) continue;
-        t = nn__op3(g, NN__OP_BINARY_GRAD, NN_F32, n.shape, a, b, gy.id);
+        t = nn__op3(g, NN__OP_BINARY_GRAD, n.dtype, n.shape, a, b, gy.id);
         if (t.id < 0) return;
         g->nodes[t.id].a = n.a;
         g->nodes[t.id].a.ew.wrt = k;
-        nn__acc_grad(g, x, nn__sum_to_op(g, t.id, g->nodes[x].shape));
+        nn__acc_grad(g, x, nn__binary_grad_to(g, t, x, 1.0f));
     }
 }
 
@@ -31660,6 +31814,11 @@ static void nn__grad_binary(nn_graph *g, int id) {
 static nn_result nn__cpu_binary_grad(nn_graph *g, nn__node *n) {
     nn__bcast bc;
     nn__bcast_node(g, n, 2, &bc);
+    if (nn__dtype_half(n->dtype)) {
+        nn__binary16_run(g->ctx->threads, n->a.ew.bfn, 1, n->a.ew.wrt, n->dtype, n->buf.host, g->nodes[n->in[0]].buf.host,
+                         g->nodes[n->in[1]].buf.host, g->nodes[n->in[2]].buf.host, &bc);
+        return NN_OK;
+    }
     nn__binary_backward(g->ctx->threads, n->a.ew.bfn, n->a.ew.wrt, n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]),
                         NN__F(n->in[2]), &bc);
     return NN_OK;
@@ -31691,10 +31850,12 @@ static nn_result nn__launch_binary_grad(nn_graph *g, int id) {
     nn__bcast_ints(&bc, dims, st);
     if (bc.nd == 1 && st[0][0] == 1 && st[1][0] == 1) { /* same shapes: the function's own kernel */
         NN__KSTART(binary_same_grad, "elementwise", nn__same_grad[n->a.ew.bfn], N);
+        l->store = n->dtype;
         NN__BINARY_GRAD_KFIELDS(k);
         return nn__kargs_binary_same_grad(l, &k);
     } else {
         NN__KSTART(binary_grad, "elementwise", "binary_grad", N);
+        l->store = n->dtype;
         NN__BINARY_GRAD_KFIELDS(k);
         k.fn = n->a.ew.bfn;
         k.nd = bc.nd;
@@ -32106,22 +32267,20 @@ static nn_tensor nn__matmul_build(nn_graph *g, nn_tensor a, nn_tensor b, int tra
 }
 
 NN_API nn_tensor nn_matmul(nn_graph *g, nn_tensor a, nn_tensor b, int trans_a, int trans_b) {
-    nn_tensor in[2], y;
+    nn_tensor in[2];
     nn_dtype dt;
     in[0] = a;
     in[1] = b;
     if (!nn__check(g, "nn_matmul", 2, in)) return nn__tensor(-1);
-    dt = g->precision == NN_PRECISION_BF16 ? NN_BF16 : g->precision == NN_PRECISION_FP16 ? NN_F16 : NN_F32;
-    if (dt == NN_F32 || nn__n(g, a)->dtype != NN_F32 || nn__n(g, b)->dtype != NN_F32)
-        return nn__matmul_build(g, a, b, trans_a, trans_b);
+    dt = nn__policy_dtype(g);
+    if (dt == NN_F32) return nn__matmul_build(g, a, b, trans_a, trans_b);
     /* the precision policy (nn_graph_desc.precision), torch.autocast's for matmul: float32
-       operands converted, the product made in 16 bits and converted back */
-    a = nn_to_dtype(g, a, dt);
-    b = nn_to_dtype(g, b, dt);
+       operands converted (parameters stay float32: master weights), the product made and
+       kept in 16 bits for the ops after it (nn__new_node converts it for float32 ops) */
+    if (nn__n(g, a)->dtype == NN_F32) a = nn_to_dtype(g, a, dt);
+    if (nn__n(g, b)->dtype == NN_F32) b = nn_to_dtype(g, b, dt);
     if (a.id < 0 || b.id < 0) return nn__tensor(-1);
-    y = nn__matmul_build(g, a, b, trans_a, trans_b);
-    if (y.id < 0) return y;
-    return nn_to_dtype(g, y, NN_F32);
+    return nn__matmul_build(g, a, b, trans_a, trans_b);
 }
 
 
@@ -32246,6 +32405,9 @@ NN_API nn_tensor nn_linear_layer(nn_graph *g, nn_tensor x, int64_t out_features,
     y = nn_matmul(g, x, w, 0, 1);
     if (desc && desc->no_bias) return y;
     b = nn_param(g, bn, nn_shape1(out_features), init);
+    /* F.linear under autocast: the bias converted too, the output in the policy's type */
+    if (y.id >= 0 && nn__dtype_half(nn__n(g, y)->dtype) && nn__policy_dtype(g) == nn__n(g, y)->dtype)
+        b = nn_to_dtype(g, b, nn__n(g, y)->dtype);
     return nn_add(g, y, b);
 }
 

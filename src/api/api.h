@@ -332,7 +332,9 @@ NN_API nn_result nn_graph_param_at(nn_graph *g, int index, nn_param_info *out);
    peak: the schedule position where the arena's live bytes are largest, so the kinds sum
    to `peak`. Without reuse (summing every tensor) the figures would be larger. */
 typedef struct nn_memory_report {
-    int64_t parameters;      /* trainable parameters the graph uses (shared ones included) */
+    int64_t parameters;      /* trainable parameters the graph uses (shared ones included),
+                                and under a precision policy their 16-bit copies (live at the
+                                peak) that the matmuls read */
     int64_t gradients;       /* what the backward pass makes: parameters' gradients (kept,
                                 accumulated or in the arena) and the activations' gradients
                                 live at the peak */
@@ -356,6 +358,10 @@ typedef struct nn_memory_report {
                                 nn_compile_desc.memory_limit bounds */
     const char *peak_op;     /* the op running at the peak (a static name), NULL if none */
     int peak_position;       /* its position in the schedule */
+    int64_t activations_max; /* the activations at their own peak (the most live at any one
+                                position of the schedule: in training, the forward's end, where
+                                what the backward reads is held), persistent ones included */
+    int64_t gradients_max;   /* the gradients likewise, at their own peak */
 } nn_memory_report;
 /* Into *out: the plan's bytes by kind (nn_memory_report). Needs the plan that
    nn_graph_compile makes (NN_ERR_STATE before it); after a compile refused by
