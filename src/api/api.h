@@ -245,8 +245,8 @@ NN_API nn_result nn_context_op_compiled(const nn_context *ctx, int op, uint64_t 
    there with float32 accumulation, and converts the product back to float32; parameters stay
    float32 (master weights: the conversion's backward gives them float32 gradients), and every
    other op (norms, softmax, losses, attention, the optimizer) runs in float32 as before.
-   nn_conv2d (so nn_conv1d and the conv layers) of float32 x and w converts both, convolves
-   in 16 bits with float32 sums and converts back; its bias is added in float32.
+   nn_conv2d (so nn_conv1d and the conv layers) converts a float32 x and w likewise and
+   convolves in 16 bits with float32 sums; its bias is added in float32 (a float32 output).
    NN_PRECISION_FP32 (0, the default) builds the graph as before, bit for bit. FP16 has no
    loss scaling yet: gradients under float16's range (6e-8) become 0, over 65504 inf. */
 typedef enum nn_precision { NN_PRECISION_FP32 = 0, NN_PRECISION_BF16 = 1, NN_PRECISION_FP16 = 2 } nn_precision;

@@ -54,8 +54,8 @@ static void nn__conv2d_geo(const nn__conv_attr *at, int geo[8]) {
 /* A conv2d on bf16/f16 storage (x and w of one 16-bit dtype, no bias): the output and the
    gradients in that dtype, every sum in float32 (src/cpu/conv16.c; kernels/conv.cl's
    direct kernels in a 16-bit build). Under the precision policy (nn_graph_desc.precision)
-   a float32 conv2d converts x and w, runs in 16 bits and converts back, as torch.autocast
-   runs conv2d in bf16; the bias is added to the float32 result (nn__channel_bias). */
+   a conv2d converts float32 x and w and runs in 16 bits, as torch.autocast runs conv2d in
+   bf16; its output stays 16-bit without a bias, the bias is added in float32 (nn__channel_bias). */
 static nn_tensor nn__conv2d_build(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc);
 
 NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc) {
@@ -64,16 +64,18 @@ NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     in[0] = x;
     in[1] = w;
     if (!nn__check(g, "nn_conv2d", 2, in)) return nn__tensor(-1);
-    dt = g->precision == NN_PRECISION_BF16 ? NN_BF16 : g->precision == NN_PRECISION_FP16 ? NN_F16 : NN_F32;
-    if (dt == NN_F32 || nn__n(g, x)->dtype != NN_F32 || nn__n(g, w)->dtype != NN_F32 ||
-        nn__optional(g, "nn_conv2d", bias) < 0 || (desc && nn__no_bias_conflict(g, "nn_conv2d", desc->no_bias, bias)))
+    dt = nn__policy_dtype(g);
+    if (dt == NN_F32 || (nn__n(g, x)->dtype != NN_F32 && nn__n(g, x)->dtype != dt) ||
+        (nn__n(g, w)->dtype != NN_F32 && nn__n(g, w)->dtype != dt) || nn__optional(g, "nn_conv2d", bias) < 0 ||
+        (desc && nn__no_bias_conflict(g, "nn_conv2d", desc->no_bias, bias)))
         return nn__conv2d_build(g, x, w, bias, desc);
-    x = nn_to_dtype(g, x, dt);
-    w = nn_to_dtype(g, w, dt);
+    /* the policy: float32 operands converted (parameters stay float32: master weights), the
+       conv made and kept in 16 bits; a bias is added in float32 (nn__new_node converts y for
+       nn__channel_bias, which computes in float32) */
+    if (nn__n(g, x)->dtype == NN_F32) x = nn_to_dtype(g, x, dt);
+    if (nn__n(g, w)->dtype == NN_F32) w = nn_to_dtype(g, w, dt);
     if (x.id < 0 || w.id < 0) return nn__tensor(-1);
     y = nn__conv2d_build(g, x, w, nn__tensor(0), desc);
-    if (y.id < 0) return y;
-    y = nn_to_dtype(g, y, NN_F32);
     return bias.id != 0 && y.id >= 0 ? nn__channel_bias(g, "nn_conv2d", y, bias) : y;
 }
 
