@@ -20,7 +20,8 @@
                       tools/plot_metrics draws it as an SVG
        PROGRESS=0     no progress line (examples/progress.h; stderr)
        PRECISION=bf16|fp16|fp32  the graphs' precision policy (nn_graph_desc.precision:
-                      matmuls in 16 bits, float32 parameters); default fp32; in the RESULT line
+                      matmuls in 16 bits, float32 parameters); default fp32; in the RESULT line;
+                      (bf16 and fp16 save no model file: it holds layers, not conversions)
 
    The pieces of the API it shows, in order:
      - nn_dataset_create: the training set lives on the device ([60000, 784] float32 images
@@ -242,7 +243,9 @@ int main(int argc, char **argv) {
                "d2h_bytes_per_step=%.0f first_epoch_loss=%.9g\n",
                devname, precision_name, epochs, last_test_acc, (double)measured_steps * BATCH / train_secs,
                (double)h2d / measured_steps, (double)d2h / measured_steps, first_loss);
-    { /* the model with its architecture, for examples/predict.c (MODEL_OUT: another path) */
+    if (precision != 0) /* a model file holds layers; the policy's conversions are none of them */
+        printf("no model file under PRECISION=%s (train with fp32 to save one)\n", precision_name);
+    else { /* the model with its architecture, for examples/predict.c (MODEL_OUT: another path) */
         const char *out = getenv("MODEL_OUT") ? getenv("MODEL_OUT") : "fashion_mnist_mlp.safetensors";
         if ((r = nn_model_save(g, xb, logits, out)) != NN_OK) goto fail;
         printf("saved %s (./examples/predict %s)\n", out, out);
