@@ -239,23 +239,28 @@ NN_API nn_result nn_context_op_compiled(const nn_context *ctx, int op, uint64_t 
    nn_graph_compile. Training options (nn_compile_desc, the optimizer, the schedule) are in
    section 14, files in section 15. */
 
-/* Mixed precision, torch.autocast's policy for matrix products: with NN_PRECISION_BF16 (or
-   _FP16) every nn_matmul (and so nn_linear_layer, nn_einsum and the layers built on them) of
-   float32 operands converts both to bfloat16 (float16) with nn_to_dtype, multiplies them
-   there with float32 accumulation, and converts the product back to float32; parameters stay
-   float32 (master weights: the conversion's backward gives them float32 gradients), and every
-   other op (norms, softmax, losses, attention, the optimizer) runs in float32 as before.
+/* Mixed precision, torch.autocast's policy: with NN_PRECISION_BF16 (or _FP16) every nn_matmul
+   (and so nn_linear_layer, nn_einsum and the layers built on them) converts its float32
+   operands to bfloat16 (float16) with nn_to_dtype, multiplies them there with float32
+   accumulation, and keeps the product in 16 bits, as does nn_linear_layer's bias add (the
+   bias converted: F.linear under autocast). Ops that take 16-bit storage take it as is (the
+   activations, add, sub, mul, div, minimum, maximum, pow of two tensors of that type, the
+   next matmul); every other op (norms, softmax, losses, attention, reductions, shape ops,
+   the optimizer) gets its 16-bit inputs converted to float32 first, once per tensor, and
+   runs in float32 as before; float32 with 16-bit operands is float32 (PyTorch's promotion).
    nn_conv2d (so nn_conv1d and the conv layers) converts a float32 x and w likewise and
-   convolves in 16 bits with float32 sums; its bias is added in float32 (a float32 output).
-   NN_PRECISION_FP32 (0, the default) builds the graph as before, bit for bit. FP16 has no
-   loss scaling yet: gradients under float16's range (6e-8) become 0, over 65504 inf. */
+   convolves in 16 bits with float32 sums, its output kept in 16 bits, its bias added in
+   float32. Parameters stay float32 (master weights: the conversion's backward gives them
+   float32 gradients). NN_PRECISION_FP32 (0, the default) builds the graph as before, bit for bit.
+   FP16 has no loss scaling yet: gradients under float16's range (6e-8) become 0, over
+   65504 inf. */
 typedef enum nn_precision { NN_PRECISION_FP32 = 0, NN_PRECISION_BF16 = 1, NN_PRECISION_FP16 = 2 } nn_precision;
 
 typedef struct nn_graph_desc {
     nn_graph *share_params; /* use this graph's parameters (same names, same shapes) */
     int eval;               /* evaluation mode: dropout is the identity */
     uint64_t seed;          /* parameter initialisation and dropout; 0: 1; NN_ZERO: 0 */
-    nn_precision precision; /* the matmuls' storage type (above); 0: NN_PRECISION_FP32 */
+    nn_precision precision; /* the matmuls' (and what follows them) storage type (above); 0: NN_PRECISION_FP32 */
 } nn_graph_desc;
 
 /* Creates an empty graph on ctx (desc NULL: every default) into *out. */
@@ -530,7 +535,11 @@ NN_API nn_tensor nn_to_dtype(nn_graph *g, nn_tensor x, nn_dtype dtype);
    the other's size (b = [N] against a = [M, N]: a bias; [3, 1, 7] with [1, 33, 1] gives
    [3, 33, 7]); the result has the broadcast shape. The gradient of an operand is summed
    over the dims it was broadcast along, in a fixed order (the same bits every run and for
-   any thread count). Shapes that do not broadcast are NN_ERR_SHAPE. */
+   any thread count). Shapes that do not broadcast are NN_ERR_SHAPE. 16-bit storage (add,
+   sub, mul, div, minimum, maximum, pow): two tensors of one 16-bit type give that type
+   (float32 arithmetic, rounded once; gradients of that type); a 16-bit tensor with a float32
+   one, or bfloat16 with float16, gives float32, the 16-bit operands converted first
+   (PyTorch's type promotion). The comparisons take float32 only. */
 NN_API nn_tensor nn_add(nn_graph *g, nn_tensor a, nn_tensor b);
 NN_API nn_tensor nn_sub(nn_graph *g, nn_tensor a, nn_tensor b);
 NN_API nn_tensor nn_mul(nn_graph *g, nn_tensor a, nn_tensor b);
@@ -777,7 +786,8 @@ NN_API nn_tensor nn_index_add(nn_graph *g, nn_tensor x, int dim, nn_tensor index
    accumulated in float32 and rounded once (PyTorch: bf16 @ bf16 -> bf16); its gradients are
    of that dtype too. The CPU backend runs nn_cpu_gemm_bf16 / _f16's paths, OpenCL the same
    GEMM kernels reading 16-bit storage. Operands of different dtypes are NN_ERR_SHAPE, as in
-   PyTorch. A graph made with nn_graph_desc.precision converts float32 operands itself. */
+   PyTorch. A graph made with nn_graph_desc.precision converts float32 operands to its type
+   itself and keeps the product in it. */
 NN_API nn_tensor nn_matmul(nn_graph *g, nn_tensor a, nn_tensor b, int trans_a, int trans_b);
 /* nn_einsum: torch.einsum(spec, a, b) for the specs that are one nn_matmul: "ij,jk->ik",
    "ij,kj->ik", "ji,jk->ki", "bij,bjk->bik", "bhqd,bhkd->bhqk", "ij,j->i", "i,i->" (a [1]),
