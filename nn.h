@@ -420,8 +420,10 @@ NN_API nn_result nn_context_op_compiled(const nn_context *ctx, int op, uint64_t 
    next matmul); every other op (norms, softmax, losses, attention, reductions, shape ops,
    the optimizer) gets its 16-bit inputs converted to float32 first, once per tensor, and
    runs in float32 as before; float32 with 16-bit operands is float32 (PyTorch's promotion).
-   Parameters stay float32 (master weights: the conversion's backward gives them float32
-   gradients). NN_PRECISION_FP32 (0, the default) builds the graph as before, bit for bit.
+   nn_conv2d (so nn_conv1d and the conv layers) converts a float32 x and w likewise and
+   convolves in 16 bits with float32 sums, its output kept in 16 bits, its bias added in
+   float32. Parameters stay float32 (master weights: the conversion's backward gives them
+   float32 gradients). NN_PRECISION_FP32 (0, the default) builds the graph as before, bit for bit.
    FP16 has no loss scaling yet: gradients under float16's range (6e-8) become 0, over
    65504 inf. */
 typedef enum nn_precision { NN_PRECISION_FP32 = 0, NN_PRECISION_BF16 = 1, NN_PRECISION_FP16 = 2 } nn_precision;
@@ -1123,7 +1125,9 @@ typedef struct nn_conv1d_desc {
 NN_API nn_tensor nn_conv1d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv1d_desc *desc);
 
 /* 2-D over x [N, C, H, W] (NCHW, PyTorch's layout) with w [K, C/groups, KH, KW] and an
-   optional bias [K] -> [N, K, OH, OW], OH = (H + 2*pad_h - dilation_h*(KH-1) - 1) / stride_h + 1. */
+   optional bias [K] -> [N, K, OH, OW], OH = (H + 2*pad_h - dilation_h*(KH-1) - 1) / stride_h + 1.
+   x and w float32, or both NN_BF16 (or both NN_F16) without a bias: y and the gradients of
+   that dtype, summed in float32 (nn_graph_desc.precision converts float32 ones). */
 typedef struct nn_conv2d_desc {
     int stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups;
     int no_bias;
@@ -3175,14 +3179,14 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     X(UPSAMPLE2D, "upsample2d", upsample2d, 0)                    \
     X(UPSAMPLE2D_GRAD, "upsample2d_grad", upsample2d_grad, 0)
 
-#define NN__OPS_CONV(X)                               \
-    X(CONV2D, "conv2d", conv2d, 0)                    \
-    X(CONV2D_DX, "conv2d_grad_input", conv2d_dx, 0)   \
-    X(CONV2D_DW, "conv2d_grad_weight", conv2d_dw, 0)  \
-    X(CHANNEL_BIAS, "channel_bias", channel_bias, 0)  \
-    X(CHANNEL_SUM, "channel_sum", channel_sum, 0)     \
-    X(CONV3D, "conv3d", conv3d, 0)                    \
-    X(CONV3D_DX, "conv3d_grad_input", conv3d_dx, 0)   \
+#define NN__OPS_CONV(X)                                          \
+    X(CONV2D, "conv2d", conv2d, NN__OPF_HALF)                    \
+    X(CONV2D_DX, "conv2d_grad_input", conv2d_dx, NN__OPF_HALF)   \
+    X(CONV2D_DW, "conv2d_grad_weight", conv2d_dw, NN__OPF_HALF)  \
+    X(CHANNEL_BIAS, "channel_bias", channel_bias, 0)             \
+    X(CHANNEL_SUM, "channel_sum", channel_sum, 0)                \
+    X(CONV3D, "conv3d", conv3d, 0)                               \
+    X(CONV3D_DX, "conv3d_grad_input", conv3d_dx, 0)              \
     X(CONV3D_DW, "conv3d_grad_weight", conv3d_dw, 0)
 
 #define NN__OPS_NORM(X)                                        \
@@ -13626,6 +13630,30 @@ static void nn__cast(nn__threadpool *pool, const void *x, nn_dtype from, void *y
 }
 
 /* ======================================================================
+   src/cpu/conv16.c
+   ====================================================================== */
+/* conv2d and its gradients on bf16/f16 storage, CPU side (the node bodies are
+   nn__conv2d_cpu in src/ops/conv/conv2d.c): the two operands are widened to float32 (exact)
+   into the node's scratch after the float32 path's own, that path runs on them into a
+   float32 output there, and the output is rounded once into the node's storage. Every sum
+   is the float32 path's, in its order; an output is the float32 conv of the widened inputs,
+   rounded. */
+
+/* Floats at the end of a 16-bit conv node's scratch: a [na], b [nb], y [ny], each from a
+   multiple of 16 floats (64 bytes, the vector loops' alignment). */
+static int64_t nn__conv16_extra(int64_t na, int64_t nb, int64_t ny) {
+    return 16 + (na + 15) / 16 * 16 + (nb + 15) / 16 * 16 + (ny + 15) / 16 * 16;
+}
+
+/* The regions of that scratch, after the float32 path's `base` floats (rounded up to 16). */
+static void nn__conv16_cpu_layout(float *scratch, int64_t base, int64_t na, int64_t nb, float **a, float **b, float **y) {
+    base = (base + 15) / 16 * 16;
+    *a = scratch + base;
+    *b = *a + (na + 15) / 16 * 16;
+    *y = *b + (nb + 15) / 16 * 16;
+}
+
+/* ======================================================================
    src/cpu/fuse.c
    ====================================================================== */
 /* The CPU backend's loop of a fused chain of elementwise nodes (src/ops/fuse.c finds the
@@ -15228,6 +15256,115 @@ static const char *const nn__cl_src_conv[] = {
 "#endif\n",
 "#endif\n",
 "#line 2 \"kernels/conv.cl\"\n",
+"#line 1 \"kernels/storage.h\"\n",
+"/* 16-bit storage, fp32 arithmetic. A header in the common subset of C99 and OpenCL C (as\n",
+"   kernels/activation.h): the CPU bodies and the kernels read and write a tensor's storage\n",
+"   through these, and compute in float.\n",
+"\n",
+"   bfloat16: the high half of a float32, stored as a 16-bit integer and widened in registers\n",
+"   (float from bits << 16); written rounded to nearest, ties to even, a NaN kept a quiet NaN\n",
+"   (PyTorch's round_to_nearest_even). float16 (IEEE binary16): in OpenCL C through\n",
+"   vload_half / vstore_half_rte (OpenCL 1.2 core: no cl_khr_fp16 needed), in C the same\n",
+"   conversion written out (round to nearest even, subnormals, overflow to infinity), so both\n",
+"   backends store the same bits.\n",
+"\n",
+"   Per element, by type: NN__LD_BF16(p, i), NN__ST_BF16(p, i, v), NN__LD_F16(p, i),\n",
+"   NN__ST_F16(p, i, v) over a pointer to 16-bit words (ushort in OpenCL C, uint16_t in C).\n",
+"   Per program: a kernel file built with -DNN_STORE_BF16 or -DNN_STORE_F16 (the launch's\n",
+"   `store`, src/opencl/backend.c) reads NN__STORE_T storage with NN__SLOAD(p, i) and writes it\n",
+"   with NN__SSTORE(p, i, v); built with neither, NN__STORE_T is float and they are plain\n",
+"   accesses, so one .cl source serves f32, bf16 and f16. */\n",
+"#ifndef NN__STORAGE_H\n",
+"#define NN__STORAGE_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__U16 ushort\n",
+"static inline float nn__bf16_to_f32(ushort h) { return as_float((uint)h << 16); }\n",
+"static inline ushort nn__f32_to_bf16(float f) {\n",
+"    uint u = as_uint(f);\n",
+"    if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u); /* NaN: quiet, sign kept */\n",
+"    return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n",
+"}\n",
+"#define NN__LD_BF16(p, i) nn__bf16_to_f32((p)[i])\n",
+"#define NN__ST_BF16(p, i, v) ((p)[i] = nn__f32_to_bf16(v))\n",
+"#define NN__LD_F16(p, i) vload_half((i), (__global const half *)(p))\n",
+"#define NN__ST_F16(p, i, v) vstore_half_rte((v), (i), (__global half *)(p))\n",
+"\n",
+"#else /* C */\n",
+"\n",
+"#define NN__U16 uint16_t\n",
+"\n",
+"static inline float nn__bf16_to_f32(uint16_t h) {\n",
+"    uint32_t u = (uint32_t)h << 16;\n",
+"    float f;\n",
+"    memcpy(&f, &u, 4);\n",
+"    return f;\n",
+"}\n",
+"static inline uint16_t nn__f32_to_bf16(float f) {\n",
+"    uint32_t u;\n",
+"    memcpy(&u, &f, 4);\n",
+"    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);\n",
+"    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n",
+"}\n",
+"static inline float nn__f16_to_f32(uint16_t h) {\n",
+"    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, u;\n",
+"    float f;\n",
+"    if (e == 0x1f) {\n",
+"        u = sign | 0x7f800000u | (m << 13);\n",
+"    } else if (e == 0) { /* zero or subnormal: m * 2^-24, exact in float */\n",
+"        f = (float)m * (1.0f / 16777216.0f);\n",
+"        return sign ? -f : f;\n",
+"    } else {\n",
+"        u = sign | ((e + 112u) << 23) | (m << 13);\n",
+"    }\n",
+"    memcpy(&f, &u, 4);\n",
+"    return f;\n",
+"}\n",
+"static inline uint16_t nn__f32_to_f16(float f) {\n",
+"    uint32_t u, sign, a, r, rem;\n",
+"    memcpy(&u, &f, 4);\n",
+"    sign = (u >> 16) & 0x8000u;\n",
+"    a = u & 0x7fffffffu;\n",
+"    if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu)); /* NaN: quiet */\n",
+"    if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* from 65520 up: infinity */\n",
+"    if (a < 0x38800000u) {                                   /* below 2^-14: a subnormal or 0 */\n",
+"        uint32_t m = (a & 0x7fffffu) | 0x800000u, shift = 126u - (a >> 23), half;\n",
+"        if (a < 0x33000000u) return (uint16_t)sign; /* below 2^-25: 0 */\n",
+"        half = 1u << (shift - 1);\n",
+"        r = m >> shift;\n",
+"        rem = m & ((1u << shift) - 1u);\n",
+"        if (rem > half || (rem == half && (r & 1u))) r++;\n",
+"        return (uint16_t)(sign | r);\n",
+"    }\n",
+"    r = (a - 0x38000000u) >> 13; /* the exponent rebiased (127 - 15), the mantissa's top 10 bits */\n",
+"    rem = a & 0x1fffu;\n",
+"    if (rem > 0x1000u || (rem == 0x1000u && (r & 1u))) r++;\n",
+"    return (uint16_t)(sign | r);\n",
+"}\n",
+"#define NN__LD_BF16(p, i) nn__bf16_to_f32((p)[i])\n",
+"#define NN__ST_BF16(p, i, v) ((p)[i] = nn__f32_to_bf16(v))\n",
+"#define NN__LD_F16(p, i) nn__f16_to_f32((p)[i])\n",
+"#define NN__ST_F16(p, i, v) ((p)[i] = nn__f32_to_f16(v))\n",
+"\n",
+"#endif\n",
+"\n",
+"#if defined(NN_STORE_BF16)\n",
+"#define NN__STORE_T NN__U16\n",
+"#define NN__SLOAD(p, i) NN__LD_BF16(p, i)\n",
+"#define NN__SSTORE(p, i, v) NN__ST_BF16(p, i, v)\n",
+"#elif defined(NN_STORE_F16)\n",
+"#define NN__STORE_T NN__U16\n",
+"#define NN__SLOAD(p, i) NN__LD_F16(p, i)\n",
+"#define NN__SSTORE(p, i, v) NN__ST_F16(p, i, v)\n",
+"#else\n",
+"#define NN__STORE_T float\n",
+"#define NN__SLOAD(p, i) ((p)[i])\n",
+"#define NN__SSTORE(p, i, v) ((p)[i] = (v))\n",
+"#endif\n",
+"\n",
+"#endif\n",
+"#line 3 \"kernels/conv.cl\"\n",
 "#line 1 \"kernels/conv_args.h\"\n",
 "/* kernels/conv.cl's kernel signatures (kernels/kargs.h says how to read them). Layout NCHW,\n",
 "   weights [K, C/G, KH, KW]; geo is (sh, sw, ph, pw, dh, dw, G, unused). */\n",
@@ -15236,15 +15373,15 @@ static const char *const nn__cl_src_conv[] = {
 "\n",
 "/* the direct kernels: one work-item per element of y, dx or dw */\n",
 "#define NN__KARGS_conv2d_forward(F, P)                                                                  \\\n",
-"    F(in, x) P(in, w) P(in, b) P(out, y) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) \\\n",
+"    F(sin, x) P(sin, w) P(sin, b) P(sout, y) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) \\\n",
 "    P(int, KW) P(int, OH) P(int, OW) P(int8, geo) P(int, has_bias)\n",
 "NN__KSIG(conv2d_forward)\n",
 "#define NN__KARGS_conv2d_backward_data(F, P)                                                             \\\n",
-"    F(in, w) P(in, dy) P(out, dx) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) P(int, KW) \\\n",
+"    F(sin, w) P(sin, dy) P(sout, dx) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) P(int, KW) \\\n",
 "    P(int, OH) P(int, OW) P(int8, geo)\n",
 "NN__KSIG(conv2d_backward_data)\n",
 "#define NN__KARGS_conv2d_backward_weight(F, P)                                                           \\\n",
-"    F(in, x) P(in, dy) P(out, dw) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) P(int, KW) \\\n",
+"    F(sin, x) P(sin, dy) P(sout, dw) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) P(int, KW) \\\n",
 "    P(int, OH) P(int, OW) P(int8, geo)\n",
 "NN__KSIG(conv2d_backward_weight)\n",
 "\n",
@@ -15273,10 +15410,13 @@ static const char *const nn__cl_src_conv[] = {
 "NN__KSIG(conv2d_pack)\n",
 "\n",
 "#endif\n",
-"#line 3 \"kernels/conv.cl\"\n",
+"#line 4 \"kernels/conv.cl\"\n",
 "\n",
 "/* Convolutions, direct formulation: one work-item per output element of each pass, so\n",
-"   every sum runs in a fixed order without atomics. Layout NCHW, weights [K, C/G, KH, KW].\n",
+"   every sum runs in a fixed order without atomics. The three direct kernels read and write\n",
+"   through kernels/storage.h: built with -DNN_STORE_BF16 / -DNN_STORE_F16 they are the\n",
+"   16-bit convolutions (float32 sums, one rounding per output); built with neither they are\n",
+"   the float32 kernels, the same accesses as before. Layout NCHW, weights [K, C/G, KH, KW].\n",
 "   The geometry arrives as an int8: (sh, sw, ph, pw, dh, dw, G, unused). */\n",
 "\n",
 "/* y [N, K, OH, OW] = sum over the group's input channels and the window, + bias. A tap on\n",
@@ -15288,21 +15428,20 @@ static const char *const nn__cl_src_conv[] = {
 "    if (i >= N * K * OH * OW) return;\n",
 "    int ow = i % OW, oh = (i / OW) % OH, k = (i / (OW * OH)) % K, n = i / (OW * OH * K);\n",
 "    int G = geo.s6, Cg = C / G, Kg = K / G, g = k / Kg;\n",
-"    float acc = has_bias ? b[k] : 0.0f;\n",
+"    float acc = has_bias ? NN__SLOAD(b, k) : 0.0f;\n",
 "    for (int ci = 0; ci < Cg; ci++) {\n",
-"        __global const float *xc = x + ((size_t)n * C + g * Cg + ci) * H * W;\n",
-"        __global const float *wc = w + ((size_t)k * Cg + ci) * KH * KW;\n",
+"        size_t xc = ((size_t)n * C + g * Cg + ci) * H * W, wc = ((size_t)k * Cg + ci) * KH * KW;\n",
 "        for (int kh = 0; kh < KH; kh++) {\n",
 "            int ih = oh * geo.s0 - geo.s2 + kh * geo.s4, row = ih >= 0 && ih < H;\n",
 "            for (int kw = 0; kw < KW; kw++) {\n",
 "                int iw = ow * geo.s1 - geo.s3 + kw * geo.s5;\n",
 "                float xv = 0.0f;\n",
-"                if (row && iw >= 0 && iw < W) xv = xc[ih * W + iw];\n",
-"                acc += xv * wc[kh * KW + kw];\n",
+"                if (row && iw >= 0 && iw < W) xv = NN__SLOAD(x, xc + ih * W + iw);\n",
+"                acc += xv * NN__SLOAD(w, wc + kh * KW + kw);\n",
 "            }\n",
 "        }\n",
 "    }\n",
-"    y[i] = acc;\n",
+"    NN__SSTORE(y, i, acc);\n",
 "}\n",
 "\n",
 "/* dx [N, C, H, W]: each input pixel sums dy * w over the outputs whose window covers it */\n",
@@ -15324,11 +15463,12 @@ static const char *const nn__cl_src_conv[] = {
 "            if (ow >= OW) continue;\n",
 "            for (int kk = 0; kk < Kg; kk++) {\n",
 "                int k = g * Kg + kk;\n",
-"                acc += dy[(((size_t)n * K + k) * OH + oh) * OW + ow] * w[(((size_t)k * Cg + ci) * KH + kh) * KW + kw];\n",
+"                acc += NN__SLOAD(dy, (((size_t)n * K + k) * OH + oh) * OW + ow) *\n",
+"                       NN__SLOAD(w, (((size_t)k * Cg + ci) * KH + kh) * KW + kw);\n",
 "            }\n",
 "        }\n",
 "    }\n",
-"    dx[i] = acc;\n",
+"    NN__SSTORE(dx, i, acc);\n",
 "}\n",
 "\n",
 "/* dw [K, C/G, KH, KW]: each weight sums dy * x over the batch and the output positions,\n",
@@ -15344,21 +15484,20 @@ static const char *const nn__cl_src_conv[] = {
 "    int g = k / Kg;\n",
 "    float acc = 0.0f;\n",
 "    for (int n = 0; n < N; n++) {\n",
-"        __global const float *xc = x + ((size_t)n * C + g * Cg + ci) * H * W;\n",
-"        __global const float *dyk = dy + ((size_t)n * K + k) * OH * OW;\n",
+"        size_t xc = ((size_t)n * C + g * Cg + ci) * H * W, dyk = ((size_t)n * K + k) * OH * OW;\n",
 "        float part = 0.0f;\n",
 "        for (int oh = 0; oh < OH; oh++) {\n",
 "            int ih = oh * geo.s0 - geo.s2 + kh * geo.s4, row = ih >= 0 && ih < H;\n",
 "            for (int ow = 0; ow < OW; ow++) {\n",
 "                int iw = ow * geo.s1 - geo.s3 + kw * geo.s5;\n",
 "                float xv = 0.0f;\n",
-"                if (row && iw >= 0 && iw < W) xv = xc[ih * W + iw];\n",
-"                part += dyk[oh * OW + ow] * xv;\n",
+"                if (row && iw >= 0 && iw < W) xv = NN__SLOAD(x, xc + ih * W + iw);\n",
+"                part += NN__SLOAD(dy, dyk + oh * OW + ow) * xv;\n",
 "            }\n",
 "        }\n",
 "        acc += part;\n",
 "    }\n",
-"    dw[i] = acc;\n",
+"    NN__SSTORE(dw, i, acc);\n",
 "}\n",
 "\n",
 "/* y [C] = sum over N and S of x [N, C, S], a partial sum per n as above */\n",
@@ -30497,15 +30636,15 @@ NN__KSIG(upsample2d_backward)
 
 /* the direct kernels: one work-item per element of y, dx or dw */
 #define NN__KARGS_conv2d_forward(F, P)                                                                  \
-    F(in, x) P(in, w) P(in, b) P(out, y) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) \
+    F(sin, x) P(sin, w) P(sin, b) P(sout, y) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) \
     P(int, KW) P(int, OH) P(int, OW) P(int8, geo) P(int, has_bias)
 NN__KSIG(conv2d_forward)
 #define NN__KARGS_conv2d_backward_data(F, P)                                                             \
-    F(in, w) P(in, dy) P(out, dx) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) P(int, KW) \
+    F(sin, w) P(sin, dy) P(sout, dx) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) P(int, KW) \
     P(int, OH) P(int, OW) P(int8, geo)
 NN__KSIG(conv2d_backward_data)
 #define NN__KARGS_conv2d_backward_weight(F, P)                                                           \
-    F(in, x) P(in, dy) P(out, dw) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) P(int, KW) \
+    F(sin, x) P(sin, dy) P(sout, dw) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) P(int, KW) \
     P(int, OH) P(int, OW) P(int8, geo)
 NN__KSIG(conv2d_backward_weight)
 
@@ -35945,12 +36084,12 @@ static void nn__grad_conv(nn_graph *g, int id, int dx_op, int dw_op) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
     if (ga) {
-        t = nn__op2(g, dx_op, NN_F32, g->nodes[a].shape, b, gy.id);
+        t = nn__op2(g, dx_op, g->nodes[a].dtype, g->nodes[a].shape, b, gy.id); /* a 16-bit conv's in 16 bits */
         if (t.id >= 0) g->nodes[t.id].a = n.a;
         nn__acc_grad(g, a, t);
     }
     if (gb) {
-        t = nn__op2(g, dw_op, NN_F32, g->nodes[b].shape, a, gy.id);
+        t = nn__op2(g, dw_op, g->nodes[b].dtype, g->nodes[b].shape, a, gy.id);
         if (t.id >= 0) g->nodes[t.id].a = n.a;
         nn__acc_grad(g, b, t);
     }
@@ -36092,7 +36231,35 @@ static void nn__conv2d_geo(const nn__conv_attr *at, int geo[8]) {
     geo[7] = 0;
 }
 
+/* A conv2d on bf16/f16 storage (x and w of one 16-bit dtype, no bias): the output and the
+   gradients in that dtype, every sum in float32 (src/cpu/conv16.c; kernels/conv.cl's
+   direct kernels in a 16-bit build). Under the precision policy (nn_graph_desc.precision)
+   a conv2d converts float32 x and w and runs in 16 bits, as torch.autocast runs conv2d in
+   bf16; its output stays 16-bit without a bias, the bias is added in float32 (nn__channel_bias). */
+static nn_tensor nn__conv2d_build(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc);
+
 NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc) {
+    nn_tensor in[2], y;
+    nn_dtype dt;
+    in[0] = x;
+    in[1] = w;
+    if (!nn__check(g, "nn_conv2d", 2, in)) return nn__tensor(-1);
+    dt = nn__policy_dtype(g);
+    if (dt == NN_F32 || (nn__n(g, x)->dtype != NN_F32 && nn__n(g, x)->dtype != dt) ||
+        (nn__n(g, w)->dtype != NN_F32 && nn__n(g, w)->dtype != dt) || nn__optional(g, "nn_conv2d", bias) < 0 ||
+        (desc && nn__no_bias_conflict(g, "nn_conv2d", desc->no_bias, bias)))
+        return nn__conv2d_build(g, x, w, bias, desc);
+    /* the policy: float32 operands converted (parameters stay float32: master weights), the
+       conv made and kept in 16 bits; a bias is added in float32 (nn__new_node converts y for
+       nn__channel_bias, which computes in float32) */
+    if (nn__n(g, x)->dtype == NN_F32) x = nn_to_dtype(g, x, dt);
+    if (nn__n(g, w)->dtype == NN_F32) w = nn_to_dtype(g, w, dt);
+    if (x.id < 0 || w.id < 0) return nn__tensor(-1);
+    y = nn__conv2d_build(g, x, w, nn__tensor(0), desc);
+    return bias.id != 0 && y.id >= 0 ? nn__channel_bias(g, "nn_conv2d", y, bias) : y;
+}
+
+static nn_tensor nn__conv2d_build(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc) {
     nn_tensor in[3], t;
     nn__node *nx, *nw;
     nn_conv2d_desc d;
@@ -36103,7 +36270,6 @@ NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     in[0] = x;
     in[1] = w;
     if (has_bias < 0 || !nn__check(g, "nn_conv2d", 2, in)) return nn__tensor(-1);
-    if (!nn__expect_f32(g, "nn_conv2d", x, "x") || !nn__expect_f32(g, "nn_conv2d", w, "w")) return nn__tensor(-1);
     memset(&d, 0, sizeof d);
     if (desc) d = *desc;
     if (nn__no_bias_conflict(g, "nn_conv2d", d.no_bias, bias)) return nn__tensor(-1);
@@ -36112,6 +36278,13 @@ NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     nw = nn__n(g, w);
     nn__shape_str(&nx->shape, sx, sizeof sx);
     nn__shape_str(&nw->shape, sw, sizeof sw);
+    if (nx->dtype != nw->dtype || (nx->dtype != NN_F32 && !nn__dtype_half(nx->dtype)))
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: x %s is %s and w %s is %s: they must be float32, or both bfloat16 "
+                           "or both float16 (convert one with nn_to_dtype)", sx, nn__dtype_name(nx->dtype), sw,
+                           nn__dtype_name(nw->dtype));
+    if (nx->dtype != NN_F32 && has_bias)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv2d: a bias with %s x %s: add it to the float32 result "
+                           "(nn_to_dtype), or use nn_graph_desc.precision", nn__dtype_name(nx->dtype), sx);
     if (!nn__conv_attr_ok(&at, 2))
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT,
                            "nn_conv2d: stride (%d, %d), dilation (%d, %d) and groups %d must be >= 1 and padding (%d, %d) >= 0",
@@ -36136,7 +36309,7 @@ NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
         }
     }
     t = has_bias ? nn__op3(g, NN__OP_CONV2D, NN_F32, nn_shape4(nx->shape.dim[0], nw->shape.dim[0], OH, OW), x.id, w.id, bias.id)
-                 : nn__op2(g, NN__OP_CONV2D, NN_F32, nn_shape4(nx->shape.dim[0], nw->shape.dim[0], OH, OW), x.id, w.id);
+                 : nn__op2(g, NN__OP_CONV2D, nx->dtype, nn_shape4(nx->shape.dim[0], nw->shape.dim[0], OH, OW), x.id, w.id);
     if (t.id >= 0) g->nodes[t.id].a.conv = at;
     return t;
 }
@@ -36386,6 +36559,7 @@ static void nn__plan_conv2d(nn_graph *g, nn__node *n) {
     if (!g->ctx->backend->host_memory) {
         nn__conv_plan p;
         nn__conv2d_dev_plan(g->ctx, n->op, &c, &p);
+        if (nn__dtype_half(n->dtype)) p.algo = NN__CONV_DIRECT, p.scratch = 0; /* the 16-bit build of the direct kernels */
         n->algo = p.algo;
         n->scratch = p.scratch;
         return;
@@ -36397,60 +36571,62 @@ static void nn__plan_conv2d(nn_graph *g, nn__node *n) {
     else if (n->algo == NN__CONV_GEMM) n->scratch = nn__conv2d_scratch(&c);
     else
         n->scratch = nn__iconv_scratch(&c, which, nn__threadpool_size(g->ctx->threads));
+    if (nn__dtype_half(n->dtype)) /* the operands widened and the float32 output after it */
+        n->scratch += nn__conv16_extra(g->nodes[n->in[0]].numel, g->nodes[n->in[1]].numel, n->numel);
 }
 
-/* Direct loops (src/cpu/conv_dw.c) when planned, no scratch; else im2col + GEMM. */
-static nn_result nn__cpu_conv2d(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
+/* The float32 bodies on the data of a node's operands: a and b are its inputs' data
+   ((x, w) for CONV2D, (w, dy) for CONV2D_DX, (x, dy) for CONV2D_DW), y its output. Direct
+   loops (src/cpu/conv_dw.c) when planned, no scratch; else Winograd, the implicit GEMM or
+   im2col + GEMM. */
+static void nn__conv2d_cpu_run(nn_graph *g, const nn__node *n, float *y, const float *a, const float *b, const float *bias,
+                               float *scratch) {
+    nn__threadpool *pool = g->ctx->threads;
+    int nt = nn__threadpool_size(pool);
     nn__conv2d c;
-    nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
-    nn__conv2d_geom(&c, &x->shape, &w->shape, &n->a.conv);
-    if (n->algo == NN__CONV_DIRECT)
-        nn__dwconv2d_forward(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL);
-    else if (n->algo == NN__CONV_WINOGRAD && nn__wino_run(g->ctx->threads, &c, 0, nn__threadpool_size(g->ctx->threads), y,
-                                                          x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL,
-                                                          n->scratch_buf.host))
-        ; /* else (an output not finite) the implicit GEMM below gives PyTorch's infinities and NaNs */
-    else if (n->algo == NN__CONV_IMPLICIT || n->algo == NN__CONV_WINOGRAD)
-        nn__iconv_forward(g->ctx->threads, &c, nn__threadpool_size(g->ctx->threads), y, x->buf.host, w->buf.host,
-                          n->n_in > 2 ? NN__F(in[2]) : NULL, n->scratch_buf.host);
-    else
-        nn__conv2d_forward(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL,
-                           n->scratch_buf.host);
+    nn__conv2d_node_geom(g, n, &c);
+    if (n->op == NN__OP_CONV2D) {
+        if (n->algo == NN__CONV_DIRECT) nn__dwconv2d_forward(pool, &c, y, a, b, bias);
+        else if (n->algo == NN__CONV_WINOGRAD && nn__wino_run(pool, &c, 0, nt, y, a, b, bias, scratch))
+            ; /* else (an output not finite) the implicit GEMM below gives PyTorch's infinities and NaNs */
+        else if (n->algo == NN__CONV_IMPLICIT || n->algo == NN__CONV_WINOGRAD) nn__iconv_forward(pool, &c, nt, y, a, b, bias, scratch);
+        else nn__conv2d_forward(pool, &c, y, a, b, bias, scratch);
+    } else if (n->op == NN__OP_CONV2D_DX) { /* a = w, b = dy */
+        if (n->algo == NN__CONV_DIRECT) nn__dwconv2d_backward_data(pool, &c, y, a, b);
+        else if (n->algo == NN__CONV_WINOGRAD && nn__wino_run(pool, &c, 1, nt, y, b, a, NULL, scratch))
+            ; /* as the forward */
+        else if (n->algo == NN__CONV_IMPLICIT || n->algo == NN__CONV_WINOGRAD) nn__iconv_backward_data(pool, &c, nt, y, a, b, scratch);
+        else nn__conv2d_backward_data(pool, &c, y, a, b, scratch);
+    } else { /* a = x, b = dy */
+        if (n->algo == NN__CONV_DIRECT) nn__dwconv2d_backward_weight(pool, &c, y, a, b);
+        else if (n->algo == NN__CONV_IMPLICIT) nn__iconv_backward_weight(pool, &c, nt, y, a, b, scratch);
+        else nn__conv2d_backward_weight(pool, &c, y, a, b, scratch);
+    }
+}
+
+/* A node's float32 body, or its 16-bit one (nn__conv16_cpu, src/cpu/conv16.c): the
+   operands widened into the scratch after the float32 path's, that path run there, the
+   output rounded once into storage. */
+static nn_result nn__conv2d_cpu(nn_graph *g, nn__node *n) {
+    const float *bias = n->op == NN__OP_CONV2D && n->n_in > 2 ? NN__F(n->in[2]) : NULL;
+    nn__node *na = &g->nodes[n->in[0]], *nb = &g->nodes[n->in[1]];
+    if (nn__dtype_half(n->dtype)) {
+        float *s = n->scratch_buf.host, *fa, *fb, *fy;
+        nn__conv16_cpu_layout(s, n->scratch - nn__conv16_extra(na->numel, nb->numel, n->numel), na->numel, nb->numel, &fa,
+                              &fb, &fy);
+        nn__cast(g->ctx->threads, na->buf.host, na->dtype, fa, NN_F32, na->numel);
+        nn__cast(g->ctx->threads, nb->buf.host, nb->dtype, fb, NN_F32, nb->numel);
+        nn__conv2d_cpu_run(g, n, fy, fa, fb, bias, s);
+        nn__cast(g->ctx->threads, fy, NN_F32, n->buf.host, n->dtype, n->numel);
+        return NN_OK;
+    }
+    nn__conv2d_cpu_run(g, n, n->buf.host, na->buf.host, nb->buf.host, bias, n->scratch_buf.host);
     return NN_OK;
 }
 
-/* inputs (w, dy), output dx */
-static nn_result nn__cpu_conv2d_dx(nn_graph *g, nn__node *n) {
-    float *y = n->buf.host;
-    nn__conv2d c;
-    nn__node *w = &g->nodes[n->in[0]], *dy = &g->nodes[n->in[1]];
-    nn__conv2d_geom(&c, &n->shape, &w->shape, &n->a.conv);
-    if (n->algo == NN__CONV_DIRECT) nn__dwconv2d_backward_data(g->ctx->threads, &c, y, w->buf.host, dy->buf.host);
-    else if (n->algo == NN__CONV_WINOGRAD && nn__wino_run(g->ctx->threads, &c, 1, nn__threadpool_size(g->ctx->threads), y,
-                                                          dy->buf.host, w->buf.host, NULL, n->scratch_buf.host))
-        ; /* as the forward */
-    else if (n->algo == NN__CONV_IMPLICIT || n->algo == NN__CONV_WINOGRAD)
-        nn__iconv_backward_data(g->ctx->threads, &c, nn__threadpool_size(g->ctx->threads), y, w->buf.host,
-                                dy->buf.host, n->scratch_buf.host);
-    else nn__conv2d_backward_data(g->ctx->threads, &c, y, w->buf.host, dy->buf.host, n->scratch_buf.host);
-    return NN_OK;
-}
-
-/* inputs (x, dy), output dw */
-static nn_result nn__cpu_conv2d_dw(nn_graph *g, nn__node *n) {
-    float *y = n->buf.host;
-    nn__conv2d c;
-    nn__node *x = &g->nodes[n->in[0]], *dy = &g->nodes[n->in[1]];
-    nn__conv2d_geom(&c, &x->shape, &n->shape, &n->a.conv);
-    if (n->algo == NN__CONV_DIRECT) nn__dwconv2d_backward_weight(g->ctx->threads, &c, y, x->buf.host, dy->buf.host);
-    else if (n->algo == NN__CONV_IMPLICIT)
-        nn__iconv_backward_weight(g->ctx->threads, &c, nn__threadpool_size(g->ctx->threads), y, x->buf.host,
-                                  dy->buf.host, n->scratch_buf.host);
-    else nn__conv2d_backward_weight(g->ctx->threads, &c, y, x->buf.host, dy->buf.host, n->scratch_buf.host);
-    return NN_OK;
-}
+static nn_result nn__cpu_conv2d(nn_graph *g, nn__node *n) { return nn__conv2d_cpu(g, n); }
+static nn_result nn__cpu_conv2d_dx(nn_graph *g, nn__node *n) { return nn__conv2d_cpu(g, n); }
+static nn_result nn__cpu_conv2d_dw(nn_graph *g, nn__node *n) { return nn__conv2d_cpu(g, n); }
 
 /* The GEMM path (NN__CONV_GEMM): im2col / pack passes of kernels/conv.cl around one
    batched GEMM over the groups (nn__launch_gemm, src/ops/matmul.c), operands at float
@@ -36562,6 +36738,7 @@ static nn_result nn__launch_conv2d(nn_graph *g, int id) {
     }
     r = nn__launch_kernel(g, id, "conv", "conv2d_forward", (size_t)n->numel, &l);
     if (r != NN_OK) return r;
+    l->store = n->dtype; /* 16-bit: the program built with NN_STORE_BF16 / _F16 */
     {
         nn__k_conv2d_forward k;
         nn__conv2d_geo(&n->a.conv, geo);
@@ -36631,6 +36808,7 @@ static nn_result nn__launch_conv2d_dx(nn_graph *g, int id) {
     }
     r = nn__launch_kernel(g, id, "conv", "conv2d_backward_data", (size_t)n->numel, &l);
     if (r != NN_OK) return r;
+    l->store = n->dtype; /* 16-bit: the program built with NN_STORE_BF16 / _F16 */
     {
         nn__k_conv2d_backward_data k;
         memset(&k, 0, sizeof k);
@@ -36695,6 +36873,7 @@ static nn_result nn__launch_conv2d_dw(nn_graph *g, int id) {
     }
     r = nn__launch_kernel(g, id, "conv", "conv2d_backward_weight", (size_t)n->numel, &l);
     if (r != NN_OK) return r;
+    l->store = n->dtype; /* 16-bit: the program built with NN_STORE_BF16 / _F16 */
     {
         nn__k_conv2d_backward_weight k;
         nn__conv2d_geo(&n->a.conv, geo);
