@@ -411,22 +411,28 @@ NN_API nn_result nn_context_op_compiled(const nn_context *ctx, int op, uint64_t 
    nn_graph_compile. Training options (nn_compile_desc, the optimizer, the schedule) are in
    section 14, files in section 15. */
 
-/* Mixed precision, torch.autocast's policy for matrix products: with NN_PRECISION_BF16 (or
-   _FP16) every nn_matmul (and so nn_linear_layer, nn_einsum and the layers built on them) of
-   float32 operands converts both to bfloat16 (float16) with nn_to_dtype, multiplies them
-   there with float32 accumulation, and converts the product back to float32; parameters stay
-   float32 (master weights: the conversion's backward gives them float32 gradients), and every
-   other op (norms, softmax, losses, attention, the optimizer) runs in float32 as before.
-   NN_PRECISION_FP32 (0, the default) builds the graph as before, bit for bit. A training
-   graph in FP16 scales its loss by default (nn_compile_desc.loss_scale, section 14), as
-   torch.cuda.amp.GradScaler: without it gradients under float16's range (6e-8) become 0. */
+/* Mixed precision, torch.autocast's policy: with NN_PRECISION_BF16 (or _FP16) every nn_matmul
+   (and so nn_linear_layer, nn_einsum and the layers built on them) converts its float32
+   operands to bfloat16 (float16) with nn_to_dtype, multiplies them there with float32
+   accumulation, and keeps the product in 16 bits, as does nn_linear_layer's bias add (the
+   bias converted: F.linear under autocast). Ops that take 16-bit storage take it as is (the
+   activations, add, sub, mul, div, minimum, maximum, pow of two tensors of that type, the
+   next matmul); every other op (norms, softmax, losses, attention, reductions, shape ops,
+   the optimizer) gets its 16-bit inputs converted to float32 first, once per tensor, and
+   runs in float32 as before; float32 with 16-bit operands is float32 (PyTorch's promotion).
+   nn_conv2d (so nn_conv1d and the conv layers) converts a float32 x and w likewise and
+   convolves in 16 bits with float32 sums, its output kept in 16 bits, its bias added in
+   float32. Parameters stay float32 (master weights: the conversion's backward gives them
+   float32 gradients). NN_PRECISION_FP32 (0, the default) builds the graph as before, bit for bit.
+   A training graph in FP16 scales its loss by default (nn_compile_desc.loss_scale, section
+   14), as torch.cuda.amp.GradScaler: without it gradients under float16's range (6e-8) become 0. */
 typedef enum nn_precision { NN_PRECISION_FP32 = 0, NN_PRECISION_BF16 = 1, NN_PRECISION_FP16 = 2 } nn_precision;
 
 typedef struct nn_graph_desc {
     nn_graph *share_params; /* use this graph's parameters (same names, same shapes) */
     int eval;               /* evaluation mode: dropout is the identity */
     uint64_t seed;          /* parameter initialisation and dropout; 0: 1; NN_ZERO: 0 */
-    nn_precision precision; /* the matmuls' storage type (above); 0: NN_PRECISION_FP32 */
+    nn_precision precision; /* the matmuls' (and what follows them) storage type (above); 0: NN_PRECISION_FP32 */
 } nn_graph_desc;
 
 /* Creates an empty graph on ctx (desc NULL: every default) into *out. */
@@ -503,7 +509,9 @@ NN_API nn_result nn_graph_param_at(nn_graph *g, int index, nn_param_info *out);
    peak: the schedule position where the arena's live bytes are largest, so the kinds sum
    to `peak`. Without reuse (summing every tensor) the figures would be larger. */
 typedef struct nn_memory_report {
-    int64_t parameters;      /* trainable parameters the graph uses (shared ones included) */
+    int64_t parameters;      /* trainable parameters the graph uses (shared ones included),
+                                and under a precision policy their 16-bit copies (live at the
+                                peak) that the matmuls read */
     int64_t gradients;       /* what the backward pass makes: parameters' gradients (kept,
                                 accumulated or in the arena) and the activations' gradients
                                 live at the peak */
@@ -527,6 +535,10 @@ typedef struct nn_memory_report {
                                 nn_compile_desc.memory_limit bounds */
     const char *peak_op;     /* the op running at the peak (a static name), NULL if none */
     int peak_position;       /* its position in the schedule */
+    int64_t activations_max; /* the activations at their own peak (the most live at any one
+                                position of the schedule: in training, the forward's end, where
+                                what the backward reads is held), persistent ones included */
+    int64_t gradients_max;   /* the gradients likewise, at their own peak */
 } nn_memory_report;
 /* Into *out: the plan's bytes by kind (nn_memory_report). Needs the plan that
    nn_graph_compile makes (NN_ERR_STATE before it); after a compile refused by
@@ -695,7 +707,11 @@ NN_API nn_tensor nn_to_dtype(nn_graph *g, nn_tensor x, nn_dtype dtype);
    the other's size (b = [N] against a = [M, N]: a bias; [3, 1, 7] with [1, 33, 1] gives
    [3, 33, 7]); the result has the broadcast shape. The gradient of an operand is summed
    over the dims it was broadcast along, in a fixed order (the same bits every run and for
-   any thread count). Shapes that do not broadcast are NN_ERR_SHAPE. */
+   any thread count). Shapes that do not broadcast are NN_ERR_SHAPE. 16-bit storage (add,
+   sub, mul, div, minimum, maximum, pow): two tensors of one 16-bit type give that type
+   (float32 arithmetic, rounded once; gradients of that type); a 16-bit tensor with a float32
+   one, or bfloat16 with float16, gives float32, the 16-bit operands converted first
+   (PyTorch's type promotion). The comparisons take float32 only. */
 NN_API nn_tensor nn_add(nn_graph *g, nn_tensor a, nn_tensor b);
 NN_API nn_tensor nn_sub(nn_graph *g, nn_tensor a, nn_tensor b);
 NN_API nn_tensor nn_mul(nn_graph *g, nn_tensor a, nn_tensor b);
@@ -942,7 +958,8 @@ NN_API nn_tensor nn_index_add(nn_graph *g, nn_tensor x, int dim, nn_tensor index
    accumulated in float32 and rounded once (PyTorch: bf16 @ bf16 -> bf16); its gradients are
    of that dtype too. The CPU backend runs nn_cpu_gemm_bf16 / _f16's paths, OpenCL the same
    GEMM kernels reading 16-bit storage. Operands of different dtypes are NN_ERR_SHAPE, as in
-   PyTorch. A graph made with nn_graph_desc.precision converts float32 operands itself. */
+   PyTorch. A graph made with nn_graph_desc.precision converts float32 operands to its type
+   itself and keeps the product in it. */
 NN_API nn_tensor nn_matmul(nn_graph *g, nn_tensor a, nn_tensor b, int trans_a, int trans_b);
 /* nn_einsum: torch.einsum(spec, a, b) for the specs that are one nn_matmul: "ij,jk->ik",
    "ij,kj->ik", "ji,jk->ki", "bij,bjk->bik", "bhqd,bhkd->bhqk", "ij,j->i", "i,i->" (a [1]),
@@ -1108,7 +1125,9 @@ typedef struct nn_conv1d_desc {
 NN_API nn_tensor nn_conv1d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv1d_desc *desc);
 
 /* 2-D over x [N, C, H, W] (NCHW, PyTorch's layout) with w [K, C/groups, KH, KW] and an
-   optional bias [K] -> [N, K, OH, OW], OH = (H + 2*pad_h - dilation_h*(KH-1) - 1) / stride_h + 1. */
+   optional bias [K] -> [N, K, OH, OW], OH = (H + 2*pad_h - dilation_h*(KH-1) - 1) / stride_h + 1.
+   x and w float32, or both NN_BF16 (or both NN_F16) without a bias: y and the gradients of
+   that dtype, summed in float32 (nn_graph_desc.precision converts float32 ones). */
 typedef struct nn_conv2d_desc {
     int stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups;
     int no_bias;
@@ -3121,9 +3140,9 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     X(PARAM, "param", param, NN__OPF_LEAF)
 
 #define NN__OPS_ELEMENTWISE(X)                                                                   \
-    X(ADD, "add", add, NN__OPF_RANK0)                                                            \
-    X(SUB, "sub", sub, NN__OPF_RANK0)                                                            \
-    X(MUL, "mul", mul, NN__OPF_RANK0)                                                            \
+    X(ADD, "add", add, NN__OPF_RANK0 | NN__OPF_HALF)                                                          \
+    X(SUB, "sub", sub, NN__OPF_RANK0 | NN__OPF_HALF)                                                          \
+    X(MUL, "mul", mul, NN__OPF_RANK0 | NN__OPF_HALF)                                                          \
     X(SCALE, "scale", scale, NN__OPF_RANK0)                                                      \
     X(UNARY, "activation", unary, NN__OPF_RANK0 | NN__OPF_HALF)                                  \
     X(UNARY_GRAD, "activation_grad", unary_grad, NN__OPF_RANK0 | NN__OPF_HALF)                   \
@@ -3132,8 +3151,8 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     X(PRELU_DW, "prelu_grad_weight", prelu_dw, 0)                                                \
     X(ACCUMULATE, "accumulate", accumulate, NN__OPF_NO_GRAD | NN__OPF_WRITABLE | NN__OPF_RANK0)  \
     X(FILL, "fill", fill, NN__OPF_NO_GRAD | NN__OPF_RANK0)                                       \
-    X(BINARY, "binary", binary, NN__OPF_RANK0)                                                   \
-    X(BINARY_GRAD, "binary_grad", binary_grad, NN__OPF_RANK0)                                    \
+    X(BINARY, "binary", binary, NN__OPF_RANK0 | NN__OPF_HALF)                                                 \
+    X(BINARY_GRAD, "binary_grad", binary_grad, NN__OPF_RANK0 | NN__OPF_HALF)                                  \
     X(COMPARE, "compare", compare, NN__OPF_NO_GRAD | NN__OPF_RANK0)                              \
     X(WHERE, "where", where, NN__OPF_RANK0)                                                      \
     X(MASKED_FILL, "masked_fill", masked_fill, NN__OPF_RANK0)                                    \
@@ -3210,14 +3229,14 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     X(UPSAMPLE2D, "upsample2d", upsample2d, 0)                    \
     X(UPSAMPLE2D_GRAD, "upsample2d_grad", upsample2d_grad, 0)
 
-#define NN__OPS_CONV(X)                               \
-    X(CONV2D, "conv2d", conv2d, 0)                    \
-    X(CONV2D_DX, "conv2d_grad_input", conv2d_dx, 0)   \
-    X(CONV2D_DW, "conv2d_grad_weight", conv2d_dw, 0)  \
-    X(CHANNEL_BIAS, "channel_bias", channel_bias, 0)  \
-    X(CHANNEL_SUM, "channel_sum", channel_sum, 0)     \
-    X(CONV3D, "conv3d", conv3d, 0)                    \
-    X(CONV3D_DX, "conv3d_grad_input", conv3d_dx, 0)   \
+#define NN__OPS_CONV(X)                                          \
+    X(CONV2D, "conv2d", conv2d, NN__OPF_HALF)                    \
+    X(CONV2D_DX, "conv2d_grad_input", conv2d_dx, NN__OPF_HALF)   \
+    X(CONV2D_DW, "conv2d_grad_weight", conv2d_dw, NN__OPF_HALF)  \
+    X(CHANNEL_BIAS, "channel_bias", channel_bias, 0)             \
+    X(CHANNEL_SUM, "channel_sum", channel_sum, 0)                \
+    X(CONV3D, "conv3d", conv3d, 0)                               \
+    X(CONV3D_DX, "conv3d_grad_input", conv3d_dx, 0)              \
     X(CONV3D_DW, "conv3d_grad_weight", conv3d_dw, 0)
 
 #define NN__OPS_NORM(X)                                        \
@@ -7470,6 +7489,60 @@ static void nn__unary_run(nn__threadpool *pool, int fn, const float *p, float *y
     j.chunk = ((n + tasks - 1) / tasks + 63) / 64 * 64;
     if (j.chunk < 1) j.chunk = 1;
     nn__threadpool_run(pool, nn__unary_task, &j, (int)((n + j.chunk - 1) / j.chunk));
+}
+
+/* ---- binary functions on 16-bit storage (NN_BF16, NN_F16: a, b, dy and the output all of
+   dtype dt): each element widened (kernels/storage.h), the float32 formula of
+   kernels/activation.h, one rounding at the store; the float32 path's value on the widened
+   inputs, rounded. grad: dx = dy * df/da (wrt 0) or df/db (wrt 1) at the output's shape. ---- */
+
+typedef struct nn__binary16_job {
+    int fn, wrt, grad;
+    nn_dtype dt;
+    uint16_t *y;
+    const uint16_t *a, *b, *dy;
+    const nn__bcast *bc;
+} nn__binary16_job;
+
+static float nn__binary16_ld(nn_dtype dt, const uint16_t *p, int64_t i) {
+    return dt == NN_BF16 ? NN__LD_BF16(p, i) : NN__LD_F16(p, i);
+}
+
+static void nn__binary16_range(void *arg, int64_t e0, int64_t e1) {
+    const nn__binary16_job *j = (const nn__binary16_job *)arg;
+    int64_t e, off[3];
+    for (e = e0; e < e1; e++) {
+        float u, w, v = 0.0f;
+        nn__bcast_offsets(j->bc, e, off);
+        u = nn__binary16_ld(j->dt, j->a, off[0]);
+        w = nn__binary16_ld(j->dt, j->b, off[1]);
+        switch (j->fn) {
+#define NN__X(E, name, fwd, da, db)                                                              \
+        case NN__B_##E:                                                                          \
+            v = j->grad ? nn__binary16_ld(j->dt, j->dy, e) * (j->wrt ? (db) : (da)) : (fwd);     \
+            break;
+            NN__BINARY_FNS(NN__X)
+#undef NN__X
+        default: break;
+        }
+        if (j->dt == NN_BF16) NN__ST_BF16(j->y, e, v);
+        else NN__ST_F16(j->y, e, v);
+    }
+}
+
+static void nn__binary16_run(nn__threadpool *pool, int fn, int grad, int wrt, nn_dtype dt, void *y, const void *a,
+                             const void *b, const void *dy, const nn__bcast *bc) {
+    nn__binary16_job j;
+    j.fn = fn;
+    j.wrt = wrt;
+    j.grad = grad;
+    j.dt = dt;
+    j.y = (uint16_t *)y;
+    j.a = (const uint16_t *)a;
+    j.b = (const uint16_t *)b;
+    j.dy = (const uint16_t *)dy;
+    j.bc = bc;
+    nn__par_for(pool, bc->n, bc->n, nn__binary16_range, &j);
 }
 
 /* ======================================================================
@@ -13610,6 +13683,30 @@ static void nn__cast(nn__threadpool *pool, const void *x, nn_dtype from, void *y
 }
 
 /* ======================================================================
+   src/cpu/conv16.c
+   ====================================================================== */
+/* conv2d and its gradients on bf16/f16 storage, CPU side (the node bodies are
+   nn__conv2d_cpu in src/ops/conv/conv2d.c): the two operands are widened to float32 (exact)
+   into the node's scratch after the float32 path's own, that path runs on them into a
+   float32 output there, and the output is rounded once into the node's storage. Every sum
+   is the float32 path's, in its order; an output is the float32 conv of the widened inputs,
+   rounded. */
+
+/* Floats at the end of a 16-bit conv node's scratch: a [na], b [nb], y [ny], each from a
+   multiple of 16 floats (64 bytes, the vector loops' alignment). */
+static int64_t nn__conv16_extra(int64_t na, int64_t nb, int64_t ny) {
+    return 16 + (na + 15) / 16 * 16 + (nb + 15) / 16 * 16 + (ny + 15) / 16 * 16;
+}
+
+/* The regions of that scratch, after the float32 path's `base` floats (rounded up to 16). */
+static void nn__conv16_cpu_layout(float *scratch, int64_t base, int64_t na, int64_t nb, float **a, float **b, float **y) {
+    base = (base + 15) / 16 * 16;
+    *a = scratch + base;
+    *b = *a + (na + 15) / 16 * 16;
+    *y = *b + (nb + 15) / 16 * 16;
+}
+
+/* ======================================================================
    src/cpu/fuse.c
    ====================================================================== */
 /* The CPU backend's loop of a fused chain of elementwise nodes (src/ops/fuse.c finds the
@@ -15212,6 +15309,115 @@ static const char *const nn__cl_src_conv[] = {
 "#endif\n",
 "#endif\n",
 "#line 2 \"kernels/conv.cl\"\n",
+"#line 1 \"kernels/storage.h\"\n",
+"/* 16-bit storage, fp32 arithmetic. A header in the common subset of C99 and OpenCL C (as\n",
+"   kernels/activation.h): the CPU bodies and the kernels read and write a tensor's storage\n",
+"   through these, and compute in float.\n",
+"\n",
+"   bfloat16: the high half of a float32, stored as a 16-bit integer and widened in registers\n",
+"   (float from bits << 16); written rounded to nearest, ties to even, a NaN kept a quiet NaN\n",
+"   (PyTorch's round_to_nearest_even). float16 (IEEE binary16): in OpenCL C through\n",
+"   vload_half / vstore_half_rte (OpenCL 1.2 core: no cl_khr_fp16 needed), in C the same\n",
+"   conversion written out (round to nearest even, subnormals, overflow to infinity), so both\n",
+"   backends store the same bits.\n",
+"\n",
+"   Per element, by type: NN__LD_BF16(p, i), NN__ST_BF16(p, i, v), NN__LD_F16(p, i),\n",
+"   NN__ST_F16(p, i, v) over a pointer to 16-bit words (ushort in OpenCL C, uint16_t in C).\n",
+"   Per program: a kernel file built with -DNN_STORE_BF16 or -DNN_STORE_F16 (the launch's\n",
+"   `store`, src/opencl/backend.c) reads NN__STORE_T storage with NN__SLOAD(p, i) and writes it\n",
+"   with NN__SSTORE(p, i, v); built with neither, NN__STORE_T is float and they are plain\n",
+"   accesses, so one .cl source serves f32, bf16 and f16. */\n",
+"#ifndef NN__STORAGE_H\n",
+"#define NN__STORAGE_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__U16 ushort\n",
+"static inline float nn__bf16_to_f32(ushort h) { return as_float((uint)h << 16); }\n",
+"static inline ushort nn__f32_to_bf16(float f) {\n",
+"    uint u = as_uint(f);\n",
+"    if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u); /* NaN: quiet, sign kept */\n",
+"    return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n",
+"}\n",
+"#define NN__LD_BF16(p, i) nn__bf16_to_f32((p)[i])\n",
+"#define NN__ST_BF16(p, i, v) ((p)[i] = nn__f32_to_bf16(v))\n",
+"#define NN__LD_F16(p, i) vload_half((i), (__global const half *)(p))\n",
+"#define NN__ST_F16(p, i, v) vstore_half_rte((v), (i), (__global half *)(p))\n",
+"\n",
+"#else /* C */\n",
+"\n",
+"#define NN__U16 uint16_t\n",
+"\n",
+"static inline float nn__bf16_to_f32(uint16_t h) {\n",
+"    uint32_t u = (uint32_t)h << 16;\n",
+"    float f;\n",
+"    memcpy(&f, &u, 4);\n",
+"    return f;\n",
+"}\n",
+"static inline uint16_t nn__f32_to_bf16(float f) {\n",
+"    uint32_t u;\n",
+"    memcpy(&u, &f, 4);\n",
+"    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);\n",
+"    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n",
+"}\n",
+"static inline float nn__f16_to_f32(uint16_t h) {\n",
+"    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, u;\n",
+"    float f;\n",
+"    if (e == 0x1f) {\n",
+"        u = sign | 0x7f800000u | (m << 13);\n",
+"    } else if (e == 0) { /* zero or subnormal: m * 2^-24, exact in float */\n",
+"        f = (float)m * (1.0f / 16777216.0f);\n",
+"        return sign ? -f : f;\n",
+"    } else {\n",
+"        u = sign | ((e + 112u) << 23) | (m << 13);\n",
+"    }\n",
+"    memcpy(&f, &u, 4);\n",
+"    return f;\n",
+"}\n",
+"static inline uint16_t nn__f32_to_f16(float f) {\n",
+"    uint32_t u, sign, a, r, rem;\n",
+"    memcpy(&u, &f, 4);\n",
+"    sign = (u >> 16) & 0x8000u;\n",
+"    a = u & 0x7fffffffu;\n",
+"    if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu)); /* NaN: quiet */\n",
+"    if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* from 65520 up: infinity */\n",
+"    if (a < 0x38800000u) {                                   /* below 2^-14: a subnormal or 0 */\n",
+"        uint32_t m = (a & 0x7fffffu) | 0x800000u, shift = 126u - (a >> 23), half;\n",
+"        if (a < 0x33000000u) return (uint16_t)sign; /* below 2^-25: 0 */\n",
+"        half = 1u << (shift - 1);\n",
+"        r = m >> shift;\n",
+"        rem = m & ((1u << shift) - 1u);\n",
+"        if (rem > half || (rem == half && (r & 1u))) r++;\n",
+"        return (uint16_t)(sign | r);\n",
+"    }\n",
+"    r = (a - 0x38000000u) >> 13; /* the exponent rebiased (127 - 15), the mantissa's top 10 bits */\n",
+"    rem = a & 0x1fffu;\n",
+"    if (rem > 0x1000u || (rem == 0x1000u && (r & 1u))) r++;\n",
+"    return (uint16_t)(sign | r);\n",
+"}\n",
+"#define NN__LD_BF16(p, i) nn__bf16_to_f32((p)[i])\n",
+"#define NN__ST_BF16(p, i, v) ((p)[i] = nn__f32_to_bf16(v))\n",
+"#define NN__LD_F16(p, i) nn__f16_to_f32((p)[i])\n",
+"#define NN__ST_F16(p, i, v) ((p)[i] = nn__f32_to_f16(v))\n",
+"\n",
+"#endif\n",
+"\n",
+"#if defined(NN_STORE_BF16)\n",
+"#define NN__STORE_T NN__U16\n",
+"#define NN__SLOAD(p, i) NN__LD_BF16(p, i)\n",
+"#define NN__SSTORE(p, i, v) NN__ST_BF16(p, i, v)\n",
+"#elif defined(NN_STORE_F16)\n",
+"#define NN__STORE_T NN__U16\n",
+"#define NN__SLOAD(p, i) NN__LD_F16(p, i)\n",
+"#define NN__SSTORE(p, i, v) NN__ST_F16(p, i, v)\n",
+"#else\n",
+"#define NN__STORE_T float\n",
+"#define NN__SLOAD(p, i) ((p)[i])\n",
+"#define NN__SSTORE(p, i, v) ((p)[i] = (v))\n",
+"#endif\n",
+"\n",
+"#endif\n",
+"#line 3 \"kernels/conv.cl\"\n",
 "#line 1 \"kernels/conv_args.h\"\n",
 "/* kernels/conv.cl's kernel signatures (kernels/kargs.h says how to read them). Layout NCHW,\n",
 "   weights [K, C/G, KH, KW]; geo is (sh, sw, ph, pw, dh, dw, G, unused). */\n",
@@ -15220,15 +15426,15 @@ static const char *const nn__cl_src_conv[] = {
 "\n",
 "/* the direct kernels: one work-item per element of y, dx or dw */\n",
 "#define NN__KARGS_conv2d_forward(F, P)                                                                  \\\n",
-"    F(in, x) P(in, w) P(in, b) P(out, y) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) \\\n",
+"    F(sin, x) P(sin, w) P(sin, b) P(sout, y) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) \\\n",
 "    P(int, KW) P(int, OH) P(int, OW) P(int8, geo) P(int, has_bias)\n",
 "NN__KSIG(conv2d_forward)\n",
 "#define NN__KARGS_conv2d_backward_data(F, P)                                                             \\\n",
-"    F(in, w) P(in, dy) P(out, dx) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) P(int, KW) \\\n",
+"    F(sin, w) P(sin, dy) P(sout, dx) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) P(int, KW) \\\n",
 "    P(int, OH) P(int, OW) P(int8, geo)\n",
 "NN__KSIG(conv2d_backward_data)\n",
 "#define NN__KARGS_conv2d_backward_weight(F, P)                                                           \\\n",
-"    F(in, x) P(in, dy) P(out, dw) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) P(int, KW) \\\n",
+"    F(sin, x) P(sin, dy) P(sout, dw) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) P(int, KW) \\\n",
 "    P(int, OH) P(int, OW) P(int8, geo)\n",
 "NN__KSIG(conv2d_backward_weight)\n",
 "\n",
@@ -15257,10 +15463,13 @@ static const char *const nn__cl_src_conv[] = {
 "NN__KSIG(conv2d_pack)\n",
 "\n",
 "#endif\n",
-"#line 3 \"kernels/conv.cl\"\n",
+"#line 4 \"kernels/conv.cl\"\n",
 "\n",
 "/* Convolutions, direct formulation: one work-item per output element of each pass, so\n",
-"   every sum runs in a fixed order without atomics. Layout NCHW, weights [K, C/G, KH, KW].\n",
+"   every sum runs in a fixed order without atomics. The three direct kernels read and write\n",
+"   through kernels/storage.h: built with -DNN_STORE_BF16 / -DNN_STORE_F16 they are the\n",
+"   16-bit convolutions (float32 sums, one rounding per output); built with neither they are\n",
+"   the float32 kernels, the same accesses as before. Layout NCHW, weights [K, C/G, KH, KW].\n",
 "   The geometry arrives as an int8: (sh, sw, ph, pw, dh, dw, G, unused). */\n",
 "\n",
 "/* y [N, K, OH, OW] = sum over the group's input channels and the window, + bias. A tap on\n",
@@ -15272,21 +15481,20 @@ static const char *const nn__cl_src_conv[] = {
 "    if (i >= N * K * OH * OW) return;\n",
 "    int ow = i % OW, oh = (i / OW) % OH, k = (i / (OW * OH)) % K, n = i / (OW * OH * K);\n",
 "    int G = geo.s6, Cg = C / G, Kg = K / G, g = k / Kg;\n",
-"    float acc = has_bias ? b[k] : 0.0f;\n",
+"    float acc = has_bias ? NN__SLOAD(b, k) : 0.0f;\n",
 "    for (int ci = 0; ci < Cg; ci++) {\n",
-"        __global const float *xc = x + ((size_t)n * C + g * Cg + ci) * H * W;\n",
-"        __global const float *wc = w + ((size_t)k * Cg + ci) * KH * KW;\n",
+"        size_t xc = ((size_t)n * C + g * Cg + ci) * H * W, wc = ((size_t)k * Cg + ci) * KH * KW;\n",
 "        for (int kh = 0; kh < KH; kh++) {\n",
 "            int ih = oh * geo.s0 - geo.s2 + kh * geo.s4, row = ih >= 0 && ih < H;\n",
 "            for (int kw = 0; kw < KW; kw++) {\n",
 "                int iw = ow * geo.s1 - geo.s3 + kw * geo.s5;\n",
 "                float xv = 0.0f;\n",
-"                if (row && iw >= 0 && iw < W) xv = xc[ih * W + iw];\n",
-"                acc += xv * wc[kh * KW + kw];\n",
+"                if (row && iw >= 0 && iw < W) xv = NN__SLOAD(x, xc + ih * W + iw);\n",
+"                acc += xv * NN__SLOAD(w, wc + kh * KW + kw);\n",
 "            }\n",
 "        }\n",
 "    }\n",
-"    y[i] = acc;\n",
+"    NN__SSTORE(y, i, acc);\n",
 "}\n",
 "\n",
 "/* dx [N, C, H, W]: each input pixel sums dy * w over the outputs whose window covers it */\n",
@@ -15308,11 +15516,12 @@ static const char *const nn__cl_src_conv[] = {
 "            if (ow >= OW) continue;\n",
 "            for (int kk = 0; kk < Kg; kk++) {\n",
 "                int k = g * Kg + kk;\n",
-"                acc += dy[(((size_t)n * K + k) * OH + oh) * OW + ow] * w[(((size_t)k * Cg + ci) * KH + kh) * KW + kw];\n",
+"                acc += NN__SLOAD(dy, (((size_t)n * K + k) * OH + oh) * OW + ow) *\n",
+"                       NN__SLOAD(w, (((size_t)k * Cg + ci) * KH + kh) * KW + kw);\n",
 "            }\n",
 "        }\n",
 "    }\n",
-"    dx[i] = acc;\n",
+"    NN__SSTORE(dx, i, acc);\n",
 "}\n",
 "\n",
 "/* dw [K, C/G, KH, KW]: each weight sums dy * x over the batch and the output positions,\n",
@@ -15328,21 +15537,20 @@ static const char *const nn__cl_src_conv[] = {
 "    int g = k / Kg;\n",
 "    float acc = 0.0f;\n",
 "    for (int n = 0; n < N; n++) {\n",
-"        __global const float *xc = x + ((size_t)n * C + g * Cg + ci) * H * W;\n",
-"        __global const float *dyk = dy + ((size_t)n * K + k) * OH * OW;\n",
+"        size_t xc = ((size_t)n * C + g * Cg + ci) * H * W, dyk = ((size_t)n * K + k) * OH * OW;\n",
 "        float part = 0.0f;\n",
 "        for (int oh = 0; oh < OH; oh++) {\n",
 "            int ih = oh * geo.s0 - geo.s2 + kh * geo.s4, row = ih >= 0 && ih < H;\n",
 "            for (int ow = 0; ow < OW; ow++) {\n",
 "                int iw = ow * geo.s1 - geo.s3 + kw * geo.s5;\n",
 "                float xv = 0.0f;\n",
-"                if (row && iw >= 0 && iw < W) xv = xc[ih * W + iw];\n",
-"                part += dyk[oh * OW + ow] * xv;\n",
+"                if (row && iw >= 0 && iw < W) xv = NN__SLOAD(x, xc + ih * W + iw);\n",
+"                part += NN__SLOAD(dy, dyk + oh * OW + ow) * xv;\n",
 "            }\n",
 "        }\n",
 "        acc += part;\n",
 "    }\n",
-"    dw[i] = acc;\n",
+"    NN__SSTORE(dw, i, acc);\n",
 "}\n",
 "\n",
 "/* y [C] = sum over N and S of x [N, C, S], a partial sum per n as above */\n",
@@ -16243,19 +16451,19 @@ static const char *const nn__cl_src_elementwise[] = {
 "NN__KSIG(accumulate)\n",
 "\n",
 "/* binary functions (NN__B_*, kernels/activation.h): every binary_same_NAME (same shapes),\n",
-"   and binary_same_grad_NAME */\n",
-"#define NN__KARGS_binary_same(F, P) F(in, a) P(in, b) P(out, y) P(int, n)\n",
+"   and binary_same_grad_NAME; their operands in the program's storage type (all one dtype) */\n",
+"#define NN__KARGS_binary_same(F, P) F(sin, a) P(sin, b) P(sout, y) P(int, n)\n",
 "NN__KSIG(binary_same)\n",
-"#define NN__KARGS_binary_same_grad(F, P) F(in, a) P(in, b) P(in, dy) P(out, dx) P(int, n) P(int, wrt)\n",
+"#define NN__KARGS_binary_same_grad(F, P) F(sin, a) P(sin, b) P(sin, dy) P(sout, dx) P(int, n) P(int, wrt)\n",
 "NN__KSIG(binary_same_grad)\n",
 "/* one flat dim: a and b advance by sa and sb (1, or 0 for a one-element operand) */\n",
-"#define NN__KARGS_binary_flat(F, P) F(in, a) P(in, b) P(out, y) P(int, n) P(int, fn) P(int, sa) P(int, sb)\n",
+"#define NN__KARGS_binary_flat(F, P) F(sin, a) P(sin, b) P(sout, y) P(int, n) P(int, fn) P(int, sa) P(int, sb)\n",
 "NN__KSIG(binary_flat)\n",
 "#define NN__KARGS_binary_bcast(F, P) \\\n",
-"    F(in, a) P(in, b) P(out, y) P(int, n) P(int, fn) P(int, nd) P(int8, dims) P(int8, sa) P(int8, sb)\n",
+"    F(sin, a) P(sin, b) P(sout, y) P(int, n) P(int, fn) P(int, nd) P(int8, dims) P(int8, sa) P(int8, sb)\n",
 "NN__KSIG(binary_bcast)\n",
 "#define NN__KARGS_binary_grad(F, P)                                                                      \\\n",
-"    F(in, a) P(in, b) P(in, dy) P(out, dx) P(int, n) P(int, fn) P(int, wrt) P(int, nd) P(int8, dims) \\\n",
+"    F(sin, a) P(sin, b) P(sin, dy) P(sout, dx) P(int, n) P(int, fn) P(int, wrt) P(int, nd) P(int8, dims) \\\n",
 "    P(int8, sa) P(int8, sb)\n",
 "NN__KSIG(binary_grad)\n",
 "\n",
@@ -16661,7 +16869,7 @@ static const char *const nn__cl_src_elementwise[] = {
 "/* one flat dim: a and b advance by sa and sb (1, or 0 for a one-element operand) */\n",
 "__kernel void binary_flat(NN__KPARAMS(binary_flat)) {\n",
 "    int i = get_global_id(0);\n",
-"    if (i < n) y[i] = nn__ew_binary(fn, a[i * sa], b[i * sb]);\n",
+"    if (i < n) NN__SSTORE(y, i, nn__ew_binary(fn, NN__SLOAD(a, i * sa), NN__SLOAD(b, i * sb)));\n",
 "}\n",
 "\n",
 "/* same shapes: one kernel per function (binary_same_add, ...), so that a CPU device's\n",
@@ -16670,8 +16878,8 @@ static const char *const nn__cl_src_elementwise[] = {
 "    __kernel void binary_same_##NAME(NN__KPARAMS(binary_same)) {                                 \\\n",
 "        int i = get_global_id(0);                                                                \\\n",
 "        if (i < n) {                                                                             \\\n",
-"            float u = a[i], w = b[i];                                                            \\\n",
-"            y[i] = (FWD);                                                                        \\\n",
+"            float u = NN__SLOAD(a, i), w = NN__SLOAD(b, i);                                      \\\n",
+"            NN__SSTORE(y, i, (FWD));                                                             \\\n",
 "        }                                                                                        \\\n",
 "    }\n",
 "NN__BINARY_FNS(NN__X)\n",
@@ -16681,7 +16889,7 @@ static const char *const nn__cl_src_elementwise[] = {
 "    int i = get_global_id(0), oa, ob, oc;\n",
 "    if (i >= n) return;\n",
 "    nn__bc_offsets(i, nd, dims, sa, sb, (int8)(0), &oa, &ob, &oc);\n",
-"    y[i] = nn__ew_binary(fn, a[oa], b[ob]);\n",
+"    NN__SSTORE(y, i, nn__ew_binary(fn, NN__SLOAD(a, oa), NN__SLOAD(b, ob)));\n",
 "}\n",
 "\n",
 "/* dx = dy * df/da (wrt 0) or df/db (wrt 1) for same shapes, one kernel per function */\n",
@@ -16689,8 +16897,8 @@ static const char *const nn__cl_src_elementwise[] = {
 "    __kernel void binary_same_grad_##NAME(NN__KPARAMS(binary_same_grad)) {                       \\\n",
 "        int i = get_global_id(0);                                                                \\\n",
 "        if (i < n) {                                                                             \\\n",
-"            float u = a[i], w = b[i];                                                            \\\n",
-"            dx[i] = dy[i] * (wrt ? (DB) : (DA));                                                 \\\n",
+"            float u = NN__SLOAD(a, i), w = NN__SLOAD(b, i);                                      \\\n",
+"            NN__SSTORE(dx, i, NN__SLOAD(dy, i) * (wrt ? (DB) : (DA)));                           \\\n",
 "        }                                                                                        \\\n",
 "    }\n",
 "NN__BINARY_FNS(NN__X)\n",
@@ -16701,7 +16909,7 @@ static const char *const nn__cl_src_elementwise[] = {
 "    int i = get_global_id(0), oa, ob, oc;\n",
 "    if (i >= n) return;\n",
 "    nn__bc_offsets(i, nd, dims, sa, sb, (int8)(0), &oa, &ob, &oc);\n",
-"    dx[i] = dy[i] * nn__ew_binary_der(fn, wrt, a[oa], b[ob]);\n",
+"    NN__SSTORE(dx, i, NN__SLOAD(dy, i) * nn__ew_binary_der(fn, wrt, NN__SLOAD(a, oa), NN__SLOAD(b, ob)));\n",
 "}\n",
 "\n",
 "/* ---- select (src/ops/elementwise/select.c): where, masked_fill ---- */\n",
@@ -26933,6 +27141,28 @@ static int nn__shape_fits(nn_graph *g, const char *op, const nn_shape *s) {
     return 1;
 }
 
+/* The precision policy (nn_graph_desc.precision), in one place for every builder: the
+   16-bit storage type the graph's matmuls (and the ops that take 16-bit storage after them)
+   produce, or NN_F32 with the default NN_PRECISION_FP32. */
+static NN__MAYBE_UNUSED nn_dtype nn__policy_dtype(const nn_graph *g) {
+    return g->precision == NN_PRECISION_BF16 ? NN_BF16 : g->precision == NN_PRECISION_FP16 ? NN_F16 : NN_F32;
+}
+
+static int nn__new_node(nn_graph *g, int op, nn_dtype dt, nn_shape shape, const int *in, int n_in);
+
+/* Under a 16-bit policy, the float32 copy of 16-bit node x that an op without 16-bit bodies
+   reads (torch.autocast's float32 ops: norms, softmax, losses, reductions, shapes): one CAST
+   node per (x, recompute segment), made on first use and found again after. -1 on failure. */
+static int nn__policy_f32_id(nn_graph *g, int x) {
+    int i, in[1];
+    for (i = x + 1; i < g->n_nodes; i++)
+        if (g->nodes[i].op == NN__OP_CAST && g->nodes[i].in[0] == x && g->nodes[i].dtype == NN_F32 &&
+            g->nodes[i].ckpt == g->ckpt_open)
+            return i;
+    in[0] = x;
+    return nn__new_node(g, NN__OP_CAST, NN_F32, g->nodes[x].shape, in, 1);
+}
+
 static int nn__new_node(nn_graph *g, int op, nn_dtype dt, nn_shape shape, const int *in, int n_in) {
     nn__node *n = NULL;
     int i;
@@ -26948,6 +27178,22 @@ static int nn__new_node(nn_graph *g, int op, nn_dtype dt, nn_shape shape, const 
         if (bad) {
             nn__op_fail(g, NN_ERR_SHAPE, "%s: takes no rank 0 (scalar []) tensor; nn_reshape it to [1]", nn__op_names[op]);
             return -1;
+        }
+    }
+    if (!(nn__op(op)->flags & NN__OPF_HALF) && nn__policy_dtype(g) != NN_F32 && n_in <= NN__MAX_IN) {
+        /* the policy: a 16-bit input of an op that computes in float32 is converted first */
+        for (i = 0; i < n_in; i++)
+            if (in[i] >= 0 && in[i] < g->n_nodes && nn__dtype_half(g->nodes[in[i]].dtype)) break;
+        if (i < n_in) {
+            int conv[NN__MAX_IN];
+            for (i = 0; i < n_in; i++) {
+                conv[i] = in[i];
+                if (in[i] >= 0 && in[i] < g->n_nodes && nn__dtype_half(g->nodes[in[i]].dtype)) {
+                    conv[i] = nn__policy_f32_id(g, in[i]);
+                    if (conv[i] < 0) return -1;
+                }
+            }
+            return nn__new_node(g, op, dt, shape, conv, n_in);
         }
     }
     if (!(nn__op(op)->flags & NN__OPF_HALF)) { /* 16-bit storage only where the op's bodies and kernels read it */
@@ -27027,7 +27273,7 @@ static int nn__check_shape(nn_graph *g, const char *op, nn_shape s) {
 }
 
 static int nn__expect_f32(nn_graph *g, const char *op, nn_tensor t, const char *what) {
-    if (nn__n(g, t)->dtype != NN_F32) {
+    if (nn__n(g, t)->dtype != NN_F32 && !(nn__dtype_half(nn__n(g, t)->dtype) && nn__policy_dtype(g) != NN_F32)) {
         nn__op_fail(g, NN_ERR_SHAPE, "%s: %s must be float32, not %s%s", op, what, nn__dtype_name(nn__n(g, t)->dtype),
                     nn__dtype_half(nn__n(g, t)->dtype) ? " (16-bit storage: convert it with nn_to_dtype(x, NN_F32) first)" : "");
         return 0;
@@ -27043,7 +27289,8 @@ static int nn__check_logits_labels(nn_graph *g, const char *opname, nn_tensor lo
     if (!nn__check(g, opname, 2, in)) return 0;
     a = nn__n(g, logits);
     b = nn__n(g, labels);
-    if (a->dtype != NN_F32 || a->shape.ndim != 2 || b->dtype != NN_I32 || b->shape.ndim != 1 ||
+    if ((a->dtype != NN_F32 && !(nn__dtype_half(a->dtype) && nn__policy_dtype(g) != NN_F32)) || a->shape.ndim != 2 ||
+        b->dtype != NN_I32 || b->shape.ndim != 1 ||
         b->shape.dim[0] != a->shape.dim[0]) {
         char sa[128], sb[128];
         nn__shape_str(&a->shape, sa, sizeof sa);
@@ -27296,6 +27543,14 @@ static nn_tensor nn__op2(nn_graph *g, int op, nn_dtype dt, nn_shape s, int a, in
     return nn__tensor(nn__new_node(g, op, dt, s, in, 2));
 }
 
+/* The policy's helper for builders that read a tensor's data themselves: t, or its float32
+   copy when t is 16-bit (nn__new_node converts the inputs of ops without 16-bit bodies by
+   the same rule, so most builders need not call it). */
+static NN__MAYBE_UNUSED nn_tensor nn__policy_f32_input(nn_graph *g, nn_tensor t) {
+    if (t.id < 0 || !nn__dtype_half(nn__n(g, t)->dtype)) return t;
+    return nn__tensor(nn__policy_f32_id(g, t.id));
+}
+
 static nn_tensor nn__op3(nn_graph *g, int op, nn_dtype dt, nn_shape s, int a, int b, int c) {
     int in[3];
     in[0] = a;
@@ -27520,8 +27775,11 @@ static nn_result nn__launch_leaf(nn_graph *g, int id) {
 
 static void nn__acc_grad(nn_graph *g, int x, nn_tensor gx) {
     if (gx.id < 0) return;
+    if (g->nodes[gx.id].dtype != g->nodes[x].dtype && g->nodes[x].dtype != NN_I32) /* a gradient has its tensor's dtype */
+        gx = nn__op1(g, NN__OP_CAST, g->nodes[x].dtype, g->nodes[x].shape, gx.id);
+    if (gx.id < 0) return;
     if (g->nodes[x].grad < 0) g->nodes[x].grad = gx.id;
-    else g->nodes[x].grad = nn__op2(g, NN__OP_ADD, NN_F32, g->nodes[x].shape, g->nodes[x].grad, gx.id).id;
+    else g->nodes[x].grad = nn__op2(g, NN__OP_ADD, g->nodes[x].dtype, g->nodes[x].shape, g->nodes[x].grad, gx.id).id;
 }
 
 /* The rule of an op whose input's gradient is one node of grad_op on dy alone, with the
@@ -28433,6 +28691,9 @@ static int nn__mem_kind(const nn_graph *g, int id, const unsigned char *is_pgrad
     const nn__node *n = &g->nodes[id];
     if (n->op == NN__OP_INPUT) return NN__MEM_INPUT;
     if (n->op == NN__OP_PARAM) return g->params->p[n->param].buffer ? NN__MEM_BUF : NN__MEM_PARAM;
+    if (n->op == NN__OP_CAST && id < g->n_forward && g->nodes[n->in[0]].op == NN__OP_PARAM &&
+        !g->params->p[g->nodes[n->in[0]].param].buffer)
+        return NN__MEM_PARAM; /* a precision policy's 16-bit copy of a parameter (torch.autocast's cast weights) */
     if (nn__op(n->op)->flags & NN__OPF_CONST) return NN__MEM_OTHER;
     if (id < g->n_forward || n->recompute_of > 0) return NN__MEM_ACT;
     if (is_pgrad[id] || id < g->mem_backward_end) return NN__MEM_GRAD;
@@ -28522,12 +28783,16 @@ static nn_result nn__memory_report(nn_graph *g, nn_memory_report *r) {
             best = total;
             best_p = p;
         }
+        if (d[(size_t)p * NN__MEM_KINDS + NN__MEM_ACT] > r->activations_max) r->activations_max = d[(size_t)p * NN__MEM_KINDS + NN__MEM_ACT];
+        if (d[(size_t)p * NN__MEM_KINDS + NN__MEM_GRAD] > r->gradients_max) r->gradients_max = d[(size_t)p * NN__MEM_KINDS + NN__MEM_GRAD];
     }
     if (g->n_sched > 0) {
         for (k = 0; k < NN__MEM_KINDS; k++) *nn__mem_field(r, k) += d[(size_t)best_p * NN__MEM_KINDS + (size_t)k];
         r->peak_op = nn__op(g->nodes[g->sched[best_p]].op)->name;
         r->peak_position = best_p;
     }
+    r->activations_max += r->activations - (g->n_sched > 0 ? d[(size_t)best_p * NN__MEM_KINDS + NN__MEM_ACT] : 0);
+    r->gradients_max += r->gradients - (g->n_sched > 0 ? d[(size_t)best_p * NN__MEM_KINDS + NN__MEM_GRAD] : 0);
     r->arena = (int64_t)g->arena_bytes;
     r->arena_buffers = g->arena_bytes == 0 ? 0 : g->arena_chunk == 0 ? 1 : (int)((g->arena_bytes + g->arena_chunk - 1) / g->arena_chunk);
     r->peak = persistent + (best < 0 ? 0 : best);
@@ -30216,19 +30481,19 @@ NN__KSIG(fill)
 NN__KSIG(accumulate)
 
 /* binary functions (NN__B_*, kernels/activation.h): every binary_same_NAME (same shapes),
-   and binary_same_grad_NAME */
-#define NN__KARGS_binary_same(F, P) F(in, a) P(in, b) P(out, y) P(int, n)
+   and binary_same_grad_NAME; their operands in the program's storage type (all one dtype) */
+#define NN__KARGS_binary_same(F, P) F(sin, a) P(sin, b) P(sout, y) P(int, n)
 NN__KSIG(binary_same)
-#define NN__KARGS_binary_same_grad(F, P) F(in, a) P(in, b) P(in, dy) P(out, dx) P(int, n) P(int, wrt)
+#define NN__KARGS_binary_same_grad(F, P) F(sin, a) P(sin, b) P(sin, dy) P(sout, dx) P(int, n) P(int, wrt)
 NN__KSIG(binary_same_grad)
 /* one flat dim: a and b advance by sa and sb (1, or 0 for a one-element operand) */
-#define NN__KARGS_binary_flat(F, P) F(in, a) P(in, b) P(out, y) P(int, n) P(int, fn) P(int, sa) P(int, sb)
+#define NN__KARGS_binary_flat(F, P) F(sin, a) P(sin, b) P(sout, y) P(int, n) P(int, fn) P(int, sa) P(int, sb)
 NN__KSIG(binary_flat)
 #define NN__KARGS_binary_bcast(F, P) \
-    F(in, a) P(in, b) P(out, y) P(int, n) P(int, fn) P(int, nd) P(int8, dims) P(int8, sa) P(int8, sb)
+    F(sin, a) P(sin, b) P(sout, y) P(int, n) P(int, fn) P(int, nd) P(int8, dims) P(int8, sa) P(int8, sb)
 NN__KSIG(binary_bcast)
 #define NN__KARGS_binary_grad(F, P)                                                                      \
-    F(in, a) P(in, b) P(in, dy) P(out, dx) P(int, n) P(int, fn) P(int, wrt) P(int, nd) P(int8, dims) \
+    F(sin, a) P(sin, b) P(sin, dy) P(sout, dx) P(int, n) P(int, fn) P(int, wrt) P(int, nd) P(int8, dims) \
     P(int8, sa) P(int8, sb)
 NN__KSIG(binary_grad)
 
@@ -30465,15 +30730,15 @@ NN__KSIG(upsample2d_backward)
 
 /* the direct kernels: one work-item per element of y, dx or dw */
 #define NN__KARGS_conv2d_forward(F, P)                                                                  \
-    F(in, x) P(in, w) P(in, b) P(out, y) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) \
+    F(sin, x) P(sin, w) P(sin, b) P(sout, y) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) \
     P(int, KW) P(int, OH) P(int, OW) P(int8, geo) P(int, has_bias)
 NN__KSIG(conv2d_forward)
 #define NN__KARGS_conv2d_backward_data(F, P)                                                             \
-    F(in, w) P(in, dy) P(out, dx) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) P(int, KW) \
+    F(sin, w) P(sin, dy) P(sout, dx) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) P(int, KW) \
     P(int, OH) P(int, OW) P(int8, geo)
 NN__KSIG(conv2d_backward_data)
 #define NN__KARGS_conv2d_backward_weight(F, P)                                                           \
-    F(in, x) P(in, dy) P(out, dw) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) P(int, KW) \
+    F(sin, x) P(sin, dy) P(sout, dw) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) P(int, KW) \
     P(int, OH) P(int, OW) P(int8, geo)
 NN__KSIG(conv2d_backward_weight)
 
@@ -31455,10 +31720,23 @@ static nn_tensor nn__binary_fn(nn_graph *g, int op, int fn, const char *opname, 
     nn_shape out;
     in[0] = a;
     in[1] = b;
+    nn_dtype dt = NN_F32;
     if (!nn__check0(g, opname, 2, in)) return nn__tensor(-1);
-    if (!nn__expect_f32(g, opname, a, "a") || !nn__expect_f32(g, opname, b, "b")) return nn__tensor(-1);
+    if (op != NN__OP_COMPARE && (nn__dtype_half(nn__n(g, a)->dtype) || nn__dtype_half(nn__n(g, b)->dtype)) &&
+        nn__n(g, a)->dtype != NN_I32 && nn__n(g, b)->dtype != NN_I32) {
+        /* 16-bit storage: PyTorch's type promotion. One 16-bit dtype: the op runs there
+           (float32 arithmetic, rounded once); bfloat16 with float32 or float16: float32,
+           the 16-bit operands converted first */
+        if (nn__n(g, a)->dtype == nn__n(g, b)->dtype) dt = nn__n(g, a)->dtype;
+        else {
+            if (nn__dtype_half(nn__n(g, a)->dtype)) a = nn_to_dtype(g, a, NN_F32);
+            if (nn__dtype_half(nn__n(g, b)->dtype)) b = nn_to_dtype(g, b, NN_F32);
+            if (a.id < 0 || b.id < 0) return nn__tensor(-1);
+        }
+    }
+    if (dt == NN_F32 && (!nn__expect_f32(g, opname, a, "a") || !nn__expect_f32(g, opname, b, "b"))) return nn__tensor(-1);
     if (!nn__broadcast_shape(g, opname, 2, in, names, &out)) return nn__tensor(-1);
-    t = nn__op2(g, op, NN_F32, out, a.id, b.id);
+    t = nn__op2(g, op, dt, out, a.id, b.id);
     if (t.id >= 0) g->nodes[t.id].a.ew.bfn = fn;
     return t;
 }
@@ -31474,9 +31752,19 @@ static int nn__binary_node_fn(const nn__node *n) {
     return n->op == NN__OP_MUL ? NN__B_MUL : n->a.ew.bfn;
 }
 
+/* 16-bit storage (NN_BF16, NN_F16): a, b (and dy) and the output share one dtype (the
+   builders see to it). The CPU bodies run src/cpu/elementwise.c's nn__binary16_run; the
+   kernels read and write through kernels/storage.h in the program built for the dtype
+   (l->store). */
+
 static nn_result nn__cpu_binary(nn_graph *g, nn__node *n) {
     nn__bcast bc;
     nn__bcast_node(g, n, 2, &bc);
+    if (nn__dtype_half(n->dtype)) {
+        nn__binary16_run(g->ctx->threads, nn__binary_node_fn(n), 0, 0, n->dtype, n->buf.host, g->nodes[n->in[0]].buf.host,
+                         g->nodes[n->in[1]].buf.host, NULL, &bc);
+        return NN_OK;
+    }
     nn__binary_forward(g->ctx->threads, nn__binary_node_fn(n), n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]), &bc);
     return NN_OK;
 }
@@ -31509,11 +31797,13 @@ static nn_result nn__launch_binary(nn_graph *g, int id) {
     nn__bcast_ints(&bc, dims, st);
     if (bc.nd == 1 && st[0][0] == 1 && st[1][0] == 1) {
         NN__KSTART(binary_same, "elementwise", nn__same_fwd[fn], N);
+        l->store = n->dtype;
         NN__BINARY_KFIELDS(k);
         return nn__kargs_binary_same(l, &k);
     }
     if (bc.nd == 1) {
         NN__KSTART(binary_flat, "elementwise", "binary_flat", N);
+        l->store = n->dtype;
         NN__BINARY_KFIELDS(k);
         k.fn = fn;
         k.sa = st[0][0];
@@ -31521,6 +31811,7 @@ static nn_result nn__launch_binary(nn_graph *g, int id) {
         return nn__kargs_binary_flat(l, &k);
     } else {
         NN__KSTART(binary_bcast, "elementwise", "binary_bcast", N);
+        l->store = n->dtype;
         NN__BINARY_KFIELDS(k);
         k.fn = fn;
         k.nd = bc.nd;
@@ -31541,17 +31832,30 @@ NN_API nn_tensor nn_add(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__bina
 #define nn__grad_add nn__grad_add_sub
 #define nn__plan_add nn__no_plan
 
+/* Operand x's gradient from t at the output's shape: t summed to x's shape (nn__sum_to_op:
+   nothing when the shapes are the same), times s when s is not 1. A 16-bit t goes through
+   float32 for the sum and the scale (SUM_TO and SCALE run in float32) and back to x's dtype. */
+static nn_tensor nn__binary_grad_to(nn_graph *g, nn_tensor t, int x, float s) {
+    nn_dtype dt;
+    if (t.id < 0) return t;
+    dt = g->nodes[t.id].dtype;
+    if (!nn__dtype_half(dt)) {
+        t = nn__sum_to_op(g, t.id, g->nodes[x].shape);
+        return s != 1.0f && t.id >= 0 ? nn__scale_op(g, g->nodes[x].shape, t.id, s) : t;
+    }
+    if (s == 1.0f && nn__shape_eq(&g->nodes[t.id].shape, &g->nodes[x].shape)) return t;
+    t = nn__op1(g, NN__OP_CAST, NN_F32, g->nodes[t.id].shape, t.id);
+    if (t.id >= 0) t = nn__sum_to_op(g, t.id, g->nodes[x].shape);
+    if (s != 1.0f && t.id >= 0) t = nn__scale_op(g, g->nodes[x].shape, t.id, s);
+    return t.id >= 0 ? nn__op1(g, NN__OP_CAST, g->nodes[x].dtype, g->nodes[x].shape, t.id) : t;
+}
+
 /* Gradients of broadcast operands: the gradient at the output's shape, summed to the
-   operand's (nn__sum_to_op: nothing when the shapes are the same). */
+   operand's. */
 static void nn__grad_add_sub(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    if (ga) nn__acc_grad(g, a, nn__sum_to_op(g, gy.id, g->nodes[a].shape));
-    if (gb) {
-        t = nn__sum_to_op(g, gy.id, g->nodes[b].shape);
-        if (n.op == NN__OP_SUB && t.id >= 0) t = nn__scale_op(g, g->nodes[b].shape, t.id, -1.0f);
-        nn__acc_grad(g, b, t);
-    }
+    if (ga) nn__acc_grad(g, a, nn__binary_grad_to(g, gy, a, 1.0f));
+    if (gb) nn__acc_grad(g, b, nn__binary_grad_to(g, gy, b, n.op == NN__OP_SUB ? -1.0f : 1.0f));
 }
 
 /* ==== sub: y = a - b (torch.sub) ==== */
@@ -31575,14 +31879,12 @@ static void nn__grad_mul(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
     if (ga) {
-        t = nn__op2(g, NN__OP_MUL, NN_F32, n.shape, gy.id, b);
-        if (t.id >= 0) t = nn__sum_to_op(g, t.id, g->nodes[a].shape);
-        nn__acc_grad(g, a, t);
+        t = nn__op2(g, NN__OP_MUL, n.dtype, n.shape, gy.id, b);
+        nn__acc_grad(g, a, nn__binary_grad_to(g, t, a, 1.0f));
     }
     if (gb) {
-        t = nn__op2(g, NN__OP_MUL, NN_F32, n.shape, gy.id, a);
-        if (t.id >= 0) t = nn__sum_to_op(g, t.id, g->nodes[b].shape);
-        nn__acc_grad(g, b, t);
+        t = nn__op2(g, NN__OP_MUL, n.dtype, n.shape, gy.id, a);
+        nn__acc_grad(g, b, nn__binary_grad_to(g, t, b, 1.0f));
     }
 }
 
@@ -31613,11 +31915,11 @@ static void nn__grad_binary(nn_graph *g, int id) {
         int x = k ? b : a;
         nn_tensor t;
         if (!(k ? gb : ga)) continue;
-        t = nn__op3(g, NN__OP_BINARY_GRAD, NN_F32, n.shape, a, b, gy.id);
+        t = nn__op3(g, NN__OP_BINARY_GRAD, n.dtype, n.shape, a, b, gy.id);
         if (t.id < 0) return;
         g->nodes[t.id].a = n.a;
         g->nodes[t.id].a.ew.wrt = k;
-        nn__acc_grad(g, x, nn__sum_to_op(g, t.id, g->nodes[x].shape));
+        nn__acc_grad(g, x, nn__binary_grad_to(g, t, x, 1.0f));
     }
 }
 
@@ -31625,6 +31927,11 @@ static void nn__grad_binary(nn_graph *g, int id) {
 static nn_result nn__cpu_binary_grad(nn_graph *g, nn__node *n) {
     nn__bcast bc;
     nn__bcast_node(g, n, 2, &bc);
+    if (nn__dtype_half(n->dtype)) {
+        nn__binary16_run(g->ctx->threads, n->a.ew.bfn, 1, n->a.ew.wrt, n->dtype, n->buf.host, g->nodes[n->in[0]].buf.host,
+                         g->nodes[n->in[1]].buf.host, g->nodes[n->in[2]].buf.host, &bc);
+        return NN_OK;
+    }
     nn__binary_backward(g->ctx->threads, n->a.ew.bfn, n->a.ew.wrt, n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]),
                         NN__F(n->in[2]), &bc);
     return NN_OK;
@@ -31656,10 +31963,12 @@ static nn_result nn__launch_binary_grad(nn_graph *g, int id) {
     nn__bcast_ints(&bc, dims, st);
     if (bc.nd == 1 && st[0][0] == 1 && st[1][0] == 1) { /* same shapes: the function's own kernel */
         NN__KSTART(binary_same_grad, "elementwise", nn__same_grad[n->a.ew.bfn], N);
+        l->store = n->dtype;
         NN__BINARY_GRAD_KFIELDS(k);
         return nn__kargs_binary_same_grad(l, &k);
     } else {
         NN__KSTART(binary_grad, "elementwise", "binary_grad", N);
+        l->store = n->dtype;
         NN__BINARY_GRAD_KFIELDS(k);
         k.fn = n->a.ew.bfn;
         k.nd = bc.nd;
@@ -32071,22 +32380,20 @@ static nn_tensor nn__matmul_build(nn_graph *g, nn_tensor a, nn_tensor b, int tra
 }
 
 NN_API nn_tensor nn_matmul(nn_graph *g, nn_tensor a, nn_tensor b, int trans_a, int trans_b) {
-    nn_tensor in[2], y;
+    nn_tensor in[2];
     nn_dtype dt;
     in[0] = a;
     in[1] = b;
     if (!nn__check(g, "nn_matmul", 2, in)) return nn__tensor(-1);
-    dt = g->precision == NN_PRECISION_BF16 ? NN_BF16 : g->precision == NN_PRECISION_FP16 ? NN_F16 : NN_F32;
-    if (dt == NN_F32 || nn__n(g, a)->dtype != NN_F32 || nn__n(g, b)->dtype != NN_F32)
-        return nn__matmul_build(g, a, b, trans_a, trans_b);
+    dt = nn__policy_dtype(g);
+    if (dt == NN_F32) return nn__matmul_build(g, a, b, trans_a, trans_b);
     /* the precision policy (nn_graph_desc.precision), torch.autocast's for matmul: float32
-       operands converted, the product made in 16 bits and converted back */
-    a = nn_to_dtype(g, a, dt);
-    b = nn_to_dtype(g, b, dt);
+       operands converted (parameters stay float32: master weights), the product made and
+       kept in 16 bits for the ops after it (nn__new_node converts it for float32 ops) */
+    if (nn__n(g, a)->dtype == NN_F32) a = nn_to_dtype(g, a, dt);
+    if (nn__n(g, b)->dtype == NN_F32) b = nn_to_dtype(g, b, dt);
     if (a.id < 0 || b.id < 0) return nn__tensor(-1);
-    y = nn__matmul_build(g, a, b, trans_a, trans_b);
-    if (y.id < 0) return y;
-    return nn_to_dtype(g, y, NN_F32);
+    return nn__matmul_build(g, a, b, trans_a, trans_b);
 }
 
 
@@ -32211,6 +32518,9 @@ NN_API nn_tensor nn_linear_layer(nn_graph *g, nn_tensor x, int64_t out_features,
     y = nn_matmul(g, x, w, 0, 1);
     if (desc && desc->no_bias) return y;
     b = nn_param(g, bn, nn_shape1(out_features), init);
+    /* F.linear under autocast: the bias converted too, the output in the policy's type */
+    if (y.id >= 0 && nn__dtype_half(nn__n(g, y)->dtype) && nn__policy_dtype(g) == nn__n(g, y)->dtype)
+        b = nn_to_dtype(g, b, nn__n(g, y)->dtype);
     return nn_add(g, y, b);
 }
 
@@ -35877,12 +36187,12 @@ static void nn__grad_conv(nn_graph *g, int id, int dx_op, int dw_op) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
     if (ga) {
-        t = nn__op2(g, dx_op, NN_F32, g->nodes[a].shape, b, gy.id);
+        t = nn__op2(g, dx_op, g->nodes[a].dtype, g->nodes[a].shape, b, gy.id); /* a 16-bit conv's in 16 bits */
         if (t.id >= 0) g->nodes[t.id].a = n.a;
         nn__acc_grad(g, a, t);
     }
     if (gb) {
-        t = nn__op2(g, dw_op, NN_F32, g->nodes[b].shape, a, gy.id);
+        t = nn__op2(g, dw_op, g->nodes[b].dtype, g->nodes[b].shape, a, gy.id);
         if (t.id >= 0) g->nodes[t.id].a = n.a;
         nn__acc_grad(g, b, t);
     }
@@ -36024,7 +36334,35 @@ static void nn__conv2d_geo(const nn__conv_attr *at, int geo[8]) {
     geo[7] = 0;
 }
 
+/* A conv2d on bf16/f16 storage (x and w of one 16-bit dtype, no bias): the output and the
+   gradients in that dtype, every sum in float32 (src/cpu/conv16.c; kernels/conv.cl's
+   direct kernels in a 16-bit build). Under the precision policy (nn_graph_desc.precision)
+   a conv2d converts float32 x and w and runs in 16 bits, as torch.autocast runs conv2d in
+   bf16; its output stays 16-bit without a bias, the bias is added in float32 (nn__channel_bias). */
+static nn_tensor nn__conv2d_build(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc);
+
 NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc) {
+    nn_tensor in[2], y;
+    nn_dtype dt;
+    in[0] = x;
+    in[1] = w;
+    if (!nn__check(g, "nn_conv2d", 2, in)) return nn__tensor(-1);
+    dt = nn__policy_dtype(g);
+    if (dt == NN_F32 || (nn__n(g, x)->dtype != NN_F32 && nn__n(g, x)->dtype != dt) ||
+        (nn__n(g, w)->dtype != NN_F32 && nn__n(g, w)->dtype != dt) || nn__optional(g, "nn_conv2d", bias) < 0 ||
+        (desc && nn__no_bias_conflict(g, "nn_conv2d", desc->no_bias, bias)))
+        return nn__conv2d_build(g, x, w, bias, desc);
+    /* the policy: float32 operands converted (parameters stay float32: master weights), the
+       conv made and kept in 16 bits; a bias is added in float32 (nn__new_node converts y for
+       nn__channel_bias, which computes in float32) */
+    if (nn__n(g, x)->dtype == NN_F32) x = nn_to_dtype(g, x, dt);
+    if (nn__n(g, w)->dtype == NN_F32) w = nn_to_dtype(g, w, dt);
+    if (x.id < 0 || w.id < 0) return nn__tensor(-1);
+    y = nn__conv2d_build(g, x, w, nn__tensor(0), desc);
+    return bias.id != 0 && y.id >= 0 ? nn__channel_bias(g, "nn_conv2d", y, bias) : y;
+}
+
+static nn_tensor nn__conv2d_build(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc) {
     nn_tensor in[3], t;
     nn__node *nx, *nw;
     nn_conv2d_desc d;
@@ -36035,7 +36373,6 @@ NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     in[0] = x;
     in[1] = w;
     if (has_bias < 0 || !nn__check(g, "nn_conv2d", 2, in)) return nn__tensor(-1);
-    if (!nn__expect_f32(g, "nn_conv2d", x, "x") || !nn__expect_f32(g, "nn_conv2d", w, "w")) return nn__tensor(-1);
     memset(&d, 0, sizeof d);
     if (desc) d = *desc;
     if (nn__no_bias_conflict(g, "nn_conv2d", d.no_bias, bias)) return nn__tensor(-1);
@@ -36044,6 +36381,13 @@ NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     nw = nn__n(g, w);
     nn__shape_str(&nx->shape, sx, sizeof sx);
     nn__shape_str(&nw->shape, sw, sizeof sw);
+    if (nx->dtype != nw->dtype || (nx->dtype != NN_F32 && !nn__dtype_half(nx->dtype)))
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: x %s is %s and w %s is %s: they must be float32, or both bfloat16 "
+                           "or both float16 (convert one with nn_to_dtype)", sx, nn__dtype_name(nx->dtype), sw,
+                           nn__dtype_name(nw->dtype));
+    if (nx->dtype != NN_F32 && has_bias)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv2d: a bias with %s x %s: add it to the float32 result "
+                           "(nn_to_dtype), or use nn_graph_desc.precision", nn__dtype_name(nx->dtype), sx);
     if (!nn__conv_attr_ok(&at, 2))
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT,
                            "nn_conv2d: stride (%d, %d), dilation (%d, %d) and groups %d must be >= 1 and padding (%d, %d) >= 0",
@@ -36068,7 +36412,7 @@ NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
         }
     }
     t = has_bias ? nn__op3(g, NN__OP_CONV2D, NN_F32, nn_shape4(nx->shape.dim[0], nw->shape.dim[0], OH, OW), x.id, w.id, bias.id)
-                 : nn__op2(g, NN__OP_CONV2D, NN_F32, nn_shape4(nx->shape.dim[0], nw->shape.dim[0], OH, OW), x.id, w.id);
+                 : nn__op2(g, NN__OP_CONV2D, nx->dtype, nn_shape4(nx->shape.dim[0], nw->shape.dim[0], OH, OW), x.id, w.id);
     if (t.id >= 0) g->nodes[t.id].a.conv = at;
     return t;
 }
@@ -36318,6 +36662,7 @@ static void nn__plan_conv2d(nn_graph *g, nn__node *n) {
     if (!g->ctx->backend->host_memory) {
         nn__conv_plan p;
         nn__conv2d_dev_plan(g->ctx, n->op, &c, &p);
+        if (nn__dtype_half(n->dtype)) p.algo = NN__CONV_DIRECT, p.scratch = 0; /* the 16-bit build of the direct kernels */
         n->algo = p.algo;
         n->scratch = p.scratch;
         return;
@@ -36329,60 +36674,62 @@ static void nn__plan_conv2d(nn_graph *g, nn__node *n) {
     else if (n->algo == NN__CONV_GEMM) n->scratch = nn__conv2d_scratch(&c);
     else
         n->scratch = nn__iconv_scratch(&c, which, nn__threadpool_size(g->ctx->threads));
+    if (nn__dtype_half(n->dtype)) /* the operands widened and the float32 output after it */
+        n->scratch += nn__conv16_extra(g->nodes[n->in[0]].numel, g->nodes[n->in[1]].numel, n->numel);
 }
 
-/* Direct loops (src/cpu/conv_dw.c) when planned, no scratch; else im2col + GEMM. */
-static nn_result nn__cpu_conv2d(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
+/* The float32 bodies on the data of a node's operands: a and b are its inputs' data
+   ((x, w) for CONV2D, (w, dy) for CONV2D_DX, (x, dy) for CONV2D_DW), y its output. Direct
+   loops (src/cpu/conv_dw.c) when planned, no scratch; else Winograd, the implicit GEMM or
+   im2col + GEMM. */
+static void nn__conv2d_cpu_run(nn_graph *g, const nn__node *n, float *y, const float *a, const float *b, const float *bias,
+                               float *scratch) {
+    nn__threadpool *pool = g->ctx->threads;
+    int nt = nn__threadpool_size(pool);
     nn__conv2d c;
-    nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
-    nn__conv2d_geom(&c, &x->shape, &w->shape, &n->a.conv);
-    if (n->algo == NN__CONV_DIRECT)
-        nn__dwconv2d_forward(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL);
-    else if (n->algo == NN__CONV_WINOGRAD && nn__wino_run(g->ctx->threads, &c, 0, nn__threadpool_size(g->ctx->threads), y,
-                                                          x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL,
-                                                          n->scratch_buf.host))
-        ; /* else (an output not finite) the implicit GEMM below gives PyTorch's infinities and NaNs */
-    else if (n->algo == NN__CONV_IMPLICIT || n->algo == NN__CONV_WINOGRAD)
-        nn__iconv_forward(g->ctx->threads, &c, nn__threadpool_size(g->ctx->threads), y, x->buf.host, w->buf.host,
-                          n->n_in > 2 ? NN__F(in[2]) : NULL, n->scratch_buf.host);
-    else
-        nn__conv2d_forward(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL,
-                           n->scratch_buf.host);
+    nn__conv2d_node_geom(g, n, &c);
+    if (n->op == NN__OP_CONV2D) {
+        if (n->algo == NN__CONV_DIRECT) nn__dwconv2d_forward(pool, &c, y, a, b, bias);
+        else if (n->algo == NN__CONV_WINOGRAD && nn__wino_run(pool, &c, 0, nt, y, a, b, bias, scratch))
+            ; /* else (an output not finite) the implicit GEMM below gives PyTorch's infinities and NaNs */
+        else if (n->algo == NN__CONV_IMPLICIT || n->algo == NN__CONV_WINOGRAD) nn__iconv_forward(pool, &c, nt, y, a, b, bias, scratch);
+        else nn__conv2d_forward(pool, &c, y, a, b, bias, scratch);
+    } else if (n->op == NN__OP_CONV2D_DX) { /* a = w, b = dy */
+        if (n->algo == NN__CONV_DIRECT) nn__dwconv2d_backward_data(pool, &c, y, a, b);
+        else if (n->algo == NN__CONV_WINOGRAD && nn__wino_run(pool, &c, 1, nt, y, b, a, NULL, scratch))
+            ; /* as the forward */
+        else if (n->algo == NN__CONV_IMPLICIT || n->algo == NN__CONV_WINOGRAD) nn__iconv_backward_data(pool, &c, nt, y, a, b, scratch);
+        else nn__conv2d_backward_data(pool, &c, y, a, b, scratch);
+    } else { /* a = x, b = dy */
+        if (n->algo == NN__CONV_DIRECT) nn__dwconv2d_backward_weight(pool, &c, y, a, b);
+        else if (n->algo == NN__CONV_IMPLICIT) nn__iconv_backward_weight(pool, &c, nt, y, a, b, scratch);
+        else nn__conv2d_backward_weight(pool, &c, y, a, b, scratch);
+    }
+}
+
+/* A node's float32 body, or its 16-bit one (nn__conv16_cpu, src/cpu/conv16.c): the
+   operands widened into the scratch after the float32 path's, that path run there, the
+   output rounded once into storage. */
+static nn_result nn__conv2d_cpu(nn_graph *g, nn__node *n) {
+    const float *bias = n->op == NN__OP_CONV2D && n->n_in > 2 ? NN__F(n->in[2]) : NULL;
+    nn__node *na = &g->nodes[n->in[0]], *nb = &g->nodes[n->in[1]];
+    if (nn__dtype_half(n->dtype)) {
+        float *s = n->scratch_buf.host, *fa, *fb, *fy;
+        nn__conv16_cpu_layout(s, n->scratch - nn__conv16_extra(na->numel, nb->numel, n->numel), na->numel, nb->numel, &fa,
+                              &fb, &fy);
+        nn__cast(g->ctx->threads, na->buf.host, na->dtype, fa, NN_F32, na->numel);
+        nn__cast(g->ctx->threads, nb->buf.host, nb->dtype, fb, NN_F32, nb->numel);
+        nn__conv2d_cpu_run(g, n, fy, fa, fb, bias, s);
+        nn__cast(g->ctx->threads, fy, NN_F32, n->buf.host, n->dtype, n->numel);
+        return NN_OK;
+    }
+    nn__conv2d_cpu_run(g, n, n->buf.host, na->buf.host, nb->buf.host, bias, n->scratch_buf.host);
     return NN_OK;
 }
 
-/* inputs (w, dy), output dx */
-static nn_result nn__cpu_conv2d_dx(nn_graph *g, nn__node *n) {
-    float *y = n->buf.host;
-    nn__conv2d c;
-    nn__node *w = &g->nodes[n->in[0]], *dy = &g->nodes[n->in[1]];
-    nn__conv2d_geom(&c, &n->shape, &w->shape, &n->a.conv);
-    if (n->algo == NN__CONV_DIRECT) nn__dwconv2d_backward_data(g->ctx->threads, &c, y, w->buf.host, dy->buf.host);
-    else if (n->algo == NN__CONV_WINOGRAD && nn__wino_run(g->ctx->threads, &c, 1, nn__threadpool_size(g->ctx->threads), y,
-                                                          dy->buf.host, w->buf.host, NULL, n->scratch_buf.host))
-        ; /* as the forward */
-    else if (n->algo == NN__CONV_IMPLICIT || n->algo == NN__CONV_WINOGRAD)
-        nn__iconv_backward_data(g->ctx->threads, &c, nn__threadpool_size(g->ctx->threads), y, w->buf.host,
-                                dy->buf.host, n->scratch_buf.host);
-    else nn__conv2d_backward_data(g->ctx->threads, &c, y, w->buf.host, dy->buf.host, n->scratch_buf.host);
-    return NN_OK;
-}
-
-/* inputs (x, dy), output dw */
-static nn_result nn__cpu_conv2d_dw(nn_graph *g, nn__node *n) {
-    float *y = n->buf.host;
-    nn__conv2d c;
-    nn__node *x = &g->nodes[n->in[0]], *dy = &g->nodes[n->in[1]];
-    nn__conv2d_geom(&c, &x->shape, &n->shape, &n->a.conv);
-    if (n->algo == NN__CONV_DIRECT) nn__dwconv2d_backward_weight(g->ctx->threads, &c, y, x->buf.host, dy->buf.host);
-    else if (n->algo == NN__CONV_IMPLICIT)
-        nn__iconv_backward_weight(g->ctx->threads, &c, nn__threadpool_size(g->ctx->threads), y, x->buf.host,
-                                  dy->buf.host, n->scratch_buf.host);
-    else nn__conv2d_backward_weight(g->ctx->threads, &c, y, x->buf.host, dy->buf.host, n->scratch_buf.host);
-    return NN_OK;
-}
+static nn_result nn__cpu_conv2d(nn_graph *g, nn__node *n) { return nn__conv2d_cpu(g, n); }
+static nn_result nn__cpu_conv2d_dx(nn_graph *g, nn__node *n) { return nn__conv2d_cpu(g, n); }
+static nn_result nn__cpu_conv2d_dw(nn_graph *g, nn__node *n) { return nn__conv2d_cpu(g, n); }
 
 /* The GEMM path (NN__CONV_GEMM): im2col / pack passes of kernels/conv.cl around one
    batched GEMM over the groups (nn__launch_gemm, src/ops/matmul.c), operands at float
@@ -36494,6 +36841,7 @@ static nn_result nn__launch_conv2d(nn_graph *g, int id) {
     }
     r = nn__launch_kernel(g, id, "conv", "conv2d_forward", (size_t)n->numel, &l);
     if (r != NN_OK) return r;
+    l->store = n->dtype; /* 16-bit: the program built with NN_STORE_BF16 / _F16 */
     {
         nn__k_conv2d_forward k;
         nn__conv2d_geo(&n->a.conv, geo);
@@ -36563,6 +36911,7 @@ static nn_result nn__launch_conv2d_dx(nn_graph *g, int id) {
     }
     r = nn__launch_kernel(g, id, "conv", "conv2d_backward_data", (size_t)n->numel, &l);
     if (r != NN_OK) return r;
+    l->store = n->dtype; /* 16-bit: the program built with NN_STORE_BF16 / _F16 */
     {
         nn__k_conv2d_backward_data k;
         memset(&k, 0, sizeof k);
@@ -36627,6 +36976,7 @@ static nn_result nn__launch_conv2d_dw(nn_graph *g, int id) {
     }
     r = nn__launch_kernel(g, id, "conv", "conv2d_backward_weight", (size_t)n->numel, &l);
     if (r != NN_OK) return r;
+    l->store = n->dtype; /* 16-bit: the program built with NN_STORE_BF16 / _F16 */
     {
         nn__k_conv2d_backward_weight k;
         nn__conv2d_geo(&n->a.conv, geo);

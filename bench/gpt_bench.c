@@ -22,6 +22,11 @@
               refilled with its last 32 tokens in one nn_gpt_prefill pass whose caches are
               copied in) and without it (the whole window of up to 64 tokens run for each
               token, nanoGPT's generate(), reading back the logits)
+          gpt_bench mem SEL            BENCH name=memory backend=NAME model=mlp784|tiny_gpt
+                                      precision=fp32|bf16|fp16 act_max=B grad_max=B
+                                      parameters=B ... peak=B: nn_graph_memory's bytes by
+                                      kind of an MLP 784-1024-1024-10 (batch 256) and the
+                                      tiny GPT, per precision (bench_mem below)
           gpt_bench peak               BENCH name=fma_peak threads=N gflops=X: independent
                                       FMA chains on 1 and 2 threads (AVX-512 where the CPU
                                       has it, else AVX2+FMA), the better: the machine's
@@ -425,11 +430,64 @@ static int bench_peak(void) {
     return 0;
 }
 
+/* gpt_bench mem SEL: nn_graph_memory of two training graphs in float32, bf16 and fp16
+   (nn_graph_desc.precision), bytes by kind, one line each: an MLP 784-1024-1024-10 at batch
+   256 (cross-entropy, Adam) and examples/tiny_gpt.c's model (batch 16, context 64, AdamW).
+   act_max and grad_max: the activations and gradients at their own peak (the forward's end);
+   the other kinds at the plan's peak. */
+static int bench_mem(const char *sel) {
+    char name[256];
+    nn_context *ctx = open_ctx(sel, name, sizeof name);
+    static const char *const pl[3] = {"fp32", "bf16", "fp16"};
+    int m, p;
+    if (!ctx) return 1;
+    for (m = 0; m < 2; m++)
+        for (p = 0; p < 3; p++) {
+            nn_graph *g = NULL;
+            nn_graph_desc gd;
+            nn_compile_desc cd;
+            nn_memory_report r;
+            memset(&gd, 0, sizeof gd);
+            memset(&cd, 0, sizeof cd);
+            gd.precision = (nn_precision)p;
+            if (nn_graph_create(ctx, &gd, &g) != NN_OK) return fail(ctx, "graph");
+            if (m == 0) {
+                nn_tensor x = nn_input(g, "x", NN_F32, nn_shape2(256, 784)), y = nn_input(g, "y", NN_I32, nn_shape1(256)), h;
+                h = nn_relu(g, nn_linear_layer(g, x, 1024, NULL, "fc1"));
+                h = nn_relu(g, nn_linear_layer(g, h, 1024, NULL, "fc2"));
+                cd.loss = nn_cross_entropy_loss(g, nn_linear_layer(g, h, 10, NULL, "fc3"), y, NULL);
+                cd.optimizer.kind = NN_OPT_ADAM;
+            } else {
+                nn_gpt_config cfg;
+                nn_tensor x = nn_input(g, "x", NN_I32, nn_shape2(16, 64)), y = nn_input(g, "y", NN_I32, nn_shape1(16 * 64));
+                memset(&cfg, 0, sizeof cfg);
+                cfg.vocab_size = V;
+                cfg.n_layer = 4;
+                cfg.n_head = 4;
+                cfg.n_embd = 128;
+                cfg.block_size = 64;
+                cd.loss = nn_softmax_cross_entropy(g, nn_gpt(g, x, &cfg), y);
+                cd.optimizer.kind = NN_OPT_ADAMW;
+            }
+            cd.optimizer.lr = 1e-3f;
+            if (nn_graph_compile(g, &cd) != NN_OK || nn_graph_memory(g, &r) != NN_OK) return fail(ctx, "compile");
+            printf("BENCH name=memory backend=%s model=%s precision=%s act_max=%lld grad_max=%lld parameters=%lld "
+                   "gradients=%lld optimizer_state=%lld activations=%lld workspace=%lld inputs=%lld peak=%lld\n",
+                   name, m == 0 ? "mlp784" : "tiny_gpt", pl[p], (long long)r.activations_max, (long long)r.gradients_max,
+                   (long long)r.parameters, (long long)r.gradients, (long long)r.optimizer_state, (long long)r.activations,
+                   (long long)r.workspace, (long long)r.inputs, (long long)r.peak);
+            nn_graph_destroy(g);
+        }
+    nn_context_destroy(ctx);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const char *cmd = argc > 1 ? argv[1] : "";
     if (argc == 4 && strcmp(cmd, "train") == 0) return bench_train(argv[2], argv[3]);
     if (argc == 3 && strcmp(cmd, "generate") == 0) return bench_generate(argv[2]);
     if (argc == 2 && strcmp(cmd, "peak") == 0) return bench_peak();
-    fprintf(stderr, "usage: %s train DEVICE tiny|gpt2s | generate DEVICE | peak\n", argv[0]);
+    if (argc == 3 && strcmp(cmd, "mem") == 0) return bench_mem(argv[2]);
+    fprintf(stderr, "usage: %s train DEVICE tiny|gpt2s | generate DEVICE | peak | mem DEVICE\n", argv[0]);
     return 2;
 }

@@ -18,7 +18,9 @@
                                   the flops of dw and dx (2*N*K*OH*OW*C*9 each)
           nn_bench cnn SEL        BENCH name=cnn_train backend=NAME batch=64 samples_per_sec=X:
                                   examples/fashion_mnist_cnn.c's network and step (Adam,
-                                  batch 64, gathered from 60000 resident random images)
+                                  batch 64, gathered from 60000 resident random images); on
+                                  cpu also BENCH name=cnn_train_bf16 ...: the same under
+                                  nn_graph_desc.precision = NN_PRECISION_BF16
           nn_bench start SEL      "NAME MS": milliseconds to create a context and compile the
                                   MLP training graph in this process (run.sh runs it with an
                                   empty and then a filled NN_CACHE_DIR)
@@ -500,8 +502,11 @@ static nn_tensor cnn_block(nn_graph *g, nn_tensor x, int64_t channels, const cha
     return nn_max_pool2d(g, x, &pd);
 }
 
-static int bench_cnn(const char *sel) {
+/* prec: the graph's precision policy (nn_graph_desc.precision); tag: "" for float32, else
+   the name's suffix (cnn_train_bf16) */
+static int bench_cnn_run(const char *sel, nn_precision prec, const char *tag) {
     char name[256];
+    nn_graph_desc gd;
     nn_context *ctx = open_ctx(sel, name, sizeof name);
     nn_graph *g = NULL;
     nn_compile_desc cd;
@@ -524,7 +529,9 @@ static int bench_cnn(const char *sel) {
     }
     fill_random(x, (size_t)TRAIN_N * IMG, 3u);
     for (i = 0; i < TRAIN_N; i++) y[i] = (int32_t)((uint32_t)i * 2654435761u % 10u);
-    r = nn_graph_create(ctx, NULL, &g);
+    memset(&gd, 0, sizeof gd);
+    gd.precision = prec;
+    r = nn_graph_create(ctx, &gd, &g);
     if (r == NN_OK) {
         x_all = nn_input(g, "x_all", NN_F32, nn_shape4(TRAIN_N, 1, 28, 28));
         y_all = nn_input(g, "y_all", NN_I32, nn_shape1(TRAIN_N));
@@ -570,13 +577,20 @@ static int bench_cnn(const char *sel) {
     if (r == NN_OK) r = nn_graph_finish(g);
     dt = now() - t0;
     if (r != NN_OK) status = fail(ctx, "cnn", r);
-    else printf("BENCH name=cnn_train backend=%s batch=%d samples_per_sec=%.0f\n", name, CNN_BATCH,
+    else printf("BENCH name=cnn_train%s backend=%s batch=%d samples_per_sec=%.0f\n", tag, name, CNN_BATCH,
                 steps * (double)CNN_BATCH / dt);
 done:
     nn_graph_destroy(g);
     nn_context_destroy(ctx);
     free(x);
     free(y);
+    return status;
+}
+
+/* float32, and on the CPU backend the bf16 policy beside it (issue 20's CNN line) */
+static int bench_cnn(const char *sel) {
+    int status = bench_cnn_run(sel, NN_PRECISION_FP32, "");
+    if (status == 0 && strcmp(sel, "cpu") == 0) status = bench_cnn_run(sel, NN_PRECISION_BF16, "_bf16");
     return status;
 }
 

@@ -103,6 +103,7 @@ BEGIN {
     METRIC["gbps"] = METRIC["gflops"] = METRIC["ms"] = METRIC["samples_per_sec"] = METRIC["cold_ms"] = METRIC["warm_ms"] = 1
     PRIMARY["sgemm"] = PRIMARY["conv2d"] = "gflops"
     PRIMARY["mlp_train"] = PRIMARY["cnn_train"] = "samples_per_sec"
+    PRIMARY["cnn_train_bf16"] = "samples_per_sec"
     PRIMARY["start"] = "cold_ms"
     PRIMARY["mem"] = "gbps"
     PRIMARY["layer"] = "ms_per_step"
@@ -195,6 +196,7 @@ END {
         if (cl != "") ratio("rnn_" RNNM[rm] "_opencl_vs_torch", get("name=rnn_train backend=" cl " " rid, "tokens_per_sec"), RT, "torch")
     }
     ratio("cnn_train_cpu_vs_torch", CNN_CPU, CNN_TORCH, "torch")
+    ratio("cnn_train_bf16_vs_f32_cpu", get("name=cnn_train_bf16 backend=cpu batch=64", "samples_per_sec"), CNN_CPU, "")
     ratio("sgemm1024_cpu_vs_openblas", get("name=sgemm backend=cpu n=1024", "gflops"), get(ob " n=1024", "gflops"), "numpy")
     ratio("gemm16_1024_bf16_vs_f32", get("name=gemm16 backend=cpu shape=1024x1024x1024 dtype=bf16", "gflops"),
           get("name=gemm16 backend=cpu shape=1024x1024x1024 dtype=f32", "gflops"), "")

@@ -295,4 +295,17 @@ static void fmnist_device_name(const char *name, char *out, size_t size) {
         if (out[i] == ' ') out[i] = '_';
 }
 
+/* $PRECISION: "fp32" (or unset: float32), "bf16" or "fp16", the graphs' precision policy
+   (nn_graph_desc.precision: matmuls and convolutions in 16 bits, parameters, norms and
+   losses in float32); *name is the word for the RESULT line. -1 for another value. */
+static FMNIST_UNUSED int fmnist_precision(const char **name) {
+    const char *p = getenv("PRECISION");
+    *name = p && p[0] ? p : "fp32";
+    if (!strcmp(*name, "fp32")) return 0;
+    if (!strcmp(*name, "bf16")) return 1;
+    if (!strcmp(*name, "fp16")) return 2;
+    fprintf(stderr, "fashion_mnist: PRECISION=%s: give fp32, bf16 or fp16\n", *name);
+    return -1;
+}
+
 #endif /* FASHION_MNIST_H_INCLUDED */

@@ -13,7 +13,10 @@
    exists), METRICS=path (a CSV log for tools/plot_metrics) and PROGRESS=0 as for
    examples/fashion_mnist_mlp.c. At the end the model is saved with its architecture
    (nn_model_save) to fashion_mnist_cnn.safetensors (MODEL_OUT: another path), which
-   examples/predict.c classifies with, no model code.
+   examples/predict.c classifies with, no model code (fp32 only).
+   PRECISION=bf16|fp16|fp32 (default fp32, printed in the RESULT line): the graphs' precision
+   policy (nn_graph_desc.precision: the convolutions and the linear layers in 16 bits,
+   float32 parameters, batch norm and loss).
 
    The network (PyTorch's names):
        conv1  Conv2d(1, 32, 3, padding=1) -> bn1 BatchNorm2d(32) -> ReLU -> MaxPool2d(2)
@@ -31,7 +34,7 @@
    an evaluation graph (share_params, eval = 1: dropout off, batch norm on its running
    statistics) in batches of TEST_BATCH, its accuracy summed on the device too.
    The last line is machine-readable:
-       RESULT device=... epochs=... test_accuracy=... samples_per_sec=... ... */
+       RESULT device=... precision=... epochs=... test_accuracy=... samples_per_sec=... ... */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime, isatty */
 #define NN_IMPLEMENTATION
 #include "nn.h"
@@ -107,9 +110,12 @@ int main(int argc, char **argv) {
     double train_secs = 0.0, first_loss = 0.0, last_test_acc = 0.0;
     uint64_t h2d = 0, d2h = 0, measured_steps = 0;
     char devname[256];
+    const char *precision_name = "fp32";
+    int precision = fmnist_precision(&precision_name); /* $PRECISION: fp32 (default), bf16, fp16 */
 
     if (argc > 2) epochs = atoi(argv[2]);
     else if (env) epochs = atoi(env);
+    if (precision < 0) return 2;
     if (epochs < 1) {
         fprintf(stderr, "usage: %s [DATA_DIR] [EPOCHS >= 1]\n", argv[0]);
         return 2;
@@ -144,6 +150,7 @@ int main(int argc, char **argv) {
     /* The training graph: the batch's images and labels are gathered on the device from the
        resident training set (nn_dataset: written at the first batch). */
     gd.seed = 1;
+    gd.precision = (nn_precision)precision;
     if ((r = nn_graph_create(ctx, &gd, &g)) != NN_OK) goto fail;
     if ((r = make_dataset(g, "train", &train, BATCH, 1, &ds)) != NN_OK) goto fail;
     xb = nn_dataset_x(ds); /* [64, 1, 28, 28] */
@@ -169,6 +176,7 @@ int main(int argc, char **argv) {
     /* The evaluation graph: the same parameters and running statistics, the resident test
        set scored TEST_BATCH images at a time, in order. */
     ed.share_params = g;
+    ed.precision = gd.precision;
     ed.eval = 1;
     if ((r = nn_graph_create(ctx, &ed, &ev)) != NN_OK) goto fail;
     if ((r = make_dataset(ev, "test", &test, TEST_BATCH, 0, &ts)) != NN_OK) goto fail;
@@ -252,11 +260,13 @@ int main(int argc, char **argv) {
     if (ckpt) printf("checkpoint: %s\n", ckpt);
     status = 0;
     if (measured_steps > 0)
-        printf("RESULT device=%s epochs=%d test_accuracy=%.4f samples_per_sec=%.0f h2d_bytes_per_step=%.0f "
+        printf("RESULT device=%s precision=%s epochs=%d test_accuracy=%.4f samples_per_sec=%.0f h2d_bytes_per_step=%.0f "
                "d2h_bytes_per_step=%.0f first_epoch_loss=%.9g\n",
-               devname, epochs, last_test_acc, (double)measured_steps * BATCH / train_secs,
+               devname, precision_name, epochs, last_test_acc, (double)measured_steps * BATCH / train_secs,
                (double)h2d / measured_steps, (double)d2h / measured_steps, first_loss);
-    { /* the model with its architecture, for examples/predict.c (MODEL_OUT: another path) */
+    if (precision != 0) /* a model file holds layers; the policy's conversions are none of them */
+        printf("no model file under PRECISION=%s (train with fp32 to save one)\n", precision_name);
+    else { /* the model with its architecture, for examples/predict.c (MODEL_OUT: another path) */
         const char *out = getenv("MODEL_OUT") ? getenv("MODEL_OUT") : "fashion_mnist_cnn.safetensors";
         if ((r = nn_model_save(g, xb, logits, out)) != NN_OK) goto fail;
         printf("saved %s (./examples/predict %s)\n", out, out);

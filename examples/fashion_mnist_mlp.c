@@ -19,6 +19,9 @@
        METRICS=path   write a CSV log (epoch, train_loss, train_acc, test_acc, seconds);
                       tools/plot_metrics draws it as an SVG
        PROGRESS=0     no progress line (examples/progress.h; stderr)
+       PRECISION=bf16|fp16|fp32  the graphs' precision policy (nn_graph_desc.precision:
+                      matmuls in 16 bits, float32 parameters); default fp32; in the RESULT line;
+                      (bf16 and fp16 save no model file: it holds layers, not conversions)
 
    The pieces of the API it shows, in order:
      - nn_dataset_create: the training set lives on the device ([60000, 784] float32 images
@@ -34,7 +37,7 @@
        set in one forward pass.
      - nn_graph_save_state / nn_graph_load_state: checkpoint and exact resume.
    The last line is machine-readable:
-       RESULT device=... epochs=... test_accuracy=... samples_per_sec=... ... */
+       RESULT device=... precision=... epochs=... test_accuracy=... samples_per_sec=... ... */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime, isatty */
 #define NN_IMPLEMENTATION
 #include "nn.h"
@@ -78,9 +81,12 @@ int main(int argc, char **argv) {
     double train_secs = 0.0, first_loss = 0.0, last_test_acc = 0.0;
     uint64_t h2d = 0, d2h = 0, measured_steps = 0;
     char devname[256];
+    const char *precision_name = "fp32";
+    int precision = fmnist_precision(&precision_name); /* $PRECISION: fp32 (default), bf16, fp16 */
 
     if (argc > 2) epochs = atoi(argv[2]);
     else if (env) epochs = atoi(env);
+    if (precision < 0) return 2;
     if (epochs < 1) {
         fprintf(stderr, "usage: %s [DATA_DIR] [EPOCHS >= 1]\n", argv[0]);
         return 2;
@@ -111,6 +117,7 @@ int main(int argc, char **argv) {
        of a batch's rows are built into g; the data is copied now and written to the device
        at the first batch. */
     gd.seed = 1;
+    gd.precision = (nn_precision)precision;
     if ((r = nn_graph_create(ctx, &gd, &g)) != NN_OK) goto fail;
     xs.dtype = NN_F32;
     xs.shape = nn_shape2(train.n, IMG);
@@ -148,6 +155,7 @@ int main(int argc, char **argv) {
 
     /* The evaluation graph: the same parameters, the whole test set as one forward pass. */
     ed.share_params = g;
+    ed.precision = gd.precision;
     ed.eval = 1;
     if ((r = nn_graph_create(ctx, &ed, &ev)) != NN_OK) goto fail;
     x_test = nn_input(ev, "x_test", NN_F32, nn_shape2(test.n, IMG));
@@ -231,11 +239,13 @@ int main(int argc, char **argv) {
     if (ckpt) printf("checkpoint: %s\n", ckpt);
     status = 0;
     if (measured_steps > 0)
-        printf("RESULT device=%s epochs=%d test_accuracy=%.4f samples_per_sec=%.0f h2d_bytes_per_step=%.0f "
+        printf("RESULT device=%s precision=%s epochs=%d test_accuracy=%.4f samples_per_sec=%.0f h2d_bytes_per_step=%.0f "
                "d2h_bytes_per_step=%.0f first_epoch_loss=%.9g\n",
-               devname, epochs, last_test_acc, (double)measured_steps * BATCH / train_secs,
+               devname, precision_name, epochs, last_test_acc, (double)measured_steps * BATCH / train_secs,
                (double)h2d / measured_steps, (double)d2h / measured_steps, first_loss);
-    { /* the model with its architecture, for examples/predict.c (MODEL_OUT: another path) */
+    if (precision != 0) /* a model file holds layers; the policy's conversions are none of them */
+        printf("no model file under PRECISION=%s (train with fp32 to save one)\n", precision_name);
+    else { /* the model with its architecture, for examples/predict.c (MODEL_OUT: another path) */
         const char *out = getenv("MODEL_OUT") ? getenv("MODEL_OUT") : "fashion_mnist_mlp.safetensors";
         if ((r = nn_model_save(g, xb, logits, out)) != NN_OK) goto fail;
         printf("saved %s (./examples/predict %s)\n", out, out);

@@ -1,8 +1,12 @@
 #include "kargs.h"
+#include "storage.h"
 #include "conv_args.h"
 
 /* Convolutions, direct formulation: one work-item per output element of each pass, so
-   every sum runs in a fixed order without atomics. Layout NCHW, weights [K, C/G, KH, KW].
+   every sum runs in a fixed order without atomics. The three direct kernels read and write
+   through kernels/storage.h: built with -DNN_STORE_BF16 / -DNN_STORE_F16 they are the
+   16-bit convolutions (float32 sums, one rounding per output); built with neither they are
+   the float32 kernels, the same accesses as before. Layout NCHW, weights [K, C/G, KH, KW].
    The geometry arrives as an int8: (sh, sw, ph, pw, dh, dw, G, unused). */
 
 /* y [N, K, OH, OW] = sum over the group's input channels and the window, + bias. A tap on
@@ -14,21 +18,20 @@ __kernel void conv2d_forward(NN__KPARAMS(conv2d_forward)) {
     if (i >= N * K * OH * OW) return;
     int ow = i % OW, oh = (i / OW) % OH, k = (i / (OW * OH)) % K, n = i / (OW * OH * K);
     int G = geo.s6, Cg = C / G, Kg = K / G, g = k / Kg;
-    float acc = has_bias ? b[k] : 0.0f;
+    float acc = has_bias ? NN__SLOAD(b, k) : 0.0f;
     for (int ci = 0; ci < Cg; ci++) {
-        __global const float *xc = x + ((size_t)n * C + g * Cg + ci) * H * W;
-        __global const float *wc = w + ((size_t)k * Cg + ci) * KH * KW;
+        size_t xc = ((size_t)n * C + g * Cg + ci) * H * W, wc = ((size_t)k * Cg + ci) * KH * KW;
         for (int kh = 0; kh < KH; kh++) {
             int ih = oh * geo.s0 - geo.s2 + kh * geo.s4, row = ih >= 0 && ih < H;
             for (int kw = 0; kw < KW; kw++) {
                 int iw = ow * geo.s1 - geo.s3 + kw * geo.s5;
                 float xv = 0.0f;
-                if (row && iw >= 0 && iw < W) xv = xc[ih * W + iw];
-                acc += xv * wc[kh * KW + kw];
+                if (row && iw >= 0 && iw < W) xv = NN__SLOAD(x, xc + ih * W + iw);
+                acc += xv * NN__SLOAD(w, wc + kh * KW + kw);
             }
         }
     }
-    y[i] = acc;
+    NN__SSTORE(y, i, acc);
 }
 
 /* dx [N, C, H, W]: each input pixel sums dy * w over the outputs whose window covers it */
@@ -50,11 +53,12 @@ __kernel void conv2d_backward_data(NN__KPARAMS(conv2d_backward_data)) {
             if (ow >= OW) continue;
             for (int kk = 0; kk < Kg; kk++) {
                 int k = g * Kg + kk;
-                acc += dy[(((size_t)n * K + k) * OH + oh) * OW + ow] * w[(((size_t)k * Cg + ci) * KH + kh) * KW + kw];
+                acc += NN__SLOAD(dy, (((size_t)n * K + k) * OH + oh) * OW + ow) *
+                       NN__SLOAD(w, (((size_t)k * Cg + ci) * KH + kh) * KW + kw);
             }
         }
     }
-    dx[i] = acc;
+    NN__SSTORE(dx, i, acc);
 }
 
 /* dw [K, C/G, KH, KW]: each weight sums dy * x over the batch and the output positions,
@@ -70,21 +74,20 @@ __kernel void conv2d_backward_weight(NN__KPARAMS(conv2d_backward_weight)) {
     int g = k / Kg;
     float acc = 0.0f;
     for (int n = 0; n < N; n++) {
-        __global const float *xc = x + ((size_t)n * C + g * Cg + ci) * H * W;
-        __global const float *dyk = dy + ((size_t)n * K + k) * OH * OW;
+        size_t xc = ((size_t)n * C + g * Cg + ci) * H * W, dyk = ((size_t)n * K + k) * OH * OW;
         float part = 0.0f;
         for (int oh = 0; oh < OH; oh++) {
             int ih = oh * geo.s0 - geo.s2 + kh * geo.s4, row = ih >= 0 && ih < H;
             for (int ow = 0; ow < OW; ow++) {
                 int iw = ow * geo.s1 - geo.s3 + kw * geo.s5;
                 float xv = 0.0f;
-                if (row && iw >= 0 && iw < W) xv = xc[ih * W + iw];
-                part += dyk[oh * OW + ow] * xv;
+                if (row && iw >= 0 && iw < W) xv = NN__SLOAD(x, xc + ih * W + iw);
+                part += NN__SLOAD(dy, dyk + oh * OW + ow) * xv;
             }
         }
         acc += part;
     }
-    dw[i] = acc;
+    NN__SSTORE(dw, i, acc);
 }
 
 /* y [C] = sum over N and S of x [N, C, S], a partial sum per n as above */

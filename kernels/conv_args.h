@@ -5,15 +5,15 @@
 
 /* the direct kernels: one work-item per element of y, dx or dw */
 #define NN__KARGS_conv2d_forward(F, P)                                                                  \
-    F(in, x) P(in, w) P(in, b) P(out, y) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) \
+    F(sin, x) P(sin, w) P(sin, b) P(sout, y) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) \
     P(int, KW) P(int, OH) P(int, OW) P(int8, geo) P(int, has_bias)
 NN__KSIG(conv2d_forward)
 #define NN__KARGS_conv2d_backward_data(F, P)                                                             \
-    F(in, w) P(in, dy) P(out, dx) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) P(int, KW) \
+    F(sin, w) P(sin, dy) P(sout, dx) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) P(int, KW) \
     P(int, OH) P(int, OW) P(int8, geo)
 NN__KSIG(conv2d_backward_data)
 #define NN__KARGS_conv2d_backward_weight(F, P)                                                           \
-    F(in, x) P(in, dy) P(out, dw) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) P(int, KW) \
+    F(sin, x) P(sin, dy) P(sout, dw) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) P(int, KW) \
     P(int, OH) P(int, OW) P(int8, geo)
 NN__KSIG(conv2d_backward_weight)
 

@@ -153,7 +153,7 @@ static inline float nn__ew_binary_der(int fn, int wrt, float u, float w) {
 /* one flat dim: a and b advance by sa and sb (1, or 0 for a one-element operand) */
 __kernel void binary_flat(NN__KPARAMS(binary_flat)) {
     int i = get_global_id(0);
-    if (i < n) y[i] = nn__ew_binary(fn, a[i * sa], b[i * sb]);
+    if (i < n) NN__SSTORE(y, i, nn__ew_binary(fn, NN__SLOAD(a, i * sa), NN__SLOAD(b, i * sb)));
 }
 
 /* same shapes: one kernel per function (binary_same_add, ...), so that a CPU device's
@@ -162,8 +162,8 @@ __kernel void binary_flat(NN__KPARAMS(binary_flat)) {
     __kernel void binary_same_##NAME(NN__KPARAMS(binary_same)) {                                 \
         int i = get_global_id(0);                                                                \
         if (i < n) {                                                                             \
-            float u = a[i], w = b[i];                                                            \
-            y[i] = (FWD);                                                                        \
+            float u = NN__SLOAD(a, i), w = NN__SLOAD(b, i);                                      \
+            NN__SSTORE(y, i, (FWD));                                                             \
         }                                                                                        \
     }
 NN__BINARY_FNS(NN__X)
@@ -173,7 +173,7 @@ __kernel void binary_bcast(NN__KPARAMS(binary_bcast)) {
     int i = get_global_id(0), oa, ob, oc;
     if (i >= n) return;
     nn__bc_offsets(i, nd, dims, sa, sb, (int8)(0), &oa, &ob, &oc);
-    y[i] = nn__ew_binary(fn, a[oa], b[ob]);
+    NN__SSTORE(y, i, nn__ew_binary(fn, NN__SLOAD(a, oa), NN__SLOAD(b, ob)));
 }
 
 /* dx = dy * df/da (wrt 0) or df/db (wrt 1) for same shapes, one kernel per function */
@@ -181,8 +181,8 @@ __kernel void binary_bcast(NN__KPARAMS(binary_bcast)) {
     __kernel void binary_same_grad_##NAME(NN__KPARAMS(binary_same_grad)) {                       \
         int i = get_global_id(0);                                                                \
         if (i < n) {                                                                             \
-            float u = a[i], w = b[i];                                                            \
-            dx[i] = dy[i] * (wrt ? (DB) : (DA));                                                 \
+            float u = NN__SLOAD(a, i), w = NN__SLOAD(b, i);                                      \
+            NN__SSTORE(dx, i, NN__SLOAD(dy, i) * (wrt ? (DB) : (DA)));                           \
         }                                                                                        \
     }
 NN__BINARY_FNS(NN__X)
@@ -193,7 +193,7 @@ __kernel void binary_grad(NN__KPARAMS(binary_grad)) {
     int i = get_global_id(0), oa, ob, oc;
     if (i >= n) return;
     nn__bc_offsets(i, nd, dims, sa, sb, (int8)(0), &oa, &ob, &oc);
-    dx[i] = dy[i] * nn__ew_binary_der(fn, wrt, a[oa], b[ob]);
+    NN__SSTORE(dx, i, NN__SLOAD(dy, i) * nn__ew_binary_der(fn, wrt, NN__SLOAD(a, oa), NN__SLOAD(b, ob)));
 }
 
 /* ---- select (src/ops/elementwise/select.c): where, masked_fill ---- */

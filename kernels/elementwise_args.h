@@ -45,19 +45,19 @@ NN__KSIG(fill)
 NN__KSIG(accumulate)
 
 /* binary functions (NN__B_*, kernels/activation.h): every binary_same_NAME (same shapes),
-   and binary_same_grad_NAME */
-#define NN__KARGS_binary_same(F, P) F(in, a) P(in, b) P(out, y) P(int, n)
+   and binary_same_grad_NAME; their operands in the program's storage type (all one dtype) */
+#define NN__KARGS_binary_same(F, P) F(sin, a) P(sin, b) P(sout, y) P(int, n)
 NN__KSIG(binary_same)
-#define NN__KARGS_binary_same_grad(F, P) F(in, a) P(in, b) P(in, dy) P(out, dx) P(int, n) P(int, wrt)
+#define NN__KARGS_binary_same_grad(F, P) F(sin, a) P(sin, b) P(sin, dy) P(sout, dx) P(int, n) P(int, wrt)
 NN__KSIG(binary_same_grad)
 /* one flat dim: a and b advance by sa and sb (1, or 0 for a one-element operand) */
-#define NN__KARGS_binary_flat(F, P) F(in, a) P(in, b) P(out, y) P(int, n) P(int, fn) P(int, sa) P(int, sb)
+#define NN__KARGS_binary_flat(F, P) F(sin, a) P(sin, b) P(sout, y) P(int, n) P(int, fn) P(int, sa) P(int, sb)
 NN__KSIG(binary_flat)
 #define NN__KARGS_binary_bcast(F, P) \
-    F(in, a) P(in, b) P(out, y) P(int, n) P(int, fn) P(int, nd) P(int8, dims) P(int8, sa) P(int8, sb)
+    F(sin, a) P(sin, b) P(sout, y) P(int, n) P(int, fn) P(int, nd) P(int8, dims) P(int8, sa) P(int8, sb)
 NN__KSIG(binary_bcast)
 #define NN__KARGS_binary_grad(F, P)                                                                      \
-    F(in, a) P(in, b) P(in, dy) P(out, dx) P(int, n) P(int, fn) P(int, wrt) P(int, nd) P(int8, dims) \
+    F(sin, a) P(sin, b) P(sin, dy) P(sout, dx) P(int, n) P(int, fn) P(int, wrt) P(int, nd) P(int8, dims) \
     P(int8, sa) P(int8, sb)
 NN__KSIG(binary_grad)
 

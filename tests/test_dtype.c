@@ -231,8 +231,8 @@ static void op_cases(const t_env *e) {
 
 static nn_tensor bad_dtype(nn_graph *g, int which) {
     switch (which) {
-    case 0: return nn_mul(g, nn_input(g, "h", NN_BF16, S2(3, 4)), F(g, S2(3, 4)));
-    case 1: return nn_add(g, F(g, S2(3, 4)), nn_input(g, "h", NN_F16, S2(3, 4)));
+    case 0: return nn_lt(g, nn_input(g, "h", NN_BF16, S2(3, 4)), F(g, S2(3, 4)));
+    case 1: return nn_add(g, I(g, S2(3, 4)), nn_input(g, "h", NN_F16, S2(3, 4)));
     case 2: return nn_matmul(g, nn_to_dtype(g, F(g, S2(3, 4)), NN_BF16), F(g, S2(4, 5)), 0, 0);
     case 3: return nn_to_dtype(g, I(g, S1(3)), NN_F32);
     case 4: return nn_to_dtype(g, F(g, S1(3)), NN_I32);
@@ -249,8 +249,8 @@ static nn_tensor bad_dtype(nn_graph *g, int which) {
 BD(0) BD(1) BD(2) BD(3) BD(4) BD(5) BD(6) BD(7) BD(8) BD(9)
 
 static const bad_row dtype_bad[] = {
-    {"dtype", "mul of bfloat16", n_bd0, R_SHAPE, "nn_mul|bfloat16|nn_to_dtype", 0},
-    {"dtype", "add of float16", n_bd1, R_SHAPE, "nn_add|float16|nn_to_dtype", 0},
+    {"dtype", "lt of bfloat16", n_bd0, R_SHAPE, "nn_lt|bfloat16|nn_to_dtype", 0},
+    {"dtype", "add of int32 and float16", n_bd1, R_SHAPE, "nn_add|a must be float32|int32", 0},
     {"dtype", "matmul of bfloat16", n_bd2, R_SHAPE, "nn_matmul|bfloat16|nn_to_dtype", 0},
     {"dtype", "to_dtype of int32", n_bd3, R_SHAPE, "nn_to_dtype|int32 to float32", 0},
     {"dtype", "to_dtype to int32", n_bd4, R_SHAPE, "nn_to_dtype|float32 to int32", 0},

@@ -239,22 +239,28 @@ NN_API nn_result nn_context_op_compiled(const nn_context *ctx, int op, uint64_t 
    nn_graph_compile. Training options (nn_compile_desc, the optimizer, the schedule) are in
    section 14, files in section 15. */
 
-/* Mixed precision, torch.autocast's policy for matrix products: with NN_PRECISION_BF16 (or
-   _FP16) every nn_matmul (and so nn_linear_layer, nn_einsum and the layers built on them) of
-   float32 operands converts both to bfloat16 (float16) with nn_to_dtype, multiplies them
-   there with float32 accumulation, and converts the product back to float32; parameters stay
-   float32 (master weights: the conversion's backward gives them float32 gradients), and every
-   other op (norms, softmax, losses, attention, the optimizer) runs in float32 as before.
-   NN_PRECISION_FP32 (0, the default) builds the graph as before, bit for bit. A training
-   graph in FP16 scales its loss by default (nn_compile_desc.loss_scale, section 14), as
-   torch.cuda.amp.GradScaler: without it gradients under float16's range (6e-8) become 0. */
+/* Mixed precision, torch.autocast's policy: with NN_PRECISION_BF16 (or _FP16) every nn_matmul
+   (and so nn_linear_layer, nn_einsum and the layers built on them) converts its float32
+   operands to bfloat16 (float16) with nn_to_dtype, multiplies them there with float32
+   accumulation, and keeps the product in 16 bits, as does nn_linear_layer's bias add (the
+   bias converted: F.linear under autocast). Ops that take 16-bit storage take it as is (the
+   activations, add, sub, mul, div, minimum, maximum, pow of two tensors of that type, the
+   next matmul); every other op (norms, softmax, losses, attention, reductions, shape ops,
+   the optimizer) gets its 16-bit inputs converted to float32 first, once per tensor, and
+   runs in float32 as before; float32 with 16-bit operands is float32 (PyTorch's promotion).
+   nn_conv2d (so nn_conv1d and the conv layers) converts a float32 x and w likewise and
+   convolves in 16 bits with float32 sums, its output kept in 16 bits, its bias added in
+   float32. Parameters stay float32 (master weights: the conversion's backward gives them
+   float32 gradients). NN_PRECISION_FP32 (0, the default) builds the graph as before, bit for bit.
+   A training graph in FP16 scales its loss by default (nn_compile_desc.loss_scale, section
+   14), as torch.cuda.amp.GradScaler: without it gradients under float16's range (6e-8) become 0. */
 typedef enum nn_precision { NN_PRECISION_FP32 = 0, NN_PRECISION_BF16 = 1, NN_PRECISION_FP16 = 2 } nn_precision;
 
 typedef struct nn_graph_desc {
     nn_graph *share_params; /* use this graph's parameters (same names, same shapes) */
     int eval;               /* evaluation mode: dropout is the identity */
     uint64_t seed;          /* parameter initialisation and dropout; 0: 1; NN_ZERO: 0 */
-    nn_precision precision; /* the matmuls' storage type (above); 0: NN_PRECISION_FP32 */
+    nn_precision precision; /* the matmuls' (and what follows them) storage type (above); 0: NN_PRECISION_FP32 */
 } nn_graph_desc;
 
 /* Creates an empty graph on ctx (desc NULL: every default) into *out. */
@@ -331,7 +337,9 @@ NN_API nn_result nn_graph_param_at(nn_graph *g, int index, nn_param_info *out);
    peak: the schedule position where the arena's live bytes are largest, so the kinds sum
    to `peak`. Without reuse (summing every tensor) the figures would be larger. */
 typedef struct nn_memory_report {
-    int64_t parameters;      /* trainable parameters the graph uses (shared ones included) */
+    int64_t parameters;      /* trainable parameters the graph uses (shared ones included),
+                                and under a precision policy their 16-bit copies (live at the
+                                peak) that the matmuls read */
     int64_t gradients;       /* what the backward pass makes: parameters' gradients (kept,
                                 accumulated or in the arena) and the activations' gradients
                                 live at the peak */
@@ -355,6 +363,10 @@ typedef struct nn_memory_report {
                                 nn_compile_desc.memory_limit bounds */
     const char *peak_op;     /* the op running at the peak (a static name), NULL if none */
     int peak_position;       /* its position in the schedule */
+    int64_t activations_max; /* the activations at their own peak (the most live at any one
+                                position of the schedule: in training, the forward's end, where
+                                what the backward reads is held), persistent ones included */
+    int64_t gradients_max;   /* the gradients likewise, at their own peak */
 } nn_memory_report;
 /* Into *out: the plan's bytes by kind (nn_memory_report). Needs the plan that
    nn_graph_compile makes (NN_ERR_STATE before it); after a compile refused by
@@ -523,7 +535,11 @@ NN_API nn_tensor nn_to_dtype(nn_graph *g, nn_tensor x, nn_dtype dtype);
    the other's size (b = [N] against a = [M, N]: a bias; [3, 1, 7] with [1, 33, 1] gives
    [3, 33, 7]); the result has the broadcast shape. The gradient of an operand is summed
    over the dims it was broadcast along, in a fixed order (the same bits every run and for
-   any thread count). Shapes that do not broadcast are NN_ERR_SHAPE. */
+   any thread count). Shapes that do not broadcast are NN_ERR_SHAPE. 16-bit storage (add,
+   sub, mul, div, minimum, maximum, pow): two tensors of one 16-bit type give that type
+   (float32 arithmetic, rounded once; gradients of that type); a 16-bit tensor with a float32
+   one, or bfloat16 with float16, gives float32, the 16-bit operands converted first
+   (PyTorch's type promotion). The comparisons take float32 only. */
 NN_API nn_tensor nn_add(nn_graph *g, nn_tensor a, nn_tensor b);
 NN_API nn_tensor nn_sub(nn_graph *g, nn_tensor a, nn_tensor b);
 NN_API nn_tensor nn_mul(nn_graph *g, nn_tensor a, nn_tensor b);
@@ -770,7 +786,8 @@ NN_API nn_tensor nn_index_add(nn_graph *g, nn_tensor x, int dim, nn_tensor index
    accumulated in float32 and rounded once (PyTorch: bf16 @ bf16 -> bf16); its gradients are
    of that dtype too. The CPU backend runs nn_cpu_gemm_bf16 / _f16's paths, OpenCL the same
    GEMM kernels reading 16-bit storage. Operands of different dtypes are NN_ERR_SHAPE, as in
-   PyTorch. A graph made with nn_graph_desc.precision converts float32 operands itself. */
+   PyTorch. A graph made with nn_graph_desc.precision converts float32 operands to its type
+   itself and keeps the product in it. */
 NN_API nn_tensor nn_matmul(nn_graph *g, nn_tensor a, nn_tensor b, int trans_a, int trans_b);
 /* nn_einsum: torch.einsum(spec, a, b) for the specs that are one nn_matmul: "ij,jk->ik",
    "ij,kj->ik", "ji,jk->ki", "bij,bjk->bik", "bhqd,bhkd->bhqk", "ij,j->i", "i,i->" (a [1]),
@@ -936,7 +953,9 @@ typedef struct nn_conv1d_desc {
 NN_API nn_tensor nn_conv1d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv1d_desc *desc);
 
 /* 2-D over x [N, C, H, W] (NCHW, PyTorch's layout) with w [K, C/groups, KH, KW] and an
-   optional bias [K] -> [N, K, OH, OW], OH = (H + 2*pad_h - dilation_h*(KH-1) - 1) / stride_h + 1. */
+   optional bias [K] -> [N, K, OH, OW], OH = (H + 2*pad_h - dilation_h*(KH-1) - 1) / stride_h + 1.
+   x and w float32, or both NN_BF16 (or both NN_F16) without a bias: y and the gradients of
+   that dtype, summed in float32 (nn_graph_desc.precision converts float32 ones). */
 typedef struct nn_conv2d_desc {
     int stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups;
     int no_bias;

@@ -41,9 +41,9 @@
     X(PARAM, "param", param, NN__OPF_LEAF)
 
 #define NN__OPS_ELEMENTWISE(X)                                                                   \
-    X(ADD, "add", add, NN__OPF_RANK0)                                                            \
-    X(SUB, "sub", sub, NN__OPF_RANK0)                                                            \
-    X(MUL, "mul", mul, NN__OPF_RANK0)                                                            \
+    X(ADD, "add", add, NN__OPF_RANK0 | NN__OPF_HALF)                                                          \
+    X(SUB, "sub", sub, NN__OPF_RANK0 | NN__OPF_HALF)                                                          \
+    X(MUL, "mul", mul, NN__OPF_RANK0 | NN__OPF_HALF)                                                          \
     X(SCALE, "scale", scale, NN__OPF_RANK0)                                                      \
     X(UNARY, "activation", unary, NN__OPF_RANK0 | NN__OPF_HALF)                                  \
     X(UNARY_GRAD, "activation_grad", unary_grad, NN__OPF_RANK0 | NN__OPF_HALF)                   \
@@ -52,8 +52,8 @@
     X(PRELU_DW, "prelu_grad_weight", prelu_dw, 0)                                                \
     X(ACCUMULATE, "accumulate", accumulate, NN__OPF_NO_GRAD | NN__OPF_WRITABLE | NN__OPF_RANK0)  \
     X(FILL, "fill", fill, NN__OPF_NO_GRAD | NN__OPF_RANK0)                                       \
-    X(BINARY, "binary", binary, NN__OPF_RANK0)                                                   \
-    X(BINARY_GRAD, "binary_grad", binary_grad, NN__OPF_RANK0)                                    \
+    X(BINARY, "binary", binary, NN__OPF_RANK0 | NN__OPF_HALF)                                                 \
+    X(BINARY_GRAD, "binary_grad", binary_grad, NN__OPF_RANK0 | NN__OPF_HALF)                                  \
     X(COMPARE, "compare", compare, NN__OPF_NO_GRAD | NN__OPF_RANK0)                              \
     X(WHERE, "where", where, NN__OPF_RANK0)                                                      \
     X(MASKED_FILL, "masked_fill", masked_fill, NN__OPF_RANK0)                                    \
@@ -130,14 +130,14 @@
     X(UPSAMPLE2D, "upsample2d", upsample2d, 0)                    \
     X(UPSAMPLE2D_GRAD, "upsample2d_grad", upsample2d_grad, 0)
 
-#define NN__OPS_CONV(X)                               \
-    X(CONV2D, "conv2d", conv2d, 0)                    \
-    X(CONV2D_DX, "conv2d_grad_input", conv2d_dx, 0)   \
-    X(CONV2D_DW, "conv2d_grad_weight", conv2d_dw, 0)  \
-    X(CHANNEL_BIAS, "channel_bias", channel_bias, 0)  \
-    X(CHANNEL_SUM, "channel_sum", channel_sum, 0)     \
-    X(CONV3D, "conv3d", conv3d, 0)                    \
-    X(CONV3D_DX, "conv3d_grad_input", conv3d_dx, 0)   \
+#define NN__OPS_CONV(X)                                          \
+    X(CONV2D, "conv2d", conv2d, NN__OPF_HALF)                    \
+    X(CONV2D_DX, "conv2d_grad_input", conv2d_dx, NN__OPF_HALF)   \
+    X(CONV2D_DW, "conv2d_grad_weight", conv2d_dw, NN__OPF_HALF)  \
+    X(CHANNEL_BIAS, "channel_bias", channel_bias, 0)             \
+    X(CHANNEL_SUM, "channel_sum", channel_sum, 0)                \
+    X(CONV3D, "conv3d", conv3d, 0)                               \
+    X(CONV3D_DX, "conv3d_grad_input", conv3d_dx, 0)              \
     X(CONV3D_DW, "conv3d_grad_weight", conv3d_dw, 0)
 
 #define NN__OPS_NORM(X)                                        \

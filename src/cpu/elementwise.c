@@ -611,3 +611,57 @@ static void nn__unary_run(nn__threadpool *pool, int fn, const float *p, float *y
     if (j.chunk < 1) j.chunk = 1;
     nn__threadpool_run(pool, nn__unary_task, &j, (int)((n + j.chunk - 1) / j.chunk));
 }
+
+/* ---- binary functions on 16-bit storage (NN_BF16, NN_F16: a, b, dy and the output all of
+   dtype dt): each element widened (kernels/storage.h), the float32 formula of
+   kernels/activation.h, one rounding at the store; the float32 path's value on the widened
+   inputs, rounded. grad: dx = dy * df/da (wrt 0) or df/db (wrt 1) at the output's shape. ---- */
+
+typedef struct nn__binary16_job {
+    int fn, wrt, grad;
+    nn_dtype dt;
+    uint16_t *y;
+    const uint16_t *a, *b, *dy;
+    const nn__bcast *bc;
+} nn__binary16_job;
+
+static float nn__binary16_ld(nn_dtype dt, const uint16_t *p, int64_t i) {
+    return dt == NN_BF16 ? NN__LD_BF16(p, i) : NN__LD_F16(p, i);
+}
+
+static void nn__binary16_range(void *arg, int64_t e0, int64_t e1) {
+    const nn__binary16_job *j = (const nn__binary16_job *)arg;
+    int64_t e, off[3];
+    for (e = e0; e < e1; e++) {
+        float u, w, v = 0.0f;
+        nn__bcast_offsets(j->bc, e, off);
+        u = nn__binary16_ld(j->dt, j->a, off[0]);
+        w = nn__binary16_ld(j->dt, j->b, off[1]);
+        switch (j->fn) {
+#define NN__X(E, name, fwd, da, db)                                                              \
+        case NN__B_##E:                                                                          \
+            v = j->grad ? nn__binary16_ld(j->dt, j->dy, e) * (j->wrt ? (db) : (da)) : (fwd);     \
+            break;
+            NN__BINARY_FNS(NN__X)
+#undef NN__X
+        default: break;
+        }
+        if (j->dt == NN_BF16) NN__ST_BF16(j->y, e, v);
+        else NN__ST_F16(j->y, e, v);
+    }
+}
+
+static void nn__binary16_run(nn__threadpool *pool, int fn, int grad, int wrt, nn_dtype dt, void *y, const void *a,
+                             const void *b, const void *dy, const nn__bcast *bc) {
+    nn__binary16_job j;
+    j.fn = fn;
+    j.wrt = wrt;
+    j.grad = grad;
+    j.dt = dt;
+    j.y = (uint16_t *)y;
+    j.a = (const uint16_t *)a;
+    j.b = (const uint16_t *)b;
+    j.dy = (const uint16_t *)dy;
+    j.bc = bc;
+    nn__par_for(pool, bc->n, bc->n, nn__binary16_range, &j);
+}

@@ -5,8 +5,11 @@
 
 static void nn__acc_grad(nn_graph *g, int x, nn_tensor gx) {
     if (gx.id < 0) return;
+    if (g->nodes[gx.id].dtype != g->nodes[x].dtype && g->nodes[x].dtype != NN_I32) /* a gradient has its tensor's dtype */
+        gx = nn__op1(g, NN__OP_CAST, g->nodes[x].dtype, g->nodes[x].shape, gx.id);
+    if (gx.id < 0) return;
     if (g->nodes[x].grad < 0) g->nodes[x].grad = gx.id;
-    else g->nodes[x].grad = nn__op2(g, NN__OP_ADD, NN_F32, g->nodes[x].shape, g->nodes[x].grad, gx.id).id;
+    else g->nodes[x].grad = nn__op2(g, NN__OP_ADD, g->nodes[x].dtype, g->nodes[x].shape, g->nodes[x].grad, gx.id).id;
 }
 
 /* The rule of an op whose input's gradient is one node of grad_op on dy alone, with the

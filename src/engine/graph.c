@@ -298,6 +298,28 @@ static int nn__shape_fits(nn_graph *g, const char *op, const nn_shape *s) {
     return 1;
 }
 
+/* The precision policy (nn_graph_desc.precision), in one place for every builder: the
+   16-bit storage type the graph's matmuls (and the ops that take 16-bit storage after them)
+   produce, or NN_F32 with the default NN_PRECISION_FP32. */
+static NN__MAYBE_UNUSED nn_dtype nn__policy_dtype(const nn_graph *g) {
+    return g->precision == NN_PRECISION_BF16 ? NN_BF16 : g->precision == NN_PRECISION_FP16 ? NN_F16 : NN_F32;
+}
+
+static int nn__new_node(nn_graph *g, int op, nn_dtype dt, nn_shape shape, const int *in, int n_in);
+
+/* Under a 16-bit policy, the float32 copy of 16-bit node x that an op without 16-bit bodies
+   reads (torch.autocast's float32 ops: norms, softmax, losses, reductions, shapes): one CAST
+   node per (x, recompute segment), made on first use and found again after. -1 on failure. */
+static int nn__policy_f32_id(nn_graph *g, int x) {
+    int i, in[1];
+    for (i = x + 1; i < g->n_nodes; i++)
+        if (g->nodes[i].op == NN__OP_CAST && g->nodes[i].in[0] == x && g->nodes[i].dtype == NN_F32 &&
+            g->nodes[i].ckpt == g->ckpt_open)
+            return i;
+    in[0] = x;
+    return nn__new_node(g, NN__OP_CAST, NN_F32, g->nodes[x].shape, in, 1);
+}
+
 static int nn__new_node(nn_graph *g, int op, nn_dtype dt, nn_shape shape, const int *in, int n_in) {
     nn__node *n = NULL;
     int i;
@@ -313,6 +335,22 @@ static int nn__new_node(nn_graph *g, int op, nn_dtype dt, nn_shape shape, const 
         if (bad) {
             nn__op_fail(g, NN_ERR_SHAPE, "%s: takes no rank 0 (scalar []) tensor; nn_reshape it to [1]", nn__op_names[op]);
             return -1;
+        }
+    }
+    if (!(nn__op(op)->flags & NN__OPF_HALF) && nn__policy_dtype(g) != NN_F32 && n_in <= NN__MAX_IN) {
+        /* the policy: a 16-bit input of an op that computes in float32 is converted first */
+        for (i = 0; i < n_in; i++)
+            if (in[i] >= 0 && in[i] < g->n_nodes && nn__dtype_half(g->nodes[in[i]].dtype)) break;
+        if (i < n_in) {
+            int conv[NN__MAX_IN];
+            for (i = 0; i < n_in; i++) {
+                conv[i] = in[i];
+                if (in[i] >= 0 && in[i] < g->n_nodes && nn__dtype_half(g->nodes[in[i]].dtype)) {
+                    conv[i] = nn__policy_f32_id(g, in[i]);
+                    if (conv[i] < 0) return -1;
+                }
+            }
+            return nn__new_node(g, op, dt, shape, conv, n_in);
         }
     }
     if (!(nn__op(op)->flags & NN__OPF_HALF)) { /* 16-bit storage only where the op's bodies and kernels read it */
@@ -392,7 +430,7 @@ static int nn__check_shape(nn_graph *g, const char *op, nn_shape s) {
 }
 
 static int nn__expect_f32(nn_graph *g, const char *op, nn_tensor t, const char *what) {
-    if (nn__n(g, t)->dtype != NN_F32) {
+    if (nn__n(g, t)->dtype != NN_F32 && !(nn__dtype_half(nn__n(g, t)->dtype) && nn__policy_dtype(g) != NN_F32)) {
         nn__op_fail(g, NN_ERR_SHAPE, "%s: %s must be float32, not %s%s", op, what, nn__dtype_name(nn__n(g, t)->dtype),
                     nn__dtype_half(nn__n(g, t)->dtype) ? " (16-bit storage: convert it with nn_to_dtype(x, NN_F32) first)" : "");
         return 0;
@@ -408,7 +446,8 @@ static int nn__check_logits_labels(nn_graph *g, const char *opname, nn_tensor lo
     if (!nn__check(g, opname, 2, in)) return 0;
     a = nn__n(g, logits);
     b = nn__n(g, labels);
-    if (a->dtype != NN_F32 || a->shape.ndim != 2 || b->dtype != NN_I32 || b->shape.ndim != 1 ||
+    if ((a->dtype != NN_F32 && !(nn__dtype_half(a->dtype) && nn__policy_dtype(g) != NN_F32)) || a->shape.ndim != 2 ||
+        b->dtype != NN_I32 || b->shape.ndim != 1 ||
         b->shape.dim[0] != a->shape.dim[0]) {
         char sa[128], sb[128];
         nn__shape_str(&a->shape, sa, sizeof sa);
@@ -659,6 +698,14 @@ static nn_tensor nn__op2(nn_graph *g, int op, nn_dtype dt, nn_shape s, int a, in
     in[0] = a;
     in[1] = b;
     return nn__tensor(nn__new_node(g, op, dt, s, in, 2));
+}
+
+/* The policy's helper for builders that read a tensor's data themselves: t, or its float32
+   copy when t is 16-bit (nn__new_node converts the inputs of ops without 16-bit bodies by
+   the same rule, so most builders need not call it). */
+static NN__MAYBE_UNUSED nn_tensor nn__policy_f32_input(nn_graph *g, nn_tensor t) {
+    if (t.id < 0 || !nn__dtype_half(nn__n(g, t)->dtype)) return t;
+    return nn__tensor(nn__policy_f32_id(g, t.id));
 }
 
 static nn_tensor nn__op3(nn_graph *g, int op, nn_dtype dt, nn_shape s, int a, int b, int c) {

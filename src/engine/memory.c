@@ -30,6 +30,9 @@ static int nn__mem_kind(const nn_graph *g, int id, const unsigned char *is_pgrad
     const nn__node *n = &g->nodes[id];
     if (n->op == NN__OP_INPUT) return NN__MEM_INPUT;
     if (n->op == NN__OP_PARAM) return g->params->p[n->param].buffer ? NN__MEM_BUF : NN__MEM_PARAM;
+    if (n->op == NN__OP_CAST && id < g->n_forward && g->nodes[n->in[0]].op == NN__OP_PARAM &&
+        !g->params->p[g->nodes[n->in[0]].param].buffer)
+        return NN__MEM_PARAM; /* a precision policy's 16-bit copy of a parameter (torch.autocast's cast weights) */
     if (nn__op(n->op)->flags & NN__OPF_CONST) return NN__MEM_OTHER;
     if (id < g->n_forward || n->recompute_of > 0) return NN__MEM_ACT;
     if (is_pgrad[id] || id < g->mem_backward_end) return NN__MEM_GRAD;
@@ -119,12 +122,16 @@ static nn_result nn__memory_report(nn_graph *g, nn_memory_report *r) {
             best = total;
             best_p = p;
         }
+        if (d[(size_t)p * NN__MEM_KINDS + NN__MEM_ACT] > r->activations_max) r->activations_max = d[(size_t)p * NN__MEM_KINDS + NN__MEM_ACT];
+        if (d[(size_t)p * NN__MEM_KINDS + NN__MEM_GRAD] > r->gradients_max) r->gradients_max = d[(size_t)p * NN__MEM_KINDS + NN__MEM_GRAD];
     }
     if (g->n_sched > 0) {
         for (k = 0; k < NN__MEM_KINDS; k++) *nn__mem_field(r, k) += d[(size_t)best_p * NN__MEM_KINDS + (size_t)k];
         r->peak_op = nn__op(g->nodes[g->sched[best_p]].op)->name;
         r->peak_position = best_p;
     }
+    r->activations_max += r->activations - (g->n_sched > 0 ? d[(size_t)best_p * NN__MEM_KINDS + NN__MEM_ACT] : 0);
+    r->gradients_max += r->gradients - (g->n_sched > 0 ? d[(size_t)best_p * NN__MEM_KINDS + NN__MEM_GRAD] : 0);
     r->arena = (int64_t)g->arena_bytes;
     r->arena_buffers = g->arena_bytes == 0 ? 0 : g->arena_chunk == 0 ? 1 : (int)((g->arena_bytes + g->arena_chunk - 1) / g->arena_chunk);
     r->peak = persistent + (best < 0 ? 0 : best);

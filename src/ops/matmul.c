@@ -257,22 +257,20 @@ static nn_tensor nn__matmul_build(nn_graph *g, nn_tensor a, nn_tensor b, int tra
 }
 
 NN_API nn_tensor nn_matmul(nn_graph *g, nn_tensor a, nn_tensor b, int trans_a, int trans_b) {
-    nn_tensor in[2], y;
+    nn_tensor in[2];
     nn_dtype dt;
     in[0] = a;
     in[1] = b;
     if (!nn__check(g, "nn_matmul", 2, in)) return nn__tensor(-1);
-    dt = g->precision == NN_PRECISION_BF16 ? NN_BF16 : g->precision == NN_PRECISION_FP16 ? NN_F16 : NN_F32;
-    if (dt == NN_F32 || nn__n(g, a)->dtype != NN_F32 || nn__n(g, b)->dtype != NN_F32)
-        return nn__matmul_build(g, a, b, trans_a, trans_b);
+    dt = nn__policy_dtype(g);
+    if (dt == NN_F32) return nn__matmul_build(g, a, b, trans_a, trans_b);
     /* the precision policy (nn_graph_desc.precision), torch.autocast's for matmul: float32
-       operands converted, the product made in 16 bits and converted back */
-    a = nn_to_dtype(g, a, dt);
-    b = nn_to_dtype(g, b, dt);
+       operands converted (parameters stay float32: master weights), the product made and
+       kept in 16 bits for the ops after it (nn__new_node converts it for float32 ops) */
+    if (nn__n(g, a)->dtype == NN_F32) a = nn_to_dtype(g, a, dt);
+    if (nn__n(g, b)->dtype == NN_F32) b = nn_to_dtype(g, b, dt);
     if (a.id < 0 || b.id < 0) return nn__tensor(-1);
-    y = nn__matmul_build(g, a, b, trans_a, trans_b);
-    if (y.id < 0) return y;
-    return nn_to_dtype(g, y, NN_F32);
+    return nn__matmul_build(g, a, b, trans_a, trans_b);
 }
 
 
@@ -397,6 +395,9 @@ NN_API nn_tensor nn_linear_layer(nn_graph *g, nn_tensor x, int64_t out_features,
     y = nn_matmul(g, x, w, 0, 1);
     if (desc && desc->no_bias) return y;
     b = nn_param(g, bn, nn_shape1(out_features), init);
+    /* F.linear under autocast: the bias converted too, the output in the policy's type */
+    if (y.id >= 0 && nn__dtype_half(nn__n(g, y)->dtype) && nn__policy_dtype(g) == nn__n(g, y)->dtype)
+        b = nn_to_dtype(g, b, nn__n(g, y)->dtype);
     return nn_add(g, y, b);
 }
 

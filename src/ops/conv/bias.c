@@ -11,12 +11,12 @@ static void nn__grad_conv(nn_graph *g, int id, int dx_op, int dw_op) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
     if (ga) {
-        t = nn__op2(g, dx_op, NN_F32, g->nodes[a].shape, b, gy.id);
+        t = nn__op2(g, dx_op, g->nodes[a].dtype, g->nodes[a].shape, b, gy.id); /* a 16-bit conv's in 16 bits */
         if (t.id >= 0) g->nodes[t.id].a = n.a;
         nn__acc_grad(g, a, t);
     }
     if (gb) {
-        t = nn__op2(g, dw_op, NN_F32, g->nodes[b].shape, a, gy.id);
+        t = nn__op2(g, dw_op, g->nodes[b].dtype, g->nodes[b].shape, a, gy.id);
         if (t.id >= 0) g->nodes[t.id].a = n.a;
         nn__acc_grad(g, b, t);
     }

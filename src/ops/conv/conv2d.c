@@ -51,7 +51,35 @@ static void nn__conv2d_geo(const nn__conv_attr *at, int geo[8]) {
     geo[7] = 0;
 }
 
+/* A conv2d on bf16/f16 storage (x and w of one 16-bit dtype, no bias): the output and the
+   gradients in that dtype, every sum in float32 (src/cpu/conv16.c; kernels/conv.cl's
+   direct kernels in a 16-bit build). Under the precision policy (nn_graph_desc.precision)
+   a conv2d converts float32 x and w and runs in 16 bits, as torch.autocast runs conv2d in
+   bf16; its output stays 16-bit without a bias, the bias is added in float32 (nn__channel_bias). */
+static nn_tensor nn__conv2d_build(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc);
+
 NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc) {
+    nn_tensor in[2], y;
+    nn_dtype dt;
+    in[0] = x;
+    in[1] = w;
+    if (!nn__check(g, "nn_conv2d", 2, in)) return nn__tensor(-1);
+    dt = nn__policy_dtype(g);
+    if (dt == NN_F32 || (nn__n(g, x)->dtype != NN_F32 && nn__n(g, x)->dtype != dt) ||
+        (nn__n(g, w)->dtype != NN_F32 && nn__n(g, w)->dtype != dt) || nn__optional(g, "nn_conv2d", bias) < 0 ||
+        (desc && nn__no_bias_conflict(g, "nn_conv2d", desc->no_bias, bias)))
+        return nn__conv2d_build(g, x, w, bias, desc);
+    /* the policy: float32 operands converted (parameters stay float32: master weights), the
+       conv made and kept in 16 bits; a bias is added in float32 (nn__new_node converts y for
+       nn__channel_bias, which computes in float32) */
+    if (nn__n(g, x)->dtype == NN_F32) x = nn_to_dtype(g, x, dt);
+    if (nn__n(g, w)->dtype == NN_F32) w = nn_to_dtype(g, w, dt);
+    if (x.id < 0 || w.id < 0) return nn__tensor(-1);
+    y = nn__conv2d_build(g, x, w, nn__tensor(0), desc);
+    return bias.id != 0 && y.id >= 0 ? nn__channel_bias(g, "nn_conv2d", y, bias) : y;
+}
+
+static nn_tensor nn__conv2d_build(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc) {
     nn_tensor in[3], t;
     nn__node *nx, *nw;
     nn_conv2d_desc d;
@@ -62,7 +90,6 @@ NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     in[0] = x;
     in[1] = w;
     if (has_bias < 0 || !nn__check(g, "nn_conv2d", 2, in)) return nn__tensor(-1);
-    if (!nn__expect_f32(g, "nn_conv2d", x, "x") || !nn__expect_f32(g, "nn_conv2d", w, "w")) return nn__tensor(-1);
     memset(&d, 0, sizeof d);
     if (desc) d = *desc;
     if (nn__no_bias_conflict(g, "nn_conv2d", d.no_bias, bias)) return nn__tensor(-1);
@@ -71,6 +98,13 @@ NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
     nw = nn__n(g, w);
     nn__shape_str(&nx->shape, sx, sizeof sx);
     nn__shape_str(&nw->shape, sw, sizeof sw);
+    if (nx->dtype != nw->dtype || (nx->dtype != NN_F32 && !nn__dtype_half(nx->dtype)))
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_conv2d: x %s is %s and w %s is %s: they must be float32, or both bfloat16 "
+                           "or both float16 (convert one with nn_to_dtype)", sx, nn__dtype_name(nx->dtype), sw,
+                           nn__dtype_name(nw->dtype));
+    if (nx->dtype != NN_F32 && has_bias)
+        return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_conv2d: a bias with %s x %s: add it to the float32 result "
+                           "(nn_to_dtype), or use nn_graph_desc.precision", nn__dtype_name(nx->dtype), sx);
     if (!nn__conv_attr_ok(&at, 2))
         return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT,
                            "nn_conv2d: stride (%d, %d), dilation (%d, %d) and groups %d must be >= 1 and padding (%d, %d) >= 0",
@@ -95,7 +129,7 @@ NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
         }
     }
     t = has_bias ? nn__op3(g, NN__OP_CONV2D, NN_F32, nn_shape4(nx->shape.dim[0], nw->shape.dim[0], OH, OW), x.id, w.id, bias.id)
-                 : nn__op2(g, NN__OP_CONV2D, NN_F32, nn_shape4(nx->shape.dim[0], nw->shape.dim[0], OH, OW), x.id, w.id);
+                 : nn__op2(g, NN__OP_CONV2D, nx->dtype, nn_shape4(nx->shape.dim[0], nw->shape.dim[0], OH, OW), x.id, w.id);
     if (t.id >= 0) g->nodes[t.id].a.conv = at;
     return t;
 }
@@ -345,6 +379,7 @@ static void nn__plan_conv2d(nn_graph *g, nn__node *n) {
     if (!g->ctx->backend->host_memory) {
         nn__conv_plan p;
         nn__conv2d_dev_plan(g->ctx, n->op, &c, &p);
+        if (nn__dtype_half(n->dtype)) p.algo = NN__CONV_DIRECT, p.scratch = 0; /* the 16-bit build of the direct kernels */
         n->algo = p.algo;
         n->scratch = p.scratch;
         return;
@@ -356,60 +391,62 @@ static void nn__plan_conv2d(nn_graph *g, nn__node *n) {
     else if (n->algo == NN__CONV_GEMM) n->scratch = nn__conv2d_scratch(&c);
     else
         n->scratch = nn__iconv_scratch(&c, which, nn__threadpool_size(g->ctx->threads));
+    if (nn__dtype_half(n->dtype)) /* the operands widened and the float32 output after it */
+        n->scratch += nn__conv16_extra(g->nodes[n->in[0]].numel, g->nodes[n->in[1]].numel, n->numel);
 }
 
-/* Direct loops (src/cpu/conv_dw.c) when planned, no scratch; else im2col + GEMM. */
-static nn_result nn__cpu_conv2d(nn_graph *g, nn__node *n) {
-    const int *in = n->in;
-    float *y = n->buf.host;
+/* The float32 bodies on the data of a node's operands: a and b are its inputs' data
+   ((x, w) for CONV2D, (w, dy) for CONV2D_DX, (x, dy) for CONV2D_DW), y its output. Direct
+   loops (src/cpu/conv_dw.c) when planned, no scratch; else Winograd, the implicit GEMM or
+   im2col + GEMM. */
+static void nn__conv2d_cpu_run(nn_graph *g, const nn__node *n, float *y, const float *a, const float *b, const float *bias,
+                               float *scratch) {
+    nn__threadpool *pool = g->ctx->threads;
+    int nt = nn__threadpool_size(pool);
     nn__conv2d c;
-    nn__node *x = &g->nodes[in[0]], *w = &g->nodes[in[1]];
-    nn__conv2d_geom(&c, &x->shape, &w->shape, &n->a.conv);
-    if (n->algo == NN__CONV_DIRECT)
-        nn__dwconv2d_forward(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL);
-    else if (n->algo == NN__CONV_WINOGRAD && nn__wino_run(g->ctx->threads, &c, 0, nn__threadpool_size(g->ctx->threads), y,
-                                                          x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL,
-                                                          n->scratch_buf.host))
-        ; /* else (an output not finite) the implicit GEMM below gives PyTorch's infinities and NaNs */
-    else if (n->algo == NN__CONV_IMPLICIT || n->algo == NN__CONV_WINOGRAD)
-        nn__iconv_forward(g->ctx->threads, &c, nn__threadpool_size(g->ctx->threads), y, x->buf.host, w->buf.host,
-                          n->n_in > 2 ? NN__F(in[2]) : NULL, n->scratch_buf.host);
-    else
-        nn__conv2d_forward(g->ctx->threads, &c, y, x->buf.host, w->buf.host, n->n_in > 2 ? NN__F(in[2]) : NULL,
-                           n->scratch_buf.host);
+    nn__conv2d_node_geom(g, n, &c);
+    if (n->op == NN__OP_CONV2D) {
+        if (n->algo == NN__CONV_DIRECT) nn__dwconv2d_forward(pool, &c, y, a, b, bias);
+        else if (n->algo == NN__CONV_WINOGRAD && nn__wino_run(pool, &c, 0, nt, y, a, b, bias, scratch))
+            ; /* else (an output not finite) the implicit GEMM below gives PyTorch's infinities and NaNs */
+        else if (n->algo == NN__CONV_IMPLICIT || n->algo == NN__CONV_WINOGRAD) nn__iconv_forward(pool, &c, nt, y, a, b, bias, scratch);
+        else nn__conv2d_forward(pool, &c, y, a, b, bias, scratch);
+    } else if (n->op == NN__OP_CONV2D_DX) { /* a = w, b = dy */
+        if (n->algo == NN__CONV_DIRECT) nn__dwconv2d_backward_data(pool, &c, y, a, b);
+        else if (n->algo == NN__CONV_WINOGRAD && nn__wino_run(pool, &c, 1, nt, y, b, a, NULL, scratch))
+            ; /* as the forward */
+        else if (n->algo == NN__CONV_IMPLICIT || n->algo == NN__CONV_WINOGRAD) nn__iconv_backward_data(pool, &c, nt, y, a, b, scratch);
+        else nn__conv2d_backward_data(pool, &c, y, a, b, scratch);
+    } else { /* a = x, b = dy */
+        if (n->algo == NN__CONV_DIRECT) nn__dwconv2d_backward_weight(pool, &c, y, a, b);
+        else if (n->algo == NN__CONV_IMPLICIT) nn__iconv_backward_weight(pool, &c, nt, y, a, b, scratch);
+        else nn__conv2d_backward_weight(pool, &c, y, a, b, scratch);
+    }
+}
+
+/* A node's float32 body, or its 16-bit one (nn__conv16_cpu, src/cpu/conv16.c): the
+   operands widened into the scratch after the float32 path's, that path run there, the
+   output rounded once into storage. */
+static nn_result nn__conv2d_cpu(nn_graph *g, nn__node *n) {
+    const float *bias = n->op == NN__OP_CONV2D && n->n_in > 2 ? NN__F(n->in[2]) : NULL;
+    nn__node *na = &g->nodes[n->in[0]], *nb = &g->nodes[n->in[1]];
+    if (nn__dtype_half(n->dtype)) {
+        float *s = n->scratch_buf.host, *fa, *fb, *fy;
+        nn__conv16_cpu_layout(s, n->scratch - nn__conv16_extra(na->numel, nb->numel, n->numel), na->numel, nb->numel, &fa,
+                              &fb, &fy);
+        nn__cast(g->ctx->threads, na->buf.host, na->dtype, fa, NN_F32, na->numel);
+        nn__cast(g->ctx->threads, nb->buf.host, nb->dtype, fb, NN_F32, nb->numel);
+        nn__conv2d_cpu_run(g, n, fy, fa, fb, bias, s);
+        nn__cast(g->ctx->threads, fy, NN_F32, n->buf.host, n->dtype, n->numel);
+        return NN_OK;
+    }
+    nn__conv2d_cpu_run(g, n, n->buf.host, na->buf.host, nb->buf.host, bias, n->scratch_buf.host);
     return NN_OK;
 }
 
-/* inputs (w, dy), output dx */
-static nn_result nn__cpu_conv2d_dx(nn_graph *g, nn__node *n) {
-    float *y = n->buf.host;
-    nn__conv2d c;
-    nn__node *w = &g->nodes[n->in[0]], *dy = &g->nodes[n->in[1]];
-    nn__conv2d_geom(&c, &n->shape, &w->shape, &n->a.conv);
-    if (n->algo == NN__CONV_DIRECT) nn__dwconv2d_backward_data(g->ctx->threads, &c, y, w->buf.host, dy->buf.host);
-    else if (n->algo == NN__CONV_WINOGRAD && nn__wino_run(g->ctx->threads, &c, 1, nn__threadpool_size(g->ctx->threads), y,
-                                                          dy->buf.host, w->buf.host, NULL, n->scratch_buf.host))
-        ; /* as the forward */
-    else if (n->algo == NN__CONV_IMPLICIT || n->algo == NN__CONV_WINOGRAD)
-        nn__iconv_backward_data(g->ctx->threads, &c, nn__threadpool_size(g->ctx->threads), y, w->buf.host,
-                                dy->buf.host, n->scratch_buf.host);
-    else nn__conv2d_backward_data(g->ctx->threads, &c, y, w->buf.host, dy->buf.host, n->scratch_buf.host);
-    return NN_OK;
-}
-
-/* inputs (x, dy), output dw */
-static nn_result nn__cpu_conv2d_dw(nn_graph *g, nn__node *n) {
-    float *y = n->buf.host;
-    nn__conv2d c;
-    nn__node *x = &g->nodes[n->in[0]], *dy = &g->nodes[n->in[1]];
-    nn__conv2d_geom(&c, &x->shape, &n->shape, &n->a.conv);
-    if (n->algo == NN__CONV_DIRECT) nn__dwconv2d_backward_weight(g->ctx->threads, &c, y, x->buf.host, dy->buf.host);
-    else if (n->algo == NN__CONV_IMPLICIT)
-        nn__iconv_backward_weight(g->ctx->threads, &c, nn__threadpool_size(g->ctx->threads), y, x->buf.host,
-                                  dy->buf.host, n->scratch_buf.host);
-    else nn__conv2d_backward_weight(g->ctx->threads, &c, y, x->buf.host, dy->buf.host, n->scratch_buf.host);
-    return NN_OK;
-}
+static nn_result nn__cpu_conv2d(nn_graph *g, nn__node *n) { return nn__conv2d_cpu(g, n); }
+static nn_result nn__cpu_conv2d_dx(nn_graph *g, nn__node *n) { return nn__conv2d_cpu(g, n); }
+static nn_result nn__cpu_conv2d_dw(nn_graph *g, nn__node *n) { return nn__conv2d_cpu(g, n); }
 
 /* The GEMM path (NN__CONV_GEMM): im2col / pack passes of kernels/conv.cl around one
    batched GEMM over the groups (nn__launch_gemm, src/ops/matmul.c), operands at float
@@ -521,6 +558,7 @@ static nn_result nn__launch_conv2d(nn_graph *g, int id) {
     }
     r = nn__launch_kernel(g, id, "conv", "conv2d_forward", (size_t)n->numel, &l);
     if (r != NN_OK) return r;
+    l->store = n->dtype; /* 16-bit: the program built with NN_STORE_BF16 / _F16 */
     {
         nn__k_conv2d_forward k;
         nn__conv2d_geo(&n->a.conv, geo);
@@ -590,6 +628,7 @@ static nn_result nn__launch_conv2d_dx(nn_graph *g, int id) {
     }
     r = nn__launch_kernel(g, id, "conv", "conv2d_backward_data", (size_t)n->numel, &l);
     if (r != NN_OK) return r;
+    l->store = n->dtype; /* 16-bit: the program built with NN_STORE_BF16 / _F16 */
     {
         nn__k_conv2d_backward_data k;
         memset(&k, 0, sizeof k);
@@ -654,6 +693,7 @@ static nn_result nn__launch_conv2d_dw(nn_graph *g, int id) {
     }
     r = nn__launch_kernel(g, id, "conv", "conv2d_backward_weight", (size_t)n->numel, &l);
     if (r != NN_OK) return r;
+    l->store = n->dtype; /* 16-bit: the program built with NN_STORE_BF16 / _F16 */
     {
         nn__k_conv2d_backward_weight k;
         nn__conv2d_geo(&n->a.conv, geo);

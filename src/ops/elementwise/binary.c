@@ -20,10 +20,23 @@ static nn_tensor nn__binary_fn(nn_graph *g, int op, int fn, const char *opname, 
     nn_shape out;
     in[0] = a;
     in[1] = b;
+    nn_dtype dt = NN_F32;
     if (!nn__check0(g, opname, 2, in)) return nn__tensor(-1);
-    if (!nn__expect_f32(g, opname, a, "a") || !nn__expect_f32(g, opname, b, "b")) return nn__tensor(-1);
+    if (op != NN__OP_COMPARE && (nn__dtype_half(nn__n(g, a)->dtype) || nn__dtype_half(nn__n(g, b)->dtype)) &&
+        nn__n(g, a)->dtype != NN_I32 && nn__n(g, b)->dtype != NN_I32) {
+        /* 16-bit storage: PyTorch's type promotion. One 16-bit dtype: the op runs there
+           (float32 arithmetic, rounded once); bfloat16 with float32 or float16: float32,
+           the 16-bit operands converted first */
+        if (nn__n(g, a)->dtype == nn__n(g, b)->dtype) dt = nn__n(g, a)->dtype;
+        else {
+            if (nn__dtype_half(nn__n(g, a)->dtype)) a = nn_to_dtype(g, a, NN_F32);
+            if (nn__dtype_half(nn__n(g, b)->dtype)) b = nn_to_dtype(g, b, NN_F32);
+            if (a.id < 0 || b.id < 0) return nn__tensor(-1);
+        }
+    }
+    if (dt == NN_F32 && (!nn__expect_f32(g, opname, a, "a") || !nn__expect_f32(g, opname, b, "b"))) return nn__tensor(-1);
     if (!nn__broadcast_shape(g, opname, 2, in, names, &out)) return nn__tensor(-1);
-    t = nn__op2(g, op, NN_F32, out, a.id, b.id);
+    t = nn__op2(g, op, dt, out, a.id, b.id);
     if (t.id >= 0) g->nodes[t.id].a.ew.bfn = fn;
     return t;
 }
@@ -39,9 +52,19 @@ static int nn__binary_node_fn(const nn__node *n) {
     return n->op == NN__OP_MUL ? NN__B_MUL : n->a.ew.bfn;
 }
 
+/* 16-bit storage (NN_BF16, NN_F16): a, b (and dy) and the output share one dtype (the
+   builders see to it). The CPU bodies run src/cpu/elementwise.c's nn__binary16_run; the
+   kernels read and write through kernels/storage.h in the program built for the dtype
+   (l->store). */
+
 static nn_result nn__cpu_binary(nn_graph *g, nn__node *n) {
     nn__bcast bc;
     nn__bcast_node(g, n, 2, &bc);
+    if (nn__dtype_half(n->dtype)) {
+        nn__binary16_run(g->ctx->threads, nn__binary_node_fn(n), 0, 0, n->dtype, n->buf.host, g->nodes[n->in[0]].buf.host,
+                         g->nodes[n->in[1]].buf.host, NULL, &bc);
+        return NN_OK;
+    }
     nn__binary_forward(g->ctx->threads, nn__binary_node_fn(n), n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]), &bc);
     return NN_OK;
 }
@@ -74,11 +97,13 @@ static nn_result nn__launch_binary(nn_graph *g, int id) {
     nn__bcast_ints(&bc, dims, st);
     if (bc.nd == 1 && st[0][0] == 1 && st[1][0] == 1) {
         NN__KSTART(binary_same, "elementwise", nn__same_fwd[fn], N);
+        l->store = n->dtype;
         NN__BINARY_KFIELDS(k);
         return nn__kargs_binary_same(l, &k);
     }
     if (bc.nd == 1) {
         NN__KSTART(binary_flat, "elementwise", "binary_flat", N);
+        l->store = n->dtype;
         NN__BINARY_KFIELDS(k);
         k.fn = fn;
         k.sa = st[0][0];
@@ -86,6 +111,7 @@ static nn_result nn__launch_binary(nn_graph *g, int id) {
         return nn__kargs_binary_flat(l, &k);
     } else {
         NN__KSTART(binary_bcast, "elementwise", "binary_bcast", N);
+        l->store = n->dtype;
         NN__BINARY_KFIELDS(k);
         k.fn = fn;
         k.nd = bc.nd;
@@ -106,17 +132,30 @@ NN_API nn_tensor nn_add(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__bina
 #define nn__grad_add nn__grad_add_sub
 #define nn__plan_add nn__no_plan
 
+/* Operand x's gradient from t at the output's shape: t summed to x's shape (nn__sum_to_op:
+   nothing when the shapes are the same), times s when s is not 1. A 16-bit t goes through
+   float32 for the sum and the scale (SUM_TO and SCALE run in float32) and back to x's dtype. */
+static nn_tensor nn__binary_grad_to(nn_graph *g, nn_tensor t, int x, float s) {
+    nn_dtype dt;
+    if (t.id < 0) return t;
+    dt = g->nodes[t.id].dtype;
+    if (!nn__dtype_half(dt)) {
+        t = nn__sum_to_op(g, t.id, g->nodes[x].shape);
+        return s != 1.0f && t.id >= 0 ? nn__scale_op(g, g->nodes[x].shape, t.id, s) : t;
+    }
+    if (s == 1.0f && nn__shape_eq(&g->nodes[t.id].shape, &g->nodes[x].shape)) return t;
+    t = nn__op1(g, NN__OP_CAST, NN_F32, g->nodes[t.id].shape, t.id);
+    if (t.id >= 0) t = nn__sum_to_op(g, t.id, g->nodes[x].shape);
+    if (s != 1.0f && t.id >= 0) t = nn__scale_op(g, g->nodes[x].shape, t.id, s);
+    return t.id >= 0 ? nn__op1(g, NN__OP_CAST, g->nodes[x].dtype, g->nodes[x].shape, t.id) : t;
+}
+
 /* Gradients of broadcast operands: the gradient at the output's shape, summed to the
-   operand's (nn__sum_to_op: nothing when the shapes are the same). */
+   operand's. */
 static void nn__grad_add_sub(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
-    nn_tensor t;
-    if (ga) nn__acc_grad(g, a, nn__sum_to_op(g, gy.id, g->nodes[a].shape));
-    if (gb) {
-        t = nn__sum_to_op(g, gy.id, g->nodes[b].shape);
-        if (n.op == NN__OP_SUB && t.id >= 0) t = nn__scale_op(g, g->nodes[b].shape, t.id, -1.0f);
-        nn__acc_grad(g, b, t);
-    }
+    if (ga) nn__acc_grad(g, a, nn__binary_grad_to(g, gy, a, 1.0f));
+    if (gb) nn__acc_grad(g, b, nn__binary_grad_to(g, gy, b, n.op == NN__OP_SUB ? -1.0f : 1.0f));
 }
 
 /* ==== sub: y = a - b (torch.sub) ==== */
@@ -140,14 +179,12 @@ static void nn__grad_mul(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
     if (ga) {
-        t = nn__op2(g, NN__OP_MUL, NN_F32, n.shape, gy.id, b);
-        if (t.id >= 0) t = nn__sum_to_op(g, t.id, g->nodes[a].shape);
-        nn__acc_grad(g, a, t);
+        t = nn__op2(g, NN__OP_MUL, n.dtype, n.shape, gy.id, b);
+        nn__acc_grad(g, a, nn__binary_grad_to(g, t, a, 1.0f));
     }
     if (gb) {
-        t = nn__op2(g, NN__OP_MUL, NN_F32, n.shape, gy.id, a);
-        if (t.id >= 0) t = nn__sum_to_op(g, t.id, g->nodes[b].shape);
-        nn__acc_grad(g, b, t);
+        t = nn__op2(g, NN__OP_MUL, n.dtype, n.shape, gy.id, a);
+        nn__acc_grad(g, b, nn__binary_grad_to(g, t, b, 1.0f));
     }
 }
 
@@ -178,11 +215,11 @@ static void nn__grad_binary(nn_graph *g, int id) {
         int x = k ? b : a;
         nn_tensor t;
         if (!(k ? gb : ga)) continue;
-        t = nn__op3(g, NN__OP_BINARY_GRAD, NN_F32, n.shape, a, b, gy.id);
+        t = nn__op3(g, NN__OP_BINARY_GRAD, n.dtype, n.shape, a, b, gy.id);
         if (t.id < 0) return;
         g->nodes[t.id].a = n.a;
         g->nodes[t.id].a.ew.wrt = k;
-        nn__acc_grad(g, x, nn__sum_to_op(g, t.id, g->nodes[x].shape));
+        nn__acc_grad(g, x, nn__binary_grad_to(g, t, x, 1.0f));
     }
 }
 
@@ -190,6 +227,11 @@ static void nn__grad_binary(nn_graph *g, int id) {
 static nn_result nn__cpu_binary_grad(nn_graph *g, nn__node *n) {
     nn__bcast bc;
     nn__bcast_node(g, n, 2, &bc);
+    if (nn__dtype_half(n->dtype)) {
+        nn__binary16_run(g->ctx->threads, n->a.ew.bfn, 1, n->a.ew.wrt, n->dtype, n->buf.host, g->nodes[n->in[0]].buf.host,
+                         g->nodes[n->in[1]].buf.host, g->nodes[n->in[2]].buf.host, &bc);
+        return NN_OK;
+    }
     nn__binary_backward(g->ctx->threads, n->a.ew.bfn, n->a.ew.wrt, n->buf.host, NN__F(n->in[0]), NN__F(n->in[1]),
                         NN__F(n->in[2]), &bc);
     return NN_OK;
@@ -221,10 +263,12 @@ static nn_result nn__launch_binary_grad(nn_graph *g, int id) {
     nn__bcast_ints(&bc, dims, st);
     if (bc.nd == 1 && st[0][0] == 1 && st[1][0] == 1) { /* same shapes: the function's own kernel */
         NN__KSTART(binary_same_grad, "elementwise", nn__same_grad[n->a.ew.bfn], N);
+        l->store = n->dtype;
         NN__BINARY_GRAD_KFIELDS(k);
         return nn__kargs_binary_same_grad(l, &k);
     } else {
         NN__KSTART(binary_grad, "elementwise", "binary_grad", N);
+        l->store = n->dtype;
         NN__BINARY_GRAD_KFIELDS(k);
         k.fn = n->a.ew.bfn;
         k.nd = bc.nd;
