@@ -1,0 +1,180 @@
+/* Device kernels shaped for GPUs (issue 19, item 5), on every backend: the gpu-tuning pass
+   runs the GPU variants on PoCL, the others the kept kernels. Sums to one value over many
+   work-groups in two passes (sum, mean, the losses' reductions, clip_norm's gradient norm:
+   kernels/reduce.cl's sum_parts and sum_finish, above 2048 elements): the op checker at odd
+   sizes not a multiple of the work-group, sums of up to 2,100,001 elements against double,
+   the same bits run to run, the launch count that shows which path ran. */
+#include "test.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ==== sums and means over all elements, and a loss's mean, through the op checker ==== */
+
+static nn_tensor b_sum(nn_graph *g, const nn_tensor *in, const spec *s) {
+    (void)s;
+    return nn_sum(g, in[0]);
+}
+static nn_tensor b_mean(nn_graph *g, const nn_tensor *in, const spec *s) {
+    (void)s;
+    return nn_mean(g, in[0]);
+}
+static nn_tensor b_mse(nn_graph *g, const nn_tensor *in, const spec *s) {
+    (void)s;
+    return nn_mse_loss(g, in[0], in[1], NULL);
+}
+static void r_sum(const spec *s, double *const *in, double *out) {
+    long i, n = numel(s->shape[0]);
+    out[0] = 0;
+    for (i = 0; i < n; i++) out[0] += in[0][i];
+}
+static void r_mean(const spec *s, double *const *in, double *out) {
+    r_sum(s, in, out);
+    out[0] /= (double)numel(s->shape[0]);
+}
+static void r_mse(const spec *s, double *const *in, double *out) {
+    long i, n = numel(s->shape[0]);
+    out[0] = 0;
+    for (i = 0; i < n; i++) out[0] += (in[0][i] - in[1][i]) * (in[0][i] - in[1][i]);
+    out[0] /= (double)n;
+}
+
+static void sum_cases(const t_env *e) {
+    /* 2049: one past a part; 7007 = 4 parts of 1752 (the last 1751); 4191 = 3 parts of 1397 */
+    static const long shapes[][2] = {{1, 2049}, {7, 1001}, {33, 127}};
+    int i, k;
+    for (i = 0; i < 3; i++)
+        for (k = 0; k < 3; k++) {
+            char name[96];
+            nn_shape sh = nn_shape2(shapes[i][0], shapes[i][1]);
+            spec s;
+            snprintf(name, sizeof name, "%s of [%ld, %ld] (two passes on GPU devices)", k == 0 ? "sum" : k == 1 ? "mean" : "mse_loss",
+                     shapes[i][0], shapes[i][1]);
+            s = mk(name, k == 0 ? b_sum : k == 1 ? b_mean : b_mse, k == 0 ? r_sum : k == 1 ? r_mean : r_mse, nn_shape1(1));
+            in_f(&s, sh);
+            if (k == 2) in_f(&s, sh);
+            s.dirs = 2; /* directional derivatives: a few thousand elements each */
+            check_case(e, &s);
+        }
+}
+
+/* ==== long sums against double, twice, and the path they took ==== */
+
+/* y = sum(x) (mean when mean) of n floats on ctx; its kernel launches in *launches */
+static int run_sum(nn_context *ctx, const float *x, long n, int mean, float *y, unsigned long long *launches) {
+    nn_graph *g = NULL;
+    nn_tensor xt, yt;
+    nn_stats st;
+    int ok = 0;
+    if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) return 0;
+    xt = nn_input(g, "x", NN_F32, nn_shape1(n));
+    yt = mean ? nn_mean(g, xt) : nn_sum(g, xt);
+    nn_graph_output(g, yt);
+    if (!T_OK(nn_graph_compile(g, NULL), ctx)) goto done;
+    if (!T_OK(nn_tensor_write(g, xt, x, (size_t)n * 4), ctx)) goto done;
+    nn_context_reset_stats(ctx);
+    if (!T_OK(nn_graph_forward(g), ctx)) goto done;
+    if (!T_OK(nn_graph_finish(g), ctx)) goto done;
+    nn_context_stats(ctx, &st);
+    *launches = st.kernel_launches;
+    if (!T_OK(nn_tensor_read(g, yt, y, 4), ctx)) goto done;
+    ok = 1;
+done:
+    nn_graph_destroy(g);
+    return ok;
+}
+
+static void test_long_sums(const t_env *e) {
+    /* 2049: two parts; 700,001: 342 parts; 2,100,001: 1024 parts (the cap) of 2051 */
+    static const long sizes[] = {2048, 2049, 700001, 2100001};
+    int si, mean;
+    if (!t_begin(e, "gpu shapes: sums and means of up to 2,100,001 within 1e-6 of double, the same bits twice")) return;
+    t_seed(1919);
+    for (si = 0; si < 4; si++) {
+        long n = sizes[si], i;
+        float *x = (float *)malloc((size_t)n * 4);
+        double ref = 0;
+        for (i = 0; i < n; i++) {
+            x[i] = (float)t_uniform(0, 1);
+            ref += x[i];
+        }
+        for (mean = 0; mean < 2; mean++) {
+            float a = 0, b = 0;
+            unsigned long long la = 0, lb = 0, want = e->opencl && e->tuning == NN_TUNING_GPU && n > 2048 ? 2 : 1;
+            double r = mean ? ref / (double)n : ref;
+            if (!run_sum(e->ctx, x, n, mean, &a, &la) || !run_sum(e->ctx, x, n, mean, &b, &lb)) continue;
+            T_CHECK(fabs(a - r) <= 1e-6 * fabs(r), "%s of %ld: %.9g, double gives %.9g", mean ? "mean" : "sum", n, a, r);
+            T_CHECK(memcmp(&a, &b, 4) == 0, "%s of %ld: two runs differ (%.9g, %.9g)", mean ? "mean" : "sum", n, a, b);
+            if (e->opencl)
+                T_CHECK(la == want, "%s of %ld: %llu launches, expected %llu", mean ? "mean" : "sum", n, la, want);
+        }
+        free(x);
+    }
+    t_end();
+}
+
+/* ==== clip_norm's global gradient norm over two parameters of 5,001 and 3,333 elements:
+   SGD with lr 1 after one step, p = 1 - c * min(1, max_norm / (|c| + 1e-6)) for the
+   loss sum(p1 * c1) + sum(p2 * c2), against double; twice, the same bits ==== */
+
+static int run_clip(nn_context *ctx, const float *c1, const float *c2, float *p1v, float *p2v) {
+    nn_graph *g = NULL;
+    nn_tensor p1, p2, x1, x2, loss;
+    nn_compile_desc cd;
+    nn_init one;
+    int ok = 0;
+    memset(&one, 0, sizeof one);
+    one.kind = NN_INIT_CONSTANT;
+    one.a = 1;
+    if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) return 0;
+    p1 = nn_param(g, "p1", nn_shape1(5001), one);
+    p2 = nn_param(g, "p2", nn_shape2(3, 1111), one);
+    x1 = nn_input(g, "c1", NN_F32, nn_shape1(5001));
+    x2 = nn_input(g, "c2", NN_F32, nn_shape2(3, 1111));
+    loss = nn_add(g, nn_sum(g, nn_mul(g, p1, x1)), nn_sum(g, nn_mul(g, p2, x2)));
+    memset(&cd, 0, sizeof cd);
+    cd.loss = loss;
+    cd.optimizer.kind = NN_OPT_SGD;
+    cd.optimizer.lr = 1.0f;
+    cd.optimizer.clip_norm = 2.0f;
+    if (!T_OK(nn_graph_compile(g, &cd), ctx)) goto done;
+    if (!T_OK(nn_tensor_write(g, x1, c1, 5001 * 4), ctx) || !T_OK(nn_tensor_write(g, x2, c2, 3333 * 4), ctx)) goto done;
+    if (!T_OK(nn_graph_step(g), ctx)) goto done;
+    if (!T_OK(nn_tensor_read(g, p1, p1v, 5001 * 4), ctx) || !T_OK(nn_tensor_read(g, p2, p2v, 3333 * 4), ctx)) goto done;
+    ok = 1;
+done:
+    nn_graph_destroy(g);
+    return ok;
+}
+
+static void test_clip_norm(const t_env *e) {
+    float *c = (float *)malloc(8334 * 4), *a = (float *)malloc(8334 * 4), *b = (float *)malloc(8334 * 4);
+    double norm = 0, coef, err = 0;
+    long i;
+    if (!t_begin(e, "gpu shapes: clip_norm over parameters of 5,001 and 3,333 within 1e-6 of double, the same bits twice")) goto out;
+    t_seed(2020);
+    for (i = 0; i < 8334; i++) {
+        c[i] = (float)t_uniform(-1, 1);
+        norm += (double)c[i] * c[i];
+    }
+    coef = 2.0 / (sqrt(norm) + 1e-6);
+    if (coef > 1) coef = 1;
+    if (run_clip(e->ctx, c, c + 5001, a, a + 5001) && run_clip(e->ctx, c, c + 5001, b, b + 5001)) {
+        for (i = 0; i < 8334; i++) {
+            double d = fabs(a[i] - (1.0 - c[i] * coef));
+            if (d > err) err = d;
+        }
+        T_CHECK(err <= 1e-6, "parameters after one clipped step: error %.3g > 1e-6 (coefficient %.9g)", err, coef);
+        T_CHECK(memcmp(a, b, 8334 * 4) == 0, "two runs give different parameters");
+    }
+    t_end();
+out:
+    free(c);
+    free(a);
+    free(b);
+}
+
+void suite_gpu_shapes(const t_env *e) {
+    sum_cases(e);
+    T_RUN(e, test_long_sums, test_clip_norm);
+}
