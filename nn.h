@@ -18102,6 +18102,12 @@ static const char *const nn__cl_src_loss[] = {
 "NN__KSIG(xent_forward)\n",
 "#define NN__KARGS_xent_backward(F, P) F(in, x) P(iin, label) P(in, dloss) P(out, dx) P(int, B) P(int, C)\n",
 "NN__KSIG(xent_backward)\n",
+"/* the same, one work-group per row; tmp: the work-group's floats */\n",
+"#define NN__KARGS_xent_group_forward(F, P) \\\n",
+"    F(in, x) P(iin, label) P(out, loss) P(int, B) P(int, C) P(iout, bad) P(int, slot) P(lfloat, tmp)\n",
+"NN__KSIG(xent_group_forward)\n",
+"#define NN__KARGS_xent_group_backward(F, P) F(in, x) P(iin, label) P(in, dloss) P(out, dx) P(int, B) P(int, C) P(lfloat, tmp)\n",
+"NN__KSIG(xent_group_backward)\n",
 "\n",
 "/* BCE with logits, n elements */\n",
 "#define NN__KARGS_bce_logits_forward(F, P) F(in, x) P(in, t) P(out, y) P(int, n)\n",
@@ -18661,6 +18667,68 @@ static const char *const nn__cl_src_loss[] = {
 "    for (int c = 1; c < C; c++) m = fmax(m, xr[c]);\n",
 "    for (int c = 0; c < C; c++) s += exp(xr[c] - m);\n",
 "    for (int c = 0; c < C; c++) dxr[c] = g * (exp(xr[c] - m) / s - (c == t ? 1.0f : 0.0f));\n",
+"}\n",
+"\n",
+"/* The same, one work-group per row (GPU devices, rows of 128 classes and more: src/ops/softmax.c's\n",
+"   nn__row_group_wg): each work-item takes c = lid, lid + wg, ...; the max and the sum go\n",
+"   through a tree in local memory (tmp: the work-group size, a power of two), a fixed order.\n",
+"   The label is the row's, so the early returns are uniform over the work-group. */\n",
+"\n",
+"/* the work-group's max (is_max; NaN ignored, as fmax) or sum of v, in every work-item */\n",
+"inline float xent_tree(__local float *tmp, float v, int is_max) {\n",
+"    int l = get_local_id(0);\n",
+"    tmp[l] = v;\n",
+"    barrier(CLK_LOCAL_MEM_FENCE);\n",
+"    for (int o = get_local_size(0) / 2; o > 0; o >>= 1) {\n",
+"        if (l < o) tmp[l] = is_max ? fmax(tmp[l], tmp[l + o]) : tmp[l] + tmp[l + o];\n",
+"        barrier(CLK_LOCAL_MEM_FENCE);\n",
+"    }\n",
+"    v = tmp[0];\n",
+"    barrier(CLK_LOCAL_MEM_FENCE);\n",
+"    return v;\n",
+"}\n",
+"\n",
+"/* the row's max and sum of exp(x - max), in every work-item */\n",
+"inline void xent_group_stats(__local float *tmp, __global const float *xr, int C, float *m, float *s) {\n",
+"    int l = get_local_id(0), wg = get_local_size(0);\n",
+"    float a = -INFINITY, b = 0.0f;\n",
+"    for (int c = l; c < C; c += wg) a = fmax(a, xr[c]);\n",
+"    a = xent_tree(tmp, a, 1);\n",
+"    for (int c = l; c < C; c += wg) b += exp(xr[c] - a);\n",
+"    *m = a;\n",
+"    *s = xent_tree(tmp, b, 0);\n",
+"}\n",
+"\n",
+"__kernel void xent_group_forward(NN__KPARAMS(xent_group_forward)) {\n",
+"    int b = get_group_id(0), l = get_local_id(0);\n",
+"    if (b >= B) return;\n",
+"    __global const float *xr = x + (size_t)b * C;\n",
+"    int t = label[b];\n",
+"    if (t < 0 || t >= C) {\n",
+"        if (l == 0) {\n",
+"            atomic_inc(bad + slot);\n",
+"            loss[b] = 0.0f;\n",
+"        }\n",
+"        return;\n",
+"    }\n",
+"    float m, s;\n",
+"    xent_group_stats(tmp, xr, C, &m, &s);\n",
+"    if (l == 0) loss[b] = log(s) + m - xr[t];\n",
+"}\n",
+"\n",
+"__kernel void xent_group_backward(NN__KPARAMS(xent_group_backward)) {\n",
+"    int b = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);\n",
+"    if (b >= B) return;\n",
+"    __global const float *xr = x + (size_t)b * C;\n",
+"    __global float *dxr = dx + (size_t)b * C;\n",
+"    int t = label[b];\n",
+"    if (t < 0 || t >= C) {\n",
+"        for (int c = l; c < C; c += wg) dxr[c] = 0.0f;\n",
+"        return;\n",
+"    }\n",
+"    float m, s, g = dloss[b];\n",
+"    xent_group_stats(tmp, xr, C, &m, &s);\n",
+"    for (int c = l; c < C; c += wg) dxr[c] = g * (exp(xr[c] - m) / s - (c == t ? 1.0f : 0.0f));\n",
 "}\n",
 "\n",
 "/* BCE with logits, elementwise, in PyTorch's form: (1 - t) x + max(-x, 0) + log(1 + exp(-|x|)) */\n",
@@ -21912,7 +21980,8 @@ static const char *const nn__cl_src_shape[] = {
 static const char *const nn__cl_src_softmax[] = {
 "#line 1 \"kernels/softmax.cl\"\n",
 "/* Row-wise ops over the last axis (rows of C values): softmax, log-softmax. One work-item\n",
-"   per row. (The fused cross-entropy is in loss.cl, argmax in reduce.cl.) */\n",
+"   per row; on GPU devices, rows of 128 and more one work-group per row (the _group_\n",
+"   kernels, below). (The fused cross-entropy is in loss.cl, argmax in reduce.cl.) */\n",
 "#line 1 \"kernels/kargs.h\"\n",
 "/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
 "   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
@@ -22134,7 +22203,7 @@ static const char *const nn__cl_src_softmax[] = {
 "\n",
 "#endif\n",
 "#endif\n",
-"#line 4 \"kernels/softmax.cl\"\n",
+"#line 5 \"kernels/softmax.cl\"\n",
 "#line 1 \"kernels/softmax_args.h\"\n",
 "/* kernels/softmax.cl's kernel signatures (kernels/kargs.h says how to read them). */\n",
 "#ifndef NN__SOFTMAX_ARGS_H\n",
@@ -22145,9 +22214,15 @@ static const char *const nn__cl_src_softmax[] = {
 "NN__KSIG(softmax_forward)\n",
 "#define NN__KARGS_softmax_backward(F, P) F(in, y) P(in, dy) P(out, dx) P(int, rows) P(int, C) P(int, log_space)\n",
 "NN__KSIG(softmax_backward)\n",
+"/* the same, one work-group per row; tmp: the work-group's floats */\n",
+"#define NN__KARGS_softmax_group_forward(F, P) F(in, x) P(out, y) P(int, rows) P(int, C) P(int, log_space) P(lfloat, tmp)\n",
+"NN__KSIG(softmax_group_forward)\n",
+"#define NN__KARGS_softmax_group_backward(F, P) \\\n",
+"    F(in, y) P(in, dy) P(out, dx) P(int, rows) P(int, C) P(int, log_space) P(lfloat, tmp)\n",
+"NN__KSIG(softmax_group_backward)\n",
 "\n",
 "#endif\n",
-"#line 5 \"kernels/softmax.cl\"\n",
+"#line 6 \"kernels/softmax.cl\"\n",
 "\n",
 "__kernel void softmax_forward(NN__KPARAMS(softmax_forward)) {\n",
 "    int r = get_global_id(0);\n",
@@ -22178,6 +22253,58 @@ static const char *const nn__cl_src_softmax[] = {
 "    } else {\n",
 "        for (int c = 0; c < C; c++) s += dy[o + c] * y[o + c];\n",
 "        for (int c = 0; c < C; c++) dx[o + c] = y[o + c] * (dy[o + c] - s);\n",
+"    }\n",
+"}\n",
+"\n",
+"/* ---- one work-group per row (GPU devices, long rows: src/ops/softmax.c's nn__row_group_wg).\n",
+"   Each work-item takes c = lid, lid + wg, ...; the max and the sums then go through a tree\n",
+"   in local memory (tmp: the work-group size, a power of two), so the order is fixed. ---- */\n",
+"\n",
+"/* the work-group's max (is_max; NaN ignored, as fmax in the per-row kernels) or sum of v,\n",
+"   in every work-item; tmp is free again on return */\n",
+"inline float sm_tree(__local float *tmp, float v, int is_max) {\n",
+"    int l = get_local_id(0);\n",
+"    tmp[l] = v;\n",
+"    barrier(CLK_LOCAL_MEM_FENCE);\n",
+"    for (int o = get_local_size(0) / 2; o > 0; o >>= 1) {\n",
+"        if (l < o) tmp[l] = is_max ? fmax(tmp[l], tmp[l + o]) : tmp[l] + tmp[l + o];\n",
+"        barrier(CLK_LOCAL_MEM_FENCE);\n",
+"    }\n",
+"    v = tmp[0];\n",
+"    barrier(CLK_LOCAL_MEM_FENCE);\n",
+"    return v;\n",
+"}\n",
+"\n",
+"__kernel void softmax_group_forward(NN__KPARAMS(softmax_group_forward)) {\n",
+"    int r = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);\n",
+"    if (r >= rows) return; /* uniform over the work-group */\n",
+"    __global const float *xr = x + (size_t)r * C;\n",
+"    __global float *yr = y + (size_t)r * C;\n",
+"    float m = -INFINITY, s = 0.0f;\n",
+"    for (int c = l; c < C; c += wg) m = fmax(m, xr[c]);\n",
+"    m = sm_tree(tmp, m, 1);\n",
+"    for (int c = l; c < C; c += wg) s += exp(xr[c] - m);\n",
+"    s = sm_tree(tmp, s, 0);\n",
+"    if (log_space) {\n",
+"        float ls = log(s) + m;\n",
+"        for (int c = l; c < C; c += wg) yr[c] = xr[c] - ls;\n",
+"    } else {\n",
+"        float inv = 1.0f / s;\n",
+"        for (int c = l; c < C; c += wg) yr[c] = exp(xr[c] - m) * inv;\n",
+"    }\n",
+"}\n",
+"\n",
+"__kernel void softmax_group_backward(NN__KPARAMS(softmax_group_backward)) {\n",
+"    int r = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);\n",
+"    if (r >= rows) return; /* uniform over the work-group */\n",
+"    size_t o = (size_t)r * C;\n",
+"    float s = 0.0f;\n",
+"    for (int c = l; c < C; c += wg) s += log_space ? dy[o + c] : dy[o + c] * y[o + c];\n",
+"    s = sm_tree(tmp, s, 0);\n",
+"    if (log_space) {\n",
+"        for (int c = l; c < C; c += wg) dx[o + c] = dy[o + c] - exp(y[o + c]) * s;\n",
+"    } else {\n",
+"        for (int c = l; c < C; c += wg) dx[o + c] = y[o + c] * (dy[o + c] - s);\n",
 "    }\n",
 "}\n",
 0 };
@@ -30263,6 +30390,12 @@ NN__KSIG(correct_rows)
 NN__KSIG(softmax_forward)
 #define NN__KARGS_softmax_backward(F, P) F(in, y) P(in, dy) P(out, dx) P(int, rows) P(int, C) P(int, log_space)
 NN__KSIG(softmax_backward)
+/* the same, one work-group per row; tmp: the work-group's floats */
+#define NN__KARGS_softmax_group_forward(F, P) F(in, x) P(out, y) P(int, rows) P(int, C) P(int, log_space) P(lfloat, tmp)
+NN__KSIG(softmax_group_forward)
+#define NN__KARGS_softmax_group_backward(F, P) \
+    F(in, y) P(in, dy) P(out, dx) P(int, rows) P(int, C) P(int, log_space) P(lfloat, tmp)
+NN__KSIG(softmax_group_backward)
 
 #endif
 
@@ -30278,6 +30411,12 @@ NN__KSIG(softmax_backward)
 NN__KSIG(xent_forward)
 #define NN__KARGS_xent_backward(F, P) F(in, x) P(iin, label) P(in, dloss) P(out, dx) P(int, B) P(int, C)
 NN__KSIG(xent_backward)
+/* the same, one work-group per row; tmp: the work-group's floats */
+#define NN__KARGS_xent_group_forward(F, P) \
+    F(in, x) P(iin, label) P(out, loss) P(int, B) P(int, C) P(iout, bad) P(int, slot) P(lfloat, tmp)
+NN__KSIG(xent_group_forward)
+#define NN__KARGS_xent_group_backward(F, P) F(in, x) P(iin, label) P(in, dloss) P(out, dx) P(int, B) P(int, C) P(lfloat, tmp)
+NN__KSIG(xent_group_backward)
 
 /* BCE with logits, n elements */
 #define NN__KARGS_bce_logits_forward(F, P) F(in, x) P(in, t) P(out, y) P(int, n)
@@ -33182,6 +33321,20 @@ static nn_tensor nn__rowwise(nn_graph *g, const char *opname, int op, nn_tensor 
 
 static int64_t nn__last_dim(const nn__node *n) { return n->shape.dim[n->shape.ndim - 1]; }
 
+/* The work-group size for one work-group per row of C values (softmax, log-softmax, the
+   fused cross-entropy: the _group_ kernels), or 0 for one work-item per row (the kernels
+   kept for short rows and CPU devices): on a GPU device, rows of NN__ROW_GROUP_MIN and
+   more get nn__reduce_wg's size (from the device's largest work-group, 256 at most),
+   halved while half of it still covers the row. */
+#define NN__ROW_GROUP_MIN 128
+static size_t nn__row_group_wg(const nn_graph *g, int64_t C) {
+    size_t wg;
+    if (g->ctx->dev.cpu_tuned || C < NN__ROW_GROUP_MIN) return 0;
+    wg = nn__reduce_wg((nn_graph *)g);
+    while (wg > 32 && (int64_t)(wg / 2) >= C) wg /= 2;
+    return wg;
+}
+
 /* ==== softmax: y [..., C] = exp(x - max) / sum(exp(x - max)) along the last dim
    (torch.softmax(x, dim): dim moved last); SOFTMAX_GRAD (y, gy) is dx = y * (gy - sum(gy * y)) ==== */
 
@@ -33213,10 +33366,40 @@ static nn_result nn__cpu_softmax_grad(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
-/* one work-item per row */
+/* one work-group per row (nn__row_group_wg) */
+static nn_result nn__launch_softmax_group(nn_graph *g, int id, size_t wg) {
+    nn__node *n = &g->nodes[id];
+    int N = (int)n->numel, C = (int)nn__last_dim(n);
+    NN__KWITH(softmax_group_forward, nn__launch_groups(g, id, "softmax", "softmax_group_forward", (size_t)(N / C), wg, &l));
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.rows = N / C;
+    k.C = C;
+    k.log_space = n->op == NN__OP_LOG_SOFTMAX;
+    k.tmp = wg * 4;
+    return nn__kargs_softmax_group_forward(l, &k);
+}
+
+static nn_result nn__launch_softmax_grad_group(nn_graph *g, int id, size_t wg) {
+    nn__node *n = &g->nodes[id];
+    int N = (int)n->numel, C = (int)nn__last_dim(n);
+    NN__KWITH(softmax_group_backward, nn__launch_groups(g, id, "softmax", "softmax_group_backward", (size_t)(N / C), wg, &l));
+    k.y = &g->nodes[n->in[0]].buf;
+    k.dy = &g->nodes[n->in[1]].buf;
+    k.dx = &n->buf;
+    k.rows = N / C;
+    k.C = C;
+    k.log_space = n->op == NN__OP_LOG_SOFTMAX_GRAD;
+    k.tmp = wg * 4;
+    return nn__kargs_softmax_group_backward(l, &k);
+}
+
+/* one work-item per row, or one work-group (GPU devices, long rows) */
 static nn_result nn__launch_softmax(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int N = (int)n->numel, C = (int)nn__last_dim(n);
+    size_t wg = nn__row_group_wg(g, C);
+    if (wg && N / C > 0) return nn__launch_softmax_group(g, id, wg);
     NN__KSTART(softmax_forward, "softmax", "softmax_forward", (N / C));
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
@@ -33229,6 +33412,8 @@ static nn_result nn__launch_softmax(nn_graph *g, int id) {
 static nn_result nn__launch_softmax_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int N = (int)n->numel, C = (int)nn__last_dim(n);
+    size_t wg = nn__row_group_wg(g, C);
+    if (wg && N / C > 0) return nn__launch_softmax_grad_group(g, id, wg);
     NN__KSTART(softmax_backward, "softmax", "softmax_backward", (N / C));
     k.y = &g->nodes[n->in[0]].buf;
     k.dy = &g->nodes[n->in[1]].buf;
@@ -33586,7 +33771,39 @@ static nn_result nn__cpu_xent_grad(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
+/* one work-group per row (GPU devices, long rows: softmax.c's nn__row_group_wg) */
+static nn_result nn__launch_xent_rows_group(nn_graph *g, int id, size_t wg) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *x = &g->nodes[n->in[0]];
+    NN__KWITH(xent_group_forward, nn__launch_groups(g, id, "loss", "xent_group_forward", (size_t)x->shape.dim[0], wg, &l));
+    k.x = &x->buf;
+    k.label = &g->nodes[n->in[1]].buf;
+    k.loss = &n->buf;
+    k.B = (int)x->shape.dim[0];
+    k.C = (int)x->shape.dim[1];
+    k.bad = &g->checks;
+    k.slot = n->check_slot;
+    k.tmp = wg * 4;
+    return nn__kargs_xent_group_forward(l, &k);
+}
+
+static nn_result nn__launch_xent_grad_group(nn_graph *g, int id, size_t wg) {
+    nn__node *n = &g->nodes[id];
+    NN__KWITH(xent_group_backward, nn__launch_groups(g, id, "loss", "xent_group_backward", (size_t)n->shape.dim[0], wg, &l));
+    k.x = &g->nodes[n->in[0]].buf;
+    k.label = &g->nodes[n->in[1]].buf;
+    k.dloss = &g->nodes[n->in[2]].buf;
+    k.dx = &n->buf;
+    k.B = (int)n->shape.dim[0];
+    k.C = (int)n->shape.dim[1];
+    k.tmp = wg * 4;
+    return nn__kargs_xent_group_backward(l, &k);
+}
+
 static nn_result nn__launch_xent_rows(nn_graph *g, int id) {
+    const nn__node *x0 = &g->nodes[g->nodes[id].in[0]];
+    size_t wg = nn__row_group_wg(g, x0->shape.dim[1]);
+    if (wg && x0->shape.dim[0] > 0) return nn__launch_xent_rows_group(g, id, wg);
     NN__KROWS(xent_forward, "loss");
     k.label = &g->nodes[n->in[1]].buf;
     k.loss = &n->buf;
@@ -33596,6 +33813,8 @@ static nn_result nn__launch_xent_rows(nn_graph *g, int id) {
 }
 
 static nn_result nn__launch_xent_grad(nn_graph *g, int id) {
+    size_t wg = nn__row_group_wg(g, g->nodes[id].shape.dim[1]);
+    if (wg && g->nodes[id].shape.dim[0] > 0) return nn__launch_xent_grad_group(g, id, wg);
     NN__KLAUNCH(xent_backward, "loss", "xent_backward", n->shape.dim[0]);
     k.x = &g->nodes[n->in[0]].buf;
     k.label = &g->nodes[n->in[1]].buf;

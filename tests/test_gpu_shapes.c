@@ -6,6 +6,7 @@
    the same bits run to run, the launch count that shows which path ran. */
 #include "test.h"
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -174,7 +175,115 @@ out:
     free(b);
 }
 
+/* ==== softmax, log-softmax and the fused cross-entropy at long rows (one work-group per
+   row on GPU devices from 128 classes) and just short of them, through the op checker ==== */
+
+static nn_tensor b_softmax(nn_graph *g, const nn_tensor *in, const spec *s) {
+    return s->ip[0] ? nn_log_softmax(g, in[0], -1) : nn_softmax(g, in[0], -1);
+}
+static void r_softmax(const spec *s, double *const *in, double *out) {
+    long R = s->shape[0].dim[0], C = s->shape[0].dim[1], r, c;
+    for (r = 0; r < R; r++) {
+        const double *x = in[0] + r * C;
+        double m = x[0], sum = 0;
+        for (c = 1; c < C; c++) m = x[c] > m ? x[c] : m;
+        for (c = 0; c < C; c++) sum += exp(x[c] - m);
+        for (c = 0; c < C; c++) out[r * C + c] = s->ip[0] ? x[c] - m - log(sum) : exp(x[c] - m) / sum;
+    }
+}
+static nn_tensor b_xent(nn_graph *g, const nn_tensor *in, const spec *s) {
+    (void)s;
+    return nn_softmax_cross_entropy(g, in[0], in[1]);
+}
+/* the mean over rows of logsumexp(x[b]) - x[b, label[b]] */
+static void r_xent(const spec *s, double *const *in, double *out) {
+    long R = s->shape[0].dim[0], C = s->shape[0].dim[1], r, c;
+    out[0] = 0;
+    for (r = 0; r < R; r++) {
+        const double *x = in[0] + r * C;
+        double m = x[0], sum = 0;
+        for (c = 1; c < C; c++) m = x[c] > m ? x[c] : m;
+        for (c = 0; c < C; c++) sum += exp(x[c] - m);
+        out[0] += log(sum) + m - x[(long)in[1][r]];
+    }
+    out[0] /= (double)R;
+}
+
+static void row_cases(const t_env *e) {
+    /* 127: one work-item per row everywhere; 128: a group of 128; 1000, 1031, 4097: groups
+       of 256 over rows not a multiple of it */
+    static const long shapes[][2] = {{2, 127}, {1, 128}, {3, 1000}, {7, 1031}, {1, 4097}};
+    int i, k;
+    for (i = 0; i < 5; i++)
+        for (k = 0; k < 3; k++) {
+            char name[96];
+            nn_shape sh = nn_shape2(shapes[i][0], shapes[i][1]);
+            spec s;
+            snprintf(name, sizeof name, "%s of [%ld, %ld] (long rows)",
+                     k == 0 ? "softmax" : k == 1 ? "log_softmax" : "softmax_cross_entropy", shapes[i][0], shapes[i][1]);
+            s = mk(name, k < 2 ? b_softmax : b_xent, k < 2 ? r_softmax : r_xent, k < 2 ? sh : nn_shape1(1));
+            s.ip[0] = k == 1;
+            in_f(&s, sh);
+            if (k == 2) in_i(&s, nn_shape1(shapes[i][0]), 0, (int)shapes[i][1]);
+            s.dirs = 2;
+            check_case(e, &s);
+        }
+}
+
+/* softmax, log-softmax [5, 3001] forward and backward, and the cross-entropy's, twice: the
+   same bits */
+static int run_rows(nn_context *ctx, const float *xv, const int32_t *lab, int kind, float *y, float *dx) {
+    nn_graph *g = NULL;
+    nn_tensor x, lt, out, loss;
+    nn_compile_desc cd;
+    int ok = 0;
+    if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) return 0;
+    x = nn_input(g, "x", NN_F32, nn_shape2(5, 3001));
+    lt = kind == 2 ? nn_input(g, "labels", NN_I32, nn_shape1(5)) : NN_NONE;
+    nn_graph_requires_grad(g, x);
+    out = kind == 2 ? nn_softmax_cross_entropy(g, x, lt) : kind ? nn_log_softmax(g, x, -1) : nn_softmax(g, x, -1);
+    loss = kind == 2 ? out : nn_sum(g, nn_mul(g, out, nn_sin(g, x)));
+    nn_graph_output(g, out);
+    memset(&cd, 0, sizeof cd);
+    cd.loss = loss;
+    if (!T_OK(nn_graph_compile(g, &cd), ctx)) goto done;
+    if (!T_OK(nn_tensor_write(g, x, xv, 5 * 3001 * 4), ctx) || (kind == 2 && !T_OK(nn_tensor_write(g, lt, lab, 5 * 4), ctx))) goto done;
+    if (!T_OK(nn_graph_step(g), ctx)) goto done;
+    if (!T_OK(nn_tensor_read(g, out, y, kind == 2 ? 4 : 5 * 3001 * 4), ctx)) goto done;
+    if (!T_OK(nn_tensor_read(g, nn_graph_grad(g, x), dx, 5 * 3001 * 4), ctx)) goto done;
+    ok = 1;
+done:
+    nn_graph_destroy(g);
+    return ok;
+}
+
+static void test_row_bits(const t_env *e) {
+    static const int32_t lab[5] = {0, 3000, 17, 1500, 2999};
+    float *x = (float *)malloc(5 * 3001 * 4), *y[2], *dx[2];
+    int kind, i;
+    for (i = 0; i < 2; i++) {
+        y[i] = (float *)calloc(5 * 3001, 4);
+        dx[i] = (float *)calloc(5 * 3001, 4);
+    }
+    if (!t_begin(e, "gpu shapes: softmax, log_softmax, cross-entropy of [5, 3001], the same bits twice")) goto out;
+    t_seed(3001);
+    for (i = 0; i < 5 * 3001; i++) x[i] = (float)t_uniform(-8, 8);
+    for (kind = 0; kind < 3; kind++) {
+        if (!run_rows(e->ctx, x, lab, kind, y[0], dx[0]) || !run_rows(e->ctx, x, lab, kind, y[1], dx[1])) continue;
+        T_CHECK(memcmp(y[0], y[1], 5 * 3001 * 4) == 0 && memcmp(dx[0], dx[1], 5 * 3001 * 4) == 0,
+                "%s: two runs differ", kind == 0 ? "softmax" : kind == 1 ? "log_softmax" : "cross-entropy");
+    }
+    t_end();
+out:
+    free(x);
+    for (i = 0; i < 2; i++) {
+        free(y[i]);
+        free(dx[i]);
+    }
+}
+
 void suite_gpu_shapes(const t_env *e) {
     sum_cases(e);
-    T_RUN(e, test_long_sums, test_clip_norm);
+    row_cases(e);
+    T_RUN(e, test_long_sums, test_clip_norm, test_row_bits);
 }
