@@ -18134,6 +18134,15 @@ static const char *const nn__cl_src_loss[] = {
 "    F(in, x) P(iin, label) P(in, w) P(in, dloss) P(out, dx) P(int, B) P(int, C) P(int, ignore) P(int, log_input) \\\n",
 "    P(int, has_w) P(float, eps)\n",
 "NN__KSIG(ce_rows_backward)\n",
+"/* the same, one work-group per row; tmp: the work-group's floats */\n",
+"#define NN__KARGS_ce_group_forward(F, P)                                                                          \\\n",
+"    F(in, x) P(iin, label) P(in, w) P(out, loss) P(int, B) P(int, C) P(int, ignore) P(int, log_input) P(int, has_w) \\\n",
+"    P(float, eps) P(iout, bad) P(int, slot) P(lfloat, tmp)\n",
+"NN__KSIG(ce_group_forward)\n",
+"#define NN__KARGS_ce_group_backward(F, P)                                                                           \\\n",
+"    F(in, x) P(iin, label) P(in, w) P(in, dloss) P(out, dx) P(int, B) P(int, C) P(int, ignore) P(int, log_input) \\\n",
+"    P(int, has_w) P(float, eps) P(lfloat, tmp)\n",
+"NN__KSIG(ce_group_backward)\n",
 "#define NN__KARGS_ce_weights(F, P) F(iin, label) P(in, w) P(out, y) P(int, B) P(int, C) P(int, ignore) P(int, has_w)\n",
 "NN__KSIG(ce_weights)\n",
 "#define NN__KARGS_div_scalar(F, P) F(in, x) P(in, d) P(out, y) P(int, n)\n",
@@ -18675,7 +18684,7 @@ static const char *const nn__cl_src_loss[] = {
 "   The label is the row's, so the early returns are uniform over the work-group. */\n",
 "\n",
 "/* the work-group's max (is_max; NaN ignored, as fmax) or sum of v, in every work-item */\n",
-"inline float xent_tree(__local float *tmp, float v, int is_max) {\n",
+"inline float loss_row_tree(__local float *tmp, float v, int is_max) {\n",
 "    int l = get_local_id(0);\n",
 "    tmp[l] = v;\n",
 "    barrier(CLK_LOCAL_MEM_FENCE);\n",
@@ -18689,14 +18698,14 @@ static const char *const nn__cl_src_loss[] = {
 "}\n",
 "\n",
 "/* the row's max and sum of exp(x - max), in every work-item */\n",
-"inline void xent_group_stats(__local float *tmp, __global const float *xr, int C, float *m, float *s) {\n",
+"inline void loss_row_stats(__local float *tmp, __global const float *xr, int C, float *m, float *s) {\n",
 "    int l = get_local_id(0), wg = get_local_size(0);\n",
 "    float a = -INFINITY, b = 0.0f;\n",
 "    for (int c = l; c < C; c += wg) a = fmax(a, xr[c]);\n",
-"    a = xent_tree(tmp, a, 1);\n",
+"    a = loss_row_tree(tmp, a, 1);\n",
 "    for (int c = l; c < C; c += wg) b += exp(xr[c] - a);\n",
 "    *m = a;\n",
-"    *s = xent_tree(tmp, b, 0);\n",
+"    *s = loss_row_tree(tmp, b, 0);\n",
 "}\n",
 "\n",
 "__kernel void xent_group_forward(NN__KPARAMS(xent_group_forward)) {\n",
@@ -18712,7 +18721,7 @@ static const char *const nn__cl_src_loss[] = {
 "        return;\n",
 "    }\n",
 "    float m, s;\n",
-"    xent_group_stats(tmp, xr, C, &m, &s);\n",
+"    loss_row_stats(tmp, xr, C, &m, &s);\n",
 "    if (l == 0) loss[b] = log(s) + m - xr[t];\n",
 "}\n",
 "\n",
@@ -18727,8 +18736,55 @@ static const char *const nn__cl_src_loss[] = {
 "        return;\n",
 "    }\n",
 "    float m, s, g = dloss[b];\n",
-"    xent_group_stats(tmp, xr, C, &m, &s);\n",
+"    loss_row_stats(tmp, xr, C, &m, &s);\n",
 "    for (int c = l; c < C; c += wg) dxr[c] = g * (exp(xr[c] - m) / s - (c == t ? 1.0f : 0.0f));\n",
+"}\n",
+"\n",
+"/* nn_cross_entropy_loss / nn_nll_loss's rows, one work-group per row (GPU devices, rows\n",
+"   of 128 classes and more), as ce_rows_forward and ce_rows_backward: every sum over the\n",
+"   classes goes through loss_row_tree; the label is the row's, so the early returns and the\n",
+"   conditions around the trees are uniform over the work-group. */\n",
+"__kernel void ce_group_forward(NN__KPARAMS(ce_group_forward)) {\n",
+"    int b = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);\n",
+"    if (b >= B) return;\n",
+"    __global const float *xr = x + (size_t)b * C;\n",
+"    int t = label[b];\n",
+"    if (l == 0 && t != ignore && (t < 0 || t >= C)) atomic_inc(bad + slot);\n",
+"    if (nn_ce_ignored(t, C, ignore)) {\n",
+"        if (l == 0) loss[b] = 0.0f;\n",
+"        return;\n",
+"    }\n",
+"    float m, s, lse = 0.0f, sm = 0.0f;\n",
+"    if (!log_input) {\n",
+"        loss_row_stats(tmp, xr, C, &m, &s);\n",
+"        lse = log(s) + m;\n",
+"    }\n",
+"    if (eps != 0.0f) {\n",
+"        for (int c = l; c < C; c += wg) sm += (has_w ? w[c] : 1.0f) * (lse - xr[c]);\n",
+"        sm = loss_row_tree(tmp, sm, 0);\n",
+"    }\n",
+"    if (l == 0) loss[b] = (1.0f - eps) * (has_w ? w[t] : 1.0f) * (lse - xr[t]) + eps / (float)C * sm;\n",
+"}\n",
+"\n",
+"__kernel void ce_group_backward(NN__KPARAMS(ce_group_backward)) {\n",
+"    int b = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);\n",
+"    if (b >= B) return;\n",
+"    __global const float *xr = x + (size_t)b * C;\n",
+"    __global float *dxr = dx + (size_t)b * C;\n",
+"    int t = label[b];\n",
+"    if (nn_ce_ignored(t, C, ignore)) {\n",
+"        for (int c = l; c < C; c += wg) dxr[c] = 0.0f;\n",
+"        return;\n",
+"    }\n",
+"    float m = 0.0f, s = 1.0f, Q = 0.0f, g = dloss[b];\n",
+"    for (int c = l; c < C; c += wg)\n",
+"        Q += (1.0f - eps) * (c == t ? (has_w ? w[t] : 1.0f) : 0.0f) + eps / (float)C * (has_w ? w[c] : 1.0f);\n",
+"    Q = loss_row_tree(tmp, Q, 0);\n",
+"    if (!log_input) loss_row_stats(tmp, xr, C, &m, &s);\n",
+"    for (int c = l; c < C; c += wg) {\n",
+"        float q = (1.0f - eps) * (c == t ? (has_w ? w[t] : 1.0f) : 0.0f) + eps / (float)C * (has_w ? w[c] : 1.0f);\n",
+"        dxr[c] = log_input ? -g * q : g * (exp(xr[c] - m) / s * Q - q);\n",
+"    }\n",
 "}\n",
 "\n",
 "/* BCE with logits, elementwise, in PyTorch's form: (1 - t) x + max(-x, 0) + log(1 + exp(-|x|)) */\n",
@@ -30443,6 +30499,15 @@ NN__KSIG(ce_rows_forward)
     F(in, x) P(iin, label) P(in, w) P(in, dloss) P(out, dx) P(int, B) P(int, C) P(int, ignore) P(int, log_input) \
     P(int, has_w) P(float, eps)
 NN__KSIG(ce_rows_backward)
+/* the same, one work-group per row; tmp: the work-group's floats */
+#define NN__KARGS_ce_group_forward(F, P)                                                                          \
+    F(in, x) P(iin, label) P(in, w) P(out, loss) P(int, B) P(int, C) P(int, ignore) P(int, log_input) P(int, has_w) \
+    P(float, eps) P(iout, bad) P(int, slot) P(lfloat, tmp)
+NN__KSIG(ce_group_forward)
+#define NN__KARGS_ce_group_backward(F, P)                                                                           \
+    F(in, x) P(iin, label) P(in, w) P(in, dloss) P(out, dx) P(int, B) P(int, C) P(int, ignore) P(int, log_input) \
+    P(int, has_w) P(float, eps) P(lfloat, tmp)
+NN__KSIG(ce_group_backward)
 #define NN__KARGS_ce_weights(F, P) F(iin, label) P(in, w) P(out, y) P(int, B) P(int, C) P(int, ignore) P(int, has_w)
 NN__KSIG(ce_weights)
 #define NN__KARGS_div_scalar(F, P) F(in, x) P(in, d) P(out, y) P(int, n)
@@ -33928,7 +33993,50 @@ static nn_result nn__cpu_ce_rows_grad(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
+/* one work-group per row (GPU devices, long rows: softmax.c's nn__row_group_wg) */
+static nn_result nn__launch_ce_rows_group(nn_graph *g, int id, size_t wg) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *x = &g->nodes[n->in[0]];
+    NN__KWITH(ce_group_forward, nn__launch_groups(g, id, "loss", "ce_group_forward", (size_t)x->shape.dim[0], wg, &l));
+    k.x = &x->buf;
+    k.B = (int)x->shape.dim[0];
+    k.C = (int)x->shape.dim[1];
+    k.label = &g->nodes[n->in[1]].buf;
+    k.w = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
+    k.loss = &n->buf;
+    k.ignore = n->a.loss.ignore_index;
+    k.log_input = n->a.loss.log_input;
+    k.has_w = n->n_in > 2;
+    k.eps = n->a.loss.smoothing;
+    k.bad = &g->checks;
+    k.slot = n->check_slot;
+    k.tmp = wg * 4;
+    return nn__kargs_ce_group_forward(l, &k);
+}
+
+static nn_result nn__launch_ce_rows_grad_group(nn_graph *g, int id, size_t wg) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *x = &g->nodes[n->in[0]];
+    NN__KWITH(ce_group_backward, nn__launch_groups(g, id, "loss", "ce_group_backward", (size_t)x->shape.dim[0], wg, &l));
+    k.x = &x->buf;
+    k.B = (int)x->shape.dim[0];
+    k.C = (int)x->shape.dim[1];
+    k.label = &g->nodes[n->in[1]].buf;
+    k.w = n->n_in > 3 ? &g->nodes[n->in[3]].buf : &g->one;
+    k.dloss = &g->nodes[n->in[2]].buf;
+    k.dx = &n->buf;
+    k.ignore = n->a.loss.ignore_index;
+    k.log_input = n->a.loss.log_input;
+    k.has_w = n->n_in > 3;
+    k.eps = n->a.loss.smoothing;
+    k.tmp = wg * 4;
+    return nn__kargs_ce_group_backward(l, &k);
+}
+
 static nn_result nn__launch_ce_rows(nn_graph *g, int id) {
+    const nn__node *x0 = &g->nodes[g->nodes[id].in[0]];
+    size_t wg = nn__row_group_wg(g, x0->shape.dim[1]);
+    if (wg && x0->shape.dim[0] > 0) return nn__launch_ce_rows_group(g, id, wg);
     NN__KROWS(ce_rows_forward, "loss");
     k.label = &g->nodes[n->in[1]].buf;
     k.w = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
@@ -33944,6 +34052,9 @@ static nn_result nn__launch_ce_rows(nn_graph *g, int id) {
 
 /* the backward pass counts nothing: the forward did */
 static nn_result nn__launch_ce_rows_grad(nn_graph *g, int id) {
+    const nn__node *x0 = &g->nodes[g->nodes[id].in[0]];
+    size_t wg = nn__row_group_wg(g, x0->shape.dim[1]);
+    if (wg && x0->shape.dim[0] > 0) return nn__launch_ce_rows_grad_group(g, id, wg);
     NN__KROWS(ce_rows_backward, "loss");
     k.label = &g->nodes[n->in[1]].buf;
     k.w = n->n_in > 3 ? &g->nodes[n->in[3]].buf : &g->one;

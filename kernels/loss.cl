@@ -243,7 +243,7 @@ __kernel void xent_backward(NN__KPARAMS(xent_backward)) {
    The label is the row's, so the early returns are uniform over the work-group. */
 
 /* the work-group's max (is_max; NaN ignored, as fmax) or sum of v, in every work-item */
-inline float xent_tree(__local float *tmp, float v, int is_max) {
+inline float loss_row_tree(__local float *tmp, float v, int is_max) {
     int l = get_local_id(0);
     tmp[l] = v;
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -257,14 +257,14 @@ inline float xent_tree(__local float *tmp, float v, int is_max) {
 }
 
 /* the row's max and sum of exp(x - max), in every work-item */
-inline void xent_group_stats(__local float *tmp, __global const float *xr, int C, float *m, float *s) {
+inline void loss_row_stats(__local float *tmp, __global const float *xr, int C, float *m, float *s) {
     int l = get_local_id(0), wg = get_local_size(0);
     float a = -INFINITY, b = 0.0f;
     for (int c = l; c < C; c += wg) a = fmax(a, xr[c]);
-    a = xent_tree(tmp, a, 1);
+    a = loss_row_tree(tmp, a, 1);
     for (int c = l; c < C; c += wg) b += exp(xr[c] - a);
     *m = a;
-    *s = xent_tree(tmp, b, 0);
+    *s = loss_row_tree(tmp, b, 0);
 }
 
 __kernel void xent_group_forward(NN__KPARAMS(xent_group_forward)) {
@@ -280,7 +280,7 @@ __kernel void xent_group_forward(NN__KPARAMS(xent_group_forward)) {
         return;
     }
     float m, s;
-    xent_group_stats(tmp, xr, C, &m, &s);
+    loss_row_stats(tmp, xr, C, &m, &s);
     if (l == 0) loss[b] = log(s) + m - xr[t];
 }
 
@@ -295,8 +295,55 @@ __kernel void xent_group_backward(NN__KPARAMS(xent_group_backward)) {
         return;
     }
     float m, s, g = dloss[b];
-    xent_group_stats(tmp, xr, C, &m, &s);
+    loss_row_stats(tmp, xr, C, &m, &s);
     for (int c = l; c < C; c += wg) dxr[c] = g * (exp(xr[c] - m) / s - (c == t ? 1.0f : 0.0f));
+}
+
+/* nn_cross_entropy_loss / nn_nll_loss's rows, one work-group per row (GPU devices, rows
+   of 128 classes and more), as ce_rows_forward and ce_rows_backward: every sum over the
+   classes goes through loss_row_tree; the label is the row's, so the early returns and the
+   conditions around the trees are uniform over the work-group. */
+__kernel void ce_group_forward(NN__KPARAMS(ce_group_forward)) {
+    int b = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);
+    if (b >= B) return;
+    __global const float *xr = x + (size_t)b * C;
+    int t = label[b];
+    if (l == 0 && t != ignore && (t < 0 || t >= C)) atomic_inc(bad + slot);
+    if (nn_ce_ignored(t, C, ignore)) {
+        if (l == 0) loss[b] = 0.0f;
+        return;
+    }
+    float m, s, lse = 0.0f, sm = 0.0f;
+    if (!log_input) {
+        loss_row_stats(tmp, xr, C, &m, &s);
+        lse = log(s) + m;
+    }
+    if (eps != 0.0f) {
+        for (int c = l; c < C; c += wg) sm += (has_w ? w[c] : 1.0f) * (lse - xr[c]);
+        sm = loss_row_tree(tmp, sm, 0);
+    }
+    if (l == 0) loss[b] = (1.0f - eps) * (has_w ? w[t] : 1.0f) * (lse - xr[t]) + eps / (float)C * sm;
+}
+
+__kernel void ce_group_backward(NN__KPARAMS(ce_group_backward)) {
+    int b = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);
+    if (b >= B) return;
+    __global const float *xr = x + (size_t)b * C;
+    __global float *dxr = dx + (size_t)b * C;
+    int t = label[b];
+    if (nn_ce_ignored(t, C, ignore)) {
+        for (int c = l; c < C; c += wg) dxr[c] = 0.0f;
+        return;
+    }
+    float m = 0.0f, s = 1.0f, Q = 0.0f, g = dloss[b];
+    for (int c = l; c < C; c += wg)
+        Q += (1.0f - eps) * (c == t ? (has_w ? w[t] : 1.0f) : 0.0f) + eps / (float)C * (has_w ? w[c] : 1.0f);
+    Q = loss_row_tree(tmp, Q, 0);
+    if (!log_input) loss_row_stats(tmp, xr, C, &m, &s);
+    for (int c = l; c < C; c += wg) {
+        float q = (1.0f - eps) * (c == t ? (has_w ? w[t] : 1.0f) : 0.0f) + eps / (float)C * (has_w ? w[c] : 1.0f);
+        dxr[c] = log_input ? -g * q : g * (exp(xr[c] - m) / s * Q - q);
+    }
 }
 
 /* BCE with logits, elementwise, in PyTorch's form: (1 - t) x + max(-x, 0) + log(1 + exp(-|x|)) */

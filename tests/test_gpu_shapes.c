@@ -179,7 +179,7 @@ out:
    row on GPU devices from 128 classes) and just short of them, through the op checker ==== */
 
 static nn_tensor b_softmax(nn_graph *g, const nn_tensor *in, const spec *s) {
-    return s->ip[0] ? nn_log_softmax(g, in[0], -1) : nn_softmax(g, in[0], -1);
+    return s->ip[0] == 1 ? nn_log_softmax(g, in[0], -1) : nn_softmax(g, in[0], -1);
 }
 static void r_softmax(const spec *s, double *const *in, double *out) {
     long R = s->shape[0].dim[0], C = s->shape[0].dim[1], r, c;
@@ -188,7 +188,7 @@ static void r_softmax(const spec *s, double *const *in, double *out) {
         double m = x[0], sum = 0;
         for (c = 1; c < C; c++) m = x[c] > m ? x[c] : m;
         for (c = 0; c < C; c++) sum += exp(x[c] - m);
-        for (c = 0; c < C; c++) out[r * C + c] = s->ip[0] ? x[c] - m - log(sum) : exp(x[c] - m) / sum;
+        for (c = 0; c < C; c++) out[r * C + c] = s->ip[0] == 1 ? x[c] - m - log(sum) : exp(x[c] - m) / sum;
     }
 }
 static nn_tensor b_xent(nn_graph *g, const nn_tensor *in, const spec *s) {
@@ -209,22 +209,72 @@ static void r_xent(const spec *s, double *const *in, double *out) {
     out[0] /= (double)R;
 }
 
+/* k 3: cross-entropy with class weights, label smoothing 0.1 and ignore_index 3 (labels
+   drawn in [0, 8)), the weighted mean; k 4: NLL of log-probabilities, summed */
+static nn_tensor b_ce(nn_graph *g, const nn_tensor *in, const spec *s) {
+    nn_loss_desc d;
+    memset(&d, 0, sizeof d);
+    if (s->ip[0] == 3) {
+        d.weight = in[2];
+        d.label_smoothing = 0.1f;
+        d.ignore_index = 3;
+        return nn_cross_entropy_loss(g, in[0], in[1], &d);
+    }
+    d.reduction = NN_REDUCTION_SUM;
+    return nn_nll_loss(g, in[0], in[1], &d);
+}
+static void r_ce(const spec *s, double *const *in, double *out) {
+    long R = s->shape[0].dim[0], C = s->shape[0].dim[1], r, c;
+    double num = 0, den = 0;
+    for (r = 0; r < R; r++) {
+        const double *x = in[0] + r * C;
+        long t = (long)in[1][r];
+        if (s->ip[0] == 3) {
+            double m = x[0], sum = 0, lse, sm = 0;
+            if (t == 3) continue;
+            for (c = 1; c < C; c++) m = x[c] > m ? x[c] : m;
+            for (c = 0; c < C; c++) sum += exp(x[c] - m);
+            lse = m + log(sum);
+            for (c = 0; c < C; c++) sm += in[2][c] * (lse - x[c]);
+            num += 0.9 * in[2][t] * (lse - x[t]) + 0.1 / (double)C * sm;
+            den += in[2][t];
+        } else {
+            num -= x[t];
+        }
+    }
+    out[0] = s->ip[0] == 3 ? num / den : num;
+}
+
+/* the first row counted (not label 3), the last of several ignored (label 3), so that the
+   ignored rows' path runs and the mean is defined */
+static void fill_ignored(const spec *s, double *const *in) {
+    if (in[1][0] == 3) in[1][0] = 0;
+    if (s->shape[0].dim[0] > 1) in[1][s->shape[0].dim[0] - 1] = 3;
+}
+
 static void row_cases(const t_env *e) {
     /* 127: one work-item per row everywhere; 128: a group of 128; 1000, 1031, 4097: groups
        of 256 over rows not a multiple of it */
     static const long shapes[][2] = {{2, 127}, {1, 128}, {3, 1000}, {7, 1031}, {1, 4097}};
     int i, k;
+    static const char *const names[] = {"softmax", "log_softmax", "softmax_cross_entropy",
+                                        "cross_entropy_loss weight smoothing ignore_index", "nll_loss sum"};
     for (i = 0; i < 5; i++)
-        for (k = 0; k < 3; k++) {
-            char name[96];
+        for (k = 0; k < 5; k++) {
+            char name[128];
             nn_shape sh = nn_shape2(shapes[i][0], shapes[i][1]);
             spec s;
-            snprintf(name, sizeof name, "%s of [%ld, %ld] (long rows)",
-                     k == 0 ? "softmax" : k == 1 ? "log_softmax" : "softmax_cross_entropy", shapes[i][0], shapes[i][1]);
-            s = mk(name, k < 2 ? b_softmax : b_xent, k < 2 ? r_softmax : r_xent, k < 2 ? sh : nn_shape1(1));
-            s.ip[0] = k == 1;
+            snprintf(name, sizeof name, "%s of [%ld, %ld] (long rows)", names[k], shapes[i][0], shapes[i][1]);
+            s = mk(name, k < 2 ? b_softmax : k == 2 ? b_xent : b_ce, k < 2 ? r_softmax : k == 2 ? r_xent : r_ce,
+                   k < 2 ? sh : nn_shape1(1));
+            s.ip[0] = k == 1 ? 1 : k;
             in_f(&s, sh);
-            if (k == 2) in_i(&s, nn_shape1(shapes[i][0]), 0, (int)shapes[i][1]);
+            if (k >= 2) in_i(&s, nn_shape1(shapes[i][0]), 0, k == 3 ? 8 : (int)shapes[i][1]);
+            if (k == 3) {
+                in_fr(&s, nn_shape1(shapes[i][1]), 0.5, 1.5);
+                s.grad[2] = 0; /* class weights take no gradient (PyTorch's) */
+                s.fill = fill_ignored;
+            }
             s.dirs = 2;
             check_case(e, &s);
         }
