@@ -301,8 +301,8 @@ __kernel void xent_group_backward(NN__KPARAMS(xent_group_backward)) {
 
 /* nn_cross_entropy_loss / nn_nll_loss's rows, one work-group per row (GPU devices, rows
    of 128 classes and more), as ce_rows_forward and ce_rows_backward: every sum over the
-   classes goes through loss_row_tree; the label is the row's, so the early returns and the
-   conditions around the trees are uniform over the work-group. */
+   classes goes through loss_row_tree; the label is the row's, so the early returns are
+   uniform over the work-group. */
 __kernel void ce_group_forward(NN__KPARAMS(ce_group_forward)) {
     int b = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);
     if (b >= B) return;
@@ -313,15 +313,13 @@ __kernel void ce_group_forward(NN__KPARAMS(ce_group_forward)) {
         if (l == 0) loss[b] = 0.0f;
         return;
     }
-    float m, s, lse = 0.0f, sm = 0.0f;
-    if (!log_input) {
-        loss_row_stats(tmp, xr, C, &m, &s);
-        lse = log(s) + m;
-    }
-    if (eps != 0.0f) {
-        for (int c = l; c < C; c += wg) sm += (has_w ? w[c] : 1.0f) * (lse - xr[c]);
-        sm = loss_row_tree(tmp, sm, 0);
-    }
+    /* every tree runs, over 0 classes where an option turns it off: no barrier in a branch
+       (HACKING.md, nn_sample_logits: PoCL) */
+    float m, s, lse, sm = 0.0f;
+    loss_row_stats(tmp, xr, log_input ? 0 : C, &m, &s);
+    lse = log_input ? 0.0f : log(s) + m;
+    for (int c = l; c < (eps != 0.0f ? C : 0); c += wg) sm += (has_w ? w[c] : 1.0f) * (lse - xr[c]);
+    sm = loss_row_tree(tmp, sm, 0);
     if (l == 0) loss[b] = (1.0f - eps) * (has_w ? w[t] : 1.0f) * (lse - xr[t]) + eps / (float)C * sm;
 }
 
@@ -335,11 +333,11 @@ __kernel void ce_group_backward(NN__KPARAMS(ce_group_backward)) {
         for (int c = l; c < C; c += wg) dxr[c] = 0.0f;
         return;
     }
-    float m = 0.0f, s = 1.0f, Q = 0.0f, g = dloss[b];
+    float m, s, Q = 0.0f, g = dloss[b];
     for (int c = l; c < C; c += wg)
         Q += (1.0f - eps) * (c == t ? (has_w ? w[t] : 1.0f) : 0.0f) + eps / (float)C * (has_w ? w[c] : 1.0f);
     Q = loss_row_tree(tmp, Q, 0);
-    if (!log_input) loss_row_stats(tmp, xr, C, &m, &s);
+    loss_row_stats(tmp, xr, log_input ? 0 : C, &m, &s); /* over 0 classes for NLL: no barrier in a branch */
     for (int c = l; c < C; c += wg) {
         float q = (1.0f - eps) * (c == t ? (has_w ? w[t] : 1.0f) : 0.0f) + eps / (float)C * (has_w ? w[c] : 1.0f);
         dxr[c] = log_input ? -g * q : g * (exp(xr[c] - m) / s * Q - q);
