@@ -18364,6 +18364,12 @@ static const char *const nn__cl_src_loss[] = {
 "NN__KSIG(xent_forward)\n",
 "#define NN__KARGS_xent_backward(F, P) F(in, x) P(iin, label) P(in, dloss) P(out, dx) P(int, B) P(int, C)\n",
 "NN__KSIG(xent_backward)\n",
+"/* the same, one work-group per row; tmp: the work-group's floats */\n",
+"#define NN__KARGS_xent_group_forward(F, P) \\\n",
+"    F(in, x) P(iin, label) P(out, loss) P(int, B) P(int, C) P(iout, bad) P(int, slot) P(lfloat, tmp)\n",
+"NN__KSIG(xent_group_forward)\n",
+"#define NN__KARGS_xent_group_backward(F, P) F(in, x) P(iin, label) P(in, dloss) P(out, dx) P(int, B) P(int, C) P(lfloat, tmp)\n",
+"NN__KSIG(xent_group_backward)\n",
 "\n",
 "/* BCE with logits, n elements */\n",
 "#define NN__KARGS_bce_logits_forward(F, P) F(in, x) P(in, t) P(out, y) P(int, n)\n",
@@ -18390,6 +18396,15 @@ static const char *const nn__cl_src_loss[] = {
 "    F(in, x) P(iin, label) P(in, w) P(in, dloss) P(out, dx) P(int, B) P(int, C) P(int, ignore) P(int, log_input) \\\n",
 "    P(int, has_w) P(float, eps)\n",
 "NN__KSIG(ce_rows_backward)\n",
+"/* the same, one work-group per row; tmp: the work-group's floats */\n",
+"#define NN__KARGS_ce_group_forward(F, P)                                                                          \\\n",
+"    F(in, x) P(iin, label) P(in, w) P(out, loss) P(int, B) P(int, C) P(int, ignore) P(int, log_input) P(int, has_w) \\\n",
+"    P(float, eps) P(iout, bad) P(int, slot) P(lfloat, tmp)\n",
+"NN__KSIG(ce_group_forward)\n",
+"#define NN__KARGS_ce_group_backward(F, P)                                                                           \\\n",
+"    F(in, x) P(iin, label) P(in, w) P(in, dloss) P(out, dx) P(int, B) P(int, C) P(int, ignore) P(int, log_input) \\\n",
+"    P(int, has_w) P(float, eps) P(lfloat, tmp)\n",
+"NN__KSIG(ce_group_backward)\n",
 "#define NN__KARGS_ce_weights(F, P) F(iin, label) P(in, w) P(out, y) P(int, B) P(int, C) P(int, ignore) P(int, has_w)\n",
 "NN__KSIG(ce_weights)\n",
 "#define NN__KARGS_div_scalar(F, P) F(in, x) P(in, d) P(out, y) P(int, n)\n",
@@ -18923,6 +18938,113 @@ static const char *const nn__cl_src_loss[] = {
 "    for (int c = 1; c < C; c++) m = fmax(m, xr[c]);\n",
 "    for (int c = 0; c < C; c++) s += exp(xr[c] - m);\n",
 "    for (int c = 0; c < C; c++) dxr[c] = g * (exp(xr[c] - m) / s - (c == t ? 1.0f : 0.0f));\n",
+"}\n",
+"\n",
+"/* The same, one work-group per row (GPU devices, rows of 128 classes and more: src/ops/softmax.c's\n",
+"   nn__row_group_wg): each work-item takes c = lid, lid + wg, ...; the max and the sum go\n",
+"   through a tree in local memory (tmp: the work-group size, a power of two), a fixed order.\n",
+"   The label is the row's, so the early returns are uniform over the work-group. */\n",
+"\n",
+"/* the work-group's max (is_max; NaN ignored, as fmax) or sum of v, in every work-item */\n",
+"inline float loss_row_tree(__local float *tmp, float v, int is_max) {\n",
+"    int l = get_local_id(0);\n",
+"    tmp[l] = v;\n",
+"    barrier(CLK_LOCAL_MEM_FENCE);\n",
+"    for (int o = get_local_size(0) / 2; o > 0; o >>= 1) {\n",
+"        if (l < o) tmp[l] = is_max ? fmax(tmp[l], tmp[l + o]) : tmp[l] + tmp[l + o];\n",
+"        barrier(CLK_LOCAL_MEM_FENCE);\n",
+"    }\n",
+"    v = tmp[0];\n",
+"    barrier(CLK_LOCAL_MEM_FENCE);\n",
+"    return v;\n",
+"}\n",
+"\n",
+"/* the row's max and sum of exp(x - max), in every work-item */\n",
+"inline void loss_row_stats(__local float *tmp, __global const float *xr, int C, float *m, float *s) {\n",
+"    int l = get_local_id(0), wg = get_local_size(0);\n",
+"    float a = -INFINITY, b = 0.0f;\n",
+"    for (int c = l; c < C; c += wg) a = fmax(a, xr[c]);\n",
+"    a = loss_row_tree(tmp, a, 1);\n",
+"    for (int c = l; c < C; c += wg) b += exp(xr[c] - a);\n",
+"    *m = a;\n",
+"    *s = loss_row_tree(tmp, b, 0);\n",
+"}\n",
+"\n",
+"__kernel void xent_group_forward(NN__KPARAMS(xent_group_forward)) {\n",
+"    int b = get_group_id(0), l = get_local_id(0);\n",
+"    if (b >= B) return;\n",
+"    __global const float *xr = x + (size_t)b * C;\n",
+"    int t = label[b];\n",
+"    if (t < 0 || t >= C) {\n",
+"        if (l == 0) {\n",
+"            atomic_inc(bad + slot);\n",
+"            loss[b] = 0.0f;\n",
+"        }\n",
+"        return;\n",
+"    }\n",
+"    float m, s;\n",
+"    loss_row_stats(tmp, xr, C, &m, &s);\n",
+"    if (l == 0) loss[b] = log(s) + m - xr[t];\n",
+"}\n",
+"\n",
+"__kernel void xent_group_backward(NN__KPARAMS(xent_group_backward)) {\n",
+"    int b = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);\n",
+"    if (b >= B) return;\n",
+"    __global const float *xr = x + (size_t)b * C;\n",
+"    __global float *dxr = dx + (size_t)b * C;\n",
+"    int t = label[b];\n",
+"    if (t < 0 || t >= C) {\n",
+"        for (int c = l; c < C; c += wg) dxr[c] = 0.0f;\n",
+"        return;\n",
+"    }\n",
+"    float m, s, g = dloss[b];\n",
+"    loss_row_stats(tmp, xr, C, &m, &s);\n",
+"    for (int c = l; c < C; c += wg) dxr[c] = g * (exp(xr[c] - m) / s - (c == t ? 1.0f : 0.0f));\n",
+"}\n",
+"\n",
+"/* nn_cross_entropy_loss / nn_nll_loss's rows, one work-group per row (GPU devices, rows\n",
+"   of 128 classes and more), as ce_rows_forward and ce_rows_backward: every sum over the\n",
+"   classes goes through loss_row_tree; the label is the row's, so the early returns are\n",
+"   uniform over the work-group. */\n",
+"__kernel void ce_group_forward(NN__KPARAMS(ce_group_forward)) {\n",
+"    int b = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);\n",
+"    if (b >= B) return;\n",
+"    __global const float *xr = x + (size_t)b * C;\n",
+"    int t = label[b];\n",
+"    if (l == 0 && t != ignore && (t < 0 || t >= C)) atomic_inc(bad + slot);\n",
+"    if (nn_ce_ignored(t, C, ignore)) {\n",
+"        if (l == 0) loss[b] = 0.0f;\n",
+"        return;\n",
+"    }\n",
+"    /* every tree runs, over 0 classes where an option turns it off: no barrier in a branch\n",
+"       (HACKING.md, nn_sample_logits: PoCL) */\n",
+"    float m, s, lse, sm = 0.0f;\n",
+"    loss_row_stats(tmp, xr, log_input ? 0 : C, &m, &s);\n",
+"    lse = log_input ? 0.0f : log(s) + m;\n",
+"    for (int c = l; c < (eps != 0.0f ? C : 0); c += wg) sm += (has_w ? w[c] : 1.0f) * (lse - xr[c]);\n",
+"    sm = loss_row_tree(tmp, sm, 0);\n",
+"    if (l == 0) loss[b] = (1.0f - eps) * (has_w ? w[t] : 1.0f) * (lse - xr[t]) + eps / (float)C * sm;\n",
+"}\n",
+"\n",
+"__kernel void ce_group_backward(NN__KPARAMS(ce_group_backward)) {\n",
+"    int b = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);\n",
+"    if (b >= B) return;\n",
+"    __global const float *xr = x + (size_t)b * C;\n",
+"    __global float *dxr = dx + (size_t)b * C;\n",
+"    int t = label[b];\n",
+"    if (nn_ce_ignored(t, C, ignore)) {\n",
+"        for (int c = l; c < C; c += wg) dxr[c] = 0.0f;\n",
+"        return;\n",
+"    }\n",
+"    float m, s, Q = 0.0f, g = dloss[b];\n",
+"    for (int c = l; c < C; c += wg)\n",
+"        Q += (1.0f - eps) * (c == t ? (has_w ? w[t] : 1.0f) : 0.0f) + eps / (float)C * (has_w ? w[c] : 1.0f);\n",
+"    Q = loss_row_tree(tmp, Q, 0);\n",
+"    loss_row_stats(tmp, xr, log_input ? 0 : C, &m, &s); /* over 0 classes for NLL: no barrier in a branch */\n",
+"    for (int c = l; c < C; c += wg) {\n",
+"        float q = (1.0f - eps) * (c == t ? (has_w ? w[t] : 1.0f) : 0.0f) + eps / (float)C * (has_w ? w[c] : 1.0f);\n",
+"        dxr[c] = log_input ? -g * q : g * (exp(xr[c] - m) / s * Q - q);\n",
+"    }\n",
 "}\n",
 "\n",
 "/* BCE with logits, elementwise, in PyTorch's form: (1 - t) x + max(-x, 0) + log(1 + exp(-|x|)) */\n",
@@ -21320,6 +21442,12 @@ static const char *const nn__cl_src_reduce[] = {
 "NN__KSIG(sum_all)\n",
 "#define NN__KARGS_grad_sumsq(F, P) F(in, g) P(in, prev) P(out, y) P(int, n) P(int, has_prev) P(lfloat, tmp)\n",
 "NN__KSIG(grad_sumsq)\n",
+"/* to a scalar over many work-groups, two passes (part: the groups' sums, the node's scratch) */\n",
+"#define NN__KARGS_sum_parts(F, P) F(in, x) P(out, part) P(int, n) P(int, chunk) P(int, term) P(lfloat, tmp)\n",
+"NN__KSIG(sum_parts)\n",
+"#define NN__KARGS_sum_finish(F, P) \\\n",
+"    F(in, part) P(in, prev) P(out, y) P(int, parts) P(int, has_prev) P(float, scale) P(lfloat, tmp)\n",
+"NN__KSIG(sum_finish)\n",
 "#define NN__KARGS_clip_scale(F, P) F(in, sumsq) P(out, y) P(float, max_norm)\n",
 "NN__KSIG(clip_scale)\n",
 "\n",
@@ -21378,6 +21506,32 @@ static const char *const nn__cl_src_reduce[] = {
 "    for (int i = get_local_id(0); i < n; i += get_local_size(0)) s += g[i] * g[i];\n",
 "    s = nn_tree(tmp, s);\n",
 "    if (get_local_id(0) == 0) y[0] = (has_prev ? prev[0] : 0.0f) + s;\n",
+"}\n",
+"\n",
+"/* Sums over many work-groups (GPU devices, src/ops/reduce/all.c's nn__sum_plan), in two\n",
+"   passes with a fixed order: group grp sums the terms of x[grp * chunk, min(n, (grp + 1) *\n",
+"   chunk)) (term 0: x, 1: x^2), each work-item every wg-th element, then a tree, into\n",
+"   part[grp]; sum_finish sums the parts in one work-group the same way, then adds prev and\n",
+"   scales. The partition comes from n alone, so the bits depend on n and the work-group\n",
+"   size, never on how many groups the device runs at once. */\n",
+"inline float sum_term(float v, int term) { return term == 1 ? v * v : v; }\n",
+"\n",
+"__kernel void sum_parts(NN__KPARAMS(sum_parts)) {\n",
+"    int grp = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);\n",
+"    int lo = grp * chunk, hi = n - lo < chunk ? n : lo + chunk;\n",
+"    float s = 0.0f;\n",
+"    for (int i = lo + l; i < hi; i += wg) s += sum_term(x[i], term);\n",
+"    s = nn_tree(tmp, s);\n",
+"    if (l == 0) part[grp] = s;\n",
+"}\n",
+"\n",
+"/* y[0] = ((has_prev ? prev[0] : 0) + the sum of part[0, parts)) * scale */\n",
+"__kernel void sum_finish(NN__KPARAMS(sum_finish)) {\n",
+"    int l = get_local_id(0), wg = get_local_size(0);\n",
+"    float s = 0.0f;\n",
+"    for (int i = l; i < parts; i += wg) s += part[i];\n",
+"    s = nn_tree(tmp, s);\n",
+"    if (l == 0) y[0] = ((has_prev ? prev[0] : 0.0f) + s) * scale;\n",
 "}\n",
 "\n",
 "/* PyTorch's clip_grad_norm_: coefficient min(1, max_norm / (norm + 1e-6)) */\n",
@@ -22183,7 +22337,8 @@ static const char *const nn__cl_src_shape[] = {
 static const char *const nn__cl_src_softmax[] = {
 "#line 1 \"kernels/softmax.cl\"\n",
 "/* Row-wise ops over the last axis (rows of C values): softmax, log-softmax. One work-item\n",
-"   per row. (The fused cross-entropy is in loss.cl, argmax in reduce.cl.) */\n",
+"   per row; on GPU devices, rows of 128 and more one work-group per row (the _group_\n",
+"   kernels, below). (The fused cross-entropy is in loss.cl, argmax in reduce.cl.) */\n",
 "#line 1 \"kernels/kargs.h\"\n",
 "/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
 "   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
@@ -22405,7 +22560,7 @@ static const char *const nn__cl_src_softmax[] = {
 "\n",
 "#endif\n",
 "#endif\n",
-"#line 4 \"kernels/softmax.cl\"\n",
+"#line 5 \"kernels/softmax.cl\"\n",
 "#line 1 \"kernels/softmax_args.h\"\n",
 "/* kernels/softmax.cl's kernel signatures (kernels/kargs.h says how to read them). */\n",
 "#ifndef NN__SOFTMAX_ARGS_H\n",
@@ -22416,9 +22571,15 @@ static const char *const nn__cl_src_softmax[] = {
 "NN__KSIG(softmax_forward)\n",
 "#define NN__KARGS_softmax_backward(F, P) F(in, y) P(in, dy) P(out, dx) P(int, rows) P(int, C) P(int, log_space)\n",
 "NN__KSIG(softmax_backward)\n",
+"/* the same, one work-group per row; tmp: the work-group's floats */\n",
+"#define NN__KARGS_softmax_group_forward(F, P) F(in, x) P(out, y) P(int, rows) P(int, C) P(int, log_space) P(lfloat, tmp)\n",
+"NN__KSIG(softmax_group_forward)\n",
+"#define NN__KARGS_softmax_group_backward(F, P) \\\n",
+"    F(in, y) P(in, dy) P(out, dx) P(int, rows) P(int, C) P(int, log_space) P(lfloat, tmp)\n",
+"NN__KSIG(softmax_group_backward)\n",
 "\n",
 "#endif\n",
-"#line 5 \"kernels/softmax.cl\"\n",
+"#line 6 \"kernels/softmax.cl\"\n",
 "\n",
 "__kernel void softmax_forward(NN__KPARAMS(softmax_forward)) {\n",
 "    int r = get_global_id(0);\n",
@@ -22449,6 +22610,58 @@ static const char *const nn__cl_src_softmax[] = {
 "    } else {\n",
 "        for (int c = 0; c < C; c++) s += dy[o + c] * y[o + c];\n",
 "        for (int c = 0; c < C; c++) dx[o + c] = y[o + c] * (dy[o + c] - s);\n",
+"    }\n",
+"}\n",
+"\n",
+"/* ---- one work-group per row (GPU devices, long rows: src/ops/softmax.c's nn__row_group_wg).\n",
+"   Each work-item takes c = lid, lid + wg, ...; the max and the sums then go through a tree\n",
+"   in local memory (tmp: the work-group size, a power of two), so the order is fixed. ---- */\n",
+"\n",
+"/* the work-group's max (is_max; NaN ignored, as fmax in the per-row kernels) or sum of v,\n",
+"   in every work-item; tmp is free again on return */\n",
+"inline float sm_tree(__local float *tmp, float v, int is_max) {\n",
+"    int l = get_local_id(0);\n",
+"    tmp[l] = v;\n",
+"    barrier(CLK_LOCAL_MEM_FENCE);\n",
+"    for (int o = get_local_size(0) / 2; o > 0; o >>= 1) {\n",
+"        if (l < o) tmp[l] = is_max ? fmax(tmp[l], tmp[l + o]) : tmp[l] + tmp[l + o];\n",
+"        barrier(CLK_LOCAL_MEM_FENCE);\n",
+"    }\n",
+"    v = tmp[0];\n",
+"    barrier(CLK_LOCAL_MEM_FENCE);\n",
+"    return v;\n",
+"}\n",
+"\n",
+"__kernel void softmax_group_forward(NN__KPARAMS(softmax_group_forward)) {\n",
+"    int r = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);\n",
+"    if (r >= rows) return; /* uniform over the work-group */\n",
+"    __global const float *xr = x + (size_t)r * C;\n",
+"    __global float *yr = y + (size_t)r * C;\n",
+"    float m = -INFINITY, s = 0.0f;\n",
+"    for (int c = l; c < C; c += wg) m = fmax(m, xr[c]);\n",
+"    m = sm_tree(tmp, m, 1);\n",
+"    for (int c = l; c < C; c += wg) s += exp(xr[c] - m);\n",
+"    s = sm_tree(tmp, s, 0);\n",
+"    if (log_space) {\n",
+"        float ls = log(s) + m;\n",
+"        for (int c = l; c < C; c += wg) yr[c] = xr[c] - ls;\n",
+"    } else {\n",
+"        float inv = 1.0f / s;\n",
+"        for (int c = l; c < C; c += wg) yr[c] = exp(xr[c] - m) * inv;\n",
+"    }\n",
+"}\n",
+"\n",
+"__kernel void softmax_group_backward(NN__KPARAMS(softmax_group_backward)) {\n",
+"    int r = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);\n",
+"    if (r >= rows) return; /* uniform over the work-group */\n",
+"    size_t o = (size_t)r * C;\n",
+"    float s = 0.0f;\n",
+"    for (int c = l; c < C; c += wg) s += log_space ? dy[o + c] : dy[o + c] * y[o + c];\n",
+"    s = sm_tree(tmp, s, 0);\n",
+"    if (log_space) {\n",
+"        for (int c = l; c < C; c += wg) dx[o + c] = dy[o + c] - exp(y[o + c]) * s;\n",
+"    } else {\n",
+"        for (int c = l; c < C; c += wg) dx[o + c] = y[o + c] * (dy[o + c] - s);\n",
 "    }\n",
 "}\n",
 0 };
@@ -30545,6 +30758,12 @@ NN__KSIG(gemm_batched)
 NN__KSIG(sum_all)
 #define NN__KARGS_grad_sumsq(F, P) F(in, g) P(in, prev) P(out, y) P(int, n) P(int, has_prev) P(lfloat, tmp)
 NN__KSIG(grad_sumsq)
+/* to a scalar over many work-groups, two passes (part: the groups' sums, the node's scratch) */
+#define NN__KARGS_sum_parts(F, P) F(in, x) P(out, part) P(int, n) P(int, chunk) P(int, term) P(lfloat, tmp)
+NN__KSIG(sum_parts)
+#define NN__KARGS_sum_finish(F, P) \
+    F(in, part) P(in, prev) P(out, y) P(int, parts) P(int, has_prev) P(float, scale) P(lfloat, tmp)
+NN__KSIG(sum_finish)
 #define NN__KARGS_clip_scale(F, P) F(in, sumsq) P(out, y) P(float, max_norm)
 NN__KSIG(clip_scale)
 
@@ -30585,6 +30804,12 @@ NN__KSIG(correct_rows)
 NN__KSIG(softmax_forward)
 #define NN__KARGS_softmax_backward(F, P) F(in, y) P(in, dy) P(out, dx) P(int, rows) P(int, C) P(int, log_space)
 NN__KSIG(softmax_backward)
+/* the same, one work-group per row; tmp: the work-group's floats */
+#define NN__KARGS_softmax_group_forward(F, P) F(in, x) P(out, y) P(int, rows) P(int, C) P(int, log_space) P(lfloat, tmp)
+NN__KSIG(softmax_group_forward)
+#define NN__KARGS_softmax_group_backward(F, P) \
+    F(in, y) P(in, dy) P(out, dx) P(int, rows) P(int, C) P(int, log_space) P(lfloat, tmp)
+NN__KSIG(softmax_group_backward)
 
 #endif
 
@@ -30600,6 +30825,12 @@ NN__KSIG(softmax_backward)
 NN__KSIG(xent_forward)
 #define NN__KARGS_xent_backward(F, P) F(in, x) P(iin, label) P(in, dloss) P(out, dx) P(int, B) P(int, C)
 NN__KSIG(xent_backward)
+/* the same, one work-group per row; tmp: the work-group's floats */
+#define NN__KARGS_xent_group_forward(F, P) \
+    F(in, x) P(iin, label) P(out, loss) P(int, B) P(int, C) P(iout, bad) P(int, slot) P(lfloat, tmp)
+NN__KSIG(xent_group_forward)
+#define NN__KARGS_xent_group_backward(F, P) F(in, x) P(iin, label) P(in, dloss) P(out, dx) P(int, B) P(int, C) P(lfloat, tmp)
+NN__KSIG(xent_group_backward)
 
 /* BCE with logits, n elements */
 #define NN__KARGS_bce_logits_forward(F, P) F(in, x) P(in, t) P(out, y) P(int, n)
@@ -30626,6 +30857,15 @@ NN__KSIG(ce_rows_forward)
     F(in, x) P(iin, label) P(in, w) P(in, dloss) P(out, dx) P(int, B) P(int, C) P(int, ignore) P(int, log_input) \
     P(int, has_w) P(float, eps)
 NN__KSIG(ce_rows_backward)
+/* the same, one work-group per row; tmp: the work-group's floats */
+#define NN__KARGS_ce_group_forward(F, P)                                                                          \
+    F(in, x) P(iin, label) P(in, w) P(out, loss) P(int, B) P(int, C) P(int, ignore) P(int, log_input) P(int, has_w) \
+    P(float, eps) P(iout, bad) P(int, slot) P(lfloat, tmp)
+NN__KSIG(ce_group_forward)
+#define NN__KARGS_ce_group_backward(F, P)                                                                           \
+    F(in, x) P(iin, label) P(in, w) P(in, dloss) P(out, dx) P(int, B) P(int, C) P(int, ignore) P(int, log_input) \
+    P(int, has_w) P(float, eps) P(lfloat, tmp)
+NN__KSIG(ce_group_backward)
 #define NN__KARGS_ce_weights(F, P) F(iin, label) P(in, w) P(out, y) P(int, B) P(int, C) P(int, ignore) P(int, has_w)
 NN__KSIG(ce_weights)
 #define NN__KARGS_div_scalar(F, P) F(in, x) P(in, d) P(out, y) P(int, n)
@@ -32903,8 +33143,65 @@ static nn_tensor nn__sum_all(nn_graph *g, const char *opname, nn_tensor x, int m
 NN_API nn_tensor nn_sum(nn_graph *g, nn_tensor x) { return nn__sum_all(g, "nn_sum", x, 0); }
 NN_API nn_tensor nn_mean(nn_graph *g, nn_tensor x) { return nn__sum_all(g, "nn_mean", x, 1); }
 
-#define nn__plan_sum_all nn__no_plan
+/* A sum of n elements to one value on a GPU device: over P work-groups of nn__reduce_wg's
+   size in two passes (kernels/reduce.cl's sum_parts, sum_finish), P = min(1024, ceil(n /
+   2048)) groups of ceil(n / P) contiguous elements each: the partition from n alone, so
+   the bits change with n and the work-group size only. Returns P, and the chunk in *chunk;
+   0 (one work-group, sum_all or grad_sumsq) for n <= 2048, host-memory backends and CPU
+   devices (whose one-group kernels are kept). */
+#define NN__SUM_CHUNK 2048
+#define NN__SUM_MAX_PARTS 1024
+static int nn__sum_plan(const nn_graph *g, int64_t n, int64_t *chunk) {
+    int64_t parts;
+    if (g->ctx->backend->host_memory || g->ctx->dev.cpu_tuned || n <= NN__SUM_CHUNK) return 0;
+    parts = (n + NN__SUM_CHUNK - 1) / NN__SUM_CHUNK;
+    if (parts > NN__SUM_MAX_PARTS) parts = NN__SUM_MAX_PARTS;
+    if (chunk) *chunk = (n + parts - 1) / parts;
+    return (int)parts;
+}
+
+/* The plans of SUM_ALL and GRAD_SUMSQ: the parts' floats as scratch when two passes */
+static void nn__plan_sum_parts(nn_graph *g, nn__node *n) {
+    n->scratch = nn__sum_plan(g, g->nodes[n->in[0]].numel, NULL);
+}
+#define nn__plan_sum_all nn__plan_sum_parts
 #define nn__plan_expand_scalar nn__no_plan
+
+/* Node id's output [1] = ((prev ? prev[0] : 0) + the sum of x's n terms (term 0: x, 1:
+   x^2)) * scale in nn__sum_plan's two passes, its parts in the node's scratch. Other
+   families may call it for a scalar reduction of their own (its plan sets n->scratch to
+   nn__sum_plan's count). */
+static nn_result nn__launch_sum_two_pass(nn_graph *g, int id, const nn__buf *x, int64_t n, int term, const nn__buf *prev,
+                                         float scale) {
+    nn__node *nd = &g->nodes[id];
+    int64_t chunk = 0;
+    int parts = nn__sum_plan(g, n, &chunk);
+    size_t wg = nn__reduce_wg(g);
+    if (parts < 1 || nd->scratch < parts)
+        return nn__fail(g->ctx, NN_ERR_STATE, "%s: no scratch for a sum in %d parts", nn__op(nd->op)->name, parts);
+    {
+        NN__KWITH(sum_parts, nn__launch_groups(g, id, "reduce", "sum_parts", (size_t)parts, wg, &l));
+        k.x = x;
+        k.part = &nd->scratch_buf;
+        k.n = (int)n;
+        k.chunk = (int)chunk;
+        k.term = term;
+        k.tmp = wg * 4;
+        r = nn__kargs_sum_parts(l, &k);
+        if (r != NN_OK) return r;
+    }
+    {
+        NN__KWITH(sum_finish, nn__launch_groups(g, id, "reduce", "sum_finish", 1, wg, &l));
+        k.part = &nd->scratch_buf;
+        k.prev = prev ? prev : &g->one;
+        k.y = &nd->buf;
+        k.parts = parts;
+        k.has_prev = prev != NULL;
+        k.scale = scale;
+        k.tmp = wg * 4;
+        return nn__kargs_sum_finish(l, &k);
+    }
+}
 
 static void nn__grad_sum_all(nn_graph *g, int id) { nn__grad_by_op(g, id, NN__OP_EXPAND_SCALAR); }
 
@@ -32938,6 +33235,9 @@ static nn_result nn__cpu_expand_scalar(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_sum_all(nn_graph *g, int id) {
+    if (g->nodes[id].scratch > 0)
+        return nn__launch_sum_two_pass(g, id, &g->nodes[g->nodes[id].in[0]].buf, g->nodes[g->nodes[id].in[0]].numel, 0,
+                                       NULL, g->nodes[id].a.reduce.scale);
     NN__KGROUP(sum_all, "reduce");
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
@@ -33019,7 +33319,7 @@ static nn_result nn__launch_correct_rows(nn_graph *g, int id) {
    clipping (src/ops/optim.c's nn__add_optimizer chains one per parameter) ==== */
 
 #define nn__grad_grad_sumsq nn__grad_none
-#define nn__plan_grad_sumsq nn__no_plan
+#define nn__plan_grad_sumsq nn__plan_sum_parts
 
 static nn_result nn__cpu_grad_sumsq(nn_graph *g, nn__node *n) {
     const int *in = n->in;
@@ -33033,6 +33333,10 @@ static nn_result nn__cpu_grad_sumsq(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_grad_sumsq(nn_graph *g, int id) {
+    const nn__node *nd = &g->nodes[id];
+    if (nd->scratch > 0)
+        return nn__launch_sum_two_pass(g, id, &g->nodes[nd->in[0]].buf, g->nodes[nd->in[0]].numel, 1,
+                                       nd->n_in > 1 ? &g->nodes[nd->in[1]].buf : NULL, 1.0f);
     NN__KGROUP(grad_sumsq, "reduce");
     k.g = &g->nodes[n->in[0]].buf;
     k.prev = n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one;
@@ -33494,6 +33798,20 @@ static nn_tensor nn__rowwise(nn_graph *g, const char *opname, int op, nn_tensor 
 
 static int64_t nn__last_dim(const nn__node *n) { return n->shape.dim[n->shape.ndim - 1]; }
 
+/* The work-group size for one work-group per row of C values (softmax, log-softmax, the
+   fused cross-entropy: the _group_ kernels), or 0 for one work-item per row (the kernels
+   kept for short rows and CPU devices): on a GPU device, rows of NN__ROW_GROUP_MIN and
+   more get nn__reduce_wg's size (from the device's largest work-group, 256 at most),
+   halved while half of it still covers the row. */
+#define NN__ROW_GROUP_MIN 128
+static size_t nn__row_group_wg(const nn_graph *g, int64_t C) {
+    size_t wg;
+    if (g->ctx->dev.cpu_tuned || C < NN__ROW_GROUP_MIN) return 0;
+    wg = nn__reduce_wg((nn_graph *)g);
+    while (wg > 32 && (int64_t)(wg / 2) >= C) wg /= 2;
+    return wg;
+}
+
 /* ==== softmax: y [..., C] = exp(x - max) / sum(exp(x - max)) along the last dim
    (torch.softmax(x, dim): dim moved last); SOFTMAX_GRAD (y, gy) is dx = y * (gy - sum(gy * y)) ==== */
 
@@ -33525,10 +33843,40 @@ static nn_result nn__cpu_softmax_grad(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
-/* one work-item per row */
+/* one work-group per row (nn__row_group_wg) */
+static nn_result nn__launch_softmax_group(nn_graph *g, int id, size_t wg) {
+    nn__node *n = &g->nodes[id];
+    int N = (int)n->numel, C = (int)nn__last_dim(n);
+    NN__KWITH(softmax_group_forward, nn__launch_groups(g, id, "softmax", "softmax_group_forward", (size_t)(N / C), wg, &l));
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.rows = N / C;
+    k.C = C;
+    k.log_space = n->op == NN__OP_LOG_SOFTMAX;
+    k.tmp = wg * 4;
+    return nn__kargs_softmax_group_forward(l, &k);
+}
+
+static nn_result nn__launch_softmax_grad_group(nn_graph *g, int id, size_t wg) {
+    nn__node *n = &g->nodes[id];
+    int N = (int)n->numel, C = (int)nn__last_dim(n);
+    NN__KWITH(softmax_group_backward, nn__launch_groups(g, id, "softmax", "softmax_group_backward", (size_t)(N / C), wg, &l));
+    k.y = &g->nodes[n->in[0]].buf;
+    k.dy = &g->nodes[n->in[1]].buf;
+    k.dx = &n->buf;
+    k.rows = N / C;
+    k.C = C;
+    k.log_space = n->op == NN__OP_LOG_SOFTMAX_GRAD;
+    k.tmp = wg * 4;
+    return nn__kargs_softmax_group_backward(l, &k);
+}
+
+/* one work-item per row, or one work-group (GPU devices, long rows) */
 static nn_result nn__launch_softmax(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int N = (int)n->numel, C = (int)nn__last_dim(n);
+    size_t wg = nn__row_group_wg(g, C);
+    if (wg && N / C > 0) return nn__launch_softmax_group(g, id, wg);
     NN__KSTART(softmax_forward, "softmax", "softmax_forward", (N / C));
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
@@ -33541,6 +33889,8 @@ static nn_result nn__launch_softmax(nn_graph *g, int id) {
 static nn_result nn__launch_softmax_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int N = (int)n->numel, C = (int)nn__last_dim(n);
+    size_t wg = nn__row_group_wg(g, C);
+    if (wg && N / C > 0) return nn__launch_softmax_grad_group(g, id, wg);
     NN__KSTART(softmax_backward, "softmax", "softmax_backward", (N / C));
     k.y = &g->nodes[n->in[0]].buf;
     k.dy = &g->nodes[n->in[1]].buf;
@@ -33898,7 +34248,39 @@ static nn_result nn__cpu_xent_grad(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
+/* one work-group per row (GPU devices, long rows: softmax.c's nn__row_group_wg) */
+static nn_result nn__launch_xent_rows_group(nn_graph *g, int id, size_t wg) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *x = &g->nodes[n->in[0]];
+    NN__KWITH(xent_group_forward, nn__launch_groups(g, id, "loss", "xent_group_forward", (size_t)x->shape.dim[0], wg, &l));
+    k.x = &x->buf;
+    k.label = &g->nodes[n->in[1]].buf;
+    k.loss = &n->buf;
+    k.B = (int)x->shape.dim[0];
+    k.C = (int)x->shape.dim[1];
+    k.bad = &g->checks;
+    k.slot = n->check_slot;
+    k.tmp = wg * 4;
+    return nn__kargs_xent_group_forward(l, &k);
+}
+
+static nn_result nn__launch_xent_grad_group(nn_graph *g, int id, size_t wg) {
+    nn__node *n = &g->nodes[id];
+    NN__KWITH(xent_group_backward, nn__launch_groups(g, id, "loss", "xent_group_backward", (size_t)n->shape.dim[0], wg, &l));
+    k.x = &g->nodes[n->in[0]].buf;
+    k.label = &g->nodes[n->in[1]].buf;
+    k.dloss = &g->nodes[n->in[2]].buf;
+    k.dx = &n->buf;
+    k.B = (int)n->shape.dim[0];
+    k.C = (int)n->shape.dim[1];
+    k.tmp = wg * 4;
+    return nn__kargs_xent_group_backward(l, &k);
+}
+
 static nn_result nn__launch_xent_rows(nn_graph *g, int id) {
+    const nn__node *x0 = &g->nodes[g->nodes[id].in[0]];
+    size_t wg = nn__row_group_wg(g, x0->shape.dim[1]);
+    if (wg && x0->shape.dim[0] > 0) return nn__launch_xent_rows_group(g, id, wg);
     NN__KROWS(xent_forward, "loss");
     k.label = &g->nodes[n->in[1]].buf;
     k.loss = &n->buf;
@@ -33908,6 +34290,8 @@ static nn_result nn__launch_xent_rows(nn_graph *g, int id) {
 }
 
 static nn_result nn__launch_xent_grad(nn_graph *g, int id) {
+    size_t wg = nn__row_group_wg(g, g->nodes[id].shape.dim[1]);
+    if (wg && g->nodes[id].shape.dim[0] > 0) return nn__launch_xent_grad_group(g, id, wg);
     NN__KLAUNCH(xent_backward, "loss", "xent_backward", n->shape.dim[0]);
     k.x = &g->nodes[n->in[0]].buf;
     k.label = &g->nodes[n->in[1]].buf;
@@ -34021,7 +34405,50 @@ static nn_result nn__cpu_ce_rows_grad(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
+/* one work-group per row (GPU devices, long rows: softmax.c's nn__row_group_wg) */
+static nn_result nn__launch_ce_rows_group(nn_graph *g, int id, size_t wg) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *x = &g->nodes[n->in[0]];
+    NN__KWITH(ce_group_forward, nn__launch_groups(g, id, "loss", "ce_group_forward", (size_t)x->shape.dim[0], wg, &l));
+    k.x = &x->buf;
+    k.B = (int)x->shape.dim[0];
+    k.C = (int)x->shape.dim[1];
+    k.label = &g->nodes[n->in[1]].buf;
+    k.w = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
+    k.loss = &n->buf;
+    k.ignore = n->a.loss.ignore_index;
+    k.log_input = n->a.loss.log_input;
+    k.has_w = n->n_in > 2;
+    k.eps = n->a.loss.smoothing;
+    k.bad = &g->checks;
+    k.slot = n->check_slot;
+    k.tmp = wg * 4;
+    return nn__kargs_ce_group_forward(l, &k);
+}
+
+static nn_result nn__launch_ce_rows_grad_group(nn_graph *g, int id, size_t wg) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *x = &g->nodes[n->in[0]];
+    NN__KWITH(ce_group_backward, nn__launch_groups(g, id, "loss", "ce_group_backward", (size_t)x->shape.dim[0], wg, &l));
+    k.x = &x->buf;
+    k.B = (int)x->shape.dim[0];
+    k.C = (int)x->shape.dim[1];
+    k.label = &g->nodes[n->in[1]].buf;
+    k.w = n->n_in > 3 ? &g->nodes[n->in[3]].buf : &g->one;
+    k.dloss = &g->nodes[n->in[2]].buf;
+    k.dx = &n->buf;
+    k.ignore = n->a.loss.ignore_index;
+    k.log_input = n->a.loss.log_input;
+    k.has_w = n->n_in > 3;
+    k.eps = n->a.loss.smoothing;
+    k.tmp = wg * 4;
+    return nn__kargs_ce_group_backward(l, &k);
+}
+
 static nn_result nn__launch_ce_rows(nn_graph *g, int id) {
+    const nn__node *x0 = &g->nodes[g->nodes[id].in[0]];
+    size_t wg = nn__row_group_wg(g, x0->shape.dim[1]);
+    if (wg && x0->shape.dim[0] > 0) return nn__launch_ce_rows_group(g, id, wg);
     NN__KROWS(ce_rows_forward, "loss");
     k.label = &g->nodes[n->in[1]].buf;
     k.w = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
@@ -34037,6 +34464,9 @@ static nn_result nn__launch_ce_rows(nn_graph *g, int id) {
 
 /* the backward pass counts nothing: the forward did */
 static nn_result nn__launch_ce_rows_grad(nn_graph *g, int id) {
+    const nn__node *x0 = &g->nodes[g->nodes[id].in[0]];
+    size_t wg = nn__row_group_wg(g, x0->shape.dim[1]);
+    if (wg && x0->shape.dim[0] > 0) return nn__launch_ce_rows_grad_group(g, id, wg);
     NN__KROWS(ce_rows_backward, "loss");
     k.label = &g->nodes[n->in[1]].buf;
     k.w = n->n_in > 3 ? &g->nodes[n->in[3]].buf : &g->one;

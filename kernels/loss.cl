@@ -237,6 +237,113 @@ __kernel void xent_backward(NN__KPARAMS(xent_backward)) {
     for (int c = 0; c < C; c++) dxr[c] = g * (exp(xr[c] - m) / s - (c == t ? 1.0f : 0.0f));
 }
 
+/* The same, one work-group per row (GPU devices, rows of 128 classes and more: src/ops/softmax.c's
+   nn__row_group_wg): each work-item takes c = lid, lid + wg, ...; the max and the sum go
+   through a tree in local memory (tmp: the work-group size, a power of two), a fixed order.
+   The label is the row's, so the early returns are uniform over the work-group. */
+
+/* the work-group's max (is_max; NaN ignored, as fmax) or sum of v, in every work-item */
+inline float loss_row_tree(__local float *tmp, float v, int is_max) {
+    int l = get_local_id(0);
+    tmp[l] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int o = get_local_size(0) / 2; o > 0; o >>= 1) {
+        if (l < o) tmp[l] = is_max ? fmax(tmp[l], tmp[l + o]) : tmp[l] + tmp[l + o];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    v = tmp[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return v;
+}
+
+/* the row's max and sum of exp(x - max), in every work-item */
+inline void loss_row_stats(__local float *tmp, __global const float *xr, int C, float *m, float *s) {
+    int l = get_local_id(0), wg = get_local_size(0);
+    float a = -INFINITY, b = 0.0f;
+    for (int c = l; c < C; c += wg) a = fmax(a, xr[c]);
+    a = loss_row_tree(tmp, a, 1);
+    for (int c = l; c < C; c += wg) b += exp(xr[c] - a);
+    *m = a;
+    *s = loss_row_tree(tmp, b, 0);
+}
+
+__kernel void xent_group_forward(NN__KPARAMS(xent_group_forward)) {
+    int b = get_group_id(0), l = get_local_id(0);
+    if (b >= B) return;
+    __global const float *xr = x + (size_t)b * C;
+    int t = label[b];
+    if (t < 0 || t >= C) {
+        if (l == 0) {
+            atomic_inc(bad + slot);
+            loss[b] = 0.0f;
+        }
+        return;
+    }
+    float m, s;
+    loss_row_stats(tmp, xr, C, &m, &s);
+    if (l == 0) loss[b] = log(s) + m - xr[t];
+}
+
+__kernel void xent_group_backward(NN__KPARAMS(xent_group_backward)) {
+    int b = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);
+    if (b >= B) return;
+    __global const float *xr = x + (size_t)b * C;
+    __global float *dxr = dx + (size_t)b * C;
+    int t = label[b];
+    if (t < 0 || t >= C) {
+        for (int c = l; c < C; c += wg) dxr[c] = 0.0f;
+        return;
+    }
+    float m, s, g = dloss[b];
+    loss_row_stats(tmp, xr, C, &m, &s);
+    for (int c = l; c < C; c += wg) dxr[c] = g * (exp(xr[c] - m) / s - (c == t ? 1.0f : 0.0f));
+}
+
+/* nn_cross_entropy_loss / nn_nll_loss's rows, one work-group per row (GPU devices, rows
+   of 128 classes and more), as ce_rows_forward and ce_rows_backward: every sum over the
+   classes goes through loss_row_tree; the label is the row's, so the early returns are
+   uniform over the work-group. */
+__kernel void ce_group_forward(NN__KPARAMS(ce_group_forward)) {
+    int b = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);
+    if (b >= B) return;
+    __global const float *xr = x + (size_t)b * C;
+    int t = label[b];
+    if (l == 0 && t != ignore && (t < 0 || t >= C)) atomic_inc(bad + slot);
+    if (nn_ce_ignored(t, C, ignore)) {
+        if (l == 0) loss[b] = 0.0f;
+        return;
+    }
+    /* every tree runs, over 0 classes where an option turns it off: no barrier in a branch
+       (HACKING.md, nn_sample_logits: PoCL) */
+    float m, s, lse, sm = 0.0f;
+    loss_row_stats(tmp, xr, log_input ? 0 : C, &m, &s);
+    lse = log_input ? 0.0f : log(s) + m;
+    for (int c = l; c < (eps != 0.0f ? C : 0); c += wg) sm += (has_w ? w[c] : 1.0f) * (lse - xr[c]);
+    sm = loss_row_tree(tmp, sm, 0);
+    if (l == 0) loss[b] = (1.0f - eps) * (has_w ? w[t] : 1.0f) * (lse - xr[t]) + eps / (float)C * sm;
+}
+
+__kernel void ce_group_backward(NN__KPARAMS(ce_group_backward)) {
+    int b = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);
+    if (b >= B) return;
+    __global const float *xr = x + (size_t)b * C;
+    __global float *dxr = dx + (size_t)b * C;
+    int t = label[b];
+    if (nn_ce_ignored(t, C, ignore)) {
+        for (int c = l; c < C; c += wg) dxr[c] = 0.0f;
+        return;
+    }
+    float m, s, Q = 0.0f, g = dloss[b];
+    for (int c = l; c < C; c += wg)
+        Q += (1.0f - eps) * (c == t ? (has_w ? w[t] : 1.0f) : 0.0f) + eps / (float)C * (has_w ? w[c] : 1.0f);
+    Q = loss_row_tree(tmp, Q, 0);
+    loss_row_stats(tmp, xr, log_input ? 0 : C, &m, &s); /* over 0 classes for NLL: no barrier in a branch */
+    for (int c = l; c < C; c += wg) {
+        float q = (1.0f - eps) * (c == t ? (has_w ? w[t] : 1.0f) : 0.0f) + eps / (float)C * (has_w ? w[c] : 1.0f);
+        dxr[c] = log_input ? -g * q : g * (exp(xr[c] - m) / s * Q - q);
+    }
+}
+
 /* BCE with logits, elementwise, in PyTorch's form: (1 - t) x + max(-x, 0) + log(1 + exp(-|x|)) */
 __kernel void bce_logits_forward(NN__KPARAMS(bce_logits_forward)) {
     int i = get_global_id(0);

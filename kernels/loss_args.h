@@ -7,6 +7,12 @@
 NN__KSIG(xent_forward)
 #define NN__KARGS_xent_backward(F, P) F(in, x) P(iin, label) P(in, dloss) P(out, dx) P(int, B) P(int, C)
 NN__KSIG(xent_backward)
+/* the same, one work-group per row; tmp: the work-group's floats */
+#define NN__KARGS_xent_group_forward(F, P) \
+    F(in, x) P(iin, label) P(out, loss) P(int, B) P(int, C) P(iout, bad) P(int, slot) P(lfloat, tmp)
+NN__KSIG(xent_group_forward)
+#define NN__KARGS_xent_group_backward(F, P) F(in, x) P(iin, label) P(in, dloss) P(out, dx) P(int, B) P(int, C) P(lfloat, tmp)
+NN__KSIG(xent_group_backward)
 
 /* BCE with logits, n elements */
 #define NN__KARGS_bce_logits_forward(F, P) F(in, x) P(in, t) P(out, y) P(int, n)
@@ -33,6 +39,15 @@ NN__KSIG(ce_rows_forward)
     F(in, x) P(iin, label) P(in, w) P(in, dloss) P(out, dx) P(int, B) P(int, C) P(int, ignore) P(int, log_input) \
     P(int, has_w) P(float, eps)
 NN__KSIG(ce_rows_backward)
+/* the same, one work-group per row; tmp: the work-group's floats */
+#define NN__KARGS_ce_group_forward(F, P)                                                                          \
+    F(in, x) P(iin, label) P(in, w) P(out, loss) P(int, B) P(int, C) P(int, ignore) P(int, log_input) P(int, has_w) \
+    P(float, eps) P(iout, bad) P(int, slot) P(lfloat, tmp)
+NN__KSIG(ce_group_forward)
+#define NN__KARGS_ce_group_backward(F, P)                                                                           \
+    F(in, x) P(iin, label) P(in, w) P(in, dloss) P(out, dx) P(int, B) P(int, C) P(int, ignore) P(int, log_input) \
+    P(int, has_w) P(float, eps) P(lfloat, tmp)
+NN__KSIG(ce_group_backward)
 #define NN__KARGS_ce_weights(F, P) F(iin, label) P(in, w) P(out, y) P(int, B) P(int, C) P(int, ignore) P(int, has_w)
 NN__KSIG(ce_weights)
 #define NN__KARGS_div_scalar(F, P) F(in, x) P(in, d) P(out, y) P(int, n)

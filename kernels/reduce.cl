@@ -32,6 +32,32 @@ __kernel void grad_sumsq(NN__KPARAMS(grad_sumsq)) {
     if (get_local_id(0) == 0) y[0] = (has_prev ? prev[0] : 0.0f) + s;
 }
 
+/* Sums over many work-groups (GPU devices, src/ops/reduce/all.c's nn__sum_plan), in two
+   passes with a fixed order: group grp sums the terms of x[grp * chunk, min(n, (grp + 1) *
+   chunk)) (term 0: x, 1: x^2), each work-item every wg-th element, then a tree, into
+   part[grp]; sum_finish sums the parts in one work-group the same way, then adds prev and
+   scales. The partition comes from n alone, so the bits depend on n and the work-group
+   size, never on how many groups the device runs at once. */
+inline float sum_term(float v, int term) { return term == 1 ? v * v : v; }
+
+__kernel void sum_parts(NN__KPARAMS(sum_parts)) {
+    int grp = get_group_id(0), l = get_local_id(0), wg = get_local_size(0);
+    int lo = grp * chunk, hi = n - lo < chunk ? n : lo + chunk;
+    float s = 0.0f;
+    for (int i = lo + l; i < hi; i += wg) s += sum_term(x[i], term);
+    s = nn_tree(tmp, s);
+    if (l == 0) part[grp] = s;
+}
+
+/* y[0] = ((has_prev ? prev[0] : 0) + the sum of part[0, parts)) * scale */
+__kernel void sum_finish(NN__KPARAMS(sum_finish)) {
+    int l = get_local_id(0), wg = get_local_size(0);
+    float s = 0.0f;
+    for (int i = l; i < parts; i += wg) s += part[i];
+    s = nn_tree(tmp, s);
+    if (l == 0) y[0] = ((has_prev ? prev[0] : 0.0f) + s) * scale;
+}
+
 /* PyTorch's clip_grad_norm_: coefficient min(1, max_norm / (norm + 1e-6)) */
 __kernel void clip_scale(NN__KPARAMS(clip_scale)) {
     /* not fmin: a NaN norm must give NaN (torch's clamp keeps it), not 1 */

@@ -7,6 +7,12 @@
 NN__KSIG(sum_all)
 #define NN__KARGS_grad_sumsq(F, P) F(in, g) P(in, prev) P(out, y) P(int, n) P(int, has_prev) P(lfloat, tmp)
 NN__KSIG(grad_sumsq)
+/* to a scalar over many work-groups, two passes (part: the groups' sums, the node's scratch) */
+#define NN__KARGS_sum_parts(F, P) F(in, x) P(out, part) P(int, n) P(int, chunk) P(int, term) P(lfloat, tmp)
+NN__KSIG(sum_parts)
+#define NN__KARGS_sum_finish(F, P) \
+    F(in, part) P(in, prev) P(out, y) P(int, parts) P(int, has_prev) P(float, scale) P(lfloat, tmp)
+NN__KSIG(sum_finish)
 #define NN__KARGS_clip_scale(F, P) F(in, sumsq) P(out, y) P(float, max_norm)
 NN__KSIG(clip_scale)
 

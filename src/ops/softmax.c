@@ -26,6 +26,20 @@ static nn_tensor nn__rowwise(nn_graph *g, const char *opname, int op, nn_tensor 
 
 static int64_t nn__last_dim(const nn__node *n) { return n->shape.dim[n->shape.ndim - 1]; }
 
+/* The work-group size for one work-group per row of C values (softmax, log-softmax, the
+   fused cross-entropy: the _group_ kernels), or 0 for one work-item per row (the kernels
+   kept for short rows and CPU devices): on a GPU device, rows of NN__ROW_GROUP_MIN and
+   more get nn__reduce_wg's size (from the device's largest work-group, 256 at most),
+   halved while half of it still covers the row. */
+#define NN__ROW_GROUP_MIN 128
+static size_t nn__row_group_wg(const nn_graph *g, int64_t C) {
+    size_t wg;
+    if (g->ctx->dev.cpu_tuned || C < NN__ROW_GROUP_MIN) return 0;
+    wg = nn__reduce_wg((nn_graph *)g);
+    while (wg > 32 && (int64_t)(wg / 2) >= C) wg /= 2;
+    return wg;
+}
+
 /* ==== softmax: y [..., C] = exp(x - max) / sum(exp(x - max)) along the last dim
    (torch.softmax(x, dim): dim moved last); SOFTMAX_GRAD (y, gy) is dx = y * (gy - sum(gy * y)) ==== */
 
@@ -57,10 +71,40 @@ static nn_result nn__cpu_softmax_grad(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
-/* one work-item per row */
+/* one work-group per row (nn__row_group_wg) */
+static nn_result nn__launch_softmax_group(nn_graph *g, int id, size_t wg) {
+    nn__node *n = &g->nodes[id];
+    int N = (int)n->numel, C = (int)nn__last_dim(n);
+    NN__KWITH(softmax_group_forward, nn__launch_groups(g, id, "softmax", "softmax_group_forward", (size_t)(N / C), wg, &l));
+    k.x = &g->nodes[n->in[0]].buf;
+    k.y = &n->buf;
+    k.rows = N / C;
+    k.C = C;
+    k.log_space = n->op == NN__OP_LOG_SOFTMAX;
+    k.tmp = wg * 4;
+    return nn__kargs_softmax_group_forward(l, &k);
+}
+
+static nn_result nn__launch_softmax_grad_group(nn_graph *g, int id, size_t wg) {
+    nn__node *n = &g->nodes[id];
+    int N = (int)n->numel, C = (int)nn__last_dim(n);
+    NN__KWITH(softmax_group_backward, nn__launch_groups(g, id, "softmax", "softmax_group_backward", (size_t)(N / C), wg, &l));
+    k.y = &g->nodes[n->in[0]].buf;
+    k.dy = &g->nodes[n->in[1]].buf;
+    k.dx = &n->buf;
+    k.rows = N / C;
+    k.C = C;
+    k.log_space = n->op == NN__OP_LOG_SOFTMAX_GRAD;
+    k.tmp = wg * 4;
+    return nn__kargs_softmax_group_backward(l, &k);
+}
+
+/* one work-item per row, or one work-group (GPU devices, long rows) */
 static nn_result nn__launch_softmax(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int N = (int)n->numel, C = (int)nn__last_dim(n);
+    size_t wg = nn__row_group_wg(g, C);
+    if (wg && N / C > 0) return nn__launch_softmax_group(g, id, wg);
     NN__KSTART(softmax_forward, "softmax", "softmax_forward", (N / C));
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
@@ -73,6 +117,8 @@ static nn_result nn__launch_softmax(nn_graph *g, int id) {
 static nn_result nn__launch_softmax_grad(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int N = (int)n->numel, C = (int)nn__last_dim(n);
+    size_t wg = nn__row_group_wg(g, C);
+    if (wg && N / C > 0) return nn__launch_softmax_grad_group(g, id, wg);
     NN__KSTART(softmax_backward, "softmax", "softmax_backward", (N / C));
     k.y = &g->nodes[n->in[0]].buf;
     k.dy = &g->nodes[n->in[1]].buf;

@@ -45,7 +45,39 @@ static nn_result nn__cpu_xent_grad(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
+/* one work-group per row (GPU devices, long rows: softmax.c's nn__row_group_wg) */
+static nn_result nn__launch_xent_rows_group(nn_graph *g, int id, size_t wg) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *x = &g->nodes[n->in[0]];
+    NN__KWITH(xent_group_forward, nn__launch_groups(g, id, "loss", "xent_group_forward", (size_t)x->shape.dim[0], wg, &l));
+    k.x = &x->buf;
+    k.label = &g->nodes[n->in[1]].buf;
+    k.loss = &n->buf;
+    k.B = (int)x->shape.dim[0];
+    k.C = (int)x->shape.dim[1];
+    k.bad = &g->checks;
+    k.slot = n->check_slot;
+    k.tmp = wg * 4;
+    return nn__kargs_xent_group_forward(l, &k);
+}
+
+static nn_result nn__launch_xent_grad_group(nn_graph *g, int id, size_t wg) {
+    nn__node *n = &g->nodes[id];
+    NN__KWITH(xent_group_backward, nn__launch_groups(g, id, "loss", "xent_group_backward", (size_t)n->shape.dim[0], wg, &l));
+    k.x = &g->nodes[n->in[0]].buf;
+    k.label = &g->nodes[n->in[1]].buf;
+    k.dloss = &g->nodes[n->in[2]].buf;
+    k.dx = &n->buf;
+    k.B = (int)n->shape.dim[0];
+    k.C = (int)n->shape.dim[1];
+    k.tmp = wg * 4;
+    return nn__kargs_xent_group_backward(l, &k);
+}
+
 static nn_result nn__launch_xent_rows(nn_graph *g, int id) {
+    const nn__node *x0 = &g->nodes[g->nodes[id].in[0]];
+    size_t wg = nn__row_group_wg(g, x0->shape.dim[1]);
+    if (wg && x0->shape.dim[0] > 0) return nn__launch_xent_rows_group(g, id, wg);
     NN__KROWS(xent_forward, "loss");
     k.label = &g->nodes[n->in[1]].buf;
     k.loss = &n->buf;
@@ -55,6 +87,8 @@ static nn_result nn__launch_xent_rows(nn_graph *g, int id) {
 }
 
 static nn_result nn__launch_xent_grad(nn_graph *g, int id) {
+    size_t wg = nn__row_group_wg(g, g->nodes[id].shape.dim[1]);
+    if (wg && g->nodes[id].shape.dim[0] > 0) return nn__launch_xent_grad_group(g, id, wg);
     NN__KLAUNCH(xent_backward, "loss", "xent_backward", n->shape.dim[0]);
     k.x = &g->nodes[n->in[0]].buf;
     k.label = &g->nodes[n->in[1]].buf;
@@ -168,7 +202,50 @@ static nn_result nn__cpu_ce_rows_grad(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
+/* one work-group per row (GPU devices, long rows: softmax.c's nn__row_group_wg) */
+static nn_result nn__launch_ce_rows_group(nn_graph *g, int id, size_t wg) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *x = &g->nodes[n->in[0]];
+    NN__KWITH(ce_group_forward, nn__launch_groups(g, id, "loss", "ce_group_forward", (size_t)x->shape.dim[0], wg, &l));
+    k.x = &x->buf;
+    k.B = (int)x->shape.dim[0];
+    k.C = (int)x->shape.dim[1];
+    k.label = &g->nodes[n->in[1]].buf;
+    k.w = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
+    k.loss = &n->buf;
+    k.ignore = n->a.loss.ignore_index;
+    k.log_input = n->a.loss.log_input;
+    k.has_w = n->n_in > 2;
+    k.eps = n->a.loss.smoothing;
+    k.bad = &g->checks;
+    k.slot = n->check_slot;
+    k.tmp = wg * 4;
+    return nn__kargs_ce_group_forward(l, &k);
+}
+
+static nn_result nn__launch_ce_rows_grad_group(nn_graph *g, int id, size_t wg) {
+    nn__node *n = &g->nodes[id];
+    const nn__node *x = &g->nodes[n->in[0]];
+    NN__KWITH(ce_group_backward, nn__launch_groups(g, id, "loss", "ce_group_backward", (size_t)x->shape.dim[0], wg, &l));
+    k.x = &x->buf;
+    k.B = (int)x->shape.dim[0];
+    k.C = (int)x->shape.dim[1];
+    k.label = &g->nodes[n->in[1]].buf;
+    k.w = n->n_in > 3 ? &g->nodes[n->in[3]].buf : &g->one;
+    k.dloss = &g->nodes[n->in[2]].buf;
+    k.dx = &n->buf;
+    k.ignore = n->a.loss.ignore_index;
+    k.log_input = n->a.loss.log_input;
+    k.has_w = n->n_in > 3;
+    k.eps = n->a.loss.smoothing;
+    k.tmp = wg * 4;
+    return nn__kargs_ce_group_backward(l, &k);
+}
+
 static nn_result nn__launch_ce_rows(nn_graph *g, int id) {
+    const nn__node *x0 = &g->nodes[g->nodes[id].in[0]];
+    size_t wg = nn__row_group_wg(g, x0->shape.dim[1]);
+    if (wg && x0->shape.dim[0] > 0) return nn__launch_ce_rows_group(g, id, wg);
     NN__KROWS(ce_rows_forward, "loss");
     k.label = &g->nodes[n->in[1]].buf;
     k.w = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
@@ -184,6 +261,9 @@ static nn_result nn__launch_ce_rows(nn_graph *g, int id) {
 
 /* the backward pass counts nothing: the forward did */
 static nn_result nn__launch_ce_rows_grad(nn_graph *g, int id) {
+    const nn__node *x0 = &g->nodes[g->nodes[id].in[0]];
+    size_t wg = nn__row_group_wg(g, x0->shape.dim[1]);
+    if (wg && x0->shape.dim[0] > 0) return nn__launch_ce_rows_grad_group(g, id, wg);
     NN__KROWS(ce_rows_backward, "loss");
     k.label = &g->nodes[n->in[1]].buf;
     k.w = n->n_in > 3 ? &g->nodes[n->in[3]].buf : &g->one;

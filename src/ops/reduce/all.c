@@ -25,8 +25,65 @@ static nn_tensor nn__sum_all(nn_graph *g, const char *opname, nn_tensor x, int m
 NN_API nn_tensor nn_sum(nn_graph *g, nn_tensor x) { return nn__sum_all(g, "nn_sum", x, 0); }
 NN_API nn_tensor nn_mean(nn_graph *g, nn_tensor x) { return nn__sum_all(g, "nn_mean", x, 1); }
 
-#define nn__plan_sum_all nn__no_plan
+/* A sum of n elements to one value on a GPU device: over P work-groups of nn__reduce_wg's
+   size in two passes (kernels/reduce.cl's sum_parts, sum_finish), P = min(1024, ceil(n /
+   2048)) groups of ceil(n / P) contiguous elements each: the partition from n alone, so
+   the bits change with n and the work-group size only. Returns P, and the chunk in *chunk;
+   0 (one work-group, sum_all or grad_sumsq) for n <= 2048, host-memory backends and CPU
+   devices (whose one-group kernels are kept). */
+#define NN__SUM_CHUNK 2048
+#define NN__SUM_MAX_PARTS 1024
+static int nn__sum_plan(const nn_graph *g, int64_t n, int64_t *chunk) {
+    int64_t parts;
+    if (g->ctx->backend->host_memory || g->ctx->dev.cpu_tuned || n <= NN__SUM_CHUNK) return 0;
+    parts = (n + NN__SUM_CHUNK - 1) / NN__SUM_CHUNK;
+    if (parts > NN__SUM_MAX_PARTS) parts = NN__SUM_MAX_PARTS;
+    if (chunk) *chunk = (n + parts - 1) / parts;
+    return (int)parts;
+}
+
+/* The plans of SUM_ALL and GRAD_SUMSQ: the parts' floats as scratch when two passes */
+static void nn__plan_sum_parts(nn_graph *g, nn__node *n) {
+    n->scratch = nn__sum_plan(g, g->nodes[n->in[0]].numel, NULL);
+}
+#define nn__plan_sum_all nn__plan_sum_parts
 #define nn__plan_expand_scalar nn__no_plan
+
+/* Node id's output [1] = ((prev ? prev[0] : 0) + the sum of x's n terms (term 0: x, 1:
+   x^2)) * scale in nn__sum_plan's two passes, its parts in the node's scratch. Other
+   families may call it for a scalar reduction of their own (its plan sets n->scratch to
+   nn__sum_plan's count). */
+static nn_result nn__launch_sum_two_pass(nn_graph *g, int id, const nn__buf *x, int64_t n, int term, const nn__buf *prev,
+                                         float scale) {
+    nn__node *nd = &g->nodes[id];
+    int64_t chunk = 0;
+    int parts = nn__sum_plan(g, n, &chunk);
+    size_t wg = nn__reduce_wg(g);
+    if (parts < 1 || nd->scratch < parts)
+        return nn__fail(g->ctx, NN_ERR_STATE, "%s: no scratch for a sum in %d parts", nn__op(nd->op)->name, parts);
+    {
+        NN__KWITH(sum_parts, nn__launch_groups(g, id, "reduce", "sum_parts", (size_t)parts, wg, &l));
+        k.x = x;
+        k.part = &nd->scratch_buf;
+        k.n = (int)n;
+        k.chunk = (int)chunk;
+        k.term = term;
+        k.tmp = wg * 4;
+        r = nn__kargs_sum_parts(l, &k);
+        if (r != NN_OK) return r;
+    }
+    {
+        NN__KWITH(sum_finish, nn__launch_groups(g, id, "reduce", "sum_finish", 1, wg, &l));
+        k.part = &nd->scratch_buf;
+        k.prev = prev ? prev : &g->one;
+        k.y = &nd->buf;
+        k.parts = parts;
+        k.has_prev = prev != NULL;
+        k.scale = scale;
+        k.tmp = wg * 4;
+        return nn__kargs_sum_finish(l, &k);
+    }
+}
 
 static void nn__grad_sum_all(nn_graph *g, int id) { nn__grad_by_op(g, id, NN__OP_EXPAND_SCALAR); }
 
@@ -60,6 +117,9 @@ static nn_result nn__cpu_expand_scalar(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_sum_all(nn_graph *g, int id) {
+    if (g->nodes[id].scratch > 0)
+        return nn__launch_sum_two_pass(g, id, &g->nodes[g->nodes[id].in[0]].buf, g->nodes[g->nodes[id].in[0]].numel, 0,
+                                       NULL, g->nodes[id].a.reduce.scale);
     NN__KGROUP(sum_all, "reduce");
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
@@ -141,7 +201,7 @@ static nn_result nn__launch_correct_rows(nn_graph *g, int id) {
    clipping (src/ops/optim.c's nn__add_optimizer chains one per parameter) ==== */
 
 #define nn__grad_grad_sumsq nn__grad_none
-#define nn__plan_grad_sumsq nn__no_plan
+#define nn__plan_grad_sumsq nn__plan_sum_parts
 
 static nn_result nn__cpu_grad_sumsq(nn_graph *g, nn__node *n) {
     const int *in = n->in;
@@ -155,6 +215,10 @@ static nn_result nn__cpu_grad_sumsq(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_grad_sumsq(nn_graph *g, int id) {
+    const nn__node *nd = &g->nodes[id];
+    if (nd->scratch > 0)
+        return nn__launch_sum_two_pass(g, id, &g->nodes[nd->in[0]].buf, g->nodes[nd->in[0]].numel, 1,
+                                       nd->n_in > 1 ? &g->nodes[nd->in[1]].buf : NULL, 1.0f);
     NN__KGROUP(grad_sumsq, "reduce");
     k.g = &g->nodes[n->in[0]].buf;
     k.prev = n->n_in > 1 ? &g->nodes[n->in[1]].buf : &g->one;
