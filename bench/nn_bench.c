@@ -6,7 +6,8 @@
           nn_bench sgemm SEL      BENCH name=sgemm backend=NAME n=N gflops=X, N = 256..2048:
                                   C = A*B (square, float32) as an nn_matmul graph run with
                                   nn_graph_forward, several reps after a warm-up
-          nn_bench mlp SEL        BENCH name=mlp_train backend=NAME batch=128 samples_per_sec=X:
+          nn_bench mlp SEL        BENCH name=mlp_train backend=NAME batch=128 samples_per_sec=X
+                                  cpu_ms_per_step=X (the process's CPU time, all threads):
                                   the 784-256-128-10 ReLU MLP, Adam, batch 128, images and
                                   labels gathered on the device from 60000 random resident
                                   examples, steady state; a step writes only the 128 indices
@@ -16,7 +17,8 @@
                                   ResNet-style 64->64 at 56x56, batch 8. fwd: nn_graph_forward;
                                   bwd: a step (forward, dw, and dx when C > 1) minus fwd, with
                                   the flops of dw and dx (2*N*K*OH*OW*C*9 each)
-          nn_bench cnn SEL        BENCH name=cnn_train backend=NAME batch=64 samples_per_sec=X:
+          nn_bench cnn SEL        BENCH name=cnn_train backend=NAME batch=64 samples_per_sec=X
+                                  cpu_ms_per_step=X:
                                   examples/fashion_mnist_cnn.c's network and step (Adam,
                                   batch 64, gathered from 60000 resident random images); on
                                   cpu also BENCH name=cnn_train_bf16 ...: the same under
@@ -349,6 +351,7 @@ static int bench_mlp(const char *sel) {
     nn_result r;
     int steps = 0, warm = 20, i, status = 0;
     double t0 = 0.0, dt = 0.0;
+    clock_t c0 = 0;
 
     if (!ctx) return 1;
     memset(&m, 0, sizeof m);
@@ -378,6 +381,7 @@ static int bench_mlp(const char *sel) {
             if (--warm == 0) {
                 r = nn_graph_finish(m.g);
                 t0 = now();
+                c0 = clock();
             }
             continue;
         }
@@ -386,8 +390,10 @@ static int bench_mlp(const char *sel) {
     }
     if (r == NN_OK) r = nn_graph_finish(m.g);
     dt = now() - t0;
+    c0 = clock() - c0;
     if (r != NN_OK) status = fail(ctx, "mlp", r);
-    else printf("BENCH name=mlp_train backend=%s batch=%d samples_per_sec=%.0f\n", name, BATCH, steps * (double)BATCH / dt);
+    else printf("BENCH name=mlp_train backend=%s batch=%d samples_per_sec=%.0f cpu_ms_per_step=%.3f\n", name, BATCH, steps * (double)BATCH / dt,
+                (double)c0 / CLOCKS_PER_SEC * 1e3 / steps);
 done:
     nn_graph_destroy(m.g);
     nn_context_destroy(ctx);
@@ -517,6 +523,7 @@ static int bench_cnn_run(const char *sel, nn_precision prec, const char *tag) {
     nn_result r;
     int steps = 0, warm = 5, i, status = 0;
     double t0 = 0.0, dt = 0.0;
+    clock_t c0 = 0;
 
     if (!ctx) return 1;
     memset(&cd, 0, sizeof cd);
@@ -565,6 +572,7 @@ static int bench_cnn_run(const char *sel, nn_precision prec, const char *tag) {
             if (--warm == 0) {
                 r = nn_graph_finish(g);
                 t0 = now();
+                c0 = clock();
             }
             continue;
         }
@@ -576,9 +584,10 @@ static int bench_cnn_run(const char *sel, nn_precision prec, const char *tag) {
     }
     if (r == NN_OK) r = nn_graph_finish(g);
     dt = now() - t0;
+    c0 = clock() - c0;
     if (r != NN_OK) status = fail(ctx, "cnn", r);
-    else printf("BENCH name=cnn_train%s backend=%s batch=%d samples_per_sec=%.0f\n", tag, name, CNN_BATCH,
-                steps * (double)CNN_BATCH / dt);
+    else printf("BENCH name=cnn_train%s backend=%s batch=%d samples_per_sec=%.0f cpu_ms_per_step=%.3f\n", tag, name,
+                CNN_BATCH, steps * (double)CNN_BATCH / dt, (double)c0 / CLOCKS_PER_SEC * 1e3 / steps);
 done:
     nn_graph_destroy(g);
     nn_context_destroy(ctx);

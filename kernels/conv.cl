@@ -184,8 +184,10 @@ __kernel void conv2d_im2col_rows(NN__KPARAMS(conv2d_im2col)) {
         for (int p = P; p < ld; p++) r[p] = 0.0f;
         return;
     }
-    int oh = i % OH, n = (i / OH) % N, row = i / (OH * N);
-    int kw = row % KW, kh = (row / KW) % KH, c = row / (KW * KH);
+    /* each quotient once (a division an index, not two): on PoCL the divisions and a
+       scalar copy were most of this kernel's time */
+    int on = i / OH, row = on / N, rk = row / KW;
+    int oh = i - on * OH, n = on - row * N, kw = row - rk * KW, c = rk / KH, kh = rk - c * KH;
     int ih = oh * geo.s0 - geo.s2 + kh * geo.s4, o = kw * geo.s5 - geo.s3, sw = geo.s1;
     __global float *r = col + off + (size_t)row * ld + ((size_t)n * OH + oh) * OW;
     if (ih < 0 || ih >= H) {
@@ -195,9 +197,11 @@ __kernel void conv2d_im2col_rows(NN__KPARAMS(conv2d_im2col)) {
     __global const float *xr = x + (((size_t)n * C + c) * H + ih) * W;
     int2 s = ow_span(o, sw, W, OW);
     for (int ow = 0; ow < s.x; ow++) r[ow] = 0.0f;
-    if (sw == 1)
-        for (int ow = s.x; ow < s.y; ow++) r[ow] = xr[ow + o];
-    else
+    if (sw == 1) {
+        int ow = s.x;
+        for (; ow + 4 <= s.y; ow += 4) vstore4(vload4(0, xr + ow + o), 0, r + ow); /* unaligned: vload4 at any float */
+        for (; ow < s.y; ow++) r[ow] = xr[ow + o];
+    } else
         for (int ow = s.x; ow < s.y; ow++) r[ow] = xr[ow * sw + o];
     for (int ow = s.y; ow < OW; ow++) r[ow] = 0.0f;
 }

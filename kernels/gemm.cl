@@ -295,8 +295,33 @@ inline void gemm_packed(const int M, const int N, const int K,
                         for (c = 0; c < WPT_N; c++)
                             dst[c] = c < w ? GLD(src, c) : 0.0f;
                 }
+            } else if (w == WPT_N) {
+                /* Transposing copy: each column of the panel is a row of B.  Blocks of
+                 * 4 k x WPT_N columns: 4 adjacent loads per row of B and WPT_N adjacent
+                 * stores per row of the panel, which the compiler turns into vector
+                 * loads, shuffles and vector stores (column by column, the copy ran
+                 * one strided scalar store per element: half of an NT product's time). */
+                __global const NN__STORE_T *src = B + (size_t)j0 * ldb + k0;
+                for (kk = 0; kk + 4 <= kv; kk += 4, dst += 4 * WPT_N) {
+                    float4 t[WPT_N];
+#pragma unroll
+                    for (c = 0; c < WPT_N; c++) {
+                        __global const NN__STORE_T *s = src + (size_t)c * ldb + kk;
+                        t[c] = (float4)(GLD(s, 0), GLD(s, 1), GLD(s, 2), GLD(s, 3));
+                    }
+#pragma unroll
+                    for (c = 0; c < WPT_N; c++) {
+                        dst[c] = t[c].s0;
+                        dst[WPT_N + c] = t[c].s1;
+                        dst[2 * WPT_N + c] = t[c].s2;
+                        dst[3 * WPT_N + c] = t[c].s3;
+                    }
+                }
+                for (; kk < kv; kk++, dst += WPT_N)
+#pragma unroll
+                    for (c = 0; c < WPT_N; c++)
+                        dst[c] = GLD(src, (size_t)c * ldb + kk);
             } else {
-                /* Transposing copy: each column of the panel is a row of B. */
                 for (c = 0; c < WPT_N; c++) {
                     __global const NN__STORE_T *src = B + (size_t)(j0 + c) * ldb + k0;
                     if (c < w)

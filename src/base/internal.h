@@ -199,6 +199,8 @@ typedef struct nn__device {
     uint64_t local_mem;         /* bytes of local memory */
     uint64_t max_alloc;         /* largest buffer in bytes */
     unsigned units;             /* compute units */
+    unsigned vec_float;         /* preferred float vector width (OpenCL: CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT,
+                                   16 on PoCL for AVX-512); 0: unknown */
     size_t align;               /* view offset alignment in bytes */
     size_t guard;               /* bytes after each buffer's end that the planner leaves free
                                    and no kernel may write (NN_CL_GUARDS); 0: none */

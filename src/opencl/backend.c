@@ -247,6 +247,10 @@ static nn_result nn__cl_open_device(nn_context *ctx, cl_platform_id plat, cl_dev
 #undef NN__CL_INFO
     d->local_mem = local_mem;
     d->units = units;
+    { /* a hint only (the CPU-tuned GEMM's vector width): a failed query leaves 0 */
+        cl_uint w = 0;
+        if (clGetDeviceInfo(dev, CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT, sizeof w, &w, NULL) == CL_SUCCESS) d->vec_float = w;
+    }
     {
         cl_device_fp_config fp = 0;
         const char *env = getenv("NN_CL_EXACT_DIV"); /* 0: the driver's default division, to compare */

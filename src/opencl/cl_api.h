@@ -92,6 +92,7 @@ typedef struct _cl_buffer_region { size_t origin; size_t size; } cl_buffer_regio
 #define CL_DEVICE_TYPE 0x1000
 #define CL_DEVICE_MAX_COMPUTE_UNITS 0x1002
 #define CL_DEVICE_MAX_WORK_GROUP_SIZE 0x1004
+#define CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT 0x100A
 #define CL_DEVICE_MAX_MEM_ALLOC_SIZE 0x1010
 #define CL_DEVICE_MEM_BASE_ADDR_ALIGN 0x1019
 #define CL_DEVICE_SINGLE_FP_CONFIG 0x101B

@@ -30,7 +30,7 @@ static nn_result nn__launch_gemm_store(nn_graph *g, int id, nn_dtype store, int 
     nn__launch *l = NULL;
     nn__k_gemm_batched k;
     nn_result r;
-    nn__gemm_plan_batched(ctx->dev.cpu_tuned, ctx->dev.max_wg, ctx->dev.local_mem, ta, tb, M, Nc, outer * inner, &plan);
+    nn__gemm_plan_batched(&ctx->dev, ta, tb, M, Nc, outer * inner, &plan);
     r = nn__launch_gemm_plan(g, id, &plan, &l);
     if (r != NN_OK) return r;
     l->store = store;
@@ -609,7 +609,7 @@ static nn_result nn__launch_matmul(nn_graph *g, int id) {
     if (G.nd == 0) {
         nn__gemm_plan plan;
         nn__k_gemm k;
-        nn__gemm_plan_make(ctx->dev.cpu_tuned, ctx->dev.max_wg, ctx->dev.local_mem, G.ta, G.tb, G.M, G.N, G.K, &plan);
+        nn__gemm_plan_make(&ctx->dev, G.ta, G.tb, G.M, G.N, G.K, &plan);
         r = nn__launch_gemm_plan(g, id, &plan, &l);
         if (r != NN_OK) return r;
         l->store = n->dtype;
