@@ -8286,8 +8286,8 @@ static void nn__iconv_pack_colt(const nn__conv2d *c, const float *x, int g, int 
    edge tiles), which each task then writes back to dw's (ci, kh, kw) order. */
 
 #if NN__GEMM_X86
-/* d[j * ld + i] = s[i * ls + j], i, j < 8: an 8x8 block transposed */
-__attribute__((target("avx2"))) static void nn__iconv_t8_avx2(float *d, size_t ld, const float *s, size_t ls) {
+/* d[j][i] = s[i * ls + j], i, j < 8: an 8x8 block transposed */
+__attribute__((target("avx2"))) static void nn__iconv_t8_avx2(float *const *d, const float *s, size_t ls) {
     __m256 r0 = _mm256_loadu_ps(s), r1 = _mm256_loadu_ps(s + ls), r2 = _mm256_loadu_ps(s + 2 * ls);
     __m256 r3 = _mm256_loadu_ps(s + 3 * ls), r4 = _mm256_loadu_ps(s + 4 * ls), r5 = _mm256_loadu_ps(s + 5 * ls);
     __m256 r6 = _mm256_loadu_ps(s + 6 * ls), r7 = _mm256_loadu_ps(s + 7 * ls);
@@ -8302,43 +8302,45 @@ __attribute__((target("avx2"))) static void nn__iconv_t8_avx2(float *d, size_t l
     r5 = _mm256_shuffle_ps(t4, t6, 0xEE);
     r6 = _mm256_shuffle_ps(t5, t7, 0x44);
     r7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-    _mm256_storeu_ps(d, _mm256_permute2f128_ps(r0, r4, 0x20));
-    _mm256_storeu_ps(d + ld, _mm256_permute2f128_ps(r1, r5, 0x20));
-    _mm256_storeu_ps(d + 2 * ld, _mm256_permute2f128_ps(r2, r6, 0x20));
-    _mm256_storeu_ps(d + 3 * ld, _mm256_permute2f128_ps(r3, r7, 0x20));
-    _mm256_storeu_ps(d + 4 * ld, _mm256_permute2f128_ps(r0, r4, 0x31));
-    _mm256_storeu_ps(d + 5 * ld, _mm256_permute2f128_ps(r1, r5, 0x31));
-    _mm256_storeu_ps(d + 6 * ld, _mm256_permute2f128_ps(r2, r6, 0x31));
-    _mm256_storeu_ps(d + 7 * ld, _mm256_permute2f128_ps(r3, r7, 0x31));
+    _mm256_storeu_ps(d[0], _mm256_permute2f128_ps(r0, r4, 0x20));
+    _mm256_storeu_ps(d[1], _mm256_permute2f128_ps(r1, r5, 0x20));
+    _mm256_storeu_ps(d[2], _mm256_permute2f128_ps(r2, r6, 0x20));
+    _mm256_storeu_ps(d[3], _mm256_permute2f128_ps(r3, r7, 0x20));
+    _mm256_storeu_ps(d[4], _mm256_permute2f128_ps(r0, r4, 0x31));
+    _mm256_storeu_ps(d[5], _mm256_permute2f128_ps(r1, r5, 0x31));
+    _mm256_storeu_ps(d[6], _mm256_permute2f128_ps(r2, r6, 0x31));
+    _mm256_storeu_ps(d[7], _mm256_permute2f128_ps(r3, r7, 0x31));
 }
 #endif
 
-/* dst [H + 2ph, W + 2pw, C] (channels last, zero border) = src [C, H, W], one image */
+/* dst [H + 2ph, W + 2pw, C] (channels last, zero border) = src [C, H, W], one image: blocks of
+   8 channels by 8 pixels (of the flattened H*W) transposed, the rest a float at a time */
 static void nn__iconv_nhwc(float *dst, const float *src, int C, int H, int W, int ph, int pw) {
-    int Wp = W + 2 * pw, h, w, c0, i, avx2 = nn__vm_isa() >= 1;
-    int64_t HW = (int64_t)H * W;
+    int Wp = W + 2 * pw, h, c0, i, avx2 = nn__vm_isa() >= 1, HW = H * W, q, q0;
     memset(dst, 0, (size_t)ph * Wp * C * sizeof(float));
     memset(dst + (size_t)(H + ph) * Wp * C, 0, (size_t)ph * Wp * C * sizeof(float));
     for (h = 0; h < H; h++) {
         float *row = dst + (size_t)(h + ph) * Wp * C;
         memset(row, 0, (size_t)pw * C * sizeof(float));
         memset(row + (size_t)(W + pw) * C, 0, (size_t)pw * C * sizeof(float));
-        for (c0 = 0; c0 < C; c0 += 16) {
-            int cn = C - c0 < 16 ? C - c0 : 16;
-            const float *s = src + (int64_t)c0 * HW + (int64_t)h * W;
-            w = 0;
+    }
+    for (c0 = 0; c0 < C; c0 += 8) {
+        int cn = C - c0 < 8 ? C - c0 : 8;
+        const float *s = src + (int64_t)c0 * HW;
+        q0 = 0;
 #if NN__GEMM_X86
-            if (avx2 && cn == 16)
-                for (; w + 8 <= W; w += 8) {
-                    nn__iconv_t8_avx2(row + (size_t)(w + pw) * C + c0, (size_t)C, s + w, (size_t)HW);
-                    nn__iconv_t8_avx2(row + (size_t)(w + pw) * C + c0 + 8, (size_t)C, s + 8 * HW + w, (size_t)HW);
-                }
-#endif
-            (void)avx2;
-            for (; w < W; w++) {
-                float *d = row + (size_t)(w + pw) * C + c0;
-                for (i = 0; i < cn; i++) d[i] = s[(int64_t)i * HW + w];
+        if (avx2 && cn == 8)
+            for (; q0 + 8 <= HW; q0 += 8) {
+                float *d[8];
+                for (q = 0; q < 8; q++)
+                    d[q] = dst + ((size_t)((q0 + q) / W + ph) * Wp + (size_t)((q0 + q) % W + pw)) * C + c0;
+                nn__iconv_t8_avx2(d, s + q0, (size_t)HW);
             }
+#endif
+        (void)avx2;
+        for (q = q0; q < HW; q++) {
+            float *d = dst + ((size_t)(q / W + ph) * Wp + (size_t)(q % W + pw)) * C + c0;
+            for (i = 0; i < cn; i++) d[i] = s[(int64_t)i * HW + q];
         }
     }
 }
@@ -11086,12 +11088,57 @@ static float nn__fsel(uint32_t mask, float a, float b) { /* mask ? a : b, mask 0
         arg = (int)(((uint32_t)(at) & take_) | ((uint32_t)arg & ~take_));                                                \
     } while (0)
 
+#if NN__GEMM_X86
+/* Output row oh of a 2x2 stride-2 pooling whose windows lie inside the plane: NN__MAX_STEP's
+   comparisons and selections on 16 windows at a time (take = v > m or v is NaN, in the same
+   window order: the same maximum and argmax); masked loads and stores past the row's end */
+__attribute__((target("avx512f"))) static void nn__max_row_2x2s2_avx512(const nn__pooling *p, float *y, int32_t *out_idx,
+                                                                      const float *x, int oh) {
+    const __m512i ev = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i od = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    const __m512i two = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    int ow, W = p->W;
+    const float *r0 = x + (int64_t)oh * 2 * W, *r1 = r0 + W;
+    for (ow = 0; ow < p->OW; ow += 16) {
+        int cnt = p->OW - ow < 16 ? p->OW - ow : 16;
+        __mmask16 out = (__mmask16)(cnt == 16 ? 0xFFFFu : (1u << cnt) - 1u);
+        __mmask16 lo = (__mmask16)(2 * cnt >= 16 ? 0xFFFFu : (1u << 2 * cnt) - 1u);
+        __mmask16 hi = (__mmask16)(2 * cnt >= 32 ? 0xFFFFu : 2 * cnt <= 16 ? 0u : (1u << (2 * cnt - 16)) - 1u);
+        __m512 a0 = _mm512_maskz_loadu_ps(lo, r0 + 2 * ow), a1 = _mm512_maskz_loadu_ps(hi, r0 + 2 * ow + 16);
+        __m512 b0 = _mm512_maskz_loadu_ps(lo, r1 + 2 * ow), b1 = _mm512_maskz_loadu_ps(hi, r1 + 2 * ow + 16), m, v;
+        __m512i base = _mm512_add_epi32(_mm512_set1_epi32(oh * 2 * W + 2 * ow), two), arg = base;
+        __mmask16 take;
+        m = _mm512_permutex2var_ps(a0, ev, a1);
+        v = _mm512_permutex2var_ps(a0, od, a1);
+        take = _mm512_cmp_ps_mask(v, m, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+        m = _mm512_mask_mov_ps(m, take, v);
+        arg = _mm512_mask_mov_epi32(arg, take, _mm512_add_epi32(base, _mm512_set1_epi32(1)));
+        v = _mm512_permutex2var_ps(b0, ev, b1);
+        take = _mm512_cmp_ps_mask(v, m, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+        m = _mm512_mask_mov_ps(m, take, v);
+        arg = _mm512_mask_mov_epi32(arg, take, _mm512_add_epi32(base, _mm512_set1_epi32(W)));
+        v = _mm512_permutex2var_ps(b0, od, b1);
+        take = _mm512_cmp_ps_mask(v, m, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+        m = _mm512_mask_mov_ps(m, take, v);
+        arg = _mm512_mask_mov_epi32(arg, take, _mm512_add_epi32(base, _mm512_set1_epi32(W + 1)));
+        if (y) _mm512_mask_storeu_ps(y + (int64_t)oh * p->OW + ow, out, m);
+        else _mm512_mask_storeu_epi32(out_idx + (int64_t)oh * p->OW + ow, out, arg);
+    }
+}
+#endif
+
 /* y (out_idx NULL) or idx (y NULL) of a plane whose windows all lie inside it */
 static void nn__max_plane_inside(const nn__pooling *p, float *y, int32_t *out_idx, const float *x) {
-    int oh, ow, i, j;
+    int oh, ow, i, j, vec = 0;
+#if NN__GEMM_X86
+    if (p->kh == 2 && p->kw == 2 && p->sh == 2 && p->sw == 2 && nn__vm_isa() == 2) vec = p->OW;
+#endif
     for (oh = 0; oh < p->OH; oh++) {
         int h0 = oh * p->sh;
-        for (ow = 0; ow < p->OW; ow++) {
+#if NN__GEMM_X86
+        if (vec) nn__max_row_2x2s2_avx512(p, y, out_idx, x, oh);
+#endif
+        for (ow = vec; ow < p->OW; ow++) {
             int w0 = ow * p->sw, base = h0 * p->W + w0, arg = base; /* positions from base: arg moves */
             float m = x[base];
             if (p->kh == 2 && p->kw == 2) {

@@ -696,8 +696,8 @@ static void nn__iconv_pack_colt(const nn__conv2d *c, const float *x, int g, int 
    edge tiles), which each task then writes back to dw's (ci, kh, kw) order. */
 
 #if NN__GEMM_X86
-/* d[j * ld + i] = s[i * ls + j], i, j < 8: an 8x8 block transposed */
-__attribute__((target("avx2"))) static void nn__iconv_t8_avx2(float *d, size_t ld, const float *s, size_t ls) {
+/* d[j][i] = s[i * ls + j], i, j < 8: an 8x8 block transposed */
+__attribute__((target("avx2"))) static void nn__iconv_t8_avx2(float *const *d, const float *s, size_t ls) {
     __m256 r0 = _mm256_loadu_ps(s), r1 = _mm256_loadu_ps(s + ls), r2 = _mm256_loadu_ps(s + 2 * ls);
     __m256 r3 = _mm256_loadu_ps(s + 3 * ls), r4 = _mm256_loadu_ps(s + 4 * ls), r5 = _mm256_loadu_ps(s + 5 * ls);
     __m256 r6 = _mm256_loadu_ps(s + 6 * ls), r7 = _mm256_loadu_ps(s + 7 * ls);
@@ -712,43 +712,45 @@ __attribute__((target("avx2"))) static void nn__iconv_t8_avx2(float *d, size_t l
     r5 = _mm256_shuffle_ps(t4, t6, 0xEE);
     r6 = _mm256_shuffle_ps(t5, t7, 0x44);
     r7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-    _mm256_storeu_ps(d, _mm256_permute2f128_ps(r0, r4, 0x20));
-    _mm256_storeu_ps(d + ld, _mm256_permute2f128_ps(r1, r5, 0x20));
-    _mm256_storeu_ps(d + 2 * ld, _mm256_permute2f128_ps(r2, r6, 0x20));
-    _mm256_storeu_ps(d + 3 * ld, _mm256_permute2f128_ps(r3, r7, 0x20));
-    _mm256_storeu_ps(d + 4 * ld, _mm256_permute2f128_ps(r0, r4, 0x31));
-    _mm256_storeu_ps(d + 5 * ld, _mm256_permute2f128_ps(r1, r5, 0x31));
-    _mm256_storeu_ps(d + 6 * ld, _mm256_permute2f128_ps(r2, r6, 0x31));
-    _mm256_storeu_ps(d + 7 * ld, _mm256_permute2f128_ps(r3, r7, 0x31));
+    _mm256_storeu_ps(d[0], _mm256_permute2f128_ps(r0, r4, 0x20));
+    _mm256_storeu_ps(d[1], _mm256_permute2f128_ps(r1, r5, 0x20));
+    _mm256_storeu_ps(d[2], _mm256_permute2f128_ps(r2, r6, 0x20));
+    _mm256_storeu_ps(d[3], _mm256_permute2f128_ps(r3, r7, 0x20));
+    _mm256_storeu_ps(d[4], _mm256_permute2f128_ps(r0, r4, 0x31));
+    _mm256_storeu_ps(d[5], _mm256_permute2f128_ps(r1, r5, 0x31));
+    _mm256_storeu_ps(d[6], _mm256_permute2f128_ps(r2, r6, 0x31));
+    _mm256_storeu_ps(d[7], _mm256_permute2f128_ps(r3, r7, 0x31));
 }
 #endif
 
-/* dst [H + 2ph, W + 2pw, C] (channels last, zero border) = src [C, H, W], one image */
+/* dst [H + 2ph, W + 2pw, C] (channels last, zero border) = src [C, H, W], one image: blocks of
+   8 channels by 8 pixels (of the flattened H*W) transposed, the rest a float at a time */
 static void nn__iconv_nhwc(float *dst, const float *src, int C, int H, int W, int ph, int pw) {
-    int Wp = W + 2 * pw, h, w, c0, i, avx2 = nn__vm_isa() >= 1;
-    int64_t HW = (int64_t)H * W;
+    int Wp = W + 2 * pw, h, c0, i, avx2 = nn__vm_isa() >= 1, HW = H * W, q, q0;
     memset(dst, 0, (size_t)ph * Wp * C * sizeof(float));
     memset(dst + (size_t)(H + ph) * Wp * C, 0, (size_t)ph * Wp * C * sizeof(float));
     for (h = 0; h < H; h++) {
         float *row = dst + (size_t)(h + ph) * Wp * C;
         memset(row, 0, (size_t)pw * C * sizeof(float));
         memset(row + (size_t)(W + pw) * C, 0, (size_t)pw * C * sizeof(float));
-        for (c0 = 0; c0 < C; c0 += 16) {
-            int cn = C - c0 < 16 ? C - c0 : 16;
-            const float *s = src + (int64_t)c0 * HW + (int64_t)h * W;
-            w = 0;
+    }
+    for (c0 = 0; c0 < C; c0 += 8) {
+        int cn = C - c0 < 8 ? C - c0 : 8;
+        const float *s = src + (int64_t)c0 * HW;
+        q0 = 0;
 #if NN__GEMM_X86
-            if (avx2 && cn == 16)
-                for (; w + 8 <= W; w += 8) {
-                    nn__iconv_t8_avx2(row + (size_t)(w + pw) * C + c0, (size_t)C, s + w, (size_t)HW);
-                    nn__iconv_t8_avx2(row + (size_t)(w + pw) * C + c0 + 8, (size_t)C, s + 8 * HW + w, (size_t)HW);
-                }
-#endif
-            (void)avx2;
-            for (; w < W; w++) {
-                float *d = row + (size_t)(w + pw) * C + c0;
-                for (i = 0; i < cn; i++) d[i] = s[(int64_t)i * HW + w];
+        if (avx2 && cn == 8)
+            for (; q0 + 8 <= HW; q0 += 8) {
+                float *d[8];
+                for (q = 0; q < 8; q++)
+                    d[q] = dst + ((size_t)((q0 + q) / W + ph) * Wp + (size_t)((q0 + q) % W + pw)) * C + c0;
+                nn__iconv_t8_avx2(d, s + q0, (size_t)HW);
             }
+#endif
+        (void)avx2;
+        for (q = q0; q < HW; q++) {
+            float *d = dst + ((size_t)(q / W + ph) * Wp + (size_t)(q % W + pw)) * C + c0;
+            for (i = 0; i < cn; i++) d[i] = s[(int64_t)i * HW + q];
         }
     }
 }
