@@ -7789,7 +7789,23 @@ static void nn__conv2d_backward_weight(nn__threadpool *pool, const nn__conv2d *c
 /* y [C] = sum over N and the spatial dims of x [N, C, S]: the gradient of a channel bias */
 static void nn__channel_sum(float *y, const float *x, int64_t N, int64_t C, int64_t S) {
     int64_t n, ch, i;
-    for (ch = 0; ch < C; ch++) {
+    for (ch = 0; ch + 4 <= C; ch += 4) { /* 4 channels' sums side by side: each its own order */
+        double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+        for (n = 0; n < N; n++) {
+            const float *p = x + (n * C + ch) * S;
+            for (i = 0; i < S; i++) {
+                s0 += p[i];
+                s1 += p[S + i];
+                s2 += p[2 * S + i];
+                s3 += p[3 * S + i];
+            }
+        }
+        y[ch] = (float)s0;
+        y[ch + 1] = (float)s1;
+        y[ch + 2] = (float)s2;
+        y[ch + 3] = (float)s3;
+    }
+    for (; ch < C; ch++) {
         double s = 0.0;
         for (n = 0; n < N; n++) {
             const float *p = x + (n * C + ch) * S;
