@@ -7918,7 +7918,23 @@ static void nn__conv2d_backward_weight(nn__threadpool *pool, const nn__conv2d *c
 /* y [C] = sum over N and the spatial dims of x [N, C, S]: the gradient of a channel bias */
 static void nn__channel_sum(float *y, const float *x, int64_t N, int64_t C, int64_t S) {
     int64_t n, ch, i;
-    for (ch = 0; ch < C; ch++) {
+    for (ch = 0; ch + 4 <= C; ch += 4) { /* 4 channels' sums side by side: each its own order */
+        double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+        for (n = 0; n < N; n++) {
+            const float *p = x + (n * C + ch) * S;
+            for (i = 0; i < S; i++) {
+                s0 += p[i];
+                s1 += p[S + i];
+                s2 += p[2 * S + i];
+                s3 += p[3 * S + i];
+            }
+        }
+        y[ch] = (float)s0;
+        y[ch + 1] = (float)s1;
+        y[ch + 2] = (float)s2;
+        y[ch + 3] = (float)s3;
+    }
+    for (; ch < C; ch++) {
         double s = 0.0;
         for (n = 0; n < N; n++) {
             const float *p = x + (n * C + ch) * S;
@@ -7941,6 +7957,7 @@ static void nn__channel_sum(float *y, const float *x, int64_t N, int64_t C, int6
 
 #define NN__ICONV_COLS 256      /* forward: columns per chunk (a multiple of every nr) */
 #define NN__ICONV_DCOL 65536    /* dx: floats of one chunk's columns (L2) */
+#define NN__ICONV_TR_MAX (1 << 26) /* dw: the most floats of channels-last copies (256 MiB) */
 
 /* The K block of the CPU GEMM for a reduction of length K (nn__gemm_prepare's rule) */
 static int nn__iconv_kc(const nn__gemm_arch *arch, int K) {
@@ -7967,6 +7984,9 @@ typedef struct nn__iconv {
     int rows;                /* dx: output rows per chunk */
     int ld;                  /* dx: columns of a chunk's dcol, rounded up to nr */
     size_t apk, per_task;    /* floats: the packed weights; each task's own */
+    int tr;                  /* dw: the channels-last path (nn__iconv_dwt_task) */
+    int Hp, Wp;              /* dw, tr: x's padded height and width */
+    size_t xt, dyt, dwp;     /* dw, tr: floats of x and dy channels-last, of the permuted dw */
 } nn__iconv;
 
 static void nn__iconv_layout(const nn__conv2d *c, int op, int T, nn__iconv *L) {
@@ -7992,6 +8012,18 @@ static void nn__iconv_layout(const nn__conv2d *c, int op, int T, nn__iconv *L) {
         L->kc = nn__iconv_kc(arch, P > 0x7fffffff ? 0x7fffffff : (int)P);
         L->per_task = (size_t)nn__iconv_round(M, mr) * L->kc + (size_t)nn__iconv_round(Nn, nr) * L->kc +
                       (size_t)mr * nr + 48;
+        if (!ct && Cg >= 8) { /* the channels-last path: runs of >= 8 channels, copies of moderate size */
+            int Hp = c->H + 2 * c->ph, Wp = c->W + 2 * c->pw;
+            double xt = (double)c->N * Hp * Wp * c->C, dyt = (double)P * c->K, dwp = (double)nn__iconv_round(Kg, mr) * nn__iconv_round(KK, nr);
+            if (xt + dyt + dwp < (double)NN__ICONV_TR_MAX) {
+                L->tr = 1;
+                L->Hp = Hp;
+                L->Wp = Wp;
+                L->xt = ((size_t)xt + 15) / 16 * 16;
+                L->dyt = ((size_t)dyt + 15) / 16 * 16;
+                L->dwp = ((size_t)dwp + 15) / 16 * 16;
+            }
+        }
     }
 }
 
@@ -7999,7 +8031,7 @@ static void nn__iconv_layout(const nn__conv2d *c, int op, int T, nn__iconv *L) {
 static int64_t nn__iconv_scratch(const nn__conv2d *c, int op, int T) {
     nn__iconv L;
     nn__iconv_layout(c, op, T, &L);
-    return (int64_t)(L.apk + L.per_task * (size_t)L.T);
+    return (int64_t)(L.apk + L.per_task * (size_t)L.T + L.xt + L.dyt + L.dwp);
 }
 
 /* 64-byte aligned pointer at or after p (the microkernel loads its panels aligned) */
@@ -8164,6 +8196,7 @@ typedef struct nn__iconv_job {
     const nn__iconv *L;
     const float *x, *w, *b, *dy;
     float *y, *apk, *bufs;
+    float *xt, *dyt, *dwp; /* dw, the channels-last path */
     int g, tasks;
 } nn__iconv_job;
 
@@ -8387,6 +8420,167 @@ static void nn__iconv_pack_colt(const nn__conv2d *c, const float *x, int g, int 
     }
 }
 
+/* ---- dw, channels last (L->tr) ----
+   The same products as nn__iconv_dw_task, each dw element the same multiply-adds in the same
+   K blocks of P in the same order on the same microkernel (so the same bits), with the
+   operands first copied channels last: x to xt [N, H + 2ph, W + 2pw, C] (padding zeros) and dy
+   to dyt [N, OH, OW, K], once per call. The columns of dw_g are taken in the order kk' =
+   (kh*KW + kw)*Cg + ci, so a panel row of col^T is a run of channels of one pixel of xt and a
+   panel row of dy a run of channels of dyt: contiguous copies instead of a float at a time.
+   The tiles accumulate in dwp [Kg rounded to mr, KK' rounded to nr] (zero-padded panels, no
+   edge tiles), which each task then writes back to dw's (ci, kh, kw) order. */
+
+#if NN__GEMM_X86
+/* d[j][i] = s[i * ls + j], i, j < 8: an 8x8 block transposed */
+__attribute__((target("avx2"))) static void nn__iconv_t8_avx2(float *const *d, const float *s, size_t ls) {
+    __m256 r0 = _mm256_loadu_ps(s), r1 = _mm256_loadu_ps(s + ls), r2 = _mm256_loadu_ps(s + 2 * ls);
+    __m256 r3 = _mm256_loadu_ps(s + 3 * ls), r4 = _mm256_loadu_ps(s + 4 * ls), r5 = _mm256_loadu_ps(s + 5 * ls);
+    __m256 r6 = _mm256_loadu_ps(s + 6 * ls), r7 = _mm256_loadu_ps(s + 7 * ls);
+    __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1), t2 = _mm256_unpacklo_ps(r2, r3);
+    __m256 t3 = _mm256_unpackhi_ps(r2, r3), t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+    __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+    r0 = _mm256_shuffle_ps(t0, t2, 0x44);
+    r1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    r2 = _mm256_shuffle_ps(t1, t3, 0x44);
+    r3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    r4 = _mm256_shuffle_ps(t4, t6, 0x44);
+    r5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    r6 = _mm256_shuffle_ps(t5, t7, 0x44);
+    r7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    _mm256_storeu_ps(d[0], _mm256_permute2f128_ps(r0, r4, 0x20));
+    _mm256_storeu_ps(d[1], _mm256_permute2f128_ps(r1, r5, 0x20));
+    _mm256_storeu_ps(d[2], _mm256_permute2f128_ps(r2, r6, 0x20));
+    _mm256_storeu_ps(d[3], _mm256_permute2f128_ps(r3, r7, 0x20));
+    _mm256_storeu_ps(d[4], _mm256_permute2f128_ps(r0, r4, 0x31));
+    _mm256_storeu_ps(d[5], _mm256_permute2f128_ps(r1, r5, 0x31));
+    _mm256_storeu_ps(d[6], _mm256_permute2f128_ps(r2, r6, 0x31));
+    _mm256_storeu_ps(d[7], _mm256_permute2f128_ps(r3, r7, 0x31));
+}
+#endif
+
+/* dst [H + 2ph, W + 2pw, C] (channels last, zero border) = src [C, H, W], one image: blocks of
+   8 channels by 8 pixels (of the flattened H*W) transposed, the rest a float at a time */
+static void nn__iconv_nhwc(float *dst, const float *src, int C, int H, int W, int ph, int pw) {
+    int Wp = W + 2 * pw, h, c0, i, avx2 = nn__vm_isa() >= 1, HW = H * W, q, q0;
+    memset(dst, 0, (size_t)ph * Wp * C * sizeof(float));
+    memset(dst + (size_t)(H + ph) * Wp * C, 0, (size_t)ph * Wp * C * sizeof(float));
+    for (h = 0; h < H; h++) {
+        float *row = dst + (size_t)(h + ph) * Wp * C;
+        memset(row, 0, (size_t)pw * C * sizeof(float));
+        memset(row + (size_t)(W + pw) * C, 0, (size_t)pw * C * sizeof(float));
+    }
+    for (c0 = 0; c0 < C; c0 += 8) {
+        int cn = C - c0 < 8 ? C - c0 : 8;
+        const float *s = src + (int64_t)c0 * HW;
+        q0 = 0;
+#if NN__GEMM_X86
+        if (avx2 && cn == 8)
+            for (; q0 + 8 <= HW; q0 += 8) {
+                float *d[8];
+                for (q = 0; q < 8; q++)
+                    d[q] = dst + ((size_t)((q0 + q) / W + ph) * Wp + (size_t)((q0 + q) % W + pw)) * C + c0;
+                nn__iconv_t8_avx2(d, s + q0, (size_t)HW);
+            }
+#endif
+        (void)avx2;
+        for (q = q0; q < HW; q++) {
+            float *d = dst + ((size_t)(q / W + ph) * Wp + (size_t)(q % W + pw)) * C + c0;
+            for (i = 0; i < cn; i++) d[i] = s[(int64_t)i * HW + q];
+        }
+    }
+}
+
+static void nn__iconv_tr_task(void *arg, int t, int n_tasks) {
+    const nn__iconv_job *J = (const nn__iconv_job *)arg;
+    const nn__conv2d *c = J->c;
+    const nn__iconv *L = J->L;
+    int per = (c->N + n_tasks - 1) / n_tasks, n, n1 = per * (t + 1) < c->N ? per * (t + 1) : c->N;
+    for (n = per * t; n < n1; n++) {
+        nn__iconv_nhwc(J->xt + (size_t)n * L->Hp * L->Wp * c->C, J->x + (int64_t)n * c->C * c->H * c->W, c->C, c->H,
+                       c->W, c->ph, c->pw);
+        nn__iconv_nhwc(J->dyt + (size_t)n * c->OH * c->OW * c->K, J->dy + (int64_t)n * c->K * c->OH * c->OW, c->K,
+                       c->OH, c->OW, 0, 0);
+    }
+}
+
+static void nn__iconv_dwt_task(void *arg, int t, int n_tasks) {
+    const nn__iconv_job *J = (const nn__iconv_job *)arg;
+    const nn__conv2d *c = J->c;
+    const nn__iconv *L = J->L;
+    const nn__gemm_arch *arch = L->arch;
+    int mr = arch->mr, nr = arch->nr, Cg = c->C / c->G, Kg = c->K / c->G, KHW = c->KH * c->KW, KK = Cg * KHW;
+    int KKp = nn__iconv_round(KK, nr), mt = (Kg + mr - 1) / mr, nt = (KK + nr - 1) / nr;
+    int i0 = 0, i1 = nn__iconv_round(Kg, mr), j0 = 0, j1 = KKp, ir, jr, i, j, si, e;
+    int avx512 = nn__vm_isa() == 2;
+    int64_t P = (int64_t)c->N * c->OH * c->OW, pc;
+    float *ab = nn__iconv_align(J->bufs + L->per_task * (size_t)t), *bb;
+    float *dw = J->y + (int64_t)J->g * Kg * KK;
+    nn__iconv_seg seg[NN__GEMM_MAX_KC];
+    if (nt >= n_tasks || nt >= mt) {
+        int per = (nt + n_tasks - 1) / n_tasks;
+        j0 = per * t * nr;
+        j1 = per * (t + 1) * nr < KKp ? per * (t + 1) * nr : KKp;
+    } else {
+        int per = (mt + n_tasks - 1) / n_tasks;
+        i0 = per * t * mr;
+        i1 = per * (t + 1) * mr < i1 ? per * (t + 1) * mr : i1;
+    }
+    if (i0 >= i1 || j0 >= j1) return;
+    bb = nn__iconv_align(ab + (size_t)nn__iconv_round(Kg, mr) * L->kc);
+    for (pc = 0; pc < P; pc += L->kc) {
+        int kc = (int)(P - pc < L->kc ? P - pc : L->kc), ns = nn__iconv_segs(c, pc, kc, seg);
+        float beta = pc == 0 ? 0.0f : 1.0f, *d;
+        /* A panels [kc][mr] of dy_g rows [i0, i1): row k of a panel, mr channels of a pixel */
+        for (ir = i0, d = ab; ir < i1; ir += mr, d += (size_t)mr * kc) {
+            int m = Kg - ir < mr ? (Kg - ir > 0 ? Kg - ir : 0) : mr;
+            for (si = 0; si < ns; si++) {
+                const nn__iconv_seg *sg = &seg[si];
+                const float *s = J->dyt + ((size_t)(sg->img * c->OH + sg->oh) * c->OW + sg->ow) * c->K + (size_t)J->g * Kg + ir;
+                float *o = d + (size_t)sg->j * mr;
+                for (e = 0; e < sg->len; e++, s += c->K, o += mr) {
+                    nn__iconv_copy(avx512, o, m > 0 ? s : NULL, m > 0 ? m : mr);
+                    if (m > 0 && m < mr) nn__iconv_copy(avx512, o + m, NULL, mr - m);
+                }
+            }
+        }
+        /* B panels [kc][nr] of col^T, columns kk' in [j0, j1): runs of channels of one tap */
+        for (jr = j0, d = bb; jr < j1; jr += nr, d += (size_t)nr * kc) {
+            int cc = 0;
+            while (cc < nr) {
+                int kk = jr + cc, run, s, ci, kh, kw;
+                if (kk >= KK) {
+                    for (e = 0; e < kc; e++) nn__iconv_copy(avx512, d + (size_t)e * nr + cc, NULL, nr - cc);
+                    break;
+                }
+                s = kk / Cg;
+                ci = kk % Cg;
+                run = Cg - ci;
+                if (run > nr - cc) run = nr - cc;
+                if (run > KK - kk) run = KK - kk;
+                kh = s / c->KW;
+                kw = s % c->KW;
+                for (si = 0; si < ns; si++) {
+                    const nn__iconv_seg *sg = &seg[si];
+                    const float *x = J->xt + ((size_t)(sg->img * L->Hp + sg->oh * c->sh + kh * c->dh) * L->Wp +
+                                              (size_t)sg->ow * c->sw + (size_t)kw * c->dw) * c->C + (size_t)J->g * Cg + ci;
+                    float *o = d + (size_t)sg->j * nr + cc;
+                    size_t step = (size_t)c->sw * c->C;
+                    for (e = 0; e < sg->len; e++, x += step, o += nr) nn__iconv_copy(avx512, o, x, run);
+                }
+                cc += run;
+            }
+        }
+        for (jr = j0; jr < j1; jr += nr)
+            for (ir = i0; ir < i1; ir += mr)
+                arch->ukr(kc, ab + (size_t)(ir - i0) * kc, bb + (size_t)(jr - j0) * kc, J->dwp + (size_t)ir * KKp + jr, KKp,
+                          1.0f, beta);
+    }
+    if (i1 > Kg) i1 = Kg;
+    if (j1 > KK) j1 = KK;
+    for (i = i0; i < i1; i++)
+        for (j = j0; j < j1; j++) dw[(int64_t)i * KK + j % Cg * KHW + j / Cg] = J->dwp[(size_t)i * KKp + j];
+}
+
 /* dw: task t's tiles of dw_g [Kg, KK] (or of dw_g^T, nn__iconv_dw_ct), a range of column
    panels (or of row panels when there are fewer column panels than tasks), summed over every
    K block of P in order */
@@ -8466,7 +8660,13 @@ static void nn__iconv_backward_weight(nn__threadpool *pool, const nn__conv2d *c,
         memset(dw, 0, (size_t)c->K * KK * sizeof(float));
         return;
     }
-    for (J.g = 0; J.g < c->G; J.g++) nn__threadpool_run(pool, nn__iconv_dw_task, &J, J.tasks);
+    if (L.tr) {
+        J.xt = scratch + L.per_task * (size_t)L.T;
+        J.dyt = J.xt + L.xt;
+        J.dwp = J.dyt + L.dyt;
+        nn__threadpool_run(pool, nn__iconv_tr_task, &J, nn__iconv_tasks(pool, &L, (double)P * Kg * KK, c->N));
+    }
+    for (J.g = 0; J.g < c->G; J.g++) nn__threadpool_run(pool, L.tr ? nn__iconv_dwt_task : nn__iconv_dw_task, &J, J.tasks);
 }
 
 /* ======================================================================
@@ -11033,12 +11233,57 @@ static float nn__fsel(uint32_t mask, float a, float b) { /* mask ? a : b, mask 0
         arg = (int)(((uint32_t)(at) & take_) | ((uint32_t)arg & ~take_));                                                \
     } while (0)
 
+#if NN__GEMM_X86
+/* Output row oh of a 2x2 stride-2 pooling whose windows lie inside the plane: NN__MAX_STEP's
+   comparisons and selections on 16 windows at a time (take = v > m or v is NaN, in the same
+   window order: the same maximum and argmax); masked loads and stores past the row's end */
+__attribute__((target("avx512f"))) static void nn__max_row_2x2s2_avx512(const nn__pooling *p, float *y, int32_t *out_idx,
+                                                                      const float *x, int oh) {
+    const __m512i ev = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i od = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    const __m512i two = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    int ow, W = p->W;
+    const float *r0 = x + (int64_t)oh * 2 * W, *r1 = r0 + W;
+    for (ow = 0; ow < p->OW; ow += 16) {
+        int cnt = p->OW - ow < 16 ? p->OW - ow : 16;
+        __mmask16 out = (__mmask16)(cnt == 16 ? 0xFFFFu : (1u << cnt) - 1u);
+        __mmask16 lo = (__mmask16)(2 * cnt >= 16 ? 0xFFFFu : (1u << 2 * cnt) - 1u);
+        __mmask16 hi = (__mmask16)(2 * cnt >= 32 ? 0xFFFFu : 2 * cnt <= 16 ? 0u : (1u << (2 * cnt - 16)) - 1u);
+        __m512 a0 = _mm512_maskz_loadu_ps(lo, r0 + 2 * ow), a1 = _mm512_maskz_loadu_ps(hi, r0 + 2 * ow + 16);
+        __m512 b0 = _mm512_maskz_loadu_ps(lo, r1 + 2 * ow), b1 = _mm512_maskz_loadu_ps(hi, r1 + 2 * ow + 16), m, v;
+        __m512i base = _mm512_add_epi32(_mm512_set1_epi32(oh * 2 * W + 2 * ow), two), arg = base;
+        __mmask16 take;
+        m = _mm512_permutex2var_ps(a0, ev, a1);
+        v = _mm512_permutex2var_ps(a0, od, a1);
+        take = _mm512_cmp_ps_mask(v, m, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+        m = _mm512_mask_mov_ps(m, take, v);
+        arg = _mm512_mask_mov_epi32(arg, take, _mm512_add_epi32(base, _mm512_set1_epi32(1)));
+        v = _mm512_permutex2var_ps(b0, ev, b1);
+        take = _mm512_cmp_ps_mask(v, m, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+        m = _mm512_mask_mov_ps(m, take, v);
+        arg = _mm512_mask_mov_epi32(arg, take, _mm512_add_epi32(base, _mm512_set1_epi32(W)));
+        v = _mm512_permutex2var_ps(b0, od, b1);
+        take = _mm512_cmp_ps_mask(v, m, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+        m = _mm512_mask_mov_ps(m, take, v);
+        arg = _mm512_mask_mov_epi32(arg, take, _mm512_add_epi32(base, _mm512_set1_epi32(W + 1)));
+        if (y) _mm512_mask_storeu_ps(y + (int64_t)oh * p->OW + ow, out, m);
+        else _mm512_mask_storeu_epi32(out_idx + (int64_t)oh * p->OW + ow, out, arg);
+    }
+}
+#endif
+
 /* y (out_idx NULL) or idx (y NULL) of a plane whose windows all lie inside it */
 static void nn__max_plane_inside(const nn__pooling *p, float *y, int32_t *out_idx, const float *x) {
-    int oh, ow, i, j;
+    int oh, ow, i, j, vec = 0;
+#if NN__GEMM_X86
+    if (p->kh == 2 && p->kw == 2 && p->sh == 2 && p->sw == 2 && nn__vm_isa() == 2) vec = p->OW;
+#endif
     for (oh = 0; oh < p->OH; oh++) {
         int h0 = oh * p->sh;
-        for (ow = 0; ow < p->OW; ow++) {
+#if NN__GEMM_X86
+        if (vec) nn__max_row_2x2s2_avx512(p, y, out_idx, x, oh);
+#endif
+        for (ow = vec; ow < p->OW; ow++) {
             int w0 = ow * p->sw, base = h0 * p->W + w0, arg = base; /* positions from base: arg moves */
             float m = x[base];
             if (p->kh == 2 && p->kw == 2) {

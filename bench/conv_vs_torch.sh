@@ -13,7 +13,10 @@
 # Each round runs nn_bench (and the baseline), then PyTorch at each thread count, in an order
 # rotated per round. Output: the load average before and after, a RUN line per measurement,
 # then per figure the median of each side and the ratio (PyTorch's ms / nn.h's ms for conv,
-# nn.h's samples/s / PyTorch's for the CNN: above 1, nn.h is faster).
+# nn.h's samples/s / PyTorch's for the CNN: above 1, nn.h is faster), and the median of the
+# rounds' own ratios (each round's nn.h against its best PyTorch run: "paired"), which a load
+# that changes from round to round (other users of the machine) moves less. The load average
+# is printed before each round.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 export NN_LOG=warn OMP_WAIT_POLICY=PASSIVE
@@ -28,6 +31,7 @@ trap 'rm -f "$OUT"' EXIT
 echo "# $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 r=1
 while [ "$r" -le "$ROUNDS" ]; do
+    echo "# round $r load: $(cut -d' ' -f1-3 /proc/loadavg)"
     for what in $WHAT; do
         case $what in conv) py=conv ;; cnn) py=train ;; *) echo "unknown WHAT $what" >&2; exit 1 ;; esac
         runs="nn"
@@ -56,10 +60,11 @@ function med(key,   n, i, j, t, a) {
     return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 }
 {
-    who = fig = v = ""
+    who = fig = v = rd = ""
     for (i = 1; i <= NF; i++) {
         split($i, kv, "=")
         if (kv[1] == "who") who = kv[2]
+        if (kv[1] == "round") rd = kv[2]
         if (kv[1] == "shape") fig = fig "conv " kv[2]
         if (kv[1] == "pass") fig = fig " " kv[2]
         if (kv[1] == "ms") v = kv[2]
@@ -68,6 +73,8 @@ function med(key,   n, i, j, t, a) {
     if (fig == "" || v == "") next
     key = fig SUBSEP who
     vals[key] = vals[key] " " v
+    one[fig, who, rd] = v
+    if (!(rd in rounds)) { rounds[rd] = 1; nr++; rlist[nr] = rd }
     if (!(fig in seen)) { seen[fig] = 1; order[++nf] = fig }
     whos[who] = 1
 }
@@ -82,6 +89,17 @@ END {
         line = sprintf("BENCH %s: nn.h %s", fig, nn)
         if ((fig SUBSEP "baseline") in vals) line = line sprintf(" baseline %s", med(fig SUBSEP "baseline"))
         if (best != "") line = line sprintf(" %s %s ratio %.2f", bw, best, cnn ? nn / best : best / nn)
+        pr = ""
+        for (k = 1; k <= nr; k++) {
+            rd = rlist[k]; b = ""
+            if (!((fig SUBSEP "nn" SUBSEP rd) in one)) continue
+            for (w in whos) if (w ~ /^torch/ && ((fig SUBSEP w SUBSEP rd) in one)) {
+                m = one[fig, w, rd]
+                if (b == "" || (cnn ? m > b : m < b)) b = m
+            }
+            if (b != "" && one[fig, "nn", rd] > 0 && b > 0) pr = pr " " (cnn ? one[fig, "nn", rd] / b : b / one[fig, "nn", rd])
+        }
+        if (pr != "") { vals["paired"] = pr; line = line sprintf(" paired %.2f", med("paired")) }
         print line (cnn ? "" : " (ms)")
     }
 }' "$OUT"

@@ -4,7 +4,8 @@
    to the bit, forward, dx, dw and db, at shapes that reach every branch of the implicit
    path: several K blocks of the weights (C*KH*KW > 256) and of dy (K > 256), dx in chunks
    of output rows, chunks and K blocks of dw across images, stride, dilation, padding,
-   groups, 1, 3, 7 and 33 channels; on 1, 2 and 3 threads. The op
+   groups, 1, 3, 7, 32 and 33 channels (dw's channels-last path from 8 channels a group); on
+   1, 2 and 3 threads. The op
    checker's conv2d cases (tests/test_conv.c) hold the default algorithm to a double
    reference and finite differences; conv_algo_im2col_cases runs them with the im2col path
    forced, so both algorithms meet the reference.
@@ -31,6 +32,7 @@ static const int conv_algo_shapes[][15] = {
     {2, 6, 10, 33, 9, 5, 3, 1, 2, 2, 1, 2, 1, 3, 1},   /* groups 3, 5x3, uneven padding */
     {1, 3, 33, 33, 7, 7, 7, 2, 2, 3, 3, 1, 1, 1, 1},   /* 7x7 stride 2 over 3 channels */
     {4, 33, 5, 3, 33, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0},   /* 1x1 */
+    {4, 32, 21, 13, 20, 3, 3, 2, 1, 1, 2, 2, 1, 2, 1}, /* dw channels last: groups 2 of 16, stride, dilation, padding */
 };
 
 /* y, dx, dw, db of one shape on ctx (the algorithm from $NN_CONV_ALGO at compile) */

@@ -376,11 +376,15 @@ static void tie_cases(const t_env *e) {
     static const pcase dilated = {P_MAX, 2, 1, 2, 7, 33, 3, 2, 1, 3, 1, 1, 2, 2, 0, 0, 0, 0};
     static const pcase oned = {P_MAX, 1, 2, 2, 1, 33, 0, 4, 0, 1, 0, 2, 0, 0, 1, 0, 0, 0};
     static const pcase global = {P_GMAX, 2, 2, 2, 3, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    /* 2x2 stride 2 inside, 35 windows a row: the CPU's AVX-512 path, 16 windows and a tail */
+    static const pcase wide = {P_MAX, 2, 2, 2, 6, 71, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0};
     tie_case(e, "overlapping windows", &overlap, 0);
     tie_case(e, "a constant plane and a NaN", &overlap, 1);
     tie_case(e, "dilated windows", &dilated, 0);
     tie_case(e, "1-D", &oned, 0);
     tie_case(e, "global", &global, 1);
+    tie_case(e, "2x2 stride 2, wide rows", &wide, 0);
+    tie_case(e, "2x2 stride 2, wide rows, a constant plane and a NaN", &wide, 1);
 }
 
 /* A window over padding alone (dilation skips the input): -inf, as PyTorch, and no gradient. */

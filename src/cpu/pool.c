@@ -110,12 +110,57 @@ static float nn__fsel(uint32_t mask, float a, float b) { /* mask ? a : b, mask 0
         arg = (int)(((uint32_t)(at) & take_) | ((uint32_t)arg & ~take_));                                                \
     } while (0)
 
+#if NN__GEMM_X86
+/* Output row oh of a 2x2 stride-2 pooling whose windows lie inside the plane: NN__MAX_STEP's
+   comparisons and selections on 16 windows at a time (take = v > m or v is NaN, in the same
+   window order: the same maximum and argmax); masked loads and stores past the row's end */
+__attribute__((target("avx512f"))) static void nn__max_row_2x2s2_avx512(const nn__pooling *p, float *y, int32_t *out_idx,
+                                                                      const float *x, int oh) {
+    const __m512i ev = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i od = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    const __m512i two = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    int ow, W = p->W;
+    const float *r0 = x + (int64_t)oh * 2 * W, *r1 = r0 + W;
+    for (ow = 0; ow < p->OW; ow += 16) {
+        int cnt = p->OW - ow < 16 ? p->OW - ow : 16;
+        __mmask16 out = (__mmask16)(cnt == 16 ? 0xFFFFu : (1u << cnt) - 1u);
+        __mmask16 lo = (__mmask16)(2 * cnt >= 16 ? 0xFFFFu : (1u << 2 * cnt) - 1u);
+        __mmask16 hi = (__mmask16)(2 * cnt >= 32 ? 0xFFFFu : 2 * cnt <= 16 ? 0u : (1u << (2 * cnt - 16)) - 1u);
+        __m512 a0 = _mm512_maskz_loadu_ps(lo, r0 + 2 * ow), a1 = _mm512_maskz_loadu_ps(hi, r0 + 2 * ow + 16);
+        __m512 b0 = _mm512_maskz_loadu_ps(lo, r1 + 2 * ow), b1 = _mm512_maskz_loadu_ps(hi, r1 + 2 * ow + 16), m, v;
+        __m512i base = _mm512_add_epi32(_mm512_set1_epi32(oh * 2 * W + 2 * ow), two), arg = base;
+        __mmask16 take;
+        m = _mm512_permutex2var_ps(a0, ev, a1);
+        v = _mm512_permutex2var_ps(a0, od, a1);
+        take = _mm512_cmp_ps_mask(v, m, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+        m = _mm512_mask_mov_ps(m, take, v);
+        arg = _mm512_mask_mov_epi32(arg, take, _mm512_add_epi32(base, _mm512_set1_epi32(1)));
+        v = _mm512_permutex2var_ps(b0, ev, b1);
+        take = _mm512_cmp_ps_mask(v, m, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+        m = _mm512_mask_mov_ps(m, take, v);
+        arg = _mm512_mask_mov_epi32(arg, take, _mm512_add_epi32(base, _mm512_set1_epi32(W)));
+        v = _mm512_permutex2var_ps(b0, od, b1);
+        take = _mm512_cmp_ps_mask(v, m, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+        m = _mm512_mask_mov_ps(m, take, v);
+        arg = _mm512_mask_mov_epi32(arg, take, _mm512_add_epi32(base, _mm512_set1_epi32(W + 1)));
+        if (y) _mm512_mask_storeu_ps(y + (int64_t)oh * p->OW + ow, out, m);
+        else _mm512_mask_storeu_epi32(out_idx + (int64_t)oh * p->OW + ow, out, arg);
+    }
+}
+#endif
+
 /* y (out_idx NULL) or idx (y NULL) of a plane whose windows all lie inside it */
 static void nn__max_plane_inside(const nn__pooling *p, float *y, int32_t *out_idx, const float *x) {
-    int oh, ow, i, j;
+    int oh, ow, i, j, vec = 0;
+#if NN__GEMM_X86
+    if (p->kh == 2 && p->kw == 2 && p->sh == 2 && p->sw == 2 && nn__vm_isa() == 2) vec = p->OW;
+#endif
     for (oh = 0; oh < p->OH; oh++) {
         int h0 = oh * p->sh;
-        for (ow = 0; ow < p->OW; ow++) {
+#if NN__GEMM_X86
+        if (vec) nn__max_row_2x2s2_avx512(p, y, out_idx, x, oh);
+#endif
+        for (ow = vec; ow < p->OW; ow++) {
             int w0 = ow * p->sw, base = h0 * p->W + w0, arg = base; /* positions from base: arg moves */
             float m = x[base];
             if (p->kh == 2 && p->kw == 2) {
