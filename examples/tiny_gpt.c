@@ -23,8 +23,9 @@
    lm_head.weight is tied to wte: load it with strict=False or set it to wte's tensor).
    Generation runs one token per nn_graph_forward against the cache (nn_gpt_decode) and
    samples the next token on the device (nn_sample_logits, temperature 0.8): the read-back
-   is the token id, 4 bytes. When the 64 positions are used up, the
-   cache is refilled with the last 32 characters and generation goes on.
+   is the token id, 4 bytes. When the 64 positions are used up, the last 32 characters
+   are run in one pass (nn_gpt_prefill, which also draws the next character), their keys
+   and values copied into the cache, and generation goes on from position 32.
 
    The last line: RESULT device=<name> steps=<n> tokens_per_sec=<x> heldout_loss=<x>
    h2d_bytes_per_step=<x> d2h_bytes_per_step=<x> generate_tokens_per_sec=<x>
@@ -47,6 +48,7 @@
 #define B 16
 #define DEFAULT_STEPS 300
 #define GEN_CHARS 200
+#define N_EMBD 128
 
 #include "text_corpus.h"
 #include "progress.h" /* the progress line (stderr), the METRICS log */
@@ -58,11 +60,11 @@ static int fail(nn_context *ctx, const char *what) {
 
 int main(int argc, char **argv) {
     nn_context *ctx = NULL;
-    nn_graph *g = NULL, *gen = NULL, *full = NULL;
+    nn_graph *g = NULL, *gen = NULL, *full = NULL, *pf = NULL;
     nn_graph_desc gd;
     nn_compile_desc cd;
     nn_gpt_config cfg;
-    nn_tensor text, rows, off, dx, dy, xt, yt, logits, loss, tok, pos, nexttok, caches[8], widx, wnext;
+    nn_tensor text, rows, off, dx, dy, xt, yt, logits, loss, tok, pos, nexttok, caches[8], widx, wnext, pidx, pnext, pcaches[8];
     nn_sample_desc sd;
     nn_stats st0, st1;
     nn_device_info dev;
@@ -116,7 +118,7 @@ int main(int argc, char **argv) {
     cfg.block_size = T;
     cfg.n_layer = 4;
     cfg.n_head = 4;
-    cfg.n_embd = 128;
+    cfg.n_embd = N_EMBD;
 
     /* ---- the training graph: batches gathered from the text on the device ---- */
     memset(&gd, 0, sizeof gd);
@@ -225,10 +227,17 @@ int main(int argc, char **argv) {
     nn_graph_output(gen, nexttok);
     memset(&cd, 0, sizeof cd);
     if (nn_graph_compile(gen, &cd) != NN_OK) return fail(ctx, "compile (generation)");
+    /* the refill: the last T / 2 characters in one pass, drawing the character after them */
+    if (nn_graph_create(ctx, &gd, &pf) != NN_OK) return fail(ctx, "nn_graph_create");
+    pidx = nn_input(pf, "window", NN_I32, nn_shape2(1, T / 2));
+    pnext = nn_sample_logits(pf, nn_slice(pf, nn_gpt_prefill(pf, pidx, &cfg, pcaches), 0, T / 2 - 1, 1), &sd);
+    nn_graph_output(pf, pnext);
+    if (nn_graph_compile(pf, &cd) != NN_OK) return fail(ctx, "compile (prefill)");
     {
         const char *prompt = "The ";
         int hist[T + GEN_CHARS + 8], nh = 0, p = 0, next = 0, c;
-        int32_t drawn = 0;
+        int32_t drawn = 0, win[T / 2];
+        static float kv[T * N_EMBD]; /* one layer's keys or values: [1, heads, T, N_EMBD / heads] */
         double tg;
         for (k = 0; prompt[k]; k++) hist[nh++] = tok_of((unsigned char)prompt[k]);
         tg = now();
@@ -247,10 +256,17 @@ int main(int argc, char **argv) {
             next = (int)drawn; /* drawn on the device after the last token run */
             out[c] = (char)chr_of(next);
             hist[nh++] = next;
-            if (p == T) { /* the context is full: refill the cache with the last 32 characters */
-                for (k = 0; k < 2 * cfg.n_layer; k++) nn_tensor_fill(gen, caches[k], 0.0f);
-                p = 0;
-                for (k = nh - T / 2; k < nh - 1; k++) RUN_TOKEN(hist[k]);
+            if (p == T) { /* the context is full: the last T / 2 characters in one pass */
+                for (k = 0; k < T / 2; k++) win[k] = hist[nh - T / 2 + k];
+                if (nn_tensor_write(pf, pidx, win, sizeof win) != NN_OK || nn_graph_forward(pf) != NN_OK ||
+                    nn_tensor_read(pf, pnext, &drawn, 4) != NN_OK)
+                    return fail(ctx, "generate (prefill)");
+                for (k = 0; k < 2 * cfg.n_layer; k++)
+                    if (nn_tensor_read(pf, pcaches[k], kv, sizeof kv) != NN_OK ||
+                        nn_tensor_write(gen, caches[k], kv, sizeof kv) != NN_OK)
+                        return fail(ctx, "generate (cache copy)");
+                p = T / 2;
+                continue;
             }
             RUN_TOKEN(next);
         }
@@ -296,6 +312,7 @@ int main(int argc, char **argv) {
            gen_tps, strcmp(prec, "fp32") != 0 ? " precision=" : "", strcmp(prec, "fp32") != 0 ? prec : "");
     rc = 0;
     nn_graph_destroy(full);
+    nn_graph_destroy(pf);
     nn_graph_destroy(gen);
     nn_graph_destroy(g);
     nn_context_destroy(ctx);
