@@ -136,6 +136,17 @@ void t_end(void) {
     fflush(stdout);
 }
 
+/* Whether e's OpenCL context is tuned for a GPU, as nn_backend_options.tuning says:
+   explicitly, or by $NN_CL_TUNING, or by the device's type (not a CPU). */
+int t_gpu_tuned(const t_env *e) {
+    const char *env = getenv("NN_CL_TUNING");
+    nn_device_info info;
+    if (e->tuning != NN_TUNING_AUTO) return e->tuning == NN_TUNING_GPU;
+    if (env && strcmp(env, "gpu") == 0) return 1;
+    if (env && strcmp(env, "cpu") == 0) return 0;
+    return nn_context_device(e->ctx, &info) == NN_OK && !info.is_cpu;
+}
+
 void t_context_desc(const t_env *e, nn_context_desc *d) {
     memset(d, 0, sizeof *d);
     d->device = e->device;

@@ -18,6 +18,9 @@ typedef struct t_env {
    case opens on e's backend starts from it, so the gpu-tuning pass's contexts are all tuned
    for a GPU; a context on "cpu" (a CPU-backend setting under test) needs no tuning. */
 void t_context_desc(const t_env *e, nn_context_desc *d);
+/* Whether e's OpenCL context is tuned for a GPU: the gpu-tuning pass, $NN_CL_TUNING, or a
+   device that is not a CPU (the GPU kernels and launch shapes) */
+int t_gpu_tuned(const t_env *e);
 
 /* Begins a case; 0 when NN_TEST_FILTER excludes it: return without running any of it
    (t_skip and t_end do nothing for such a case). */

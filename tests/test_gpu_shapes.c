@@ -101,7 +101,7 @@ static void test_long_sums(const t_env *e) {
         }
         for (mean = 0; mean < 2; mean++) {
             float a = 0, b = 0;
-            unsigned long long la = 0, lb = 0, want = e->opencl && e->tuning == NN_TUNING_GPU && n > 2048 ? 2 : 1;
+            unsigned long long la = 0, lb = 0, want = e->opencl && t_gpu_tuned(e) && n > 2048 ? 2 : 1;
             double r = mean ? ref / (double)n : ref;
             if (!run_sum(e->ctx, x, n, mean, &a, &la) || !run_sum(e->ctx, x, n, mean, &b, &lb)) continue;
             T_CHECK(fabs(a - r) <= 1e-6 * fabs(r), "%s of %ld: %.9g, double gives %.9g", mean ? "mean" : "sum", n, a, r);

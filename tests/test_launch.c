@@ -30,17 +30,6 @@ static const char planted[] =
     "    if (i < n) y[i + 1] = x[i];\n"
     "}\n";
 
-/* Whether e's OpenCL context is tuned for a GPU, as nn_backend_options.tuning says:
-   explicitly, or by $NN_CL_TUNING, or by the device's type (not a CPU). */
-static int gpu_tuned(const t_env *e) {
-    const char *env = getenv("NN_CL_TUNING");
-    nn_device_info info;
-    if (e->tuning != NN_TUNING_AUTO) return e->tuning == NN_TUNING_GPU;
-    if (env && strcmp(env, "gpu") == 0) return 1;
-    if (env && strcmp(env, "cpu") == 0) return 0;
-    return nn_context_device(e->ctx, &info) == NN_OK && !info.is_cpu;
-}
-
 /* y = fn(x) for x of n elements on a context of e's device and tuning with the planted
    kernels: its forward pass's result, y (n floats) and the context's last error. */
 static nn_result run_planted(const t_env *e, const char *dir, nn_tensor (*fn)(nn_graph *, nn_tensor), int n, float *y,
@@ -80,7 +69,7 @@ void suite_launch(const t_env *e) {
     nn_result r;
     FILE *f;
     if (!e->opencl) return; /* no launches on the CPU backend */
-    gpu = gpu_tuned(e);
+    gpu = t_gpu_tuned(e);
     if (!mkdtemp(dir)) ok = 0;
     snprintf(path, sizeof path, "%s/elementwise.cl", dir);
     if (ok && (f = fopen(path, "w")) != NULL) {

@@ -513,6 +513,7 @@ typedef struct t_disc {
     const char *device;
     int tuning;
     int ok;
+    nn_result rc; /* nn_context_create's */
     char fail[300];
 } t_disc;
 
@@ -528,7 +529,7 @@ static void *t_disc_run(void *arg) {
     cd.device = d->device;
     cd.backend.tuning = (nn_tuning)d->tuning;
     cd.log_level = NN_LOG_ERROR;
-    if (nn_context_create(&cd, &ctx) != NN_OK) {
+    if ((d->rc = nn_context_create(&cd, &ctx)) != NN_OK) {
         snprintf(d->fail, sizeof d->fail, "nn_context_create(\"%s\") failed (its reason is logged above)", d->device);
         return NULL;
     }
@@ -569,6 +570,22 @@ int t_threads_child(const char *which) {
             printf("  child thread %d: %s\n", i, started[i] ? d[i].fail : "pthread_create failed");
             bad++;
         }
+    }
+    if (bad == T_CTX_THREADS) { /* none opened: does the device exist for this process at all? */
+        nn_context_desc cd;
+        nn_context *ctx = NULL;
+        nn_result r;
+        for (i = 0; i < T_CTX_THREADS && d[i].rc == NN_ERR_UNAVAILABLE; i++) {}
+        memset(&cd, 0, sizeof cd);
+        cd.device = dev;
+        cd.backend.tuning = (nn_tuning)d[0].tuning;
+        cd.log_level = NN_LOG_ERROR;
+        if (i == T_CTX_THREADS && (r = nn_context_create(&cd, &ctx)) == NN_ERR_UNAVAILABLE) {
+            printf("  child: device %s is not found by one thread alone either\n", dev);
+            fflush(stdout);
+            return 3;
+        }
+        nn_context_destroy(ctx);
     }
     fflush(stdout);
     return bad ? 1 : 0;
@@ -615,6 +632,11 @@ static void test_discovery(const t_env *e) {
     else
         for (run = 0; run < T_DISCOVERY_RUNS; run++) {
             st = t_spawn_child(e);
+            if (st == 3) { /* the child's own discovery, on one thread, does not find the device */
+                t_skip("a process this one starts does not find the device (a driver that hides a GPU from the "
+                       "children of a process that uses it: NVIDIA 580 in a lent VM, README \"On a machine with a GPU\")");
+                break;
+            }
             if (!T_CHECK(st == 0, "child process %d of %d: status %d", run + 1, T_DISCOVERY_RUNS, st)) break;
         }
     t_end();
