@@ -422,8 +422,11 @@ NN_API nn_result nn_context_op_compiled(const nn_context *ctx, int op, uint64_t 
    runs in float32 as before; float32 with 16-bit operands is float32 (PyTorch's promotion).
    nn_conv2d (so nn_conv1d and the conv layers) converts a float32 x and w likewise and
    convolves in 16 bits with float32 sums, its output kept in 16 bits, its bias added in
-   float32. Parameters stay float32 (master weights: the conversion's backward gives them
-   float32 gradients). NN_PRECISION_FP32 (0, the default) builds the graph as before, bit for bit.
+   float32. Parameters stay float32 (master weights). The gradient of a float32 tensor the
+   policy converted (a weight, a bias, an input that requires a gradient) is the float32 sums
+   of the 16-bit products as they are, not rounded to 16 bits first as torch.autocast's
+   are: float32's precision in the update, and no 16-bit gradient of a weight's size
+   (nn_memory_report's activation_gradients_max: half of float32's for an MLP). NN_PRECISION_FP32 (0, the default) builds the graph as before, bit for bit.
    A training graph in FP16 scales its loss by default (nn_compile_desc.loss_scale, section
    14), as torch.cuda.amp.GradScaler: without it gradients under float16's range (6e-8) become 0. */
 typedef enum nn_precision { NN_PRECISION_FP32 = 0, NN_PRECISION_BF16 = 1, NN_PRECISION_FP16 = 2 } nn_precision;
@@ -539,6 +542,12 @@ typedef struct nn_memory_report {
                                 position of the schedule: in training, the forward's end, where
                                 what the backward reads is held), persistent ones included */
     int64_t gradients_max;   /* the gradients likewise, at their own peak */
+    int64_t parameter_gradients;      /* of the gradients, the parameters' own (each parameter's
+                                         gradient or accumulator, whole: float32, as the master
+                                         weights', under any precision policy) */
+    int64_t activation_gradients_max; /* the other gradients (of activations, inputs and a
+                                         policy's 16-bit parameter copies: their storage type's
+                                         bytes) at their own peak, persistent ones included */
 } nn_memory_report;
 /* Into *out: the plan's bytes by kind (nn_memory_report). Needs the plan that
    nn_graph_compile makes (NN_ERR_STATE before it); after a compile refused by
@@ -3159,7 +3168,7 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     X(WHERE, "where", where, NN__OPF_RANK0)                                                      \
     X(MASKED_FILL, "masked_fill", masked_fill, NN__OPF_RANK0)                                    \
     X(EXPAND, "expand", expand, NN__OPF_RANK0)                                                   \
-    X(SUM_TO, "sum_to", sum_to, NN__OPF_RANK0)                                                   \
+    X(SUM_TO, "sum_to", sum_to, NN__OPF_RANK0 | NN__OPF_HALF)                                                   \
     X(UNARY_NOGRAD, "unary_nograd", unary_nograd, NN__OPF_NO_GRAD | NN__OPF_RANK0 | NN__OPF_HALF)
 
 #define NN__OPS_MATMUL(X)           \
@@ -7294,9 +7303,20 @@ static void nn__expand_forward(nn__threadpool *pool, float *y, const float *x, c
    order kernels/elementwise.cl's sum_to adds in, and the same for any thread count. A task
    owns whole elements of y: rows of y's innermost dim (cut into column ranges when y has
    few rows) when that dim is kept, single elements when it is summed. */
+/* n 16-bit elements of dtype dt (NN_BF16, NN_F16) widened into w (kernels/storage.h) */
+static void nn__widen16(const uint16_t *x, nn_dtype dt, float *w, int64_t n) {
+    int64_t i;
+    if (dt == NN_BF16)
+        for (i = 0; i < n; i++) w[i] = NN__LD_BF16(x, i);
+    else
+        for (i = 0; i < n; i++) w[i] = NN__LD_F16(x, i);
+}
+
 typedef struct nn__sum_to_job {
     float *y;
     const float *x;
+    const uint16_t *xh;           /* x in 16-bit storage of xdt (NN_BF16, NN_F16), else NULL */
+    nn_dtype xdt;
     const nn__bcast *bc;
     int64_t xs[NN_MAX_DIMS];      /* x's contiguous strides */
     int64_t m;                    /* y's elements */
@@ -7347,15 +7367,28 @@ static void nn__sum_to_unit(const nn__sum_to_job *j, int64_t u) {
         off = nn__sum_to_base(j, row, 1) + c0;
         memset(y, 0, (size_t)(c1 - c0) * sizeof(float));
         for (r = 0; r < j->reduced; r++) {
-            nn__binary_row(NN__B_ADD, y, y, 1, j->x + off, 1, c1 - c0);
+            if (j->xh) { /* 16 bits: widened a block at a time, the same adds */
+                float w[256];
+                int64_t c, b;
+                for (c = 0; c < c1 - c0; c += b) {
+                    b = c1 - c0 - c < 256 ? c1 - c0 - c : 256;
+                    nn__widen16(j->xh + off + c, j->xdt, w, b);
+                    nn__binary_row(NN__B_ADD, y + c, y + c, 1, w, 1, b);
+                }
+            } else
+                nn__binary_row(NN__B_ADD, y, y, 1, j->x + off, 1, c1 - c0);
             off += nn__sum_to_next(j, idx, -1);
         }
     } else { /* summed innermost: runs of `inner` consecutive elements */
         int64_t inner = bc->dim[last], off = nn__sum_to_base(j, u, 0), t;
         float acc = 0.0f;
         for (r = 0; r < j->reduced; r += inner) {
-            const float *x = j->x + off;
-            for (t = 0; t < inner; t++) acc += x[t];
+            if (j->xh)
+                for (t = 0; t < inner; t++) acc += j->xdt == NN_BF16 ? NN__LD_BF16(j->xh, off + t) : NN__LD_F16(j->xh, off + t);
+            else {
+                const float *x = j->x + off;
+                for (t = 0; t < inner; t++) acc += x[t];
+            }
             off += nn__sum_to_next(j, idx, last);
         }
         j->y[u] = acc;
@@ -7368,12 +7401,15 @@ static void nn__sum_to_task(void *arg, int t, int n_tasks) {
     for (; u0 < u1; u0++) nn__sum_to_unit(j, u0);
 }
 
-static void nn__sum_to_forward(nn__threadpool *pool, float *y, const float *x, const nn__bcast *bc) {
+/* x: float32, or 16-bit storage of dtype xdt (summed as the float32 values it widens to) */
+static void nn__sum_to_forward(nn__threadpool *pool, float *y, const void *x, nn_dtype xdt, const nn__bcast *bc) {
     nn__sum_to_job j;
     int last = bc->nd - 1, d, tasks = bc->n >= NN__EW_PAR_MIN ? nn__threadpool_size(pool) : 1;
     memset(&j, 0, sizeof j);
     j.y = y;
-    j.x = x;
+    j.x = (const float *)x;
+    j.xh = nn__dtype_half(xdt) ? (const uint16_t *)x : NULL;
+    j.xdt = xdt;
     j.bc = bc;
     j.m = 1;
     for (d = last; d >= 0; d--) {
@@ -16693,9 +16729,9 @@ static const char *const nn__cl_src_elementwise[] = {
 "#define NN__KARGS_expand_bcast(F, P) F(in, x) P(out, y) P(int, n) P(int, nd) P(int8, dims) P(int8, sx)\n",
 "NN__KSIG(expand_bcast)\n",
 "/* sum_to: y [m] = x summed over the dims where st is 0, `reduced` elements each; xs: x's\n",
-"   contiguous strides */\n",
+"   contiguous strides; x of the program's storage type, y float32 */\n",
 "#define NN__KARGS_sum_to(F, P) \\\n",
-"    F(in, x) P(out, y) P(int, m) P(int, reduced) P(int, nd) P(int8, dims) P(int8, st) P(int8, xs)\n",
+"    F(sin, x) P(out, y) P(int, m) P(int, reduced) P(int, nd) P(int8, dims) P(int8, st) P(int8, xs)\n",
 "NN__KSIG(sum_to)\n",
 "\n",
 "/* the unary functions of kernels/activation.h: every NAME_forward and NAME_backward */\n",
@@ -17103,7 +17139,7 @@ static const char *const nn__cl_src_elementwise[] = {
 "        rem /= D[d];\n",
 "    }\n",
 "    for (int r = 0; r < reduced; r++) {\n",
-"        acc += x[off];\n",
+"        acc += NN__SLOAD(x, off);\n",
 "        for (int d = nd - 1; d >= 0; d--) { /* the next summed index, innermost first */\n",
 "            if (S[d] != 0) continue;\n",
 "            off += X[d];\n",
@@ -28294,6 +28330,18 @@ static void nn__acc_grad(nn_graph *g, int x, nn_tensor gx) {
     else g->nodes[x].grad = nn__op2(g, NN__OP_ADD, g->nodes[x].dtype, g->nodes[x].shape, g->nodes[x].grad, gx.id).id;
 }
 
+/* x's float32 source when x is a 16-bit copy (nn_to_dtype: a precision policy's copy of a
+   master weight or bias) of a float32 tensor that needs a gradient, else -1. A rule whose
+   gradient for x comes out of float32 sums (a matmul's, a broadcast sum's) gives it to the
+   source as it is, not rounded to 16 bits and widened again by the copy's rule. */
+static NN__MAYBE_UNUSED int nn__f32_source(const nn_graph *g, int x) {
+    const nn__node *c = &g->nodes[x];
+    if (c->op == NN__OP_CAST && nn__dtype_half(c->dtype) && g->nodes[c->in[0]].dtype == NN_F32 &&
+        g->nodes[c->in[0]].needs_grad)
+        return c->in[0];
+    return -1;
+}
+
 /* The rule of an op whose input's gradient is one node of grad_op on dy alone, with the
    forward node's attributes and its input's shape (pad2d, upsample2d, avg_pool2d, ...). */
 static void nn__grad_by_op(nn_graph *g, int id, int grad_op) {
@@ -29235,14 +29283,17 @@ static int64_t *nn__mem_field(nn_memory_report *r, int kind) {
    whole; the arena's tensors and scratch count as they are live at the schedule position
    where the arena's live bytes peak (ties: the first). */
 static nn_result nn__memory_report(nn_graph *g, nn_memory_report *r) {
-    int64_t *d, best = -1, persistent = 4; /* the constant 1.0 kernels take for absent operands */
+    int64_t *d, *ag, best = -1, persistent = 4; /* the constant 1.0 kernels take for absent operands */
+    int64_t ag_live = 0, ag_persistent = 0;
     unsigned char *is_pgrad;
     int i, k, p, best_p = 0;
     memset(r, 0, sizeof *r);
     d = (int64_t *)nn__calloc(((size_t)g->n_sched + 1) * NN__MEM_KINDS, sizeof *d);
+    ag = (int64_t *)nn__calloc((size_t)g->n_sched + 1, sizeof *ag); /* activation gradients: live-byte deltas */
     is_pgrad = (unsigned char *)nn__calloc((size_t)g->n_nodes + 1, 1);
-    if (!d || !is_pgrad) {
+    if (!d || !ag || !is_pgrad) {
         NN_FREE(d);
+        NN_FREE(ag);
         NN_FREE(is_pgrad);
         return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_memory: out of memory");
     }
@@ -29255,12 +29306,18 @@ static nn_result nn__memory_report(nn_graph *g, nn_memory_report *r) {
         if (!n->live) continue;
         kind = nn__mem_kind(g, i, is_pgrad);
         if (n->storage == NN__ST_PARAM) bytes = (int64_t)nn__dtype_bytes(NN_F32, g->params->p[n->param].numel);
+        if (kind == NN__MEM_GRAD && is_pgrad[i]) r->parameter_gradients += bytes;
         if (n->storage == NN__ST_PARAM || n->storage == NN__ST_OWN) {
             *nn__mem_field(r, kind) += bytes;
             persistent += bytes;
+            if (kind == NN__MEM_GRAD && !is_pgrad[i]) ag_persistent += bytes;
         } else if (n->storage == NN__ST_ARENA && bytes > 0 && n->first >= 0) {
             d[(size_t)n->first * NN__MEM_KINDS + (size_t)kind] += bytes;
             d[(size_t)(n->last + 1) * NN__MEM_KINDS + (size_t)kind] -= bytes;
+            if (kind == NN__MEM_GRAD && !is_pgrad[i]) {
+                ag[n->first] += bytes;
+                ag[n->last + 1] -= bytes;
+            }
         }
         if (n->scratch > 0 && n->first >= 0) {
             d[(size_t)n->first * NN__MEM_KINDS + NN__MEM_WORK] += (int64_t)nn__dtype_bytes(NN_F32, n->scratch);
@@ -29297,7 +29354,10 @@ static nn_result nn__memory_report(nn_graph *g, nn_memory_report *r) {
         }
         if (d[(size_t)p * NN__MEM_KINDS + NN__MEM_ACT] > r->activations_max) r->activations_max = d[(size_t)p * NN__MEM_KINDS + NN__MEM_ACT];
         if (d[(size_t)p * NN__MEM_KINDS + NN__MEM_GRAD] > r->gradients_max) r->gradients_max = d[(size_t)p * NN__MEM_KINDS + NN__MEM_GRAD];
+        ag_live += ag[p];
+        if (ag_live > r->activation_gradients_max) r->activation_gradients_max = ag_live;
     }
+    r->activation_gradients_max += ag_persistent;
     if (g->n_sched > 0) {
         for (k = 0; k < NN__MEM_KINDS; k++) *nn__mem_field(r, k) += d[(size_t)best_p * NN__MEM_KINDS + (size_t)k];
         r->peak_op = nn__op(g->nodes[g->sched[best_p]].op)->name;
@@ -29311,6 +29371,7 @@ static nn_result nn__memory_report(nn_graph *g, nn_memory_report *r) {
     r->persistent = persistent;
     r->allocated = persistent + r->arena;
     NN_FREE(d);
+    NN_FREE(ag);
     NN_FREE(is_pgrad);
     return NN_OK;
 }
@@ -30965,9 +31026,9 @@ NN__KSIG(sum_leading)
 #define NN__KARGS_expand_bcast(F, P) F(in, x) P(out, y) P(int, n) P(int, nd) P(int8, dims) P(int8, sx)
 NN__KSIG(expand_bcast)
 /* sum_to: y [m] = x summed over the dims where st is 0, `reduced` elements each; xs: x's
-   contiguous strides */
+   contiguous strides; x of the program's storage type, y float32 */
 #define NN__KARGS_sum_to(F, P) \
-    F(in, x) P(out, y) P(int, m) P(int, reduced) P(int, nd) P(int8, dims) P(int8, st) P(int8, xs)
+    F(sin, x) P(out, y) P(int, m) P(int, reduced) P(int, nd) P(int8, dims) P(int8, st) P(int8, xs)
 NN__KSIG(sum_to)
 
 /* the unary functions of kernels/activation.h: every NAME_forward and NAME_backward */
@@ -31765,7 +31826,8 @@ static void nn__bcast_ints(const nn__bcast *bc, int dims[8], int st[3][8]) {
 
 /* ==== sum_to: y [sh] = x [...] summed over the dims where sh is 1 or missing, sh a shape
    that broadcasts to x's: the gradient of every broadcast (add, mul, where, expand, ...);
-   its own gradient is EXPAND back to x's shape ==== */
+   its own gradient is EXPAND back to x's shape. x float32 or 16-bit (NN__OPF_HALF: read
+   as the float32 values it widens to), y float32 ==== */
 
 /* Node x summed to shape sh: x itself when the shapes are the same. */
 static nn_tensor nn__sum_to_op(nn_graph *g, int x, nn_shape sh) {
@@ -31789,7 +31851,7 @@ static void nn__sum_to_geometry(nn_graph *g, const nn__node *n, nn__bcast *bc) {
 static nn_result nn__cpu_sum_to(nn_graph *g, nn__node *n) {
     nn__bcast bc;
     nn__sum_to_geometry(g, n, &bc);
-    nn__sum_to_forward(g->ctx->threads, n->buf.host, NN__F(n->in[0]), &bc);
+    nn__sum_to_forward(g->ctx->threads, n->buf.host, g->nodes[n->in[0]].buf.host, g->nodes[n->in[0]].dtype, &bc);
     return NN_OK;
 }
 
@@ -31804,6 +31866,7 @@ static nn_result nn__launch_sum_to(nn_graph *g, int id) {
     memset(xs, 0, sizeof xs);
     for (d = bc.nd - 1; d >= 0; d--) xs[d] = d == bc.nd - 1 ? 1 : xs[d + 1] * dims[d + 1];
     NN__KSTART(sum_to, "elementwise", "sum_to", M);
+    l->store = g->nodes[n->in[0]].dtype; /* x read through kernels/storage.h, y float32 */
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.m = M;
@@ -32372,8 +32435,10 @@ NN_API nn_tensor nn_add(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__bina
 #define nn__plan_add nn__no_plan
 
 /* Operand x's gradient from t at the output's shape: t summed to x's shape (nn__sum_to_op:
-   nothing when the shapes are the same), times s when s is not 1. A 16-bit t goes through
-   float32 for the sum and the scale (SUM_TO and SCALE run in float32) and back to x's dtype. */
+   nothing when the shapes are the same), times s when s is not 1. A 16-bit t is summed by
+   SUM_TO as it is (16 bits read, float32 sums) or widened to float32 for the scale alone
+   (SCALE runs in float32); the float32 result goes to x's float32 source where x is a
+   policy's 16-bit copy (nn__f32_source: a bias), else back to x's dtype (nn__acc_grad). */
 static nn_tensor nn__binary_grad_to(nn_graph *g, nn_tensor t, int x, float s) {
     nn_dtype dt;
     if (t.id < 0) return t;
@@ -32383,18 +32448,25 @@ static nn_tensor nn__binary_grad_to(nn_graph *g, nn_tensor t, int x, float s) {
         return s != 1.0f && t.id >= 0 ? nn__scale_op(g, g->nodes[x].shape, t.id, s) : t;
     }
     if (s == 1.0f && nn__shape_eq(&g->nodes[t.id].shape, &g->nodes[x].shape)) return t;
-    t = nn__op1(g, NN__OP_CAST, NN_F32, g->nodes[t.id].shape, t.id);
-    if (t.id >= 0) t = nn__sum_to_op(g, t.id, g->nodes[x].shape);
+    if (!nn__shape_eq(&g->nodes[t.id].shape, &g->nodes[x].shape)) t = nn__sum_to_op(g, t.id, g->nodes[x].shape);
+    else t = nn__op1(g, NN__OP_CAST, NN_F32, g->nodes[t.id].shape, t.id);
     if (s != 1.0f && t.id >= 0) t = nn__scale_op(g, g->nodes[x].shape, t.id, s);
-    return t.id >= 0 ? nn__op1(g, NN__OP_CAST, g->nodes[x].dtype, g->nodes[x].shape, t.id) : t;
+    return t;
+}
+
+/* x's gradient t (nn__binary_grad_to): a float32 one to x's float32 source when there is
+   one, else to x (converted to x's dtype there) */
+static void nn__binary_acc(nn_graph *g, int x, nn_tensor t) {
+    int src = nn__f32_source(g, x);
+    nn__acc_grad(g, src >= 0 && t.id >= 0 && g->nodes[t.id].dtype == NN_F32 ? src : x, t);
 }
 
 /* Gradients of broadcast operands: the gradient at the output's shape, summed to the
    operand's. */
 static void nn__grad_add_sub(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
-    if (ga) nn__acc_grad(g, a, nn__binary_grad_to(g, gy, a, 1.0f));
-    if (gb) nn__acc_grad(g, b, nn__binary_grad_to(g, gy, b, n.op == NN__OP_SUB ? -1.0f : 1.0f));
+    if (ga) nn__binary_acc(g, a, nn__binary_grad_to(g, gy, a, 1.0f));
+    if (gb) nn__binary_acc(g, b, nn__binary_grad_to(g, gy, b, n.op == NN__OP_SUB ? -1.0f : 1.0f));
 }
 
 /* ==== sub: y = a - b (torch.sub) ==== */
@@ -32847,8 +32919,12 @@ static void nn__mm_geom_node(const nn_graph *g, const nn__node *n, nn__mm_geom *
 
 /* A matmul node of out = op(a) op(b) seen through the views given, summed over the batch
    dims that out's view has as 1 or lacks (the builder and the autograd rule check shapes). */
-static nn_tensor nn__matmul_op(nn_graph *g, int a, int b, int ta, int tb, int va, int vb, nn_shape out, int vc) {
-    nn_tensor t = nn__op2(g, NN__OP_MATMUL, g->nodes[a].dtype, out, a, b); /* the operands' dtype (checked) */
+/* A matmul node of C's dtype `dt`: the operands' (checked), or NN_F32 from 16-bit operands
+   (a gradient of a policy's 16-bit copy of a float32 tensor: its float32 sums kept as they
+   are, not rounded to 16 bits and widened again) */
+static nn_tensor nn__matmul_op_dt(nn_graph *g, nn_dtype dt, int a, int b, int ta, int tb, int va, int vb, nn_shape out,
+                                  int vc) {
+    nn_tensor t = nn__op2(g, NN__OP_MATMUL, dt, out, a, b);
     if (t.id >= 0) {
         nn__matmul_attr *m = &g->nodes[t.id].a.matmul;
         m->trans_a = ta != 0;
@@ -32858,6 +32934,10 @@ static nn_tensor nn__matmul_op(nn_graph *g, int a, int b, int ta, int tb, int va
         m->vec[2] = vc;
     }
     return t;
+}
+
+static nn_tensor nn__matmul_op(nn_graph *g, int a, int b, int ta, int tb, int va, int vb, nn_shape out, int vc) {
+    return nn__matmul_op_dt(g, g->nodes[a].dtype, a, b, ta, tb, va, vb, out, vc);
 }
 
 static nn_tensor nn__matmul_build(nn_graph *g, nn_tensor a, nn_tensor b, int trans_a, int trans_b) {
@@ -33065,22 +33145,34 @@ NN_API nn_tensor nn_linear_layer(nn_graph *g, nn_tensor x, int64_t out_features,
 
 /* The gradients of C = op(A) op(B) through the same views, each reduced to its operand's
    batch dims where they were broadcast (nn__matmul_op sums over them). */
+/* The gradient of an operand that is a policy's 16-bit copy of a float32 tensor
+   (nn__f32_source) is a float32 matmul straight into that tensor: the same float32 sums, and
+   no 16-bit tensor of the weight's size. Else the operand's, of its dtype. */
+static int nn__mm_grad_target(const nn_graph *g, int x, nn_dtype *dt) {
+    int src = nn__f32_source(g, x);
+    *dt = src >= 0 ? NN_F32 : g->nodes[x].dtype;
+    return src >= 0 ? src : x;
+}
+
 static void nn__grad_matmul(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
-    int ta = n.a.matmul.trans_a, tb = n.a.matmul.trans_b;
+    nn_dtype dt;
+    int ta = n.a.matmul.trans_a, tb = n.a.matmul.trans_b, to;
     int vA = n.a.matmul.vec[0], vB = n.a.matmul.vec[1], vY = n.a.matmul.vec[2];
     if (ga) {
         nn_shape sh = g->nodes[a].shape;
-        if (!ta) t = nn__matmul_op(g, gy.id, b, 0, !tb, vY, vB, sh, vA);  /* dA = dC op(B)^T */
-        else t = nn__matmul_op(g, b, gy.id, tb, 1, vB, vY, sh, vA);       /* dA = op(B) dC^T */
-        nn__acc_grad(g, a, t);
+        to = nn__mm_grad_target(g, a, &dt);
+        if (!ta) t = nn__matmul_op_dt(g, dt, gy.id, b, 0, !tb, vY, vB, sh, vA);  /* dA = dC op(B)^T */
+        else t = nn__matmul_op_dt(g, dt, b, gy.id, tb, 1, vB, vY, sh, vA);       /* dA = op(B) dC^T */
+        nn__acc_grad(g, to, t);
     }
     if (gb) {
         nn_shape sh = g->nodes[b].shape;
-        if (!tb) t = nn__matmul_op(g, a, gy.id, !ta, 0, vA, vY, sh, vB);  /* dB = op(A)^T dC */
-        else t = nn__matmul_op(g, gy.id, a, 1, ta, vY, vA, sh, vB);       /* dB = dC^T op(A) */
-        nn__acc_grad(g, b, t);
+        to = nn__mm_grad_target(g, b, &dt);
+        if (!tb) t = nn__matmul_op_dt(g, dt, a, gy.id, !ta, 0, vA, vY, sh, vB);  /* dB = op(A)^T dC */
+        else t = nn__matmul_op_dt(g, dt, gy.id, a, 1, ta, vY, vA, sh, vB);       /* dB = dC^T op(A) */
+        nn__acc_grad(g, to, t);
     }
 }
 
@@ -33120,6 +33212,7 @@ static void nn__plan_matmul(nn_graph *g, nn__node *n) {
         n->scratch = n->numel;
         return;
     }
+    if (nn__dtype_half(g->nodes[n->in[0]].dtype)) return; /* 16-bit operands, float32 C: summed in C */
     if (g->ctx->backend->host_memory) return; /* the CPU body adds in place */
     nn__mm_geom_node(g, n, &G);
     nn__mm_split_make(&G, &S);
@@ -33195,6 +33288,7 @@ static void nn__mm_cpu_task(void *arg, int t, int n_tasks) {
    the float32 scratch, rounded into the output once all its products are summed. */
 static nn_result nn__cpu_matmul(nn_graph *g, nn__node *n) {
     const void *A = g->nodes[n->in[0]].buf.host, *B = g->nodes[n->in[1]].buf.host;
+    nn_dtype in_dt = g->nodes[n->in[0]].dtype; /* the operands' storage: n->dtype, or 16 bits with C float32 */
     int half = nn__dtype_half(n->dtype);
     float *C = half ? n->scratch_buf.host : n->buf.host;
     nn__threadpool *pool = g->ctx->threads;
@@ -33207,7 +33301,7 @@ static nn_result nn__cpu_matmul(nn_graph *g, nn__node *n) {
     J.S = &S;
     J.A = A;
     J.B = B;
-    J.dtype = n->dtype;
+    J.dtype = in_dt;
     J.C = C;
     nn__mm_split_make(&G, &S);
     if (G.nd == 0) { /* one product (every 2-D matmul) */
@@ -33257,6 +33351,7 @@ static nn_result nn__launch_matmul_round(nn_graph *g, int id) {
 static nn_result nn__launch_matmul(nn_graph *g, int id) {
     nn_context *ctx = g->ctx;
     nn__node *n = &g->nodes[id];
+    nn_dtype in_dt = g->nodes[n->in[0]].dtype; /* the operands' storage: n->dtype, or 16 bits with C float32 */
     int half = nn__dtype_half(n->dtype);
     const nn__buf *A = &g->nodes[n->in[0]].buf, *B = &g->nodes[n->in[1]].buf, *C = half ? &n->scratch_buf : &n->buf;
     nn__launch *l = NULL;
@@ -33274,7 +33369,7 @@ static nn_result nn__launch_matmul(nn_graph *g, int id) {
         nn__gemm_plan_make(&ctx->dev, G.ta, G.tb, G.M, G.N, G.K, &plan);
         r = nn__launch_gemm_plan(g, id, &plan, &l);
         if (r != NN_OK) return r;
-        l->store = n->dtype;
+        l->store = in_dt;
         memset(&k, 0, sizeof k);
         k.M = G.M;
         k.N = G.N;
@@ -33329,7 +33424,7 @@ static nn_result nn__launch_matmul(nn_graph *g, int id) {
         pa[0] = G.lda, pa[1] = (int)oa, pa[2] = n_in > 1 ? G.sa[in_dims[1]] : 0, pa[3] = n_in > 0 ? G.sa[in_dims[0]] : 0;
         pb[0] = G.ldb, pb[1] = (int)ob, pb[2] = n_in > 1 ? G.sb[in_dims[1]] : 0, pb[3] = n_in > 0 ? G.sb[in_dims[0]] : 0;
         pc[0] = G.ldc, pc[1] = (int)oc, pc[2] = n_in > 1 ? sc[in_dims[1]] : 0, pc[3] = n_in > 0 ? sc[in_dims[0]] : 0;
-        r = nn__launch_gemm_store(g, id, n->dtype, G.ta, G.tb, G.M, G.N, G.K, A, pa, B, pb,
+        r = nn__launch_gemm_store(g, id, in_dt, G.ta, G.tb, G.M, G.N, G.K, A, pa, B, pb,
                                   to_scratch ? &n->scratch_buf : C, pc, outer, inner, first || to_scratch ? 0.0f : 1.0f);
     }
     if (r == NN_OK && to_scratch) {

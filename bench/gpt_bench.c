@@ -24,6 +24,7 @@
               token, nanoGPT's generate(), reading back the logits)
           gpt_bench mem SEL            BENCH name=memory backend=NAME model=mlp784|tiny_gpt
                                       precision=fp32|bf16|fp16 act_max=B grad_max=B
+                                      act_grad_max=B param_grads=B
                                       parameters=B ... peak=B: nn_graph_memory's bytes by
                                       kind of an MLP 784-1024-1024-10 (batch 256) and the
                                       tiny GPT, per precision (bench_mem below)
@@ -434,6 +435,8 @@ static int bench_peak(void) {
    (nn_graph_desc.precision), bytes by kind, one line each: an MLP 784-1024-1024-10 at batch
    256 (cross-entropy, Adam) and examples/tiny_gpt.c's model (batch 16, context 64, AdamW).
    act_max and grad_max: the activations and gradients at their own peak (the forward's end);
+   act_grad_max: the gradients other than the parameters' at their own peak; param_grads:
+   the parameters' gradients (float32, as the master weights);
    the other kinds at the plan's peak. */
 static int bench_mem(const char *sel) {
     char name[256];
@@ -471,10 +474,10 @@ static int bench_mem(const char *sel) {
             }
             cd.optimizer.lr = 1e-3f;
             if (nn_graph_compile(g, &cd) != NN_OK || nn_graph_memory(g, &r) != NN_OK) return fail(ctx, "compile");
-            printf("BENCH name=memory backend=%s model=%s precision=%s act_max=%lld grad_max=%lld parameters=%lld "
-                   "gradients=%lld optimizer_state=%lld activations=%lld workspace=%lld inputs=%lld peak=%lld\n",
+            printf("BENCH name=memory backend=%s model=%s precision=%s act_max=%lld grad_max=%lld act_grad_max=%lld "
+                   "param_grads=%lld parameters=%lld gradients=%lld optimizer_state=%lld activations=%lld workspace=%lld inputs=%lld peak=%lld\n",
                    name, m == 0 ? "mlp784" : "tiny_gpt", pl[p], (long long)r.activations_max, (long long)r.gradients_max,
-                   (long long)r.parameters, (long long)r.gradients, (long long)r.optimizer_state, (long long)r.activations,
+                   (long long)r.activation_gradients_max, (long long)r.parameter_gradients, (long long)r.parameters, (long long)r.gradients, (long long)r.optimizer_state, (long long)r.activations,
                    (long long)r.workspace, (long long)r.inputs, (long long)r.peak);
             nn_graph_destroy(g);
         }

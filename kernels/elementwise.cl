@@ -117,7 +117,7 @@ __kernel void sum_to(NN__KPARAMS(sum_to)) {
         rem /= D[d];
     }
     for (int r = 0; r < reduced; r++) {
-        acc += x[off];
+        acc += NN__SLOAD(x, off);
         for (int d = nd - 1; d >= 0; d--) { /* the next summed index, innermost first */
             if (S[d] != 0) continue;
             off += X[d];

@@ -17,9 +17,9 @@ NN__KSIG(sum_leading)
 #define NN__KARGS_expand_bcast(F, P) F(in, x) P(out, y) P(int, n) P(int, nd) P(int8, dims) P(int8, sx)
 NN__KSIG(expand_bcast)
 /* sum_to: y [m] = x summed over the dims where st is 0, `reduced` elements each; xs: x's
-   contiguous strides */
+   contiguous strides; x of the program's storage type, y float32 */
 #define NN__KARGS_sum_to(F, P) \
-    F(in, x) P(out, y) P(int, m) P(int, reduced) P(int, nd) P(int8, dims) P(int8, st) P(int8, xs)
+    F(sin, x) P(out, y) P(int, m) P(int, reduced) P(int, nd) P(int8, dims) P(int8, st) P(int8, xs)
 NN__KSIG(sum_to)
 
 /* the unary functions of kernels/activation.h: every NAME_forward and NAME_backward */

@@ -250,8 +250,11 @@ NN_API nn_result nn_context_op_compiled(const nn_context *ctx, int op, uint64_t 
    runs in float32 as before; float32 with 16-bit operands is float32 (PyTorch's promotion).
    nn_conv2d (so nn_conv1d and the conv layers) converts a float32 x and w likewise and
    convolves in 16 bits with float32 sums, its output kept in 16 bits, its bias added in
-   float32. Parameters stay float32 (master weights: the conversion's backward gives them
-   float32 gradients). NN_PRECISION_FP32 (0, the default) builds the graph as before, bit for bit.
+   float32. Parameters stay float32 (master weights). The gradient of a float32 tensor the
+   policy converted (a weight, a bias, an input that requires a gradient) is the float32 sums
+   of the 16-bit products as they are, not rounded to 16 bits first as torch.autocast's
+   are: float32's precision in the update, and no 16-bit gradient of a weight's size
+   (nn_memory_report's activation_gradients_max: half of float32's for an MLP). NN_PRECISION_FP32 (0, the default) builds the graph as before, bit for bit.
    A training graph in FP16 scales its loss by default (nn_compile_desc.loss_scale, section
    14), as torch.cuda.amp.GradScaler: without it gradients under float16's range (6e-8) become 0. */
 typedef enum nn_precision { NN_PRECISION_FP32 = 0, NN_PRECISION_BF16 = 1, NN_PRECISION_FP16 = 2 } nn_precision;
@@ -367,6 +370,12 @@ typedef struct nn_memory_report {
                                 position of the schedule: in training, the forward's end, where
                                 what the backward reads is held), persistent ones included */
     int64_t gradients_max;   /* the gradients likewise, at their own peak */
+    int64_t parameter_gradients;      /* of the gradients, the parameters' own (each parameter's
+                                         gradient or accumulator, whole: float32, as the master
+                                         weights', under any precision policy) */
+    int64_t activation_gradients_max; /* the other gradients (of activations, inputs and a
+                                         policy's 16-bit parameter copies: their storage type's
+                                         bytes) at their own peak, persistent ones included */
 } nn_memory_report;
 /* Into *out: the plan's bytes by kind (nn_memory_report). Needs the plan that
    nn_graph_compile makes (NN_ERR_STATE before it); after a compile refused by

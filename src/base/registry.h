@@ -58,7 +58,7 @@
     X(WHERE, "where", where, NN__OPF_RANK0)                                                      \
     X(MASKED_FILL, "masked_fill", masked_fill, NN__OPF_RANK0)                                    \
     X(EXPAND, "expand", expand, NN__OPF_RANK0)                                                   \
-    X(SUM_TO, "sum_to", sum_to, NN__OPF_RANK0)                                                   \
+    X(SUM_TO, "sum_to", sum_to, NN__OPF_RANK0 | NN__OPF_HALF)                                                   \
     X(UNARY_NOGRAD, "unary_nograd", unary_nograd, NN__OPF_NO_GRAD | NN__OPF_RANK0 | NN__OPF_HALF)
 
 #define NN__OPS_MATMUL(X)           \

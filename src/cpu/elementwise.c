@@ -413,9 +413,20 @@ static void nn__expand_forward(nn__threadpool *pool, float *y, const float *x, c
    order kernels/elementwise.cl's sum_to adds in, and the same for any thread count. A task
    owns whole elements of y: rows of y's innermost dim (cut into column ranges when y has
    few rows) when that dim is kept, single elements when it is summed. */
+/* n 16-bit elements of dtype dt (NN_BF16, NN_F16) widened into w (kernels/storage.h) */
+static void nn__widen16(const uint16_t *x, nn_dtype dt, float *w, int64_t n) {
+    int64_t i;
+    if (dt == NN_BF16)
+        for (i = 0; i < n; i++) w[i] = NN__LD_BF16(x, i);
+    else
+        for (i = 0; i < n; i++) w[i] = NN__LD_F16(x, i);
+}
+
 typedef struct nn__sum_to_job {
     float *y;
     const float *x;
+    const uint16_t *xh;           /* x in 16-bit storage of xdt (NN_BF16, NN_F16), else NULL */
+    nn_dtype xdt;
     const nn__bcast *bc;
     int64_t xs[NN_MAX_DIMS];      /* x's contiguous strides */
     int64_t m;                    /* y's elements */
@@ -466,15 +477,28 @@ static void nn__sum_to_unit(const nn__sum_to_job *j, int64_t u) {
         off = nn__sum_to_base(j, row, 1) + c0;
         memset(y, 0, (size_t)(c1 - c0) * sizeof(float));
         for (r = 0; r < j->reduced; r++) {
-            nn__binary_row(NN__B_ADD, y, y, 1, j->x + off, 1, c1 - c0);
+            if (j->xh) { /* 16 bits: widened a block at a time, the same adds */
+                float w[256];
+                int64_t c, b;
+                for (c = 0; c < c1 - c0; c += b) {
+                    b = c1 - c0 - c < 256 ? c1 - c0 - c : 256;
+                    nn__widen16(j->xh + off + c, j->xdt, w, b);
+                    nn__binary_row(NN__B_ADD, y + c, y + c, 1, w, 1, b);
+                }
+            } else
+                nn__binary_row(NN__B_ADD, y, y, 1, j->x + off, 1, c1 - c0);
             off += nn__sum_to_next(j, idx, -1);
         }
     } else { /* summed innermost: runs of `inner` consecutive elements */
         int64_t inner = bc->dim[last], off = nn__sum_to_base(j, u, 0), t;
         float acc = 0.0f;
         for (r = 0; r < j->reduced; r += inner) {
-            const float *x = j->x + off;
-            for (t = 0; t < inner; t++) acc += x[t];
+            if (j->xh)
+                for (t = 0; t < inner; t++) acc += j->xdt == NN_BF16 ? NN__LD_BF16(j->xh, off + t) : NN__LD_F16(j->xh, off + t);
+            else {
+                const float *x = j->x + off;
+                for (t = 0; t < inner; t++) acc += x[t];
+            }
             off += nn__sum_to_next(j, idx, last);
         }
         j->y[u] = acc;
@@ -487,12 +511,15 @@ static void nn__sum_to_task(void *arg, int t, int n_tasks) {
     for (; u0 < u1; u0++) nn__sum_to_unit(j, u0);
 }
 
-static void nn__sum_to_forward(nn__threadpool *pool, float *y, const float *x, const nn__bcast *bc) {
+/* x: float32, or 16-bit storage of dtype xdt (summed as the float32 values it widens to) */
+static void nn__sum_to_forward(nn__threadpool *pool, float *y, const void *x, nn_dtype xdt, const nn__bcast *bc) {
     nn__sum_to_job j;
     int last = bc->nd - 1, d, tasks = bc->n >= NN__EW_PAR_MIN ? nn__threadpool_size(pool) : 1;
     memset(&j, 0, sizeof j);
     j.y = y;
-    j.x = x;
+    j.x = (const float *)x;
+    j.xh = nn__dtype_half(xdt) ? (const uint16_t *)x : NULL;
+    j.xdt = xdt;
     j.bc = bc;
     j.m = 1;
     for (d = last; d >= 0; d--) {

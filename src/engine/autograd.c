@@ -12,6 +12,18 @@ static void nn__acc_grad(nn_graph *g, int x, nn_tensor gx) {
     else g->nodes[x].grad = nn__op2(g, NN__OP_ADD, g->nodes[x].dtype, g->nodes[x].shape, g->nodes[x].grad, gx.id).id;
 }
 
+/* x's float32 source when x is a 16-bit copy (nn_to_dtype: a precision policy's copy of a
+   master weight or bias) of a float32 tensor that needs a gradient, else -1. A rule whose
+   gradient for x comes out of float32 sums (a matmul's, a broadcast sum's) gives it to the
+   source as it is, not rounded to 16 bits and widened again by the copy's rule. */
+static NN__MAYBE_UNUSED int nn__f32_source(const nn_graph *g, int x) {
+    const nn__node *c = &g->nodes[x];
+    if (c->op == NN__OP_CAST && nn__dtype_half(c->dtype) && g->nodes[c->in[0]].dtype == NN_F32 &&
+        g->nodes[c->in[0]].needs_grad)
+        return c->in[0];
+    return -1;
+}
+
 /* The rule of an op whose input's gradient is one node of grad_op on dy alone, with the
    forward node's attributes and its input's shape (pad2d, upsample2d, avg_pool2d, ...). */
 static void nn__grad_by_op(nn_graph *g, int id, int grad_op) {

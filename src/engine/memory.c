@@ -62,14 +62,17 @@ static int64_t *nn__mem_field(nn_memory_report *r, int kind) {
    whole; the arena's tensors and scratch count as they are live at the schedule position
    where the arena's live bytes peak (ties: the first). */
 static nn_result nn__memory_report(nn_graph *g, nn_memory_report *r) {
-    int64_t *d, best = -1, persistent = 4; /* the constant 1.0 kernels take for absent operands */
+    int64_t *d, *ag, best = -1, persistent = 4; /* the constant 1.0 kernels take for absent operands */
+    int64_t ag_live = 0, ag_persistent = 0;
     unsigned char *is_pgrad;
     int i, k, p, best_p = 0;
     memset(r, 0, sizeof *r);
     d = (int64_t *)nn__calloc(((size_t)g->n_sched + 1) * NN__MEM_KINDS, sizeof *d);
+    ag = (int64_t *)nn__calloc((size_t)g->n_sched + 1, sizeof *ag); /* activation gradients: live-byte deltas */
     is_pgrad = (unsigned char *)nn__calloc((size_t)g->n_nodes + 1, 1);
-    if (!d || !is_pgrad) {
+    if (!d || !ag || !is_pgrad) {
         NN_FREE(d);
+        NN_FREE(ag);
         NN_FREE(is_pgrad);
         return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_memory: out of memory");
     }
@@ -82,12 +85,18 @@ static nn_result nn__memory_report(nn_graph *g, nn_memory_report *r) {
         if (!n->live) continue;
         kind = nn__mem_kind(g, i, is_pgrad);
         if (n->storage == NN__ST_PARAM) bytes = (int64_t)nn__dtype_bytes(NN_F32, g->params->p[n->param].numel);
+        if (kind == NN__MEM_GRAD && is_pgrad[i]) r->parameter_gradients += bytes;
         if (n->storage == NN__ST_PARAM || n->storage == NN__ST_OWN) {
             *nn__mem_field(r, kind) += bytes;
             persistent += bytes;
+            if (kind == NN__MEM_GRAD && !is_pgrad[i]) ag_persistent += bytes;
         } else if (n->storage == NN__ST_ARENA && bytes > 0 && n->first >= 0) {
             d[(size_t)n->first * NN__MEM_KINDS + (size_t)kind] += bytes;
             d[(size_t)(n->last + 1) * NN__MEM_KINDS + (size_t)kind] -= bytes;
+            if (kind == NN__MEM_GRAD && !is_pgrad[i]) {
+                ag[n->first] += bytes;
+                ag[n->last + 1] -= bytes;
+            }
         }
         if (n->scratch > 0 && n->first >= 0) {
             d[(size_t)n->first * NN__MEM_KINDS + NN__MEM_WORK] += (int64_t)nn__dtype_bytes(NN_F32, n->scratch);
@@ -124,7 +133,10 @@ static nn_result nn__memory_report(nn_graph *g, nn_memory_report *r) {
         }
         if (d[(size_t)p * NN__MEM_KINDS + NN__MEM_ACT] > r->activations_max) r->activations_max = d[(size_t)p * NN__MEM_KINDS + NN__MEM_ACT];
         if (d[(size_t)p * NN__MEM_KINDS + NN__MEM_GRAD] > r->gradients_max) r->gradients_max = d[(size_t)p * NN__MEM_KINDS + NN__MEM_GRAD];
+        ag_live += ag[p];
+        if (ag_live > r->activation_gradients_max) r->activation_gradients_max = ag_live;
     }
+    r->activation_gradients_max += ag_persistent;
     if (g->n_sched > 0) {
         for (k = 0; k < NN__MEM_KINDS; k++) *nn__mem_field(r, k) += d[(size_t)best_p * NN__MEM_KINDS + (size_t)k];
         r->peak_op = nn__op(g->nodes[g->sched[best_p]].op)->name;
@@ -138,6 +150,7 @@ static nn_result nn__memory_report(nn_graph *g, nn_memory_report *r) {
     r->persistent = persistent;
     r->allocated = persistent + r->arena;
     NN_FREE(d);
+    NN_FREE(ag);
     NN_FREE(is_pgrad);
     return NN_OK;
 }

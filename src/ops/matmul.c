@@ -185,8 +185,12 @@ static void nn__mm_geom_node(const nn_graph *g, const nn__node *n, nn__mm_geom *
 
 /* A matmul node of out = op(a) op(b) seen through the views given, summed over the batch
    dims that out's view has as 1 or lacks (the builder and the autograd rule check shapes). */
-static nn_tensor nn__matmul_op(nn_graph *g, int a, int b, int ta, int tb, int va, int vb, nn_shape out, int vc) {
-    nn_tensor t = nn__op2(g, NN__OP_MATMUL, g->nodes[a].dtype, out, a, b); /* the operands' dtype (checked) */
+/* A matmul node of C's dtype `dt`: the operands' (checked), or NN_F32 from 16-bit operands
+   (a gradient of a policy's 16-bit copy of a float32 tensor: its float32 sums kept as they
+   are, not rounded to 16 bits and widened again) */
+static nn_tensor nn__matmul_op_dt(nn_graph *g, nn_dtype dt, int a, int b, int ta, int tb, int va, int vb, nn_shape out,
+                                  int vc) {
+    nn_tensor t = nn__op2(g, NN__OP_MATMUL, dt, out, a, b);
     if (t.id >= 0) {
         nn__matmul_attr *m = &g->nodes[t.id].a.matmul;
         m->trans_a = ta != 0;
@@ -196,6 +200,10 @@ static nn_tensor nn__matmul_op(nn_graph *g, int a, int b, int ta, int tb, int va
         m->vec[2] = vc;
     }
     return t;
+}
+
+static nn_tensor nn__matmul_op(nn_graph *g, int a, int b, int ta, int tb, int va, int vb, nn_shape out, int vc) {
+    return nn__matmul_op_dt(g, g->nodes[a].dtype, a, b, ta, tb, va, vb, out, vc);
 }
 
 static nn_tensor nn__matmul_build(nn_graph *g, nn_tensor a, nn_tensor b, int trans_a, int trans_b) {
@@ -403,22 +411,34 @@ NN_API nn_tensor nn_linear_layer(nn_graph *g, nn_tensor x, int64_t out_features,
 
 /* The gradients of C = op(A) op(B) through the same views, each reduced to its operand's
    batch dims where they were broadcast (nn__matmul_op sums over them). */
+/* The gradient of an operand that is a policy's 16-bit copy of a float32 tensor
+   (nn__f32_source) is a float32 matmul straight into that tensor: the same float32 sums, and
+   no 16-bit tensor of the weight's size. Else the operand's, of its dtype. */
+static int nn__mm_grad_target(const nn_graph *g, int x, nn_dtype *dt) {
+    int src = nn__f32_source(g, x);
+    *dt = src >= 0 ? NN_F32 : g->nodes[x].dtype;
+    return src >= 0 ? src : x;
+}
+
 static void nn__grad_matmul(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
-    int ta = n.a.matmul.trans_a, tb = n.a.matmul.trans_b;
+    nn_dtype dt;
+    int ta = n.a.matmul.trans_a, tb = n.a.matmul.trans_b, to;
     int vA = n.a.matmul.vec[0], vB = n.a.matmul.vec[1], vY = n.a.matmul.vec[2];
     if (ga) {
         nn_shape sh = g->nodes[a].shape;
-        if (!ta) t = nn__matmul_op(g, gy.id, b, 0, !tb, vY, vB, sh, vA);  /* dA = dC op(B)^T */
-        else t = nn__matmul_op(g, b, gy.id, tb, 1, vB, vY, sh, vA);       /* dA = op(B) dC^T */
-        nn__acc_grad(g, a, t);
+        to = nn__mm_grad_target(g, a, &dt);
+        if (!ta) t = nn__matmul_op_dt(g, dt, gy.id, b, 0, !tb, vY, vB, sh, vA);  /* dA = dC op(B)^T */
+        else t = nn__matmul_op_dt(g, dt, b, gy.id, tb, 1, vB, vY, sh, vA);       /* dA = op(B) dC^T */
+        nn__acc_grad(g, to, t);
     }
     if (gb) {
         nn_shape sh = g->nodes[b].shape;
-        if (!tb) t = nn__matmul_op(g, a, gy.id, !ta, 0, vA, vY, sh, vB);  /* dB = op(A)^T dC */
-        else t = nn__matmul_op(g, gy.id, a, 1, ta, vY, vA, sh, vB);       /* dB = dC^T op(A) */
-        nn__acc_grad(g, b, t);
+        to = nn__mm_grad_target(g, b, &dt);
+        if (!tb) t = nn__matmul_op_dt(g, dt, a, gy.id, !ta, 0, vA, vY, sh, vB);  /* dB = op(A)^T dC */
+        else t = nn__matmul_op_dt(g, dt, gy.id, a, 1, ta, vY, vA, sh, vB);       /* dB = dC^T op(A) */
+        nn__acc_grad(g, to, t);
     }
 }
 
@@ -458,6 +478,7 @@ static void nn__plan_matmul(nn_graph *g, nn__node *n) {
         n->scratch = n->numel;
         return;
     }
+    if (nn__dtype_half(g->nodes[n->in[0]].dtype)) return; /* 16-bit operands, float32 C: summed in C */
     if (g->ctx->backend->host_memory) return; /* the CPU body adds in place */
     nn__mm_geom_node(g, n, &G);
     nn__mm_split_make(&G, &S);
@@ -533,6 +554,7 @@ static void nn__mm_cpu_task(void *arg, int t, int n_tasks) {
    the float32 scratch, rounded into the output once all its products are summed. */
 static nn_result nn__cpu_matmul(nn_graph *g, nn__node *n) {
     const void *A = g->nodes[n->in[0]].buf.host, *B = g->nodes[n->in[1]].buf.host;
+    nn_dtype in_dt = g->nodes[n->in[0]].dtype; /* the operands' storage: n->dtype, or 16 bits with C float32 */
     int half = nn__dtype_half(n->dtype);
     float *C = half ? n->scratch_buf.host : n->buf.host;
     nn__threadpool *pool = g->ctx->threads;
@@ -545,7 +567,7 @@ static nn_result nn__cpu_matmul(nn_graph *g, nn__node *n) {
     J.S = &S;
     J.A = A;
     J.B = B;
-    J.dtype = n->dtype;
+    J.dtype = in_dt;
     J.C = C;
     nn__mm_split_make(&G, &S);
     if (G.nd == 0) { /* one product (every 2-D matmul) */
@@ -595,6 +617,7 @@ static nn_result nn__launch_matmul_round(nn_graph *g, int id) {
 static nn_result nn__launch_matmul(nn_graph *g, int id) {
     nn_context *ctx = g->ctx;
     nn__node *n = &g->nodes[id];
+    nn_dtype in_dt = g->nodes[n->in[0]].dtype; /* the operands' storage: n->dtype, or 16 bits with C float32 */
     int half = nn__dtype_half(n->dtype);
     const nn__buf *A = &g->nodes[n->in[0]].buf, *B = &g->nodes[n->in[1]].buf, *C = half ? &n->scratch_buf : &n->buf;
     nn__launch *l = NULL;
@@ -612,7 +635,7 @@ static nn_result nn__launch_matmul(nn_graph *g, int id) {
         nn__gemm_plan_make(&ctx->dev, G.ta, G.tb, G.M, G.N, G.K, &plan);
         r = nn__launch_gemm_plan(g, id, &plan, &l);
         if (r != NN_OK) return r;
-        l->store = n->dtype;
+        l->store = in_dt;
         memset(&k, 0, sizeof k);
         k.M = G.M;
         k.N = G.N;
@@ -667,7 +690,7 @@ static nn_result nn__launch_matmul(nn_graph *g, int id) {
         pa[0] = G.lda, pa[1] = (int)oa, pa[2] = n_in > 1 ? G.sa[in_dims[1]] : 0, pa[3] = n_in > 0 ? G.sa[in_dims[0]] : 0;
         pb[0] = G.ldb, pb[1] = (int)ob, pb[2] = n_in > 1 ? G.sb[in_dims[1]] : 0, pb[3] = n_in > 0 ? G.sb[in_dims[0]] : 0;
         pc[0] = G.ldc, pc[1] = (int)oc, pc[2] = n_in > 1 ? sc[in_dims[1]] : 0, pc[3] = n_in > 0 ? sc[in_dims[0]] : 0;
-        r = nn__launch_gemm_store(g, id, n->dtype, G.ta, G.tb, G.M, G.N, G.K, A, pa, B, pb,
+        r = nn__launch_gemm_store(g, id, in_dt, G.ta, G.tb, G.M, G.N, G.K, A, pa, B, pb,
                                   to_scratch ? &n->scratch_buf : C, pc, outer, inner, first || to_scratch ? 0.0f : 1.0f);
     }
     if (r == NN_OK && to_scratch) {

@@ -133,8 +133,10 @@ NN_API nn_tensor nn_add(nn_graph *g, nn_tensor a, nn_tensor b) { return nn__bina
 #define nn__plan_add nn__no_plan
 
 /* Operand x's gradient from t at the output's shape: t summed to x's shape (nn__sum_to_op:
-   nothing when the shapes are the same), times s when s is not 1. A 16-bit t goes through
-   float32 for the sum and the scale (SUM_TO and SCALE run in float32) and back to x's dtype. */
+   nothing when the shapes are the same), times s when s is not 1. A 16-bit t is summed by
+   SUM_TO as it is (16 bits read, float32 sums) or widened to float32 for the scale alone
+   (SCALE runs in float32); the float32 result goes to x's float32 source where x is a
+   policy's 16-bit copy (nn__f32_source: a bias), else back to x's dtype (nn__acc_grad). */
 static nn_tensor nn__binary_grad_to(nn_graph *g, nn_tensor t, int x, float s) {
     nn_dtype dt;
     if (t.id < 0) return t;
@@ -144,18 +146,25 @@ static nn_tensor nn__binary_grad_to(nn_graph *g, nn_tensor t, int x, float s) {
         return s != 1.0f && t.id >= 0 ? nn__scale_op(g, g->nodes[x].shape, t.id, s) : t;
     }
     if (s == 1.0f && nn__shape_eq(&g->nodes[t.id].shape, &g->nodes[x].shape)) return t;
-    t = nn__op1(g, NN__OP_CAST, NN_F32, g->nodes[t.id].shape, t.id);
-    if (t.id >= 0) t = nn__sum_to_op(g, t.id, g->nodes[x].shape);
+    if (!nn__shape_eq(&g->nodes[t.id].shape, &g->nodes[x].shape)) t = nn__sum_to_op(g, t.id, g->nodes[x].shape);
+    else t = nn__op1(g, NN__OP_CAST, NN_F32, g->nodes[t.id].shape, t.id);
     if (s != 1.0f && t.id >= 0) t = nn__scale_op(g, g->nodes[x].shape, t.id, s);
-    return t.id >= 0 ? nn__op1(g, NN__OP_CAST, g->nodes[x].dtype, g->nodes[x].shape, t.id) : t;
+    return t;
+}
+
+/* x's gradient t (nn__binary_grad_to): a float32 one to x's float32 source when there is
+   one, else to x (converted to x's dtype there) */
+static void nn__binary_acc(nn_graph *g, int x, nn_tensor t) {
+    int src = nn__f32_source(g, x);
+    nn__acc_grad(g, src >= 0 && t.id >= 0 && g->nodes[t.id].dtype == NN_F32 ? src : x, t);
 }
 
 /* Gradients of broadcast operands: the gradient at the output's shape, summed to the
    operand's. */
 static void nn__grad_add_sub(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
-    if (ga) nn__acc_grad(g, a, nn__binary_grad_to(g, gy, a, 1.0f));
-    if (gb) nn__acc_grad(g, b, nn__binary_grad_to(g, gy, b, n.op == NN__OP_SUB ? -1.0f : 1.0f));
+    if (ga) nn__binary_acc(g, a, nn__binary_grad_to(g, gy, a, 1.0f));
+    if (gb) nn__binary_acc(g, b, nn__binary_grad_to(g, gy, b, n.op == NN__OP_SUB ? -1.0f : 1.0f));
 }
 
 /* ==== sub: y = a - b (torch.sub) ==== */

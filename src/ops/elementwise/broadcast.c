@@ -82,7 +82,8 @@ static void nn__bcast_ints(const nn__bcast *bc, int dims[8], int st[3][8]) {
 
 /* ==== sum_to: y [sh] = x [...] summed over the dims where sh is 1 or missing, sh a shape
    that broadcasts to x's: the gradient of every broadcast (add, mul, where, expand, ...);
-   its own gradient is EXPAND back to x's shape ==== */
+   its own gradient is EXPAND back to x's shape. x float32 or 16-bit (NN__OPF_HALF: read
+   as the float32 values it widens to), y float32 ==== */
 
 /* Node x summed to shape sh: x itself when the shapes are the same. */
 static nn_tensor nn__sum_to_op(nn_graph *g, int x, nn_shape sh) {
@@ -106,7 +107,7 @@ static void nn__sum_to_geometry(nn_graph *g, const nn__node *n, nn__bcast *bc) {
 static nn_result nn__cpu_sum_to(nn_graph *g, nn__node *n) {
     nn__bcast bc;
     nn__sum_to_geometry(g, n, &bc);
-    nn__sum_to_forward(g->ctx->threads, n->buf.host, NN__F(n->in[0]), &bc);
+    nn__sum_to_forward(g->ctx->threads, n->buf.host, g->nodes[n->in[0]].buf.host, g->nodes[n->in[0]].dtype, &bc);
     return NN_OK;
 }
 
@@ -121,6 +122,7 @@ static nn_result nn__launch_sum_to(nn_graph *g, int id) {
     memset(xs, 0, sizeof xs);
     for (d = bc.nd - 1; d >= 0; d--) xs[d] = d == bc.nd - 1 ? 1 : xs[d + 1] * dims[d + 1];
     NN__KSTART(sum_to, "elementwise", "sum_to", M);
+    l->store = g->nodes[n->in[0]].dtype; /* x read through kernels/storage.h, y float32 */
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.m = M;
