@@ -421,8 +421,8 @@ NN_API nn_result nn_context_op_compiled(const nn_context *ctx, int op, uint64_t 
    the optimizer) gets its 16-bit inputs converted to float32 first, once per tensor, and
    runs in float32 as before; float32 with 16-bit operands is float32 (PyTorch's promotion).
    nn_conv2d (so nn_conv1d and the conv layers) converts a float32 x and w likewise and
-   convolves in 16 bits with float32 sums, its output kept in 16 bits, its bias added in
-   float32. Parameters stay float32 (master weights). The gradient of a float32 tensor the
+   convolves in 16 bits with float32 sums, its output kept in 16 bits, its bias converted
+   and added there (F.conv2d under autocast). Parameters stay float32 (master weights). The gradient of a float32 tensor the
    policy converted (a weight, a bias, an input that requires a gradient) is the float32 sums
    of the 16-bit products as they are, not rounded to 16 bits first as torch.autocast's
    are: float32's precision in the update, and no 16-bit gradient of a weight's size
@@ -27741,7 +27741,9 @@ static int nn__new_node(nn_graph *g, int op, nn_dtype dt, nn_shape shape, const 
                     if (conv[i] < 0) return -1;
                 }
             }
-            return nn__new_node(g, op, dt, shape, conv, n_in);
+            /* and computes in float32: its output is float32 whatever the builder asked (a view
+               such as RESHAPE takes its input's dtype, now the float32 copy's) */
+            return nn__new_node(g, op, nn__dtype_half(dt) ? NN_F32 : dt, shape, conv, n_in);
         }
     }
     if (!(nn__op(op)->flags & NN__OPF_HALF)) { /* 16-bit storage only where the op's bodies and kernels read it */
@@ -37162,7 +37164,7 @@ static void nn__conv2d_geo(const nn__conv_attr *at, int geo[8]) {
    gradients in that dtype, every sum in float32 (src/cpu/conv16.c; kernels/conv.cl's
    direct kernels in a 16-bit build). Under the precision policy (nn_graph_desc.precision)
    a conv2d converts float32 x and w and runs in 16 bits, as torch.autocast runs conv2d in
-   bf16; its output stays 16-bit without a bias, the bias is added in float32 (nn__channel_bias). */
+   bf16; its output stays 16-bit, a bias converted and added in 16 bits as well. */
 static nn_tensor nn__conv2d_build(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc);
 
 NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc) {
@@ -37177,13 +37179,18 @@ NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
         (desc && nn__no_bias_conflict(g, "nn_conv2d", desc->no_bias, bias)))
         return nn__conv2d_build(g, x, w, bias, desc);
     /* the policy: float32 operands converted (parameters stay float32: master weights), the
-       conv made and kept in 16 bits; a bias is added in float32 (nn__new_node converts y for
-       nn__channel_bias, which computes in float32) */
+       conv made and kept in 16 bits; a float32 [K] bias converted too and added there (F.conv2d
+       under autocast: [K, 1, 1] broadcast over y, its float32 gradient summed from 16 bits,
+       src/ops/elementwise/binary.c); another bias goes to nn__channel_bias for its error */
     if (nn__n(g, x)->dtype == NN_F32) x = nn_to_dtype(g, x, dt);
     if (nn__n(g, w)->dtype == NN_F32) w = nn_to_dtype(g, w, dt);
     if (x.id < 0 || w.id < 0) return nn__tensor(-1);
     y = nn__conv2d_build(g, x, w, nn__tensor(0), desc);
-    return bias.id != 0 && y.id >= 0 ? nn__channel_bias(g, "nn_conv2d", y, bias) : y;
+    if (bias.id == 0 || y.id < 0) return y;
+    if (nn__n(g, bias)->dtype != NN_F32 || nn__n(g, bias)->shape.ndim != 1 ||
+        nn__n(g, bias)->shape.dim[0] != nn__n(g, y)->shape.dim[1])
+        return nn__channel_bias(g, "nn_conv2d", y, bias);
+    return nn_add(g, y, nn_to_dtype(g, nn_reshape(g, bias, nn_shape3(nn__n(g, bias)->shape.dim[0], 1, 1)), dt));
 }
 
 static nn_tensor nn__conv2d_build(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc) {

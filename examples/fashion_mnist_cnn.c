@@ -10,7 +10,7 @@
    DATA_DIR and the dataset's files as for examples/fashion_mnist_mlp.c (the loading code is
    examples/fashion_mnist.h); EPOCHS (default 10) can also come from $EPOCHS; NN_DEVICE
    picks the backend; CKPT=path (checkpoint after every epoch, resume when the file
-   exists), METRICS=path (a CSV log for tools/plot_metrics) and PROGRESS=0 as for
+   exists; unset or empty: none), METRICS=path (a CSV log for tools/plot_metrics) and PROGRESS=0 as for
    examples/fashion_mnist_mlp.c. At the end the model is saved with its architecture
    (nn_model_save) to fashion_mnist_cnn.safetensors (MODEL_OUT: another path), which
    examples/predict.c classifies with, no model code (fp32 only).
@@ -113,6 +113,7 @@ int main(int argc, char **argv) {
     const char *precision_name = "fp32";
     int precision = fmnist_precision(&precision_name); /* $PRECISION: fp32 (default), bf16, fp16 */
 
+    if (ckpt && !ckpt[0]) ckpt = NULL; /* CKPT= (empty): no checkpoint, as unset */
     if (argc > 2) epochs = atoi(argv[2]);
     else if (env) epochs = atoi(env);
     if (precision < 0) return 2;

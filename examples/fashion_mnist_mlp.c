@@ -15,7 +15,8 @@
    NN_DEVICE picks the backend. Environment:
        CKPT=path      save the training state there after every epoch (safetensors:
                       parameters, Adam's state, the step, the dataset's epoch and position)
-                      and, when the file exists at the start, resume from it
+                      and, when the file exists at the start, resume from it (unset or
+                      empty: no checkpoint)
        METRICS=path   write a CSV log (epoch, train_loss, train_acc, test_acc, seconds);
                       tools/plot_metrics draws it as an SVG
        PROGRESS=0     no progress line (examples/progress.h; stderr)
@@ -84,6 +85,7 @@ int main(int argc, char **argv) {
     const char *precision_name = "fp32";
     int precision = fmnist_precision(&precision_name); /* $PRECISION: fp32 (default), bf16, fp16 */
 
+    if (ckpt && !ckpt[0]) ckpt = NULL; /* CKPT= (empty): no checkpoint, as unset */
     if (argc > 2) epochs = atoi(argv[2]);
     else if (env) epochs = atoi(env);
     if (precision < 0) return 2;

@@ -489,6 +489,43 @@ static void bias16_cases(const t_env *e) {
         for (k = 0; k < 5; k++) bias16_case(e, d ? NN_F16 : NN_BF16, shapes[k][0], shapes[k][1], shapes[k][2]);
 }
 
+/* ---- a 16-bit tensor into an op without 16-bit bodies under the policy: the op reads the
+   float32 copy, and its output is float32 (a view such as nn_reshape of a bf16 matmul once
+   kept the 16-bit dtype over the float32 copy's buffer and read it as 16-bit words). The
+   reshape of the product against the product converted by nn_to_dtype, bitwise. ---- */
+static void view16_case(const t_env *e, nn_precision prec) {
+    nn_context *ctx = e->ctx;
+    nn_graph *g = NULL;
+    nn_graph_desc gd;
+    nn_tensor x, y, r, c;
+    float xv[5 * 12], rv[35], cv[35];
+    int i;
+    if (!t_begin(e, prec == NN_PRECISION_BF16 ? "mixed: bf16 policy, reshape of a 16-bit product reads it as float32"
+                                              : "mixed: fp16 policy, reshape of a 16-bit product reads it as float32"))
+        return;
+    memset(&gd, 0, sizeof gd);
+    gd.precision = prec;
+    for (i = 0; i < 5 * 12; i++) xv[i] = (float)((i * 37) % 19) / 9.0f - 1.0f;
+    if (!T_OK(nn_graph_create(ctx, &gd, &g), ctx)) goto done;
+    x = nn_input(g, "x", NN_F32, nn_shape2(5, 12));
+    y = nn_linear_layer(g, x, 7, NULL, "fc");
+    r = nn_reshape(g, y, nn_shape1(35));
+    c = nn_to_dtype(g, y, NN_F32);
+    nn_graph_output(g, r);
+    nn_graph_output(g, c);
+    if (!T_OK(nn_graph_compile(g, NULL), ctx) || !T_OK(nn_tensor_write(g, x, xv, sizeof xv), ctx) ||
+        !T_OK(nn_graph_forward(g), ctx) || !T_OK(nn_tensor_read(g, r, rv, sizeof rv), ctx) ||
+        !T_OK(nn_tensor_read(g, c, cv, sizeof cv), ctx))
+        goto done;
+    for (i = 0; i < 35; i++)
+        if (!T_CHECK(memcmp(&rv[i], &cv[i], 4) == 0 && cv[i] != 0.0f, "reshape[%d] = %.9g, the product %.9g", i,
+                     (double)rv[i], (double)cv[i]))
+            break;
+done:
+    nn_graph_destroy(g);
+    t_end();
+}
+
 /* ---- refusals ---- */
 
 B(n_mixed_dt, nn_matmul(g, nn_to_dtype(g, F(g, S2(3, 4)), NN_BF16), nn_to_dtype(g, F(g, S2(4, 5)), NN_F16), 0, 0))
@@ -523,5 +560,7 @@ void suite_mixed(const t_env *e) {
     promotion_case(e);
     memory_case(e);
     bias16_cases(e);
+    view16_case(e, NN_PRECISION_BF16);
+    view16_case(e, NN_PRECISION_FP16);
     t_bad_rows(e, mixed_bad, (int)(sizeof mixed_bad / sizeof mixed_bad[0]));
 }

@@ -249,8 +249,8 @@ NN_API nn_result nn_context_op_compiled(const nn_context *ctx, int op, uint64_t 
    the optimizer) gets its 16-bit inputs converted to float32 first, once per tensor, and
    runs in float32 as before; float32 with 16-bit operands is float32 (PyTorch's promotion).
    nn_conv2d (so nn_conv1d and the conv layers) converts a float32 x and w likewise and
-   convolves in 16 bits with float32 sums, its output kept in 16 bits, its bias added in
-   float32. Parameters stay float32 (master weights). The gradient of a float32 tensor the
+   convolves in 16 bits with float32 sums, its output kept in 16 bits, its bias converted
+   and added there (F.conv2d under autocast). Parameters stay float32 (master weights). The gradient of a float32 tensor the
    policy converted (a weight, a bias, an input that requires a gradient) is the float32 sums
    of the 16-bit products as they are, not rounded to 16 bits first as torch.autocast's
    are: float32's precision in the update, and no 16-bit gradient of a weight's size

@@ -350,7 +350,9 @@ static int nn__new_node(nn_graph *g, int op, nn_dtype dt, nn_shape shape, const 
                     if (conv[i] < 0) return -1;
                 }
             }
-            return nn__new_node(g, op, dt, shape, conv, n_in);
+            /* and computes in float32: its output is float32 whatever the builder asked (a view
+               such as RESHAPE takes its input's dtype, now the float32 copy's) */
+            return nn__new_node(g, op, nn__dtype_half(dt) ? NN_F32 : dt, shape, conv, n_in);
         }
     }
     if (!(nn__op(op)->flags & NN__OPF_HALF)) { /* 16-bit storage only where the op's bodies and kernels read it */

@@ -55,7 +55,7 @@ static void nn__conv2d_geo(const nn__conv_attr *at, int geo[8]) {
    gradients in that dtype, every sum in float32 (src/cpu/conv16.c; kernels/conv.cl's
    direct kernels in a 16-bit build). Under the precision policy (nn_graph_desc.precision)
    a conv2d converts float32 x and w and runs in 16 bits, as torch.autocast runs conv2d in
-   bf16; its output stays 16-bit without a bias, the bias is added in float32 (nn__channel_bias). */
+   bf16; its output stays 16-bit, a bias converted and added in 16 bits as well. */
 static nn_tensor nn__conv2d_build(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc);
 
 NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc) {
@@ -70,13 +70,18 @@ NN_API nn_tensor nn_conv2d(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias
         (desc && nn__no_bias_conflict(g, "nn_conv2d", desc->no_bias, bias)))
         return nn__conv2d_build(g, x, w, bias, desc);
     /* the policy: float32 operands converted (parameters stay float32: master weights), the
-       conv made and kept in 16 bits; a bias is added in float32 (nn__new_node converts y for
-       nn__channel_bias, which computes in float32) */
+       conv made and kept in 16 bits; a float32 [K] bias converted too and added there (F.conv2d
+       under autocast: [K, 1, 1] broadcast over y, its float32 gradient summed from 16 bits,
+       src/ops/elementwise/binary.c); another bias goes to nn__channel_bias for its error */
     if (nn__n(g, x)->dtype == NN_F32) x = nn_to_dtype(g, x, dt);
     if (nn__n(g, w)->dtype == NN_F32) w = nn_to_dtype(g, w, dt);
     if (x.id < 0 || w.id < 0) return nn__tensor(-1);
     y = nn__conv2d_build(g, x, w, nn__tensor(0), desc);
-    return bias.id != 0 && y.id >= 0 ? nn__channel_bias(g, "nn_conv2d", y, bias) : y;
+    if (bias.id == 0 || y.id < 0) return y;
+    if (nn__n(g, bias)->dtype != NN_F32 || nn__n(g, bias)->shape.ndim != 1 ||
+        nn__n(g, bias)->shape.dim[0] != nn__n(g, y)->shape.dim[1])
+        return nn__channel_bias(g, "nn_conv2d", y, bias);
+    return nn_add(g, y, nn_to_dtype(g, nn_reshape(g, bias, nn_shape3(nn__n(g, bias)->shape.dim[0], 1, 1)), dt));
 }
 
 static nn_tensor nn__conv2d_build(nn_graph *g, nn_tensor x, nn_tensor w, nn_tensor bias, const nn_conv2d_desc *desc) {
