@@ -417,7 +417,8 @@ NN_API nn_result nn_context_op_compiled(const nn_context *ctx, int op, uint64_t 
    accumulation, and keeps the product in 16 bits, as does nn_linear_layer's bias add (the
    bias converted: F.linear under autocast). Ops that take 16-bit storage take it as is (the
    activations, add, sub, mul, div, minimum, maximum, pow of two tensors of that type, the
-   next matmul); every other op (norms, softmax, losses, attention, reductions, shape ops,
+   next matmul, conv2d, and the max, average, 1-D, global and adaptive pools, whose output
+   and gradient keep the input's type); every other op (norms, softmax, losses, attention, reductions, shape ops,
    the optimizer) gets its 16-bit inputs converted to float32 first, once per tensor, and
    runs in float32 as before; float32 with 16-bit operands is float32 (PyTorch's promotion).
    nn_conv2d (so nn_conv1d and the conv layers) converts a float32 x and w likewise and
@@ -3261,12 +3262,12 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     X(RMS_NORM, "rms_norm", rms_norm, 0)                         \
     X(RMS_NORM_DX, "rms_norm_grad_input", rms_norm_dx, 0)
 
-#define NN__OPS_POOL(X)                                            \
-    X(MAXPOOL2D, "max_pool2d", maxpool2d, 0)                       \
-    X(MAXPOOL2D_ARGMAX, "max_pool2d_argmax", maxpool2d_argmax, 0)  \
-    X(MAXPOOL2D_GRAD, "max_pool2d_grad", maxpool2d_grad, 0)        \
-    X(AVGPOOL2D, "avg_pool2d", avgpool2d, 0)                       \
-    X(AVGPOOL2D_GRAD, "avg_pool2d_grad", avgpool2d_grad, 0)
+#define NN__OPS_POOL(X)                                                      \
+    X(MAXPOOL2D, "max_pool2d", maxpool2d, NN__OPF_HALF)                      \
+    X(MAXPOOL2D_ARGMAX, "max_pool2d_argmax", maxpool2d_argmax, NN__OPF_HALF) \
+    X(MAXPOOL2D_GRAD, "max_pool2d_grad", maxpool2d_grad, NN__OPF_HALF)       \
+    X(AVGPOOL2D, "avg_pool2d", avgpool2d, NN__OPF_HALF)                      \
+    X(AVGPOOL2D_GRAD, "avg_pool2d_grad", avgpool2d_grad, NN__OPF_HALF)
 
 #define NN__OPS_OPTIM(X)                                                     \
     X(OPT_SGD, "sgd", opt_sgd, 0)                                            \
@@ -20406,7 +20407,10 @@ static const char *const nn__cl_src_pool[] = {
 "   the same window rules (PyTorch's) and the same order of every sum. Forward: one\n",
 "   work-item per output element. Backward: one work-item per input element, gathering over\n",
 "   the windows that cover it (no atomics, a fixed order). NC = N*C planes;\n",
-"   geo = (kh, kw, sh, sw, ph, pw, dh, dw), dh = dw = 1 for average pooling. */\n",
+"   geo = (kh, kw, sh, sw, ph, pw, dh, dw), dh = dw = 1 for average pooling. Float data (x, y,\n",
+"   dy, dx) is NN__STORE_T storage (kernels/storage.h: float32, or bf16 / f16 in the program\n",
+"   built with NN_STORE_BF16 / NN_STORE_F16), widened on load, every comparison and sum in\n",
+"   float, rounded once on store; idx is int32 in every build. */\n",
 "#line 1 \"kernels/kargs.h\"\n",
 "/* Kernel signatures, declared once. A header in the common subset of C99 and OpenCL C, as\n",
 "   kernels/activation.h: kernels/FAMILY.cl includes it and its family's kernels/FAMILY_args.h;\n",
@@ -20628,41 +20632,151 @@ static const char *const nn__cl_src_pool[] = {
 "\n",
 "#endif\n",
 "#endif\n",
-"#line 7 \"kernels/pool.cl\"\n",
+"#line 10 \"kernels/pool.cl\"\n",
+"#line 1 \"kernels/storage.h\"\n",
+"/* 16-bit storage, fp32 arithmetic. A header in the common subset of C99 and OpenCL C (as\n",
+"   kernels/activation.h): the CPU bodies and the kernels read and write a tensor's storage\n",
+"   through these, and compute in float.\n",
+"\n",
+"   bfloat16: the high half of a float32, stored as a 16-bit integer and widened in registers\n",
+"   (float from bits << 16); written rounded to nearest, ties to even, a NaN kept a quiet NaN\n",
+"   (PyTorch's round_to_nearest_even). float16 (IEEE binary16): in OpenCL C through\n",
+"   vload_half / vstore_half_rte (OpenCL 1.2 core: no cl_khr_fp16 needed), in C the same\n",
+"   conversion written out (round to nearest even, subnormals, overflow to infinity), so both\n",
+"   backends store the same bits.\n",
+"\n",
+"   Per element, by type: NN__LD_BF16(p, i), NN__ST_BF16(p, i, v), NN__LD_F16(p, i),\n",
+"   NN__ST_F16(p, i, v) over a pointer to 16-bit words (ushort in OpenCL C, uint16_t in C).\n",
+"   Per program: a kernel file built with -DNN_STORE_BF16 or -DNN_STORE_F16 (the launch's\n",
+"   `store`, src/opencl/backend.c) reads NN__STORE_T storage with NN__SLOAD(p, i) and writes it\n",
+"   with NN__SSTORE(p, i, v); built with neither, NN__STORE_T is float and they are plain\n",
+"   accesses, so one .cl source serves f32, bf16 and f16. */\n",
+"#ifndef NN__STORAGE_H\n",
+"#define NN__STORAGE_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__U16 ushort\n",
+"static inline float nn__bf16_to_f32(ushort h) { return as_float((uint)h << 16); }\n",
+"static inline ushort nn__f32_to_bf16(float f) {\n",
+"    uint u = as_uint(f);\n",
+"    if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u); /* NaN: quiet, sign kept */\n",
+"    return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n",
+"}\n",
+"#define NN__LD_BF16(p, i) nn__bf16_to_f32((p)[i])\n",
+"#define NN__ST_BF16(p, i, v) ((p)[i] = nn__f32_to_bf16(v))\n",
+"#define NN__LD_F16(p, i) vload_half((i), (__global const half *)(p))\n",
+"#define NN__ST_F16(p, i, v) vstore_half_rte((v), (i), (__global half *)(p))\n",
+"\n",
+"#else /* C */\n",
+"\n",
+"#define NN__U16 uint16_t\n",
+"\n",
+"static inline float nn__bf16_to_f32(uint16_t h) {\n",
+"    uint32_t u = (uint32_t)h << 16;\n",
+"    float f;\n",
+"    memcpy(&f, &u, 4);\n",
+"    return f;\n",
+"}\n",
+"static inline uint16_t nn__f32_to_bf16(float f) {\n",
+"    uint32_t u;\n",
+"    memcpy(&u, &f, 4);\n",
+"    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);\n",
+"    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n",
+"}\n",
+"static inline float nn__f16_to_f32(uint16_t h) {\n",
+"    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, u;\n",
+"    float f;\n",
+"    if (e == 0x1f) {\n",
+"        u = sign | 0x7f800000u | (m << 13);\n",
+"    } else if (e == 0) { /* zero or subnormal: m * 2^-24, exact in float */\n",
+"        f = (float)m * (1.0f / 16777216.0f);\n",
+"        return sign ? -f : f;\n",
+"    } else {\n",
+"        u = sign | ((e + 112u) << 23) | (m << 13);\n",
+"    }\n",
+"    memcpy(&f, &u, 4);\n",
+"    return f;\n",
+"}\n",
+"static inline uint16_t nn__f32_to_f16(float f) {\n",
+"    uint32_t u, sign, a, r, rem;\n",
+"    memcpy(&u, &f, 4);\n",
+"    sign = (u >> 16) & 0x8000u;\n",
+"    a = u & 0x7fffffffu;\n",
+"    if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu)); /* NaN: quiet */\n",
+"    if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* from 65520 up: infinity */\n",
+"    if (a < 0x38800000u) {                                   /* below 2^-14: a subnormal or 0 */\n",
+"        uint32_t m = (a & 0x7fffffu) | 0x800000u, shift = 126u - (a >> 23), half;\n",
+"        if (a < 0x33000000u) return (uint16_t)sign; /* below 2^-25: 0 */\n",
+"        half = 1u << (shift - 1);\n",
+"        r = m >> shift;\n",
+"        rem = m & ((1u << shift) - 1u);\n",
+"        if (rem > half || (rem == half && (r & 1u))) r++;\n",
+"        return (uint16_t)(sign | r);\n",
+"    }\n",
+"    r = (a - 0x38000000u) >> 13; /* the exponent rebiased (127 - 15), the mantissa's top 10 bits */\n",
+"    rem = a & 0x1fffu;\n",
+"    if (rem > 0x1000u || (rem == 0x1000u && (r & 1u))) r++;\n",
+"    return (uint16_t)(sign | r);\n",
+"}\n",
+"#define NN__LD_BF16(p, i) nn__bf16_to_f32((p)[i])\n",
+"#define NN__ST_BF16(p, i, v) ((p)[i] = nn__f32_to_bf16(v))\n",
+"#define NN__LD_F16(p, i) nn__f16_to_f32((p)[i])\n",
+"#define NN__ST_F16(p, i, v) ((p)[i] = nn__f32_to_f16(v))\n",
+"\n",
+"#endif\n",
+"\n",
+"#if defined(NN_STORE_BF16)\n",
+"#define NN__STORE_T NN__U16\n",
+"#define NN__SLOAD(p, i) NN__LD_BF16(p, i)\n",
+"#define NN__SSTORE(p, i, v) NN__ST_BF16(p, i, v)\n",
+"#elif defined(NN_STORE_F16)\n",
+"#define NN__STORE_T NN__U16\n",
+"#define NN__SLOAD(p, i) NN__LD_F16(p, i)\n",
+"#define NN__SSTORE(p, i, v) NN__ST_F16(p, i, v)\n",
+"#else\n",
+"#define NN__STORE_T float\n",
+"#define NN__SLOAD(p, i) ((p)[i])\n",
+"#define NN__SSTORE(p, i, v) ((p)[i] = (v))\n",
+"#endif\n",
+"\n",
+"#endif\n",
+"#line 11 \"kernels/pool.cl\"\n",
 "#line 1 \"kernels/pool_args.h\"\n",
 "/* kernels/pool.cl's kernel signatures (kernels/kargs.h says how to read them). Planes\n",
 "   NC = N*C of x [NC, H, W] and y [NC, OH, OW]; geo = (kh, kw, sh, sw, ph, pw, dh, dw). A\n",
-"   kernel's variant for CPU devices (_rows, _planes) takes the kernel's own signature. */\n",
+"   kernel's variant for CPU devices (_rows, _planes) takes the kernel's own signature. x, y,\n",
+"   dy, dx: NN__STORE_T storage (float32, or 16-bit in the NN_STORE_BF16 / _F16 builds). */\n",
 "#ifndef NN__POOL_ARGS_H\n",
 "#define NN__POOL_ARGS_H\n",
 "\n",
 "#define NN__KARGS_max_pool2d_forward(F, P) \\\n",
-"    F(in, x) P(out, y) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo)\n",
+"    F(sin, x) P(sout, y) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo)\n",
 "NN__KSIG(max_pool2d_forward)\n",
 "#define NN__KARGS_max_pool2d_argmax(F, P) \\\n",
-"    F(in, x) P(iout, idx) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo)\n",
+"    F(sin, x) P(iout, idx) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo)\n",
 "NN__KSIG(max_pool2d_argmax)\n",
 "#define NN__KARGS_max_pool2d_backward(F, P) \\\n",
-"    F(iin, idx) P(in, dy) P(out, dx) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo)\n",
+"    F(iin, idx) P(sin, dy) P(sout, dx) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo)\n",
 "NN__KSIG(max_pool2d_backward)\n",
 "\n",
 "/* exclude_pad: count_include_pad = False; adaptive: PyTorch's adaptive bins */\n",
 "#define NN__KARGS_avg_pool2d_forward(F, P)                                                         \\\n",
-"    F(in, x) P(out, y) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo) P(int, exclude_pad) \\\n",
+"    F(sin, x) P(sout, y) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo) P(int, exclude_pad) \\\n",
 "    P(int, adaptive)\n",
 "NN__KSIG(avg_pool2d_forward)\n",
 "#define NN__KARGS_avg_pool2d_backward(F, P)                                                          \\\n",
-"    F(in, dy) P(out, dx) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo) P(int, exclude_pad) \\\n",
+"    F(sin, dy) P(sout, dx) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo) P(int, exclude_pad) \\\n",
 "    P(int, adaptive)\n",
 "NN__KSIG(avg_pool2d_backward)\n",
 "\n",
 "#endif\n",
-"#line 8 \"kernels/pool.cl\"\n",
+"#line 12 \"kernels/pool.cl\"\n",
 "\n",
 "/* The first maximum of output (oh, ow)'s window in window order (a NaN wins, as in\n",
 "   PyTorch), as an index ih*W + iw into the plane x, or -1 when the window holds padding\n",
 "   alone (its value is then -inf, the padding's). */\n",
-"inline int max_window(__global const float *x, const int H, const int W, const int oh, const int ow,\n",
+"inline int max_window(__global const NN__STORE_T *x, const int H, const int W, const int oh, const int ow,\n",
 "                      const int8 geo, float *val) {\n",
 "    int h0 = oh * geo.s2 - geo.s4, w0 = ow * geo.s3 - geo.s5, arg = -1;\n",
 "    float m = -INFINITY;\n",
@@ -20672,7 +20786,7 @@ static const char *const nn__cl_src_pool[] = {
 "        for (int j = 0; j < geo.s1; j++) {\n",
 "            int iw = w0 + j * geo.s7;\n",
 "            if (iw < 0 || iw >= W) continue;\n",
-"            float v = x[ih * W + iw];\n",
+"            float v = NN__SLOAD(x, ih * W + iw);\n",
 "            if (arg < 0 || v > m || isnan(v)) {\n",
 "                m = v;\n",
 "                arg = ih * W + iw;\n",
@@ -20690,7 +20804,7 @@ static const char *const nn__cl_src_pool[] = {
 "    int ow = i % OW, oh = (i / OW) % OH, c = i / (OW * OH);\n",
 "    float v;\n",
 "    max_window(x + (size_t)c * H * W, H, W, oh, ow, geo, &v);\n",
-"    y[i] = v;\n",
+"    NN__SSTORE(y, i, v);\n",
 "}\n",
 "\n",
 "/* idx [NC, OH, OW] = each window's argmax, for the backward pass */\n",
@@ -20720,28 +20834,29 @@ static const char *const nn__cl_src_pool[] = {
 "    cover(ih, OH, (geo.s0 - 1) * geo.s6 + 1, geo.s2, geo.s4, &oh0, &oh1);\n",
 "    cover(iw, OW, (geo.s1 - 1) * geo.s7 + 1, geo.s3, geo.s5, &ow0, &ow1);\n",
 "    __global const int *ic = idx + (size_t)c * OH * OW;\n",
-"    __global const float *dc = dy + (size_t)c * OH * OW;\n",
+"    __global const NN__STORE_T *dc = dy + (size_t)c * OH * OW;\n",
 "    float acc = 0.0f;\n",
 "    for (int oh = oh0; oh < oh1; oh++)\n",
 "        for (int ow = ow0; ow < ow1; ow++)\n",
-"            if (ic[oh * OW + ow] == p) acc += dc[oh * OW + ow];\n",
-"    dx[i] = acc;\n",
+"            if (ic[oh * OW + ow] == p) acc += NN__SLOAD(dc, oh * OW + ow);\n",
+"    NN__SSTORE(dx, i, acc);\n",
 "}\n",
 "\n",
 "/* Devices tuned as CPUs (dev.cpu_tuned) run these variants of the three above, with their\n",
 "   signatures (src/ops/pool.c's max pooling launches pick them): one work-item per output\n",
 "   row or per plane, so the index arithmetic is paid per row. The\n",
 "   plane-wise backward adds each output's gradient at its argmax in output order, the same\n",
-"   order as the gather above. */\n",
+"   order as the gather above. It adds in dx's memory, so the launch runs it on float32 alone\n",
+"   (16-bit storage would round each add): a 16-bit gradient takes the gather. */\n",
 "__kernel void max_pool2d_forward_rows(NN__KPARAMS(max_pool2d_forward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= NC * OH) return;\n",
 "    int oh = i % OH, c = i / OH;\n",
-"    __global const float *xc = x + (size_t)c * H * W;\n",
+"    __global const NN__STORE_T *xc = x + (size_t)c * H * W;\n",
 "    float v;\n",
 "    for (int ow = 0; ow < OW; ow++) {\n",
 "        max_window(xc, H, W, oh, ow, geo, &v);\n",
-"        y[(size_t)i * OW + ow] = v;\n",
+"        NN__SSTORE(y, (size_t)i * OW + ow, v);\n",
 "    }\n",
 "}\n",
 "\n",
@@ -20749,7 +20864,7 @@ static const char *const nn__cl_src_pool[] = {
 "    int i = get_global_id(0);\n",
 "    if (i >= NC * OH) return;\n",
 "    int oh = i % OH, c = i / OH;\n",
-"    __global const float *xc = x + (size_t)c * H * W;\n",
+"    __global const NN__STORE_T *xc = x + (size_t)c * H * W;\n",
 "    float v;\n",
 "    for (int ow = 0; ow < OW; ow++) idx[(size_t)i * OW + ow] = max_window(xc, H, W, oh, ow, geo, &v);\n",
 "}\n",
@@ -20757,13 +20872,13 @@ static const char *const nn__cl_src_pool[] = {
 "__kernel void max_pool2d_backward_planes(NN__KPARAMS(max_pool2d_backward)) {\n",
 "    int c = get_global_id(0);\n",
 "    if (c >= NC) return;\n",
-"    __global float *xc = dx + (size_t)c * H * W;\n",
+"    __global NN__STORE_T *xc = dx + (size_t)c * H * W;\n",
 "    __global const int *ic = idx + (size_t)c * OH * OW;\n",
-"    __global const float *dc = dy + (size_t)c * OH * OW;\n",
+"    __global const NN__STORE_T *dc = dy + (size_t)c * OH * OW;\n",
 "    (void)geo;\n",
-"    for (int j = 0; j < H * W; j++) xc[j] = 0.0f;\n",
+"    for (int j = 0; j < H * W; j++) NN__SSTORE(xc, j, 0.0f);\n",
 "    for (int o = 0; o < OH * OW; o++)\n",
-"        if (ic[o] >= 0) xc[ic[o]] += dc[o];\n",
+"        if (ic[o] >= 0) NN__SSTORE(xc, ic[o], NN__SLOAD(xc, ic[o]) + NN__SLOAD(dc, o));\n",
 "}\n",
 "\n",
 "/* Output o's average window along an axis of n inputs and m outputs: the inputs\n",
@@ -20802,11 +20917,11 @@ static const char *const nn__cl_src_pool[] = {
 "    int ow = i % OW, oh = (i / OW) % OH, c = i / (OW * OH);\n",
 "    int h0, h1, w0, w1;\n",
 "    int div = avg_window(H, W, OH, OW, geo, exclude_pad, adaptive, oh, ow, &h0, &h1, &w0, &w1);\n",
-"    __global const float *xc = x + (size_t)c * H * W;\n",
+"    __global const NN__STORE_T *xc = x + (size_t)c * H * W;\n",
 "    float acc = 0.0f;\n",
 "    for (int ih = h0; ih < h1; ih++)\n",
-"        for (int iw = w0; iw < w1; iw++) acc += xc[ih * W + iw];\n",
-"    y[i] = div ? acc / (float)div : 0.0f;\n",
+"        for (int iw = w0; iw < w1; iw++) acc += NN__SLOAD(xc, ih * W + iw);\n",
+"    NN__SSTORE(y, i, div ? acc / (float)div : 0.0f);\n",
 "}\n",
 "\n",
 "/* Outputs [*lo, *hi) whose average window may cover input i along an axis (for adaptive\n",
@@ -20830,14 +20945,14 @@ static const char *const nn__cl_src_pool[] = {
 "    int oh0, oh1, ow0, ow1, h0, h1, w0, w1;\n",
 "    avg_cover(ih, H, OH, geo.s0, geo.s2, geo.s4, adaptive, &oh0, &oh1);\n",
 "    avg_cover(iw, W, OW, geo.s1, geo.s3, geo.s5, adaptive, &ow0, &ow1);\n",
-"    __global const float *dc = dy + (size_t)c * OH * OW;\n",
+"    __global const NN__STORE_T *dc = dy + (size_t)c * OH * OW;\n",
 "    float acc = 0.0f;\n",
 "    for (int oh = oh0; oh < oh1; oh++)\n",
 "        for (int ow = ow0; ow < ow1; ow++) {\n",
 "            int div = avg_window(H, W, OH, OW, geo, exclude_pad, adaptive, oh, ow, &h0, &h1, &w0, &w1);\n",
-"            if (div && ih >= h0 && ih < h1 && iw >= w0 && iw < w1) acc += dc[oh * OW + ow] / (float)div;\n",
+"            if (div && ih >= h0 && ih < h1 && iw >= w0 && iw < w1) acc += NN__SLOAD(dc, oh * OW + ow) / (float)div;\n",
 "        }\n",
-"    dx[i] = acc;\n",
+"    NN__SSTORE(dx, i, acc);\n",
 "}\n",
 0 };
 
@@ -31441,27 +31556,28 @@ NN__KSIG(rms_norm_backward_data)
    ====================================================================== */
 /* kernels/pool.cl's kernel signatures (kernels/kargs.h says how to read them). Planes
    NC = N*C of x [NC, H, W] and y [NC, OH, OW]; geo = (kh, kw, sh, sw, ph, pw, dh, dw). A
-   kernel's variant for CPU devices (_rows, _planes) takes the kernel's own signature. */
+   kernel's variant for CPU devices (_rows, _planes) takes the kernel's own signature. x, y,
+   dy, dx: NN__STORE_T storage (float32, or 16-bit in the NN_STORE_BF16 / _F16 builds). */
 #ifndef NN__POOL_ARGS_H
 #define NN__POOL_ARGS_H
 
 #define NN__KARGS_max_pool2d_forward(F, P) \
-    F(in, x) P(out, y) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo)
+    F(sin, x) P(sout, y) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo)
 NN__KSIG(max_pool2d_forward)
 #define NN__KARGS_max_pool2d_argmax(F, P) \
-    F(in, x) P(iout, idx) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo)
+    F(sin, x) P(iout, idx) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo)
 NN__KSIG(max_pool2d_argmax)
 #define NN__KARGS_max_pool2d_backward(F, P) \
-    F(iin, idx) P(in, dy) P(out, dx) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo)
+    F(iin, idx) P(sin, dy) P(sout, dx) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo)
 NN__KSIG(max_pool2d_backward)
 
 /* exclude_pad: count_include_pad = False; adaptive: PyTorch's adaptive bins */
 #define NN__KARGS_avg_pool2d_forward(F, P)                                                         \
-    F(in, x) P(out, y) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo) P(int, exclude_pad) \
+    F(sin, x) P(sout, y) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo) P(int, exclude_pad) \
     P(int, adaptive)
 NN__KSIG(avg_pool2d_forward)
 #define NN__KARGS_avg_pool2d_backward(F, P)                                                          \
-    F(in, dy) P(out, dx) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo) P(int, exclude_pad) \
+    F(sin, dy) P(sout, dx) P(int, NC) P(int, H) P(int, W) P(int, OH) P(int, OW) P(int8, geo) P(int, exclude_pad) \
     P(int, adaptive)
 NN__KSIG(avg_pool2d_backward)
 
@@ -38721,10 +38837,12 @@ static const char *nn__pool_pair(char *buf, size_t n, int dims, int h, int w) {
     return buf;
 }
 
-/* x as a pooling input: float32 [N, C, H, W] (dims 2) or [N, C, L] (dims 1); NULL on error. */
+/* x as a pooling input: float32, bfloat16 or float16 [N, C, H, W] (dims 2) or [N, C, L]
+   (dims 1); NULL on error. A 16-bit x gives y of its dtype (NN__OPF_HALF). */
 static nn__node *nn__pool_input(nn_graph *g, const char *opname, nn_tensor x, int dims) {
     char sx[128];
-    if (!nn__check(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return NULL;
+    if (!nn__check(g, opname, 1, &x)) return NULL;
+    if (!nn__dtype_half(nn__n(g, x)->dtype) && !nn__expect_f32(g, opname, x, "x")) return NULL;
     nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
     if (nn__n(g, x)->shape.ndim != dims + 2) {
         nn__op_fail(g, NN_ERR_SHAPE, "%s: x %s must be %s", opname, sx, dims == 2 ? "[N, C, H, W]" : "[N, C, L]");
@@ -38772,7 +38890,7 @@ static nn_tensor nn__pooling_node(nn_graph *g, const char *opname, int op, nn_te
     out.dim[dims + 1] = OW;
     if (nn__numel(&out) > INT32_MAX)
         return nn__op_fail(g, NN_ERR_SHAPE, "%s: the output of x %s has more than 2^31 elements", opname, sx);
-    t = nn__op1(g, op, NN_F32, out, x.id);
+    t = nn__op1(g, op, nx->dtype, out, x.id);
     if (t.id >= 0) g->nodes[t.id].a.pool = *at;
     return t;
 }
@@ -38838,6 +38956,41 @@ static void nn__pooling_of(const nn_graph *g, const nn__node *n, nn__pooling *p)
         nn__pooling_geom(p, is_max, &g->nodes[n->in[0]].shape, &n->shape, &n->a.pool);
 }
 
+/* The storage type of a pooling node's float data (x, y, dy, dx): its own dtype, x's for
+   MAXPOOL2D_ARGMAX (whose idx is int32). */
+static nn_dtype nn__pool_dtype(const nn_graph *g, const nn__node *n) {
+    return n->op == NN__OP_MAXPOOL2D_ARGMAX ? g->nodes[n->in[0]].dtype : n->dtype;
+}
+
+/* A 16-bit pooling node on the CPU backend: the float copies of its float input (x, or dy
+   for the gradients) and of its output, numel(in) + numel(out) floats of scratch (no float
+   output for MAXPOOL2D_ARGMAX). The float32 loops run between them; the output is rounded
+   once into storage, so each value is the float32 op's on the widened input, rounded. */
+static void nn__plan_pool16(nn_graph *g, nn__node *n) {
+    const nn__node *in = &g->nodes[n->in[n->n_in - 1]];
+    n->scratch = 0;
+    if (!g->ctx->backend->host_memory || !nn__dtype_half(nn__pool_dtype(g, n))) return;
+    n->scratch = in->numel + (n->op == NN__OP_MAXPOOL2D_ARGMAX ? 0 : n->numel);
+}
+
+/* The CPU body's float views: *fin (the input last in n->in: x, or dy) and *fout (the
+   output, NULL for int32 idx); 16-bit storage widened into the scratch first. finish: the
+   float output rounded into storage (nothing for float32, whose views are the data). */
+static void nn__pool16_views(nn_graph *g, nn__node *n, const float **fin, float **fout) {
+    nn__node *in = &g->nodes[n->in[n->n_in - 1]];
+    if (!nn__dtype_half(nn__pool_dtype(g, n))) {
+        *fin = (const float *)in->buf.host;
+        *fout = (float *)n->buf.host;
+        return;
+    }
+    nn__cast(g->ctx->threads, in->buf.host, in->dtype, n->scratch_buf.host, NN_F32, in->numel);
+    *fin = (const float *)n->scratch_buf.host;
+    *fout = n->op == NN__OP_MAXPOOL2D_ARGMAX ? NULL : (float *)n->scratch_buf.host + in->numel;
+}
+static void nn__pool16_finish(nn_graph *g, nn__node *n, const float *fout) {
+    if (nn__dtype_half(n->dtype)) nn__cast(g->ctx->threads, fout, NN_F32, n->buf.host, n->dtype, n->numel);
+}
+
 /* geo, the kernels' int8 = (kh, kw, sh, sw, ph, pw, dh, dw) */
 static void nn__pool_geo(const nn__pooling *p, int *geo) {
     geo[0] = p->kh;
@@ -38857,10 +39010,13 @@ static nn_result nn__pool_launch(nn_graph *g, int id, const char *kernel, const 
                                  nn__pooling *p, int *geo, nn__launch **l) {
     nn__node *n = &g->nodes[id];
     int cpu = cpu_kernel && g->ctx->dev.cpu_tuned;
+    nn_result r;
     nn__pooling_of(g, n, p);
     nn__pool_geo(p, geo);
-    return nn__launch_kernel(g, id, "pool", cpu ? cpu_kernel : kernel,
-                             cpu ? (size_t)p->NC * (per_row ? (size_t)p->OH : 1) : (size_t)n->numel, l);
+    r = nn__launch_kernel(g, id, "pool", cpu ? cpu_kernel : kernel,
+                          cpu ? (size_t)p->NC * (per_row ? (size_t)p->OH : 1) : (size_t)n->numel, l);
+    if (r == NN_OK) (*l)->store = nn__pool_dtype(g, n); /* 16-bit: the program built with NN_STORE_BF16 / _F16 */
+    return r;
 }
 
 /* The fields every pool kernel takes, from p and geo (k: any pool kernel's nn__k_ struct) */
@@ -38898,45 +39054,67 @@ NN_API nn_tensor nn_max_pool1d(nn_graph *g, nn_tensor x, const nn_pool1d_desc *d
 }
 NN_API nn_tensor nn_global_max_pool2d(nn_graph *g, nn_tensor x) { return nn__global_pool(g, "nn_global_max_pool2d", NN__OP_MAXPOOL2D, x); }
 
-#define nn__plan_maxpool2d nn__no_plan
+#define nn__plan_maxpool2d nn__plan_pool16
 #define nn__grad_maxpool2d_argmax nn__grad_none
-#define nn__plan_maxpool2d_argmax nn__no_plan
+#define nn__plan_maxpool2d_argmax nn__plan_pool16
 #define nn__grad_maxpool2d_grad nn__grad_none
-#define nn__plan_maxpool2d_grad nn__no_plan
+#define nn__plan_maxpool2d_grad nn__plan_pool16
+
+/* dy for a pooling gradient of x: gy in x's dtype (a 16-bit x's gradient is 16-bit, as
+   conv2d's: nn__grad_conv) */
+static int nn__pool_gy(nn_graph *g, int x, nn_tensor gy) {
+    if (gy.id < 0 || g->nodes[gy.id].dtype == g->nodes[x].dtype) return gy.id;
+    return nn__op1(g, NN__OP_CAST, g->nodes[x].dtype, g->nodes[gy.id].shape, gy.id).id;
+}
 
 static void nn__grad_maxpool2d(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
     /* dx gathers dy through the windows' argmax, which the backward pass recomputes so
        inference graphs keep no indices */
+    int dy = nn__pool_gy(g, a, gy);
+    if (dy < 0) return;
     t = nn__op1(g, NN__OP_MAXPOOL2D_ARGMAX, NN_I32, n.shape, a);
     if (t.id < 0) return;
     g->nodes[t.id].a = n.a;
-    t = nn__op2(g, NN__OP_MAXPOOL2D_GRAD, NN_F32, g->nodes[a].shape, t.id, gy.id);
+    t = nn__op2(g, NN__OP_MAXPOOL2D_GRAD, g->nodes[a].dtype, g->nodes[a].shape, t.id, dy);
     if (t.id >= 0) g->nodes[t.id].a = n.a;
     nn__acc_grad(g, a, t);
     return;
 }
 
+/* The CPU bodies: the float32 loops of src/cpu/pool.c on the float views of
+   nn__pool16_views (16-bit storage widened, the output rounded after). */
 static nn_result nn__cpu_maxpool2d(nn_graph *g, nn__node *n) {
     nn__pooling p;
+    const float *x;
+    float *y;
     nn__pooling_of(g, n, &p);
-    nn__max_pool2d_forward(g->ctx->threads, &p, n->buf.host, NN__F(n->in[0]));
+    nn__pool16_views(g, n, &x, &y);
+    nn__max_pool2d_forward(g->ctx->threads, &p, y, x);
+    nn__pool16_finish(g, n, y);
     return NN_OK;
 }
 
 static nn_result nn__cpu_maxpool2d_argmax(nn_graph *g, nn__node *n) {
     nn__pooling p;
+    const float *x;
+    float *unused;
     nn__pooling_of(g, n, &p);
-    nn__max_pool2d_argmax(g->ctx->threads, &p, (int32_t *)n->buf.host, NN__F(n->in[0]));
+    nn__pool16_views(g, n, &x, &unused);
+    nn__max_pool2d_argmax(g->ctx->threads, &p, (int32_t *)n->buf.host, x);
     return NN_OK;
 }
 
 /* inputs: idx, dy */
 static nn_result nn__cpu_maxpool2d_grad(nn_graph *g, nn__node *n) {
     nn__pooling p;
+    const float *dy;
+    float *dx;
     nn__pooling_of(g, n, &p);
-    nn__max_pool2d_backward(g->ctx->threads, &p, n->buf.host, NN__I(n->in[0]), NN__F(n->in[1]));
+    nn__pool16_views(g, n, &dy, &dx);
+    nn__max_pool2d_backward(g->ctx->threads, &p, dx, NN__I(n->in[0]), dy);
+    nn__pool16_finish(g, n, dx);
     return NN_OK;
 }
 
@@ -38955,9 +39133,11 @@ static nn_result nn__launch_maxpool2d_argmax(nn_graph *g, int id) {
     return nn__kargs_max_pool2d_argmax(l, &k);
 }
 
-/* One work-item per input element, or per plane on a device tuned as a CPU. */
+/* One work-item per input element, or per plane on a device tuned as a CPU (float32: the
+   plane-wise kernel adds into dx in memory, which 16-bit storage would round at each add). */
 static nn_result nn__launch_maxpool2d_grad(nn_graph *g, int id) {
-    NN__POOL_KLAUNCH(max_pool2d_backward, "max_pool2d_backward_elems", "max_pool2d_backward_planes", 0);
+    NN__POOL_KLAUNCH(max_pool2d_backward, "max_pool2d_backward_elems",
+                     nn__dtype_half(g->nodes[id].dtype) ? NULL : "max_pool2d_backward_planes", 0);
     k.idx = &g->nodes[n->in[0]].buf;
     k.dy = &g->nodes[n->in[1]].buf;
     k.dx = &n->buf;
@@ -38993,28 +39173,45 @@ NN_API nn_tensor nn_adaptive_avg_pool2d(nn_graph *g, nn_tensor x, int64_t oh, in
     memset(&at, 0, sizeof at); /* adaptive: the bins replace kernel and stride */
     at.kernel[0] = at.kernel[1] = at.stride[0] = at.stride[1] = at.dilation[0] = at.dilation[1] = 1;
     at.adaptive = 1;
-    t = nn__op1(g, NN__OP_AVGPOOL2D, NN_F32, out, x.id);
+    t = nn__op1(g, NN__OP_AVGPOOL2D, nx->dtype, out, x.id);
     if (t.id >= 0) g->nodes[t.id].a.pool = at;
     return t;
 }
 
-#define nn__plan_avgpool2d nn__no_plan
+#define nn__plan_avgpool2d nn__plan_pool16
 #define nn__grad_avgpool2d_grad nn__grad_none
-#define nn__plan_avgpool2d_grad nn__no_plan
+#define nn__plan_avgpool2d_grad nn__plan_pool16
 
-static void nn__grad_avgpool2d(nn_graph *g, int id) { nn__grad_by_op(g, id, NN__OP_AVGPOOL2D_GRAD); }
+/* dx of x's dtype from dy (in that dtype) */
+static void nn__grad_avgpool2d(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    int dy = nn__pool_gy(g, a, gy);
+    if (dy < 0) return;
+    t = nn__op1(g, NN__OP_AVGPOOL2D_GRAD, g->nodes[a].dtype, g->nodes[a].shape, dy);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+}
 
 static nn_result nn__cpu_avgpool2d(nn_graph *g, nn__node *n) {
     nn__pooling p;
+    const float *x;
+    float *y;
     nn__pooling_of(g, n, &p);
-    nn__avg_pool2d_forward(g->ctx->threads, &p, n->buf.host, NN__F(n->in[0]));
+    nn__pool16_views(g, n, &x, &y);
+    nn__avg_pool2d_forward(g->ctx->threads, &p, y, x);
+    nn__pool16_finish(g, n, y);
     return NN_OK;
 }
 
 static nn_result nn__cpu_avgpool2d_grad(nn_graph *g, nn__node *n) {
     nn__pooling p;
+    const float *dy;
+    float *dx;
     nn__pooling_of(g, n, &p);
-    nn__avg_pool2d_backward(g->ctx->threads, &p, n->buf.host, NN__F(n->in[0]));
+    nn__pool16_views(g, n, &dy, &dx);
+    nn__avg_pool2d_backward(g->ctx->threads, &p, dx, dy);
+    nn__pool16_finish(g, n, dx);
     return NN_OK;
 }
 

@@ -2,14 +2,18 @@
    the same window rules (PyTorch's) and the same order of every sum. Forward: one
    work-item per output element. Backward: one work-item per input element, gathering over
    the windows that cover it (no atomics, a fixed order). NC = N*C planes;
-   geo = (kh, kw, sh, sw, ph, pw, dh, dw), dh = dw = 1 for average pooling. */
+   geo = (kh, kw, sh, sw, ph, pw, dh, dw), dh = dw = 1 for average pooling. Float data (x, y,
+   dy, dx) is NN__STORE_T storage (kernels/storage.h: float32, or bf16 / f16 in the program
+   built with NN_STORE_BF16 / NN_STORE_F16), widened on load, every comparison and sum in
+   float, rounded once on store; idx is int32 in every build. */
 #include "kargs.h"
+#include "storage.h"
 #include "pool_args.h"
 
 /* The first maximum of output (oh, ow)'s window in window order (a NaN wins, as in
    PyTorch), as an index ih*W + iw into the plane x, or -1 when the window holds padding
    alone (its value is then -inf, the padding's). */
-inline int max_window(__global const float *x, const int H, const int W, const int oh, const int ow,
+inline int max_window(__global const NN__STORE_T *x, const int H, const int W, const int oh, const int ow,
                       const int8 geo, float *val) {
     int h0 = oh * geo.s2 - geo.s4, w0 = ow * geo.s3 - geo.s5, arg = -1;
     float m = -INFINITY;
@@ -19,7 +23,7 @@ inline int max_window(__global const float *x, const int H, const int W, const i
         for (int j = 0; j < geo.s1; j++) {
             int iw = w0 + j * geo.s7;
             if (iw < 0 || iw >= W) continue;
-            float v = x[ih * W + iw];
+            float v = NN__SLOAD(x, ih * W + iw);
             if (arg < 0 || v > m || isnan(v)) {
                 m = v;
                 arg = ih * W + iw;
@@ -37,7 +41,7 @@ __kernel void max_pool2d_forward_elems(NN__KPARAMS(max_pool2d_forward)) {
     int ow = i % OW, oh = (i / OW) % OH, c = i / (OW * OH);
     float v;
     max_window(x + (size_t)c * H * W, H, W, oh, ow, geo, &v);
-    y[i] = v;
+    NN__SSTORE(y, i, v);
 }
 
 /* idx [NC, OH, OW] = each window's argmax, for the backward pass */
@@ -67,28 +71,29 @@ __kernel void max_pool2d_backward_elems(NN__KPARAMS(max_pool2d_backward)) {
     cover(ih, OH, (geo.s0 - 1) * geo.s6 + 1, geo.s2, geo.s4, &oh0, &oh1);
     cover(iw, OW, (geo.s1 - 1) * geo.s7 + 1, geo.s3, geo.s5, &ow0, &ow1);
     __global const int *ic = idx + (size_t)c * OH * OW;
-    __global const float *dc = dy + (size_t)c * OH * OW;
+    __global const NN__STORE_T *dc = dy + (size_t)c * OH * OW;
     float acc = 0.0f;
     for (int oh = oh0; oh < oh1; oh++)
         for (int ow = ow0; ow < ow1; ow++)
-            if (ic[oh * OW + ow] == p) acc += dc[oh * OW + ow];
-    dx[i] = acc;
+            if (ic[oh * OW + ow] == p) acc += NN__SLOAD(dc, oh * OW + ow);
+    NN__SSTORE(dx, i, acc);
 }
 
 /* Devices tuned as CPUs (dev.cpu_tuned) run these variants of the three above, with their
    signatures (src/ops/pool.c's max pooling launches pick them): one work-item per output
    row or per plane, so the index arithmetic is paid per row. The
    plane-wise backward adds each output's gradient at its argmax in output order, the same
-   order as the gather above. */
+   order as the gather above. It adds in dx's memory, so the launch runs it on float32 alone
+   (16-bit storage would round each add): a 16-bit gradient takes the gather. */
 __kernel void max_pool2d_forward_rows(NN__KPARAMS(max_pool2d_forward)) {
     int i = get_global_id(0);
     if (i >= NC * OH) return;
     int oh = i % OH, c = i / OH;
-    __global const float *xc = x + (size_t)c * H * W;
+    __global const NN__STORE_T *xc = x + (size_t)c * H * W;
     float v;
     for (int ow = 0; ow < OW; ow++) {
         max_window(xc, H, W, oh, ow, geo, &v);
-        y[(size_t)i * OW + ow] = v;
+        NN__SSTORE(y, (size_t)i * OW + ow, v);
     }
 }
 
@@ -96,7 +101,7 @@ __kernel void max_pool2d_argmax_rows(NN__KPARAMS(max_pool2d_argmax)) {
     int i = get_global_id(0);
     if (i >= NC * OH) return;
     int oh = i % OH, c = i / OH;
-    __global const float *xc = x + (size_t)c * H * W;
+    __global const NN__STORE_T *xc = x + (size_t)c * H * W;
     float v;
     for (int ow = 0; ow < OW; ow++) idx[(size_t)i * OW + ow] = max_window(xc, H, W, oh, ow, geo, &v);
 }
@@ -104,13 +109,13 @@ __kernel void max_pool2d_argmax_rows(NN__KPARAMS(max_pool2d_argmax)) {
 __kernel void max_pool2d_backward_planes(NN__KPARAMS(max_pool2d_backward)) {
     int c = get_global_id(0);
     if (c >= NC) return;
-    __global float *xc = dx + (size_t)c * H * W;
+    __global NN__STORE_T *xc = dx + (size_t)c * H * W;
     __global const int *ic = idx + (size_t)c * OH * OW;
-    __global const float *dc = dy + (size_t)c * OH * OW;
+    __global const NN__STORE_T *dc = dy + (size_t)c * OH * OW;
     (void)geo;
-    for (int j = 0; j < H * W; j++) xc[j] = 0.0f;
+    for (int j = 0; j < H * W; j++) NN__SSTORE(xc, j, 0.0f);
     for (int o = 0; o < OH * OW; o++)
-        if (ic[o] >= 0) xc[ic[o]] += dc[o];
+        if (ic[o] >= 0) NN__SSTORE(xc, ic[o], NN__SLOAD(xc, ic[o]) + NN__SLOAD(dc, o));
 }
 
 /* Output o's average window along an axis of n inputs and m outputs: the inputs
@@ -149,11 +154,11 @@ __kernel void avg_pool2d_forward(NN__KPARAMS(avg_pool2d_forward)) {
     int ow = i % OW, oh = (i / OW) % OH, c = i / (OW * OH);
     int h0, h1, w0, w1;
     int div = avg_window(H, W, OH, OW, geo, exclude_pad, adaptive, oh, ow, &h0, &h1, &w0, &w1);
-    __global const float *xc = x + (size_t)c * H * W;
+    __global const NN__STORE_T *xc = x + (size_t)c * H * W;
     float acc = 0.0f;
     for (int ih = h0; ih < h1; ih++)
-        for (int iw = w0; iw < w1; iw++) acc += xc[ih * W + iw];
-    y[i] = div ? acc / (float)div : 0.0f;
+        for (int iw = w0; iw < w1; iw++) acc += NN__SLOAD(xc, ih * W + iw);
+    NN__SSTORE(y, i, div ? acc / (float)div : 0.0f);
 }
 
 /* Outputs [*lo, *hi) whose average window may cover input i along an axis (for adaptive
@@ -177,12 +182,12 @@ __kernel void avg_pool2d_backward(NN__KPARAMS(avg_pool2d_backward)) {
     int oh0, oh1, ow0, ow1, h0, h1, w0, w1;
     avg_cover(ih, H, OH, geo.s0, geo.s2, geo.s4, adaptive, &oh0, &oh1);
     avg_cover(iw, W, OW, geo.s1, geo.s3, geo.s5, adaptive, &ow0, &ow1);
-    __global const float *dc = dy + (size_t)c * OH * OW;
+    __global const NN__STORE_T *dc = dy + (size_t)c * OH * OW;
     float acc = 0.0f;
     for (int oh = oh0; oh < oh1; oh++)
         for (int ow = ow0; ow < ow1; ow++) {
             int div = avg_window(H, W, OH, OW, geo, exclude_pad, adaptive, oh, ow, &h0, &h1, &w0, &w1);
-            if (div && ih >= h0 && ih < h1 && iw >= w0 && iw < w1) acc += dc[oh * OW + ow] / (float)div;
+            if (div && ih >= h0 && ih < h1 && iw >= w0 && iw < w1) acc += NN__SLOAD(dc, oh * OW + ow) / (float)div;
         }
-    dx[i] = acc;
+    NN__SSTORE(dx, i, acc);
 }

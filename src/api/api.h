@@ -245,7 +245,8 @@ NN_API nn_result nn_context_op_compiled(const nn_context *ctx, int op, uint64_t 
    accumulation, and keeps the product in 16 bits, as does nn_linear_layer's bias add (the
    bias converted: F.linear under autocast). Ops that take 16-bit storage take it as is (the
    activations, add, sub, mul, div, minimum, maximum, pow of two tensors of that type, the
-   next matmul); every other op (norms, softmax, losses, attention, reductions, shape ops,
+   next matmul, conv2d, and the max, average, 1-D, global and adaptive pools, whose output
+   and gradient keep the input's type); every other op (norms, softmax, losses, attention, reductions, shape ops,
    the optimizer) gets its 16-bit inputs converted to float32 first, once per tensor, and
    runs in float32 as before; float32 with 16-bit operands is float32 (PyTorch's promotion).
    nn_conv2d (so nn_conv1d and the conv layers) converts a float32 x and w likewise and

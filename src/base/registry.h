@@ -151,12 +151,12 @@
     X(RMS_NORM, "rms_norm", rms_norm, 0)                         \
     X(RMS_NORM_DX, "rms_norm_grad_input", rms_norm_dx, 0)
 
-#define NN__OPS_POOL(X)                                            \
-    X(MAXPOOL2D, "max_pool2d", maxpool2d, 0)                       \
-    X(MAXPOOL2D_ARGMAX, "max_pool2d_argmax", maxpool2d_argmax, 0)  \
-    X(MAXPOOL2D_GRAD, "max_pool2d_grad", maxpool2d_grad, 0)        \
-    X(AVGPOOL2D, "avg_pool2d", avgpool2d, 0)                       \
-    X(AVGPOOL2D_GRAD, "avg_pool2d_grad", avgpool2d_grad, 0)
+#define NN__OPS_POOL(X)                                                      \
+    X(MAXPOOL2D, "max_pool2d", maxpool2d, NN__OPF_HALF)                      \
+    X(MAXPOOL2D_ARGMAX, "max_pool2d_argmax", maxpool2d_argmax, NN__OPF_HALF) \
+    X(MAXPOOL2D_GRAD, "max_pool2d_grad", maxpool2d_grad, NN__OPF_HALF)       \
+    X(AVGPOOL2D, "avg_pool2d", avgpool2d, NN__OPF_HALF)                      \
+    X(AVGPOOL2D_GRAD, "avg_pool2d_grad", avgpool2d_grad, NN__OPF_HALF)
 
 #define NN__OPS_OPTIM(X)                                                     \
     X(OPT_SGD, "sgd", opt_sgd, 0)                                            \

@@ -24,10 +24,12 @@ static const char *nn__pool_pair(char *buf, size_t n, int dims, int h, int w) {
     return buf;
 }
 
-/* x as a pooling input: float32 [N, C, H, W] (dims 2) or [N, C, L] (dims 1); NULL on error. */
+/* x as a pooling input: float32, bfloat16 or float16 [N, C, H, W] (dims 2) or [N, C, L]
+   (dims 1); NULL on error. A 16-bit x gives y of its dtype (NN__OPF_HALF). */
 static nn__node *nn__pool_input(nn_graph *g, const char *opname, nn_tensor x, int dims) {
     char sx[128];
-    if (!nn__check(g, opname, 1, &x) || !nn__expect_f32(g, opname, x, "x")) return NULL;
+    if (!nn__check(g, opname, 1, &x)) return NULL;
+    if (!nn__dtype_half(nn__n(g, x)->dtype) && !nn__expect_f32(g, opname, x, "x")) return NULL;
     nn__shape_str(&nn__n(g, x)->shape, sx, sizeof sx);
     if (nn__n(g, x)->shape.ndim != dims + 2) {
         nn__op_fail(g, NN_ERR_SHAPE, "%s: x %s must be %s", opname, sx, dims == 2 ? "[N, C, H, W]" : "[N, C, L]");
@@ -75,7 +77,7 @@ static nn_tensor nn__pooling_node(nn_graph *g, const char *opname, int op, nn_te
     out.dim[dims + 1] = OW;
     if (nn__numel(&out) > INT32_MAX)
         return nn__op_fail(g, NN_ERR_SHAPE, "%s: the output of x %s has more than 2^31 elements", opname, sx);
-    t = nn__op1(g, op, NN_F32, out, x.id);
+    t = nn__op1(g, op, nx->dtype, out, x.id);
     if (t.id >= 0) g->nodes[t.id].a.pool = *at;
     return t;
 }
@@ -141,6 +143,41 @@ static void nn__pooling_of(const nn_graph *g, const nn__node *n, nn__pooling *p)
         nn__pooling_geom(p, is_max, &g->nodes[n->in[0]].shape, &n->shape, &n->a.pool);
 }
 
+/* The storage type of a pooling node's float data (x, y, dy, dx): its own dtype, x's for
+   MAXPOOL2D_ARGMAX (whose idx is int32). */
+static nn_dtype nn__pool_dtype(const nn_graph *g, const nn__node *n) {
+    return n->op == NN__OP_MAXPOOL2D_ARGMAX ? g->nodes[n->in[0]].dtype : n->dtype;
+}
+
+/* A 16-bit pooling node on the CPU backend: the float copies of its float input (x, or dy
+   for the gradients) and of its output, numel(in) + numel(out) floats of scratch (no float
+   output for MAXPOOL2D_ARGMAX). The float32 loops run between them; the output is rounded
+   once into storage, so each value is the float32 op's on the widened input, rounded. */
+static void nn__plan_pool16(nn_graph *g, nn__node *n) {
+    const nn__node *in = &g->nodes[n->in[n->n_in - 1]];
+    n->scratch = 0;
+    if (!g->ctx->backend->host_memory || !nn__dtype_half(nn__pool_dtype(g, n))) return;
+    n->scratch = in->numel + (n->op == NN__OP_MAXPOOL2D_ARGMAX ? 0 : n->numel);
+}
+
+/* The CPU body's float views: *fin (the input last in n->in: x, or dy) and *fout (the
+   output, NULL for int32 idx); 16-bit storage widened into the scratch first. finish: the
+   float output rounded into storage (nothing for float32, whose views are the data). */
+static void nn__pool16_views(nn_graph *g, nn__node *n, const float **fin, float **fout) {
+    nn__node *in = &g->nodes[n->in[n->n_in - 1]];
+    if (!nn__dtype_half(nn__pool_dtype(g, n))) {
+        *fin = (const float *)in->buf.host;
+        *fout = (float *)n->buf.host;
+        return;
+    }
+    nn__cast(g->ctx->threads, in->buf.host, in->dtype, n->scratch_buf.host, NN_F32, in->numel);
+    *fin = (const float *)n->scratch_buf.host;
+    *fout = n->op == NN__OP_MAXPOOL2D_ARGMAX ? NULL : (float *)n->scratch_buf.host + in->numel;
+}
+static void nn__pool16_finish(nn_graph *g, nn__node *n, const float *fout) {
+    if (nn__dtype_half(n->dtype)) nn__cast(g->ctx->threads, fout, NN_F32, n->buf.host, n->dtype, n->numel);
+}
+
 /* geo, the kernels' int8 = (kh, kw, sh, sw, ph, pw, dh, dw) */
 static void nn__pool_geo(const nn__pooling *p, int *geo) {
     geo[0] = p->kh;
@@ -160,10 +197,13 @@ static nn_result nn__pool_launch(nn_graph *g, int id, const char *kernel, const 
                                  nn__pooling *p, int *geo, nn__launch **l) {
     nn__node *n = &g->nodes[id];
     int cpu = cpu_kernel && g->ctx->dev.cpu_tuned;
+    nn_result r;
     nn__pooling_of(g, n, p);
     nn__pool_geo(p, geo);
-    return nn__launch_kernel(g, id, "pool", cpu ? cpu_kernel : kernel,
-                             cpu ? (size_t)p->NC * (per_row ? (size_t)p->OH : 1) : (size_t)n->numel, l);
+    r = nn__launch_kernel(g, id, "pool", cpu ? cpu_kernel : kernel,
+                          cpu ? (size_t)p->NC * (per_row ? (size_t)p->OH : 1) : (size_t)n->numel, l);
+    if (r == NN_OK) (*l)->store = nn__pool_dtype(g, n); /* 16-bit: the program built with NN_STORE_BF16 / _F16 */
+    return r;
 }
 
 /* The fields every pool kernel takes, from p and geo (k: any pool kernel's nn__k_ struct) */
@@ -201,45 +241,67 @@ NN_API nn_tensor nn_max_pool1d(nn_graph *g, nn_tensor x, const nn_pool1d_desc *d
 }
 NN_API nn_tensor nn_global_max_pool2d(nn_graph *g, nn_tensor x) { return nn__global_pool(g, "nn_global_max_pool2d", NN__OP_MAXPOOL2D, x); }
 
-#define nn__plan_maxpool2d nn__no_plan
+#define nn__plan_maxpool2d nn__plan_pool16
 #define nn__grad_maxpool2d_argmax nn__grad_none
-#define nn__plan_maxpool2d_argmax nn__no_plan
+#define nn__plan_maxpool2d_argmax nn__plan_pool16
 #define nn__grad_maxpool2d_grad nn__grad_none
-#define nn__plan_maxpool2d_grad nn__no_plan
+#define nn__plan_maxpool2d_grad nn__plan_pool16
+
+/* dy for a pooling gradient of x: gy in x's dtype (a 16-bit x's gradient is 16-bit, as
+   conv2d's: nn__grad_conv) */
+static int nn__pool_gy(nn_graph *g, int x, nn_tensor gy) {
+    if (gy.id < 0 || g->nodes[gy.id].dtype == g->nodes[x].dtype) return gy.id;
+    return nn__op1(g, NN__OP_CAST, g->nodes[x].dtype, g->nodes[gy.id].shape, gy.id).id;
+}
 
 static void nn__grad_maxpool2d(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
     /* dx gathers dy through the windows' argmax, which the backward pass recomputes so
        inference graphs keep no indices */
+    int dy = nn__pool_gy(g, a, gy);
+    if (dy < 0) return;
     t = nn__op1(g, NN__OP_MAXPOOL2D_ARGMAX, NN_I32, n.shape, a);
     if (t.id < 0) return;
     g->nodes[t.id].a = n.a;
-    t = nn__op2(g, NN__OP_MAXPOOL2D_GRAD, NN_F32, g->nodes[a].shape, t.id, gy.id);
+    t = nn__op2(g, NN__OP_MAXPOOL2D_GRAD, g->nodes[a].dtype, g->nodes[a].shape, t.id, dy);
     if (t.id >= 0) g->nodes[t.id].a = n.a;
     nn__acc_grad(g, a, t);
     return;
 }
 
+/* The CPU bodies: the float32 loops of src/cpu/pool.c on the float views of
+   nn__pool16_views (16-bit storage widened, the output rounded after). */
 static nn_result nn__cpu_maxpool2d(nn_graph *g, nn__node *n) {
     nn__pooling p;
+    const float *x;
+    float *y;
     nn__pooling_of(g, n, &p);
-    nn__max_pool2d_forward(g->ctx->threads, &p, n->buf.host, NN__F(n->in[0]));
+    nn__pool16_views(g, n, &x, &y);
+    nn__max_pool2d_forward(g->ctx->threads, &p, y, x);
+    nn__pool16_finish(g, n, y);
     return NN_OK;
 }
 
 static nn_result nn__cpu_maxpool2d_argmax(nn_graph *g, nn__node *n) {
     nn__pooling p;
+    const float *x;
+    float *unused;
     nn__pooling_of(g, n, &p);
-    nn__max_pool2d_argmax(g->ctx->threads, &p, (int32_t *)n->buf.host, NN__F(n->in[0]));
+    nn__pool16_views(g, n, &x, &unused);
+    nn__max_pool2d_argmax(g->ctx->threads, &p, (int32_t *)n->buf.host, x);
     return NN_OK;
 }
 
 /* inputs: idx, dy */
 static nn_result nn__cpu_maxpool2d_grad(nn_graph *g, nn__node *n) {
     nn__pooling p;
+    const float *dy;
+    float *dx;
     nn__pooling_of(g, n, &p);
-    nn__max_pool2d_backward(g->ctx->threads, &p, n->buf.host, NN__I(n->in[0]), NN__F(n->in[1]));
+    nn__pool16_views(g, n, &dy, &dx);
+    nn__max_pool2d_backward(g->ctx->threads, &p, dx, NN__I(n->in[0]), dy);
+    nn__pool16_finish(g, n, dx);
     return NN_OK;
 }
 
@@ -258,9 +320,11 @@ static nn_result nn__launch_maxpool2d_argmax(nn_graph *g, int id) {
     return nn__kargs_max_pool2d_argmax(l, &k);
 }
 
-/* One work-item per input element, or per plane on a device tuned as a CPU. */
+/* One work-item per input element, or per plane on a device tuned as a CPU (float32: the
+   plane-wise kernel adds into dx in memory, which 16-bit storage would round at each add). */
 static nn_result nn__launch_maxpool2d_grad(nn_graph *g, int id) {
-    NN__POOL_KLAUNCH(max_pool2d_backward, "max_pool2d_backward_elems", "max_pool2d_backward_planes", 0);
+    NN__POOL_KLAUNCH(max_pool2d_backward, "max_pool2d_backward_elems",
+                     nn__dtype_half(g->nodes[id].dtype) ? NULL : "max_pool2d_backward_planes", 0);
     k.idx = &g->nodes[n->in[0]].buf;
     k.dy = &g->nodes[n->in[1]].buf;
     k.dx = &n->buf;
@@ -296,28 +360,45 @@ NN_API nn_tensor nn_adaptive_avg_pool2d(nn_graph *g, nn_tensor x, int64_t oh, in
     memset(&at, 0, sizeof at); /* adaptive: the bins replace kernel and stride */
     at.kernel[0] = at.kernel[1] = at.stride[0] = at.stride[1] = at.dilation[0] = at.dilation[1] = 1;
     at.adaptive = 1;
-    t = nn__op1(g, NN__OP_AVGPOOL2D, NN_F32, out, x.id);
+    t = nn__op1(g, NN__OP_AVGPOOL2D, nx->dtype, out, x.id);
     if (t.id >= 0) g->nodes[t.id].a.pool = at;
     return t;
 }
 
-#define nn__plan_avgpool2d nn__no_plan
+#define nn__plan_avgpool2d nn__plan_pool16
 #define nn__grad_avgpool2d_grad nn__grad_none
-#define nn__plan_avgpool2d_grad nn__no_plan
+#define nn__plan_avgpool2d_grad nn__plan_pool16
 
-static void nn__grad_avgpool2d(nn_graph *g, int id) { nn__grad_by_op(g, id, NN__OP_AVGPOOL2D_GRAD); }
+/* dx of x's dtype from dy (in that dtype) */
+static void nn__grad_avgpool2d(nn_graph *g, int id) {
+    NN__GRAD_RULE(g, id);
+    nn_tensor t;
+    int dy = nn__pool_gy(g, a, gy);
+    if (dy < 0) return;
+    t = nn__op1(g, NN__OP_AVGPOOL2D_GRAD, g->nodes[a].dtype, g->nodes[a].shape, dy);
+    if (t.id >= 0) g->nodes[t.id].a = n.a;
+    nn__acc_grad(g, a, t);
+}
 
 static nn_result nn__cpu_avgpool2d(nn_graph *g, nn__node *n) {
     nn__pooling p;
+    const float *x;
+    float *y;
     nn__pooling_of(g, n, &p);
-    nn__avg_pool2d_forward(g->ctx->threads, &p, n->buf.host, NN__F(n->in[0]));
+    nn__pool16_views(g, n, &x, &y);
+    nn__avg_pool2d_forward(g->ctx->threads, &p, y, x);
+    nn__pool16_finish(g, n, y);
     return NN_OK;
 }
 
 static nn_result nn__cpu_avgpool2d_grad(nn_graph *g, nn__node *n) {
     nn__pooling p;
+    const float *dy;
+    float *dx;
     nn__pooling_of(g, n, &p);
-    nn__avg_pool2d_backward(g->ctx->threads, &p, n->buf.host, NN__F(n->in[0]));
+    nn__pool16_views(g, n, &dy, &dx);
+    nn__avg_pool2d_backward(g->ctx->threads, &p, dx, dy);
+    nn__pool16_finish(g, n, dx);
     return NN_OK;
 }
 
