@@ -6582,6 +6582,18 @@ static const nn__g16_arch *nn__g16_cur[2] = {NULL, NULL};
 #define NN__G16_SET(f, x) (nn__g16_cur[f] = (x))
 #endif
 
+/* The widening of n 16-bit values of format fmt into float32 on this CPU (AVX-512F, AVX2
+   with F16C for f16, else C): exact, the same values as nn__bf16_to_f32 / nn__f16_to_f32
+   (the gemm16 cases check each path on every finite value). src/cpu/cast.c widens with it. */
+static NN__MAYBE_UNUSED nn__g16_cvt_fn nn__g16_widen_fn(int fmt) {
+#if NN__GEMM_X86
+    if (nn__vm_isa() == 2) return fmt == NN__G16_BF16 ? nn__g16_cvt_bf16_avx512 : nn__g16_cvt_f16_avx512;
+    if (nn__vm_isa() >= 1 && (fmt == NN__G16_BF16 || nn__g16_has_f16c()))
+        return fmt == NN__G16_BF16 ? nn__g16_cvt_bf16_avx2 : nn__g16_cvt_f16_avx2;
+#endif
+    return fmt == NN__G16_BF16 ? nn__g16_cvt_bf16_c : nn__g16_cvt_f16_c;
+}
+
 /* The path named name for format fmt if this CPU and build have it, else NULL */
 static const nn__g16_arch *nn__g16_named(int fmt, const char *name) {
     if (!strcmp(name, "generic")) return fmt == NN__G16_BF16 ? &nn__g16_bf16_generic : &nn__g16_f16_generic;
@@ -7549,10 +7561,17 @@ static float nn__binary16_ld(nn_dtype dt, const uint16_t *p, int64_t i) {
 
 static void nn__binary16_range(void *arg, int64_t e0, int64_t e1) {
     const nn__binary16_job *j = (const nn__binary16_job *)arg;
-    int64_t e, off[3];
+    const nn__bcast *bc = j->bc;
+    int64_t e, off[3], idx[NN_MAX_DIMS], r = e0;
+    int d, k;
+    off[0] = off[1] = off[2] = 0; /* e0's index and offsets; then an odometer, no division an element */
+    for (d = bc->nd - 1; d >= 0; d--) {
+        idx[d] = r % bc->dim[d];
+        r /= bc->dim[d];
+        for (k = 0; k < bc->n_op; k++) off[k] += idx[d] * bc->st[k][d];
+    }
     for (e = e0; e < e1; e++) {
         float u, w, v = 0.0f;
-        nn__bcast_offsets(j->bc, e, off);
         u = nn__binary16_ld(j->dt, j->a, off[0]);
         w = nn__binary16_ld(j->dt, j->b, off[1]);
         switch (j->fn) {
@@ -7566,6 +7585,12 @@ static void nn__binary16_range(void *arg, int64_t e0, int64_t e1) {
         }
         if (j->dt == NN_BF16) NN__ST_BF16(j->y, e, v);
         else NN__ST_F16(j->y, e, v);
+        for (d = bc->nd - 1; d >= 0; d--) { /* the next element's index, innermost first */
+            for (k = 0; k < bc->n_op; k++) off[k] += bc->st[k][d];
+            if (++idx[d] < bc->dim[d]) break;
+            for (k = 0; k < bc->n_op; k++) off[k] -= bc->st[k][d] * bc->dim[d];
+            idx[d] = 0;
+        }
     }
 }
 
@@ -13949,6 +13974,11 @@ static void nn__cast_range(void *arg, int64_t i0, int64_t i1) {
     float *yf = (float *)j->y;
     uint16_t *yh = (uint16_t *)j->y;
     int64_t i;
+    if (j->to == NN_F32 && (j->from == NN_BF16 || j->from == NN_F16)) { /* widening: the CPU's vector path */
+        nn__g16_cvt_fn cvt = nn__g16_widen_fn(j->from == NN_BF16 ? NN__G16_BF16 : NN__G16_F16);
+        for (i = i0; i < i1; i += 1 << 20) cvt(xh + i, yf + i, (int)(i1 - i < (1 << 20) ? i1 - i : 1 << 20));
+        return;
+    }
     for (i = i0; i < i1; i++) {
         float v = j->from == NN_BF16 ? NN__LD_BF16(xh, i) : j->from == NN_F16 ? NN__LD_F16(xh, i) : xf[i];
         if (j->to == NN_BF16) NN__ST_BF16(yh, i, v);

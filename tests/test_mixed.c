@@ -295,8 +295,8 @@ static nn_tensor b_bin16(nn_graph *g, const nn_tensor *in, const spec *s) {
 /* b broadcast over a's leading dims (b's elements the trailing ones) */
 static void r_bin16(const spec *s, double *const *in, double *out) {
     long n = numel(s->shape[0]), nb = numel(s->shape[1]), i;
-    for (i = 0; i < n; i++) {
-        double a = in[0][i], b = in[1][i % nb];
+    for (i = 0; i < n; i++) { /* b: the trailing [33] or [1], or [7, 1] over [3, 7, 33] */
+        double a = in[0][i], b = s->shape[1].ndim == 2 ? in[1][(i / 33) % 7] : in[1][i % nb];
         out[i] = s->ip[1] == 0 ? a + b : s->ip[1] == 1 ? a - b : s->ip[1] == 2 ? a * b : a / b;
     }
 }
@@ -307,12 +307,12 @@ static void binary16_cases(const t_env *e) {
     for (t = 0; t < 2; t++) {
         nn_dtype d = t == 0 ? NN_BF16 : NN_F16;
         for (j = 0; j < 4; j++)
-            for (v = 0; v < 3; v++) {
-                nn_shape bs = v == 0 ? nn_shape3(3, 7, 33) : v == 1 ? nn_shape1(33) : nn_shape1(1);
+            for (v = 0; v < 4; v++) { /* v 3: a middle dim's broadcast (a conv's [K, 1, 1] bias) */
+                nn_shape bs = v == 0 ? nn_shape3(3, 7, 33) : v == 1 ? nn_shape1(33) : v == 2 ? nn_shape1(1) : nn_shape2(7, 1);
                 char name[96];
                 spec s;
                 snprintf(name, sizeof name, "%s %s [3, 7, 33] with %s", op[j], dname(d),
-                         v == 0 ? "[3, 7, 33]" : v == 1 ? "[33]" : "[1]");
+                         v == 0 ? "[3, 7, 33]" : v == 1 ? "[33]" : v == 2 ? "[1]" : "[7, 1]");
                 s = mk(name, b_bin16, r_bin16, nn_shape3(3, 7, 33));
                 in_f(&s, nn_shape3(3, 7, 33));
                 if (j == 3) in_fr(&s, bs, 0.5, 2.0);

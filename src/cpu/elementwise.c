@@ -658,10 +658,17 @@ static float nn__binary16_ld(nn_dtype dt, const uint16_t *p, int64_t i) {
 
 static void nn__binary16_range(void *arg, int64_t e0, int64_t e1) {
     const nn__binary16_job *j = (const nn__binary16_job *)arg;
-    int64_t e, off[3];
+    const nn__bcast *bc = j->bc;
+    int64_t e, off[3], idx[NN_MAX_DIMS], r = e0;
+    int d, k;
+    off[0] = off[1] = off[2] = 0; /* e0's index and offsets; then an odometer, no division an element */
+    for (d = bc->nd - 1; d >= 0; d--) {
+        idx[d] = r % bc->dim[d];
+        r /= bc->dim[d];
+        for (k = 0; k < bc->n_op; k++) off[k] += idx[d] * bc->st[k][d];
+    }
     for (e = e0; e < e1; e++) {
         float u, w, v = 0.0f;
-        nn__bcast_offsets(j->bc, e, off);
         u = nn__binary16_ld(j->dt, j->a, off[0]);
         w = nn__binary16_ld(j->dt, j->b, off[1]);
         switch (j->fn) {
@@ -675,6 +682,12 @@ static void nn__binary16_range(void *arg, int64_t e0, int64_t e1) {
         }
         if (j->dt == NN_BF16) NN__ST_BF16(j->y, e, v);
         else NN__ST_F16(j->y, e, v);
+        for (d = bc->nd - 1; d >= 0; d--) { /* the next element's index, innermost first */
+            for (k = 0; k < bc->n_op; k++) off[k] += bc->st[k][d];
+            if (++idx[d] < bc->dim[d]) break;
+            for (k = 0; k < bc->n_op; k++) off[k] -= bc->st[k][d] * bc->dim[d];
+            idx[d] = 0;
+        }
     }
 }
 

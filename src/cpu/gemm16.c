@@ -280,6 +280,18 @@ static const nn__g16_arch *nn__g16_cur[2] = {NULL, NULL};
 #define NN__G16_SET(f, x) (nn__g16_cur[f] = (x))
 #endif
 
+/* The widening of n 16-bit values of format fmt into float32 on this CPU (AVX-512F, AVX2
+   with F16C for f16, else C): exact, the same values as nn__bf16_to_f32 / nn__f16_to_f32
+   (the gemm16 cases check each path on every finite value). src/cpu/cast.c widens with it. */
+static NN__MAYBE_UNUSED nn__g16_cvt_fn nn__g16_widen_fn(int fmt) {
+#if NN__GEMM_X86
+    if (nn__vm_isa() == 2) return fmt == NN__G16_BF16 ? nn__g16_cvt_bf16_avx512 : nn__g16_cvt_f16_avx512;
+    if (nn__vm_isa() >= 1 && (fmt == NN__G16_BF16 || nn__g16_has_f16c()))
+        return fmt == NN__G16_BF16 ? nn__g16_cvt_bf16_avx2 : nn__g16_cvt_f16_avx2;
+#endif
+    return fmt == NN__G16_BF16 ? nn__g16_cvt_bf16_c : nn__g16_cvt_f16_c;
+}
+
 /* The path named name for format fmt if this CPU and build have it, else NULL */
 static const nn__g16_arch *nn__g16_named(int fmt, const char *name) {
     if (!strcmp(name, "generic")) return fmt == NN__G16_BF16 ? &nn__g16_bf16_generic : &nn__g16_f16_generic;
