@@ -136,6 +136,17 @@ void t_end(void) {
     fflush(stdout);
 }
 
+/* steps nn_graph_step calls on compiled g: the loss of the first step's forward into
+   *first, then the loss of a forward after the last step into *last; 0 on a failure (reported) */
+int t_train_losses(nn_graph *g, nn_context *ctx, nn_tensor loss, int steps, float *first, float *last) {
+    int s;
+    for (s = 0; s < steps; s++) {
+        if (!T_OK(nn_graph_step(g), ctx)) return 0;
+        if (s == 0 && !T_OK(nn_tensor_read(g, loss, first, sizeof *first), ctx)) return 0;
+    }
+    return T_OK(nn_graph_forward(g), ctx) && T_OK(nn_tensor_read(g, loss, last, sizeof *last), ctx);
+}
+
 /* Whether e's OpenCL context is tuned for a GPU, as nn_backend_options.tuning says:
    explicitly, or by $NN_CL_TUNING, or by the device's type (not a CPU). */
 int t_gpu_tuned(const t_env *e) {

@@ -21,6 +21,9 @@ void t_context_desc(const t_env *e, nn_context_desc *d);
 /* Whether e's OpenCL context is tuned for a GPU: the gpu-tuning pass, $NN_CL_TUNING, or a
    device that is not a CPU (the GPU kernels and launch shapes) */
 int t_gpu_tuned(const t_env *e);
+/* steps nn_graph_step calls on compiled g: the first step's loss into *first, the loss after
+   the last into *last; 0 on a failure (reported) */
+int t_train_losses(nn_graph *g, nn_context *ctx, nn_tensor loss, int steps, float *first, float *last);
 
 /* Begins a case; 0 when NN_TEST_FILTER excludes it: return without running any of it
    (t_skip and t_end do nothing for such a case). */

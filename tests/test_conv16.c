@@ -232,7 +232,7 @@ static int train_cnn(nn_context *ctx, nn_precision prec, const float *xv, const 
     nn_compile_desc cd;
     nn_conv2d_desc c1, c2;
     nn_tensor x, y, h, loss;
-    int s, ok = 0;
+    int ok = 0;
     memset(&gd, 0, sizeof gd);
     gd.precision = prec;
     if (!T_OK(nn_graph_create(ctx, &gd, &g), ctx)) return 0;
@@ -253,12 +253,7 @@ static int train_cnn(nn_context *ctx, nn_precision prec, const float *xv, const 
     if (!T_OK(nn_graph_compile(g, &cd), ctx)) goto done;
     T_OK(nn_tensor_write(g, x, xv, CN * CH * CH * sizeof(float)), ctx);
     T_OK(nn_tensor_write(g, y, yv, CN * sizeof(int)), ctx);
-    for (s = 0; s < 40; s++) {
-        if (!T_OK(nn_graph_step(g), ctx)) goto done;
-        if (s == 0 && !T_OK(nn_tensor_read(g, loss, first, sizeof *first), ctx)) goto done;
-    }
-    if (!T_OK(nn_graph_forward(g), ctx) || !T_OK(nn_tensor_read(g, loss, last, sizeof *last), ctx)) goto done;
-    ok = 1;
+    ok = t_train_losses(g, ctx, loss, 40, first, last);
 done:
     nn_graph_destroy(g);
     return ok;

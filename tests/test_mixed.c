@@ -214,7 +214,7 @@ static int train_mlp(nn_context *ctx, nn_precision prec, const float *xv, const 
     nn_graph_desc gd;
     nn_compile_desc cd;
     nn_tensor x, y, h, out, loss;
-    int s, ok = 0;
+    int ok = 0;
     memset(&gd, 0, sizeof gd);
     gd.precision = prec;
     if (!T_OK(nn_graph_create(ctx, &gd, &g), ctx)) return 0;
@@ -230,12 +230,7 @@ static int train_mlp(nn_context *ctx, nn_precision prec, const float *xv, const 
     if (!T_OK(nn_graph_compile(g, &cd), ctx)) goto done;
     T_OK(nn_tensor_write(g, x, xv, TN * TI * sizeof(float)), ctx);
     T_OK(nn_tensor_write(g, y, yv, TN * sizeof(float)), ctx);
-    for (s = 0; s < 60; s++) {
-        if (!T_OK(nn_graph_step(g), ctx)) goto done;
-        if (s == 0 && !T_OK(nn_tensor_read(g, loss, first, sizeof *first), ctx)) goto done;
-    }
-    if (!T_OK(nn_graph_forward(g), ctx) || !T_OK(nn_tensor_read(g, loss, last, sizeof *last), ctx)) goto done;
-    ok = 1;
+    ok = t_train_losses(g, ctx, loss, 60, first, last);
 done:
     nn_graph_destroy(g);
     return ok;

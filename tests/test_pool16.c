@@ -202,7 +202,7 @@ static int p16_chain(nn_context *ctx, nn_precision prec, int pool, const float *
     nn_tensor x, y, h, w1, w2, loss;
     nn_init ki;
     uint64_t c0;
-    int s, ok = 0, side = pool ? PH / 2 : PH;
+    int ok = 0, side = pool ? PH / 2 : PH;
     memset(&gd, 0, sizeof gd);
     gd.precision = prec;
     if (!T_OK(nn_graph_create(ctx, &gd, &g), ctx)) return 0;
@@ -230,12 +230,7 @@ static int p16_chain(nn_context *ctx, nn_precision prec, int pool, const float *
     *casts = t_op_compiled(ctx, p16_cast_op()) - c0;
     T_OK(nn_tensor_write(g, x, xv, PN * PH * PH * sizeof(float)), ctx);
     T_OK(nn_tensor_write(g, y, yv, PN * sizeof(int)), ctx);
-    for (s = 0; s < 8; s++) {
-        if (!T_OK(nn_graph_step(g), ctx)) goto done;
-        if (s == 0 && !T_OK(nn_tensor_read(g, loss, first, sizeof *first), ctx)) goto done;
-    }
-    if (!T_OK(nn_graph_forward(g), ctx) || !T_OK(nn_tensor_read(g, loss, last, sizeof *last), ctx)) goto done;
-    ok = 1;
+    ok = t_train_losses(g, ctx, loss, 8, first, last);
 done:
     nn_graph_destroy(g);
     return ok;
