@@ -7316,15 +7316,6 @@ static void nn__expand_forward(nn__threadpool *pool, float *y, const float *x, c
    order kernels/elementwise.cl's sum_to adds in, and the same for any thread count. A task
    owns whole elements of y: rows of y's innermost dim (cut into column ranges when y has
    few rows) when that dim is kept, single elements when it is summed. */
-/* n 16-bit elements of dtype dt (NN_BF16, NN_F16) widened into w (kernels/storage.h) */
-static void nn__widen16(const uint16_t *x, nn_dtype dt, float *w, int64_t n) {
-    int64_t i;
-    if (dt == NN_BF16)
-        for (i = 0; i < n; i++) w[i] = NN__LD_BF16(x, i);
-    else
-        for (i = 0; i < n; i++) w[i] = NN__LD_F16(x, i);
-}
-
 typedef struct nn__sum_to_job {
     float *y;
     const float *x;
@@ -7385,7 +7376,7 @@ static void nn__sum_to_unit(const nn__sum_to_job *j, int64_t u) {
                 int64_t c, b;
                 for (c = 0; c < c1 - c0; c += b) {
                     b = c1 - c0 - c < 256 ? c1 - c0 - c : 256;
-                    nn__widen16(j->xh + off + c, j->xdt, w, b);
+                    nn__g16_widen_fn(j->xdt == NN_BF16 ? NN__G16_BF16 : NN__G16_F16)(j->xh + off + c, w, (int)b);
                     nn__binary_row(NN__B_ADD, y + c, y + c, 1, w, 1, b);
                 }
             } else
