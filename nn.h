@@ -17551,6 +17551,22 @@ static const char *const nn__cl_src_gather[] = {
 "    y[i] = (r >= 0 && r < N) ? data[(size_t)r * D + j] : 0u;\n",
 "}\n",
 "\n",
+"/* The same on devices tuned as CPUs: one work-item per row, copied in uint16s (the form\n",
+"   above divided an index for every element and copied one at a time). */\n",
+"__kernel void gather_rows_by_row(NN__KPARAMS(gather_rows)) {\n",
+"    int b = get_global_id(0);\n",
+"    if (b >= B) return;\n",
+"    int r = idx[b], j = 0;\n",
+"    __global uint *o = y + (size_t)b * D;\n",
+"    if (r < 0 || r >= N) {\n",
+"        for (; j < D; j++) o[j] = 0u;\n",
+"        return;\n",
+"    }\n",
+"    __global const uint *p = data + (size_t)r * D;\n",
+"    for (; j + 16 <= D; j += 16) vstore16(vload16(0, p + j), 0, o + j);\n",
+"    for (; j < D; j++) o[j] = p[j];\n",
+"}\n",
+"\n",
 "/* A checked op's index values outside [0, L), counted into bad[slot] (PyTorch raises on\n",
 "   them; the op itself reads none of them). */\n",
 "__kernel void index_check(NN__KPARAMS(index_check)) {\n",
@@ -19833,6 +19849,128 @@ static const char *const nn__cl_src_norm[] = {
 "        dx[(long)r * C + c] = rs * (d - xr[c] * rs * m2);\n",
 "    }\n",
 "}\n",
+"\n",
+"/* Devices tuned as CPUs, for channels of S >= NN__NORM_RUN_MIN floats (batch, group and\n",
+"   instance norm over images; src/ops/norm.c chooses): the same four operations with one\n",
+"   work-item per statistics group (norm_runs_stats, norm_runs_dx), per channel\n",
+"   (norm_runs_affine) or per row (a, c) of S floats (norm_runs_forward), in work-groups of\n",
+"   one item for the first three. A group's elements are runs of S contiguous floats, one\n",
+"   channel each (batch norm: channel r of each a; group norm: the group's channels of one\n",
+"   a), read in float16s: the driver compiles them to whole vector registers, where the\n",
+"   one-item-per-element and strided forms above divided twice an element and ran scalar.\n",
+"   Sums go to 16 lanes across the runs (the tail of each run to a 17th), added in a fixed\n",
+"   tree: the order is fixed. */\n",
+"inline int norm_runs(int A, int C, int G, int pc) { return pc ? A : C / G; }\n",
+"inline int norm_run_at(int r, int j, int C, int S, int G, int pc) { return pc ? (j * C + r) * S : (r * (C / G) + j) * S; }\n",
+"inline int norm_run_ch(int r, int j, int C, int G, int pc) { return pc ? r : (r % G) * (C / G) + j; }\n",
+"inline float norm_lanes(float16 v, float t) {\n",
+"    float8 a = v.lo + v.hi;\n",
+"    float4 b = a.lo + a.hi;\n",
+"    float2 c = b.lo + b.hi;\n",
+"    return (c.x + c.y) + t;\n",
+"}\n",
+"\n",
+"__kernel void norm_runs_stats(NN__KPARAMS(norm_stats)) {\n",
+"    int r = get_global_id(0), R = norm_groups(A, C, G, pc), nr = norm_runs(A, C, G, pc);\n",
+"    if (r >= R) return;\n",
+"    float n = (float)nr * (float)S, mean = 0.0f, t = 0.0f;\n",
+"    float16 v = (float16)(0.0f);\n",
+"    if (!rms) {\n",
+"        for (int j = 0; j < nr; j++) {\n",
+"            __global const float *p = x + norm_run_at(r, j, C, S, G, pc);\n",
+"            int s = 0;\n",
+"            for (; s + 16 <= S; s += 16) v += vload16(0, p + s);\n",
+"            for (; s < S; s++) t += p[s];\n",
+"        }\n",
+"        mean = norm_lanes(v, t) / n;\n",
+"    }\n",
+"    v = (float16)(0.0f);\n",
+"    t = 0.0f;\n",
+"    for (int j = 0; j < nr; j++) {\n",
+"        __global const float *p = x + norm_run_at(r, j, C, S, G, pc);\n",
+"        int s = 0;\n",
+"        for (; s + 16 <= S; s += 16) {\n",
+"            float16 d = vload16(0, p + s) - mean;\n",
+"            v += d * d;\n",
+"        }\n",
+"        for (; s < S; s++) t += (p[s] - mean) * (p[s] - mean);\n",
+"    }\n",
+"    stats[r] = mean;\n",
+"    stats[R + r] = norm_lanes(v, t) / n;\n",
+"}\n",
+"\n",
+"__kernel void norm_runs_forward(NN__KPARAMS(norm_forward)) {\n",
+"    int q = get_global_id(0);\n",
+"    if (q >= A * C) return;\n",
+"    int c = q % C, a = q / C, R = norm_groups(A, C, G, pc), r = pc ? c : a * G + c / (C / G);\n",
+"    float mean = stats[r], scale = (has_gamma ? gamma[c] : 1.0f) / sqrt(stats[R + r] + eps);\n",
+"    float shift = has_beta ? beta[c] : 0.0f;\n",
+"    __global const float *p = x + (size_t)q * S;\n",
+"    __global float *o = y + (size_t)q * S;\n",
+"    int s = 0;\n",
+"    for (; s + 16 <= S; s += 16) vstore16((vload16(0, p + s) - mean) * scale + shift, 0, o + s);\n",
+"    for (; s < S; s++) o[s] = (p[s] - mean) * scale + shift;\n",
+"}\n",
+"\n",
+"__kernel void norm_runs_dx(NN__KPARAMS(norm_backward_data)) {\n",
+"    int r = get_global_id(0), R = norm_groups(A, C, G, pc), nr = norm_runs(A, C, G, pc);\n",
+"    if (r >= R) return;\n",
+"    float n = (float)nr * (float)S, mean = stats[r], rs = 1.0f / sqrt(stats[R + r] + eps), m1 = 0.0f, m2 = 0.0f;\n",
+"    if (!const_stats) {\n",
+"        float16 v1 = (float16)(0.0f), v2 = (float16)(0.0f);\n",
+"        float t1 = 0.0f, t2 = 0.0f;\n",
+"        for (int j = 0; j < nr; j++) {\n",
+"            int at = norm_run_at(r, j, C, S, G, pc);\n",
+"            float ga = has_gamma ? gamma[norm_run_ch(r, j, C, G, pc)] : 1.0f;\n",
+"            int s = 0;\n",
+"            for (; s + 16 <= S; s += 16) {\n",
+"                float16 d = vload16(0, dy + at + s) * ga;\n",
+"                v1 += d;\n",
+"                v2 += d * (vload16(0, x + at + s) - mean) * rs;\n",
+"            }\n",
+"            for (; s < S; s++) {\n",
+"                float d = dy[at + s] * ga;\n",
+"                t1 += d;\n",
+"                t2 += d * (x[at + s] - mean) * rs;\n",
+"            }\n",
+"        }\n",
+"        m1 = norm_lanes(v1, t1) / n;\n",
+"        m2 = norm_lanes(v2, t2) / n;\n",
+"    }\n",
+"    for (int j = 0; j < nr; j++) {\n",
+"        int at = norm_run_at(r, j, C, S, G, pc);\n",
+"        float ga = has_gamma ? gamma[norm_run_ch(r, j, C, G, pc)] : 1.0f;\n",
+"        int s = 0;\n",
+"        for (; s + 16 <= S; s += 16) {\n",
+"            float16 d = vload16(0, dy + at + s) * ga;\n",
+"            vstore16(rs * (d - m1 - (vload16(0, x + at + s) - mean) * rs * m2), 0, dx + at + s);\n",
+"        }\n",
+"        for (; s < S; s++) {\n",
+"            float d = dy[at + s] * ga;\n",
+"            dx[at + s] = rs * (d - m1 - (x[at + s] - mean) * rs * m2);\n",
+"        }\n",
+"    }\n",
+"}\n",
+"\n",
+"__kernel void norm_runs_affine(NN__KPARAMS(norm_backward_affine)) {\n",
+"    int c = get_global_id(0), R = norm_groups(A, C, G, pc);\n",
+"    if (c >= C) return;\n",
+"    float16 v = (float16)(0.0f);\n",
+"    float t = 0.0f;\n",
+"    for (int a = 0; a < A; a++) {\n",
+"        int at = (a * C + c) * S, s = 0;\n",
+"        if (with_xhat) {\n",
+"            int r = pc ? c : a * G + c / (C / G);\n",
+"            float mean = stats[r], rs = sqrt(stats[R + r] + eps);\n",
+"            for (; s + 16 <= S; s += 16) v += vload16(0, dy + at + s) * ((vload16(0, x + at + s) - mean) / rs);\n",
+"            for (; s < S; s++) t += dy[at + s] * ((x[at + s] - mean) / rs);\n",
+"        } else {\n",
+"            for (; s + 16 <= S; s += 16) v += vload16(0, dy + at + s);\n",
+"            for (; s < S; s++) t += dy[at + s];\n",
+"        }\n",
+"    }\n",
+"    out[c] = norm_lanes(v, t);\n",
+"}\n",
 0 };
 
 /* ======================================================================
@@ -20869,13 +21007,70 @@ static const char *const nn__cl_src_pool[] = {
 "   plane-wise backward adds each output's gradient at its argmax in output order, the same\n",
 "   order as the gather above. It adds in dx's memory, so the launch runs it on float32 alone\n",
 "   (16-bit storage would round each add): a 16-bit gradient takes the gather. */\n",
+"#if !defined(NN_STORE_BF16) && !defined(NN_STORE_F16)\n",
+"/* One step of max_window's rule on vectors or scalars: candidate v (its offset in the\n",
+"   plane o) replaces the maximum m (at a) when greater or NaN */\n",
+"#define NN__MAX_TAKE(m, a, v, o, T)      \\\n",
+"    do {                                  \\\n",
+"        T t_ = (v > m) | isnan(v);        \\\n",
+"        m = select(m, v, t_);             \\\n",
+"        a = select(a, o, t_);             \\\n",
+"    } while (0)\n",
+"\n",
+"/* The common window, 2x2 at stride 2 without padding or dilation, on float32: output row oh\n",
+"   of plane xc 8, then 4 outputs at a time (their 4 candidates each as a float8 or float4,\n",
+"   taken in window order as max_window takes them), then one at a time, the maxima to y\n",
+"   and/or the argmaxes to idx (either may be NULL). Returns the outputs done; the rest\n",
+"   (windows cut by the plane's edge) go through max_window. */\n",
+"inline int max_row_2x2(__global const float *xc, const int H, const int W, const int OW, const int oh,\n",
+"                       const int8 geo, __global float *y, __global int *idx) {\n",
+"    int ow = 0, full = min(OW, W / 2), at = 2 * oh * W;\n",
+"    if (any(geo != (int8)(2, 2, 2, 2, 0, 0, 1, 1)) || 2 * oh + 1 >= H) return 0;\n",
+"    __global const float *r0 = xc + at, *r1 = r0 + W;\n",
+"    for (; ow + 8 <= full; ow += 8) {\n",
+"        float16 u = vload16(0, r0 + 2 * ow), w = vload16(0, r1 + 2 * ow);\n",
+"        int8 a = at + 2 * (ow + (int8)(0, 1, 2, 3, 4, 5, 6, 7));\n",
+"        float8 m = u.even;\n",
+"        NN__MAX_TAKE(m, a, u.odd, a + 1, int8);\n",
+"        NN__MAX_TAKE(m, a, w.even, (at + W) + 2 * (ow + (int8)(0, 1, 2, 3, 4, 5, 6, 7)), int8);\n",
+"        NN__MAX_TAKE(m, a, w.odd, (at + W + 1) + 2 * (ow + (int8)(0, 1, 2, 3, 4, 5, 6, 7)), int8);\n",
+"        if (y) vstore8(m, 0, y + ow);\n",
+"        if (idx) vstore8(a, 0, idx + ow);\n",
+"    }\n",
+"    if (ow + 4 <= full) {\n",
+"        float8 u = vload8(0, r0 + 2 * ow), w = vload8(0, r1 + 2 * ow);\n",
+"        int4 a = at + 2 * (ow + (int4)(0, 1, 2, 3));\n",
+"        float4 m = u.even;\n",
+"        NN__MAX_TAKE(m, a, u.odd, a + 1, int4);\n",
+"        NN__MAX_TAKE(m, a, w.even, (at + W) + 2 * (ow + (int4)(0, 1, 2, 3)), int4);\n",
+"        NN__MAX_TAKE(m, a, w.odd, (at + W + 1) + 2 * (ow + (int4)(0, 1, 2, 3)), int4);\n",
+"        if (y) vstore4(m, 0, y + ow);\n",
+"        if (idx) vstore4(a, 0, idx + ow);\n",
+"        ow += 4;\n",
+"    }\n",
+"    for (; ow < full; ow++) {\n",
+"        int a = at + 2 * ow;\n",
+"        float m = r0[2 * ow];\n",
+"        if (r0[2 * ow + 1] > m || isnan(r0[2 * ow + 1])) m = r0[2 * ow + 1], a = at + 2 * ow + 1;\n",
+"        if (r1[2 * ow] > m || isnan(r1[2 * ow])) m = r1[2 * ow], a = at + W + 2 * ow;\n",
+"        if (r1[2 * ow + 1] > m || isnan(r1[2 * ow + 1])) m = r1[2 * ow + 1], a = at + W + 2 * ow + 1;\n",
+"        if (y) y[ow] = m;\n",
+"        if (idx) idx[ow] = a;\n",
+"    }\n",
+"    return ow;\n",
+"}\n",
+"#define NN__MAX_ROW_2X2(xc, oh, y, idx) max_row_2x2(xc, H, W, OW, oh, geo, y, idx)\n",
+"#else\n",
+"#define NN__MAX_ROW_2X2(xc, oh, y, idx) 0\n",
+"#endif\n",
+"\n",
 "__kernel void max_pool2d_forward_rows(NN__KPARAMS(max_pool2d_forward)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= NC * OH) return;\n",
 "    int oh = i % OH, c = i / OH;\n",
 "    __global const NN__STORE_T *xc = x + (size_t)c * H * W;\n",
 "    float v;\n",
-"    for (int ow = 0; ow < OW; ow++) {\n",
+"    for (int ow = NN__MAX_ROW_2X2(xc, oh, y + (size_t)i * OW, (__global int *)0); ow < OW; ow++) {\n",
 "        max_window(xc, H, W, oh, ow, geo, &v);\n",
 "        NN__SSTORE(y, (size_t)i * OW + ow, v);\n",
 "    }\n",
@@ -20887,7 +21082,8 @@ static const char *const nn__cl_src_pool[] = {
 "    int oh = i % OH, c = i / OH;\n",
 "    __global const NN__STORE_T *xc = x + (size_t)c * H * W;\n",
 "    float v;\n",
-"    for (int ow = 0; ow < OW; ow++) idx[(size_t)i * OW + ow] = max_window(xc, H, W, oh, ow, geo, &v);\n",
+"    for (int ow = NN__MAX_ROW_2X2(xc, oh, (__global float *)0, idx + (size_t)i * OW); ow < OW; ow++)\n",
+"        idx[(size_t)i * OW + ow] = max_window(xc, H, W, oh, ow, geo, &v);\n",
 "}\n",
 "\n",
 "__kernel void max_pool2d_backward_planes(NN__KPARAMS(max_pool2d_backward)) {\n",
@@ -35910,7 +36106,8 @@ static nn_result nn__cpu_gather_rows(nn_graph *g, nn__node *n) {
 static nn_result nn__launch_gather_rows(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__node *d = &g->nodes[n->in[0]];
-    NN__KSTART(gather_rows, "gather", "gather_rows_forward", n->numel);
+    int cpu = g->ctx->dev.cpu_tuned; /* a work-item per row */
+    NN__KSTART(gather_rows, "gather", cpu ? "gather_rows_by_row" : "gather_rows_forward", cpu ? n->shape.dim[0] : n->numel);
     k.data = &d->buf;
     k.idx = &g->nodes[n->in[1]].buf;
     k.y = &n->buf;
@@ -38258,11 +38455,19 @@ static nn_tensor nn__norm_attrs(nn_graph *g, nn_tensor t, const nn__norm_attr *a
     return t;
 }
 
+/* On devices tuned as CPUs, channels of at least this many floats run kernels/norm.cl's
+   norm_runs_* kernels (one work-item per group, channel or row, in float16s) */
+#define NN__NORM_RUN_MIN 16
+static int nn__norm_runs(const nn_graph *g, const nn__norm_attr *a) {
+    return g->ctx->dev.cpu_tuned && a->S >= NN__NORM_RUN_MIN;
+}
+
 /* A launch of one work-group per statistics group (per_group: norm_stats, norm_grad_input)
    or per channel (the affine gradients), no larger than the power of two that covers the
-   elements it reduces; *wg is its size, the floats of the kernel's tmp. */
-static nn_result nn__launch_norm_groups(nn_graph *g, int id, const char *kernel, int per_group, nn__launch **l,
-                                       size_t *wg) {
+   elements it reduces; *wg is its size, the floats of the kernel's tmp. runs (or NULL):
+   the kernel's norm_runs_* form, in groups of one item where nn__norm_runs says. */
+static nn_result nn__launch_norm_groups(nn_graph *g, int id, const char *kernel, const char *runs, int per_group,
+                                       nn__launch **l, size_t *wg) {
     nn__norm q;
     size_t groups, count;
     *wg = nn__reduce_wg(g);
@@ -38270,6 +38475,10 @@ static nn_result nn__launch_norm_groups(nn_graph *g, int id, const char *kernel,
     groups = (size_t)(per_group ? nn__norm_groups(&q) : q.C);
     count = (size_t)(per_group ? nn__norm_count(&q) : q.A * q.S);
     while (*wg > 1 && *wg / 2 >= count) *wg /= 2;
+    if (runs && nn__norm_runs(g, &g->nodes[id].a.norm)) {
+        *wg = 1; /* one item a group, with no tree */
+        kernel = runs;
+    }
     return nn__launch_groups(g, id, "norm", kernel, groups, *wg, l);
 }
 
@@ -38284,14 +38493,14 @@ static nn_result nn__launch_norm_groups(nn_graph *g, int id, const char *kernel,
     } while (0)
 
 /* A launch function's opening for a kernel SIG over work-groups (nn__launch_norm_groups's
-   per_group): n, a (its attributes), wg, and NN__KWITH's l, r and k, with the common
-   fields and the work-group's scratch tmp set */
-#define NN__NORM_KLAUNCH(sig, per_group)                                       \
-    nn__node *n = &g->nodes[id];                                               \
-    const nn__norm_attr *a = &n->a.norm;                                       \
-    size_t wg;                                                                 \
-    NN__KWITH(sig, nn__launch_norm_groups(g, id, #sig, per_group, &l, &wg)); \
-    NN__NORM_KFIELDS(k, a);                                                    \
+   runs and per_group): n, a (its attributes), wg, and NN__KWITH's l, r and k, with the
+   common fields and the work-group's scratch tmp set */
+#define NN__NORM_KLAUNCH(sig, runs, per_group)                                           \
+    nn__node *n = &g->nodes[id];                                                         \
+    const nn__norm_attr *a = &n->a.norm;                                                 \
+    size_t wg;                                                                           \
+    NN__KWITH(sig, nn__launch_norm_groups(g, id, #sig, runs, per_group, &l, &wg));       \
+    NN__NORM_KFIELDS(k, a);                                                              \
     k.tmp = wg * 4
 
 /* ==== norm_stats: stats [2, R] of x [A, C, S], the means then the biased variances: R =
@@ -38315,7 +38524,7 @@ static nn_result nn__cpu_norm_stats(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_norm_stats(nn_graph *g, int id) {
-    NN__NORM_KLAUNCH(norm_stats, 1);
+    NN__NORM_KLAUNCH(norm_stats, "norm_runs_stats", 1);
     k.x = &g->nodes[n->in[0]].buf;
     k.stats = &n->buf;
     k.rms = a->rms;
@@ -38410,7 +38619,9 @@ static nn_result nn__launch_norm_forward(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__norm_attr *a = &n->a.norm;
-    NN__KSTART(norm_forward, "norm", "norm_forward", n->numel);
+    int runs = nn__norm_runs(g, a);
+    NN__KSTART(norm_forward, "norm", runs ? "norm_runs_forward" : "norm_forward",
+               runs ? (int64_t)a->A * a->C : n->numel);
     k.x = &g->nodes[in[0]].buf;
     k.stats = &g->nodes[in[1]].buf;
     k.gamma = a->has_gamma ? &g->nodes[in[2]].buf : &g->one;
@@ -38425,7 +38636,7 @@ static nn_result nn__launch_norm_forward(nn_graph *g, int id) {
 
 /* one work-group per statistics group */
 static nn_result nn__launch_norm_dx(nn_graph *g, int id) {
-    NN__NORM_KLAUNCH(norm_backward_data, 1);
+    NN__NORM_KLAUNCH(norm_backward_data, "norm_runs_dx", 1);
     const int *in = n->in;
     k.x = &g->nodes[in[0]].buf;
     k.stats = &g->nodes[in[1]].buf;
@@ -38442,7 +38653,7 @@ static nn_result nn__launch_norm_dx(nn_graph *g, int id) {
    alone (x and stats are then g->one, unread). */
 static nn_result nn__launch_norm_affine(nn_graph *g, int id, const nn__buf *x, const nn__buf *stats, const nn__buf *dy,
                                         int with_xhat) {
-    NN__NORM_KLAUNCH(norm_backward_affine, 0);
+    NN__NORM_KLAUNCH(norm_backward_affine, "norm_runs_affine", 0);
     k.x = x;
     k.stats = stats;
     k.dy = dy;
@@ -38563,7 +38774,7 @@ static nn_result nn__launch_rms_norm(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__norm_attr *a = &n->a.norm;
     size_t wg;
-    NN__KWITH(rms_norm_forward, nn__launch_norm_groups(g, id, "rms_norm_forward", 1, &l, &wg));
+    NN__KWITH(rms_norm_forward, nn__launch_norm_groups(g, id, "rms_norm_forward", NULL, 1, &l, &wg));
     k.x = &g->nodes[n->in[0]].buf;
     k.w = a->has_gamma ? &g->nodes[n->in[1]].buf : &g->one;
     k.y = &n->buf;
@@ -38579,7 +38790,7 @@ static nn_result nn__launch_rms_norm_dx(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__norm_attr *a = &n->a.norm;
     size_t wg;
-    NN__KWITH(rms_norm_backward_data, nn__launch_norm_groups(g, id, "rms_norm_backward_data", 1, &l, &wg));
+    NN__KWITH(rms_norm_backward_data, nn__launch_norm_groups(g, id, "rms_norm_backward_data", NULL, 1, &l, &wg));
     k.x = &g->nodes[n->in[0]].buf;
     k.dy = &g->nodes[n->in[1]].buf;
     k.w = a->has_gamma ? &g->nodes[n->in[2]].buf : &g->one;

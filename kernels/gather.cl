@@ -12,6 +12,22 @@ __kernel void gather_rows_forward(NN__KPARAMS(gather_rows)) {
     y[i] = (r >= 0 && r < N) ? data[(size_t)r * D + j] : 0u;
 }
 
+/* The same on devices tuned as CPUs: one work-item per row, copied in uint16s (the form
+   above divided an index for every element and copied one at a time). */
+__kernel void gather_rows_by_row(NN__KPARAMS(gather_rows)) {
+    int b = get_global_id(0);
+    if (b >= B) return;
+    int r = idx[b], j = 0;
+    __global uint *o = y + (size_t)b * D;
+    if (r < 0 || r >= N) {
+        for (; j < D; j++) o[j] = 0u;
+        return;
+    }
+    __global const uint *p = data + (size_t)r * D;
+    for (; j + 16 <= D; j += 16) vstore16(vload16(0, p + j), 0, o + j);
+    for (; j < D; j++) o[j] = p[j];
+}
+
 /* A checked op's index values outside [0, L), counted into bad[slot] (PyTorch raises on
    them; the op itself reads none of them). */
 __kernel void index_check(NN__KPARAMS(index_check)) {

@@ -155,3 +155,125 @@ __kernel void rms_norm_backward_data(NN__KPARAMS(rms_norm_backward_data)) {
         dx[(long)r * C + c] = rs * (d - xr[c] * rs * m2);
     }
 }
+
+/* Devices tuned as CPUs, for channels of S >= NN__NORM_RUN_MIN floats (batch, group and
+   instance norm over images; src/ops/norm.c chooses): the same four operations with one
+   work-item per statistics group (norm_runs_stats, norm_runs_dx), per channel
+   (norm_runs_affine) or per row (a, c) of S floats (norm_runs_forward), in work-groups of
+   one item for the first three. A group's elements are runs of S contiguous floats, one
+   channel each (batch norm: channel r of each a; group norm: the group's channels of one
+   a), read in float16s: the driver compiles them to whole vector registers, where the
+   one-item-per-element and strided forms above divided twice an element and ran scalar.
+   Sums go to 16 lanes across the runs (the tail of each run to a 17th), added in a fixed
+   tree: the order is fixed. */
+inline int norm_runs(int A, int C, int G, int pc) { return pc ? A : C / G; }
+inline int norm_run_at(int r, int j, int C, int S, int G, int pc) { return pc ? (j * C + r) * S : (r * (C / G) + j) * S; }
+inline int norm_run_ch(int r, int j, int C, int G, int pc) { return pc ? r : (r % G) * (C / G) + j; }
+inline float norm_lanes(float16 v, float t) {
+    float8 a = v.lo + v.hi;
+    float4 b = a.lo + a.hi;
+    float2 c = b.lo + b.hi;
+    return (c.x + c.y) + t;
+}
+
+__kernel void norm_runs_stats(NN__KPARAMS(norm_stats)) {
+    int r = get_global_id(0), R = norm_groups(A, C, G, pc), nr = norm_runs(A, C, G, pc);
+    if (r >= R) return;
+    float n = (float)nr * (float)S, mean = 0.0f, t = 0.0f;
+    float16 v = (float16)(0.0f);
+    if (!rms) {
+        for (int j = 0; j < nr; j++) {
+            __global const float *p = x + norm_run_at(r, j, C, S, G, pc);
+            int s = 0;
+            for (; s + 16 <= S; s += 16) v += vload16(0, p + s);
+            for (; s < S; s++) t += p[s];
+        }
+        mean = norm_lanes(v, t) / n;
+    }
+    v = (float16)(0.0f);
+    t = 0.0f;
+    for (int j = 0; j < nr; j++) {
+        __global const float *p = x + norm_run_at(r, j, C, S, G, pc);
+        int s = 0;
+        for (; s + 16 <= S; s += 16) {
+            float16 d = vload16(0, p + s) - mean;
+            v += d * d;
+        }
+        for (; s < S; s++) t += (p[s] - mean) * (p[s] - mean);
+    }
+    stats[r] = mean;
+    stats[R + r] = norm_lanes(v, t) / n;
+}
+
+__kernel void norm_runs_forward(NN__KPARAMS(norm_forward)) {
+    int q = get_global_id(0);
+    if (q >= A * C) return;
+    int c = q % C, a = q / C, R = norm_groups(A, C, G, pc), r = pc ? c : a * G + c / (C / G);
+    float mean = stats[r], scale = (has_gamma ? gamma[c] : 1.0f) / sqrt(stats[R + r] + eps);
+    float shift = has_beta ? beta[c] : 0.0f;
+    __global const float *p = x + (size_t)q * S;
+    __global float *o = y + (size_t)q * S;
+    int s = 0;
+    for (; s + 16 <= S; s += 16) vstore16((vload16(0, p + s) - mean) * scale + shift, 0, o + s);
+    for (; s < S; s++) o[s] = (p[s] - mean) * scale + shift;
+}
+
+__kernel void norm_runs_dx(NN__KPARAMS(norm_backward_data)) {
+    int r = get_global_id(0), R = norm_groups(A, C, G, pc), nr = norm_runs(A, C, G, pc);
+    if (r >= R) return;
+    float n = (float)nr * (float)S, mean = stats[r], rs = 1.0f / sqrt(stats[R + r] + eps), m1 = 0.0f, m2 = 0.0f;
+    if (!const_stats) {
+        float16 v1 = (float16)(0.0f), v2 = (float16)(0.0f);
+        float t1 = 0.0f, t2 = 0.0f;
+        for (int j = 0; j < nr; j++) {
+            int at = norm_run_at(r, j, C, S, G, pc);
+            float ga = has_gamma ? gamma[norm_run_ch(r, j, C, G, pc)] : 1.0f;
+            int s = 0;
+            for (; s + 16 <= S; s += 16) {
+                float16 d = vload16(0, dy + at + s) * ga;
+                v1 += d;
+                v2 += d * (vload16(0, x + at + s) - mean) * rs;
+            }
+            for (; s < S; s++) {
+                float d = dy[at + s] * ga;
+                t1 += d;
+                t2 += d * (x[at + s] - mean) * rs;
+            }
+        }
+        m1 = norm_lanes(v1, t1) / n;
+        m2 = norm_lanes(v2, t2) / n;
+    }
+    for (int j = 0; j < nr; j++) {
+        int at = norm_run_at(r, j, C, S, G, pc);
+        float ga = has_gamma ? gamma[norm_run_ch(r, j, C, G, pc)] : 1.0f;
+        int s = 0;
+        for (; s + 16 <= S; s += 16) {
+            float16 d = vload16(0, dy + at + s) * ga;
+            vstore16(rs * (d - m1 - (vload16(0, x + at + s) - mean) * rs * m2), 0, dx + at + s);
+        }
+        for (; s < S; s++) {
+            float d = dy[at + s] * ga;
+            dx[at + s] = rs * (d - m1 - (x[at + s] - mean) * rs * m2);
+        }
+    }
+}
+
+__kernel void norm_runs_affine(NN__KPARAMS(norm_backward_affine)) {
+    int c = get_global_id(0), R = norm_groups(A, C, G, pc);
+    if (c >= C) return;
+    float16 v = (float16)(0.0f);
+    float t = 0.0f;
+    for (int a = 0; a < A; a++) {
+        int at = (a * C + c) * S, s = 0;
+        if (with_xhat) {
+            int r = pc ? c : a * G + c / (C / G);
+            float mean = stats[r], rs = sqrt(stats[R + r] + eps);
+            for (; s + 16 <= S; s += 16) v += vload16(0, dy + at + s) * ((vload16(0, x + at + s) - mean) / rs);
+            for (; s < S; s++) t += dy[at + s] * ((x[at + s] - mean) / rs);
+        } else {
+            for (; s + 16 <= S; s += 16) v += vload16(0, dy + at + s);
+            for (; s < S; s++) t += dy[at + s];
+        }
+    }
+    out[c] = norm_lanes(v, t);
+}

@@ -85,13 +85,70 @@ __kernel void max_pool2d_backward_elems(NN__KPARAMS(max_pool2d_backward)) {
    plane-wise backward adds each output's gradient at its argmax in output order, the same
    order as the gather above. It adds in dx's memory, so the launch runs it on float32 alone
    (16-bit storage would round each add): a 16-bit gradient takes the gather. */
+#if !defined(NN_STORE_BF16) && !defined(NN_STORE_F16)
+/* One step of max_window's rule on vectors or scalars: candidate v (its offset in the
+   plane o) replaces the maximum m (at a) when greater or NaN */
+#define NN__MAX_TAKE(m, a, v, o, T)      \
+    do {                                  \
+        T t_ = (v > m) | isnan(v);        \
+        m = select(m, v, t_);             \
+        a = select(a, o, t_);             \
+    } while (0)
+
+/* The common window, 2x2 at stride 2 without padding or dilation, on float32: output row oh
+   of plane xc 8, then 4 outputs at a time (their 4 candidates each as a float8 or float4,
+   taken in window order as max_window takes them), then one at a time, the maxima to y
+   and/or the argmaxes to idx (either may be NULL). Returns the outputs done; the rest
+   (windows cut by the plane's edge) go through max_window. */
+inline int max_row_2x2(__global const float *xc, const int H, const int W, const int OW, const int oh,
+                       const int8 geo, __global float *y, __global int *idx) {
+    int ow = 0, full = min(OW, W / 2), at = 2 * oh * W;
+    if (any(geo != (int8)(2, 2, 2, 2, 0, 0, 1, 1)) || 2 * oh + 1 >= H) return 0;
+    __global const float *r0 = xc + at, *r1 = r0 + W;
+    for (; ow + 8 <= full; ow += 8) {
+        float16 u = vload16(0, r0 + 2 * ow), w = vload16(0, r1 + 2 * ow);
+        int8 a = at + 2 * (ow + (int8)(0, 1, 2, 3, 4, 5, 6, 7));
+        float8 m = u.even;
+        NN__MAX_TAKE(m, a, u.odd, a + 1, int8);
+        NN__MAX_TAKE(m, a, w.even, (at + W) + 2 * (ow + (int8)(0, 1, 2, 3, 4, 5, 6, 7)), int8);
+        NN__MAX_TAKE(m, a, w.odd, (at + W + 1) + 2 * (ow + (int8)(0, 1, 2, 3, 4, 5, 6, 7)), int8);
+        if (y) vstore8(m, 0, y + ow);
+        if (idx) vstore8(a, 0, idx + ow);
+    }
+    if (ow + 4 <= full) {
+        float8 u = vload8(0, r0 + 2 * ow), w = vload8(0, r1 + 2 * ow);
+        int4 a = at + 2 * (ow + (int4)(0, 1, 2, 3));
+        float4 m = u.even;
+        NN__MAX_TAKE(m, a, u.odd, a + 1, int4);
+        NN__MAX_TAKE(m, a, w.even, (at + W) + 2 * (ow + (int4)(0, 1, 2, 3)), int4);
+        NN__MAX_TAKE(m, a, w.odd, (at + W + 1) + 2 * (ow + (int4)(0, 1, 2, 3)), int4);
+        if (y) vstore4(m, 0, y + ow);
+        if (idx) vstore4(a, 0, idx + ow);
+        ow += 4;
+    }
+    for (; ow < full; ow++) {
+        int a = at + 2 * ow;
+        float m = r0[2 * ow];
+        if (r0[2 * ow + 1] > m || isnan(r0[2 * ow + 1])) m = r0[2 * ow + 1], a = at + 2 * ow + 1;
+        if (r1[2 * ow] > m || isnan(r1[2 * ow])) m = r1[2 * ow], a = at + W + 2 * ow;
+        if (r1[2 * ow + 1] > m || isnan(r1[2 * ow + 1])) m = r1[2 * ow + 1], a = at + W + 2 * ow + 1;
+        if (y) y[ow] = m;
+        if (idx) idx[ow] = a;
+    }
+    return ow;
+}
+#define NN__MAX_ROW_2X2(xc, oh, y, idx) max_row_2x2(xc, H, W, OW, oh, geo, y, idx)
+#else
+#define NN__MAX_ROW_2X2(xc, oh, y, idx) 0
+#endif
+
 __kernel void max_pool2d_forward_rows(NN__KPARAMS(max_pool2d_forward)) {
     int i = get_global_id(0);
     if (i >= NC * OH) return;
     int oh = i % OH, c = i / OH;
     __global const NN__STORE_T *xc = x + (size_t)c * H * W;
     float v;
-    for (int ow = 0; ow < OW; ow++) {
+    for (int ow = NN__MAX_ROW_2X2(xc, oh, y + (size_t)i * OW, (__global int *)0); ow < OW; ow++) {
         max_window(xc, H, W, oh, ow, geo, &v);
         NN__SSTORE(y, (size_t)i * OW + ow, v);
     }
@@ -103,7 +160,8 @@ __kernel void max_pool2d_argmax_rows(NN__KPARAMS(max_pool2d_argmax)) {
     int oh = i % OH, c = i / OH;
     __global const NN__STORE_T *xc = x + (size_t)c * H * W;
     float v;
-    for (int ow = 0; ow < OW; ow++) idx[(size_t)i * OW + ow] = max_window(xc, H, W, oh, ow, geo, &v);
+    for (int ow = NN__MAX_ROW_2X2(xc, oh, (__global float *)0, idx + (size_t)i * OW); ow < OW; ow++)
+        idx[(size_t)i * OW + ow] = max_window(xc, H, W, oh, ow, geo, &v);
 }
 
 __kernel void max_pool2d_backward_planes(NN__KPARAMS(max_pool2d_backward)) {

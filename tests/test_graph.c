@@ -223,32 +223,39 @@ done:
     t_end();
 }
 
-/* Labels live on the device too: gather_rows copies int32 rows exactly. */
+/* Labels live on the device too: gather_rows copies int32 rows exactly; rows of 1 and 37
+   (CPU devices copy a row in uint16s and a tail). */
 static void test_gather_int(const t_env *e) {
-    enum { N = 33, B = 7 };
+    enum { N = 33, B = 7, DMAX = 37 };
+    static const int dims[2] = {1, DMAX};
     nn_context *ctx = e->ctx;
-    nn_graph *g = NULL;
-    nn_tensor lab, idx, out;
-    int32_t L[N], I[B] = {0, 32, 5, -1, 33, 5, 16}, got[B];
-    int i;
-    if (!t_begin(e, "gather_rows of int32 data [33] by [7]")) return;
-    for (i = 0; i < N; i++) L[i] = (i * 7919) ^ 0x7f7f7f7f; /* bit patterns that are NaNs as floats */
-    if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
-    lab = nn_input(g, "labels", NN_I32, nn_shape1(N));
-    idx = nn_input(g, "idx", NN_I32, nn_shape1(B));
-    out = nn_gather_rows(g, lab, idx);
-    nn_graph_output(g, out);
-    if (!T_OK(nn_graph_compile(g, NULL), ctx)) goto done;
-    T_OK(nn_tensor_write(g, lab, L, sizeof L), ctx);
-    T_OK(nn_tensor_write(g, idx, I, sizeof I), ctx);
-    T_OK(nn_graph_forward(g), ctx);
-    if (T_OK(nn_tensor_read(g, out, got, sizeof got), ctx))
-        for (i = 0; i < B; i++) {
-            int32_t want = (I[i] >= 0 && I[i] < N) ? L[I[i]] : 0;
-            T_CHECK(got[i] == want, "row %d (index %d): %d, want %d", i, I[i], got[i], want);
+    int32_t L[N * DMAX], I[B] = {0, 32, 5, -1, 33, 5, 16}, got[B * DMAX];
+    int i, j, t;
+    if (!t_begin(e, "gather_rows of int32 data [33] and [33, 37] by [7]")) return;
+    for (i = 0; i < N * DMAX; i++) L[i] = (i * 7919) ^ 0x7f7f7f7f; /* bit patterns that are NaNs as floats */
+    for (t = 0; t < 2; t++) {
+        int D = dims[t];
+        nn_graph *g = NULL;
+        nn_tensor lab, idx, out;
+        if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) break;
+        lab = nn_input(g, "labels", NN_I32, D == 1 ? nn_shape1(N) : nn_shape2(N, D));
+        idx = nn_input(g, "idx", NN_I32, nn_shape1(B));
+        out = nn_gather_rows(g, lab, idx);
+        nn_graph_output(g, out);
+        if (T_OK(nn_graph_compile(g, NULL), ctx)) {
+            T_OK(nn_tensor_write(g, lab, L, (size_t)N * D * 4), ctx);
+            T_OK(nn_tensor_write(g, idx, I, sizeof I), ctx);
+            T_OK(nn_graph_forward(g), ctx);
+            if (T_OK(nn_tensor_read(g, out, got, (size_t)B * D * 4), ctx))
+                for (i = 0; i < B; i++)
+                    for (j = 0; j < D; j++) {
+                        int32_t want = (I[i] >= 0 && I[i] < N) ? L[I[i] * D + j] : 0;
+                        T_CHECK(got[i * D + j] == want, "D %d row %d (index %d) column %d: %d, want %d", D, i, I[i], j,
+                                got[i * D + j], want);
+                    }
         }
-done:
-    nn_graph_destroy(g);
+        nn_graph_destroy(g);
+    }
     t_end();
 }
 

@@ -275,6 +275,9 @@ static void checker_cases(const t_env *e) {
     norm_case(e, "batch_norm", b_batch_norm, r_batch_norm, nn_shape4(2, 3, 3, 3), nn_shape1(3), 0, 1, 0, 0);
     norm_case(e, "batch_norm", b_batch_norm, r_batch_norm, nn_shape4(3, 5, 7, 7), nn_shape1(5), 1, 1, 0, 0);
     norm_case(e, "batch_norm eps 1e-3", b_batch_norm, r_batch_norm, nn_shape4(2, 1, 3, 7), nn_shape1(1), 0, 0, 0, 1e-3f);
+    /* spatial 16 and more: CPU devices' norm_runs_* kernels (whole float16s only, and a tail) */
+    norm_case(e, "batch_norm", b_batch_norm, r_batch_norm, nn_shape4(2, 3, 4, 8), nn_shape1(3), 1, 0, 0, 0);
+    norm_case(e, "batch_norm", b_batch_norm, r_batch_norm, nn_shape3(3, 2, 37), nn_shape1(2), 1, 1, 0, 0);
     /* layer norm: N = 1, one and two normalised dims, no affine */
     norm_case(e, "layer_norm 1 dim", b_layer_norm, r_layer_norm, nn_shape2(1, 7), nn_shape1(7), 1, 1, 1, 1e-5f);
     norm_case(e, "layer_norm 1 dim", b_layer_norm, r_layer_norm, nn_shape3(3, 5, 33), nn_shape1(33), 1, 1, 1, 1e-5f);
@@ -286,9 +289,11 @@ static void checker_cases(const t_env *e) {
     norm_case(e, "group_norm G=1", b_group_norm, r_group_norm, nn_shape3(2, 3, 7), nn_shape1(3), 1, 1, 1, 1e-5f);
     norm_case(e, "group_norm G=3", b_group_norm, r_group_norm, nn_shape4(2, 3, 1, 7), nn_shape1(3), 1, 0, 3, 1e-5f);
     norm_case(e, "group_norm G=5", b_group_norm, r_group_norm, nn_shape2(3, 15), nn_shape1(15), 1, 1, 5, 1e-5f);
+    norm_case(e, "group_norm G=2", b_group_norm, r_group_norm, nn_shape4(2, 6, 4, 5), nn_shape1(6), 1, 1, 2, 1e-5f);
     /* instance norm */
     norm_case(e, "instance_norm", b_instance_norm, r_instance_norm, nn_shape4(1, 3, 7, 7), nn_shape1(3), 1, 1, 0, 1e-5f);
     norm_case(e, "instance_norm", b_instance_norm, r_instance_norm, nn_shape3(2, 5, 3), nn_shape1(5), 0, 0, 0, 1e-5f);
+    norm_case(e, "instance_norm", b_instance_norm, r_instance_norm, nn_shape3(2, 3, 17), nn_shape1(3), 0, 0, 0, 1e-5f);
     snprintf(what, sizeof what, "instance_norm");
     norm_case(e, what, b_instance_norm, r_instance_norm, nn_shape4(3, 1, 3, 7), nn_shape1(1), 1, 1, 0, 1e-5f);
 }
@@ -440,7 +445,7 @@ done:
 /* An eval graph with a loss: the running statistics are constants, so dx = dy * gamma /
    sqrt(running_var + eps), dgamma = sum dy * xhat, dbeta = sum dy (all exact, in double). */
 static void eval_grad_case(const t_env *e) {
-    enum { N = 3, C = 5, S = 7, n = N * C * S };
+    enum { N = 3, C = 5, S = 17, n = N * C * S }; /* S >= 16: CPU devices' norm_runs_* kernels */
     nn_context *ctx = e->ctx;
     nn_graph *g = NULL;
     nn_graph_desc gd;
@@ -828,6 +833,7 @@ void suite_norm(const t_env *e) {
     running_case(e, nn_shape4(4, 3, 3, 7), 3);
     running_case(e, nn_shape2(5, 7), 3);
     running_case(e, nn_shape3(2, 5, 3), 3);
+    running_case(e, nn_shape4(2, 3, 4, 5), 3);
     T_RUN(e, eval_grad_case, error_cases, nanprop_norm, nanprop_bn_running, nanprop_rms);
     t_bad_rows(e, norm_bad, (int)(sizeof norm_bad / sizeof norm_bad[0]));
 }

@@ -224,6 +224,8 @@ static const pcase cases[] = {
     {P_MAX, 2, 2, 3, 8, 6, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},     /* 2x2 stride 2 inside (the CNN's) */
     {P_MAX, 2, 1, 2, 7, 9, 2, 2, 1, 2, 0, 0, 0, 0, 0, 0, 0, 0},     /* 2x2 inside, overlapping rows */
     {P_MAX, 2, 1, 2, 7, 8, 3, 3, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0},     /* 3x3 inside */
+    {P_MAX, 2, 1, 2, 9, 31, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0},    /* 2x2 stride 2, rows of 15: CPU devices' 8, 4, 1 */
+    {P_MAX, 2, 1, 1, 7, 27, 2, 2, 2, 2, 0, 0, 0, 0, 1, 0, 0, 0},    /* the same in ceil mode: windows cut by the edge */
     {P_AVG, 2, 1, 1, 7, 7, 3, 3, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0},
     {P_AVG, 2, 1, 1, 7, 7, 3, 3, 0, 0, 1, 1, 0, 0, 0, 1, 0, 0},
     {P_AVG, 2, 2, 3, 8, 7, 3, 2, 2, 1, 1, 1, 0, 0, 1, 0, 0, 0},     /* a ceil window past the padding */
@@ -627,6 +629,13 @@ static void nanprop_pool(const t_env *e) {
         long at2[7] = {0, 9, 2 * 8 + 5, 4 * 8 + 4, 4 * 8 + 5, 5 * 8 + 4, 5 * 8 + 5};
         double v2[7] = {NAN, INFINITY, NAN, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
         nanprop_pool_one(e, "max_pool2d 2x2 stride 2", &mp2, 2, 6, 8, 3, 4, at2, v2, 7, NULL, NULL, 0);
+        {
+            /* rows of 8 outputs (CPU devices' float8 step): inf then a later NaN in a window,
+               a window of -inf alone */
+            long at3[6] = {10, 16 + 11, 2 * 16 + 4, 2 * 16 + 5, 3 * 16 + 4, 3 * 16 + 5};
+            double v3[6] = {INFINITY, NAN, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+            nanprop_pool_one(e, "max_pool2d 2x2 stride 2, rows of 8", &mp2, 1, 4, 16, 2, 8, at3, v3, 6, NULL, NULL, 0);
+        }
         mp2.dh = mp2.dw = 2;
         mp2.kh = mp2.kw = 3;
         mp2.sh = mp2.sw = 1;

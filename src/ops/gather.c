@@ -165,7 +165,8 @@ static nn_result nn__cpu_gather_rows(nn_graph *g, nn__node *n) {
 static nn_result nn__launch_gather_rows(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__node *d = &g->nodes[n->in[0]];
-    NN__KSTART(gather_rows, "gather", "gather_rows_forward", n->numel);
+    int cpu = g->ctx->dev.cpu_tuned; /* a work-item per row */
+    NN__KSTART(gather_rows, "gather", cpu ? "gather_rows_by_row" : "gather_rows_forward", cpu ? n->shape.dim[0] : n->numel);
     k.data = &d->buf;
     k.idx = &g->nodes[n->in[1]].buf;
     k.y = &n->buf;

@@ -57,11 +57,19 @@ static nn_tensor nn__norm_attrs(nn_graph *g, nn_tensor t, const nn__norm_attr *a
     return t;
 }
 
+/* On devices tuned as CPUs, channels of at least this many floats run kernels/norm.cl's
+   norm_runs_* kernels (one work-item per group, channel or row, in float16s) */
+#define NN__NORM_RUN_MIN 16
+static int nn__norm_runs(const nn_graph *g, const nn__norm_attr *a) {
+    return g->ctx->dev.cpu_tuned && a->S >= NN__NORM_RUN_MIN;
+}
+
 /* A launch of one work-group per statistics group (per_group: norm_stats, norm_grad_input)
    or per channel (the affine gradients), no larger than the power of two that covers the
-   elements it reduces; *wg is its size, the floats of the kernel's tmp. */
-static nn_result nn__launch_norm_groups(nn_graph *g, int id, const char *kernel, int per_group, nn__launch **l,
-                                       size_t *wg) {
+   elements it reduces; *wg is its size, the floats of the kernel's tmp. runs (or NULL):
+   the kernel's norm_runs_* form, in groups of one item where nn__norm_runs says. */
+static nn_result nn__launch_norm_groups(nn_graph *g, int id, const char *kernel, const char *runs, int per_group,
+                                       nn__launch **l, size_t *wg) {
     nn__norm q;
     size_t groups, count;
     *wg = nn__reduce_wg(g);
@@ -69,6 +77,10 @@ static nn_result nn__launch_norm_groups(nn_graph *g, int id, const char *kernel,
     groups = (size_t)(per_group ? nn__norm_groups(&q) : q.C);
     count = (size_t)(per_group ? nn__norm_count(&q) : q.A * q.S);
     while (*wg > 1 && *wg / 2 >= count) *wg /= 2;
+    if (runs && nn__norm_runs(g, &g->nodes[id].a.norm)) {
+        *wg = 1; /* one item a group, with no tree */
+        kernel = runs;
+    }
     return nn__launch_groups(g, id, "norm", kernel, groups, *wg, l);
 }
 
@@ -83,14 +95,14 @@ static nn_result nn__launch_norm_groups(nn_graph *g, int id, const char *kernel,
     } while (0)
 
 /* A launch function's opening for a kernel SIG over work-groups (nn__launch_norm_groups's
-   per_group): n, a (its attributes), wg, and NN__KWITH's l, r and k, with the common
-   fields and the work-group's scratch tmp set */
-#define NN__NORM_KLAUNCH(sig, per_group)                                       \
-    nn__node *n = &g->nodes[id];                                               \
-    const nn__norm_attr *a = &n->a.norm;                                       \
-    size_t wg;                                                                 \
-    NN__KWITH(sig, nn__launch_norm_groups(g, id, #sig, per_group, &l, &wg)); \
-    NN__NORM_KFIELDS(k, a);                                                    \
+   runs and per_group): n, a (its attributes), wg, and NN__KWITH's l, r and k, with the
+   common fields and the work-group's scratch tmp set */
+#define NN__NORM_KLAUNCH(sig, runs, per_group)                                           \
+    nn__node *n = &g->nodes[id];                                                         \
+    const nn__norm_attr *a = &n->a.norm;                                                 \
+    size_t wg;                                                                           \
+    NN__KWITH(sig, nn__launch_norm_groups(g, id, #sig, runs, per_group, &l, &wg));       \
+    NN__NORM_KFIELDS(k, a);                                                              \
     k.tmp = wg * 4
 
 /* ==== norm_stats: stats [2, R] of x [A, C, S], the means then the biased variances: R =
@@ -114,7 +126,7 @@ static nn_result nn__cpu_norm_stats(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_norm_stats(nn_graph *g, int id) {
-    NN__NORM_KLAUNCH(norm_stats, 1);
+    NN__NORM_KLAUNCH(norm_stats, "norm_runs_stats", 1);
     k.x = &g->nodes[n->in[0]].buf;
     k.stats = &n->buf;
     k.rms = a->rms;
@@ -209,7 +221,9 @@ static nn_result nn__launch_norm_forward(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const int *in = n->in;
     const nn__norm_attr *a = &n->a.norm;
-    NN__KSTART(norm_forward, "norm", "norm_forward", n->numel);
+    int runs = nn__norm_runs(g, a);
+    NN__KSTART(norm_forward, "norm", runs ? "norm_runs_forward" : "norm_forward",
+               runs ? (int64_t)a->A * a->C : n->numel);
     k.x = &g->nodes[in[0]].buf;
     k.stats = &g->nodes[in[1]].buf;
     k.gamma = a->has_gamma ? &g->nodes[in[2]].buf : &g->one;
@@ -224,7 +238,7 @@ static nn_result nn__launch_norm_forward(nn_graph *g, int id) {
 
 /* one work-group per statistics group */
 static nn_result nn__launch_norm_dx(nn_graph *g, int id) {
-    NN__NORM_KLAUNCH(norm_backward_data, 1);
+    NN__NORM_KLAUNCH(norm_backward_data, "norm_runs_dx", 1);
     const int *in = n->in;
     k.x = &g->nodes[in[0]].buf;
     k.stats = &g->nodes[in[1]].buf;
@@ -241,7 +255,7 @@ static nn_result nn__launch_norm_dx(nn_graph *g, int id) {
    alone (x and stats are then g->one, unread). */
 static nn_result nn__launch_norm_affine(nn_graph *g, int id, const nn__buf *x, const nn__buf *stats, const nn__buf *dy,
                                         int with_xhat) {
-    NN__NORM_KLAUNCH(norm_backward_affine, 0);
+    NN__NORM_KLAUNCH(norm_backward_affine, "norm_runs_affine", 0);
     k.x = x;
     k.stats = stats;
     k.dy = dy;
@@ -362,7 +376,7 @@ static nn_result nn__launch_rms_norm(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__norm_attr *a = &n->a.norm;
     size_t wg;
-    NN__KWITH(rms_norm_forward, nn__launch_norm_groups(g, id, "rms_norm_forward", 1, &l, &wg));
+    NN__KWITH(rms_norm_forward, nn__launch_norm_groups(g, id, "rms_norm_forward", NULL, 1, &l, &wg));
     k.x = &g->nodes[n->in[0]].buf;
     k.w = a->has_gamma ? &g->nodes[n->in[1]].buf : &g->one;
     k.y = &n->buf;
@@ -378,7 +392,7 @@ static nn_result nn__launch_rms_norm_dx(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     const nn__norm_attr *a = &n->a.norm;
     size_t wg;
-    NN__KWITH(rms_norm_backward_data, nn__launch_norm_groups(g, id, "rms_norm_backward_data", 1, &l, &wg));
+    NN__KWITH(rms_norm_backward_data, nn__launch_norm_groups(g, id, "rms_norm_backward_data", NULL, 1, &l, &wg));
     k.x = &g->nodes[n->in[0]].buf;
     k.dy = &g->nodes[n->in[1]].buf;
     k.w = a->has_gamma ? &g->nodes[n->in[2]].buf : &g->one;
