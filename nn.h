@@ -15962,35 +15962,42 @@ static const char *const nn__cl_src_conv[] = {
 "    return (int2)(min(lo, hi), hi);\n",
 "}\n",
 "\n",
-"/* conv2d_im2col_elems by rows: item (row, n, oh); items past rows*N*OH zero one row's padding */\n",
+"/* conv2d_im2col_elems by rows: item (row, n) fills column row `row`'s OH*OW columns of\n",
+"   image n, output row by output row, in work-groups of one item (src/ops/conv/conv2d.c);\n",
+"   items past rows*N zero one row's padding */\n",
 "__kernel void conv2d_im2col_rows(NN__KPARAMS(conv2d_im2col)) {\n",
 "    int i = get_global_id(0), rows = C * KH * KW, P = N * OH * OW;\n",
-"    if (i >= rows * N * OH + rows) return;\n",
-"    if (i >= rows * N * OH) {\n",
-"        __global float *r = col + off + (size_t)(i - rows * N * OH) * ld;\n",
+"    if (i >= rows * N + rows) return;\n",
+"    if (i >= rows * N) {\n",
+"        __global float *r = col + off + (size_t)(i - rows * N) * ld;\n",
 "        for (int p = P; p < ld; p++) r[p] = 0.0f;\n",
 "        return;\n",
 "    }\n",
-"    /* each quotient once (a division an index, not two): on PoCL the divisions and a\n",
-"       scalar copy were most of this kernel's time */\n",
-"    int on = i / OH, row = on / N, rk = row / KW;\n",
-"    int oh = i - on * OH, n = on - row * N, kw = row - rk * KW, c = rk / KH, kh = rk - c * KH;\n",
-"    int ih = oh * geo.s0 - geo.s2 + kh * geo.s4, o = kw * geo.s5 - geo.s3, sw = geo.s1;\n",
-"    __global float *r = col + off + (size_t)row * ld + ((size_t)n * OH + oh) * OW;\n",
-"    if (ih < 0 || ih >= H) {\n",
-"        for (int ow = 0; ow < OW; ow++) r[ow] = 0.0f;\n",
-"        return;\n",
-"    }\n",
-"    __global const float *xr = x + (((size_t)n * C + c) * H + ih) * W;\n",
+"    /* each quotient once an item: on PoCL the divisions and a scalar copy were most of this\n",
+"       kernel's time, and then the cost of an item (one output row of 14 floats in the CNN\n",
+"       example's second convolution) */\n",
+"    int row = i / N, n = i - row * N, rk = row / KW;\n",
+"    int kw = row - rk * KW, c = rk / KH, kh = rk - c * KH;\n",
+"    int o = kw * geo.s5 - geo.s3, sw = geo.s1;\n",
 "    int2 s = ow_span(o, sw, W, OW);\n",
-"    for (int ow = 0; ow < s.x; ow++) r[ow] = 0.0f;\n",
-"    if (sw == 1) {\n",
-"        int ow = s.x;\n",
-"        for (; ow + 4 <= s.y; ow += 4) vstore4(vload4(0, xr + ow + o), 0, r + ow); /* unaligned: vload4 at any float */\n",
-"        for (; ow < s.y; ow++) r[ow] = xr[ow + o];\n",
-"    } else\n",
-"        for (int ow = s.x; ow < s.y; ow++) r[ow] = xr[ow * sw + o];\n",
-"    for (int ow = s.y; ow < OW; ow++) r[ow] = 0.0f;\n",
+"    __global float *r = col + off + (size_t)row * ld + (size_t)n * OH * OW;\n",
+"    __global const float *xc = x + ((size_t)n * C + c) * H * W;\n",
+"    for (int oh = 0; oh < OH; oh++, r += OW) {\n",
+"        int ih = oh * geo.s0 - geo.s2 + kh * geo.s4;\n",
+"        if (ih < 0 || ih >= H) {\n",
+"            for (int ow = 0; ow < OW; ow++) r[ow] = 0.0f;\n",
+"            continue;\n",
+"        }\n",
+"        __global const float *xr = xc + (size_t)ih * W;\n",
+"        for (int ow = 0; ow < s.x; ow++) r[ow] = 0.0f;\n",
+"        if (sw == 1) {\n",
+"            int ow = s.x;\n",
+"            for (; ow + 4 <= s.y; ow += 4) vstore4(vload4(0, xr + ow + o), 0, r + ow); /* unaligned: vload4 at any float */\n",
+"            for (; ow < s.y; ow++) r[ow] = xr[ow + o];\n",
+"        } else\n",
+"            for (int ow = s.x; ow < s.y; ow++) r[ow] = xr[ow * sw + o];\n",
+"        for (int ow = s.y; ow < OW; ow++) r[ow] = 0.0f;\n",
+"    }\n",
 "}\n",
 "\n",
 "/* conv2d_col2im_elems by planes: item (n, c) owns its input plane and adds the column rows into\n",
@@ -27053,6 +27060,21 @@ static cl_int nn__cl_set_arg(cl_kernel k, cl_uint i, const nn__karg *a) {
     }
 }
 
+/* The work-group size of a 1-D launch of n items whose plan left it to the backend (every
+   such kernel checks its bound, so the global size is rounded up to whole groups). GPUs:
+   64. CPU devices run a work-group per task and vectorise across its items: about 8 groups
+   a compute unit, each a multiple of the preferred vector width, at most the largest group.
+   (PoCL's own choice is the largest divisor of n up to 4096: one group, one thread, for
+   the 585 rows of the CNN example's first im2col; 5 groups on 2 threads for 18,720.) */
+static size_t nn__cl_wg_1d(const nn__device *dev, size_t n) {
+    size_t v = dev->vec_float > 1 ? dev->vec_float : 1, groups = 8 * (size_t)(dev->units ? dev->units : 1), wg;
+    if (!dev->cpu_tuned) return dev->max_wg < 64 ? dev->max_wg : 64;
+    wg = (n + groups - 1) / groups;
+    wg = (wg + v - 1) / v * v;
+    if (wg > dev->max_wg) wg = dev->max_wg / v * v;
+    return wg ? wg : 1;
+}
+
 /* Each recorded launch gets its kernel, its work-group shape where its plan left it to the
    backend, and all its arguments, once. */
 static nn_result nn__cl_prepare(nn_graph *g) {
@@ -27064,8 +27086,8 @@ static nn_result nn__cl_prepare(nn_graph *g) {
         nn_result r = nn__cl_kernel(ctx, l->file, l->store, l->source, l->kernel, &kern);
         if (r != NN_OK) return r;
         l->bk = kern;
-        if (!l->use_lws && l->dims == 1 && !ctx->dev.cpu_tuned) { /* a GPU's NULL local size can be a poor choice */
-            size_t wg = ctx->dev.max_wg < 64 ? ctx->dev.max_wg : 64;
+        if (!l->use_lws && l->dims == 1) { /* a driver's choice for a NULL local size can be a poor one */
+            size_t wg = nn__cl_wg_1d(&ctx->dev, l->gws[0]);
             l->gws[0] = (l->gws[0] + wg - 1) / wg * wg;
             l->lws[0] = wg;
             l->use_lws = 1;
@@ -37924,9 +37946,13 @@ static nn_result nn__launch_conv2d_im2col(nn_graph *g, int id, const nn__conv2d 
     nn__launch *l = NULL;
     nn__k_conv2d_im2col k;
     int geo[8];
-    size_t items = q->rowwise ? (size_t)q->rows * (c->N * c->OH + 1) : (size_t)q->rows * q->p.ld;
+    size_t items = q->rowwise ? (size_t)q->rows * (c->N + 1) : (size_t)q->rows * q->p.ld;
     nn_result r = nn__launch_kernel(g, id, "conv", q->rowwise ? "conv2d_im2col_rows" : "conv2d_im2col_elems", items, &l);
     if (r != NN_OK) return r;
+    if (q->rowwise) { /* groups of one item: PoCL took the loops of a group of (row, n) items across its items */
+        l->lws[0] = 1;
+        l->use_lws = 1;
+    }
     nn__conv2d_geo(&n->a.conv, geo);
     memset(&k, 0, sizeof k);
     k.x = x;

@@ -175,35 +175,42 @@ inline int2 ow_span(const int off, const int sw, const int W, const int OW) {
     return (int2)(min(lo, hi), hi);
 }
 
-/* conv2d_im2col_elems by rows: item (row, n, oh); items past rows*N*OH zero one row's padding */
+/* conv2d_im2col_elems by rows: item (row, n) fills column row `row`'s OH*OW columns of
+   image n, output row by output row, in work-groups of one item (src/ops/conv/conv2d.c);
+   items past rows*N zero one row's padding */
 __kernel void conv2d_im2col_rows(NN__KPARAMS(conv2d_im2col)) {
     int i = get_global_id(0), rows = C * KH * KW, P = N * OH * OW;
-    if (i >= rows * N * OH + rows) return;
-    if (i >= rows * N * OH) {
-        __global float *r = col + off + (size_t)(i - rows * N * OH) * ld;
+    if (i >= rows * N + rows) return;
+    if (i >= rows * N) {
+        __global float *r = col + off + (size_t)(i - rows * N) * ld;
         for (int p = P; p < ld; p++) r[p] = 0.0f;
         return;
     }
-    /* each quotient once (a division an index, not two): on PoCL the divisions and a
-       scalar copy were most of this kernel's time */
-    int on = i / OH, row = on / N, rk = row / KW;
-    int oh = i - on * OH, n = on - row * N, kw = row - rk * KW, c = rk / KH, kh = rk - c * KH;
-    int ih = oh * geo.s0 - geo.s2 + kh * geo.s4, o = kw * geo.s5 - geo.s3, sw = geo.s1;
-    __global float *r = col + off + (size_t)row * ld + ((size_t)n * OH + oh) * OW;
-    if (ih < 0 || ih >= H) {
-        for (int ow = 0; ow < OW; ow++) r[ow] = 0.0f;
-        return;
-    }
-    __global const float *xr = x + (((size_t)n * C + c) * H + ih) * W;
+    /* each quotient once an item: on PoCL the divisions and a scalar copy were most of this
+       kernel's time, and then the cost of an item (one output row of 14 floats in the CNN
+       example's second convolution) */
+    int row = i / N, n = i - row * N, rk = row / KW;
+    int kw = row - rk * KW, c = rk / KH, kh = rk - c * KH;
+    int o = kw * geo.s5 - geo.s3, sw = geo.s1;
     int2 s = ow_span(o, sw, W, OW);
-    for (int ow = 0; ow < s.x; ow++) r[ow] = 0.0f;
-    if (sw == 1) {
-        int ow = s.x;
-        for (; ow + 4 <= s.y; ow += 4) vstore4(vload4(0, xr + ow + o), 0, r + ow); /* unaligned: vload4 at any float */
-        for (; ow < s.y; ow++) r[ow] = xr[ow + o];
-    } else
-        for (int ow = s.x; ow < s.y; ow++) r[ow] = xr[ow * sw + o];
-    for (int ow = s.y; ow < OW; ow++) r[ow] = 0.0f;
+    __global float *r = col + off + (size_t)row * ld + (size_t)n * OH * OW;
+    __global const float *xc = x + ((size_t)n * C + c) * H * W;
+    for (int oh = 0; oh < OH; oh++, r += OW) {
+        int ih = oh * geo.s0 - geo.s2 + kh * geo.s4;
+        if (ih < 0 || ih >= H) {
+            for (int ow = 0; ow < OW; ow++) r[ow] = 0.0f;
+            continue;
+        }
+        __global const float *xr = xc + (size_t)ih * W;
+        for (int ow = 0; ow < s.x; ow++) r[ow] = 0.0f;
+        if (sw == 1) {
+            int ow = s.x;
+            for (; ow + 4 <= s.y; ow += 4) vstore4(vload4(0, xr + ow + o), 0, r + ow); /* unaligned: vload4 at any float */
+            for (; ow < s.y; ow++) r[ow] = xr[ow + o];
+        } else
+            for (int ow = s.x; ow < s.y; ow++) r[ow] = xr[ow * sw + o];
+        for (int ow = s.y; ow < OW; ow++) r[ow] = 0.0f;
+    }
 }
 
 /* conv2d_col2im_elems by planes: item (n, c) owns its input plane and adds the column rows into

@@ -861,6 +861,21 @@ static cl_int nn__cl_set_arg(cl_kernel k, cl_uint i, const nn__karg *a) {
     }
 }
 
+/* The work-group size of a 1-D launch of n items whose plan left it to the backend (every
+   such kernel checks its bound, so the global size is rounded up to whole groups). GPUs:
+   64. CPU devices run a work-group per task and vectorise across its items: about 8 groups
+   a compute unit, each a multiple of the preferred vector width, at most the largest group.
+   (PoCL's own choice is the largest divisor of n up to 4096: one group, one thread, for
+   the 585 rows of the CNN example's first im2col; 5 groups on 2 threads for 18,720.) */
+static size_t nn__cl_wg_1d(const nn__device *dev, size_t n) {
+    size_t v = dev->vec_float > 1 ? dev->vec_float : 1, groups = 8 * (size_t)(dev->units ? dev->units : 1), wg;
+    if (!dev->cpu_tuned) return dev->max_wg < 64 ? dev->max_wg : 64;
+    wg = (n + groups - 1) / groups;
+    wg = (wg + v - 1) / v * v;
+    if (wg > dev->max_wg) wg = dev->max_wg / v * v;
+    return wg ? wg : 1;
+}
+
 /* Each recorded launch gets its kernel, its work-group shape where its plan left it to the
    backend, and all its arguments, once. */
 static nn_result nn__cl_prepare(nn_graph *g) {
@@ -872,8 +887,8 @@ static nn_result nn__cl_prepare(nn_graph *g) {
         nn_result r = nn__cl_kernel(ctx, l->file, l->store, l->source, l->kernel, &kern);
         if (r != NN_OK) return r;
         l->bk = kern;
-        if (!l->use_lws && l->dims == 1 && !ctx->dev.cpu_tuned) { /* a GPU's NULL local size can be a poor choice */
-            size_t wg = ctx->dev.max_wg < 64 ? ctx->dev.max_wg : 64;
+        if (!l->use_lws && l->dims == 1) { /* a driver's choice for a NULL local size can be a poor one */
+            size_t wg = nn__cl_wg_1d(&ctx->dev, l->gws[0]);
             l->gws[0] = (l->gws[0] + wg - 1) / wg * wg;
             l->lws[0] = wg;
             l->use_lws = 1;

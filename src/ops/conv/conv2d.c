@@ -481,9 +481,13 @@ static nn_result nn__launch_conv2d_im2col(nn_graph *g, int id, const nn__conv2d 
     nn__launch *l = NULL;
     nn__k_conv2d_im2col k;
     int geo[8];
-    size_t items = q->rowwise ? (size_t)q->rows * (c->N * c->OH + 1) : (size_t)q->rows * q->p.ld;
+    size_t items = q->rowwise ? (size_t)q->rows * (c->N + 1) : (size_t)q->rows * q->p.ld;
     nn_result r = nn__launch_kernel(g, id, "conv", q->rowwise ? "conv2d_im2col_rows" : "conv2d_im2col_elems", items, &l);
     if (r != NN_OK) return r;
+    if (q->rowwise) { /* groups of one item: PoCL took the loops of a group of (row, n) items across its items */
+        l->lws[0] = 1;
+        l->use_lws = 1;
+    }
     nn__conv2d_geo(&n->a.conv, geo);
     memset(&k, 0, sizeof k);
     k.x = x;
