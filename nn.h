@@ -26168,6 +26168,19 @@ static const char *const nn__cl_src_fuse[] = {
 "};\n",
 "#endif /* NN__ACTIVATION_H */\n",
 "#line 6 \"kernels/fuse.cl\"\n",
+"\n",
+"/* i % m for i in [0, n), m >= 1, as the chains' bias operands read on devices tuned as CPUs\n",
+"   (src/ops/fuse.c writes it there; GPUs keep i % m): an integer division an element does\n",
+"   not vectorise (x86 has no vector one: PoCL ran it scalar), a float reciprocal does. For\n",
+"   n <= 2^22 the float estimate of i / m is within 1/2 of it (three roundings of 2^-24 each),\n",
+"   so its truncation is the quotient or one off, which the two corrections fix: the same\n",
+"   remainder. */\n",
+"inline int nn_fuse_mod(int i, int m, int n) {\n",
+"    if (n > (1 << 22)) return i % m;\n",
+"    int t = i - (int)((float)i * (1.0f / (float)m)) * m;\n",
+"    t += t < 0 ? m : 0;\n",
+"    return t >= m ? t - m : t;\n",
+"}\n",
 0 };
 
 /* ======================================================================
@@ -42726,13 +42739,14 @@ static char *nn__fuse_source(const nn_graph *g, const nn__fuse_chain *c) {
     NN__PUT(") {\n    int i = get_global_id(0);\n    if (i >= n) return;\n");
     for (j = 0; j < c->n; j++) {
         const nn__fuse_member *mb = &c->m[j];
-        char opd[2][48];
+        char opd[2][64];
         for (k = 0; k < mb->n_opd; k++) {
             const nn__fuse_opd *o = &mb->opd[k];
             int first = 0, x = o->kind == NN__FA_MEMBER ? 0 : nn__fuse_ext(c, j, k, &first);
             if (o->kind == NN__FA_MEMBER) snprintf(opd[k], sizeof opd[k], "v%d", o->node);
             else if (o->kind == NN__FA_FULL) snprintf(opd[k], sizeof opd[k], "x%d[i]", x);
             else if (o->kind == NN__FA_SCALAR) snprintf(opd[k], sizeof opd[k], "x%d[0]", x);
+            else if (g->ctx->dev.cpu_tuned) snprintf(opd[k], sizeof opd[k], "x%d[nn_fuse_mod(i, m%d_%d, n)]", x, j, k);
             else snprintf(opd[k], sizeof opd[k], "x%d[i %% m%d_%d]", x, j, k);
         }
         if (mb->kind == NN__FK_BINARY)
@@ -42749,7 +42763,6 @@ static char *nn__fuse_source(const nn_graph *g, const nn__fuse_chain *c) {
     }
     NN__PUT("}\n");
 #undef NN__PUT
-    (void)g;
     if (len >= cap) { /* cannot happen: cap counts every piece */
         NN_FREE(s);
         return NULL;

@@ -199,13 +199,14 @@ static char *nn__fuse_source(const nn_graph *g, const nn__fuse_chain *c) {
     NN__PUT(") {\n    int i = get_global_id(0);\n    if (i >= n) return;\n");
     for (j = 0; j < c->n; j++) {
         const nn__fuse_member *mb = &c->m[j];
-        char opd[2][48];
+        char opd[2][64];
         for (k = 0; k < mb->n_opd; k++) {
             const nn__fuse_opd *o = &mb->opd[k];
             int first = 0, x = o->kind == NN__FA_MEMBER ? 0 : nn__fuse_ext(c, j, k, &first);
             if (o->kind == NN__FA_MEMBER) snprintf(opd[k], sizeof opd[k], "v%d", o->node);
             else if (o->kind == NN__FA_FULL) snprintf(opd[k], sizeof opd[k], "x%d[i]", x);
             else if (o->kind == NN__FA_SCALAR) snprintf(opd[k], sizeof opd[k], "x%d[0]", x);
+            else if (g->ctx->dev.cpu_tuned) snprintf(opd[k], sizeof opd[k], "x%d[nn_fuse_mod(i, m%d_%d, n)]", x, j, k);
             else snprintf(opd[k], sizeof opd[k], "x%d[i %% m%d_%d]", x, j, k);
         }
         if (mb->kind == NN__FK_BINARY)
@@ -222,7 +223,6 @@ static char *nn__fuse_source(const nn_graph *g, const nn__fuse_chain *c) {
     }
     NN__PUT("}\n");
 #undef NN__PUT
-    (void)g;
     if (len >= cap) { /* cannot happen: cap counts every piece */
         NN_FREE(s);
         return NULL;
