@@ -20341,6 +20341,38 @@ static const char *const nn__cl_src_optim[] = {
 "    p[i] = w - (lr / bc1) * mi / (sqrt(vi) * rsqrt(bc2) + eps);\n",
 "}\n",
 "\n",
+"/* adam on devices tuned as CPUs: 16 elements an item in float16s, the clip factor read once\n",
+"   an item (the form above read it an element: PoCL made it a gather in every iteration and\n",
+"   masked the rest), the last item's tail one at a time; each element's arithmetic as above */\n",
+"__kernel void opt_adam_vec(NN__KPARAMS(adam)) {\n",
+"    int i = get_global_id(0) * 16;\n",
+"    if (i >= n || clip[0] < 0.0f) return;\n",
+"    float c = clip[0];\n",
+"    if (i + 16 <= n) {\n",
+"        float16 g = vload16(0, grad + i) * c, w = vload16(0, p + i);\n",
+"        g = select(g, (float16)(-cv), g < -cv);\n",
+"        g = select(g, (float16)(cv), g > cv);\n",
+"        if (decoupled) w *= 1.0f - lr * wd;\n",
+"        else g += wd * w;\n",
+"        float16 mi = b1 * vload16(0, m + i) + (1.0f - b1) * g;\n",
+"        float16 vi = b2 * vload16(0, v + i) + (1.0f - b2) * g * g;\n",
+"        vstore16(mi, 0, m + i);\n",
+"        vstore16(vi, 0, v + i);\n",
+"        vstore16(w - (lr / bc1) * mi / (sqrt(vi) * rsqrt(bc2) + eps), 0, p + i);\n",
+"        return;\n",
+"    }\n",
+"    for (; i < n; i++) {\n",
+"        float g = clamp_nan(grad[i] * c, -cv, cv), w = p[i];\n",
+"        if (decoupled) w *= 1.0f - lr * wd;\n",
+"        else g += wd * w;\n",
+"        float mi = b1 * m[i] + (1.0f - b1) * g;\n",
+"        float vi = b2 * v[i] + (1.0f - b2) * g * g;\n",
+"        m[i] = mi;\n",
+"        v[i] = vi;\n",
+"        p[i] = w - (lr / bc1) * mi / (sqrt(vi) * rsqrt(bc2) + eps);\n",
+"    }\n",
+"}\n",
+"\n",
 "/* The rest of the family: one kernel, the rule chosen by `kind` (nn_optimizer_kind, the\n",
 "   same on every work-item; its NN_OPT_* names from kernels/optim.h). Each rule is the twin\n",
 "   of nn__opt_rule in src/cpu/optim.c, which documents h (compile-time hyperparameters) and\n",
@@ -39734,7 +39766,8 @@ static void nn__update_adam(nn_graph *g, nn__launch *l) {
 static nn_result nn__launch_opt_adam(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__node *p = &g->nodes[n->in[0]];
-    NN__KSTART(adam, "optim", "adam", p->numel);
+    int cpu = g->ctx->dev.cpu_tuned; /* 16 elements an item */
+    NN__KSTART(adam, "optim", cpu ? "opt_adam_vec" : "adam", cpu ? (p->numel + 15) / 16 : p->numel);
     l->update = nn__update_adam;
     k.p = &p->buf;
     k.grad = &g->nodes[n->in[1]].buf;

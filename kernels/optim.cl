@@ -39,6 +39,38 @@ __kernel void adam(NN__KPARAMS(adam)) {
     p[i] = w - (lr / bc1) * mi / (sqrt(vi) * rsqrt(bc2) + eps);
 }
 
+/* adam on devices tuned as CPUs: 16 elements an item in float16s, the clip factor read once
+   an item (the form above read it an element: PoCL made it a gather in every iteration and
+   masked the rest), the last item's tail one at a time; each element's arithmetic as above */
+__kernel void opt_adam_vec(NN__KPARAMS(adam)) {
+    int i = get_global_id(0) * 16;
+    if (i >= n || clip[0] < 0.0f) return;
+    float c = clip[0];
+    if (i + 16 <= n) {
+        float16 g = vload16(0, grad + i) * c, w = vload16(0, p + i);
+        g = select(g, (float16)(-cv), g < -cv);
+        g = select(g, (float16)(cv), g > cv);
+        if (decoupled) w *= 1.0f - lr * wd;
+        else g += wd * w;
+        float16 mi = b1 * vload16(0, m + i) + (1.0f - b1) * g;
+        float16 vi = b2 * vload16(0, v + i) + (1.0f - b2) * g * g;
+        vstore16(mi, 0, m + i);
+        vstore16(vi, 0, v + i);
+        vstore16(w - (lr / bc1) * mi / (sqrt(vi) * rsqrt(bc2) + eps), 0, p + i);
+        return;
+    }
+    for (; i < n; i++) {
+        float g = clamp_nan(grad[i] * c, -cv, cv), w = p[i];
+        if (decoupled) w *= 1.0f - lr * wd;
+        else g += wd * w;
+        float mi = b1 * m[i] + (1.0f - b1) * g;
+        float vi = b2 * v[i] + (1.0f - b2) * g * g;
+        m[i] = mi;
+        v[i] = vi;
+        p[i] = w - (lr / bc1) * mi / (sqrt(vi) * rsqrt(bc2) + eps);
+    }
+}
+
 /* The rest of the family: one kernel, the rule chosen by `kind` (nn_optimizer_kind, the
    same on every work-item; its NN_OPT_* names from kernels/optim.h). Each rule is the twin
    of nn__opt_rule in src/cpu/optim.c, which documents h (compile-time hyperparameters) and

@@ -228,7 +228,8 @@ static void nn__update_adam(nn_graph *g, nn__launch *l) {
 static nn_result nn__launch_opt_adam(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__node *p = &g->nodes[n->in[0]];
-    NN__KSTART(adam, "optim", "adam", p->numel);
+    int cpu = g->ctx->dev.cpu_tuned; /* 16 elements an item */
+    NN__KSTART(adam, "optim", cpu ? "opt_adam_vec" : "adam", cpu ? (p->numel + 15) / 16 : p->numel);
     l->update = nn__update_adam;
     k.p = &p->buf;
     k.grad = &g->nodes[n->in[1]].buf;
