@@ -423,7 +423,8 @@ NN_API nn_result nn_context_op_compiled(const nn_context *ctx, int op, uint64_t 
    runs in float32 as before; float32 with 16-bit operands is float32 (PyTorch's promotion).
    nn_conv2d (so nn_conv1d and the conv layers) converts a float32 x and w likewise and
    convolves in 16 bits with float32 sums, its output kept in 16 bits, its bias converted
-   and added there (F.conv2d under autocast). Parameters stay float32 (master weights). The gradient of a float32 tensor the
+   and added there (F.conv2d under autocast). Parameters stay float32 (master weights), or
+   16-bit with nn_graph_desc.param_dtype (below). The gradient of a float32 tensor the
    policy converted (a weight, a bias, an input that requires a gradient) is the float32 sums
    of the 16-bit products as they are, not rounded to 16 bits first as torch.autocast's
    are: float32's precision in the update, and no 16-bit gradient of a weight's size
@@ -445,7 +446,7 @@ typedef struct nn_graph_desc {
        (nn_optimizer), computes in float32 and writes the parameter back rounded to nearest
        even, or stochastically (nn_optimizer.stochastic_rounding, bfloat16 only). Needs the
        precision policy of the same type (NN_PRECISION_BF16 with NN_BF16); every optimizer
-       but LAMB and LARS; no zero_stage. Half the parameters' bytes (nn_graph_memory);
+       but LAMB and LARS; not data-parallel. Half the parameters' bytes (nn_graph_memory);
        nn_tensor_read / write and the files see float32 values, nn_graph_save_safetensors
        and nn_graph_save_state write them as BF16 (F16). */
     nn_dtype param_dtype;
@@ -38707,14 +38708,16 @@ static int nn__norm_check_x(nn_graph *g, const char *fn, nn_tensor x, int min_nd
 }
 
 /* An optional tensor of a norm op (gamma, beta, a running statistic): NN_NONE or float32
-   of shape want. */
+   (or, under a precision policy, 16-bit) of shape want. */
 static int nn__norm_check_vec(nn_graph *g, const char *fn, nn_tensor t, const char *what, const nn_shape *want, const char *sx) {
     nn__node *nt;
     char st[128], sw[128];
     if (t.id == 0) return 1;
     if (!nn__check(g, fn, 1, &t)) return 0;
     nt = nn__n(g, t);
-    if (nt->dtype == NN_F32 && nn__shape_eq(&nt->shape, want)) return 1;
+    /* under a precision policy a 16-bit one (a bf16 parameter) is converted by nn__new_node */
+    if ((nt->dtype == NN_F32 || (nn__dtype_half(nt->dtype) && nn__policy_dtype(g) != NN_F32)) && nn__shape_eq(&nt->shape, want))
+        return 1;
     nn__shape_str(&nt->shape, st, sizeof st);
     nn__shape_str(want, sw, sizeof sw);
     nn__op_fail(g, NN_ERR_SHAPE, "%s: %s %s %s does not fit x %s: it must be %s float32", fn, what, st,

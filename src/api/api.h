@@ -251,7 +251,8 @@ NN_API nn_result nn_context_op_compiled(const nn_context *ctx, int op, uint64_t 
    runs in float32 as before; float32 with 16-bit operands is float32 (PyTorch's promotion).
    nn_conv2d (so nn_conv1d and the conv layers) converts a float32 x and w likewise and
    convolves in 16 bits with float32 sums, its output kept in 16 bits, its bias converted
-   and added there (F.conv2d under autocast). Parameters stay float32 (master weights). The gradient of a float32 tensor the
+   and added there (F.conv2d under autocast). Parameters stay float32 (master weights), or
+   16-bit with nn_graph_desc.param_dtype (below). The gradient of a float32 tensor the
    policy converted (a weight, a bias, an input that requires a gradient) is the float32 sums
    of the 16-bit products as they are, not rounded to 16 bits first as torch.autocast's
    are: float32's precision in the update, and no 16-bit gradient of a weight's size
@@ -273,7 +274,7 @@ typedef struct nn_graph_desc {
        (nn_optimizer), computes in float32 and writes the parameter back rounded to nearest
        even, or stochastically (nn_optimizer.stochastic_rounding, bfloat16 only). Needs the
        precision policy of the same type (NN_PRECISION_BF16 with NN_BF16); every optimizer
-       but LAMB and LARS; no zero_stage. Half the parameters' bytes (nn_graph_memory);
+       but LAMB and LARS; not data-parallel. Half the parameters' bytes (nn_graph_memory);
        nn_tensor_read / write and the files see float32 values, nn_graph_save_safetensors
        and nn_graph_save_state write them as BF16 (F16). */
     nn_dtype param_dtype;
