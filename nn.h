@@ -446,7 +446,8 @@ typedef struct nn_graph_desc {
        (nn_optimizer), computes in float32 and writes the parameter back rounded to nearest
        even, or stochastically (nn_optimizer.stochastic_rounding, bfloat16 only). Needs the
        precision policy of the same type (NN_PRECISION_BF16 with NN_BF16); every optimizer
-       but LAMB and LARS; not data-parallel. Half the parameters' bytes (nn_graph_memory);
+       but LAMB and LARS; not data-parallel. A graph made with share_params of such a graph
+       (param_dtype and precision 0) takes its param_dtype and its precision. Half the parameters' bytes (nn_graph_memory);
        nn_tensor_read / write and the files see float32 values, nn_graph_save_safetensors
        and nn_graph_save_state write them as BF16 (F16). */
     nn_dtype param_dtype;
@@ -28110,19 +28111,26 @@ static nn_result nn__graph_create(nn_context *ctx, const nn_graph_desc *desc, nn
                             "NN_PRECISION_BF16 or NN_PRECISION_FP16", (int)desc->precision);
         }
         g->precision = (int)desc->precision;
-        if (desc->param_dtype != NN_F32 && !nn__dtype_half(desc->param_dtype)) {
+        g->param_dtype = desc->param_dtype;
+        if (g->param_dtype == NN_F32 && desc->share_params && nn__dtype_half(desc->share_params->param_dtype)) {
+            /* sharing 16-bit parameters: their type, and the policy that reads them, unless asked otherwise */
+            g->param_dtype = desc->share_params->param_dtype;
+            if (!g->precision) g->precision = desc->share_params->precision;
+        }
+        if (g->param_dtype != NN_F32 && !nn__dtype_half(g->param_dtype)) {
             NN_FREE(g);
             return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_create: param_dtype %d is not NN_F32, NN_BF16 or NN_F16",
                             (int)desc->param_dtype);
         }
-        if (nn__dtype_half(desc->param_dtype) &&
-            desc->precision != (desc->param_dtype == NN_BF16 ? NN_PRECISION_BF16 : NN_PRECISION_FP16)) {
+        if (nn__dtype_half(g->param_dtype) &&
+            g->precision != (g->param_dtype == NN_BF16 ? NN_PRECISION_BF16 : NN_PRECISION_FP16)) {
+            nn_dtype pd = g->param_dtype;
+            int prec = g->precision;
             NN_FREE(g);
             return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_create: param_dtype %s needs precision %s (the "
-                            "policy converts the float32 ops' inputs), not %d", nn__dtype_name(desc->param_dtype),
-                            desc->param_dtype == NN_BF16 ? "NN_PRECISION_BF16" : "NN_PRECISION_FP16", (int)desc->precision);
+                            "policy converts the float32 ops' inputs), not %d", nn__dtype_name(pd),
+                            pd == NN_BF16 ? "NN_PRECISION_BF16" : "NN_PRECISION_FP16", prec);
         }
-        g->param_dtype = desc->param_dtype;
         if (desc->share_params) {
             if (desc->share_params->ctx != ctx) {
                 NN_FREE(g);

@@ -374,6 +374,59 @@ done:
     t_end();
 }
 
+/* a graph made with share_params of one with bfloat16 parameters (desc zeroed otherwise, as
+   an inference graph is) takes their type and policy: it compiles an embedding, a norm and
+   a linear layer over them and reads the parameters' bits */
+static void share_case(const t_env *e) {
+    static float a[16 * 8], b[16 * 8];
+    nn_graph *g = NULL, *h = NULL;
+    nn_graph_desc gd;
+    nn_compile_desc cd;
+    nn_tensor wg = NN_NONE, wh = NN_NONE;
+    int k;
+    if (!t_begin(e, "bf16param: a graph sharing bfloat16 parameters takes their type and policy")) return;
+    for (k = 0; k < 2; k++) {
+        nn_graph **pg = k ? &h : &g;
+        nn_tensor idx, y, emb;
+        memset(&gd, 0, sizeof gd);
+        if (k) gd.share_params = g;
+        else {
+            gd.precision = NN_PRECISION_BF16;
+            gd.param_dtype = NN_BF16;
+        }
+        if (!T_OK(nn_graph_create(e->ctx, &gd, pg), e->ctx)) goto done;
+        idx = nn_input(*pg, "idx", NN_I32, nn_shape1(4));
+        emb = nn_embedding(*pg, idx, 16, 8, NULL, "emb");
+        y = nn_linear_layer(*pg, nn_layer_norm_layer(*pg, emb, 1, NULL, "ln"), 3, NULL, "fc");
+        memset(&cd, 0, sizeof cd);
+        if (!k) {
+            cd.loss = nn_sum(*pg, y);
+            cd.optimizer.kind = NN_OPT_ADAM;
+            cd.optimizer.lr = 1e-2f;
+        } else {
+            nn_graph_output(*pg, y);
+        }
+        if (!T_OK(nn_graph_compile(*pg, &cd), e->ctx)) goto done;
+        {
+            static const int32_t iv[4] = {1, 5, 15, 1};
+            if (!T_OK(nn_tensor_write(*pg, idx, iv, sizeof iv), e->ctx)) goto done;
+        }
+        if (k) wh = nn_graph_find(h, "emb.weight");
+        else wg = nn_graph_find(g, "emb.weight");
+    }
+    T_OK(nn_graph_step(g), e->ctx);
+    T_OK(nn_graph_forward(h), e->ctx);
+    T_OK(nn_tensor_read(g, wg, a, sizeof a), e->ctx);
+    T_OK(nn_tensor_read(h, wh, b, sizeof b), e->ctx);
+    T_CHECK(memcmp(a, b, sizeof a) == 0, "the sharing graph reads other values");
+    for (k = 0; k < 16 * 8; k++)
+        if (!T_CHECK((bits(a[k]) & 0xffffu) == 0, "emb.weight[%d] = %.9g is not a bfloat16", k, (double)a[k])) break;
+done:
+    nn_graph_destroy(h);
+    nn_graph_destroy(g);
+    t_end();
+}
+
 /* nn_graph_memory: the parameters' bytes halved */
 static int mem_params(nn_context *ctx, nn_dtype pd, int64_t *bytes) {
     nn_graph *g = NULL;
@@ -471,6 +524,7 @@ void suite_bf16param(const t_env *e) {
     tiny_lr_case(e);
     optimizers_case(e);
     ckpt_case(e);
+    share_case(e);
     memory_case(e);
     refusal_case(e);
 }

@@ -274,7 +274,8 @@ typedef struct nn_graph_desc {
        (nn_optimizer), computes in float32 and writes the parameter back rounded to nearest
        even, or stochastically (nn_optimizer.stochastic_rounding, bfloat16 only). Needs the
        precision policy of the same type (NN_PRECISION_BF16 with NN_BF16); every optimizer
-       but LAMB and LARS; not data-parallel. Half the parameters' bytes (nn_graph_memory);
+       but LAMB and LARS; not data-parallel. A graph made with share_params of such a graph
+       (param_dtype and precision 0) takes its param_dtype and its precision. Half the parameters' bytes (nn_graph_memory);
        nn_tensor_read / write and the files see float32 values, nn_graph_save_safetensors
        and nn_graph_save_state write them as BF16 (F16). */
     nn_dtype param_dtype;

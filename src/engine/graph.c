@@ -139,19 +139,26 @@ static nn_result nn__graph_create(nn_context *ctx, const nn_graph_desc *desc, nn
                             "NN_PRECISION_BF16 or NN_PRECISION_FP16", (int)desc->precision);
         }
         g->precision = (int)desc->precision;
-        if (desc->param_dtype != NN_F32 && !nn__dtype_half(desc->param_dtype)) {
+        g->param_dtype = desc->param_dtype;
+        if (g->param_dtype == NN_F32 && desc->share_params && nn__dtype_half(desc->share_params->param_dtype)) {
+            /* sharing 16-bit parameters: their type, and the policy that reads them, unless asked otherwise */
+            g->param_dtype = desc->share_params->param_dtype;
+            if (!g->precision) g->precision = desc->share_params->precision;
+        }
+        if (g->param_dtype != NN_F32 && !nn__dtype_half(g->param_dtype)) {
             NN_FREE(g);
             return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_create: param_dtype %d is not NN_F32, NN_BF16 or NN_F16",
                             (int)desc->param_dtype);
         }
-        if (nn__dtype_half(desc->param_dtype) &&
-            desc->precision != (desc->param_dtype == NN_BF16 ? NN_PRECISION_BF16 : NN_PRECISION_FP16)) {
+        if (nn__dtype_half(g->param_dtype) &&
+            g->precision != (g->param_dtype == NN_BF16 ? NN_PRECISION_BF16 : NN_PRECISION_FP16)) {
+            nn_dtype pd = g->param_dtype;
+            int prec = g->precision;
             NN_FREE(g);
             return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_create: param_dtype %s needs precision %s (the "
-                            "policy converts the float32 ops' inputs), not %d", nn__dtype_name(desc->param_dtype),
-                            desc->param_dtype == NN_BF16 ? "NN_PRECISION_BF16" : "NN_PRECISION_FP16", (int)desc->precision);
+                            "policy converts the float32 ops' inputs), not %d", nn__dtype_name(pd),
+                            pd == NN_BF16 ? "NN_PRECISION_BF16" : "NN_PRECISION_FP16", prec);
         }
-        g->param_dtype = desc->param_dtype;
         if (desc->share_params) {
             if (desc->share_params->ctx != ctx) {
                 NN_FREE(g);
