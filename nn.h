@@ -423,7 +423,8 @@ NN_API nn_result nn_context_op_compiled(const nn_context *ctx, int op, uint64_t 
    runs in float32 as before; float32 with 16-bit operands is float32 (PyTorch's promotion).
    nn_conv2d (so nn_conv1d and the conv layers) converts a float32 x and w likewise and
    convolves in 16 bits with float32 sums, its output kept in 16 bits, its bias converted
-   and added there (F.conv2d under autocast). Parameters stay float32 (master weights). The gradient of a float32 tensor the
+   and added there (F.conv2d under autocast). Parameters stay float32 (master weights), or
+   16-bit with nn_graph_desc.param_dtype (below). The gradient of a float32 tensor the
    policy converted (a weight, a bias, an input that requires a gradient) is the float32 sums
    of the 16-bit products as they are, not rounded to 16 bits first as torch.autocast's
    are: float32's precision in the update, and no 16-bit gradient of a weight's size
@@ -437,6 +438,19 @@ typedef struct nn_graph_desc {
     int eval;               /* evaluation mode: dropout is the identity */
     uint64_t seed;          /* parameter initialisation and dropout; 0: 1; NN_ZERO: 0 */
     nn_precision precision; /* the matmuls' (and what follows them) storage type (above); 0: NN_PRECISION_FP32 */
+    /* The trainable parameters' storage type (nn_param; buffers stay float32): 0 (NN_F32)
+       float32; NN_BF16 (or NN_F16) stores them in 16 bits with no float32 master copy, as
+       PyTorch's model.to(torch.bfloat16) followed by optimizer.step(): initialised in
+       float32 and rounded once; their gradients are of their type; the update reads the
+       16-bit parameter and the gradient converted to float32, keeps its state in float32
+       (nn_optimizer), computes in float32 and writes the parameter back rounded to nearest
+       even, or stochastically (nn_optimizer.stochastic_rounding, bfloat16 only). Needs the
+       precision policy of the same type (NN_PRECISION_BF16 with NN_BF16); every optimizer
+       but LAMB and LARS; not data-parallel. A graph made with share_params of such a graph
+       (param_dtype and precision 0) takes its param_dtype and its precision. Half the parameters' bytes (nn_graph_memory);
+       nn_tensor_read / write and the files see float32 values, nn_graph_save_safetensors
+       and nn_graph_save_state write them as BF16 (F16). */
+    nn_dtype param_dtype;
 } nn_graph_desc;
 
 /* Creates an empty graph on ctx (desc NULL: every default) into *out. */
@@ -1864,6 +1878,14 @@ typedef struct nn_optimizer {
                                   skips are counted (nn_graph_skipped_steps). Unlike PyTorch,
                                   the update count (the schedule's t, Adam's bias corrections)
                                   still advances on a skipped update. */
+    int stochastic_rounding;   /* 1: bfloat16 parameters (nn_graph_desc.param_dtype) are written
+                                  back rounded stochastically: up with the probability of the
+                                  distance to the lower neighbour, so the rounding is unbiased
+                                  and updates under half a unit of the last place still move
+                                  the parameter on average. Counter-based: the random bits are
+                                  a hash of the graph's seed, the update count, the parameter
+                                  and the element, the same on every backend and thread count
+                                  and across a resume. 0: round to nearest even. */
 } nn_optimizer;
 
 /* Learning-rate schedules, torch.optim.lr_scheduler's closed forms, evaluated on the host
@@ -2777,6 +2799,7 @@ typedef struct nn__param {
     int64_t numel;
     float *init;         /* host copy until the first compile uploads it */
     int buffer;          /* state, not trained: no gradient, no optimizer (nn_buffer) */
+    nn_dtype dtype;      /* buf's storage type (nn_graph_desc.param_dtype); init is float32 */
     nn__buf buf;
     int allocated;
 } nn__param;
@@ -2902,6 +2925,7 @@ struct nn_graph {
     int eval;
     uint64_t seed;
     int precision;               /* nn_graph_desc.precision: the storage type matmuls run in (nn_precision) */
+    nn_dtype param_dtype;        /* nn_graph_desc.param_dtype: new trainable parameters' storage type */
     uint64_t step;               /* completed training steps */
     uint64_t runs;               /* runs started, forward or step (nn_sample_logits's counter) */
     int progress;                /* launches (ops) of the running step enqueued so far (backends count) */
@@ -3270,9 +3294,9 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     X(AVGPOOL2D_GRAD, "avg_pool2d_grad", avgpool2d_grad, NN__OPF_HALF)
 
 #define NN__OPS_OPTIM(X)                                                     \
-    X(OPT_SGD, "sgd", opt_sgd, 0)                                            \
-    X(OPT_ADAM, "adam", opt_adam, 0)                                         \
-    X(OPT_STEP, "optimizer", opt_step, 0)                                    \
+    X(OPT_SGD, "sgd", opt_sgd, NN__OPF_HALF)                                 \
+    X(OPT_ADAM, "adam", opt_adam, NN__OPF_HALF)                              \
+    X(OPT_STEP, "optimizer", opt_step, NN__OPF_HALF)                         \
     X(GRAD_ACC, "grad_accumulate", grad_acc, 0)                              \
     X(NONFINITE_COUNT, "nonfinite_count", nonfinite_count, NN__OPF_NO_GRAD)  \
     X(SKIP_GATE, "skip_gate", skip_gate, NN__OPF_NO_GRAD)                    \
@@ -4691,6 +4715,8 @@ static inline ushort nn__f32_to_bf16(float f) {
     if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u); /* NaN: quiet, sign kept */
     return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
+#define NN__U32 uint
+static inline uint nn__f32_bits(float f) { return as_uint(f); }
 #define NN__LD_BF16(p, i) nn__bf16_to_f32((p)[i])
 #define NN__ST_BF16(p, i, v) ((p)[i] = nn__f32_to_bf16(v))
 #define NN__LD_F16(p, i) vload_half((i), (__global const half *)(p))
@@ -4699,6 +4725,12 @@ static inline ushort nn__f32_to_bf16(float f) {
 #else /* C */
 
 #define NN__U16 uint16_t
+#define NN__U32 uint32_t
+static inline uint32_t nn__f32_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
 
 static inline float nn__bf16_to_f32(uint16_t h) {
     uint32_t u = (uint32_t)h << 16;
@@ -4753,6 +4785,31 @@ static inline uint16_t nn__f32_to_f16(float f) {
 #define NN__ST_F16(p, i, v) ((p)[i] = nn__f32_to_f16(v))
 
 #endif
+
+/* Stochastic rounding to bfloat16 (16-bit parameters' updates, nn_optimizer.stochastic_rounding):
+   the float's low 16 bits plus 16 random bits r, truncated: up (away from zero) with
+   probability (low bits) / 2^16, exactly the distance to the lower neighbour in units of
+   the last place, so the mean is the float32 value and the result is one of its two
+   bfloat16 neighbours. Infinity and NaN round to nearest (NaN kept quiet). A finite value
+   within half a unit of the largest bfloat16 can round up to infinity, as rounding up does.
+   The bits are counter-based: nn__sr_bits(element, key) mixes the element's index with a
+   key that the host makes per parameter and update from the graph's seed (nn__sr_key in
+   src/ops/optim.c), the murmur3 finaliser twice: integer operations only, the same bits in
+   C and OpenCL C. */
+static inline NN__U32 nn__sr_mix(NN__U32 h) {
+    h ^= h >> 16;
+    h *= 0x85ebca6bu;
+    h ^= h >> 13;
+    h *= 0xc2b2ae35u;
+    h ^= h >> 16;
+    return h;
+}
+static inline NN__U32 nn__sr_bits(NN__U32 i, NN__U32 key) { return nn__sr_mix(nn__sr_mix(i ^ key) + key); }
+static inline NN__U16 nn__f32_to_bf16_sr(float f, NN__U32 r) {
+    NN__U32 u = nn__f32_bits(f);
+    if ((u & 0x7fffffffu) >= 0x7f800000u) return nn__f32_to_bf16(f);
+    return (NN__U16)((u + (r >> 16)) >> 16);
+}
 
 #if defined(NN_STORE_BF16)
 #define NN__STORE_T NN__U16
@@ -10710,6 +10767,14 @@ static nn_optimizer nn__opt_defaults(nn_optimizer o) {
     return o;
 }
 
+/* The optimizer's name in "nn.optimizer" and in messages (kernels/optim.h's list, by nn_optimizer_kind). */
+#define NN__OPT_NAME(E, name) name,
+static const char *nn__opt_kind_name(int k) {
+    static const char *const names[] = {NN__OPTIMIZERS(NN__OPT_NAME)};
+    return k >= 0 && k < NN__OPT_COUNT ? names[k] : "?";
+}
+#undef NN__OPT_NAME
+
 /* What nn__opt_defaults leaves that no optimizer takes. */
 static nn_result nn__opt_check(nn_graph *g, const nn_optimizer *o) {
     if ((int)o->kind < 0 || (int)o->kind >= NN__OPT_COUNT)
@@ -10739,6 +10804,7 @@ static nn_result nn__opt_check(nn_graph *g, const nn_optimizer *o) {
             {"beta", o->beta, 0, 3.4e38f, 0},
             {"lr_power", o->lr_power, -3.4e38f, 0, 0},
             {"skip_nonfinite", (float)o->skip_nonfinite, 0, 1, 0},
+            {"stochastic_rounding", (float)o->stochastic_rounding, 0, 1, 0},
         };
         size_t k;
         for (k = 0; k < sizeof f / sizeof f[0]; k++) {
@@ -11138,13 +11204,14 @@ static void nn__opt_args(const nn_graph *g, const nn__node *n, nn__optk *k) {
     memcpy(k->c, g->clock.c, sizeof k->c);
 }
 
-static void nn__opt_step_cpu(nn_graph *g, const nn__node *n) {
+/* w: the parameter's float32 values (its buffer, or a 16-bit parameter's copy) */
+static void nn__opt_step_cpu(nn_graph *g, const nn__node *n, float *w) {
     const nn__node *p = &g->nodes[n->in[0]];
     nn__optrun a;
     int i, nt;
     memset(&a, 0, sizeof a);
     nn__opt_args(g, n, &a.k);
-    a.p = p->buf.host;
+    a.p = w;
     a.g = g->nodes[n->in[1]].buf.host;
     a.scale = n->n_in > 2 ? g->nodes[n->in[2]].buf.host[0] : 1.0f;
     if (a.scale < 0.0f) return; /* skipped: a gradient is not finite (skip_gate) */
@@ -11169,6 +11236,14 @@ static void nn__opt_step_cpu(nn_graph *g, const nn__node *n) {
 static void nn__grad_acc_cpu(float *acc, const float *g, int64_t n, float inv_k, int reset) {
     int64_t i;
     for (i = 0; i < n; i++) acc[i] = (reset ? 0.0f : acc[i]) + g[i] * inv_k;
+}
+
+/* A 16-bit parameter's float32 copy w [n] back into its bfloat16 storage p, rounded
+   stochastically with the bits nn__sr_bits(i, key) (kernels/storage.h; kernels/optim.cl's
+   param_round): the same bits whatever the thread count. */
+static void nn__param_round_sr(uint16_t *p, const float *w, int64_t n, uint32_t key) {
+    int64_t i;
+    for (i = 0; i < n; i++) p[i] = nn__f32_to_bf16_sr(w[i], nn__sr_bits((uint32_t)i, key));
 }
 
 /* ======================================================================
@@ -15663,6 +15738,8 @@ static const char *const nn__cl_src_conv[] = {
 "    if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u); /* NaN: quiet, sign kept */\n",
 "    return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n",
 "}\n",
+"#define NN__U32 uint\n",
+"static inline uint nn__f32_bits(float f) { return as_uint(f); }\n",
 "#define NN__LD_BF16(p, i) nn__bf16_to_f32((p)[i])\n",
 "#define NN__ST_BF16(p, i, v) ((p)[i] = nn__f32_to_bf16(v))\n",
 "#define NN__LD_F16(p, i) vload_half((i), (__global const half *)(p))\n",
@@ -15671,6 +15748,12 @@ static const char *const nn__cl_src_conv[] = {
 "#else /* C */\n",
 "\n",
 "#define NN__U16 uint16_t\n",
+"#define NN__U32 uint32_t\n",
+"static inline uint32_t nn__f32_bits(float f) {\n",
+"    uint32_t u;\n",
+"    memcpy(&u, &f, 4);\n",
+"    return u;\n",
+"}\n",
 "\n",
 "static inline float nn__bf16_to_f32(uint16_t h) {\n",
 "    uint32_t u = (uint32_t)h << 16;\n",
@@ -15725,6 +15808,31 @@ static const char *const nn__cl_src_conv[] = {
 "#define NN__ST_F16(p, i, v) ((p)[i] = nn__f32_to_f16(v))\n",
 "\n",
 "#endif\n",
+"\n",
+"/* Stochastic rounding to bfloat16 (16-bit parameters' updates, nn_optimizer.stochastic_rounding):\n",
+"   the float's low 16 bits plus 16 random bits r, truncated: up (away from zero) with\n",
+"   probability (low bits) / 2^16, exactly the distance to the lower neighbour in units of\n",
+"   the last place, so the mean is the float32 value and the result is one of its two\n",
+"   bfloat16 neighbours. Infinity and NaN round to nearest (NaN kept quiet). A finite value\n",
+"   within half a unit of the largest bfloat16 can round up to infinity, as rounding up does.\n",
+"   The bits are counter-based: nn__sr_bits(element, key) mixes the element's index with a\n",
+"   key that the host makes per parameter and update from the graph's seed (nn__sr_key in\n",
+"   src/ops/optim.c), the murmur3 finaliser twice: integer operations only, the same bits in\n",
+"   C and OpenCL C. */\n",
+"static inline NN__U32 nn__sr_mix(NN__U32 h) {\n",
+"    h ^= h >> 16;\n",
+"    h *= 0x85ebca6bu;\n",
+"    h ^= h >> 13;\n",
+"    h *= 0xc2b2ae35u;\n",
+"    h ^= h >> 16;\n",
+"    return h;\n",
+"}\n",
+"static inline NN__U32 nn__sr_bits(NN__U32 i, NN__U32 key) { return nn__sr_mix(nn__sr_mix(i ^ key) + key); }\n",
+"static inline NN__U16 nn__f32_to_bf16_sr(float f, NN__U32 r) {\n",
+"    NN__U32 u = nn__f32_bits(f);\n",
+"    if ((u & 0x7fffffffu) >= 0x7f800000u) return nn__f32_to_bf16(f);\n",
+"    return (NN__U16)((u + (r >> 16)) >> 16);\n",
+"}\n",
 "\n",
 "#if defined(NN_STORE_BF16)\n",
 "#define NN__STORE_T NN__U16\n",
@@ -16659,6 +16767,8 @@ static const char *const nn__cl_src_elementwise[] = {
 "    if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u); /* NaN: quiet, sign kept */\n",
 "    return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n",
 "}\n",
+"#define NN__U32 uint\n",
+"static inline uint nn__f32_bits(float f) { return as_uint(f); }\n",
 "#define NN__LD_BF16(p, i) nn__bf16_to_f32((p)[i])\n",
 "#define NN__ST_BF16(p, i, v) ((p)[i] = nn__f32_to_bf16(v))\n",
 "#define NN__LD_F16(p, i) vload_half((i), (__global const half *)(p))\n",
@@ -16667,6 +16777,12 @@ static const char *const nn__cl_src_elementwise[] = {
 "#else /* C */\n",
 "\n",
 "#define NN__U16 uint16_t\n",
+"#define NN__U32 uint32_t\n",
+"static inline uint32_t nn__f32_bits(float f) {\n",
+"    uint32_t u;\n",
+"    memcpy(&u, &f, 4);\n",
+"    return u;\n",
+"}\n",
 "\n",
 "static inline float nn__bf16_to_f32(uint16_t h) {\n",
 "    uint32_t u = (uint32_t)h << 16;\n",
@@ -16721,6 +16837,31 @@ static const char *const nn__cl_src_elementwise[] = {
 "#define NN__ST_F16(p, i, v) ((p)[i] = nn__f32_to_f16(v))\n",
 "\n",
 "#endif\n",
+"\n",
+"/* Stochastic rounding to bfloat16 (16-bit parameters' updates, nn_optimizer.stochastic_rounding):\n",
+"   the float's low 16 bits plus 16 random bits r, truncated: up (away from zero) with\n",
+"   probability (low bits) / 2^16, exactly the distance to the lower neighbour in units of\n",
+"   the last place, so the mean is the float32 value and the result is one of its two\n",
+"   bfloat16 neighbours. Infinity and NaN round to nearest (NaN kept quiet). A finite value\n",
+"   within half a unit of the largest bfloat16 can round up to infinity, as rounding up does.\n",
+"   The bits are counter-based: nn__sr_bits(element, key) mixes the element's index with a\n",
+"   key that the host makes per parameter and update from the graph's seed (nn__sr_key in\n",
+"   src/ops/optim.c), the murmur3 finaliser twice: integer operations only, the same bits in\n",
+"   C and OpenCL C. */\n",
+"static inline NN__U32 nn__sr_mix(NN__U32 h) {\n",
+"    h ^= h >> 16;\n",
+"    h *= 0x85ebca6bu;\n",
+"    h ^= h >> 13;\n",
+"    h *= 0xc2b2ae35u;\n",
+"    h ^= h >> 16;\n",
+"    return h;\n",
+"}\n",
+"static inline NN__U32 nn__sr_bits(NN__U32 i, NN__U32 key) { return nn__sr_mix(nn__sr_mix(i ^ key) + key); }\n",
+"static inline NN__U16 nn__f32_to_bf16_sr(float f, NN__U32 r) {\n",
+"    NN__U32 u = nn__f32_bits(f);\n",
+"    if ((u & 0x7fffffffu) >= 0x7f800000u) return nn__f32_to_bf16(f);\n",
+"    return (NN__U16)((u + (r >> 16)) >> 16);\n",
+"}\n",
 "\n",
 "#if defined(NN_STORE_BF16)\n",
 "#define NN__STORE_T NN__U16\n",
@@ -17887,6 +18028,8 @@ static const char *const nn__cl_src_gemm[] = {
 "    if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u); /* NaN: quiet, sign kept */\n",
 "    return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n",
 "}\n",
+"#define NN__U32 uint\n",
+"static inline uint nn__f32_bits(float f) { return as_uint(f); }\n",
 "#define NN__LD_BF16(p, i) nn__bf16_to_f32((p)[i])\n",
 "#define NN__ST_BF16(p, i, v) ((p)[i] = nn__f32_to_bf16(v))\n",
 "#define NN__LD_F16(p, i) vload_half((i), (__global const half *)(p))\n",
@@ -17895,6 +18038,12 @@ static const char *const nn__cl_src_gemm[] = {
 "#else /* C */\n",
 "\n",
 "#define NN__U16 uint16_t\n",
+"#define NN__U32 uint32_t\n",
+"static inline uint32_t nn__f32_bits(float f) {\n",
+"    uint32_t u;\n",
+"    memcpy(&u, &f, 4);\n",
+"    return u;\n",
+"}\n",
 "\n",
 "static inline float nn__bf16_to_f32(uint16_t h) {\n",
 "    uint32_t u = (uint32_t)h << 16;\n",
@@ -17949,6 +18098,31 @@ static const char *const nn__cl_src_gemm[] = {
 "#define NN__ST_F16(p, i, v) ((p)[i] = nn__f32_to_f16(v))\n",
 "\n",
 "#endif\n",
+"\n",
+"/* Stochastic rounding to bfloat16 (16-bit parameters' updates, nn_optimizer.stochastic_rounding):\n",
+"   the float's low 16 bits plus 16 random bits r, truncated: up (away from zero) with\n",
+"   probability (low bits) / 2^16, exactly the distance to the lower neighbour in units of\n",
+"   the last place, so the mean is the float32 value and the result is one of its two\n",
+"   bfloat16 neighbours. Infinity and NaN round to nearest (NaN kept quiet). A finite value\n",
+"   within half a unit of the largest bfloat16 can round up to infinity, as rounding up does.\n",
+"   The bits are counter-based: nn__sr_bits(element, key) mixes the element's index with a\n",
+"   key that the host makes per parameter and update from the graph's seed (nn__sr_key in\n",
+"   src/ops/optim.c), the murmur3 finaliser twice: integer operations only, the same bits in\n",
+"   C and OpenCL C. */\n",
+"static inline NN__U32 nn__sr_mix(NN__U32 h) {\n",
+"    h ^= h >> 16;\n",
+"    h *= 0x85ebca6bu;\n",
+"    h ^= h >> 13;\n",
+"    h *= 0xc2b2ae35u;\n",
+"    h ^= h >> 16;\n",
+"    return h;\n",
+"}\n",
+"static inline NN__U32 nn__sr_bits(NN__U32 i, NN__U32 key) { return nn__sr_mix(nn__sr_mix(i ^ key) + key); }\n",
+"static inline NN__U16 nn__f32_to_bf16_sr(float f, NN__U32 r) {\n",
+"    NN__U32 u = nn__f32_bits(f);\n",
+"    if ((u & 0x7fffffffu) >= 0x7f800000u) return nn__f32_to_bf16(f);\n",
+"    return (NN__U16)((u + (r >> 16)) >> 16);\n",
+"}\n",
 "\n",
 "#if defined(NN_STORE_BF16)\n",
 "#define NN__STORE_T NN__U16\n",
@@ -20212,6 +20386,148 @@ static const char *const nn__cl_src_optim[] = {
 "#endif\n",
 "#endif\n",
 "#line 7 \"kernels/optim.cl\"\n",
+"#line 1 \"kernels/storage.h\"\n",
+"/* 16-bit storage, fp32 arithmetic. A header in the common subset of C99 and OpenCL C (as\n",
+"   kernels/activation.h): the CPU bodies and the kernels read and write a tensor's storage\n",
+"   through these, and compute in float.\n",
+"\n",
+"   bfloat16: the high half of a float32, stored as a 16-bit integer and widened in registers\n",
+"   (float from bits << 16); written rounded to nearest, ties to even, a NaN kept a quiet NaN\n",
+"   (PyTorch's round_to_nearest_even). float16 (IEEE binary16): in OpenCL C through\n",
+"   vload_half / vstore_half_rte (OpenCL 1.2 core: no cl_khr_fp16 needed), in C the same\n",
+"   conversion written out (round to nearest even, subnormals, overflow to infinity), so both\n",
+"   backends store the same bits.\n",
+"\n",
+"   Per element, by type: NN__LD_BF16(p, i), NN__ST_BF16(p, i, v), NN__LD_F16(p, i),\n",
+"   NN__ST_F16(p, i, v) over a pointer to 16-bit words (ushort in OpenCL C, uint16_t in C).\n",
+"   Per program: a kernel file built with -DNN_STORE_BF16 or -DNN_STORE_F16 (the launch's\n",
+"   `store`, src/opencl/backend.c) reads NN__STORE_T storage with NN__SLOAD(p, i) and writes it\n",
+"   with NN__SSTORE(p, i, v); built with neither, NN__STORE_T is float and they are plain\n",
+"   accesses, so one .cl source serves f32, bf16 and f16. */\n",
+"#ifndef NN__STORAGE_H\n",
+"#define NN__STORAGE_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__U16 ushort\n",
+"static inline float nn__bf16_to_f32(ushort h) { return as_float((uint)h << 16); }\n",
+"static inline ushort nn__f32_to_bf16(float f) {\n",
+"    uint u = as_uint(f);\n",
+"    if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u); /* NaN: quiet, sign kept */\n",
+"    return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n",
+"}\n",
+"#define NN__U32 uint\n",
+"static inline uint nn__f32_bits(float f) { return as_uint(f); }\n",
+"#define NN__LD_BF16(p, i) nn__bf16_to_f32((p)[i])\n",
+"#define NN__ST_BF16(p, i, v) ((p)[i] = nn__f32_to_bf16(v))\n",
+"#define NN__LD_F16(p, i) vload_half((i), (__global const half *)(p))\n",
+"#define NN__ST_F16(p, i, v) vstore_half_rte((v), (i), (__global half *)(p))\n",
+"\n",
+"#else /* C */\n",
+"\n",
+"#define NN__U16 uint16_t\n",
+"#define NN__U32 uint32_t\n",
+"static inline uint32_t nn__f32_bits(float f) {\n",
+"    uint32_t u;\n",
+"    memcpy(&u, &f, 4);\n",
+"    return u;\n",
+"}\n",
+"\n",
+"static inline float nn__bf16_to_f32(uint16_t h) {\n",
+"    uint32_t u = (uint32_t)h << 16;\n",
+"    float f;\n",
+"    memcpy(&f, &u, 4);\n",
+"    return f;\n",
+"}\n",
+"static inline uint16_t nn__f32_to_bf16(float f) {\n",
+"    uint32_t u;\n",
+"    memcpy(&u, &f, 4);\n",
+"    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);\n",
+"    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n",
+"}\n",
+"static inline float nn__f16_to_f32(uint16_t h) {\n",
+"    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, u;\n",
+"    float f;\n",
+"    if (e == 0x1f) {\n",
+"        u = sign | 0x7f800000u | (m << 13);\n",
+"    } else if (e == 0) { /* zero or subnormal: m * 2^-24, exact in float */\n",
+"        f = (float)m * (1.0f / 16777216.0f);\n",
+"        return sign ? -f : f;\n",
+"    } else {\n",
+"        u = sign | ((e + 112u) << 23) | (m << 13);\n",
+"    }\n",
+"    memcpy(&f, &u, 4);\n",
+"    return f;\n",
+"}\n",
+"static inline uint16_t nn__f32_to_f16(float f) {\n",
+"    uint32_t u, sign, a, r, rem;\n",
+"    memcpy(&u, &f, 4);\n",
+"    sign = (u >> 16) & 0x8000u;\n",
+"    a = u & 0x7fffffffu;\n",
+"    if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu)); /* NaN: quiet */\n",
+"    if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* from 65520 up: infinity */\n",
+"    if (a < 0x38800000u) {                                   /* below 2^-14: a subnormal or 0 */\n",
+"        uint32_t m = (a & 0x7fffffu) | 0x800000u, shift = 126u - (a >> 23), half;\n",
+"        if (a < 0x33000000u) return (uint16_t)sign; /* below 2^-25: 0 */\n",
+"        half = 1u << (shift - 1);\n",
+"        r = m >> shift;\n",
+"        rem = m & ((1u << shift) - 1u);\n",
+"        if (rem > half || (rem == half && (r & 1u))) r++;\n",
+"        return (uint16_t)(sign | r);\n",
+"    }\n",
+"    r = (a - 0x38000000u) >> 13; /* the exponent rebiased (127 - 15), the mantissa's top 10 bits */\n",
+"    rem = a & 0x1fffu;\n",
+"    if (rem > 0x1000u || (rem == 0x1000u && (r & 1u))) r++;\n",
+"    return (uint16_t)(sign | r);\n",
+"}\n",
+"#define NN__LD_BF16(p, i) nn__bf16_to_f32((p)[i])\n",
+"#define NN__ST_BF16(p, i, v) ((p)[i] = nn__f32_to_bf16(v))\n",
+"#define NN__LD_F16(p, i) nn__f16_to_f32((p)[i])\n",
+"#define NN__ST_F16(p, i, v) ((p)[i] = nn__f32_to_f16(v))\n",
+"\n",
+"#endif\n",
+"\n",
+"/* Stochastic rounding to bfloat16 (16-bit parameters' updates, nn_optimizer.stochastic_rounding):\n",
+"   the float's low 16 bits plus 16 random bits r, truncated: up (away from zero) with\n",
+"   probability (low bits) / 2^16, exactly the distance to the lower neighbour in units of\n",
+"   the last place, so the mean is the float32 value and the result is one of its two\n",
+"   bfloat16 neighbours. Infinity and NaN round to nearest (NaN kept quiet). A finite value\n",
+"   within half a unit of the largest bfloat16 can round up to infinity, as rounding up does.\n",
+"   The bits are counter-based: nn__sr_bits(element, key) mixes the element's index with a\n",
+"   key that the host makes per parameter and update from the graph's seed (nn__sr_key in\n",
+"   src/ops/optim.c), the murmur3 finaliser twice: integer operations only, the same bits in\n",
+"   C and OpenCL C. */\n",
+"static inline NN__U32 nn__sr_mix(NN__U32 h) {\n",
+"    h ^= h >> 16;\n",
+"    h *= 0x85ebca6bu;\n",
+"    h ^= h >> 13;\n",
+"    h *= 0xc2b2ae35u;\n",
+"    h ^= h >> 16;\n",
+"    return h;\n",
+"}\n",
+"static inline NN__U32 nn__sr_bits(NN__U32 i, NN__U32 key) { return nn__sr_mix(nn__sr_mix(i ^ key) + key); }\n",
+"static inline NN__U16 nn__f32_to_bf16_sr(float f, NN__U32 r) {\n",
+"    NN__U32 u = nn__f32_bits(f);\n",
+"    if ((u & 0x7fffffffu) >= 0x7f800000u) return nn__f32_to_bf16(f);\n",
+"    return (NN__U16)((u + (r >> 16)) >> 16);\n",
+"}\n",
+"\n",
+"#if defined(NN_STORE_BF16)\n",
+"#define NN__STORE_T NN__U16\n",
+"#define NN__SLOAD(p, i) NN__LD_BF16(p, i)\n",
+"#define NN__SSTORE(p, i, v) NN__ST_BF16(p, i, v)\n",
+"#elif defined(NN_STORE_F16)\n",
+"#define NN__STORE_T NN__U16\n",
+"#define NN__SLOAD(p, i) NN__LD_F16(p, i)\n",
+"#define NN__SSTORE(p, i, v) NN__ST_F16(p, i, v)\n",
+"#else\n",
+"#define NN__STORE_T float\n",
+"#define NN__SLOAD(p, i) ((p)[i])\n",
+"#define NN__SSTORE(p, i, v) ((p)[i] = (v))\n",
+"#endif\n",
+"\n",
+"#endif\n",
+"#line 8 \"kernels/optim.cl\"\n",
 "#line 1 \"kernels/optim_args.h\"\n",
 "/* kernels/optim.cl's kernel signatures (kernels/kargs.h says how to read them). The step\n",
 "   fields are what changes between updates: the scheduled rate, the bias corrections and\n",
@@ -20243,6 +20559,14 @@ static const char *const nn__cl_src_optim[] = {
 "#define NN__KARGS_lamb_apply(F, P) F(out, p) P(in, u) P(in, clip) P(int, n) P(fstep, lr)\n",
 "NN__KSIG(lamb_apply)\n",
 "\n",
+"/* a 16-bit parameter p [n] (nn_graph_desc.param_dtype, the program's storage type) widened\n",
+"   into the float32 copy w the update rule runs on, then w written back into p: rounded to\n",
+"   nearest even, or with sr (bfloat16) stochastically by the bits nn__sr_bits(i, key) */\n",
+"#define NN__KARGS_param_widen(F, P) F(sin, p) P(out, w) P(int, n)\n",
+"NN__KSIG(param_widen)\n",
+"#define NN__KARGS_param_round(F, P) F(in, w) P(sout, p) P(int, n) P(int, sr) P(ustep, key)\n",
+"NN__KSIG(param_round)\n",
+"\n",
 "/* skip_nonfinite: the count of NaN and Inf over the gradients, then the gate */\n",
 "#define NN__KARGS_nonfinite_count(F, P) F(in, x) P(int, n) P(in, prev) P(int, has_prev) P(out, out) P(lint, tmp)\n",
 "NN__KSIG(nonfinite_count)\n",
@@ -20263,7 +20587,7 @@ static const char *const nn__cl_src_optim[] = {
 "NN__KSIG(grad_acc)\n",
 "\n",
 "#endif\n",
-"#line 8 \"kernels/optim.cl\"\n",
+"#line 9 \"kernels/optim.cl\"\n",
 "#line 1 \"kernels/optim.h\"\n",
 "/* The optimizer kinds, listed once: a part of nn.h (C99 and C++) and included by\n",
 "   kernels/optim.cl (OpenCL C 1.2).\n",
@@ -20307,7 +20631,7 @@ static const char *const nn__cl_src_optim[] = {
 "#endif\n",
 "\n",
 "#endif /* NN__OPTIM_H */\n",
-"#line 9 \"kernels/optim.cl\"\n",
+"#line 10 \"kernels/optim.cl\"\n",
 "\n",
 "/* clamp() of OpenCL C may turn NaN into a bound; PyTorch's updates keep NaN (and so make\n",
 "   the parameter NaN), and so does this. */\n",
@@ -20594,6 +20918,28 @@ static const char *const nn__cl_src_optim[] = {
 "    if (i >= n) return;\n",
 "    acc[i] = (reset ? 0.0f : acc[i]) + g[i] * inv_k;\n",
 "}\n",
+"\n",
+"/* 16-bit parameters (nn_graph_desc.param_dtype; the program built for their storage type):\n",
+"   the rule runs on a float32 copy w in the update's scratch, widened before and rounded back\n",
+"   after (nn_optimizer.stochastic_rounding: stochastically, kernels/storage.h). A skipped\n",
+"   update leaves w as widened, which rounds back to the same bits either way. */\n",
+"__kernel void param_widen(NN__KPARAMS(param_widen)) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= n) return;\n",
+"    w[i] = NN__SLOAD(p, i);\n",
+"}\n",
+"\n",
+"__kernel void param_round(NN__KPARAMS(param_round)) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= n) return;\n",
+"#if defined(NN_STORE_BF16)\n",
+"    if (sr) {\n",
+"        p[i] = nn__f32_to_bf16_sr(w[i], nn__sr_bits((uint)i, key));\n",
+"        return;\n",
+"    }\n",
+"#endif\n",
+"    NN__SSTORE(p, i, w[i]);\n",
+"}\n",
 0 };
 
 /* ======================================================================
@@ -20861,6 +21207,8 @@ static const char *const nn__cl_src_pool[] = {
 "    if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u); /* NaN: quiet, sign kept */\n",
 "    return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n",
 "}\n",
+"#define NN__U32 uint\n",
+"static inline uint nn__f32_bits(float f) { return as_uint(f); }\n",
 "#define NN__LD_BF16(p, i) nn__bf16_to_f32((p)[i])\n",
 "#define NN__ST_BF16(p, i, v) ((p)[i] = nn__f32_to_bf16(v))\n",
 "#define NN__LD_F16(p, i) vload_half((i), (__global const half *)(p))\n",
@@ -20869,6 +21217,12 @@ static const char *const nn__cl_src_pool[] = {
 "#else /* C */\n",
 "\n",
 "#define NN__U16 uint16_t\n",
+"#define NN__U32 uint32_t\n",
+"static inline uint32_t nn__f32_bits(float f) {\n",
+"    uint32_t u;\n",
+"    memcpy(&u, &f, 4);\n",
+"    return u;\n",
+"}\n",
 "\n",
 "static inline float nn__bf16_to_f32(uint16_t h) {\n",
 "    uint32_t u = (uint32_t)h << 16;\n",
@@ -20923,6 +21277,31 @@ static const char *const nn__cl_src_pool[] = {
 "#define NN__ST_F16(p, i, v) ((p)[i] = nn__f32_to_f16(v))\n",
 "\n",
 "#endif\n",
+"\n",
+"/* Stochastic rounding to bfloat16 (16-bit parameters' updates, nn_optimizer.stochastic_rounding):\n",
+"   the float's low 16 bits plus 16 random bits r, truncated: up (away from zero) with\n",
+"   probability (low bits) / 2^16, exactly the distance to the lower neighbour in units of\n",
+"   the last place, so the mean is the float32 value and the result is one of its two\n",
+"   bfloat16 neighbours. Infinity and NaN round to nearest (NaN kept quiet). A finite value\n",
+"   within half a unit of the largest bfloat16 can round up to infinity, as rounding up does.\n",
+"   The bits are counter-based: nn__sr_bits(element, key) mixes the element's index with a\n",
+"   key that the host makes per parameter and update from the graph's seed (nn__sr_key in\n",
+"   src/ops/optim.c), the murmur3 finaliser twice: integer operations only, the same bits in\n",
+"   C and OpenCL C. */\n",
+"static inline NN__U32 nn__sr_mix(NN__U32 h) {\n",
+"    h ^= h >> 16;\n",
+"    h *= 0x85ebca6bu;\n",
+"    h ^= h >> 13;\n",
+"    h *= 0xc2b2ae35u;\n",
+"    h ^= h >> 16;\n",
+"    return h;\n",
+"}\n",
+"static inline NN__U32 nn__sr_bits(NN__U32 i, NN__U32 key) { return nn__sr_mix(nn__sr_mix(i ^ key) + key); }\n",
+"static inline NN__U16 nn__f32_to_bf16_sr(float f, NN__U32 r) {\n",
+"    NN__U32 u = nn__f32_bits(f);\n",
+"    if ((u & 0x7fffffffu) >= 0x7f800000u) return nn__f32_to_bf16(f);\n",
+"    return (NN__U16)((u + (r >> 16)) >> 16);\n",
+"}\n",
 "\n",
 "#if defined(NN_STORE_BF16)\n",
 "#define NN__STORE_T NN__U16\n",
@@ -25825,6 +26204,8 @@ static const char *const nn__cl_src_cast[] = {
 "    if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u); /* NaN: quiet, sign kept */\n",
 "    return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n",
 "}\n",
+"#define NN__U32 uint\n",
+"static inline uint nn__f32_bits(float f) { return as_uint(f); }\n",
 "#define NN__LD_BF16(p, i) nn__bf16_to_f32((p)[i])\n",
 "#define NN__ST_BF16(p, i, v) ((p)[i] = nn__f32_to_bf16(v))\n",
 "#define NN__LD_F16(p, i) vload_half((i), (__global const half *)(p))\n",
@@ -25833,6 +26214,12 @@ static const char *const nn__cl_src_cast[] = {
 "#else /* C */\n",
 "\n",
 "#define NN__U16 uint16_t\n",
+"#define NN__U32 uint32_t\n",
+"static inline uint32_t nn__f32_bits(float f) {\n",
+"    uint32_t u;\n",
+"    memcpy(&u, &f, 4);\n",
+"    return u;\n",
+"}\n",
 "\n",
 "static inline float nn__bf16_to_f32(uint16_t h) {\n",
 "    uint32_t u = (uint32_t)h << 16;\n",
@@ -25887,6 +26274,31 @@ static const char *const nn__cl_src_cast[] = {
 "#define NN__ST_F16(p, i, v) ((p)[i] = nn__f32_to_f16(v))\n",
 "\n",
 "#endif\n",
+"\n",
+"/* Stochastic rounding to bfloat16 (16-bit parameters' updates, nn_optimizer.stochastic_rounding):\n",
+"   the float's low 16 bits plus 16 random bits r, truncated: up (away from zero) with\n",
+"   probability (low bits) / 2^16, exactly the distance to the lower neighbour in units of\n",
+"   the last place, so the mean is the float32 value and the result is one of its two\n",
+"   bfloat16 neighbours. Infinity and NaN round to nearest (NaN kept quiet). A finite value\n",
+"   within half a unit of the largest bfloat16 can round up to infinity, as rounding up does.\n",
+"   The bits are counter-based: nn__sr_bits(element, key) mixes the element's index with a\n",
+"   key that the host makes per parameter and update from the graph's seed (nn__sr_key in\n",
+"   src/ops/optim.c), the murmur3 finaliser twice: integer operations only, the same bits in\n",
+"   C and OpenCL C. */\n",
+"static inline NN__U32 nn__sr_mix(NN__U32 h) {\n",
+"    h ^= h >> 16;\n",
+"    h *= 0x85ebca6bu;\n",
+"    h ^= h >> 13;\n",
+"    h *= 0xc2b2ae35u;\n",
+"    h ^= h >> 16;\n",
+"    return h;\n",
+"}\n",
+"static inline NN__U32 nn__sr_bits(NN__U32 i, NN__U32 key) { return nn__sr_mix(nn__sr_mix(i ^ key) + key); }\n",
+"static inline NN__U16 nn__f32_to_bf16_sr(float f, NN__U32 r) {\n",
+"    NN__U32 u = nn__f32_bits(f);\n",
+"    if ((u & 0x7fffffffu) >= 0x7f800000u) return nn__f32_to_bf16(f);\n",
+"    return (NN__U16)((u + (r >> 16)) >> 16);\n",
+"}\n",
 "\n",
 "#if defined(NN_STORE_BF16)\n",
 "#define NN__STORE_T NN__U16\n",
@@ -27534,6 +27946,39 @@ static nn_result nn__buf_read(nn_context *ctx, nn__buf *b, void *data, size_t by
     return ctx->backend->read(ctx, b, data, bytes);
 }
 
+/* n float32 values into a buffer of storage type dt (a 16-bit parameter: each rounded to
+   nearest even, kernels/storage.h), and back (widened, exact); through a host copy of the
+   2-byte words. */
+static nn_result nn__buf_write_f32(nn_context *ctx, nn__buf *b, nn_dtype dt, const float *src, int64_t n) {
+    size_t bytes = nn__dtype_bytes(dt, n);
+    uint16_t *h;
+    int64_t i;
+    nn_result r;
+    if (!nn__dtype_half(dt)) return nn__buf_write(ctx, b, src, bytes);
+    h = (uint16_t *)nn__calloc(bytes / 2, 2);
+    if (!h) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "out of memory converting %lld values to %s", (long long)n,
+                            dt == NN_BF16 ? "bfloat16" : "float16");
+    for (i = 0; i < n; i++) h[i] = dt == NN_BF16 ? nn__f32_to_bf16(src[i]) : nn__f32_to_f16(src[i]);
+    r = nn__buf_write(ctx, b, h, bytes);
+    NN_FREE(h);
+    return r;
+}
+
+static nn_result nn__buf_read_f32(nn_context *ctx, nn__buf *b, nn_dtype dt, float *dst, int64_t n) {
+    size_t bytes = nn__dtype_bytes(dt, n);
+    uint16_t *h;
+    int64_t i;
+    nn_result r;
+    if (!nn__dtype_half(dt)) return nn__buf_read(ctx, b, dst, bytes);
+    h = (uint16_t *)nn__calloc(bytes / 2, 2);
+    if (!h) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "out of memory converting %lld values from %s", (long long)n,
+                            dt == NN_BF16 ? "bfloat16" : "float16");
+    r = nn__buf_read(ctx, b, h, bytes);
+    for (i = 0; i < n && r == NN_OK; i++) dst[i] = dt == NN_BF16 ? nn__bf16_to_f32(h[i]) : nn__f16_to_f32(h[i]);
+    NN_FREE(h);
+    return r;
+}
+
 /* ---- graphs that outlive their context ---- */
 
 /* What a graph whose context was destroyed runs on: every call that would reach a device
@@ -27929,6 +28374,26 @@ static nn_result nn__graph_create(nn_context *ctx, const nn_graph_desc *desc, nn
                             "NN_PRECISION_BF16 or NN_PRECISION_FP16", (int)desc->precision);
         }
         g->precision = (int)desc->precision;
+        g->param_dtype = desc->param_dtype;
+        if (g->param_dtype == NN_F32 && desc->share_params && nn__dtype_half(desc->share_params->param_dtype)) {
+            /* sharing 16-bit parameters: their type, and the policy that reads them, unless asked otherwise */
+            g->param_dtype = desc->share_params->param_dtype;
+            if (!g->precision) g->precision = desc->share_params->precision;
+        }
+        if (g->param_dtype != NN_F32 && !nn__dtype_half(g->param_dtype)) {
+            NN_FREE(g);
+            return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_create: param_dtype %d is not NN_F32, NN_BF16 or NN_F16",
+                            (int)desc->param_dtype);
+        }
+        if (nn__dtype_half(g->param_dtype) &&
+            g->precision != (g->param_dtype == NN_BF16 ? NN_PRECISION_BF16 : NN_PRECISION_FP16)) {
+            nn_dtype pd = g->param_dtype;
+            int prec = g->precision;
+            NN_FREE(g);
+            return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_create: param_dtype %s needs precision %s (the "
+                            "policy converts the float32 ops' inputs), not %d", nn__dtype_name(pd),
+                            pd == NN_BF16 ? "NN_PRECISION_BF16" : "NN_PRECISION_FP16", prec);
+        }
         if (desc->share_params) {
             if (desc->share_params->ctx != ctx) {
                 NN_FREE(g);
@@ -28426,6 +28891,7 @@ static nn_tensor nn__store_entry(nn_graph *g, const char *fn, const char *name, 
             return nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "%s: %s: out of memory", fn, name);
         }
         p->buffer = buffer;
+        p->dtype = buffer ? NN_F32 : g->param_dtype;
         if (!nn__params_index(ps, ps->n)) {
             NN_FREE(p->name);
             NN_FREE(p->init);
@@ -28443,7 +28909,7 @@ static nn_tensor nn__store_entry(nn_graph *g, const char *fn, const char *name, 
         g->param_node = t;
         g->param_node_cap = cap;
     }
-    id = nn__new_node(g, NN__OP_PARAM, NN_F32, shape, NULL, 0);
+    id = nn__new_node(g, NN__OP_PARAM, ps->p[pi].dtype, shape, NULL, 0);
     if (id < 0) return nn__tensor(-1);
     g->nodes[id].param = pi;
     g->param_node[pi] = id + 1;
@@ -29121,6 +29587,11 @@ static nn_result nn__dist_compile(nn_graph *g, const nn_compile_desc *desc) {
                         "nn_graph_compile: data-parallel over %d ranks: accumulate_steps %d is not supported with it "
                         "(data_parallel = NN_ZERO to train this rank alone)",
                         size, g->accum_steps);
+    for (i = 0; i < g->n_nodes; i++) /* the ranks' sums read float32 parameters and gradients */
+        if (g->nodes[i].op == NN__OP_PARAM && nn__dtype_half(g->nodes[i].dtype))
+            return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: data-parallel over %d ranks: parameter %s "
+                            "is %s (nn_graph_desc.param_dtype); data-parallel training keeps float32 parameters",
+                            size, g->nodes[i].name, nn__dtype_name(g->nodes[i].dtype));
     d = (nn__dist *)nn__calloc(1, sizeof *d);
     if (!d) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
     g->dist = d;
@@ -29706,7 +30177,7 @@ static nn_result nn__memory_report(nn_graph *g, nn_memory_report *r) {
         int64_t bytes = (int64_t)nn__dtype_bytes(n->dtype, n->numel); /* 2 bytes an element in 16-bit storage */
         if (!n->live) continue;
         kind = nn__mem_kind(g, i, is_pgrad);
-        if (n->storage == NN__ST_PARAM) bytes = (int64_t)nn__dtype_bytes(NN_F32, g->params->p[n->param].numel);
+        if (n->storage == NN__ST_PARAM) bytes = (int64_t)nn__dtype_bytes(g->params->p[n->param].dtype, g->params->p[n->param].numel);
         if (kind == NN__MEM_GRAD && is_pgrad[i]) r->parameter_gradients += bytes;
         if (n->storage == NN__ST_PARAM || n->storage == NN__ST_OWN) {
             *nn__mem_field(r, kind) += bytes;
@@ -30312,8 +30783,8 @@ static nn_result nn__allocate(nn_graph *g) {
         if (n->storage == NN__ST_PARAM) {
             nn__param *p = &g->params->p[n->param];
             if (!p->allocated) {
-                r = nn__buf_alloc(ctx, &p->buf, nn__dtype_bytes(NN_F32, p->numel), 0, what);
-                if (r == NN_OK) r = nn__buf_write(ctx, &p->buf, p->init, nn__dtype_bytes(NN_F32, p->numel));
+                r = nn__buf_alloc(ctx, &p->buf, nn__dtype_bytes(p->dtype, p->numel), 0, what);
+                if (r == NN_OK) r = nn__buf_write_f32(ctx, &p->buf, p->dtype, p->init, p->numel); /* rounded once */
                 if (r != NN_OK) break;
                 p->allocated = 1;
                 if (!ctx->backend->host_memory) { /* the device holds it now */
@@ -30934,6 +31405,7 @@ static nn_result nn__variant_make(nn_graph *g, int64_t batch, int eval, const ch
     gd.eval = eval;
     gd.seed = g->seed ? g->seed : (uint64_t)(int64_t)NN_ZERO;
     gd.precision = (nn_precision)g->precision;
+    gd.param_dtype = g->param_dtype;
     r = nn__graph_create(g->ctx, &gd, &v);
     if (r != NN_OK) return r;
     v->serial = g->serial; /* the graph's handles are the variant's */
@@ -31899,6 +32371,14 @@ NN__KSIG(opt_step)
 NN__KSIG(opt_norms)
 #define NN__KARGS_lamb_apply(F, P) F(out, p) P(in, u) P(in, clip) P(int, n) P(fstep, lr)
 NN__KSIG(lamb_apply)
+
+/* a 16-bit parameter p [n] (nn_graph_desc.param_dtype, the program's storage type) widened
+   into the float32 copy w the update rule runs on, then w written back into p: rounded to
+   nearest even, or with sr (bfloat16) stochastically by the bits nn__sr_bits(i, key) */
+#define NN__KARGS_param_widen(F, P) F(sin, p) P(out, w) P(int, n)
+NN__KSIG(param_widen)
+#define NN__KARGS_param_round(F, P) F(in, w) P(sout, p) P(int, n) P(int, sr) P(ustep, key)
+NN__KSIG(param_round)
 
 /* skip_nonfinite: the count of NaN and Inf over the gradients, then the gate */
 #define NN__KARGS_nonfinite_count(F, P) F(in, x) P(int, n) P(in, prev) P(int, has_prev) P(out, out) P(lint, tmp)
@@ -38504,14 +38984,16 @@ static int nn__norm_check_x(nn_graph *g, const char *fn, nn_tensor x, int min_nd
 }
 
 /* An optional tensor of a norm op (gamma, beta, a running statistic): NN_NONE or float32
-   of shape want. */
+   (or, under a precision policy, 16-bit) of shape want. */
 static int nn__norm_check_vec(nn_graph *g, const char *fn, nn_tensor t, const char *what, const nn_shape *want, const char *sx) {
     nn__node *nt;
     char st[128], sw[128];
     if (t.id == 0) return 1;
     if (!nn__check(g, fn, 1, &t)) return 0;
     nt = nn__n(g, t);
-    if (nt->dtype == NN_F32 && nn__shape_eq(&nt->shape, want)) return 1;
+    /* under a precision policy a 16-bit one (a bf16 parameter) is converted by nn__new_node */
+    if ((nt->dtype == NN_F32 || (nn__dtype_half(nt->dtype) && nn__policy_dtype(g) != NN_F32)) && nn__shape_eq(&nt->shape, want))
+        return 1;
     nn__shape_str(&nt->shape, st, sizeof st);
     nn__shape_str(want, sw, sizeof sw);
     nn__op_fail(g, NN_ERR_SHAPE, "%s: %s %s %s does not fit x %s: it must be %s float32", fn, what, st,
@@ -39583,6 +40065,26 @@ static nn_result nn__loss_scale_settings(nn_graph *g, const nn_compile_desc *d, 
     return NN_OK;
 }
 
+/* 16-bit parameters (nn_graph_desc.param_dtype): what their update can do, checked before
+   autograd (the update ops' block below) */
+static nn_result nn__param16_check(nn_graph *g) {
+    int i;
+    for (i = 0; i < g->n_nodes && g->opt.kind != NN_OPT_NONE; i++) {
+        const nn__node *p = &g->nodes[i];
+        const char *dt;
+        if (p->op != NN__OP_PARAM || g->params->p[p->param].buffer || !nn__dtype_half(p->dtype)) continue;
+        dt = nn__dtype_name(p->dtype);
+        if (g->opt.kind == NN_OPT_LAMB || g->opt.kind == NN_OPT_LARS)
+            return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: optimizer %s does not update %s parameters "
+                            "(%s: its trust ratio's norms are not kept in 16 bits); use param_dtype NN_F32 or another optimizer",
+                            nn__opt_kind_name(g->opt.kind), dt, p->name);
+        if (g->opt.stochastic_rounding && p->dtype != NN_BF16)
+            return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: stochastic_rounding rounds bfloat16 "
+                            "parameters, and %s is %s", p->name, dt);
+    }
+    return NN_OK;
+}
+
 static nn_result nn__optim_configure(nn_graph *g, const nn_compile_desc *d) {
     nn_loss_scale ls;
     nn_result r;
@@ -39590,6 +40092,7 @@ static nn_result nn__optim_configure(nn_graph *g, const nn_compile_desc *d) {
     if (r != NN_OK) return r;
     g->opt = nn__opt_defaults(d->optimizer);
     r = nn__opt_check(g, &g->opt);
+    if (r == NN_OK) r = nn__param16_check(g);
     if (r != NN_OK) return r;
     g->accum_steps = g->opt.accumulate_steps;
     g->first_update_node = -1;
@@ -39665,10 +40168,12 @@ static nn_result nn__add_optimizer(nn_graph *g) {
         nn__node *u;
         nn_shape none;
         int id;
-        if (g->nodes[i].op != NN__OP_PARAM || g->nodes[i].grad < 0) continue;
+        int gr = g->nodes[i].grad, half = nn__dtype_half(g->nodes[i].dtype);
+        if (g->nodes[i].op != NN__OP_PARAM || gr < 0) continue;
         memset(&none, 0, sizeof none);
-        id = scale >= 0 ? nn__op3(g, op, NN_F32, none, i, g->nodes[i].grad, scale).id
-                        : nn__op2(g, op, NN_F32, none, i, g->nodes[i].grad).id;
+        if (nn__dtype_half(g->nodes[gr].dtype)) gr = nn__policy_f32_id(g, gr); /* the rules read float32 */
+        if (gr < 0) break;
+        id = scale >= 0 ? nn__op3(g, op, NN_F32, none, i, gr, scale).id : nn__op2(g, op, NN_F32, none, i, gr).id;
         if (id < 0) break;
         u = &g->nodes[id];
         u->numel = 0;
@@ -39678,8 +40183,86 @@ static nn_result nn__add_optimizer(nn_graph *g) {
         nn__param_mults(g, &g->nodes[i], &u->a.optim.lr_mult, &u->a.optim.wd_mult);
         if (g->opt.kind == NN_OPT_LAMB) u->scratch = g->nodes[i].numel + 2; /* u, then two sums of squares */
         if (g->opt.kind == NN_OPT_LARS) u->scratch = 2;
+        if (half) u->scratch = g->nodes[i].numel; /* the float32 copy the rule runs on (LAMB, LARS refused above) */
     }
     return g->status;
+}
+
+/* ==== 16-bit parameters (nn_graph_desc.param_dtype), the update ops' part: the parameter
+   p (in[0]) is widened into the update node's scratch [numel], the rule runs there in
+   float32 (its state and gradient float32 as for any parameter), and the copy is written
+   back rounded to nearest even, or stochastically with nn_optimizer.stochastic_rounding
+   (bfloat16; kernels/storage.h's nn__f32_to_bf16_sr). No float32 copy outlives the update:
+   the scratch is the arena's, reused by the next update. ==== */
+
+static int nn__param16(const nn_graph *g, const nn__node *n) { return nn__dtype_half(g->nodes[n->in[0]].dtype); }
+
+/* the stochastic rounding's key for the parameter of update node n at update t: the graph's
+   seed, the update count and the parameter's index mixed (kernels/storage.h's nn__sr_mix) */
+static uint32_t nn__sr_key(const nn_graph *g, const nn__node *n) {
+    uint32_t h = nn__sr_mix((uint32_t)(g->seed >> 32) ^ 0x5352u);
+    h = nn__sr_mix(h ^ (uint32_t)g->seed);
+    h = nn__sr_mix(h ^ (uint32_t)(g->clock.t >> 32));
+    h = nn__sr_mix(h ^ (uint32_t)g->clock.t);
+    return nn__sr_mix(h ^ (uint32_t)g->nodes[n->in[0]].param);
+}
+
+/* the values the CPU rule updates: the parameter's own, or a 16-bit one widened into the scratch */
+static float *nn__param16_widen(nn_graph *g, nn__node *n) {
+    nn__node *p = &g->nodes[n->in[0]];
+    if (!nn__dtype_half(p->dtype)) return p->buf.host;
+    nn__cast(g->ctx->threads, p->buf.host, p->dtype, n->scratch_buf.host, NN_F32, p->numel);
+    return n->scratch_buf.host;
+}
+
+static void nn__param16_round(nn_graph *g, nn__node *n) {
+    nn__node *p = &g->nodes[n->in[0]];
+    if (!nn__dtype_half(p->dtype)) return;
+    if (g->opt.stochastic_rounding)
+        nn__param_round_sr((uint16_t *)(void *)p->buf.host, n->scratch_buf.host, p->numel, nn__sr_key(g, n));
+    else
+        nn__cast(g->ctx->threads, n->scratch_buf.host, NN_F32, p->buf.host, p->dtype, p->numel);
+}
+
+/* the buffer an update kernel updates: the parameter's, or a 16-bit one's float32 copy */
+static const nn__buf *nn__param16_buf(nn_graph *g, nn__node *n) {
+    return nn__param16(g, n) ? &n->scratch_buf : &g->nodes[n->in[0]].buf;
+}
+
+static nn_result nn__launch_param_widen(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id], *p = &g->nodes[n->in[0]];
+    if (!nn__dtype_half(p->dtype)) return NN_OK;
+    {
+        NN__KSTART(param_widen, "optim", "param_widen", p->numel);
+        l->store = p->dtype;
+        k.p = &p->buf;
+        k.w = &n->scratch_buf;
+        k.n = (int)p->numel;
+        return nn__kargs_param_widen(l, &k);
+    }
+}
+
+static void nn__update_param_round(nn_graph *g, nn__launch *l) {
+    nn__k_param_round k;
+    memset(&k, 0, sizeof k);
+    k.key = nn__sr_key(g, &g->nodes[l->node]);
+    nn__kstep_param_round(l, &k);
+}
+
+static nn_result nn__launch_param_round(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id], *p = &g->nodes[n->in[0]];
+    if (!nn__dtype_half(p->dtype)) return NN_OK;
+    {
+        NN__KSTART(param_round, "optim", "param_round", p->numel);
+        l->store = p->dtype;
+        l->update = nn__update_param_round;
+        k.w = &n->scratch_buf;
+        k.p = &p->buf;
+        k.n = (int)p->numel;
+        k.sr = g->opt.stochastic_rounding;
+        k.key = 0;
+        return nn__kargs_param_round(l, &k);
+    }
 }
 
 /* ==== sgd: OPT_SGD, parameter p [any] and its gradient (and the clipping coefficient [1])
@@ -39694,9 +40277,10 @@ static nn_result nn__cpu_opt_sgd(nn_graph *g, nn__node *n) {
     nn__node *p = &g->nodes[in[0]];
     float clip = n->n_in > 2 ? NN__F(in[2])[0] : 1.0f;
     if (clip < 0.0f) return NN_OK; /* skipped: a gradient is not finite (skip_gate) */
-    nn__sgd_update(p->buf.host, NN__F(in[1]), n->n_aux ? n->aux[0].host : NULL, p->numel, g->lr * n->a.optim.lr_mult,
+    nn__sgd_update(nn__param16_widen(g, n), NN__F(in[1]), n->n_aux ? n->aux[0].host : NULL, p->numel, g->lr * n->a.optim.lr_mult,
                    g->opt.momentum, g->opt.dampening, g->opt.weight_decay * n->a.optim.wd_mult, g->opt.nesterov, g->clock.t == 1,
                    clip, nn__opt_cv(g));
+    nn__param16_round(g, n);
     return NN_OK;
 }
 
@@ -39709,12 +40293,12 @@ static void nn__update_sgd(nn_graph *g, nn__launch *l) {
     nn__kstep_sgd(l, &k);
 }
 
-static nn_result nn__launch_opt_sgd(nn_graph *g, int id) {
+static nn_result nn__launch_sgd_rule(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__node *p = &g->nodes[n->in[0]];
     NN__KSTART(sgd, "optim", "sgd", p->numel);
     l->update = nn__update_sgd;
-    k.p = &p->buf;
+    k.p = nn__param16_buf(g, n);
     k.grad = &g->nodes[n->in[1]].buf;
     k.buf = n->n_aux ? &n->aux[0] : &g->one;
     k.clip = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
@@ -39727,6 +40311,12 @@ static nn_result nn__launch_opt_sgd(nn_graph *g, int id) {
     k.first_step = 1;
     k.cv = nn__opt_cv(g);
     return nn__kargs_sgd(l, &k);
+}
+
+static nn_result nn__launch_opt_sgd(nn_graph *g, int id) {
+    nn_result r = nn__launch_param_widen(g, id);
+    if (r == NN_OK) r = nn__launch_sgd_rule(g, id);
+    return r == NN_OK ? nn__launch_param_round(g, id) : r;
 }
 
 /* ==== adam: OPT_ADAM, parameter p [any] and its gradient (and the clipping coefficient)
@@ -39748,9 +40338,10 @@ static nn_result nn__cpu_opt_adam(nn_graph *g, nn__node *n) {
     float clip = n->n_in > 2 ? NN__F(in[2])[0] : 1.0f, bc1, bc2;
     if (clip < 0.0f) return NN_OK; /* skipped: a gradient is not finite (skip_gate) */
     nn__adam_bc(g, &bc1, &bc2);
-    nn__adam_update(g->ctx->threads, p->buf.host, NN__F(in[1]), n->aux[0].host, n->aux[1].host, p->numel,
+    nn__adam_update(g->ctx->threads, nn__param16_widen(g, n), NN__F(in[1]), n->aux[0].host, n->aux[1].host, p->numel,
                     g->lr * n->a.optim.lr_mult, g->opt.beta1, g->opt.beta2, g->opt.eps, g->opt.weight_decay * n->a.optim.wd_mult,
                     g->opt.kind == NN_OPT_ADAMW, bc1, bc2, clip, nn__opt_cv(g));
+    nn__param16_round(g, n);
     return NN_OK;
 }
 
@@ -39763,13 +40354,13 @@ static void nn__update_adam(nn_graph *g, nn__launch *l) {
     nn__kstep_adam(l, &k);
 }
 
-static nn_result nn__launch_opt_adam(nn_graph *g, int id) {
+static nn_result nn__launch_adam_rule(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__node *p = &g->nodes[n->in[0]];
     int cpu = g->ctx->dev.cpu_tuned; /* 16 elements an item */
     NN__KSTART(adam, "optim", cpu ? "opt_adam_vec" : "adam", cpu ? (p->numel + 15) / 16 : p->numel);
     l->update = nn__update_adam;
-    k.p = &p->buf;
+    k.p = nn__param16_buf(g, n);
     k.grad = &g->nodes[n->in[1]].buf;
     k.m = &n->aux[0];
     k.v = &n->aux[1];
@@ -39787,6 +40378,12 @@ static nn_result nn__launch_opt_adam(nn_graph *g, int id) {
     return nn__kargs_adam(l, &k);
 }
 
+static nn_result nn__launch_opt_adam(nn_graph *g, int id) {
+    nn_result r = nn__launch_param_widen(g, id);
+    if (r == NN_OK) r = nn__launch_adam_rule(g, id);
+    return r == NN_OK ? nn__launch_param_round(g, id) : r;
+}
+
 /* ==== optimizer step: OPT_STEP, parameter p [any] and its gradient (and the clipping
    coefficient) -> p updated in place by the rule of a.optim.kind (every kind but SGD and
    plain Adam/AdamW: src/cpu/optim.c's nn__opt_rule, kernels/optim.cl's opt_step), its state
@@ -39798,7 +40395,9 @@ static nn_result nn__launch_opt_adam(nn_graph *g, int id) {
 #define nn__plan_opt_step nn__no_plan
 
 static nn_result nn__cpu_opt_step(nn_graph *g, nn__node *n) {
-    nn__opt_step_cpu(g, n);
+    if (n->n_in > 2 && NN__F(n->in[2])[0] < 0.0f) return NN_OK; /* skipped: a gradient is not finite */
+    nn__opt_step_cpu(g, n, nn__param16_widen(g, n));
+    nn__param16_round(g, n);
     return NN_OK;
 }
 
@@ -39838,7 +40437,7 @@ static nn_result nn__launch_opt_norms(nn_graph *g, int id, const nn__buf *p, con
     return nn__kargs_opt_norms(l, &k);
 }
 
-static nn_result nn__launch_opt_step(nn_graph *g, int id) {
+static nn_result nn__launch_step_rule(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id], *p = &g->nodes[n->in[0]];
     const nn__buf *grad = &g->nodes[n->in[1]].buf, *clip = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
     const nn__buf *s[3], *norms = n->scratch > 0 ? &n->scratch_buf : &g->one;
@@ -39859,7 +40458,7 @@ static nn_result nn__launch_opt_step(nn_graph *g, int id) {
     if (r != NN_OK) return r;
     l->update = nn__update_opt;
     memset(&ks, 0, sizeof ks);
-    ks.p = &p->buf;
+    ks.p = nn__param16_buf(g, n);
     ks.grad = grad;
     ks.clip = clip;
     ks.s0 = s[0];
@@ -39890,6 +40489,12 @@ static nn_result nn__launch_opt_step(nn_graph *g, int id) {
     ka.n = np;
     ka.lr = g->lr;
     return nn__kargs_lamb_apply(l, &ka);
+}
+
+static nn_result nn__launch_opt_step(nn_graph *g, int id) {
+    nn_result r = nn__launch_param_widen(g, id);
+    if (r == NN_OK) r = nn__launch_step_rule(g, id);
+    return r == NN_OK ? nn__launch_param_round(g, id) : r;
 }
 
 /* ==== gradient accumulation: GRAD_ACC, a gradient [any] -> its running mean over a cycle of
@@ -45171,7 +45776,7 @@ static nn_result nn__st_load_mem(nn_graph *g, const char *path, const unsigned c
         const nn__st_tensor *t = match[i];
         if (!t) continue;
         nn__st_convert(tmp, buf + f.data_off + (size_t)t->begin, (size_t)p->numel, t->dtype);
-        if (p->allocated) r = nn__buf_write(ctx, &p->buf, tmp, (size_t)p->numel * 4);
+        if (p->allocated) r = nn__buf_write_f32(ctx, &p->buf, p->dtype, tmp, p->numel); /* rounded: a 16-bit parameter */
         else memcpy(p->init, tmp, (size_t)p->numel * 4);
     }
 done:
@@ -45265,6 +45870,7 @@ typedef struct nn__st_item {
     nn_shape shape;
     int64_t numel;
     nn__buf *buf;
+    nn_dtype stored;          /* buf's storage type (a 16-bit parameter's); host is float32 */
     float *host;
     const nn__st_tensor *t;   /* on load: its match in the file */
 } nn__st_item;
@@ -45273,8 +45879,9 @@ static int nn__st_cmp_item(const void *a, const void *b) {
     return strcmp(((const nn__st_item *)a)->name, ((const nn__st_item *)b)->name);
 }
 
-/* Writes items[0..n) (sorted by name) as safetensors of dtype (NN_F32; NN_BF16 or NN_F16:
-   each float rounded to nearest even, kernels/storage.h) with the JSON object metadata as
+/* Writes items[0..n) (sorted by name) as safetensors of dtype (NN_BF16 or NN_F16: each
+   float rounded to nearest even, kernels/storage.h; NN_F32: each item in its storage type,
+   float32 but for 16-bit parameters) with the JSON object metadata as
    "__metadata__", through nn__wfile: a temporary file beside path, synced and renamed over
    it, so a failure leaves path as it was. */
 static nn_result nn__st_save(nn_context *ctx, const char *path, const char *metadata, const nn__st_item *items, int n,
@@ -45300,8 +45907,9 @@ static nn_result nn__st_save(nn_context *ctx, const char *path, const char *meta
             r = nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "%s: tensor name %s is not valid UTF-8", path, it->name);
             goto done;
         }
-        nn__st_puts(&h, dtype == NN_BF16 ? ":{\"dtype\":\"BF16\",\"shape\":[" : dtype == NN_F16 ? ":{\"dtype\":\"F16\",\"shape\":["
-                                                                          : ":{\"dtype\":\"F32\",\"shape\":[");
+        nn_dtype odt = dtype != NN_F32 ? dtype : it->stored;
+        nn__st_puts(&h, odt == NN_BF16 ? ":{\"dtype\":\"BF16\",\"shape\":[" : odt == NN_F16 ? ":{\"dtype\":\"F16\",\"shape\":["
+                                                                      : ":{\"dtype\":\"F32\",\"shape\":[");
         for (k = 0; k < it->shape.ndim; k++) {
             if (k) nn__st_puts(&h, ",");
             nn__st_putu(&h, (unsigned long long)it->shape.dim[k]);
@@ -45309,7 +45917,7 @@ static nn_result nn__st_save(nn_context *ctx, const char *path, const char *meta
         nn__st_puts(&h, "],\"data_offsets\":[");
         nn__st_putu(&h, (unsigned long long)off);
         nn__st_puts(&h, ",");
-        off += (uint64_t)it->numel * nn__dtype_size(dtype);
+        off += (uint64_t)it->numel * nn__dtype_size(odt);
         nn__st_putu(&h, (unsigned long long)off);
         nn__st_puts(&h, "]}");
         if ((size_t)it->numel > most) most = (size_t)it->numel;
@@ -45328,17 +45936,18 @@ static nn_result nn__st_save(nn_context *ctx, const char *path, const char *meta
     for (i = 0; i < n && r == NN_OK; i++) {
         const nn__st_item *it = &items[i];
         size_t m = (size_t)it->numel, j;
-        if (it->buf) r = nn__buf_read(ctx, it->buf, bytes, m * 4);
+        nn_dtype odt = dtype != NN_F32 ? dtype : it->stored;
+        if (it->buf) r = nn__buf_read_f32(ctx, it->buf, it->stored, (float *)(void *)bytes, it->numel);
         else memcpy(bytes, it->host, m * 4);
         for (j = 0; j < m && r == NN_OK; j++) { /* to little-endian, in place (a 16-bit element j over bytes 2j, 2j + 1,
                                                    before float j's bytes 4j..4j + 3, read first) */
             uint32_t u;
             memcpy(&u, bytes + 4 * j, 4);
-            if (dtype != NN_F32) {
+            if (odt != NN_F32) {
                 float f;
                 uint16_t hv;
                 memcpy(&f, &u, 4);
-                hv = dtype == NN_BF16 ? nn__f32_to_bf16(f) : nn__f32_to_f16(f);
+                hv = odt == NN_BF16 ? nn__f32_to_bf16(f) : nn__f32_to_f16(f);
                 bytes[2 * j] = (unsigned char)hv;
                 bytes[2 * j + 1] = (unsigned char)(hv >> 8);
                 continue;
@@ -45348,7 +45957,7 @@ static nn_result nn__st_save(nn_context *ctx, const char *path, const char *meta
             bytes[4 * j + 2] = (unsigned char)(u >> 16);
             bytes[4 * j + 3] = (unsigned char)(u >> 24);
         }
-        if (r == NN_OK) r = nn__wfile_write(ctx, &w, bytes, m * nn__dtype_size(dtype));
+        if (r == NN_OK) r = nn__wfile_write(ctx, &w, bytes, m * nn__dtype_size(odt));
     }
     if (r == NN_OK) r = nn__wfile_commit(ctx, path, &w);
 done:
@@ -45383,6 +45992,7 @@ static nn_result nn__save_safetensors(nn_graph *g, const char *path, nn_dtype dt
         items[i].shape = p->shape;
         items[i].numel = p->numel;
         items[i].buf = p->allocated ? &p->buf : NULL;
+        items[i].stored = p->dtype;
         items[i].host = p->allocated ? NULL : p->init;
     }
     if (ps->n > 1) qsort(items, (size_t)ps->n, sizeof *items, nn__st_cmp_item);
@@ -45573,7 +46183,8 @@ static void nn__state_list_free(nn__state_list *l) {
     memset(l, 0, sizeof *l);
 }
 
-static int nn__state_add(nn__state_list *l, const char *name, const char *suffix, nn_shape shape, nn__buf *buf, float *host) {
+static int nn__state_add(nn__state_list *l, const char *name, const char *suffix, nn_shape shape, nn__buf *buf, float *host,
+                         nn_dtype stored) {
     nn__st_item *it;
     size_t n = strlen(name) + strlen(suffix) + 1;
     if (l->n == l->cap) {
@@ -45591,6 +46202,7 @@ static int nn__state_add(nn__state_list *l, const char *name, const char *suffix
     it->shape = shape;
     it->numel = nn__numel(&shape);
     it->buf = buf;
+    it->stored = stored;
     it->host = host;
     l->n++;
     return 1;
@@ -45609,7 +46221,8 @@ static nn_result nn__state_collect(nn_graph *g, const char *path, nn__state_list
         nn__param *p = &ps->p[i];
         if (!p->allocated && !p->init)
             return nn__fail(g->ctx, NN_ERR_STATE, "%s: parameter %s has no storage", path, p->name);
-        ok = nn__state_add(l, p->name, "", p->shape, p->allocated ? &p->buf : NULL, p->allocated ? NULL : p->init);
+        ok = nn__state_add(l, p->name, "", p->shape, p->allocated ? &p->buf : NULL, p->allocated ? NULL : p->init,
+                           p->dtype);
     }
     for (i = 0; i < g->n_nodes && ok; i++) {
         nn__node *n = &g->nodes[i];
@@ -45618,18 +46231,18 @@ static nn_result nn__state_collect(nn_graph *g, const char *path, nn__state_list
             for (k = 0; k < n->n_aux && ok; k++) {
                 char suffix[32];
                 snprintf(suffix, sizeof suffix, ".__opt.%d", k);
-                ok = nn__state_add(l, pn->name, suffix, pn->shape, &n->aux[k], NULL);
+                ok = nn__state_add(l, pn->name, suffix, pn->shape, &n->aux[k], NULL, NN_F32);
             }
         }
         if (n->op == NN__OP_PARAM && n->grad >= 0 && g->nodes[n->grad].op == NN__OP_GRAD_ACC && g->nodes[n->grad].live)
-            ok = nn__state_add(l, n->name, ".__grad_acc", n->shape, &g->nodes[n->grad].buf, NULL);
+            ok = nn__state_add(l, n->name, ".__grad_acc", n->shape, &g->nodes[n->grad].buf, NULL, NN_F32);
 #ifdef NN_MPI /* ZeRO-1 (src/dist/dist.c): no update ops; the whole state gathered into host buffers */
         for (k = 0; g->zero && n->op == NN__OP_PARAM && n->grad >= 0 && k < nn__opt_n_aux(&g->opt) && ok; k++) {
             char suffix[32];
             float *host = nn__dist_zero_tensor(g, k, i);
             if (!host) continue; /* not rank 0 while saving: it writes nothing */
             snprintf(suffix, sizeof suffix, ".__opt.%d", k);
-            ok = nn__state_add(l, n->name, suffix, n->shape, NULL, host);
+            ok = nn__state_add(l, n->name, suffix, n->shape, NULL, host, NN_F32);
         }
 #endif
     }
@@ -45646,14 +46259,6 @@ static nn_result nn__state_collect(nn_graph *g, const char *path, nn__state_list
         }
     return NN_OK;
 }
-
-/* The optimizer's name in "nn.optimizer" (kernels/optim.h's list, by nn_optimizer_kind). */
-#define NN__OPT_NAME(E, name) name,
-static const char *nn__opt_kind_name(int k) {
-    static const char *const names[] = {NN__OPTIMIZERS(NN__OPT_NAME)};
-    return k >= 0 && k < NN__OPT_COUNT ? names[k] : "?";
-}
-#undef NN__OPT_NAME
 
 static void nn__meta_put(nn__st_text *h, int *first, const char *key, const char *value) {
     if (!*first) nn__st_puts(h, ",");
@@ -45894,7 +46499,7 @@ static nn_result nn__load_state_mem(nn_graph *g, const char *path, const unsigne
         nn__st_item *it = &l.it[i];
         if (!it->t) continue; /* a running mean the next step resets (above) */
         nn__st_convert(tmp, buf + f.data_off + (size_t)it->t->begin, (size_t)it->numel, it->t->dtype);
-        if (it->buf) r = nn__buf_write(ctx, it->buf, tmp, (size_t)it->numel * 4);
+        if (it->buf) r = nn__buf_write_f32(ctx, it->buf, it->stored, tmp, it->numel);
         else memcpy(it->host, tmp, (size_t)it->numel * 4);
     }
     if (r != NN_OK) goto done;
@@ -48082,6 +48687,7 @@ static nn_result nn__model_save(nn_graph *g, nn_tensor x, nn_tensor y, const cha
         items[i].shape = p->shape;
         items[i].numel = p->numel;
         items[i].buf = p->allocated ? &p->buf : NULL;
+        items[i].stored = p->dtype;
         items[i].host = p->allocated ? NULL : p->init;
     }
     if (ps->n > 1) qsort(items, (size_t)ps->n, sizeof *items, nn__st_cmp_item);

@@ -23,11 +23,12 @@
               copied in) and without it (the whole window of up to 64 tokens run for each
               token, nanoGPT's generate(), reading back the logits)
           gpt_bench mem SEL            BENCH name=memory backend=NAME model=mlp784|tiny_gpt
-                                      precision=fp32|bf16|fp16 act_max=B grad_max=B
+                                      precision=fp32|bf16|fp16|bf16p act_max=B grad_max=B
                                       act_grad_max=B param_grads=B
                                       parameters=B ... peak=B: nn_graph_memory's bytes by
                                       kind of an MLP 784-1024-1024-10 (batch 256) and the
-                                      tiny GPT, per precision (bench_mem below)
+                                      tiny GPT, per precision (bench_mem below; bf16p:
+                                      the bf16 policy with bf16 parameters)
           gpt_bench peak               BENCH name=fma_peak threads=N gflops=X: independent
                                       FMA chains on 1 and 2 threads (AVX-512 where the CPU
                                       has it, else AVX2+FMA), the better: the machine's
@@ -437,22 +438,24 @@ static int bench_peak(void) {
    act_max and grad_max: the activations and gradients at their own peak (the forward's end);
    act_grad_max: the gradients other than the parameters' at their own peak; param_grads:
    the parameters' gradients (float32, as the master weights);
-   the other kinds at the plan's peak. */
+   the other kinds at the plan's peak. bf16p: the bf16 policy with the parameters stored in
+   bf16 too (nn_graph_desc.param_dtype), no float32 master weights. */
 static int bench_mem(const char *sel) {
     char name[256];
     nn_context *ctx = open_ctx(sel, name, sizeof name);
-    static const char *const pl[3] = {"fp32", "bf16", "fp16"};
+    static const char *const pl[4] = {"fp32", "bf16", "fp16", "bf16p"};
     int m, p;
     if (!ctx) return 1;
     for (m = 0; m < 2; m++)
-        for (p = 0; p < 3; p++) {
+        for (p = 0; p < 4; p++) {
             nn_graph *g = NULL;
             nn_graph_desc gd;
             nn_compile_desc cd;
             nn_memory_report r;
             memset(&gd, 0, sizeof gd);
             memset(&cd, 0, sizeof cd);
-            gd.precision = (nn_precision)p;
+            gd.precision = p == 3 ? NN_PRECISION_BF16 : (nn_precision)p;
+            gd.param_dtype = p == 3 ? NN_BF16 : NN_F32;
             if (nn_graph_create(ctx, &gd, &g) != NN_OK) return fail(ctx, "graph");
             if (m == 0) {
                 nn_tensor x = nn_input(g, "x", NN_F32, nn_shape2(256, 784)), y = nn_input(g, "y", NN_I32, nn_shape1(256)), h;

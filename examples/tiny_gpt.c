@@ -9,7 +9,11 @@
                                         initialisation and batch seed, default 1;
                                         PRECISION=bf16|fp16|fp32 the matmuls' storage
                                         type, nn_graph_desc.precision: master weights,
-                                        norms, attention and the loss stay float32)
+                                        norms, attention and the loss stay float32;
+                                        PARAMS=bf16 with PRECISION=bf16 stores the
+                                        parameters in bf16 too, nn_graph_desc.param_dtype,
+                                        no float32 master weights; PARAMS=bf16sr rounds
+                                        their updates stochastically)
 
    Text: TEXT, or the files of /usr/share/common-licenses concatenated in name order.
    Characters: newline and printable ASCII (vocabulary 96), anything else a space; the
@@ -29,7 +33,7 @@
 
    The last line: RESULT device=<name> steps=<n> tokens_per_sec=<x> heldout_loss=<x>
    h2d_bytes_per_step=<x> d2h_bytes_per_step=<x> generate_tokens_per_sec=<x>
-   (and precision=bf16|fp16 when PRECISION is not fp32)
+   (and precision=bf16|fp16 when PRECISION is not fp32, params=bf16|bf16sr with PARAMS)
 
    A progress line (steps, loss, tokens/s, time left) runs on stderr during training
    (PROGRESS=0: none); METRICS=path writes a CSV log (step, train_loss, heldout_loss,
@@ -79,7 +83,7 @@ int main(int argc, char **argv) {
     ex_metrics log = {NULL, 0};
     uint64_t seed = 1;
     float lossv = 0;
-    const char *prec = "fp32";
+    const char *prec = "fp32", *params = getenv("PARAMS") ? getenv("PARAMS") : "";
 
     if (getenv("STEPS")) steps = atoll(getenv("STEPS"));
     if (getenv("PRECISION") && getenv("PRECISION")[0]) {
@@ -88,6 +92,10 @@ int main(int argc, char **argv) {
             fprintf(stderr, "tiny_gpt: PRECISION=%s is not bf16, fp16 or fp32\n", prec);
             return 1;
         }
+    }
+    if (params[0] && ((strcmp(params, "bf16") != 0 && strcmp(params, "bf16sr") != 0) || strcmp(prec, "bf16") != 0)) {
+        fprintf(stderr, "tiny_gpt: PARAMS=%s: bf16 or bf16sr, with PRECISION=bf16\n", params);
+        return 1;
     }
     if (getenv("SEED")) seed = (uint64_t)atoll(getenv("SEED"));
     rng ^= (seed - 1) * 0xD1B54A32D192ED03ull; /* SEED=1: the default stream */
@@ -124,7 +132,8 @@ int main(int argc, char **argv) {
     memset(&gd, 0, sizeof gd);
     gd.seed = seed;
     gd.precision = strcmp(prec, "bf16") == 0 ? NN_PRECISION_BF16 : strcmp(prec, "fp16") == 0 ? NN_PRECISION_FP16 : NN_PRECISION_FP32;
-    printf("precision: %s\n", prec);
+    gd.param_dtype = params[0] ? NN_BF16 : NN_F32;
+    printf("precision: %s%s%s\n", prec, params[0] ? ", parameters " : "", params);
     if (nn_graph_create(ctx, &gd, &g) != NN_OK) return fail(ctx, "nn_graph_create");
     text = nn_input(g, "text", NN_I32, nn_shape2(nrows, T));  /* the text in rows of 64 */
     rows = nn_input(g, "rows", NN_I32, nn_shape1(2 * B));     /* per window: rows q, q+1 */
@@ -143,6 +152,7 @@ int main(int argc, char **argv) {
     cd.loss = loss;
     cd.optimizer.kind = NN_OPT_ADAMW;
     cd.optimizer.lr = 3e-4f;
+    cd.optimizer.stochastic_rounding = strcmp(params, "bf16sr") == 0;
     if (nn_graph_compile(g, &cd) != NN_OK) return fail(ctx, "compile");
     {
         int64_t b, r, t;
@@ -306,10 +316,11 @@ int main(int argc, char **argv) {
     }
 
     printf("RESULT device=%s steps=%lld tokens_per_sec=%.0f heldout_loss=%.4f h2d_bytes_per_step=%.1f d2h_bytes_per_step=%.2f "
-           "generate_tokens_per_sec=%.0f%s%s\n",
+           "generate_tokens_per_sec=%.0f%s%s%s%s\n",
            devname, (long long)steps, (double)steps * B * T / train_time, heldout,
            (double)(st1.h2d_bytes - st0.h2d_bytes) / (double)steps, (double)(st1.d2h_bytes - st0.d2h_bytes) / (double)steps,
-           gen_tps, strcmp(prec, "fp32") != 0 ? " precision=" : "", strcmp(prec, "fp32") != 0 ? prec : "");
+           gen_tps, strcmp(prec, "fp32") != 0 ? " precision=" : "", strcmp(prec, "fp32") != 0 ? prec : "",
+           params[0] ? " params=" : "", params);
     rc = 0;
     nn_graph_destroy(full);
     nn_graph_destroy(pf);

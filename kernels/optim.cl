@@ -4,6 +4,7 @@
    (skip_gate: a gradient holds NaN or Inf under skip_nonfinite) skips the update: the
    parameter and its state are left as they are. */
 #include "kargs.h"
+#include "storage.h"
 #include "optim_args.h"
 #include "optim.h"
 
@@ -291,4 +292,26 @@ __kernel void grad_acc(NN__KPARAMS(grad_acc)) {
     int i = get_global_id(0);
     if (i >= n) return;
     acc[i] = (reset ? 0.0f : acc[i]) + g[i] * inv_k;
+}
+
+/* 16-bit parameters (nn_graph_desc.param_dtype; the program built for their storage type):
+   the rule runs on a float32 copy w in the update's scratch, widened before and rounded back
+   after (nn_optimizer.stochastic_rounding: stochastically, kernels/storage.h). A skipped
+   update leaves w as widened, which rounds back to the same bits either way. */
+__kernel void param_widen(NN__KPARAMS(param_widen)) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    w[i] = NN__SLOAD(p, i);
+}
+
+__kernel void param_round(NN__KPARAMS(param_round)) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+#if defined(NN_STORE_BF16)
+    if (sr) {
+        p[i] = nn__f32_to_bf16_sr(w[i], nn__sr_bits((uint)i, key));
+        return;
+    }
+#endif
+    NN__SSTORE(p, i, w[i]);
 }

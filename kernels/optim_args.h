@@ -28,6 +28,14 @@ NN__KSIG(opt_norms)
 #define NN__KARGS_lamb_apply(F, P) F(out, p) P(in, u) P(in, clip) P(int, n) P(fstep, lr)
 NN__KSIG(lamb_apply)
 
+/* a 16-bit parameter p [n] (nn_graph_desc.param_dtype, the program's storage type) widened
+   into the float32 copy w the update rule runs on, then w written back into p: rounded to
+   nearest even, or with sr (bfloat16) stochastically by the bits nn__sr_bits(i, key) */
+#define NN__KARGS_param_widen(F, P) F(sin, p) P(out, w) P(int, n)
+NN__KSIG(param_widen)
+#define NN__KARGS_param_round(F, P) F(in, w) P(sout, p) P(int, n) P(int, sr) P(ustep, key)
+NN__KSIG(param_round)
+
 /* skip_nonfinite: the count of NaN and Inf over the gradients, then the gate */
 #define NN__KARGS_nonfinite_count(F, P) F(in, x) P(int, n) P(in, prev) P(int, has_prev) P(out, out) P(lint, tmp)
 NN__KSIG(nonfinite_count)

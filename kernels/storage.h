@@ -27,6 +27,8 @@ static inline ushort nn__f32_to_bf16(float f) {
     if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u); /* NaN: quiet, sign kept */
     return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
+#define NN__U32 uint
+static inline uint nn__f32_bits(float f) { return as_uint(f); }
 #define NN__LD_BF16(p, i) nn__bf16_to_f32((p)[i])
 #define NN__ST_BF16(p, i, v) ((p)[i] = nn__f32_to_bf16(v))
 #define NN__LD_F16(p, i) vload_half((i), (__global const half *)(p))
@@ -35,6 +37,12 @@ static inline ushort nn__f32_to_bf16(float f) {
 #else /* C */
 
 #define NN__U16 uint16_t
+#define NN__U32 uint32_t
+static inline uint32_t nn__f32_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
 
 static inline float nn__bf16_to_f32(uint16_t h) {
     uint32_t u = (uint32_t)h << 16;
@@ -89,6 +97,31 @@ static inline uint16_t nn__f32_to_f16(float f) {
 #define NN__ST_F16(p, i, v) ((p)[i] = nn__f32_to_f16(v))
 
 #endif
+
+/* Stochastic rounding to bfloat16 (16-bit parameters' updates, nn_optimizer.stochastic_rounding):
+   the float's low 16 bits plus 16 random bits r, truncated: up (away from zero) with
+   probability (low bits) / 2^16, exactly the distance to the lower neighbour in units of
+   the last place, so the mean is the float32 value and the result is one of its two
+   bfloat16 neighbours. Infinity and NaN round to nearest (NaN kept quiet). A finite value
+   within half a unit of the largest bfloat16 can round up to infinity, as rounding up does.
+   The bits are counter-based: nn__sr_bits(element, key) mixes the element's index with a
+   key that the host makes per parameter and update from the graph's seed (nn__sr_key in
+   src/ops/optim.c), the murmur3 finaliser twice: integer operations only, the same bits in
+   C and OpenCL C. */
+static inline NN__U32 nn__sr_mix(NN__U32 h) {
+    h ^= h >> 16;
+    h *= 0x85ebca6bu;
+    h ^= h >> 13;
+    h *= 0xc2b2ae35u;
+    h ^= h >> 16;
+    return h;
+}
+static inline NN__U32 nn__sr_bits(NN__U32 i, NN__U32 key) { return nn__sr_mix(nn__sr_mix(i ^ key) + key); }
+static inline NN__U16 nn__f32_to_bf16_sr(float f, NN__U32 r) {
+    NN__U32 u = nn__f32_bits(f);
+    if ((u & 0x7fffffffu) >= 0x7f800000u) return nn__f32_to_bf16(f);
+    return (NN__U16)((u + (r >> 16)) >> 16);
+}
 
 #if defined(NN_STORE_BF16)
 #define NN__STORE_T NN__U16

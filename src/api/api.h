@@ -251,7 +251,8 @@ NN_API nn_result nn_context_op_compiled(const nn_context *ctx, int op, uint64_t 
    runs in float32 as before; float32 with 16-bit operands is float32 (PyTorch's promotion).
    nn_conv2d (so nn_conv1d and the conv layers) converts a float32 x and w likewise and
    convolves in 16 bits with float32 sums, its output kept in 16 bits, its bias converted
-   and added there (F.conv2d under autocast). Parameters stay float32 (master weights). The gradient of a float32 tensor the
+   and added there (F.conv2d under autocast). Parameters stay float32 (master weights), or
+   16-bit with nn_graph_desc.param_dtype (below). The gradient of a float32 tensor the
    policy converted (a weight, a bias, an input that requires a gradient) is the float32 sums
    of the 16-bit products as they are, not rounded to 16 bits first as torch.autocast's
    are: float32's precision in the update, and no 16-bit gradient of a weight's size
@@ -265,6 +266,19 @@ typedef struct nn_graph_desc {
     int eval;               /* evaluation mode: dropout is the identity */
     uint64_t seed;          /* parameter initialisation and dropout; 0: 1; NN_ZERO: 0 */
     nn_precision precision; /* the matmuls' (and what follows them) storage type (above); 0: NN_PRECISION_FP32 */
+    /* The trainable parameters' storage type (nn_param; buffers stay float32): 0 (NN_F32)
+       float32; NN_BF16 (or NN_F16) stores them in 16 bits with no float32 master copy, as
+       PyTorch's model.to(torch.bfloat16) followed by optimizer.step(): initialised in
+       float32 and rounded once; their gradients are of their type; the update reads the
+       16-bit parameter and the gradient converted to float32, keeps its state in float32
+       (nn_optimizer), computes in float32 and writes the parameter back rounded to nearest
+       even, or stochastically (nn_optimizer.stochastic_rounding, bfloat16 only). Needs the
+       precision policy of the same type (NN_PRECISION_BF16 with NN_BF16); every optimizer
+       but LAMB and LARS; not data-parallel. A graph made with share_params of such a graph
+       (param_dtype and precision 0) takes its param_dtype and its precision. Half the parameters' bytes (nn_graph_memory);
+       nn_tensor_read / write and the files see float32 values, nn_graph_save_safetensors
+       and nn_graph_save_state write them as BF16 (F16). */
+    nn_dtype param_dtype;
 } nn_graph_desc;
 
 /* Creates an empty graph on ctx (desc NULL: every default) into *out. */
@@ -1692,6 +1706,14 @@ typedef struct nn_optimizer {
                                   skips are counted (nn_graph_skipped_steps). Unlike PyTorch,
                                   the update count (the schedule's t, Adam's bias corrections)
                                   still advances on a skipped update. */
+    int stochastic_rounding;   /* 1: bfloat16 parameters (nn_graph_desc.param_dtype) are written
+                                  back rounded stochastically: up with the probability of the
+                                  distance to the lower neighbour, so the rounding is unbiased
+                                  and updates under half a unit of the last place still move
+                                  the parameter on average. Counter-based: the random bits are
+                                  a hash of the graph's seed, the update count, the parameter
+                                  and the element, the same on every backend and thread count
+                                  and across a resume. 0: round to nearest even. */
 } nn_optimizer;
 
 /* Learning-rate schedules, torch.optim.lr_scheduler's closed forms, evaluated on the host

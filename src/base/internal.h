@@ -144,6 +144,7 @@ typedef struct nn__param {
     int64_t numel;
     float *init;         /* host copy until the first compile uploads it */
     int buffer;          /* state, not trained: no gradient, no optimizer (nn_buffer) */
+    nn_dtype dtype;      /* buf's storage type (nn_graph_desc.param_dtype); init is float32 */
     nn__buf buf;
     int allocated;
 } nn__param;
@@ -269,6 +270,7 @@ struct nn_graph {
     int eval;
     uint64_t seed;
     int precision;               /* nn_graph_desc.precision: the storage type matmuls run in (nn_precision) */
+    nn_dtype param_dtype;        /* nn_graph_desc.param_dtype: new trainable parameters' storage type */
     uint64_t step;               /* completed training steps */
     uint64_t runs;               /* runs started, forward or step (nn_sample_logits's counter) */
     int progress;                /* launches (ops) of the running step enqueued so far (backends count) */

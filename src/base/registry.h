@@ -159,9 +159,9 @@
     X(AVGPOOL2D_GRAD, "avg_pool2d_grad", avgpool2d_grad, NN__OPF_HALF)
 
 #define NN__OPS_OPTIM(X)                                                     \
-    X(OPT_SGD, "sgd", opt_sgd, 0)                                            \
-    X(OPT_ADAM, "adam", opt_adam, 0)                                         \
-    X(OPT_STEP, "optimizer", opt_step, 0)                                    \
+    X(OPT_SGD, "sgd", opt_sgd, NN__OPF_HALF)                                 \
+    X(OPT_ADAM, "adam", opt_adam, NN__OPF_HALF)                              \
+    X(OPT_STEP, "optimizer", opt_step, NN__OPF_HALF)                         \
     X(GRAD_ACC, "grad_accumulate", grad_acc, 0)                              \
     X(NONFINITE_COUNT, "nonfinite_count", nonfinite_count, NN__OPF_NO_GRAD)  \
     X(SKIP_GATE, "skip_gate", skip_gate, NN__OPF_NO_GRAD)                    \

@@ -13,6 +13,7 @@
    then applies p -= lr * trust * u. The norms' sums of squares sit in the scratch too. */
 
 #include "../../kernels/optim.h"
+#include "../../kernels/storage.h"
 
 /* ---- optimizers (PyTorch's update rules); g is scaled by clip first ---- */
 
@@ -153,6 +154,14 @@ static nn_optimizer nn__opt_defaults(nn_optimizer o) {
     return o;
 }
 
+/* The optimizer's name in "nn.optimizer" and in messages (kernels/optim.h's list, by nn_optimizer_kind). */
+#define NN__OPT_NAME(E, name) name,
+static const char *nn__opt_kind_name(int k) {
+    static const char *const names[] = {NN__OPTIMIZERS(NN__OPT_NAME)};
+    return k >= 0 && k < NN__OPT_COUNT ? names[k] : "?";
+}
+#undef NN__OPT_NAME
+
 /* What nn__opt_defaults leaves that no optimizer takes. */
 static nn_result nn__opt_check(nn_graph *g, const nn_optimizer *o) {
     if ((int)o->kind < 0 || (int)o->kind >= NN__OPT_COUNT)
@@ -182,6 +191,7 @@ static nn_result nn__opt_check(nn_graph *g, const nn_optimizer *o) {
             {"beta", o->beta, 0, 3.4e38f, 0},
             {"lr_power", o->lr_power, -3.4e38f, 0, 0},
             {"skip_nonfinite", (float)o->skip_nonfinite, 0, 1, 0},
+            {"stochastic_rounding", (float)o->stochastic_rounding, 0, 1, 0},
         };
         size_t k;
         for (k = 0; k < sizeof f / sizeof f[0]; k++) {
@@ -581,13 +591,14 @@ static void nn__opt_args(const nn_graph *g, const nn__node *n, nn__optk *k) {
     memcpy(k->c, g->clock.c, sizeof k->c);
 }
 
-static void nn__opt_step_cpu(nn_graph *g, const nn__node *n) {
+/* w: the parameter's float32 values (its buffer, or a 16-bit parameter's copy) */
+static void nn__opt_step_cpu(nn_graph *g, const nn__node *n, float *w) {
     const nn__node *p = &g->nodes[n->in[0]];
     nn__optrun a;
     int i, nt;
     memset(&a, 0, sizeof a);
     nn__opt_args(g, n, &a.k);
-    a.p = p->buf.host;
+    a.p = w;
     a.g = g->nodes[n->in[1]].buf.host;
     a.scale = n->n_in > 2 ? g->nodes[n->in[2]].buf.host[0] : 1.0f;
     if (a.scale < 0.0f) return; /* skipped: a gradient is not finite (skip_gate) */
@@ -612,4 +623,12 @@ static void nn__opt_step_cpu(nn_graph *g, const nn__node *n) {
 static void nn__grad_acc_cpu(float *acc, const float *g, int64_t n, float inv_k, int reset) {
     int64_t i;
     for (i = 0; i < n; i++) acc[i] = (reset ? 0.0f : acc[i]) + g[i] * inv_k;
+}
+
+/* A 16-bit parameter's float32 copy w [n] back into its bfloat16 storage p, rounded
+   stochastically with the bits nn__sr_bits(i, key) (kernels/storage.h; kernels/optim.cl's
+   param_round): the same bits whatever the thread count. */
+static void nn__param_round_sr(uint16_t *p, const float *w, int64_t n, uint32_t key) {
+    int64_t i;
+    for (i = 0; i < n; i++) p[i] = nn__f32_to_bf16_sr(w[i], nn__sr_bits((uint32_t)i, key));
 }

@@ -334,6 +334,11 @@ static nn_result nn__dist_compile(nn_graph *g, const nn_compile_desc *desc) {
                         "nn_graph_compile: data-parallel over %d ranks: accumulate_steps %d is not supported with it "
                         "(data_parallel = NN_ZERO to train this rank alone)",
                         size, g->accum_steps);
+    for (i = 0; i < g->n_nodes; i++) /* the ranks' sums read float32 parameters and gradients */
+        if (g->nodes[i].op == NN__OP_PARAM && nn__dtype_half(g->nodes[i].dtype))
+            return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: data-parallel over %d ranks: parameter %s "
+                            "is %s (nn_graph_desc.param_dtype); data-parallel training keeps float32 parameters",
+                            size, g->nodes[i].name, nn__dtype_name(g->nodes[i].dtype));
     d = (nn__dist *)nn__calloc(1, sizeof *d);
     if (!d) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
     g->dist = d;

@@ -226,8 +226,8 @@ static nn_result nn__allocate(nn_graph *g) {
         if (n->storage == NN__ST_PARAM) {
             nn__param *p = &g->params->p[n->param];
             if (!p->allocated) {
-                r = nn__buf_alloc(ctx, &p->buf, nn__dtype_bytes(NN_F32, p->numel), 0, what);
-                if (r == NN_OK) r = nn__buf_write(ctx, &p->buf, p->init, nn__dtype_bytes(NN_F32, p->numel));
+                r = nn__buf_alloc(ctx, &p->buf, nn__dtype_bytes(p->dtype, p->numel), 0, what);
+                if (r == NN_OK) r = nn__buf_write_f32(ctx, &p->buf, p->dtype, p->init, p->numel); /* rounded once */
                 if (r != NN_OK) break;
                 p->allocated = 1;
                 if (!ctx->backend->host_memory) { /* the device holds it now */

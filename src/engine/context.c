@@ -2,6 +2,7 @@
    last), its buffers, and what a program asks of a context (its name, errors, counters). */
 #include "../base/internal.h"
 #include "../base/registry.h"
+#include "../../kernels/storage.h"
 
 /* Device backends define NN__BACKEND_<NAME> as a pointer to their nn__backend and a comma;
    one that is not compiled in leaves its slot empty. */
@@ -205,6 +206,39 @@ static nn_result nn__buf_read(nn_context *ctx, nn__buf *b, void *data, size_t by
     ctx->stats.d2h_bytes += bytes;
     ctx->stats.d2h_transfers++;
     return ctx->backend->read(ctx, b, data, bytes);
+}
+
+/* n float32 values into a buffer of storage type dt (a 16-bit parameter: each rounded to
+   nearest even, kernels/storage.h), and back (widened, exact); through a host copy of the
+   2-byte words. */
+static nn_result nn__buf_write_f32(nn_context *ctx, nn__buf *b, nn_dtype dt, const float *src, int64_t n) {
+    size_t bytes = nn__dtype_bytes(dt, n);
+    uint16_t *h;
+    int64_t i;
+    nn_result r;
+    if (!nn__dtype_half(dt)) return nn__buf_write(ctx, b, src, bytes);
+    h = (uint16_t *)nn__calloc(bytes / 2, 2);
+    if (!h) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "out of memory converting %lld values to %s", (long long)n,
+                            dt == NN_BF16 ? "bfloat16" : "float16");
+    for (i = 0; i < n; i++) h[i] = dt == NN_BF16 ? nn__f32_to_bf16(src[i]) : nn__f32_to_f16(src[i]);
+    r = nn__buf_write(ctx, b, h, bytes);
+    NN_FREE(h);
+    return r;
+}
+
+static nn_result nn__buf_read_f32(nn_context *ctx, nn__buf *b, nn_dtype dt, float *dst, int64_t n) {
+    size_t bytes = nn__dtype_bytes(dt, n);
+    uint16_t *h;
+    int64_t i;
+    nn_result r;
+    if (!nn__dtype_half(dt)) return nn__buf_read(ctx, b, dst, bytes);
+    h = (uint16_t *)nn__calloc(bytes / 2, 2);
+    if (!h) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "out of memory converting %lld values from %s", (long long)n,
+                            dt == NN_BF16 ? "bfloat16" : "float16");
+    r = nn__buf_read(ctx, b, h, bytes);
+    for (i = 0; i < n && r == NN_OK; i++) dst[i] = dt == NN_BF16 ? nn__bf16_to_f32(h[i]) : nn__f16_to_f32(h[i]);
+    NN_FREE(h);
+    return r;
 }
 
 /* ---- graphs that outlive their context ---- */

@@ -139,6 +139,26 @@ static nn_result nn__graph_create(nn_context *ctx, const nn_graph_desc *desc, nn
                             "NN_PRECISION_BF16 or NN_PRECISION_FP16", (int)desc->precision);
         }
         g->precision = (int)desc->precision;
+        g->param_dtype = desc->param_dtype;
+        if (g->param_dtype == NN_F32 && desc->share_params && nn__dtype_half(desc->share_params->param_dtype)) {
+            /* sharing 16-bit parameters: their type, and the policy that reads them, unless asked otherwise */
+            g->param_dtype = desc->share_params->param_dtype;
+            if (!g->precision) g->precision = desc->share_params->precision;
+        }
+        if (g->param_dtype != NN_F32 && !nn__dtype_half(g->param_dtype)) {
+            NN_FREE(g);
+            return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_create: param_dtype %d is not NN_F32, NN_BF16 or NN_F16",
+                            (int)desc->param_dtype);
+        }
+        if (nn__dtype_half(g->param_dtype) &&
+            g->precision != (g->param_dtype == NN_BF16 ? NN_PRECISION_BF16 : NN_PRECISION_FP16)) {
+            nn_dtype pd = g->param_dtype;
+            int prec = g->precision;
+            NN_FREE(g);
+            return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_create: param_dtype %s needs precision %s (the "
+                            "policy converts the float32 ops' inputs), not %d", nn__dtype_name(pd),
+                            pd == NN_BF16 ? "NN_PRECISION_BF16" : "NN_PRECISION_FP16", prec);
+        }
         if (desc->share_params) {
             if (desc->share_params->ctx != ctx) {
                 NN_FREE(g);
@@ -636,6 +656,7 @@ static nn_tensor nn__store_entry(nn_graph *g, const char *fn, const char *name, 
             return nn__op_fail(g, NN_ERR_OUT_OF_MEMORY, "%s: %s: out of memory", fn, name);
         }
         p->buffer = buffer;
+        p->dtype = buffer ? NN_F32 : g->param_dtype;
         if (!nn__params_index(ps, ps->n)) {
             NN_FREE(p->name);
             NN_FREE(p->init);
@@ -653,7 +674,7 @@ static nn_tensor nn__store_entry(nn_graph *g, const char *fn, const char *name, 
         g->param_node = t;
         g->param_node_cap = cap;
     }
-    id = nn__new_node(g, NN__OP_PARAM, NN_F32, shape, NULL, 0);
+    id = nn__new_node(g, NN__OP_PARAM, ps->p[pi].dtype, shape, NULL, 0);
     if (id < 0) return nn__tensor(-1);
     g->nodes[id].param = pi;
     g->param_node[pi] = id + 1;

@@ -84,7 +84,7 @@ static nn_result nn__memory_report(nn_graph *g, nn_memory_report *r) {
         int64_t bytes = (int64_t)nn__dtype_bytes(n->dtype, n->numel); /* 2 bytes an element in 16-bit storage */
         if (!n->live) continue;
         kind = nn__mem_kind(g, i, is_pgrad);
-        if (n->storage == NN__ST_PARAM) bytes = (int64_t)nn__dtype_bytes(NN_F32, g->params->p[n->param].numel);
+        if (n->storage == NN__ST_PARAM) bytes = (int64_t)nn__dtype_bytes(g->params->p[n->param].dtype, g->params->p[n->param].numel);
         if (kind == NN__MEM_GRAD && is_pgrad[i]) r->parameter_gradients += bytes;
         if (n->storage == NN__ST_PARAM || n->storage == NN__ST_OWN) {
             *nn__mem_field(r, kind) += bytes;

@@ -118,6 +118,7 @@ static nn_result nn__variant_make(nn_graph *g, int64_t batch, int eval, const ch
     gd.eval = eval;
     gd.seed = g->seed ? g->seed : (uint64_t)(int64_t)NN_ZERO;
     gd.precision = (nn_precision)g->precision;
+    gd.param_dtype = g->param_dtype;
     r = nn__graph_create(g->ctx, &gd, &v);
     if (r != NN_OK) return r;
     v->serial = g->serial; /* the graph's handles are the variant's */

@@ -167,7 +167,8 @@ static void nn__state_list_free(nn__state_list *l) {
     memset(l, 0, sizeof *l);
 }
 
-static int nn__state_add(nn__state_list *l, const char *name, const char *suffix, nn_shape shape, nn__buf *buf, float *host) {
+static int nn__state_add(nn__state_list *l, const char *name, const char *suffix, nn_shape shape, nn__buf *buf, float *host,
+                         nn_dtype stored) {
     nn__st_item *it;
     size_t n = strlen(name) + strlen(suffix) + 1;
     if (l->n == l->cap) {
@@ -185,6 +186,7 @@ static int nn__state_add(nn__state_list *l, const char *name, const char *suffix
     it->shape = shape;
     it->numel = nn__numel(&shape);
     it->buf = buf;
+    it->stored = stored;
     it->host = host;
     l->n++;
     return 1;
@@ -203,7 +205,8 @@ static nn_result nn__state_collect(nn_graph *g, const char *path, nn__state_list
         nn__param *p = &ps->p[i];
         if (!p->allocated && !p->init)
             return nn__fail(g->ctx, NN_ERR_STATE, "%s: parameter %s has no storage", path, p->name);
-        ok = nn__state_add(l, p->name, "", p->shape, p->allocated ? &p->buf : NULL, p->allocated ? NULL : p->init);
+        ok = nn__state_add(l, p->name, "", p->shape, p->allocated ? &p->buf : NULL, p->allocated ? NULL : p->init,
+                           p->dtype);
     }
     for (i = 0; i < g->n_nodes && ok; i++) {
         nn__node *n = &g->nodes[i];
@@ -212,18 +215,18 @@ static nn_result nn__state_collect(nn_graph *g, const char *path, nn__state_list
             for (k = 0; k < n->n_aux && ok; k++) {
                 char suffix[32];
                 snprintf(suffix, sizeof suffix, ".__opt.%d", k);
-                ok = nn__state_add(l, pn->name, suffix, pn->shape, &n->aux[k], NULL);
+                ok = nn__state_add(l, pn->name, suffix, pn->shape, &n->aux[k], NULL, NN_F32);
             }
         }
         if (n->op == NN__OP_PARAM && n->grad >= 0 && g->nodes[n->grad].op == NN__OP_GRAD_ACC && g->nodes[n->grad].live)
-            ok = nn__state_add(l, n->name, ".__grad_acc", n->shape, &g->nodes[n->grad].buf, NULL);
+            ok = nn__state_add(l, n->name, ".__grad_acc", n->shape, &g->nodes[n->grad].buf, NULL, NN_F32);
 #ifdef NN_MPI /* ZeRO-1 (src/dist/dist.c): no update ops; the whole state gathered into host buffers */
         for (k = 0; g->zero && n->op == NN__OP_PARAM && n->grad >= 0 && k < nn__opt_n_aux(&g->opt) && ok; k++) {
             char suffix[32];
             float *host = nn__dist_zero_tensor(g, k, i);
             if (!host) continue; /* not rank 0 while saving: it writes nothing */
             snprintf(suffix, sizeof suffix, ".__opt.%d", k);
-            ok = nn__state_add(l, n->name, suffix, n->shape, NULL, host);
+            ok = nn__state_add(l, n->name, suffix, n->shape, NULL, host, NN_F32);
         }
 #endif
     }
@@ -240,14 +243,6 @@ static nn_result nn__state_collect(nn_graph *g, const char *path, nn__state_list
         }
     return NN_OK;
 }
-
-/* The optimizer's name in "nn.optimizer" (kernels/optim.h's list, by nn_optimizer_kind). */
-#define NN__OPT_NAME(E, name) name,
-static const char *nn__opt_kind_name(int k) {
-    static const char *const names[] = {NN__OPTIMIZERS(NN__OPT_NAME)};
-    return k >= 0 && k < NN__OPT_COUNT ? names[k] : "?";
-}
-#undef NN__OPT_NAME
 
 static void nn__meta_put(nn__st_text *h, int *first, const char *key, const char *value) {
     if (!*first) nn__st_puts(h, ",");
@@ -488,7 +483,7 @@ static nn_result nn__load_state_mem(nn_graph *g, const char *path, const unsigne
         nn__st_item *it = &l.it[i];
         if (!it->t) continue; /* a running mean the next step resets (above) */
         nn__st_convert(tmp, buf + f.data_off + (size_t)it->t->begin, (size_t)it->numel, it->t->dtype);
-        if (it->buf) r = nn__buf_write(ctx, it->buf, tmp, (size_t)it->numel * 4);
+        if (it->buf) r = nn__buf_write_f32(ctx, it->buf, it->stored, tmp, it->numel);
         else memcpy(it->host, tmp, (size_t)it->numel * 4);
     }
     if (r != NN_OK) goto done;

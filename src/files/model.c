@@ -1434,6 +1434,7 @@ static nn_result nn__model_save(nn_graph *g, nn_tensor x, nn_tensor y, const cha
         items[i].shape = p->shape;
         items[i].numel = p->numel;
         items[i].buf = p->allocated ? &p->buf : NULL;
+        items[i].stored = p->dtype;
         items[i].host = p->allocated ? NULL : p->init;
     }
     if (ps->n > 1) qsort(items, (size_t)ps->n, sizeof *items, nn__st_cmp_item);

@@ -639,7 +639,7 @@ static nn_result nn__st_load_mem(nn_graph *g, const char *path, const unsigned c
         const nn__st_tensor *t = match[i];
         if (!t) continue;
         nn__st_convert(tmp, buf + f.data_off + (size_t)t->begin, (size_t)p->numel, t->dtype);
-        if (p->allocated) r = nn__buf_write(ctx, &p->buf, tmp, (size_t)p->numel * 4);
+        if (p->allocated) r = nn__buf_write_f32(ctx, &p->buf, p->dtype, tmp, p->numel); /* rounded: a 16-bit parameter */
         else memcpy(p->init, tmp, (size_t)p->numel * 4);
     }
 done:
@@ -733,6 +733,7 @@ typedef struct nn__st_item {
     nn_shape shape;
     int64_t numel;
     nn__buf *buf;
+    nn_dtype stored;          /* buf's storage type (a 16-bit parameter's); host is float32 */
     float *host;
     const nn__st_tensor *t;   /* on load: its match in the file */
 } nn__st_item;
@@ -741,8 +742,9 @@ static int nn__st_cmp_item(const void *a, const void *b) {
     return strcmp(((const nn__st_item *)a)->name, ((const nn__st_item *)b)->name);
 }
 
-/* Writes items[0..n) (sorted by name) as safetensors of dtype (NN_F32; NN_BF16 or NN_F16:
-   each float rounded to nearest even, kernels/storage.h) with the JSON object metadata as
+/* Writes items[0..n) (sorted by name) as safetensors of dtype (NN_BF16 or NN_F16: each
+   float rounded to nearest even, kernels/storage.h; NN_F32: each item in its storage type,
+   float32 but for 16-bit parameters) with the JSON object metadata as
    "__metadata__", through nn__wfile: a temporary file beside path, synced and renamed over
    it, so a failure leaves path as it was. */
 static nn_result nn__st_save(nn_context *ctx, const char *path, const char *metadata, const nn__st_item *items, int n,
@@ -768,8 +770,9 @@ static nn_result nn__st_save(nn_context *ctx, const char *path, const char *meta
             r = nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "%s: tensor name %s is not valid UTF-8", path, it->name);
             goto done;
         }
-        nn__st_puts(&h, dtype == NN_BF16 ? ":{\"dtype\":\"BF16\",\"shape\":[" : dtype == NN_F16 ? ":{\"dtype\":\"F16\",\"shape\":["
-                                                                          : ":{\"dtype\":\"F32\",\"shape\":[");
+        nn_dtype odt = dtype != NN_F32 ? dtype : it->stored;
+        nn__st_puts(&h, odt == NN_BF16 ? ":{\"dtype\":\"BF16\",\"shape\":[" : odt == NN_F16 ? ":{\"dtype\":\"F16\",\"shape\":["
+                                                                      : ":{\"dtype\":\"F32\",\"shape\":[");
         for (k = 0; k < it->shape.ndim; k++) {
             if (k) nn__st_puts(&h, ",");
             nn__st_putu(&h, (unsigned long long)it->shape.dim[k]);
@@ -777,7 +780,7 @@ static nn_result nn__st_save(nn_context *ctx, const char *path, const char *meta
         nn__st_puts(&h, "],\"data_offsets\":[");
         nn__st_putu(&h, (unsigned long long)off);
         nn__st_puts(&h, ",");
-        off += (uint64_t)it->numel * nn__dtype_size(dtype);
+        off += (uint64_t)it->numel * nn__dtype_size(odt);
         nn__st_putu(&h, (unsigned long long)off);
         nn__st_puts(&h, "]}");
         if ((size_t)it->numel > most) most = (size_t)it->numel;
@@ -796,17 +799,18 @@ static nn_result nn__st_save(nn_context *ctx, const char *path, const char *meta
     for (i = 0; i < n && r == NN_OK; i++) {
         const nn__st_item *it = &items[i];
         size_t m = (size_t)it->numel, j;
-        if (it->buf) r = nn__buf_read(ctx, it->buf, bytes, m * 4);
+        nn_dtype odt = dtype != NN_F32 ? dtype : it->stored;
+        if (it->buf) r = nn__buf_read_f32(ctx, it->buf, it->stored, (float *)(void *)bytes, it->numel);
         else memcpy(bytes, it->host, m * 4);
         for (j = 0; j < m && r == NN_OK; j++) { /* to little-endian, in place (a 16-bit element j over bytes 2j, 2j + 1,
                                                    before float j's bytes 4j..4j + 3, read first) */
             uint32_t u;
             memcpy(&u, bytes + 4 * j, 4);
-            if (dtype != NN_F32) {
+            if (odt != NN_F32) {
                 float f;
                 uint16_t hv;
                 memcpy(&f, &u, 4);
-                hv = dtype == NN_BF16 ? nn__f32_to_bf16(f) : nn__f32_to_f16(f);
+                hv = odt == NN_BF16 ? nn__f32_to_bf16(f) : nn__f32_to_f16(f);
                 bytes[2 * j] = (unsigned char)hv;
                 bytes[2 * j + 1] = (unsigned char)(hv >> 8);
                 continue;
@@ -816,7 +820,7 @@ static nn_result nn__st_save(nn_context *ctx, const char *path, const char *meta
             bytes[4 * j + 2] = (unsigned char)(u >> 16);
             bytes[4 * j + 3] = (unsigned char)(u >> 24);
         }
-        if (r == NN_OK) r = nn__wfile_write(ctx, &w, bytes, m * nn__dtype_size(dtype));
+        if (r == NN_OK) r = nn__wfile_write(ctx, &w, bytes, m * nn__dtype_size(odt));
     }
     if (r == NN_OK) r = nn__wfile_commit(ctx, path, &w);
 done:
@@ -851,6 +855,7 @@ static nn_result nn__save_safetensors(nn_graph *g, const char *path, nn_dtype dt
         items[i].shape = p->shape;
         items[i].numel = p->numel;
         items[i].buf = p->allocated ? &p->buf : NULL;
+        items[i].stored = p->dtype;
         items[i].host = p->allocated ? NULL : p->init;
     }
     if (ps->n > 1) qsort(items, (size_t)ps->n, sizeof *items, nn__st_cmp_item);

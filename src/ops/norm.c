@@ -35,14 +35,16 @@ static int nn__norm_check_x(nn_graph *g, const char *fn, nn_tensor x, int min_nd
 }
 
 /* An optional tensor of a norm op (gamma, beta, a running statistic): NN_NONE or float32
-   of shape want. */
+   (or, under a precision policy, 16-bit) of shape want. */
 static int nn__norm_check_vec(nn_graph *g, const char *fn, nn_tensor t, const char *what, const nn_shape *want, const char *sx) {
     nn__node *nt;
     char st[128], sw[128];
     if (t.id == 0) return 1;
     if (!nn__check(g, fn, 1, &t)) return 0;
     nt = nn__n(g, t);
-    if (nt->dtype == NN_F32 && nn__shape_eq(&nt->shape, want)) return 1;
+    /* under a precision policy a 16-bit one (a bf16 parameter) is converted by nn__new_node */
+    if ((nt->dtype == NN_F32 || (nn__dtype_half(nt->dtype) && nn__policy_dtype(g) != NN_F32)) && nn__shape_eq(&nt->shape, want))
+        return 1;
     nn__shape_str(&nt->shape, st, sizeof st);
     nn__shape_str(want, sw, sizeof sw);
     nn__op_fail(g, NN_ERR_SHAPE, "%s: %s %s %s does not fit x %s: it must be %s float32", fn, what, st,

@@ -8,6 +8,7 @@
 #include "../base/internal.h"
 #include "../base/registry.h"
 #include "../../kernels/optim.h"
+#include "../../kernels/storage.h"
 
 /* ==== the optimizer's compile hooks (src/ops/registry.c's nn__optim): settings and
    schedule, then the update ops after autograd ==== */
@@ -45,6 +46,26 @@ static nn_result nn__loss_scale_settings(nn_graph *g, const nn_compile_desc *d, 
     return NN_OK;
 }
 
+/* 16-bit parameters (nn_graph_desc.param_dtype): what their update can do, checked before
+   autograd (the update ops' block below) */
+static nn_result nn__param16_check(nn_graph *g) {
+    int i;
+    for (i = 0; i < g->n_nodes && g->opt.kind != NN_OPT_NONE; i++) {
+        const nn__node *p = &g->nodes[i];
+        const char *dt;
+        if (p->op != NN__OP_PARAM || g->params->p[p->param].buffer || !nn__dtype_half(p->dtype)) continue;
+        dt = nn__dtype_name(p->dtype);
+        if (g->opt.kind == NN_OPT_LAMB || g->opt.kind == NN_OPT_LARS)
+            return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: optimizer %s does not update %s parameters "
+                            "(%s: its trust ratio's norms are not kept in 16 bits); use param_dtype NN_F32 or another optimizer",
+                            nn__opt_kind_name(g->opt.kind), dt, p->name);
+        if (g->opt.stochastic_rounding && p->dtype != NN_BF16)
+            return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: stochastic_rounding rounds bfloat16 "
+                            "parameters, and %s is %s", p->name, dt);
+    }
+    return NN_OK;
+}
+
 static nn_result nn__optim_configure(nn_graph *g, const nn_compile_desc *d) {
     nn_loss_scale ls;
     nn_result r;
@@ -52,6 +73,7 @@ static nn_result nn__optim_configure(nn_graph *g, const nn_compile_desc *d) {
     if (r != NN_OK) return r;
     g->opt = nn__opt_defaults(d->optimizer);
     r = nn__opt_check(g, &g->opt);
+    if (r == NN_OK) r = nn__param16_check(g);
     if (r != NN_OK) return r;
     g->accum_steps = g->opt.accumulate_steps;
     g->first_update_node = -1;
@@ -127,10 +149,12 @@ static nn_result nn__add_optimizer(nn_graph *g) {
         nn__node *u;
         nn_shape none;
         int id;
-        if (g->nodes[i].op != NN__OP_PARAM || g->nodes[i].grad < 0) continue;
+        int gr = g->nodes[i].grad, half = nn__dtype_half(g->nodes[i].dtype);
+        if (g->nodes[i].op != NN__OP_PARAM || gr < 0) continue;
         memset(&none, 0, sizeof none);
-        id = scale >= 0 ? nn__op3(g, op, NN_F32, none, i, g->nodes[i].grad, scale).id
-                        : nn__op2(g, op, NN_F32, none, i, g->nodes[i].grad).id;
+        if (nn__dtype_half(g->nodes[gr].dtype)) gr = nn__policy_f32_id(g, gr); /* the rules read float32 */
+        if (gr < 0) break;
+        id = scale >= 0 ? nn__op3(g, op, NN_F32, none, i, gr, scale).id : nn__op2(g, op, NN_F32, none, i, gr).id;
         if (id < 0) break;
         u = &g->nodes[id];
         u->numel = 0;
@@ -140,8 +164,86 @@ static nn_result nn__add_optimizer(nn_graph *g) {
         nn__param_mults(g, &g->nodes[i], &u->a.optim.lr_mult, &u->a.optim.wd_mult);
         if (g->opt.kind == NN_OPT_LAMB) u->scratch = g->nodes[i].numel + 2; /* u, then two sums of squares */
         if (g->opt.kind == NN_OPT_LARS) u->scratch = 2;
+        if (half) u->scratch = g->nodes[i].numel; /* the float32 copy the rule runs on (LAMB, LARS refused above) */
     }
     return g->status;
+}
+
+/* ==== 16-bit parameters (nn_graph_desc.param_dtype), the update ops' part: the parameter
+   p (in[0]) is widened into the update node's scratch [numel], the rule runs there in
+   float32 (its state and gradient float32 as for any parameter), and the copy is written
+   back rounded to nearest even, or stochastically with nn_optimizer.stochastic_rounding
+   (bfloat16; kernels/storage.h's nn__f32_to_bf16_sr). No float32 copy outlives the update:
+   the scratch is the arena's, reused by the next update. ==== */
+
+static int nn__param16(const nn_graph *g, const nn__node *n) { return nn__dtype_half(g->nodes[n->in[0]].dtype); }
+
+/* the stochastic rounding's key for the parameter of update node n at update t: the graph's
+   seed, the update count and the parameter's index mixed (kernels/storage.h's nn__sr_mix) */
+static uint32_t nn__sr_key(const nn_graph *g, const nn__node *n) {
+    uint32_t h = nn__sr_mix((uint32_t)(g->seed >> 32) ^ 0x5352u);
+    h = nn__sr_mix(h ^ (uint32_t)g->seed);
+    h = nn__sr_mix(h ^ (uint32_t)(g->clock.t >> 32));
+    h = nn__sr_mix(h ^ (uint32_t)g->clock.t);
+    return nn__sr_mix(h ^ (uint32_t)g->nodes[n->in[0]].param);
+}
+
+/* the values the CPU rule updates: the parameter's own, or a 16-bit one widened into the scratch */
+static float *nn__param16_widen(nn_graph *g, nn__node *n) {
+    nn__node *p = &g->nodes[n->in[0]];
+    if (!nn__dtype_half(p->dtype)) return p->buf.host;
+    nn__cast(g->ctx->threads, p->buf.host, p->dtype, n->scratch_buf.host, NN_F32, p->numel);
+    return n->scratch_buf.host;
+}
+
+static void nn__param16_round(nn_graph *g, nn__node *n) {
+    nn__node *p = &g->nodes[n->in[0]];
+    if (!nn__dtype_half(p->dtype)) return;
+    if (g->opt.stochastic_rounding)
+        nn__param_round_sr((uint16_t *)(void *)p->buf.host, n->scratch_buf.host, p->numel, nn__sr_key(g, n));
+    else
+        nn__cast(g->ctx->threads, n->scratch_buf.host, NN_F32, p->buf.host, p->dtype, p->numel);
+}
+
+/* the buffer an update kernel updates: the parameter's, or a 16-bit one's float32 copy */
+static const nn__buf *nn__param16_buf(nn_graph *g, nn__node *n) {
+    return nn__param16(g, n) ? &n->scratch_buf : &g->nodes[n->in[0]].buf;
+}
+
+static nn_result nn__launch_param_widen(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id], *p = &g->nodes[n->in[0]];
+    if (!nn__dtype_half(p->dtype)) return NN_OK;
+    {
+        NN__KSTART(param_widen, "optim", "param_widen", p->numel);
+        l->store = p->dtype;
+        k.p = &p->buf;
+        k.w = &n->scratch_buf;
+        k.n = (int)p->numel;
+        return nn__kargs_param_widen(l, &k);
+    }
+}
+
+static void nn__update_param_round(nn_graph *g, nn__launch *l) {
+    nn__k_param_round k;
+    memset(&k, 0, sizeof k);
+    k.key = nn__sr_key(g, &g->nodes[l->node]);
+    nn__kstep_param_round(l, &k);
+}
+
+static nn_result nn__launch_param_round(nn_graph *g, int id) {
+    nn__node *n = &g->nodes[id], *p = &g->nodes[n->in[0]];
+    if (!nn__dtype_half(p->dtype)) return NN_OK;
+    {
+        NN__KSTART(param_round, "optim", "param_round", p->numel);
+        l->store = p->dtype;
+        l->update = nn__update_param_round;
+        k.w = &n->scratch_buf;
+        k.p = &p->buf;
+        k.n = (int)p->numel;
+        k.sr = g->opt.stochastic_rounding;
+        k.key = 0;
+        return nn__kargs_param_round(l, &k);
+    }
 }
 
 /* ==== sgd: OPT_SGD, parameter p [any] and its gradient (and the clipping coefficient [1])
@@ -156,9 +258,10 @@ static nn_result nn__cpu_opt_sgd(nn_graph *g, nn__node *n) {
     nn__node *p = &g->nodes[in[0]];
     float clip = n->n_in > 2 ? NN__F(in[2])[0] : 1.0f;
     if (clip < 0.0f) return NN_OK; /* skipped: a gradient is not finite (skip_gate) */
-    nn__sgd_update(p->buf.host, NN__F(in[1]), n->n_aux ? n->aux[0].host : NULL, p->numel, g->lr * n->a.optim.lr_mult,
+    nn__sgd_update(nn__param16_widen(g, n), NN__F(in[1]), n->n_aux ? n->aux[0].host : NULL, p->numel, g->lr * n->a.optim.lr_mult,
                    g->opt.momentum, g->opt.dampening, g->opt.weight_decay * n->a.optim.wd_mult, g->opt.nesterov, g->clock.t == 1,
                    clip, nn__opt_cv(g));
+    nn__param16_round(g, n);
     return NN_OK;
 }
 
@@ -171,12 +274,12 @@ static void nn__update_sgd(nn_graph *g, nn__launch *l) {
     nn__kstep_sgd(l, &k);
 }
 
-static nn_result nn__launch_opt_sgd(nn_graph *g, int id) {
+static nn_result nn__launch_sgd_rule(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__node *p = &g->nodes[n->in[0]];
     NN__KSTART(sgd, "optim", "sgd", p->numel);
     l->update = nn__update_sgd;
-    k.p = &p->buf;
+    k.p = nn__param16_buf(g, n);
     k.grad = &g->nodes[n->in[1]].buf;
     k.buf = n->n_aux ? &n->aux[0] : &g->one;
     k.clip = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
@@ -189,6 +292,12 @@ static nn_result nn__launch_opt_sgd(nn_graph *g, int id) {
     k.first_step = 1;
     k.cv = nn__opt_cv(g);
     return nn__kargs_sgd(l, &k);
+}
+
+static nn_result nn__launch_opt_sgd(nn_graph *g, int id) {
+    nn_result r = nn__launch_param_widen(g, id);
+    if (r == NN_OK) r = nn__launch_sgd_rule(g, id);
+    return r == NN_OK ? nn__launch_param_round(g, id) : r;
 }
 
 /* ==== adam: OPT_ADAM, parameter p [any] and its gradient (and the clipping coefficient)
@@ -210,9 +319,10 @@ static nn_result nn__cpu_opt_adam(nn_graph *g, nn__node *n) {
     float clip = n->n_in > 2 ? NN__F(in[2])[0] : 1.0f, bc1, bc2;
     if (clip < 0.0f) return NN_OK; /* skipped: a gradient is not finite (skip_gate) */
     nn__adam_bc(g, &bc1, &bc2);
-    nn__adam_update(g->ctx->threads, p->buf.host, NN__F(in[1]), n->aux[0].host, n->aux[1].host, p->numel,
+    nn__adam_update(g->ctx->threads, nn__param16_widen(g, n), NN__F(in[1]), n->aux[0].host, n->aux[1].host, p->numel,
                     g->lr * n->a.optim.lr_mult, g->opt.beta1, g->opt.beta2, g->opt.eps, g->opt.weight_decay * n->a.optim.wd_mult,
                     g->opt.kind == NN_OPT_ADAMW, bc1, bc2, clip, nn__opt_cv(g));
+    nn__param16_round(g, n);
     return NN_OK;
 }
 
@@ -225,13 +335,13 @@ static void nn__update_adam(nn_graph *g, nn__launch *l) {
     nn__kstep_adam(l, &k);
 }
 
-static nn_result nn__launch_opt_adam(nn_graph *g, int id) {
+static nn_result nn__launch_adam_rule(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__node *p = &g->nodes[n->in[0]];
     int cpu = g->ctx->dev.cpu_tuned; /* 16 elements an item */
     NN__KSTART(adam, "optim", cpu ? "opt_adam_vec" : "adam", cpu ? (p->numel + 15) / 16 : p->numel);
     l->update = nn__update_adam;
-    k.p = &p->buf;
+    k.p = nn__param16_buf(g, n);
     k.grad = &g->nodes[n->in[1]].buf;
     k.m = &n->aux[0];
     k.v = &n->aux[1];
@@ -249,6 +359,12 @@ static nn_result nn__launch_opt_adam(nn_graph *g, int id) {
     return nn__kargs_adam(l, &k);
 }
 
+static nn_result nn__launch_opt_adam(nn_graph *g, int id) {
+    nn_result r = nn__launch_param_widen(g, id);
+    if (r == NN_OK) r = nn__launch_adam_rule(g, id);
+    return r == NN_OK ? nn__launch_param_round(g, id) : r;
+}
+
 /* ==== optimizer step: OPT_STEP, parameter p [any] and its gradient (and the clipping
    coefficient) -> p updated in place by the rule of a.optim.kind (every kind but SGD and
    plain Adam/AdamW: src/cpu/optim.c's nn__opt_rule, kernels/optim.cl's opt_step), its state
@@ -260,7 +376,9 @@ static nn_result nn__launch_opt_adam(nn_graph *g, int id) {
 #define nn__plan_opt_step nn__no_plan
 
 static nn_result nn__cpu_opt_step(nn_graph *g, nn__node *n) {
-    nn__opt_step_cpu(g, n);
+    if (n->n_in > 2 && NN__F(n->in[2])[0] < 0.0f) return NN_OK; /* skipped: a gradient is not finite */
+    nn__opt_step_cpu(g, n, nn__param16_widen(g, n));
+    nn__param16_round(g, n);
     return NN_OK;
 }
 
@@ -300,7 +418,7 @@ static nn_result nn__launch_opt_norms(nn_graph *g, int id, const nn__buf *p, con
     return nn__kargs_opt_norms(l, &k);
 }
 
-static nn_result nn__launch_opt_step(nn_graph *g, int id) {
+static nn_result nn__launch_step_rule(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id], *p = &g->nodes[n->in[0]];
     const nn__buf *grad = &g->nodes[n->in[1]].buf, *clip = n->n_in > 2 ? &g->nodes[n->in[2]].buf : &g->one;
     const nn__buf *s[3], *norms = n->scratch > 0 ? &n->scratch_buf : &g->one;
@@ -321,7 +439,7 @@ static nn_result nn__launch_opt_step(nn_graph *g, int id) {
     if (r != NN_OK) return r;
     l->update = nn__update_opt;
     memset(&ks, 0, sizeof ks);
-    ks.p = &p->buf;
+    ks.p = nn__param16_buf(g, n);
     ks.grad = grad;
     ks.clip = clip;
     ks.s0 = s[0];
@@ -352,6 +470,12 @@ static nn_result nn__launch_opt_step(nn_graph *g, int id) {
     ka.n = np;
     ka.lr = g->lr;
     return nn__kargs_lamb_apply(l, &ka);
+}
+
+static nn_result nn__launch_opt_step(nn_graph *g, int id) {
+    nn_result r = nn__launch_param_widen(g, id);
+    if (r == NN_OK) r = nn__launch_step_rule(g, id);
+    return r == NN_OK ? nn__launch_param_round(g, id) : r;
 }
 
 /* ==== gradient accumulation: GRAD_ACC, a gradient [any] -> its running mean over a cycle of
