@@ -9622,9 +9622,11 @@ __attribute__((target("avx512f"))) static void nn__wino_vin_avx512(const float *
         NN__WINO_VCOL512(ec, c);
         for (q = 0; q < 4; q++) {
             float *o = e + (size_t)(4 * q) * S + j;
-            /* the window shifted by 2 columns for E1, O1 */
-            __m512 sa = _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(eb[q]), _mm512_castps_si512(ea[q]), 2));
-            __m512 sb = _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(ec[q]), _mm512_castps_si512(eb[q]), 2));
+            /* the window shifted by 2 columns for E1, O1 (maskz: g++ warns on the undefined pass-through) */
+            __m512 sa = _mm512_castsi512_ps(
+                _mm512_maskz_alignr_epi32((__mmask16)0xFFFF, _mm512_castps_si512(eb[q]), _mm512_castps_si512(ea[q]), 2));
+            __m512 sb = _mm512_castsi512_ps(
+                _mm512_maskz_alignr_epi32((__mmask16)0xFFFF, _mm512_castps_si512(ec[q]), _mm512_castps_si512(eb[q]), 2));
             _mm512_mask_storeu_ps(o, st, _mm512_permutex2var_ps(ea[q], ie, eb[q]));
             _mm512_mask_storeu_ps(o + S, st, _mm512_permutex2var_ps(ea[q], io, eb[q]));
             _mm512_mask_storeu_ps(o + 2 * S, st, _mm512_permutex2var_ps(sa, ie, sb));
