@@ -10,8 +10,11 @@ the best.)
 
 The same work as nn_bench conv and nn_bench cnn:
   conv2d: a 3x3 pad-1 conv without bias for the CNN example's two convs at batch 64 and a
-    ResNet-style 64->64 at 56x56, batch 8. fwd: the forward under no_grad; bwd: forward +
-    backward of the sum (dw, and dx when C > 1) minus fwd, counted as the flops of dw and dx.
+    ResNet-style 64->64 at 56x56, batch 8. fwd: the better of the forward under no_grad and
+    the forward under autograd; bwd: .backward() of the sum (dw, and dx when C > 1) timed
+    alone, its forward outside the timer, counted as the flops of dw and dx. (bwd used to
+    be a step minus the no_grad forward; for C = 1 PyTorch's no_grad forward is slower than
+    the forward inside the step, which made bwd come out near 0.)
   cnn_train: examples/fashion_mnist_cnn.c's network (conv-bn-relu-pool x2, 3136-128-10 with
     dropout 0.25), Adam lr 1e-3, batch 64, 60000 random images in memory pre-made as batch
     tensors (views, made once: no per-step indexing or copies), a standard loop (zero_grad
@@ -59,15 +62,27 @@ def bench_conv():
             with torch.no_grad():
                 F.conv2d(x, wt, padding=1)
 
-        def step():
-            wt.grad = None
-            x.grad = None
-            F.conv2d(x, wt, padding=1).sum().backward()
+        def fwd_grad():  # the forward as a training step runs it (autograd recording)
+            F.conv2d(x, wt, padding=1)
 
-        fwd_ms = time_runs(fwd)
-        step_ms = time_runs(step)
-        fwd_ms = min(fwd_ms, time_runs(fwd))  # again: the lower of the two
-        bwd_ms = max(step_ms - fwd_ms, 0.01 * step_ms)  # noise on a loaded machine
+        def bwd_alone(min_s=0.4):  # ms of .backward() alone, its forward untimed
+            reps, dt = 0, 0.0
+            while reps < 5 or dt < min_s:
+                wt.grad = None
+                x.grad = None
+                s = F.conv2d(x, wt, padding=1).sum()
+                t0 = time.perf_counter()
+                s.backward()
+                dt += time.perf_counter() - t0
+                reps += 1
+            return dt * 1e3 / reps
+
+        # fwd: the better of the no_grad forward and the forward under autograd (for C = 1
+        # PyTorch's no_grad forward takes a slower path than the one inside a training step)
+        fwd_ms = min(time_runs(fwd), time_runs(fwd_grad))
+        bwd_alone()  # warm-up
+        bwd_ms = bwd_alone()
+        fwd_ms = min(fwd_ms, time_runs(fwd), time_runs(fwd_grad))  # again: the lower
         shape = f"{n}x{c}x{h}x{w}k{k}"
         head = f"BENCH name=conv2d backend=torch threads={threads} shape={shape}"
         print(f"{head} pass=fwd gflops={flops / fwd_ms / 1e6:.2f} ms={fwd_ms:.3f}")

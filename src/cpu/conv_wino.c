@@ -121,6 +121,10 @@ typedef struct nn__wino_fns {
     void (*deint)(const float *xr, int W, int pw, float *E, float *O, int n);
     /* y[2 j] = a[j], y[2 j + 1] = b[j] for the indices below ow */
     void (*inter)(const float *a, const float *b, float *y, int ow);
+    /* vcol and deint of one run of len tiles at once (NULL: deint, then vcol over the chunk):
+       rows r[0..3] (NULL: a row of zeros) of width W, the run's columns from c0 = 2 tw0 - pw;
+       e[(4 q + k) S + j] = row q of B^T d at column c0 + 2 j + k (k = 0..3: E, O, E1, O1) */
+    void (*vin)(const float *const *r, int W, int c0, int len, float *e, size_t S);
 } nn__wino_fns;
 
 #define NN__WINO_LD(p) (__builtin_memcpy(&v_, (p), sizeof v_), v_)
@@ -283,16 +287,76 @@ __attribute__((target("avx512f"))) static void nn__wino_inter_avx512(const float
         _mm512_mask_storeu_ps(y + 2 * j + 16, nn__wino_mask(ow - 2 * j - 16), _mm512_permutex2var_ps(va, hi, vb));
     }
 }
+
+/* The lanes of the 16 columns p .. p + 15 inside [0, W) */
+static __mmask16 nn__wino_cmask(int W, int p) {
+    int lo = p < 0 ? -p : 0, hi = W - p < 16 ? W - p : 16;
+    return hi <= lo ? (__mmask16)0 : (__mmask16)(nn__wino_mask(hi) & ~nn__wino_mask(lo));
+}
+
+/* cols p .. p + 15 of row xr under mask k (zeros elsewhere and for a NULL row); the masked-off
+   lanes are not read, so the address is formed as an integer */
+__attribute__((target("avx512f"), always_inline)) static inline __m512 nn__wino_ld16(const float *xr, int p, __mmask16 k) {
+    if (!xr || !k) return _mm512_setzero_ps();
+    return _mm512_maskz_loadu_ps(k, (const float *)((uintptr_t)xr + (uintptr_t)((intptr_t)p * (intptr_t)sizeof(float))));
+}
+
+/* B^T down the columns of 4 rows: vcol's adds in vcol's order */
+#define NN__WINO_VCOL512(e, a)                                                                                         \
+    do {                                                                                                              \
+        (e)[0] = _mm512_sub_ps((a)[0], (a)[2]);                                                                       \
+        (e)[1] = _mm512_add_ps((a)[1], (a)[2]);                                                                       \
+        (e)[2] = _mm512_sub_ps((a)[2], (a)[1]);                                                                       \
+        (e)[3] = _mm512_sub_ps((a)[1], (a)[3]);                                                                       \
+    } while (0)
+
+/* 16 tiles at a time: the 4 rows' columns p .. p + 47 (p = c0 + 2 j) in three vectors each,
+   masked, loaded once (the third only when the run needs column p + 32, the second only past
+   p + 15), B^T down the columns, then the even/odd permutes of deint: E, O from columns
+   p + 2 j', p + 2 j' + 1 and E1, O1 from the same shifted by 2 */
+__attribute__((target("avx512f"))) static void nn__wino_vin_avx512(const float *const *r, int W, int c0, int len,
+                                                                   float *e, size_t S) {
+    const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i io = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    int j, q;
+    for (j = 0; j < len; j += 16) {
+        int p = c0 + 2 * j, n = len - j < 16 ? len - j : 16, need = 2 * n + 2; /* columns p .. p + need - 1 */
+        __mmask16 st = nn__wino_mask(n), ka = nn__wino_cmask(W, p);
+        __mmask16 kb = need > 16 ? nn__wino_cmask(W, p + 16) : 0, kc = need > 32 ? nn__wino_cmask(W, p + 32) : 0;
+        __m512 a[4], b[4], c[4], ea[4], eb[4], ec[4];
+        for (q = 0; q < 4; q++) {
+            a[q] = nn__wino_ld16(r[q], p, ka);
+            b[q] = nn__wino_ld16(r[q], p + 16, kb);
+            c[q] = nn__wino_ld16(r[q], p + 32, kc);
+        }
+        NN__WINO_VCOL512(ea, a);
+        NN__WINO_VCOL512(eb, b);
+        NN__WINO_VCOL512(ec, c);
+        for (q = 0; q < 4; q++) {
+            float *o = e + (size_t)(4 * q) * S + j;
+            /* the window shifted by 2 columns for E1, O1 (maskz: g++ warns on the undefined pass-through) */
+            __m512 sa = _mm512_castsi512_ps(
+                _mm512_maskz_alignr_epi32((__mmask16)0xFFFF, _mm512_castps_si512(eb[q]), _mm512_castps_si512(ea[q]), 2));
+            __m512 sb = _mm512_castsi512_ps(
+                _mm512_maskz_alignr_epi32((__mmask16)0xFFFF, _mm512_castps_si512(ec[q]), _mm512_castps_si512(eb[q]), 2));
+            _mm512_mask_storeu_ps(o, st, _mm512_permutex2var_ps(ea[q], ie, eb[q]));
+            _mm512_mask_storeu_ps(o + S, st, _mm512_permutex2var_ps(ea[q], io, eb[q]));
+            _mm512_mask_storeu_ps(o + 2 * S, st, _mm512_permutex2var_ps(sa, ie, sb));
+            _mm512_mask_storeu_ps(o + 3 * S, st, _mm512_permutex2var_ps(sa, io, sb));
+        }
+    }
+}
+#undef NN__WINO_VCOL512
 #endif
 
 static const nn__wino_fns *nn__wino_pick(void) {
     static const nn__wino_fns generic = {nn__wino_vcol_generic, nn__wino_hrow_generic, nn__wino_orow_generic,
-                                         nn__wino_deint_generic, nn__wino_inter_generic};
+                                         nn__wino_deint_generic, nn__wino_inter_generic, NULL};
 #if NN__GEMM_X86
     static const nn__wino_fns avx512 = {nn__wino_vcol_avx512, nn__wino_hrow_avx512, nn__wino_orow_avx512,
-                                        nn__wino_deint_avx512, nn__wino_inter_avx512};
+                                        nn__wino_deint_avx512, nn__wino_inter_avx512, nn__wino_vin_avx512};
     static const nn__wino_fns avx2 = {nn__wino_vcol_avx2, nn__wino_hrow_avx2, nn__wino_orow_avx2, nn__wino_deint_generic,
-                                      nn__wino_inter_generic};
+                                      nn__wino_inter_generic, NULL};
     if (nn__vm_isa() == 2) return &avx512;
     if (nn__vm_isa() == 1) return &avx2;
 #endif
@@ -334,6 +398,30 @@ typedef struct nn__wino_job {
     int64_t nchunks;
 } nn__wino_job;
 
+/* A run of a chunk's tiles along one tile row: image n, tile row th, tile columns tw0 ..
+   tw0 + len - 1, the chunk's tiles off .. off + len - 1 */
+typedef struct nn__wino_seg {
+    int n, th, tw0, len, off;
+} nn__wino_seg;
+
+/* The runs of tiles [t0, t1) (at most t1 - t0 of them); their count */
+static int nn__wino_segs(const nn__wino *L, int64_t t0, int64_t t1, nn__wino_seg *sg) {
+    int64_t q = t0;
+    int ns = 0;
+    while (q < t1) {
+        int64_t r = q / L->TW;
+        int tw0 = (int)(q % L->TW), len = (int)(t1 - q < L->TW - tw0 ? t1 - q : L->TW - tw0);
+        sg[ns].n = (int)(r / L->TH);
+        sg[ns].th = (int)(r % L->TH);
+        sg[ns].tw0 = tw0;
+        sg[ns].len = len;
+        sg[ns].off = (int)(q - t0);
+        ns++;
+        q += len;
+    }
+    return ns;
+}
+
 /* Element (ci, t) of a chunk's V_xi in the microkernel's column panels: K blocks of kc rows,
    each a run of [kcb][nr] panels */
 static float *nn__wino_vp(const nn__wino *L, float *v, int ci, int t) {
@@ -344,17 +432,24 @@ static float *nn__wino_vp(const nn__wino *L, float *v, int ci, int t) {
 /* One chunk's input transform: tiles [t0, t1) of every input channel into V's panels. d: the
    4 input rows of each tile, their columns 2 tw, 2 tw + 1, 2 tw + 2, 2 tw + 3 as 4 rows of the
    chunk's tiles, [4][4][S]; e: B^T d, alike */
-static void nn__wino_input(const nn__wino_job *J, int64_t t0, int64_t t1, float *v, float *d) {
+static void nn__wino_input(const nn__wino_job *J, const nn__wino_seg *sg, int ns, int lc, float *v, float *d) {
     const nn__wino *L = J->L;
-    int TW = L->TW, nr = L->arch->nr, S = L->S, lc = (int)(t1 - t0), ci, i, xi, jr, t;
+    int nr = L->arch->nr, S = L->S, ci, i, xi, jr, t, s;
     float *e = d + 16 * (size_t)S;
-    int64_t q;
     for (ci = 0; ci < L->Ci; ci++) {
-        for (q = t0; q < t1;) { /* a run of tiles along one tile row */
-            int64_t r = q / TW, n = r / L->TH;
-            int th = (int)(r % L->TH), tw0 = (int)(q % TW), len = (int)(t1 - q < TW - tw0 ? t1 - q : TW - tw0);
-            size_t off = (size_t)(q - t0);
-            const float *xc = J->x + ((size_t)n * L->Ci + ci) * L->H * (size_t)L->W;
+        for (s = 0; s < ns; s++) { /* a run of tiles along one tile row */
+            int th = sg[s].th, tw0 = sg[s].tw0, len = sg[s].len;
+            size_t off = (size_t)sg[s].off;
+            const float *xc = J->x + ((size_t)sg[s].n * L->Ci + ci) * L->H * (size_t)L->W;
+            if (J->fn->vin) { /* vcol and deint in one pass */
+                const float *rows[4];
+                for (i = 0; i < 4; i++) {
+                    int iy = 2 * th - L->ph + i;
+                    rows[i] = iy < 0 || iy >= L->H ? NULL : xc + (size_t)iy * L->W;
+                }
+                J->fn->vin(rows, L->W, 2 * tw0 - L->pw, len, e + off, (size_t)S);
+                continue;
+            }
             for (i = 0; i < 4; i++) { /* input row 2 th - ph + i */
                 int iy = 2 * th - L->ph + i, k;
                 float *D = d + (size_t)(4 * i) * S + off;
@@ -366,10 +461,10 @@ static void nn__wino_input(const nn__wino_job *J, int64_t t0, int64_t t1, float 
                     J->fn->deint(xr, L->W, L->pw - 2 * tw0 - 2, D + 2 * (size_t)S, D + 3 * (size_t)S, len);
                 }
             }
-            q += len;
         }
-        J->fn->vcol(d, d + 4 * (size_t)S, d + 8 * (size_t)S, d + 12 * (size_t)S, e, e + 4 * (size_t)S, e + 8 * (size_t)S,
-                    e + 12 * (size_t)S, 4 * S);
+        if (!J->fn->vin)
+            J->fn->vcol(d, d + 4 * (size_t)S, d + 8 * (size_t)S, d + 12 * (size_t)S, e, e + 4 * (size_t)S,
+                        e + 8 * (size_t)S, e + 12 * (size_t)S, 4 * S);
         for (jr = 0; jr < lc; jr += nr) { /* one panel's run of columns at a time */
             int len = lc - jr < nr ? lc - jr : nr;
             for (i = 0; i < 4; i++) {
@@ -386,23 +481,20 @@ static void nn__wino_input(const nn__wino_job *J, int64_t t0, int64_t t1, float 
 }
 
 /* One chunk's output transform: M [16][Cop, ntp] to y (+ bias); whether every output is finite */
-static int nn__wino_output(const nn__wino_job *J, int64_t t0, int64_t t1, const float *m, float *ob) {
+static int nn__wino_output(const nn__wino_job *J, const nn__wino_seg *sg, int ns, int lc, const float *m, float *ob) {
     const nn__wino *L = J->L;
-    int TW = L->TW, S = L->S, lc = (int)(t1 - t0), co, xi, ok = 1;
-    int64_t q;
+    int S = L->S, co, xi, ok = 1, s;
     for (co = 0; co < L->Co; co++) {
         const float *mp[16];
         for (xi = 0; xi < 16; xi++) mp[xi] = m + (size_t)xi * L->msz + (size_t)co * L->ntp;
         ok &= J->fn->orow(mp, ob, ob + S, ob + 2 * (size_t)S, ob + 3 * (size_t)S, lc, J->b ? J->b + co : NULL);
-        for (q = t0; q < t1;) {
-            int64_t r = q / TW, n = r / L->TH;
-            int th = (int)(r % L->TH), tw0 = (int)(q % TW), len = (int)(t1 - q < TW - tw0 ? t1 - q : TW - tw0);
+        for (s = 0; s < ns; s++) {
+            int th = sg[s].th, tw0 = sg[s].tw0, len = sg[s].len;
             int ow = L->OW - 2 * tw0 < 2 * len ? L->OW - 2 * tw0 : 2 * len;
-            size_t off = (size_t)(q - t0);
-            float *y0 = J->y + (((size_t)n * L->Co + co) * L->OH + 2 * th) * (size_t)L->OW + 2 * tw0;
+            size_t off = (size_t)sg[s].off;
+            float *y0 = J->y + (((size_t)sg[s].n * L->Co + co) * L->OH + 2 * th) * (size_t)L->OW + 2 * tw0;
             J->fn->inter(ob + off, ob + S + off, y0, ow);
             if (2 * th + 1 < L->OH) J->fn->inter(ob + 2 * (size_t)S + off, ob + 3 * (size_t)S + off, y0 + L->OW, ow);
-            q += len;
         }
     }
     return ok;
@@ -415,11 +507,12 @@ static void nn__wino_task(void *arg, int t, int n_tasks) {
     int mr = arch->mr, nr = arch->nr, xi, pc, jr, ir;
     int64_t per = (J->nchunks + n_tasks - 1) / n_tasks, ch, ch1 = per * (t + 1) < J->nchunks ? per * (t + 1) : J->nchunks;
     float *v = nn__gemm_align(J->bufs + L->per_task * (size_t)t), *m = v + 16 * L->vsz, *d = m + 16 * L->msz;
+    nn__wino_seg sg[NN__WINO_TILES];
     J->bad[t] = 0.0f;
     for (ch = per * t; ch < ch1; ch++) {
         int64_t t0 = ch * L->lc, t1 = t0 + L->lc < L->ntiles ? t0 + L->lc : L->ntiles;
-        int lc = (int)(t1 - t0);
-        nn__wino_input(J, t0, t1, v, d);
+        int lc = (int)(t1 - t0), ns = nn__wino_segs(L, t0, t1, sg);
+        nn__wino_input(J, sg, ns, lc, v, d);
         for (xi = 0; xi < 16; xi++) {
             const float *u = J->upk + (size_t)xi * L->usz, *vx = v + (size_t)xi * L->vsz;
             float *mx = m + (size_t)xi * L->msz;
@@ -432,7 +525,7 @@ static void nn__wino_task(void *arg, int t, int n_tasks) {
                                   mx + (size_t)ir * L->ntp + jr, L->ntp, 1.0f, beta);
             }
         }
-        if (!nn__wino_output(J, t0, t1, m, d)) J->bad[t] = 1.0f;
+        if (!nn__wino_output(J, sg, ns, lc, m, d)) J->bad[t] = 1.0f;
     }
 }
 
