@@ -207,31 +207,42 @@ NN__LN_TGT static void nn__ln_dx_avx2(const nn__norm *q, float *dx, const float 
     }
 }
 
-/* nn__norm_backward_affine_range's channels c0..c1-1: blocks of 32 channels (8 double
-   accumulators), the rows in order; the channels past the last whole block plain */
+/* nn__norm_backward_affine_range's channels c0..c1-1 (up to 1,024; the channels past the
+   last whole block of 32 are left to the plain loop, whose start it returns): chunks of 64
+   rows, each row's mean and rstd computed once per chunk (not once per channel block), then
+   each block of 32 channels over the chunk's rows in order in 8 double accumulators */
 NN__LN_TGT static int64_t nn__ln_affine_avx2(const nn__norm *q, float *out, const float *x, const float *stats, const float *dy,
                                             float eps, int64_t c0, int64_t c1) {
-    int64_t R = nn__norm_groups(q), C = q->C, a, cb;
+    int64_t R = nn__norm_groups(q), C = q->C, a, a0, na, cb, ce = c0 + (c1 - c0) / 32 * 32;
+    double accs[1024];
+    float mean[64], rs[64];
     int k;
-    for (cb = c0; cb + 32 <= c1; cb += 32) {
-        __m256d acc[8];
-        for (k = 0; k < 8; k++) acc[k] = _mm256_setzero_pd();
-        for (a = 0; a < q->A; a++) {
-            const float *dd = dy + a * C + cb;
-            if (x) {
-                const float *xx = x + a * C + cb;
-                __m256 vm = _mm256_set1_ps(stats[a]), vr = _mm256_set1_ps(nn__norm_rstd(stats, R, a, eps));
-                for (k = 0; k < 4; k++) {
-                    __m256 xh = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(xx + 8 * k), vm), vr);
-                    acc[2 * k] = _mm256_add_pd(acc[2 * k], _mm256_mul_pd(nn__ln_pd(dd + 8 * k), _mm256_cvtps_pd(_mm256_castps256_ps128(xh))));
-                    acc[2 * k + 1] = _mm256_add_pd(acc[2 * k + 1], _mm256_mul_pd(nn__ln_pd(dd + 8 * k + 4), _mm256_cvtps_pd(_mm256_extractf128_ps(xh, 1))));
-                }
-            } else
-                for (k = 0; k < 8; k++) acc[k] = _mm256_add_pd(acc[k], nn__ln_pd(dd + 4 * k));
+    if (c1 - c0 > 1024) return c0;
+    for (cb = c0; cb < ce; cb++) accs[cb - c0] = 0.0;
+    for (a0 = 0; a0 < q->A; a0 += na) {
+        na = q->A - a0 < 64 ? q->A - a0 : 64;
+        for (a = 0; a < na && x; a++) mean[a] = stats[a0 + a], rs[a] = nn__norm_rstd(stats, R, a0 + a, eps);
+        for (cb = c0; cb < ce; cb += 32) {
+            __m256d acc[8];
+            for (k = 0; k < 8; k++) acc[k] = _mm256_loadu_pd(accs + (cb - c0) + 4 * k);
+            for (a = 0; a < na; a++) {
+                const float *dd = dy + (a0 + a) * C + cb;
+                if (x) {
+                    const float *xx = x + (a0 + a) * C + cb;
+                    __m256 vm = _mm256_set1_ps(mean[a]), vr = _mm256_set1_ps(rs[a]);
+                    for (k = 0; k < 4; k++) {
+                        __m256 xh = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(xx + 8 * k), vm), vr);
+                        acc[2 * k] = _mm256_add_pd(acc[2 * k], _mm256_mul_pd(nn__ln_pd(dd + 8 * k), _mm256_cvtps_pd(_mm256_castps256_ps128(xh))));
+                        acc[2 * k + 1] = _mm256_add_pd(acc[2 * k + 1], _mm256_mul_pd(nn__ln_pd(dd + 8 * k + 4), _mm256_cvtps_pd(_mm256_extractf128_ps(xh, 1))));
+                    }
+                } else
+                    for (k = 0; k < 8; k++) acc[k] = _mm256_add_pd(acc[k], nn__ln_pd(dd + 4 * k));
+            }
+            for (k = 0; k < 8; k++) _mm256_storeu_pd(accs + (cb - c0) + 4 * k, acc[k]);
         }
-        for (k = 0; k < 8; k++) _mm_storeu_ps(out + cb + 4 * k, _mm256_cvtpd_ps(acc[k]));
     }
-    return cb;
+    for (cb = c0; cb < ce; cb += 4) _mm_storeu_ps(out + cb, _mm256_cvtpd_ps(_mm256_loadu_pd(accs + (cb - c0))));
+    return ce;
 }
 #else
 static void nn__ln_stats_avx2(const nn__norm *q, float *stats, const float *x, int64_t r0, int64_t r1) { (void)q, (void)stats, (void)x, (void)r0, (void)r1; }
