@@ -280,8 +280,8 @@ __attribute__((target("avx2,fma"))) static inline __m256 nn__vscale_avx2(__m256 
 #define NN__ROUND(v) _mm512_maskz_roundscale_ps(0xFFFF, v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 #define NN__SCALE nn__vscale_avx512
 #define NN__SEL(a, b, P, x, y) _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, b, P), y, x)
-#define NN__MAX _mm512_max_ps /* (a > b ? a : b): b where either is NaN, as MIN */
-#define NN__MIN _mm512_min_ps
+#define NN__MAX(a, b) _mm512_maskz_max_ps(0xFFFF, a, b) /* (a > b ? a : b): b where either is NaN, as MIN; maskz: g++ warns on the plain form's undefined pass-through */
+#define NN__MIN(a, b) _mm512_maskz_min_ps(0xFFFF, a, b)
 #define NN__LANEF _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
 #define NN__ABS(v) _mm512_castsi512_ps(_mm512_and_epi32(_mm512_castps_si512(v), _mm512_set1_epi32(0x7FFFFFFF)))
 #define NN__HSUM nn__vhsum_avx512
