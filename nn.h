@@ -4900,13 +4900,13 @@ __attribute__((target("avx2,fma"))) static inline __m256 nn__vscale_avx2(__m256 
 /* The template: one set of functions per instruction set, from the primitives NN__V (the
    vector type), NN__VW (its lanes), NN__SET1, NN__LOAD/NN__STORE (whole vectors),
    NN__LOADN/NN__STOREN (the first k lanes), NN__FMA, NN__ROUND (to nearest), NN__SCALE,
-   NN__SEL(a, b, P, x, y) (x where a P b, else y), NN__ABS, NN__LANEF (0, 1, ...) and
-   NN__HSUM (lanes 0.. in order). */
+   NN__SEL(a, b, P, x, y) (x where a P b, else y), NN__MAX and NN__MIN (b where either is
+   NaN), NN__ABS, NN__LANEF (0, 1, ...) and NN__HSUM (lanes 0.. in order). */
 #define NN__VM_DEFINE(S, TGT)                                                                                    \
     TGT static inline NN__V nn__vexp_core_##S(NN__V x, NN__V *n, NN__V *em1) {                                 \
         NN__V r, q;                                                                                              \
-        x = NN__SEL(x, NN__SET1(-104.0f), _CMP_LT_OQ, NN__SET1(-104.0f), x);                                     \
-        x = NN__SEL(x, NN__SET1(89.0f), _CMP_GT_OQ, NN__SET1(89.0f), x);                                         \
+        x = NN__MAX(NN__SET1(-104.0f), x); /* x < -104 ? -104 : x, NaN kept: one instruction, not two */     \
+        x = NN__MIN(NN__SET1(89.0f), x);                                                                         \
         *n = NN__ROUND(x * NN__SET1(1.44269504088896341f));                                                      \
         r = NN__FMA(*n, NN__SET1(-0.693359375f), x);                                                             \
         r = NN__FMA(*n, NN__SET1(2.12194440e-4f), r);                                                            \
@@ -4982,14 +4982,43 @@ __attribute__((target("avx2,fma"))) static inline __m256 nn__vscale_avx2(__m256 
         q = NN__SEL(a, NN__SET1(0.0f), _CMP_LT_OQ, -q, q);                                                       \
         return NN__SEL(t, NN__SET1(0.927734375f), _CMP_GT_OQ, q, p);                                             \
     }                                                                                                            \
+    /* the exact GELU and dy times its derivative, as kernels/activation.h writes them */                         \
+    TGT static inline NN__V nn__vgelu_##S(NN__V v) {                                                             \
+        return NN__SET1(0.5f) * v * (NN__SET1(1.0f) + nn__verf_##S(v * NN__SET1(0.70710678118654752f)));         \
+    }                                                                                                            \
+    TGT static inline NN__V nn__vgelu_dx_##S(NN__V v, NN__V d) {                                                 \
+        return d * (NN__SET1(0.5f) * (NN__SET1(1.0f) + nn__verf_##S(v * NN__SET1(0.70710678118654752f))) +       \
+                    v * NN__SET1(0.39894228040143268f) * nn__vexp_##S(NN__SET1(-0.5f) * v * v));                 \
+    }                                                                                                            \
+    /* GELU's whole vectors, two a step: the loop below, one vector a step inside a switch,  \
+       ran a vector's long chain of dependent operations at a time (a fifth of the tiny GPT's \
+       elementwise time); two independent chains in a loop of their own overlap. The same    \
+       operations per element, so the same bits. Returns the elements done. */              \
+    TGT static int64_t nn__vgelu2_##S(float *y, const float *x, const float *dy, int64_t n) {                    \
+        int64_t i;                                                                                               \
+        for (i = 0; i + 2 * NN__VW <= n; i += 2 * NN__VW) {                                                      \
+            NN__V a = NN__LOAD(x + i), b = NN__LOAD(x + i + NN__VW);                                             \
+            if (dy) {                                                                                            \
+                a = nn__vgelu_dx_##S(a, NN__LOAD(dy + i));                                                       \
+                b = nn__vgelu_dx_##S(b, NN__LOAD(dy + i + NN__VW));                                              \
+            } else {                                                                                             \
+                a = nn__vgelu_##S(a);                                                                            \
+                b = nn__vgelu_##S(b);                                                                            \
+            }                                                                                                    \
+            NN__STORE(y + i, a);                                                                                 \
+            NN__STORE(y + i + NN__VW, b);                                                                        \
+        }                                                                                                        \
+        return i;                                                                                                \
+    }                                                                                                            \
     /* y = f(x) (dy NULL) or dy * f'(x) for the activations and math whose formulas in        \
        kernels/activation.h are built on exp (the same operations, vector for scalar); 0 for \
        the others */                                                                                             \
     TGT static int nn__vunary_##S(int fn, float p0, float p1, float *y, const float *x, const float *dy, int64_t n) { \
         NN__V one = NN__SET1(1.0f), zero = NN__SET1(0.0f), vp0 = NN__SET1(p0), vp1 = NN__SET1(p1), v, d, r, s;   \
         NN__V sc = NN__SET1(1.05070098735548049342f), sa = NN__SET1(1.75809934084737685994f);                   \
-        int64_t i, k;                                                                                            \
-        for (i = 0; i < n; i += NN__VW) {                                                                        \
+        int64_t i = 0, k;                                                                                        \
+        if (fn == NN__U_GELU) i = nn__vgelu2_##S(y, x, dy, n);                                                   \
+        for (; i < n; i += NN__VW) {                                                                             \
             k = n - i;                                                                                           \
             v = k >= NN__VW ? NN__LOAD(x + i) : NN__LOADN(x + i, k);                                             \
             if (!dy) {                                                                                           \
@@ -5006,7 +5035,7 @@ __attribute__((target("avx2,fma"))) static inline __m256 nn__vscale_avx2(__m256 
                     r = NN__SEL(s, vp1, _CMP_GT_OQ, v, (NN__SEL(s, zero, _CMP_GT_OQ, s, zero) + nn__vlog1pexp_##S(s)) / vp0); \
                     break;                                                                                       \
                 case NN__U_LOG_SIGMOID: r = NN__SEL(v, zero, _CMP_LT_OQ, v, zero) - nn__vlog1pexp_##S(v); break;  \
-                case NN__U_GELU: r = NN__SET1(0.5f) * v * (one + nn__verf_##S(v * NN__SET1(0.70710678118654752f))); break; \
+                case NN__U_GELU: r = nn__vgelu_##S(v); break;                                                    \
                 case NN__U_ERF: r = nn__verf_##S(v); break;                                                      \
                 default: return 0;                                                                               \
                 }                                                                                                \
@@ -5023,10 +5052,7 @@ __attribute__((target("avx2,fma"))) static inline __m256 nn__vscale_avx2(__m256 
                     break;                                                                                       \
                 case NN__U_LOG_SIGMOID: r = d * nn__vsigmoid_##S(-v); break;                                     \
                 case NN__U_EXP: case NN__U_EXPM1: r = d * nn__vexp_##S(v); break;                                \
-                case NN__U_GELU:                                                                                 \
-                    r = d * (NN__SET1(0.5f) * (one + nn__verf_##S(v * NN__SET1(0.70710678118654752f))) +         \
-                             v * NN__SET1(0.39894228040143268f) * nn__vexp_##S(NN__SET1(-0.5f) * v * v));         \
-                    break;                                                                                       \
+                case NN__U_GELU: r = nn__vgelu_dx_##S(v, d); break;                                              \
                 case NN__U_ERF: r = d * (NN__SET1(1.12837916709551257f) * nn__vexp_##S(-v * v)); break;          \
                 default: return 0;                                                                               \
                 }                                                                                                \
@@ -5086,6 +5112,8 @@ __attribute__((target("avx2,fma"))) static inline __m256 nn__vscale_avx2(__m256 
 #define NN__ROUND(v) _mm512_maskz_roundscale_ps(0xFFFF, v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 #define NN__SCALE nn__vscale_avx512
 #define NN__SEL(a, b, P, x, y) _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, b, P), y, x)
+#define NN__MAX(a, b) _mm512_maskz_max_ps(0xFFFF, a, b) /* (a > b ? a : b): b where either is NaN, as MIN; maskz: g++ warns on the plain form's undefined pass-through */
+#define NN__MIN(a, b) _mm512_maskz_min_ps(0xFFFF, a, b)
 #define NN__LANEF _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
 #define NN__ABS(v) _mm512_castsi512_ps(_mm512_and_epi32(_mm512_castps_si512(v), _mm512_set1_epi32(0x7FFFFFFF)))
 #define NN__HSUM nn__vhsum_avx512
@@ -5108,6 +5136,8 @@ NN__VM_DEFINE(avx512, __attribute__((target("avx512f"))))
 #undef NN__ROUND
 #undef NN__SCALE
 #undef NN__SEL
+#undef NN__MAX
+#undef NN__MIN
 #undef NN__LANEF
 #undef NN__ABS
 #undef NN__HSUM
@@ -5123,6 +5153,8 @@ NN__VM_DEFINE(avx512, __attribute__((target("avx512f"))))
 #define NN__ROUND(v) _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 #define NN__SCALE nn__vscale_avx2
 #define NN__SEL(a, b, P, x, y) _mm256_blendv_ps(y, x, _mm256_cmp_ps(a, b, P))
+#define NN__MAX _mm256_max_ps
+#define NN__MIN _mm256_min_ps
 #define NN__LANEF _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7)
 #define NN__ABS(v) _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF)))
 #define NN__HSUM nn__vhsum_avx2
@@ -5145,6 +5177,8 @@ NN__VM_DEFINE(avx2, __attribute__((target("avx2,fma"))))
 #undef NN__ROUND
 #undef NN__SCALE
 #undef NN__SEL
+#undef NN__MAX
+#undef NN__MIN
 #undef NN__LANEF
 #undef NN__ABS
 #undef NN__HSUM
@@ -10131,11 +10165,19 @@ static void nn__slice(float *y, const float *x, int64_t outer, int64_t L, int64_
                       int grad) {
     int64_t o, j;
     size_t row = (size_t)inner * sizeof(float);
+    if (grad && step == 1) { /* zeros around each copied run only: each element written once */
+        for (o = 0; o < outer; o++) {
+            float *yo = y + o * L * inner;
+            memset(yo, 0, (size_t)start * row);
+            memcpy(yo + start * inner, x + o * len * inner, (size_t)len * row);
+            memset(yo + (start + len) * inner, 0, (size_t)(L - start - len) * row);
+        }
+        return;
+    }
     if (grad) memset(y, 0, (size_t)(outer * L * inner) * sizeof(float));
     for (o = 0; o < outer; o++) {
         if (step == 1) {
-            if (grad) memcpy(y + (o * L + start) * inner, x + o * len * inner, (size_t)len * row);
-            else memcpy(y + o * len * inner, x + (o * L + start) * inner, (size_t)len * row);
+            memcpy(y + o * len * inner, x + (o * L + start) * inner, (size_t)len * row);
             continue;
         }
         for (j = 0; j < len; j++) {
@@ -10384,9 +10426,162 @@ static void nn__dsum4(const float *dy, const float *x, float mean, float rs, flo
    a third of the time of a tiny GPT's layer norms; the last bits of layer norm changed). */
 static int nn__norm_rows(const nn__norm *q) { return q->S == 1 && q->G == 1 && !q->per_channel; }
 
+/* ---- layer norm's rows in AVX2 vectors (C a multiple of 8, AVX2 or AVX-512 CPUs): the
+   row loops below, each element's and each lane's operations in the same order (a row's four
+   double lanes are one __m256d, added up as (l0 + l1) + (l2 + l3)), so the same bits; the
+   plain loops were the tiny GPT's third largest non-GEMM cost (about 10 ms a step on one
+   core). nn__norm_vec = 0 keeps the plain loops (compared bit for bit with these at C = 8,
+   128, 136, 200, with and without the affine and rms, by a harness outside tests/). ---- */
+static int nn__norm_vec = 1;
+static int nn__norm_rows_vec(const nn__norm *q) { return nn__norm_vec && nn__norm_rows(q) && q->C % 8 == 0 && nn__vm_isa() >= 1; }
+static float nn__norm_rstd(const float *stats, int64_t R, int64_t r, float eps);
+#if defined(NN__VM_X86)
+#define NN__LN_TGT __attribute__((target("avx2")))
+NN__LN_TGT static inline double nn__ln_hsum(__m256d v) {
+    double l[4];
+    _mm256_storeu_pd(l, v);
+    return (l[0] + l[1]) + (l[2] + l[3]);
+}
+NN__LN_TGT static inline __m256d nn__ln_pd(const float *p) { return _mm256_cvtps_pd(_mm_loadu_ps(p)); }
+
+/* nn__norm_stats_range's rows r0..r1-1, two at a time (their chains of adds overlap) */
+NN__LN_TGT static void nn__ln_stats_avx2(const nn__norm *q, float *stats, const float *x, int64_t r0, int64_t r1) {
+    int64_t R = nn__norm_groups(q), C = q->C, r, i, k, nr;
+    for (r = r0; r < r1; r += nr) {
+        const float *p[2];
+        __m256d acc[2], m[2];
+        double mean[2];
+        nr = r + 1 < r1 ? 2 : 1;
+        for (k = 0; k < 2; k++) p[k] = x + (r + (k < nr ? k : 0)) * C, acc[k] = _mm256_setzero_pd(), mean[k] = 0.0;
+        if (!q->rms) {
+            for (i = 0; i < C; i += 4)
+                for (k = 0; k < 2; k++) acc[k] = _mm256_add_pd(acc[k], nn__ln_pd(p[k] + i));
+            for (k = 0; k < 2; k++) mean[k] = nn__ln_hsum(acc[k]) / (double)C;
+        }
+        for (k = 0; k < 2; k++) m[k] = _mm256_set1_pd(mean[k]), acc[k] = _mm256_setzero_pd();
+        for (i = 0; i < C; i += 4)
+            for (k = 0; k < 2; k++) {
+                __m256d d = _mm256_sub_pd(nn__ln_pd(p[k] + i), m[k]);
+                acc[k] = _mm256_add_pd(acc[k], _mm256_mul_pd(d, d));
+            }
+        for (k = 0; k < nr; k++) {
+            stats[r + k] = (float)mean[k];
+            stats[R + r + k] = (float)(nn__ln_hsum(acc[k]) / (double)C);
+        }
+    }
+}
+
+/* nn__norm_forward_range's elements ac0..ac1-1 */
+NN__LN_TGT static void nn__ln_forward_avx2(const nn__norm *q, float *y, const float *x, const float *stats, const float *gamma,
+                                          const float *beta, float eps, int64_t ac0, int64_t ac1) {
+    int64_t R = nn__norm_groups(q), C = q->C, ac;
+    for (ac = ac0; ac < ac1;) {
+        int64_t a = ac / C, c = ac % C, end = (a + 1) * C < ac1 ? (a + 1) * C : ac1;
+        float mean = stats[a], rs = nn__norm_rstd(stats, R, a, eps);
+        __m256 vm = _mm256_set1_ps(mean), vr = _mm256_set1_ps(rs), one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
+        for (; ac + 8 <= end; ac += 8, c += 8) {
+            __m256 scale = _mm256_mul_ps(vr, gamma ? _mm256_loadu_ps(gamma + c) : one), shift = beta ? _mm256_loadu_ps(beta + c) : zero;
+            _mm256_storeu_ps(y + ac, _mm256_add_ps(_mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + ac), vm), scale), shift));
+        }
+        for (; ac < end; ac++, c++) {
+            float scale = rs * (gamma ? gamma[c] : 1.0f), shift = beta ? beta[c] : 0.0f;
+            y[ac] = (x[ac] - mean) * scale + shift;
+        }
+    }
+}
+
+/* nn__norm_backward_data_range's rows r0..r1-1 */
+NN__LN_TGT static void nn__ln_dx_avx2(const nn__norm *q, float *dx, const float *x, const float *stats, const float *dy,
+                                     const float *gamma, int const_stats, float eps, int64_t r0, int64_t r1) {
+    int64_t R = nn__norm_groups(q), C = q->C, r, ci;
+    __m256 one = _mm256_set1_ps(1.0f);
+    for (r = r0; r < r1; r++) {
+        const float *xr = x + r * C, *dr = dy + r * C;
+        float *dxr = dx + r * C, mean = stats[r], rs = nn__norm_rstd(stats, R, r, eps);
+        double s1 = 0.0, s2 = 0.0;
+        __m256 vm = _mm256_set1_ps(mean), vr = _mm256_set1_ps(rs), m1, m2;
+        if (!const_stats) {
+            __m256d a = _mm256_setzero_pd(), b = _mm256_setzero_pd(), md = _mm256_set1_pd((double)mean), rd = _mm256_set1_pd((double)rs);
+            for (ci = 0; ci < C; ci += 4) {
+                __m256d d = nn__ln_pd(dr + ci);
+                if (gamma) d = _mm256_mul_pd(d, nn__ln_pd(gamma + ci));
+                a = _mm256_add_pd(a, d);
+                b = _mm256_add_pd(b, _mm256_mul_pd(_mm256_mul_pd(d, _mm256_sub_pd(nn__ln_pd(xr + ci), md)), rd));
+            }
+            s1 = nn__ln_hsum(a);
+            s2 = nn__ln_hsum(b);
+        }
+        m1 = _mm256_set1_ps((float)(s1 / (double)C));
+        m2 = _mm256_set1_ps((float)(s2 / (double)C));
+        for (ci = 0; ci < C; ci += 8) {
+            __m256 d = _mm256_mul_ps(_mm256_loadu_ps(dr + ci), gamma ? _mm256_loadu_ps(gamma + ci) : one);
+            __m256 xh = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(xr + ci), vm), vr);
+            _mm256_storeu_ps(dxr + ci, _mm256_mul_ps(vr, _mm256_sub_ps(_mm256_sub_ps(d, m1), _mm256_mul_ps(xh, m2))));
+        }
+    }
+}
+
+/* nn__norm_backward_affine_range's channels c0..c1-1 (up to 1,024; the channels past the
+   last whole block of 32 are left to the plain loop, whose start it returns): chunks of 64
+   rows, each row's mean and rstd computed once per chunk (not once per channel block), then
+   each block of 32 channels over the chunk's rows in order in 8 double accumulators */
+NN__LN_TGT static int64_t nn__ln_affine_avx2(const nn__norm *q, float *out, const float *x, const float *stats, const float *dy,
+                                            float eps, int64_t c0, int64_t c1) {
+    int64_t R = nn__norm_groups(q), C = q->C, a, a0, na, cb, ce = c0 + (c1 - c0) / 32 * 32;
+    double accs[1024];
+    float mean[64], rs[64];
+    int k;
+    if (c1 - c0 > 1024) return c0;
+    for (cb = c0; cb < ce; cb++) accs[cb - c0] = 0.0;
+    for (a0 = 0; a0 < q->A; a0 += na) {
+        na = q->A - a0 < 64 ? q->A - a0 : 64;
+        for (a = 0; a < na && x; a++) mean[a] = stats[a0 + a], rs[a] = nn__norm_rstd(stats, R, a0 + a, eps);
+        for (cb = c0; cb < ce; cb += 32) {
+            __m256d acc[8];
+            for (k = 0; k < 8; k++) acc[k] = _mm256_loadu_pd(accs + (cb - c0) + 4 * k);
+            for (a = 0; a < na; a++) {
+                const float *dd = dy + (a0 + a) * C + cb;
+                if (x) {
+                    const float *xx = x + (a0 + a) * C + cb;
+                    __m256 vm = _mm256_set1_ps(mean[a]), vr = _mm256_set1_ps(rs[a]);
+                    for (k = 0; k < 4; k++) {
+                        __m256 xh = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(xx + 8 * k), vm), vr);
+                        acc[2 * k] = _mm256_add_pd(acc[2 * k], _mm256_mul_pd(nn__ln_pd(dd + 8 * k), _mm256_cvtps_pd(_mm256_castps256_ps128(xh))));
+                        acc[2 * k + 1] = _mm256_add_pd(acc[2 * k + 1], _mm256_mul_pd(nn__ln_pd(dd + 8 * k + 4), _mm256_cvtps_pd(_mm256_extractf128_ps(xh, 1))));
+                    }
+                } else
+                    for (k = 0; k < 8; k++) acc[k] = _mm256_add_pd(acc[k], nn__ln_pd(dd + 4 * k));
+            }
+            for (k = 0; k < 8; k++) _mm256_storeu_pd(accs + (cb - c0) + 4 * k, acc[k]);
+        }
+    }
+    for (cb = c0; cb < ce; cb += 4) _mm_storeu_ps(out + cb, _mm256_cvtpd_ps(_mm256_loadu_pd(accs + (cb - c0))));
+    return ce;
+}
+#else
+static void nn__ln_stats_avx2(const nn__norm *q, float *stats, const float *x, int64_t r0, int64_t r1) { (void)q, (void)stats, (void)x, (void)r0, (void)r1; }
+static void nn__ln_forward_avx2(const nn__norm *q, float *y, const float *x, const float *stats, const float *gamma,
+                                const float *beta, float eps, int64_t ac0, int64_t ac1) {
+    (void)q, (void)y, (void)x, (void)stats, (void)gamma, (void)beta, (void)eps, (void)ac0, (void)ac1;
+}
+static void nn__ln_dx_avx2(const nn__norm *q, float *dx, const float *x, const float *stats, const float *dy,
+                           const float *gamma, int const_stats, float eps, int64_t r0, int64_t r1) {
+    (void)q, (void)dx, (void)x, (void)stats, (void)dy, (void)gamma, (void)const_stats, (void)eps, (void)r0, (void)r1;
+}
+static int64_t nn__ln_affine_avx2(const nn__norm *q, float *out, const float *x, const float *stats, const float *dy, float eps,
+                                  int64_t c0, int64_t c1) {
+    (void)q, (void)out, (void)x, (void)stats, (void)dy, (void)eps, (void)c1;
+    return c0;
+}
+#endif
+
 /* stats [2, R] = the mean and biased variance of groups r0..r1-1 of x (two passes, in double) */
 static void nn__norm_stats_range(const nn__norm *q, float *stats, const float *x, int64_t r0, int64_t r1) {
     int64_t R = nn__norm_groups(q), n = nn__norm_count(q), r, b, ci;
+    if (nn__norm_rows_vec(q)) {
+        nn__ln_stats_avx2(q, stats, x, r0, r1);
+        return;
+    }
     if (nn__norm_rows(q)) {
         for (r = r0; r < r1; r++) {
             const float *p = x + r * q->C;
@@ -10424,6 +10619,10 @@ static float nn__norm_rstd(const float *stats, int64_t R, int64_t r, float eps) 
 static void nn__norm_forward_range(const nn__norm *q, float *y, const float *x, const float *stats, const float *gamma,
                                    const float *beta, float eps, int64_t ac0, int64_t ac1) {
     int64_t R = nn__norm_groups(q), ac, s;
+    if (nn__norm_rows_vec(q)) {
+        nn__ln_forward_avx2(q, y, x, stats, gamma, beta, eps, ac0, ac1);
+        return;
+    }
     if (nn__norm_rows(q)) {
         for (ac = ac0; ac < ac1;) {
             int64_t a = ac / q->C, c = ac % q->C, end = (a + 1) * q->C < ac1 ? (a + 1) * q->C : ac1;
@@ -10449,6 +10648,10 @@ static void nn__norm_forward_range(const nn__norm *q, float *y, const float *x, 
 static void nn__norm_backward_data_range(const nn__norm *q, float *dx, const float *x, const float *stats, const float *dy,
                                          const float *gamma, int const_stats, float eps, int64_t r0, int64_t r1) {
     int64_t R = nn__norm_groups(q), n = nn__norm_count(q), r, b, ci, s;
+    if (nn__norm_rows_vec(q)) {
+        nn__ln_dx_avx2(q, dx, x, stats, dy, gamma, const_stats, eps, r0, r1);
+        return;
+    }
     if (nn__norm_rows(q)) {
         for (r = r0; r < r1; r++) {
             const float *xr = x + r * q->C, *dr = dy + r * q->C;
@@ -10514,6 +10717,7 @@ static void nn__norm_backward_data_range(const nn__norm *q, float *dx, const flo
 static void nn__norm_backward_affine_range(const nn__norm *q, float *out, const float *x, const float *stats,
                                            const float *dy, float eps, int64_t c0, int64_t c1) {
     int64_t R = nn__norm_groups(q), a, c, s;
+    if (nn__norm_rows_vec(q)) c0 = nn__ln_affine_avx2(q, out, x, stats, dy, eps, c0, c1);
     if (nn__norm_rows(q)) { /* blocks of 64 channels, the rows in order: each channel's sum as below */
         int64_t cb, ce;
         for (cb = c0; cb < c1; cb = ce) {
@@ -13390,6 +13594,7 @@ static void nn__attn_ds(const nn__attn_job *J, int b, int h, int i0, int nr, int
 /* ---- dQ: one (b, h, query block): dq = scale sum_j dS_ij k_j ---- */
 static void nn__attn_dq_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw) {
     const nn__attn_attr *a = &J->a;
+    const float sc = a->scale; /* a local: the loops' stores could alias a->scale, reloaded each element */
     int D = a->D, Dv = a->Dv, W = nn__attn_w(a), b, h, i0, nr, j0, r, d, hk, diag;
     float *S = ws, *dP = S + NN__ATTN_BR * NN__ATTN_BC, *acc = S + 2 * NN__ATTN_BR * NN__ATTN_BC;
     float *Kt = acc + (int64_t)NN__ATTN_BR * W + 2 * NN__ATTN_BR + 2 * (int64_t)NN__ATTN_BC * W, *Vt = Kt + (int64_t)NN__ATTN_BC * W;
@@ -13411,7 +13616,7 @@ static void nn__attn_dq_unit(const nn__attn_job *J, int64_t u, float *ws, nn__ge
     }
     for (r = 0; r < nr; r++) {
         float *o = NN__ATTN_ROW(J->dq, J->qs, b, h, i0 + r);
-        for (d = 0; d < D; d++) o[d] = acc[(int64_t)r * D + d] * a->scale;
+        for (d = 0; d < D; d++) o[d] = acc[(int64_t)r * D + d] * sc;
     }
 }
 
@@ -13419,6 +13624,7 @@ static void nn__attn_dq_unit(const nn__attn_job *J, int64_t u, float *ws, nn__ge
    query block in order: dv_j = sum_i P_ij z_ij dO_i, dk_j = scale sum_i dS_ij q_i ---- */
 static void nn__attn_dkv_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw) {
     const nn__attn_attr *a = &J->a;
+    const float sc = a->scale; /* a local: the loops' stores could alias a->scale, reloaded each element */
     int D = a->D, Dv = a->Dv, W = nn__attn_w(a), nkb = (a->Tk + NN__ATTN_BC - 1) / NN__ATTN_BC, grp = a->H / a->Hkv;
     int b = (int)(u / ((int64_t)a->Hkv * nkb)), hk = (int)(u / nkb % a->Hkv), j0 = (int)(u % nkb) * NN__ATTN_BC;
     int nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC, h, i0, c, d;
@@ -13450,7 +13656,7 @@ static void nn__attn_dkv_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
         }
     for (c = 0; c < nc; c++) {
         float *ko = NN__ATTN_ROW(J->dk, J->ks, b, hk, j0 + c), *vo = NN__ATTN_ROW(J->dv, J->vs, b, hk, j0 + c);
-        for (d = 0; d < D; d++) ko[d] = dk[(int64_t)c * D + d] * a->scale;
+        for (d = 0; d < D; d++) ko[d] = dk[(int64_t)c * D + d] * sc;
         for (d = 0; d < Dv; d++) vo[d] = dv[(int64_t)c * Dv + d];
     }
 }
@@ -13464,6 +13670,7 @@ static void nn__attn_dkv_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
    dK/dV pass does, with the same tile products: the bits of the two passes. ---- */
 static void nn__attn_bwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw) {
     const nn__attn_attr *a = &J->a;
+    const float sc = a->scale; /* a local: the loops' stores could alias a->scale, reloaded each element */
     int D = a->D, Dv = a->Dv, W = nn__attn_w(a), grp = a->H / a->Hkv;
     int b = (int)(u / a->Hkv), hk = (int)(u % a->Hkv), h, i0, j0, r, c, d;
     float *S = ws, *dP = S + NN__ATTN_BR * NN__ATTN_BC;
@@ -13501,14 +13708,14 @@ static void nn__attn_bwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
             }
         for (c = 0; c < nc; c++) {
             float *ko = NN__ATTN_ROW(J->dk, J->ks, b, hk, j0 + c), *vo = NN__ATTN_ROW(J->dv, J->vs, b, hk, j0 + c);
-            for (d = 0; d < D; d++) ko[d] = dk[(int64_t)c * D + d] * a->scale;
+            for (d = 0; d < D; d++) ko[d] = dk[(int64_t)c * D + d] * sc;
             for (d = 0; d < Dv; d++) vo[d] = dv[(int64_t)c * Dv + d];
         }
     }
     for (h = hk * grp; h < (hk + 1) * grp; h++)
         for (r = 0; r < a->Tq; r++) {
             float *o = NN__ATTN_ROW(J->dq, J->qs, b, h, r);
-            for (d = 0; d < D; d++) o[d] *= a->scale;
+            for (d = 0; d < D; d++) o[d] *= sc;
         }
 }
 
@@ -42009,14 +42216,36 @@ typedef struct nn__attn_delta_job {
 static void nn__attn_delta_task(void *arg, int t, int n_tasks) {
     const nn__attn_delta_job *J = (const nn__attn_delta_job *)arg;
     const nn__attn_attr *a = J->a;
-    int64_t r, r1 = (t + 1) * J->per < J->rows ? (t + 1) * J->per : J->rows;
-    int d;
+    int64_t r = t * J->per, r1 = (t + 1) * J->per < J->rows ? (t + 1) * J->per : J->rows, off[8];
+    int64_t b = r / ((int64_t)a->H * a->Tq), h = r / a->Tq % a->H, i = r % a->Tq; /* row r's, then stepped: no division a row */
+    int d, k, nr;
     (void)n_tasks;
-    for (r = t * J->per; r < r1; r++) {
-        int64_t b = r / ((int64_t)a->H * a->Tq), h = r / a->Tq % a->H, i = r % a->Tq, off = b * J->s[0] + h * J->s[1] + i * J->s[2];
-        float acc = 0.0f;
-        for (d = 0; d < a->Dv; d++) acc += J->dout[off + d] * J->o[off + d];
-        J->delta[r] = acc;
+    for (; r < r1; r += nr) { /* 8 rows at a time: 8 chains of adds side by side, each in d order */
+        float acc[8];
+        nr = r1 - r < 8 ? (int)(r1 - r) : 8;
+        for (k = 0; k < 8; k++) {
+            off[k] = k < nr ? b * J->s[0] + h * J->s[1] + i * J->s[2] : off[0];
+            if (k < nr && ++i == a->Tq && (i = 0, ++h == a->H)) h = 0, b++;
+        }
+        { /* named accumulators and pointers, so they live in registers */
+            const float *y0 = J->o + off[0], *y1 = J->o + off[1], *y2 = J->o + off[2], *y3 = J->o + off[3];
+            const float *y4 = J->o + off[4], *y5 = J->o + off[5], *y6 = J->o + off[6], *y7 = J->o + off[7];
+            const float *g0 = J->dout + off[0], *g1 = J->dout + off[1], *g2 = J->dout + off[2], *g3 = J->dout + off[3];
+            const float *g4 = J->dout + off[4], *g5 = J->dout + off[5], *g6 = J->dout + off[6], *g7 = J->dout + off[7];
+            float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f, a4 = 0.0f, a5 = 0.0f, a6 = 0.0f, a7 = 0.0f;
+            for (d = 0; d < a->Dv; d++) {
+                a0 += g0[d] * y0[d];
+                a1 += g1[d] * y1[d];
+                a2 += g2[d] * y2[d];
+                a3 += g3[d] * y3[d];
+                a4 += g4[d] * y4[d];
+                a5 += g5[d] * y5[d];
+                a6 += g6[d] * y6[d];
+                a7 += g7[d] * y7[d];
+            }
+            acc[0] = a0, acc[1] = a1, acc[2] = a2, acc[3] = a3, acc[4] = a4, acc[5] = a5, acc[6] = a6, acc[7] = a7;
+        }
+        for (k = 0; k < nr; k++) J->delta[r + k] = acc[k];
     }
 }
 

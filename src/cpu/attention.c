@@ -553,6 +553,7 @@ static void nn__attn_ds(const nn__attn_job *J, int b, int h, int i0, int nr, int
 /* ---- dQ: one (b, h, query block): dq = scale sum_j dS_ij k_j ---- */
 static void nn__attn_dq_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw) {
     const nn__attn_attr *a = &J->a;
+    const float sc = a->scale; /* a local: the loops' stores could alias a->scale, reloaded each element */
     int D = a->D, Dv = a->Dv, W = nn__attn_w(a), b, h, i0, nr, j0, r, d, hk, diag;
     float *S = ws, *dP = S + NN__ATTN_BR * NN__ATTN_BC, *acc = S + 2 * NN__ATTN_BR * NN__ATTN_BC;
     float *Kt = acc + (int64_t)NN__ATTN_BR * W + 2 * NN__ATTN_BR + 2 * (int64_t)NN__ATTN_BC * W, *Vt = Kt + (int64_t)NN__ATTN_BC * W;
@@ -574,7 +575,7 @@ static void nn__attn_dq_unit(const nn__attn_job *J, int64_t u, float *ws, nn__ge
     }
     for (r = 0; r < nr; r++) {
         float *o = NN__ATTN_ROW(J->dq, J->qs, b, h, i0 + r);
-        for (d = 0; d < D; d++) o[d] = acc[(int64_t)r * D + d] * a->scale;
+        for (d = 0; d < D; d++) o[d] = acc[(int64_t)r * D + d] * sc;
     }
 }
 
@@ -582,6 +583,7 @@ static void nn__attn_dq_unit(const nn__attn_job *J, int64_t u, float *ws, nn__ge
    query block in order: dv_j = sum_i P_ij z_ij dO_i, dk_j = scale sum_i dS_ij q_i ---- */
 static void nn__attn_dkv_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw) {
     const nn__attn_attr *a = &J->a;
+    const float sc = a->scale; /* a local: the loops' stores could alias a->scale, reloaded each element */
     int D = a->D, Dv = a->Dv, W = nn__attn_w(a), nkb = (a->Tk + NN__ATTN_BC - 1) / NN__ATTN_BC, grp = a->H / a->Hkv;
     int b = (int)(u / ((int64_t)a->Hkv * nkb)), hk = (int)(u / nkb % a->Hkv), j0 = (int)(u % nkb) * NN__ATTN_BC;
     int nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC, h, i0, c, d;
@@ -613,7 +615,7 @@ static void nn__attn_dkv_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
         }
     for (c = 0; c < nc; c++) {
         float *ko = NN__ATTN_ROW(J->dk, J->ks, b, hk, j0 + c), *vo = NN__ATTN_ROW(J->dv, J->vs, b, hk, j0 + c);
-        for (d = 0; d < D; d++) ko[d] = dk[(int64_t)c * D + d] * a->scale;
+        for (d = 0; d < D; d++) ko[d] = dk[(int64_t)c * D + d] * sc;
         for (d = 0; d < Dv; d++) vo[d] = dv[(int64_t)c * Dv + d];
     }
 }
@@ -627,6 +629,7 @@ static void nn__attn_dkv_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
    dK/dV pass does, with the same tile products: the bits of the two passes. ---- */
 static void nn__attn_bwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw) {
     const nn__attn_attr *a = &J->a;
+    const float sc = a->scale; /* a local: the loops' stores could alias a->scale, reloaded each element */
     int D = a->D, Dv = a->Dv, W = nn__attn_w(a), grp = a->H / a->Hkv;
     int b = (int)(u / a->Hkv), hk = (int)(u % a->Hkv), h, i0, j0, r, c, d;
     float *S = ws, *dP = S + NN__ATTN_BR * NN__ATTN_BC;
@@ -664,14 +667,14 @@ static void nn__attn_bwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
             }
         for (c = 0; c < nc; c++) {
             float *ko = NN__ATTN_ROW(J->dk, J->ks, b, hk, j0 + c), *vo = NN__ATTN_ROW(J->dv, J->vs, b, hk, j0 + c);
-            for (d = 0; d < D; d++) ko[d] = dk[(int64_t)c * D + d] * a->scale;
+            for (d = 0; d < D; d++) ko[d] = dk[(int64_t)c * D + d] * sc;
             for (d = 0; d < Dv; d++) vo[d] = dv[(int64_t)c * Dv + d];
         }
     }
     for (h = hk * grp; h < (hk + 1) * grp; h++)
         for (r = 0; r < a->Tq; r++) {
             float *o = NN__ATTN_ROW(J->dq, J->qs, b, h, r);
-            for (d = 0; d < D; d++) o[d] *= a->scale;
+            for (d = 0; d < D; d++) o[d] *= sc;
         }
 }
 

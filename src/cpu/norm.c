@@ -113,9 +113,162 @@ static void nn__dsum4(const float *dy, const float *x, float mean, float rs, flo
    a third of the time of a tiny GPT's layer norms; the last bits of layer norm changed). */
 static int nn__norm_rows(const nn__norm *q) { return q->S == 1 && q->G == 1 && !q->per_channel; }
 
+/* ---- layer norm's rows in AVX2 vectors (C a multiple of 8, AVX2 or AVX-512 CPUs): the
+   row loops below, each element's and each lane's operations in the same order (a row's four
+   double lanes are one __m256d, added up as (l0 + l1) + (l2 + l3)), so the same bits; the
+   plain loops were the tiny GPT's third largest non-GEMM cost (about 10 ms a step on one
+   core). nn__norm_vec = 0 keeps the plain loops (compared bit for bit with these at C = 8,
+   128, 136, 200, with and without the affine and rms, by a harness outside tests/). ---- */
+static int nn__norm_vec = 1;
+static int nn__norm_rows_vec(const nn__norm *q) { return nn__norm_vec && nn__norm_rows(q) && q->C % 8 == 0 && nn__vm_isa() >= 1; }
+static float nn__norm_rstd(const float *stats, int64_t R, int64_t r, float eps);
+#if defined(NN__VM_X86)
+#define NN__LN_TGT __attribute__((target("avx2")))
+NN__LN_TGT static inline double nn__ln_hsum(__m256d v) {
+    double l[4];
+    _mm256_storeu_pd(l, v);
+    return (l[0] + l[1]) + (l[2] + l[3]);
+}
+NN__LN_TGT static inline __m256d nn__ln_pd(const float *p) { return _mm256_cvtps_pd(_mm_loadu_ps(p)); }
+
+/* nn__norm_stats_range's rows r0..r1-1, two at a time (their chains of adds overlap) */
+NN__LN_TGT static void nn__ln_stats_avx2(const nn__norm *q, float *stats, const float *x, int64_t r0, int64_t r1) {
+    int64_t R = nn__norm_groups(q), C = q->C, r, i, k, nr;
+    for (r = r0; r < r1; r += nr) {
+        const float *p[2];
+        __m256d acc[2], m[2];
+        double mean[2];
+        nr = r + 1 < r1 ? 2 : 1;
+        for (k = 0; k < 2; k++) p[k] = x + (r + (k < nr ? k : 0)) * C, acc[k] = _mm256_setzero_pd(), mean[k] = 0.0;
+        if (!q->rms) {
+            for (i = 0; i < C; i += 4)
+                for (k = 0; k < 2; k++) acc[k] = _mm256_add_pd(acc[k], nn__ln_pd(p[k] + i));
+            for (k = 0; k < 2; k++) mean[k] = nn__ln_hsum(acc[k]) / (double)C;
+        }
+        for (k = 0; k < 2; k++) m[k] = _mm256_set1_pd(mean[k]), acc[k] = _mm256_setzero_pd();
+        for (i = 0; i < C; i += 4)
+            for (k = 0; k < 2; k++) {
+                __m256d d = _mm256_sub_pd(nn__ln_pd(p[k] + i), m[k]);
+                acc[k] = _mm256_add_pd(acc[k], _mm256_mul_pd(d, d));
+            }
+        for (k = 0; k < nr; k++) {
+            stats[r + k] = (float)mean[k];
+            stats[R + r + k] = (float)(nn__ln_hsum(acc[k]) / (double)C);
+        }
+    }
+}
+
+/* nn__norm_forward_range's elements ac0..ac1-1 */
+NN__LN_TGT static void nn__ln_forward_avx2(const nn__norm *q, float *y, const float *x, const float *stats, const float *gamma,
+                                          const float *beta, float eps, int64_t ac0, int64_t ac1) {
+    int64_t R = nn__norm_groups(q), C = q->C, ac;
+    for (ac = ac0; ac < ac1;) {
+        int64_t a = ac / C, c = ac % C, end = (a + 1) * C < ac1 ? (a + 1) * C : ac1;
+        float mean = stats[a], rs = nn__norm_rstd(stats, R, a, eps);
+        __m256 vm = _mm256_set1_ps(mean), vr = _mm256_set1_ps(rs), one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
+        for (; ac + 8 <= end; ac += 8, c += 8) {
+            __m256 scale = _mm256_mul_ps(vr, gamma ? _mm256_loadu_ps(gamma + c) : one), shift = beta ? _mm256_loadu_ps(beta + c) : zero;
+            _mm256_storeu_ps(y + ac, _mm256_add_ps(_mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + ac), vm), scale), shift));
+        }
+        for (; ac < end; ac++, c++) {
+            float scale = rs * (gamma ? gamma[c] : 1.0f), shift = beta ? beta[c] : 0.0f;
+            y[ac] = (x[ac] - mean) * scale + shift;
+        }
+    }
+}
+
+/* nn__norm_backward_data_range's rows r0..r1-1 */
+NN__LN_TGT static void nn__ln_dx_avx2(const nn__norm *q, float *dx, const float *x, const float *stats, const float *dy,
+                                     const float *gamma, int const_stats, float eps, int64_t r0, int64_t r1) {
+    int64_t R = nn__norm_groups(q), C = q->C, r, ci;
+    __m256 one = _mm256_set1_ps(1.0f);
+    for (r = r0; r < r1; r++) {
+        const float *xr = x + r * C, *dr = dy + r * C;
+        float *dxr = dx + r * C, mean = stats[r], rs = nn__norm_rstd(stats, R, r, eps);
+        double s1 = 0.0, s2 = 0.0;
+        __m256 vm = _mm256_set1_ps(mean), vr = _mm256_set1_ps(rs), m1, m2;
+        if (!const_stats) {
+            __m256d a = _mm256_setzero_pd(), b = _mm256_setzero_pd(), md = _mm256_set1_pd((double)mean), rd = _mm256_set1_pd((double)rs);
+            for (ci = 0; ci < C; ci += 4) {
+                __m256d d = nn__ln_pd(dr + ci);
+                if (gamma) d = _mm256_mul_pd(d, nn__ln_pd(gamma + ci));
+                a = _mm256_add_pd(a, d);
+                b = _mm256_add_pd(b, _mm256_mul_pd(_mm256_mul_pd(d, _mm256_sub_pd(nn__ln_pd(xr + ci), md)), rd));
+            }
+            s1 = nn__ln_hsum(a);
+            s2 = nn__ln_hsum(b);
+        }
+        m1 = _mm256_set1_ps((float)(s1 / (double)C));
+        m2 = _mm256_set1_ps((float)(s2 / (double)C));
+        for (ci = 0; ci < C; ci += 8) {
+            __m256 d = _mm256_mul_ps(_mm256_loadu_ps(dr + ci), gamma ? _mm256_loadu_ps(gamma + ci) : one);
+            __m256 xh = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(xr + ci), vm), vr);
+            _mm256_storeu_ps(dxr + ci, _mm256_mul_ps(vr, _mm256_sub_ps(_mm256_sub_ps(d, m1), _mm256_mul_ps(xh, m2))));
+        }
+    }
+}
+
+/* nn__norm_backward_affine_range's channels c0..c1-1 (up to 1,024; the channels past the
+   last whole block of 32 are left to the plain loop, whose start it returns): chunks of 64
+   rows, each row's mean and rstd computed once per chunk (not once per channel block), then
+   each block of 32 channels over the chunk's rows in order in 8 double accumulators */
+NN__LN_TGT static int64_t nn__ln_affine_avx2(const nn__norm *q, float *out, const float *x, const float *stats, const float *dy,
+                                            float eps, int64_t c0, int64_t c1) {
+    int64_t R = nn__norm_groups(q), C = q->C, a, a0, na, cb, ce = c0 + (c1 - c0) / 32 * 32;
+    double accs[1024];
+    float mean[64], rs[64];
+    int k;
+    if (c1 - c0 > 1024) return c0;
+    for (cb = c0; cb < ce; cb++) accs[cb - c0] = 0.0;
+    for (a0 = 0; a0 < q->A; a0 += na) {
+        na = q->A - a0 < 64 ? q->A - a0 : 64;
+        for (a = 0; a < na && x; a++) mean[a] = stats[a0 + a], rs[a] = nn__norm_rstd(stats, R, a0 + a, eps);
+        for (cb = c0; cb < ce; cb += 32) {
+            __m256d acc[8];
+            for (k = 0; k < 8; k++) acc[k] = _mm256_loadu_pd(accs + (cb - c0) + 4 * k);
+            for (a = 0; a < na; a++) {
+                const float *dd = dy + (a0 + a) * C + cb;
+                if (x) {
+                    const float *xx = x + (a0 + a) * C + cb;
+                    __m256 vm = _mm256_set1_ps(mean[a]), vr = _mm256_set1_ps(rs[a]);
+                    for (k = 0; k < 4; k++) {
+                        __m256 xh = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(xx + 8 * k), vm), vr);
+                        acc[2 * k] = _mm256_add_pd(acc[2 * k], _mm256_mul_pd(nn__ln_pd(dd + 8 * k), _mm256_cvtps_pd(_mm256_castps256_ps128(xh))));
+                        acc[2 * k + 1] = _mm256_add_pd(acc[2 * k + 1], _mm256_mul_pd(nn__ln_pd(dd + 8 * k + 4), _mm256_cvtps_pd(_mm256_extractf128_ps(xh, 1))));
+                    }
+                } else
+                    for (k = 0; k < 8; k++) acc[k] = _mm256_add_pd(acc[k], nn__ln_pd(dd + 4 * k));
+            }
+            for (k = 0; k < 8; k++) _mm256_storeu_pd(accs + (cb - c0) + 4 * k, acc[k]);
+        }
+    }
+    for (cb = c0; cb < ce; cb += 4) _mm_storeu_ps(out + cb, _mm256_cvtpd_ps(_mm256_loadu_pd(accs + (cb - c0))));
+    return ce;
+}
+#else
+static void nn__ln_stats_avx2(const nn__norm *q, float *stats, const float *x, int64_t r0, int64_t r1) { (void)q, (void)stats, (void)x, (void)r0, (void)r1; }
+static void nn__ln_forward_avx2(const nn__norm *q, float *y, const float *x, const float *stats, const float *gamma,
+                                const float *beta, float eps, int64_t ac0, int64_t ac1) {
+    (void)q, (void)y, (void)x, (void)stats, (void)gamma, (void)beta, (void)eps, (void)ac0, (void)ac1;
+}
+static void nn__ln_dx_avx2(const nn__norm *q, float *dx, const float *x, const float *stats, const float *dy,
+                           const float *gamma, int const_stats, float eps, int64_t r0, int64_t r1) {
+    (void)q, (void)dx, (void)x, (void)stats, (void)dy, (void)gamma, (void)const_stats, (void)eps, (void)r0, (void)r1;
+}
+static int64_t nn__ln_affine_avx2(const nn__norm *q, float *out, const float *x, const float *stats, const float *dy, float eps,
+                                  int64_t c0, int64_t c1) {
+    (void)q, (void)out, (void)x, (void)stats, (void)dy, (void)eps, (void)c1;
+    return c0;
+}
+#endif
+
 /* stats [2, R] = the mean and biased variance of groups r0..r1-1 of x (two passes, in double) */
 static void nn__norm_stats_range(const nn__norm *q, float *stats, const float *x, int64_t r0, int64_t r1) {
     int64_t R = nn__norm_groups(q), n = nn__norm_count(q), r, b, ci;
+    if (nn__norm_rows_vec(q)) {
+        nn__ln_stats_avx2(q, stats, x, r0, r1);
+        return;
+    }
     if (nn__norm_rows(q)) {
         for (r = r0; r < r1; r++) {
             const float *p = x + r * q->C;
@@ -153,6 +306,10 @@ static float nn__norm_rstd(const float *stats, int64_t R, int64_t r, float eps) 
 static void nn__norm_forward_range(const nn__norm *q, float *y, const float *x, const float *stats, const float *gamma,
                                    const float *beta, float eps, int64_t ac0, int64_t ac1) {
     int64_t R = nn__norm_groups(q), ac, s;
+    if (nn__norm_rows_vec(q)) {
+        nn__ln_forward_avx2(q, y, x, stats, gamma, beta, eps, ac0, ac1);
+        return;
+    }
     if (nn__norm_rows(q)) {
         for (ac = ac0; ac < ac1;) {
             int64_t a = ac / q->C, c = ac % q->C, end = (a + 1) * q->C < ac1 ? (a + 1) * q->C : ac1;
@@ -178,6 +335,10 @@ static void nn__norm_forward_range(const nn__norm *q, float *y, const float *x, 
 static void nn__norm_backward_data_range(const nn__norm *q, float *dx, const float *x, const float *stats, const float *dy,
                                          const float *gamma, int const_stats, float eps, int64_t r0, int64_t r1) {
     int64_t R = nn__norm_groups(q), n = nn__norm_count(q), r, b, ci, s;
+    if (nn__norm_rows_vec(q)) {
+        nn__ln_dx_avx2(q, dx, x, stats, dy, gamma, const_stats, eps, r0, r1);
+        return;
+    }
     if (nn__norm_rows(q)) {
         for (r = r0; r < r1; r++) {
             const float *xr = x + r * q->C, *dr = dy + r * q->C;
@@ -243,6 +404,7 @@ static void nn__norm_backward_data_range(const nn__norm *q, float *dx, const flo
 static void nn__norm_backward_affine_range(const nn__norm *q, float *out, const float *x, const float *stats,
                                            const float *dy, float eps, int64_t c0, int64_t c1) {
     int64_t R = nn__norm_groups(q), a, c, s;
+    if (nn__norm_rows_vec(q)) c0 = nn__ln_affine_avx2(q, out, x, stats, dy, eps, c0, c1);
     if (nn__norm_rows(q)) { /* blocks of 64 channels, the rows in order: each channel's sum as below */
         int64_t cb, ce;
         for (cb = c0; cb < c1; cb = ce) {

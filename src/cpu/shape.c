@@ -33,11 +33,19 @@ static void nn__slice(float *y, const float *x, int64_t outer, int64_t L, int64_
                       int grad) {
     int64_t o, j;
     size_t row = (size_t)inner * sizeof(float);
+    if (grad && step == 1) { /* zeros around each copied run only: each element written once */
+        for (o = 0; o < outer; o++) {
+            float *yo = y + o * L * inner;
+            memset(yo, 0, (size_t)start * row);
+            memcpy(yo + start * inner, x + o * len * inner, (size_t)len * row);
+            memset(yo + (start + len) * inner, 0, (size_t)(L - start - len) * row);
+        }
+        return;
+    }
     if (grad) memset(y, 0, (size_t)(outer * L * inner) * sizeof(float));
     for (o = 0; o < outer; o++) {
         if (step == 1) {
-            if (grad) memcpy(y + (o * L + start) * inner, x + o * len * inner, (size_t)len * row);
-            else memcpy(y + o * len * inner, x + (o * L + start) * inner, (size_t)len * row);
+            memcpy(y + o * len * inner, x + (o * L + start) * inner, (size_t)len * row);
             continue;
         }
         for (j = 0; j < len; j++) {
