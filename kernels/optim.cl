@@ -27,10 +27,10 @@ __kernel void sgd(NN__KPARAMS(sgd)) {
 
 /* Adam (L2 decay into the gradient) or AdamW (decoupled: p *= 1 - lr*wd); bc1 and bc2 are
    1 - beta^t from the host */
-__kernel void adam(NN__KPARAMS(adam)) {
-    int i = get_global_id(0);
-    if (i >= n || clip[0] < 0.0f) return;
-    float g = clamp_nan(grad[i] * clip[0], -cv, cv), w = p[i];
+/* one element of adam (and of opt_adam_vec's tail), c the clipping coefficient */
+inline void adam_one(int i, __global float *p, __global const float *grad, __global float *m, __global float *v, float c,
+                     float lr, float b1, float b2, float eps, float wd, int decoupled, float bc1, float bc2, float cv) {
+    float g = clamp_nan(grad[i] * c, -cv, cv), w = p[i];
     if (decoupled) w *= 1.0f - lr * wd;
     else g += wd * w;
     float mi = b1 * m[i] + (1.0f - b1) * g;
@@ -38,6 +38,12 @@ __kernel void adam(NN__KPARAMS(adam)) {
     m[i] = mi;
     v[i] = vi;
     p[i] = w - (lr / bc1) * mi / (sqrt(vi) * rsqrt(bc2) + eps);
+}
+
+__kernel void adam(NN__KPARAMS(adam)) {
+    int i = get_global_id(0);
+    if (i >= n || clip[0] < 0.0f) return;
+    adam_one(i, p, grad, m, v, clip[0], lr, b1, b2, eps, wd, decoupled, bc1, bc2, cv);
 }
 
 /* adam on devices tuned as CPUs: 16 elements an item in float16s, the clip factor read once
@@ -60,16 +66,7 @@ __kernel void opt_adam_vec(NN__KPARAMS(adam)) {
         vstore16(w - (lr / bc1) * mi / (sqrt(vi) * rsqrt(bc2) + eps), 0, p + i);
         return;
     }
-    for (; i < n; i++) {
-        float g = clamp_nan(grad[i] * c, -cv, cv), w = p[i];
-        if (decoupled) w *= 1.0f - lr * wd;
-        else g += wd * w;
-        float mi = b1 * m[i] + (1.0f - b1) * g;
-        float vi = b2 * v[i] + (1.0f - b2) * g * g;
-        m[i] = mi;
-        v[i] = vi;
-        p[i] = w - (lr / bc1) * mi / (sqrt(vi) * rsqrt(bc2) + eps);
-    }
+    for (; i < n; i++) adam_one(i, p, grad, m, v, c, lr, b1, b2, eps, wd, decoupled, bc1, bc2, cv);
 }
 
 /* The rest of the family: one kernel, the rule chosen by `kind` (nn_optimizer_kind, the
