@@ -248,3 +248,5 @@ void t_attn_causal_skip(int on) { nn__attn_causal_skip = on; }
 /* tests/test_attention.c's choice of the CPU attention backward's passes (src/cpu/attention.c):
    1 as the threads fit, 0 always two passes, 2 always one */
 void t_attn_one_pass(int mode) { nn__attn_one_pass = mode; }
+/* tests/test_norm.c's switch of the CPU norms' vector loops (src/cpu/norm.c): 0 the plain loops */
+void t_norm_vec(int on) { nn__norm_vec = on; }

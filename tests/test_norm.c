@@ -827,6 +827,79 @@ static const bad_row norm_bad[] = {
     {"norm", "layer_norm_layer running_mean", n_bn30, R_INV, "nn_layer_norm_layer|running", 0},
 };
 
+/* ---- the CPU backend's vector loops (layer norm's rows, batch and instance norm's sums over
+   images, src/cpu/norm.c) against its plain loops: the same bits for y, dx, dgamma, dbeta ---- */
+static int vec_run(nn_context *ctx, int kind, const long *d, float *out) {
+    nn_graph *g = NULL;
+    nn_compile_desc cd;
+    nn_tensor x, ga, be, w, y, t[4];
+    long n = d[0] * d[1] * d[2] * d[3], C = kind == 3 ? d[3] : d[1], i, off = 0;
+    float *buf = (float *)malloc((size_t)n * 4);
+    int k, ok = buf != NULL && nn_graph_create(ctx, NULL, &g) == NN_OK;
+    if (!ok) goto done;
+    x = nn_input(g, "x", NN_F32, nn_shape4(d[0], d[1], d[2], d[3]));
+    w = nn_input(g, "w", NN_F32, nn_shape4(d[0], d[1], d[2], d[3]));
+    ga = nn_input(g, "g", NN_F32, nn_shape1(C));
+    be = nn_input(g, "b", NN_F32, nn_shape1(C));
+    y = kind == 0 ? nn_batch_norm(g, x, ga, be, NULL)
+        : kind == 1 ? nn_instance_norm(g, x, ga, be, NULL)
+        : kind == 2 ? nn_group_norm(g, x, 2, ga, be, NULL)
+                    : nn_layer_norm(g, x, 1, ga, be, NULL);
+    ok = nn_graph_requires_grad(g, x) == NN_OK && nn_graph_requires_grad(g, ga) == NN_OK &&
+         nn_graph_requires_grad(g, be) == NN_OK && nn_graph_output(g, y) == NN_OK;
+    memset(&cd, 0, sizeof cd);
+    cd.loss = nn_sum(g, nn_mul(g, y, w));
+    ok = ok && nn_graph_compile(g, &cd) == NN_OK;
+    t_seed(5);
+    for (k = 0; ok && k < 4; k++) {
+        long m = k < 2 ? n : C;
+        for (i = 0; i < m; i++) buf[i] = (float)t_uniform(-2, 2) * (k == 0 ? 1.0f + (float)(i % 5) : 1.0f);
+        ok = nn_tensor_write(g, k == 0 ? x : k == 1 ? w : k == 2 ? ga : be, buf, (size_t)m * 4) == NN_OK;
+    }
+    ok = ok && nn_graph_step(g) == NN_OK;
+    if (ok) t[0] = y, t[1] = nn_graph_grad(g, x), t[2] = nn_graph_grad(g, ga), t[3] = nn_graph_grad(g, be);
+    for (k = 0; ok && k < 4; k++) {
+        long m = k < 2 ? n : C;
+        ok = nn_tensor_read(g, t[k], out + off, (size_t)m * 4) == NN_OK;
+        off += m;
+    }
+done:
+    nn_graph_destroy(g);
+    free(buf);
+    return ok;
+}
+
+static void vec_bits(const t_env *e) {
+    static const long shapes[][4] = {{3, 2, 1, 3}, {7, 3, 3, 3}, {5, 4, 4, 4}, {2, 6, 7, 5}, {9, 2, 11, 3}, {4, 2, 1, 17}, {33, 2, 2, 2}, {2, 2, 3, 136}};
+    int kind, si;
+    if (e->opencl) return; /* the CPU backend's loops */
+    if (!t_begin(e, "norm: the CPU's vector loops (batch/instance sums over images, layer norm rows) give the plain loops' bits")) return;
+    for (kind = 0; kind < 4; kind++)
+        for (si = 0; si < (int)(sizeof shapes / sizeof shapes[0]); si++) {
+            const long *d = shapes[si];
+            long n = 2 * d[0] * d[1] * d[2] * d[3] + 2 * (d[1] > d[3] ? d[1] : d[3]), k, bad = 0;
+            float *r0 = (float *)calloc((size_t)n, 4), *r1 = (float *)calloc((size_t)n, 4);
+            int ok;
+            if (kind == 2 && d[1] % 2) { /* group norm's 2 groups need an even C */
+                free(r0);
+                free(r1);
+                continue;
+            }
+            t_norm_vec(1);
+            ok = r0 && r1 && vec_run(e->ctx, kind, d, r0);
+            t_norm_vec(0);
+            ok = ok && vec_run(e->ctx, kind, d, r1);
+            t_norm_vec(1);
+            T_CHECK(ok, "kind %d [%ld, %ld, %ld, %ld]: %s", kind, d[0], d[1], d[2], d[3], nn_context_last_error(e->ctx));
+            for (k = 0; ok && k < n; k++)
+                if (memcmp(&r0[k], &r1[k], 4) != 0 || !isfinite(r0[k])) bad++;
+            T_CHECK(bad == 0, "kind %d [%ld, %ld, %ld, %ld]: %ld values differ", kind, d[0], d[1], d[2], d[3], bad);
+            free(r0);
+            free(r1);
+        }
+    t_end();
+}
+
 void suite_norm(const t_env *e) {
     checker_cases(e);
     running_case(e, nn_shape4(4, 3, 3, 7), 1);
@@ -834,6 +907,6 @@ void suite_norm(const t_env *e) {
     running_case(e, nn_shape2(5, 7), 3);
     running_case(e, nn_shape3(2, 5, 3), 3);
     running_case(e, nn_shape4(2, 3, 4, 5), 3);
-    T_RUN(e, eval_grad_case, error_cases, nanprop_norm, nanprop_bn_running, nanprop_rms);
+    T_RUN(e, eval_grad_case, error_cases, nanprop_norm, nanprop_bn_running, nanprop_rms, vec_bits);
     t_bad_rows(e, norm_bad, (int)(sizeof norm_bad / sizeof norm_bad[0]));
 }
