@@ -2944,6 +2944,7 @@ struct nn_graph {
     struct nn__pgroup *groups;   /* nn_graph_param_group, in the order added */
     int n_groups;
     int accum_steps;             /* update on every accum_steps-th step */
+    int loss_scaling;            /* the compile desc turns loss scaling on (set by the optimizer's configure hook) */
     int skip_node;               /* SKIP_GATE node (skip_nonfinite) or 0 */
     int first_update_node;       /* nodes from here on run on update steps only */
     int n_sched_update;          /* their first schedule position */
@@ -29974,6 +29975,9 @@ static nn_result nn__dist_plan(nn_graph *g, const nn_compile_desc *desc) {
     if (o->skip_nonfinite)
         return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: zero_stage 1 with skip_nonfinite: the count needs "
                         "every gradient, which no rank holds then (zero_stage 0 skips)");
+    if (g->loss_scaling) /* the optimizer's configure hook ran before this (compile.c) */
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: zero_stage 1 with loss scaling: the sharded "
+                        "update does not unscale (set loss_scale.enabled = NN_ZERO, or zero_stage 0)");
     g->zero = 1;
     return NN_OK;
 }
@@ -40503,6 +40507,7 @@ static nn_result nn__optim_configure(nn_graph *g, const nn_compile_desc *d) {
     if (r == NN_OK) r = nn__param16_check(g);
     if (r != NN_OK) return r;
     g->accum_steps = g->opt.accumulate_steps;
+    g->loss_scaling = ls.enabled;
     g->first_update_node = -1;
     g->schedule.lr = g->opt.lr;
     r = nn_graph_set_schedule(g, &d->schedule);
@@ -40539,9 +40544,6 @@ static nn_result nn__add_optimizer(nn_graph *g) {
             if (g->nodes[i].op == NN__OP_PARAM && g->nodes[i].grad >= 0) g->nodes[g->nodes[i].grad].is_output = 1;
         return g->status;
     }
-    if (ls.enabled && g->zero)
-        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: zero_stage 1 with loss scaling: the sharded "
-                        "update does not unscale (set loss_scale.enabled = NN_ZERO)");
     if (g->opt.clip_norm > 0.0f) {
         for (i = 0; i < n0; i++) {
             if (g->nodes[i].op != NN__OP_PARAM || g->nodes[i].grad < 0) continue;

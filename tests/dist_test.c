@@ -21,6 +21,7 @@ static float clip_;            /* and this clip_norm */
 static double maxdiff_;        /* differing's largest |a - b| */
 static int bn_;                /* a batch norm "bn" after fc1 */
 static int skip_;              /* skip_nonfinite */
+static int lscale_;            /* loss_scale.enabled */
 static nn_context *ctx;
 
 #define IN 7
@@ -107,6 +108,7 @@ static nn_result build(model *md, int dp, int accum, nn_optimizer_kind opt, floa
     cd.optimizer.accumulate_steps = accum;
     cd.optimizer.clip_norm = clip_;
     cd.optimizer.skip_nonfinite = skip_;
+    cd.loss_scale.enabled = lscale_;
     cd.data_parallel = dp ? 0 : NN_ZERO;
     cd.zero_stage = dp ? zero_ : 0;
     return nn_graph_compile(md->g, &cd);
@@ -277,6 +279,12 @@ static void t_zero_refusals(void) {
     check(r == NN_ERR_INVALID_ARGUMENT && strstr(nn_context_last_error(ctx), "is not sharded") != NULL, "zero_lamb_refused",
           nn_context_last_error(ctx));
     nn_graph_destroy(md.g);
+    lscale_ = 1; /* refused at compile: before, the check stood after the ZeRO return and never ran */
+    r = build(&md, 1, 1, NN_OPT_ADAM, 0.0f, HID, 0);
+    check(r == NN_ERR_INVALID_ARGUMENT && strstr(nn_context_last_error(ctx), "zero_stage 1 with loss scaling") != NULL,
+          "zero_loss_scaling_refused", nn_context_last_error(ctx));
+    nn_graph_destroy(md.g);
+    lscale_ = 0;
     zero_ = 0;
 }
 

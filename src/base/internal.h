@@ -289,6 +289,7 @@ struct nn_graph {
     struct nn__pgroup *groups;   /* nn_graph_param_group, in the order added */
     int n_groups;
     int accum_steps;             /* update on every accum_steps-th step */
+    int loss_scaling;            /* the compile desc turns loss scaling on (set by the optimizer's configure hook) */
     int skip_node;               /* SKIP_GATE node (skip_nonfinite) or 0 */
     int first_update_node;       /* nodes from here on run on update steps only */
     int n_sched_update;          /* their first schedule position */

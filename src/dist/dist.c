@@ -313,6 +313,9 @@ static nn_result nn__dist_plan(nn_graph *g, const nn_compile_desc *desc) {
     if (o->skip_nonfinite)
         return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: zero_stage 1 with skip_nonfinite: the count needs "
                         "every gradient, which no rank holds then (zero_stage 0 skips)");
+    if (g->loss_scaling) /* the optimizer's configure hook ran before this (compile.c) */
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: zero_stage 1 with loss scaling: the sharded "
+                        "update does not unscale (set loss_scale.enabled = NN_ZERO, or zero_stage 0)");
     g->zero = 1;
     return NN_OK;
 }

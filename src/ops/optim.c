@@ -76,6 +76,7 @@ static nn_result nn__optim_configure(nn_graph *g, const nn_compile_desc *d) {
     if (r == NN_OK) r = nn__param16_check(g);
     if (r != NN_OK) return r;
     g->accum_steps = g->opt.accumulate_steps;
+    g->loss_scaling = ls.enabled;
     g->first_update_node = -1;
     g->schedule.lr = g->opt.lr;
     r = nn_graph_set_schedule(g, &d->schedule);
@@ -112,9 +113,6 @@ static nn_result nn__add_optimizer(nn_graph *g) {
             if (g->nodes[i].op == NN__OP_PARAM && g->nodes[i].grad >= 0) g->nodes[g->nodes[i].grad].is_output = 1;
         return g->status;
     }
-    if (ls.enabled && g->zero)
-        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: zero_stage 1 with loss scaling: the sharded "
-                        "update does not unscale (set loss_scale.enabled = NN_ZERO)");
     if (g->opt.clip_norm > 0.0f) {
         for (i = 0; i < n0; i++) {
             if (g->nodes[i].op != NN__OP_PARAM || g->nodes[i].grad < 0) continue;
