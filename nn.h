@@ -1885,7 +1885,8 @@ typedef struct nn_optimizer {
                                   the parameter on average. Counter-based: the random bits are
                                   a hash of the graph's seed, the update count, the parameter
                                   and the element, the same on every backend and thread count
-                                  and across a resume. 0: round to nearest even. */
+                                  and across a resume. 0: round to nearest even. A graph with
+                                  no bfloat16 parameter refuses 1 at compile. */
 } nn_optimizer;
 
 /* Learning-rate schedules, torch.optim.lr_scheduler's closed forms, evaluated on the host
@@ -40481,12 +40482,13 @@ static nn_result nn__loss_scale_settings(nn_graph *g, const nn_compile_desc *d, 
 /* 16-bit parameters (nn_graph_desc.param_dtype): what their update can do, checked before
    autograd (the update ops' block below) */
 static nn_result nn__param16_check(nn_graph *g) {
-    int i;
+    int i, n16 = 0;
     for (i = 0; i < g->n_nodes && g->opt.kind != NN_OPT_NONE; i++) {
         const nn__node *p = &g->nodes[i];
         const char *dt;
         if (p->op != NN__OP_PARAM || g->params->p[p->param].buffer || !nn__dtype_half(p->dtype)) continue;
         dt = nn__dtype_name(p->dtype);
+        n16++;
         if (g->opt.kind == NN_OPT_LAMB || g->opt.kind == NN_OPT_LARS)
             return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: optimizer %s does not update %s parameters "
                             "(%s: its trust ratio's norms are not kept in 16 bits); use param_dtype NN_F32 or another optimizer",
@@ -40495,6 +40497,10 @@ static nn_result nn__param16_check(nn_graph *g) {
             return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: stochastic_rounding rounds bfloat16 "
                             "parameters, and %s is %s", p->name, dt);
     }
+    if (g->opt.stochastic_rounding && n16 == 0 && g->opt.kind != NN_OPT_NONE) /* it would do nothing */
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: stochastic_rounding rounds bfloat16 "
+                        "parameters, and this graph's are float32: set nn_graph_desc.param_dtype = NN_BF16 (with "
+                        "precision NN_PRECISION_BF16), or stochastic_rounding = 0");
     return NN_OK;
 }
 

@@ -503,10 +503,12 @@ static void refusal_case(const t_env *e) {
         {NN_PRECISION_FP16, NN_BF16, NN_OPT_ADAM, 0, {"nn_graph_create", "param_dtype bfloat16", "NN_PRECISION_BF16"}},
         {NN_PRECISION_BF16, NN_I32, NN_OPT_ADAM, 0, {"nn_graph_create", "param_dtype 1", "NN_BF16"}},
         {NN_PRECISION_BF16, NN_BF16, NN_OPT_ADAM, 2, {"stochastic_rounding", "2", "[0, 1]"}},
+        {NN_PRECISION_BF16, NN_F32, NN_OPT_ADAM, 1, {"stochastic_rounding", "float32", "param_dtype = NN_BF16"}},
+        {NN_PRECISION_FP32, NN_F32, NN_OPT_SGD, 1, {"stochastic_rounding", "float32", "param_dtype = NN_BF16"}},
     };
     size_t i;
     int k;
-    if (!t_begin(e, "bf16param: refusals (LAMB, LARS, stochastic float16, no policy, another policy, int32, bad flag)"))
+    if (!t_begin(e, "bf16param: refusals (LAMB, LARS, stochastic float16 or float32, no policy, another policy, int32, bad flag)"))
         return;
     for (i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         nn_result r = refused(e->ctx, rows[i].prec, rows[i].pd, rows[i].kind, rows[i].sr);

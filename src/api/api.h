@@ -1713,7 +1713,8 @@ typedef struct nn_optimizer {
                                   the parameter on average. Counter-based: the random bits are
                                   a hash of the graph's seed, the update count, the parameter
                                   and the element, the same on every backend and thread count
-                                  and across a resume. 0: round to nearest even. */
+                                  and across a resume. 0: round to nearest even. A graph with
+                                  no bfloat16 parameter refuses 1 at compile. */
 } nn_optimizer;
 
 /* Learning-rate schedules, torch.optim.lr_scheduler's closed forms, evaluated on the host

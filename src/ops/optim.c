@@ -49,12 +49,13 @@ static nn_result nn__loss_scale_settings(nn_graph *g, const nn_compile_desc *d, 
 /* 16-bit parameters (nn_graph_desc.param_dtype): what their update can do, checked before
    autograd (the update ops' block below) */
 static nn_result nn__param16_check(nn_graph *g) {
-    int i;
+    int i, n16 = 0;
     for (i = 0; i < g->n_nodes && g->opt.kind != NN_OPT_NONE; i++) {
         const nn__node *p = &g->nodes[i];
         const char *dt;
         if (p->op != NN__OP_PARAM || g->params->p[p->param].buffer || !nn__dtype_half(p->dtype)) continue;
         dt = nn__dtype_name(p->dtype);
+        n16++;
         if (g->opt.kind == NN_OPT_LAMB || g->opt.kind == NN_OPT_LARS)
             return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: optimizer %s does not update %s parameters "
                             "(%s: its trust ratio's norms are not kept in 16 bits); use param_dtype NN_F32 or another optimizer",
@@ -63,6 +64,10 @@ static nn_result nn__param16_check(nn_graph *g) {
             return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: stochastic_rounding rounds bfloat16 "
                             "parameters, and %s is %s", p->name, dt);
     }
+    if (g->opt.stochastic_rounding && n16 == 0 && g->opt.kind != NN_OPT_NONE) /* it would do nothing */
+        return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT, "nn_graph_compile: stochastic_rounding rounds bfloat16 "
+                        "parameters, and this graph's are float32: set nn_graph_desc.param_dtype = NN_BF16 (with "
+                        "precision NN_PRECISION_BF16), or stochastic_rounding = 0");
     return NN_OK;
 }
 
