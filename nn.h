@@ -3252,11 +3252,11 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     X(ONE_HOT, "one_hot", one_hot, NN__OPF_NO_GRAD)
 
 #define NN__OPS_SHAPE(X)                                          \
-    X(RESHAPE, "reshape", reshape, NN__OPF_VIEW | NN__OPF_RANK0)  \
-    X(PERMUTE, "permute", permute, 0)                             \
-    X(CONCAT, "concat", concat, 0)                                \
-    X(SLICE, "slice", slice, 0)                                   \
-    X(SLICE_GRAD, "slice_grad", slice_grad, 0)                    \
+    X(RESHAPE, "reshape", reshape, NN__OPF_VIEW | NN__OPF_RANK0 | NN__OPF_HALF) \
+    X(PERMUTE, "permute", permute, NN__OPF_HALF)                  \
+    X(CONCAT, "concat", concat, NN__OPF_HALF)                     \
+    X(SLICE, "slice", slice, NN__OPF_HALF)                        \
+    X(SLICE_GRAD, "slice_grad", slice_grad, NN__OPF_HALF)         \
     X(FLIP, "flip", flip, 0)                                      \
     X(REPEAT, "repeat", repeat, 0)                                \
     X(REPEAT_GRAD, "repeat_grad", repeat_grad, 0)                 \
@@ -3332,11 +3332,11 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
 
 /* the fused scaled dot-product attention (src/ops/attention.c) */
 #define NN__OPS_ATTENTION(X)                                                  \
-    X(ATTENTION, "attention", attention, 0)                                   \
-    X(ATTENTION_DELTA, "attention_grad_delta", attention_delta, 0)            \
-    X(ATTENTION_DQ, "attention_grad_query", attention_dq, 0)                  \
-    X(ATTENTION_DKV, "attention_grad_key_value", attention_dkv, 0)            \
-    X(ATTENTION_DMASK, "attention_grad_mask", attention_dmask, 0)
+    X(ATTENTION, "attention", attention, NN__OPF_HALF)                        \
+    X(ATTENTION_DELTA, "attention_grad_delta", attention_delta, NN__OPF_HALF) \
+    X(ATTENTION_DQ, "attention_grad_query", attention_dq, NN__OPF_HALF)       \
+    X(ATTENTION_DKV, "attention_grad_key_value", attention_dkv, NN__OPF_HALF) \
+    X(ATTENTION_DMASK, "attention_grad_mask", attention_dmask, NN__OPF_HALF)
 
 #define NN__OPS_RECURRENT(X)                                         \
     X(REC_WS, "recurrent_workspace", rec_ws, NN__OPF_NO_GRAD)        \
@@ -10138,53 +10138,68 @@ static void nn__conv3d_backward_weight(nn__threadpool *pool, const nn__conv3d *c
    twin in kernels/shape.cl. */
 
 /* Out-of-place transpose: y[j0..jk] = x[j_perm...]: `dims` are y's dims, `xstride[d]` the
-   stride in x of y's dim d. */
-static void nn__permute_forward(float *y, const float *x, int ndim, const int64_t *dims, const int64_t *xstride) {
+   stride in x of y's dim d. Elements of es bytes (4: float32, int32; 2: 16-bit storage),
+   moved as they are. */
+#define NN__PERMUTE_LOOP(T)                                                                    \
+    do {                                                                                       \
+        T *y_ = (T *)y;                                                                        \
+        const T *x_ = (const T *)x;                                                            \
+        for (i = 0; i < n; i++) {                                                              \
+            y_[i] = x_[off];                                                                   \
+            for (d = ndim - 1; d >= 0; d--) { /* odometer over y's index, tracking x's offset */ \
+                off += xstride[d];                                                             \
+                if (++idx[d] < dims[d]) break;                                                 \
+                off -= xstride[d] * dims[d];                                                   \
+                idx[d] = 0;                                                                    \
+            }                                                                                  \
+        }                                                                                      \
+    } while (0)
+static void nn__permute_forward(void *y, const void *x, int es, int ndim, const int64_t *dims, const int64_t *xstride) {
     int64_t idx[NN_MAX_DIMS] = {0}, n = 1, i, off = 0;
     int d;
     for (d = 0; d < ndim; d++) n *= dims[d];
-    for (i = 0; i < n; i++) {
-        y[i] = x[off];
-        for (d = ndim - 1; d >= 0; d--) { /* odometer over y's index, tracking x's offset */
-            off += xstride[d];
-            if (++idx[d] < dims[d]) break;
-            off -= xstride[d] * dims[d];
-            idx[d] = 0;
-        }
-    }
+    if (es == 2) NN__PERMUTE_LOOP(uint16_t);
+    else NN__PERMUTE_LOOP(uint32_t);
 }
+#undef NN__PERMUTE_LOOP
 
 /* One part of a concat: x [outer, lx, inner] into y [outer, L, inner] at [off, off + lx)
-   of the axis (each input of a concat written once, by its own call). */
-static void nn__concat_part(float *y, const float *x, int64_t outer, int64_t lx, int64_t L, int64_t off, int64_t inner) {
+   of the axis (each input of a concat written once, by its own call); elements of es
+   bytes. */
+static void nn__concat_part(void *y, const void *x, int es, int64_t outer, int64_t lx, int64_t L, int64_t off, int64_t inner) {
     int64_t o;
-    for (o = 0; o < outer; o++) memcpy(y + (o * L + off) * inner, x + o * lx * inner, (size_t)(lx * inner) * sizeof(float));
+    for (o = 0; o < outer; o++)
+        memcpy((char *)y + (size_t)((o * L + off) * inner) * es, (const char *)x + (size_t)(o * lx * inner) * es,
+               (size_t)(lx * inner) * es);
 }
 
 /* y [outer, len, inner] = x [outer, L, inner] at start, start + step, ... (len indices) of
-   the axis; the gradient (grad != 0) writes dy back into a zeroed x-shaped y instead. */
-static void nn__slice(float *y, const float *x, int64_t outer, int64_t L, int64_t inner, int64_t start, int64_t len, int64_t step,
-                      int grad) {
+   the axis; the gradient (grad != 0) writes dy back into a zeroed x-shaped y instead.
+   Elements of es bytes (zero is all-zero bits in every storage type). */
+static void nn__slice(void *yv, const void *xv, int es, int64_t outer, int64_t L, int64_t inner, int64_t start, int64_t len,
+                      int64_t step, int grad) {
     int64_t o, j;
-    size_t row = (size_t)inner * sizeof(float);
+    size_t row = (size_t)inner * es, e = (size_t)es;
+    char *y = (char *)yv;
+    const char *x = (const char *)xv;
     if (grad && step == 1) { /* zeros around each copied run only: each element written once */
         for (o = 0; o < outer; o++) {
-            float *yo = y + o * L * inner;
+            char *yo = y + (size_t)(o * L * inner) * e;
             memset(yo, 0, (size_t)start * row);
-            memcpy(yo + start * inner, x + o * len * inner, (size_t)len * row);
-            memset(yo + (start + len) * inner, 0, (size_t)(L - start - len) * row);
+            memcpy(yo + (size_t)(start * inner) * e, x + (size_t)(o * len * inner) * e, (size_t)len * row);
+            memset(yo + (size_t)((start + len) * inner) * e, 0, (size_t)(L - start - len) * row);
         }
         return;
     }
-    if (grad) memset(y, 0, (size_t)(outer * L * inner) * sizeof(float));
+    if (grad) memset(y, 0, (size_t)(outer * L * inner) * e);
     for (o = 0; o < outer; o++) {
         if (step == 1) {
-            memcpy(y + o * len * inner, x + (o * L + start) * inner, (size_t)len * row);
+            memcpy(y + (size_t)(o * len * inner) * e, x + (size_t)((o * L + start) * inner) * e, (size_t)len * row);
             continue;
         }
         for (j = 0; j < len; j++) {
-            if (grad) memcpy(y + (o * L + start + j * step) * inner, x + (o * len + j) * inner, row);
-            else memcpy(y + (o * len + j) * inner, x + (o * L + start + j * step) * inner, row);
+            if (grad) memcpy(y + (size_t)((o * L + start + j * step) * inner) * e, x + (size_t)((o * len + j) * inner) * e, row);
+            else memcpy(y + (size_t)((o * len + j) * inner) * e, x + (size_t)((o * L + start + j * step) * inner) * e, row);
         }
     }
 }
@@ -23554,7 +23569,8 @@ static const char *const nn__cl_src_shape[] = {
 "#line 6 \"kernels/shape.cl\"\n",
 "#line 1 \"kernels/shape_args.h\"\n",
 "/* kernels/shape.cl's kernel signatures (kernels/kargs.h says how to read them). The copies\n",
-"   move 32-bit words (uin/uout), so they serve float32 and int32 tensors alike. */\n",
+"   move 32-bit words (uin/uout), so they serve float32 and int32 tensors alike; the _h\n",
+"   twins of permute, concat_part and slice move 16-bit words (hin/hout: bf16, fp16). */\n",
 "#ifndef NN__SHAPE_ARGS_H\n",
 "#define NN__SHAPE_ARGS_H\n",
 "\n",
@@ -23573,6 +23589,14 @@ static const char *const nn__cl_src_shape[] = {
 "#define NN__KARGS_slice(F, P) \\\n",
 "    F(uin, x) P(uout, y) P(int, n) P(int, L) P(int, len) P(int, inner) P(int, start) P(int, grad) P(int, step)\n",
 "NN__KSIG(slice)\n",
+"#define NN__KARGS_permute_h(F, P) F(hin, x) P(hout, y) P(int, n) P(int8, dims) P(int8, xs)\n",
+"NN__KSIG(permute_h)\n",
+"#define NN__KARGS_concat_part_h(F, P) \\\n",
+"    F(hin, x) P(hout, y) P(int, n) P(int, lx) P(int, L) P(int, off) P(int, inner)\n",
+"NN__KSIG(concat_part_h)\n",
+"#define NN__KARGS_slice_h(F, P) \\\n",
+"    F(hin, x) P(hout, y) P(int, n) P(int, L) P(int, len) P(int, inner) P(int, start) P(int, grad) P(int, step)\n",
+"NN__KSIG(slice_h)\n",
 "\n",
 "/* 6 dims each, ones in front */\n",
 "#define NN__KARGS_repeat_forward(F, P) F(uin, x) P(uout, y) P(int, n) P(int8, ydims) P(int8, xdims)\n",
@@ -23634,6 +23658,41 @@ static const char *const nn__cl_src_shape[] = {
 "    } else {\n",
 "        int j = (i / inner) % L, o = i / (inner * L), d = j - start;\n",
 "        y[i] = (d >= 0 && d % step == 0 && d / step < len) ? x[((size_t)o * len + d / step) * inner + in] : 0u;\n",
+"    }\n",
+"}\n",
+"\n",
+"/* The 16-bit twins of permute, concat_part and slice (bf16, fp16 storage: 16-bit words\n",
+"   moved as they are) */\n",
+"__kernel void permute_h(NN__KPARAMS(permute_h)) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= n) return;\n",
+"    int r = i, off = 0;\n",
+"    int d5 = r % dims.s5; r /= dims.s5; off += d5 * xs.s5;\n",
+"    int d4 = r % dims.s4; r /= dims.s4; off += d4 * xs.s4;\n",
+"    int d3 = r % dims.s3; r /= dims.s3; off += d3 * xs.s3;\n",
+"    int d2 = r % dims.s2; r /= dims.s2; off += d2 * xs.s2;\n",
+"    int d1 = r % dims.s1; r /= dims.s1; off += d1 * xs.s1;\n",
+"    off += r * xs.s0;\n",
+"    y[i] = x[off];\n",
+"}\n",
+"\n",
+"__kernel void concat_part_h(NN__KPARAMS(concat_part_h)) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= n) return;\n",
+"    int in = i % inner, j = (i / inner) % lx, o = i / (inner * lx);\n",
+"    y[((size_t)o * L + off + j) * inner + in] = x[i];\n",
+"}\n",
+"\n",
+"__kernel void slice_h(NN__KPARAMS(slice_h)) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= n) return;\n",
+"    int in = i % inner;\n",
+"    if (!grad) {\n",
+"        int j = (i / inner) % len, o = i / (inner * len);\n",
+"        y[i] = x[((size_t)o * L + start + j * step) * inner + in];\n",
+"    } else {\n",
+"        int j = (i / inner) % L, o = i / (inner * L), d = j - start;\n",
+"        y[i] = (d >= 0 && d % step == 0 && d / step < len) ? x[((size_t)o * len + d / step) * inner + in] : (ushort)0;\n",
 "    }\n",
 "}\n",
 "\n",
@@ -25212,35 +25271,179 @@ static const char *const nn__cl_src_attention[] = {
 "#endif\n",
 "#endif\n",
 "#line 10 \"kernels/attention.cl\"\n",
+"#line 1 \"kernels/storage.h\"\n",
+"/* 16-bit storage, fp32 arithmetic. A header in the common subset of C99 and OpenCL C (as\n",
+"   kernels/activation.h): the CPU bodies and the kernels read and write a tensor's storage\n",
+"   through these, and compute in float.\n",
+"\n",
+"   bfloat16: the high half of a float32, stored as a 16-bit integer and widened in registers\n",
+"   (float from bits << 16); written rounded to nearest, ties to even, a NaN kept a quiet NaN\n",
+"   (PyTorch's round_to_nearest_even). float16 (IEEE binary16): in OpenCL C through\n",
+"   vload_half / vstore_half_rte (OpenCL 1.2 core: no cl_khr_fp16 needed), in C the same\n",
+"   conversion written out (round to nearest even, subnormals, overflow to infinity), so both\n",
+"   backends store the same bits.\n",
+"\n",
+"   Per element, by type: NN__LD_BF16(p, i), NN__ST_BF16(p, i, v), NN__LD_F16(p, i),\n",
+"   NN__ST_F16(p, i, v) over a pointer to 16-bit words (ushort in OpenCL C, uint16_t in C).\n",
+"   Per program: a kernel file built with -DNN_STORE_BF16 or -DNN_STORE_F16 (the launch's\n",
+"   `store`, src/opencl/backend.c) reads NN__STORE_T storage with NN__SLOAD(p, i) and writes it\n",
+"   with NN__SSTORE(p, i, v); built with neither, NN__STORE_T is float and they are plain\n",
+"   accesses, so one .cl source serves f32, bf16 and f16. */\n",
+"#ifndef NN__STORAGE_H\n",
+"#define NN__STORAGE_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__U16 ushort\n",
+"static inline float nn__bf16_to_f32(ushort h) { return as_float((uint)h << 16); }\n",
+"static inline ushort nn__f32_to_bf16(float f) {\n",
+"    uint u = as_uint(f);\n",
+"    if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u); /* NaN: quiet, sign kept */\n",
+"    return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n",
+"}\n",
+"#define NN__U32 uint\n",
+"static inline uint nn__f32_bits(float f) { return as_uint(f); }\n",
+"#define NN__LD_BF16(p, i) nn__bf16_to_f32((p)[i])\n",
+"#define NN__ST_BF16(p, i, v) ((p)[i] = nn__f32_to_bf16(v))\n",
+"#define NN__LD_F16(p, i) vload_half((i), (__global const half *)(p))\n",
+"#define NN__ST_F16(p, i, v) vstore_half_rte((v), (i), (__global half *)(p))\n",
+"\n",
+"#else /* C */\n",
+"\n",
+"#define NN__U16 uint16_t\n",
+"#define NN__U32 uint32_t\n",
+"static inline uint32_t nn__f32_bits(float f) {\n",
+"    uint32_t u;\n",
+"    memcpy(&u, &f, 4);\n",
+"    return u;\n",
+"}\n",
+"\n",
+"static inline float nn__bf16_to_f32(uint16_t h) {\n",
+"    uint32_t u = (uint32_t)h << 16;\n",
+"    float f;\n",
+"    memcpy(&f, &u, 4);\n",
+"    return f;\n",
+"}\n",
+"static inline uint16_t nn__f32_to_bf16(float f) {\n",
+"    uint32_t u;\n",
+"    memcpy(&u, &f, 4);\n",
+"    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);\n",
+"    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n",
+"}\n",
+"static inline float nn__f16_to_f32(uint16_t h) {\n",
+"    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, u;\n",
+"    float f;\n",
+"    if (e == 0x1f) {\n",
+"        u = sign | 0x7f800000u | (m << 13);\n",
+"    } else if (e == 0) { /* zero or subnormal: m * 2^-24, exact in float */\n",
+"        f = (float)m * (1.0f / 16777216.0f);\n",
+"        return sign ? -f : f;\n",
+"    } else {\n",
+"        u = sign | ((e + 112u) << 23) | (m << 13);\n",
+"    }\n",
+"    memcpy(&f, &u, 4);\n",
+"    return f;\n",
+"}\n",
+"static inline uint16_t nn__f32_to_f16(float f) {\n",
+"    uint32_t u, sign, a, r, rem;\n",
+"    memcpy(&u, &f, 4);\n",
+"    sign = (u >> 16) & 0x8000u;\n",
+"    a = u & 0x7fffffffu;\n",
+"    if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu)); /* NaN: quiet */\n",
+"    if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* from 65520 up: infinity */\n",
+"    if (a < 0x38800000u) {                                   /* below 2^-14: a subnormal or 0 */\n",
+"        uint32_t m = (a & 0x7fffffu) | 0x800000u, shift = 126u - (a >> 23), half;\n",
+"        if (a < 0x33000000u) return (uint16_t)sign; /* below 2^-25: 0 */\n",
+"        half = 1u << (shift - 1);\n",
+"        r = m >> shift;\n",
+"        rem = m & ((1u << shift) - 1u);\n",
+"        if (rem > half || (rem == half && (r & 1u))) r++;\n",
+"        return (uint16_t)(sign | r);\n",
+"    }\n",
+"    r = (a - 0x38000000u) >> 13; /* the exponent rebiased (127 - 15), the mantissa's top 10 bits */\n",
+"    rem = a & 0x1fffu;\n",
+"    if (rem > 0x1000u || (rem == 0x1000u && (r & 1u))) r++;\n",
+"    return (uint16_t)(sign | r);\n",
+"}\n",
+"#define NN__LD_BF16(p, i) nn__bf16_to_f32((p)[i])\n",
+"#define NN__ST_BF16(p, i, v) ((p)[i] = nn__f32_to_bf16(v))\n",
+"#define NN__LD_F16(p, i) nn__f16_to_f32((p)[i])\n",
+"#define NN__ST_F16(p, i, v) ((p)[i] = nn__f32_to_f16(v))\n",
+"\n",
+"#endif\n",
+"\n",
+"/* Stochastic rounding to bfloat16 (16-bit parameters' updates, nn_optimizer.stochastic_rounding):\n",
+"   the float's low 16 bits plus 16 random bits r, truncated: up (away from zero) with\n",
+"   probability (low bits) / 2^16, exactly the distance to the lower neighbour in units of\n",
+"   the last place, so the mean is the float32 value and the result is one of its two\n",
+"   bfloat16 neighbours. Infinity and NaN round to nearest (NaN kept quiet). A finite value\n",
+"   within half a unit of the largest bfloat16 can round up to infinity, as rounding up does.\n",
+"   The bits are counter-based: nn__sr_bits(element, key) mixes the element's index with a\n",
+"   key that the host makes per parameter and update from the graph's seed (nn__sr_key in\n",
+"   src/ops/optim.c), the murmur3 finaliser twice: integer operations only, the same bits in\n",
+"   C and OpenCL C. */\n",
+"static inline NN__U32 nn__sr_mix(NN__U32 h) {\n",
+"    h ^= h >> 16;\n",
+"    h *= 0x85ebca6bu;\n",
+"    h ^= h >> 13;\n",
+"    h *= 0xc2b2ae35u;\n",
+"    h ^= h >> 16;\n",
+"    return h;\n",
+"}\n",
+"static inline NN__U32 nn__sr_bits(NN__U32 i, NN__U32 key) { return nn__sr_mix(nn__sr_mix(i ^ key) + key); }\n",
+"static inline NN__U16 nn__f32_to_bf16_sr(float f, NN__U32 r) {\n",
+"    NN__U32 u = nn__f32_bits(f);\n",
+"    if ((u & 0x7fffffffu) >= 0x7f800000u) return nn__f32_to_bf16(f);\n",
+"    return (NN__U16)((u + (r >> 16)) >> 16);\n",
+"}\n",
+"\n",
+"#if defined(NN_STORE_BF16)\n",
+"#define NN__STORE_T NN__U16\n",
+"#define NN__SLOAD(p, i) NN__LD_BF16(p, i)\n",
+"#define NN__SSTORE(p, i, v) NN__ST_BF16(p, i, v)\n",
+"#elif defined(NN_STORE_F16)\n",
+"#define NN__STORE_T NN__U16\n",
+"#define NN__SLOAD(p, i) NN__LD_F16(p, i)\n",
+"#define NN__SSTORE(p, i, v) NN__ST_F16(p, i, v)\n",
+"#else\n",
+"#define NN__STORE_T float\n",
+"#define NN__SLOAD(p, i) ((p)[i])\n",
+"#define NN__SSTORE(p, i, v) ((p)[i] = (v))\n",
+"#endif\n",
+"\n",
+"#endif\n",
+"#line 11 \"kernels/attention.cl\"\n",
 "#line 1 \"kernels/attention_args.h\"\n",
 "/* kernels/attention.cl's kernel signatures (kernels/kargs.h says how to read them).\n",
 "   dims: B, H, Hkv, Tq, Tk, D, layout (0 [B, H, T, D], 1 [B, T, H, D]), causal;\n",
 "   mk: the mask's strides over b, h, i, j, its mode (0 none, 1 float added, 2 int32: nonzero\n",
 "   attends), the key padding mask's mode (0 none, 1 float, 2 int32: nonzero ignores), the\n",
 "   sliding window (0 none), 0; vdim: v's head dim Dv (the output's, dout's; q and k have D).\n",
-"   mask and kpm are read only when their mode is not 0. */\n",
+"   mask and kpm are read only when their mode is not 0. q, k, v, o, dout and the outputs are\n",
+"   of the program's storage type (sin/sout: 16-bit attention; the log-sum-exp after the\n",
+"   output stays float32 words, and attn_dmask's out is the float32 mask's gradient). */\n",
 "#ifndef NN__ATTENTION_ARGS_H\n",
 "#define NN__ATTENTION_ARGS_H\n",
 "\n",
 "/* out: [output in q's layout, log-sum-exp [B, H, Tq]] */\n",
 "#define NN__KARGS_attn_fwd(F, P)                                                                   \\\n",
-"    F(in, q) P(in, k) P(in, v) P(in, mask) P(in, kpm) P(out, out) P(int8, dims) P(int8, mk)         \\\n",
+"    F(sin, q) P(sin, k) P(sin, v) P(in, mask) P(in, kpm) P(sout, out) P(int8, dims) P(int8, mk)     \\\n",
 "    P(float, scale) P(float, p) P(uint, seed_lo) P(uint, seed_hi) P(uint, key) P(ustep, step_lo)    \\\n",
 "    P(ustep, step_hi) P(int, vdim)\n",
 "NN__KSIG(attn_fwd)\n",
 "/* o: the forward's out; dout: its gradient (the output part); delta [B, H, Tq];\n",
 "   out: dq (attn_dq) or [dk, dv] (attn_dkv) */\n",
 "#define NN__KARGS_attn_bwd(F, P)                                                                   \\\n",
-"    F(in, q) P(in, k) P(in, v) P(in, mask) P(in, kpm) P(in, o) P(in, dout) P(in, delta) P(out, out) \\\n",
+"    F(sin, q) P(sin, k) P(sin, v) P(in, mask) P(in, kpm) P(sin, o) P(sin, dout) P(in, delta) P(sout, out) \\\n",
 "    P(int8, dims) P(int8, mk) P(float, scale) P(float, p) P(uint, seed_lo) P(uint, seed_hi)          \\\n",
 "    P(uint, key) P(ustep, step_lo) P(ustep, step_hi) P(int, vdim)\n",
 "NN__KSIG(attn_bwd)\n",
 "/* delta [B, H, Tq] = rowsum(dout * o) */\n",
-"#define NN__KARGS_attn_delta(F, P) F(in, o) P(in, dout) P(out, delta) P(int8, dims) P(int, vdim)\n",
+"#define NN__KARGS_attn_delta(F, P) F(sin, o) P(sin, dout) P(out, delta) P(int8, dims) P(int, vdim)\n",
 "NN__KSIG(attn_delta)\n",
 "\n",
 "#endif\n",
-"#line 11 \"kernels/attention.cl\"\n",
+"#line 12 \"kernels/attention.cl\"\n",
 "#line 1 \"kernels/attention_tile.h\"\n",
 "/* The tiled attention kernels' tile (kernels/attention.cl: attn_tiled_*), written once for\n",
 "   the launches (src/ops/attention.c), the build options (src/opencl/gemm_plan.c) and the\n",
@@ -25271,7 +25474,27 @@ static const char *const nn__cl_src_attention[] = {
 "#define NN__ATTN_RB 16\n",
 "\n",
 "#endif\n",
-"#line 12 \"kernels/attention.cl\"\n",
+"#line 13 \"kernels/attention.cl\"\n",
+"\n",
+"/* q, k, v, the output and dO are the program's storage type (kernels/storage.h): built\n",
+"   with -DNN_STORE_BF16 / -DNN_STORE_F16 these are the 16-bit attention (every sum, the\n",
+"   softmax's statistics and the log-sum-exp in float32, each output rounded once), built\n",
+"   with neither the float32 kernels, the same accesses as before. NN_ATTN_LD reads one\n",
+"   element, NN_ATTN_V8 eight from p; the log-sum-exp after an output of n elements is\n",
+"   float32 words from element n (rounded up to even in 16-bit storage: NN_ATTN_LSE_OFF). */\n",
+"#define NN_ATTN_LD(p, i) NN__SLOAD(p, i)\n",
+"#if defined(NN_STORE_BF16)\n",
+"#define NN_ATTN_V8(p) as_float8(convert_uint8(vload8(0, p)) << 16)\n",
+"#define NN_ATTN_LSE_OFF(n) ((n) + ((n) & 1))\n",
+"#elif defined(NN_STORE_F16)\n",
+"#define NN_ATTN_V8(p) vload_half8(0, (__global const half *)(p))\n",
+"#define NN_ATTN_LSE_OFF(n) ((n) + ((n) & 1))\n",
+"#else\n",
+"#define NN_ATTN_V8(p) vload8(0, p)\n",
+"#define NN_ATTN_LSE_OFF(n) (n)\n",
+"#endif\n",
+"#define NN_ATTN_LSE_IN(p, n) ((__global const float *)((p) + NN_ATTN_LSE_OFF(n)))\n",
+"#define NN_ATTN_LSE_OUT(p, n) ((__global float *)((p) + NN_ATTN_LSE_OFF(n)))\n",
 "\n",
 "#define NN_ATTN_DMAX 256\n",
 "\n",
@@ -25340,7 +25563,7 @@ static const char *const nn__cl_src_attention[] = {
 "        float bias, s = 0.0f;\n",
 "        if (nn_attn_dead(dims, mk, mask, kpm, b, h, i, j, &bias)) continue;\n",
 "        long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j), vo = nn_attn_off(lay, Hkv, Tk, Dv, b, hk, j);\n",
-"        for (int d = 0; d < D; d++) s += q[qo + d] * k[ko + d];\n",
+"        for (int d = 0; d < D; d++) s += NN_ATTN_LD(q, qo + d) * NN_ATTN_LD(k, ko + d);\n",
 "        s = s * scale + bias;\n",
 "        if (s > m) {\n",
 "            float alpha = m == -INFINITY ? 0.0f : exp(m - s);\n",
@@ -25352,11 +25575,11 @@ static const char *const nn__cl_src_attention[] = {
 "        l += pe;\n",
 "        if (p > 0.0f) pe *= nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j);\n",
 "        if (pe != 0.0f)\n",
-"            for (int d = 0; d < Dv; d++) acc[d] += pe * v[vo + d];\n",
+"            for (int d = 0; d < Dv; d++) acc[d] += pe * NN_ATTN_LD(v, vo + d);\n",
 "    }\n",
 "    float inv = l > 0.0f ? 1.0f / l : 0.0f;\n",
-"    for (int d = 0; d < Dv; d++) out[oo + d] = acc[d] * inv;\n",
-"    out[(long)B * H * Tq * Dv + r] = l > 0.0f ? m + log(l) : -INFINITY;\n",
+"    for (int d = 0; d < Dv; d++) NN__SSTORE(out, oo + d, acc[d] * inv);\n",
+"    NN_ATTN_LSE_OUT(out, (long)B * H * Tq * Dv)[r] = l > 0.0f ? m + log(l) : -INFINITY;\n",
 "}\n",
 "\n",
 "__kernel void attn_delta(NN__KPARAMS(attn_delta)) {\n",
@@ -25365,28 +25588,28 @@ static const char *const nn__cl_src_attention[] = {
 "    if (r >= B * H * Tq) return;\n",
 "    long qo = nn_attn_off(dims.s6, H, Tq, D, r / (H * Tq), r / Tq % H, r % Tq);\n",
 "    float acc = 0.0f;\n",
-"    for (int d = 0; d < D; d++) acc += dout[qo + d] * o[qo + d];\n",
+"    for (int d = 0; d < D; d++) acc += NN_ATTN_LD(dout, qo + d) * NN_ATTN_LD(o, qo + d);\n",
 "    delta[r] = acc;\n",
 "}\n",
 "\n",
 "/* dq_i = scale sum_j P_ij (dP_ij z_ij - delta_i) k_j */\n",
 "__kernel void attn_dq(NN__KPARAMS(attn_bwd)) {\n",
 "    NN_ATTN_ROW;\n",
-"    float acc[NN_ATTN_DMAX], lse = o[(long)B * H * Tq * Dv + r], dl = delta[r];\n",
+"    float acc[NN_ATTN_DMAX], lse = NN_ATTN_LSE_IN(o, (long)B * H * Tq * Dv)[r], dl = delta[r];\n",
 "    for (int d = 0; d < D; d++) acc[d] = 0.0f;\n",
 "    for (int j = 0; j < Tk; j++) {\n",
 "        float bias, s = 0.0f, dp = 0.0f, z = 1.0f;\n",
 "        if (nn_attn_dead(dims, mk, mask, kpm, b, h, i, j, &bias)) continue;\n",
 "        long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j), vo = nn_attn_off(lay, Hkv, Tk, Dv, b, hk, j);\n",
-"        for (int d = 0; d < D; d++) s += q[qo + d] * k[ko + d];\n",
+"        for (int d = 0; d < D; d++) s += NN_ATTN_LD(q, qo + d) * NN_ATTN_LD(k, ko + d);\n",
 "        float pe = exp(s * scale + bias - lse);\n",
 "        if (pe == 0.0f) continue;\n",
-"        for (int d = 0; d < Dv; d++) dp += dout[oo + d] * v[vo + d];\n",
+"        for (int d = 0; d < Dv; d++) dp += NN_ATTN_LD(dout, oo + d) * NN_ATTN_LD(v, vo + d);\n",
 "        if (p > 0.0f) z = nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j);\n",
 "        float ds = pe * (dp * z - dl);\n",
-"        for (int d = 0; d < D; d++) acc[d] += ds * k[ko + d];\n",
+"        for (int d = 0; d < D; d++) acc[d] += ds * NN_ATTN_LD(k, ko + d);\n",
 "    }\n",
-"    for (int d = 0; d < D; d++) out[qo + d] = acc[d] * scale;\n",
+"    for (int d = 0; d < D; d++) NN__SSTORE(out, qo + d, acc[d] * scale);\n",
 "}\n",
 "\n",
 "/* key row j of key/value head hk: dv_j = sum_(h, i) P_ij z_ij dO_i, dk_j = scale sum_(h, i)\n",
@@ -25406,17 +25629,17 @@ static const char *const nn__cl_src_attention[] = {
 "            if (nn_attn_dead(dims, mk, mask, kpm, b, h, i, j, &bias)) continue;\n",
 "            long qo = nn_attn_off(lay, H, Tq, D, b, h, i), oo = nn_attn_off(lay, H, Tq, Dv, b, h, i);\n",
 "            long row = ((long)b * H + h) * Tq + i;\n",
-"            for (int d = 0; d < D; d++) s += q[qo + d] * k[ko + d];\n",
-"            float pe = exp(s * scale + bias - o[(long)B * H * Tq * Dv + row]);\n",
+"            for (int d = 0; d < D; d++) s += NN_ATTN_LD(q, qo + d) * NN_ATTN_LD(k, ko + d);\n",
+"            float pe = exp(s * scale + bias - NN_ATTN_LSE_IN(o, (long)B * H * Tq * Dv)[row]);\n",
 "            if (pe == 0.0f) continue;\n",
 "            if (p > 0.0f) z = nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j);\n",
-"            for (int d = 0; d < Dv; d++) dp += dout[oo + d] * v[vo + d];\n",
+"            for (int d = 0; d < Dv; d++) dp += NN_ATTN_LD(dout, oo + d) * NN_ATTN_LD(v, vo + d);\n",
 "            float pd = pe * z, ds = pe * (dp * z - delta[row]);\n",
-"            for (int d = 0; d < Dv; d++) dv[d] += pd * dout[oo + d];\n",
-"            for (int d = 0; d < D; d++) dk[d] += ds * q[qo + d];\n",
+"            for (int d = 0; d < Dv; d++) dv[d] += pd * NN_ATTN_LD(dout, oo + d);\n",
+"            for (int d = 0; d < D; d++) dk[d] += ds * NN_ATTN_LD(q, qo + d);\n",
 "        }\n",
-"    for (int d = 0; d < D; d++) out[ko + d] = dk[d] * scale;\n",
-"    for (int d = 0; d < Dv; d++) out[nkv + vo + d] = dv[d];\n",
+"    for (int d = 0; d < D; d++) NN__SSTORE(out, ko + d, dk[d] * scale);\n",
+"    for (int d = 0; d < Dv; d++) NN__SSTORE(out, nkv + vo + d, dv[d]);\n",
 "}\n",
 "\n",
 "/* element r of an additive mask's gradient: the sum of dS_bhij = P_ij (dP_ij z_ij -\n",
@@ -25435,21 +25658,21 @@ static const char *const nn__cl_src_attention[] = {
 "            for (int i = i0; i < i1; i++) {\n",
 "                long qo = nn_attn_off(lay, H, Tq, D, b, h, i), oo = nn_attn_off(lay, H, Tq, Dv, b, h, i);\n",
 "                long row = ((long)b * H + h) * Tq + i;\n",
-"                float lse = o[(long)B * H * Tq * Dv + row], dl = delta[row];\n",
+"                float lse = NN_ATTN_LSE_IN(o, (long)B * H * Tq * Dv)[row], dl = delta[row];\n",
 "                int hk = h / (H / Hkv);\n",
 "                for (int j = j0; j < j1; j++) {\n",
 "                    float bias, s = 0.0f, dp = 0.0f, z = 1.0f;\n",
 "                    if (nn_attn_dead(dims, mk, mask, kpm, b, h, i, j, &bias)) continue;\n",
 "                    long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j), vo = nn_attn_off(lay, Hkv, Tk, Dv, b, hk, j);\n",
-"                    for (int d = 0; d < D; d++) s += q[qo + d] * k[ko + d];\n",
+"                    for (int d = 0; d < D; d++) s += NN_ATTN_LD(q, qo + d) * NN_ATTN_LD(k, ko + d);\n",
 "                    float pe = exp(s * scale + bias - lse);\n",
 "                    if (pe == 0.0f) continue;\n",
-"                    for (int d = 0; d < Dv; d++) dp += dout[oo + d] * v[vo + d];\n",
+"                    for (int d = 0; d < Dv; d++) dp += NN_ATTN_LD(dout, oo + d) * NN_ATTN_LD(v, vo + d);\n",
 "                    if (p > 0.0f) z = nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j);\n",
 "                    acc += pe * (dp * z - dl);\n",
 "                }\n",
 "            }\n",
-"    out[r] = acc;\n",
+"    ((__global float *)out)[r] = acc; /* the mask's gradient: float32 */\n",
 "}\n",
 "\n",
 "/* ==== the tiled kernels: a work-group of NN_ATTN_WG items per tile of BT rows, WG / BT\n",
@@ -25466,11 +25689,11 @@ static const char *const nn__cl_src_attention[] = {
 "\n",
 "/* rows [r0, r0 + BT) of a [B, heads, T, D] (or [B, T, heads, D]) head into a [BT, D + 1]\n",
 "   local tile, zeros past n */\n",
-"inline void nn_attn_load(__local float *dst, __global const float *src, int lay, int heads, int T, int D, int b, int h, int r0,\n",
+"inline void nn_attn_load(__local float *dst, __global const NN__STORE_T *src, int lay, int heads, int T, int D, int b, int h, int r0,\n",
 "                         int n, int BT) {\n",
 "    for (int e = get_local_id(0); e < BT * D; e += NN_ATTN_WG) {\n",
 "        int rr = e / D, d = e - rr * D;\n",
-"        dst[rr * (D + 1) + d] = r0 + rr < n ? src[nn_attn_off(lay, heads, T, D, b, h, r0 + rr) + d] : 0.0f;\n",
+"        dst[rr * (D + 1) + d] = r0 + rr < n ? NN_ATTN_LD(src, nn_attn_off(lay, heads, T, D, b, h, r0 + rr) + d) : 0.0f;\n",
 "    }\n",
 "}\n",
 "\n",
@@ -25563,9 +25786,9 @@ static const char *const nn__cl_src_attention[] = {
 "        if (p > 0.0f) inv *= 1.0f / (1.0f - p);\n",
 "        for (int u = 0; u < NN_ATTN_OWN; u++) {\n",
 "            int d = t + u * tpr;\n",
-"            if (d < D) out[qo + d] = acc[u] * inv;\n",
+"            if (d < D) NN__SSTORE(out, qo + d, acc[u] * inv);\n",
 "        }\n",
-"        if (t == 0) out[(long)B * H * Tq * D + ((long)b * H + h) * Tq + i] = l > 0.0f ? m + log(l) : -INFINITY;\n",
+"        if (t == 0) NN_ATTN_LSE_OUT(out, (long)B * H * Tq * D)[((long)b * H + h) * Tq + i] = l > 0.0f ? m + log(l) : -INFINITY;\n",
 "    }\n",
 "}\n",
 "\n",
@@ -25576,7 +25799,7 @@ static const char *const nn__cl_src_attention[] = {
 "    int h = hh, hk = h / (H / Hkv), i = r0 + r, jlo, jhi;\n",
 "    __local float *Qs = lm, *dOs = Qs + BT * ld, *Ks = dOs + BT * ld, *Vs = Ks + BT * ld, *Ss = Vs + BT * ld;\n",
 "    long row = ((long)b * H + h) * Tq + (i < Tq ? i : 0);\n",
-"    float acc[NN_ATTN_OWN], lse = o[(long)B * H * Tq * D + row], dl = delta[row];\n",
+"    float acc[NN_ATTN_OWN], lse = NN_ATTN_LSE_IN(o, (long)B * H * Tq * D)[row], dl = delta[row];\n",
 "    for (int u = 0; u < NN_ATTN_OWN; u++) acc[u] = 0.0f;\n",
 "    nn_attn_keys(dims, mk, r0, min(r0 + BT, Tq), &jlo, &jhi);\n",
 "    nn_attn_load(Qs, q, lay, H, Tq, D, b, h, r0, Tq, BT);\n",
@@ -25614,7 +25837,7 @@ static const char *const nn__cl_src_attention[] = {
 "        long qo = nn_attn_off(lay, H, Tq, D, b, h, i);\n",
 "        for (int u = 0; u < NN_ATTN_OWN; u++) {\n",
 "            int d = t + u * tpr;\n",
-"            if (d < D) out[qo + d] = acc[u] * scale;\n",
+"            if (d < D) NN__SSTORE(out, qo + d, acc[u] * scale);\n",
 "        }\n",
 "    }\n",
 "}\n",
@@ -25644,7 +25867,7 @@ static const char *const nn__cl_src_attention[] = {
 "                    long row = ((long)b * H + h) * Tq + i;\n",
 "                    float s = 0.0f, dp = 0.0f, z = 1.0f;\n",
 "                    for (int d = 0; d < D; d++) s += Qs[c * ld + d] * Ks[r * ld + d];\n",
-"                    float pe = exp(s * scale + bias - o[(long)B * H * Tq * D + row]);\n",
+"                    float pe = exp(s * scale + bias - NN_ATTN_LSE_IN(o, (long)B * H * Tq * D)[row]);\n",
 "                    if (pe != 0.0f) {\n",
 "                        if (p > 0.0f) z = nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j);\n",
 "                        for (int d = 0; d < D; d++) dp += dOs[c * ld + d] * Vs[r * ld + d];\n",
@@ -25672,8 +25895,8 @@ static const char *const nn__cl_src_attention[] = {
 "        for (int u = 0; u < NN_ATTN_OWN; u++) {\n",
 "            int d = t + u * tpr;\n",
 "            if (d < D) {\n",
-"                out[ko + d] = dk[u] * scale;\n",
-"                out[nkv + ko + d] = dv[u];\n",
+"                NN__SSTORE(out, ko + d, dk[u] * scale);\n",
+"                NN__SSTORE(out, nkv + ko + d, dv[u]);\n",
 "            }\n",
 "        }\n",
 "    }\n",
@@ -25688,16 +25911,16 @@ static const char *const nn__cl_src_attention[] = {
 "#define NN_ATTN_CB 64\n",
 "\n",
 "/* the dots of x with y0..y3 (a row missing from a group of four: y0 again, weight 0) */\n",
-"inline float4 nn_attn_dot4(__global const float *x, __global const float *y0, __global const float *y1,\n",
-"                           __global const float *y2, __global const float *y3, int D) {\n",
+"inline float4 nn_attn_dot4(__global const NN__STORE_T *x, __global const NN__STORE_T *y0, __global const NN__STORE_T *y1,\n",
+"                           __global const NN__STORE_T *y2, __global const NN__STORE_T *y3, int D) {\n",
 "    float8 a0 = (float8)(0.0f), a1 = a0, a2 = a0, a3 = a0;\n",
 "    int d = 0;\n",
 "    for (; d + 8 <= D; d += 8) {\n",
-"        float8 xv = vload8(0, x + d);\n",
-"        a0 += xv * vload8(0, y0 + d);\n",
-"        a1 += xv * vload8(0, y1 + d);\n",
-"        a2 += xv * vload8(0, y2 + d);\n",
-"        a3 += xv * vload8(0, y3 + d);\n",
+"        float8 xv = NN_ATTN_V8(x + d);\n",
+"        a0 += xv * NN_ATTN_V8(y0 + d);\n",
+"        a1 += xv * NN_ATTN_V8(y1 + d);\n",
+"        a2 += xv * NN_ATTN_V8(y2 + d);\n",
+"        a3 += xv * NN_ATTN_V8(y3 + d);\n",
 "    }\n",
 "    float4 lo = (a0.s0123 + a0.s4567), r;\n",
 "    r.x = (lo.x + lo.y) + (lo.z + lo.w);\n",
@@ -25707,46 +25930,46 @@ static const char *const nn__cl_src_attention[] = {
 "    r.z = (lo.x + lo.y) + (lo.z + lo.w);\n",
 "    lo = a3.s0123 + a3.s4567;\n",
 "    r.w = (lo.x + lo.y) + (lo.z + lo.w);\n",
-"    for (; d < D; d++) r += x[d] * (float4)(y0[d], y1[d], y2[d], y3[d]);\n",
+"    for (; d < D; d++) r += NN_ATTN_LD(x, d) * (float4)(NN_ATTN_LD(y0, d), NN_ATTN_LD(y1, d), NN_ATTN_LD(y2, d), NN_ATTN_LD(y3, d));\n",
 "    return r;\n",
 "}\n",
 "\n",
 "/* acc += w.x y0 + w.y y1 + w.z y2 + w.w y3, in that order */\n",
-"inline void nn_attn_axpy4(__local float *acc, float4 w, __global const float *y0, __global const float *y1,\n",
-"                          __global const float *y2, __global const float *y3, int D) {\n",
+"inline void nn_attn_axpy4(__local float *acc, float4 w, __global const NN__STORE_T *y0, __global const NN__STORE_T *y1,\n",
+"                          __global const NN__STORE_T *y2, __global const NN__STORE_T *y3, int D) {\n",
 "    int d = 0;\n",
 "    for (; d + 8 <= D; d += 8)\n",
-"        vstore8(vload8(0, acc + d) + w.x * vload8(0, y0 + d) + w.y * vload8(0, y1 + d) + w.z * vload8(0, y2 + d) +\n",
-"                    w.w * vload8(0, y3 + d),\n",
+"        vstore8(vload8(0, acc + d) + w.x * NN_ATTN_V8(y0 + d) + w.y * NN_ATTN_V8(y1 + d) + w.z * NN_ATTN_V8(y2 + d) +\n",
+"                    w.w * NN_ATTN_V8(y3 + d),\n",
 "                0, acc + d);\n",
-"    for (; d < D; d++) acc[d] = acc[d] + w.x * y0[d] + w.y * y1[d] + w.z * y2[d] + w.w * y3[d];\n",
+"    for (; d < D; d++) acc[d] = acc[d] + w.x * NN_ATTN_LD(y0, d) + w.y * NN_ATTN_LD(y1, d) + w.z * NN_ATTN_LD(y2, d) + w.w * NN_ATTN_LD(y3, d);\n",
 "}\n",
 "\n",
 "/* acc_r += w_r y for the rows acc, acc + D, acc + 2 D, acc + 3 D (n of them) */\n",
-"inline void nn_attn_axpy_rows(__local float *acc, int n, float4 w, __global const float *y, int D) {\n",
+"inline void nn_attn_axpy_rows(__local float *acc, int n, float4 w, __global const NN__STORE_T *y, int D) {\n",
 "    int d = 0;\n",
 "    __local float *a1 = acc + D * (n > 1), *a2 = acc + 2 * D * (n > 2), *a3 = acc + 3 * D * (n > 3);\n",
 "    w = (float4)(w.x, n > 1 ? w.y : 0.0f, n > 2 ? w.z : 0.0f, n > 3 ? w.w : 0.0f);\n",
 "    if (n < 4) { /* fewer rows: one at a time (a missing row aliases acc) */\n",
 "        for (int r = 0; r < n; r++) {\n",
 "            float wr = r == 0 ? w.x : r == 1 ? w.y : w.z;\n",
-"            for (d = 0; d + 8 <= D; d += 8) vstore8(vload8(0, acc + r * D + d) + wr * vload8(0, y + d), 0, acc + r * D + d);\n",
-"            for (; d < D; d++) acc[r * D + d] += wr * y[d];\n",
+"            for (d = 0; d + 8 <= D; d += 8) vstore8(vload8(0, acc + r * D + d) + wr * NN_ATTN_V8(y + d), 0, acc + r * D + d);\n",
+"            for (; d < D; d++) acc[r * D + d] += wr * NN_ATTN_LD(y, d);\n",
 "        }\n",
 "        return;\n",
 "    }\n",
 "    for (; d + 8 <= D; d += 8) {\n",
-"        float8 yv = vload8(0, y + d);\n",
+"        float8 yv = NN_ATTN_V8(y + d);\n",
 "        vstore8(vload8(0, acc + d) + w.x * yv, 0, acc + d);\n",
 "        vstore8(vload8(0, a1 + d) + w.y * yv, 0, a1 + d);\n",
 "        vstore8(vload8(0, a2 + d) + w.z * yv, 0, a2 + d);\n",
 "        vstore8(vload8(0, a3 + d) + w.w * yv, 0, a3 + d);\n",
 "    }\n",
 "    for (; d < D; d++) {\n",
-"        acc[d] += w.x * y[d];\n",
-"        a1[d] += w.y * y[d];\n",
-"        a2[d] += w.z * y[d];\n",
-"        a3[d] += w.w * y[d];\n",
+"        acc[d] += w.x * NN_ATTN_LD(y, d);\n",
+"        a1[d] += w.y * NN_ATTN_LD(y, d);\n",
+"        a2[d] += w.z * NN_ATTN_LD(y, d);\n",
+"        a3[d] += w.w * NN_ATTN_LD(y, d);\n",
 "    }\n",
 "}\n",
 "\n",
@@ -25815,8 +26038,8 @@ static const char *const nn__cl_src_attention[] = {
 "        int r = i - r0;\n",
 "        long qo = nn_attn_off(lay, H, Tq, D, b, h, i);\n",
 "        float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;\n",
-"        for (int d = 0; d < D; d++) out[qo + d] = acc[r * D + d] * inv;\n",
-"        out[(long)B * H * Tq * D + ((long)b * H + h) * Tq + i] = l[r] > 0.0f ? m[r] + log(l[r]) : -INFINITY;\n",
+"        for (int d = 0; d < D; d++) NN__SSTORE(out, qo + d, acc[r * D + d] * inv);\n",
+"        NN_ATTN_LSE_OUT(out, (long)B * H * Tq * D)[((long)b * H + h) * Tq + i] = l[r] > 0.0f ? m[r] + log(l[r]) : -INFINITY;\n",
 "    }\n",
 "}\n",
 "\n",
@@ -25838,7 +26061,7 @@ static const char *const nn__cl_src_attention[] = {
 "                float bias, z = 1.0f, pe = 0.0f;\n",
 "                w[e] = 0.0f;\n",
 "                if (i + e >= r1 || nn_attn_dead(dims, mk, mask, kpm, b, h, i + e, j, &bias)) continue;\n",
-"                pe = exp(ss[e] * scale + bias - o[(long)B * H * Tq * D + row]);\n",
+"                pe = exp(ss[e] * scale + bias - NN_ATTN_LSE_IN(o, (long)B * H * Tq * D)[row]);\n",
 "                if (pe == 0.0f) continue;\n",
 "                if (p > 0.0f) z = nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i + e, j);\n",
 "                w[e] = pe * (dp[e] * z - delta[row]);\n",
@@ -25848,7 +26071,7 @@ static const char *const nn__cl_src_attention[] = {
 "    }\n",
 "    for (int i = r0; i < r1; i++) {\n",
 "        long qo = nn_attn_off(lay, H, Tq, D, b, h, i);\n",
-"        for (int d = 0; d < D; d++) out[qo + d] = acc[(i - r0) * D + d] * scale;\n",
+"        for (int d = 0; d < D; d++) NN__SSTORE(out, qo + d, acc[(i - r0) * D + d] * scale);\n",
 "    }\n",
 "}\n",
 "\n",
@@ -25863,7 +26086,7 @@ static const char *const nn__cl_src_attention[] = {
 "    for (int h = hk * grp_h; h < (hk + 1) * grp_h; h++)\n",
 "        for (int i = ilo; i < ihi; i++) {\n",
 "            long qo = nn_attn_off(lay, H, Tq, D, b, h, i), row = ((long)b * H + h) * Tq + i;\n",
-"            float lse = o[(long)B * H * Tq * D + row], dl = delta[row];\n",
+"            float lse = NN_ATTN_LSE_IN(o, (long)B * H * Tq * D)[row], dl = delta[row];\n",
 "            for (int j = r0; j < r1; j += 4) {\n",
 "                float4 s4 = nn_attn_dot4(q + qo, NN_ATTN_ROWS4(k, Hkv, Tk, hk, j, r1), D);\n",
 "                float4 p4 = nn_attn_dot4(dout + qo, NN_ATTN_ROWS4(v, Hkv, Tk, hk, j, r1), D);\n",
@@ -25886,8 +26109,8 @@ static const char *const nn__cl_src_attention[] = {
 "    for (int j = r0; j < r1; j++) {\n",
 "        long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j), nkv = (long)B * Hkv * Tk * D;\n",
 "        for (int d = 0; d < D; d++) {\n",
-"            out[ko + d] = dk[(j - r0) * D + d] * scale;\n",
-"            out[nkv + ko + d] = dv[(j - r0) * D + d];\n",
+"            NN__SSTORE(out, ko + d, dk[(j - r0) * D + d] * scale);\n",
+"            NN__SSTORE(out, nkv + ko + d, dv[(j - r0) * D + d]);\n",
 "        }\n",
 "    }\n",
 "}\n",
@@ -32563,7 +32786,8 @@ NN__KSIG(one_hot)
    kernels/shape_args.h
    ====================================================================== */
 /* kernels/shape.cl's kernel signatures (kernels/kargs.h says how to read them). The copies
-   move 32-bit words (uin/uout), so they serve float32 and int32 tensors alike. */
+   move 32-bit words (uin/uout), so they serve float32 and int32 tensors alike; the _h
+   twins of permute, concat_part and slice move 16-bit words (hin/hout: bf16, fp16). */
 #ifndef NN__SHAPE_ARGS_H
 #define NN__SHAPE_ARGS_H
 
@@ -32582,6 +32806,14 @@ NN__KSIG(concat_part)
 #define NN__KARGS_slice(F, P) \
     F(uin, x) P(uout, y) P(int, n) P(int, L) P(int, len) P(int, inner) P(int, start) P(int, grad) P(int, step)
 NN__KSIG(slice)
+#define NN__KARGS_permute_h(F, P) F(hin, x) P(hout, y) P(int, n) P(int8, dims) P(int8, xs)
+NN__KSIG(permute_h)
+#define NN__KARGS_concat_part_h(F, P) \
+    F(hin, x) P(hout, y) P(int, n) P(int, lx) P(int, L) P(int, off) P(int, inner)
+NN__KSIG(concat_part_h)
+#define NN__KARGS_slice_h(F, P) \
+    F(hin, x) P(hout, y) P(int, n) P(int, L) P(int, len) P(int, inner) P(int, start) P(int, grad) P(int, step)
+NN__KSIG(slice_h)
 
 /* 6 dims each, ones in front */
 #define NN__KARGS_repeat_forward(F, P) F(uin, x) P(uout, y) P(int, n) P(int8, ydims) P(int8, xdims)
@@ -32944,25 +33176,27 @@ NN__KSIG(rope)
    mk: the mask's strides over b, h, i, j, its mode (0 none, 1 float added, 2 int32: nonzero
    attends), the key padding mask's mode (0 none, 1 float, 2 int32: nonzero ignores), the
    sliding window (0 none), 0; vdim: v's head dim Dv (the output's, dout's; q and k have D).
-   mask and kpm are read only when their mode is not 0. */
+   mask and kpm are read only when their mode is not 0. q, k, v, o, dout and the outputs are
+   of the program's storage type (sin/sout: 16-bit attention; the log-sum-exp after the
+   output stays float32 words, and attn_dmask's out is the float32 mask's gradient). */
 #ifndef NN__ATTENTION_ARGS_H
 #define NN__ATTENTION_ARGS_H
 
 /* out: [output in q's layout, log-sum-exp [B, H, Tq]] */
 #define NN__KARGS_attn_fwd(F, P)                                                                   \
-    F(in, q) P(in, k) P(in, v) P(in, mask) P(in, kpm) P(out, out) P(int8, dims) P(int8, mk)         \
+    F(sin, q) P(sin, k) P(sin, v) P(in, mask) P(in, kpm) P(sout, out) P(int8, dims) P(int8, mk)     \
     P(float, scale) P(float, p) P(uint, seed_lo) P(uint, seed_hi) P(uint, key) P(ustep, step_lo)    \
     P(ustep, step_hi) P(int, vdim)
 NN__KSIG(attn_fwd)
 /* o: the forward's out; dout: its gradient (the output part); delta [B, H, Tq];
    out: dq (attn_dq) or [dk, dv] (attn_dkv) */
 #define NN__KARGS_attn_bwd(F, P)                                                                   \
-    F(in, q) P(in, k) P(in, v) P(in, mask) P(in, kpm) P(in, o) P(in, dout) P(in, delta) P(out, out) \
+    F(sin, q) P(sin, k) P(sin, v) P(in, mask) P(in, kpm) P(sin, o) P(sin, dout) P(in, delta) P(sout, out) \
     P(int8, dims) P(int8, mk) P(float, scale) P(float, p) P(uint, seed_lo) P(uint, seed_hi)          \
     P(uint, key) P(ustep, step_lo) P(ustep, step_hi) P(int, vdim)
 NN__KSIG(attn_bwd)
 /* delta [B, H, Tq] = rowsum(dout * o) */
-#define NN__KARGS_attn_delta(F, P) F(in, o) P(in, dout) P(out, delta) P(int8, dims) P(int, vdim)
+#define NN__KARGS_attn_delta(F, P) F(sin, o) P(sin, dout) P(out, delta) P(int8, dims) P(int, vdim)
 NN__KSIG(attn_delta)
 
 #endif
@@ -37422,22 +37656,23 @@ NN_API nn_tensor nn_unsqueeze(nn_graph *g, nn_tensor x, int dim) {
 
 static void nn__grad_reshape(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
-    nn__acc_grad(g, a, nn__op1(g, NN__OP_RESHAPE, NN_F32, g->nodes[a].shape, gy.id));
+    nn__acc_grad(g, a, nn__op1(g, NN__OP_RESHAPE, g->nodes[gy.id].dtype, g->nodes[a].shape, gy.id));
     return;
 }
 
 static nn_result nn__cpu_reshape(nn_graph *g, nn__node *n) {
-    if (n->storage != NN__ST_VIEW) memcpy(n->buf.host, NN__F(n->in[0]), (size_t)n->numel * 4); /* a parameter's copy */
+    if (n->storage != NN__ST_VIEW) /* a parameter's copy */
+        memcpy(n->buf.host, g->nodes[n->in[0]].buf.host, (size_t)n->numel * nn__dtype_size(n->dtype));
     return NN_OK;
 }
 
 static nn_result nn__launch_reshape(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     if (n->storage == NN__ST_VIEW) return NN_OK; /* the input's own storage: nothing to run */
-    NN__KSTART(copy, "elementwise", "copy", n->numel);
+    NN__KSTART(copy, "elementwise", "copy", nn__dtype_bytes(n->dtype, n->numel) / 4);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
-    k.n = (int)n->numel;
+    k.n = (int)(nn__dtype_bytes(n->dtype, n->numel) / 4); /* 32-bit words: 16-bit storage whole, padding too */
     return nn__kargs_copy(l, &k);
 }
 
@@ -37533,10 +37768,10 @@ static void nn__permute_geom(const nn__node *n, const nn_shape *xs, int64_t *dim
 
 static nn_result nn__cpu_permute(nn_graph *g, nn__node *n) {
     const int *in = n->in;
-    float *y = n->buf.host;
+    void *y = n->buf.host;
     int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS];
     nn__permute_geom(n, &g->nodes[in[0]].shape, dims, xs);
-    nn__permute_forward(y, NN__F(in[0]), NN_MAX_DIMS, dims, xs);
+    nn__permute_forward(y, g->nodes[in[0]].buf.host, (int)nn__dtype_size(n->dtype), NN_MAX_DIMS, dims, xs);
     return NN_OK;
 }
 
@@ -37549,13 +37784,23 @@ static nn_result nn__launch_permute(nn_graph *g, int id) {
         vd[d] = d < NN_MAX_DIMS ? (int)dims[d] : 1;
         vs[d] = d < NN_MAX_DIMS ? (int)xs[d] : 0;
     }
-    NN__KSTART(permute, "shape", "permute", n->numel);
-    k.x = &g->nodes[n->in[0]].buf;
-    k.y = &n->buf;
-    k.n = (int)n->numel;
-    k.dims = vd;
-    k.xs = vs;
-    return nn__kargs_permute(l, &k);
+    if (nn__dtype_half(n->dtype)) { /* 16-bit words */
+        NN__KSTART(permute_h, "shape", "permute_h", n->numel);
+        k.x = &g->nodes[n->in[0]].buf;
+        k.y = &n->buf;
+        k.n = (int)n->numel;
+        k.dims = vd;
+        k.xs = vs;
+        return nn__kargs_permute_h(l, &k);
+    } else {
+        NN__KSTART(permute, "shape", "permute", n->numel);
+        k.x = &g->nodes[n->in[0]].buf;
+        k.y = &n->buf;
+        k.n = (int)n->numel;
+        k.dims = vd;
+        k.xs = vs;
+        return nn__kargs_permute(l, &k);
+    }
 }
 
 /* ==== flip: y [x's shape] = x reversed along dims (torch.flip): permute's loop, and the
@@ -37614,7 +37859,7 @@ static int64_t nn__flip_geom(const nn__node *n, int64_t *dims, int64_t *xstride)
 
 static nn_result nn__cpu_flip(nn_graph *g, nn__node *n) {
     int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS], base = nn__flip_geom(n, dims, xs);
-    nn__permute_forward(n->buf.host, NN__F(n->in[0]) + base, NN_MAX_DIMS, dims, xs);
+    nn__permute_forward(n->buf.host, NN__F(n->in[0]) + base, 4, NN_MAX_DIMS, dims, xs);
     return NN_OK;
 }
 
@@ -37735,12 +37980,12 @@ static void nn__grad_slice(nn_graph *g, int id) {
 
 static nn_result nn__cpu_slice(nn_graph *g, nn__node *n) {
     const int *in = n->in;
-    float *y = n->buf.host;
+    void *y = n->buf.host;
     int grad = n->op == NN__OP_SLICE_GRAD;
     int64_t o, L, inner, len;
     nn__axis_split(grad ? &n->shape : &g->nodes[in[0]].shape, n->a.shape.axis, &o, &L, &inner);
     len = (grad ? g->nodes[in[0]].shape : n->shape).dim[n->a.shape.axis];
-    nn__slice(y, NN__F(in[0]), o, L, inner, n->a.shape.start, len, n->a.shape.step, grad);
+    nn__slice(y, g->nodes[in[0]].buf.host, (int)nn__dtype_size(n->dtype), o, L, inner, n->a.shape.start, len, n->a.shape.step, grad);
     return NN_OK;
 }
 
@@ -37751,17 +37996,26 @@ static nn_result nn__launch_slice(nn_graph *g, int id) {
     int64_t o, L, inner, len;
     nn__axis_split(grad ? &n->shape : &g->nodes[in[0]].shape, n->a.shape.axis, &o, &L, &inner);
     len = (grad ? g->nodes[in[0]].shape : n->shape).dim[n->a.shape.axis];
-    NN__KSTART(slice, "shape", "slice", n->numel);
-    k.x = &g->nodes[in[0]].buf;
-    k.y = &n->buf;
-    k.n = (int)n->numel;
-    k.L = (int)L;
-    k.len = (int)len;
-    k.inner = (int)inner;
-    k.start = n->a.shape.start;
-    k.grad = grad;
-    k.step = n->a.shape.step;
-    return nn__kargs_slice(l, &k);
+#define NN__SLICE_ARGS                  \
+    k.x = &g->nodes[in[0]].buf;         \
+    k.y = &n->buf;                      \
+    k.n = (int)n->numel;                \
+    k.L = (int)L;                       \
+    k.len = (int)len;                   \
+    k.inner = (int)inner;               \
+    k.start = n->a.shape.start;         \
+    k.grad = grad;                      \
+    k.step = n->a.shape.step
+    if (nn__dtype_half(n->dtype)) { /* 16-bit words */
+        NN__KSTART(slice_h, "shape", "slice_h", n->numel);
+        NN__SLICE_ARGS;
+        return nn__kargs_slice_h(l, &k);
+    } else {
+        NN__KSTART(slice, "shape", "slice", n->numel);
+        NN__SLICE_ARGS;
+        return nn__kargs_slice(l, &k);
+    }
+#undef NN__SLICE_ARGS
 }
 
 /* ==== concat: y [..., L_0 + L_1 + ..., ...] = the xs [..., L_k, ...] joined along axis
@@ -37857,7 +38111,7 @@ static nn_result nn__cpu_concat(nn_graph *g, nn__node *n) {
     nn__axis_split(&n->shape, n->a.shape.axis, &o, &L, &inner);
     for (k = 0; k < n->n_in; k++) {
         int64_t lx = g->nodes[n->in[k]].shape.dim[n->a.shape.axis];
-        nn__concat_part(n->buf.host, NN__F(n->in[k]), o, lx, L, off, inner);
+        nn__concat_part(n->buf.host, g->nodes[n->in[k]].buf.host, (int)nn__dtype_size(n->dtype), o, lx, L, off, inner);
         off += lx;
     }
     return NN_OK;
@@ -37867,24 +38121,37 @@ static nn_result nn__launch_concat(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__launch *l = NULL;
     nn__k_concat_part k;
+    nn__k_concat_part_h kh;
     nn_result r = NN_OK;
     int64_t o, L, inner, off = 0;
-    int j;
+    int j, half = nn__dtype_half(n->dtype);
     nn__axis_split(&n->shape, n->a.shape.axis, &o, &L, &inner);
     for (j = 0; j < n->n_in && r == NN_OK; j++) { /* one launch per input: each written once */
         const nn__node *x = &g->nodes[n->in[j]];
         int64_t lx = x->shape.dim[n->a.shape.axis];
-        r = nn__launch_kernel(g, id, "shape", "concat_part", (size_t)x->numel, &l);
+        r = nn__launch_kernel(g, id, "shape", half ? "concat_part_h" : "concat_part", (size_t)x->numel, &l);
         if (r != NN_OK) return r;
-        memset(&k, 0, sizeof k);
-        k.x = &x->buf;
-        k.y = &n->buf;
-        k.n = (int)x->numel;
-        k.lx = (int)lx;
-        k.L = (int)L;
-        k.off = (int)off;
-        k.inner = (int)inner;
-        r = nn__kargs_concat_part(l, &k);
+        if (half) { /* 16-bit words */
+            memset(&kh, 0, sizeof kh);
+            kh.x = &x->buf;
+            kh.y = &n->buf;
+            kh.n = (int)x->numel;
+            kh.lx = (int)lx;
+            kh.L = (int)L;
+            kh.off = (int)off;
+            kh.inner = (int)inner;
+            r = nn__kargs_concat_part_h(l, &kh);
+        } else {
+            memset(&k, 0, sizeof k);
+            k.x = &x->buf;
+            k.y = &n->buf;
+            k.n = (int)x->numel;
+            k.lx = (int)lx;
+            k.L = (int)L;
+            k.off = (int)off;
+            k.inner = (int)inner;
+            r = nn__kargs_concat_part(l, &k);
+        }
         off += lx;
     }
     return r;
@@ -42107,6 +42374,15 @@ static void nn__attn_set_ins(nn__attn_attr *a, int nfixed) {
 static int64_t nn__attn_nO(const nn__attn_attr *a) { return (int64_t)a->B * a->H * a->Tq * a->Dv; }
 static int64_t nn__attn_nK(const nn__attn_attr *a) { return (int64_t)a->B * a->Hkv * a->Tk * a->D; }
 static int64_t nn__attn_nV(const nn__attn_attr *a) { return (int64_t)a->B * a->Hkv * a->Tk * a->Dv; }
+static int64_t nn__attn_nQ(const nn__attn_attr *a) { return (int64_t)a->B * a->H * a->Tq * a->D; }
+
+/* Where the log-sum-exp starts in ATTENTION's flat output of dtype dt, in elements: after
+   the output; in 16-bit storage from the next even element, each value a float32 in two
+   elements' room (kernels/attention.cl's NN_ATTN_LSE_OFF). */
+static int64_t nn__attn_lse_off(const nn__attn_attr *a, nn_dtype dt) {
+    int64_t n = nn__attn_nO(a);
+    return nn__dtype_half(dt) ? n + (n & 1) : n;
+}
 
 /* the element strides over (batch, head, row) of a [B, heads, T, D] or [B, T, heads, D] */
 static void nn__attn_strides(int layout, int heads, int T, int D, int64_t s[3]) {
@@ -42131,21 +42407,45 @@ NN_API nn_tensor nn_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v
 static nn_tensor nn__attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, const nn_attention_desc *desc, int mask_hides) {
     static const nn_attention_desc zero = {0, 0.0f, 0.0f, 0, {0, 0}, {0, 0}, 0};
     const char *op = "nn_attention";
-    nn_tensor in[3], x[5], packed;
+    nn_tensor in[3], x[5], packed, mask, kpm;
     const nn__node *nq, *nk, *nv;
+    nn_dtype dt;
     nn_shape qshape;
     nn__attn_attr a;
     char sq[128], sk[128], sv[128];
     int hm, hp, nx = 3, i, id;
     int64_t total;
     if (!desc) desc = &zero;
+    mask = desc->mask, kpm = desc->key_padding_mask;
     in[0] = q, in[1] = k, in[2] = v;
-    if (!nn__check(g, op, 3, in) || !nn__expect_f32(g, op, q, "q") || !nn__expect_f32(g, op, k, "k") ||
-        !nn__expect_f32(g, op, v, "v"))
-        return nn__tensor(-1);
+    if (!nn__check(g, op, 3, in)) return nn__tensor(-1);
+    for (i = 0; i < 3; i++)
+        if (nn__n(g, in[i])->dtype == NN_I32)
+            return nn__op_fail(g, NN_ERR_SHAPE, "%s: %s must be float32, bfloat16 or float16, not int32", op, i == 0 ? "q" : i == 1 ? "k" : "v");
+    /* 16-bit q, k, v of one dtype: a 16-bit attention (output and gradients of that dtype,
+       sums in float32). Mixed: refused as torch's scaled_dot_product_attention does, but
+       under a policy, which converts the float32 ones to its type (autocast's rule) */
+    dt = nn__n(g, q)->dtype;
+    if (nn__n(g, k)->dtype != dt || nn__n(g, v)->dtype != dt) {
+        if (nn__policy_dtype(g) == NN_F32)
+            return nn__op_fail(g, NN_ERR_SHAPE, "%s: q (%s), k (%s) and v (%s) must have one dtype", op, nn__dtype_name(dt),
+                               nn__dtype_name(nn__n(g, k)->dtype), nn__dtype_name(nn__n(g, v)->dtype));
+        dt = nn__policy_dtype(g);
+        for (i = 0; i < 3; i++)
+            if (nn__n(g, in[i])->dtype != dt && (in[i] = nn_to_dtype(g, in[i], dt)).id < 0) return nn__tensor(-1);
+        q = in[0], k = in[1], v = in[2];
+    }
     hm = nn__optional(g, op, desc->mask);
     hp = nn__optional(g, op, desc->key_padding_mask);
     if (hm < 0 || hp < 0) return nn__tensor(-1);
+    if (hm && nn__dtype_half(nn__n(g, desc->mask)->dtype)) { /* masks are float32 or int32 */
+        mask = nn_to_dtype(g, desc->mask, NN_F32);
+        if (mask.id < 0) return nn__tensor(-1);
+    }
+    if (hp && nn__dtype_half(nn__n(g, desc->key_padding_mask)->dtype)) {
+        kpm = nn_to_dtype(g, desc->key_padding_mask, NN_F32);
+        if (kpm.id < 0) return nn__tensor(-1);
+    }
     nq = nn__n(g, q), nk = nn__n(g, k), nv = nn__n(g, v);
     nn__shape_str(&nq->shape, sq, sizeof sq);
     nn__shape_str(&nk->shape, sk, sizeof sk);
@@ -42173,7 +42473,7 @@ static nn_tensor nn__attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor 
         if (a.D > 256) return nn__op_fail(g, NN_ERR_SHAPE, "%s: head dim %d of q %s is over 256", op, a.D, sq);
         if (a.Dv > 256) return nn__op_fail(g, NN_ERR_SHAPE, "%s: head dim %d of v %s is over 256", op, a.Dv, sv);
     }
-    total = nn__attn_nO(&a) + (int64_t)a.B * a.H * a.Tq;
+    total = nn__attn_lse_off(&a, dt) + (nn__dtype_half(dt) ? 2 : 1) * (int64_t)a.B * a.H * a.Tq;
     if (total > INT32_MAX || nn__attn_nK(&a) + nn__attn_nV(&a) > INT32_MAX)
         return nn__op_fail(g, NN_ERR_SHAPE, "%s: q %s and k %s are too large (2^31 elements)", op, sq, sk);
     if (!(desc->dropout >= 0.0f && desc->dropout < 1.0f))
@@ -42186,7 +42486,7 @@ static nn_tensor nn__attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor 
     a.p = g->eval ? 0.0f : desc->dropout;
     x[0] = q, x[1] = k, x[2] = v;
     if (hm) {
-        const nn__node *m = nn__n(g, desc->mask);
+        const nn__node *m = nn__n(g, mask);
         int nd = m->shape.ndim, full[4];
         char sm[128];
         nn__shape_str(&m->shape, sm, sizeof sm);
@@ -42206,22 +42506,22 @@ static nn_tensor nn__attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor 
             }
         }
         a.mask_mode = m->dtype == NN_I32 ? (mask_hides ? 3 : 2) : 1;
-        x[nx++] = desc->mask;
+        x[nx++] = mask;
     }
     if (hp) {
-        const nn__node *m = nn__n(g, desc->key_padding_mask);
+        const nn__node *m = nn__n(g, kpm);
         char sm[128];
         nn__shape_str(&m->shape, sm, sizeof sm);
         if (m->shape.ndim != 2 || m->shape.dim[0] != a.B || m->shape.dim[1] != a.Tk)
             return nn__op_fail(g, NN_ERR_SHAPE, "%s: key_padding_mask %s is not [B, Tk] = [%d, %d]", op, sm, a.B, a.Tk);
         a.kpm_mode = m->dtype == NN_I32 ? 2 : 1;
-        x[nx++] = desc->key_padding_mask;
+        x[nx++] = kpm;
     }
     nn__attn_set_ins(&a, 3);
     {
         int ins[5];
         for (i = 0; i < nx; i++) ins[i] = x[i].id;
-        id = nn__new_node(g, NN__OP_ATTENTION, NN_F32, nn_shape1(total), ins, nx);
+        id = nn__new_node(g, NN__OP_ATTENTION, dt, nn_shape1(total), ins, nx);
     }
     if (id < 0) return nn__tensor(-1);
     a.key = id; /* dropout's key, shared with the backward ops */
@@ -42233,19 +42533,52 @@ static nn_tensor nn__attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor 
     return nn_reshape(g, packed, qshape);
 }
 
-#define nn__plan_attention nn__no_plan
 #define nn__grad_attention_delta nn__grad_none
-#define nn__plan_attention_delta nn__no_plan
 #define nn__grad_attention_dq nn__grad_none
-#define nn__plan_attention_dq nn__no_plan
 #define nn__grad_attention_dkv nn__grad_none
 #define nn__grad_attention_dmask nn__grad_none
-#define nn__plan_attention_dmask nn__no_plan
 
-/* a device's ATTENTION_DKV with dq: the dQ kernel's output in the node's scratch, then
-   copied after dk and dv (the kernels write from their output's start) */
+/* ---- 16-bit attention (q, k, v of NN_BF16 or NN_F16): the storage type is the first
+   input's (q; the packed output for ATTENTION_DELTA). OpenCL: kernels/attention.cl built
+   for it (l->store), float32 sums. CPU: the operands widened (exactly) into the node's
+   scratch, src/cpu/attention.c's float32 loops run there into a float32 output after
+   them, rounded once into the node, so each value is the float32 attention's on the
+   widened inputs, rounded; the log-sum-exp is read and written in place (float32 words in
+   the packed output, nn__attn_lse_off). ---- */
+
+static nn_dtype nn__attn_store(const nn_graph *g, const nn__node *n) { return g->nodes[n->in[0]].dtype; }
+
+/* a region of n floats, from a multiple of 16 (64 bytes) */
+static int64_t nn__attn16_r(int64_t n) { return (n + 15) / 16 * 16; }
+
+/* floats of a 16-bit node's CPU scratch: q, k, v widened (o and dout too in the backward),
+   then the float32 output (ATTENTION, dQ, [dK, dV(, dQ)]); DELTA: o and dout only */
+static int64_t nn__attn16_scratch(const nn__node *n) {
+    const nn__attn_attr *a = &n->a.attn;
+    int64_t qkv = nn__attn16_r(nn__attn_nQ(a)) + nn__attn16_r(nn__attn_nK(a)) + nn__attn16_r(nn__attn_nV(a));
+    int64_t od = 2 * nn__attn16_r(nn__attn_nO(a));
+    switch (n->op) {
+    case NN__OP_ATTENTION: return qkv + nn__attn16_r(nn__attn_nO(a));
+    case NN__OP_ATTENTION_DELTA: return od;
+    case NN__OP_ATTENTION_DQ: return qkv + od + nn__attn16_r(nn__attn_nQ(a));
+    case NN__OP_ATTENTION_DKV: return qkv + od + nn__attn16_r(n->numel);
+    default: return qkv + od; /* DMASK: its float32 output is the node */
+    }
+}
+
+static void nn__plan_attention(nn_graph *g, nn__node *n) {
+    n->scratch = g->ctx->backend->host_memory && nn__dtype_half(nn__attn_store(g, n)) ? nn__attn16_scratch(n) : 0;
+}
+#define nn__plan_attention_delta nn__plan_attention
+#define nn__plan_attention_dq nn__plan_attention
+#define nn__plan_attention_dmask nn__plan_attention
+
+/* ATTENTION_DKV: the CPU's 16-bit scratch; a device's with dq: the dQ kernel's output in
+   the node's scratch, then copied after dk and dv (the kernels write from their output's
+   start) */
 static void nn__plan_attention_dkv(nn_graph *g, nn__node *n) {
-    n->scratch = n->a.attn.with_dq && !g->ctx->backend->host_memory ? (int64_t)n->a.attn.B * n->a.attn.H * n->a.attn.Tq * n->a.attn.D : 0;
+    if (g->ctx->backend->host_memory) nn__plan_attention(g, n);
+    else n->scratch = n->a.attn.with_dq ? nn__attn_nQ(&n->a.attn) : 0;
 }
 
 /* dq, and dk, dv sliced from one node (dq too when k or v needs a gradient) */
@@ -42256,6 +42589,8 @@ static void nn__grad_attention(nn_graph *g, int id) {
     nn_tensor delta;
     nn_shape sk = g->nodes[b].shape, sv = g->nodes[c].shape;
     int din[2];
+    nn_dtype dt = n.dtype; /* q's: the gradients' too */
+    if (g->nodes[gy.id].dtype != dt && (gy = nn_to_dtype(g, gy, dt)).id < 0) return;
     din[0] = id, din[1] = gy.id;
     delta = nn__tensor(nn__new_node(g, NN__OP_ATTENTION_DELTA, NN_F32, nn_shape1((int64_t)at.B * at.H * at.Tq), din, 2));
     if (delta.id < 0) return;
@@ -42264,7 +42599,7 @@ static void nn__grad_attention(nn_graph *g, int id) {
     for (i = 3; i < n.n_in; i++) ins[nin++] = n.in[i];
     nn__attn_set_ins(&at, 6);
     if (ga && !gb && !gc) {
-        int t = nn__new_node(g, NN__OP_ATTENTION_DQ, NN_F32, g->nodes[a].shape, ins, nin);
+        int t = nn__new_node(g, NN__OP_ATTENTION_DQ, dt, g->nodes[a].shape, ins, nin);
         if (t < 0) return;
         g->nodes[t].a.attn = at;
         nn__acc_grad(g, a, nn__tensor(t));
@@ -42272,7 +42607,7 @@ static void nn__grad_attention(nn_graph *g, int id) {
     if (gb || gc) {
         int64_t nk = nn__attn_nK(&at), nv = nn__attn_nV(&at), nq = ga ? g->nodes[a].numel : 0;
         nn_shape sq = g->nodes[a].shape;
-        int t = nn__new_node(g, NN__OP_ATTENTION_DKV, NN_F32, nn_shape1(nk + nv + nq), ins, nin);
+        int t = nn__new_node(g, NN__OP_ATTENTION_DKV, dt, nn_shape1(nk + nv + nq), ins, nin);
         if (t < 0) return;
         at.with_dq = ga;
         g->nodes[t].a.attn = at;
@@ -42313,12 +42648,55 @@ static void nn__attn_job_init(nn_graph *g, const nn__node *n, nn__attn_job *J, i
     }
 }
 
+/* A 16-bit node's job: q, k, v (and o, dout) widened into the scratch, the job's pointers
+   set to them, the log-sum-exp read in place from the packed output; returns the scratch's
+   float32 output region. */
+static float *nn__attn16_widen(nn_graph *g, nn__node *n, nn__attn_job *J) {
+    const nn__attn_attr *a = &n->a.attn;
+    nn_dtype dt = nn__attn_store(g, n);
+    float *w = (float *)n->scratch_buf.host;
+    int64_t cnt[3];
+    int i;
+    cnt[0] = nn__attn_nQ(a), cnt[1] = nn__attn_nK(a), cnt[2] = nn__attn_nV(a);
+    for (i = 0; i < 3; i++) {
+        nn__cast(g->ctx->threads, g->nodes[n->in[i]].buf.host, dt, w, NN_F32, cnt[i]);
+        if (i == 0) J->q = w;
+        else if (i == 1) J->k = w;
+        else J->v = w;
+        w += nn__attn16_r(cnt[i]);
+    }
+    if (n->op != NN__OP_ATTENTION) {
+        const uint16_t *packed = (const uint16_t *)g->nodes[n->in[3]].buf.host;
+        nn__cast(g->ctx->threads, packed, dt, w, NN_F32, nn__attn_nO(a));
+        J->o = w;
+        J->lse = (const float *)(const void *)(packed + nn__attn_lse_off(a, dt));
+        w += nn__attn16_r(nn__attn_nO(a));
+        nn__cast(g->ctx->threads, g->nodes[n->in[4]].buf.host, dt, w, NN_F32, nn__attn_nO(a));
+        J->dout = w;
+        w += nn__attn16_r(nn__attn_nO(a));
+    }
+    return w;
+}
+
+/* the float32 output of a 16-bit node (nf floats at f) rounded into its storage */
+static void nn__attn16_finish(nn_graph *g, nn__node *n, const float *f, int64_t nf) {
+    nn__cast(g->ctx->threads, f, NN_F32, n->buf.host, n->dtype, nf);
+}
+
 static nn_result nn__cpu_attention(nn_graph *g, nn__node *n) {
     nn__attn_job J;
+    nn_result r;
     nn__attn_job_init(g, n, &J, 0);
-    J.out = n->buf.host;
-    J.out_lse = J.out + nn__attn_nO(&n->a.attn);
-    return nn__attn_run(g->ctx->threads, &J);
+    if (!nn__dtype_half(n->dtype)) {
+        J.out = n->buf.host;
+        J.out_lse = J.out + nn__attn_nO(&n->a.attn);
+        return nn__attn_run(g->ctx->threads, &J);
+    }
+    J.out = nn__attn16_widen(g, n, &J);
+    J.out_lse = (float *)(void *)((uint16_t *)n->buf.host + nn__attn_lse_off(&n->a.attn, n->dtype));
+    r = nn__attn_run(g->ctx->threads, &J);
+    if (r == NN_OK) nn__attn16_finish(g, n, J.out, nn__attn_nO(&n->a.attn));
+    return r;
 }
 
 /* delta_i = sum_d dO_id O_id, d in order; the rows split into one contiguous run per
@@ -42372,6 +42750,14 @@ static nn_result nn__cpu_attention_delta(nn_graph *g, nn__node *n) {
     J.a = &n->a.attn;
     J.o = NN__F(n->in[0]);
     J.dout = NN__F(n->in[1]);
+    if (nn__dtype_half(nn__attn_store(g, n))) { /* o and dout widened into the scratch */
+        float *w = (float *)n->scratch_buf.host;
+        int64_t no = nn__attn_nO(J.a);
+        nn__cast(g->ctx->threads, g->nodes[n->in[0]].buf.host, nn__attn_store(g, n), w, NN_F32, no);
+        nn__cast(g->ctx->threads, g->nodes[n->in[1]].buf.host, nn__attn_store(g, n), w + nn__attn16_r(no), NN_F32, no);
+        J.o = w;
+        J.dout = w + nn__attn16_r(no);
+    }
     J.delta = n->buf.host;
     J.rows = (int64_t)J.a->B * J.a->H * J.a->Tq;
     nn__attn_strides(J.a->layout, J.a->H, J.a->Tq, J.a->Dv, J.s);
@@ -42384,9 +42770,16 @@ static nn_result nn__cpu_attention_delta(nn_graph *g, nn__node *n) {
 
 static nn_result nn__cpu_attention_dq(nn_graph *g, nn__node *n) {
     nn__attn_job J;
+    nn_result r;
     nn__attn_job_init(g, n, &J, 1);
-    J.dq = n->buf.host;
-    return nn__attn_run(g->ctx->threads, &J);
+    if (!nn__dtype_half(n->dtype)) {
+        J.dq = n->buf.host;
+        return nn__attn_run(g->ctx->threads, &J);
+    }
+    J.dq = nn__attn16_widen(g, n, &J);
+    r = nn__attn_run(g->ctx->threads, &J);
+    if (r == NN_OK) nn__attn16_finish(g, n, J.dq, n->numel);
+    return r;
 }
 
 /* dk and dv, and dq after them when with_dq: in one pass where it keeps the threads busy,
@@ -42395,22 +42788,27 @@ static nn_result nn__cpu_attention_dkv(nn_graph *g, nn__node *n) {
     nn__attn_job J;
     nn_result r;
     nn__attn_job_init(g, n, &J, 2);
-    J.dk = n->buf.host;
+    J.dk = nn__dtype_half(n->dtype) ? nn__attn16_widen(g, n, &J) : n->buf.host; /* 16-bit: the float32 [dK, dV, dQ] */
     J.dv = J.dk + nn__attn_nK(&n->a.attn);
-    if (!n->a.attn.with_dq) return nn__attn_run(g->ctx->threads, &J);
-    J.dq = J.dv + nn__attn_nV(&n->a.attn);
-    if (nn__attn_one_pass_fits(&n->a.attn, nn__threadpool_size(g->ctx->threads))) {
+    if (n->a.attn.with_dq) J.dq = J.dv + nn__attn_nV(&n->a.attn);
+    if (!n->a.attn.with_dq) {
+        r = nn__attn_run(g->ctx->threads, &J);
+    } else if (nn__attn_one_pass_fits(&n->a.attn, nn__threadpool_size(g->ctx->threads))) {
         J.kind = 4;
-        return nn__attn_run(g->ctx->threads, &J);
+        r = nn__attn_run(g->ctx->threads, &J);
+    } else {
+        r = nn__attn_run(g->ctx->threads, &J);
+        J.kind = 1;
+        if (r == NN_OK) r = nn__attn_run(g->ctx->threads, &J);
     }
-    r = nn__attn_run(g->ctx->threads, &J);
-    J.kind = 1;
-    return r == NN_OK ? nn__attn_run(g->ctx->threads, &J) : r;
+    if (r == NN_OK && nn__dtype_half(n->dtype)) nn__attn16_finish(g, n, J.dk, n->numel);
+    return r;
 }
 
 static nn_result nn__cpu_attention_dmask(nn_graph *g, nn__node *n) {
     nn__attn_job J;
     nn__attn_job_init(g, n, &J, 3);
+    if (nn__dtype_half(nn__attn_store(g, n))) nn__attn16_widen(g, n, &J);
     J.dmask = n->buf.host;
     return nn__attn_run(g->ctx->threads, &J);
 }
@@ -42509,6 +42907,7 @@ static nn_result nn__launch_attention(nn_graph *g, int id) {
         nn__attn_lws(g, l);
     NN__ATTN_KCOMMON(k, n, dims, mk);
     k.out = &n->buf;
+    l->store = nn__attn_store(g, n); /* the program for q's storage type */
     return nn__kargs_attn_fwd(l, &k);
 }
 
@@ -42524,6 +42923,7 @@ static nn_result nn__launch_attention_delta(nn_graph *g, int id) {
     k.o = &g->nodes[n->in[0]].buf;
     k.dout = &g->nodes[n->in[1]].buf;
     k.delta = &n->buf;
+    l->store = nn__attn_store(g, n);
     return nn__kargs_attn_delta(l, &k);
 }
 
@@ -42549,6 +42949,7 @@ static nn_result nn__launch_attention_bwd(nn_graph *g, int id, const char *kerne
     k.dout = &g->nodes[n->in[4]].buf;
     k.delta = &g->nodes[n->in[5]].buf;
     k.out = out;
+    l->store = nn__attn_store(g, n);
     return nn__kargs_attn_bwd(l, &k);
 }
 
@@ -42564,12 +42965,25 @@ static nn_result nn__launch_attention_dkv(nn_graph *g, int id) {
     int64_t nq = (int64_t)a->B * a->H * a->Tq * a->D, off = nn__attn_nK(a) + nn__attn_nV(a);
     nn__launch *l = NULL;
     nn__k_concat_part k;
+    nn__k_concat_part_h kh;
+    int half = nn__dtype_half(n->dtype);
     nn_result r = nn__launch_attention_bwd(g, id, "dkv", (int64_t)a->B * a->Hkv * a->Tk, a->Hkv, a->Tk, &n->buf);
     if (r != NN_OK || !a->with_dq) return r;
     r = nn__launch_attention_bwd(g, id, "dq", (int64_t)a->B * a->H * a->Tq, a->H, a->Tq, &g->nodes[id].scratch_buf);
-    if (r == NN_OK) r = nn__launch_kernel(g, id, "shape", "concat_part", (size_t)nq, &l);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "shape", half ? "concat_part_h" : "concat_part", (size_t)nq, &l);
     if (r != NN_OK) return r;
     n = &g->nodes[id];
+    if (half) { /* the dQ kernel wrote 16-bit words */
+        memset(&kh, 0, sizeof kh);
+        kh.x = &n->scratch_buf;
+        kh.y = &n->buf;
+        kh.n = (int)nq;
+        kh.lx = (int)nq;
+        kh.L = (int)(off + nq);
+        kh.off = (int)off;
+        kh.inner = 1;
+        return nn__kargs_concat_part_h(l, &kh);
+    }
     memset(&k, 0, sizeof k);
     k.x = &n->scratch_buf;
     k.y = &n->buf;
@@ -44268,7 +44682,13 @@ static nn_tensor nn__tf_linear(nn_graph *g, nn_tensor x, int64_t out, float std,
     snprintf(wn, sizeof wn, "%s.weight", name);
     snprintf(bn, sizeof bn, "%s.bias", name);
     y = nn_matmul(g, x, nn_param(g, wn, nn_shape2(out, nn__n(g, x)->shape.dim[1]), wi), 0, 1);
-    return bias ? nn_add(g, y, nn_param(g, bn, nn_shape1(out), bi)) : y;
+    if (bias) { /* F.linear under autocast, as nn_linear_layer: the bias converted, the sum in the policy's type */
+        nn_tensor b = nn_param(g, bn, nn_shape1(out), bi);
+        if (y.id >= 0 && nn__dtype_half(nn__n(g, y)->dtype) && nn__policy_dtype(g) == nn__n(g, y)->dtype)
+            b = nn_to_dtype(g, b, nn__n(g, y)->dtype);
+        y = nn_add(g, y, b);
+    }
+    return y;
 }
 
 /* nn.LayerNorm(C) (nanoGPT's LayerNorm(ndim, bias)): weight ones, bias zeros. */

@@ -7,8 +7,29 @@
    vectors; the row kernels attn_fwd, attn_dq, attn_dkv (GPUs whose local memory holds no
    tile), one work-item per query or key row. No atomics; each sum in a fixed order. */
 #include "kargs.h"
+#include "storage.h"
 #include "attention_args.h"
 #include "attention_tile.h"
+
+/* q, k, v, the output and dO are the program's storage type (kernels/storage.h): built
+   with -DNN_STORE_BF16 / -DNN_STORE_F16 these are the 16-bit attention (every sum, the
+   softmax's statistics and the log-sum-exp in float32, each output rounded once), built
+   with neither the float32 kernels, the same accesses as before. NN_ATTN_LD reads one
+   element, NN_ATTN_V8 eight from p; the log-sum-exp after an output of n elements is
+   float32 words from element n (rounded up to even in 16-bit storage: NN_ATTN_LSE_OFF). */
+#define NN_ATTN_LD(p, i) NN__SLOAD(p, i)
+#if defined(NN_STORE_BF16)
+#define NN_ATTN_V8(p) as_float8(convert_uint8(vload8(0, p)) << 16)
+#define NN_ATTN_LSE_OFF(n) ((n) + ((n) & 1))
+#elif defined(NN_STORE_F16)
+#define NN_ATTN_V8(p) vload_half8(0, (__global const half *)(p))
+#define NN_ATTN_LSE_OFF(n) ((n) + ((n) & 1))
+#else
+#define NN_ATTN_V8(p) vload8(0, p)
+#define NN_ATTN_LSE_OFF(n) (n)
+#endif
+#define NN_ATTN_LSE_IN(p, n) ((__global const float *)((p) + NN_ATTN_LSE_OFF(n)))
+#define NN_ATTN_LSE_OUT(p, n) ((__global float *)((p) + NN_ATTN_LSE_OFF(n)))
 
 #define NN_ATTN_DMAX 256
 
@@ -77,7 +98,7 @@ __kernel void attn_fwd(NN__KPARAMS(attn_fwd)) {
         float bias, s = 0.0f;
         if (nn_attn_dead(dims, mk, mask, kpm, b, h, i, j, &bias)) continue;
         long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j), vo = nn_attn_off(lay, Hkv, Tk, Dv, b, hk, j);
-        for (int d = 0; d < D; d++) s += q[qo + d] * k[ko + d];
+        for (int d = 0; d < D; d++) s += NN_ATTN_LD(q, qo + d) * NN_ATTN_LD(k, ko + d);
         s = s * scale + bias;
         if (s > m) {
             float alpha = m == -INFINITY ? 0.0f : exp(m - s);
@@ -89,11 +110,11 @@ __kernel void attn_fwd(NN__KPARAMS(attn_fwd)) {
         l += pe;
         if (p > 0.0f) pe *= nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j);
         if (pe != 0.0f)
-            for (int d = 0; d < Dv; d++) acc[d] += pe * v[vo + d];
+            for (int d = 0; d < Dv; d++) acc[d] += pe * NN_ATTN_LD(v, vo + d);
     }
     float inv = l > 0.0f ? 1.0f / l : 0.0f;
-    for (int d = 0; d < Dv; d++) out[oo + d] = acc[d] * inv;
-    out[(long)B * H * Tq * Dv + r] = l > 0.0f ? m + log(l) : -INFINITY;
+    for (int d = 0; d < Dv; d++) NN__SSTORE(out, oo + d, acc[d] * inv);
+    NN_ATTN_LSE_OUT(out, (long)B * H * Tq * Dv)[r] = l > 0.0f ? m + log(l) : -INFINITY;
 }
 
 __kernel void attn_delta(NN__KPARAMS(attn_delta)) {
@@ -102,28 +123,28 @@ __kernel void attn_delta(NN__KPARAMS(attn_delta)) {
     if (r >= B * H * Tq) return;
     long qo = nn_attn_off(dims.s6, H, Tq, D, r / (H * Tq), r / Tq % H, r % Tq);
     float acc = 0.0f;
-    for (int d = 0; d < D; d++) acc += dout[qo + d] * o[qo + d];
+    for (int d = 0; d < D; d++) acc += NN_ATTN_LD(dout, qo + d) * NN_ATTN_LD(o, qo + d);
     delta[r] = acc;
 }
 
 /* dq_i = scale sum_j P_ij (dP_ij z_ij - delta_i) k_j */
 __kernel void attn_dq(NN__KPARAMS(attn_bwd)) {
     NN_ATTN_ROW;
-    float acc[NN_ATTN_DMAX], lse = o[(long)B * H * Tq * Dv + r], dl = delta[r];
+    float acc[NN_ATTN_DMAX], lse = NN_ATTN_LSE_IN(o, (long)B * H * Tq * Dv)[r], dl = delta[r];
     for (int d = 0; d < D; d++) acc[d] = 0.0f;
     for (int j = 0; j < Tk; j++) {
         float bias, s = 0.0f, dp = 0.0f, z = 1.0f;
         if (nn_attn_dead(dims, mk, mask, kpm, b, h, i, j, &bias)) continue;
         long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j), vo = nn_attn_off(lay, Hkv, Tk, Dv, b, hk, j);
-        for (int d = 0; d < D; d++) s += q[qo + d] * k[ko + d];
+        for (int d = 0; d < D; d++) s += NN_ATTN_LD(q, qo + d) * NN_ATTN_LD(k, ko + d);
         float pe = exp(s * scale + bias - lse);
         if (pe == 0.0f) continue;
-        for (int d = 0; d < Dv; d++) dp += dout[oo + d] * v[vo + d];
+        for (int d = 0; d < Dv; d++) dp += NN_ATTN_LD(dout, oo + d) * NN_ATTN_LD(v, vo + d);
         if (p > 0.0f) z = nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j);
         float ds = pe * (dp * z - dl);
-        for (int d = 0; d < D; d++) acc[d] += ds * k[ko + d];
+        for (int d = 0; d < D; d++) acc[d] += ds * NN_ATTN_LD(k, ko + d);
     }
-    for (int d = 0; d < D; d++) out[qo + d] = acc[d] * scale;
+    for (int d = 0; d < D; d++) NN__SSTORE(out, qo + d, acc[d] * scale);
 }
 
 /* key row j of key/value head hk: dv_j = sum_(h, i) P_ij z_ij dO_i, dk_j = scale sum_(h, i)
@@ -143,17 +164,17 @@ __kernel void attn_dkv(NN__KPARAMS(attn_bwd)) {
             if (nn_attn_dead(dims, mk, mask, kpm, b, h, i, j, &bias)) continue;
             long qo = nn_attn_off(lay, H, Tq, D, b, h, i), oo = nn_attn_off(lay, H, Tq, Dv, b, h, i);
             long row = ((long)b * H + h) * Tq + i;
-            for (int d = 0; d < D; d++) s += q[qo + d] * k[ko + d];
-            float pe = exp(s * scale + bias - o[(long)B * H * Tq * Dv + row]);
+            for (int d = 0; d < D; d++) s += NN_ATTN_LD(q, qo + d) * NN_ATTN_LD(k, ko + d);
+            float pe = exp(s * scale + bias - NN_ATTN_LSE_IN(o, (long)B * H * Tq * Dv)[row]);
             if (pe == 0.0f) continue;
             if (p > 0.0f) z = nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j);
-            for (int d = 0; d < Dv; d++) dp += dout[oo + d] * v[vo + d];
+            for (int d = 0; d < Dv; d++) dp += NN_ATTN_LD(dout, oo + d) * NN_ATTN_LD(v, vo + d);
             float pd = pe * z, ds = pe * (dp * z - delta[row]);
-            for (int d = 0; d < Dv; d++) dv[d] += pd * dout[oo + d];
-            for (int d = 0; d < D; d++) dk[d] += ds * q[qo + d];
+            for (int d = 0; d < Dv; d++) dv[d] += pd * NN_ATTN_LD(dout, oo + d);
+            for (int d = 0; d < D; d++) dk[d] += ds * NN_ATTN_LD(q, qo + d);
         }
-    for (int d = 0; d < D; d++) out[ko + d] = dk[d] * scale;
-    for (int d = 0; d < Dv; d++) out[nkv + vo + d] = dv[d];
+    for (int d = 0; d < D; d++) NN__SSTORE(out, ko + d, dk[d] * scale);
+    for (int d = 0; d < Dv; d++) NN__SSTORE(out, nkv + vo + d, dv[d]);
 }
 
 /* element r of an additive mask's gradient: the sum of dS_bhij = P_ij (dP_ij z_ij -
@@ -172,21 +193,21 @@ __kernel void attn_dmask(NN__KPARAMS(attn_bwd)) {
             for (int i = i0; i < i1; i++) {
                 long qo = nn_attn_off(lay, H, Tq, D, b, h, i), oo = nn_attn_off(lay, H, Tq, Dv, b, h, i);
                 long row = ((long)b * H + h) * Tq + i;
-                float lse = o[(long)B * H * Tq * Dv + row], dl = delta[row];
+                float lse = NN_ATTN_LSE_IN(o, (long)B * H * Tq * Dv)[row], dl = delta[row];
                 int hk = h / (H / Hkv);
                 for (int j = j0; j < j1; j++) {
                     float bias, s = 0.0f, dp = 0.0f, z = 1.0f;
                     if (nn_attn_dead(dims, mk, mask, kpm, b, h, i, j, &bias)) continue;
                     long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j), vo = nn_attn_off(lay, Hkv, Tk, Dv, b, hk, j);
-                    for (int d = 0; d < D; d++) s += q[qo + d] * k[ko + d];
+                    for (int d = 0; d < D; d++) s += NN_ATTN_LD(q, qo + d) * NN_ATTN_LD(k, ko + d);
                     float pe = exp(s * scale + bias - lse);
                     if (pe == 0.0f) continue;
-                    for (int d = 0; d < Dv; d++) dp += dout[oo + d] * v[vo + d];
+                    for (int d = 0; d < Dv; d++) dp += NN_ATTN_LD(dout, oo + d) * NN_ATTN_LD(v, vo + d);
                     if (p > 0.0f) z = nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j);
                     acc += pe * (dp * z - dl);
                 }
             }
-    out[r] = acc;
+    ((__global float *)out)[r] = acc; /* the mask's gradient: float32 */
 }
 
 /* ==== the tiled kernels: a work-group of NN_ATTN_WG items per tile of BT rows, WG / BT
@@ -203,11 +224,11 @@ __kernel void attn_dmask(NN__KPARAMS(attn_bwd)) {
 
 /* rows [r0, r0 + BT) of a [B, heads, T, D] (or [B, T, heads, D]) head into a [BT, D + 1]
    local tile, zeros past n */
-inline void nn_attn_load(__local float *dst, __global const float *src, int lay, int heads, int T, int D, int b, int h, int r0,
+inline void nn_attn_load(__local float *dst, __global const NN__STORE_T *src, int lay, int heads, int T, int D, int b, int h, int r0,
                          int n, int BT) {
     for (int e = get_local_id(0); e < BT * D; e += NN_ATTN_WG) {
         int rr = e / D, d = e - rr * D;
-        dst[rr * (D + 1) + d] = r0 + rr < n ? src[nn_attn_off(lay, heads, T, D, b, h, r0 + rr) + d] : 0.0f;
+        dst[rr * (D + 1) + d] = r0 + rr < n ? NN_ATTN_LD(src, nn_attn_off(lay, heads, T, D, b, h, r0 + rr) + d) : 0.0f;
     }
 }
 
@@ -300,9 +321,9 @@ __kernel __attribute__((reqd_work_group_size(NN_ATTN_WG, 1, 1))) void attn_tiled
         if (p > 0.0f) inv *= 1.0f / (1.0f - p);
         for (int u = 0; u < NN_ATTN_OWN; u++) {
             int d = t + u * tpr;
-            if (d < D) out[qo + d] = acc[u] * inv;
+            if (d < D) NN__SSTORE(out, qo + d, acc[u] * inv);
         }
-        if (t == 0) out[(long)B * H * Tq * D + ((long)b * H + h) * Tq + i] = l > 0.0f ? m + log(l) : -INFINITY;
+        if (t == 0) NN_ATTN_LSE_OUT(out, (long)B * H * Tq * D)[((long)b * H + h) * Tq + i] = l > 0.0f ? m + log(l) : -INFINITY;
     }
 }
 
@@ -313,7 +334,7 @@ __kernel __attribute__((reqd_work_group_size(NN_ATTN_WG, 1, 1))) void attn_tiled
     int h = hh, hk = h / (H / Hkv), i = r0 + r, jlo, jhi;
     __local float *Qs = lm, *dOs = Qs + BT * ld, *Ks = dOs + BT * ld, *Vs = Ks + BT * ld, *Ss = Vs + BT * ld;
     long row = ((long)b * H + h) * Tq + (i < Tq ? i : 0);
-    float acc[NN_ATTN_OWN], lse = o[(long)B * H * Tq * D + row], dl = delta[row];
+    float acc[NN_ATTN_OWN], lse = NN_ATTN_LSE_IN(o, (long)B * H * Tq * D)[row], dl = delta[row];
     for (int u = 0; u < NN_ATTN_OWN; u++) acc[u] = 0.0f;
     nn_attn_keys(dims, mk, r0, min(r0 + BT, Tq), &jlo, &jhi);
     nn_attn_load(Qs, q, lay, H, Tq, D, b, h, r0, Tq, BT);
@@ -351,7 +372,7 @@ __kernel __attribute__((reqd_work_group_size(NN_ATTN_WG, 1, 1))) void attn_tiled
         long qo = nn_attn_off(lay, H, Tq, D, b, h, i);
         for (int u = 0; u < NN_ATTN_OWN; u++) {
             int d = t + u * tpr;
-            if (d < D) out[qo + d] = acc[u] * scale;
+            if (d < D) NN__SSTORE(out, qo + d, acc[u] * scale);
         }
     }
 }
@@ -381,7 +402,7 @@ __kernel __attribute__((reqd_work_group_size(NN_ATTN_WG, 1, 1))) void attn_tiled
                     long row = ((long)b * H + h) * Tq + i;
                     float s = 0.0f, dp = 0.0f, z = 1.0f;
                     for (int d = 0; d < D; d++) s += Qs[c * ld + d] * Ks[r * ld + d];
-                    float pe = exp(s * scale + bias - o[(long)B * H * Tq * D + row]);
+                    float pe = exp(s * scale + bias - NN_ATTN_LSE_IN(o, (long)B * H * Tq * D)[row]);
                     if (pe != 0.0f) {
                         if (p > 0.0f) z = nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j);
                         for (int d = 0; d < D; d++) dp += dOs[c * ld + d] * Vs[r * ld + d];
@@ -409,8 +430,8 @@ __kernel __attribute__((reqd_work_group_size(NN_ATTN_WG, 1, 1))) void attn_tiled
         for (int u = 0; u < NN_ATTN_OWN; u++) {
             int d = t + u * tpr;
             if (d < D) {
-                out[ko + d] = dk[u] * scale;
-                out[nkv + ko + d] = dv[u];
+                NN__SSTORE(out, ko + d, dk[u] * scale);
+                NN__SSTORE(out, nkv + ko + d, dv[u]);
             }
         }
     }
@@ -425,16 +446,16 @@ __kernel __attribute__((reqd_work_group_size(NN_ATTN_WG, 1, 1))) void attn_tiled
 #define NN_ATTN_CB 64
 
 /* the dots of x with y0..y3 (a row missing from a group of four: y0 again, weight 0) */
-inline float4 nn_attn_dot4(__global const float *x, __global const float *y0, __global const float *y1,
-                           __global const float *y2, __global const float *y3, int D) {
+inline float4 nn_attn_dot4(__global const NN__STORE_T *x, __global const NN__STORE_T *y0, __global const NN__STORE_T *y1,
+                           __global const NN__STORE_T *y2, __global const NN__STORE_T *y3, int D) {
     float8 a0 = (float8)(0.0f), a1 = a0, a2 = a0, a3 = a0;
     int d = 0;
     for (; d + 8 <= D; d += 8) {
-        float8 xv = vload8(0, x + d);
-        a0 += xv * vload8(0, y0 + d);
-        a1 += xv * vload8(0, y1 + d);
-        a2 += xv * vload8(0, y2 + d);
-        a3 += xv * vload8(0, y3 + d);
+        float8 xv = NN_ATTN_V8(x + d);
+        a0 += xv * NN_ATTN_V8(y0 + d);
+        a1 += xv * NN_ATTN_V8(y1 + d);
+        a2 += xv * NN_ATTN_V8(y2 + d);
+        a3 += xv * NN_ATTN_V8(y3 + d);
     }
     float4 lo = (a0.s0123 + a0.s4567), r;
     r.x = (lo.x + lo.y) + (lo.z + lo.w);
@@ -444,46 +465,46 @@ inline float4 nn_attn_dot4(__global const float *x, __global const float *y0, __
     r.z = (lo.x + lo.y) + (lo.z + lo.w);
     lo = a3.s0123 + a3.s4567;
     r.w = (lo.x + lo.y) + (lo.z + lo.w);
-    for (; d < D; d++) r += x[d] * (float4)(y0[d], y1[d], y2[d], y3[d]);
+    for (; d < D; d++) r += NN_ATTN_LD(x, d) * (float4)(NN_ATTN_LD(y0, d), NN_ATTN_LD(y1, d), NN_ATTN_LD(y2, d), NN_ATTN_LD(y3, d));
     return r;
 }
 
 /* acc += w.x y0 + w.y y1 + w.z y2 + w.w y3, in that order */
-inline void nn_attn_axpy4(__local float *acc, float4 w, __global const float *y0, __global const float *y1,
-                          __global const float *y2, __global const float *y3, int D) {
+inline void nn_attn_axpy4(__local float *acc, float4 w, __global const NN__STORE_T *y0, __global const NN__STORE_T *y1,
+                          __global const NN__STORE_T *y2, __global const NN__STORE_T *y3, int D) {
     int d = 0;
     for (; d + 8 <= D; d += 8)
-        vstore8(vload8(0, acc + d) + w.x * vload8(0, y0 + d) + w.y * vload8(0, y1 + d) + w.z * vload8(0, y2 + d) +
-                    w.w * vload8(0, y3 + d),
+        vstore8(vload8(0, acc + d) + w.x * NN_ATTN_V8(y0 + d) + w.y * NN_ATTN_V8(y1 + d) + w.z * NN_ATTN_V8(y2 + d) +
+                    w.w * NN_ATTN_V8(y3 + d),
                 0, acc + d);
-    for (; d < D; d++) acc[d] = acc[d] + w.x * y0[d] + w.y * y1[d] + w.z * y2[d] + w.w * y3[d];
+    for (; d < D; d++) acc[d] = acc[d] + w.x * NN_ATTN_LD(y0, d) + w.y * NN_ATTN_LD(y1, d) + w.z * NN_ATTN_LD(y2, d) + w.w * NN_ATTN_LD(y3, d);
 }
 
 /* acc_r += w_r y for the rows acc, acc + D, acc + 2 D, acc + 3 D (n of them) */
-inline void nn_attn_axpy_rows(__local float *acc, int n, float4 w, __global const float *y, int D) {
+inline void nn_attn_axpy_rows(__local float *acc, int n, float4 w, __global const NN__STORE_T *y, int D) {
     int d = 0;
     __local float *a1 = acc + D * (n > 1), *a2 = acc + 2 * D * (n > 2), *a3 = acc + 3 * D * (n > 3);
     w = (float4)(w.x, n > 1 ? w.y : 0.0f, n > 2 ? w.z : 0.0f, n > 3 ? w.w : 0.0f);
     if (n < 4) { /* fewer rows: one at a time (a missing row aliases acc) */
         for (int r = 0; r < n; r++) {
             float wr = r == 0 ? w.x : r == 1 ? w.y : w.z;
-            for (d = 0; d + 8 <= D; d += 8) vstore8(vload8(0, acc + r * D + d) + wr * vload8(0, y + d), 0, acc + r * D + d);
-            for (; d < D; d++) acc[r * D + d] += wr * y[d];
+            for (d = 0; d + 8 <= D; d += 8) vstore8(vload8(0, acc + r * D + d) + wr * NN_ATTN_V8(y + d), 0, acc + r * D + d);
+            for (; d < D; d++) acc[r * D + d] += wr * NN_ATTN_LD(y, d);
         }
         return;
     }
     for (; d + 8 <= D; d += 8) {
-        float8 yv = vload8(0, y + d);
+        float8 yv = NN_ATTN_V8(y + d);
         vstore8(vload8(0, acc + d) + w.x * yv, 0, acc + d);
         vstore8(vload8(0, a1 + d) + w.y * yv, 0, a1 + d);
         vstore8(vload8(0, a2 + d) + w.z * yv, 0, a2 + d);
         vstore8(vload8(0, a3 + d) + w.w * yv, 0, a3 + d);
     }
     for (; d < D; d++) {
-        acc[d] += w.x * y[d];
-        a1[d] += w.y * y[d];
-        a2[d] += w.z * y[d];
-        a3[d] += w.w * y[d];
+        acc[d] += w.x * NN_ATTN_LD(y, d);
+        a1[d] += w.y * NN_ATTN_LD(y, d);
+        a2[d] += w.z * NN_ATTN_LD(y, d);
+        a3[d] += w.w * NN_ATTN_LD(y, d);
     }
 }
 
@@ -552,8 +573,8 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void attn_block_fwd(NN__
         int r = i - r0;
         long qo = nn_attn_off(lay, H, Tq, D, b, h, i);
         float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
-        for (int d = 0; d < D; d++) out[qo + d] = acc[r * D + d] * inv;
-        out[(long)B * H * Tq * D + ((long)b * H + h) * Tq + i] = l[r] > 0.0f ? m[r] + log(l[r]) : -INFINITY;
+        for (int d = 0; d < D; d++) NN__SSTORE(out, qo + d, acc[r * D + d] * inv);
+        NN_ATTN_LSE_OUT(out, (long)B * H * Tq * D)[((long)b * H + h) * Tq + i] = l[r] > 0.0f ? m[r] + log(l[r]) : -INFINITY;
     }
 }
 
@@ -575,7 +596,7 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void attn_block_dq(NN__K
                 float bias, z = 1.0f, pe = 0.0f;
                 w[e] = 0.0f;
                 if (i + e >= r1 || nn_attn_dead(dims, mk, mask, kpm, b, h, i + e, j, &bias)) continue;
-                pe = exp(ss[e] * scale + bias - o[(long)B * H * Tq * D + row]);
+                pe = exp(ss[e] * scale + bias - NN_ATTN_LSE_IN(o, (long)B * H * Tq * D)[row]);
                 if (pe == 0.0f) continue;
                 if (p > 0.0f) z = nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i + e, j);
                 w[e] = pe * (dp[e] * z - delta[row]);
@@ -585,7 +606,7 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void attn_block_dq(NN__K
     }
     for (int i = r0; i < r1; i++) {
         long qo = nn_attn_off(lay, H, Tq, D, b, h, i);
-        for (int d = 0; d < D; d++) out[qo + d] = acc[(i - r0) * D + d] * scale;
+        for (int d = 0; d < D; d++) NN__SSTORE(out, qo + d, acc[(i - r0) * D + d] * scale);
     }
 }
 
@@ -600,7 +621,7 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void attn_block_dkv(NN__
     for (int h = hk * grp_h; h < (hk + 1) * grp_h; h++)
         for (int i = ilo; i < ihi; i++) {
             long qo = nn_attn_off(lay, H, Tq, D, b, h, i), row = ((long)b * H + h) * Tq + i;
-            float lse = o[(long)B * H * Tq * D + row], dl = delta[row];
+            float lse = NN_ATTN_LSE_IN(o, (long)B * H * Tq * D)[row], dl = delta[row];
             for (int j = r0; j < r1; j += 4) {
                 float4 s4 = nn_attn_dot4(q + qo, NN_ATTN_ROWS4(k, Hkv, Tk, hk, j, r1), D);
                 float4 p4 = nn_attn_dot4(dout + qo, NN_ATTN_ROWS4(v, Hkv, Tk, hk, j, r1), D);
@@ -623,8 +644,8 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void attn_block_dkv(NN__
     for (int j = r0; j < r1; j++) {
         long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j), nkv = (long)B * Hkv * Tk * D;
         for (int d = 0; d < D; d++) {
-            out[ko + d] = dk[(j - r0) * D + d] * scale;
-            out[nkv + ko + d] = dv[(j - r0) * D + d];
+            NN__SSTORE(out, ko + d, dk[(j - r0) * D + d] * scale);
+            NN__SSTORE(out, nkv + ko + d, dv[(j - r0) * D + d]);
         }
     }
 }

@@ -3,25 +3,27 @@
    mk: the mask's strides over b, h, i, j, its mode (0 none, 1 float added, 2 int32: nonzero
    attends), the key padding mask's mode (0 none, 1 float, 2 int32: nonzero ignores), the
    sliding window (0 none), 0; vdim: v's head dim Dv (the output's, dout's; q and k have D).
-   mask and kpm are read only when their mode is not 0. */
+   mask and kpm are read only when their mode is not 0. q, k, v, o, dout and the outputs are
+   of the program's storage type (sin/sout: 16-bit attention; the log-sum-exp after the
+   output stays float32 words, and attn_dmask's out is the float32 mask's gradient). */
 #ifndef NN__ATTENTION_ARGS_H
 #define NN__ATTENTION_ARGS_H
 
 /* out: [output in q's layout, log-sum-exp [B, H, Tq]] */
 #define NN__KARGS_attn_fwd(F, P)                                                                   \
-    F(in, q) P(in, k) P(in, v) P(in, mask) P(in, kpm) P(out, out) P(int8, dims) P(int8, mk)         \
+    F(sin, q) P(sin, k) P(sin, v) P(in, mask) P(in, kpm) P(sout, out) P(int8, dims) P(int8, mk)     \
     P(float, scale) P(float, p) P(uint, seed_lo) P(uint, seed_hi) P(uint, key) P(ustep, step_lo)    \
     P(ustep, step_hi) P(int, vdim)
 NN__KSIG(attn_fwd)
 /* o: the forward's out; dout: its gradient (the output part); delta [B, H, Tq];
    out: dq (attn_dq) or [dk, dv] (attn_dkv) */
 #define NN__KARGS_attn_bwd(F, P)                                                                   \
-    F(in, q) P(in, k) P(in, v) P(in, mask) P(in, kpm) P(in, o) P(in, dout) P(in, delta) P(out, out) \
+    F(sin, q) P(sin, k) P(sin, v) P(in, mask) P(in, kpm) P(sin, o) P(sin, dout) P(in, delta) P(sout, out) \
     P(int8, dims) P(int8, mk) P(float, scale) P(float, p) P(uint, seed_lo) P(uint, seed_hi)          \
     P(uint, key) P(ustep, step_lo) P(ustep, step_hi) P(int, vdim)
 NN__KSIG(attn_bwd)
 /* delta [B, H, Tq] = rowsum(dout * o) */
-#define NN__KARGS_attn_delta(F, P) F(in, o) P(in, dout) P(out, delta) P(int8, dims) P(int, vdim)
+#define NN__KARGS_attn_delta(F, P) F(sin, o) P(sin, dout) P(out, delta) P(int8, dims) P(int, vdim)
 NN__KSIG(attn_delta)
 
 #endif

@@ -43,6 +43,41 @@ __kernel void slice(NN__KPARAMS(slice)) {
     }
 }
 
+/* The 16-bit twins of permute, concat_part and slice (bf16, fp16 storage: 16-bit words
+   moved as they are) */
+__kernel void permute_h(NN__KPARAMS(permute_h)) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    int r = i, off = 0;
+    int d5 = r % dims.s5; r /= dims.s5; off += d5 * xs.s5;
+    int d4 = r % dims.s4; r /= dims.s4; off += d4 * xs.s4;
+    int d3 = r % dims.s3; r /= dims.s3; off += d3 * xs.s3;
+    int d2 = r % dims.s2; r /= dims.s2; off += d2 * xs.s2;
+    int d1 = r % dims.s1; r /= dims.s1; off += d1 * xs.s1;
+    off += r * xs.s0;
+    y[i] = x[off];
+}
+
+__kernel void concat_part_h(NN__KPARAMS(concat_part_h)) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    int in = i % inner, j = (i / inner) % lx, o = i / (inner * lx);
+    y[((size_t)o * L + off + j) * inner + in] = x[i];
+}
+
+__kernel void slice_h(NN__KPARAMS(slice_h)) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    int in = i % inner;
+    if (!grad) {
+        int j = (i / inner) % len, o = i / (inner * len);
+        y[i] = x[((size_t)o * L + start + j * step) * inner + in];
+    } else {
+        int j = (i / inner) % L, o = i / (inner * L), d = j - start;
+        y[i] = (d >= 0 && d % step == 0 && d / step < len) ? x[((size_t)o * len + d / step) * inner + in] : (ushort)0;
+    }
+}
+
 /* y = x read with signed strides from a base offset (flip): `dims` are y's dims (unused
    ones 1), `xs` x's stride for each y dim */
 __kernel void strided(NN__KPARAMS(strided)) {

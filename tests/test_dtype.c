@@ -238,7 +238,10 @@ static nn_tensor bad_dtype(nn_graph *g, int which) {
     case 4: return nn_to_dtype(g, F(g, S1(3)), NN_I32);
     case 5: return nn_to_dtype(g, F(g, S1(3)), (nn_dtype)7);
     case 6: return nn_input(g, "x", (nn_dtype)7, S1(3));
-    case 7: return nn_reshape(g, nn_input(g, "h", NN_BF16, S2(3, 4)), S1(12));
+    case 7: { /* reshape, permute, slice and concat take 16-bit storage; flip does not */
+        static const int d0[1] = {0};
+        return nn_flip(g, nn_input(g, "h", NN_BF16, S2(3, 4)), d0, 1);
+    }
     case 8: return nn_sum(g, nn_input(g, "h", NN_F16, S2(3, 4)));
     case 9: return nn_softmax(g, nn_input(g, "h", NN_BF16, S2(3, 4)), 1);
     default: return T(-1);
@@ -256,7 +259,7 @@ static const bad_row dtype_bad[] = {
     {"dtype", "to_dtype to int32", n_bd4, R_SHAPE, "nn_to_dtype|float32 to int32", 0},
     {"dtype", "to_dtype to dtype 7", n_bd5, R_SHAPE, "nn_to_dtype|float32 to an unknown dtype", 0},
     {"dtype", "input of dtype 7", n_bd6, R_INV, "nn_input|unknown dtype 7", 0},
-    {"dtype", "reshape of bfloat16", n_bd7, R_SHAPE, "reshape|bfloat16|nn_to_dtype", 0},
+    {"dtype", "flip of bfloat16", n_bd7, R_SHAPE, "flip|bfloat16|nn_to_dtype", 0},
     {"dtype", "sum of float16", n_bd8, R_SHAPE, "sum|float16|nn_to_dtype", 0},
     {"dtype", "softmax of bfloat16", n_bd9, R_SHAPE, "softmax|bfloat16|nn_to_dtype", 0},
 };

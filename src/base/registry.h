@@ -115,11 +115,11 @@
     X(ONE_HOT, "one_hot", one_hot, NN__OPF_NO_GRAD)
 
 #define NN__OPS_SHAPE(X)                                          \
-    X(RESHAPE, "reshape", reshape, NN__OPF_VIEW | NN__OPF_RANK0)  \
-    X(PERMUTE, "permute", permute, 0)                             \
-    X(CONCAT, "concat", concat, 0)                                \
-    X(SLICE, "slice", slice, 0)                                   \
-    X(SLICE_GRAD, "slice_grad", slice_grad, 0)                    \
+    X(RESHAPE, "reshape", reshape, NN__OPF_VIEW | NN__OPF_RANK0 | NN__OPF_HALF) \
+    X(PERMUTE, "permute", permute, NN__OPF_HALF)                  \
+    X(CONCAT, "concat", concat, NN__OPF_HALF)                     \
+    X(SLICE, "slice", slice, NN__OPF_HALF)                        \
+    X(SLICE_GRAD, "slice_grad", slice_grad, NN__OPF_HALF)         \
     X(FLIP, "flip", flip, 0)                                      \
     X(REPEAT, "repeat", repeat, 0)                                \
     X(REPEAT_GRAD, "repeat_grad", repeat_grad, 0)                 \
@@ -195,11 +195,11 @@
 
 /* the fused scaled dot-product attention (src/ops/attention.c) */
 #define NN__OPS_ATTENTION(X)                                                  \
-    X(ATTENTION, "attention", attention, 0)                                   \
-    X(ATTENTION_DELTA, "attention_grad_delta", attention_delta, 0)            \
-    X(ATTENTION_DQ, "attention_grad_query", attention_dq, 0)                  \
-    X(ATTENTION_DKV, "attention_grad_key_value", attention_dkv, 0)            \
-    X(ATTENTION_DMASK, "attention_grad_mask", attention_dmask, 0)
+    X(ATTENTION, "attention", attention, NN__OPF_HALF)                        \
+    X(ATTENTION_DELTA, "attention_grad_delta", attention_delta, NN__OPF_HALF) \
+    X(ATTENTION_DQ, "attention_grad_query", attention_dq, NN__OPF_HALF)       \
+    X(ATTENTION_DKV, "attention_grad_key_value", attention_dkv, NN__OPF_HALF) \
+    X(ATTENTION_DMASK, "attention_grad_mask", attention_dmask, NN__OPF_HALF)
 
 #define NN__OPS_RECURRENT(X)                                         \
     X(REC_WS, "recurrent_workspace", rec_ws, NN__OPF_NO_GRAD)        \

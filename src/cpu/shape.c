@@ -4,53 +4,68 @@
    twin in kernels/shape.cl. */
 
 /* Out-of-place transpose: y[j0..jk] = x[j_perm...]: `dims` are y's dims, `xstride[d]` the
-   stride in x of y's dim d. */
-static void nn__permute_forward(float *y, const float *x, int ndim, const int64_t *dims, const int64_t *xstride) {
+   stride in x of y's dim d. Elements of es bytes (4: float32, int32; 2: 16-bit storage),
+   moved as they are. */
+#define NN__PERMUTE_LOOP(T)                                                                    \
+    do {                                                                                       \
+        T *y_ = (T *)y;                                                                        \
+        const T *x_ = (const T *)x;                                                            \
+        for (i = 0; i < n; i++) {                                                              \
+            y_[i] = x_[off];                                                                   \
+            for (d = ndim - 1; d >= 0; d--) { /* odometer over y's index, tracking x's offset */ \
+                off += xstride[d];                                                             \
+                if (++idx[d] < dims[d]) break;                                                 \
+                off -= xstride[d] * dims[d];                                                   \
+                idx[d] = 0;                                                                    \
+            }                                                                                  \
+        }                                                                                      \
+    } while (0)
+static void nn__permute_forward(void *y, const void *x, int es, int ndim, const int64_t *dims, const int64_t *xstride) {
     int64_t idx[NN_MAX_DIMS] = {0}, n = 1, i, off = 0;
     int d;
     for (d = 0; d < ndim; d++) n *= dims[d];
-    for (i = 0; i < n; i++) {
-        y[i] = x[off];
-        for (d = ndim - 1; d >= 0; d--) { /* odometer over y's index, tracking x's offset */
-            off += xstride[d];
-            if (++idx[d] < dims[d]) break;
-            off -= xstride[d] * dims[d];
-            idx[d] = 0;
-        }
-    }
+    if (es == 2) NN__PERMUTE_LOOP(uint16_t);
+    else NN__PERMUTE_LOOP(uint32_t);
 }
+#undef NN__PERMUTE_LOOP
 
 /* One part of a concat: x [outer, lx, inner] into y [outer, L, inner] at [off, off + lx)
-   of the axis (each input of a concat written once, by its own call). */
-static void nn__concat_part(float *y, const float *x, int64_t outer, int64_t lx, int64_t L, int64_t off, int64_t inner) {
+   of the axis (each input of a concat written once, by its own call); elements of es
+   bytes. */
+static void nn__concat_part(void *y, const void *x, int es, int64_t outer, int64_t lx, int64_t L, int64_t off, int64_t inner) {
     int64_t o;
-    for (o = 0; o < outer; o++) memcpy(y + (o * L + off) * inner, x + o * lx * inner, (size_t)(lx * inner) * sizeof(float));
+    for (o = 0; o < outer; o++)
+        memcpy((char *)y + (size_t)((o * L + off) * inner) * es, (const char *)x + (size_t)(o * lx * inner) * es,
+               (size_t)(lx * inner) * es);
 }
 
 /* y [outer, len, inner] = x [outer, L, inner] at start, start + step, ... (len indices) of
-   the axis; the gradient (grad != 0) writes dy back into a zeroed x-shaped y instead. */
-static void nn__slice(float *y, const float *x, int64_t outer, int64_t L, int64_t inner, int64_t start, int64_t len, int64_t step,
-                      int grad) {
+   the axis; the gradient (grad != 0) writes dy back into a zeroed x-shaped y instead.
+   Elements of es bytes (zero is all-zero bits in every storage type). */
+static void nn__slice(void *yv, const void *xv, int es, int64_t outer, int64_t L, int64_t inner, int64_t start, int64_t len,
+                      int64_t step, int grad) {
     int64_t o, j;
-    size_t row = (size_t)inner * sizeof(float);
+    size_t row = (size_t)inner * es, e = (size_t)es;
+    char *y = (char *)yv;
+    const char *x = (const char *)xv;
     if (grad && step == 1) { /* zeros around each copied run only: each element written once */
         for (o = 0; o < outer; o++) {
-            float *yo = y + o * L * inner;
+            char *yo = y + (size_t)(o * L * inner) * e;
             memset(yo, 0, (size_t)start * row);
-            memcpy(yo + start * inner, x + o * len * inner, (size_t)len * row);
-            memset(yo + (start + len) * inner, 0, (size_t)(L - start - len) * row);
+            memcpy(yo + (size_t)(start * inner) * e, x + (size_t)(o * len * inner) * e, (size_t)len * row);
+            memset(yo + (size_t)((start + len) * inner) * e, 0, (size_t)(L - start - len) * row);
         }
         return;
     }
-    if (grad) memset(y, 0, (size_t)(outer * L * inner) * sizeof(float));
+    if (grad) memset(y, 0, (size_t)(outer * L * inner) * e);
     for (o = 0; o < outer; o++) {
         if (step == 1) {
-            memcpy(y + o * len * inner, x + (o * L + start) * inner, (size_t)len * row);
+            memcpy(y + (size_t)(o * len * inner) * e, x + (size_t)((o * L + start) * inner) * e, (size_t)len * row);
             continue;
         }
         for (j = 0; j < len; j++) {
-            if (grad) memcpy(y + (o * L + start + j * step) * inner, x + (o * len + j) * inner, row);
-            else memcpy(y + (o * len + j) * inner, x + (o * L + start + j * step) * inner, row);
+            if (grad) memcpy(y + (size_t)((o * L + start + j * step) * inner) * e, x + (size_t)((o * len + j) * inner) * e, row);
+            else memcpy(y + (size_t)((o * len + j) * inner) * e, x + (size_t)((o * L + start + j * step) * inner) * e, row);
         }
     }
 }

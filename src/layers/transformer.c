@@ -50,7 +50,13 @@ static nn_tensor nn__tf_linear(nn_graph *g, nn_tensor x, int64_t out, float std,
     snprintf(wn, sizeof wn, "%s.weight", name);
     snprintf(bn, sizeof bn, "%s.bias", name);
     y = nn_matmul(g, x, nn_param(g, wn, nn_shape2(out, nn__n(g, x)->shape.dim[1]), wi), 0, 1);
-    return bias ? nn_add(g, y, nn_param(g, bn, nn_shape1(out), bi)) : y;
+    if (bias) { /* F.linear under autocast, as nn_linear_layer: the bias converted, the sum in the policy's type */
+        nn_tensor b = nn_param(g, bn, nn_shape1(out), bi);
+        if (y.id >= 0 && nn__dtype_half(nn__n(g, y)->dtype) && nn__policy_dtype(g) == nn__n(g, y)->dtype)
+            b = nn_to_dtype(g, b, nn__n(g, y)->dtype);
+        y = nn_add(g, y, b);
+    }
+    return y;
 }
 
 /* nn.LayerNorm(C) (nanoGPT's LayerNorm(ndim, bias)): weight ones, bias zeros. */

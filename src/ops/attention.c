@@ -33,6 +33,15 @@ static void nn__attn_set_ins(nn__attn_attr *a, int nfixed) {
 static int64_t nn__attn_nO(const nn__attn_attr *a) { return (int64_t)a->B * a->H * a->Tq * a->Dv; }
 static int64_t nn__attn_nK(const nn__attn_attr *a) { return (int64_t)a->B * a->Hkv * a->Tk * a->D; }
 static int64_t nn__attn_nV(const nn__attn_attr *a) { return (int64_t)a->B * a->Hkv * a->Tk * a->Dv; }
+static int64_t nn__attn_nQ(const nn__attn_attr *a) { return (int64_t)a->B * a->H * a->Tq * a->D; }
+
+/* Where the log-sum-exp starts in ATTENTION's flat output of dtype dt, in elements: after
+   the output; in 16-bit storage from the next even element, each value a float32 in two
+   elements' room (kernels/attention.cl's NN_ATTN_LSE_OFF). */
+static int64_t nn__attn_lse_off(const nn__attn_attr *a, nn_dtype dt) {
+    int64_t n = nn__attn_nO(a);
+    return nn__dtype_half(dt) ? n + (n & 1) : n;
+}
 
 /* the element strides over (batch, head, row) of a [B, heads, T, D] or [B, T, heads, D] */
 static void nn__attn_strides(int layout, int heads, int T, int D, int64_t s[3]) {
@@ -57,21 +66,45 @@ NN_API nn_tensor nn_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v
 static nn_tensor nn__attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, const nn_attention_desc *desc, int mask_hides) {
     static const nn_attention_desc zero = {0, 0.0f, 0.0f, 0, {0, 0}, {0, 0}, 0};
     const char *op = "nn_attention";
-    nn_tensor in[3], x[5], packed;
+    nn_tensor in[3], x[5], packed, mask, kpm;
     const nn__node *nq, *nk, *nv;
+    nn_dtype dt;
     nn_shape qshape;
     nn__attn_attr a;
     char sq[128], sk[128], sv[128];
     int hm, hp, nx = 3, i, id;
     int64_t total;
     if (!desc) desc = &zero;
+    mask = desc->mask, kpm = desc->key_padding_mask;
     in[0] = q, in[1] = k, in[2] = v;
-    if (!nn__check(g, op, 3, in) || !nn__expect_f32(g, op, q, "q") || !nn__expect_f32(g, op, k, "k") ||
-        !nn__expect_f32(g, op, v, "v"))
-        return nn__tensor(-1);
+    if (!nn__check(g, op, 3, in)) return nn__tensor(-1);
+    for (i = 0; i < 3; i++)
+        if (nn__n(g, in[i])->dtype == NN_I32)
+            return nn__op_fail(g, NN_ERR_SHAPE, "%s: %s must be float32, bfloat16 or float16, not int32", op, i == 0 ? "q" : i == 1 ? "k" : "v");
+    /* 16-bit q, k, v of one dtype: a 16-bit attention (output and gradients of that dtype,
+       sums in float32). Mixed: refused as torch's scaled_dot_product_attention does, but
+       under a policy, which converts the float32 ones to its type (autocast's rule) */
+    dt = nn__n(g, q)->dtype;
+    if (nn__n(g, k)->dtype != dt || nn__n(g, v)->dtype != dt) {
+        if (nn__policy_dtype(g) == NN_F32)
+            return nn__op_fail(g, NN_ERR_SHAPE, "%s: q (%s), k (%s) and v (%s) must have one dtype", op, nn__dtype_name(dt),
+                               nn__dtype_name(nn__n(g, k)->dtype), nn__dtype_name(nn__n(g, v)->dtype));
+        dt = nn__policy_dtype(g);
+        for (i = 0; i < 3; i++)
+            if (nn__n(g, in[i])->dtype != dt && (in[i] = nn_to_dtype(g, in[i], dt)).id < 0) return nn__tensor(-1);
+        q = in[0], k = in[1], v = in[2];
+    }
     hm = nn__optional(g, op, desc->mask);
     hp = nn__optional(g, op, desc->key_padding_mask);
     if (hm < 0 || hp < 0) return nn__tensor(-1);
+    if (hm && nn__dtype_half(nn__n(g, desc->mask)->dtype)) { /* masks are float32 or int32 */
+        mask = nn_to_dtype(g, desc->mask, NN_F32);
+        if (mask.id < 0) return nn__tensor(-1);
+    }
+    if (hp && nn__dtype_half(nn__n(g, desc->key_padding_mask)->dtype)) {
+        kpm = nn_to_dtype(g, desc->key_padding_mask, NN_F32);
+        if (kpm.id < 0) return nn__tensor(-1);
+    }
     nq = nn__n(g, q), nk = nn__n(g, k), nv = nn__n(g, v);
     nn__shape_str(&nq->shape, sq, sizeof sq);
     nn__shape_str(&nk->shape, sk, sizeof sk);
@@ -99,7 +132,7 @@ static nn_tensor nn__attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor 
         if (a.D > 256) return nn__op_fail(g, NN_ERR_SHAPE, "%s: head dim %d of q %s is over 256", op, a.D, sq);
         if (a.Dv > 256) return nn__op_fail(g, NN_ERR_SHAPE, "%s: head dim %d of v %s is over 256", op, a.Dv, sv);
     }
-    total = nn__attn_nO(&a) + (int64_t)a.B * a.H * a.Tq;
+    total = nn__attn_lse_off(&a, dt) + (nn__dtype_half(dt) ? 2 : 1) * (int64_t)a.B * a.H * a.Tq;
     if (total > INT32_MAX || nn__attn_nK(&a) + nn__attn_nV(&a) > INT32_MAX)
         return nn__op_fail(g, NN_ERR_SHAPE, "%s: q %s and k %s are too large (2^31 elements)", op, sq, sk);
     if (!(desc->dropout >= 0.0f && desc->dropout < 1.0f))
@@ -112,7 +145,7 @@ static nn_tensor nn__attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor 
     a.p = g->eval ? 0.0f : desc->dropout;
     x[0] = q, x[1] = k, x[2] = v;
     if (hm) {
-        const nn__node *m = nn__n(g, desc->mask);
+        const nn__node *m = nn__n(g, mask);
         int nd = m->shape.ndim, full[4];
         char sm[128];
         nn__shape_str(&m->shape, sm, sizeof sm);
@@ -132,22 +165,22 @@ static nn_tensor nn__attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor 
             }
         }
         a.mask_mode = m->dtype == NN_I32 ? (mask_hides ? 3 : 2) : 1;
-        x[nx++] = desc->mask;
+        x[nx++] = mask;
     }
     if (hp) {
-        const nn__node *m = nn__n(g, desc->key_padding_mask);
+        const nn__node *m = nn__n(g, kpm);
         char sm[128];
         nn__shape_str(&m->shape, sm, sizeof sm);
         if (m->shape.ndim != 2 || m->shape.dim[0] != a.B || m->shape.dim[1] != a.Tk)
             return nn__op_fail(g, NN_ERR_SHAPE, "%s: key_padding_mask %s is not [B, Tk] = [%d, %d]", op, sm, a.B, a.Tk);
         a.kpm_mode = m->dtype == NN_I32 ? 2 : 1;
-        x[nx++] = desc->key_padding_mask;
+        x[nx++] = kpm;
     }
     nn__attn_set_ins(&a, 3);
     {
         int ins[5];
         for (i = 0; i < nx; i++) ins[i] = x[i].id;
-        id = nn__new_node(g, NN__OP_ATTENTION, NN_F32, nn_shape1(total), ins, nx);
+        id = nn__new_node(g, NN__OP_ATTENTION, dt, nn_shape1(total), ins, nx);
     }
     if (id < 0) return nn__tensor(-1);
     a.key = id; /* dropout's key, shared with the backward ops */
@@ -159,19 +192,52 @@ static nn_tensor nn__attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor 
     return nn_reshape(g, packed, qshape);
 }
 
-#define nn__plan_attention nn__no_plan
 #define nn__grad_attention_delta nn__grad_none
-#define nn__plan_attention_delta nn__no_plan
 #define nn__grad_attention_dq nn__grad_none
-#define nn__plan_attention_dq nn__no_plan
 #define nn__grad_attention_dkv nn__grad_none
 #define nn__grad_attention_dmask nn__grad_none
-#define nn__plan_attention_dmask nn__no_plan
 
-/* a device's ATTENTION_DKV with dq: the dQ kernel's output in the node's scratch, then
-   copied after dk and dv (the kernels write from their output's start) */
+/* ---- 16-bit attention (q, k, v of NN_BF16 or NN_F16): the storage type is the first
+   input's (q; the packed output for ATTENTION_DELTA). OpenCL: kernels/attention.cl built
+   for it (l->store), float32 sums. CPU: the operands widened (exactly) into the node's
+   scratch, src/cpu/attention.c's float32 loops run there into a float32 output after
+   them, rounded once into the node, so each value is the float32 attention's on the
+   widened inputs, rounded; the log-sum-exp is read and written in place (float32 words in
+   the packed output, nn__attn_lse_off). ---- */
+
+static nn_dtype nn__attn_store(const nn_graph *g, const nn__node *n) { return g->nodes[n->in[0]].dtype; }
+
+/* a region of n floats, from a multiple of 16 (64 bytes) */
+static int64_t nn__attn16_r(int64_t n) { return (n + 15) / 16 * 16; }
+
+/* floats of a 16-bit node's CPU scratch: q, k, v widened (o and dout too in the backward),
+   then the float32 output (ATTENTION, dQ, [dK, dV(, dQ)]); DELTA: o and dout only */
+static int64_t nn__attn16_scratch(const nn__node *n) {
+    const nn__attn_attr *a = &n->a.attn;
+    int64_t qkv = nn__attn16_r(nn__attn_nQ(a)) + nn__attn16_r(nn__attn_nK(a)) + nn__attn16_r(nn__attn_nV(a));
+    int64_t od = 2 * nn__attn16_r(nn__attn_nO(a));
+    switch (n->op) {
+    case NN__OP_ATTENTION: return qkv + nn__attn16_r(nn__attn_nO(a));
+    case NN__OP_ATTENTION_DELTA: return od;
+    case NN__OP_ATTENTION_DQ: return qkv + od + nn__attn16_r(nn__attn_nQ(a));
+    case NN__OP_ATTENTION_DKV: return qkv + od + nn__attn16_r(n->numel);
+    default: return qkv + od; /* DMASK: its float32 output is the node */
+    }
+}
+
+static void nn__plan_attention(nn_graph *g, nn__node *n) {
+    n->scratch = g->ctx->backend->host_memory && nn__dtype_half(nn__attn_store(g, n)) ? nn__attn16_scratch(n) : 0;
+}
+#define nn__plan_attention_delta nn__plan_attention
+#define nn__plan_attention_dq nn__plan_attention
+#define nn__plan_attention_dmask nn__plan_attention
+
+/* ATTENTION_DKV: the CPU's 16-bit scratch; a device's with dq: the dQ kernel's output in
+   the node's scratch, then copied after dk and dv (the kernels write from their output's
+   start) */
 static void nn__plan_attention_dkv(nn_graph *g, nn__node *n) {
-    n->scratch = n->a.attn.with_dq && !g->ctx->backend->host_memory ? (int64_t)n->a.attn.B * n->a.attn.H * n->a.attn.Tq * n->a.attn.D : 0;
+    if (g->ctx->backend->host_memory) nn__plan_attention(g, n);
+    else n->scratch = n->a.attn.with_dq ? nn__attn_nQ(&n->a.attn) : 0;
 }
 
 /* dq, and dk, dv sliced from one node (dq too when k or v needs a gradient) */
@@ -182,6 +248,8 @@ static void nn__grad_attention(nn_graph *g, int id) {
     nn_tensor delta;
     nn_shape sk = g->nodes[b].shape, sv = g->nodes[c].shape;
     int din[2];
+    nn_dtype dt = n.dtype; /* q's: the gradients' too */
+    if (g->nodes[gy.id].dtype != dt && (gy = nn_to_dtype(g, gy, dt)).id < 0) return;
     din[0] = id, din[1] = gy.id;
     delta = nn__tensor(nn__new_node(g, NN__OP_ATTENTION_DELTA, NN_F32, nn_shape1((int64_t)at.B * at.H * at.Tq), din, 2));
     if (delta.id < 0) return;
@@ -190,7 +258,7 @@ static void nn__grad_attention(nn_graph *g, int id) {
     for (i = 3; i < n.n_in; i++) ins[nin++] = n.in[i];
     nn__attn_set_ins(&at, 6);
     if (ga && !gb && !gc) {
-        int t = nn__new_node(g, NN__OP_ATTENTION_DQ, NN_F32, g->nodes[a].shape, ins, nin);
+        int t = nn__new_node(g, NN__OP_ATTENTION_DQ, dt, g->nodes[a].shape, ins, nin);
         if (t < 0) return;
         g->nodes[t].a.attn = at;
         nn__acc_grad(g, a, nn__tensor(t));
@@ -198,7 +266,7 @@ static void nn__grad_attention(nn_graph *g, int id) {
     if (gb || gc) {
         int64_t nk = nn__attn_nK(&at), nv = nn__attn_nV(&at), nq = ga ? g->nodes[a].numel : 0;
         nn_shape sq = g->nodes[a].shape;
-        int t = nn__new_node(g, NN__OP_ATTENTION_DKV, NN_F32, nn_shape1(nk + nv + nq), ins, nin);
+        int t = nn__new_node(g, NN__OP_ATTENTION_DKV, dt, nn_shape1(nk + nv + nq), ins, nin);
         if (t < 0) return;
         at.with_dq = ga;
         g->nodes[t].a.attn = at;
@@ -239,12 +307,55 @@ static void nn__attn_job_init(nn_graph *g, const nn__node *n, nn__attn_job *J, i
     }
 }
 
+/* A 16-bit node's job: q, k, v (and o, dout) widened into the scratch, the job's pointers
+   set to them, the log-sum-exp read in place from the packed output; returns the scratch's
+   float32 output region. */
+static float *nn__attn16_widen(nn_graph *g, nn__node *n, nn__attn_job *J) {
+    const nn__attn_attr *a = &n->a.attn;
+    nn_dtype dt = nn__attn_store(g, n);
+    float *w = (float *)n->scratch_buf.host;
+    int64_t cnt[3];
+    int i;
+    cnt[0] = nn__attn_nQ(a), cnt[1] = nn__attn_nK(a), cnt[2] = nn__attn_nV(a);
+    for (i = 0; i < 3; i++) {
+        nn__cast(g->ctx->threads, g->nodes[n->in[i]].buf.host, dt, w, NN_F32, cnt[i]);
+        if (i == 0) J->q = w;
+        else if (i == 1) J->k = w;
+        else J->v = w;
+        w += nn__attn16_r(cnt[i]);
+    }
+    if (n->op != NN__OP_ATTENTION) {
+        const uint16_t *packed = (const uint16_t *)g->nodes[n->in[3]].buf.host;
+        nn__cast(g->ctx->threads, packed, dt, w, NN_F32, nn__attn_nO(a));
+        J->o = w;
+        J->lse = (const float *)(const void *)(packed + nn__attn_lse_off(a, dt));
+        w += nn__attn16_r(nn__attn_nO(a));
+        nn__cast(g->ctx->threads, g->nodes[n->in[4]].buf.host, dt, w, NN_F32, nn__attn_nO(a));
+        J->dout = w;
+        w += nn__attn16_r(nn__attn_nO(a));
+    }
+    return w;
+}
+
+/* the float32 output of a 16-bit node (nf floats at f) rounded into its storage */
+static void nn__attn16_finish(nn_graph *g, nn__node *n, const float *f, int64_t nf) {
+    nn__cast(g->ctx->threads, f, NN_F32, n->buf.host, n->dtype, nf);
+}
+
 static nn_result nn__cpu_attention(nn_graph *g, nn__node *n) {
     nn__attn_job J;
+    nn_result r;
     nn__attn_job_init(g, n, &J, 0);
-    J.out = n->buf.host;
-    J.out_lse = J.out + nn__attn_nO(&n->a.attn);
-    return nn__attn_run(g->ctx->threads, &J);
+    if (!nn__dtype_half(n->dtype)) {
+        J.out = n->buf.host;
+        J.out_lse = J.out + nn__attn_nO(&n->a.attn);
+        return nn__attn_run(g->ctx->threads, &J);
+    }
+    J.out = nn__attn16_widen(g, n, &J);
+    J.out_lse = (float *)(void *)((uint16_t *)n->buf.host + nn__attn_lse_off(&n->a.attn, n->dtype));
+    r = nn__attn_run(g->ctx->threads, &J);
+    if (r == NN_OK) nn__attn16_finish(g, n, J.out, nn__attn_nO(&n->a.attn));
+    return r;
 }
 
 /* delta_i = sum_d dO_id O_id, d in order; the rows split into one contiguous run per
@@ -298,6 +409,14 @@ static nn_result nn__cpu_attention_delta(nn_graph *g, nn__node *n) {
     J.a = &n->a.attn;
     J.o = NN__F(n->in[0]);
     J.dout = NN__F(n->in[1]);
+    if (nn__dtype_half(nn__attn_store(g, n))) { /* o and dout widened into the scratch */
+        float *w = (float *)n->scratch_buf.host;
+        int64_t no = nn__attn_nO(J.a);
+        nn__cast(g->ctx->threads, g->nodes[n->in[0]].buf.host, nn__attn_store(g, n), w, NN_F32, no);
+        nn__cast(g->ctx->threads, g->nodes[n->in[1]].buf.host, nn__attn_store(g, n), w + nn__attn16_r(no), NN_F32, no);
+        J.o = w;
+        J.dout = w + nn__attn16_r(no);
+    }
     J.delta = n->buf.host;
     J.rows = (int64_t)J.a->B * J.a->H * J.a->Tq;
     nn__attn_strides(J.a->layout, J.a->H, J.a->Tq, J.a->Dv, J.s);
@@ -310,9 +429,16 @@ static nn_result nn__cpu_attention_delta(nn_graph *g, nn__node *n) {
 
 static nn_result nn__cpu_attention_dq(nn_graph *g, nn__node *n) {
     nn__attn_job J;
+    nn_result r;
     nn__attn_job_init(g, n, &J, 1);
-    J.dq = n->buf.host;
-    return nn__attn_run(g->ctx->threads, &J);
+    if (!nn__dtype_half(n->dtype)) {
+        J.dq = n->buf.host;
+        return nn__attn_run(g->ctx->threads, &J);
+    }
+    J.dq = nn__attn16_widen(g, n, &J);
+    r = nn__attn_run(g->ctx->threads, &J);
+    if (r == NN_OK) nn__attn16_finish(g, n, J.dq, n->numel);
+    return r;
 }
 
 /* dk and dv, and dq after them when with_dq: in one pass where it keeps the threads busy,
@@ -321,22 +447,27 @@ static nn_result nn__cpu_attention_dkv(nn_graph *g, nn__node *n) {
     nn__attn_job J;
     nn_result r;
     nn__attn_job_init(g, n, &J, 2);
-    J.dk = n->buf.host;
+    J.dk = nn__dtype_half(n->dtype) ? nn__attn16_widen(g, n, &J) : n->buf.host; /* 16-bit: the float32 [dK, dV, dQ] */
     J.dv = J.dk + nn__attn_nK(&n->a.attn);
-    if (!n->a.attn.with_dq) return nn__attn_run(g->ctx->threads, &J);
-    J.dq = J.dv + nn__attn_nV(&n->a.attn);
-    if (nn__attn_one_pass_fits(&n->a.attn, nn__threadpool_size(g->ctx->threads))) {
+    if (n->a.attn.with_dq) J.dq = J.dv + nn__attn_nV(&n->a.attn);
+    if (!n->a.attn.with_dq) {
+        r = nn__attn_run(g->ctx->threads, &J);
+    } else if (nn__attn_one_pass_fits(&n->a.attn, nn__threadpool_size(g->ctx->threads))) {
         J.kind = 4;
-        return nn__attn_run(g->ctx->threads, &J);
+        r = nn__attn_run(g->ctx->threads, &J);
+    } else {
+        r = nn__attn_run(g->ctx->threads, &J);
+        J.kind = 1;
+        if (r == NN_OK) r = nn__attn_run(g->ctx->threads, &J);
     }
-    r = nn__attn_run(g->ctx->threads, &J);
-    J.kind = 1;
-    return r == NN_OK ? nn__attn_run(g->ctx->threads, &J) : r;
+    if (r == NN_OK && nn__dtype_half(n->dtype)) nn__attn16_finish(g, n, J.dk, n->numel);
+    return r;
 }
 
 static nn_result nn__cpu_attention_dmask(nn_graph *g, nn__node *n) {
     nn__attn_job J;
     nn__attn_job_init(g, n, &J, 3);
+    if (nn__dtype_half(nn__attn_store(g, n))) nn__attn16_widen(g, n, &J);
     J.dmask = n->buf.host;
     return nn__attn_run(g->ctx->threads, &J);
 }
@@ -435,6 +566,7 @@ static nn_result nn__launch_attention(nn_graph *g, int id) {
         nn__attn_lws(g, l);
     NN__ATTN_KCOMMON(k, n, dims, mk);
     k.out = &n->buf;
+    l->store = nn__attn_store(g, n); /* the program for q's storage type */
     return nn__kargs_attn_fwd(l, &k);
 }
 
@@ -450,6 +582,7 @@ static nn_result nn__launch_attention_delta(nn_graph *g, int id) {
     k.o = &g->nodes[n->in[0]].buf;
     k.dout = &g->nodes[n->in[1]].buf;
     k.delta = &n->buf;
+    l->store = nn__attn_store(g, n);
     return nn__kargs_attn_delta(l, &k);
 }
 
@@ -475,6 +608,7 @@ static nn_result nn__launch_attention_bwd(nn_graph *g, int id, const char *kerne
     k.dout = &g->nodes[n->in[4]].buf;
     k.delta = &g->nodes[n->in[5]].buf;
     k.out = out;
+    l->store = nn__attn_store(g, n);
     return nn__kargs_attn_bwd(l, &k);
 }
 
@@ -490,12 +624,25 @@ static nn_result nn__launch_attention_dkv(nn_graph *g, int id) {
     int64_t nq = (int64_t)a->B * a->H * a->Tq * a->D, off = nn__attn_nK(a) + nn__attn_nV(a);
     nn__launch *l = NULL;
     nn__k_concat_part k;
+    nn__k_concat_part_h kh;
+    int half = nn__dtype_half(n->dtype);
     nn_result r = nn__launch_attention_bwd(g, id, "dkv", (int64_t)a->B * a->Hkv * a->Tk, a->Hkv, a->Tk, &n->buf);
     if (r != NN_OK || !a->with_dq) return r;
     r = nn__launch_attention_bwd(g, id, "dq", (int64_t)a->B * a->H * a->Tq, a->H, a->Tq, &g->nodes[id].scratch_buf);
-    if (r == NN_OK) r = nn__launch_kernel(g, id, "shape", "concat_part", (size_t)nq, &l);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "shape", half ? "concat_part_h" : "concat_part", (size_t)nq, &l);
     if (r != NN_OK) return r;
     n = &g->nodes[id];
+    if (half) { /* the dQ kernel wrote 16-bit words */
+        memset(&kh, 0, sizeof kh);
+        kh.x = &n->scratch_buf;
+        kh.y = &n->buf;
+        kh.n = (int)nq;
+        kh.lx = (int)nq;
+        kh.L = (int)(off + nq);
+        kh.off = (int)off;
+        kh.inner = 1;
+        return nn__kargs_concat_part_h(l, &kh);
+    }
     memset(&k, 0, sizeof k);
     k.x = &n->scratch_buf;
     k.y = &n->buf;

@@ -98,12 +98,12 @@ static void nn__grad_slice(nn_graph *g, int id) {
 
 static nn_result nn__cpu_slice(nn_graph *g, nn__node *n) {
     const int *in = n->in;
-    float *y = n->buf.host;
+    void *y = n->buf.host;
     int grad = n->op == NN__OP_SLICE_GRAD;
     int64_t o, L, inner, len;
     nn__axis_split(grad ? &n->shape : &g->nodes[in[0]].shape, n->a.shape.axis, &o, &L, &inner);
     len = (grad ? g->nodes[in[0]].shape : n->shape).dim[n->a.shape.axis];
-    nn__slice(y, NN__F(in[0]), o, L, inner, n->a.shape.start, len, n->a.shape.step, grad);
+    nn__slice(y, g->nodes[in[0]].buf.host, (int)nn__dtype_size(n->dtype), o, L, inner, n->a.shape.start, len, n->a.shape.step, grad);
     return NN_OK;
 }
 
@@ -114,17 +114,26 @@ static nn_result nn__launch_slice(nn_graph *g, int id) {
     int64_t o, L, inner, len;
     nn__axis_split(grad ? &n->shape : &g->nodes[in[0]].shape, n->a.shape.axis, &o, &L, &inner);
     len = (grad ? g->nodes[in[0]].shape : n->shape).dim[n->a.shape.axis];
-    NN__KSTART(slice, "shape", "slice", n->numel);
-    k.x = &g->nodes[in[0]].buf;
-    k.y = &n->buf;
-    k.n = (int)n->numel;
-    k.L = (int)L;
-    k.len = (int)len;
-    k.inner = (int)inner;
-    k.start = n->a.shape.start;
-    k.grad = grad;
-    k.step = n->a.shape.step;
-    return nn__kargs_slice(l, &k);
+#define NN__SLICE_ARGS                  \
+    k.x = &g->nodes[in[0]].buf;         \
+    k.y = &n->buf;                      \
+    k.n = (int)n->numel;                \
+    k.L = (int)L;                       \
+    k.len = (int)len;                   \
+    k.inner = (int)inner;               \
+    k.start = n->a.shape.start;         \
+    k.grad = grad;                      \
+    k.step = n->a.shape.step
+    if (nn__dtype_half(n->dtype)) { /* 16-bit words */
+        NN__KSTART(slice_h, "shape", "slice_h", n->numel);
+        NN__SLICE_ARGS;
+        return nn__kargs_slice_h(l, &k);
+    } else {
+        NN__KSTART(slice, "shape", "slice", n->numel);
+        NN__SLICE_ARGS;
+        return nn__kargs_slice(l, &k);
+    }
+#undef NN__SLICE_ARGS
 }
 
 /* ==== concat: y [..., L_0 + L_1 + ..., ...] = the xs [..., L_k, ...] joined along axis
@@ -220,7 +229,7 @@ static nn_result nn__cpu_concat(nn_graph *g, nn__node *n) {
     nn__axis_split(&n->shape, n->a.shape.axis, &o, &L, &inner);
     for (k = 0; k < n->n_in; k++) {
         int64_t lx = g->nodes[n->in[k]].shape.dim[n->a.shape.axis];
-        nn__concat_part(n->buf.host, NN__F(n->in[k]), o, lx, L, off, inner);
+        nn__concat_part(n->buf.host, g->nodes[n->in[k]].buf.host, (int)nn__dtype_size(n->dtype), o, lx, L, off, inner);
         off += lx;
     }
     return NN_OK;
@@ -230,24 +239,37 @@ static nn_result nn__launch_concat(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__launch *l = NULL;
     nn__k_concat_part k;
+    nn__k_concat_part_h kh;
     nn_result r = NN_OK;
     int64_t o, L, inner, off = 0;
-    int j;
+    int j, half = nn__dtype_half(n->dtype);
     nn__axis_split(&n->shape, n->a.shape.axis, &o, &L, &inner);
     for (j = 0; j < n->n_in && r == NN_OK; j++) { /* one launch per input: each written once */
         const nn__node *x = &g->nodes[n->in[j]];
         int64_t lx = x->shape.dim[n->a.shape.axis];
-        r = nn__launch_kernel(g, id, "shape", "concat_part", (size_t)x->numel, &l);
+        r = nn__launch_kernel(g, id, "shape", half ? "concat_part_h" : "concat_part", (size_t)x->numel, &l);
         if (r != NN_OK) return r;
-        memset(&k, 0, sizeof k);
-        k.x = &x->buf;
-        k.y = &n->buf;
-        k.n = (int)x->numel;
-        k.lx = (int)lx;
-        k.L = (int)L;
-        k.off = (int)off;
-        k.inner = (int)inner;
-        r = nn__kargs_concat_part(l, &k);
+        if (half) { /* 16-bit words */
+            memset(&kh, 0, sizeof kh);
+            kh.x = &x->buf;
+            kh.y = &n->buf;
+            kh.n = (int)x->numel;
+            kh.lx = (int)lx;
+            kh.L = (int)L;
+            kh.off = (int)off;
+            kh.inner = (int)inner;
+            r = nn__kargs_concat_part_h(l, &kh);
+        } else {
+            memset(&k, 0, sizeof k);
+            k.x = &x->buf;
+            k.y = &n->buf;
+            k.n = (int)x->numel;
+            k.lx = (int)lx;
+            k.L = (int)L;
+            k.off = (int)off;
+            k.inner = (int)inner;
+            r = nn__kargs_concat_part(l, &k);
+        }
         off += lx;
     }
     return r;

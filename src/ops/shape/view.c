@@ -93,22 +93,23 @@ NN_API nn_tensor nn_unsqueeze(nn_graph *g, nn_tensor x, int dim) {
 
 static void nn__grad_reshape(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
-    nn__acc_grad(g, a, nn__op1(g, NN__OP_RESHAPE, NN_F32, g->nodes[a].shape, gy.id));
+    nn__acc_grad(g, a, nn__op1(g, NN__OP_RESHAPE, g->nodes[gy.id].dtype, g->nodes[a].shape, gy.id));
     return;
 }
 
 static nn_result nn__cpu_reshape(nn_graph *g, nn__node *n) {
-    if (n->storage != NN__ST_VIEW) memcpy(n->buf.host, NN__F(n->in[0]), (size_t)n->numel * 4); /* a parameter's copy */
+    if (n->storage != NN__ST_VIEW) /* a parameter's copy */
+        memcpy(n->buf.host, g->nodes[n->in[0]].buf.host, (size_t)n->numel * nn__dtype_size(n->dtype));
     return NN_OK;
 }
 
 static nn_result nn__launch_reshape(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     if (n->storage == NN__ST_VIEW) return NN_OK; /* the input's own storage: nothing to run */
-    NN__KSTART(copy, "elementwise", "copy", n->numel);
+    NN__KSTART(copy, "elementwise", "copy", nn__dtype_bytes(n->dtype, n->numel) / 4);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
-    k.n = (int)n->numel;
+    k.n = (int)(nn__dtype_bytes(n->dtype, n->numel) / 4); /* 32-bit words: 16-bit storage whole, padding too */
     return nn__kargs_copy(l, &k);
 }
 
@@ -204,10 +205,10 @@ static void nn__permute_geom(const nn__node *n, const nn_shape *xs, int64_t *dim
 
 static nn_result nn__cpu_permute(nn_graph *g, nn__node *n) {
     const int *in = n->in;
-    float *y = n->buf.host;
+    void *y = n->buf.host;
     int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS];
     nn__permute_geom(n, &g->nodes[in[0]].shape, dims, xs);
-    nn__permute_forward(y, NN__F(in[0]), NN_MAX_DIMS, dims, xs);
+    nn__permute_forward(y, g->nodes[in[0]].buf.host, (int)nn__dtype_size(n->dtype), NN_MAX_DIMS, dims, xs);
     return NN_OK;
 }
 
@@ -220,13 +221,23 @@ static nn_result nn__launch_permute(nn_graph *g, int id) {
         vd[d] = d < NN_MAX_DIMS ? (int)dims[d] : 1;
         vs[d] = d < NN_MAX_DIMS ? (int)xs[d] : 0;
     }
-    NN__KSTART(permute, "shape", "permute", n->numel);
-    k.x = &g->nodes[n->in[0]].buf;
-    k.y = &n->buf;
-    k.n = (int)n->numel;
-    k.dims = vd;
-    k.xs = vs;
-    return nn__kargs_permute(l, &k);
+    if (nn__dtype_half(n->dtype)) { /* 16-bit words */
+        NN__KSTART(permute_h, "shape", "permute_h", n->numel);
+        k.x = &g->nodes[n->in[0]].buf;
+        k.y = &n->buf;
+        k.n = (int)n->numel;
+        k.dims = vd;
+        k.xs = vs;
+        return nn__kargs_permute_h(l, &k);
+    } else {
+        NN__KSTART(permute, "shape", "permute", n->numel);
+        k.x = &g->nodes[n->in[0]].buf;
+        k.y = &n->buf;
+        k.n = (int)n->numel;
+        k.dims = vd;
+        k.xs = vs;
+        return nn__kargs_permute(l, &k);
+    }
 }
 
 /* ==== flip: y [x's shape] = x reversed along dims (torch.flip): permute's loop, and the
@@ -285,7 +296,7 @@ static int64_t nn__flip_geom(const nn__node *n, int64_t *dims, int64_t *xstride)
 
 static nn_result nn__cpu_flip(nn_graph *g, nn__node *n) {
     int64_t dims[NN_MAX_DIMS], xs[NN_MAX_DIMS], base = nn__flip_geom(n, dims, xs);
-    nn__permute_forward(n->buf.host, NN__F(n->in[0]) + base, NN_MAX_DIMS, dims, xs);
+    nn__permute_forward(n->buf.host, NN__F(n->in[0]) + base, 4, NN_MAX_DIMS, dims, xs);
     return NN_OK;
 }
 
