@@ -23569,8 +23569,9 @@ static const char *const nn__cl_src_shape[] = {
 "#line 6 \"kernels/shape.cl\"\n",
 "#line 1 \"kernels/shape_args.h\"\n",
 "/* kernels/shape.cl's kernel signatures (kernels/kargs.h says how to read them). The copies\n",
-"   move 32-bit words (uin/uout), so they serve float32 and int32 tensors alike; the _h\n",
-"   twins of permute, concat_part and slice move 16-bit words (hin/hout: bf16, fp16). */\n",
+"   move 32-bit words (uin/uout), so they serve float32 and int32 tensors alike; half_permute,\n",
+"   half_concat and half_slice, the twins of permute, concat_part and slice, move 16-bit\n",
+"   words (hin/hout: bf16, fp16 storage). */\n",
 "#ifndef NN__SHAPE_ARGS_H\n",
 "#define NN__SHAPE_ARGS_H\n",
 "\n",
@@ -23589,14 +23590,14 @@ static const char *const nn__cl_src_shape[] = {
 "#define NN__KARGS_slice(F, P) \\\n",
 "    F(uin, x) P(uout, y) P(int, n) P(int, L) P(int, len) P(int, inner) P(int, start) P(int, grad) P(int, step)\n",
 "NN__KSIG(slice)\n",
-"#define NN__KARGS_permute_h(F, P) F(hin, x) P(hout, y) P(int, n) P(int8, dims) P(int8, xs)\n",
-"NN__KSIG(permute_h)\n",
-"#define NN__KARGS_concat_part_h(F, P) \\\n",
+"#define NN__KARGS_half_permute(F, P) F(hin, x) P(hout, y) P(int, n) P(int8, dims) P(int8, xs)\n",
+"NN__KSIG(half_permute)\n",
+"#define NN__KARGS_half_concat(F, P) \\\n",
 "    F(hin, x) P(hout, y) P(int, n) P(int, lx) P(int, L) P(int, off) P(int, inner)\n",
-"NN__KSIG(concat_part_h)\n",
-"#define NN__KARGS_slice_h(F, P) \\\n",
+"NN__KSIG(half_concat)\n",
+"#define NN__KARGS_half_slice(F, P) \\\n",
 "    F(hin, x) P(hout, y) P(int, n) P(int, L) P(int, len) P(int, inner) P(int, start) P(int, grad) P(int, step)\n",
-"NN__KSIG(slice_h)\n",
+"NN__KSIG(half_slice)\n",
 "\n",
 "/* 6 dims each, ones in front */\n",
 "#define NN__KARGS_repeat_forward(F, P) F(uin, x) P(uout, y) P(int, n) P(int8, ydims) P(int8, xdims)\n",
@@ -23663,7 +23664,7 @@ static const char *const nn__cl_src_shape[] = {
 "\n",
 "/* The 16-bit twins of permute, concat_part and slice (bf16, fp16 storage: 16-bit words\n",
 "   moved as they are) */\n",
-"__kernel void permute_h(NN__KPARAMS(permute_h)) {\n",
+"__kernel void half_permute(NN__KPARAMS(half_permute)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    int r = i, off = 0;\n",
@@ -23676,14 +23677,14 @@ static const char *const nn__cl_src_shape[] = {
 "    y[i] = x[off];\n",
 "}\n",
 "\n",
-"__kernel void concat_part_h(NN__KPARAMS(concat_part_h)) {\n",
+"__kernel void half_concat(NN__KPARAMS(half_concat)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    int in = i % inner, j = (i / inner) % lx, o = i / (inner * lx);\n",
 "    y[((size_t)o * L + off + j) * inner + in] = x[i];\n",
 "}\n",
 "\n",
-"__kernel void slice_h(NN__KPARAMS(slice_h)) {\n",
+"__kernel void half_slice(NN__KPARAMS(half_slice)) {\n",
 "    int i = get_global_id(0);\n",
 "    if (i >= n) return;\n",
 "    int in = i % inner;\n",
@@ -32786,8 +32787,9 @@ NN__KSIG(one_hot)
    kernels/shape_args.h
    ====================================================================== */
 /* kernels/shape.cl's kernel signatures (kernels/kargs.h says how to read them). The copies
-   move 32-bit words (uin/uout), so they serve float32 and int32 tensors alike; the _h
-   twins of permute, concat_part and slice move 16-bit words (hin/hout: bf16, fp16). */
+   move 32-bit words (uin/uout), so they serve float32 and int32 tensors alike; half_permute,
+   half_concat and half_slice, the twins of permute, concat_part and slice, move 16-bit
+   words (hin/hout: bf16, fp16 storage). */
 #ifndef NN__SHAPE_ARGS_H
 #define NN__SHAPE_ARGS_H
 
@@ -32806,14 +32808,14 @@ NN__KSIG(concat_part)
 #define NN__KARGS_slice(F, P) \
     F(uin, x) P(uout, y) P(int, n) P(int, L) P(int, len) P(int, inner) P(int, start) P(int, grad) P(int, step)
 NN__KSIG(slice)
-#define NN__KARGS_permute_h(F, P) F(hin, x) P(hout, y) P(int, n) P(int8, dims) P(int8, xs)
-NN__KSIG(permute_h)
-#define NN__KARGS_concat_part_h(F, P) \
+#define NN__KARGS_half_permute(F, P) F(hin, x) P(hout, y) P(int, n) P(int8, dims) P(int8, xs)
+NN__KSIG(half_permute)
+#define NN__KARGS_half_concat(F, P) \
     F(hin, x) P(hout, y) P(int, n) P(int, lx) P(int, L) P(int, off) P(int, inner)
-NN__KSIG(concat_part_h)
-#define NN__KARGS_slice_h(F, P) \
+NN__KSIG(half_concat)
+#define NN__KARGS_half_slice(F, P) \
     F(hin, x) P(hout, y) P(int, n) P(int, L) P(int, len) P(int, inner) P(int, start) P(int, grad) P(int, step)
-NN__KSIG(slice_h)
+NN__KSIG(half_slice)
 
 /* 6 dims each, ones in front */
 #define NN__KARGS_repeat_forward(F, P) F(uin, x) P(uout, y) P(int, n) P(int8, ydims) P(int8, xdims)
@@ -37785,13 +37787,13 @@ static nn_result nn__launch_permute(nn_graph *g, int id) {
         vs[d] = d < NN_MAX_DIMS ? (int)xs[d] : 0;
     }
     if (nn__dtype_half(n->dtype)) { /* 16-bit words */
-        NN__KSTART(permute_h, "shape", "permute_h", n->numel);
+        NN__KSTART(half_permute, "shape", "half_permute", n->numel);
         k.x = &g->nodes[n->in[0]].buf;
         k.y = &n->buf;
         k.n = (int)n->numel;
         k.dims = vd;
         k.xs = vs;
-        return nn__kargs_permute_h(l, &k);
+        return nn__kargs_half_permute(l, &k);
     } else {
         NN__KSTART(permute, "shape", "permute", n->numel);
         k.x = &g->nodes[n->in[0]].buf;
@@ -38007,9 +38009,9 @@ static nn_result nn__launch_slice(nn_graph *g, int id) {
     k.grad = grad;                      \
     k.step = n->a.shape.step
     if (nn__dtype_half(n->dtype)) { /* 16-bit words */
-        NN__KSTART(slice_h, "shape", "slice_h", n->numel);
+        NN__KSTART(half_slice, "shape", "half_slice", n->numel);
         NN__SLICE_ARGS;
-        return nn__kargs_slice_h(l, &k);
+        return nn__kargs_half_slice(l, &k);
     } else {
         NN__KSTART(slice, "shape", "slice", n->numel);
         NN__SLICE_ARGS;
@@ -38121,7 +38123,7 @@ static nn_result nn__launch_concat(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__launch *l = NULL;
     nn__k_concat_part k;
-    nn__k_concat_part_h kh;
+    nn__k_half_concat kh;
     nn_result r = NN_OK;
     int64_t o, L, inner, off = 0;
     int j, half = nn__dtype_half(n->dtype);
@@ -38129,7 +38131,7 @@ static nn_result nn__launch_concat(nn_graph *g, int id) {
     for (j = 0; j < n->n_in && r == NN_OK; j++) { /* one launch per input: each written once */
         const nn__node *x = &g->nodes[n->in[j]];
         int64_t lx = x->shape.dim[n->a.shape.axis];
-        r = nn__launch_kernel(g, id, "shape", half ? "concat_part_h" : "concat_part", (size_t)x->numel, &l);
+        r = nn__launch_kernel(g, id, "shape", half ? "half_concat" : "concat_part", (size_t)x->numel, &l);
         if (r != NN_OK) return r;
         if (half) { /* 16-bit words */
             memset(&kh, 0, sizeof kh);
@@ -38140,7 +38142,7 @@ static nn_result nn__launch_concat(nn_graph *g, int id) {
             kh.L = (int)L;
             kh.off = (int)off;
             kh.inner = (int)inner;
-            r = nn__kargs_concat_part_h(l, &kh);
+            r = nn__kargs_half_concat(l, &kh);
         } else {
             memset(&k, 0, sizeof k);
             k.x = &x->buf;
@@ -42965,12 +42967,12 @@ static nn_result nn__launch_attention_dkv(nn_graph *g, int id) {
     int64_t nq = (int64_t)a->B * a->H * a->Tq * a->D, off = nn__attn_nK(a) + nn__attn_nV(a);
     nn__launch *l = NULL;
     nn__k_concat_part k;
-    nn__k_concat_part_h kh;
+    nn__k_half_concat kh;
     int half = nn__dtype_half(n->dtype);
     nn_result r = nn__launch_attention_bwd(g, id, "dkv", (int64_t)a->B * a->Hkv * a->Tk, a->Hkv, a->Tk, &n->buf);
     if (r != NN_OK || !a->with_dq) return r;
     r = nn__launch_attention_bwd(g, id, "dq", (int64_t)a->B * a->H * a->Tq, a->H, a->Tq, &g->nodes[id].scratch_buf);
-    if (r == NN_OK) r = nn__launch_kernel(g, id, "shape", half ? "concat_part_h" : "concat_part", (size_t)nq, &l);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "shape", half ? "half_concat" : "concat_part", (size_t)nq, &l);
     if (r != NN_OK) return r;
     n = &g->nodes[id];
     if (half) { /* the dQ kernel wrote 16-bit words */
@@ -42982,7 +42984,7 @@ static nn_result nn__launch_attention_dkv(nn_graph *g, int id) {
         kh.L = (int)(off + nq);
         kh.off = (int)off;
         kh.inner = 1;
-        return nn__kargs_concat_part_h(l, &kh);
+        return nn__kargs_half_concat(l, &kh);
     }
     memset(&k, 0, sizeof k);
     k.x = &n->scratch_buf;

@@ -45,7 +45,7 @@ __kernel void slice(NN__KPARAMS(slice)) {
 
 /* The 16-bit twins of permute, concat_part and slice (bf16, fp16 storage: 16-bit words
    moved as they are) */
-__kernel void permute_h(NN__KPARAMS(permute_h)) {
+__kernel void half_permute(NN__KPARAMS(half_permute)) {
     int i = get_global_id(0);
     if (i >= n) return;
     int r = i, off = 0;
@@ -58,14 +58,14 @@ __kernel void permute_h(NN__KPARAMS(permute_h)) {
     y[i] = x[off];
 }
 
-__kernel void concat_part_h(NN__KPARAMS(concat_part_h)) {
+__kernel void half_concat(NN__KPARAMS(half_concat)) {
     int i = get_global_id(0);
     if (i >= n) return;
     int in = i % inner, j = (i / inner) % lx, o = i / (inner * lx);
     y[((size_t)o * L + off + j) * inner + in] = x[i];
 }
 
-__kernel void slice_h(NN__KPARAMS(slice_h)) {
+__kernel void half_slice(NN__KPARAMS(half_slice)) {
     int i = get_global_id(0);
     if (i >= n) return;
     int in = i % inner;

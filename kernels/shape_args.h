@@ -1,6 +1,7 @@
 /* kernels/shape.cl's kernel signatures (kernels/kargs.h says how to read them). The copies
-   move 32-bit words (uin/uout), so they serve float32 and int32 tensors alike; the _h
-   twins of permute, concat_part and slice move 16-bit words (hin/hout: bf16, fp16). */
+   move 32-bit words (uin/uout), so they serve float32 and int32 tensors alike; half_permute,
+   half_concat and half_slice, the twins of permute, concat_part and slice, move 16-bit
+   words (hin/hout: bf16, fp16 storage). */
 #ifndef NN__SHAPE_ARGS_H
 #define NN__SHAPE_ARGS_H
 
@@ -19,14 +20,14 @@ NN__KSIG(concat_part)
 #define NN__KARGS_slice(F, P) \
     F(uin, x) P(uout, y) P(int, n) P(int, L) P(int, len) P(int, inner) P(int, start) P(int, grad) P(int, step)
 NN__KSIG(slice)
-#define NN__KARGS_permute_h(F, P) F(hin, x) P(hout, y) P(int, n) P(int8, dims) P(int8, xs)
-NN__KSIG(permute_h)
-#define NN__KARGS_concat_part_h(F, P) \
+#define NN__KARGS_half_permute(F, P) F(hin, x) P(hout, y) P(int, n) P(int8, dims) P(int8, xs)
+NN__KSIG(half_permute)
+#define NN__KARGS_half_concat(F, P) \
     F(hin, x) P(hout, y) P(int, n) P(int, lx) P(int, L) P(int, off) P(int, inner)
-NN__KSIG(concat_part_h)
-#define NN__KARGS_slice_h(F, P) \
+NN__KSIG(half_concat)
+#define NN__KARGS_half_slice(F, P) \
     F(hin, x) P(hout, y) P(int, n) P(int, L) P(int, len) P(int, inner) P(int, start) P(int, grad) P(int, step)
-NN__KSIG(slice_h)
+NN__KSIG(half_slice)
 
 /* 6 dims each, ones in front */
 #define NN__KARGS_repeat_forward(F, P) F(uin, x) P(uout, y) P(int, n) P(int8, ydims) P(int8, xdims)

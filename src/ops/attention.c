@@ -624,12 +624,12 @@ static nn_result nn__launch_attention_dkv(nn_graph *g, int id) {
     int64_t nq = (int64_t)a->B * a->H * a->Tq * a->D, off = nn__attn_nK(a) + nn__attn_nV(a);
     nn__launch *l = NULL;
     nn__k_concat_part k;
-    nn__k_concat_part_h kh;
+    nn__k_half_concat kh;
     int half = nn__dtype_half(n->dtype);
     nn_result r = nn__launch_attention_bwd(g, id, "dkv", (int64_t)a->B * a->Hkv * a->Tk, a->Hkv, a->Tk, &n->buf);
     if (r != NN_OK || !a->with_dq) return r;
     r = nn__launch_attention_bwd(g, id, "dq", (int64_t)a->B * a->H * a->Tq, a->H, a->Tq, &g->nodes[id].scratch_buf);
-    if (r == NN_OK) r = nn__launch_kernel(g, id, "shape", half ? "concat_part_h" : "concat_part", (size_t)nq, &l);
+    if (r == NN_OK) r = nn__launch_kernel(g, id, "shape", half ? "half_concat" : "concat_part", (size_t)nq, &l);
     if (r != NN_OK) return r;
     n = &g->nodes[id];
     if (half) { /* the dQ kernel wrote 16-bit words */
@@ -641,7 +641,7 @@ static nn_result nn__launch_attention_dkv(nn_graph *g, int id) {
         kh.L = (int)(off + nq);
         kh.off = (int)off;
         kh.inner = 1;
-        return nn__kargs_concat_part_h(l, &kh);
+        return nn__kargs_half_concat(l, &kh);
     }
     memset(&k, 0, sizeof k);
     k.x = &n->scratch_buf;

@@ -125,9 +125,9 @@ static nn_result nn__launch_slice(nn_graph *g, int id) {
     k.grad = grad;                      \
     k.step = n->a.shape.step
     if (nn__dtype_half(n->dtype)) { /* 16-bit words */
-        NN__KSTART(slice_h, "shape", "slice_h", n->numel);
+        NN__KSTART(half_slice, "shape", "half_slice", n->numel);
         NN__SLICE_ARGS;
-        return nn__kargs_slice_h(l, &k);
+        return nn__kargs_half_slice(l, &k);
     } else {
         NN__KSTART(slice, "shape", "slice", n->numel);
         NN__SLICE_ARGS;
@@ -239,7 +239,7 @@ static nn_result nn__launch_concat(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__launch *l = NULL;
     nn__k_concat_part k;
-    nn__k_concat_part_h kh;
+    nn__k_half_concat kh;
     nn_result r = NN_OK;
     int64_t o, L, inner, off = 0;
     int j, half = nn__dtype_half(n->dtype);
@@ -247,7 +247,7 @@ static nn_result nn__launch_concat(nn_graph *g, int id) {
     for (j = 0; j < n->n_in && r == NN_OK; j++) { /* one launch per input: each written once */
         const nn__node *x = &g->nodes[n->in[j]];
         int64_t lx = x->shape.dim[n->a.shape.axis];
-        r = nn__launch_kernel(g, id, "shape", half ? "concat_part_h" : "concat_part", (size_t)x->numel, &l);
+        r = nn__launch_kernel(g, id, "shape", half ? "half_concat" : "concat_part", (size_t)x->numel, &l);
         if (r != NN_OK) return r;
         if (half) { /* 16-bit words */
             memset(&kh, 0, sizeof kh);
@@ -258,7 +258,7 @@ static nn_result nn__launch_concat(nn_graph *g, int id) {
             kh.L = (int)L;
             kh.off = (int)off;
             kh.inner = (int)inner;
-            r = nn__kargs_concat_part_h(l, &kh);
+            r = nn__kargs_half_concat(l, &kh);
         } else {
             memset(&k, 0, sizeof k);
             k.x = &x->buf;

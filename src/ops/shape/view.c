@@ -222,13 +222,13 @@ static nn_result nn__launch_permute(nn_graph *g, int id) {
         vs[d] = d < NN_MAX_DIMS ? (int)xs[d] : 0;
     }
     if (nn__dtype_half(n->dtype)) { /* 16-bit words */
-        NN__KSTART(permute_h, "shape", "permute_h", n->numel);
+        NN__KSTART(half_permute, "shape", "half_permute", n->numel);
         k.x = &g->nodes[n->in[0]].buf;
         k.y = &n->buf;
         k.n = (int)n->numel;
         k.dims = vd;
         k.xs = vs;
-        return nn__kargs_permute_h(l, &k);
+        return nn__kargs_half_permute(l, &k);
     } else {
         NN__KSTART(permute, "shape", "permute", n->numel);
         k.x = &g->nodes[n->in[0]].buf;
