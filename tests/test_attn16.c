@@ -214,6 +214,51 @@ static void shape16_vs_f32(const t_env *e) {
     t_end();
 }
 
+/* ---- 16-bit add, sub, mul along rows (the bias adds and gradient sums the GPT now runs
+   in 16 bits; src/cpu/elementwise.c's nn__binary16_rows): each element the float32 op on
+   the widened inputs, rounded, bit for bit; rows shorter and longer than its 256-element
+   runs, a broadcast bias, a broadcast column, a [1] ---- */
+
+static void binary16_rows(const t_env *e) {
+    static const int shp[4][4] = {{5, 37, 1, 37}, {3, 300, 3, 300}, {37, 40, 37, 1}, {4, 70, 1, 1}}; /* a [r, c], b [br, bc] */
+    static float av[1480], bv[1480], y[1480];
+    int t, c, f;
+    if (!t_begin(e, "attn16: bf16/f16 add, sub, mul along rows (bias, broadcast) are float32's rounded, bit for bit")) return;
+    for (t = 0; t < 2; t++)
+        for (c = 0; c < 4; c++)
+            for (f = 0; f < 3; f++) {
+                nn_dtype d = t == 0 ? NN_BF16 : NN_F16;
+                nn_graph *g = NULL;
+                nn_tensor a, b, yt, ah, bh;
+                int r = shp[c][0], n = shp[c][1], br = shp[c][2], bn = shp[c][3], i, ok = 1;
+                if (!T_OK(nn_graph_create(e->ctx, NULL, &g), e->ctx)) goto done;
+                a = nn_input(g, "a", NN_F32, nn_shape2(r, n));
+                b = nn_input(g, "b", NN_F32, nn_shape2(br, bn));
+                ah = nn_to_dtype(g, a, d), bh = nn_to_dtype(g, b, d);
+                yt = nn_to_dtype(g, f == 0 ? nn_add(g, ah, bh) : f == 1 ? nn_sub(g, ah, bh) : nn_mul(g, ah, bh), NN_F32);
+                nn_graph_output(g, yt);
+                t_seed(3200 + 100 * (unsigned long long)t + 10 * (unsigned long long)c + (unsigned long long)f);
+                for (i = 0; i < r * n; i++) av[i] = (float)a16_rnd(d, t_uniform(-3, 3));
+                for (i = 0; i < br * bn; i++) bv[i] = (float)a16_rnd(d, t_uniform(-3, 3));
+                if (T_OK(nn_graph_compile(g, NULL), e->ctx) && T_OK(nn_tensor_write(g, a, av, (size_t)r * n * sizeof(float)), e->ctx) &&
+                    T_OK(nn_tensor_write(g, b, bv, (size_t)br * bn * sizeof(float)), e->ctx) && T_OK(nn_graph_forward(g), e->ctx) &&
+                    T_OK(nn_tensor_read(g, yt, y, (size_t)r * n * sizeof(float)), e->ctx)) {
+                    for (i = 0; i < r * n && ok; i++) {
+                        float u = av[i], w = bv[(br == 1 ? 0 : i / n) * bn + (bn == 1 ? 0 : i % n)];
+                        float v = f == 0 ? u + w : f == 1 ? u - w : u * w, want = (float)a16_rnd(d, v);
+                        ok = T_CHECK(memcmp(&want, &y[i], sizeof want) == 0, "%s op %d a [%d, %d] b [%d, %d]: y[%d] = %.9g, not %.9g",
+                                     a16_name(d), f, r, n, br, bn, i, (double)y[i], (double)want);
+                    }
+                } else {
+                    ok = 0;
+                }
+                nn_graph_destroy(g);
+                if (!ok) goto done;
+            }
+done:
+    t_end();
+}
+
 /* ---- the policy: a small GPT (2 layers, 2 heads, 32 wide, context 16, batch 4) under
    NN_PRECISION_BF16: its activations and activation gradients at their peak at most 0.6x
    float32's, and 12 Adam steps bring the loss down as float32's do (within 5%) ---- */
@@ -271,5 +316,6 @@ done:
 void suite_attn16(const t_env *e) {
     attn16_vs_f32(e);
     shape16_vs_f32(e);
+    binary16_rows(e);
     attn16_gpt(e);
 }
