@@ -245,8 +245,9 @@ NN_API nn_result nn_context_op_compiled(const nn_context *ctx, int op, uint64_t 
    accumulation, and keeps the product in 16 bits, as does nn_linear_layer's bias add (the
    bias converted: F.linear under autocast). Ops that take 16-bit storage take it as is (the
    activations, add, sub, mul, div, minimum, maximum, pow of two tensors of that type, the
-   next matmul, conv2d, and the max, average, 1-D, global and adaptive pools, whose output
-   and gradient keep the input's type); every other op (norms, softmax, losses, attention, reductions, shape ops,
+   next matmul, conv2d, the max, average, 1-D, global and adaptive pools, nn_attention, and
+   reshape, permute/transpose, slice/split and concat, whose output and gradient keep the
+   input's type); every other op (norms, softmax, losses, reductions, the other shape ops,
    the optimizer) gets its 16-bit inputs converted to float32 first, once per tensor, and
    runs in float32 as before; float32 with 16-bit operands is float32 (PyTorch's promotion).
    nn_conv2d (so nn_conv1d and the conv layers) converts a float32 x and w likewise and
@@ -893,7 +894,12 @@ typedef struct nn_attention_desc {
    the mask of weight (b, h, i, j) from the counter-based generator of nn_dropout (the
    node's key and the graph's step), so the backward regenerates it.
    A row whose keys are all masked gives 0 (PyTorch's math path gives NaN) and gradient 0.
-   Refusals (NN_ERR_SHAPE, NN_ERR_INVALID_ARGUMENT): other ranks or dtypes, mismatched
+   q, k, v of NN_BF16 (or NN_F16), one dtype: the output and the gradients of that dtype,
+   every sum, the softmax's statistics and the log-sum-exp in float32, each output rounded
+   once (a 16-bit float mask is converted to float32; under a precision policy float32
+   operands beside 16-bit ones are converted to its type).
+   Refusals (NN_ERR_SHAPE, NN_ERR_INVALID_ARGUMENT): other ranks or dtypes (int32, or q, k,
+   v of different float dtypes outside a policy), mismatched
    batch, q/k head dim or key length, H % Hkv != 0, D or Dv > 256, a mask that does not broadcast,
    dropout outside [0, 1), a negative window, an unknown layout. */
 NN_API nn_tensor nn_attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, const nn_attention_desc *desc);
