@@ -76,7 +76,12 @@ static float bits_f(uint32_t u) {
 static int check_round_one(int fmt, float x, uint16_t got) {
     uint16_t want = ref_round(fmt, x);
     const char *name = fmt == F_BF16 ? "bf16" : "f16";
-    if (isnan(x)) return T_CHECK(isnan(ref_dec(fmt, got)), "%s(NaN %08x) = %04x, not a NaN", name, 0u, got);
+    if (isnan(x)) { /* quiet, sign and top payload bits kept: bf16 (u >> 16) | 0x40, f16 sign | 0x7e00 | top 10 */
+        uint32_t u, nan;
+        memcpy(&u, &x, 4);
+        nan = fmt == F_BF16 ? (u >> 16) | 0x40u : ((u >> 16) & 0x8000u) | 0x7e00u | ((u >> 13) & 0x3ffu);
+        return T_CHECK(got == nan, "%s(NaN %08x) = %04x, want %04x", name, (unsigned)u, got, (unsigned)nan);
+    }
     return T_CHECK(got == want, "%s(%.9g) = %04x (%.9g), want %04x (%.9g)", name, x, got, ref_dec(fmt, got), want,
                    ref_dec(fmt, want));
 }
@@ -97,34 +102,48 @@ static void check_conversions(const t_env *e) {
                                       -1.00048828125f, 1e-10f, -1e-10f, 0.0f, -0.0f, 3.0e-6f, 1000.5f};
     uint16_t *h = NULL;
     float *f = NULL, *g = NULL;
-    int i, fails = 0;
+    int i, p, ran = 0, fails = 0;
     if (!t_begin_cpu(e, "gemm16: bf16 and f16 rounding (ties, NaN, inf, denormals) and decoding", "CPU code")) return;
     h = (uint16_t *)malloc(65536 * sizeof *h);
     f = (float *)malloc(65536 * sizeof *f);
     g = (float *)malloc(65536 * sizeof *g);
     if (!T_CHECK(h && f && g, "out of memory")) goto done;
-    for (i = 0; i < (int)(sizeof bf_cases / sizeof bf_cases[0]); i++) f[i] = bits_f(bf_cases[i]);
-    T_CHECK(nn_f32_to_bf16(f, h, (int64_t)(sizeof bf_cases / sizeof bf_cases[0])) == NN_OK, "nn_f32_to_bf16 failed");
-    for (i = 0; i < (int)(sizeof bf_cases / sizeof bf_cases[0]); i++) check_round_one(F_BF16, f[i], h[i]);
-    T_CHECK(h[0] == 0x3F80 && h[1] == 0x3F82 && h[4] == 0x7F80 && h[13] == 0x7FC0 && h[14] == 0xFFC0,
-            "the named bf16 cases: %04x %04x %04x %04x %04x", h[0], h[1], h[4], h[13], h[14]);
-    for (i = 0; i < (int)(sizeof f16_cases / sizeof f16_cases[0]); i++) f[i] = f16_cases[i];
-    f[i++] = bits_f(0x7F800001u);
-    T_CHECK(nn_f32_to_f16(f, h, i) == NN_OK, "nn_f32_to_f16 failed");
-    for (i = 0; i < (int)(sizeof f16_cases / sizeof f16_cases[0]) + 1; i++) check_round_one(F_F16, f[i], h[i]);
-    T_CHECK(h[0] == 0x7BFF && h[1] == 0x7BFF && h[2] == 0x7C00 && h[4] == 0x0001 && h[5] == 0x0000 && h[6] == 0x0001,
-            "the named f16 cases: %04x %04x %04x %04x %04x %04x", h[0], h[1], h[2], h[4], h[5], h[6]);
-    /* 65536 floats spread over both formats' ranges (random bits; then scaled into f16's) */
-    t_seed(2024);
-    for (i = 0; i < 65536; i++) {
-        uint32_t u = (uint32_t)t_randint(1 << 16) << 16 | (uint32_t)t_randint(1 << 16);
-        f[i] = bits_f(u);
-        g[i] = (float)ldexp((double)(t_randint(1 << 24) - (1 << 23)), t_randint(50) - 50);
+    /* the rounding on each path this CPU has (nn_f32_to_bf16 / _f16 and the 16-bit bodies
+       round through the chosen path's vector loop), against the double reference */
+    for (p = 0; p < 3; p++) {
+        static const char *const rpaths[] = {"avx512f", "avx2", "generic"};
+        if (strcmp(t_gemm16_force(0, rpaths[p]), rpaths[p]) != 0 || strcmp(t_gemm16_force(1, rpaths[p]), rpaths[p]) != 0) {
+            printf("  (rounding path %s: this CPU lacks it, not run)\n", rpaths[p]);
+            continue;
+        }
+        ran++;
+        for (i = 0; i < (int)(sizeof bf_cases / sizeof bf_cases[0]); i++) f[i] = bits_f(bf_cases[i]);
+        T_CHECK(nn_f32_to_bf16(f, h, (int64_t)(sizeof bf_cases / sizeof bf_cases[0])) == NN_OK, "nn_f32_to_bf16 failed");
+        for (i = 0; i < (int)(sizeof bf_cases / sizeof bf_cases[0]); i++) check_round_one(F_BF16, f[i], h[i]);
+        T_CHECK(h[0] == 0x3F80 && h[1] == 0x3F82 && h[4] == 0x7F80 && h[13] == 0x7FC0 && h[14] == 0xFFC0,
+                "the named bf16 cases: %04x %04x %04x %04x %04x", h[0], h[1], h[4], h[13], h[14]);
+        for (i = 0; i < (int)(sizeof f16_cases / sizeof f16_cases[0]); i++) f[i] = f16_cases[i];
+        f[i++] = bits_f(0x7F800001u);
+        f[i++] = bits_f(0xFF812345u); /* a signalling NaN with payload in its top bits */
+        T_CHECK(nn_f32_to_f16(f, h, i) == NN_OK, "nn_f32_to_f16 failed");
+        for (i = 0; i < (int)(sizeof f16_cases / sizeof f16_cases[0]) + 2; i++) check_round_one(F_F16, f[i], h[i]);
+        T_CHECK(h[0] == 0x7BFF && h[1] == 0x7BFF && h[2] == 0x7C00 && h[4] == 0x0001 && h[5] == 0x0000 && h[6] == 0x0001,
+                "the named f16 cases: %04x %04x %04x %04x %04x %04x", h[0], h[1], h[2], h[4], h[5], h[6]);
+        /* 65536 floats spread over both formats' ranges (random bits; then scaled into f16's) */
+        t_seed(2024);
+        for (i = 0; i < 65536; i++) {
+            uint32_t u = (uint32_t)t_randint(1 << 16) << 16 | (uint32_t)t_randint(1 << 16);
+            f[i] = bits_f(u);
+            g[i] = (float)ldexp((double)(t_randint(1 << 24) - (1 << 23)), t_randint(50) - 50);
+        }
+        nn_f32_to_bf16(f, h, 65536);
+        for (i = 0; i < 65536 && fails < 5; i++) fails += !check_round_one(F_BF16, f[i], h[i]);
+        nn_f32_to_f16(g, h, 65536);
+        for (i = 0; i < 65536 && fails < 5; i++) fails += !check_round_one(F_F16, g[i], h[i]);
     }
-    nn_f32_to_bf16(f, h, 65536);
-    for (i = 0; i < 65536 && fails < 5; i++) fails += !check_round_one(F_BF16, f[i], h[i]);
-    nn_f32_to_f16(g, h, 65536);
-    for (i = 0; i < 65536 && fails < 5; i++) fails += !check_round_one(F_F16, g[i], h[i]);
+    t_gemm16_force(0, NULL);
+    t_gemm16_force(1, NULL);
+    T_CHECK(ran > 0 || fails, "no rounding path ran");
     /* every 16-bit code decoded, both formats */
     for (i = 0; i < 65536; i++) h[i] = (uint16_t)i;
     nn_bf16_to_f32(h, f, 65536);

@@ -21,6 +21,11 @@ static void nn__cast_range(void *arg, int64_t i0, int64_t i1) {
         for (i = i0; i < i1; i += 1 << 20) cvt(xh + i, yf + i, (int)(i1 - i < (1 << 20) ? i1 - i : 1 << 20));
         return;
     }
+    if (j->from == NN_F32 && (j->to == NN_BF16 || j->to == NN_F16)) { /* rounding: the same */
+        nn__g16_nar_fn nar = nn__g16_narrow_fn(j->to == NN_BF16 ? NN__G16_BF16 : NN__G16_F16);
+        for (i = i0; i < i1; i += 1 << 20) nar(xf + i, yh + i, (int)(i1 - i < (1 << 20) ? i1 - i : 1 << 20));
+        return;
+    }
     for (i = i0; i < i1; i++) {
         float v = j->from == NN_BF16 ? NN__LD_BF16(xh, i) : j->from == NN_F16 ? NN__LD_F16(xh, i) : xf[i];
         if (j->to == NN_BF16) NN__ST_BF16(yh, i, v);

@@ -572,7 +572,7 @@ static void nn__half_widen(nn_dtype d, const uint16_t *h, float *f, int64_t n) {
 
 static void nn__unary_half_task(void *arg, int t, int n_tasks) {
     const nn__unary_half_job *j = (const nn__unary_half_job *)arg;
-    int64_t e0 = j->chunk * t, e1 = e0 + j->chunk < j->n ? e0 + j->chunk : j->n, b, i, m;
+    int64_t e0 = j->chunk * t, e1 = e0 + j->chunk < j->n ? e0 + j->chunk : j->n, b, m;
     float xb[256], db[256], yb[256];
     (void)n_tasks;
     for (b = e0; b < e1; b += 256) {
@@ -584,10 +584,7 @@ static void nn__unary_half_task(void *arg, int t, int n_tasks) {
         } else {
             nn__unary_forward(j->fn, j->p, yb, xb, m);
         }
-        for (i = 0; i < m; i++) {
-            if (j->dtype == NN_BF16) NN__ST_BF16(j->y + b, i, yb[i]);
-            else NN__ST_F16(j->y + b, i, yb[i]);
-        }
+        nn__g16_narrow_fn(j->dtype == NN_BF16 ? NN__G16_BF16 : NN__G16_F16)(yb, j->y + b, (int)m);
     }
 }
 
@@ -671,8 +668,7 @@ static int64_t nn__binary16_rows(const nn__binary16_job *j, int64_t e, int64_t e
         if (j->fn == NN__B_ADD) for (i = 0; i < n; i++) v[i] = ua[i] + ub[i];
         else if (j->fn == NN__B_SUB) for (i = 0; i < n; i++) v[i] = ua[i] - ub[i];
         else for (i = 0; i < n; i++) v[i] = ua[i] * ub[i];
-        if (j->dt == NN_BF16) for (i = 0; i < n; i++) NN__ST_BF16(j->y, e + i, v[i]);
-        else for (i = 0; i < n; i++) NN__ST_F16(j->y, e + i, v[i]);
+        nn__g16_narrow_fn(j->dt == NN_BF16 ? NN__G16_BF16 : NN__G16_F16)(v, j->y + e, n);
         e += n;
         off[0] += n * sa, off[1] += n * sb;
         idx[last] += n;

@@ -40,6 +40,10 @@ enum { NN__G16_BF16 = 0, NN__G16_F16 = 1 };
 /* n 16-bit values of one format to floats */
 typedef void (*nn__g16_cvt_fn)(const uint16_t *src, float *dst, int n);
 
+/* n floats to 16-bit values of one format, rounded to nearest even (kernels/storage.h's
+   nn__f32_to_bf16 / nn__f32_to_f16, the same bits) */
+typedef void (*nn__g16_nar_fn)(const float *src, uint16_t *dst, int n);
+
 /* Packs op(X)'s block, rows r0.. (mc of them) and K p0.. (kc), into mr-row panels of
    bf16 pairs (the A side; the B side: columns, nr) */
 typedef void (*nn__g16_pack_fn)(int trans, const uint16_t *X, int ldx, int r0, int mc, int p0, int kc, int mr,
@@ -55,6 +59,7 @@ typedef struct {
     nn__g16_pack_fn pack_a, pack_b;
     int mr, nr, mc, kc, nc;
     const char *name;
+    nn__g16_nar_fn nar; /* the rounding back to 16 bits on this path's CPU (src/cpu/cast.c) */
 } nn__g16_arch;
 
 static void nn__g16_cvt_bf16_c(const uint16_t *src, float *dst, int n) {
@@ -64,6 +69,14 @@ static void nn__g16_cvt_bf16_c(const uint16_t *src, float *dst, int n) {
 static void nn__g16_cvt_f16_c(const uint16_t *src, float *dst, int n) {
     int i;
     for (i = 0; i < n; i++) dst[i] = nn__f16_to_f32(src[i]);
+}
+static void nn__g16_nar_bf16_c(const float *src, uint16_t *dst, int n) {
+    int i;
+    for (i = 0; i < n; i++) dst[i] = nn__f32_to_bf16(src[i]);
+}
+static void nn__g16_nar_f16_c(const float *src, uint16_t *dst, int n) {
+    int i;
+    for (i = 0; i < n; i++) dst[i] = nn__f32_to_f16(src[i]);
 }
 
 /* Plain-C pair packing: word (k/2, r) holds rows r's values at k (low half) and k + 1
@@ -133,6 +146,50 @@ __attribute__((target("avx512f"))) static void nn__g16_cvt_f16_avx512(const uint
     for (; i + 16 <= n; i += 16)
         _mm512_storeu_ps(dst + i, _mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256((const __m256i *)(const void *)(src + i))));
     for (; i < n; i++) dst[i] = nn__f16_to_f32(src[i]);
+}
+
+/* The rounding back, nn__f32_to_bf16 on 8 or 16 lanes: u + 0x7fff + (bit 16 of u), the high
+   half; a NaN (|u| > 0x7f800000) keeps its high half with the quiet bit (0x40) set. f16:
+   vcvtps2ph rounding to nearest even (imm 0), which gives nn__f32_to_f16's bits on every
+   input: denormal results, 65520 and up to infinity, a NaN's top 10 payload bits with the
+   quiet bit (the gemm16 cases check each path). */
+__attribute__((target("avx2"))) static void nn__g16_nar_bf16_avx2(const float *src, uint16_t *dst, int n) {
+    const __m256i bias = _mm256_set1_epi32(0x7fff), one = _mm256_set1_epi32(1), abs = _mm256_set1_epi32(0x7fffffff),
+                  inf = _mm256_set1_epi32(0x7f800000), quiet = _mm256_set1_epi32(0x40);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256i u = _mm256_loadu_si256((const __m256i *)(const void *)(src + i)), hi = _mm256_srli_epi32(u, 16);
+        __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, bias), _mm256_and_si256(hi, one)), 16);
+        __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, abs), inf);
+        r = _mm256_blendv_epi8(r, _mm256_or_si256(hi, quiet), nan);
+        r = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08); /* lanes 0-3 and 4-7 side by side */
+        _mm_storeu_si128((__m128i *)(void *)(dst + i), _mm256_castsi256_si128(r));
+    }
+    for (; i < n; i++) dst[i] = nn__f32_to_bf16(src[i]);
+}
+__attribute__((target("avx512f"))) static void nn__g16_nar_bf16_avx512(const float *src, uint16_t *dst, int n) {
+    const __m512i bias = _mm512_set1_epi32(0x7fff), one = _mm512_set1_epi32(1), abs = _mm512_set1_epi32(0x7fffffff),
+                  inf = _mm512_set1_epi32(0x7f800000), quiet = _mm512_set1_epi32(0x40);
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512i u = _mm512_loadu_si512((const void *)(src + i)), hi = _mm512_maskz_srli_epi32(0xFFFF, u, 16);
+        __m512i r = _mm512_maskz_srli_epi32(0xFFFF, _mm512_add_epi32(_mm512_add_epi32(u, bias), _mm512_and_si512(hi, one)), 16);
+        __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(u, abs), inf);
+        r = _mm512_mask_blend_epi32(nan, r, _mm512_or_si512(hi, quiet));
+        _mm256_storeu_si256((__m256i *)(void *)(dst + i), _mm512_maskz_cvtepi32_epi16(0xFFFF, r));
+    }
+    for (; i < n; i++) dst[i] = nn__f32_to_bf16(src[i]);
+}
+__attribute__((target("avx2,f16c"))) static void nn__g16_nar_f16_avx2(const float *src, uint16_t *dst, int n) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8) _mm_storeu_si128((__m128i *)(void *)(dst + i), _mm256_cvtps_ph(_mm256_loadu_ps(src + i), 0));
+    for (; i < n; i++) dst[i] = nn__f32_to_f16(src[i]);
+}
+__attribute__((target("avx512f"))) static void nn__g16_nar_f16_avx512(const float *src, uint16_t *dst, int n) {
+    int i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm256_storeu_si256((__m256i *)(void *)(dst + i), _mm512_maskz_cvtps_ph(0xFFFF, _mm512_loadu_ps(src + i), 0));
+    for (; i < n; i++) dst[i] = nn__f32_to_f16(src[i]);
 }
 
 /* (the maskz forms above: g++ warns on the plain ones' undefined pass-through) */
@@ -254,21 +311,21 @@ NN__G16_TGT static void nn__g16_ukr_bf16(int kp, const uint32_t *a, const uint32
 #undef NN__G16_TGT
 
 static const nn__g16_arch nn__g16_bf16_dp = {NULL, NULL, nn__g16_ukr_bf16, nn__g16_pack_a_bf16, nn__g16_pack_b_bf16,
-                                             12, 32, 192, 512, 4096, "avx512bf16"};
+                                             12, 32, 192, 512, 4096, "avx512bf16", nn__g16_nar_bf16_avx512};
 static const nn__g16_arch nn__g16_bf16_avx512 = {&nn__gemm_arch_avx512, nn__g16_cvt_bf16_avx512, NULL, NULL, NULL,
-                                                 12, 32, 192, 256, 4096, "avx512f"};
+                                                 12, 32, 192, 256, 4096, "avx512f", nn__g16_nar_bf16_avx512};
 static const nn__g16_arch nn__g16_bf16_avx2 = {&nn__gemm_arch_avx2, nn__g16_cvt_bf16_avx2, NULL, NULL, NULL,
-                                               6, 16, 144, 256, 4080, "avx2"};
+                                               6, 16, 144, 256, 4080, "avx2", nn__g16_nar_bf16_avx2};
 static const nn__g16_arch nn__g16_f16_avx512 = {&nn__gemm_arch_avx512, nn__g16_cvt_f16_avx512, NULL, NULL, NULL,
-                                                12, 32, 192, 256, 4096, "avx512f"};
+                                                12, 32, 192, 256, 4096, "avx512f", nn__g16_nar_f16_avx512};
 static const nn__g16_arch nn__g16_f16_avx2 = {&nn__gemm_arch_avx2, nn__g16_cvt_f16_avx2, NULL, NULL, NULL,
-                                              6, 16, 144, 256, 4080, "avx2"};
+                                              6, 16, 144, 256, 4080, "avx2", nn__g16_nar_f16_avx2};
 #endif /* NN__GEMM_X86 */
 
 static const nn__g16_arch nn__g16_bf16_generic = {&nn__gemm_arch_generic, nn__g16_cvt_bf16_c, NULL, NULL, NULL,
-                                                  4, 8, 128, 256, 2048, "generic"};
+                                                  4, 8, 128, 256, 2048, "generic", nn__g16_nar_bf16_c};
 static const nn__g16_arch nn__g16_f16_generic = {&nn__gemm_arch_generic, nn__g16_cvt_f16_c, NULL, NULL, NULL,
-                                                 4, 8, 128, 256, 2048, "generic"};
+                                                 4, 8, 128, 256, 2048, "generic", nn__g16_nar_f16_c};
 
 /* The path of each format; NULL: not chosen yet (atomic as gemm.c's choice). */
 static const nn__g16_arch *nn__g16_cur[2] = {NULL, NULL};
@@ -321,6 +378,11 @@ static NN__MAYBE_UNUSED const char *nn__gemm16_force(int fmt, const char *name) 
     if (!name || arch) NN__G16_SET(fmt, arch);
     return nn__gemm16_pick(fmt)->name;
 }
+
+/* The rounding of n floats into 16-bit values of format fmt on this CPU: the chosen (or
+   forced) path's, the same bits on every path as nn__f32_to_bf16 / nn__f32_to_f16.
+   src/cpu/cast.c and the 16-bit elementwise bodies round with it. */
+static NN__MAYBE_UNUSED nn__g16_nar_fn nn__g16_narrow_fn(int fmt) { return nn__gemm16_pick(fmt)->nar; }
 
 /* ---- one task's block of C -------------------------------------------------------- */
 
@@ -591,9 +653,11 @@ static NN__MAYBE_UNUSED void nn__cvt16_n(int what, const void *src, void *dst, i
     float *fd = (float *)dst;
     uint16_t *hd = (uint16_t *)dst;
     switch (what) {
-    case 0: for (i = 0; i < n; i++) hd[i] = nn__f32_to_bf16(fs[i]); break;
+    case 0:
+    case 2:
+        for (i = 0; i < n; i += 1 << 20) nn__g16_narrow_fn(what == 0 ? NN__G16_BF16 : NN__G16_F16)(fs + i, hd + i, (int)(n - i < (1 << 20) ? n - i : 1 << 20));
+        break;
     case 1: for (i = 0; i < n; i++) fd[i] = nn__bf16_to_f32(hs[i]); break;
-    case 2: for (i = 0; i < n; i++) hd[i] = nn__f32_to_f16(fs[i]); break;
     default: for (i = 0; i < n; i++) fd[i] = nn__f16_to_f32(hs[i]); break;
     }
 }
