@@ -77,6 +77,28 @@ static void r_split_swap(const spec *s, double *const *in, double *out) {
         for (j = 0; j < L; j++) out[r * L + j] = in[0][r * L + (j + 1) % L];
 }
 
+/* Slices of x [.., 10, ..] along axis 1 joined: [1, 3) [6, 9) [4, 5) [2, 4). Their
+   gradients meet in x's: the last three disjoint with runs no slice covers (one CONCAT,
+   zeros between), [1, 3) overlapping [2, 4) (summed). */
+static const int64_t slices_at[4][2] = {{1, 2}, {6, 3}, {4, 1}, {2, 2}};
+static nn_tensor b_slices(nn_graph *g, const nn_tensor *in, const spec *s) {
+    nn_tensor p[4];
+    int k;
+    (void)s;
+    for (k = 0; k < 4; k++) p[k] = nn_slice(g, in[0], 1, slices_at[k][0], slices_at[k][1]);
+    return nn_concat(g, p, 4, 1);
+}
+static void r_slices(const spec *s, double *const *in, double *out) {
+    long L = (long)s->shape[0].dim[1], inner = numel(s->shape[0]) / ((long)s->shape[0].dim[0] * L), o, pos = 0;
+    int k;
+    for (o = 0; o < (long)s->shape[0].dim[0]; o++)
+        for (k = 0; k < 4; k++) {
+            long len = (long)slices_at[k][1] * inner;
+            memcpy(out + pos, in[0] + (o * L + (long)slices_at[k][0]) * inner, (size_t)len * sizeof(double));
+            pos += len;
+        }
+}
+
 /* ip: left, right, top, bottom (F.pad's order), reflect */
 static nn_tensor b_pad(nn_graph *g, const nn_tensor *in, const spec *s) {
     return nn_pad2d(g, in[0], s->ip[0], s->ip[1], s->ip[2], s->ip[3], s->ip[4] ? NN_PAD_REFLECT : NN_PAD_ZEROS);
@@ -538,6 +560,9 @@ void suite_shape(const t_env *e) {
     s.ip[0] = 1;
     s.ip[1] = 5;
     in_f(&s, nn_shape3(3, 33, 2));
+    check_case(e, &s);
+    s = mk("slices [3, 10, 2] axis 1: disjoint, gaps, overlapping", b_slices, r_slices, nn_shape3(3, 8, 2));
+    in_f(&s, nn_shape3(3, 10, 2));
     check_case(e, &s);
     s = mk("split [7, 3] last axis (1, 2), swapped", b_split_swap, r_split_swap, nn_shape2(7, 3));
     in_f(&s, nn_shape2(7, 3));
