@@ -10154,39 +10154,65 @@ static void nn__permute_forward(float *y, const float *x, int ndim, const int64_
     }
 }
 
-/* One part of a concat: x [outer, lx, inner] into y [outer, L, inner] at [off, off + lx)
-   of the axis (each input of a concat written once, by its own call). */
-static void nn__concat_part(float *y, const float *x, int64_t outer, int64_t lx, int64_t L, int64_t off, int64_t inner) {
-    int64_t o;
-    for (o = 0; o < outer; o++) memcpy(y + (o * L + off) * inner, x + o * lx * inner, (size_t)(lx * inner) * sizeof(float));
-}
+/* A slice's or a concat part's copy along an axis, [outer, len, inner] against [outer, L,
+   inner], over ranges of outer rows on the pool's threads (each element a copy, the same
+   whichever thread does it). */
+typedef struct nn__slice_job {
+    float *y;
+    const float *x;
+    int64_t L, inner, start, len, step;
+    int grad; /* 1: x into y's runs (a slice's gradient, zeros elsewhere); 2: a concat part */
+} nn__slice_job;
 
-/* y [outer, len, inner] = x [outer, L, inner] at start, start + step, ... (len indices) of
-   the axis; the gradient (grad != 0) writes dy back into a zeroed x-shaped y instead. */
-static void nn__slice(float *y, const float *x, int64_t outer, int64_t L, int64_t inner, int64_t start, int64_t len, int64_t step,
-                      int grad) {
-    int64_t o, j;
+static void nn__slice_rows(void *arg, int64_t o0, int64_t o1) {
+    const nn__slice_job *J = (const nn__slice_job *)arg;
+    float *y = J->y;
+    const float *x = J->x;
+    int64_t o, j, L = J->L, inner = J->inner, start = J->start, len = J->len, step = J->step;
     size_t row = (size_t)inner * sizeof(float);
-    if (grad && step == 1) { /* zeros around each copied run only: each element written once */
-        for (o = 0; o < outer; o++) {
+    for (o = o0; o < o1; o++) {
+        if (J->grad == 2) { /* x [outer, len, inner] into y at [start, start + len) */
+            memcpy(y + (o * L + start) * inner, x + o * len * inner, (size_t)len * row);
+            continue;
+        }
+        if (J->grad && step == 1) { /* zeros around each copied run only: each element written once */
             float *yo = y + o * L * inner;
             memset(yo, 0, (size_t)start * row);
             memcpy(yo + start * inner, x + o * len * inner, (size_t)len * row);
             memset(yo + (start + len) * inner, 0, (size_t)(L - start - len) * row);
+            continue;
         }
-        return;
-    }
-    if (grad) memset(y, 0, (size_t)(outer * L * inner) * sizeof(float));
-    for (o = 0; o < outer; o++) {
+        if (J->grad) memset(y + o * L * inner, 0, (size_t)L * row);
         if (step == 1) {
             memcpy(y + o * len * inner, x + (o * L + start) * inner, (size_t)len * row);
             continue;
         }
         for (j = 0; j < len; j++) {
-            if (grad) memcpy(y + (o * L + start + j * step) * inner, x + (o * len + j) * inner, row);
+            if (J->grad) memcpy(y + (o * L + start + j * step) * inner, x + (o * len + j) * inner, row);
             else memcpy(y + (o * len + j) * inner, x + (o * L + start + j * step) * inner, row);
         }
     }
+}
+
+static void nn__slice_run(nn__threadpool *pool, float *y, const float *x, int64_t outer, int64_t L, int64_t inner, int64_t start,
+                          int64_t len, int64_t step, int grad) {
+    nn__slice_job J;
+    J.y = y, J.x = x, J.L = L, J.inner = inner, J.start = start, J.len = len, J.step = step, J.grad = grad;
+    nn__par_for(pool, outer, outer * (grad == 1 ? L : len) * inner, nn__slice_rows, &J);
+}
+
+/* One part of a concat: x [outer, lx, inner] into y [outer, L, inner] at [off, off + lx)
+   of the axis (each input of a concat written once, by its own call). */
+static void nn__concat_part(nn__threadpool *pool, float *y, const float *x, int64_t outer, int64_t lx, int64_t L, int64_t off,
+                            int64_t inner) {
+    nn__slice_run(pool, y, x, outer, L, inner, off, lx, 1, 2);
+}
+
+/* y [outer, len, inner] = x [outer, L, inner] at start, start + step, ... (len indices) of
+   the axis; the gradient (grad != 0) writes dy back into a zeroed x-shaped y instead. */
+static void nn__slice(nn__threadpool *pool, float *y, const float *x, int64_t outer, int64_t L, int64_t inner, int64_t start,
+                      int64_t len, int64_t step, int grad) {
+    nn__slice_run(pool, y, x, outer, L, inner, start, len, step, grad != 0);
 }
 
 /* torch.Tensor.repeat over nd dims: y [ydims] tiles x [xdims] (ydims[d] = xdims[d] *
@@ -37829,7 +37855,7 @@ static nn_result nn__cpu_slice(nn_graph *g, nn__node *n) {
     int64_t o, L, inner, len;
     nn__axis_split(grad ? &n->shape : &g->nodes[in[0]].shape, n->a.shape.axis, &o, &L, &inner);
     len = (grad ? g->nodes[in[0]].shape : n->shape).dim[n->a.shape.axis];
-    nn__slice(y, NN__F(in[0]), o, L, inner, n->a.shape.start, len, n->a.shape.step, grad);
+    nn__slice(g->ctx->threads, y, NN__F(in[0]), o, L, inner, n->a.shape.start, len, n->a.shape.step, grad);
     return NN_OK;
 }
 
@@ -37946,7 +37972,7 @@ static nn_result nn__cpu_concat(nn_graph *g, nn__node *n) {
     nn__axis_split(&n->shape, n->a.shape.axis, &o, &L, &inner);
     for (k = 0; k < n->n_in; k++) {
         int64_t lx = g->nodes[n->in[k]].shape.dim[n->a.shape.axis];
-        nn__concat_part(n->buf.host, NN__F(n->in[k]), o, lx, L, off, inner);
+        nn__concat_part(g->ctx->threads, n->buf.host, NN__F(n->in[k]), o, lx, L, off, inner);
         off += lx;
     }
     return NN_OK;

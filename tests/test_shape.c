@@ -514,6 +514,72 @@ static const bad_row shape_bad[] = {
     {"overflow", "prelu_layer of 2^31 slopes", o_param_2p31, R_SHAPE, "p.weight|[2147483648]", 0},
 };
 
+/* Slices and a concat above the CPU's threads threshold (nn__par_for): y = concat of
+   x[:, 0:3], x[:, 5:7] (their gradient one CONCAT with zeros for [3, 5)), x2[:, 0::3] and
+   x2[:, 2:5] (strided and overlapping: summed), [300, 11, 40]; y and the gradients of
+   sum(y * w) are exact copies and sums of two, the same bits for 1..3 threads. */
+static void slice_threads(const t_env *e) {
+    enum { O = 300, L = 7, I = 40, NX = O * L * I, NY = O * 11 * I };
+    static const int src[11][2] = {{0, 0}, {0, 1}, {0, 2}, {0, 5}, {0, 6}, {1, 0}, {1, 3}, {1, 6}, {1, 2}, {1, 3}, {1, 4}};
+    static float xv[2][NX], wv[NY], yref[NY], dref[2][NX], got[NY];
+    int threads, i, k, o, c;
+    if (!t_begin_cpu(e, "shape: slices and concat over threads, exact copies for 1..3 threads", "thread counts are a CPU-backend setting"))
+        return;
+    for (i = 0; i < NX; i++) xv[0][i] = (float)(i % 977) * 0.25f - 100.0f, xv[1][i] = (float)(i % 613) * 0.5f + 1.0f;
+    for (i = 0; i < NY; i++) wv[i] = (float)((i * 7) % 1009) * 0.125f + 0.5f;
+    memset(dref, 0, sizeof dref);
+    for (o = 0; o < O; o++)
+        for (c = 0; c < 11; c++)
+            for (i = 0; i < I; i++) {
+                int xi = (o * L + src[c][1]) * I + i, yi = (o * 11 + c) * I + i;
+                yref[yi] = xv[src[c][0]][xi];
+                dref[src[c][0]][xi] += wv[yi];
+            }
+    for (threads = 1; threads <= 3; threads++) {
+        nn_context_desc cdsc;
+        nn_context *ctx = NULL;
+        nn_graph *g = NULL;
+        nn_compile_desc cd;
+        nn_tensor x[2], w, y, p[4];
+        memset(&cdsc, 0, sizeof cdsc);
+        cdsc.device = "cpu";
+        cdsc.threads = threads;
+        cdsc.log_level = NN_LOG_WARN;
+        if (!T_CHECK(nn_context_create(&cdsc, &ctx) == NN_OK, "cannot create a CPU context with %d threads", threads)) break;
+        if (T_OK(nn_graph_create(ctx, NULL, &g), ctx)) {
+            x[0] = nn_input(g, "x", NN_F32, nn_shape3(O, L, I));
+            x[1] = nn_input(g, "x2", NN_F32, nn_shape3(O, L, I));
+            w = nn_input(g, "w", NN_F32, nn_shape3(O, 11, I));
+            nn_graph_requires_grad(g, x[0]);
+            nn_graph_requires_grad(g, x[1]);
+            p[0] = nn_slice(g, x[0], 1, 0, 3);
+            p[1] = nn_slice(g, x[0], 1, 5, 2);
+            p[2] = nn_slice_step(g, x[1], 1, 0, 3, 3);
+            p[3] = nn_slice(g, x[1], 1, 2, 3);
+            y = nn_concat(g, p, 4, 1);
+            nn_graph_output(g, y);
+            memset(&cd, 0, sizeof cd);
+            cd.loss = nn_sum(g, nn_mul(g, y, w));
+            if (T_OK(nn_graph_compile(g, &cd), ctx) && T_OK(nn_tensor_write(g, x[0], xv[0], sizeof xv[0]), ctx) &&
+                T_OK(nn_tensor_write(g, x[1], xv[1], sizeof xv[1]), ctx) && T_OK(nn_tensor_write(g, w, wv, sizeof wv), ctx) &&
+                T_OK(nn_graph_step(g), ctx) && T_OK(nn_tensor_read(g, y, got, sizeof got), ctx)) {
+                for (i = 0; i < NY; i++)
+                    if (!T_CHECK(memcmp(&got[i], &yref[i], 4) == 0, "%d threads: y[%d] = %.9g, not %.9g", threads, i, got[i], yref[i])) break;
+                for (k = 0; k < 2; k++) {
+                    if (!T_OK(nn_tensor_read(g, nn_graph_grad(g, x[k]), got, sizeof xv[0]), ctx)) break;
+                    for (i = 0; i < NX; i++)
+                        if (!T_CHECK(memcmp(&got[i], &dref[k][i], 4) == 0, "%d threads: d x%d [%d] = %.9g, not %.9g", threads, k, i,
+                                     got[i], dref[k][i]))
+                            break;
+                }
+            }
+        }
+        nn_graph_destroy(g);
+        nn_context_destroy(ctx);
+    }
+    t_end();
+}
+
 void suite_shape(const t_env *e) {
     {
         spec s = mk("flatten [3, 2, 5, 7] -> [3, 70]", b_flatten, r_copy, nn_shape2(3, 70));
@@ -588,5 +654,6 @@ void suite_shape(const t_env *e) {
     in_f(&s, nn_shape4(2, 8, 3, 5));
     check_case(e, &s);
     nanprop_shape(e);
+    slice_threads(e);
     t_bad_rows(e, shape_bad, (int)(sizeof shape_bad / sizeof shape_bad[0]));
 }
