@@ -10271,45 +10271,71 @@ static void nn__permute_forward(void *y, const void *x, int es, int ndim, const 
 }
 #undef NN__PERMUTE_LOOP
 
-/* One part of a concat: x [outer, lx, inner] into y [outer, L, inner] at [off, off + lx)
-   of the axis (each input of a concat written once, by its own call); elements of es
-   bytes. */
-static void nn__concat_part(void *y, const void *x, int es, int64_t outer, int64_t lx, int64_t L, int64_t off, int64_t inner) {
-    int64_t o;
-    for (o = 0; o < outer; o++)
-        memcpy((char *)y + (size_t)((o * L + off) * inner) * es, (const char *)x + (size_t)(o * lx * inner) * es,
-               (size_t)(lx * inner) * es);
-}
+/* A slice's or a concat part's copy along an axis, [outer, len, inner] against [outer, L,
+   inner], elements of es bytes (zero is all-zero bits in every storage type), over ranges
+   of outer rows on the pool's threads (each element a copy, the same whichever thread
+   does it). */
+typedef struct nn__slice_job {
+    char *y;
+    const char *x;
+    size_t es;
+    int64_t L, inner, start, len, step;
+    int grad; /* 1: x into y's runs (a slice's gradient, zeros elsewhere); 2: a concat part */
+} nn__slice_job;
 
-/* y [outer, len, inner] = x [outer, L, inner] at start, start + step, ... (len indices) of
-   the axis; the gradient (grad != 0) writes dy back into a zeroed x-shaped y instead.
-   Elements of es bytes (zero is all-zero bits in every storage type). */
-static void nn__slice(void *yv, const void *xv, int es, int64_t outer, int64_t L, int64_t inner, int64_t start, int64_t len,
-                      int64_t step, int grad) {
-    int64_t o, j;
-    size_t row = (size_t)inner * es, e = (size_t)es;
-    char *y = (char *)yv;
-    const char *x = (const char *)xv;
-    if (grad && step == 1) { /* zeros around each copied run only: each element written once */
-        for (o = 0; o < outer; o++) {
+static void nn__slice_rows(void *arg, int64_t o0, int64_t o1) {
+    const nn__slice_job *J = (const nn__slice_job *)arg;
+    char *y = J->y;
+    const char *x = J->x;
+    size_t e = J->es;
+    int64_t o, j, L = J->L, inner = J->inner, start = J->start, len = J->len, step = J->step;
+    size_t row = (size_t)inner * e;
+    for (o = o0; o < o1; o++) {
+        if (J->grad == 2) { /* x [outer, len, inner] into y at [start, start + len) */
+            memcpy(y + (size_t)((o * L + start) * inner) * e, x + (size_t)(o * len * inner) * e, (size_t)len * row);
+            continue;
+        }
+        if (J->grad && step == 1) { /* zeros around each copied run only: each element written once */
             char *yo = y + (size_t)(o * L * inner) * e;
             memset(yo, 0, (size_t)start * row);
             memcpy(yo + (size_t)(start * inner) * e, x + (size_t)(o * len * inner) * e, (size_t)len * row);
             memset(yo + (size_t)((start + len) * inner) * e, 0, (size_t)(L - start - len) * row);
+            continue;
         }
-        return;
-    }
-    if (grad) memset(y, 0, (size_t)(outer * L * inner) * e);
-    for (o = 0; o < outer; o++) {
+        if (J->grad) memset(y + (size_t)(o * L * inner) * e, 0, (size_t)L * row);
         if (step == 1) {
             memcpy(y + (size_t)(o * len * inner) * e, x + (size_t)((o * L + start) * inner) * e, (size_t)len * row);
             continue;
         }
         for (j = 0; j < len; j++) {
-            if (grad) memcpy(y + (size_t)((o * L + start + j * step) * inner) * e, x + (size_t)((o * len + j) * inner) * e, row);
+            if (J->grad) memcpy(y + (size_t)((o * L + start + j * step) * inner) * e, x + (size_t)((o * len + j) * inner) * e, row);
             else memcpy(y + (size_t)((o * len + j) * inner) * e, x + (size_t)((o * L + start + j * step) * inner) * e, row);
         }
     }
+}
+
+static void nn__slice_run(nn__threadpool *pool, void *y, const void *x, int es, int64_t outer, int64_t L, int64_t inner,
+                          int64_t start, int64_t len, int64_t step, int grad) {
+    nn__slice_job J;
+    J.y = (char *)y, J.x = (const char *)x, J.es = (size_t)es;
+    J.L = L, J.inner = inner, J.start = start, J.len = len, J.step = step, J.grad = grad;
+    nn__par_for(pool, outer, outer * (grad == 1 ? L : len) * inner, nn__slice_rows, &J);
+}
+
+/* One part of a concat: x [outer, lx, inner] into y [outer, L, inner] at [off, off + lx)
+   of the axis (each input of a concat written once, by its own call); elements of es
+   bytes. */
+static void nn__concat_part(nn__threadpool *pool, void *y, const void *x, int es, int64_t outer, int64_t lx, int64_t L,
+                            int64_t off, int64_t inner) {
+    nn__slice_run(pool, y, x, es, outer, L, inner, off, lx, 1, 2);
+}
+
+/* y [outer, len, inner] = x [outer, L, inner] at start, start + step, ... (len indices) of
+   the axis; the gradient (grad != 0) writes dy back into a zeroed x-shaped y instead.
+   Elements of es bytes. */
+static void nn__slice(nn__threadpool *pool, void *y, const void *x, int es, int64_t outer, int64_t L, int64_t inner,
+                      int64_t start, int64_t len, int64_t step, int grad) {
+    nn__slice_run(pool, y, x, es, outer, L, inner, start, len, step, grad != 0);
 }
 
 /* torch.Tensor.repeat over nd dims: y [ydims] tiles x [xdims] (ydims[d] = xdims[d] *
@@ -13594,9 +13620,37 @@ NN__ATTN_TGT static void nn__attn_ds512(float *dp, const float *s, float dl, int
         _mm512_mask_storeu_ps(dp + c, k, v);
     }
 }
+
+/* y[r ys + d] = x[r xs + d] s, r < n, d < D (y may be x) */
+NN__ATTN_TGT static void nn__attn_scale_rows512(float *y, int64_t ys, const float *x, int64_t xs, int n, int D, float s) {
+    __m512 vs = _mm512_set1_ps(s);
+    int r, d;
+    for (r = 0; r < n; r++)
+        for (d = 0; d < D; d += 16) {
+            __mmask16 k = nn__attn_m16(D - d);
+            _mm512_mask_storeu_ps(y + r * ys + d, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, x + r * xs + d), vs));
+        }
+}
 #undef NN__ATTN_TGT
 #undef NN__ATTN_UNROLL
 #endif
+
+/* y[r ys + d] = x[r xs + d] s for n rows of D (y may be x: in place), the rows' ends
+   between y's rows left alone; each element one product, the same on every path. The
+   rows are short (a head's D): the compiler leaves the scalar loop scalar, as y may
+   alias x. */
+static void nn__attn_scale_rows(const nn__attn_job *J, float *y, int64_t ys, const float *x, int64_t xs, int n, int D, float s) {
+    int r, d;
+#if defined(NN__VM_X86)
+    if (J->avx512) {
+        nn__attn_scale_rows512(y, ys, x, xs, n, D, s);
+        return;
+    }
+#endif
+    (void)J;
+    for (r = 0; r < n; r++)
+        for (d = 0; d < D; d++) y[r * ys + d] = x[r * xs + d] * s;
+}
 
 /* Yt [D, BC] = Y^T for nc rows of Y at stride ys, the columns past nc zero */
 static void nn__attn_pack_t(float *Yt, const float *y, int64_t ys, int nc, int D) {
@@ -13655,13 +13709,14 @@ static float nn__attn_keep(const nn__attn_job *J, int b, int h, int i, int j) {
 
 /* Masks the scores of tile (rows i0.., keys j0..) of head (b, h): -inf where causality,
    the window or the key padding mask hide a key, or a boolean mask is 0; the additive mask
-   added. Returns 1 when any element is alive. */
-static int nn__attn_mask_tile(const nn__attn_job *J, int b, int h, int i0, int nr, int j0, int nc, float *S) {
+   added. Returns 1 when any element is alive. Under a causal bound (diag, nn__attn_diag)
+   the columns past it are left as they are: the callers make them 0 and read none. */
+static int nn__attn_mask_tile(const nn__attn_job *J, int b, int h, int i0, int nr, int j0, int nc, float *S, int diag) {
     const nn__attn_attr *a = &J->a;
     int r, c, any = 0;
     for (r = 0; r < nr; r++) {
         float *s = S + r * NN__ATTN_BC;
-        int i = i0 + r, lo = 0, hi = nc; /* alive columns [lo, hi) by causality and the window */
+        int i = i0 + r, lo = 0, hi = nc, end; /* alive columns [lo, hi) by causality and the window */
         if (a->causal && i - j0 + 1 < hi) hi = i - j0 + 1;
         if (a->window > 0) {
             if (i - a->window + 1 - j0 > lo) lo = i - a->window + 1 - j0;
@@ -13669,8 +13724,9 @@ static int nn__attn_mask_tile(const nn__attn_job *J, int b, int h, int i0, int n
         }
         if (hi < 0) hi = 0;
         if (lo > hi) lo = hi;
+        end = diag == NN__ATTN_ALL ? nc : r + diag >= nc ? nc : r + diag > 0 ? r + diag : 0; /* hi <= end */
         for (c = 0; c < lo; c++) s[c] = -INFINITY;
-        for (c = hi; c < nc; c++) s[c] = -INFINITY;
+        for (c = hi; c < end; c++) s[c] = -INFINITY;
         if (a->kpm_mode) {
             const float *kp = J->kpm + (int64_t)b * a->Tk + j0;
             for (c = lo; c < hi; c++)
@@ -13727,7 +13783,7 @@ static void nn__attn_unit_q(const nn__attn_job *J, int64_t u, int *b, int *h, in
    that follow (*packed: which it holds, -1 none) ---- */
 static void nn__attn_fwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw, int64_t *packed) {
     const nn__attn_attr *a = &J->a;
-    int D = a->D, Dv = a->Dv, W = nn__attn_w(a), b, h, i0, nr, j0, r, c, d, hk, diag;
+    int D = a->D, Dv = a->Dv, W = nn__attn_w(a), b, h, i0, nr, j0, r, c, hk, diag;
     float *S = ws, *acc = S + 2 * NN__ATTN_BR * NN__ATTN_BC;
     float *m = acc + (int64_t)NN__ATTN_BR * W, *l = m + NN__ATTN_BR, *Kt = l + NN__ATTN_BR + 2 * (int64_t)NN__ATTN_BC * W;
     float *Kh = ws + nn__attn_ws_floats(W); /* K^T of the head: a [D, BC] block per key block */
@@ -13752,7 +13808,7 @@ static void nn__attn_fwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
         diag = nn__attn_diag(J, i0, j0);
         nn__attn_abt(J, gw, S, qb, J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], nc, D, a->scale,
                      J->khead ? Kh + (int64_t)(j0 / NN__ATTN_BC) * D * NN__ATTN_BC : NULL, Kt, diag);
-        if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
+        if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S, diag)) continue;
         for (r = 0; r < nr; r++) {
             float *s = S + r * NN__ATTN_BC, *ar = acc + (int64_t)r * Dv, mx = m[r], alpha, sum;
             int hr = nn__attn_row_hi(r, diag, nc); /* past it -inf: weights 0, no exponentials */
@@ -13775,8 +13831,7 @@ static void nn__attn_fwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
             sum = nn__vexp_map(NN__VE_EXP_SHIFT, s, s, NULL, NULL, mx, hr);
             l[r] = l[r] * alpha + sum;
             m[r] = mx;
-            if (alpha != 1.0f)
-                for (d = 0; d < Dv; d++) ar[d] *= alpha;
+            if (alpha != 1.0f) nn__attn_scale_rows(J, ar, 0, ar, 0, 1, Dv, alpha);
             if (a->p > 0.0f)
                 for (c = 0; c < hr; c++) s[c] *= nn__attn_keep(J, b, h, i0 + r, j0 + c);
         }
@@ -13784,7 +13839,7 @@ static void nn__attn_fwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
     }
     for (r = 0; r < nr; r++) {
         float *o = NN__ATTN_ROW(J->out, J->os, b, h, i0 + r), inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
-        for (d = 0; d < Dv; d++) o[d] = acc[(int64_t)r * Dv + d] * inv;
+        nn__attn_scale_rows(J, o, 0, acc + (int64_t)r * Dv, 0, 1, Dv, inv);
         J->out_lse[((int64_t)b * a->H + h) * a->Tq + i0 + r] = l[r] > 0.0f ? m[r] + logf(l[r]) : -INFINITY;
     }
 }
@@ -13800,7 +13855,8 @@ static void nn__attn_ds(const nn__attn_job *J, int b, int h, int i0, int nr, int
         int64_t row = ((int64_t)b * a->H + h) * a->Tq + i0 + r;
         float lse = J->lse[row], dl = J->delta[row], *s = S + r * NN__ATTN_BC, *dp = dP + r * NN__ATTN_BC;
         int nc = nn__attn_row_hi(r, diag, nc0);
-        for (c = nc; c < nc0; c++) s[c] = dp[c] = 0.0f;
+        memset(s + nc, 0, (size_t)(nc0 - nc) * sizeof(float));
+        memset(dp + nc, 0, (size_t)(nc0 - nc) * sizeof(float));
         if (lse == -INFINITY) { /* a wholly masked row */
             for (c = 0; c < nc; c++) s[c] = dp[c] = 0.0f;
             continue;
@@ -13832,7 +13888,7 @@ static void nn__attn_ds(const nn__attn_job *J, int b, int h, int i0, int nr, int
 static void nn__attn_dq_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw) {
     const nn__attn_attr *a = &J->a;
     const float sc = a->scale; /* a local: the loops' stores could alias a->scale, reloaded each element */
-    int D = a->D, Dv = a->Dv, W = nn__attn_w(a), b, h, i0, nr, j0, r, d, hk, diag;
+    int D = a->D, Dv = a->Dv, W = nn__attn_w(a), b, h, i0, nr, j0, r, hk, diag;
     float *S = ws, *dP = S + NN__ATTN_BR * NN__ATTN_BC, *acc = S + 2 * NN__ATTN_BR * NN__ATTN_BC;
     float *Kt = acc + (int64_t)NN__ATTN_BR * W + 2 * NN__ATTN_BR + 2 * (int64_t)NN__ATTN_BC * W, *Vt = Kt + (int64_t)NN__ATTN_BC * W;
     const float *qb, *gb;
@@ -13846,15 +13902,12 @@ static void nn__attn_dq_unit(const nn__attn_job *J, int64_t u, float *ws, nn__ge
         if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
         diag = nn__attn_diag(J, i0, j0);
         nn__attn_abt(J, gw, S, qb, J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], nc, D, a->scale, NULL, Kt, diag);
-        if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
+        if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S, diag)) continue;
         nn__attn_abt(J, gw, dP, gb, J->os[2], nr, NN__ATTN_ROW(J->v, J->vs, b, hk, j0), J->vs[2], nc, Dv, 1.0f, NULL, Vt, diag);
         nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP, diag);
         nn__attn_ab(J, gw, acc, D, 0, dP, NN__ATTN_BC, nr, nc, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], D, diag);
     }
-    for (r = 0; r < nr; r++) {
-        float *o = NN__ATTN_ROW(J->dq, J->qs, b, h, i0 + r);
-        for (d = 0; d < D; d++) o[d] = acc[(int64_t)r * D + d] * sc;
-    }
+    nn__attn_scale_rows(J, NN__ATTN_ROW(J->dq, J->qs, b, h, i0), J->qs[2], acc, D, nr, D, sc);
 }
 
 /* ---- dK, dV: one (b, key/value head, key block), over the group's query heads and every
@@ -13864,7 +13917,7 @@ static void nn__attn_dkv_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
     const float sc = a->scale; /* a local: the loops' stores could alias a->scale, reloaded each element */
     int D = a->D, Dv = a->Dv, W = nn__attn_w(a), nkb = (a->Tk + NN__ATTN_BC - 1) / NN__ATTN_BC, grp = a->H / a->Hkv;
     int b = (int)(u / ((int64_t)a->Hkv * nkb)), hk = (int)(u / nkb % a->Hkv), j0 = (int)(u % nkb) * NN__ATTN_BC;
-    int nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC, h, i0, c, d;
+    int nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC, h, i0, c;
     float *S = ws, *dP = S + NN__ATTN_BR * NN__ATTN_BC;
     float *dk = S + 2 * NN__ATTN_BR * NN__ATTN_BC + (int64_t)NN__ATTN_BR * W + 2 * NN__ATTN_BR, *dv = dk + (int64_t)NN__ATTN_BC * W;
     for (c = 0; c < nc * D; c++) dk[c] = 0.0f;
@@ -13884,18 +13937,15 @@ static void nn__attn_dkv_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
             int diag = nn__attn_diag(J, i0, j0);
             if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
             nn__attn_abt(J, gw, S, qb, J->qs[2], nr, kb, J->ks[2], nc, D, a->scale, kt, Kt, diag);
-            if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
+            if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S, diag)) continue;
             nn__attn_abt(J, gw, dP, gb, J->os[2], nr, vb, J->vs[2], nc, Dv, 1.0f, vt, Vt, diag);
             nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP, diag);
             /* dv [nc, Dv] += Pd^T dO, dk [nc, D] += dS^T q */
             nn__attn_ab(J, gw, dv, Dv, 1, S, NN__ATTN_BC, nc, nr, gb, J->os[2], Dv, diag);
             nn__attn_ab(J, gw, dk, D, 1, dP, NN__ATTN_BC, nc, nr, qb, J->qs[2], D, diag);
         }
-    for (c = 0; c < nc; c++) {
-        float *ko = NN__ATTN_ROW(J->dk, J->ks, b, hk, j0 + c), *vo = NN__ATTN_ROW(J->dv, J->vs, b, hk, j0 + c);
-        for (d = 0; d < D; d++) ko[d] = dk[(int64_t)c * D + d] * sc;
-        for (d = 0; d < Dv; d++) vo[d] = dv[(int64_t)c * Dv + d];
-    }
+    nn__attn_scale_rows(J, NN__ATTN_ROW(J->dk, J->ks, b, hk, j0), J->ks[2], dk, D, nc, D, sc);
+    nn__attn_scale_rows(J, NN__ATTN_ROW(J->dv, J->vs, b, hk, j0), J->vs[2], dv, Dv, nc, Dv, 1.0f);
 }
 
 /* ---- dQ, dK, dV in one pass (FlashAttention-2's order): one (b, key/value head) per
@@ -13909,15 +13959,12 @@ static void nn__attn_bwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
     const nn__attn_attr *a = &J->a;
     const float sc = a->scale; /* a local: the loops' stores could alias a->scale, reloaded each element */
     int D = a->D, Dv = a->Dv, W = nn__attn_w(a), grp = a->H / a->Hkv;
-    int b = (int)(u / a->Hkv), hk = (int)(u % a->Hkv), h, i0, j0, r, c, d;
+    int b = (int)(u / a->Hkv), hk = (int)(u % a->Hkv), h, i0, j0, r, c;
     float *S = ws, *dP = S + NN__ATTN_BR * NN__ATTN_BC;
     float *dk = S + 2 * NN__ATTN_BR * NN__ATTN_BC + (int64_t)NN__ATTN_BR * W + 2 * NN__ATTN_BR, *dv = dk + (int64_t)NN__ATTN_BC * W;
     float *Kt = dv + (int64_t)NN__ATTN_BC * W, *Vt = Kt + (int64_t)NN__ATTN_BC * W;
     for (h = hk * grp; h < (hk + 1) * grp; h++)
-        for (r = 0; r < a->Tq; r++) {
-            float *o = NN__ATTN_ROW(J->dq, J->qs, b, h, r);
-            for (d = 0; d < D; d++) o[d] = 0.0f;
-        }
+        for (r = 0; r < a->Tq; r++) memset(NN__ATTN_ROW(J->dq, J->qs, b, h, r), 0, (size_t)D * sizeof(float));
     for (j0 = 0; j0 < a->Tk; j0 += NN__ATTN_BC) {
         int nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC;
         const float *kb = NN__ATTN_ROW(J->k, J->ks, b, hk, j0), *vb = NN__ATTN_ROW(J->v, J->vs, b, hk, j0);
@@ -13936,24 +13983,18 @@ static void nn__attn_bwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
                 int diag = nn__attn_diag(J, i0, j0);
                 if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
                 nn__attn_abt(J, gw, S, qb, J->qs[2], nr, kb, J->ks[2], nc, D, a->scale, kt, Kt, diag);
-                if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
+                if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S, diag)) continue;
                 nn__attn_abt(J, gw, dP, gb, J->os[2], nr, vb, J->vs[2], nc, Dv, 1.0f, vt, Vt, diag);
                 nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP, diag);
                 nn__attn_ab(J, gw, dv, Dv, 1, S, NN__ATTN_BC, nc, nr, gb, J->os[2], Dv, diag);
                 nn__attn_ab(J, gw, dk, D, 1, dP, NN__ATTN_BC, nc, nr, qb, J->qs[2], D, diag);
                 nn__attn_ab(J, gw, NN__ATTN_ROW(J->dq, J->qs, b, h, i0), J->qs[2], 0, dP, NN__ATTN_BC, nr, nc, kb, J->ks[2], D, diag);
             }
-        for (c = 0; c < nc; c++) {
-            float *ko = NN__ATTN_ROW(J->dk, J->ks, b, hk, j0 + c), *vo = NN__ATTN_ROW(J->dv, J->vs, b, hk, j0 + c);
-            for (d = 0; d < D; d++) ko[d] = dk[(int64_t)c * D + d] * sc;
-            for (d = 0; d < Dv; d++) vo[d] = dv[(int64_t)c * Dv + d];
-        }
+        nn__attn_scale_rows(J, NN__ATTN_ROW(J->dk, J->ks, b, hk, j0), J->ks[2], dk, D, nc, D, sc);
+        nn__attn_scale_rows(J, NN__ATTN_ROW(J->dv, J->vs, b, hk, j0), J->vs[2], dv, Dv, nc, Dv, 1.0f);
     }
     for (h = hk * grp; h < (hk + 1) * grp; h++)
-        for (r = 0; r < a->Tq; r++) {
-            float *o = NN__ATTN_ROW(J->dq, J->qs, b, h, r);
-            for (d = 0; d < D; d++) o[d] *= sc;
-        }
+        nn__attn_scale_rows(J, NN__ATTN_ROW(J->dq, J->qs, b, h, 0), J->qs[2], NN__ATTN_ROW(J->dq, J->qs, b, h, 0), J->qs[2], a->Tq, D, sc);
 }
 
 /* ---- d(mask): one unit per (b, h, query block, key block) of the dims the mask does not
@@ -13990,7 +14031,7 @@ static void nn__attn_dmask_unit(const nn__attn_job *J, int64_t u, float *ws, nn_
                     if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
                     nn__attn_abt(J, gw, S, NN__ATTN_ROW(J->q, J->qs, b, h, i0), J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0),
                                  J->ks[2], nc, D, a->scale, NULL, Kt, NN__ATTN_ALL);
-                    if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
+                    if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S, NN__ATTN_ALL)) continue;
                     nn__attn_abt(J, gw, dP, NN__ATTN_ROW(J->dout, J->os, b, h, i0), J->os[2], nr,
                                  NN__ATTN_ROW(J->v, J->vs, b, hk, j0), J->vs[2], nc, Dv, 1.0f, NULL, Vt, NN__ATTN_ALL);
                     nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP, NN__ATTN_ALL);
@@ -33900,18 +33941,27 @@ static nn_result nn__launch_prelu_dw(nn_graph *g, int id) {
 #define nn__grad_fill nn__grad_none
 #define nn__plan_fill nn__no_plan
 
+/* A 16-bit FILL is the zeros of a gradient built in pieces (slices' gradients merged into
+   one concat, src/ops/shape/index.c): 0 only, written as float32 zeros over the buffer's
+   whole 4-byte words (zero is all-zero bits in every storage type). */
 static nn_result nn__cpu_fill(nn_graph *g, nn__node *n) {
     float *y = n->buf.host;
     int64_t i;
     (void)g;
+    if (nn__dtype_half(n->dtype)) {
+        memset(n->buf.host, 0, nn__dtype_bytes(n->dtype, n->numel));
+        return n->a.ew.s == 0.0f ? NN_OK : NN_ERR_INVALID_ARGUMENT;
+    }
     for (i = 0; i < n->numel; i++) y[i] = n->a.ew.s;
     return NN_OK;
 }
 
 static nn_result nn__launch_fill(nn_graph *g, int id) {
-    NN__KLAUNCH(fill, "elementwise", "fill", n->numel);
+    int64_t words = nn__dtype_half(g->nodes[id].dtype) ? (int64_t)(nn__dtype_bytes(g->nodes[id].dtype, g->nodes[id].numel) / 4) : g->nodes[id].numel;
+    NN__KLAUNCH(fill, "elementwise", "fill", words);
+    if (nn__dtype_half(n->dtype) && n->a.ew.s != 0.0f) return NN_ERR_INVALID_ARGUMENT;
     k.y = &n->buf;
-    k.n = (int)n->numel;
+    k.n = (int)words;
     k.v = n->a.ew.s;
     return nn__kargs_fill(l, &k);
 }
@@ -38016,7 +38066,8 @@ static void nn__axis_split(const nn_shape *s, int axis, int64_t *outer, int64_t 
 /* ==== slice: y [..., len, ...] = x [..., L, ...] at start, start + step, ... along axis
    (torch.narrow, x[..., start::step] with a length); split cuts x into slices. SLICE_GRAD:
    dx [..., L, ...] = dy put back at those indices, zeros elsewhere; one loop and one
-   kernel serve both directions (their grad flag). ==== */
+   kernel serve both directions (their grad flag). Slices of one tensor with disjoint runs
+   give it one CONCAT as gradient instead (nn__grad_slice_merge). ==== */
 
 /* A SLICE or SLICE_GRAD node (also concat's gradient) */
 static nn_tensor nn__slice_op(nn_graph *g, int op, int src, nn_shape s, int axis, int64_t start, int64_t step) {
@@ -38087,8 +38138,81 @@ NN_API nn_tensor nn_split(nn_graph *g, nn_tensor x, const int64_t *sizes, int n,
 #define nn__grad_slice_grad nn__grad_none
 #define nn__plan_slice_grad nn__no_plan
 
+static nn_tensor nn__concat_node(nn_graph *g, const nn_tensor *xs, int k, int axis);
+
+/* One run of a gradient along an axis: a tensor (id) or zeros (id -1) over [start, start + len). */
+typedef struct {
+    int id;
+    int64_t start, len;
+} nn__grad_piece;
+
+/* x's gradient so far (of x's storage type), seen along axis as runs that tile the axis (at most
+   NN__MAX_IN): a SLICE_GRAD of step 1 is [zeros, dy, zeros], a CONCAT along axis is its
+   inputs (a FILL of 0 among them is zeros); 0 runs when it is anything else. */
+static int nn__grad_pieces(const nn_graph *g, int x, int axis, nn__grad_piece *p) {
+    const nn__node *G = g->nodes[x].grad >= 0 ? &g->nodes[g->nodes[x].grad] : NULL;
+    int64_t L = g->nodes[x].shape.dim[axis], off = 0;
+    int k, m = 0;
+    if (!G || G->dtype != g->nodes[x].dtype || !nn__shape_eq(&G->shape, &g->nodes[x].shape)) return 0;
+    if (G->op == NN__OP_SLICE_GRAD && G->a.shape.axis == axis && G->a.shape.step == 1) {
+        int64_t s = G->a.shape.start, len = g->nodes[G->in[0]].shape.dim[axis];
+        if (s > 0) p[m].id = -1, p[m].start = 0, p[m++].len = s;
+        p[m].id = G->in[0], p[m].start = s, p[m++].len = len;
+        if (s + len < L) p[m].id = -1, p[m].start = s + len, p[m++].len = L - s - len;
+        return m;
+    }
+    if (G->op != NN__OP_CONCAT || G->a.shape.axis != axis) return 0;
+    for (k = 0; k < G->n_in; k++) {
+        const nn__node *in = &g->nodes[G->in[k]];
+        int zero = in->op == NN__OP_FILL && in->n_in == 0 && in->a.ew.s == 0.0f;
+        p[m].id = zero ? -1 : G->in[k], p[m].start = off, p[m++].len = in->shape.dim[axis];
+        off += in->shape.dim[axis];
+    }
+    return m;
+}
+
+/* Slices of one tensor with disjoint runs along one axis (q, k and v out of one
+   projection): the gradient of x is one CONCAT of the slices' dy and zeros for the runs
+   no slice covers, not a zero-padded SLICE_GRAD per slice and their sum. The same values:
+   a sum with zeros is exact. 0 when the slice is not of that kind (step > 1, overlapping
+   another, more than NN__MAX_IN runs): the caller sums as for any other gradient. */
+static int nn__grad_slice_merge(nn_graph *g, int x, int dy, int axis, int64_t start) {
+    nn__grad_piece p[NN__MAX_IN + 2];
+    nn_tensor in[NN__MAX_IN];
+    int64_t len = g->nodes[dy].shape.dim[axis];
+    int m = nn__grad_pieces(g, x, axis, p), k, j, n = 0, r;
+    if (m == 0 || g->nodes[dy].dtype != g->nodes[x].dtype) return 0;
+    for (k = 0; k < m && !(p[k].id < 0 && p[k].start <= start && start + len <= p[k].start + p[k].len); k++) continue;
+    if (k == m) return 0; /* not inside one run of zeros: overlapping, summed */
+    for (j = 0; j < m; j++) { /* run k split into zeros, dy, zeros */
+        nn__grad_piece q[3];
+        int nq = 0, i;
+        if (j != k) q[nq++] = p[j];
+        else {
+            if (start > p[k].start) q[nq].id = -1, q[nq].start = p[k].start, q[nq++].len = start - p[k].start;
+            q[nq].id = dy, q[nq].start = start, q[nq++].len = len;
+            if (start + len < p[k].start + p[k].len)
+                q[nq].id = -1, q[nq].start = start + len, q[nq++].len = p[k].start + p[k].len - start - len;
+        }
+        for (i = 0; i < nq; i++) {
+            nn_shape s = g->nodes[x].shape;
+            if (n == NN__MAX_IN) return 0;
+            s.dim[axis] = q[i].len;
+            in[n] = q[i].id >= 0 ? nn__tensor(q[i].id) : nn__tensor(nn__new_node(g, NN__OP_FILL, g->nodes[x].dtype, s, NULL, 0));
+            if (in[n].id < 0) return 0;
+            if (q[i].id < 0) g->nodes[in[n].id].a.ew.s = 0.0f;
+            n++;
+        }
+    }
+    r = nn__concat_node(g, in, n, axis).id;
+    if (r < 0) return 0;
+    g->nodes[x].grad = r;
+    return 1;
+}
+
 static void nn__grad_slice(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
+    if (n.a.shape.step == 1 && nn__grad_slice_merge(g, a, gy.id, n.a.shape.axis, n.a.shape.start)) return;
     nn__acc_grad(g, a, nn__slice_op(g, NN__OP_SLICE_GRAD, gy.id, g->nodes[a].shape, n.a.shape.axis, n.a.shape.start, n.a.shape.step));
     return;
 }
@@ -38100,7 +38224,7 @@ static nn_result nn__cpu_slice(nn_graph *g, nn__node *n) {
     int64_t o, L, inner, len;
     nn__axis_split(grad ? &n->shape : &g->nodes[in[0]].shape, n->a.shape.axis, &o, &L, &inner);
     len = (grad ? g->nodes[in[0]].shape : n->shape).dim[n->a.shape.axis];
-    nn__slice(y, g->nodes[in[0]].buf.host, (int)nn__dtype_size(n->dtype), o, L, inner, n->a.shape.start, len, n->a.shape.step, grad);
+    nn__slice(g->ctx->threads, y, g->nodes[in[0]].buf.host, (int)nn__dtype_size(n->dtype), o, L, inner, n->a.shape.start, len, n->a.shape.step, grad);
     return NN_OK;
 }
 
@@ -38226,7 +38350,7 @@ static nn_result nn__cpu_concat(nn_graph *g, nn__node *n) {
     nn__axis_split(&n->shape, n->a.shape.axis, &o, &L, &inner);
     for (k = 0; k < n->n_in; k++) {
         int64_t lx = g->nodes[n->in[k]].shape.dim[n->a.shape.axis];
-        nn__concat_part(n->buf.host, g->nodes[n->in[k]].buf.host, (int)nn__dtype_size(n->dtype), o, lx, L, off, inner);
+        nn__concat_part(g->ctx->threads, n->buf.host, g->nodes[n->in[k]].buf.host, (int)nn__dtype_size(n->dtype), o, lx, L, off, inner);
         off += lx;
     }
     return NN_OK;

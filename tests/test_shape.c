@@ -77,6 +77,28 @@ static void r_split_swap(const spec *s, double *const *in, double *out) {
         for (j = 0; j < L; j++) out[r * L + j] = in[0][r * L + (j + 1) % L];
 }
 
+/* Slices of x [.., 10, ..] along axis 1 joined: [1, 3) [6, 9) [4, 5) [2, 4). Their
+   gradients meet in x's: the last three disjoint with runs no slice covers (one CONCAT,
+   zeros between), [1, 3) overlapping [2, 4) (summed). */
+static const int64_t slices_at[4][2] = {{1, 2}, {6, 3}, {4, 1}, {2, 2}};
+static nn_tensor b_slices(nn_graph *g, const nn_tensor *in, const spec *s) {
+    nn_tensor p[4];
+    int k;
+    (void)s;
+    for (k = 0; k < 4; k++) p[k] = nn_slice(g, in[0], 1, slices_at[k][0], slices_at[k][1]);
+    return nn_concat(g, p, 4, 1);
+}
+static void r_slices(const spec *s, double *const *in, double *out) {
+    long L = (long)s->shape[0].dim[1], inner = numel(s->shape[0]) / ((long)s->shape[0].dim[0] * L), o, pos = 0;
+    int k;
+    for (o = 0; o < (long)s->shape[0].dim[0]; o++)
+        for (k = 0; k < 4; k++) {
+            long len = (long)slices_at[k][1] * inner;
+            memcpy(out + pos, in[0] + (o * L + (long)slices_at[k][0]) * inner, (size_t)len * sizeof(double));
+            pos += len;
+        }
+}
+
 /* ip: left, right, top, bottom (F.pad's order), reflect */
 static nn_tensor b_pad(nn_graph *g, const nn_tensor *in, const spec *s) {
     return nn_pad2d(g, in[0], s->ip[0], s->ip[1], s->ip[2], s->ip[3], s->ip[4] ? NN_PAD_REFLECT : NN_PAD_ZEROS);
@@ -492,6 +514,72 @@ static const bad_row shape_bad[] = {
     {"overflow", "prelu_layer of 2^31 slopes", o_param_2p31, R_SHAPE, "p.weight|[2147483648]", 0},
 };
 
+/* Slices and a concat above the CPU's threads threshold (nn__par_for): y = concat of
+   x[:, 0:3], x[:, 5:7] (their gradient one CONCAT with zeros for [3, 5)), x2[:, 0::3] and
+   x2[:, 2:5] (strided and overlapping: summed), [300, 11, 40]; y and the gradients of
+   sum(y * w) are exact copies and sums of two, the same bits for 1..3 threads. */
+static void slice_threads(const t_env *e) {
+    enum { O = 300, L = 7, I = 40, NX = O * L * I, NY = O * 11 * I };
+    static const int src[11][2] = {{0, 0}, {0, 1}, {0, 2}, {0, 5}, {0, 6}, {1, 0}, {1, 3}, {1, 6}, {1, 2}, {1, 3}, {1, 4}};
+    static float xv[2][NX], wv[NY], yref[NY], dref[2][NX], got[NY];
+    int threads, i, k, o, c;
+    if (!t_begin_cpu(e, "shape: slices and concat over threads, exact copies for 1..3 threads", "thread counts are a CPU-backend setting"))
+        return;
+    for (i = 0; i < NX; i++) xv[0][i] = (float)(i % 977) * 0.25f - 100.0f, xv[1][i] = (float)(i % 613) * 0.5f + 1.0f;
+    for (i = 0; i < NY; i++) wv[i] = (float)((i * 7) % 1009) * 0.125f + 0.5f;
+    memset(dref, 0, sizeof dref);
+    for (o = 0; o < O; o++)
+        for (c = 0; c < 11; c++)
+            for (i = 0; i < I; i++) {
+                int xi = (o * L + src[c][1]) * I + i, yi = (o * 11 + c) * I + i;
+                yref[yi] = xv[src[c][0]][xi];
+                dref[src[c][0]][xi] += wv[yi];
+            }
+    for (threads = 1; threads <= 3; threads++) {
+        nn_context_desc cdsc;
+        nn_context *ctx = NULL;
+        nn_graph *g = NULL;
+        nn_compile_desc cd;
+        nn_tensor x[2], w, y, p[4];
+        memset(&cdsc, 0, sizeof cdsc);
+        cdsc.device = "cpu";
+        cdsc.threads = threads;
+        cdsc.log_level = NN_LOG_WARN;
+        if (!T_CHECK(nn_context_create(&cdsc, &ctx) == NN_OK, "cannot create a CPU context with %d threads", threads)) break;
+        if (T_OK(nn_graph_create(ctx, NULL, &g), ctx)) {
+            x[0] = nn_input(g, "x", NN_F32, nn_shape3(O, L, I));
+            x[1] = nn_input(g, "x2", NN_F32, nn_shape3(O, L, I));
+            w = nn_input(g, "w", NN_F32, nn_shape3(O, 11, I));
+            nn_graph_requires_grad(g, x[0]);
+            nn_graph_requires_grad(g, x[1]);
+            p[0] = nn_slice(g, x[0], 1, 0, 3);
+            p[1] = nn_slice(g, x[0], 1, 5, 2);
+            p[2] = nn_slice_step(g, x[1], 1, 0, 3, 3);
+            p[3] = nn_slice(g, x[1], 1, 2, 3);
+            y = nn_concat(g, p, 4, 1);
+            nn_graph_output(g, y);
+            memset(&cd, 0, sizeof cd);
+            cd.loss = nn_sum(g, nn_mul(g, y, w));
+            if (T_OK(nn_graph_compile(g, &cd), ctx) && T_OK(nn_tensor_write(g, x[0], xv[0], sizeof xv[0]), ctx) &&
+                T_OK(nn_tensor_write(g, x[1], xv[1], sizeof xv[1]), ctx) && T_OK(nn_tensor_write(g, w, wv, sizeof wv), ctx) &&
+                T_OK(nn_graph_step(g), ctx) && T_OK(nn_tensor_read(g, y, got, sizeof got), ctx)) {
+                for (i = 0; i < NY; i++)
+                    if (!T_CHECK(memcmp(&got[i], &yref[i], 4) == 0, "%d threads: y[%d] = %.9g, not %.9g", threads, i, got[i], yref[i])) break;
+                for (k = 0; k < 2; k++) {
+                    if (!T_OK(nn_tensor_read(g, nn_graph_grad(g, x[k]), got, sizeof xv[0]), ctx)) break;
+                    for (i = 0; i < NX; i++)
+                        if (!T_CHECK(memcmp(&got[i], &dref[k][i], 4) == 0, "%d threads: d x%d [%d] = %.9g, not %.9g", threads, k, i,
+                                     got[i], dref[k][i]))
+                            break;
+                }
+            }
+        }
+        nn_graph_destroy(g);
+        nn_context_destroy(ctx);
+    }
+    t_end();
+}
+
 void suite_shape(const t_env *e) {
     {
         spec s = mk("flatten [3, 2, 5, 7] -> [3, 70]", b_flatten, r_copy, nn_shape2(3, 70));
@@ -539,6 +627,9 @@ void suite_shape(const t_env *e) {
     s.ip[1] = 5;
     in_f(&s, nn_shape3(3, 33, 2));
     check_case(e, &s);
+    s = mk("slices [3, 10, 2] axis 1: disjoint, gaps, overlapping", b_slices, r_slices, nn_shape3(3, 8, 2));
+    in_f(&s, nn_shape3(3, 10, 2));
+    check_case(e, &s);
     s = mk("split [7, 3] last axis (1, 2), swapped", b_split_swap, r_split_swap, nn_shape2(7, 3));
     in_f(&s, nn_shape2(7, 3));
     check_case(e, &s);
@@ -563,5 +654,6 @@ void suite_shape(const t_env *e) {
     in_f(&s, nn_shape4(2, 8, 3, 5));
     check_case(e, &s);
     nanprop_shape(e);
+    slice_threads(e);
     t_bad_rows(e, shape_bad, (int)(sizeof shape_bad / sizeof shape_bad[0]));
 }

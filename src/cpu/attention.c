@@ -316,9 +316,37 @@ NN__ATTN_TGT static void nn__attn_ds512(float *dp, const float *s, float dl, int
         _mm512_mask_storeu_ps(dp + c, k, v);
     }
 }
+
+/* y[r ys + d] = x[r xs + d] s, r < n, d < D (y may be x) */
+NN__ATTN_TGT static void nn__attn_scale_rows512(float *y, int64_t ys, const float *x, int64_t xs, int n, int D, float s) {
+    __m512 vs = _mm512_set1_ps(s);
+    int r, d;
+    for (r = 0; r < n; r++)
+        for (d = 0; d < D; d += 16) {
+            __mmask16 k = nn__attn_m16(D - d);
+            _mm512_mask_storeu_ps(y + r * ys + d, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, x + r * xs + d), vs));
+        }
+}
 #undef NN__ATTN_TGT
 #undef NN__ATTN_UNROLL
 #endif
+
+/* y[r ys + d] = x[r xs + d] s for n rows of D (y may be x: in place), the rows' ends
+   between y's rows left alone; each element one product, the same on every path. The
+   rows are short (a head's D): the compiler leaves the scalar loop scalar, as y may
+   alias x. */
+static void nn__attn_scale_rows(const nn__attn_job *J, float *y, int64_t ys, const float *x, int64_t xs, int n, int D, float s) {
+    int r, d;
+#if defined(NN__VM_X86)
+    if (J->avx512) {
+        nn__attn_scale_rows512(y, ys, x, xs, n, D, s);
+        return;
+    }
+#endif
+    (void)J;
+    for (r = 0; r < n; r++)
+        for (d = 0; d < D; d++) y[r * ys + d] = x[r * xs + d] * s;
+}
 
 /* Yt [D, BC] = Y^T for nc rows of Y at stride ys, the columns past nc zero */
 static void nn__attn_pack_t(float *Yt, const float *y, int64_t ys, int nc, int D) {
@@ -377,13 +405,14 @@ static float nn__attn_keep(const nn__attn_job *J, int b, int h, int i, int j) {
 
 /* Masks the scores of tile (rows i0.., keys j0..) of head (b, h): -inf where causality,
    the window or the key padding mask hide a key, or a boolean mask is 0; the additive mask
-   added. Returns 1 when any element is alive. */
-static int nn__attn_mask_tile(const nn__attn_job *J, int b, int h, int i0, int nr, int j0, int nc, float *S) {
+   added. Returns 1 when any element is alive. Under a causal bound (diag, nn__attn_diag)
+   the columns past it are left as they are: the callers make them 0 and read none. */
+static int nn__attn_mask_tile(const nn__attn_job *J, int b, int h, int i0, int nr, int j0, int nc, float *S, int diag) {
     const nn__attn_attr *a = &J->a;
     int r, c, any = 0;
     for (r = 0; r < nr; r++) {
         float *s = S + r * NN__ATTN_BC;
-        int i = i0 + r, lo = 0, hi = nc; /* alive columns [lo, hi) by causality and the window */
+        int i = i0 + r, lo = 0, hi = nc, end; /* alive columns [lo, hi) by causality and the window */
         if (a->causal && i - j0 + 1 < hi) hi = i - j0 + 1;
         if (a->window > 0) {
             if (i - a->window + 1 - j0 > lo) lo = i - a->window + 1 - j0;
@@ -391,8 +420,9 @@ static int nn__attn_mask_tile(const nn__attn_job *J, int b, int h, int i0, int n
         }
         if (hi < 0) hi = 0;
         if (lo > hi) lo = hi;
+        end = diag == NN__ATTN_ALL ? nc : r + diag >= nc ? nc : r + diag > 0 ? r + diag : 0; /* hi <= end */
         for (c = 0; c < lo; c++) s[c] = -INFINITY;
-        for (c = hi; c < nc; c++) s[c] = -INFINITY;
+        for (c = hi; c < end; c++) s[c] = -INFINITY;
         if (a->kpm_mode) {
             const float *kp = J->kpm + (int64_t)b * a->Tk + j0;
             for (c = lo; c < hi; c++)
@@ -449,7 +479,7 @@ static void nn__attn_unit_q(const nn__attn_job *J, int64_t u, int *b, int *h, in
    that follow (*packed: which it holds, -1 none) ---- */
 static void nn__attn_fwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw, int64_t *packed) {
     const nn__attn_attr *a = &J->a;
-    int D = a->D, Dv = a->Dv, W = nn__attn_w(a), b, h, i0, nr, j0, r, c, d, hk, diag;
+    int D = a->D, Dv = a->Dv, W = nn__attn_w(a), b, h, i0, nr, j0, r, c, hk, diag;
     float *S = ws, *acc = S + 2 * NN__ATTN_BR * NN__ATTN_BC;
     float *m = acc + (int64_t)NN__ATTN_BR * W, *l = m + NN__ATTN_BR, *Kt = l + NN__ATTN_BR + 2 * (int64_t)NN__ATTN_BC * W;
     float *Kh = ws + nn__attn_ws_floats(W); /* K^T of the head: a [D, BC] block per key block */
@@ -474,7 +504,7 @@ static void nn__attn_fwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
         diag = nn__attn_diag(J, i0, j0);
         nn__attn_abt(J, gw, S, qb, J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], nc, D, a->scale,
                      J->khead ? Kh + (int64_t)(j0 / NN__ATTN_BC) * D * NN__ATTN_BC : NULL, Kt, diag);
-        if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
+        if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S, diag)) continue;
         for (r = 0; r < nr; r++) {
             float *s = S + r * NN__ATTN_BC, *ar = acc + (int64_t)r * Dv, mx = m[r], alpha, sum;
             int hr = nn__attn_row_hi(r, diag, nc); /* past it -inf: weights 0, no exponentials */
@@ -497,8 +527,7 @@ static void nn__attn_fwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
             sum = nn__vexp_map(NN__VE_EXP_SHIFT, s, s, NULL, NULL, mx, hr);
             l[r] = l[r] * alpha + sum;
             m[r] = mx;
-            if (alpha != 1.0f)
-                for (d = 0; d < Dv; d++) ar[d] *= alpha;
+            if (alpha != 1.0f) nn__attn_scale_rows(J, ar, 0, ar, 0, 1, Dv, alpha);
             if (a->p > 0.0f)
                 for (c = 0; c < hr; c++) s[c] *= nn__attn_keep(J, b, h, i0 + r, j0 + c);
         }
@@ -506,7 +535,7 @@ static void nn__attn_fwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
     }
     for (r = 0; r < nr; r++) {
         float *o = NN__ATTN_ROW(J->out, J->os, b, h, i0 + r), inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
-        for (d = 0; d < Dv; d++) o[d] = acc[(int64_t)r * Dv + d] * inv;
+        nn__attn_scale_rows(J, o, 0, acc + (int64_t)r * Dv, 0, 1, Dv, inv);
         J->out_lse[((int64_t)b * a->H + h) * a->Tq + i0 + r] = l[r] > 0.0f ? m[r] + logf(l[r]) : -INFINITY;
     }
 }
@@ -522,7 +551,8 @@ static void nn__attn_ds(const nn__attn_job *J, int b, int h, int i0, int nr, int
         int64_t row = ((int64_t)b * a->H + h) * a->Tq + i0 + r;
         float lse = J->lse[row], dl = J->delta[row], *s = S + r * NN__ATTN_BC, *dp = dP + r * NN__ATTN_BC;
         int nc = nn__attn_row_hi(r, diag, nc0);
-        for (c = nc; c < nc0; c++) s[c] = dp[c] = 0.0f;
+        memset(s + nc, 0, (size_t)(nc0 - nc) * sizeof(float));
+        memset(dp + nc, 0, (size_t)(nc0 - nc) * sizeof(float));
         if (lse == -INFINITY) { /* a wholly masked row */
             for (c = 0; c < nc; c++) s[c] = dp[c] = 0.0f;
             continue;
@@ -554,7 +584,7 @@ static void nn__attn_ds(const nn__attn_job *J, int b, int h, int i0, int nr, int
 static void nn__attn_dq_unit(const nn__attn_job *J, int64_t u, float *ws, nn__gemm_ws *gw) {
     const nn__attn_attr *a = &J->a;
     const float sc = a->scale; /* a local: the loops' stores could alias a->scale, reloaded each element */
-    int D = a->D, Dv = a->Dv, W = nn__attn_w(a), b, h, i0, nr, j0, r, d, hk, diag;
+    int D = a->D, Dv = a->Dv, W = nn__attn_w(a), b, h, i0, nr, j0, r, hk, diag;
     float *S = ws, *dP = S + NN__ATTN_BR * NN__ATTN_BC, *acc = S + 2 * NN__ATTN_BR * NN__ATTN_BC;
     float *Kt = acc + (int64_t)NN__ATTN_BR * W + 2 * NN__ATTN_BR + 2 * (int64_t)NN__ATTN_BC * W, *Vt = Kt + (int64_t)NN__ATTN_BC * W;
     const float *qb, *gb;
@@ -568,15 +598,12 @@ static void nn__attn_dq_unit(const nn__attn_job *J, int64_t u, float *ws, nn__ge
         if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
         diag = nn__attn_diag(J, i0, j0);
         nn__attn_abt(J, gw, S, qb, J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], nc, D, a->scale, NULL, Kt, diag);
-        if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
+        if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S, diag)) continue;
         nn__attn_abt(J, gw, dP, gb, J->os[2], nr, NN__ATTN_ROW(J->v, J->vs, b, hk, j0), J->vs[2], nc, Dv, 1.0f, NULL, Vt, diag);
         nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP, diag);
         nn__attn_ab(J, gw, acc, D, 0, dP, NN__ATTN_BC, nr, nc, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], D, diag);
     }
-    for (r = 0; r < nr; r++) {
-        float *o = NN__ATTN_ROW(J->dq, J->qs, b, h, i0 + r);
-        for (d = 0; d < D; d++) o[d] = acc[(int64_t)r * D + d] * sc;
-    }
+    nn__attn_scale_rows(J, NN__ATTN_ROW(J->dq, J->qs, b, h, i0), J->qs[2], acc, D, nr, D, sc);
 }
 
 /* ---- dK, dV: one (b, key/value head, key block), over the group's query heads and every
@@ -586,7 +613,7 @@ static void nn__attn_dkv_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
     const float sc = a->scale; /* a local: the loops' stores could alias a->scale, reloaded each element */
     int D = a->D, Dv = a->Dv, W = nn__attn_w(a), nkb = (a->Tk + NN__ATTN_BC - 1) / NN__ATTN_BC, grp = a->H / a->Hkv;
     int b = (int)(u / ((int64_t)a->Hkv * nkb)), hk = (int)(u / nkb % a->Hkv), j0 = (int)(u % nkb) * NN__ATTN_BC;
-    int nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC, h, i0, c, d;
+    int nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC, h, i0, c;
     float *S = ws, *dP = S + NN__ATTN_BR * NN__ATTN_BC;
     float *dk = S + 2 * NN__ATTN_BR * NN__ATTN_BC + (int64_t)NN__ATTN_BR * W + 2 * NN__ATTN_BR, *dv = dk + (int64_t)NN__ATTN_BC * W;
     for (c = 0; c < nc * D; c++) dk[c] = 0.0f;
@@ -606,18 +633,15 @@ static void nn__attn_dkv_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
             int diag = nn__attn_diag(J, i0, j0);
             if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
             nn__attn_abt(J, gw, S, qb, J->qs[2], nr, kb, J->ks[2], nc, D, a->scale, kt, Kt, diag);
-            if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
+            if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S, diag)) continue;
             nn__attn_abt(J, gw, dP, gb, J->os[2], nr, vb, J->vs[2], nc, Dv, 1.0f, vt, Vt, diag);
             nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP, diag);
             /* dv [nc, Dv] += Pd^T dO, dk [nc, D] += dS^T q */
             nn__attn_ab(J, gw, dv, Dv, 1, S, NN__ATTN_BC, nc, nr, gb, J->os[2], Dv, diag);
             nn__attn_ab(J, gw, dk, D, 1, dP, NN__ATTN_BC, nc, nr, qb, J->qs[2], D, diag);
         }
-    for (c = 0; c < nc; c++) {
-        float *ko = NN__ATTN_ROW(J->dk, J->ks, b, hk, j0 + c), *vo = NN__ATTN_ROW(J->dv, J->vs, b, hk, j0 + c);
-        for (d = 0; d < D; d++) ko[d] = dk[(int64_t)c * D + d] * sc;
-        for (d = 0; d < Dv; d++) vo[d] = dv[(int64_t)c * Dv + d];
-    }
+    nn__attn_scale_rows(J, NN__ATTN_ROW(J->dk, J->ks, b, hk, j0), J->ks[2], dk, D, nc, D, sc);
+    nn__attn_scale_rows(J, NN__ATTN_ROW(J->dv, J->vs, b, hk, j0), J->vs[2], dv, Dv, nc, Dv, 1.0f);
 }
 
 /* ---- dQ, dK, dV in one pass (FlashAttention-2's order): one (b, key/value head) per
@@ -631,15 +655,12 @@ static void nn__attn_bwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
     const nn__attn_attr *a = &J->a;
     const float sc = a->scale; /* a local: the loops' stores could alias a->scale, reloaded each element */
     int D = a->D, Dv = a->Dv, W = nn__attn_w(a), grp = a->H / a->Hkv;
-    int b = (int)(u / a->Hkv), hk = (int)(u % a->Hkv), h, i0, j0, r, c, d;
+    int b = (int)(u / a->Hkv), hk = (int)(u % a->Hkv), h, i0, j0, r, c;
     float *S = ws, *dP = S + NN__ATTN_BR * NN__ATTN_BC;
     float *dk = S + 2 * NN__ATTN_BR * NN__ATTN_BC + (int64_t)NN__ATTN_BR * W + 2 * NN__ATTN_BR, *dv = dk + (int64_t)NN__ATTN_BC * W;
     float *Kt = dv + (int64_t)NN__ATTN_BC * W, *Vt = Kt + (int64_t)NN__ATTN_BC * W;
     for (h = hk * grp; h < (hk + 1) * grp; h++)
-        for (r = 0; r < a->Tq; r++) {
-            float *o = NN__ATTN_ROW(J->dq, J->qs, b, h, r);
-            for (d = 0; d < D; d++) o[d] = 0.0f;
-        }
+        for (r = 0; r < a->Tq; r++) memset(NN__ATTN_ROW(J->dq, J->qs, b, h, r), 0, (size_t)D * sizeof(float));
     for (j0 = 0; j0 < a->Tk; j0 += NN__ATTN_BC) {
         int nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC;
         const float *kb = NN__ATTN_ROW(J->k, J->ks, b, hk, j0), *vb = NN__ATTN_ROW(J->v, J->vs, b, hk, j0);
@@ -658,24 +679,18 @@ static void nn__attn_bwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
                 int diag = nn__attn_diag(J, i0, j0);
                 if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
                 nn__attn_abt(J, gw, S, qb, J->qs[2], nr, kb, J->ks[2], nc, D, a->scale, kt, Kt, diag);
-                if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
+                if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S, diag)) continue;
                 nn__attn_abt(J, gw, dP, gb, J->os[2], nr, vb, J->vs[2], nc, Dv, 1.0f, vt, Vt, diag);
                 nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP, diag);
                 nn__attn_ab(J, gw, dv, Dv, 1, S, NN__ATTN_BC, nc, nr, gb, J->os[2], Dv, diag);
                 nn__attn_ab(J, gw, dk, D, 1, dP, NN__ATTN_BC, nc, nr, qb, J->qs[2], D, diag);
                 nn__attn_ab(J, gw, NN__ATTN_ROW(J->dq, J->qs, b, h, i0), J->qs[2], 0, dP, NN__ATTN_BC, nr, nc, kb, J->ks[2], D, diag);
             }
-        for (c = 0; c < nc; c++) {
-            float *ko = NN__ATTN_ROW(J->dk, J->ks, b, hk, j0 + c), *vo = NN__ATTN_ROW(J->dv, J->vs, b, hk, j0 + c);
-            for (d = 0; d < D; d++) ko[d] = dk[(int64_t)c * D + d] * sc;
-            for (d = 0; d < Dv; d++) vo[d] = dv[(int64_t)c * Dv + d];
-        }
+        nn__attn_scale_rows(J, NN__ATTN_ROW(J->dk, J->ks, b, hk, j0), J->ks[2], dk, D, nc, D, sc);
+        nn__attn_scale_rows(J, NN__ATTN_ROW(J->dv, J->vs, b, hk, j0), J->vs[2], dv, Dv, nc, Dv, 1.0f);
     }
     for (h = hk * grp; h < (hk + 1) * grp; h++)
-        for (r = 0; r < a->Tq; r++) {
-            float *o = NN__ATTN_ROW(J->dq, J->qs, b, h, r);
-            for (d = 0; d < D; d++) o[d] *= sc;
-        }
+        nn__attn_scale_rows(J, NN__ATTN_ROW(J->dq, J->qs, b, h, 0), J->qs[2], NN__ATTN_ROW(J->dq, J->qs, b, h, 0), J->qs[2], a->Tq, D, sc);
 }
 
 /* ---- d(mask): one unit per (b, h, query block, key block) of the dims the mask does not
@@ -712,7 +727,7 @@ static void nn__attn_dmask_unit(const nn__attn_job *J, int64_t u, float *ws, nn_
                     if (nn__attn_block_dead(a, i0, i0 + nr, j0, j0 + nc)) continue;
                     nn__attn_abt(J, gw, S, NN__ATTN_ROW(J->q, J->qs, b, h, i0), J->qs[2], nr, NN__ATTN_ROW(J->k, J->ks, b, hk, j0),
                                  J->ks[2], nc, D, a->scale, NULL, Kt, NN__ATTN_ALL);
-                    if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S)) continue;
+                    if (!nn__attn_mask_tile(J, b, h, i0, nr, j0, nc, S, NN__ATTN_ALL)) continue;
                     nn__attn_abt(J, gw, dP, NN__ATTN_ROW(J->dout, J->os, b, h, i0), J->os[2], nr,
                                  NN__ATTN_ROW(J->v, J->vs, b, hk, j0), J->vs[2], nc, Dv, 1.0f, NULL, Vt, NN__ATTN_ALL);
                     nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP, NN__ATTN_ALL);

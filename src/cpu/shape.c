@@ -29,45 +29,71 @@ static void nn__permute_forward(void *y, const void *x, int es, int ndim, const 
 }
 #undef NN__PERMUTE_LOOP
 
-/* One part of a concat: x [outer, lx, inner] into y [outer, L, inner] at [off, off + lx)
-   of the axis (each input of a concat written once, by its own call); elements of es
-   bytes. */
-static void nn__concat_part(void *y, const void *x, int es, int64_t outer, int64_t lx, int64_t L, int64_t off, int64_t inner) {
-    int64_t o;
-    for (o = 0; o < outer; o++)
-        memcpy((char *)y + (size_t)((o * L + off) * inner) * es, (const char *)x + (size_t)(o * lx * inner) * es,
-               (size_t)(lx * inner) * es);
-}
+/* A slice's or a concat part's copy along an axis, [outer, len, inner] against [outer, L,
+   inner], elements of es bytes (zero is all-zero bits in every storage type), over ranges
+   of outer rows on the pool's threads (each element a copy, the same whichever thread
+   does it). */
+typedef struct nn__slice_job {
+    char *y;
+    const char *x;
+    size_t es;
+    int64_t L, inner, start, len, step;
+    int grad; /* 1: x into y's runs (a slice's gradient, zeros elsewhere); 2: a concat part */
+} nn__slice_job;
 
-/* y [outer, len, inner] = x [outer, L, inner] at start, start + step, ... (len indices) of
-   the axis; the gradient (grad != 0) writes dy back into a zeroed x-shaped y instead.
-   Elements of es bytes (zero is all-zero bits in every storage type). */
-static void nn__slice(void *yv, const void *xv, int es, int64_t outer, int64_t L, int64_t inner, int64_t start, int64_t len,
-                      int64_t step, int grad) {
-    int64_t o, j;
-    size_t row = (size_t)inner * es, e = (size_t)es;
-    char *y = (char *)yv;
-    const char *x = (const char *)xv;
-    if (grad && step == 1) { /* zeros around each copied run only: each element written once */
-        for (o = 0; o < outer; o++) {
+static void nn__slice_rows(void *arg, int64_t o0, int64_t o1) {
+    const nn__slice_job *J = (const nn__slice_job *)arg;
+    char *y = J->y;
+    const char *x = J->x;
+    size_t e = J->es;
+    int64_t o, j, L = J->L, inner = J->inner, start = J->start, len = J->len, step = J->step;
+    size_t row = (size_t)inner * e;
+    for (o = o0; o < o1; o++) {
+        if (J->grad == 2) { /* x [outer, len, inner] into y at [start, start + len) */
+            memcpy(y + (size_t)((o * L + start) * inner) * e, x + (size_t)(o * len * inner) * e, (size_t)len * row);
+            continue;
+        }
+        if (J->grad && step == 1) { /* zeros around each copied run only: each element written once */
             char *yo = y + (size_t)(o * L * inner) * e;
             memset(yo, 0, (size_t)start * row);
             memcpy(yo + (size_t)(start * inner) * e, x + (size_t)(o * len * inner) * e, (size_t)len * row);
             memset(yo + (size_t)((start + len) * inner) * e, 0, (size_t)(L - start - len) * row);
+            continue;
         }
-        return;
-    }
-    if (grad) memset(y, 0, (size_t)(outer * L * inner) * e);
-    for (o = 0; o < outer; o++) {
+        if (J->grad) memset(y + (size_t)(o * L * inner) * e, 0, (size_t)L * row);
         if (step == 1) {
             memcpy(y + (size_t)(o * len * inner) * e, x + (size_t)((o * L + start) * inner) * e, (size_t)len * row);
             continue;
         }
         for (j = 0; j < len; j++) {
-            if (grad) memcpy(y + (size_t)((o * L + start + j * step) * inner) * e, x + (size_t)((o * len + j) * inner) * e, row);
+            if (J->grad) memcpy(y + (size_t)((o * L + start + j * step) * inner) * e, x + (size_t)((o * len + j) * inner) * e, row);
             else memcpy(y + (size_t)((o * len + j) * inner) * e, x + (size_t)((o * L + start + j * step) * inner) * e, row);
         }
     }
+}
+
+static void nn__slice_run(nn__threadpool *pool, void *y, const void *x, int es, int64_t outer, int64_t L, int64_t inner,
+                          int64_t start, int64_t len, int64_t step, int grad) {
+    nn__slice_job J;
+    J.y = (char *)y, J.x = (const char *)x, J.es = (size_t)es;
+    J.L = L, J.inner = inner, J.start = start, J.len = len, J.step = step, J.grad = grad;
+    nn__par_for(pool, outer, outer * (grad == 1 ? L : len) * inner, nn__slice_rows, &J);
+}
+
+/* One part of a concat: x [outer, lx, inner] into y [outer, L, inner] at [off, off + lx)
+   of the axis (each input of a concat written once, by its own call); elements of es
+   bytes. */
+static void nn__concat_part(nn__threadpool *pool, void *y, const void *x, int es, int64_t outer, int64_t lx, int64_t L,
+                            int64_t off, int64_t inner) {
+    nn__slice_run(pool, y, x, es, outer, L, inner, off, lx, 1, 2);
+}
+
+/* y [outer, len, inner] = x [outer, L, inner] at start, start + step, ... (len indices) of
+   the axis; the gradient (grad != 0) writes dy back into a zeroed x-shaped y instead.
+   Elements of es bytes. */
+static void nn__slice(nn__threadpool *pool, void *y, const void *x, int es, int64_t outer, int64_t L, int64_t inner,
+                      int64_t start, int64_t len, int64_t step, int grad) {
+    nn__slice_run(pool, y, x, es, outer, L, inner, start, len, step, grad != 0);
 }
 
 /* torch.Tensor.repeat over nd dims: y [ydims] tiles x [xdims] (ydims[d] = xdims[d] *

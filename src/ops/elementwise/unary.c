@@ -322,18 +322,27 @@ static nn_result nn__launch_prelu_dw(nn_graph *g, int id) {
 #define nn__grad_fill nn__grad_none
 #define nn__plan_fill nn__no_plan
 
+/* A 16-bit FILL is the zeros of a gradient built in pieces (slices' gradients merged into
+   one concat, src/ops/shape/index.c): 0 only, written as float32 zeros over the buffer's
+   whole 4-byte words (zero is all-zero bits in every storage type). */
 static nn_result nn__cpu_fill(nn_graph *g, nn__node *n) {
     float *y = n->buf.host;
     int64_t i;
     (void)g;
+    if (nn__dtype_half(n->dtype)) {
+        memset(n->buf.host, 0, nn__dtype_bytes(n->dtype, n->numel));
+        return n->a.ew.s == 0.0f ? NN_OK : NN_ERR_INVALID_ARGUMENT;
+    }
     for (i = 0; i < n->numel; i++) y[i] = n->a.ew.s;
     return NN_OK;
 }
 
 static nn_result nn__launch_fill(nn_graph *g, int id) {
-    NN__KLAUNCH(fill, "elementwise", "fill", n->numel);
+    int64_t words = nn__dtype_half(g->nodes[id].dtype) ? (int64_t)(nn__dtype_bytes(g->nodes[id].dtype, g->nodes[id].numel) / 4) : g->nodes[id].numel;
+    NN__KLAUNCH(fill, "elementwise", "fill", words);
+    if (nn__dtype_half(n->dtype) && n->a.ew.s != 0.0f) return NN_ERR_INVALID_ARGUMENT;
     k.y = &n->buf;
-    k.n = (int)n->numel;
+    k.n = (int)words;
     k.v = n->a.ew.s;
     return nn__kargs_fill(l, &k);
 }

@@ -19,7 +19,8 @@ static void nn__axis_split(const nn_shape *s, int axis, int64_t *outer, int64_t 
 /* ==== slice: y [..., len, ...] = x [..., L, ...] at start, start + step, ... along axis
    (torch.narrow, x[..., start::step] with a length); split cuts x into slices. SLICE_GRAD:
    dx [..., L, ...] = dy put back at those indices, zeros elsewhere; one loop and one
-   kernel serve both directions (their grad flag). ==== */
+   kernel serve both directions (their grad flag). Slices of one tensor with disjoint runs
+   give it one CONCAT as gradient instead (nn__grad_slice_merge). ==== */
 
 /* A SLICE or SLICE_GRAD node (also concat's gradient) */
 static nn_tensor nn__slice_op(nn_graph *g, int op, int src, nn_shape s, int axis, int64_t start, int64_t step) {
@@ -90,8 +91,81 @@ NN_API nn_tensor nn_split(nn_graph *g, nn_tensor x, const int64_t *sizes, int n,
 #define nn__grad_slice_grad nn__grad_none
 #define nn__plan_slice_grad nn__no_plan
 
+static nn_tensor nn__concat_node(nn_graph *g, const nn_tensor *xs, int k, int axis);
+
+/* One run of a gradient along an axis: a tensor (id) or zeros (id -1) over [start, start + len). */
+typedef struct {
+    int id;
+    int64_t start, len;
+} nn__grad_piece;
+
+/* x's gradient so far (of x's storage type), seen along axis as runs that tile the axis (at most
+   NN__MAX_IN): a SLICE_GRAD of step 1 is [zeros, dy, zeros], a CONCAT along axis is its
+   inputs (a FILL of 0 among them is zeros); 0 runs when it is anything else. */
+static int nn__grad_pieces(const nn_graph *g, int x, int axis, nn__grad_piece *p) {
+    const nn__node *G = g->nodes[x].grad >= 0 ? &g->nodes[g->nodes[x].grad] : NULL;
+    int64_t L = g->nodes[x].shape.dim[axis], off = 0;
+    int k, m = 0;
+    if (!G || G->dtype != g->nodes[x].dtype || !nn__shape_eq(&G->shape, &g->nodes[x].shape)) return 0;
+    if (G->op == NN__OP_SLICE_GRAD && G->a.shape.axis == axis && G->a.shape.step == 1) {
+        int64_t s = G->a.shape.start, len = g->nodes[G->in[0]].shape.dim[axis];
+        if (s > 0) p[m].id = -1, p[m].start = 0, p[m++].len = s;
+        p[m].id = G->in[0], p[m].start = s, p[m++].len = len;
+        if (s + len < L) p[m].id = -1, p[m].start = s + len, p[m++].len = L - s - len;
+        return m;
+    }
+    if (G->op != NN__OP_CONCAT || G->a.shape.axis != axis) return 0;
+    for (k = 0; k < G->n_in; k++) {
+        const nn__node *in = &g->nodes[G->in[k]];
+        int zero = in->op == NN__OP_FILL && in->n_in == 0 && in->a.ew.s == 0.0f;
+        p[m].id = zero ? -1 : G->in[k], p[m].start = off, p[m++].len = in->shape.dim[axis];
+        off += in->shape.dim[axis];
+    }
+    return m;
+}
+
+/* Slices of one tensor with disjoint runs along one axis (q, k and v out of one
+   projection): the gradient of x is one CONCAT of the slices' dy and zeros for the runs
+   no slice covers, not a zero-padded SLICE_GRAD per slice and their sum. The same values:
+   a sum with zeros is exact. 0 when the slice is not of that kind (step > 1, overlapping
+   another, more than NN__MAX_IN runs): the caller sums as for any other gradient. */
+static int nn__grad_slice_merge(nn_graph *g, int x, int dy, int axis, int64_t start) {
+    nn__grad_piece p[NN__MAX_IN + 2];
+    nn_tensor in[NN__MAX_IN];
+    int64_t len = g->nodes[dy].shape.dim[axis];
+    int m = nn__grad_pieces(g, x, axis, p), k, j, n = 0, r;
+    if (m == 0 || g->nodes[dy].dtype != g->nodes[x].dtype) return 0;
+    for (k = 0; k < m && !(p[k].id < 0 && p[k].start <= start && start + len <= p[k].start + p[k].len); k++) continue;
+    if (k == m) return 0; /* not inside one run of zeros: overlapping, summed */
+    for (j = 0; j < m; j++) { /* run k split into zeros, dy, zeros */
+        nn__grad_piece q[3];
+        int nq = 0, i;
+        if (j != k) q[nq++] = p[j];
+        else {
+            if (start > p[k].start) q[nq].id = -1, q[nq].start = p[k].start, q[nq++].len = start - p[k].start;
+            q[nq].id = dy, q[nq].start = start, q[nq++].len = len;
+            if (start + len < p[k].start + p[k].len)
+                q[nq].id = -1, q[nq].start = start + len, q[nq++].len = p[k].start + p[k].len - start - len;
+        }
+        for (i = 0; i < nq; i++) {
+            nn_shape s = g->nodes[x].shape;
+            if (n == NN__MAX_IN) return 0;
+            s.dim[axis] = q[i].len;
+            in[n] = q[i].id >= 0 ? nn__tensor(q[i].id) : nn__tensor(nn__new_node(g, NN__OP_FILL, g->nodes[x].dtype, s, NULL, 0));
+            if (in[n].id < 0) return 0;
+            if (q[i].id < 0) g->nodes[in[n].id].a.ew.s = 0.0f;
+            n++;
+        }
+    }
+    r = nn__concat_node(g, in, n, axis).id;
+    if (r < 0) return 0;
+    g->nodes[x].grad = r;
+    return 1;
+}
+
 static void nn__grad_slice(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
+    if (n.a.shape.step == 1 && nn__grad_slice_merge(g, a, gy.id, n.a.shape.axis, n.a.shape.start)) return;
     nn__acc_grad(g, a, nn__slice_op(g, NN__OP_SLICE_GRAD, gy.id, g->nodes[a].shape, n.a.shape.axis, n.a.shape.start, n.a.shape.step));
     return;
 }
@@ -103,7 +177,7 @@ static nn_result nn__cpu_slice(nn_graph *g, nn__node *n) {
     int64_t o, L, inner, len;
     nn__axis_split(grad ? &n->shape : &g->nodes[in[0]].shape, n->a.shape.axis, &o, &L, &inner);
     len = (grad ? g->nodes[in[0]].shape : n->shape).dim[n->a.shape.axis];
-    nn__slice(y, g->nodes[in[0]].buf.host, (int)nn__dtype_size(n->dtype), o, L, inner, n->a.shape.start, len, n->a.shape.step, grad);
+    nn__slice(g->ctx->threads, y, g->nodes[in[0]].buf.host, (int)nn__dtype_size(n->dtype), o, L, inner, n->a.shape.start, len, n->a.shape.step, grad);
     return NN_OK;
 }
 
@@ -229,7 +303,7 @@ static nn_result nn__cpu_concat(nn_graph *g, nn__node *n) {
     nn__axis_split(&n->shape, n->a.shape.axis, &o, &L, &inner);
     for (k = 0; k < n->n_in; k++) {
         int64_t lx = g->nodes[n->in[k]].shape.dim[n->a.shape.axis];
-        nn__concat_part(n->buf.host, g->nodes[n->in[k]].buf.host, (int)nn__dtype_size(n->dtype), o, lx, L, off, inner);
+        nn__concat_part(g->ctx->threads, n->buf.host, g->nodes[n->in[k]].buf.host, (int)nn__dtype_size(n->dtype), o, lx, L, off, inner);
         off += lx;
     }
     return NN_OK;
