@@ -196,10 +196,55 @@ static void nn__conv2d_backward_weight(nn__threadpool *pool, const nn__conv2d *c
     }
 }
 
+#if defined(NN__VM_X86)
+/* nn__channel_sum's channels ch..ch+7 (AVX2 and AVX-512 CPUs): 4 floats of each of the 8
+   channels, two 4x4 transposes, and each element added in its channel's order (n, then i)
+   into the channel's double lane of one of two __m256d: each channel still one chain of
+   adds in the plain loop's order, so the same bits, with 8 chains in flight and a vector add
+   per 4 channels instead of 4 chains and a scalar add each. */
+__attribute__((target("avx2"))) static void nn__channel_sum8_avx2(float *y, const float *x, int64_t N, int64_t C, int64_t S,
+                                                                  int64_t ch) {
+    __m256d a = _mm256_setzero_pd(), b = a;
+    int64_t n, i, k, S4 = S / 4 * 4;
+    double la[4], lb[4];
+    for (n = 0; n < N; n++) {
+        const float *p = x + (n * C + ch) * S;
+        for (i = 0; i < S4; i += 4) {
+            __m128 r0 = _mm_loadu_ps(p + i), r1 = _mm_loadu_ps(p + S + i), r2 = _mm_loadu_ps(p + 2 * S + i),
+                   r3 = _mm_loadu_ps(p + 3 * S + i);
+            __m128 q0 = _mm_loadu_ps(p + 4 * S + i), q1 = _mm_loadu_ps(p + 5 * S + i), q2 = _mm_loadu_ps(p + 6 * S + i),
+                   q3 = _mm_loadu_ps(p + 7 * S + i);
+            _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+            _MM_TRANSPOSE4_PS(q0, q1, q2, q3);
+            a = _mm256_add_pd(a, _mm256_cvtps_pd(r0));
+            b = _mm256_add_pd(b, _mm256_cvtps_pd(q0));
+            a = _mm256_add_pd(a, _mm256_cvtps_pd(r1));
+            b = _mm256_add_pd(b, _mm256_cvtps_pd(q1));
+            a = _mm256_add_pd(a, _mm256_cvtps_pd(r2));
+            b = _mm256_add_pd(b, _mm256_cvtps_pd(q2));
+            a = _mm256_add_pd(a, _mm256_cvtps_pd(r3));
+            b = _mm256_add_pd(b, _mm256_cvtps_pd(q3));
+        }
+        if (S4 < S) {
+            _mm256_storeu_pd(la, a), _mm256_storeu_pd(lb, b);
+            for (i = S4; i < S; i++)
+                for (k = 0; k < 4; k++) la[k] += p[k * S + i], lb[k] += p[(k + 4) * S + i];
+            a = _mm256_loadu_pd(la), b = _mm256_loadu_pd(lb);
+        }
+    }
+    _mm256_storeu_pd(la, a), _mm256_storeu_pd(lb, b);
+    for (k = 0; k < 4; k++) y[ch + k] = (float)la[k], y[ch + 4 + k] = (float)lb[k];
+}
+#endif
+
 /* y [C] = sum over N and the spatial dims of x [N, C, S]: the gradient of a channel bias */
 static void nn__channel_sum(float *y, const float *x, int64_t N, int64_t C, int64_t S) {
-    int64_t n, ch, i;
-    for (ch = 0; ch + 4 <= C; ch += 4) { /* 4 channels' sums side by side: each its own order */
+    int64_t n, ch = 0, i;
+#if defined(NN__VM_X86)
+    if (nn__vm_isa() >= 1)
+        for (; ch + 8 <= C; ch += 8) nn__channel_sum8_avx2(y, x, N, C, S, ch);
+#endif
+    for (; ch + 4 <= C; ch += 4) { /* 4 channels' sums side by side: each its own order */
         double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
         for (n = 0; n < N; n++) {
             const float *p = x + (n * C + ch) * S;

@@ -21,6 +21,42 @@ static float nn__relu_sel(int c, float a) {
     return a;
 }
 
+/* out[i] = !(x[i] <= 0) ? v[i] : +0.0f (ReLU's forward with v = x, its gradient with v =
+   dy), 16 or 8 floats a compare: the select's bits, where the plain loop took one float at a
+   time (ReLU was 7% of the CNN step on one core). 0 when no vector unit: the caller loops. */
+#if defined(NN__VM_X86)
+__attribute__((target("avx512f"))) static void nn__relu_sel_avx512(float *out, const float *x, const float *v, int64_t n) {
+    int64_t i;
+    for (i = 0; i < n; i += 16) {
+        __mmask16 k = nn__vmask_avx512(n - i);
+        __mmask16 c = _mm512_mask_cmp_ps_mask(k, _mm512_maskz_loadu_ps(k, x + i), _mm512_setzero_ps(), _CMP_NLE_UQ);
+        _mm512_mask_storeu_ps(out + i, k, _mm512_maskz_loadu_ps(c, v + i));
+    }
+}
+__attribute__((target("avx2"))) static void nn__relu_sel_avx2(float *out, const float *x, const float *v, int64_t n) {
+    int64_t i;
+    for (i = 0; i + 8 <= n; i += 8) {
+        __m256 c = _mm256_cmp_ps(_mm256_loadu_ps(x + i), _mm256_setzero_ps(), _CMP_NLE_UQ);
+        _mm256_storeu_ps(out + i, _mm256_and_ps(c, _mm256_loadu_ps(v + i)));
+    }
+    for (; i < n; i++) out[i] = nn__relu_sel(!(x[i] <= 0.0f), v[i]);
+}
+#endif
+static int nn__relu_vec(float *out, const float *x, const float *v, int64_t n) {
+#if defined(NN__VM_X86)
+    if (nn__vm_isa() == 2) {
+        nn__relu_sel_avx512(out, x, v, n);
+        return 1;
+    }
+    if (nn__vm_isa() == 1) {
+        nn__relu_sel_avx2(out, x, v, n);
+        return 1;
+    }
+#endif
+    (void)out, (void)x, (void)v, (void)n;
+    return 0;
+}
+
 /* y = f(x) for the activation fn with parameters p[0], p[1]. The switch sits outside the
    loops so each loop is one function the compiler can vectorise; ReLU keeps its
    branchless select (the same values as its table formula). */
@@ -28,6 +64,7 @@ static void nn__unary_forward(int fn, const float *p, float *y, const float *x, 
     int64_t i;
     float p0 = p[0], p1 = p[1];
     if (fn == NN__U_RELU) {
+        if (nn__relu_vec(y, x, x, n)) return;
         for (i = 0; i < n; i++) y[i] = nn__relu_sel(!(x[i] <= 0.0f), x[i]);
         return;
     }
@@ -50,6 +87,7 @@ static void nn__unary_backward(int fn, const float *p, float *dx, const float *x
     int64_t i;
     float p0 = p[0], p1 = p[1];
     if (fn == NN__U_RELU) {
+        if (nn__relu_vec(dx, x, dy, n)) return;
         for (i = 0; i < n; i++) dx[i] = nn__relu_sel(!(x[i] <= 0.0f), dy[i]);
         return;
     }
