@@ -31,7 +31,8 @@
  *   2  packed:  one item per group packs a TS_K x TS_N panel of op(B) into
  *               local memory and sweeps a runtime-sized band of rows with a
  *               6x16-style micro-kernel, BLIS-style.  For CPU runtimes
- *               (PoCL): no barriers, no per-item context to spill.
+ *               (PoCL): no barriers, no per-item context to spill.  NT
+ *               products there are dot products along k (gemm_nt_dot).
  *
  * STRIDED (tiled only) spreads an item's rows/columns across the group tile
  * (row = ly + r*WG_M) instead of keeping them adjacent; on GPUs that makes
@@ -253,6 +254,113 @@ inline void gemm_direct(const int M, const int N, const int K,
  * the item sweeps down the rows of A.
  * Edges: partial K blocks are just shorter, B columns past N are zero-filled,
  * A rows past M are clamped to row M-1 (in bounds, results discarded). */
+/* NT on CPUs (op(A) = A, op(B) = B^T: both operands run along k in memory): dot products
+ * in float16s along k, no packing.  An item takes the rows and columns the packed path
+ * would (the host plan is the same), in tiles of DOT_R rows x DOT_C columns: DOT_R*DOT_C
+ * float16 accumulators, each k step of 16 loads DOT_R + DOT_C vectors for DOT_R*DOT_C
+ * FMAs.  The packed path transposed op(B) into local memory element by element (a scalar
+ * store a float: 30% of a 128 x 256 x 784 NT product's time on PoCL).  K runs in blocks of
+ * DOT_KB; in each, every element's sum is 16 lanes (lane l: k = l mod 16, in k order) added
+ * in a fixed tree, then the block's tail (its length mod 16) in order, and the blocks'
+ * sums are added to C in k order; the tile shape, picked by the vector width (6 x 4 is 24 zmm
+ * accumulators, 3 x 2 fits AVX2's 16 ymm), changes no bit. */
+#if VW >= 16
+#define DOT_R 6
+#define DOT_C 4
+#else
+#define DOT_R 3
+#define DOT_C 2
+#endif
+#define DOT_KB 1024   /* k a block: an inner tile's rows of A (24 KiB at 6 rows) stay in L1 */
+#if !defined(NN_STORE_BF16) && !defined(NN_STORE_F16)
+#define GV16(p)     vload16(0, p)
+#elif defined(NN_STORE_BF16)
+#define GV16(p)     as_float16(convert_uint16(vload16(0, p)) << 16)
+#else
+#define GV16(p)     vload_half16(0, (__global const half *)(p))
+#endif
+
+inline float hsum16(const float16 v)
+{
+    const float8 h = v.lo + v.hi;
+    const float4 q = h.lo + h.hi;
+    const float2 d = q.lo + q.hi;
+    return d.x + d.y;
+}
+
+inline void gemm_nt_dot(const int M, const int N, const int K,
+                        __global const NN__STORE_T *A, const int lda,
+                        __global const NN__STORE_T *B, const int ldb,
+                        __global float *C, const int ldc,
+                        const float alpha, const float beta)
+{
+    const int gm = (int)get_global_size(1);
+    const int rows = ((M + gm - 1) / gm + WPT_M - 1) / WPT_M * WPT_M;
+    const int m0 = (int)get_global_id(1) * rows;
+    const int n0 = (int)get_global_id(0) * TS_N;
+    const int m1 = min(m0 + rows, M), n1 = min(n0 + TS_N, N);
+    int k0, i0, j0, r, c, k;
+
+    for (k0 = 0; k0 < K; k0 += DOT_KB) {
+        const int kv = min(DOT_KB, K - k0), k16 = kv / 16 * 16;
+        for (i0 = m0; i0 < m1; i0 += DOT_R) {
+            __global const NN__STORE_T *a[DOT_R];
+#pragma unroll
+            for (r = 0; r < DOT_R; r++)
+                a[r] = A + (size_t)min(i0 + r, m1 - 1) * lda + k0;
+            for (j0 = n0; j0 < n1; j0 += DOT_C) {
+                __global const NN__STORE_T *b[DOT_C];
+                float16 acc[DOT_R][DOT_C];
+                float s[DOT_R][DOT_C];
+#pragma unroll
+                for (c = 0; c < DOT_C; c++)
+                    b[c] = B + (size_t)min(j0 + c, n1 - 1) * ldb + k0;
+#pragma unroll
+                for (r = 0; r < DOT_R; r++)
+#pragma unroll
+                    for (c = 0; c < DOT_C; c++)
+                        acc[r][c] = (float16)(0.0f);
+                for (k = 0; k < k16; k += 16) {
+                    float16 bv[DOT_C];
+#pragma unroll
+                    for (c = 0; c < DOT_C; c++)
+                        bv[c] = GV16(b[c] + k);
+#pragma unroll
+                    for (r = 0; r < DOT_R; r++) {
+                        const float16 av = GV16(a[r] + k);
+#pragma unroll
+                        for (c = 0; c < DOT_C; c++)
+                            acc[r][c] += av * bv[c];   /* contracted to FMA where the target has it */
+                    }
+                }
+#pragma unroll
+                for (r = 0; r < DOT_R; r++)
+#pragma unroll
+                    for (c = 0; c < DOT_C; c++)
+                        s[r][c] = hsum16(acc[r][c]);
+                for (k = k16; k < kv; k++)
+#pragma unroll
+                    for (r = 0; r < DOT_R; r++)
+#pragma unroll
+                        for (c = 0; c < DOT_C; c++)
+                            s[r][c] += GLD(a[r], k) * GLD(b[c], k);
+                /* Later K blocks add onto what the first one stored. */
+#pragma unroll
+                for (r = 0; r < DOT_R; r++) {
+                    if (i0 + r < m1) {
+                        __global float *o = C + (size_t)(i0 + r) * ldc;
+                        const float bt = k0 == 0 ? beta : 1.0f;
+#pragma unroll
+                        for (c = 0; c < DOT_C; c++)
+                            if (j0 + c < n1)
+                                o[j0 + c] = bt != 0.0f ? alpha * s[r][c] + bt * o[j0 + c] : alpha * s[r][c];
+                    }
+                }
+            }
+        }
+    }
+}
+
 inline void gemm_packed(const int M, const int N, const int K,
                         __global const NN__STORE_T *A, const int lda,
                         __global const NN__STORE_T *B, const int ldb,
@@ -274,6 +382,10 @@ inline void gemm_packed(const int M, const int N, const int K,
 
     if (mv <= 0 || nv <= 0)
         return;
+    if (!ta && tb) {
+        gemm_nt_dot(M, N, K, A, lda, B, ldb, C, ldc, alpha, beta);
+        return;
+    }
 
     for (k0 = 0; k0 < K; k0 += TS_K) {
         const int kv = min(TS_K, K - k0);

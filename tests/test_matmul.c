@@ -280,6 +280,14 @@ static void matmul_cases(const t_env *e) {
                 in_f(&s, tb ? nn_shape2(N, K) : nn_shape2(K, N));
                 check_case(e, &s);
             }
+    {   /* K past the CPU devices' NT blocks (gemm_nt_dot: 1,024 a block): two whole blocks and a tail */
+        spec s = mk("matmul B^T M=5 N=7 K=2100", b_mm, t_ref_matmul, nn_shape2(5, 7));
+        s.tb = 1;
+        s.dirs = 1;
+        in_f(&s, nn_shape2(5, 2100));
+        in_f(&s, nn_shape2(7, 2100));
+        check_case(e, &s);
+    }
 }
 
 /* ==== NaN and infinity propagation (the op checker's expected-value mode: PyTorch's
