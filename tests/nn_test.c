@@ -195,6 +195,18 @@ static unsigned long long t_next(void) {
 double t_uniform(double lo, double hi) { return lo + (hi - lo) * ((double)(t_next() >> 11) / 9007199254740992.0); }
 int t_randint(int n) { return (int)(t_next() % (unsigned long long)n); }
 
+double t_rnd16(nn_dtype d, double v) {
+    int p = d == NN_BF16 ? 8 : 11, emin = d == NN_BF16 ? -126 : -14, e;
+    double a = fabs(v), ulp, q;
+    if (a == 0.0 || v != v) return v;
+    frexp(a, &e);
+    if (e - 1 < emin) e = emin + 1;
+    ulp = ldexp(1.0, e - p);
+    q = rint(a / ulp) * ulp;
+    return v < 0 ? -q : q;
+}
+const char *t_name16(nn_dtype d) { return d == NN_BF16 ? "bf16" : "f16"; }
+
 void t_philox(unsigned c[4], unsigned k0, unsigned k1) {
     int r;
     for (r = 0; r < 10; r++) {

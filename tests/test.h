@@ -60,6 +60,12 @@ void t_seed(unsigned long long s);
 double t_uniform(double lo, double hi);
 int t_randint(int n);
 
+/* v rounded to nearest even at d's precision (NN_BF16: 8 significant bits, NN_F16: 11, its
+   subnormals below 2^-14), from the formats' definitions in double; no overflow handled:
+   the 16-bit storage tests' reference rounding. The name of d for messages. */
+double t_rnd16(nn_dtype d, double v);
+const char *t_name16(nn_dtype d);
+
 /* Philox4x32-10 (Salmon et al., SC'11) written here, independently of the library's, as the
    reference of its random ops and dropout masks: c is encrypted in place with key (k0, k1). */
 void t_philox(unsigned c[4], unsigned k0, unsigned k1);

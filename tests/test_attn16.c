@@ -17,21 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *a16_name(nn_dtype d) { return d == NN_BF16 ? "bf16" : "f16"; }
-
-/* v rounded to nearest even at d's precision (bfloat16: 8 significant bits, float16: 11,
-   its subnormals below 2^-14); no overflow at these magnitudes */
-static double a16_rnd(nn_dtype d, double v) {
-    int p = d == NN_BF16 ? 8 : 11, emin = d == NN_BF16 ? -126 : -14, e;
-    double a = fabs(v), ulp, q;
-    if (a == 0.0 || v != v) return v;
-    frexp(a, &e);
-    if (e - 1 < emin) e = emin + 1;
-    ulp = ldexp(1.0, e - p);
-    q = rint(a / ulp) * ulp;
-    return v < 0 ? -q : q;
-}
-
 typedef struct a16_case {
     int B, H, Hkv, Tq, Tk, D, Dv, layout, causal, mask; /* mask 1: a float [Tq, Tk] additive mask */
 } a16_case;
@@ -67,7 +52,7 @@ static int a16_run(nn_context *ctx, nn_dtype d, const a16_case *c, const float *
         yt = nn_attention(g, q, k, v, &ad);
     else
         yt = nn_to_dtype(g, nn_attention(g, nn_to_dtype(g, q, d), nn_to_dtype(g, k, d), nn_to_dtype(g, v, d), &ad), NN_F32);
-    if (!T_CHECK(yt.id >= 0, "%s attention: %s", d == NN_F32 ? "f32" : a16_name(d), nn_context_last_error(ctx))) goto done;
+    if (!T_CHECK(yt.id >= 0, "%s attention: %s", d == NN_F32 ? "f32" : t_name16(d), nn_context_last_error(ctx))) goto done;
     l = nn_input(g, "wl", NN_F32, t_shape(g, yt));
     nn_graph_output(g, yt);
     memset(&cd, 0, sizeof cd);
@@ -90,9 +75,9 @@ done:
 static int a16_same(const char *name, nn_dtype d, const float *got, const float *want, long n) {
     long i;
     for (i = 0; i < n; i++) {
-        float r = (float)a16_rnd(d, want[i]);
+        float r = (float)t_rnd16(d, want[i]);
         if (memcmp(&got[i], &r, sizeof r) != 0)
-            return T_CHECK(0, "%s %s y[%ld] = %.9g, the float32 attention's rounded %.9g (float32 %.9g)", name, a16_name(d), i,
+            return T_CHECK(0, "%s %s y[%ld] = %.9g, the float32 attention's rounded %.9g (float32 %.9g)", name, t_name16(d), i,
                            (double)got[i], (double)r, (double)want[i]);
     }
     return 1;
@@ -105,7 +90,7 @@ static int a16_near(const char *name, const char *what, nn_dtype d, const float 
     for (i = 0; i < n; i++) mx = fabs(want[i]) > mx ? fabs(want[i]) : mx;
     for (i = 0; i < n; i++)
         if (!(fabs((double)got[i] - want[i]) <= tol * mx))
-            return T_CHECK(0, "%s %s %s[%ld] = %.9g, float32's %.9g (tolerance %g of %g)", name, a16_name(d), what, i,
+            return T_CHECK(0, "%s %s %s[%ld] = %.9g, float32's %.9g (tolerance %g of %g)", name, t_name16(d), what, i,
                            (double)got[i], (double)want[i], tol, mx);
     return 1;
 }
@@ -139,7 +124,7 @@ static void attn16_vs_f32(const t_env *e) {
                 float *y32 = wl + ny, *dq32 = y32 + ny, *dk32 = dq32 + nq, *dv32 = dk32 + nk;
                 float *y16 = dv32 + nv, *dq16 = y16 + ny, *dk16 = dq16 + nq, *dv16 = dk16 + nk;
                 t_seed(3000 + 10 * (unsigned long long)k + (unsigned long long)t);
-                for (i = 0; i < nq + nk + nv; i++) qv[i] = (float)a16_rnd(d, t_uniform(-2, 2));
+                for (i = 0; i < nq + nk + nv; i++) qv[i] = (float)t_rnd16(d, t_uniform(-2, 2));
                 for (i = 0; i < nm; i++) mv[i] = (float)((t_randint(8) - 4) / 4.0);
                 for (i = 0; i < ny; i++) wl[i] = (float)((t_randint(256) - 128) / 128.0); /* exact in 16 bits */
                 ok = a16_run(e->ctx, NN_F32, c, qv, kv, vv, mv, wl, y32, dq32, dk32, dv32) &&
@@ -176,7 +161,7 @@ static int s16_run(nn_context *ctx, nn_dtype d, const float *xv, const float *wl
     parts[2] = nn_reshape(g, parts[2], nn_shape2(5, 9));
     yt = nn_concat(g, parts, 3, 0); /* [17, 9] */
     if (d != NN_F32) yt = nn_to_dtype(g, yt, NN_F32);
-    if (!T_CHECK(yt.id >= 0, "%s shapes: %s", d == NN_F32 ? "f32" : a16_name(d), nn_context_last_error(ctx))) goto done;
+    if (!T_CHECK(yt.id >= 0, "%s shapes: %s", d == NN_F32 ? "f32" : t_name16(d), nn_context_last_error(ctx))) goto done;
     *ny = (long)t_numel(g, yt);
     l = nn_input(g, "wl", NN_F32, t_shape(g, yt));
     nn_graph_output(g, yt);
@@ -201,14 +186,14 @@ static void shape16_vs_f32(const t_env *e) {
     for (t = 0; t < 2; t++) {
         nn_dtype d = t == 0 ? NN_BF16 : NN_F16;
         t_seed(3100 + (unsigned long long)t);
-        for (i = 0; i < 105; i++) xv[i] = (float)a16_rnd(d, t_uniform(-3, 3));
+        for (i = 0; i < 105; i++) xv[i] = (float)t_rnd16(d, t_uniform(-3, 3));
         for (i = 0; i < 153; i++) wl[i] = (float)(t_randint(16) / 8.0); /* small integers / 8: sums exact in 16 bits */
         if (!s16_run(e->ctx, NN_F32, xv, wl, y32, dx32, &ny) || !s16_run(e->ctx, d, xv, wl, y16, dx16, &n2)) break;
         if (!T_CHECK(ny == 153 && n2 == 153, "y has %ld and %ld elements, not 153", ny, n2)) break;
-        if (!T_CHECK(memcmp(y32, y16, sizeof y32) == 0, "%s: y differs from float32's", a16_name(d))) break;
+        if (!T_CHECK(memcmp(y32, y16, sizeof y32) == 0, "%s: y differs from float32's", t_name16(d))) break;
         for (i = 0; i < 105; i++)
-            if (!T_CHECK((float)a16_rnd(d, dx32[i]) == dx16[i], "%s: dx[%ld] = %.9g, float32's rounded %.9g", a16_name(d), i,
-                         (double)dx16[i], a16_rnd(d, dx32[i])))
+            if (!T_CHECK((float)t_rnd16(d, dx32[i]) == dx16[i], "%s: dx[%ld] = %.9g, float32's rounded %.9g", t_name16(d), i,
+                         (double)dx16[i], t_rnd16(d, dx32[i])))
                 break;
     }
     t_end();
@@ -238,16 +223,16 @@ static void binary16_rows(const t_env *e) {
                 yt = nn_to_dtype(g, f == 0 ? nn_add(g, ah, bh) : f == 1 ? nn_sub(g, ah, bh) : nn_mul(g, ah, bh), NN_F32);
                 nn_graph_output(g, yt);
                 t_seed(3200 + 100 * (unsigned long long)t + 10 * (unsigned long long)c + (unsigned long long)f);
-                for (i = 0; i < r * n; i++) av[i] = (float)a16_rnd(d, t_uniform(-3, 3));
-                for (i = 0; i < br * bn; i++) bv[i] = (float)a16_rnd(d, t_uniform(-3, 3));
+                for (i = 0; i < r * n; i++) av[i] = (float)t_rnd16(d, t_uniform(-3, 3));
+                for (i = 0; i < br * bn; i++) bv[i] = (float)t_rnd16(d, t_uniform(-3, 3));
                 if (T_OK(nn_graph_compile(g, NULL), e->ctx) && T_OK(nn_tensor_write(g, a, av, (size_t)r * n * sizeof(float)), e->ctx) &&
                     T_OK(nn_tensor_write(g, b, bv, (size_t)br * bn * sizeof(float)), e->ctx) && T_OK(nn_graph_forward(g), e->ctx) &&
                     T_OK(nn_tensor_read(g, yt, y, (size_t)r * n * sizeof(float)), e->ctx)) {
                     for (i = 0; i < r * n && ok; i++) {
                         float u = av[i], w = bv[(br == 1 ? 0 : i / n) * bn + (bn == 1 ? 0 : i % n)];
-                        float v = f == 0 ? u + w : f == 1 ? u - w : u * w, want = (float)a16_rnd(d, v);
+                        float v = f == 0 ? u + w : f == 1 ? u - w : u * w, want = (float)t_rnd16(d, v);
                         ok = T_CHECK(memcmp(&want, &y[i], sizeof want) == 0, "%s op %d a [%d, %d] b [%d, %d]: y[%d] = %.9g, not %.9g",
-                                     a16_name(d), f, r, n, br, bn, i, (double)y[i], (double)want);
+                                     t_name16(d), f, r, n, br, bn, i, (double)y[i], (double)want);
                     }
                 } else {
                     ok = 0;

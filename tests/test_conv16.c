@@ -19,26 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *dname16(nn_dtype d) { return d == NN_BF16 ? "bf16" : "f16"; }
-
-/* v rounded to nearest even at d's precision (bfloat16: 8 significant bits, float16: 11,
-   its subnormals below 2^-14), from the formats' definitions; no overflow here */
-static double rnd16(nn_dtype d, double v) {
-    int p = d == NN_BF16 ? 8 : 11, emin = d == NN_BF16 ? -126 : -14, e;
-    double a = fabs(v), ulp, q;
-    if (a == 0.0 || v != v) return v;
-    frexp(a, &e);
-    if (e - 1 < emin) e = emin + 1;
-    ulp = ldexp(1.0, e - p);
-    q = rint(a / ulp) * ulp;
-    return v < 0 ? -q : q;
-}
-
 static void fill_rnd16(const spec *s, double *const *in) {
     int k;
     long i;
     for (k = 0; k < s->n_in; k++)
-        for (i = 0; i < numel(s->shape[k]); i++) in[k][i] = rnd16((nn_dtype)s->ip[0], in[k][i]);
+        for (i = 0; i < numel(s->shape[k]); i++) in[k][i] = t_rnd16((nn_dtype)s->ip[0], in[k][i]);
 }
 
 /* float32 in, d's conv2d (s->ip[0]: d), float32 out */
@@ -100,7 +85,7 @@ static void conv16_cases(const t_env *e) {
             int OH = (c[2] + 2 * c[9] - c[11] * (c[5] - 1) - 1) / c[7] + 1;
             int OW = (c[3] + 2 * c[10] - c[12] * (c[6] - 1) - 1) / c[8] + 1;
             spec s;
-            snprintf(name, sizeof name, "conv2d %s x[%d,%d,%d,%d] w[%d,%d,%d,%d] s%d,%d p%d,%d d%d,%d g%d", dname16(d), c[0],
+            snprintf(name, sizeof name, "conv2d %s x[%d,%d,%d,%d] w[%d,%d,%d,%d] s%d,%d p%d,%d d%d,%d g%d", t_name16(d), c[0],
                      c[1], c[2], c[3], c[4], c[1] / c[13], c[5], c[6], c[7], c[8], c[9], c[10], c[11], c[12], c[13]);
             s = mk(name, b_conv16, r_conv16, nn_shape4(c[0], c[4], OH, OW));
             memcpy(s.conv, c + 7, 7 * sizeof(int));
@@ -172,9 +157,9 @@ static int c16_compare(const char *what, nn_dtype d, const float *got, const flo
     long i;
     for (i = 0; i < n; i++) big = fabs(want[i]) > big ? fabs(want[i]) : big;
     for (i = 0; i < n; i++) {
-        double r = rnd16(d, want[i]);
+        double r = t_rnd16(d, want[i]);
         if (units == 0 ? (double)got[i] != r : fabs(got[i] - r) > units * u * (fabs(r) + big * u))
-            return T_CHECK(0, "%s %s[%ld] = %.9g, the float32 path's rounded %.9g (float32 %.9g)", dname16(d), what, i,
+            return T_CHECK(0, "%s %s[%ld] = %.9g, the float32 path's rounded %.9g (float32 %.9g)", t_name16(d), what, i,
                            (double)got[i], r, (double)want[i]);
     }
     return 1;
@@ -204,8 +189,8 @@ static void conv16_vs_f32(const t_env *e) {
             xv = buf, wv = xv + nx, wl = wv + nw, y32 = wl + ny, dx32 = y32 + ny, dw32 = dx32 + nx;
             y16 = dw32 + nw, dx16 = y16 + ny, dw16 = dx16 + nx;
             t_seed(1600 + 10 * (unsigned long long)k + (unsigned long long)t);
-            for (i = 0; i < nx; i++) xv[i] = (float)rnd16(d, t_uniform(-2, 2));
-            for (i = 0; i < nw; i++) wv[i] = (float)rnd16(d, t_uniform(-1, 1));
+            for (i = 0; i < nx; i++) xv[i] = (float)t_rnd16(d, t_uniform(-2, 2));
+            for (i = 0; i < nw; i++) wv[i] = (float)t_rnd16(d, t_uniform(-1, 1));
             for (i = 0; i < ny; i++) wl[i] = (float)((t_randint(256) - 128) / 128.0); /* exact in 16 bits */
             ok = c16_run(e->ctx, NN_F32, q, xv, wv, wl, y32, dx32, dw32, OH, OW) &&
                  c16_run(e->ctx, d, q, xv, wv, wl, y16, dx16, dw16, OH, OW) && c16_compare("y", d, y16, y32, ny, units) &&

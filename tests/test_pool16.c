@@ -5,7 +5,7 @@
    built with NN_STORE_BF16 / _F16).
 
    The reference is the float32 pool, on the same backend, of the inputs rounded to the type
-   here (rnd16, from the formats' definitions), its y and dx rounded to the type here: the
+   here (t_rnd16, from the formats' definitions), its y and dx rounded to the type here: the
    16-bit op must give those bits exactly (the same float32 loops and kernels visit windows
    and sum in the same order; one rounding at the store). The loss's weights are exact in
    16 bits, so dy is too. Then the precision policy: a conv -> relu -> maxpool -> conv chain
@@ -15,21 +15,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const char *p16_name(nn_dtype d) { return d == NN_BF16 ? "bf16" : "f16"; }
-
-/* v rounded to nearest even at d's precision (bfloat16: 8 significant bits, float16: 11,
-   its subnormals below 2^-14); no overflow at these magnitudes */
-static double p16_rnd(nn_dtype d, double v) {
-    int p = d == NN_BF16 ? 8 : 11, emin = d == NN_BF16 ? -126 : -14, e;
-    double a = fabs(v), ulp, q;
-    if (a == 0.0 || v != v) return v;
-    frexp(a, &e);
-    if (e - 1 < emin) e = emin + 1;
-    ulp = ldexp(1.0, e - p);
-    q = rint(a / ulp) * ulp;
-    return v < 0 ? -q : q;
-}
 
 enum { P16_MAX2D, P16_AVG2D, P16_MAX1D, P16_AVG1D, P16_GMAX, P16_GAVG, P16_ADAPT };
 
@@ -85,7 +70,7 @@ static int p16_run(nn_context *ctx, nn_dtype d, const p16_case *c, const float *
     x = nn_input(g, "x", NN_F32, p16_xshape(c));
     nn_graph_requires_grad(g, x);
     yt = d == NN_F32 ? p16_pool(g, x, c) : nn_to_dtype(g, p16_pool(g, nn_to_dtype(g, x, d), c), NN_F32);
-    if (!T_CHECK(yt.id >= 0, "%s pool: %s", d == NN_F32 ? "f32" : p16_name(d), nn_context_last_error(ctx))) goto done;
+    if (!T_CHECK(yt.id >= 0, "%s pool: %s", d == NN_F32 ? "f32" : t_name16(d), nn_context_last_error(ctx))) goto done;
     *ny = (long)t_numel(g, yt);
     if (!wl) {
         ok = 1;
@@ -112,9 +97,9 @@ done:
 static int p16_same(const char *name, const char *what, nn_dtype d, const float *got, const float *want, long n) {
     long i;
     for (i = 0; i < n; i++) {
-        float r = (float)p16_rnd(d, want[i]);
+        float r = (float)t_rnd16(d, want[i]);
         if (memcmp(&got[i], &r, sizeof r) != 0 && !(got[i] != got[i] && r != r))
-            return T_CHECK(0, "%s %s %s[%ld] = %.9g, the float32 pool's rounded %.9g (float32 %.9g)", name, p16_name(d), what, i,
+            return T_CHECK(0, "%s %s %s[%ld] = %.9g, the float32 pool's rounded %.9g (float32 %.9g)", name, t_name16(d), what, i,
                            (double)got[i], (double)r, (double)want[i]);
     }
     return 1;
@@ -161,7 +146,7 @@ static void pool16_vs_f32(const t_env *e) {
                 float *xv = buf, *dx32 = xv + nx, *dx16 = dx32 + nx, *wl = dx16 + nx, *y32 = wl + ny, *y16 = y32 + ny;
                 t_seed(2000 + 10 * (unsigned long long)k + (unsigned long long)t);
                 for (i = 0; i < nx; i++)
-                    xv[i] = c->grid ? (float)((t_randint(64) - 32) / 16.0) : (float)p16_rnd(d, t_uniform(-3, 3));
+                    xv[i] = c->grid ? (float)((t_randint(64) - 32) / 16.0) : (float)t_rnd16(d, t_uniform(-3, 3));
                 for (i = 0; i < ny; i++) wl[i] = (float)((t_randint(256) - 128) / 128.0); /* exact in 16 bits */
                 ok = p16_run(e->ctx, NN_F32, c, xv, wl, y32, dx32, &ny) && p16_run(e->ctx, d, c, xv, wl, y16, dx16, &ny) &&
                      p16_same(name, "y", d, y16, y32, ny) && p16_same(name, "dx", d, dx16, dx32, nx);
