@@ -206,7 +206,8 @@ static nn_result nn__cl_open_device(nn_context *ctx, cl_platform_id plat, cl_dev
     cl_uint align_bits = 0, units = 0;
     cl_ulong local_mem = 0;
     cl_context_properties props[3];
-    cl_device_type t = nn__cl_type(dev);
+    cl_device_type t = 0;
+    cl_int terr = clGetDeviceInfo(dev, CL_DEVICE_TYPE, sizeof t, &t, NULL); /* decides the tuning: checked below */
     if (!cl) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "OpenCL: out of memory");
     ctx->bk = cl;
     props[0] = CL_CONTEXT_PLATFORM;
@@ -234,7 +235,11 @@ static nn_result nn__cl_open_device(nn_context *ctx, cl_platform_id plat, cl_dev
     nn__cl_str(dev, CL_DEVICE_VENDOR, cl->vendor, sizeof cl->vendor);
     nn__cl_str(dev, CL_DRIVER_VERSION, cl->driver, sizeof cl->driver);
     nn__cl_str(dev, CL_DEVICE_VERSION, cl->version, sizeof cl->version);
-    /* what device plans and allocations go by: a failed query is an error, not a zero */
+    /* what device plans and allocations go by: a failed query is an error, not a zero (the
+       device type too: it picks the CPU- or GPU-tuned kernels, whose sums differ) */
+    if (terr != CL_SUCCESS)
+        return nn__fail(ctx, NN_ERR_DEVICE, "clGetDeviceInfo(CL_DEVICE_TYPE) failed on %s: %s (%d)", cl->name,
+                        nn__cl_errstr(terr), (int)terr);
 #define NN__CL_INFO(what, var)                                                                              \
     if ((err = clGetDeviceInfo(dev, what, sizeof(var), &(var), NULL)) != CL_SUCCESS)                        \
     return nn__fail(ctx, NN_ERR_DEVICE, "clGetDeviceInfo(" #what ") failed on %s: %s (%d)", cl->name,        \
