@@ -417,9 +417,10 @@ NN_API nn_result nn_context_op_compiled(const nn_context *ctx, int op, uint64_t 
    accumulation, and keeps the product in 16 bits, as does nn_linear_layer's bias add (the
    bias converted: F.linear under autocast). Ops that take 16-bit storage take it as is (the
    activations, add, sub, mul, div, minimum, maximum, pow of two tensors of that type, the
-   next matmul, conv2d, the max, average, 1-D, global and adaptive pools, nn_attention, and
-   reshape, permute/transpose, slice/split and concat, whose output and gradient keep the
-   input's type); every other op (norms, softmax, losses, reductions, the other shape ops,
+   next matmul, conv2d, the max, average, 1-D, global and adaptive pools, nn_attention,
+   nn_layer_norm (which converts a float32 x to the policy's type, so its output is 16-bit),
+   and reshape, permute/transpose, slice/split and concat, whose output and gradient keep the
+   input's type); every other op (the other norms, softmax, losses, reductions, the other shape ops,
    the optimizer) gets its 16-bit inputs converted to float32 first, once per tensor, and
    runs in float32 as before; float32 with 16-bit operands is float32 (PyTorch's promotion).
    nn_conv2d (so nn_conv1d and the conv layers) converts a float32 x and w likewise and
@@ -1244,7 +1245,10 @@ typedef struct nn_norm_desc {
    track_running_stats=False). Zero fields: momentum 0.1, eps 1e-5 (NN_ZERO: exactly 0). */
 NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, const nn_norm_desc *desc);
 /* Layer norm over the trailing n_norm_dims dims of x (PyTorch's normalized_shape); gamma
-   and beta have the shape of those dims. Arguments in F.layer_norm's order. */
+   and beta have the shape of those dims. Arguments in F.layer_norm's order. x may be
+   NN_BF16 or NN_F16: y and x's gradient are then of x's dtype, the statistics and every
+   sum float32, gamma, beta and their gradients float32 (PyTorch's layer_norm on bf16
+   tensors); under a precision policy x is first converted to the policy's type. */
 NN_API nn_tensor nn_layer_norm(nn_graph *g, nn_tensor x, int n_norm_dims, nn_tensor gamma, nn_tensor beta, const nn_norm_desc *desc);
 /* RMS norm (F.rms_norm) over the trailing n_norm_dims dims of x: y = x / sqrt(mean(x^2) +
    eps) * weight, the mean over those dims; weight (NN_NONE: none) has their shape. desc's
@@ -3284,11 +3288,11 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     X(CONV3D_DW, "conv3d_grad_weight", conv3d_dw, 0)
 
 #define NN__OPS_NORM(X)                                        \
-    X(NORM_STATS, "norm_stats", norm_stats, 0)                 \
-    X(NORM_FORWARD, "norm", norm_forward, 0)                   \
-    X(NORM_DX, "norm_grad_input", norm_dx, 0)                  \
-    X(NORM_DGAMMA, "norm_grad_weight", norm_dgamma, 0)         \
-    X(NORM_DBETA, "norm_grad_bias", norm_dbeta, 0)             \
+    X(NORM_STATS, "norm_stats", norm_stats, NN__OPF_HALF)      \
+    X(NORM_FORWARD, "norm", norm_forward, NN__OPF_HALF)        \
+    X(NORM_DX, "norm_grad_input", norm_dx, NN__OPF_HALF)       \
+    X(NORM_DGAMMA, "norm_grad_weight", norm_dgamma, NN__OPF_HALF) \
+    X(NORM_DBETA, "norm_grad_bias", norm_dbeta, NN__OPF_HALF)  \
     X(BN_RUNNING, "batch_norm_running_update", bn_running, 0)  \
     X(BN_PACK, "batch_norm_running_stats", bn_pack, 0)          \
     X(RMS_NORM, "rms_norm", rms_norm, 0)                         \
@@ -20689,27 +20693,171 @@ static const char *const nn__cl_src_norm[] = {
 "#endif\n",
 "#endif\n",
 "#line 2 \"kernels/norm.cl\"\n",
+"#line 1 \"kernels/storage.h\"\n",
+"/* 16-bit storage, fp32 arithmetic. A header in the common subset of C99 and OpenCL C (as\n",
+"   kernels/activation.h): the CPU bodies and the kernels read and write a tensor's storage\n",
+"   through these, and compute in float.\n",
+"\n",
+"   bfloat16: the high half of a float32, stored as a 16-bit integer and widened in registers\n",
+"   (float from bits << 16); written rounded to nearest, ties to even, a NaN kept a quiet NaN\n",
+"   (PyTorch's round_to_nearest_even). float16 (IEEE binary16): in OpenCL C through\n",
+"   vload_half / vstore_half_rte (OpenCL 1.2 core: no cl_khr_fp16 needed), in C the same\n",
+"   conversion written out (round to nearest even, subnormals, overflow to infinity), so both\n",
+"   backends store the same bits.\n",
+"\n",
+"   Per element, by type: NN__LD_BF16(p, i), NN__ST_BF16(p, i, v), NN__LD_F16(p, i),\n",
+"   NN__ST_F16(p, i, v) over a pointer to 16-bit words (ushort in OpenCL C, uint16_t in C).\n",
+"   Per program: a kernel file built with -DNN_STORE_BF16 or -DNN_STORE_F16 (the launch's\n",
+"   `store`, src/opencl/backend.c) reads NN__STORE_T storage with NN__SLOAD(p, i) and writes it\n",
+"   with NN__SSTORE(p, i, v); built with neither, NN__STORE_T is float and they are plain\n",
+"   accesses, so one .cl source serves f32, bf16 and f16. */\n",
+"#ifndef NN__STORAGE_H\n",
+"#define NN__STORAGE_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__U16 ushort\n",
+"static inline float nn__bf16_to_f32(ushort h) { return as_float((uint)h << 16); }\n",
+"static inline ushort nn__f32_to_bf16(float f) {\n",
+"    uint u = as_uint(f);\n",
+"    if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u); /* NaN: quiet, sign kept */\n",
+"    return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n",
+"}\n",
+"#define NN__U32 uint\n",
+"static inline uint nn__f32_bits(float f) { return as_uint(f); }\n",
+"#define NN__LD_BF16(p, i) nn__bf16_to_f32((p)[i])\n",
+"#define NN__ST_BF16(p, i, v) ((p)[i] = nn__f32_to_bf16(v))\n",
+"#define NN__LD_F16(p, i) vload_half((i), (__global const half *)(p))\n",
+"#define NN__ST_F16(p, i, v) vstore_half_rte((v), (i), (__global half *)(p))\n",
+"\n",
+"#else /* C */\n",
+"\n",
+"#define NN__U16 uint16_t\n",
+"#define NN__U32 uint32_t\n",
+"static inline uint32_t nn__f32_bits(float f) {\n",
+"    uint32_t u;\n",
+"    memcpy(&u, &f, 4);\n",
+"    return u;\n",
+"}\n",
+"\n",
+"static inline float nn__bf16_to_f32(uint16_t h) {\n",
+"    uint32_t u = (uint32_t)h << 16;\n",
+"    float f;\n",
+"    memcpy(&f, &u, 4);\n",
+"    return f;\n",
+"}\n",
+"static inline uint16_t nn__f32_to_bf16(float f) {\n",
+"    uint32_t u;\n",
+"    memcpy(&u, &f, 4);\n",
+"    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);\n",
+"    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n",
+"}\n",
+"static inline float nn__f16_to_f32(uint16_t h) {\n",
+"    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, u;\n",
+"    float f;\n",
+"    if (e == 0x1f) {\n",
+"        u = sign | 0x7f800000u | (m << 13);\n",
+"    } else if (e == 0) { /* zero or subnormal: m * 2^-24, exact in float */\n",
+"        f = (float)m * (1.0f / 16777216.0f);\n",
+"        return sign ? -f : f;\n",
+"    } else {\n",
+"        u = sign | ((e + 112u) << 23) | (m << 13);\n",
+"    }\n",
+"    memcpy(&f, &u, 4);\n",
+"    return f;\n",
+"}\n",
+"static inline uint16_t nn__f32_to_f16(float f) {\n",
+"    uint32_t u, sign, a, r, rem;\n",
+"    memcpy(&u, &f, 4);\n",
+"    sign = (u >> 16) & 0x8000u;\n",
+"    a = u & 0x7fffffffu;\n",
+"    if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu)); /* NaN: quiet */\n",
+"    if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* from 65520 up: infinity */\n",
+"    if (a < 0x38800000u) {                                   /* below 2^-14: a subnormal or 0 */\n",
+"        uint32_t m = (a & 0x7fffffu) | 0x800000u, shift = 126u - (a >> 23), half;\n",
+"        if (a < 0x33000000u) return (uint16_t)sign; /* below 2^-25: 0 */\n",
+"        half = 1u << (shift - 1);\n",
+"        r = m >> shift;\n",
+"        rem = m & ((1u << shift) - 1u);\n",
+"        if (rem > half || (rem == half && (r & 1u))) r++;\n",
+"        return (uint16_t)(sign | r);\n",
+"    }\n",
+"    r = (a - 0x38000000u) >> 13; /* the exponent rebiased (127 - 15), the mantissa's top 10 bits */\n",
+"    rem = a & 0x1fffu;\n",
+"    if (rem > 0x1000u || (rem == 0x1000u && (r & 1u))) r++;\n",
+"    return (uint16_t)(sign | r);\n",
+"}\n",
+"#define NN__LD_BF16(p, i) nn__bf16_to_f32((p)[i])\n",
+"#define NN__ST_BF16(p, i, v) ((p)[i] = nn__f32_to_bf16(v))\n",
+"#define NN__LD_F16(p, i) nn__f16_to_f32((p)[i])\n",
+"#define NN__ST_F16(p, i, v) ((p)[i] = nn__f32_to_f16(v))\n",
+"\n",
+"#endif\n",
+"\n",
+"/* Stochastic rounding to bfloat16 (16-bit parameters' updates, nn_optimizer.stochastic_rounding):\n",
+"   the float's low 16 bits plus 16 random bits r, truncated: up (away from zero) with\n",
+"   probability (low bits) / 2^16, exactly the distance to the lower neighbour in units of\n",
+"   the last place, so the mean is the float32 value and the result is one of its two\n",
+"   bfloat16 neighbours. Infinity and NaN round to nearest (NaN kept quiet). A finite value\n",
+"   within half a unit of the largest bfloat16 can round up to infinity, as rounding up does.\n",
+"   The bits are counter-based: nn__sr_bits(element, key) mixes the element's index with a\n",
+"   key that the host makes per parameter and update from the graph's seed (nn__sr_key in\n",
+"   src/ops/optim.c), the murmur3 finaliser twice: integer operations only, the same bits in\n",
+"   C and OpenCL C. */\n",
+"static inline NN__U32 nn__sr_mix(NN__U32 h) {\n",
+"    h ^= h >> 16;\n",
+"    h *= 0x85ebca6bu;\n",
+"    h ^= h >> 13;\n",
+"    h *= 0xc2b2ae35u;\n",
+"    h ^= h >> 16;\n",
+"    return h;\n",
+"}\n",
+"static inline NN__U32 nn__sr_bits(NN__U32 i, NN__U32 key) { return nn__sr_mix(nn__sr_mix(i ^ key) + key); }\n",
+"static inline NN__U16 nn__f32_to_bf16_sr(float f, NN__U32 r) {\n",
+"    NN__U32 u = nn__f32_bits(f);\n",
+"    if ((u & 0x7fffffffu) >= 0x7f800000u) return nn__f32_to_bf16(f);\n",
+"    return (NN__U16)((u + (r >> 16)) >> 16);\n",
+"}\n",
+"\n",
+"#if defined(NN_STORE_BF16)\n",
+"#define NN__STORE_T NN__U16\n",
+"#define NN__SLOAD(p, i) NN__LD_BF16(p, i)\n",
+"#define NN__SSTORE(p, i, v) NN__ST_BF16(p, i, v)\n",
+"#elif defined(NN_STORE_F16)\n",
+"#define NN__STORE_T NN__U16\n",
+"#define NN__SLOAD(p, i) NN__LD_F16(p, i)\n",
+"#define NN__SSTORE(p, i, v) NN__ST_F16(p, i, v)\n",
+"#else\n",
+"#define NN__STORE_T float\n",
+"#define NN__SLOAD(p, i) ((p)[i])\n",
+"#define NN__SSTORE(p, i, v) ((p)[i] = (v))\n",
+"#endif\n",
+"\n",
+"#endif\n",
+"#line 3 \"kernels/norm.cl\"\n",
 "#line 1 \"kernels/norm_args.h\"\n",
 "/* kernels/norm.cl's kernel signatures (kernels/kargs.h says how to read them). x is viewed\n",
 "   as [A, C, S]; G statistics groups per a, or per channel over A and S when pc (batch norm);\n",
-"   stats [2, R]: the means, then the biased variances. tmp: the work-group's floats. */\n",
+"   stats [2, R]: the means, then the biased variances. tmp: the work-group's floats. x, y, dy\n",
+"   and dx (sin, sout) are of the program's storage type (16-bit layer norm, src/ops/norm.c);\n",
+"   the statistics, gamma, beta and the affine gradients float32. */\n",
 "#ifndef NN__NORM_ARGS_H\n",
 "#define NN__NORM_ARGS_H\n",
 "\n",
 "#define NN__KARGS_norm_stats(F, P) \\\n",
-"    F(in, x) P(out, stats) P(int, A) P(int, C) P(int, S) P(int, G) P(int, pc) P(int, rms) P(lfloat, tmp)\n",
+"    F(sin, x) P(out, stats) P(int, A) P(int, C) P(int, S) P(int, G) P(int, pc) P(int, rms) P(lfloat, tmp)\n",
 "NN__KSIG(norm_stats)\n",
 "#define NN__KARGS_norm_forward(F, P)                                                                     \\\n",
-"    F(in, x) P(in, stats) P(in, gamma) P(in, beta) P(out, y) P(int, A) P(int, C) P(int, S) P(int, G)   \\\n",
+"    F(sin, x) P(in, stats) P(in, gamma) P(in, beta) P(sout, y) P(int, A) P(int, C) P(int, S) P(int, G)   \\\n",
 "    P(int, pc) P(int, has_gamma) P(int, has_beta) P(float, eps)\n",
 "NN__KSIG(norm_forward)\n",
 "#define NN__KARGS_norm_backward_data(F, P)                                                               \\\n",
-"    F(in, x) P(in, stats) P(in, dy) P(in, gamma) P(out, dx) P(int, A) P(int, C) P(int, S) P(int, G)    \\\n",
+"    F(sin, x) P(in, stats) P(sin, dy) P(in, gamma) P(sout, dx) P(int, A) P(int, C) P(int, S) P(int, G)    \\\n",
 "    P(int, pc) P(int, has_gamma) P(int, const_stats) P(float, eps) P(lfloat, tmp)\n",
 "NN__KSIG(norm_backward_data)\n",
 "/* out [C]: sum of dy * xhat (with_xhat, gamma's gradient) or of dy (beta's) */\n",
 "#define NN__KARGS_norm_backward_affine(F, P)                                                             \\\n",
-"    F(in, x) P(in, stats) P(in, dy) P(out, out) P(int, A) P(int, C) P(int, S) P(int, G) P(int, pc)     \\\n",
+"    F(sin, x) P(in, stats) P(sin, dy) P(out, out) P(int, A) P(int, C) P(int, S) P(int, G) P(int, pc)     \\\n",
 "    P(int, with_xhat) P(float, eps) P(lfloat, tmp)\n",
 "NN__KSIG(norm_backward_affine)\n",
 "/* rmean, rvar [C] updated in place from stats [2, C] */\n",
@@ -20727,13 +20875,33 @@ static const char *const nn__cl_src_norm[] = {
 "NN__KSIG(rms_norm_backward_data)\n",
 "\n",
 "#endif\n",
-"#line 3 \"kernels/norm.cl\"\n",
+"#line 4 \"kernels/norm.cl\"\n",
 "\n",
 "/* Normalisation (batch, layer, group, instance norm), the twins of src/cpu/norm.c: x is\n",
 "   viewed as [A, C, S]; statistics are per channel over A and S when pc (batch norm), else\n",
 "   per (a, group of C/G channels). stats [2, R] holds the means, then the biased variances.\n",
 "   Reductions: one work-group per statistics group (or channel), a strided pass then a tree\n",
-"   in local memory of the work-group's size (a power of two), so the order is fixed. */\n",
+"   in local memory of the work-group's size (a power of two), so the order is fixed.\n",
+"   x, y, dy and dx are read and written through kernels/storage.h (NN__SLOAD, NN__SSTORE, and\n",
+"   NORM_LD16 / NORM_ST16 for sixteen in a row): built with -DNN_STORE_BF16 / -DNN_STORE_F16\n",
+"   these are the 16-bit norms (float32 sums and statistics, one rounding per output), built\n",
+"   with neither the float32 ones, the same code as plain accesses. */\n",
+"\n",
+"#if defined(NN_STORE_BF16)\n",
+"#define NORM_LD16(p, i) as_float16(convert_uint16(vload16(0, (p) + (i))) << 16)\n",
+"inline void norm_st16_bf16(float16 v, __global ushort *p) {\n",
+"    float a[16];\n",
+"    vstore16(v, 0, a);\n",
+"    for (int k = 0; k < 16; k++) p[k] = nn__f32_to_bf16(a[k]);\n",
+"}\n",
+"#define NORM_ST16(v, p, i) norm_st16_bf16((v), (p) + (i))\n",
+"#elif defined(NN_STORE_F16)\n",
+"#define NORM_LD16(p, i) vload_half16(0, (__global const half *)((p) + (i)))\n",
+"#define NORM_ST16(v, p, i) vstore_half16_rte((v), 0, (__global half *)((p) + (i)))\n",
+"#else\n",
+"#define NORM_LD16(p, i) vload16(0, (p) + (i))\n",
+"#define NORM_ST16(v, p, i) vstore16((v), 0, (p) + (i))\n",
+"#endif\n",
 "\n",
 "/* The sum over the work-group; every work-item gets it, and tmp is free again on return. */\n",
 "inline float norm_tree(__local float *tmp, float s) {\n",
@@ -20770,12 +20938,12 @@ static const char *const nn__cl_src_norm[] = {
 "    int R = norm_groups(A, C, G, pc), n = norm_count(A, C, S, G, pc);\n",
 "    float s = 0.0f, mean = 0.0f;\n",
 "    if (!rms) { /* uniform over the work-group, so the barriers inside are too */\n",
-"        for (int k = l; k < n; k += wg) s += x[norm_index(r, k, C, S, G, pc, &ch)];\n",
+"        for (int k = l; k < n; k += wg) s += NN__SLOAD(x, norm_index(r, k, C, S, G, pc, &ch));\n",
 "        mean = norm_tree(tmp, s) / n;\n",
 "    }\n",
 "    s = 0.0f;\n",
 "    for (int k = l; k < n; k += wg) {\n",
-"        float d = x[norm_index(r, k, C, S, G, pc, &ch)] - mean;\n",
+"        float d = NN__SLOAD(x, norm_index(r, k, C, S, G, pc, &ch)) - mean;\n",
 "        s += d * d;\n",
 "    }\n",
 "    float var = norm_tree(tmp, s) / n;\n",
@@ -20792,7 +20960,7 @@ static const char *const nn__cl_src_norm[] = {
 "    int c = (i / S) % C, a = i / (C * S);\n",
 "    int R = norm_groups(A, C, G, pc), r = pc ? c : a * G + c / (C / G);\n",
 "    float scale = (has_gamma ? gamma[c] : 1.0f) / sqrt(stats[R + r] + eps);\n",
-"    y[i] = (x[i] - stats[r]) * scale + (has_beta ? beta[c] : 0.0f);\n",
+"    NN__SSTORE(y, i, (NN__SLOAD(x, i) - stats[r]) * scale + (has_beta ? beta[c] : 0.0f));\n",
 "}\n",
 "\n",
 "/* dx, one work-group per group r: rstd * (d - mean(d) - xhat * mean(d * xhat)) with\n",
@@ -20805,17 +20973,17 @@ static const char *const nn__cl_src_norm[] = {
 "        float s1 = 0.0f, s2 = 0.0f;\n",
 "        for (int k = l; k < n; k += wg) {\n",
 "            int i = norm_index(r, k, C, S, G, pc, &ch);\n",
-"            float d = dy[i] * (has_gamma ? gamma[ch] : 1.0f);\n",
+"            float d = NN__SLOAD(dy, i) * (has_gamma ? gamma[ch] : 1.0f);\n",
 "            s1 += d;\n",
-"            s2 += d * (x[i] - mean) * rs;\n",
+"            s2 += d * (NN__SLOAD(x, i) - mean) * rs;\n",
 "        }\n",
 "        m1 = norm_tree(tmp, s1) / n;\n",
 "        m2 = norm_tree(tmp, s2) / n;\n",
 "    }\n",
 "    for (int k = l; k < n; k += wg) {\n",
 "        int i = norm_index(r, k, C, S, G, pc, &ch);\n",
-"        float d = dy[i] * (has_gamma ? gamma[ch] : 1.0f);\n",
-"        dx[i] = rs * (d - m1 - (x[i] - mean) * rs * m2);\n",
+"        float d = NN__SLOAD(dy, i) * (has_gamma ? gamma[ch] : 1.0f);\n",
+"        NN__SSTORE(dx, i, rs * (d - m1 - (NN__SLOAD(x, i) - mean) * rs * m2));\n",
 "    }\n",
 "}\n",
 "\n",
@@ -20829,9 +20997,9 @@ static const char *const nn__cl_src_norm[] = {
 "        int a = k / S, i = (a * C + c) * S + k % S;\n",
 "        if (with_xhat) {\n",
 "            int r = pc ? c : a * G + c / (C / G);\n",
-"            s += dy[i] * ((x[i] - stats[r]) / sqrt(stats[R + r] + eps));\n",
+"            s += NN__SLOAD(dy, i) * ((NN__SLOAD(x, i) - stats[r]) / sqrt(stats[R + r] + eps));\n",
 "        } else {\n",
-"            s += dy[i];\n",
+"            s += NN__SLOAD(dy, i);\n",
 "        }\n",
 "    }\n",
 "    s = norm_tree(tmp, s);\n",
@@ -20911,23 +21079,23 @@ static const char *const nn__cl_src_norm[] = {
 "    float16 v = (float16)(0.0f);\n",
 "    if (!rms) {\n",
 "        for (int j = 0; j < nr; j++) {\n",
-"            __global const float *p = x + norm_run_at(r, j, C, S, G, pc);\n",
+"            __global const NN__STORE_T *p = x + norm_run_at(r, j, C, S, G, pc);\n",
 "            int s = 0;\n",
-"            for (; s + 16 <= S; s += 16) v += vload16(0, p + s);\n",
-"            for (; s < S; s++) t += p[s];\n",
+"            for (; s + 16 <= S; s += 16) v += NORM_LD16(p, s);\n",
+"            for (; s < S; s++) t += NN__SLOAD(p, s);\n",
 "        }\n",
 "        mean = norm_lanes(v, t) / n;\n",
 "    }\n",
 "    v = (float16)(0.0f);\n",
 "    t = 0.0f;\n",
 "    for (int j = 0; j < nr; j++) {\n",
-"        __global const float *p = x + norm_run_at(r, j, C, S, G, pc);\n",
+"        __global const NN__STORE_T *p = x + norm_run_at(r, j, C, S, G, pc);\n",
 "        int s = 0;\n",
 "        for (; s + 16 <= S; s += 16) {\n",
-"            float16 d = vload16(0, p + s) - mean;\n",
+"            float16 d = NORM_LD16(p, s) - mean;\n",
 "            v += d * d;\n",
 "        }\n",
-"        for (; s < S; s++) t += (p[s] - mean) * (p[s] - mean);\n",
+"        for (; s < S; s++) t += (NN__SLOAD(p, s) - mean) * (NN__SLOAD(p, s) - mean);\n",
 "    }\n",
 "    stats[r] = mean;\n",
 "    stats[R + r] = norm_lanes(v, t) / n;\n",
@@ -20939,11 +21107,11 @@ static const char *const nn__cl_src_norm[] = {
 "    int c = q % C, a = q / C, R = norm_groups(A, C, G, pc), r = pc ? c : a * G + c / (C / G);\n",
 "    float mean = stats[r], scale = (has_gamma ? gamma[c] : 1.0f) / sqrt(stats[R + r] + eps);\n",
 "    float shift = has_beta ? beta[c] : 0.0f;\n",
-"    __global const float *p = x + (size_t)q * S;\n",
-"    __global float *o = y + (size_t)q * S;\n",
+"    __global const NN__STORE_T *p = x + (size_t)q * S;\n",
+"    __global NN__STORE_T *o = y + (size_t)q * S;\n",
 "    int s = 0;\n",
-"    for (; s + 16 <= S; s += 16) vstore16((vload16(0, p + s) - mean) * scale + shift, 0, o + s);\n",
-"    for (; s < S; s++) o[s] = (p[s] - mean) * scale + shift;\n",
+"    for (; s + 16 <= S; s += 16) NORM_ST16((NORM_LD16(p, s) - mean) * scale + shift, o, s);\n",
+"    for (; s < S; s++) NN__SSTORE(o, s, (NN__SLOAD(p, s) - mean) * scale + shift);\n",
 "}\n",
 "\n",
 "__kernel void norm_runs_dx(NN__KPARAMS(norm_backward_data)) {\n",
@@ -20958,14 +21126,14 @@ static const char *const nn__cl_src_norm[] = {
 "            float ga = has_gamma ? gamma[norm_run_ch(r, j, C, G, pc)] : 1.0f;\n",
 "            int s = 0;\n",
 "            for (; s + 16 <= S; s += 16) {\n",
-"                float16 d = vload16(0, dy + at + s) * ga;\n",
+"                float16 d = NORM_LD16(dy, at + s) * ga;\n",
 "                v1 += d;\n",
-"                v2 += d * (vload16(0, x + at + s) - mean) * rs;\n",
+"                v2 += d * (NORM_LD16(x, at + s) - mean) * rs;\n",
 "            }\n",
 "            for (; s < S; s++) {\n",
-"                float d = dy[at + s] * ga;\n",
+"                float d = NN__SLOAD(dy, at + s) * ga;\n",
 "                t1 += d;\n",
-"                t2 += d * (x[at + s] - mean) * rs;\n",
+"                t2 += d * (NN__SLOAD(x, at + s) - mean) * rs;\n",
 "            }\n",
 "        }\n",
 "        m1 = norm_lanes(v1, t1) / n;\n",
@@ -20976,12 +21144,12 @@ static const char *const nn__cl_src_norm[] = {
 "        float ga = has_gamma ? gamma[norm_run_ch(r, j, C, G, pc)] : 1.0f;\n",
 "        int s = 0;\n",
 "        for (; s + 16 <= S; s += 16) {\n",
-"            float16 d = vload16(0, dy + at + s) * ga;\n",
-"            vstore16(rs * (d - m1 - (vload16(0, x + at + s) - mean) * rs * m2), 0, dx + at + s);\n",
+"            float16 d = NORM_LD16(dy, at + s) * ga;\n",
+"            NORM_ST16(rs * (d - m1 - (NORM_LD16(x, at + s) - mean) * rs * m2), dx, at + s);\n",
 "        }\n",
 "        for (; s < S; s++) {\n",
-"            float d = dy[at + s] * ga;\n",
-"            dx[at + s] = rs * (d - m1 - (x[at + s] - mean) * rs * m2);\n",
+"            float d = NN__SLOAD(dy, at + s) * ga;\n",
+"            NN__SSTORE(dx, at + s, rs * (d - m1 - (NN__SLOAD(x, at + s) - mean) * rs * m2));\n",
 "        }\n",
 "    }\n",
 "}\n",
@@ -20996,11 +21164,11 @@ static const char *const nn__cl_src_norm[] = {
 "        if (with_xhat) {\n",
 "            int r = pc ? c : a * G + c / (C / G);\n",
 "            float mean = stats[r], rs = sqrt(stats[R + r] + eps);\n",
-"            for (; s + 16 <= S; s += 16) v += vload16(0, dy + at + s) * ((vload16(0, x + at + s) - mean) / rs);\n",
-"            for (; s < S; s++) t += dy[at + s] * ((x[at + s] - mean) / rs);\n",
+"            for (; s + 16 <= S; s += 16) v += NORM_LD16(dy, at + s) * ((NORM_LD16(x, at + s) - mean) / rs);\n",
+"            for (; s < S; s++) t += NN__SLOAD(dy, at + s) * ((NN__SLOAD(x, at + s) - mean) / rs);\n",
 "        } else {\n",
-"            for (; s + 16 <= S; s += 16) v += vload16(0, dy + at + s);\n",
-"            for (; s < S; s++) t += dy[at + s];\n",
+"            for (; s + 16 <= S; s += 16) v += NORM_LD16(dy, at + s);\n",
+"            for (; s < S; s++) t += NN__SLOAD(dy, at + s);\n",
 "        }\n",
 "    }\n",
 "    out[c] = norm_lanes(v, t);\n",
@@ -33348,24 +33516,26 @@ NN__KSIG(conv3d_backward_weight)
    ====================================================================== */
 /* kernels/norm.cl's kernel signatures (kernels/kargs.h says how to read them). x is viewed
    as [A, C, S]; G statistics groups per a, or per channel over A and S when pc (batch norm);
-   stats [2, R]: the means, then the biased variances. tmp: the work-group's floats. */
+   stats [2, R]: the means, then the biased variances. tmp: the work-group's floats. x, y, dy
+   and dx (sin, sout) are of the program's storage type (16-bit layer norm, src/ops/norm.c);
+   the statistics, gamma, beta and the affine gradients float32. */
 #ifndef NN__NORM_ARGS_H
 #define NN__NORM_ARGS_H
 
 #define NN__KARGS_norm_stats(F, P) \
-    F(in, x) P(out, stats) P(int, A) P(int, C) P(int, S) P(int, G) P(int, pc) P(int, rms) P(lfloat, tmp)
+    F(sin, x) P(out, stats) P(int, A) P(int, C) P(int, S) P(int, G) P(int, pc) P(int, rms) P(lfloat, tmp)
 NN__KSIG(norm_stats)
 #define NN__KARGS_norm_forward(F, P)                                                                     \
-    F(in, x) P(in, stats) P(in, gamma) P(in, beta) P(out, y) P(int, A) P(int, C) P(int, S) P(int, G)   \
+    F(sin, x) P(in, stats) P(in, gamma) P(in, beta) P(sout, y) P(int, A) P(int, C) P(int, S) P(int, G)   \
     P(int, pc) P(int, has_gamma) P(int, has_beta) P(float, eps)
 NN__KSIG(norm_forward)
 #define NN__KARGS_norm_backward_data(F, P)                                                               \
-    F(in, x) P(in, stats) P(in, dy) P(in, gamma) P(out, dx) P(int, A) P(int, C) P(int, S) P(int, G)    \
+    F(sin, x) P(in, stats) P(sin, dy) P(in, gamma) P(sout, dx) P(int, A) P(int, C) P(int, S) P(int, G)    \
     P(int, pc) P(int, has_gamma) P(int, const_stats) P(float, eps) P(lfloat, tmp)
 NN__KSIG(norm_backward_data)
 /* out [C]: sum of dy * xhat (with_xhat, gamma's gradient) or of dy (beta's) */
 #define NN__KARGS_norm_backward_affine(F, P)                                                             \
-    F(in, x) P(in, stats) P(in, dy) P(out, out) P(int, A) P(int, C) P(int, S) P(int, G) P(int, pc)     \
+    F(sin, x) P(in, stats) P(sin, dy) P(out, out) P(int, A) P(int, C) P(int, S) P(int, G) P(int, pc)     \
     P(int, with_xhat) P(float, eps) P(lfloat, tmp)
 NN__KSIG(norm_backward_affine)
 /* rmean, rvar [C] updated in place from stats [2, C] */
@@ -40161,10 +40331,13 @@ static void nn__norm_layout(nn__norm_attr *at, const nn__node *nx) {
     for (k = 2; k < nx->shape.ndim; k++) at->S *= (int)nx->shape.dim[k];
 }
 
-/* x of a norm op: float32, at least min_ndim dims, indexable by int in the kernels. */
-static int nn__norm_check_x(nn_graph *g, const char *fn, nn_tensor x, int min_ndim, const char *layout, char *sx, size_t n) {
+/* x of a norm op: float32 (or 16-bit where half, or under a precision policy), at least
+   min_ndim dims, indexable by int in the kernels. */
+static int nn__norm_check_x(nn_graph *g, const char *fn, nn_tensor x, int min_ndim, const char *layout, char *sx, size_t n,
+                            int half) {
     nn__node *nx;
-    if (!nn__check(g, fn, 1, &x) || !nn__expect_f32(g, fn, x, "x")) return 0;
+    if (!nn__check(g, fn, 1, &x)) return 0;
+    if (!(half && nn__dtype_half(nn__n(g, x)->dtype)) && !nn__expect_f32(g, fn, x, "x")) return 0;
     nx = nn__n(g, x);
     nn__shape_str(&nx->shape, sx, n);
     if (nx->shape.ndim < min_ndim) {
@@ -40251,6 +40424,48 @@ static nn_result nn__launch_norm_groups(nn_graph *g, int id, const char *kernel,
     NN__NORM_KFIELDS(k, a);                                                              \
     k.tmp = wg * 4
 
+/* ---- 16-bit storage (NN__OPF_HALF: x of NN_BF16 or NN_F16): the storage type of a norm
+   node is its first input's (x; dy for NORM_DBETA), and its x-shaped output (NORM_FORWARD's
+   y, NORM_DX's dx) takes it; the statistics, gamma, beta and the affine gradients stay
+   float32. OpenCL: kernels/norm.cl built for it (l->store), float32 sums. CPU: x and dy
+   widened (exactly) into the node's scratch, src/cpu/norm.c's float32 loops run there, an
+   x-shaped output into the scratch after them, rounded once into the node: each value is
+   the float32 norm's on the widened inputs, rounded. ---- */
+
+static nn_dtype nn__norm_store(const nn_graph *g, const nn__node *n) { return g->nodes[n->in[0]].dtype; }
+
+/* a region of n floats, from a multiple of 16 (64 bytes) */
+static int64_t nn__norm16_r(int64_t n) { return (n + 15) / 16 * 16; }
+
+/* the CPU scratch of a 16-bit norm node: one region of x's numel per widened input (x;
+   dy too for NORM_DX and NORM_DGAMMA) and per x-shaped output (NORM_FORWARD, NORM_DX) */
+static void nn__plan_norm16(nn_graph *g, nn__node *n) {
+    int64_t r = nn__norm16_r(g->nodes[n->in[0]].numel);
+    int regions = n->op == NN__OP_NORM_FORWARD || n->op == NN__OP_NORM_DGAMMA ? 2 : n->op == NN__OP_NORM_DX ? 3 : 1;
+    n->scratch = g->ctx->backend->host_memory && nn__dtype_half(nn__norm_store(g, n)) ? regions * r : 0;
+}
+
+/* input k of a 16-bit node widened into scratch region reg; a float32 node's input as is */
+static const float *nn__norm16_in(nn_graph *g, nn__node *n, int k, int reg) {
+    const nn__node *x = &g->nodes[n->in[k]];
+    float *w;
+    if (!nn__dtype_half(x->dtype)) return (const float *)x->buf.host;
+    w = (float *)n->scratch_buf.host + reg * nn__norm16_r(g->nodes[n->in[0]].numel);
+    nn__cast(g->ctx->threads, x->buf.host, x->dtype, w, NN_F32, x->numel);
+    return w;
+}
+
+/* the float32 output of node n: the node's buffer, or for a 16-bit one scratch region reg */
+static float *nn__norm16_out(nn__node *n, int reg) {
+    if (!nn__dtype_half(n->dtype)) return (float *)n->buf.host;
+    return (float *)n->scratch_buf.host + reg * nn__norm16_r(n->numel);
+}
+
+/* a 16-bit node's float32 output (at f) rounded once into its storage */
+static void nn__norm16_finish(nn_graph *g, nn__node *n, const float *f) {
+    if (nn__dtype_half(n->dtype)) nn__cast(g->ctx->threads, f, NN_F32, n->buf.host, n->dtype, n->numel);
+}
+
 /* ==== norm_stats: stats [2, R] of x [A, C, S], the means then the biased variances: R =
    A*G groups of C/G channels each (group, layer and instance norm), or the C channels over
    A and S (batch norm) ==== */
@@ -40262,12 +40477,12 @@ static int nn__norm_stats_node(nn_graph *g, nn_tensor x, const nn__norm_attr *at
 }
 
 #define nn__grad_norm_stats nn__grad_none
-#define nn__plan_norm_stats nn__no_plan
+#define nn__plan_norm_stats nn__plan_norm16
 
 static nn_result nn__cpu_norm_stats(nn_graph *g, nn__node *n) {
     nn__norm q;
     nn__norm_geom(&q, &n->a.norm);
-    nn__norm_stats(g->ctx->threads, &q, n->buf.host, NN__F(n->in[0]));
+    nn__norm_stats(g->ctx->threads, &q, n->buf.host, nn__norm16_in(g, n, 0, 0));
     return NN_OK;
 }
 
@@ -40276,6 +40491,7 @@ static nn_result nn__launch_norm_stats(nn_graph *g, int id) {
     k.x = &g->nodes[n->in[0]].buf;
     k.stats = &n->buf;
     k.rms = a->rms;
+    l->store = nn__norm_store(g, n); /* the program for x's storage type */
     return nn__kargs_norm_stats(l, &k);
 }
 
@@ -40290,6 +40506,9 @@ static nn_tensor nn__norm_apply(nn_graph *g, nn_tensor x, int stats, nn_tensor g
                                 int const_stats) {
     int in[4], n_in = 0;
     if (stats < 0) return nn__tensor(-1);
+    if (gamma.id > 0) gamma = nn__policy_f32_input(g, gamma); /* the affine parameters are read as float32 */
+    if (beta.id > 0) beta = nn__policy_f32_input(g, beta);
+    if (gamma.id < 0 || beta.id < 0) return nn__tensor(-1);
     in[n_in++] = x.id;
     in[n_in++] = stats;
     if (gamma.id > 0) in[n_in++] = gamma.id;
@@ -40297,26 +40516,30 @@ static nn_tensor nn__norm_apply(nn_graph *g, nn_tensor x, int stats, nn_tensor g
     at->has_gamma = gamma.id > 0;
     at->has_beta = beta.id > 0;
     at->const_stats = const_stats;
-    return nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_NORM_FORWARD, NN_F32, nn__n(g, x)->shape, in, n_in)), at);
+    /* y in x's storage type */
+    return nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_NORM_FORWARD, nn__n(g, x)->dtype, nn__n(g, x)->shape, in, n_in)),
+                          at);
 }
 
-#define nn__plan_norm_forward nn__no_plan
+#define nn__plan_norm_forward nn__plan_norm16
 #define nn__grad_norm_dx nn__grad_none
-#define nn__plan_norm_dx nn__no_plan
+#define nn__plan_norm_dx nn__plan_norm16
 #define nn__grad_norm_dgamma nn__grad_none
-#define nn__plan_norm_dgamma nn__no_plan
+#define nn__plan_norm_dgamma nn__plan_norm16
 #define nn__grad_norm_dbeta nn__grad_none
-#define nn__plan_norm_dbeta nn__no_plan
+#define nn__plan_norm_dbeta nn__plan_norm16
 
 static void nn__grad_norm_forward(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     /* inputs x, stats, [gamma], [beta]; the stats path is in NORM_DX */
     int k = 2, gi = n.a.norm.has_gamma ? n.in[k++] : -1, bi = n.a.norm.has_beta ? n.in[k++] : -1, din[4];
+    nn_dtype dt = g->nodes[a].dtype; /* x's storage: dy read in it, dx written in it */
+    if (g->nodes[gy.id].dtype != dt && (gy = nn_to_dtype(g, gy, dt)).id < 0) return;
     din[0] = a;
     din[1] = b;
     din[2] = gy.id;
     din[3] = gi;
-    if (ga) nn__acc_grad(g, a, nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_NORM_DX, NN_F32, g->nodes[a].shape, din,
+    if (ga) nn__acc_grad(g, a, nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_NORM_DX, dt, g->nodes[a].shape, din,
                                                                              gi >= 0 ? 4 : 3)), &n.a.norm));
     if (gi >= 0 && g->nodes[gi].needs_grad)
         nn__acc_grad(g, gi, nn__norm_attrs(g, nn__op3(g, NN__OP_NORM_DGAMMA, NN_F32, g->nodes[gi].shape, a, b, gy.id), &n.a.norm));
@@ -40329,9 +40552,11 @@ static void nn__grad_norm_forward(nn_graph *g, int id) {
 static nn_result nn__cpu_norm_forward(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     nn__norm q;
+    float *y = nn__norm16_out(n, 1);
     nn__norm_geom(&q, &n->a.norm);
-    nn__norm_forward(g->ctx->threads, &q, n->buf.host, NN__F(in[0]), NN__F(in[1]), n->a.norm.has_gamma ? NN__F(in[2]) : NULL,
+    nn__norm_forward(g->ctx->threads, &q, y, nn__norm16_in(g, n, 0, 0), NN__F(in[1]), n->a.norm.has_gamma ? NN__F(in[2]) : NULL,
                      n->a.norm.has_beta ? NN__F(in[2 + n->a.norm.has_gamma]) : NULL, n->a.norm.eps);
+    nn__norm16_finish(g, n, y);
     return NN_OK;
 }
 
@@ -40339,9 +40564,11 @@ static nn_result nn__cpu_norm_forward(nn_graph *g, nn__node *n) {
 static nn_result nn__cpu_norm_dx(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     nn__norm q;
+    float *dx = nn__norm16_out(n, 2);
     nn__norm_geom(&q, &n->a.norm);
-    nn__norm_backward_data(g->ctx->threads, &q, n->buf.host, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]),
+    nn__norm_backward_data(g->ctx->threads, &q, dx, nn__norm16_in(g, n, 0, 0), NN__F(in[1]), nn__norm16_in(g, n, 2, 1),
                            n->a.norm.has_gamma ? NN__F(in[3]) : NULL, n->a.norm.const_stats, n->a.norm.eps);
+    nn__norm16_finish(g, n, dx);
     return NN_OK;
 }
 
@@ -40350,7 +40577,8 @@ static nn_result nn__cpu_norm_dgamma(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     nn__norm q;
     nn__norm_geom(&q, &n->a.norm);
-    nn__norm_backward_affine(g->ctx->threads, &q, n->buf.host, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->a.norm.eps);
+    nn__norm_backward_affine(g->ctx->threads, &q, n->buf.host, nn__norm16_in(g, n, 0, 0), NN__F(in[1]),
+                             nn__norm16_in(g, n, 2, 1), n->a.norm.eps);
     return NN_OK;
 }
 
@@ -40358,7 +40586,7 @@ static nn_result nn__cpu_norm_dgamma(nn_graph *g, nn__node *n) {
 static nn_result nn__cpu_norm_dbeta(nn_graph *g, nn__node *n) {
     nn__norm q;
     nn__norm_geom(&q, &n->a.norm);
-    nn__norm_backward_affine(g->ctx->threads, &q, n->buf.host, NULL, NULL, NN__F(n->in[0]), n->a.norm.eps);
+    nn__norm_backward_affine(g->ctx->threads, &q, n->buf.host, NULL, NULL, nn__norm16_in(g, n, 0, 0), n->a.norm.eps);
     return NN_OK;
 }
 
@@ -40379,6 +40607,7 @@ static nn_result nn__launch_norm_forward(nn_graph *g, int id) {
     k.has_gamma = a->has_gamma;
     k.has_beta = a->has_beta;
     k.eps = a->eps;
+    l->store = nn__norm_store(g, n);
     return nn__kargs_norm_forward(l, &k);
 }
 
@@ -40394,6 +40623,7 @@ static nn_result nn__launch_norm_dx(nn_graph *g, int id) {
     k.has_gamma = a->has_gamma;
     k.const_stats = a->const_stats;
     k.eps = a->eps;
+    l->store = nn__norm_store(g, n);
     return nn__kargs_norm_backward_data(l, &k);
 }
 
@@ -40408,6 +40638,7 @@ static nn_result nn__launch_norm_affine(nn_graph *g, int id, const nn__buf *x, c
     k.out = &n->buf;
     k.with_xhat = with_xhat;
     k.eps = a->eps;
+    l->store = nn__norm_store(g, n); /* x's, or dy's for NORM_DBETA: the same */
     return nn__kargs_norm_backward_affine(l, &k);
 }
 
@@ -40562,8 +40793,9 @@ static nn_tensor nn__group_norm(nn_graph *g, const char *fn, nn_tensor x, nn_ten
     nn__node *nx;
     nn_shape c;
     nn__norm_attr at;
-    if (!nn__norm_check_x(g, fn, x, instance ? 3 : 2, instance ? "[N, C, spatial...]" : "[N, C, ...]", sx, sizeof sx))
+    if (!nn__norm_check_x(g, fn, x, instance ? 3 : 2, instance ? "[N, C, spatial...]" : "[N, C, ...]", sx, sizeof sx, 0))
         return nn__tensor(-1);
+    if ((x = nn__policy_f32_input(g, x)).id < 0) return nn__tensor(-1); /* these norms run in float32 */
     nx = nn__n(g, x);
     if (instance) groups = (int)nx->shape.dim[1];
     if (instance && nx->numel / (nx->shape.dim[0] * nx->shape.dim[1]) < 2) /* PyTorch refuses too */
@@ -40598,7 +40830,13 @@ NN_API nn_tensor nn_layer_norm(nn_graph *g, nn_tensor x, int n_norm_dims, nn_ten
     nn_shape tail;
     nn__norm_attr at;
     int k;
-    if (!nn__norm_check_x(g, "nn_layer_norm", x, 1, "at least 1-D", sx, sizeof sx)) return nn__tensor(-1);
+    if (!nn__norm_check_x(g, "nn_layer_norm", x, 1, "at least 1-D", sx, sizeof sx, 1)) return nn__tensor(-1);
+    /* the storage rule: under a precision policy x in the policy's type (a float32 x converted,
+       as the matmul after the norm wants it anyway), else x's own type (PyTorch's layer_norm on
+       a bf16 tensor); y and dx in it, the statistics, sums and affine parameters float32 */
+    if (nn__policy_dtype(g) != NN_F32 && nn__n(g, x)->dtype != nn__policy_dtype(g) &&
+        (x = nn_to_dtype(g, x, nn__policy_dtype(g))).id < 0)
+        return nn__tensor(-1);
     nx = nn__n(g, x);
     if (n_norm_dims < 1 || n_norm_dims > nx->shape.ndim)
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_layer_norm: n_norm_dims %d is not in 1..%d for x %s", n_norm_dims,
@@ -40628,7 +40866,7 @@ NN_API nn_tensor nn_rms_norm(nn_graph *g, nn_tensor x, int n_norm_dims, nn_tenso
     nn_shape tail;
     nn__norm_attr at;
     int k, in[2];
-    if (!nn__norm_check_x(g, "nn_rms_norm", x, 1, "at least 1-D", sx, sizeof sx)) return nn__tensor(-1);
+    if (!nn__norm_check_x(g, "nn_rms_norm", x, 1, "at least 1-D", sx, sizeof sx, 0)) return nn__tensor(-1);
     nx = nn__n(g, x);
     if (n_norm_dims < 1 || n_norm_dims > nx->shape.ndim)
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_rms_norm: n_norm_dims %d is not in 1..%d for x %s", n_norm_dims,
@@ -40657,7 +40895,8 @@ NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_ten
     nn_shape c;
     nn__norm_attr at;
     int stats, in[3], running;
-    if (!nn__norm_check_x(g, "nn_batch_norm", x, 2, "[N, C, ...]", sx, sizeof sx)) return nn__tensor(-1);
+    if (!nn__norm_check_x(g, "nn_batch_norm", x, 2, "[N, C, ...]", sx, sizeof sx, 0)) return nn__tensor(-1);
+    if ((x = nn__policy_f32_input(g, x)).id < 0) return nn__tensor(-1); /* batch norm runs in float32 */
     nx = nn__n(g, x);
     memset(&d, 0, sizeof d);
     if (desc) d = *desc;
@@ -40715,7 +40954,7 @@ static nn_tensor nn__batch_norm_layer(nn_graph *g, nn_tensor x, const nn_norm_de
     nn_init init;
     nn_shape c;
     int k;
-    if (!nn__norm_check_x(g, fn, x, lo, layout, sx, sizeof sx)) return nn__tensor(-1);
+    if (!nn__norm_check_x(g, fn, x, lo, layout, sx, sizeof sx, 0)) return nn__tensor(-1);
     if (nn__n(g, x)->shape.ndim > hi) return nn__op_fail(g, NN_ERR_SHAPE, "%s: x %s must be %s", fn, sx, layout);
     if (!name || !name[0] || strlen(name) > 200) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: needs a name (at most 200 chars)", fn);
     if (desc && (desc->running_mean.id != 0 || desc->running_var.id != 0))
@@ -40755,7 +40994,7 @@ static nn_tensor nn__norm_layer(nn_graph *g, nn_tensor x, int n_norm_dims, const
     nn_shape tail;
     nn__node *nx;
     int k;
-    if (!nn__norm_check_x(g, fn, x, 1, "at least 1-D", sx, sizeof sx)) return nn__tensor(-1);
+    if (!nn__norm_check_x(g, fn, x, 1, "at least 1-D", sx, sizeof sx, 1)) return nn__tensor(-1);
     if (!name || !name[0] || strlen(name) > 200) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: needs a name (at most 200 chars)", fn);
     nx = nn__n(g, x);
     if (n_norm_dims < 1 || n_norm_dims > nx->shape.ndim)

@@ -1,11 +1,32 @@
 #include "kargs.h"
+#include "storage.h"
 #include "norm_args.h"
 
 /* Normalisation (batch, layer, group, instance norm), the twins of src/cpu/norm.c: x is
    viewed as [A, C, S]; statistics are per channel over A and S when pc (batch norm), else
    per (a, group of C/G channels). stats [2, R] holds the means, then the biased variances.
    Reductions: one work-group per statistics group (or channel), a strided pass then a tree
-   in local memory of the work-group's size (a power of two), so the order is fixed. */
+   in local memory of the work-group's size (a power of two), so the order is fixed.
+   x, y, dy and dx are read and written through kernels/storage.h (NN__SLOAD, NN__SSTORE, and
+   NORM_LD16 / NORM_ST16 for sixteen in a row): built with -DNN_STORE_BF16 / -DNN_STORE_F16
+   these are the 16-bit norms (float32 sums and statistics, one rounding per output), built
+   with neither the float32 ones, the same code as plain accesses. */
+
+#if defined(NN_STORE_BF16)
+#define NORM_LD16(p, i) as_float16(convert_uint16(vload16(0, (p) + (i))) << 16)
+inline void norm_st16_bf16(float16 v, __global ushort *p) {
+    float a[16];
+    vstore16(v, 0, a);
+    for (int k = 0; k < 16; k++) p[k] = nn__f32_to_bf16(a[k]);
+}
+#define NORM_ST16(v, p, i) norm_st16_bf16((v), (p) + (i))
+#elif defined(NN_STORE_F16)
+#define NORM_LD16(p, i) vload_half16(0, (__global const half *)((p) + (i)))
+#define NORM_ST16(v, p, i) vstore_half16_rte((v), 0, (__global half *)((p) + (i)))
+#else
+#define NORM_LD16(p, i) vload16(0, (p) + (i))
+#define NORM_ST16(v, p, i) vstore16((v), 0, (p) + (i))
+#endif
 
 /* The sum over the work-group; every work-item gets it, and tmp is free again on return. */
 inline float norm_tree(__local float *tmp, float s) {
@@ -42,12 +63,12 @@ __kernel void norm_stats(NN__KPARAMS(norm_stats)) {
     int R = norm_groups(A, C, G, pc), n = norm_count(A, C, S, G, pc);
     float s = 0.0f, mean = 0.0f;
     if (!rms) { /* uniform over the work-group, so the barriers inside are too */
-        for (int k = l; k < n; k += wg) s += x[norm_index(r, k, C, S, G, pc, &ch)];
+        for (int k = l; k < n; k += wg) s += NN__SLOAD(x, norm_index(r, k, C, S, G, pc, &ch));
         mean = norm_tree(tmp, s) / n;
     }
     s = 0.0f;
     for (int k = l; k < n; k += wg) {
-        float d = x[norm_index(r, k, C, S, G, pc, &ch)] - mean;
+        float d = NN__SLOAD(x, norm_index(r, k, C, S, G, pc, &ch)) - mean;
         s += d * d;
     }
     float var = norm_tree(tmp, s) / n;
@@ -64,7 +85,7 @@ __kernel void norm_forward(NN__KPARAMS(norm_forward)) {
     int c = (i / S) % C, a = i / (C * S);
     int R = norm_groups(A, C, G, pc), r = pc ? c : a * G + c / (C / G);
     float scale = (has_gamma ? gamma[c] : 1.0f) / sqrt(stats[R + r] + eps);
-    y[i] = (x[i] - stats[r]) * scale + (has_beta ? beta[c] : 0.0f);
+    NN__SSTORE(y, i, (NN__SLOAD(x, i) - stats[r]) * scale + (has_beta ? beta[c] : 0.0f));
 }
 
 /* dx, one work-group per group r: rstd * (d - mean(d) - xhat * mean(d * xhat)) with
@@ -77,17 +98,17 @@ __kernel void norm_backward_data(NN__KPARAMS(norm_backward_data)) {
         float s1 = 0.0f, s2 = 0.0f;
         for (int k = l; k < n; k += wg) {
             int i = norm_index(r, k, C, S, G, pc, &ch);
-            float d = dy[i] * (has_gamma ? gamma[ch] : 1.0f);
+            float d = NN__SLOAD(dy, i) * (has_gamma ? gamma[ch] : 1.0f);
             s1 += d;
-            s2 += d * (x[i] - mean) * rs;
+            s2 += d * (NN__SLOAD(x, i) - mean) * rs;
         }
         m1 = norm_tree(tmp, s1) / n;
         m2 = norm_tree(tmp, s2) / n;
     }
     for (int k = l; k < n; k += wg) {
         int i = norm_index(r, k, C, S, G, pc, &ch);
-        float d = dy[i] * (has_gamma ? gamma[ch] : 1.0f);
-        dx[i] = rs * (d - m1 - (x[i] - mean) * rs * m2);
+        float d = NN__SLOAD(dy, i) * (has_gamma ? gamma[ch] : 1.0f);
+        NN__SSTORE(dx, i, rs * (d - m1 - (NN__SLOAD(x, i) - mean) * rs * m2));
     }
 }
 
@@ -101,9 +122,9 @@ __kernel void norm_backward_affine(NN__KPARAMS(norm_backward_affine)) {
         int a = k / S, i = (a * C + c) * S + k % S;
         if (with_xhat) {
             int r = pc ? c : a * G + c / (C / G);
-            s += dy[i] * ((x[i] - stats[r]) / sqrt(stats[R + r] + eps));
+            s += NN__SLOAD(dy, i) * ((NN__SLOAD(x, i) - stats[r]) / sqrt(stats[R + r] + eps));
         } else {
-            s += dy[i];
+            s += NN__SLOAD(dy, i);
         }
     }
     s = norm_tree(tmp, s);
@@ -183,23 +204,23 @@ __kernel void norm_runs_stats(NN__KPARAMS(norm_stats)) {
     float16 v = (float16)(0.0f);
     if (!rms) {
         for (int j = 0; j < nr; j++) {
-            __global const float *p = x + norm_run_at(r, j, C, S, G, pc);
+            __global const NN__STORE_T *p = x + norm_run_at(r, j, C, S, G, pc);
             int s = 0;
-            for (; s + 16 <= S; s += 16) v += vload16(0, p + s);
-            for (; s < S; s++) t += p[s];
+            for (; s + 16 <= S; s += 16) v += NORM_LD16(p, s);
+            for (; s < S; s++) t += NN__SLOAD(p, s);
         }
         mean = norm_lanes(v, t) / n;
     }
     v = (float16)(0.0f);
     t = 0.0f;
     for (int j = 0; j < nr; j++) {
-        __global const float *p = x + norm_run_at(r, j, C, S, G, pc);
+        __global const NN__STORE_T *p = x + norm_run_at(r, j, C, S, G, pc);
         int s = 0;
         for (; s + 16 <= S; s += 16) {
-            float16 d = vload16(0, p + s) - mean;
+            float16 d = NORM_LD16(p, s) - mean;
             v += d * d;
         }
-        for (; s < S; s++) t += (p[s] - mean) * (p[s] - mean);
+        for (; s < S; s++) t += (NN__SLOAD(p, s) - mean) * (NN__SLOAD(p, s) - mean);
     }
     stats[r] = mean;
     stats[R + r] = norm_lanes(v, t) / n;
@@ -211,11 +232,11 @@ __kernel void norm_runs_forward(NN__KPARAMS(norm_forward)) {
     int c = q % C, a = q / C, R = norm_groups(A, C, G, pc), r = pc ? c : a * G + c / (C / G);
     float mean = stats[r], scale = (has_gamma ? gamma[c] : 1.0f) / sqrt(stats[R + r] + eps);
     float shift = has_beta ? beta[c] : 0.0f;
-    __global const float *p = x + (size_t)q * S;
-    __global float *o = y + (size_t)q * S;
+    __global const NN__STORE_T *p = x + (size_t)q * S;
+    __global NN__STORE_T *o = y + (size_t)q * S;
     int s = 0;
-    for (; s + 16 <= S; s += 16) vstore16((vload16(0, p + s) - mean) * scale + shift, 0, o + s);
-    for (; s < S; s++) o[s] = (p[s] - mean) * scale + shift;
+    for (; s + 16 <= S; s += 16) NORM_ST16((NORM_LD16(p, s) - mean) * scale + shift, o, s);
+    for (; s < S; s++) NN__SSTORE(o, s, (NN__SLOAD(p, s) - mean) * scale + shift);
 }
 
 __kernel void norm_runs_dx(NN__KPARAMS(norm_backward_data)) {
@@ -230,14 +251,14 @@ __kernel void norm_runs_dx(NN__KPARAMS(norm_backward_data)) {
             float ga = has_gamma ? gamma[norm_run_ch(r, j, C, G, pc)] : 1.0f;
             int s = 0;
             for (; s + 16 <= S; s += 16) {
-                float16 d = vload16(0, dy + at + s) * ga;
+                float16 d = NORM_LD16(dy, at + s) * ga;
                 v1 += d;
-                v2 += d * (vload16(0, x + at + s) - mean) * rs;
+                v2 += d * (NORM_LD16(x, at + s) - mean) * rs;
             }
             for (; s < S; s++) {
-                float d = dy[at + s] * ga;
+                float d = NN__SLOAD(dy, at + s) * ga;
                 t1 += d;
-                t2 += d * (x[at + s] - mean) * rs;
+                t2 += d * (NN__SLOAD(x, at + s) - mean) * rs;
             }
         }
         m1 = norm_lanes(v1, t1) / n;
@@ -248,12 +269,12 @@ __kernel void norm_runs_dx(NN__KPARAMS(norm_backward_data)) {
         float ga = has_gamma ? gamma[norm_run_ch(r, j, C, G, pc)] : 1.0f;
         int s = 0;
         for (; s + 16 <= S; s += 16) {
-            float16 d = vload16(0, dy + at + s) * ga;
-            vstore16(rs * (d - m1 - (vload16(0, x + at + s) - mean) * rs * m2), 0, dx + at + s);
+            float16 d = NORM_LD16(dy, at + s) * ga;
+            NORM_ST16(rs * (d - m1 - (NORM_LD16(x, at + s) - mean) * rs * m2), dx, at + s);
         }
         for (; s < S; s++) {
-            float d = dy[at + s] * ga;
-            dx[at + s] = rs * (d - m1 - (x[at + s] - mean) * rs * m2);
+            float d = NN__SLOAD(dy, at + s) * ga;
+            NN__SSTORE(dx, at + s, rs * (d - m1 - (NN__SLOAD(x, at + s) - mean) * rs * m2));
         }
     }
 }
@@ -268,11 +289,11 @@ __kernel void norm_runs_affine(NN__KPARAMS(norm_backward_affine)) {
         if (with_xhat) {
             int r = pc ? c : a * G + c / (C / G);
             float mean = stats[r], rs = sqrt(stats[R + r] + eps);
-            for (; s + 16 <= S; s += 16) v += vload16(0, dy + at + s) * ((vload16(0, x + at + s) - mean) / rs);
-            for (; s < S; s++) t += dy[at + s] * ((x[at + s] - mean) / rs);
+            for (; s + 16 <= S; s += 16) v += NORM_LD16(dy, at + s) * ((NORM_LD16(x, at + s) - mean) / rs);
+            for (; s < S; s++) t += NN__SLOAD(dy, at + s) * ((NN__SLOAD(x, at + s) - mean) / rs);
         } else {
-            for (; s + 16 <= S; s += 16) v += vload16(0, dy + at + s);
-            for (; s < S; s++) t += dy[at + s];
+            for (; s + 16 <= S; s += 16) v += NORM_LD16(dy, at + s);
+            for (; s < S; s++) t += NN__SLOAD(dy, at + s);
         }
     }
     out[c] = norm_lanes(v, t);

@@ -239,6 +239,7 @@ void t_run_parts(const t_env *e, const t_part *parts, int n);
     X(conv16)                                                                                      \
     X(pool16)                                                                                      \
     X(attn16)                                                                                      \
+    X(ln16)                                                                                        \
     X(bf16param)                                                                                   \
     X(gpu_shapes)                                                                                  \
     X(registry)

@@ -10,8 +10,8 @@
    rounded output (delta = rowsum(dO o)), as PyTorch's do, so they are held to a stated
    tolerance: 2^-6 (bf16) and 2^-9 (f16) of the largest magnitude of each. The shape ops
    are copies: bit for bit, forward and gradient. Then the policy: a small GPT under
-   NN_PRECISION_BF16 trains, and its activations and activation gradients at their peak are
-   at most 0.6x float32's (nn_graph_memory). */
+   NN_PRECISION_BF16 trains, and its activations at their peak are at most 0.55x float32's
+   (16-bit layer norms, tests/test_ln16.c), its activation gradients 0.6x (nn_graph_memory). */
 #include "test.h"
 #include <math.h>
 #include <stdlib.h>
@@ -245,8 +245,8 @@ done:
 }
 
 /* ---- the policy: a small GPT (2 layers, 2 heads, 32 wide, context 16, batch 4) under
-   NN_PRECISION_BF16: its activations and activation gradients at their peak at most 0.6x
-   float32's, and 12 Adam steps bring the loss down as float32's do (within 5%) ---- */
+   NN_PRECISION_BF16: its activations at their peak at most 0.55x float32's (0.53x with the
+   16-bit layer norms), its activation gradients 0.6x (0.57x), and 12 Adam steps bring the loss down as float32's do (within 5%) ---- */
 
 static int a16_gpt(nn_context *ctx, nn_precision prec, nn_memory_report *mr, float *first, float *last) {
     nn_graph *g = NULL;
@@ -286,9 +286,9 @@ done:
 static void attn16_gpt(const t_env *e) {
     nn_memory_report m32, m16;
     float f32a = 0, f32b = 0, f16a = 0, f16b = 0;
-    if (!t_begin(e, "attn16: a GPT under bf16: activations and their gradients <= 0.6x float32's; it trains as float32")) return;
+    if (!t_begin(e, "attn16: a GPT under bf16: activations <= 0.55x and their gradients <= 0.6x float32's; it trains as float32")) return;
     if (!a16_gpt(e->ctx, NN_PRECISION_FP32, &m32, &f32a, &f32b) || !a16_gpt(e->ctx, NN_PRECISION_BF16, &m16, &f16a, &f16b)) goto done;
-    T_CHECK(m16.activations_max <= 0.6 * m32.activations_max, "bf16 activations %lld, float32's %lld",
+    T_CHECK(m16.activations_max <= 0.55 * m32.activations_max, "bf16 activations %lld, float32's %lld",
             (long long)m16.activations_max, (long long)m32.activations_max);
     T_CHECK(m16.activation_gradients_max <= 0.6 * m32.activation_gradients_max, "bf16 activation gradients %lld, float32's %lld",
             (long long)m16.activation_gradients_max, (long long)m32.activation_gradients_max);

@@ -245,9 +245,10 @@ NN_API nn_result nn_context_op_compiled(const nn_context *ctx, int op, uint64_t 
    accumulation, and keeps the product in 16 bits, as does nn_linear_layer's bias add (the
    bias converted: F.linear under autocast). Ops that take 16-bit storage take it as is (the
    activations, add, sub, mul, div, minimum, maximum, pow of two tensors of that type, the
-   next matmul, conv2d, the max, average, 1-D, global and adaptive pools, nn_attention, and
-   reshape, permute/transpose, slice/split and concat, whose output and gradient keep the
-   input's type); every other op (norms, softmax, losses, reductions, the other shape ops,
+   next matmul, conv2d, the max, average, 1-D, global and adaptive pools, nn_attention,
+   nn_layer_norm (which converts a float32 x to the policy's type, so its output is 16-bit),
+   and reshape, permute/transpose, slice/split and concat, whose output and gradient keep the
+   input's type); every other op (the other norms, softmax, losses, reductions, the other shape ops,
    the optimizer) gets its 16-bit inputs converted to float32 first, once per tensor, and
    runs in float32 as before; float32 with 16-bit operands is float32 (PyTorch's promotion).
    nn_conv2d (so nn_conv1d and the conv layers) converts a float32 x and w likewise and
@@ -1072,7 +1073,10 @@ typedef struct nn_norm_desc {
    track_running_stats=False). Zero fields: momentum 0.1, eps 1e-5 (NN_ZERO: exactly 0). */
 NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_tensor beta, const nn_norm_desc *desc);
 /* Layer norm over the trailing n_norm_dims dims of x (PyTorch's normalized_shape); gamma
-   and beta have the shape of those dims. Arguments in F.layer_norm's order. */
+   and beta have the shape of those dims. Arguments in F.layer_norm's order. x may be
+   NN_BF16 or NN_F16: y and x's gradient are then of x's dtype, the statistics and every
+   sum float32, gamma, beta and their gradients float32 (PyTorch's layer_norm on bf16
+   tensors); under a precision policy x is first converted to the policy's type. */
 NN_API nn_tensor nn_layer_norm(nn_graph *g, nn_tensor x, int n_norm_dims, nn_tensor gamma, nn_tensor beta, const nn_norm_desc *desc);
 /* RMS norm (F.rms_norm) over the trailing n_norm_dims dims of x: y = x / sqrt(mean(x^2) +
    eps) * weight, the mean over those dims; weight (NN_NONE: none) has their shape. desc's

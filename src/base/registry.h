@@ -141,11 +141,11 @@
     X(CONV3D_DW, "conv3d_grad_weight", conv3d_dw, 0)
 
 #define NN__OPS_NORM(X)                                        \
-    X(NORM_STATS, "norm_stats", norm_stats, 0)                 \
-    X(NORM_FORWARD, "norm", norm_forward, 0)                   \
-    X(NORM_DX, "norm_grad_input", norm_dx, 0)                  \
-    X(NORM_DGAMMA, "norm_grad_weight", norm_dgamma, 0)         \
-    X(NORM_DBETA, "norm_grad_bias", norm_dbeta, 0)             \
+    X(NORM_STATS, "norm_stats", norm_stats, NN__OPF_HALF)      \
+    X(NORM_FORWARD, "norm", norm_forward, NN__OPF_HALF)        \
+    X(NORM_DX, "norm_grad_input", norm_dx, NN__OPF_HALF)       \
+    X(NORM_DGAMMA, "norm_grad_weight", norm_dgamma, NN__OPF_HALF) \
+    X(NORM_DBETA, "norm_grad_bias", norm_dbeta, NN__OPF_HALF)  \
     X(BN_RUNNING, "batch_norm_running_update", bn_running, 0)  \
     X(BN_PACK, "batch_norm_running_stats", bn_pack, 0)          \
     X(RMS_NORM, "rms_norm", rms_norm, 0)                         \

@@ -17,10 +17,13 @@ static void nn__norm_layout(nn__norm_attr *at, const nn__node *nx) {
     for (k = 2; k < nx->shape.ndim; k++) at->S *= (int)nx->shape.dim[k];
 }
 
-/* x of a norm op: float32, at least min_ndim dims, indexable by int in the kernels. */
-static int nn__norm_check_x(nn_graph *g, const char *fn, nn_tensor x, int min_ndim, const char *layout, char *sx, size_t n) {
+/* x of a norm op: float32 (or 16-bit where half, or under a precision policy), at least
+   min_ndim dims, indexable by int in the kernels. */
+static int nn__norm_check_x(nn_graph *g, const char *fn, nn_tensor x, int min_ndim, const char *layout, char *sx, size_t n,
+                            int half) {
     nn__node *nx;
-    if (!nn__check(g, fn, 1, &x) || !nn__expect_f32(g, fn, x, "x")) return 0;
+    if (!nn__check(g, fn, 1, &x)) return 0;
+    if (!(half && nn__dtype_half(nn__n(g, x)->dtype)) && !nn__expect_f32(g, fn, x, "x")) return 0;
     nx = nn__n(g, x);
     nn__shape_str(&nx->shape, sx, n);
     if (nx->shape.ndim < min_ndim) {
@@ -107,6 +110,48 @@ static nn_result nn__launch_norm_groups(nn_graph *g, int id, const char *kernel,
     NN__NORM_KFIELDS(k, a);                                                              \
     k.tmp = wg * 4
 
+/* ---- 16-bit storage (NN__OPF_HALF: x of NN_BF16 or NN_F16): the storage type of a norm
+   node is its first input's (x; dy for NORM_DBETA), and its x-shaped output (NORM_FORWARD's
+   y, NORM_DX's dx) takes it; the statistics, gamma, beta and the affine gradients stay
+   float32. OpenCL: kernels/norm.cl built for it (l->store), float32 sums. CPU: x and dy
+   widened (exactly) into the node's scratch, src/cpu/norm.c's float32 loops run there, an
+   x-shaped output into the scratch after them, rounded once into the node: each value is
+   the float32 norm's on the widened inputs, rounded. ---- */
+
+static nn_dtype nn__norm_store(const nn_graph *g, const nn__node *n) { return g->nodes[n->in[0]].dtype; }
+
+/* a region of n floats, from a multiple of 16 (64 bytes) */
+static int64_t nn__norm16_r(int64_t n) { return (n + 15) / 16 * 16; }
+
+/* the CPU scratch of a 16-bit norm node: one region of x's numel per widened input (x;
+   dy too for NORM_DX and NORM_DGAMMA) and per x-shaped output (NORM_FORWARD, NORM_DX) */
+static void nn__plan_norm16(nn_graph *g, nn__node *n) {
+    int64_t r = nn__norm16_r(g->nodes[n->in[0]].numel);
+    int regions = n->op == NN__OP_NORM_FORWARD || n->op == NN__OP_NORM_DGAMMA ? 2 : n->op == NN__OP_NORM_DX ? 3 : 1;
+    n->scratch = g->ctx->backend->host_memory && nn__dtype_half(nn__norm_store(g, n)) ? regions * r : 0;
+}
+
+/* input k of a 16-bit node widened into scratch region reg; a float32 node's input as is */
+static const float *nn__norm16_in(nn_graph *g, nn__node *n, int k, int reg) {
+    const nn__node *x = &g->nodes[n->in[k]];
+    float *w;
+    if (!nn__dtype_half(x->dtype)) return (const float *)x->buf.host;
+    w = (float *)n->scratch_buf.host + reg * nn__norm16_r(g->nodes[n->in[0]].numel);
+    nn__cast(g->ctx->threads, x->buf.host, x->dtype, w, NN_F32, x->numel);
+    return w;
+}
+
+/* the float32 output of node n: the node's buffer, or for a 16-bit one scratch region reg */
+static float *nn__norm16_out(nn__node *n, int reg) {
+    if (!nn__dtype_half(n->dtype)) return (float *)n->buf.host;
+    return (float *)n->scratch_buf.host + reg * nn__norm16_r(n->numel);
+}
+
+/* a 16-bit node's float32 output (at f) rounded once into its storage */
+static void nn__norm16_finish(nn_graph *g, nn__node *n, const float *f) {
+    if (nn__dtype_half(n->dtype)) nn__cast(g->ctx->threads, f, NN_F32, n->buf.host, n->dtype, n->numel);
+}
+
 /* ==== norm_stats: stats [2, R] of x [A, C, S], the means then the biased variances: R =
    A*G groups of C/G channels each (group, layer and instance norm), or the C channels over
    A and S (batch norm) ==== */
@@ -118,12 +163,12 @@ static int nn__norm_stats_node(nn_graph *g, nn_tensor x, const nn__norm_attr *at
 }
 
 #define nn__grad_norm_stats nn__grad_none
-#define nn__plan_norm_stats nn__no_plan
+#define nn__plan_norm_stats nn__plan_norm16
 
 static nn_result nn__cpu_norm_stats(nn_graph *g, nn__node *n) {
     nn__norm q;
     nn__norm_geom(&q, &n->a.norm);
-    nn__norm_stats(g->ctx->threads, &q, n->buf.host, NN__F(n->in[0]));
+    nn__norm_stats(g->ctx->threads, &q, n->buf.host, nn__norm16_in(g, n, 0, 0));
     return NN_OK;
 }
 
@@ -132,6 +177,7 @@ static nn_result nn__launch_norm_stats(nn_graph *g, int id) {
     k.x = &g->nodes[n->in[0]].buf;
     k.stats = &n->buf;
     k.rms = a->rms;
+    l->store = nn__norm_store(g, n); /* the program for x's storage type */
     return nn__kargs_norm_stats(l, &k);
 }
 
@@ -146,6 +192,9 @@ static nn_tensor nn__norm_apply(nn_graph *g, nn_tensor x, int stats, nn_tensor g
                                 int const_stats) {
     int in[4], n_in = 0;
     if (stats < 0) return nn__tensor(-1);
+    if (gamma.id > 0) gamma = nn__policy_f32_input(g, gamma); /* the affine parameters are read as float32 */
+    if (beta.id > 0) beta = nn__policy_f32_input(g, beta);
+    if (gamma.id < 0 || beta.id < 0) return nn__tensor(-1);
     in[n_in++] = x.id;
     in[n_in++] = stats;
     if (gamma.id > 0) in[n_in++] = gamma.id;
@@ -153,26 +202,30 @@ static nn_tensor nn__norm_apply(nn_graph *g, nn_tensor x, int stats, nn_tensor g
     at->has_gamma = gamma.id > 0;
     at->has_beta = beta.id > 0;
     at->const_stats = const_stats;
-    return nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_NORM_FORWARD, NN_F32, nn__n(g, x)->shape, in, n_in)), at);
+    /* y in x's storage type */
+    return nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_NORM_FORWARD, nn__n(g, x)->dtype, nn__n(g, x)->shape, in, n_in)),
+                          at);
 }
 
-#define nn__plan_norm_forward nn__no_plan
+#define nn__plan_norm_forward nn__plan_norm16
 #define nn__grad_norm_dx nn__grad_none
-#define nn__plan_norm_dx nn__no_plan
+#define nn__plan_norm_dx nn__plan_norm16
 #define nn__grad_norm_dgamma nn__grad_none
-#define nn__plan_norm_dgamma nn__no_plan
+#define nn__plan_norm_dgamma nn__plan_norm16
 #define nn__grad_norm_dbeta nn__grad_none
-#define nn__plan_norm_dbeta nn__no_plan
+#define nn__plan_norm_dbeta nn__plan_norm16
 
 static void nn__grad_norm_forward(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     /* inputs x, stats, [gamma], [beta]; the stats path is in NORM_DX */
     int k = 2, gi = n.a.norm.has_gamma ? n.in[k++] : -1, bi = n.a.norm.has_beta ? n.in[k++] : -1, din[4];
+    nn_dtype dt = g->nodes[a].dtype; /* x's storage: dy read in it, dx written in it */
+    if (g->nodes[gy.id].dtype != dt && (gy = nn_to_dtype(g, gy, dt)).id < 0) return;
     din[0] = a;
     din[1] = b;
     din[2] = gy.id;
     din[3] = gi;
-    if (ga) nn__acc_grad(g, a, nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_NORM_DX, NN_F32, g->nodes[a].shape, din,
+    if (ga) nn__acc_grad(g, a, nn__norm_attrs(g, nn__tensor(nn__new_node(g, NN__OP_NORM_DX, dt, g->nodes[a].shape, din,
                                                                              gi >= 0 ? 4 : 3)), &n.a.norm));
     if (gi >= 0 && g->nodes[gi].needs_grad)
         nn__acc_grad(g, gi, nn__norm_attrs(g, nn__op3(g, NN__OP_NORM_DGAMMA, NN_F32, g->nodes[gi].shape, a, b, gy.id), &n.a.norm));
@@ -185,9 +238,11 @@ static void nn__grad_norm_forward(nn_graph *g, int id) {
 static nn_result nn__cpu_norm_forward(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     nn__norm q;
+    float *y = nn__norm16_out(n, 1);
     nn__norm_geom(&q, &n->a.norm);
-    nn__norm_forward(g->ctx->threads, &q, n->buf.host, NN__F(in[0]), NN__F(in[1]), n->a.norm.has_gamma ? NN__F(in[2]) : NULL,
+    nn__norm_forward(g->ctx->threads, &q, y, nn__norm16_in(g, n, 0, 0), NN__F(in[1]), n->a.norm.has_gamma ? NN__F(in[2]) : NULL,
                      n->a.norm.has_beta ? NN__F(in[2 + n->a.norm.has_gamma]) : NULL, n->a.norm.eps);
+    nn__norm16_finish(g, n, y);
     return NN_OK;
 }
 
@@ -195,9 +250,11 @@ static nn_result nn__cpu_norm_forward(nn_graph *g, nn__node *n) {
 static nn_result nn__cpu_norm_dx(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     nn__norm q;
+    float *dx = nn__norm16_out(n, 2);
     nn__norm_geom(&q, &n->a.norm);
-    nn__norm_backward_data(g->ctx->threads, &q, n->buf.host, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]),
+    nn__norm_backward_data(g->ctx->threads, &q, dx, nn__norm16_in(g, n, 0, 0), NN__F(in[1]), nn__norm16_in(g, n, 2, 1),
                            n->a.norm.has_gamma ? NN__F(in[3]) : NULL, n->a.norm.const_stats, n->a.norm.eps);
+    nn__norm16_finish(g, n, dx);
     return NN_OK;
 }
 
@@ -206,7 +263,8 @@ static nn_result nn__cpu_norm_dgamma(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     nn__norm q;
     nn__norm_geom(&q, &n->a.norm);
-    nn__norm_backward_affine(g->ctx->threads, &q, n->buf.host, NN__F(in[0]), NN__F(in[1]), NN__F(in[2]), n->a.norm.eps);
+    nn__norm_backward_affine(g->ctx->threads, &q, n->buf.host, nn__norm16_in(g, n, 0, 0), NN__F(in[1]),
+                             nn__norm16_in(g, n, 2, 1), n->a.norm.eps);
     return NN_OK;
 }
 
@@ -214,7 +272,7 @@ static nn_result nn__cpu_norm_dgamma(nn_graph *g, nn__node *n) {
 static nn_result nn__cpu_norm_dbeta(nn_graph *g, nn__node *n) {
     nn__norm q;
     nn__norm_geom(&q, &n->a.norm);
-    nn__norm_backward_affine(g->ctx->threads, &q, n->buf.host, NULL, NULL, NN__F(n->in[0]), n->a.norm.eps);
+    nn__norm_backward_affine(g->ctx->threads, &q, n->buf.host, NULL, NULL, nn__norm16_in(g, n, 0, 0), n->a.norm.eps);
     return NN_OK;
 }
 
@@ -235,6 +293,7 @@ static nn_result nn__launch_norm_forward(nn_graph *g, int id) {
     k.has_gamma = a->has_gamma;
     k.has_beta = a->has_beta;
     k.eps = a->eps;
+    l->store = nn__norm_store(g, n);
     return nn__kargs_norm_forward(l, &k);
 }
 
@@ -250,6 +309,7 @@ static nn_result nn__launch_norm_dx(nn_graph *g, int id) {
     k.has_gamma = a->has_gamma;
     k.const_stats = a->const_stats;
     k.eps = a->eps;
+    l->store = nn__norm_store(g, n);
     return nn__kargs_norm_backward_data(l, &k);
 }
 
@@ -264,6 +324,7 @@ static nn_result nn__launch_norm_affine(nn_graph *g, int id, const nn__buf *x, c
     k.out = &n->buf;
     k.with_xhat = with_xhat;
     k.eps = a->eps;
+    l->store = nn__norm_store(g, n); /* x's, or dy's for NORM_DBETA: the same */
     return nn__kargs_norm_backward_affine(l, &k);
 }
 
@@ -418,8 +479,9 @@ static nn_tensor nn__group_norm(nn_graph *g, const char *fn, nn_tensor x, nn_ten
     nn__node *nx;
     nn_shape c;
     nn__norm_attr at;
-    if (!nn__norm_check_x(g, fn, x, instance ? 3 : 2, instance ? "[N, C, spatial...]" : "[N, C, ...]", sx, sizeof sx))
+    if (!nn__norm_check_x(g, fn, x, instance ? 3 : 2, instance ? "[N, C, spatial...]" : "[N, C, ...]", sx, sizeof sx, 0))
         return nn__tensor(-1);
+    if ((x = nn__policy_f32_input(g, x)).id < 0) return nn__tensor(-1); /* these norms run in float32 */
     nx = nn__n(g, x);
     if (instance) groups = (int)nx->shape.dim[1];
     if (instance && nx->numel / (nx->shape.dim[0] * nx->shape.dim[1]) < 2) /* PyTorch refuses too */
@@ -454,7 +516,13 @@ NN_API nn_tensor nn_layer_norm(nn_graph *g, nn_tensor x, int n_norm_dims, nn_ten
     nn_shape tail;
     nn__norm_attr at;
     int k;
-    if (!nn__norm_check_x(g, "nn_layer_norm", x, 1, "at least 1-D", sx, sizeof sx)) return nn__tensor(-1);
+    if (!nn__norm_check_x(g, "nn_layer_norm", x, 1, "at least 1-D", sx, sizeof sx, 1)) return nn__tensor(-1);
+    /* the storage rule: under a precision policy x in the policy's type (a float32 x converted,
+       as the matmul after the norm wants it anyway), else x's own type (PyTorch's layer_norm on
+       a bf16 tensor); y and dx in it, the statistics, sums and affine parameters float32 */
+    if (nn__policy_dtype(g) != NN_F32 && nn__n(g, x)->dtype != nn__policy_dtype(g) &&
+        (x = nn_to_dtype(g, x, nn__policy_dtype(g))).id < 0)
+        return nn__tensor(-1);
     nx = nn__n(g, x);
     if (n_norm_dims < 1 || n_norm_dims > nx->shape.ndim)
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_layer_norm: n_norm_dims %d is not in 1..%d for x %s", n_norm_dims,
@@ -484,7 +552,7 @@ NN_API nn_tensor nn_rms_norm(nn_graph *g, nn_tensor x, int n_norm_dims, nn_tenso
     nn_shape tail;
     nn__norm_attr at;
     int k, in[2];
-    if (!nn__norm_check_x(g, "nn_rms_norm", x, 1, "at least 1-D", sx, sizeof sx)) return nn__tensor(-1);
+    if (!nn__norm_check_x(g, "nn_rms_norm", x, 1, "at least 1-D", sx, sizeof sx, 0)) return nn__tensor(-1);
     nx = nn__n(g, x);
     if (n_norm_dims < 1 || n_norm_dims > nx->shape.ndim)
         return nn__op_fail(g, NN_ERR_SHAPE, "nn_rms_norm: n_norm_dims %d is not in 1..%d for x %s", n_norm_dims,
@@ -513,7 +581,8 @@ NN_API nn_tensor nn_batch_norm(nn_graph *g, nn_tensor x, nn_tensor gamma, nn_ten
     nn_shape c;
     nn__norm_attr at;
     int stats, in[3], running;
-    if (!nn__norm_check_x(g, "nn_batch_norm", x, 2, "[N, C, ...]", sx, sizeof sx)) return nn__tensor(-1);
+    if (!nn__norm_check_x(g, "nn_batch_norm", x, 2, "[N, C, ...]", sx, sizeof sx, 0)) return nn__tensor(-1);
+    if ((x = nn__policy_f32_input(g, x)).id < 0) return nn__tensor(-1); /* batch norm runs in float32 */
     nx = nn__n(g, x);
     memset(&d, 0, sizeof d);
     if (desc) d = *desc;
@@ -571,7 +640,7 @@ static nn_tensor nn__batch_norm_layer(nn_graph *g, nn_tensor x, const nn_norm_de
     nn_init init;
     nn_shape c;
     int k;
-    if (!nn__norm_check_x(g, fn, x, lo, layout, sx, sizeof sx)) return nn__tensor(-1);
+    if (!nn__norm_check_x(g, fn, x, lo, layout, sx, sizeof sx, 0)) return nn__tensor(-1);
     if (nn__n(g, x)->shape.ndim > hi) return nn__op_fail(g, NN_ERR_SHAPE, "%s: x %s must be %s", fn, sx, layout);
     if (!name || !name[0] || strlen(name) > 200) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: needs a name (at most 200 chars)", fn);
     if (desc && (desc->running_mean.id != 0 || desc->running_var.id != 0))
@@ -611,7 +680,7 @@ static nn_tensor nn__norm_layer(nn_graph *g, nn_tensor x, int n_norm_dims, const
     nn_shape tail;
     nn__node *nx;
     int k;
-    if (!nn__norm_check_x(g, fn, x, 1, "at least 1-D", sx, sizeof sx)) return nn__tensor(-1);
+    if (!nn__norm_check_x(g, fn, x, 1, "at least 1-D", sx, sizeof sx, 1)) return nn__tensor(-1);
     if (!name || !name[0] || strlen(name) > 200) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "%s: needs a name (at most 200 chars)", fn);
     nx = nn__n(g, x);
     if (n_norm_dims < 1 || n_norm_dims > nx->shape.ndim)
