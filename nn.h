@@ -695,6 +695,9 @@ NN_API nn_result nn_tensor_shape(nn_graph *g, nn_tensor t, nn_shape *out);
 /* t's element count (the product of its dims; 1 for a scalar []) into *out, as
    nn_tensor_shape (*out 0 on error). Its bytes in nn_tensor_write/read are 4 * *out. */
 NN_API nn_result nn_tensor_numel(nn_graph *g, nn_tensor t, int64_t *out);
+/* t's storage type (tensor.dtype) into *out, as nn_tensor_shape (*out NN_F32 on error):
+   what the precision policy and param_dtype made of it, before or after compile. */
+NN_API nn_result nn_tensor_dtype(nn_graph *g, nn_tensor t, nn_dtype *out);
 /* bytes must equal the tensor's size. Writes go to inputs and parameters; reads come from
    inputs, parameters, outputs, accumulators and kept gradients. data may be reused as soon
    as nn_tensor_write returns. On an OpenCL device a write of at most 1 MiB is copied into
@@ -30254,6 +30257,15 @@ NN_API nn_result nn_tensor_numel(nn_graph *g, nn_tensor t, int64_t *out) {
     return NN_OK;
 }
 
+NN_API nn_result nn_tensor_dtype(nn_graph *g, nn_tensor t, nn_dtype *out) {
+    if (!out) return NN_ERR_INVALID_ARGUMENT;
+    *out = NN_F32;
+    g = nn__active(g);
+    if (!nn__is_tensor(g, t)) return NN_ERR_INVALID_ARGUMENT;
+    *out = g->nodes[t.id].dtype;
+    return NN_OK;
+}
+
 /* The node's buffer if the user may touch it (write: inputs and params only). */
 static nn_result nn__user_buf(nn_graph *g, nn_tensor t, size_t bytes, int write, const char *fn, nn__node **out) {
     nn__node *n = NULL;
@@ -34388,14 +34400,21 @@ static nn_result nn__launch_prelu_dw(nn_graph *g, int id) {
 
 /* A 16-bit FILL is the zeros of a gradient built in pieces (slices' gradients merged into
    one concat, src/ops/shape/index.c): 0 only, written as float32 zeros over the buffer's
-   whole 4-byte words (zero is all-zero bits in every storage type). */
+   whole 4-byte words (zero is all-zero bits in every storage type). Any other value is
+   refused at run time with a message (no builder makes one). */
+static nn_result nn__fill16_refuse(nn_graph *g, const nn__node *n) {
+    return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT,
+                    "fill: a %s fill of %g: 16-bit fills write zeros only (the gradient of merged slices); "
+                    "fill a float32 tensor and convert it with nn_to_dtype", nn__dtype_name(n->dtype), (double)n->a.ew.s);
+}
+
 static nn_result nn__cpu_fill(nn_graph *g, nn__node *n) {
     float *y = n->buf.host;
     int64_t i;
-    (void)g;
     if (nn__dtype_half(n->dtype)) {
+        if (n->a.ew.s != 0.0f) return nn__fill16_refuse(g, n);
         memset(n->buf.host, 0, nn__dtype_bytes(n->dtype, n->numel));
-        return n->a.ew.s == 0.0f ? NN_OK : NN_ERR_INVALID_ARGUMENT;
+        return NN_OK;
     }
     for (i = 0; i < n->numel; i++) y[i] = n->a.ew.s;
     return NN_OK;
@@ -34403,8 +34422,8 @@ static nn_result nn__cpu_fill(nn_graph *g, nn__node *n) {
 
 static nn_result nn__launch_fill(nn_graph *g, int id) {
     int64_t words = nn__dtype_half(g->nodes[id].dtype) ? (int64_t)(nn__dtype_bytes(g->nodes[id].dtype, g->nodes[id].numel) / 4) : g->nodes[id].numel;
+    if (nn__dtype_half(g->nodes[id].dtype) && g->nodes[id].a.ew.s != 0.0f) return nn__fill16_refuse(g, &g->nodes[id]);
     NN__KLAUNCH(fill, "elementwise", "fill", words);
-    if (nn__dtype_half(n->dtype) && n->a.ew.s != 0.0f) return NN_ERR_INVALID_ARGUMENT;
     k.y = &n->buf;
     k.n = (int)words;
     k.v = n->a.ew.s;

@@ -48,6 +48,11 @@ static int sum_steps(nn_context *ctx, nn_dtype dt, int sr, float lr, const float
     memset(&init, 0, sizeof init);
     if (!T_OK(nn_graph_create(ctx, &gd, &g), ctx)) return 0;
     w = nn_param(g, "w", nn_shape1(SR_N), init);
+    {
+        nn_dtype wd = NN_I32;
+        T_CHECK(nn_tensor_dtype(g, w, &wd) == NN_OK && wd == dt, "nn_tensor_dtype of a parameter under param_dtype %d: got %d",
+                (int)dt, (int)wd);
+    }
     memset(&cd, 0, sizeof cd);
     cd.loss = nn_sum(g, w);
     cd.optimizer.kind = NN_OPT_SGD;

@@ -91,6 +91,16 @@ static void values_case(const t_env *e, nn_dtype d) {
     wz = nn_to_dtype(g, w, NN_F32);
     f = nn_input(g, "f", d, nn_shape2(3, 5));
     fz = nn_to_dtype(g, nn_to_dtype(g, f, d), NN_F32); /* a 16-bit copy, then widened */
+    {
+        nn_dtype dt = NN_I32;
+        T_CHECK(nn_tensor_dtype(g, x, &dt) == NN_OK && dt == NN_F32, "nn_tensor_dtype of a float32 input: got %d", (int)dt);
+        T_CHECK(nn_tensor_dtype(g, h, &dt) == NN_OK && dt == d, "nn_tensor_dtype of to_dtype(x, %s): got %d", dname(d), (int)dt);
+        T_CHECK(nn_tensor_dtype(g, o, &dt) == NN_OK && dt == other, "nn_tensor_dtype of the other 16-bit type: got %d", (int)dt);
+        T_CHECK(nn_tensor_dtype(g, w, &dt) == NN_OK && dt == d, "nn_tensor_dtype of a %s input: got %d", dname(d), (int)dt);
+        T_CHECK(nn_tensor_dtype(g, NN_NONE, &dt) == NN_ERR_INVALID_ARGUMENT && dt == NN_F32,
+                "nn_tensor_dtype of NN_NONE: must be refused with NN_F32 written");
+        T_CHECK(nn_tensor_dtype(g, x, NULL) == NN_ERR_INVALID_ARGUMENT, "nn_tensor_dtype with no out must be refused");
+    }
     nn_graph_output(g, h);
     nn_graph_output(g, z);
     nn_graph_output(g, o);

@@ -523,6 +523,9 @@ NN_API nn_result nn_tensor_shape(nn_graph *g, nn_tensor t, nn_shape *out);
 /* t's element count (the product of its dims; 1 for a scalar []) into *out, as
    nn_tensor_shape (*out 0 on error). Its bytes in nn_tensor_write/read are 4 * *out. */
 NN_API nn_result nn_tensor_numel(nn_graph *g, nn_tensor t, int64_t *out);
+/* t's storage type (tensor.dtype) into *out, as nn_tensor_shape (*out NN_F32 on error):
+   what the precision policy and param_dtype made of it, before or after compile. */
+NN_API nn_result nn_tensor_dtype(nn_graph *g, nn_tensor t, nn_dtype *out);
 /* bytes must equal the tensor's size. Writes go to inputs and parameters; reads come from
    inputs, parameters, outputs, accumulators and kept gradients. data may be reused as soon
    as nn_tensor_write returns. On an OpenCL device a write of at most 1 MiB is copied into

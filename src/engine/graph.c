@@ -787,6 +787,15 @@ NN_API nn_result nn_tensor_numel(nn_graph *g, nn_tensor t, int64_t *out) {
     return NN_OK;
 }
 
+NN_API nn_result nn_tensor_dtype(nn_graph *g, nn_tensor t, nn_dtype *out) {
+    if (!out) return NN_ERR_INVALID_ARGUMENT;
+    *out = NN_F32;
+    g = nn__active(g);
+    if (!nn__is_tensor(g, t)) return NN_ERR_INVALID_ARGUMENT;
+    *out = g->nodes[t.id].dtype;
+    return NN_OK;
+}
+
 /* The node's buffer if the user may touch it (write: inputs and params only). */
 static nn_result nn__user_buf(nn_graph *g, nn_tensor t, size_t bytes, int write, const char *fn, nn__node **out) {
     nn__node *n = NULL;

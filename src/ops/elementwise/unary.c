@@ -324,14 +324,21 @@ static nn_result nn__launch_prelu_dw(nn_graph *g, int id) {
 
 /* A 16-bit FILL is the zeros of a gradient built in pieces (slices' gradients merged into
    one concat, src/ops/shape/index.c): 0 only, written as float32 zeros over the buffer's
-   whole 4-byte words (zero is all-zero bits in every storage type). */
+   whole 4-byte words (zero is all-zero bits in every storage type). Any other value is
+   refused at run time with a message (no builder makes one). */
+static nn_result nn__fill16_refuse(nn_graph *g, const nn__node *n) {
+    return nn__fail(g->ctx, NN_ERR_INVALID_ARGUMENT,
+                    "fill: a %s fill of %g: 16-bit fills write zeros only (the gradient of merged slices); "
+                    "fill a float32 tensor and convert it with nn_to_dtype", nn__dtype_name(n->dtype), (double)n->a.ew.s);
+}
+
 static nn_result nn__cpu_fill(nn_graph *g, nn__node *n) {
     float *y = n->buf.host;
     int64_t i;
-    (void)g;
     if (nn__dtype_half(n->dtype)) {
+        if (n->a.ew.s != 0.0f) return nn__fill16_refuse(g, n);
         memset(n->buf.host, 0, nn__dtype_bytes(n->dtype, n->numel));
-        return n->a.ew.s == 0.0f ? NN_OK : NN_ERR_INVALID_ARGUMENT;
+        return NN_OK;
     }
     for (i = 0; i < n->numel; i++) y[i] = n->a.ew.s;
     return NN_OK;
@@ -339,8 +346,8 @@ static nn_result nn__cpu_fill(nn_graph *g, nn__node *n) {
 
 static nn_result nn__launch_fill(nn_graph *g, int id) {
     int64_t words = nn__dtype_half(g->nodes[id].dtype) ? (int64_t)(nn__dtype_bytes(g->nodes[id].dtype, g->nodes[id].numel) / 4) : g->nodes[id].numel;
+    if (nn__dtype_half(g->nodes[id].dtype) && g->nodes[id].a.ew.s != 0.0f) return nn__fill16_refuse(g, &g->nodes[id]);
     NN__KLAUNCH(fill, "elementwise", "fill", words);
-    if (nn__dtype_half(n->dtype) && n->a.ew.s != 0.0f) return NN_ERR_INVALID_ARGUMENT;
     k.y = &n->buf;
     k.n = (int)words;
     k.v = n->a.ew.s;
