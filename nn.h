@@ -2648,12 +2648,22 @@ typedef struct nn__attn_attr { /* q [B, H, Tq, D], k [B, Hkv, Tk, D], v [B, Hkv,
     int kpm_mode;        /* 0 none, 1 float, 2 int32 (nonzero: ignore the key) */
     int ms[4];           /* the mask's element strides over b, h, i, j (0: broadcast) */
     int with_dq;         /* ATTENTION_DKV: dq too, after dk and dv (q, k or v all need gradients) */
+    int vrs[3], voff[3]; /* NN_ATTN_BTHD views (nn__attn_views): q, k, v read from the rows of a wider
+                            tensor, row r (b T + t) at r vrs[i] + voff[i] (vrs 0: q's, k's, v's own) */
+    int gview;           /* ATTENTION_DKV with dq: dq, dk, dv written at their views' places in one
+                            [rows, vrs] gradient (the three views of one tensor), not [dk, dv, dq] */
 } nn__attn_attr;
 
 /* nn_attention with an int32 mask read as nn.MultiheadAttention's (nonzero: hidden) when
    mask_hides is 1, as scaled_dot_product_attention's (nonzero: attend) when 0
    (src/ops/attention.c; nn_multihead_attention calls it). */
 static nn_tensor nn__attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, const nn_attention_desc *desc, int mask_hides);
+
+/* At compile, after the autograd: attention operands that are reshapes of a slice along
+   the last dim of one tensor read in place, and their gradients' CONCAT written in place
+   by ATTENTION_DKV (src/ops/attention.c); 1 when a node changed (liveness to redo). */
+static int nn__attn_views(nn_graph *g);
+static int nn__attn_views_on = 1; /* 0: the copies (tests compare the two) */
 
 #endif
 
@@ -13499,6 +13509,7 @@ typedef struct nn__attn_job {
     nn__attn_attr a;
     int64_t qs[3], ks[3]; /* strides of q (and dq) and of k (and dk) over batch, head, row */
     int64_t vs[3], os[3]; /* of v (and dv) and of o (and dout, the output): v's head dim Dv */
+    int64_t dqs[3], dks[3], dvs[3]; /* of dq, dk and dv where they differ from q's, k's, v's (views, nn__attn_views) */
     const float *q, *k, *v, *mask, *kpm, *o, *lse, *dout, *delta;
     float *out, *out_lse, *dq, *dk, *dv, *dmask;
     uint64_t seed, step;
@@ -14072,7 +14083,7 @@ static void nn__attn_dq_unit(const nn__attn_job *J, int64_t u, float *ws, nn__ge
         nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP, diag);
         nn__attn_ab(J, gw, acc, D, 0, dP, NN__ATTN_BC, nr, nc, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], D, diag);
     }
-    nn__attn_scale_rows(J, NN__ATTN_ROW(J->dq, J->qs, b, h, i0), J->qs[2], acc, D, nr, D, sc);
+    nn__attn_scale_rows(J, NN__ATTN_ROW(J->dq, J->dqs, b, h, i0), J->dqs[2], acc, D, nr, D, sc);
 }
 
 /* ---- dK, dV: one (b, key/value head, key block), over the group's query heads and every
@@ -14109,8 +14120,8 @@ static void nn__attn_dkv_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
             nn__attn_ab(J, gw, dv, Dv, 1, S, NN__ATTN_BC, nc, nr, gb, J->os[2], Dv, diag);
             nn__attn_ab(J, gw, dk, D, 1, dP, NN__ATTN_BC, nc, nr, qb, J->qs[2], D, diag);
         }
-    nn__attn_scale_rows(J, NN__ATTN_ROW(J->dk, J->ks, b, hk, j0), J->ks[2], dk, D, nc, D, sc);
-    nn__attn_scale_rows(J, NN__ATTN_ROW(J->dv, J->vs, b, hk, j0), J->vs[2], dv, Dv, nc, Dv, 1.0f);
+    nn__attn_scale_rows(J, NN__ATTN_ROW(J->dk, J->dks, b, hk, j0), J->dks[2], dk, D, nc, D, sc);
+    nn__attn_scale_rows(J, NN__ATTN_ROW(J->dv, J->dvs, b, hk, j0), J->dvs[2], dv, Dv, nc, Dv, 1.0f);
 }
 
 /* ---- dQ, dK, dV in one pass (FlashAttention-2's order): one (b, key/value head) per
@@ -14129,7 +14140,7 @@ static void nn__attn_bwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
     float *dk = S + 2 * NN__ATTN_BR * NN__ATTN_BC + (int64_t)NN__ATTN_BR * W + 2 * NN__ATTN_BR, *dv = dk + (int64_t)NN__ATTN_BC * W;
     float *Kt = dv + (int64_t)NN__ATTN_BC * W, *Vt = Kt + (int64_t)NN__ATTN_BC * W;
     for (h = hk * grp; h < (hk + 1) * grp; h++)
-        for (r = 0; r < a->Tq; r++) memset(NN__ATTN_ROW(J->dq, J->qs, b, h, r), 0, (size_t)D * sizeof(float));
+        for (r = 0; r < a->Tq; r++) memset(NN__ATTN_ROW(J->dq, J->dqs, b, h, r), 0, (size_t)D * sizeof(float));
     for (j0 = 0; j0 < a->Tk; j0 += NN__ATTN_BC) {
         int nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC;
         const float *kb = NN__ATTN_ROW(J->k, J->ks, b, hk, j0), *vb = NN__ATTN_ROW(J->v, J->vs, b, hk, j0);
@@ -14153,13 +14164,13 @@ static void nn__attn_bwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
                 nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP, diag);
                 nn__attn_ab(J, gw, dv, Dv, 1, S, NN__ATTN_BC, nc, nr, gb, J->os[2], Dv, diag);
                 nn__attn_ab(J, gw, dk, D, 1, dP, NN__ATTN_BC, nc, nr, qb, J->qs[2], D, diag);
-                nn__attn_ab(J, gw, NN__ATTN_ROW(J->dq, J->qs, b, h, i0), J->qs[2], 0, dP, NN__ATTN_BC, nr, nc, kb, J->ks[2], D, diag);
+                nn__attn_ab(J, gw, NN__ATTN_ROW(J->dq, J->dqs, b, h, i0), J->dqs[2], 0, dP, NN__ATTN_BC, nr, nc, kb, J->ks[2], D, diag);
             }
-        nn__attn_scale_rows(J, NN__ATTN_ROW(J->dk, J->ks, b, hk, j0), J->ks[2], dk, D, nc, D, sc);
-        nn__attn_scale_rows(J, NN__ATTN_ROW(J->dv, J->vs, b, hk, j0), J->vs[2], dv, Dv, nc, Dv, 1.0f);
+        nn__attn_scale_rows(J, NN__ATTN_ROW(J->dk, J->dks, b, hk, j0), J->dks[2], dk, D, nc, D, sc);
+        nn__attn_scale_rows(J, NN__ATTN_ROW(J->dv, J->dvs, b, hk, j0), J->dvs[2], dv, Dv, nc, Dv, 1.0f);
     }
     for (h = hk * grp; h < (hk + 1) * grp; h++)
-        nn__attn_scale_rows(J, NN__ATTN_ROW(J->dq, J->qs, b, h, 0), J->qs[2], NN__ATTN_ROW(J->dq, J->qs, b, h, 0), J->qs[2], a->Tq, D, sc);
+        nn__attn_scale_rows(J, NN__ATTN_ROW(J->dq, J->dqs, b, h, 0), J->dqs[2], NN__ATTN_ROW(J->dq, J->dqs, b, h, 0), J->dqs[2], a->Tq, D, sc);
 }
 
 /* ---- d(mask): one unit per (b, h, query block, key block) of the dims the mask does not
@@ -26014,7 +26025,10 @@ static const char *const nn__cl_src_attention[] = {
 "   dims: B, H, Hkv, Tq, Tk, D, layout (0 [B, H, T, D], 1 [B, T, H, D]), causal;\n",
 "   mk: the mask's strides over b, h, i, j, its mode (0 none, 1 float added, 2 int32: nonzero\n",
 "   attends), the key padding mask's mode (0 none, 1 float, 2 int32: nonzero ignores), the\n",
-"   sliding window (0 none), 0; vdim: v's head dim Dv (the output's, dout's; q and k have D).\n",
+"   sliding window (0 none), 0; vdim: v's head dim Dv (the output's, dout's; q and k have D);\n",
+"   vw: the row strides and offsets of q, k and v (layout 1: a view's rows, src/ops/attention.c\n",
+"   nn__attn_views; else heads x head dim and 0), 1 when dq, dk and dv go to those places in one\n",
+"   gradient (ATTENTION_DKV's gview), 0.\n",
 "   mask and kpm are read only when their mode is not 0. q, k, v, o, dout and the outputs are\n",
 "   of the program's storage type (sin/sout: 16-bit attention; the log-sum-exp after the\n",
 "   output stays float32 words, and attn_dmask's out is the float32 mask's gradient). */\n",
@@ -26025,14 +26039,14 @@ static const char *const nn__cl_src_attention[] = {
 "#define NN__KARGS_attn_fwd(F, P)                                                                   \\\n",
 "    F(sin, q) P(sin, k) P(sin, v) P(in, mask) P(in, kpm) P(sout, out) P(int8, dims) P(int8, mk)     \\\n",
 "    P(float, scale) P(float, p) P(uint, seed_lo) P(uint, seed_hi) P(uint, key) P(ustep, step_lo)    \\\n",
-"    P(ustep, step_hi) P(int, vdim)\n",
+"    P(ustep, step_hi) P(int, vdim) P(int8, vw)\n",
 "NN__KSIG(attn_fwd)\n",
 "/* o: the forward's out; dout: its gradient (the output part); delta [B, H, Tq];\n",
 "   out: dq (attn_dq) or [dk, dv] (attn_dkv) */\n",
 "#define NN__KARGS_attn_bwd(F, P)                                                                   \\\n",
 "    F(sin, q) P(sin, k) P(sin, v) P(in, mask) P(in, kpm) P(sin, o) P(sin, dout) P(in, delta) P(sout, out) \\\n",
 "    P(int8, dims) P(int8, mk) P(float, scale) P(float, p) P(uint, seed_lo) P(uint, seed_hi)          \\\n",
-"    P(uint, key) P(ustep, step_lo) P(ustep, step_hi) P(int, vdim)\n",
+"    P(uint, key) P(ustep, step_lo) P(ustep, step_hi) P(int, vdim) P(int8, vw)\n",
 "NN__KSIG(attn_bwd)\n",
 "/* delta [B, H, Tq] = rowsum(dout * o) */\n",
 "#define NN__KARGS_attn_delta(F, P) F(sin, o) P(sin, dout) P(out, delta) P(int8, dims) P(int, vdim)\n",
@@ -26143,13 +26157,30 @@ static const char *const nn__cl_src_attention[] = {
 "    return layout ? (((long)b * T + t) * heads + h) * D : (((long)b * heads + h) * T + t) * D;\n",
 "}\n",
 "\n",
+"/* the same of an operand read through a view (layout 1 only): rows of rs elements, the\n",
+"   head's columns from off (src/ops/attention.c, nn__attn_views; rs = heads D and off 0:\n",
+"   its own layout) */\n",
+"inline long nn_attn_voff(int layout, int heads, int T, int D, int rs, int off, int b, int h, int t) {\n",
+"    return layout ? ((long)b * T + t) * rs + off + (long)h * D : nn_attn_off(0, heads, T, D, b, h, t);\n",
+"}\n",
+"/* q's, k's and v's rows (vw: their row strides and offsets), dout's (o's layout), and\n",
+"   where dq, dk and dv go: at q's, k's and v's places in one gradient (vw.s6), else dq in\n",
+"   q's own layout and [dk, dv] in theirs */\n",
+"#define NN_ATTN_QO(b, h, i) nn_attn_voff(lay, H, Tq, D, vw.s0, vw.s1, b, h, i)\n",
+"#define NN_ATTN_KO(b, hk, j) nn_attn_voff(lay, Hkv, Tk, D, vw.s2, vw.s3, b, hk, j)\n",
+"#define NN_ATTN_VO(b, hk, j) nn_attn_voff(lay, Hkv, Tk, vdim, vw.s4, vw.s5, b, hk, j)\n",
+"#define NN_ATTN_OO(b, h, i) nn_attn_off(lay, H, Tq, vdim, b, h, i)\n",
+"#define NN_ATTN_DQO(b, h, i) (vw.s6 ? NN_ATTN_QO(b, h, i) : nn_attn_off(lay, H, Tq, D, b, h, i))\n",
+"#define NN_ATTN_DKO(b, hk, j) (vw.s6 ? NN_ATTN_KO(b, hk, j) : nn_attn_off(lay, Hkv, Tk, D, b, hk, j))\n",
+"#define NN_ATTN_DVO(b, hk, j) (vw.s6 ? NN_ATTN_VO(b, hk, j) : (long)B * Hkv * Tk * D + nn_attn_off(lay, Hkv, Tk, vdim, b, hk, j))\n",
+"\n",
 "#define NN_ATTN_ROW                                                            \\\n",
 "    int B = dims.s0, H = dims.s1, Hkv = dims.s2, Tq = dims.s3, Tk = dims.s4, D = dims.s5, lay = dims.s6; \\\n",
 "    int Dv = vdim;                                                             \\\n",
 "    int r = get_global_id(0);                                                  \\\n",
 "    if (r >= B * H * Tq) return;                                               \\\n",
 "    int b = r / (H * Tq), h = r / Tq % H, i = r % Tq, hk = h / (H / Hkv);       \\\n",
-"    long qo = nn_attn_off(lay, H, Tq, D, b, h, i), oo = nn_attn_off(lay, H, Tq, Dv, b, h, i)\n",
+"    long qo = NN_ATTN_QO(b, h, i), oo = nn_attn_off(lay, H, Tq, Dv, b, h, i)\n",
 "\n",
 "__kernel void attn_fwd(NN__KPARAMS(attn_fwd)) {\n",
 "    NN_ATTN_ROW;\n",
@@ -26158,7 +26189,7 @@ static const char *const nn__cl_src_attention[] = {
 "    for (int j = 0; j < Tk; j++) {\n",
 "        float bias, s = 0.0f;\n",
 "        if (nn_attn_dead(dims, mk, mask, kpm, b, h, i, j, &bias)) continue;\n",
-"        long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j), vo = nn_attn_off(lay, Hkv, Tk, Dv, b, hk, j);\n",
+"        long ko = NN_ATTN_KO(b, hk, j), vo = NN_ATTN_VO(b, hk, j);\n",
 "        for (int d = 0; d < D; d++) s += NN_ATTN_LD(q, qo + d) * NN_ATTN_LD(k, ko + d);\n",
 "        s = s * scale + bias;\n",
 "        if (s > m) {\n",
@@ -26196,7 +26227,7 @@ static const char *const nn__cl_src_attention[] = {
 "    for (int j = 0; j < Tk; j++) {\n",
 "        float bias, s = 0.0f, dp = 0.0f, z = 1.0f;\n",
 "        if (nn_attn_dead(dims, mk, mask, kpm, b, h, i, j, &bias)) continue;\n",
-"        long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j), vo = nn_attn_off(lay, Hkv, Tk, Dv, b, hk, j);\n",
+"        long ko = NN_ATTN_KO(b, hk, j), vo = NN_ATTN_VO(b, hk, j);\n",
 "        for (int d = 0; d < D; d++) s += NN_ATTN_LD(q, qo + d) * NN_ATTN_LD(k, ko + d);\n",
 "        float pe = exp(s * scale + bias - lse);\n",
 "        if (pe == 0.0f) continue;\n",
@@ -26205,7 +26236,7 @@ static const char *const nn__cl_src_attention[] = {
 "        float ds = pe * (dp * z - dl);\n",
 "        for (int d = 0; d < D; d++) acc[d] += ds * NN_ATTN_LD(k, ko + d);\n",
 "    }\n",
-"    for (int d = 0; d < D; d++) NN__SSTORE(out, qo + d, acc[d] * scale);\n",
+"    for (int d = 0; d < D; d++) NN__SSTORE(out, NN_ATTN_DQO(b, h, i) + d, acc[d] * scale);\n",
 "}\n",
 "\n",
 "/* key row j of key/value head hk: dv_j = sum_(h, i) P_ij z_ij dO_i, dk_j = scale sum_(h, i)\n",
@@ -26215,7 +26246,7 @@ static const char *const nn__cl_src_attention[] = {
 "    int r = get_global_id(0);\n",
 "    if (r >= B * Hkv * Tk) return;\n",
 "    int b = r / (Hkv * Tk), hk = r / Tk % Hkv, j = r % Tk, grp = H / Hkv;\n",
-"    long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j), vo = nn_attn_off(lay, Hkv, Tk, Dv, b, hk, j), nkv = (long)B * Hkv * Tk * D;\n",
+"    long ko = NN_ATTN_KO(b, hk, j), vo = NN_ATTN_VO(b, hk, j);\n",
 "    float dk[NN_ATTN_DMAX], dv[NN_ATTN_DMAX];\n",
 "    for (int d = 0; d < D; d++) dk[d] = 0.0f;\n",
 "    for (int d = 0; d < Dv; d++) dv[d] = 0.0f;\n",
@@ -26223,7 +26254,7 @@ static const char *const nn__cl_src_attention[] = {
 "        for (int i = 0; i < Tq; i++) {\n",
 "            float bias, s = 0.0f, dp = 0.0f, z = 1.0f;\n",
 "            if (nn_attn_dead(dims, mk, mask, kpm, b, h, i, j, &bias)) continue;\n",
-"            long qo = nn_attn_off(lay, H, Tq, D, b, h, i), oo = nn_attn_off(lay, H, Tq, Dv, b, h, i);\n",
+"            long qo = NN_ATTN_QO(b, h, i), oo = nn_attn_off(lay, H, Tq, Dv, b, h, i);\n",
 "            long row = ((long)b * H + h) * Tq + i;\n",
 "            for (int d = 0; d < D; d++) s += NN_ATTN_LD(q, qo + d) * NN_ATTN_LD(k, ko + d);\n",
 "            float pe = exp(s * scale + bias - NN_ATTN_LSE_IN(o, (long)B * H * Tq * Dv)[row]);\n",
@@ -26234,8 +26265,8 @@ static const char *const nn__cl_src_attention[] = {
 "            for (int d = 0; d < Dv; d++) dv[d] += pd * NN_ATTN_LD(dout, oo + d);\n",
 "            for (int d = 0; d < D; d++) dk[d] += ds * NN_ATTN_LD(q, qo + d);\n",
 "        }\n",
-"    for (int d = 0; d < D; d++) NN__SSTORE(out, ko + d, dk[d] * scale);\n",
-"    for (int d = 0; d < Dv; d++) NN__SSTORE(out, nkv + vo + d, dv[d]);\n",
+"    for (int d = 0; d < D; d++) NN__SSTORE(out, NN_ATTN_DKO(b, hk, j) + d, dk[d] * scale);\n",
+"    for (int d = 0; d < Dv; d++) NN__SSTORE(out, NN_ATTN_DVO(b, hk, j) + d, dv[d]);\n",
 "}\n",
 "\n",
 "/* element r of an additive mask's gradient: the sum of dS_bhij = P_ij (dP_ij z_ij -\n",
@@ -26252,14 +26283,14 @@ static const char *const nn__cl_src_attention[] = {
 "    for (int b = b0; b < b1; b++)\n",
 "        for (int h = h0; h < h1; h++)\n",
 "            for (int i = i0; i < i1; i++) {\n",
-"                long qo = nn_attn_off(lay, H, Tq, D, b, h, i), oo = nn_attn_off(lay, H, Tq, Dv, b, h, i);\n",
+"                long qo = NN_ATTN_QO(b, h, i), oo = nn_attn_off(lay, H, Tq, Dv, b, h, i);\n",
 "                long row = ((long)b * H + h) * Tq + i;\n",
 "                float lse = NN_ATTN_LSE_IN(o, (long)B * H * Tq * Dv)[row], dl = delta[row];\n",
 "                int hk = h / (H / Hkv);\n",
 "                for (int j = j0; j < j1; j++) {\n",
 "                    float bias, s = 0.0f, dp = 0.0f, z = 1.0f;\n",
 "                    if (nn_attn_dead(dims, mk, mask, kpm, b, h, i, j, &bias)) continue;\n",
-"                    long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j), vo = nn_attn_off(lay, Hkv, Tk, Dv, b, hk, j);\n",
+"                    long ko = NN_ATTN_KO(b, hk, j), vo = NN_ATTN_VO(b, hk, j);\n",
 "                    for (int d = 0; d < D; d++) s += NN_ATTN_LD(q, qo + d) * NN_ATTN_LD(k, ko + d);\n",
 "                    float pe = exp(s * scale + bias - lse);\n",
 "                    if (pe == 0.0f) continue;\n",
@@ -26285,11 +26316,11 @@ static const char *const nn__cl_src_attention[] = {
 "\n",
 "/* rows [r0, r0 + BT) of a [B, heads, T, D] (or [B, T, heads, D]) head into a [BT, D + 1]\n",
 "   local tile, zeros past n */\n",
-"inline void nn_attn_load(__local float *dst, __global const NN__STORE_T *src, int lay, int heads, int T, int D, int b, int h, int r0,\n",
-"                         int n, int BT) {\n",
+"inline void nn_attn_load(__local float *dst, __global const NN__STORE_T *src, int lay, int heads, int T, int D, int rs, int off, int b,\n",
+"                         int h, int r0, int n, int BT) {\n",
 "    for (int e = get_local_id(0); e < BT * D; e += NN_ATTN_WG) {\n",
 "        int rr = e / D, d = e - rr * D;\n",
-"        dst[rr * (D + 1) + d] = r0 + rr < n ? NN_ATTN_LD(src, nn_attn_off(lay, heads, T, D, b, h, r0 + rr) + d) : 0.0f;\n",
+"        dst[rr * (D + 1) + d] = r0 + rr < n ? NN_ATTN_LD(src, nn_attn_voff(lay, heads, T, D, rs, off, b, h, r0 + rr) + d) : 0.0f;\n",
 "    }\n",
 "}\n",
 "\n",
@@ -26334,10 +26365,10 @@ static const char *const nn__cl_src_attention[] = {
 "    float acc[NN_ATTN_OWN], m = -INFINITY, l = 0.0f;\n",
 "    for (int u = 0; u < NN_ATTN_OWN; u++) acc[u] = 0.0f;\n",
 "    nn_attn_keys(dims, mk, r0, min(r0 + BT, Tq), &jlo, &jhi);\n",
-"    nn_attn_load(Qs, q, lay, H, Tq, D, b, h, r0, Tq, BT);\n",
+"    nn_attn_load(Qs, q, lay, H, Tq, D, vw.s0, vw.s1, b, h, r0, Tq, BT);\n",
 "    for (int j0 = jlo; j0 < jhi; j0 += BT) {\n",
 "        barrier(CLK_LOCAL_MEM_FENCE); /* the last tile's reads of KVs and Ps are done */\n",
-"        nn_attn_load(KVs, k, lay, Hkv, Tk, D, b, hk, j0, jhi, BT);\n",
+"        nn_attn_load(KVs, k, lay, Hkv, Tk, D, vw.s2, vw.s3, b, hk, j0, jhi, BT);\n",
 "        barrier(CLK_LOCAL_MEM_FENCE);\n",
 "        for (int c = t; c < BT; c += tpr) {\n",
 "            int j = j0 + c;\n",
@@ -26350,7 +26381,7 @@ static const char *const nn__cl_src_attention[] = {
 "            Ss[r * ls + c] = s;\n",
 "        }\n",
 "        barrier(CLK_LOCAL_MEM_FENCE); /* the scores are written; K is read */\n",
-"        nn_attn_load(KVs, v, lay, Hkv, Tk, D, b, hk, j0, jhi, BT);\n",
+"        nn_attn_load(KVs, v, lay, Hkv, Tk, D, vw.s4, vw.s5, b, hk, j0, jhi, BT);\n",
 "        float mt = m;\n",
 "        for (int c = 0; c < BT; c++) {\n",
 "            float s = Ss[r * ls + c];\n",
@@ -26398,12 +26429,12 @@ static const char *const nn__cl_src_attention[] = {
 "    float acc[NN_ATTN_OWN], lse = NN_ATTN_LSE_IN(o, (long)B * H * Tq * D)[row], dl = delta[row];\n",
 "    for (int u = 0; u < NN_ATTN_OWN; u++) acc[u] = 0.0f;\n",
 "    nn_attn_keys(dims, mk, r0, min(r0 + BT, Tq), &jlo, &jhi);\n",
-"    nn_attn_load(Qs, q, lay, H, Tq, D, b, h, r0, Tq, BT);\n",
-"    nn_attn_load(dOs, dout, lay, H, Tq, D, b, h, r0, Tq, BT);\n",
+"    nn_attn_load(Qs, q, lay, H, Tq, D, vw.s0, vw.s1, b, h, r0, Tq, BT);\n",
+"    nn_attn_load(dOs, dout, lay, H, Tq, D, H * D, 0, b, h, r0, Tq, BT);\n",
 "    for (int j0 = jlo; j0 < jhi; j0 += BT) {\n",
 "        barrier(CLK_LOCAL_MEM_FENCE);\n",
-"        nn_attn_load(Ks, k, lay, Hkv, Tk, D, b, hk, j0, jhi, BT);\n",
-"        nn_attn_load(Vs, v, lay, Hkv, Tk, D, b, hk, j0, jhi, BT);\n",
+"        nn_attn_load(Ks, k, lay, Hkv, Tk, D, vw.s2, vw.s3, b, hk, j0, jhi, BT);\n",
+"        nn_attn_load(Vs, v, lay, Hkv, Tk, D, vw.s4, vw.s5, b, hk, j0, jhi, BT);\n",
 "        barrier(CLK_LOCAL_MEM_FENCE);\n",
 "        for (int c = t; c < BT; c += tpr) {\n",
 "            int j = j0 + c;\n",
@@ -26430,7 +26461,7 @@ static const char *const nn__cl_src_attention[] = {
 "        }\n",
 "    }\n",
 "    if (i < Tq) {\n",
-"        long qo = nn_attn_off(lay, H, Tq, D, b, h, i);\n",
+"        long qo = NN_ATTN_DQO(b, h, i);\n",
 "        for (int u = 0; u < NN_ATTN_OWN; u++) {\n",
 "            int d = t + u * tpr;\n",
 "            if (d < D) NN__SSTORE(out, qo + d, acc[u] * scale);\n",
@@ -26448,13 +26479,13 @@ static const char *const nn__cl_src_attention[] = {
 "    float dk[NN_ATTN_OWN], dv[NN_ATTN_OWN];\n",
 "    for (int u = 0; u < NN_ATTN_OWN; u++) dk[u] = dv[u] = 0.0f;\n",
 "    nn_attn_queries(dims, mk, r0, min(r0 + BT, Tk), &ilo, &ihi);\n",
-"    nn_attn_load(Ks, k, lay, Hkv, Tk, D, b, hk, r0, Tk, BT);\n",
-"    nn_attn_load(Vs, v, lay, Hkv, Tk, D, b, hk, r0, Tk, BT);\n",
+"    nn_attn_load(Ks, k, lay, Hkv, Tk, D, vw.s2, vw.s3, b, hk, r0, Tk, BT);\n",
+"    nn_attn_load(Vs, v, lay, Hkv, Tk, D, vw.s4, vw.s5, b, hk, r0, Tk, BT);\n",
 "    for (int h = hk * grp_h; h < (hk + 1) * grp_h; h++)\n",
 "        for (int i0 = ilo; i0 < ihi; i0 += BT) {\n",
 "            barrier(CLK_LOCAL_MEM_FENCE);\n",
-"            nn_attn_load(Qs, q, lay, H, Tq, D, b, h, i0, ihi, BT);\n",
-"            nn_attn_load(dOs, dout, lay, H, Tq, D, b, h, i0, ihi, BT);\n",
+"            nn_attn_load(Qs, q, lay, H, Tq, D, vw.s0, vw.s1, b, h, i0, ihi, BT);\n",
+"            nn_attn_load(dOs, dout, lay, H, Tq, D, H * D, 0, b, h, i0, ihi, BT);\n",
 "            barrier(CLK_LOCAL_MEM_FENCE);\n",
 "            for (int c = t; c < BT; c += tpr) {\n",
 "                int i = i0 + c;\n",
@@ -26487,12 +26518,12 @@ static const char *const nn__cl_src_attention[] = {
 "            }\n",
 "        }\n",
 "    if (j < Tk) {\n",
-"        long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j), nkv = (long)B * Hkv * Tk * D;\n",
+"        long ko = NN_ATTN_DKO(b, hk, j), vo = NN_ATTN_DVO(b, hk, j);\n",
 "        for (int u = 0; u < NN_ATTN_OWN; u++) {\n",
 "            int d = t + u * tpr;\n",
 "            if (d < D) {\n",
 "                NN__SSTORE(out, ko + d, dk[u] * scale);\n",
-"                NN__SSTORE(out, nkv + ko + d, dv[u]);\n",
+"                NN__SSTORE(out, vo + d, dv[u]);\n",
 "            }\n",
 "        }\n",
 "    }\n",
@@ -26577,12 +26608,11 @@ static const char *const nn__cl_src_attention[] = {
 "    int r1 = min(r0 + NN_ATTN_RB, NROW);                                                           \\\n",
 "    (void)Hkv\n",
 "\n",
-"/* the rows of head (b, h) of a [B, heads, T, D] (or [B, T, heads, D]) tensor at t, t+1, t+2,\n",
-"   t+3, those at or past n replaced by row t */\n",
-"#define NN_ATTN_ROWS4(p, heads, T, h, t, n)                                                       \\\n",
-"    p + nn_attn_off(lay, heads, T, D, b, h, t), p + nn_attn_off(lay, heads, T, D, b, h, (t) + 1 < (n) ? (t) + 1 : (t)), \\\n",
-"        p + nn_attn_off(lay, heads, T, D, b, h, (t) + 2 < (n) ? (t) + 2 : (t)),                    \\\n",
-"        p + nn_attn_off(lay, heads, T, D, b, h, (t) + 3 < (n) ? (t) + 3 : (t))\n",
+"/* the rows of head (b, h) of an operand at t, t+1, t+2, t+3 (OFF: NN_ATTN_QO, _KO, _VO or\n",
+"   _OO), those at or past n replaced by row t */\n",
+"#define NN_ATTN_ROWS4(p, OFF, h, t, n)                                                            \\\n",
+"    p + OFF(b, h, t), p + OFF(b, h, (t) + 1 < (n) ? (t) + 1 : (t)), p + OFF(b, h, (t) + 2 < (n) ? (t) + 2 : (t)), \\\n",
+"        p + OFF(b, h, (t) + 3 < (n) ? (t) + 3 : (t))\n",
 "\n",
 "/* rows [i0, i1) of head (b, h): per tile of keys, each row's scores (four keys at a time),\n",
 "   its new maximum, then O = O alpha + sum_j P_j z_j v_j */\n",
@@ -26598,10 +26628,10 @@ static const char *const nn__cl_src_attention[] = {
 "        int nc = min(NN_ATTN_CB, jhi - j0);\n",
 "        for (int i = r0; i < r1; i++) {\n",
 "            int r = i - r0;\n",
-"            long qo = nn_attn_off(lay, H, Tq, D, b, h, i);\n",
+"            long qo = NN_ATTN_QO(b, h, i);\n",
 "            float mt = m[r];\n",
 "            for (int c = 0; c < nc; c += 4) {\n",
-"                float4 d4 = nn_attn_dot4(q + qo, NN_ATTN_ROWS4(k, Hkv, Tk, hk, j0 + c, jhi), D);\n",
+"                float4 d4 = nn_attn_dot4(q + qo, NN_ATTN_ROWS4(k, NN_ATTN_KO, hk, j0 + c, jhi), D);\n",
 "                float dd[4] = {d4.x, d4.y, d4.z, d4.w};\n",
 "                for (int e = 0; e < 4; e++) {\n",
 "                    float bias;\n",
@@ -26625,7 +26655,7 @@ static const char *const nn__cl_src_attention[] = {
 "                        pe *= nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j0 + c + e);\n",
 "                    w[e] = pe;\n",
 "                }\n",
-"                nn_attn_axpy4(a, (float4)(w[0], w[1], w[2], w[3]), NN_ATTN_ROWS4(v, Hkv, Tk, hk, j0 + c, jhi), D);\n",
+"                nn_attn_axpy4(a, (float4)(w[0], w[1], w[2], w[3]), NN_ATTN_ROWS4(v, NN_ATTN_VO, hk, j0 + c, jhi), D);\n",
 "            }\n",
 "            m[r] = mt;\n",
 "        }\n",
@@ -26647,10 +26677,10 @@ static const char *const nn__cl_src_attention[] = {
 "    for (int e = 0; e < NN_ATTN_RB * D; e++) acc[e] = 0.0f;\n",
 "    nn_attn_keys(dims, mk, r0, r1, &jlo, &jhi);\n",
 "    for (int j = jlo; j < jhi; j++) {\n",
-"        long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j);\n",
+"        long ko = NN_ATTN_KO(b, hk, j), vo = NN_ATTN_VO(b, hk, j);\n",
 "        for (int i = r0; i < r1; i += 4) {\n",
-"            float4 s4 = nn_attn_dot4(k + ko, NN_ATTN_ROWS4(q, H, Tq, h, i, r1), D);\n",
-"            float4 p4 = nn_attn_dot4(v + ko, NN_ATTN_ROWS4(dout, H, Tq, h, i, r1), D);\n",
+"            float4 s4 = nn_attn_dot4(k + ko, NN_ATTN_ROWS4(q, NN_ATTN_QO, h, i, r1), D);\n",
+"            float4 p4 = nn_attn_dot4(v + vo, NN_ATTN_ROWS4(dout, NN_ATTN_OO, h, i, r1), D);\n",
 "            float ss[4] = {s4.x, s4.y, s4.z, s4.w}, dp[4] = {p4.x, p4.y, p4.z, p4.w}, w[4];\n",
 "            for (int e = 0; e < 4; e++) {\n",
 "                long row = ((long)b * H + h) * Tq + i + e;\n",
@@ -26666,7 +26696,7 @@ static const char *const nn__cl_src_attention[] = {
 "        }\n",
 "    }\n",
 "    for (int i = r0; i < r1; i++) {\n",
-"        long qo = nn_attn_off(lay, H, Tq, D, b, h, i);\n",
+"        long qo = NN_ATTN_DQO(b, h, i);\n",
 "        for (int d = 0; d < D; d++) NN__SSTORE(out, qo + d, acc[(i - r0) * D + d] * scale);\n",
 "    }\n",
 "}\n",
@@ -26681,11 +26711,11 @@ static const char *const nn__cl_src_attention[] = {
 "    nn_attn_queries(dims, mk, r0, r1, &ilo, &ihi);\n",
 "    for (int h = hk * grp_h; h < (hk + 1) * grp_h; h++)\n",
 "        for (int i = ilo; i < ihi; i++) {\n",
-"            long qo = nn_attn_off(lay, H, Tq, D, b, h, i), row = ((long)b * H + h) * Tq + i;\n",
+"            long qo = NN_ATTN_QO(b, h, i), oo = NN_ATTN_OO(b, h, i), row = ((long)b * H + h) * Tq + i;\n",
 "            float lse = NN_ATTN_LSE_IN(o, (long)B * H * Tq * D)[row], dl = delta[row];\n",
 "            for (int j = r0; j < r1; j += 4) {\n",
-"                float4 s4 = nn_attn_dot4(q + qo, NN_ATTN_ROWS4(k, Hkv, Tk, hk, j, r1), D);\n",
-"                float4 p4 = nn_attn_dot4(dout + qo, NN_ATTN_ROWS4(v, Hkv, Tk, hk, j, r1), D);\n",
+"                float4 s4 = nn_attn_dot4(q + qo, NN_ATTN_ROWS4(k, NN_ATTN_KO, hk, j, r1), D);\n",
+"                float4 p4 = nn_attn_dot4(dout + oo, NN_ATTN_ROWS4(v, NN_ATTN_VO, hk, j, r1), D);\n",
 "                float ss[4] = {s4.x, s4.y, s4.z, s4.w}, dp[4] = {p4.x, p4.y, p4.z, p4.w}, wv[4], wk[4];\n",
 "                for (int e = 0; e < 4; e++) {\n",
 "                    float bias, z = 1.0f, pe;\n",
@@ -26698,15 +26728,15 @@ static const char *const nn__cl_src_attention[] = {
 "                    wk[e] = pe * (dp[e] * z - dl);\n",
 "                }\n",
 "                int n = min(4, r1 - j);\n",
-"                nn_attn_axpy_rows(dv + (j - r0) * D, n, (float4)(wv[0], wv[1], wv[2], wv[3]), dout + qo, D);\n",
+"                nn_attn_axpy_rows(dv + (j - r0) * D, n, (float4)(wv[0], wv[1], wv[2], wv[3]), dout + oo, D);\n",
 "                nn_attn_axpy_rows(dk + (j - r0) * D, n, (float4)(wk[0], wk[1], wk[2], wk[3]), q + qo, D);\n",
 "            }\n",
 "        }\n",
 "    for (int j = r0; j < r1; j++) {\n",
-"        long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j), nkv = (long)B * Hkv * Tk * D;\n",
+"        long ko = NN_ATTN_DKO(b, hk, j), vo = NN_ATTN_DVO(b, hk, j);\n",
 "        for (int d = 0; d < D; d++) {\n",
 "            NN__SSTORE(out, ko + d, dk[(j - r0) * D + d] * scale);\n",
-"            NN__SSTORE(out, nkv + ko + d, dv[(j - r0) * D + d]);\n",
+"            NN__SSTORE(out, vo + d, dv[(j - r0) * D + d]);\n",
 "        }\n",
 "    }\n",
 "}\n",
@@ -32244,7 +32274,7 @@ static void nn__sched_node(nn_graph *g, int i) {
 static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     nn_compile_desc d;
     nn_result r;
-    int i, k, n_user;
+    int i, k, n_user, pass;
     if (!g) return NN_ERR_INVALID_ARGUMENT;
     if (g->compiled) return nn__fail(g->ctx, NN_ERR_STATE, "nn_graph_compile: the graph is already compiled");
     if (g->status != NN_OK) return g->status;
@@ -32298,15 +32328,22 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     if (g->status != NN_OK) return g->status;
 
     /* liveness: everything a root depends on; roots are outputs (loss, accumulators,
-       kept gradients, updates) */
-    for (k = 0; k < (g->n_ckpt ? 2 : 1); k++) /* twice with recompute: copies have higher ids than their readers */
-        for (i = g->n_nodes - 1; i >= 0; i--) {
-            nn__node *n = &g->nodes[i];
-            int j;
-            if (n->is_output) n->live = 1;
-            if (n->live)
-                for (j = 0; j < n->n_in; j++) g->nodes[n->in[j]].live = 1;
+       kept gradients, updates); again after the attention's views (src/ops/attention.c)
+       leave the slices they read through dead */
+    for (pass = 0; pass < 2; pass++) {
+        if (pass == 1) {
+            if (!nn__attn_views(g)) break;
+            for (i = 0; i < g->n_nodes; i++) g->nodes[i].live = 0;
         }
+        for (k = 0; k < (g->n_ckpt ? 2 : 1); k++) /* twice with recompute: copies have higher ids than their readers */
+            for (i = g->n_nodes - 1; i >= 0; i--) {
+                nn__node *n = &g->nodes[i];
+                int j;
+                if (n->is_output) n->live = 1;
+                if (n->live)
+                    for (j = 0; j < n->n_in; j++) g->nodes[n->in[j]].live = 1;
+            }
+    }
     g->sched = (int *)nn__calloc((size_t)g->n_nodes + 1, sizeof(int));
     if (!g->sched) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
     g->n_sched = g->n_sched_forward = 0;
@@ -33788,7 +33825,10 @@ NN__KSIG(rope)
    dims: B, H, Hkv, Tq, Tk, D, layout (0 [B, H, T, D], 1 [B, T, H, D]), causal;
    mk: the mask's strides over b, h, i, j, its mode (0 none, 1 float added, 2 int32: nonzero
    attends), the key padding mask's mode (0 none, 1 float, 2 int32: nonzero ignores), the
-   sliding window (0 none), 0; vdim: v's head dim Dv (the output's, dout's; q and k have D).
+   sliding window (0 none), 0; vdim: v's head dim Dv (the output's, dout's; q and k have D);
+   vw: the row strides and offsets of q, k and v (layout 1: a view's rows, src/ops/attention.c
+   nn__attn_views; else heads x head dim and 0), 1 when dq, dk and dv go to those places in one
+   gradient (ATTENTION_DKV's gview), 0.
    mask and kpm are read only when their mode is not 0. q, k, v, o, dout and the outputs are
    of the program's storage type (sin/sout: 16-bit attention; the log-sum-exp after the
    output stays float32 words, and attn_dmask's out is the float32 mask's gradient). */
@@ -33799,14 +33839,14 @@ NN__KSIG(rope)
 #define NN__KARGS_attn_fwd(F, P)                                                                   \
     F(sin, q) P(sin, k) P(sin, v) P(in, mask) P(in, kpm) P(sout, out) P(int8, dims) P(int8, mk)     \
     P(float, scale) P(float, p) P(uint, seed_lo) P(uint, seed_hi) P(uint, key) P(ustep, step_lo)    \
-    P(ustep, step_hi) P(int, vdim)
+    P(ustep, step_hi) P(int, vdim) P(int8, vw)
 NN__KSIG(attn_fwd)
 /* o: the forward's out; dout: its gradient (the output part); delta [B, H, Tq];
    out: dq (attn_dq) or [dk, dv] (attn_dkv) */
 #define NN__KARGS_attn_bwd(F, P)                                                                   \
     F(sin, q) P(sin, k) P(sin, v) P(in, mask) P(in, kpm) P(sin, o) P(sin, dout) P(in, delta) P(sout, out) \
     P(int8, dims) P(int8, mk) P(float, scale) P(float, p) P(uint, seed_lo) P(uint, seed_hi)          \
-    P(uint, key) P(ustep, step_lo) P(ustep, step_hi) P(int, vdim)
+    P(uint, key) P(ustep, step_lo) P(ustep, step_hi) P(int, vdim) P(int8, vw)
 NN__KSIG(attn_bwd)
 /* delta [B, H, Tq] = rowsum(dout * o) */
 #define NN__KARGS_attn_delta(F, P) F(sin, o) P(sin, dout) P(out, delta) P(int8, dims) P(int, vdim)
@@ -43169,6 +43209,14 @@ static void nn__attn_strides(int layout, int heads, int T, int D, int64_t s[3]) 
     }
 }
 
+/* the strides of operand i (0 q, 1 k, 2 v) of node attributes a: its own, or its view's
+   (a row of T vrs[i] elements a batch, vrs[i] a row) */
+static void nn__attn_opd_strides(const nn__attn_attr *a, int i, int64_t s[3]) {
+    int T = i ? a->Tk : a->Tq, heads = i ? a->Hkv : a->H, D = i == 2 ? a->Dv : a->D;
+    nn__attn_strides(a->layout, heads, T, D, s);
+    if (a->vrs[i]) s[0] = (int64_t)T * a->vrs[i], s[2] = a->vrs[i];
+}
+
 /* ==== attention: y = softmax(q k^T scale + mask) v (torch.nn.functional.
    scaled_dot_product_attention), fused ==== */
 
@@ -43350,7 +43398,7 @@ static void nn__plan_attention(nn_graph *g, nn__node *n) {
    start) */
 static void nn__plan_attention_dkv(nn_graph *g, nn__node *n) {
     if (g->ctx->backend->host_memory) nn__plan_attention(g, n);
-    else n->scratch = n->a.attn.with_dq ? nn__attn_nQ(&n->a.attn) : 0;
+    else n->scratch = n->a.attn.with_dq && !n->a.attn.gview ? nn__attn_nQ(&n->a.attn) : 0;
 }
 
 /* dq, and dk, dv sliced from one node (dq too when k or v needs a gradient) */
@@ -43401,13 +43449,20 @@ static void nn__attn_job_init(nn_graph *g, const nn__node *n, nn__attn_job *J, i
     memset(J, 0, sizeof *J);
     J->a = *a;
     J->kind = kind;
-    nn__attn_strides(a->layout, a->H, a->Tq, a->D, J->qs);
-    nn__attn_strides(a->layout, a->Hkv, a->Tk, a->D, J->ks);
-    nn__attn_strides(a->layout, a->Hkv, a->Tk, a->Dv, J->vs);
+    nn__attn_opd_strides(a, 0, J->qs);
+    nn__attn_opd_strides(a, 1, J->ks);
+    nn__attn_opd_strides(a, 2, J->vs);
     nn__attn_strides(a->layout, a->H, a->Tq, a->Dv, J->os);
-    J->q = NN__F(n->in[0]);
-    J->k = NN__F(n->in[1]);
-    J->v = NN__F(n->in[2]);
+    if (a->gview) { /* dq, dk, dv at their views' places */
+        memcpy(J->dqs, J->qs, sizeof J->qs), memcpy(J->dks, J->ks, sizeof J->ks), memcpy(J->dvs, J->vs, sizeof J->vs);
+    } else {
+        nn__attn_strides(a->layout, a->H, a->Tq, a->D, J->dqs);
+        nn__attn_strides(a->layout, a->Hkv, a->Tk, a->D, J->dks);
+        nn__attn_strides(a->layout, a->Hkv, a->Tk, a->Dv, J->dvs);
+    }
+    J->q = NN__F(n->in[0]) + a->voff[0];
+    J->k = NN__F(n->in[1]) + a->voff[1];
+    J->v = NN__F(n->in[2]) + a->voff[2];
     if (a->mask_in) J->mask = NN__F(n->in[a->mask_in]);
     if (a->kpm_in) J->kpm = NN__F(n->in[a->kpm_in]);
     J->seed = g->seed;
@@ -43431,12 +43486,22 @@ static float *nn__attn16_widen(nn_graph *g, nn__node *n, nn__attn_job *J) {
     int i;
     cnt[0] = nn__attn_nQ(a), cnt[1] = nn__attn_nK(a), cnt[2] = nn__attn_nV(a);
     for (i = 0; i < 3; i++) {
-        nn__cast(g->ctx->threads, g->nodes[n->in[i]].buf.host, dt, w, NN_F32, cnt[i]);
+        const uint16_t *src = (const uint16_t *)g->nodes[n->in[i]].buf.host + a->voff[i];
+        if (a->vrs[i]) { /* a view: its rows widened one by one, contiguous */
+            int64_t rows = (int64_t)a->B * (i ? a->Tk : a->Tq), len = cnt[i] / rows, r;
+            for (r = 0; r < rows; r++) nn__cast(g->ctx->threads, src + r * a->vrs[i], dt, w + r * len, NN_F32, len);
+        } else {
+            nn__cast(g->ctx->threads, src, dt, w, NN_F32, cnt[i]);
+        }
         if (i == 0) J->q = w;
         else if (i == 1) J->k = w;
         else J->v = w;
         w += nn__attn16_r(cnt[i]);
     }
+    nn__attn_strides(a->layout, a->H, a->Tq, a->D, J->qs); /* the widened copies' strides, the outputs' too */
+    nn__attn_strides(a->layout, a->Hkv, a->Tk, a->D, J->ks);
+    nn__attn_strides(a->layout, a->Hkv, a->Tk, a->Dv, J->vs);
+    memcpy(J->dqs, J->qs, sizeof J->qs), memcpy(J->dks, J->ks, sizeof J->ks), memcpy(J->dvs, J->vs, sizeof J->vs);
     if (n->op != NN__OP_ATTENTION) {
         const uint16_t *packed = (const uint16_t *)g->nodes[n->in[3]].buf.host;
         nn__cast(g->ctx->threads, packed, dt, w, NN_F32, nn__attn_nO(a));
@@ -43559,10 +43624,17 @@ static nn_result nn__cpu_attention_dq(nn_graph *g, nn__node *n) {
 static nn_result nn__cpu_attention_dkv(nn_graph *g, nn__node *n) {
     nn__attn_job J;
     nn_result r;
+    const nn__attn_attr *a = &n->a.attn;
     nn__attn_job_init(g, n, &J, 2);
-    J.dk = nn__dtype_half(n->dtype) ? nn__attn16_widen(g, n, &J) : n->buf.host; /* 16-bit: the float32 [dK, dV, dQ] */
-    J.dv = J.dk + nn__attn_nK(&n->a.attn);
-    if (n->a.attn.with_dq) J.dq = J.dv + nn__attn_nV(&n->a.attn);
+    if (a->gview && !nn__dtype_half(n->dtype)) { /* at their views' places in the [rows, vrs] gradient */
+        J.dk = (float *)n->buf.host + a->voff[1];
+        J.dv = (float *)n->buf.host + a->voff[2];
+        J.dq = (float *)n->buf.host + a->voff[0];
+    } else {
+        J.dk = nn__dtype_half(n->dtype) ? nn__attn16_widen(g, n, &J) : n->buf.host; /* 16-bit: the float32 [dK, dV, dQ] */
+        J.dv = J.dk + nn__attn_nK(a);
+        if (a->with_dq) J.dq = J.dv + nn__attn_nV(a);
+    }
     if (!n->a.attn.with_dq) {
         r = nn__attn_run(g->ctx->threads, &J);
     } else if (nn__attn_one_pass_fits(&n->a.attn, nn__threadpool_size(g->ctx->threads))) {
@@ -43573,7 +43645,19 @@ static nn_result nn__cpu_attention_dkv(nn_graph *g, nn__node *n) {
         J.kind = 1;
         if (r == NN_OK) r = nn__attn_run(g->ctx->threads, &J);
     }
-    if (r == NN_OK && nn__dtype_half(n->dtype)) nn__attn16_finish(g, n, J.dk, n->numel);
+    if (r == NN_OK && nn__dtype_half(n->dtype) && a->gview) { /* [dK, dV, dQ] rounded into their views' rows */
+        int i;
+        const float *f = J.dk;
+        for (i = 1; i <= 3; i++) {
+            int o = i % 3, heads = o ? a->Hkv : a->H;
+            int64_t rows = (int64_t)a->B * (o ? a->Tk : a->Tq), len = (int64_t)heads * (o == 2 ? a->Dv : a->D), r2;
+            uint16_t *dst = (uint16_t *)n->buf.host + a->voff[o];
+            for (r2 = 0; r2 < rows; r2++) nn__cast(g->ctx->threads, f + r2 * len, NN_F32, dst + r2 * a->vrs[o], n->dtype, len);
+            f += rows * len;
+        }
+    } else if (r == NN_OK && nn__dtype_half(n->dtype)) {
+        nn__attn16_finish(g, n, J.dk, n->numel);
+    }
     return r;
 }
 
@@ -43605,9 +43689,14 @@ static void nn__attn_update_bwd(nn_graph *g, nn__launch *l) {
 
 /* the fields every attention kernel takes, from node n: dims, masks' modes and strides,
    scale, dropout */
-#define NN__ATTN_KCOMMON(k, n, dims, mk)                                                           \
+#define NN__ATTN_KCOMMON(k, n, dims, mk, vw)                                                       \
     do {                                                                                           \
         const nn__attn_attr *a_ = &(n)->a.attn;                                                     \
+        vw[0] = a_->vrs[0] ? a_->vrs[0] : a_->H * a_->D, vw[1] = a_->voff[0];                          \
+        vw[2] = a_->vrs[1] ? a_->vrs[1] : a_->Hkv * a_->D, vw[3] = a_->voff[1];                        \
+        vw[4] = a_->vrs[2] ? a_->vrs[2] : a_->Hkv * a_->Dv, vw[5] = a_->voff[2];                       \
+        vw[6] = a_->gview, vw[7] = 0;                                                              \
+        (k).vw = vw;                                                                               \
         dims[0] = a_->B, dims[1] = a_->H, dims[2] = a_->Hkv, dims[3] = a_->Tq;                      \
         dims[4] = a_->Tk, dims[5] = a_->D, dims[6] = a_->layout, dims[7] = a_->causal;              \
         mk[0] = a_->ms[0], mk[1] = a_->ms[1], mk[2] = a_->ms[2], mk[3] = a_->ms[3];                 \
@@ -43668,7 +43757,7 @@ static void nn__attn_block_geom(nn_graph *g, nn__launch *l, int heads, int rows)
    else one work-item per query row */
 static nn_result nn__launch_attention(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    int dims[8], mk[8], tile = nn__attn_tile(g, &n->a.attn, 0), blk = nn__attn_block(g, &n->a.attn);
+    int dims[8], mk[8], vw[8], tile = nn__attn_tile(g, &n->a.attn, 0), blk = nn__attn_block(g, &n->a.attn);
     NN__KSTART(attn_fwd, "attention", blk ? "attn_block_fwd" : tile ? "attn_tiled_fwd" : "attn_fwd", (int64_t)n->a.attn.B * n->a.attn.H * n->a.attn.Tq);
     l->update = nn__attn_update_fwd;
     if (blk)
@@ -43677,7 +43766,7 @@ static nn_result nn__launch_attention(nn_graph *g, int id) {
         nn__attn_tiled_geom(g, l, n->a.attn.H, n->a.attn.Tq, tile);
     else
         nn__attn_lws(g, l);
-    NN__ATTN_KCOMMON(k, n, dims, mk);
+    NN__ATTN_KCOMMON(k, n, dims, mk, vw);
     k.out = &n->buf;
     l->store = nn__attn_store(g, n); /* the program for q's storage type */
     return nn__kargs_attn_fwd(l, &k);
@@ -43705,7 +43794,7 @@ static nn_result nn__launch_attention_delta(nn_graph *g, int id) {
 static nn_result nn__launch_attention_bwd(nn_graph *g, int id, const char *kernel, int64_t items, int heads, int rows,
                                           const nn__buf *out) {
     nn__node *n = &g->nodes[id];
-    int dims[8], mk[8], tile = heads ? nn__attn_tile(g, &n->a.attn, 1) : 0, blk = heads && nn__attn_block(g, &n->a.attn);
+    int dims[8], mk[8], vw[8], tile = heads ? nn__attn_tile(g, &n->a.attn, 1) : 0, blk = heads && nn__attn_block(g, &n->a.attn);
     char name[32];
     sprintf(name, "attn_%s%s", blk ? "block_" : tile ? "tiled_" : "", kernel);
     NN__KSTART(attn_bwd, "attention", name, items);
@@ -43716,7 +43805,7 @@ static nn_result nn__launch_attention_bwd(nn_graph *g, int id, const char *kerne
         nn__attn_tiled_geom(g, l, heads, rows, tile);
     else
         nn__attn_lws(g, l);
-    NN__ATTN_KCOMMON(k, n, dims, mk);
+    NN__ATTN_KCOMMON(k, n, dims, mk, vw);
     k.o = &g->nodes[n->in[3]].buf;
     k.dout = &g->nodes[n->in[4]].buf;
     k.delta = &g->nodes[n->in[5]].buf;
@@ -43741,6 +43830,8 @@ static nn_result nn__launch_attention_dkv(nn_graph *g, int id) {
     int half = nn__dtype_half(n->dtype);
     nn_result r = nn__launch_attention_bwd(g, id, "dkv", (int64_t)a->B * a->Hkv * a->Tk, a->Hkv, a->Tk, &n->buf);
     if (r != NN_OK || !a->with_dq) return r;
+    if (a->gview) /* dq at its place in the node */
+        return nn__launch_attention_bwd(g, id, "dq", (int64_t)a->B * a->H * a->Tq, a->H, a->Tq, &g->nodes[id].buf);
     r = nn__launch_attention_bwd(g, id, "dq", (int64_t)a->B * a->H * a->Tq, a->H, a->Tq, &g->nodes[id].scratch_buf);
     if (r == NN_OK) r = nn__launch_kernel(g, id, "shape", half ? "half_concat" : "concat_part", (size_t)nq, &l);
     if (r != NN_OK) return r;
@@ -43770,6 +43861,103 @@ static nn_result nn__launch_attention_dkv(nn_graph *g, int id) {
 /* one work-item per element of the mask */
 static nn_result nn__launch_attention_dmask(nn_graph *g, int id) {
     return nn__launch_attention_bwd(g, id, "dmask", g->nodes[id].numel, 0, 0, &g->nodes[id].buf);
+}
+
+/* ==== views (issue 17): q, k, v read where a projection wrote them, their gradients
+   written where the projection's gradient wants them ==== */
+
+/* The tensor X whose rows operand x of an NN_ATTN_BTHD attention reads, when x is
+   reshape(slice(X, last dim, off, width)) of `rows` rows of X (B T): X's id, its row
+   stride and the offset; else -1. */
+static int nn__attn_view_src(const nn_graph *g, int x, int64_t rows, int64_t width, int *rs, int *off) {
+    const nn__node *r = &g->nodes[x], *s, *X;
+    int ax;
+    if (r->op != NN__OP_RESHAPE) return -1;
+    s = &g->nodes[r->in[0]];
+    if (s->op != NN__OP_SLICE || s->a.shape.step != 1) return -1;
+    X = &g->nodes[s->in[0]];
+    ax = X->shape.ndim - 1;
+    if (ax < 0 || s->a.shape.axis != ax || X->dtype != s->dtype || X->dtype != r->dtype) return -1;
+    if (s->shape.dim[ax] != width || X->shape.dim[ax] * rows != X->numel || X->numel > INT32_MAX) return -1;
+    *rs = (int)X->shape.dim[ax];
+    *off = s->a.shape.start;
+    return s->in[0];
+}
+
+/* node j's readers among the live nodes (up to 2 counted) */
+static int nn__attn_readers(const nn_graph *g, int j) {
+    int i, k, c = 0;
+    for (i = j + 1; i < g->n_nodes && c < 2; i++)
+        if (g->nodes[i].live)
+            for (k = 0; k < g->nodes[i].n_in; k++) c += g->nodes[i].in[k] == j;
+    return c;
+}
+
+/* The gradient CONCAT c along X's last dim of three runs, each reshapes of one slice of a
+   with-dq ATTENTION_DKV t whose views read X at those runs: t writes [rows, W] in place
+   (gview) and c becomes a reshape of t (a view). Only where nothing else reads the pieces. */
+static int nn__attn_gview(nn_graph *g, int c) {
+    nn__node *n = &g->nodes[c], *t;
+    int64_t col = 0, start[3];
+    int j, tid = -1, seen = 0, ax = n->shape.ndim - 1;
+    if (n->op != NN__OP_CONCAT || n->n_in != 3 || ax < 0 || n->a.shape.axis != ax) return 0;
+    for (j = 0; j < 3; j++) {
+        int p = n->in[j], s, o;
+        const nn__node *P;
+        const nn__attn_attr *a;
+        while (g->nodes[p].op == NN__OP_RESHAPE && !g->nodes[p].is_output && nn__attn_readers(g, p) == 1) p = g->nodes[p].in[0];
+        P = &g->nodes[p];
+        if (P->op != NN__OP_SLICE || P->is_output || P->a.shape.step != 1 || P->shape.ndim != 1 || nn__attn_readers(g, p) != 1) return 0;
+        s = P->in[0];
+        if (g->nodes[s].op != NN__OP_ATTENTION_DKV || (tid >= 0 && s != tid)) return 0;
+        tid = s;
+        a = &g->nodes[s].a.attn;
+        if (!a->with_dq || a->gview) return 0;
+        start[0] = nn__attn_nK(a) + nn__attn_nV(a), start[1] = 0, start[2] = nn__attn_nK(a);
+        for (o = 0; o < 3 && start[o] != P->a.shape.start; o++) continue;
+        if (o == 3 || (seen & (1 << o)) || a->vrs[o] != n->shape.dim[ax] || a->voff[o] != col) return 0;
+        seen |= 1 << o;
+        col += g->nodes[n->in[j]].shape.dim[ax];
+    }
+    t = &g->nodes[tid];
+    if (seen != 7 || t->is_output || t->dtype != n->dtype || t->numel != n->numel) return 0;
+    { /* the three slices are t's only readers */
+        int i, k, cnt = 0;
+        for (i = tid + 1; i < g->n_nodes; i++)
+            if (g->nodes[i].live)
+                for (k = 0; k < g->nodes[i].n_in; k++) cnt += g->nodes[i].in[k] == tid;
+        if (cnt != 3) return 0;
+    }
+    t->a.attn.gview = 1;
+    t->shape = n->shape;
+    n->op = NN__OP_RESHAPE;
+    n->in[0] = tid;
+    n->n_in = 1;
+    return 1;
+}
+
+static int nn__attn_views(nn_graph *g) {
+    int i, k, changed = 0;
+    if (!nn__attn_views_on || g->n_ckpt) return 0;
+    for (i = 0; i < g->n_nodes; i++) {
+        nn__node *n = &g->nodes[i];
+        nn__attn_attr *a = &n->a.attn;
+        if (!n->live || a->layout != NN_ATTN_BTHD ||
+            (n->op != NN__OP_ATTENTION && n->op != NN__OP_ATTENTION_DQ && n->op != NN__OP_ATTENTION_DKV && n->op != NN__OP_ATTENTION_DMASK))
+            continue;
+        for (k = 0; k < 3; k++) {
+            int rs, off, x;
+            if (a->vrs[k]) continue;
+            x = nn__attn_view_src(g, n->in[k], (int64_t)a->B * (k ? a->Tk : a->Tq),
+                                  (int64_t)(k ? a->Hkv : a->H) * (k == 2 ? a->Dv : a->D), &rs, &off);
+            if (x < 0) continue;
+            n->in[k] = x, a->vrs[k] = rs, a->voff[k] = off;
+            changed = 1;
+        }
+    }
+    for (i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].live && nn__attn_gview(g, i)) changed = 1;
+    return changed;
 }
 
 /* ======================================================================

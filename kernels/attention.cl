@@ -82,13 +82,30 @@ inline long nn_attn_off(int layout, int heads, int T, int D, int b, int h, int t
     return layout ? (((long)b * T + t) * heads + h) * D : (((long)b * heads + h) * T + t) * D;
 }
 
+/* the same of an operand read through a view (layout 1 only): rows of rs elements, the
+   head's columns from off (src/ops/attention.c, nn__attn_views; rs = heads D and off 0:
+   its own layout) */
+inline long nn_attn_voff(int layout, int heads, int T, int D, int rs, int off, int b, int h, int t) {
+    return layout ? ((long)b * T + t) * rs + off + (long)h * D : nn_attn_off(0, heads, T, D, b, h, t);
+}
+/* q's, k's and v's rows (vw: their row strides and offsets), dout's (o's layout), and
+   where dq, dk and dv go: at q's, k's and v's places in one gradient (vw.s6), else dq in
+   q's own layout and [dk, dv] in theirs */
+#define NN_ATTN_QO(b, h, i) nn_attn_voff(lay, H, Tq, D, vw.s0, vw.s1, b, h, i)
+#define NN_ATTN_KO(b, hk, j) nn_attn_voff(lay, Hkv, Tk, D, vw.s2, vw.s3, b, hk, j)
+#define NN_ATTN_VO(b, hk, j) nn_attn_voff(lay, Hkv, Tk, vdim, vw.s4, vw.s5, b, hk, j)
+#define NN_ATTN_OO(b, h, i) nn_attn_off(lay, H, Tq, vdim, b, h, i)
+#define NN_ATTN_DQO(b, h, i) (vw.s6 ? NN_ATTN_QO(b, h, i) : nn_attn_off(lay, H, Tq, D, b, h, i))
+#define NN_ATTN_DKO(b, hk, j) (vw.s6 ? NN_ATTN_KO(b, hk, j) : nn_attn_off(lay, Hkv, Tk, D, b, hk, j))
+#define NN_ATTN_DVO(b, hk, j) (vw.s6 ? NN_ATTN_VO(b, hk, j) : (long)B * Hkv * Tk * D + nn_attn_off(lay, Hkv, Tk, vdim, b, hk, j))
+
 #define NN_ATTN_ROW                                                            \
     int B = dims.s0, H = dims.s1, Hkv = dims.s2, Tq = dims.s3, Tk = dims.s4, D = dims.s5, lay = dims.s6; \
     int Dv = vdim;                                                             \
     int r = get_global_id(0);                                                  \
     if (r >= B * H * Tq) return;                                               \
     int b = r / (H * Tq), h = r / Tq % H, i = r % Tq, hk = h / (H / Hkv);       \
-    long qo = nn_attn_off(lay, H, Tq, D, b, h, i), oo = nn_attn_off(lay, H, Tq, Dv, b, h, i)
+    long qo = NN_ATTN_QO(b, h, i), oo = nn_attn_off(lay, H, Tq, Dv, b, h, i)
 
 __kernel void attn_fwd(NN__KPARAMS(attn_fwd)) {
     NN_ATTN_ROW;
@@ -97,7 +114,7 @@ __kernel void attn_fwd(NN__KPARAMS(attn_fwd)) {
     for (int j = 0; j < Tk; j++) {
         float bias, s = 0.0f;
         if (nn_attn_dead(dims, mk, mask, kpm, b, h, i, j, &bias)) continue;
-        long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j), vo = nn_attn_off(lay, Hkv, Tk, Dv, b, hk, j);
+        long ko = NN_ATTN_KO(b, hk, j), vo = NN_ATTN_VO(b, hk, j);
         for (int d = 0; d < D; d++) s += NN_ATTN_LD(q, qo + d) * NN_ATTN_LD(k, ko + d);
         s = s * scale + bias;
         if (s > m) {
@@ -135,7 +152,7 @@ __kernel void attn_dq(NN__KPARAMS(attn_bwd)) {
     for (int j = 0; j < Tk; j++) {
         float bias, s = 0.0f, dp = 0.0f, z = 1.0f;
         if (nn_attn_dead(dims, mk, mask, kpm, b, h, i, j, &bias)) continue;
-        long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j), vo = nn_attn_off(lay, Hkv, Tk, Dv, b, hk, j);
+        long ko = NN_ATTN_KO(b, hk, j), vo = NN_ATTN_VO(b, hk, j);
         for (int d = 0; d < D; d++) s += NN_ATTN_LD(q, qo + d) * NN_ATTN_LD(k, ko + d);
         float pe = exp(s * scale + bias - lse);
         if (pe == 0.0f) continue;
@@ -144,7 +161,7 @@ __kernel void attn_dq(NN__KPARAMS(attn_bwd)) {
         float ds = pe * (dp * z - dl);
         for (int d = 0; d < D; d++) acc[d] += ds * NN_ATTN_LD(k, ko + d);
     }
-    for (int d = 0; d < D; d++) NN__SSTORE(out, qo + d, acc[d] * scale);
+    for (int d = 0; d < D; d++) NN__SSTORE(out, NN_ATTN_DQO(b, h, i) + d, acc[d] * scale);
 }
 
 /* key row j of key/value head hk: dv_j = sum_(h, i) P_ij z_ij dO_i, dk_j = scale sum_(h, i)
@@ -154,7 +171,7 @@ __kernel void attn_dkv(NN__KPARAMS(attn_bwd)) {
     int r = get_global_id(0);
     if (r >= B * Hkv * Tk) return;
     int b = r / (Hkv * Tk), hk = r / Tk % Hkv, j = r % Tk, grp = H / Hkv;
-    long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j), vo = nn_attn_off(lay, Hkv, Tk, Dv, b, hk, j), nkv = (long)B * Hkv * Tk * D;
+    long ko = NN_ATTN_KO(b, hk, j), vo = NN_ATTN_VO(b, hk, j);
     float dk[NN_ATTN_DMAX], dv[NN_ATTN_DMAX];
     for (int d = 0; d < D; d++) dk[d] = 0.0f;
     for (int d = 0; d < Dv; d++) dv[d] = 0.0f;
@@ -162,7 +179,7 @@ __kernel void attn_dkv(NN__KPARAMS(attn_bwd)) {
         for (int i = 0; i < Tq; i++) {
             float bias, s = 0.0f, dp = 0.0f, z = 1.0f;
             if (nn_attn_dead(dims, mk, mask, kpm, b, h, i, j, &bias)) continue;
-            long qo = nn_attn_off(lay, H, Tq, D, b, h, i), oo = nn_attn_off(lay, H, Tq, Dv, b, h, i);
+            long qo = NN_ATTN_QO(b, h, i), oo = nn_attn_off(lay, H, Tq, Dv, b, h, i);
             long row = ((long)b * H + h) * Tq + i;
             for (int d = 0; d < D; d++) s += NN_ATTN_LD(q, qo + d) * NN_ATTN_LD(k, ko + d);
             float pe = exp(s * scale + bias - NN_ATTN_LSE_IN(o, (long)B * H * Tq * Dv)[row]);
@@ -173,8 +190,8 @@ __kernel void attn_dkv(NN__KPARAMS(attn_bwd)) {
             for (int d = 0; d < Dv; d++) dv[d] += pd * NN_ATTN_LD(dout, oo + d);
             for (int d = 0; d < D; d++) dk[d] += ds * NN_ATTN_LD(q, qo + d);
         }
-    for (int d = 0; d < D; d++) NN__SSTORE(out, ko + d, dk[d] * scale);
-    for (int d = 0; d < Dv; d++) NN__SSTORE(out, nkv + vo + d, dv[d]);
+    for (int d = 0; d < D; d++) NN__SSTORE(out, NN_ATTN_DKO(b, hk, j) + d, dk[d] * scale);
+    for (int d = 0; d < Dv; d++) NN__SSTORE(out, NN_ATTN_DVO(b, hk, j) + d, dv[d]);
 }
 
 /* element r of an additive mask's gradient: the sum of dS_bhij = P_ij (dP_ij z_ij -
@@ -191,14 +208,14 @@ __kernel void attn_dmask(NN__KPARAMS(attn_bwd)) {
     for (int b = b0; b < b1; b++)
         for (int h = h0; h < h1; h++)
             for (int i = i0; i < i1; i++) {
-                long qo = nn_attn_off(lay, H, Tq, D, b, h, i), oo = nn_attn_off(lay, H, Tq, Dv, b, h, i);
+                long qo = NN_ATTN_QO(b, h, i), oo = nn_attn_off(lay, H, Tq, Dv, b, h, i);
                 long row = ((long)b * H + h) * Tq + i;
                 float lse = NN_ATTN_LSE_IN(o, (long)B * H * Tq * Dv)[row], dl = delta[row];
                 int hk = h / (H / Hkv);
                 for (int j = j0; j < j1; j++) {
                     float bias, s = 0.0f, dp = 0.0f, z = 1.0f;
                     if (nn_attn_dead(dims, mk, mask, kpm, b, h, i, j, &bias)) continue;
-                    long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j), vo = nn_attn_off(lay, Hkv, Tk, Dv, b, hk, j);
+                    long ko = NN_ATTN_KO(b, hk, j), vo = NN_ATTN_VO(b, hk, j);
                     for (int d = 0; d < D; d++) s += NN_ATTN_LD(q, qo + d) * NN_ATTN_LD(k, ko + d);
                     float pe = exp(s * scale + bias - lse);
                     if (pe == 0.0f) continue;
@@ -224,11 +241,11 @@ __kernel void attn_dmask(NN__KPARAMS(attn_bwd)) {
 
 /* rows [r0, r0 + BT) of a [B, heads, T, D] (or [B, T, heads, D]) head into a [BT, D + 1]
    local tile, zeros past n */
-inline void nn_attn_load(__local float *dst, __global const NN__STORE_T *src, int lay, int heads, int T, int D, int b, int h, int r0,
-                         int n, int BT) {
+inline void nn_attn_load(__local float *dst, __global const NN__STORE_T *src, int lay, int heads, int T, int D, int rs, int off, int b,
+                         int h, int r0, int n, int BT) {
     for (int e = get_local_id(0); e < BT * D; e += NN_ATTN_WG) {
         int rr = e / D, d = e - rr * D;
-        dst[rr * (D + 1) + d] = r0 + rr < n ? NN_ATTN_LD(src, nn_attn_off(lay, heads, T, D, b, h, r0 + rr) + d) : 0.0f;
+        dst[rr * (D + 1) + d] = r0 + rr < n ? NN_ATTN_LD(src, nn_attn_voff(lay, heads, T, D, rs, off, b, h, r0 + rr) + d) : 0.0f;
     }
 }
 
@@ -273,10 +290,10 @@ __kernel __attribute__((reqd_work_group_size(NN_ATTN_WG, 1, 1))) void attn_tiled
     float acc[NN_ATTN_OWN], m = -INFINITY, l = 0.0f;
     for (int u = 0; u < NN_ATTN_OWN; u++) acc[u] = 0.0f;
     nn_attn_keys(dims, mk, r0, min(r0 + BT, Tq), &jlo, &jhi);
-    nn_attn_load(Qs, q, lay, H, Tq, D, b, h, r0, Tq, BT);
+    nn_attn_load(Qs, q, lay, H, Tq, D, vw.s0, vw.s1, b, h, r0, Tq, BT);
     for (int j0 = jlo; j0 < jhi; j0 += BT) {
         barrier(CLK_LOCAL_MEM_FENCE); /* the last tile's reads of KVs and Ps are done */
-        nn_attn_load(KVs, k, lay, Hkv, Tk, D, b, hk, j0, jhi, BT);
+        nn_attn_load(KVs, k, lay, Hkv, Tk, D, vw.s2, vw.s3, b, hk, j0, jhi, BT);
         barrier(CLK_LOCAL_MEM_FENCE);
         for (int c = t; c < BT; c += tpr) {
             int j = j0 + c;
@@ -289,7 +306,7 @@ __kernel __attribute__((reqd_work_group_size(NN_ATTN_WG, 1, 1))) void attn_tiled
             Ss[r * ls + c] = s;
         }
         barrier(CLK_LOCAL_MEM_FENCE); /* the scores are written; K is read */
-        nn_attn_load(KVs, v, lay, Hkv, Tk, D, b, hk, j0, jhi, BT);
+        nn_attn_load(KVs, v, lay, Hkv, Tk, D, vw.s4, vw.s5, b, hk, j0, jhi, BT);
         float mt = m;
         for (int c = 0; c < BT; c++) {
             float s = Ss[r * ls + c];
@@ -337,12 +354,12 @@ __kernel __attribute__((reqd_work_group_size(NN_ATTN_WG, 1, 1))) void attn_tiled
     float acc[NN_ATTN_OWN], lse = NN_ATTN_LSE_IN(o, (long)B * H * Tq * D)[row], dl = delta[row];
     for (int u = 0; u < NN_ATTN_OWN; u++) acc[u] = 0.0f;
     nn_attn_keys(dims, mk, r0, min(r0 + BT, Tq), &jlo, &jhi);
-    nn_attn_load(Qs, q, lay, H, Tq, D, b, h, r0, Tq, BT);
-    nn_attn_load(dOs, dout, lay, H, Tq, D, b, h, r0, Tq, BT);
+    nn_attn_load(Qs, q, lay, H, Tq, D, vw.s0, vw.s1, b, h, r0, Tq, BT);
+    nn_attn_load(dOs, dout, lay, H, Tq, D, H * D, 0, b, h, r0, Tq, BT);
     for (int j0 = jlo; j0 < jhi; j0 += BT) {
         barrier(CLK_LOCAL_MEM_FENCE);
-        nn_attn_load(Ks, k, lay, Hkv, Tk, D, b, hk, j0, jhi, BT);
-        nn_attn_load(Vs, v, lay, Hkv, Tk, D, b, hk, j0, jhi, BT);
+        nn_attn_load(Ks, k, lay, Hkv, Tk, D, vw.s2, vw.s3, b, hk, j0, jhi, BT);
+        nn_attn_load(Vs, v, lay, Hkv, Tk, D, vw.s4, vw.s5, b, hk, j0, jhi, BT);
         barrier(CLK_LOCAL_MEM_FENCE);
         for (int c = t; c < BT; c += tpr) {
             int j = j0 + c;
@@ -369,7 +386,7 @@ __kernel __attribute__((reqd_work_group_size(NN_ATTN_WG, 1, 1))) void attn_tiled
         }
     }
     if (i < Tq) {
-        long qo = nn_attn_off(lay, H, Tq, D, b, h, i);
+        long qo = NN_ATTN_DQO(b, h, i);
         for (int u = 0; u < NN_ATTN_OWN; u++) {
             int d = t + u * tpr;
             if (d < D) NN__SSTORE(out, qo + d, acc[u] * scale);
@@ -387,13 +404,13 @@ __kernel __attribute__((reqd_work_group_size(NN_ATTN_WG, 1, 1))) void attn_tiled
     float dk[NN_ATTN_OWN], dv[NN_ATTN_OWN];
     for (int u = 0; u < NN_ATTN_OWN; u++) dk[u] = dv[u] = 0.0f;
     nn_attn_queries(dims, mk, r0, min(r0 + BT, Tk), &ilo, &ihi);
-    nn_attn_load(Ks, k, lay, Hkv, Tk, D, b, hk, r0, Tk, BT);
-    nn_attn_load(Vs, v, lay, Hkv, Tk, D, b, hk, r0, Tk, BT);
+    nn_attn_load(Ks, k, lay, Hkv, Tk, D, vw.s2, vw.s3, b, hk, r0, Tk, BT);
+    nn_attn_load(Vs, v, lay, Hkv, Tk, D, vw.s4, vw.s5, b, hk, r0, Tk, BT);
     for (int h = hk * grp_h; h < (hk + 1) * grp_h; h++)
         for (int i0 = ilo; i0 < ihi; i0 += BT) {
             barrier(CLK_LOCAL_MEM_FENCE);
-            nn_attn_load(Qs, q, lay, H, Tq, D, b, h, i0, ihi, BT);
-            nn_attn_load(dOs, dout, lay, H, Tq, D, b, h, i0, ihi, BT);
+            nn_attn_load(Qs, q, lay, H, Tq, D, vw.s0, vw.s1, b, h, i0, ihi, BT);
+            nn_attn_load(dOs, dout, lay, H, Tq, D, H * D, 0, b, h, i0, ihi, BT);
             barrier(CLK_LOCAL_MEM_FENCE);
             for (int c = t; c < BT; c += tpr) {
                 int i = i0 + c;
@@ -426,12 +443,12 @@ __kernel __attribute__((reqd_work_group_size(NN_ATTN_WG, 1, 1))) void attn_tiled
             }
         }
     if (j < Tk) {
-        long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j), nkv = (long)B * Hkv * Tk * D;
+        long ko = NN_ATTN_DKO(b, hk, j), vo = NN_ATTN_DVO(b, hk, j);
         for (int u = 0; u < NN_ATTN_OWN; u++) {
             int d = t + u * tpr;
             if (d < D) {
                 NN__SSTORE(out, ko + d, dk[u] * scale);
-                NN__SSTORE(out, nkv + ko + d, dv[u]);
+                NN__SSTORE(out, vo + d, dv[u]);
             }
         }
     }
@@ -516,12 +533,11 @@ inline void nn_attn_axpy_rows(__local float *acc, int n, float4 w, __global cons
     int r1 = min(r0 + NN_ATTN_RB, NROW);                                                           \
     (void)Hkv
 
-/* the rows of head (b, h) of a [B, heads, T, D] (or [B, T, heads, D]) tensor at t, t+1, t+2,
-   t+3, those at or past n replaced by row t */
-#define NN_ATTN_ROWS4(p, heads, T, h, t, n)                                                       \
-    p + nn_attn_off(lay, heads, T, D, b, h, t), p + nn_attn_off(lay, heads, T, D, b, h, (t) + 1 < (n) ? (t) + 1 : (t)), \
-        p + nn_attn_off(lay, heads, T, D, b, h, (t) + 2 < (n) ? (t) + 2 : (t)),                    \
-        p + nn_attn_off(lay, heads, T, D, b, h, (t) + 3 < (n) ? (t) + 3 : (t))
+/* the rows of head (b, h) of an operand at t, t+1, t+2, t+3 (OFF: NN_ATTN_QO, _KO, _VO or
+   _OO), those at or past n replaced by row t */
+#define NN_ATTN_ROWS4(p, OFF, h, t, n)                                                            \
+    p + OFF(b, h, t), p + OFF(b, h, (t) + 1 < (n) ? (t) + 1 : (t)), p + OFF(b, h, (t) + 2 < (n) ? (t) + 2 : (t)), \
+        p + OFF(b, h, (t) + 3 < (n) ? (t) + 3 : (t))
 
 /* rows [i0, i1) of head (b, h): per tile of keys, each row's scores (four keys at a time),
    its new maximum, then O = O alpha + sum_j P_j z_j v_j */
@@ -537,10 +553,10 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void attn_block_fwd(NN__
         int nc = min(NN_ATTN_CB, jhi - j0);
         for (int i = r0; i < r1; i++) {
             int r = i - r0;
-            long qo = nn_attn_off(lay, H, Tq, D, b, h, i);
+            long qo = NN_ATTN_QO(b, h, i);
             float mt = m[r];
             for (int c = 0; c < nc; c += 4) {
-                float4 d4 = nn_attn_dot4(q + qo, NN_ATTN_ROWS4(k, Hkv, Tk, hk, j0 + c, jhi), D);
+                float4 d4 = nn_attn_dot4(q + qo, NN_ATTN_ROWS4(k, NN_ATTN_KO, hk, j0 + c, jhi), D);
                 float dd[4] = {d4.x, d4.y, d4.z, d4.w};
                 for (int e = 0; e < 4; e++) {
                     float bias;
@@ -564,7 +580,7 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void attn_block_fwd(NN__
                         pe *= nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j0 + c + e);
                     w[e] = pe;
                 }
-                nn_attn_axpy4(a, (float4)(w[0], w[1], w[2], w[3]), NN_ATTN_ROWS4(v, Hkv, Tk, hk, j0 + c, jhi), D);
+                nn_attn_axpy4(a, (float4)(w[0], w[1], w[2], w[3]), NN_ATTN_ROWS4(v, NN_ATTN_VO, hk, j0 + c, jhi), D);
             }
             m[r] = mt;
         }
@@ -586,10 +602,10 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void attn_block_dq(NN__K
     for (int e = 0; e < NN_ATTN_RB * D; e++) acc[e] = 0.0f;
     nn_attn_keys(dims, mk, r0, r1, &jlo, &jhi);
     for (int j = jlo; j < jhi; j++) {
-        long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j);
+        long ko = NN_ATTN_KO(b, hk, j), vo = NN_ATTN_VO(b, hk, j);
         for (int i = r0; i < r1; i += 4) {
-            float4 s4 = nn_attn_dot4(k + ko, NN_ATTN_ROWS4(q, H, Tq, h, i, r1), D);
-            float4 p4 = nn_attn_dot4(v + ko, NN_ATTN_ROWS4(dout, H, Tq, h, i, r1), D);
+            float4 s4 = nn_attn_dot4(k + ko, NN_ATTN_ROWS4(q, NN_ATTN_QO, h, i, r1), D);
+            float4 p4 = nn_attn_dot4(v + vo, NN_ATTN_ROWS4(dout, NN_ATTN_OO, h, i, r1), D);
             float ss[4] = {s4.x, s4.y, s4.z, s4.w}, dp[4] = {p4.x, p4.y, p4.z, p4.w}, w[4];
             for (int e = 0; e < 4; e++) {
                 long row = ((long)b * H + h) * Tq + i + e;
@@ -605,7 +621,7 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void attn_block_dq(NN__K
         }
     }
     for (int i = r0; i < r1; i++) {
-        long qo = nn_attn_off(lay, H, Tq, D, b, h, i);
+        long qo = NN_ATTN_DQO(b, h, i);
         for (int d = 0; d < D; d++) NN__SSTORE(out, qo + d, acc[(i - r0) * D + d] * scale);
     }
 }
@@ -620,11 +636,11 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void attn_block_dkv(NN__
     nn_attn_queries(dims, mk, r0, r1, &ilo, &ihi);
     for (int h = hk * grp_h; h < (hk + 1) * grp_h; h++)
         for (int i = ilo; i < ihi; i++) {
-            long qo = nn_attn_off(lay, H, Tq, D, b, h, i), row = ((long)b * H + h) * Tq + i;
+            long qo = NN_ATTN_QO(b, h, i), oo = NN_ATTN_OO(b, h, i), row = ((long)b * H + h) * Tq + i;
             float lse = NN_ATTN_LSE_IN(o, (long)B * H * Tq * D)[row], dl = delta[row];
             for (int j = r0; j < r1; j += 4) {
-                float4 s4 = nn_attn_dot4(q + qo, NN_ATTN_ROWS4(k, Hkv, Tk, hk, j, r1), D);
-                float4 p4 = nn_attn_dot4(dout + qo, NN_ATTN_ROWS4(v, Hkv, Tk, hk, j, r1), D);
+                float4 s4 = nn_attn_dot4(q + qo, NN_ATTN_ROWS4(k, NN_ATTN_KO, hk, j, r1), D);
+                float4 p4 = nn_attn_dot4(dout + oo, NN_ATTN_ROWS4(v, NN_ATTN_VO, hk, j, r1), D);
                 float ss[4] = {s4.x, s4.y, s4.z, s4.w}, dp[4] = {p4.x, p4.y, p4.z, p4.w}, wv[4], wk[4];
                 for (int e = 0; e < 4; e++) {
                     float bias, z = 1.0f, pe;
@@ -637,15 +653,15 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void attn_block_dkv(NN__
                     wk[e] = pe * (dp[e] * z - dl);
                 }
                 int n = min(4, r1 - j);
-                nn_attn_axpy_rows(dv + (j - r0) * D, n, (float4)(wv[0], wv[1], wv[2], wv[3]), dout + qo, D);
+                nn_attn_axpy_rows(dv + (j - r0) * D, n, (float4)(wv[0], wv[1], wv[2], wv[3]), dout + oo, D);
                 nn_attn_axpy_rows(dk + (j - r0) * D, n, (float4)(wk[0], wk[1], wk[2], wk[3]), q + qo, D);
             }
         }
     for (int j = r0; j < r1; j++) {
-        long ko = nn_attn_off(lay, Hkv, Tk, D, b, hk, j), nkv = (long)B * Hkv * Tk * D;
+        long ko = NN_ATTN_DKO(b, hk, j), vo = NN_ATTN_DVO(b, hk, j);
         for (int d = 0; d < D; d++) {
             NN__SSTORE(out, ko + d, dk[(j - r0) * D + d] * scale);
-            NN__SSTORE(out, nkv + ko + d, dv[(j - r0) * D + d]);
+            NN__SSTORE(out, vo + d, dv[(j - r0) * D + d]);
         }
     }
 }

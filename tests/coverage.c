@@ -248,5 +248,22 @@ void t_attn_causal_skip(int on) { nn__attn_causal_skip = on; }
 /* tests/test_attention.c's choice of the CPU attention backward's passes (src/cpu/attention.c):
    1 as the threads fit, 0 always two passes, 2 always one */
 void t_attn_one_pass(int mode) { nn__attn_one_pass = mode; }
+/* tests/test_attention.c's switch of the attention's views at compile (src/ops/attention.c,
+   nn__attn_views): 0 the slices' copies and the gradient's CONCAT; and what a compiled
+   graph holds: *views the operands read in place, the number of in-place gradients */
+void t_attn_views(int on) { nn__attn_views_on = on; }
+int t_attn_views_count(const nn_graph *g, int *views) {
+    int i, k, gv = 0;
+    *views = 0;
+    for (i = 0; i < g->n_nodes; i++) {
+        const nn__node *n = &g->nodes[i];
+        if (!n->live || (n->op != NN__OP_ATTENTION && n->op != NN__OP_ATTENTION_DQ && n->op != NN__OP_ATTENTION_DKV &&
+                         n->op != NN__OP_ATTENTION_DMASK))
+            continue;
+        for (k = 0; k < 3; k++) *views += n->a.attn.vrs[k] != 0;
+        gv += n->a.attn.gview;
+    }
+    return gv;
+}
 /* tests/test_norm.c's switch of the CPU norms' vector loops (src/cpu/norm.c): 0 the plain loops */
 void t_norm_vec(int on) { nn__norm_vec = on; }

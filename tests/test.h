@@ -251,6 +251,8 @@ int t_threads_child(const char *which);
 void t_attn_causal_skip(int on);
 /* the CPU attention backward in one pass as the threads fit (1), two passes (0), one pass (2) */
 void t_attn_one_pass(int mode);
+void t_attn_views(int on);
+int t_attn_views_count(const nn_graph *g, int *views);
 void t_norm_vec(int on);
 
 /* nn_graph_compile with elementwise fusion off (NN_FUSE=0; tests/test_fuse.c), for cases

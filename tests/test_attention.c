@@ -408,6 +408,135 @@ static void attention_one_pass(const t_env *e) {
                   attn_pass_set, attn_pass_reset);
 }
 
+/* ---- q, k, v as [B, T, H, D] views of one projection's rows (reshape of slices along the
+   last dim, as the GPT block's c_attn): read in place and their gradients written in place
+   (src/ops/attention.c, nn__attn_views) against the slices' copies and the gradient's
+   CONCAT: the same bits on every backend (the same arithmetic, other addresses) ---- */
+
+typedef struct viewcfg {
+    int T, Tk, H, Hkv, D, Dv, causal, mask;
+    float p;
+    int order; /* the columns: 0 q, k, v; 1 v, q, k */
+    int gviews; /* in-place gradients expected (0: cross-attention, k and v from another tensor) */
+    nn_dtype dt; /* the projection's (and the attention's) storage: x converted to it */
+} viewcfg;
+
+/* y and the gradients of x (and x2, the keys' rows in cross-attention; the mask) of
+   sum(y * r) into out[0..3]; *views, *gv what the compile made */
+static int attn_run_views(nn_context *ctx, const viewcfg *c, float *const *out, const long *n, int *views, int *gv) {
+    nn_graph *g = NULL;
+    nn_graph_desc gd;
+    nn_compile_desc cd;
+    nn_attention_desc ad;
+    nn_tensor x, x2, src[3], q, k, v, y, mask, r;
+    int64_t w[3], off[3];
+    long i;
+    int j, ok = 0, cross = c->Tk != c->T;
+    float *buf;
+    memset(&gd, 0, sizeof gd);
+    gd.seed = 13;
+    if (nn_graph_create(ctx, &gd, &g) != NN_OK) return 0;
+    w[0] = (int64_t)c->H * c->D, w[1] = (int64_t)c->Hkv * c->D, w[2] = (int64_t)c->Hkv * c->Dv;
+    if (c->order == 0) off[0] = 0, off[1] = w[0], off[2] = w[0] + w[1];
+    else off[2] = 0, off[0] = w[2], off[1] = w[2] + w[0];
+    if (cross) off[0] = 0, off[1] = 0, off[2] = w[1];
+    x = nn_input(g, "x", NN_F32, nn_shape2(2L * c->T, cross ? w[0] : w[0] + w[1] + w[2]));
+    x2 = cross ? nn_input(g, "x2", NN_F32, nn_shape2(2L * c->Tk, w[1] + w[2])) : x;
+    mask = c->mask ? nn_input(g, "mask", NN_F32, nn_shape2(c->T, c->Tk)) : NN_NONE;
+    r = nn_input(g, "r", NN_F32, nn_shape4(2, c->T, c->H, c->Dv));
+    nn_graph_requires_grad(g, x);
+    if (cross) nn_graph_requires_grad(g, x2);
+    if (c->mask) nn_graph_requires_grad(g, mask);
+    src[0] = x, src[1] = x2, src[2] = x2;
+    if (c->dt != NN_F32) {
+        src[0] = nn_to_dtype(g, x, c->dt);
+        src[1] = src[2] = cross ? nn_to_dtype(g, x2, c->dt) : src[0];
+    }
+    q = nn_reshape(g, nn_slice(g, src[0], 1, off[0], w[0]), nn_shape4(2, c->T, c->H, c->D));
+    k = nn_reshape(g, nn_slice(g, src[1], 1, off[1], w[1]), nn_shape4(2, c->Tk, c->Hkv, c->D));
+    v = nn_reshape(g, nn_slice(g, src[2], 1, off[2], w[2]), nn_shape4(2, c->Tk, c->Hkv, c->Dv));
+    memset(&ad, 0, sizeof ad);
+    ad.layout = NN_ATTN_BTHD;
+    ad.causal = c->causal;
+    ad.dropout = c->p;
+    ad.mask = mask;
+    y = nn_attention(g, q, k, v, &ad);
+    if (c->dt != NN_F32) y = nn_to_dtype(g, y, NN_F32);
+    nn_graph_output(g, y);
+    memset(&cd, 0, sizeof cd);
+    cd.loss = nn_sum(g, nn_mul(g, y, r));
+    if (nn_graph_compile(g, &cd) != NN_OK) goto done;
+    *gv = t_attn_views_count(g, views);
+    buf = (float *)malloc((size_t)(n[1] > n[0] ? n[1] : n[0]) * 4 + (size_t)n[2] * 4 + (size_t)n[3] * 4 + 16);
+    if (!buf) goto done;
+    t_seed(21);
+    for (i = 0; i < n[1]; i++) buf[i] = (float)t_uniform(-2, 2);
+    nn_tensor_write(g, x, buf, (size_t)n[1] * 4);
+    if (cross) {
+        for (i = 0; i < n[2]; i++) buf[i] = (float)t_uniform(-2, 2);
+        nn_tensor_write(g, x2, buf, (size_t)n[2] * 4);
+    }
+    if (c->mask) {
+        for (i = 0; i < n[3]; i++) buf[i] = (float)t_uniform(-1, 1);
+        nn_tensor_write(g, mask, buf, (size_t)n[3] * 4);
+    }
+    for (i = 0; i < n[0]; i++) buf[i] = (float)t_uniform(-1, 1);
+    nn_tensor_write(g, r, buf, (size_t)n[0] * 4);
+    free(buf);
+    ok = nn_graph_step(g) == NN_OK && nn_tensor_read(g, y, out[0], (size_t)n[0] * 4) == NN_OK &&
+         nn_tensor_read(g, nn_graph_grad(g, x), out[1], (size_t)n[1] * 4) == NN_OK;
+    if (ok && cross) ok = nn_tensor_read(g, nn_graph_grad(g, x2), out[2], (size_t)n[2] * 4) == NN_OK;
+    if (ok && c->mask) ok = nn_tensor_read(g, nn_graph_grad(g, mask), out[3], (size_t)n[3] * 4) == NN_OK;
+    for (j = 0; ok && j < 4; j++)
+        for (i = 0; i < n[j]; i++)
+            if (!isfinite(out[j][i])) ok = 0;
+done:
+    nn_graph_destroy(g);
+    return ok;
+}
+
+static void attention_views(const t_env *e) {
+    static const viewcfg cases[] = {
+        {1, 1, 2, 2, 16, 16, 1, 0, 0, 0, 1, NN_F32},       {7, 7, 4, 4, 32, 32, 1, 0, 0, 1, 1, NN_F32},
+        {65, 65, 4, 2, 32, 32, 1, 0, 0, 0, 1, NN_F32},     {33, 33, 4, 1, 16, 16, 0, 1, 0, 1, 1, NN_F32},
+        {33, 33, 2, 2, 24, 16, 1, 0, 0, 0, 1, NN_F32},     {40, 40, 2, 2, 32, 32, 1, 0, 0.25f, 1, 1, NN_F32},
+        {17, 29, 4, 2, 16, 16, 0, 0, 0, 0, 0, NN_F32},     {33, 33, 4, 2, 16, 16, 1, 0, 0, 1, 1, NN_BF16},
+        {65, 65, 2, 2, 32, 16, 1, 0, 0, 0, 1, NN_F16}, {9, 9, 2, 2, 16, 16, 1, 0, 0, 0, 1, NN_BF16},
+    };
+    int ci, j;
+    if (!t_begin(e, "attention: q, k, v as views of one projection's rows, read and their gradients written in place: the copies' bits (GQA, cross, mask, dropout, Dv != D, bf16, f16)")) return;
+    for (ci = 0; ci < (int)(sizeof cases / sizeof cases[0]); ci++) {
+        const viewcfg *c = &cases[ci];
+        long n[4], k, bad = 0;
+        float *r[2][4];
+        int run, ok = 1, views[2] = {0, 0}, gv[2] = {0, 0}, cross = c->Tk != c->T;
+        long wq = (long)c->H * c->D, wk = (long)c->Hkv * c->D, wv = (long)c->Hkv * c->Dv;
+        n[0] = 2L * c->T * c->H * c->Dv;
+        n[1] = 2L * c->T * (cross ? wq : wq + wk + wv);
+        n[2] = cross ? 2L * c->Tk * (wk + wv) : 0;
+        n[3] = c->mask ? (long)c->T * c->Tk : 0;
+        for (run = 0; run < 2; run++)
+            for (j = 0; j < 4; j++) r[run][j] = (float *)calloc((size_t)n[j] + 1, 4);
+        for (run = 0; run < 2; run++) {
+            t_attn_views(run == 0);
+            ok = ok && attn_run_views(e->ctx, c, r[run], n, &views[run], &gv[run]);
+        }
+        t_attn_views(1);
+        T_CHECK(ok, "case %d: %s", ci, nn_context_last_error(e->ctx));
+        /* every attention node of the graph reads its three operands in place */
+        T_CHECK(ok && views[0] >= 6 && gv[0] == c->gviews && views[1] == 0 && gv[1] == 0,
+                "case %d: views %d (in-place gradients %d, %d expected), without: %d, %d", ci, views[0], gv[0], c->gviews, views[1], gv[1]);
+        for (j = 0; ok && j < 4; j++)
+            for (k = 0; k < n[j]; k++)
+                if (!(r[0][j][k] == r[1][j][k])) bad++;
+        T_CHECK(bad == 0, "case %d (T %d Tk %d H %d Hkv %d D %d Dv %d): %ld values differ from the copies'", ci, c->T, c->Tk, c->H,
+                c->Hkv, c->D, c->Dv, bad);
+        for (run = 0; run < 2; run++)
+            for (j = 0; j < 4; j++) free(r[run][j]);
+    }
+    t_end();
+}
+
 /* ==== bad input ==== */
 
 static nn_tensor a_q(nn_graph *g, int B, int H, int T, int D) { return nn_input(g, "q", NN_F32, nn_shape4(B, H, T, D)); }
@@ -458,6 +587,6 @@ static const bad_row attention_bad[] = {
 };
 
 void suite_attention(const t_env *e) {
-    T_RUN(e, attention_cases, attention_bits, attention_causal_skip, attention_one_pass);
+    T_RUN(e, attention_cases, attention_bits, attention_causal_skip, attention_one_pass, attention_views);
     t_bad_rows(e, attention_bad, (int)(sizeof attention_bad / sizeof attention_bad[0]));
 }

@@ -30,6 +30,7 @@ typedef struct nn__attn_job {
     nn__attn_attr a;
     int64_t qs[3], ks[3]; /* strides of q (and dq) and of k (and dk) over batch, head, row */
     int64_t vs[3], os[3]; /* of v (and dv) and of o (and dout, the output): v's head dim Dv */
+    int64_t dqs[3], dks[3], dvs[3]; /* of dq, dk and dv where they differ from q's, k's, v's (views, nn__attn_views) */
     const float *q, *k, *v, *mask, *kpm, *o, *lse, *dout, *delta;
     float *out, *out_lse, *dq, *dk, *dv, *dmask;
     uint64_t seed, step;
@@ -603,7 +604,7 @@ static void nn__attn_dq_unit(const nn__attn_job *J, int64_t u, float *ws, nn__ge
         nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP, diag);
         nn__attn_ab(J, gw, acc, D, 0, dP, NN__ATTN_BC, nr, nc, NN__ATTN_ROW(J->k, J->ks, b, hk, j0), J->ks[2], D, diag);
     }
-    nn__attn_scale_rows(J, NN__ATTN_ROW(J->dq, J->qs, b, h, i0), J->qs[2], acc, D, nr, D, sc);
+    nn__attn_scale_rows(J, NN__ATTN_ROW(J->dq, J->dqs, b, h, i0), J->dqs[2], acc, D, nr, D, sc);
 }
 
 /* ---- dK, dV: one (b, key/value head, key block), over the group's query heads and every
@@ -640,8 +641,8 @@ static void nn__attn_dkv_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
             nn__attn_ab(J, gw, dv, Dv, 1, S, NN__ATTN_BC, nc, nr, gb, J->os[2], Dv, diag);
             nn__attn_ab(J, gw, dk, D, 1, dP, NN__ATTN_BC, nc, nr, qb, J->qs[2], D, diag);
         }
-    nn__attn_scale_rows(J, NN__ATTN_ROW(J->dk, J->ks, b, hk, j0), J->ks[2], dk, D, nc, D, sc);
-    nn__attn_scale_rows(J, NN__ATTN_ROW(J->dv, J->vs, b, hk, j0), J->vs[2], dv, Dv, nc, Dv, 1.0f);
+    nn__attn_scale_rows(J, NN__ATTN_ROW(J->dk, J->dks, b, hk, j0), J->dks[2], dk, D, nc, D, sc);
+    nn__attn_scale_rows(J, NN__ATTN_ROW(J->dv, J->dvs, b, hk, j0), J->dvs[2], dv, Dv, nc, Dv, 1.0f);
 }
 
 /* ---- dQ, dK, dV in one pass (FlashAttention-2's order): one (b, key/value head) per
@@ -660,7 +661,7 @@ static void nn__attn_bwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
     float *dk = S + 2 * NN__ATTN_BR * NN__ATTN_BC + (int64_t)NN__ATTN_BR * W + 2 * NN__ATTN_BR, *dv = dk + (int64_t)NN__ATTN_BC * W;
     float *Kt = dv + (int64_t)NN__ATTN_BC * W, *Vt = Kt + (int64_t)NN__ATTN_BC * W;
     for (h = hk * grp; h < (hk + 1) * grp; h++)
-        for (r = 0; r < a->Tq; r++) memset(NN__ATTN_ROW(J->dq, J->qs, b, h, r), 0, (size_t)D * sizeof(float));
+        for (r = 0; r < a->Tq; r++) memset(NN__ATTN_ROW(J->dq, J->dqs, b, h, r), 0, (size_t)D * sizeof(float));
     for (j0 = 0; j0 < a->Tk; j0 += NN__ATTN_BC) {
         int nc = a->Tk - j0 < NN__ATTN_BC ? a->Tk - j0 : NN__ATTN_BC;
         const float *kb = NN__ATTN_ROW(J->k, J->ks, b, hk, j0), *vb = NN__ATTN_ROW(J->v, J->vs, b, hk, j0);
@@ -684,13 +685,13 @@ static void nn__attn_bwd_unit(const nn__attn_job *J, int64_t u, float *ws, nn__g
                 nn__attn_ds(J, b, h, i0, nr, j0, nc, S, dP, diag);
                 nn__attn_ab(J, gw, dv, Dv, 1, S, NN__ATTN_BC, nc, nr, gb, J->os[2], Dv, diag);
                 nn__attn_ab(J, gw, dk, D, 1, dP, NN__ATTN_BC, nc, nr, qb, J->qs[2], D, diag);
-                nn__attn_ab(J, gw, NN__ATTN_ROW(J->dq, J->qs, b, h, i0), J->qs[2], 0, dP, NN__ATTN_BC, nr, nc, kb, J->ks[2], D, diag);
+                nn__attn_ab(J, gw, NN__ATTN_ROW(J->dq, J->dqs, b, h, i0), J->dqs[2], 0, dP, NN__ATTN_BC, nr, nc, kb, J->ks[2], D, diag);
             }
-        nn__attn_scale_rows(J, NN__ATTN_ROW(J->dk, J->ks, b, hk, j0), J->ks[2], dk, D, nc, D, sc);
-        nn__attn_scale_rows(J, NN__ATTN_ROW(J->dv, J->vs, b, hk, j0), J->vs[2], dv, Dv, nc, Dv, 1.0f);
+        nn__attn_scale_rows(J, NN__ATTN_ROW(J->dk, J->dks, b, hk, j0), J->dks[2], dk, D, nc, D, sc);
+        nn__attn_scale_rows(J, NN__ATTN_ROW(J->dv, J->dvs, b, hk, j0), J->dvs[2], dv, Dv, nc, Dv, 1.0f);
     }
     for (h = hk * grp; h < (hk + 1) * grp; h++)
-        nn__attn_scale_rows(J, NN__ATTN_ROW(J->dq, J->qs, b, h, 0), J->qs[2], NN__ATTN_ROW(J->dq, J->qs, b, h, 0), J->qs[2], a->Tq, D, sc);
+        nn__attn_scale_rows(J, NN__ATTN_ROW(J->dq, J->dqs, b, h, 0), J->dqs[2], NN__ATTN_ROW(J->dq, J->dqs, b, h, 0), J->dqs[2], a->Tq, D, sc);
 }
 
 /* ---- d(mask): one unit per (b, h, query block, key block) of the dims the mask does not

@@ -440,7 +440,7 @@ static void nn__sched_node(nn_graph *g, int i) {
 static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     nn_compile_desc d;
     nn_result r;
-    int i, k, n_user;
+    int i, k, n_user, pass;
     if (!g) return NN_ERR_INVALID_ARGUMENT;
     if (g->compiled) return nn__fail(g->ctx, NN_ERR_STATE, "nn_graph_compile: the graph is already compiled");
     if (g->status != NN_OK) return g->status;
@@ -494,15 +494,22 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     if (g->status != NN_OK) return g->status;
 
     /* liveness: everything a root depends on; roots are outputs (loss, accumulators,
-       kept gradients, updates) */
-    for (k = 0; k < (g->n_ckpt ? 2 : 1); k++) /* twice with recompute: copies have higher ids than their readers */
-        for (i = g->n_nodes - 1; i >= 0; i--) {
-            nn__node *n = &g->nodes[i];
-            int j;
-            if (n->is_output) n->live = 1;
-            if (n->live)
-                for (j = 0; j < n->n_in; j++) g->nodes[n->in[j]].live = 1;
+       kept gradients, updates); again after the attention's views (src/ops/attention.c)
+       leave the slices they read through dead */
+    for (pass = 0; pass < 2; pass++) {
+        if (pass == 1) {
+            if (!nn__attn_views(g)) break;
+            for (i = 0; i < g->n_nodes; i++) g->nodes[i].live = 0;
         }
+        for (k = 0; k < (g->n_ckpt ? 2 : 1); k++) /* twice with recompute: copies have higher ids than their readers */
+            for (i = g->n_nodes - 1; i >= 0; i--) {
+                nn__node *n = &g->nodes[i];
+                int j;
+                if (n->is_output) n->live = 1;
+                if (n->live)
+                    for (j = 0; j < n->n_in; j++) g->nodes[n->in[j]].live = 1;
+            }
+    }
     g->sched = (int *)nn__calloc((size_t)g->n_nodes + 1, sizeof(int));
     if (!g->sched) return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
     g->n_sched = g->n_sched_forward = 0;

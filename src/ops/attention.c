@@ -56,6 +56,14 @@ static void nn__attn_strides(int layout, int heads, int T, int D, int64_t s[3]) 
     }
 }
 
+/* the strides of operand i (0 q, 1 k, 2 v) of node attributes a: its own, or its view's
+   (a row of T vrs[i] elements a batch, vrs[i] a row) */
+static void nn__attn_opd_strides(const nn__attn_attr *a, int i, int64_t s[3]) {
+    int T = i ? a->Tk : a->Tq, heads = i ? a->Hkv : a->H, D = i == 2 ? a->Dv : a->D;
+    nn__attn_strides(a->layout, heads, T, D, s);
+    if (a->vrs[i]) s[0] = (int64_t)T * a->vrs[i], s[2] = a->vrs[i];
+}
+
 /* ==== attention: y = softmax(q k^T scale + mask) v (torch.nn.functional.
    scaled_dot_product_attention), fused ==== */
 
@@ -237,7 +245,7 @@ static void nn__plan_attention(nn_graph *g, nn__node *n) {
    start) */
 static void nn__plan_attention_dkv(nn_graph *g, nn__node *n) {
     if (g->ctx->backend->host_memory) nn__plan_attention(g, n);
-    else n->scratch = n->a.attn.with_dq ? nn__attn_nQ(&n->a.attn) : 0;
+    else n->scratch = n->a.attn.with_dq && !n->a.attn.gview ? nn__attn_nQ(&n->a.attn) : 0;
 }
 
 /* dq, and dk, dv sliced from one node (dq too when k or v needs a gradient) */
@@ -288,13 +296,20 @@ static void nn__attn_job_init(nn_graph *g, const nn__node *n, nn__attn_job *J, i
     memset(J, 0, sizeof *J);
     J->a = *a;
     J->kind = kind;
-    nn__attn_strides(a->layout, a->H, a->Tq, a->D, J->qs);
-    nn__attn_strides(a->layout, a->Hkv, a->Tk, a->D, J->ks);
-    nn__attn_strides(a->layout, a->Hkv, a->Tk, a->Dv, J->vs);
+    nn__attn_opd_strides(a, 0, J->qs);
+    nn__attn_opd_strides(a, 1, J->ks);
+    nn__attn_opd_strides(a, 2, J->vs);
     nn__attn_strides(a->layout, a->H, a->Tq, a->Dv, J->os);
-    J->q = NN__F(n->in[0]);
-    J->k = NN__F(n->in[1]);
-    J->v = NN__F(n->in[2]);
+    if (a->gview) { /* dq, dk, dv at their views' places */
+        memcpy(J->dqs, J->qs, sizeof J->qs), memcpy(J->dks, J->ks, sizeof J->ks), memcpy(J->dvs, J->vs, sizeof J->vs);
+    } else {
+        nn__attn_strides(a->layout, a->H, a->Tq, a->D, J->dqs);
+        nn__attn_strides(a->layout, a->Hkv, a->Tk, a->D, J->dks);
+        nn__attn_strides(a->layout, a->Hkv, a->Tk, a->Dv, J->dvs);
+    }
+    J->q = NN__F(n->in[0]) + a->voff[0];
+    J->k = NN__F(n->in[1]) + a->voff[1];
+    J->v = NN__F(n->in[2]) + a->voff[2];
     if (a->mask_in) J->mask = NN__F(n->in[a->mask_in]);
     if (a->kpm_in) J->kpm = NN__F(n->in[a->kpm_in]);
     J->seed = g->seed;
@@ -318,12 +333,22 @@ static float *nn__attn16_widen(nn_graph *g, nn__node *n, nn__attn_job *J) {
     int i;
     cnt[0] = nn__attn_nQ(a), cnt[1] = nn__attn_nK(a), cnt[2] = nn__attn_nV(a);
     for (i = 0; i < 3; i++) {
-        nn__cast(g->ctx->threads, g->nodes[n->in[i]].buf.host, dt, w, NN_F32, cnt[i]);
+        const uint16_t *src = (const uint16_t *)g->nodes[n->in[i]].buf.host + a->voff[i];
+        if (a->vrs[i]) { /* a view: its rows widened one by one, contiguous */
+            int64_t rows = (int64_t)a->B * (i ? a->Tk : a->Tq), len = cnt[i] / rows, r;
+            for (r = 0; r < rows; r++) nn__cast(g->ctx->threads, src + r * a->vrs[i], dt, w + r * len, NN_F32, len);
+        } else {
+            nn__cast(g->ctx->threads, src, dt, w, NN_F32, cnt[i]);
+        }
         if (i == 0) J->q = w;
         else if (i == 1) J->k = w;
         else J->v = w;
         w += nn__attn16_r(cnt[i]);
     }
+    nn__attn_strides(a->layout, a->H, a->Tq, a->D, J->qs); /* the widened copies' strides, the outputs' too */
+    nn__attn_strides(a->layout, a->Hkv, a->Tk, a->D, J->ks);
+    nn__attn_strides(a->layout, a->Hkv, a->Tk, a->Dv, J->vs);
+    memcpy(J->dqs, J->qs, sizeof J->qs), memcpy(J->dks, J->ks, sizeof J->ks), memcpy(J->dvs, J->vs, sizeof J->vs);
     if (n->op != NN__OP_ATTENTION) {
         const uint16_t *packed = (const uint16_t *)g->nodes[n->in[3]].buf.host;
         nn__cast(g->ctx->threads, packed, dt, w, NN_F32, nn__attn_nO(a));
@@ -446,10 +471,17 @@ static nn_result nn__cpu_attention_dq(nn_graph *g, nn__node *n) {
 static nn_result nn__cpu_attention_dkv(nn_graph *g, nn__node *n) {
     nn__attn_job J;
     nn_result r;
+    const nn__attn_attr *a = &n->a.attn;
     nn__attn_job_init(g, n, &J, 2);
-    J.dk = nn__dtype_half(n->dtype) ? nn__attn16_widen(g, n, &J) : n->buf.host; /* 16-bit: the float32 [dK, dV, dQ] */
-    J.dv = J.dk + nn__attn_nK(&n->a.attn);
-    if (n->a.attn.with_dq) J.dq = J.dv + nn__attn_nV(&n->a.attn);
+    if (a->gview && !nn__dtype_half(n->dtype)) { /* at their views' places in the [rows, vrs] gradient */
+        J.dk = (float *)n->buf.host + a->voff[1];
+        J.dv = (float *)n->buf.host + a->voff[2];
+        J.dq = (float *)n->buf.host + a->voff[0];
+    } else {
+        J.dk = nn__dtype_half(n->dtype) ? nn__attn16_widen(g, n, &J) : n->buf.host; /* 16-bit: the float32 [dK, dV, dQ] */
+        J.dv = J.dk + nn__attn_nK(a);
+        if (a->with_dq) J.dq = J.dv + nn__attn_nV(a);
+    }
     if (!n->a.attn.with_dq) {
         r = nn__attn_run(g->ctx->threads, &J);
     } else if (nn__attn_one_pass_fits(&n->a.attn, nn__threadpool_size(g->ctx->threads))) {
@@ -460,7 +492,19 @@ static nn_result nn__cpu_attention_dkv(nn_graph *g, nn__node *n) {
         J.kind = 1;
         if (r == NN_OK) r = nn__attn_run(g->ctx->threads, &J);
     }
-    if (r == NN_OK && nn__dtype_half(n->dtype)) nn__attn16_finish(g, n, J.dk, n->numel);
+    if (r == NN_OK && nn__dtype_half(n->dtype) && a->gview) { /* [dK, dV, dQ] rounded into their views' rows */
+        int i;
+        const float *f = J.dk;
+        for (i = 1; i <= 3; i++) {
+            int o = i % 3, heads = o ? a->Hkv : a->H;
+            int64_t rows = (int64_t)a->B * (o ? a->Tk : a->Tq), len = (int64_t)heads * (o == 2 ? a->Dv : a->D), r2;
+            uint16_t *dst = (uint16_t *)n->buf.host + a->voff[o];
+            for (r2 = 0; r2 < rows; r2++) nn__cast(g->ctx->threads, f + r2 * len, NN_F32, dst + r2 * a->vrs[o], n->dtype, len);
+            f += rows * len;
+        }
+    } else if (r == NN_OK && nn__dtype_half(n->dtype)) {
+        nn__attn16_finish(g, n, J.dk, n->numel);
+    }
     return r;
 }
 
@@ -492,9 +536,14 @@ static void nn__attn_update_bwd(nn_graph *g, nn__launch *l) {
 
 /* the fields every attention kernel takes, from node n: dims, masks' modes and strides,
    scale, dropout */
-#define NN__ATTN_KCOMMON(k, n, dims, mk)                                                           \
+#define NN__ATTN_KCOMMON(k, n, dims, mk, vw)                                                       \
     do {                                                                                           \
         const nn__attn_attr *a_ = &(n)->a.attn;                                                     \
+        vw[0] = a_->vrs[0] ? a_->vrs[0] : a_->H * a_->D, vw[1] = a_->voff[0];                          \
+        vw[2] = a_->vrs[1] ? a_->vrs[1] : a_->Hkv * a_->D, vw[3] = a_->voff[1];                        \
+        vw[4] = a_->vrs[2] ? a_->vrs[2] : a_->Hkv * a_->Dv, vw[5] = a_->voff[2];                       \
+        vw[6] = a_->gview, vw[7] = 0;                                                              \
+        (k).vw = vw;                                                                               \
         dims[0] = a_->B, dims[1] = a_->H, dims[2] = a_->Hkv, dims[3] = a_->Tq;                      \
         dims[4] = a_->Tk, dims[5] = a_->D, dims[6] = a_->layout, dims[7] = a_->causal;              \
         mk[0] = a_->ms[0], mk[1] = a_->ms[1], mk[2] = a_->ms[2], mk[3] = a_->ms[3];                 \
@@ -555,7 +604,7 @@ static void nn__attn_block_geom(nn_graph *g, nn__launch *l, int heads, int rows)
    else one work-item per query row */
 static nn_result nn__launch_attention(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
-    int dims[8], mk[8], tile = nn__attn_tile(g, &n->a.attn, 0), blk = nn__attn_block(g, &n->a.attn);
+    int dims[8], mk[8], vw[8], tile = nn__attn_tile(g, &n->a.attn, 0), blk = nn__attn_block(g, &n->a.attn);
     NN__KSTART(attn_fwd, "attention", blk ? "attn_block_fwd" : tile ? "attn_tiled_fwd" : "attn_fwd", (int64_t)n->a.attn.B * n->a.attn.H * n->a.attn.Tq);
     l->update = nn__attn_update_fwd;
     if (blk)
@@ -564,7 +613,7 @@ static nn_result nn__launch_attention(nn_graph *g, int id) {
         nn__attn_tiled_geom(g, l, n->a.attn.H, n->a.attn.Tq, tile);
     else
         nn__attn_lws(g, l);
-    NN__ATTN_KCOMMON(k, n, dims, mk);
+    NN__ATTN_KCOMMON(k, n, dims, mk, vw);
     k.out = &n->buf;
     l->store = nn__attn_store(g, n); /* the program for q's storage type */
     return nn__kargs_attn_fwd(l, &k);
@@ -592,7 +641,7 @@ static nn_result nn__launch_attention_delta(nn_graph *g, int id) {
 static nn_result nn__launch_attention_bwd(nn_graph *g, int id, const char *kernel, int64_t items, int heads, int rows,
                                           const nn__buf *out) {
     nn__node *n = &g->nodes[id];
-    int dims[8], mk[8], tile = heads ? nn__attn_tile(g, &n->a.attn, 1) : 0, blk = heads && nn__attn_block(g, &n->a.attn);
+    int dims[8], mk[8], vw[8], tile = heads ? nn__attn_tile(g, &n->a.attn, 1) : 0, blk = heads && nn__attn_block(g, &n->a.attn);
     char name[32];
     sprintf(name, "attn_%s%s", blk ? "block_" : tile ? "tiled_" : "", kernel);
     NN__KSTART(attn_bwd, "attention", name, items);
@@ -603,7 +652,7 @@ static nn_result nn__launch_attention_bwd(nn_graph *g, int id, const char *kerne
         nn__attn_tiled_geom(g, l, heads, rows, tile);
     else
         nn__attn_lws(g, l);
-    NN__ATTN_KCOMMON(k, n, dims, mk);
+    NN__ATTN_KCOMMON(k, n, dims, mk, vw);
     k.o = &g->nodes[n->in[3]].buf;
     k.dout = &g->nodes[n->in[4]].buf;
     k.delta = &g->nodes[n->in[5]].buf;
@@ -628,6 +677,8 @@ static nn_result nn__launch_attention_dkv(nn_graph *g, int id) {
     int half = nn__dtype_half(n->dtype);
     nn_result r = nn__launch_attention_bwd(g, id, "dkv", (int64_t)a->B * a->Hkv * a->Tk, a->Hkv, a->Tk, &n->buf);
     if (r != NN_OK || !a->with_dq) return r;
+    if (a->gview) /* dq at its place in the node */
+        return nn__launch_attention_bwd(g, id, "dq", (int64_t)a->B * a->H * a->Tq, a->H, a->Tq, &g->nodes[id].buf);
     r = nn__launch_attention_bwd(g, id, "dq", (int64_t)a->B * a->H * a->Tq, a->H, a->Tq, &g->nodes[id].scratch_buf);
     if (r == NN_OK) r = nn__launch_kernel(g, id, "shape", half ? "half_concat" : "concat_part", (size_t)nq, &l);
     if (r != NN_OK) return r;
@@ -657,4 +708,101 @@ static nn_result nn__launch_attention_dkv(nn_graph *g, int id) {
 /* one work-item per element of the mask */
 static nn_result nn__launch_attention_dmask(nn_graph *g, int id) {
     return nn__launch_attention_bwd(g, id, "dmask", g->nodes[id].numel, 0, 0, &g->nodes[id].buf);
+}
+
+/* ==== views (issue 17): q, k, v read where a projection wrote them, their gradients
+   written where the projection's gradient wants them ==== */
+
+/* The tensor X whose rows operand x of an NN_ATTN_BTHD attention reads, when x is
+   reshape(slice(X, last dim, off, width)) of `rows` rows of X (B T): X's id, its row
+   stride and the offset; else -1. */
+static int nn__attn_view_src(const nn_graph *g, int x, int64_t rows, int64_t width, int *rs, int *off) {
+    const nn__node *r = &g->nodes[x], *s, *X;
+    int ax;
+    if (r->op != NN__OP_RESHAPE) return -1;
+    s = &g->nodes[r->in[0]];
+    if (s->op != NN__OP_SLICE || s->a.shape.step != 1) return -1;
+    X = &g->nodes[s->in[0]];
+    ax = X->shape.ndim - 1;
+    if (ax < 0 || s->a.shape.axis != ax || X->dtype != s->dtype || X->dtype != r->dtype) return -1;
+    if (s->shape.dim[ax] != width || X->shape.dim[ax] * rows != X->numel || X->numel > INT32_MAX) return -1;
+    *rs = (int)X->shape.dim[ax];
+    *off = s->a.shape.start;
+    return s->in[0];
+}
+
+/* node j's readers among the live nodes (up to 2 counted) */
+static int nn__attn_readers(const nn_graph *g, int j) {
+    int i, k, c = 0;
+    for (i = j + 1; i < g->n_nodes && c < 2; i++)
+        if (g->nodes[i].live)
+            for (k = 0; k < g->nodes[i].n_in; k++) c += g->nodes[i].in[k] == j;
+    return c;
+}
+
+/* The gradient CONCAT c along X's last dim of three runs, each reshapes of one slice of a
+   with-dq ATTENTION_DKV t whose views read X at those runs: t writes [rows, W] in place
+   (gview) and c becomes a reshape of t (a view). Only where nothing else reads the pieces. */
+static int nn__attn_gview(nn_graph *g, int c) {
+    nn__node *n = &g->nodes[c], *t;
+    int64_t col = 0, start[3];
+    int j, tid = -1, seen = 0, ax = n->shape.ndim - 1;
+    if (n->op != NN__OP_CONCAT || n->n_in != 3 || ax < 0 || n->a.shape.axis != ax) return 0;
+    for (j = 0; j < 3; j++) {
+        int p = n->in[j], s, o;
+        const nn__node *P;
+        const nn__attn_attr *a;
+        while (g->nodes[p].op == NN__OP_RESHAPE && !g->nodes[p].is_output && nn__attn_readers(g, p) == 1) p = g->nodes[p].in[0];
+        P = &g->nodes[p];
+        if (P->op != NN__OP_SLICE || P->is_output || P->a.shape.step != 1 || P->shape.ndim != 1 || nn__attn_readers(g, p) != 1) return 0;
+        s = P->in[0];
+        if (g->nodes[s].op != NN__OP_ATTENTION_DKV || (tid >= 0 && s != tid)) return 0;
+        tid = s;
+        a = &g->nodes[s].a.attn;
+        if (!a->with_dq || a->gview) return 0;
+        start[0] = nn__attn_nK(a) + nn__attn_nV(a), start[1] = 0, start[2] = nn__attn_nK(a);
+        for (o = 0; o < 3 && start[o] != P->a.shape.start; o++) continue;
+        if (o == 3 || (seen & (1 << o)) || a->vrs[o] != n->shape.dim[ax] || a->voff[o] != col) return 0;
+        seen |= 1 << o;
+        col += g->nodes[n->in[j]].shape.dim[ax];
+    }
+    t = &g->nodes[tid];
+    if (seen != 7 || t->is_output || t->dtype != n->dtype || t->numel != n->numel) return 0;
+    { /* the three slices are t's only readers */
+        int i, k, cnt = 0;
+        for (i = tid + 1; i < g->n_nodes; i++)
+            if (g->nodes[i].live)
+                for (k = 0; k < g->nodes[i].n_in; k++) cnt += g->nodes[i].in[k] == tid;
+        if (cnt != 3) return 0;
+    }
+    t->a.attn.gview = 1;
+    t->shape = n->shape;
+    n->op = NN__OP_RESHAPE;
+    n->in[0] = tid;
+    n->n_in = 1;
+    return 1;
+}
+
+static int nn__attn_views(nn_graph *g) {
+    int i, k, changed = 0;
+    if (!nn__attn_views_on || g->n_ckpt) return 0;
+    for (i = 0; i < g->n_nodes; i++) {
+        nn__node *n = &g->nodes[i];
+        nn__attn_attr *a = &n->a.attn;
+        if (!n->live || a->layout != NN_ATTN_BTHD ||
+            (n->op != NN__OP_ATTENTION && n->op != NN__OP_ATTENTION_DQ && n->op != NN__OP_ATTENTION_DKV && n->op != NN__OP_ATTENTION_DMASK))
+            continue;
+        for (k = 0; k < 3; k++) {
+            int rs, off, x;
+            if (a->vrs[k]) continue;
+            x = nn__attn_view_src(g, n->in[k], (int64_t)a->B * (k ? a->Tk : a->Tq),
+                                  (int64_t)(k ? a->Hkv : a->H) * (k == 2 ? a->Dv : a->D), &rs, &off);
+            if (x < 0) continue;
+            n->in[k] = x, a->vrs[k] = rs, a->voff[k] = off;
+            changed = 1;
+        }
+    }
+    for (i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].live && nn__attn_gview(g, i)) changed = 1;
+    return changed;
 }

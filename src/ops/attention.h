@@ -16,11 +16,21 @@ typedef struct nn__attn_attr { /* q [B, H, Tq, D], k [B, Hkv, Tk, D], v [B, Hkv,
     int kpm_mode;        /* 0 none, 1 float, 2 int32 (nonzero: ignore the key) */
     int ms[4];           /* the mask's element strides over b, h, i, j (0: broadcast) */
     int with_dq;         /* ATTENTION_DKV: dq too, after dk and dv (q, k or v all need gradients) */
+    int vrs[3], voff[3]; /* NN_ATTN_BTHD views (nn__attn_views): q, k, v read from the rows of a wider
+                            tensor, row r (b T + t) at r vrs[i] + voff[i] (vrs 0: q's, k's, v's own) */
+    int gview;           /* ATTENTION_DKV with dq: dq, dk, dv written at their views' places in one
+                            [rows, vrs] gradient (the three views of one tensor), not [dk, dv, dq] */
 } nn__attn_attr;
 
 /* nn_attention with an int32 mask read as nn.MultiheadAttention's (nonzero: hidden) when
    mask_hides is 1, as scaled_dot_product_attention's (nonzero: attend) when 0
    (src/ops/attention.c; nn_multihead_attention calls it). */
 static nn_tensor nn__attention(nn_graph *g, nn_tensor q, nn_tensor k, nn_tensor v, const nn_attention_desc *desc, int mask_hides);
+
+/* At compile, after the autograd: attention operands that are reshapes of a slice along
+   the last dim of one tensor read in place, and their gradients' CONCAT written in place
+   by ATTENTION_DKV (src/ops/attention.c); 1 when a node changed (liveness to redo). */
+static int nn__attn_views(nn_graph *g);
+static int nn__attn_views_on = 1; /* 0: the copies (tests compare the two) */
 
 #endif
