@@ -16757,6 +16757,28 @@ static const char *const nn__cl_src_conv[] = {
 "    y[c] = acc;\n",
 "}\n",
 "\n",
+"/* channel_sum on CPU devices (src/ops/conv/bias.c): item c adds each image's plane in 16\n",
+"   lanes (vload16, a fixed tree, then the S mod 16 tail in order), the planes in n order as\n",
+"   above; PoCL ran channel_sum's one chain of scalar adds an item (3.5% of the CNN step) */\n",
+"__kernel void bias_sum_planes(NN__KPARAMS(channel_sum)) {\n",
+"    int c = get_global_id(0);\n",
+"    if (c >= C) return;\n",
+"    float acc = 0.0f;\n",
+"    for (int n = 0; n < N; n++) {\n",
+"        __global const float *p = x + ((size_t)n * C + c) * S;\n",
+"        float16 v = (float16)(0.0f);\n",
+"        int s = 0;\n",
+"        for (; s + 16 <= S; s += 16) v += vload16(0, p + s);\n",
+"        float8 h = v.lo + v.hi;\n",
+"        float4 q = h.lo + h.hi;\n",
+"        float2 t = q.lo + q.hi;\n",
+"        float part = t.x + t.y;\n",
+"        for (; s < S; s++) part += p[s];\n",
+"        acc += part;\n",
+"    }\n",
+"    y[c] = acc;\n",
+"}\n",
+"\n",
 "/* ---- the GEMM path (nn__conv2d_dev_plan in src/ops/conv/conv2d.c says when it is used) ----\n",
 "   Column matrices are [C*KH*KW, ld]: row (c*KH + kh)*KW + kw, so the rows of group g are\n",
 "   one contiguous block; column p = (n*OH + oh)*OW + ow runs over the whole batch, and\n",
@@ -16874,7 +16896,9 @@ static const char *const nn__cl_src_conv[] = {
 "    if (i >= N * C) return;\n",
 "    int c = i % C, n = i / C, sw = geo.s1;\n",
 "    __global float *xp = dx + (size_t)i * H * W;\n",
-"    for (int j = 0; j < H * W; j++) xp[j] = 0.0f;\n",
+"    int j = 0;\n",
+"    for (; j + 4 <= H * W; j += 4) vstore4((float4)(0.0f), 0, xp + j);\n",
+"    for (; j < H * W; j++) xp[j] = 0.0f;\n",
 "    for (int kh = 0; kh < KH; kh++)\n",
 "        for (int kw = 0; kw < KW; kw++) {\n",
 "            int o = kw * geo.s5 - geo.s3;\n",
@@ -16885,7 +16909,10 @@ static const char *const nn__cl_src_conv[] = {
 "                if (ih < 0 || ih >= H) continue;\n",
 "                __global float *xr = xp + (size_t)ih * W;\n",
 "                __global const float *r = rr + (size_t)oh * OW;\n",
-"                for (int ow = s.x; ow < s.y; ow++) xr[ow * sw + o] += r[ow];\n",
+"                int ow = s.x;\n",
+"                if (sw == 1) /* each element still one add here, in the same order: the same bits */\n",
+"                    for (; ow + 4 <= s.y; ow += 4) vstore4(vload4(0, xr + ow + o) + vload4(0, r + ow), 0, xr + ow + o);\n",
+"                for (; ow < s.y; ow++) xr[ow * sw + o] += r[ow];\n",
 "            }\n",
 "        }\n",
 "}\n",
@@ -22895,10 +22922,13 @@ static const char *const nn__cl_src_random[] = {
 "#line 6 \"kernels/random.cl\"\n",
 "\n",
 "\n",
+"/* The 32x32 -> 64-bit products as ulong multiplies, not mul_hi: PoCL built mul_hi from\n",
+"   16-bit pieces, scalar (dropout: 2% of the CNN step); the words are the same. */\n",
 "inline uint4 nn_philox(uint4 c, uint2 k) {\n",
 "    for (int r = 0; r < 10; r++) {\n",
-"        uint lo0 = 0xD2511F53u * c.x, hi0 = mul_hi(0xD2511F53u, c.x);\n",
-"        uint lo1 = 0xCD9E8D57u * c.z, hi1 = mul_hi(0xCD9E8D57u, c.z);\n",
+"        ulong p0 = (ulong)0xD2511F53u * c.x, p1 = (ulong)0xCD9E8D57u * c.z;\n",
+"        uint lo0 = (uint)p0, hi0 = (uint)(p0 >> 32);\n",
+"        uint lo1 = (uint)p1, hi1 = (uint)(p1 >> 32);\n",
 "        c = (uint4)(hi1 ^ c.y ^ k.x, lo1, hi0 ^ c.w ^ k.y, lo0);\n",
 "        k += (uint2)(0x9E3779B9u, 0xBB67AE85u);\n",
 "    }\n",
@@ -23178,7 +23208,7 @@ static const char *const nn__cl_src_random[] = {
 "    return last;\n",
 "}\n",
 "#endif /* NN__RANDOM_H */\n",
-"#line 35 \"kernels/random.cl\"\n",
+"#line 38 \"kernels/random.cl\"\n",
 "\n",
 "#define NN_RNG_WORDS(i) nn_philox((uint4)((uint)(i), key, step_lo, step_hi), (uint2)(seed_lo, seed_hi))\n",
 "\n",
@@ -34039,12 +34069,24 @@ static nn_result nn__cpu_sum_to(nn_graph *g, nn__node *n) {
 }
 
 /* One work item per element of the result, adding its elements of x in index order (the
-   CPU backend's order: the same bits). */
+   CPU backend's order: the same bits). A float32 x [R, M] summed over its rows (a bias's
+   gradient) runs sum_leading: the same additions in the same order without sum_to's index
+   walk an element, which PoCL ran scalar (the MLP step's three bias sums: 5.6% of it). */
 static nn_result nn__launch_sum_to(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int M = (int)n->numel, dims[8], st[3][8], xs[8], d;
     nn__bcast bc;
     nn__sum_to_geometry(g, n, &bc);
+    if (bc.nd == 2 && bc.st[0][0] == 0 && bc.st[0][1] == 1 && g->nodes[n->in[0]].dtype == NN_F32 &&
+        bc.n < (int64_t)1 << 31) {
+        NN__KSTART(sum_leading, "elementwise", "sum_leading", M);
+        k.x = &g->nodes[n->in[0]].buf;
+        k.y = &n->buf;
+        k.n = (int)bc.n;
+        k.nb = M;
+        k.off = 0;
+        return nn__kargs_sum_leading(l, &k);
+    }
     nn__bcast_ints(&bc, dims, st);
     memset(xs, 0, sizeof xs);
     for (d = bc.nd - 1; d >= 0; d--) xs[d] = d == bc.nd - 1 ? 1 : xs[d + 1] * dims[d + 1];
@@ -39397,12 +39439,13 @@ static nn_result nn__cpu_channel_sum(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
-/* conv.cl's channel_sum, one work-item per channel */
+/* conv.cl's channel_sum, one work-item per channel; on CPU devices bias_sum_planes, the
+   same in 16 lanes an image */
 static nn_result nn__launch_channel_sum(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     nn__node *x = &g->nodes[n->in[0]];
     int Nb = (int)x->shape.dim[0], C = (int)x->shape.dim[1];
-    NN__KSTART(channel_sum, "conv", "channel_sum", C);
+    NN__KSTART(channel_sum, "conv", g->ctx->dev.cpu_tuned ? "bias_sum_planes" : "channel_sum", C);
     k.x = &x->buf;
     k.y = &n->buf;
     k.N = Nb;

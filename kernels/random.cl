@@ -5,10 +5,13 @@
 #include "random_args.h"
 
 
+/* The 32x32 -> 64-bit products as ulong multiplies, not mul_hi: PoCL built mul_hi from
+   16-bit pieces, scalar (dropout: 2% of the CNN step); the words are the same. */
 inline uint4 nn_philox(uint4 c, uint2 k) {
     for (int r = 0; r < 10; r++) {
-        uint lo0 = 0xD2511F53u * c.x, hi0 = mul_hi(0xD2511F53u, c.x);
-        uint lo1 = 0xCD9E8D57u * c.z, hi1 = mul_hi(0xCD9E8D57u, c.z);
+        ulong p0 = (ulong)0xD2511F53u * c.x, p1 = (ulong)0xCD9E8D57u * c.z;
+        uint lo0 = (uint)p0, hi0 = (uint)(p0 >> 32);
+        uint lo1 = (uint)p1, hi1 = (uint)(p1 >> 32);
         c = (uint4)(hi1 ^ c.y ^ k.x, lo1, hi0 ^ c.w ^ k.y, lo0);
         k += (uint2)(0x9E3779B9u, 0xBB67AE85u);
     }

@@ -112,12 +112,24 @@ static nn_result nn__cpu_sum_to(nn_graph *g, nn__node *n) {
 }
 
 /* One work item per element of the result, adding its elements of x in index order (the
-   CPU backend's order: the same bits). */
+   CPU backend's order: the same bits). A float32 x [R, M] summed over its rows (a bias's
+   gradient) runs sum_leading: the same additions in the same order without sum_to's index
+   walk an element, which PoCL ran scalar (the MLP step's three bias sums: 5.6% of it). */
 static nn_result nn__launch_sum_to(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int M = (int)n->numel, dims[8], st[3][8], xs[8], d;
     nn__bcast bc;
     nn__sum_to_geometry(g, n, &bc);
+    if (bc.nd == 2 && bc.st[0][0] == 0 && bc.st[0][1] == 1 && g->nodes[n->in[0]].dtype == NN_F32 &&
+        bc.n < (int64_t)1 << 31) {
+        NN__KSTART(sum_leading, "elementwise", "sum_leading", M);
+        k.x = &g->nodes[n->in[0]].buf;
+        k.y = &n->buf;
+        k.n = (int)bc.n;
+        k.nb = M;
+        k.off = 0;
+        return nn__kargs_sum_leading(l, &k);
+    }
     nn__bcast_ints(&bc, dims, st);
     memset(xs, 0, sizeof xs);
     for (d = bc.nd - 1; d >= 0; d--) xs[d] = d == bc.nd - 1 ? 1 : xs[d + 1] * dims[d + 1];
