@@ -34,11 +34,13 @@
 #define NN_ATTN_DMAX 256
 
 /* Philox4x32-10, as kernels/random.cl's nn_philox (a separate program): dropout's mask is
-   nn_dropout's formula, counter (element, key, step) under the graph's seed */
+   nn_dropout's formula, counter (element, key, step) under the graph's seed; its products
+   as ulong multiplies, as there (PoCL builds mul_hi from scalar 16-bit pieces) */
 inline uint4 nn_attn_philox(uint4 c, uint2 k) {
     for (int r = 0; r < 10; r++) {
-        uint lo0 = 0xD2511F53u * c.x, hi0 = mul_hi(0xD2511F53u, c.x);
-        uint lo1 = 0xCD9E8D57u * c.z, hi1 = mul_hi(0xCD9E8D57u, c.z);
+        ulong p0 = (ulong)0xD2511F53u * c.x, p1 = (ulong)0xCD9E8D57u * c.z;
+        uint lo0 = (uint)p0, hi0 = (uint)(p0 >> 32);
+        uint lo1 = (uint)p1, hi1 = (uint)(p1 >> 32);
         c = (uint4)(hi1 ^ c.y ^ k.x, lo1, hi0 ^ c.w ^ k.y, lo0);
         k += (uint2)(0x9E3779B9u, 0xBB67AE85u);
     }
