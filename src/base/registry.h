@@ -190,7 +190,7 @@
     X(SEGMENT_REDUCE, "segment_reduce", segment_reduce, 0)                  \
     X(SEGMENT_GATHER, "segment_gather", segment_gather, 0)                  \
     X(SEGMENT_MAX_GRAD, "segment_max_grad", segment_max_grad, 0)            \
-    X(EMBEDDING, "embedding", embedding, 0)                                  \
+    X(EMBEDDING, "embedding", embedding, NN__OPF_HALF)                       \
     X(MOE_SLOTS, "moe_slots", moe_slots, NN__OPF_NO_GRAD)
 
 /* the fused scaled dot-product attention (src/ops/attention.c) */
