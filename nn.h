@@ -3324,7 +3324,7 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     X(GAUSSIAN_NOISE, "gaussian_noise", gaussian_noise, NN__OPF_RANK0)              \
     X(ALPHA_DROPOUT, "alpha_dropout", alpha_dropout, NN__OPF_RANK0)                 \
     X(ALPHA_DROPOUT_GRAD, "alpha_dropout_grad", alpha_dropout_grad, NN__OPF_RANK0)  \
-    X(DROPOUT, "dropout", dropout, NN__OPF_RANK0)                                   \
+    X(DROPOUT, "dropout", dropout, NN__OPF_RANK0 | NN__OPF_HALF)                    \
     X(SAMPLE_LOGITS, "sample_logits", sample_logits, NN__OPF_NO_GRAD)
 
 #define NN__OPS_ROPE(X)                                                                  \
@@ -7925,6 +7925,17 @@ static void nn__dropout_forward(float *y, const float *x, int64_t n, float p, ui
     float scale = 1.0f / (1.0f - p);
     int64_t i;
     for (i = 0; i < n; i++) y[i] = x[i] * (nn__dropout_uniform(seed, node, step, (uint32_t)i) >= p ? scale : 0.0f);
+}
+
+/* the same on 16-bit storage (bf16: bf 1, else f16): each element widened, x * scale in
+   float32 as above, rounded once */
+static void nn__dropout16_forward(uint16_t *y, const uint16_t *x, int64_t n, float p, uint64_t seed, int node, uint64_t step, int bf) {
+    float scale = 1.0f / (1.0f - p);
+    int64_t i;
+    for (i = 0; i < n; i++) {
+        float v = (bf ? nn__bf16_to_f32(x[i]) : nn__f16_to_f32(x[i])) * (nn__dropout_uniform(seed, node, step, (uint32_t)i) >= p ? scale : 0.0f);
+        y[i] = bf ? nn__f32_to_bf16(v) : nn__f32_to_f16(v);
+    }
 }
 
 /* ======================================================================
@@ -22845,14 +22856,157 @@ static const char *const nn__cl_src_random[] = {
 "#endif\n",
 "#endif\n",
 "#line 5 \"kernels/random.cl\"\n",
+"#line 1 \"kernels/storage.h\"\n",
+"/* 16-bit storage, fp32 arithmetic. A header in the common subset of C99 and OpenCL C (as\n",
+"   kernels/activation.h): the CPU bodies and the kernels read and write a tensor's storage\n",
+"   through these, and compute in float.\n",
+"\n",
+"   bfloat16: the high half of a float32, stored as a 16-bit integer and widened in registers\n",
+"   (float from bits << 16); written rounded to nearest, ties to even, a NaN kept a quiet NaN\n",
+"   (PyTorch's round_to_nearest_even). float16 (IEEE binary16): in OpenCL C through\n",
+"   vload_half / vstore_half_rte (OpenCL 1.2 core: no cl_khr_fp16 needed), in C the same\n",
+"   conversion written out (round to nearest even, subnormals, overflow to infinity), so both\n",
+"   backends store the same bits.\n",
+"\n",
+"   Per element, by type: NN__LD_BF16(p, i), NN__ST_BF16(p, i, v), NN__LD_F16(p, i),\n",
+"   NN__ST_F16(p, i, v) over a pointer to 16-bit words (ushort in OpenCL C, uint16_t in C).\n",
+"   Per program: a kernel file built with -DNN_STORE_BF16 or -DNN_STORE_F16 (the launch's\n",
+"   `store`, src/opencl/backend.c) reads NN__STORE_T storage with NN__SLOAD(p, i) and writes it\n",
+"   with NN__SSTORE(p, i, v); built with neither, NN__STORE_T is float and they are plain\n",
+"   accesses, so one .cl source serves f32, bf16 and f16. */\n",
+"#ifndef NN__STORAGE_H\n",
+"#define NN__STORAGE_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__U16 ushort\n",
+"static inline float nn__bf16_to_f32(ushort h) { return as_float((uint)h << 16); }\n",
+"static inline ushort nn__f32_to_bf16(float f) {\n",
+"    uint u = as_uint(f);\n",
+"    if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u); /* NaN: quiet, sign kept */\n",
+"    return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n",
+"}\n",
+"#define NN__U32 uint\n",
+"static inline uint nn__f32_bits(float f) { return as_uint(f); }\n",
+"#define NN__LD_BF16(p, i) nn__bf16_to_f32((p)[i])\n",
+"#define NN__ST_BF16(p, i, v) ((p)[i] = nn__f32_to_bf16(v))\n",
+"#define NN__LD_F16(p, i) vload_half((i), (__global const half *)(p))\n",
+"#define NN__ST_F16(p, i, v) vstore_half_rte((v), (i), (__global half *)(p))\n",
+"\n",
+"#else /* C */\n",
+"\n",
+"#define NN__U16 uint16_t\n",
+"#define NN__U32 uint32_t\n",
+"static inline uint32_t nn__f32_bits(float f) {\n",
+"    uint32_t u;\n",
+"    memcpy(&u, &f, 4);\n",
+"    return u;\n",
+"}\n",
+"\n",
+"static inline float nn__bf16_to_f32(uint16_t h) {\n",
+"    uint32_t u = (uint32_t)h << 16;\n",
+"    float f;\n",
+"    memcpy(&f, &u, 4);\n",
+"    return f;\n",
+"}\n",
+"static inline uint16_t nn__f32_to_bf16(float f) {\n",
+"    uint32_t u;\n",
+"    memcpy(&u, &f, 4);\n",
+"    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);\n",
+"    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n",
+"}\n",
+"static inline float nn__f16_to_f32(uint16_t h) {\n",
+"    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, u;\n",
+"    float f;\n",
+"    if (e == 0x1f) {\n",
+"        u = sign | 0x7f800000u | (m << 13);\n",
+"    } else if (e == 0) { /* zero or subnormal: m * 2^-24, exact in float */\n",
+"        f = (float)m * (1.0f / 16777216.0f);\n",
+"        return sign ? -f : f;\n",
+"    } else {\n",
+"        u = sign | ((e + 112u) << 23) | (m << 13);\n",
+"    }\n",
+"    memcpy(&f, &u, 4);\n",
+"    return f;\n",
+"}\n",
+"static inline uint16_t nn__f32_to_f16(float f) {\n",
+"    uint32_t u, sign, a, r, rem;\n",
+"    memcpy(&u, &f, 4);\n",
+"    sign = (u >> 16) & 0x8000u;\n",
+"    a = u & 0x7fffffffu;\n",
+"    if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu)); /* NaN: quiet */\n",
+"    if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* from 65520 up: infinity */\n",
+"    if (a < 0x38800000u) {                                   /* below 2^-14: a subnormal or 0 */\n",
+"        uint32_t m = (a & 0x7fffffu) | 0x800000u, shift = 126u - (a >> 23), half;\n",
+"        if (a < 0x33000000u) return (uint16_t)sign; /* below 2^-25: 0 */\n",
+"        half = 1u << (shift - 1);\n",
+"        r = m >> shift;\n",
+"        rem = m & ((1u << shift) - 1u);\n",
+"        if (rem > half || (rem == half && (r & 1u))) r++;\n",
+"        return (uint16_t)(sign | r);\n",
+"    }\n",
+"    r = (a - 0x38000000u) >> 13; /* the exponent rebiased (127 - 15), the mantissa's top 10 bits */\n",
+"    rem = a & 0x1fffu;\n",
+"    if (rem > 0x1000u || (rem == 0x1000u && (r & 1u))) r++;\n",
+"    return (uint16_t)(sign | r);\n",
+"}\n",
+"#define NN__LD_BF16(p, i) nn__bf16_to_f32((p)[i])\n",
+"#define NN__ST_BF16(p, i, v) ((p)[i] = nn__f32_to_bf16(v))\n",
+"#define NN__LD_F16(p, i) nn__f16_to_f32((p)[i])\n",
+"#define NN__ST_F16(p, i, v) ((p)[i] = nn__f32_to_f16(v))\n",
+"\n",
+"#endif\n",
+"\n",
+"/* Stochastic rounding to bfloat16 (16-bit parameters' updates, nn_optimizer.stochastic_rounding):\n",
+"   the float's low 16 bits plus 16 random bits r, truncated: up (away from zero) with\n",
+"   probability (low bits) / 2^16, exactly the distance to the lower neighbour in units of\n",
+"   the last place, so the mean is the float32 value and the result is one of its two\n",
+"   bfloat16 neighbours. Infinity and NaN round to nearest (NaN kept quiet). A finite value\n",
+"   within half a unit of the largest bfloat16 can round up to infinity, as rounding up does.\n",
+"   The bits are counter-based: nn__sr_bits(element, key) mixes the element's index with a\n",
+"   key that the host makes per parameter and update from the graph's seed (nn__sr_key in\n",
+"   src/ops/optim.c), the murmur3 finaliser twice: integer operations only, the same bits in\n",
+"   C and OpenCL C. */\n",
+"static inline NN__U32 nn__sr_mix(NN__U32 h) {\n",
+"    h ^= h >> 16;\n",
+"    h *= 0x85ebca6bu;\n",
+"    h ^= h >> 13;\n",
+"    h *= 0xc2b2ae35u;\n",
+"    h ^= h >> 16;\n",
+"    return h;\n",
+"}\n",
+"static inline NN__U32 nn__sr_bits(NN__U32 i, NN__U32 key) { return nn__sr_mix(nn__sr_mix(i ^ key) + key); }\n",
+"static inline NN__U16 nn__f32_to_bf16_sr(float f, NN__U32 r) {\n",
+"    NN__U32 u = nn__f32_bits(f);\n",
+"    if ((u & 0x7fffffffu) >= 0x7f800000u) return nn__f32_to_bf16(f);\n",
+"    return (NN__U16)((u + (r >> 16)) >> 16);\n",
+"}\n",
+"\n",
+"#if defined(NN_STORE_BF16)\n",
+"#define NN__STORE_T NN__U16\n",
+"#define NN__SLOAD(p, i) NN__LD_BF16(p, i)\n",
+"#define NN__SSTORE(p, i, v) NN__ST_BF16(p, i, v)\n",
+"#elif defined(NN_STORE_F16)\n",
+"#define NN__STORE_T NN__U16\n",
+"#define NN__SLOAD(p, i) NN__LD_F16(p, i)\n",
+"#define NN__SSTORE(p, i, v) NN__ST_F16(p, i, v)\n",
+"#else\n",
+"#define NN__STORE_T float\n",
+"#define NN__SLOAD(p, i) ((p)[i])\n",
+"#define NN__SSTORE(p, i, v) ((p)[i] = (v))\n",
+"#endif\n",
+"\n",
+"#endif\n",
+"#line 6 \"kernels/random.cl\"\n",
 "#line 1 \"kernels/random_args.h\"\n",
 "/* kernels/random.cl's kernel signatures (kernels/kargs.h says how to read them). */\n",
 "#ifndef NN__RANDOM_ARGS_H\n",
 "#define NN__RANDOM_ARGS_H\n",
 "\n",
-"/* the dropout op's mask, counter (i, node, step_lo, step_hi) under key (seed_lo, seed_hi) */\n",
+"/* the dropout op's mask, counter (i, node, step_lo, step_hi) under key (seed_lo, seed_hi); x\n",
+"   and y of the node's storage type */\n",
 "#define NN__KARGS_dropout(F, P) \\\n",
-"    F(in, x) P(out, y) P(int, n) P(float, p) P(uint, seed_lo) P(uint, seed_hi) P(uint, node) P(ustep, step_lo) P(ustep, step_hi)\n",
+"    F(sin, x) P(sout, y) P(int, n) P(float, p) P(uint, seed_lo) P(uint, seed_hi) P(uint, node) P(ustep, step_lo) P(ustep, step_hi)\n",
 "NN__KSIG(dropout)\n",
 "\n",
 "/* The random ops' last five parameters: element i draws the Philox words of counter (i, key,\n",
@@ -22884,7 +23038,7 @@ static const char *const nn__cl_src_random[] = {
 "NN__KSIG(sample_logits)\n",
 "\n",
 "#endif\n",
-"#line 6 \"kernels/random.cl\"\n",
+"#line 7 \"kernels/random.cl\"\n",
 "\n",
 "\n",
 "inline uint4 nn_philox(uint4 c, uint2 k) {\n",
@@ -22905,7 +23059,7 @@ static const char *const nn__cl_src_random[] = {
 "    if (i >= n) return;\n",
 "    uint4 r = nn_philox((uint4)((uint)i, node, step_lo, step_hi), (uint2)(seed_lo, seed_hi));\n",
 "    float u = (float)(r.x >> 8) * (1.0f / 16777216.0f);\n",
-"    y[i] = x[i] * (u >= p ? 1.0f / (1.0f - p) : 0.0f);\n",
+"    NN__SSTORE(y, i, NN__SLOAD(x, i) * (u >= p ? 1.0f / (1.0f - p) : 0.0f));\n",
 "}\n",
 "\n",
 "/* The random ops (src/ops/random.c): element i of node `key` at step (step_hi, step_lo)\n",
@@ -23170,7 +23324,7 @@ static const char *const nn__cl_src_random[] = {
 "    return last;\n",
 "}\n",
 "#endif /* NN__RANDOM_H */\n",
-"#line 35 \"kernels/random.cl\"\n",
+"#line 36 \"kernels/random.cl\"\n",
 "\n",
 "#define NN_RNG_WORDS(i) nn_philox((uint4)((uint)(i), key, step_lo, step_hi), (uint2)(seed_lo, seed_hi))\n",
 "\n",
@@ -33804,9 +33958,10 @@ NN__KSIG(grad_acc)
 #ifndef NN__RANDOM_ARGS_H
 #define NN__RANDOM_ARGS_H
 
-/* the dropout op's mask, counter (i, node, step_lo, step_hi) under key (seed_lo, seed_hi) */
+/* the dropout op's mask, counter (i, node, step_lo, step_hi) under key (seed_lo, seed_hi); x
+   and y of the node's storage type */
 #define NN__KARGS_dropout(F, P) \
-    F(in, x) P(out, y) P(int, n) P(float, p) P(uint, seed_lo) P(uint, seed_hi) P(uint, node) P(ustep, step_lo) P(ustep, step_hi)
+    F(sin, x) P(sout, y) P(int, n) P(float, p) P(uint, seed_lo) P(uint, seed_hi) P(uint, node) P(ustep, step_lo) P(ustep, step_hi)
 NN__KSIG(dropout)
 
 /* The random ops' last five parameters: element i draws the Philox words of counter (i, key,
@@ -42934,16 +43089,20 @@ static nn_result nn__launch_alpha_dropout_grad(nn_graph *g, int id) {
 /* ==== dropout: y [any] = x * mask / (1 - p), mask[i] = uniform(key, step, i) >= p
    (torch.nn.functional.dropout in training; the identity in eval mode or at p = 0). The
    backward op is this op applied to dy with the same key, so it draws the same mask; the
-   step changes the mask every run (nn__update_rng). CPU loop in src/cpu/random.c. ==== */
+   step changes the mask every run (nn__update_rng). CPU loop in src/cpu/random.c. A bf16 or
+   f16 x gives y of its dtype (PyTorch's dropout keeps the input's; under autocast too):
+   each element x * scale in float32, rounded once. ==== */
 #define nn__plan_dropout nn__no_plan
 
 NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p) {
     nn_tensor t;
-    if (!nn__check0(g, "nn_dropout", 1, &x) || !nn__expect_f32(g, "nn_dropout", x, "x")) return nn__tensor(-1);
+    if (!nn__check0(g, "nn_dropout", 1, &x)) return nn__tensor(-1);
+    if (nn__n(g, x)->dtype != NN_F32 && !nn__dtype_half(nn__n(g, x)->dtype))
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_dropout: x must be float32, bfloat16 or float16, not %s", nn__dtype_name(nn__n(g, x)->dtype));
     if (!(p >= 0.0f && p < 1.0f)) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_dropout: p = %g is outside [0, 1)", p);
     if (p == 0.0f) return x;
     if (g->eval) return nn__eval_identity(g, x);
-    t = nn__op1(g, NN__OP_DROPOUT, NN_F32, nn__n(g, x)->shape, x.id);
+    t = nn__op1(g, NN__OP_DROPOUT, nn__n(g, x)->dtype, nn__n(g, x)->shape, x.id);
     if (t.id >= 0) {
         g->nodes[t.id].a.random.p = p;
         g->nodes[t.id].a.random.key = t.id; /* the mask's key, shared with the backward op */
@@ -42954,7 +43113,7 @@ NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p) {
 static void nn__grad_dropout(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
-    t = nn__op1(g, NN__OP_DROPOUT, NN_F32, n.shape, gy.id);
+    t = nn__op1(g, NN__OP_DROPOUT, g->nodes[gy.id].dtype, n.shape, gy.id);
     if (t.id >= 0) g->nodes[t.id].a = n.a;
     nn__acc_grad(g, a, t);
 }
@@ -42963,13 +43122,18 @@ static nn_result nn__cpu_dropout(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__dropout_forward(y, NN__F(in[0]), N, n->a.random.p, g->seed, n->a.random.key, g->step);
+    if (nn__dtype_half(n->dtype))
+        nn__dropout16_forward((uint16_t *)(void *)y, (const uint16_t *)(const void *)g->nodes[in[0]].buf.host, N, n->a.random.p, g->seed,
+                              n->a.random.key, g->step, n->dtype == NN_BF16);
+    else
+        nn__dropout_forward(y, NN__F(in[0]), N, n->a.random.p, g->seed, n->a.random.key, g->step);
     return NN_OK;
 }
 
 static nn_result nn__launch_dropout(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     NN__KWITH(dropout, nn__random_launch(g, id, "dropout", &l));
+    l->store = n->dtype; /* 16-bit: the program built with NN_STORE_BF16 / _F16 */
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;
