@@ -419,8 +419,8 @@ NN_API nn_result nn_context_op_compiled(const nn_context *ctx, int op, uint64_t 
    activations, add, sub, mul, div, minimum, maximum, pow of two tensors of that type, the
    next matmul, conv2d, the max, average, 1-D, global and adaptive pools, nn_attention,
    nn_layer_norm (which converts a float32 x to the policy's type, so its output is 16-bit),
-   and reshape, permute/transpose, slice/split and concat, whose output and gradient keep the
-   input's type); every other op (the other norms, softmax, losses, reductions, the other shape ops,
+   nn_dropout, and reshape, permute/transpose, slice/split and concat, whose output and
+   gradient keep the input's type); every other op (the other norms, softmax, losses, reductions, the other shape ops,
    the optimizer) gets its 16-bit inputs converted to float32 first, once per tensor, and
    runs in float32 as before; float32 with 16-bit operands is float32 (PyTorch's promotion).
    nn_conv2d (so nn_conv1d and the conv layers) converts a float32 x and w likewise and
@@ -451,7 +451,11 @@ typedef struct nn_graph_desc {
        but LAMB and LARS; not data-parallel. A graph made with share_params of such a graph
        (param_dtype and precision 0) takes its param_dtype and its precision. Half the parameters' bytes (nn_graph_memory);
        nn_tensor_read / write and the files see float32 values, nn_graph_save_safetensors
-       and nn_graph_save_state write them as BF16 (F16). */
+       and nn_graph_save_state write them as BF16 (F16). As in PyTorch after model.to(),
+       what starts from a 16-bit parameter stays 16-bit: an embedding's rows (nn_embedding
+       of a 16-bit table gives that type), so nn_gpt's token and position embeddings, its
+       residual stream (16-bit adds), the norms and the head; the loss converts the logits
+       to float32 once. */
     nn_dtype param_dtype;
 } nn_graph_desc;
 
@@ -1462,7 +1466,9 @@ NN_API nn_tensor nn_moe_layer(nn_graph *g, nn_tensor x, int64_t n_experts, int64
    row of zeros and is reported as the indexing ops' are (PyTorch raises). The weight's
    gradient sums the rows of dy by index over the segment sort (nn_segment_sum): linear in
    the index count, deterministic. A weight may also be used elsewhere (weight tying: an
-   output head nn_matmul(h, weight, 0, 1)); its gradients add. max_norm and
+   output head nn_matmul(h, weight, 0, 1)); its gradients add. A bf16 or f16 weight gives
+   rows of its type (copied as they are; F.embedding on a model.to(bfloat16)), and its
+   gradient is summed in float32 and rounded once to the weight's type. max_norm and
    scale_grad_by_freq are left out. */
 typedef struct nn_embedding_desc {
     int padding_idx;
@@ -1763,7 +1769,7 @@ NN_API nn_tensor nn_gaussian_noise(nn_graph *g, nn_tensor x, float std);
 NN_API nn_tensor nn_alpha_dropout(nn_graph *g, nn_tensor x, float p);
 /* Dropout with probability p in training graphs (identity in eval graphs); the mask comes
    from the generator above keyed by seed, op and step, so every backend draws the same
-   mask. */
+   mask. A bf16 or f16 x gives y (and dx) of its type: x * scale in float32, rounded once. */
 NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p);
 
 /* A token id per row of logits [B, V] (float32), drawn on the device: int32 [B], not
@@ -3337,7 +3343,7 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     X(GAUSSIAN_NOISE, "gaussian_noise", gaussian_noise, NN__OPF_RANK0)              \
     X(ALPHA_DROPOUT, "alpha_dropout", alpha_dropout, NN__OPF_RANK0)                 \
     X(ALPHA_DROPOUT_GRAD, "alpha_dropout_grad", alpha_dropout_grad, NN__OPF_RANK0)  \
-    X(DROPOUT, "dropout", dropout, NN__OPF_RANK0)                                   \
+    X(DROPOUT, "dropout", dropout, NN__OPF_RANK0 | NN__OPF_HALF)                    \
     X(SAMPLE_LOGITS, "sample_logits", sample_logits, NN__OPF_NO_GRAD)
 
 #define NN__OPS_ROPE(X)                                                                  \
@@ -3350,7 +3356,7 @@ static float nn__dropout_uniform(uint64_t seed, int node, uint64_t step, uint32_
     X(SEGMENT_REDUCE, "segment_reduce", segment_reduce, 0)                  \
     X(SEGMENT_GATHER, "segment_gather", segment_gather, 0)                  \
     X(SEGMENT_MAX_GRAD, "segment_max_grad", segment_max_grad, 0)            \
-    X(EMBEDDING, "embedding", embedding, 0)                                  \
+    X(EMBEDDING, "embedding", embedding, NN__OPF_HALF)                       \
     X(MOE_SLOTS, "moe_slots", moe_slots, NN__OPF_NO_GRAD)
 
 /* the fused scaled dot-product attention (src/ops/attention.c) */
@@ -7940,6 +7946,17 @@ static void nn__dropout_forward(float *y, const float *x, int64_t n, float p, ui
     for (i = 0; i < n; i++) y[i] = x[i] * (nn__dropout_uniform(seed, node, step, (uint32_t)i) >= p ? scale : 0.0f);
 }
 
+/* the same on 16-bit storage (bf16: bf 1, else f16): each element widened, x * scale in
+   float32 as above, rounded once */
+static void nn__dropout16_forward(uint16_t *y, const uint16_t *x, int64_t n, float p, uint64_t seed, int node, uint64_t step, int bf) {
+    float scale = 1.0f / (1.0f - p);
+    int64_t i;
+    for (i = 0; i < n; i++) {
+        float v = (bf ? nn__bf16_to_f32(x[i]) : nn__f16_to_f32(x[i])) * (nn__dropout_uniform(seed, node, step, (uint32_t)i) >= p ? scale : 0.0f);
+        y[i] = bf ? nn__f32_to_bf16(v) : nn__f32_to_f16(v);
+    }
+}
+
 /* ======================================================================
    src/cpu/gather.c
    ====================================================================== */
@@ -7947,14 +7964,20 @@ static void nn__dropout_forward(float *y, const float *x, int64_t n, float p, ui
    OpenCL twins). Scatters are written as gathers or in a fixed order: no atomics, the
    same bits every run. */
 
-/* y [B, D] = data[idx[b]] of data [N, D] */
-static void nn__gather_rows_forward(float *y, const float *data, const int32_t *idx, int64_t B, int64_t N, int64_t D) {
+/* y [B, row bytes] = data[idx[b]] of data [N, row bytes], rows of any storage type as bits
+   (an index out of range: zeros) */
+static void nn__gather_rows_bytes(void *y, const void *data, const int32_t *idx, int64_t B, int64_t N, size_t row) {
     int64_t b;
     for (b = 0; b < B; b++) {
         int32_t r = idx[b];
-        if (r >= 0 && r < N) memcpy(y + b * D, data + (int64_t)r * D, (size_t)D * sizeof(float));
-        else memset(y + b * D, 0, (size_t)D * sizeof(float));
+        if (r >= 0 && r < N) memcpy((char *)y + (size_t)b * row, (const char *)data + (size_t)r * row, row);
+        else memset((char *)y + (size_t)b * row, 0, row);
     }
+}
+
+/* y [B, D] = data[idx[b]] of data [N, D] */
+static void nn__gather_rows_forward(float *y, const float *data, const int32_t *idx, int64_t B, int64_t N, int64_t D) {
+    nn__gather_rows_bytes(y, data, idx, B, N, (size_t)D * sizeof(float));
 }
 
 /* Index values outside [0, L): what PyTorch raises on, counted for the op's check. */
@@ -22880,14 +22903,157 @@ static const char *const nn__cl_src_random[] = {
 "#endif\n",
 "#endif\n",
 "#line 5 \"kernels/random.cl\"\n",
+"#line 1 \"kernels/storage.h\"\n",
+"/* 16-bit storage, fp32 arithmetic. A header in the common subset of C99 and OpenCL C (as\n",
+"   kernels/activation.h): the CPU bodies and the kernels read and write a tensor's storage\n",
+"   through these, and compute in float.\n",
+"\n",
+"   bfloat16: the high half of a float32, stored as a 16-bit integer and widened in registers\n",
+"   (float from bits << 16); written rounded to nearest, ties to even, a NaN kept a quiet NaN\n",
+"   (PyTorch's round_to_nearest_even). float16 (IEEE binary16): in OpenCL C through\n",
+"   vload_half / vstore_half_rte (OpenCL 1.2 core: no cl_khr_fp16 needed), in C the same\n",
+"   conversion written out (round to nearest even, subnormals, overflow to infinity), so both\n",
+"   backends store the same bits.\n",
+"\n",
+"   Per element, by type: NN__LD_BF16(p, i), NN__ST_BF16(p, i, v), NN__LD_F16(p, i),\n",
+"   NN__ST_F16(p, i, v) over a pointer to 16-bit words (ushort in OpenCL C, uint16_t in C).\n",
+"   Per program: a kernel file built with -DNN_STORE_BF16 or -DNN_STORE_F16 (the launch's\n",
+"   `store`, src/opencl/backend.c) reads NN__STORE_T storage with NN__SLOAD(p, i) and writes it\n",
+"   with NN__SSTORE(p, i, v); built with neither, NN__STORE_T is float and they are plain\n",
+"   accesses, so one .cl source serves f32, bf16 and f16. */\n",
+"#ifndef NN__STORAGE_H\n",
+"#define NN__STORAGE_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__U16 ushort\n",
+"static inline float nn__bf16_to_f32(ushort h) { return as_float((uint)h << 16); }\n",
+"static inline ushort nn__f32_to_bf16(float f) {\n",
+"    uint u = as_uint(f);\n",
+"    if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u); /* NaN: quiet, sign kept */\n",
+"    return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n",
+"}\n",
+"#define NN__U32 uint\n",
+"static inline uint nn__f32_bits(float f) { return as_uint(f); }\n",
+"#define NN__LD_BF16(p, i) nn__bf16_to_f32((p)[i])\n",
+"#define NN__ST_BF16(p, i, v) ((p)[i] = nn__f32_to_bf16(v))\n",
+"#define NN__LD_F16(p, i) vload_half((i), (__global const half *)(p))\n",
+"#define NN__ST_F16(p, i, v) vstore_half_rte((v), (i), (__global half *)(p))\n",
+"\n",
+"#else /* C */\n",
+"\n",
+"#define NN__U16 uint16_t\n",
+"#define NN__U32 uint32_t\n",
+"static inline uint32_t nn__f32_bits(float f) {\n",
+"    uint32_t u;\n",
+"    memcpy(&u, &f, 4);\n",
+"    return u;\n",
+"}\n",
+"\n",
+"static inline float nn__bf16_to_f32(uint16_t h) {\n",
+"    uint32_t u = (uint32_t)h << 16;\n",
+"    float f;\n",
+"    memcpy(&f, &u, 4);\n",
+"    return f;\n",
+"}\n",
+"static inline uint16_t nn__f32_to_bf16(float f) {\n",
+"    uint32_t u;\n",
+"    memcpy(&u, &f, 4);\n",
+"    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);\n",
+"    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n",
+"}\n",
+"static inline float nn__f16_to_f32(uint16_t h) {\n",
+"    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, u;\n",
+"    float f;\n",
+"    if (e == 0x1f) {\n",
+"        u = sign | 0x7f800000u | (m << 13);\n",
+"    } else if (e == 0) { /* zero or subnormal: m * 2^-24, exact in float */\n",
+"        f = (float)m * (1.0f / 16777216.0f);\n",
+"        return sign ? -f : f;\n",
+"    } else {\n",
+"        u = sign | ((e + 112u) << 23) | (m << 13);\n",
+"    }\n",
+"    memcpy(&f, &u, 4);\n",
+"    return f;\n",
+"}\n",
+"static inline uint16_t nn__f32_to_f16(float f) {\n",
+"    uint32_t u, sign, a, r, rem;\n",
+"    memcpy(&u, &f, 4);\n",
+"    sign = (u >> 16) & 0x8000u;\n",
+"    a = u & 0x7fffffffu;\n",
+"    if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu)); /* NaN: quiet */\n",
+"    if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* from 65520 up: infinity */\n",
+"    if (a < 0x38800000u) {                                   /* below 2^-14: a subnormal or 0 */\n",
+"        uint32_t m = (a & 0x7fffffu) | 0x800000u, shift = 126u - (a >> 23), half;\n",
+"        if (a < 0x33000000u) return (uint16_t)sign; /* below 2^-25: 0 */\n",
+"        half = 1u << (shift - 1);\n",
+"        r = m >> shift;\n",
+"        rem = m & ((1u << shift) - 1u);\n",
+"        if (rem > half || (rem == half && (r & 1u))) r++;\n",
+"        return (uint16_t)(sign | r);\n",
+"    }\n",
+"    r = (a - 0x38000000u) >> 13; /* the exponent rebiased (127 - 15), the mantissa's top 10 bits */\n",
+"    rem = a & 0x1fffu;\n",
+"    if (rem > 0x1000u || (rem == 0x1000u && (r & 1u))) r++;\n",
+"    return (uint16_t)(sign | r);\n",
+"}\n",
+"#define NN__LD_BF16(p, i) nn__bf16_to_f32((p)[i])\n",
+"#define NN__ST_BF16(p, i, v) ((p)[i] = nn__f32_to_bf16(v))\n",
+"#define NN__LD_F16(p, i) nn__f16_to_f32((p)[i])\n",
+"#define NN__ST_F16(p, i, v) ((p)[i] = nn__f32_to_f16(v))\n",
+"\n",
+"#endif\n",
+"\n",
+"/* Stochastic rounding to bfloat16 (16-bit parameters' updates, nn_optimizer.stochastic_rounding):\n",
+"   the float's low 16 bits plus 16 random bits r, truncated: up (away from zero) with\n",
+"   probability (low bits) / 2^16, exactly the distance to the lower neighbour in units of\n",
+"   the last place, so the mean is the float32 value and the result is one of its two\n",
+"   bfloat16 neighbours. Infinity and NaN round to nearest (NaN kept quiet). A finite value\n",
+"   within half a unit of the largest bfloat16 can round up to infinity, as rounding up does.\n",
+"   The bits are counter-based: nn__sr_bits(element, key) mixes the element's index with a\n",
+"   key that the host makes per parameter and update from the graph's seed (nn__sr_key in\n",
+"   src/ops/optim.c), the murmur3 finaliser twice: integer operations only, the same bits in\n",
+"   C and OpenCL C. */\n",
+"static inline NN__U32 nn__sr_mix(NN__U32 h) {\n",
+"    h ^= h >> 16;\n",
+"    h *= 0x85ebca6bu;\n",
+"    h ^= h >> 13;\n",
+"    h *= 0xc2b2ae35u;\n",
+"    h ^= h >> 16;\n",
+"    return h;\n",
+"}\n",
+"static inline NN__U32 nn__sr_bits(NN__U32 i, NN__U32 key) { return nn__sr_mix(nn__sr_mix(i ^ key) + key); }\n",
+"static inline NN__U16 nn__f32_to_bf16_sr(float f, NN__U32 r) {\n",
+"    NN__U32 u = nn__f32_bits(f);\n",
+"    if ((u & 0x7fffffffu) >= 0x7f800000u) return nn__f32_to_bf16(f);\n",
+"    return (NN__U16)((u + (r >> 16)) >> 16);\n",
+"}\n",
+"\n",
+"#if defined(NN_STORE_BF16)\n",
+"#define NN__STORE_T NN__U16\n",
+"#define NN__SLOAD(p, i) NN__LD_BF16(p, i)\n",
+"#define NN__SSTORE(p, i, v) NN__ST_BF16(p, i, v)\n",
+"#elif defined(NN_STORE_F16)\n",
+"#define NN__STORE_T NN__U16\n",
+"#define NN__SLOAD(p, i) NN__LD_F16(p, i)\n",
+"#define NN__SSTORE(p, i, v) NN__ST_F16(p, i, v)\n",
+"#else\n",
+"#define NN__STORE_T float\n",
+"#define NN__SLOAD(p, i) ((p)[i])\n",
+"#define NN__SSTORE(p, i, v) ((p)[i] = (v))\n",
+"#endif\n",
+"\n",
+"#endif\n",
+"#line 6 \"kernels/random.cl\"\n",
 "#line 1 \"kernels/random_args.h\"\n",
 "/* kernels/random.cl's kernel signatures (kernels/kargs.h says how to read them). */\n",
 "#ifndef NN__RANDOM_ARGS_H\n",
 "#define NN__RANDOM_ARGS_H\n",
 "\n",
-"/* the dropout op's mask, counter (i, node, step_lo, step_hi) under key (seed_lo, seed_hi) */\n",
+"/* the dropout op's mask, counter (i, node, step_lo, step_hi) under key (seed_lo, seed_hi); x\n",
+"   and y of the node's storage type */\n",
 "#define NN__KARGS_dropout(F, P) \\\n",
-"    F(in, x) P(out, y) P(int, n) P(float, p) P(uint, seed_lo) P(uint, seed_hi) P(uint, node) P(ustep, step_lo) P(ustep, step_hi)\n",
+"    F(sin, x) P(sout, y) P(int, n) P(float, p) P(uint, seed_lo) P(uint, seed_hi) P(uint, node) P(ustep, step_lo) P(ustep, step_hi)\n",
 "NN__KSIG(dropout)\n",
 "\n",
 "/* The random ops' last five parameters: element i draws the Philox words of counter (i, key,\n",
@@ -22919,7 +23085,7 @@ static const char *const nn__cl_src_random[] = {
 "NN__KSIG(sample_logits)\n",
 "\n",
 "#endif\n",
-"#line 6 \"kernels/random.cl\"\n",
+"#line 7 \"kernels/random.cl\"\n",
 "\n",
 "\n",
 "/* The 32x32 -> 64-bit products as ulong multiplies, not mul_hi: PoCL built mul_hi from\n",
@@ -22943,7 +23109,7 @@ static const char *const nn__cl_src_random[] = {
 "    if (i >= n) return;\n",
 "    uint4 r = nn_philox((uint4)((uint)i, node, step_lo, step_hi), (uint2)(seed_lo, seed_hi));\n",
 "    float u = (float)(r.x >> 8) * (1.0f / 16777216.0f);\n",
-"    y[i] = x[i] * (u >= p ? 1.0f / (1.0f - p) : 0.0f);\n",
+"    NN__SSTORE(y, i, NN__SLOAD(x, i) * (u >= p ? 1.0f / (1.0f - p) : 0.0f));\n",
 "}\n",
 "\n",
 "/* The random ops (src/ops/random.c): element i of node `key` at step (step_hi, step_lo)\n",
@@ -23208,7 +23374,7 @@ static const char *const nn__cl_src_random[] = {
 "    return last;\n",
 "}\n",
 "#endif /* NN__RANDOM_H */\n",
-"#line 38 \"kernels/random.cl\"\n",
+"#line 39 \"kernels/random.cl\"\n",
 "\n",
 "#define NN_RNG_WORDS(i) nn_philox((uint4)((uint)(i), key, step_lo, step_hi), (uint2)(seed_lo, seed_hi))\n",
 "\n",
@@ -25085,6 +25251,148 @@ static const char *const nn__cl_src_segment[] = {
 "#endif\n",
 "#endif\n",
 "#line 6 \"kernels/segment.cl\"\n",
+"#line 1 \"kernels/storage.h\"\n",
+"/* 16-bit storage, fp32 arithmetic. A header in the common subset of C99 and OpenCL C (as\n",
+"   kernels/activation.h): the CPU bodies and the kernels read and write a tensor's storage\n",
+"   through these, and compute in float.\n",
+"\n",
+"   bfloat16: the high half of a float32, stored as a 16-bit integer and widened in registers\n",
+"   (float from bits << 16); written rounded to nearest, ties to even, a NaN kept a quiet NaN\n",
+"   (PyTorch's round_to_nearest_even). float16 (IEEE binary16): in OpenCL C through\n",
+"   vload_half / vstore_half_rte (OpenCL 1.2 core: no cl_khr_fp16 needed), in C the same\n",
+"   conversion written out (round to nearest even, subnormals, overflow to infinity), so both\n",
+"   backends store the same bits.\n",
+"\n",
+"   Per element, by type: NN__LD_BF16(p, i), NN__ST_BF16(p, i, v), NN__LD_F16(p, i),\n",
+"   NN__ST_F16(p, i, v) over a pointer to 16-bit words (ushort in OpenCL C, uint16_t in C).\n",
+"   Per program: a kernel file built with -DNN_STORE_BF16 or -DNN_STORE_F16 (the launch's\n",
+"   `store`, src/opencl/backend.c) reads NN__STORE_T storage with NN__SLOAD(p, i) and writes it\n",
+"   with NN__SSTORE(p, i, v); built with neither, NN__STORE_T is float and they are plain\n",
+"   accesses, so one .cl source serves f32, bf16 and f16. */\n",
+"#ifndef NN__STORAGE_H\n",
+"#define NN__STORAGE_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"\n",
+"#define NN__U16 ushort\n",
+"static inline float nn__bf16_to_f32(ushort h) { return as_float((uint)h << 16); }\n",
+"static inline ushort nn__f32_to_bf16(float f) {\n",
+"    uint u = as_uint(f);\n",
+"    if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u); /* NaN: quiet, sign kept */\n",
+"    return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n",
+"}\n",
+"#define NN__U32 uint\n",
+"static inline uint nn__f32_bits(float f) { return as_uint(f); }\n",
+"#define NN__LD_BF16(p, i) nn__bf16_to_f32((p)[i])\n",
+"#define NN__ST_BF16(p, i, v) ((p)[i] = nn__f32_to_bf16(v))\n",
+"#define NN__LD_F16(p, i) vload_half((i), (__global const half *)(p))\n",
+"#define NN__ST_F16(p, i, v) vstore_half_rte((v), (i), (__global half *)(p))\n",
+"\n",
+"#else /* C */\n",
+"\n",
+"#define NN__U16 uint16_t\n",
+"#define NN__U32 uint32_t\n",
+"static inline uint32_t nn__f32_bits(float f) {\n",
+"    uint32_t u;\n",
+"    memcpy(&u, &f, 4);\n",
+"    return u;\n",
+"}\n",
+"\n",
+"static inline float nn__bf16_to_f32(uint16_t h) {\n",
+"    uint32_t u = (uint32_t)h << 16;\n",
+"    float f;\n",
+"    memcpy(&f, &u, 4);\n",
+"    return f;\n",
+"}\n",
+"static inline uint16_t nn__f32_to_bf16(float f) {\n",
+"    uint32_t u;\n",
+"    memcpy(&u, &f, 4);\n",
+"    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);\n",
+"    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n",
+"}\n",
+"static inline float nn__f16_to_f32(uint16_t h) {\n",
+"    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, u;\n",
+"    float f;\n",
+"    if (e == 0x1f) {\n",
+"        u = sign | 0x7f800000u | (m << 13);\n",
+"    } else if (e == 0) { /* zero or subnormal: m * 2^-24, exact in float */\n",
+"        f = (float)m * (1.0f / 16777216.0f);\n",
+"        return sign ? -f : f;\n",
+"    } else {\n",
+"        u = sign | ((e + 112u) << 23) | (m << 13);\n",
+"    }\n",
+"    memcpy(&f, &u, 4);\n",
+"    return f;\n",
+"}\n",
+"static inline uint16_t nn__f32_to_f16(float f) {\n",
+"    uint32_t u, sign, a, r, rem;\n",
+"    memcpy(&u, &f, 4);\n",
+"    sign = (u >> 16) & 0x8000u;\n",
+"    a = u & 0x7fffffffu;\n",
+"    if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu)); /* NaN: quiet */\n",
+"    if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* from 65520 up: infinity */\n",
+"    if (a < 0x38800000u) {                                   /* below 2^-14: a subnormal or 0 */\n",
+"        uint32_t m = (a & 0x7fffffu) | 0x800000u, shift = 126u - (a >> 23), half;\n",
+"        if (a < 0x33000000u) return (uint16_t)sign; /* below 2^-25: 0 */\n",
+"        half = 1u << (shift - 1);\n",
+"        r = m >> shift;\n",
+"        rem = m & ((1u << shift) - 1u);\n",
+"        if (rem > half || (rem == half && (r & 1u))) r++;\n",
+"        return (uint16_t)(sign | r);\n",
+"    }\n",
+"    r = (a - 0x38000000u) >> 13; /* the exponent rebiased (127 - 15), the mantissa's top 10 bits */\n",
+"    rem = a & 0x1fffu;\n",
+"    if (rem > 0x1000u || (rem == 0x1000u && (r & 1u))) r++;\n",
+"    return (uint16_t)(sign | r);\n",
+"}\n",
+"#define NN__LD_BF16(p, i) nn__bf16_to_f32((p)[i])\n",
+"#define NN__ST_BF16(p, i, v) ((p)[i] = nn__f32_to_bf16(v))\n",
+"#define NN__LD_F16(p, i) nn__f16_to_f32((p)[i])\n",
+"#define NN__ST_F16(p, i, v) ((p)[i] = nn__f32_to_f16(v))\n",
+"\n",
+"#endif\n",
+"\n",
+"/* Stochastic rounding to bfloat16 (16-bit parameters' updates, nn_optimizer.stochastic_rounding):\n",
+"   the float's low 16 bits plus 16 random bits r, truncated: up (away from zero) with\n",
+"   probability (low bits) / 2^16, exactly the distance to the lower neighbour in units of\n",
+"   the last place, so the mean is the float32 value and the result is one of its two\n",
+"   bfloat16 neighbours. Infinity and NaN round to nearest (NaN kept quiet). A finite value\n",
+"   within half a unit of the largest bfloat16 can round up to infinity, as rounding up does.\n",
+"   The bits are counter-based: nn__sr_bits(element, key) mixes the element's index with a\n",
+"   key that the host makes per parameter and update from the graph's seed (nn__sr_key in\n",
+"   src/ops/optim.c), the murmur3 finaliser twice: integer operations only, the same bits in\n",
+"   C and OpenCL C. */\n",
+"static inline NN__U32 nn__sr_mix(NN__U32 h) {\n",
+"    h ^= h >> 16;\n",
+"    h *= 0x85ebca6bu;\n",
+"    h ^= h >> 13;\n",
+"    h *= 0xc2b2ae35u;\n",
+"    h ^= h >> 16;\n",
+"    return h;\n",
+"}\n",
+"static inline NN__U32 nn__sr_bits(NN__U32 i, NN__U32 key) { return nn__sr_mix(nn__sr_mix(i ^ key) + key); }\n",
+"static inline NN__U16 nn__f32_to_bf16_sr(float f, NN__U32 r) {\n",
+"    NN__U32 u = nn__f32_bits(f);\n",
+"    if ((u & 0x7fffffffu) >= 0x7f800000u) return nn__f32_to_bf16(f);\n",
+"    return (NN__U16)((u + (r >> 16)) >> 16);\n",
+"}\n",
+"\n",
+"#if defined(NN_STORE_BF16)\n",
+"#define NN__STORE_T NN__U16\n",
+"#define NN__SLOAD(p, i) NN__LD_BF16(p, i)\n",
+"#define NN__SSTORE(p, i, v) NN__ST_BF16(p, i, v)\n",
+"#elif defined(NN_STORE_F16)\n",
+"#define NN__STORE_T NN__U16\n",
+"#define NN__SLOAD(p, i) NN__LD_F16(p, i)\n",
+"#define NN__SSTORE(p, i, v) NN__ST_F16(p, i, v)\n",
+"#else\n",
+"#define NN__STORE_T float\n",
+"#define NN__SLOAD(p, i) ((p)[i])\n",
+"#define NN__SSTORE(p, i, v) ((p)[i] = (v))\n",
+"#endif\n",
+"\n",
+"#endif\n",
+"#line 7 \"kernels/segment.cl\"\n",
 "#line 1 \"kernels/segment_args.h\"\n",
 "/* kernels/segment.cl's kernel signatures (kernels/kargs.h says how to read them). The sort's\n",
 "   arrays live in its scratch s, at the int offsets given. */\n",
@@ -25134,9 +25442,10 @@ static const char *const nn__cl_src_segment[] = {
 "    P(int8, sdims) P(int, dim) P(int, has_base)\n",
 "NN__KSIG(segment_scatter_add)\n",
 "\n",
-"/* y [B, D] = w [N, D] at idx [B], zeros for an index outside [0, N) (counted) */\n",
+"/* y [B, D] = w [N, D] at idx [B], zeros for an index outside [0, N) (counted); w and y of\n",
+"   the table's storage type */\n",
 "#define NN__KARGS_embedding(F, P) \\\n",
-"    F(in, w) P(iin, idx) P(out, y) P(int, n) P(int, N) P(int, D) P(iout, bad) P(int, slot)\n",
+"    F(sin, w) P(iin, idx) P(sout, y) P(int, n) P(int, N) P(int, D) P(iout, bad) P(int, slot)\n",
 "NN__KSIG(embedding)\n",
 "\n",
 "/* a mixture of experts' dispatch: idx [E * C], slot e * C + c the c-th row b (ascending) with\n",
@@ -25145,7 +25454,7 @@ static const char *const nn__cl_src_segment[] = {
 "NN__KSIG(moe_slots)\n",
 "\n",
 "#endif\n",
-"#line 7 \"kernels/segment.cl\"\n",
+"#line 8 \"kernels/segment.cl\"\n",
 "\n",
 "/* key of idx[i]: dim < 0, its value; else (i's coordinates in idims without dim, row-major)\n",
 "   * L + value; a value outside [0, L): NK */\n",
@@ -25332,7 +25641,7 @@ static const char *const nn__cl_src_segment[] = {
 "    int b = i / D, j = i - b * D, r = idx[b];\n",
 "    int ok = r >= 0 && r < N;\n",
 "    if (!ok && j == 0) atomic_inc(bad + slot);\n",
-"    y[i] = ok ? w[(size_t)r * D + j] : 0.0f;\n",
+"    NN__SSTORE(y, i, ok ? NN__SLOAD(w, (size_t)r * D + j) : 0.0f); /* 16 bits: widened and rounded back, exact */\n",
 "}\n",
 "\n",
 "/* expert e's slots (a work-item each, rows in order): idx [E * C] from kept [B, E] */\n",
@@ -33736,9 +34045,10 @@ NN__KSIG(grad_acc)
 #ifndef NN__RANDOM_ARGS_H
 #define NN__RANDOM_ARGS_H
 
-/* the dropout op's mask, counter (i, node, step_lo, step_hi) under key (seed_lo, seed_hi) */
+/* the dropout op's mask, counter (i, node, step_lo, step_hi) under key (seed_lo, seed_hi); x
+   and y of the node's storage type */
 #define NN__KARGS_dropout(F, P) \
-    F(in, x) P(out, y) P(int, n) P(float, p) P(uint, seed_lo) P(uint, seed_hi) P(uint, node) P(ustep, step_lo) P(ustep, step_hi)
+    F(sin, x) P(sout, y) P(int, n) P(float, p) P(uint, seed_lo) P(uint, seed_hi) P(uint, node) P(ustep, step_lo) P(ustep, step_hi)
 NN__KSIG(dropout)
 
 /* The random ops' last five parameters: element i draws the Philox words of counter (i, key,
@@ -33822,9 +34132,10 @@ NN__KSIG(segment_max_grad)
     P(int8, sdims) P(int, dim) P(int, has_base)
 NN__KSIG(segment_scatter_add)
 
-/* y [B, D] = w [N, D] at idx [B], zeros for an index outside [0, N) (counted) */
+/* y [B, D] = w [N, D] at idx [B], zeros for an index outside [0, N) (counted); w and y of
+   the table's storage type */
 #define NN__KARGS_embedding(F, P) \
-    F(in, w) P(iin, idx) P(out, y) P(int, n) P(int, N) P(int, D) P(iout, bad) P(int, slot)
+    F(sin, w) P(iin, idx) P(sout, y) P(int, n) P(int, N) P(int, D) P(iout, bad) P(int, slot)
 NN__KSIG(embedding)
 
 /* a mixture of experts' dispatch: idx [E * C], slot e * C + c the c-th row b (ascending) with
@@ -37706,8 +38017,10 @@ static nn_result nn__launch_segment_max_grad(nn_graph *g, int id) {
 }
 
 /* ==== embedding: y [*, D] = weight [N, D] at indices [*] (F.embedding; an index outside [0, N)
-   gives zeros and is counted: PyTorch raises). dweight sums dy's rows by index
-   (SEGMENT_REDUCE over the sorted indices), the padding row none. ==== */
+   gives zeros and is counted: PyTorch raises). y has the weight's storage type (a 16-bit
+   table's rows are copied as they are). dweight sums dy's rows by index (SEGMENT_REDUCE over
+   the sorted indices, in float32: a 16-bit dy is read through its float32 copy), the padding
+   row none; nn__acc_grad rounds it to a 16-bit weight's type. ==== */
 
 NN_API nn_tensor nn_embedding_lookup(nn_graph *g, nn_tensor weight, nn_tensor indices, const nn_embedding_desc *desc) {
     static const char *op = "nn_embedding_lookup";
@@ -37717,8 +38030,10 @@ NN_API nn_tensor nn_embedding_lookup(nn_graph *g, nn_tensor weight, nn_tensor in
     int64_t pad = -1, N;
     in[0] = weight;
     in[1] = indices;
-    if (!nn__check(g, op, 2, in) || !nn__expect_f32(g, op, weight, "weight")) return nn__tensor(-1);
+    if (!nn__check(g, op, 2, in)) return nn__tensor(-1);
     w = nn__n(g, weight);
+    if (w->dtype != NN_F32 && !nn__dtype_half(w->dtype)) /* a 16-bit table gives rows of its type (F.embedding) */
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s: weight must be float32, bfloat16 or float16, not %s", op, nn__dtype_name(w->dtype));
     ix = nn__n(g, indices);
     N = w->shape.dim[0];
     if (desc && desc->padding_idx) pad = desc->padding_idx == NN_ZERO ? 0 : desc->padding_idx < 0 ? desc->padding_idx + N : desc->padding_idx;
@@ -37731,7 +38046,7 @@ NN_API nn_tensor nn_embedding_lookup(nn_graph *g, nn_tensor weight, nn_tensor in
     }
     s = ix->shape;
     s.dim[s.ndim++] = w->shape.dim[1];
-    t = nn__op2(g, NN__OP_EMBEDDING, NN_F32, s, weight.id, indices.id);
+    t = nn__op2(g, NN__OP_EMBEDDING, w->dtype, s, weight.id, indices.id);
     if (t.id >= 0) {
         memset(&g->nodes[t.id].a.seg, 0, sizeof g->nodes[t.id].a.seg);
         g->nodes[t.id].a.seg.skip = pad;
@@ -37772,11 +38087,12 @@ NN_API nn_tensor nn_embedding(nn_graph *g, nn_tensor indices, int64_t num_embedd
 
 static void nn__grad_embedding(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
-    const nn__node *w = &g->nodes[a], *ix = &g->nodes[b];
-    int64_t N = w->shape.dim[0], D = w->shape.dim[1];
-    if (ga)
-        nn__acc_grad(g, a, nn__segment_reduce_op(g, NN__SEG_SUM, gy, nn__tensor(b), nn__segment_sort_op(g, "nn_embedding_lookup", b, -1, N, NULL), -1,
-                                                 w->shape, 1, ix->numel, D, N, n.a.seg.skip));
+    nn_shape ws = g->nodes[a].shape; /* copies: the nodes may move as nodes are added */
+    int64_t N = ws.dim[0], D = ws.dim[1], E = g->nodes[b].numel;
+    if (!ga) return;
+    if (nn__dtype_half(g->nodes[gy.id].dtype)) gy = nn_to_dtype(g, gy, NN_F32); /* the sums in float32 */
+    nn__acc_grad(g, a, nn__segment_reduce_op(g, NN__SEG_SUM, gy, nn__tensor(b), nn__segment_sort_op(g, "nn_embedding_lookup", b, -1, N, NULL), -1,
+                                             ws, 1, E, D, N, n.a.seg.skip));
 }
 
 static nn_result nn__cpu_embedding(nn_graph *g, nn__node *n) {
@@ -37784,12 +38100,13 @@ static nn_result nn__cpu_embedding(nn_graph *g, nn__node *n) {
     int64_t N = w->shape.dim[0], D = w->shape.dim[1], bad = nn__count_outside(NN__I(n->in[1]), ix->numel, N);
     int32_t *c = (int32_t *)g->checks.host + n->check_slot;
     if (bad > 0) *c = (int32_t)((uint32_t)*c + (uint32_t)bad);
-    nn__gather_rows_forward(n->buf.host, w->buf.host, NN__I(n->in[1]), ix->numel, N, D);
+    nn__gather_rows_bytes(n->buf.host, w->buf.host, NN__I(n->in[1]), ix->numel, N, (size_t)D * nn__dtype_size(n->dtype));
     return NN_OK;
 }
 
 static nn_result nn__launch_embedding(nn_graph *g, int id) {
     NN__KLAUNCH(embedding, "segment", "embedding", n->numel);
+    l->store = n->dtype; /* 16-bit: the program built with NN_STORE_BF16 / _F16 */
     k.w = &g->nodes[n->in[0]].buf;
     k.idx = &g->nodes[n->in[1]].buf;
     k.y = &n->buf;
@@ -42882,16 +43199,20 @@ static nn_result nn__launch_alpha_dropout_grad(nn_graph *g, int id) {
 /* ==== dropout: y [any] = x * mask / (1 - p), mask[i] = uniform(key, step, i) >= p
    (torch.nn.functional.dropout in training; the identity in eval mode or at p = 0). The
    backward op is this op applied to dy with the same key, so it draws the same mask; the
-   step changes the mask every run (nn__update_rng). CPU loop in src/cpu/random.c. ==== */
+   step changes the mask every run (nn__update_rng). CPU loop in src/cpu/random.c. A bf16 or
+   f16 x gives y of its dtype (PyTorch's dropout keeps the input's; under autocast too):
+   each element x * scale in float32, rounded once. ==== */
 #define nn__plan_dropout nn__no_plan
 
 NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p) {
     nn_tensor t;
-    if (!nn__check0(g, "nn_dropout", 1, &x) || !nn__expect_f32(g, "nn_dropout", x, "x")) return nn__tensor(-1);
+    if (!nn__check0(g, "nn_dropout", 1, &x)) return nn__tensor(-1);
+    if (nn__n(g, x)->dtype != NN_F32 && !nn__dtype_half(nn__n(g, x)->dtype))
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_dropout: x must be float32, bfloat16 or float16, not %s", nn__dtype_name(nn__n(g, x)->dtype));
     if (!(p >= 0.0f && p < 1.0f)) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_dropout: p = %g is outside [0, 1)", p);
     if (p == 0.0f) return x;
     if (g->eval) return nn__eval_identity(g, x);
-    t = nn__op1(g, NN__OP_DROPOUT, NN_F32, nn__n(g, x)->shape, x.id);
+    t = nn__op1(g, NN__OP_DROPOUT, nn__n(g, x)->dtype, nn__n(g, x)->shape, x.id);
     if (t.id >= 0) {
         g->nodes[t.id].a.random.p = p;
         g->nodes[t.id].a.random.key = t.id; /* the mask's key, shared with the backward op */
@@ -42902,7 +43223,7 @@ NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p) {
 static void nn__grad_dropout(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
-    t = nn__op1(g, NN__OP_DROPOUT, NN_F32, n.shape, gy.id);
+    t = nn__op1(g, NN__OP_DROPOUT, g->nodes[gy.id].dtype, n.shape, gy.id);
     if (t.id >= 0) g->nodes[t.id].a = n.a;
     nn__acc_grad(g, a, t);
 }
@@ -42911,13 +43232,18 @@ static nn_result nn__cpu_dropout(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__dropout_forward(y, NN__F(in[0]), N, n->a.random.p, g->seed, n->a.random.key, g->step);
+    if (nn__dtype_half(n->dtype))
+        nn__dropout16_forward((uint16_t *)(void *)y, (const uint16_t *)(const void *)g->nodes[in[0]].buf.host, N, n->a.random.p, g->seed,
+                              n->a.random.key, g->step, n->dtype == NN_BF16);
+    else
+        nn__dropout_forward(y, NN__F(in[0]), N, n->a.random.p, g->seed, n->a.random.key, g->step);
     return NN_OK;
 }
 
 static nn_result nn__launch_dropout(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     NN__KWITH(dropout, nn__random_launch(g, id, "dropout", &l));
+    l->store = n->dtype; /* 16-bit: the program built with NN_STORE_BF16 / _F16 */
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;

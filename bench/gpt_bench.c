@@ -14,7 +14,10 @@
               matmul work of a training step, forward and backward; the attention's
               QK^T and AV counted at full T x T, as a causal mask does not save it here).
               PRECISION=bf16|fp16 trains with that nn_graph_desc.precision (the matmuls in
-              16 bits, master weights float32) and adds precision=bf16|fp16 to the line
+              16 bits, master weights float32) and adds precision=bf16|fp16 to the line;
+              PARAMS=bf16 with PRECISION=bf16 stores the parameters in bf16 too
+              (nn_graph_desc.param_dtype: embeddings and residual stream in bf16, as
+              PyTorch's model.to(torch.bfloat16)) and adds params=bf16
           gpt_bench generate SEL      BENCH name=gpt_generate backend=NAME cache=yes|no
                                       tokens_per_sec=X: the tiny model (untrained) producing
               the 200 tokens after one, against the key/value cache (nn_gpt_decode: one
@@ -157,7 +160,7 @@ static int bench_train(const char *sel, const char *model) {
     nn_graph_desc gd;
     nn_tensor text, rows, off, dx, dy, xt, yt, loss;
     const char *prec_label;
-    int prec = env_precision(&prec_label);
+    int prec = env_precision(&prec_label), pbf16 = getenv("PARAMS") && strcmp(getenv("PARAMS"), "bf16") == 0;
     int64_t n, nrows, b, r, t, B, T, i, params;
     int32_t *txt, *tok, *tab, *brow, *boff;
     uint32_t seed = 7;
@@ -165,6 +168,10 @@ static int bench_train(const char *sel, const char *model) {
     double t0 = 0, dt = 0, min_time;
     if (!ctx) return 1;
     if (prec < 0) return 2;
+    if (getenv("PARAMS") && getenv("PARAMS")[0] && (!pbf16 || prec != NN_PRECISION_BF16)) {
+        fprintf(stderr, "gpt_bench: PARAMS=%s: bf16, with PRECISION=bf16\n", getenv("PARAMS"));
+        return 2;
+    }
     memset(&cfg, 0, sizeof cfg);
     cfg.vocab_size = V;
     if (strcmp(model, "tiny") == 0) {
@@ -188,6 +195,7 @@ static int bench_train(const char *sel, const char *model) {
     memset(&cd, 0, sizeof cd);
     memset(&gd, 0, sizeof gd);
     gd.precision = (nn_precision)prec;
+    gd.param_dtype = pbf16 ? NN_BF16 : NN_F32;
     if (nn_graph_create(ctx, &gd, &g) != NN_OK) return fail(ctx, "graph");
     /* examples/tiny_gpt.c's batch on the device: rows (q, q+1) of the 64-wide text and
        offsets b*T + r, gathered through the tables dx, dy */
@@ -241,8 +249,8 @@ static int bench_train(const char *sel, const char *model) {
     {
         double tps = (double)steps * B * T / dt;
         double flop = 6.0 * (double)params + 12.0 * cfg.n_layer * (double)T * (double)cfg.n_embd;
-        printf("BENCH name=gpt_train backend=%s model=%s%s%s batch=%lld context=%lld tokens_per_sec=%.1f gflops=%.2f\n", name,
-               model, prec ? " precision=" : "", prec ? prec_label : "", (long long)B, (long long)T, tps, tps * flop / 1e9);
+        printf("BENCH name=gpt_train backend=%s model=%s%s%s%s batch=%lld context=%lld tokens_per_sec=%.1f gflops=%.2f\n", name,
+               model, prec ? " precision=" : "", prec ? prec_label : "", pbf16 ? " params=bf16" : "", (long long)B, (long long)T, tps, tps * flop / 1e9);
     }
     nn_graph_destroy(g);
     nn_context_destroy(ctx);

@@ -2,6 +2,7 @@
    pure function of (seed, op, step, i). src/base/internal.h has the same generator for the
    CPU backend, and both draw identical masks. */
 #include "kargs.h"
+#include "storage.h"
 #include "random_args.h"
 
 
@@ -26,7 +27,7 @@ __kernel void dropout(NN__KPARAMS(dropout)) {
     if (i >= n) return;
     uint4 r = nn_philox((uint4)((uint)i, node, step_lo, step_hi), (uint2)(seed_lo, seed_hi));
     float u = (float)(r.x >> 8) * (1.0f / 16777216.0f);
-    y[i] = x[i] * (u >= p ? 1.0f / (1.0f - p) : 0.0f);
+    NN__SSTORE(y, i, NN__SLOAD(x, i) * (u >= p ? 1.0f / (1.0f - p) : 0.0f));
 }
 
 /* The random ops (src/ops/random.c): element i of node `key` at step (step_hi, step_lo)

@@ -3,6 +3,7 @@
    same bits), then reductions that walk each segment in index order. No atomics on floats:
    the same bits every run, and the CPU loops' (src/cpu/segment.c) order. */
 #include "kargs.h"
+#include "storage.h"
 #include "segment_args.h"
 
 /* key of idx[i]: dim < 0, its value; else (i's coordinates in idims without dim, row-major)
@@ -190,7 +191,7 @@ __kernel void embedding(NN__KPARAMS(embedding)) {
     int b = i / D, j = i - b * D, r = idx[b];
     int ok = r >= 0 && r < N;
     if (!ok && j == 0) atomic_inc(bad + slot);
-    y[i] = ok ? w[(size_t)r * D + j] : 0.0f;
+    NN__SSTORE(y, i, ok ? NN__SLOAD(w, (size_t)r * D + j) : 0.0f); /* 16 bits: widened and rounded back, exact */
 }
 
 /* expert e's slots (a work-item each, rows in order): idx [E * C] from kept [B, E] */

@@ -46,9 +46,10 @@ NN__KSIG(segment_max_grad)
     P(int8, sdims) P(int, dim) P(int, has_base)
 NN__KSIG(segment_scatter_add)
 
-/* y [B, D] = w [N, D] at idx [B], zeros for an index outside [0, N) (counted) */
+/* y [B, D] = w [N, D] at idx [B], zeros for an index outside [0, N) (counted); w and y of
+   the table's storage type */
 #define NN__KARGS_embedding(F, P) \
-    F(in, w) P(iin, idx) P(out, y) P(int, n) P(int, N) P(int, D) P(iout, bad) P(int, slot)
+    F(sin, w) P(iin, idx) P(sout, y) P(int, n) P(int, N) P(int, D) P(iout, bad) P(int, slot)
 NN__KSIG(embedding)
 
 /* a mixture of experts' dispatch: idx [E * C], slot e * C + c the c-th row b (ascending) with

@@ -732,8 +732,60 @@ static void nanprop_dropout(const t_env *e) {
     t_end();
 }
 
+/* ---- dropout of a bf16 / f16 x: y of its type, each element the float32 dropout's of the
+   rounded x, rounded once; dx the same of dy (the same mask), bit for bit. Both graphs put
+   the dropout at the same node (a CAST before it in each), so they draw the same mask. ---- */
+
+static int drop16_run(nn_context *ctx, nn_dtype d, const float *xv, const float *wl, int n, float *y, float *dx) {
+    nn_graph *g = NULL;
+    nn_compile_desc cd;
+    nn_tensor x, yt, l;
+    int ok = 0;
+    if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) return 0;
+    x = nn_input(g, "x", NN_F32, nn_shape2(n / 8, 8));
+    nn_graph_requires_grad(g, x);
+    yt = nn_to_dtype(g, nn_dropout(g, nn_to_dtype(g, x, d), 0.3f), NN_F32);
+    l = nn_input(g, "wl", NN_F32, nn_shape2(n / 8, 8));
+    nn_graph_output(g, yt);
+    memset(&cd, 0, sizeof cd);
+    cd.loss = nn_sum(g, nn_mul(g, yt, l));
+    if (!T_OK(nn_graph_compile(g, &cd), ctx)) goto done;
+    if (!T_OK(nn_tensor_write(g, x, xv, (size_t)n * sizeof(float)), ctx) || !T_OK(nn_tensor_write(g, l, wl, (size_t)n * sizeof(float)), ctx) ||
+        !T_OK(nn_graph_step(g), ctx))
+        goto done;
+    ok = T_OK(nn_tensor_read(g, yt, y, (size_t)n * sizeof(float)), ctx) && T_OK(nn_tensor_read(g, nn_graph_grad(g, x), dx, (size_t)n * sizeof(float)), ctx);
+done:
+    nn_graph_destroy(g);
+    return ok;
+}
+
+static void dropout16(const t_env *e) {
+    enum { N = 8 * 125 };
+    static float xv[N], wl[N], y32[N], dx32[N], y[N], dx[N];
+    int t, i, dropped = 0;
+    if (!t_begin(e, "dropout of bf16/f16 x: y and dx of its type, the float32 dropout's rounded, bit for bit")) return;
+    for (t = 0; t < 2; t++) {
+        nn_dtype d = t == 0 ? NN_BF16 : NN_F16;
+        for (i = 0; i < N; i++) {
+            xv[i] = (float)t_rnd16(d, 3.0 * sin(0.37 * (double)i) + 0.1);
+            wl[i] = (float)t_rnd16(d, cos(0.91 * (double)i));
+        }
+        if (!drop16_run(e->ctx, NN_F32, xv, wl, N, y32, dx32) || !drop16_run(e->ctx, d, xv, wl, N, y, dx)) goto done;
+        for (i = 0; i < N; i++) {
+            float ry = (float)t_rnd16(d, y32[i]), rd = (float)t_rnd16(d, dx32[i]);
+            dropped += y32[i] == 0.0f;
+            if (!T_CHECK(memcmp(&y[i], &ry, sizeof ry) == 0 && memcmp(&dx[i], &rd, sizeof rd) == 0,
+                         "%s [%d]: y %.9g dx %.9g, float32's rounded %.9g %.9g", t_name16(d), i, (double)y[i], (double)dx[i], (double)ry, (double)rd))
+                goto done;
+        }
+    }
+    T_CHECK(dropped > N / 5 && dropped < 2 * N * 2 / 5, "%d of %d dropped over the two types at p = 0.3", dropped, 2 * N);
+done:
+    t_end();
+}
+
 void suite_random(const t_env *e) {
     T_RUN(e, suite_reference, random_thread_counts);
     if (!e->opencl) suite_stats(e); /* the shared stream's statistics: once, on the CPU */
-    T_RUN(e, suite_steps, suite_eval, suite_grads, suite_random_errors, dropout_cases, nanprop_dropout);
+    T_RUN(e, suite_steps, suite_eval, suite_grads, suite_random_errors, dropout_cases, nanprop_dropout, dropout16);
 }

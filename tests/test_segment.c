@@ -331,6 +331,74 @@ static int t_bits_run(const t_env *e, nn_context *ctx, float *out, size_t *n_out
     return ok;
 }
 
+/* ---- nn_embedding_lookup of a bf16 / f16 table: rows of its type, copied (the float32
+   gather of the rounded table, bit for bit); dweight summed in float32 from the 16-bit dy
+   and rounded once: the float32 sum's rounding, bit for bit (dy holds 16-bit values) ---- */
+
+/* y and dw (float32 reads) of the lookup of w [N, D] in storage d at idx [B, T]; loss
+   sum(y * wl) */
+static int emb16_run(nn_context *ctx, nn_dtype d, int N, int D, const int *iv, int B, int T, int pad, const float *wv,
+                     const float *wl, float *y, float *dw) {
+    nn_graph *g = NULL;
+    nn_compile_desc cd;
+    nn_embedding_desc ed;
+    nn_tensor w, ix, yt, l;
+    int ok = 0;
+    if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) return 0;
+    w = nn_input(g, "w", NN_F32, nn_shape2(N, D));
+    ix = nn_input(g, "idx", NN_I32, nn_shape2(B, T));
+    nn_graph_requires_grad(g, w);
+    memset(&ed, 0, sizeof ed);
+    ed.padding_idx = pad;
+    yt = nn_embedding_lookup(g, d == NN_F32 ? w : nn_to_dtype(g, w, d), ix, &ed);
+    if (!T_CHECK(yt.id >= 0, "%s embedding: %s", d == NN_F32 ? "f32" : t_name16(d), nn_context_last_error(ctx)))
+        goto done;
+    if (d != NN_F32) yt = nn_to_dtype(g, yt, NN_F32);
+    l = nn_input(g, "wl", NN_F32, nn_shape3(B, T, D));
+    nn_graph_output(g, yt);
+    memset(&cd, 0, sizeof cd);
+    cd.loss = nn_sum(g, nn_mul(g, yt, l));
+    if (!T_OK(nn_graph_compile(g, &cd), ctx)) goto done;
+    if (!T_OK(nn_tensor_write(g, w, wv, (size_t)N * D * sizeof(float)), ctx) || !T_OK(nn_tensor_write(g, ix, iv, (size_t)B * T * sizeof(int)), ctx) ||
+        !T_OK(nn_tensor_write(g, l, wl, (size_t)B * T * D * sizeof(float)), ctx) || !T_OK(nn_graph_step(g), ctx))
+        goto done;
+    ok = T_OK(nn_tensor_read(g, yt, y, (size_t)B * T * D * sizeof(float)), ctx) &&
+         T_OK(nn_tensor_read(g, nn_graph_grad(g, w), dw, (size_t)N * D * sizeof(float)), ctx);
+done:
+    nn_graph_destroy(g);
+    return ok;
+}
+
+static void suite_segment_emb16(const t_env *e) {
+    enum { N = 37, D = 19, B = 3, T = 11 }; /* odd sizes; 33 indices over 37 rows: repeats and unused rows */
+    static float wv[N * D], wl[B * T * D], y32[B * T * D], y[B * T * D], dw32[N * D], dw[N * D];
+    int iv[B * T], t, p, i;
+    if (!t_begin(e, "embedding of a bf16/f16 table: y the float32 gather of the rounded table, dw float32's sum rounded, bit for bit")) return;
+    for (i = 0; i < B * T; i++) iv[i] = (i * 7 + i / 5) % 13 + (i % 3 == 0 ? 20 : 0); /* repeats; row 3 (padding) among them */
+    for (t = 0; t < 2; t++) {
+        nn_dtype d = t == 0 ? NN_BF16 : NN_F16;
+        for (i = 0; i < N * D; i++) wv[i] = (float)t_rnd16(d, 2.0 * sin(0.37 * (double)i + t) + 0.25 * (double)(i % 7));
+        for (i = 0; i < B * T * D; i++) wl[i] = (float)t_rnd16(d, cos(0.91 * (double)i + t));
+        for (p = 0; p < 2; p++) { /* padding_idx: none, row 3 */
+            int pad = p ? 3 : 0;
+            if (!emb16_run(e->ctx, NN_F32, N, D, iv, B, T, pad, wv, wl, y32, dw32) || !emb16_run(e->ctx, d, N, D, iv, B, T, pad, wv, wl, y, dw))
+                goto done;
+            for (i = 0; i < B * T * D; i++)
+                if (!T_CHECK(memcmp(&y[i], &y32[i], sizeof y[i]) == 0, "%s y[%d] = %.9g, float32's %.9g", t_name16(d), i, (double)y[i], (double)y32[i]))
+                    goto done;
+            for (i = 0; i < N * D; i++) {
+                float r = (float)t_rnd16(d, dw32[i]);
+                if (!T_CHECK(memcmp(&dw[i], &r, sizeof r) == 0, "%s padding %d dw[%d] = %.9g, float32's rounded %.9g (%.9g)", t_name16(d), pad, i,
+                             (double)dw[i], (double)r, (double)dw32[i]))
+                    goto done;
+            }
+        }
+    }
+done:
+    t_end();
+}
+
+
 /* The same bits: two runs; on the CPU backend 1, 2 and 3 threads; an OpenCL device against
    the CPU backend (all but the mean, whose division OpenCL may round otherwise) */
 static void suite_segment_bits(const t_env *e) {
@@ -399,6 +467,6 @@ static const bad_row segment_bad[] = {
 };
 
 void suite_segment(const t_env *e) {
-    T_RUN(e, suite_segment_ops, suite_segment_padding, suite_segment_range, suite_segment_bits);
+    T_RUN(e, suite_segment_ops, suite_segment_padding, suite_segment_range, suite_segment_bits, suite_segment_emb16);
     t_bad_rows(e, segment_bad, (int)(sizeof segment_bad / sizeof segment_bad[0]));
 }

@@ -247,8 +247,8 @@ NN_API nn_result nn_context_op_compiled(const nn_context *ctx, int op, uint64_t 
    activations, add, sub, mul, div, minimum, maximum, pow of two tensors of that type, the
    next matmul, conv2d, the max, average, 1-D, global and adaptive pools, nn_attention,
    nn_layer_norm (which converts a float32 x to the policy's type, so its output is 16-bit),
-   and reshape, permute/transpose, slice/split and concat, whose output and gradient keep the
-   input's type); every other op (the other norms, softmax, losses, reductions, the other shape ops,
+   nn_dropout, and reshape, permute/transpose, slice/split and concat, whose output and
+   gradient keep the input's type); every other op (the other norms, softmax, losses, reductions, the other shape ops,
    the optimizer) gets its 16-bit inputs converted to float32 first, once per tensor, and
    runs in float32 as before; float32 with 16-bit operands is float32 (PyTorch's promotion).
    nn_conv2d (so nn_conv1d and the conv layers) converts a float32 x and w likewise and
@@ -279,7 +279,11 @@ typedef struct nn_graph_desc {
        but LAMB and LARS; not data-parallel. A graph made with share_params of such a graph
        (param_dtype and precision 0) takes its param_dtype and its precision. Half the parameters' bytes (nn_graph_memory);
        nn_tensor_read / write and the files see float32 values, nn_graph_save_safetensors
-       and nn_graph_save_state write them as BF16 (F16). */
+       and nn_graph_save_state write them as BF16 (F16). As in PyTorch after model.to(),
+       what starts from a 16-bit parameter stays 16-bit: an embedding's rows (nn_embedding
+       of a 16-bit table gives that type), so nn_gpt's token and position embeddings, its
+       residual stream (16-bit adds), the norms and the head; the loss converts the logits
+       to float32 once. */
     nn_dtype param_dtype;
 } nn_graph_desc;
 
@@ -1290,7 +1294,9 @@ NN_API nn_tensor nn_moe_layer(nn_graph *g, nn_tensor x, int64_t n_experts, int64
    row of zeros and is reported as the indexing ops' are (PyTorch raises). The weight's
    gradient sums the rows of dy by index over the segment sort (nn_segment_sum): linear in
    the index count, deterministic. A weight may also be used elsewhere (weight tying: an
-   output head nn_matmul(h, weight, 0, 1)); its gradients add. max_norm and
+   output head nn_matmul(h, weight, 0, 1)); its gradients add. A bf16 or f16 weight gives
+   rows of its type (copied as they are; F.embedding on a model.to(bfloat16)), and its
+   gradient is summed in float32 and rounded once to the weight's type. max_norm and
    scale_grad_by_freq are left out. */
 typedef struct nn_embedding_desc {
     int padding_idx;
@@ -1591,7 +1597,7 @@ NN_API nn_tensor nn_gaussian_noise(nn_graph *g, nn_tensor x, float std);
 NN_API nn_tensor nn_alpha_dropout(nn_graph *g, nn_tensor x, float p);
 /* Dropout with probability p in training graphs (identity in eval graphs); the mask comes
    from the generator above keyed by seed, op and step, so every backend draws the same
-   mask. */
+   mask. A bf16 or f16 x gives y (and dx) of its type: x * scale in float32, rounded once. */
 NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p);
 
 /* A token id per row of logits [B, V] (float32), drawn on the device: int32 [B], not

@@ -177,7 +177,7 @@
     X(GAUSSIAN_NOISE, "gaussian_noise", gaussian_noise, NN__OPF_RANK0)              \
     X(ALPHA_DROPOUT, "alpha_dropout", alpha_dropout, NN__OPF_RANK0)                 \
     X(ALPHA_DROPOUT_GRAD, "alpha_dropout_grad", alpha_dropout_grad, NN__OPF_RANK0)  \
-    X(DROPOUT, "dropout", dropout, NN__OPF_RANK0)                                   \
+    X(DROPOUT, "dropout", dropout, NN__OPF_RANK0 | NN__OPF_HALF)                    \
     X(SAMPLE_LOGITS, "sample_logits", sample_logits, NN__OPF_NO_GRAD)
 
 #define NN__OPS_ROPE(X)                                                                  \
@@ -190,7 +190,7 @@
     X(SEGMENT_REDUCE, "segment_reduce", segment_reduce, 0)                  \
     X(SEGMENT_GATHER, "segment_gather", segment_gather, 0)                  \
     X(SEGMENT_MAX_GRAD, "segment_max_grad", segment_max_grad, 0)            \
-    X(EMBEDDING, "embedding", embedding, 0)                                  \
+    X(EMBEDDING, "embedding", embedding, NN__OPF_HALF)                       \
     X(MOE_SLOTS, "moe_slots", moe_slots, NN__OPF_NO_GRAD)
 
 /* the fused scaled dot-product attention (src/ops/attention.c) */

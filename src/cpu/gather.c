@@ -2,14 +2,20 @@
    OpenCL twins). Scatters are written as gathers or in a fixed order: no atomics, the
    same bits every run. */
 
-/* y [B, D] = data[idx[b]] of data [N, D] */
-static void nn__gather_rows_forward(float *y, const float *data, const int32_t *idx, int64_t B, int64_t N, int64_t D) {
+/* y [B, row bytes] = data[idx[b]] of data [N, row bytes], rows of any storage type as bits
+   (an index out of range: zeros) */
+static void nn__gather_rows_bytes(void *y, const void *data, const int32_t *idx, int64_t B, int64_t N, size_t row) {
     int64_t b;
     for (b = 0; b < B; b++) {
         int32_t r = idx[b];
-        if (r >= 0 && r < N) memcpy(y + b * D, data + (int64_t)r * D, (size_t)D * sizeof(float));
-        else memset(y + b * D, 0, (size_t)D * sizeof(float));
+        if (r >= 0 && r < N) memcpy((char *)y + (size_t)b * row, (const char *)data + (size_t)r * row, row);
+        else memset((char *)y + (size_t)b * row, 0, row);
     }
+}
+
+/* y [B, D] = data[idx[b]] of data [N, D] */
+static void nn__gather_rows_forward(float *y, const float *data, const int32_t *idx, int64_t B, int64_t N, int64_t D) {
+    nn__gather_rows_bytes(y, data, idx, B, N, (size_t)D * sizeof(float));
 }
 
 /* Index values outside [0, L): what PyTorch raises on, counted for the op's check. */

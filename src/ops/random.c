@@ -352,16 +352,20 @@ static nn_result nn__launch_alpha_dropout_grad(nn_graph *g, int id) {
 /* ==== dropout: y [any] = x * mask / (1 - p), mask[i] = uniform(key, step, i) >= p
    (torch.nn.functional.dropout in training; the identity in eval mode or at p = 0). The
    backward op is this op applied to dy with the same key, so it draws the same mask; the
-   step changes the mask every run (nn__update_rng). CPU loop in src/cpu/random.c. ==== */
+   step changes the mask every run (nn__update_rng). CPU loop in src/cpu/random.c. A bf16 or
+   f16 x gives y of its dtype (PyTorch's dropout keeps the input's; under autocast too):
+   each element x * scale in float32, rounded once. ==== */
 #define nn__plan_dropout nn__no_plan
 
 NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p) {
     nn_tensor t;
-    if (!nn__check0(g, "nn_dropout", 1, &x) || !nn__expect_f32(g, "nn_dropout", x, "x")) return nn__tensor(-1);
+    if (!nn__check0(g, "nn_dropout", 1, &x)) return nn__tensor(-1);
+    if (nn__n(g, x)->dtype != NN_F32 && !nn__dtype_half(nn__n(g, x)->dtype))
+        return nn__op_fail(g, NN_ERR_SHAPE, "nn_dropout: x must be float32, bfloat16 or float16, not %s", nn__dtype_name(nn__n(g, x)->dtype));
     if (!(p >= 0.0f && p < 1.0f)) return nn__op_fail(g, NN_ERR_INVALID_ARGUMENT, "nn_dropout: p = %g is outside [0, 1)", p);
     if (p == 0.0f) return x;
     if (g->eval) return nn__eval_identity(g, x);
-    t = nn__op1(g, NN__OP_DROPOUT, NN_F32, nn__n(g, x)->shape, x.id);
+    t = nn__op1(g, NN__OP_DROPOUT, nn__n(g, x)->dtype, nn__n(g, x)->shape, x.id);
     if (t.id >= 0) {
         g->nodes[t.id].a.random.p = p;
         g->nodes[t.id].a.random.key = t.id; /* the mask's key, shared with the backward op */
@@ -372,7 +376,7 @@ NN_API nn_tensor nn_dropout(nn_graph *g, nn_tensor x, float p) {
 static void nn__grad_dropout(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
     nn_tensor t;
-    t = nn__op1(g, NN__OP_DROPOUT, NN_F32, n.shape, gy.id);
+    t = nn__op1(g, NN__OP_DROPOUT, g->nodes[gy.id].dtype, n.shape, gy.id);
     if (t.id >= 0) g->nodes[t.id].a = n.a;
     nn__acc_grad(g, a, t);
 }
@@ -381,13 +385,18 @@ static nn_result nn__cpu_dropout(nn_graph *g, nn__node *n) {
     const int *in = n->in;
     float *y = n->buf.host;
     int64_t N = n->numel;
-    nn__dropout_forward(y, NN__F(in[0]), N, n->a.random.p, g->seed, n->a.random.key, g->step);
+    if (nn__dtype_half(n->dtype))
+        nn__dropout16_forward((uint16_t *)(void *)y, (const uint16_t *)(const void *)g->nodes[in[0]].buf.host, N, n->a.random.p, g->seed,
+                              n->a.random.key, g->step, n->dtype == NN_BF16);
+    else
+        nn__dropout_forward(y, NN__F(in[0]), N, n->a.random.p, g->seed, n->a.random.key, g->step);
     return NN_OK;
 }
 
 static nn_result nn__launch_dropout(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     NN__KWITH(dropout, nn__random_launch(g, id, "dropout", &l));
+    l->store = n->dtype; /* 16-bit: the program built with NN_STORE_BF16 / _F16 */
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.n = (int)n->numel;

@@ -386,8 +386,10 @@ static nn_result nn__launch_segment_max_grad(nn_graph *g, int id) {
 }
 
 /* ==== embedding: y [*, D] = weight [N, D] at indices [*] (F.embedding; an index outside [0, N)
-   gives zeros and is counted: PyTorch raises). dweight sums dy's rows by index
-   (SEGMENT_REDUCE over the sorted indices), the padding row none. ==== */
+   gives zeros and is counted: PyTorch raises). y has the weight's storage type (a 16-bit
+   table's rows are copied as they are). dweight sums dy's rows by index (SEGMENT_REDUCE over
+   the sorted indices, in float32: a 16-bit dy is read through its float32 copy), the padding
+   row none; nn__acc_grad rounds it to a 16-bit weight's type. ==== */
 
 NN_API nn_tensor nn_embedding_lookup(nn_graph *g, nn_tensor weight, nn_tensor indices, const nn_embedding_desc *desc) {
     static const char *op = "nn_embedding_lookup";
@@ -397,8 +399,10 @@ NN_API nn_tensor nn_embedding_lookup(nn_graph *g, nn_tensor weight, nn_tensor in
     int64_t pad = -1, N;
     in[0] = weight;
     in[1] = indices;
-    if (!nn__check(g, op, 2, in) || !nn__expect_f32(g, op, weight, "weight")) return nn__tensor(-1);
+    if (!nn__check(g, op, 2, in)) return nn__tensor(-1);
     w = nn__n(g, weight);
+    if (w->dtype != NN_F32 && !nn__dtype_half(w->dtype)) /* a 16-bit table gives rows of its type (F.embedding) */
+        return nn__op_fail(g, NN_ERR_SHAPE, "%s: weight must be float32, bfloat16 or float16, not %s", op, nn__dtype_name(w->dtype));
     ix = nn__n(g, indices);
     N = w->shape.dim[0];
     if (desc && desc->padding_idx) pad = desc->padding_idx == NN_ZERO ? 0 : desc->padding_idx < 0 ? desc->padding_idx + N : desc->padding_idx;
@@ -411,7 +415,7 @@ NN_API nn_tensor nn_embedding_lookup(nn_graph *g, nn_tensor weight, nn_tensor in
     }
     s = ix->shape;
     s.dim[s.ndim++] = w->shape.dim[1];
-    t = nn__op2(g, NN__OP_EMBEDDING, NN_F32, s, weight.id, indices.id);
+    t = nn__op2(g, NN__OP_EMBEDDING, w->dtype, s, weight.id, indices.id);
     if (t.id >= 0) {
         memset(&g->nodes[t.id].a.seg, 0, sizeof g->nodes[t.id].a.seg);
         g->nodes[t.id].a.seg.skip = pad;
@@ -452,11 +456,12 @@ NN_API nn_tensor nn_embedding(nn_graph *g, nn_tensor indices, int64_t num_embedd
 
 static void nn__grad_embedding(nn_graph *g, int id) {
     NN__GRAD_RULE(g, id);
-    const nn__node *w = &g->nodes[a], *ix = &g->nodes[b];
-    int64_t N = w->shape.dim[0], D = w->shape.dim[1];
-    if (ga)
-        nn__acc_grad(g, a, nn__segment_reduce_op(g, NN__SEG_SUM, gy, nn__tensor(b), nn__segment_sort_op(g, "nn_embedding_lookup", b, -1, N, NULL), -1,
-                                                 w->shape, 1, ix->numel, D, N, n.a.seg.skip));
+    nn_shape ws = g->nodes[a].shape; /* copies: the nodes may move as nodes are added */
+    int64_t N = ws.dim[0], D = ws.dim[1], E = g->nodes[b].numel;
+    if (!ga) return;
+    if (nn__dtype_half(g->nodes[gy.id].dtype)) gy = nn_to_dtype(g, gy, NN_F32); /* the sums in float32 */
+    nn__acc_grad(g, a, nn__segment_reduce_op(g, NN__SEG_SUM, gy, nn__tensor(b), nn__segment_sort_op(g, "nn_embedding_lookup", b, -1, N, NULL), -1,
+                                             ws, 1, E, D, N, n.a.seg.skip));
 }
 
 static nn_result nn__cpu_embedding(nn_graph *g, nn__node *n) {
@@ -464,12 +469,13 @@ static nn_result nn__cpu_embedding(nn_graph *g, nn__node *n) {
     int64_t N = w->shape.dim[0], D = w->shape.dim[1], bad = nn__count_outside(NN__I(n->in[1]), ix->numel, N);
     int32_t *c = (int32_t *)g->checks.host + n->check_slot;
     if (bad > 0) *c = (int32_t)((uint32_t)*c + (uint32_t)bad);
-    nn__gather_rows_forward(n->buf.host, w->buf.host, NN__I(n->in[1]), ix->numel, N, D);
+    nn__gather_rows_bytes(n->buf.host, w->buf.host, NN__I(n->in[1]), ix->numel, N, (size_t)D * nn__dtype_size(n->dtype));
     return NN_OK;
 }
 
 static nn_result nn__launch_embedding(nn_graph *g, int id) {
     NN__KLAUNCH(embedding, "segment", "embedding", n->numel);
+    l->store = n->dtype; /* 16-bit: the program built with NN_STORE_BF16 / _F16 */
     k.w = &g->nodes[n->in[0]].buf;
     k.idx = &g->nodes[n->in[1]].buf;
     k.y = &n->buf;
