@@ -629,6 +629,106 @@ static void nn__iconv_fwd_task(void *arg, int t, int n_tasks) {
     }
 }
 
+/* ---- forward, direct (AVX-512): a first layer ----
+   A stride-1, undilated, ungrouped convolution with few taps (C*KH*KW <= 32: 1 or 3 input
+   channels) leaves the GEMM a reduction too short for its tile (9 multiply-adds per load and
+   store of the accumulators). Here 8 filters by 32 output pixels of a row stay in registers
+   and each tap's 32 inputs are loaded once for the 8: the same fused multiply-adds as the
+   microkernel in the same order (from zero, (ci, kh, kw) in order, zeros for the padding; the
+   reduction is one K block of the GEMM's when C*KH*KW <= 32), the bias added after, so y is
+   the implicit GEMM's to the bit. */
+static int nn__iconv_direct_fits(const nn__conv2d *c) {
+    return nn__vm_isa() == 2 && c->G == 1 && c->sh == 1 && c->sw == 1 && c->dh == 1 && c->dw == 1 &&
+           c->C * c->KH * c->KW <= 32 && c->KW <= 32 && c->K % 8 == 0 && c->K > 0;
+}
+
+#if NN__GEMM_X86
+/* y row oh of image n, filters [k0, k0 + 8), pixels [ow0, ow0 + 32) */
+__attribute__((target("avx512f"))) static void nn__iconv_direct_avx512(const nn__conv2d *c, float *y, const float *x,
+                                                                       const float *w, const float *b, int64_t n, int oh,
+                                                                       int k0, int ow0) {
+    __m512 a00 = _mm512_setzero_ps(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00, a30 = a00, a31 = a00;
+    __m512 a40 = a00, a41 = a00, a50 = a00, a51 = a00, a60 = a00, a61 = a00, a70 = a00, a71 = a00, xv0, xv1, wv;
+    int KHW = c->KH * c->KW, KK = c->C * KHW, ci, kh, kw, ow1 = ow0 + 16;
+    int64_t OHW = (int64_t)c->OH * c->OW;
+    const float *wk = w + (int64_t)k0 * KK;
+    __mmask16 s0 = (__mmask16)(c->OW - ow0 >= 16 ? 0xFFFFu : (1u << (c->OW - ow0)) - 1u);
+    __mmask16 s1 = (__mmask16)(c->OW - ow1 >= 16 ? 0xFFFFu : c->OW - ow1 <= 0 ? 0u : (1u << (c->OW - ow1)) - 1u);
+    float *yr = y + (n * c->K + k0) * OHW + (int64_t)oh * c->OW + ow0;
+    __m512 one = _mm512_set1_ps(1.0f);
+    __mmask16 mk0[32], mk1[32]; /* per kw: the lanes whose input column col + lane lies in [0, W) */
+    for (kw = 0; kw < c->KW; kw++) {
+        int col = ow0 - c->pw + kw;
+        int lo0 = col < 0 ? -col : 0, hi0 = c->W - col, lo1 = col + 16 < 0 ? -(col + 16) : 0, hi1 = c->W - col - 16;
+        if (lo0 > 16) lo0 = 16;
+        if (lo1 > 16) lo1 = 16;
+        hi0 = hi0 < 0 ? 0 : hi0 > 16 ? 16 : hi0;
+        hi1 = hi1 < 0 ? 0 : hi1 > 16 ? 16 : hi1;
+        mk0[kw] = (__mmask16)(hi0 > lo0 ? ((1u << hi0) - 1u) & ~((1u << lo0) - 1u) : 0u);
+        mk1[kw] = (__mmask16)(hi1 > lo1 ? ((1u << hi1) - 1u) & ~((1u << lo1) - 1u) : 0u);
+    }
+    for (ci = 0; ci < c->C; ci++)
+        for (kh = 0; kh < c->KH; kh++) {
+            int ih = oh - c->ph + kh;
+            const float *xr = x + ((n * c->C + ci) * c->H + ih) * (int64_t)c->W;
+            for (kw = 0; kw < c->KW; kw++) {
+                int col = ow0 - c->pw + kw, t = (ci * c->KH + kh) * c->KW + kw;
+                __mmask16 m0 = mk0[kw], m1 = mk1[kw];
+                if (ih < 0 || ih >= c->H) m0 = m1 = 0;
+                xv0 = _mm512_maskz_loadu_ps(m0, xr + col);
+                xv1 = _mm512_maskz_loadu_ps(m1, xr + col + 16);
+#define NN__DIRECT_ROW(R, A0, A1)                   \
+    wv = _mm512_set1_ps(wk[(int64_t)(R) * KK + t]); \
+    A0 = _mm512_fmadd_ps(wv, xv0, A0);              \
+    A1 = _mm512_fmadd_ps(wv, xv1, A1);
+                NN__DIRECT_ROW(0, a00, a01)
+                NN__DIRECT_ROW(1, a10, a11)
+                NN__DIRECT_ROW(2, a20, a21)
+                NN__DIRECT_ROW(3, a30, a31)
+                NN__DIRECT_ROW(4, a40, a41)
+                NN__DIRECT_ROW(5, a50, a51)
+                NN__DIRECT_ROW(6, a60, a61)
+                NN__DIRECT_ROW(7, a70, a71)
+#undef NN__DIRECT_ROW
+            }
+        }
+#define NN__DIRECT_STORE(R, A0, A1)                                                     \
+    {                                                                                   \
+        __m512 v0 = _mm512_mul_ps(one, A0), v1 = _mm512_mul_ps(one, A1);                \
+        if (b) {                                                                        \
+            __m512 bv = _mm512_set1_ps(b[k0 + (R)]);                                    \
+            v0 = _mm512_add_ps(v0, bv);                                                 \
+            v1 = _mm512_add_ps(v1, bv);                                                 \
+        }                                                                               \
+        _mm512_mask_storeu_ps(yr + (R) * OHW, s0, v0);                                  \
+        if (s1) _mm512_mask_storeu_ps(yr + (R) * OHW + 16, s1, v1);                     \
+    }
+    NN__DIRECT_STORE(0, a00, a01)
+    NN__DIRECT_STORE(1, a10, a11)
+    NN__DIRECT_STORE(2, a20, a21)
+    NN__DIRECT_STORE(3, a30, a31)
+    NN__DIRECT_STORE(4, a40, a41)
+    NN__DIRECT_STORE(5, a50, a51)
+    NN__DIRECT_STORE(6, a60, a61)
+    NN__DIRECT_STORE(7, a70, a71)
+#undef NN__DIRECT_STORE
+}
+#endif
+
+static void nn__iconv_direct_task(void *arg, int t, int n_tasks) {
+    const nn__iconv_job *J = (const nn__iconv_job *)arg;
+    const nn__conv2d *c = J->c;
+    int64_t rows = (int64_t)c->N * c->OH, per = (rows + n_tasks - 1) / n_tasks, q, q1 = per * (t + 1) < rows ? per * (t + 1) : rows;
+    int k0, ow0;
+    for (q = per * t; q < q1; q++)
+        for (k0 = 0; k0 < c->K; k0 += 8)
+            for (ow0 = 0; ow0 < c->OW; ow0 += 32) {
+#if NN__GEMM_X86
+                nn__iconv_direct_avx512(c, J->y, J->x, J->w, J->b, q / c->OH, (int)(q % c->OH), k0, ow0);
+#endif
+            }
+}
+
 /* The number of tasks worth starting for work multiply-adds */
 static int nn__iconv_tasks(nn__threadpool *pool, const nn__iconv *L, double work, int64_t units) {
     int T = L->T < nn__threadpool_size(pool) ? L->T : nn__threadpool_size(pool);
@@ -651,6 +751,12 @@ static void nn__iconv_forward(nn__threadpool *pool, const nn__conv2d *c, int T, 
     J.x = x;
     J.b = b;
     J.y = y;
+    if (nn__iconv_direct_fits(c)) {
+        J.w = w;
+        nn__threadpool_run(pool, nn__iconv_direct_task, &J,
+                           nn__iconv_tasks(pool, &L, (double)P * Kg * KK, (int64_t)c->N * c->OH));
+        return;
+    }
     J.apk = nn__iconv_align(scratch);
     J.bufs = scratch + L.apk;
     J.tasks = nn__iconv_tasks(pool, &L, (double)P * Kg * KK, (P + NN__ICONV_COLS - 1) / NN__ICONV_COLS);
