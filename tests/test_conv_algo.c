@@ -169,6 +169,7 @@ static void conv_algo_bitwise(const t_env *e) {
 static const int conv_ref_shapes[][6] = {
     {1, 1, 7, 33, 3, 1}, {3, 3, 33, 7, 7, 0}, {1, 7, 1, 33, 33, 1}, {3, 33, 7, 3, 7, 1},
     {1, 33, 33, 33, 33, 0}, {3, 7, 3, 3, 1, 0}, {3, 1, 1, 1, 1, 1}, {1, 3, 7, 7, 7, 2}, {2, 16, 9, 7, 17, 1},
+    {2, 32, 9, 7, 13, 1}, {1, 64, 6, 5, 24, 2}, /* dw's blocked path (channels a multiple of nr) */
 };
 
 /* x, w, b, t (dy) given; y, dx, dw out */

@@ -310,7 +310,7 @@ typedef struct nn__iconv {
     int rows;                /* dx: output rows per chunk */
     int ld;                  /* dx: columns of a chunk's dcol, rounded up to nr */
     size_t apk, per_task;    /* floats: the packed weights; each task's own */
-    int tr;                  /* dw: the channels-last path (nn__iconv_dwt_task) */
+    int tr;                  /* dw: the channels-last path (nn__iconv_dwt_task); 2: the blocked one (nn__iconv_dwb_task) */
     int Hp, Wp;              /* dw, tr: x's padded height and width */
     size_t xt, dyt, dwp;     /* dw, tr: floats of x and dy channels-last, of the permuted dw */
 } nn__iconv;
@@ -338,7 +338,22 @@ static void nn__iconv_layout(const nn__conv2d *c, int op, int T, nn__iconv *L) {
         L->kc = nn__iconv_kc(arch, P > 0x7fffffff ? 0x7fffffff : (int)P);
         L->per_task = (size_t)nn__iconv_round(M, mr) * L->kc + (size_t)nn__iconv_round(Nn, nr) * L->kc +
                       (size_t)mr * nr + 48;
-        if (!ct && Cg >= 8) { /* the channels-last path: runs of >= 8 channels, copies of moderate size */
+        if (c->G == 1 && c->sh == 1 && c->sw == 1 && c->dh == 1 && c->dw == 1 && c->C % nr == 0) {
+            /* the blocked path: x as [N][C/nr][Hp][Wp][nr], dy as [N][K/mr][OH][Wp][mr] (zeros past OW) */
+            int Hp = c->H + 2 * c->ph, Wp = c->W + 2 * c->pw, MB = (Kg + mr - 1) / mr;
+            double xt = (double)c->N * Hp * Wp * c->C + (double)c->KW * nr, dyt = (double)c->N * MB * c->OH * Wp * mr;
+            double dwp = (double)MB * mr * KK;
+            if (xt + dyt + dwp < (double)NN__ICONV_TR_MAX) {
+                L->tr = 2;
+                if (L->per_task < (size_t)c->OH * c->OW * c->K + 16) L->per_task = (size_t)c->OH * c->OW * c->K + 16;
+                L->Hp = Hp;
+                L->Wp = Wp;
+                L->xt = ((size_t)xt + 15) / 16 * 16;
+                L->dyt = ((size_t)dyt + 15) / 16 * 16;
+                L->dwp = ((size_t)dwp + 15) / 16 * 16;
+            }
+        }
+        if (!L->tr && !ct && Cg >= 8) { /* the channels-last path: runs of >= 8 channels, copies of moderate size */
             int Hp = c->H + 2 * c->ph, Wp = c->W + 2 * c->pw;
             double xt = (double)c->N * Hp * Wp * c->C, dyt = (double)P * c->K, dwp = (double)nn__iconv_round(Kg, mr) * nn__iconv_round(KK, nr);
             if (xt + dyt + dwp < (double)NN__ICONV_TR_MAX) {
@@ -357,7 +372,7 @@ static void nn__iconv_layout(const nn__conv2d *c, int op, int T, nn__iconv *L) {
 static int64_t nn__iconv_scratch(const nn__conv2d *c, int op, int T) {
     nn__iconv L;
     nn__iconv_layout(c, op, T, &L);
-    return (int64_t)(L.apk + L.per_task * (size_t)L.T + L.xt + L.dyt + L.dwp);
+    return (int64_t)(L.apk + L.per_task * (size_t)L.T + L.xt + L.dyt + L.dwp) + (L.tr == 2 ? 16 : 0);
 }
 
 /* 64-byte aligned pointer at or after p (the microkernel loads its panels aligned) */
@@ -453,6 +468,39 @@ static void nn__iconv_add(int avx512, float *d, const float *s, int n) {
 #endif
     (void)avx512;
     for (i = 0; i < n; i++) d[i] += s[i];
+}
+
+/* rows rows of n floats: d[r * dstep + i] = s[r * sstep + i] (s NULL: zeros), one call per run
+   of pixels rather than per pixel */
+#if NN__GEMM_X86
+__attribute__((target("avx512f"))) static void nn__iconv_copy_rows_avx512(float *d, size_t dstep, const float *s,
+                                                                          size_t sstep, int rows, int n) {
+    int r, i, n16 = n / 16 * 16;
+    __mmask16 m = (__mmask16)((1u << (n - n16)) - 1u);
+    for (r = 0; r < rows; r++, d += dstep) {
+        for (i = 0; i < n16; i += 16) _mm512_storeu_ps(d + i, s ? _mm512_loadu_ps(s + i) : _mm512_setzero_ps());
+        if (m) _mm512_mask_storeu_ps(d + i, m, s ? _mm512_maskz_loadu_ps(m, s + i) : _mm512_setzero_ps());
+        if (s) s += sstep;
+    }
+}
+#endif
+
+static void nn__iconv_copy_rows(int avx512, float *d, size_t dstep, const float *s, size_t sstep, int rows, int n) {
+    int r, i;
+#if NN__GEMM_X86
+    if (avx512) {
+        nn__iconv_copy_rows_avx512(d, dstep, s, sstep, rows, n);
+        return;
+    }
+#endif
+    (void)avx512;
+    for (r = 0; r < rows; r++, d += dstep) {
+        if (s) {
+            for (i = 0; i < n; i++) d[i] = s[i];
+            s += sstep;
+        } else
+            for (i = 0; i < n; i++) d[i] = 0.0f;
+    }
 }
 
 static void nn__iconv_copy(int avx512, float *d, const float *s, int n) {
@@ -581,6 +629,106 @@ static void nn__iconv_fwd_task(void *arg, int t, int n_tasks) {
     }
 }
 
+/* ---- forward, direct (AVX-512): a first layer ----
+   A stride-1, undilated, ungrouped convolution with few taps (C*KH*KW <= 32: 1 or 3 input
+   channels) leaves the GEMM a reduction too short for its tile (9 multiply-adds per load and
+   store of the accumulators). Here 8 filters by 32 output pixels of a row stay in registers
+   and each tap's 32 inputs are loaded once for the 8: the same fused multiply-adds as the
+   microkernel in the same order (from zero, (ci, kh, kw) in order, zeros for the padding; the
+   reduction is one K block of the GEMM's when C*KH*KW <= 32), the bias added after, so y is
+   the implicit GEMM's to the bit. */
+static int nn__iconv_direct_fits(const nn__conv2d *c) {
+    return nn__vm_isa() == 2 && c->G == 1 && c->sh == 1 && c->sw == 1 && c->dh == 1 && c->dw == 1 &&
+           c->C * c->KH * c->KW <= 32 && c->KW <= 32 && c->K % 8 == 0 && c->K > 0;
+}
+
+#if NN__GEMM_X86
+/* y row oh of image n, filters [k0, k0 + 8), pixels [ow0, ow0 + 32) */
+__attribute__((target("avx512f"))) static void nn__iconv_direct_avx512(const nn__conv2d *c, float *y, const float *x,
+                                                                       const float *w, const float *b, int64_t n, int oh,
+                                                                       int k0, int ow0) {
+    __m512 a00 = _mm512_setzero_ps(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00, a30 = a00, a31 = a00;
+    __m512 a40 = a00, a41 = a00, a50 = a00, a51 = a00, a60 = a00, a61 = a00, a70 = a00, a71 = a00, xv0, xv1, wv;
+    int KHW = c->KH * c->KW, KK = c->C * KHW, ci, kh, kw, ow1 = ow0 + 16;
+    int64_t OHW = (int64_t)c->OH * c->OW;
+    const float *wk = w + (int64_t)k0 * KK;
+    __mmask16 s0 = (__mmask16)(c->OW - ow0 >= 16 ? 0xFFFFu : (1u << (c->OW - ow0)) - 1u);
+    __mmask16 s1 = (__mmask16)(c->OW - ow1 >= 16 ? 0xFFFFu : c->OW - ow1 <= 0 ? 0u : (1u << (c->OW - ow1)) - 1u);
+    float *yr = y + (n * c->K + k0) * OHW + (int64_t)oh * c->OW + ow0;
+    __m512 one = _mm512_set1_ps(1.0f);
+    __mmask16 mk0[32], mk1[32]; /* per kw: the lanes whose input column col + lane lies in [0, W) */
+    for (kw = 0; kw < c->KW; kw++) {
+        int col = ow0 - c->pw + kw;
+        int lo0 = col < 0 ? -col : 0, hi0 = c->W - col, lo1 = col + 16 < 0 ? -(col + 16) : 0, hi1 = c->W - col - 16;
+        if (lo0 > 16) lo0 = 16;
+        if (lo1 > 16) lo1 = 16;
+        hi0 = hi0 < 0 ? 0 : hi0 > 16 ? 16 : hi0;
+        hi1 = hi1 < 0 ? 0 : hi1 > 16 ? 16 : hi1;
+        mk0[kw] = (__mmask16)(hi0 > lo0 ? ((1u << hi0) - 1u) & ~((1u << lo0) - 1u) : 0u);
+        mk1[kw] = (__mmask16)(hi1 > lo1 ? ((1u << hi1) - 1u) & ~((1u << lo1) - 1u) : 0u);
+    }
+    for (ci = 0; ci < c->C; ci++)
+        for (kh = 0; kh < c->KH; kh++) {
+            int ih = oh - c->ph + kh;
+            const float *xr = x + ((n * c->C + ci) * c->H + ih) * (int64_t)c->W;
+            for (kw = 0; kw < c->KW; kw++) {
+                int col = ow0 - c->pw + kw, t = (ci * c->KH + kh) * c->KW + kw;
+                __mmask16 m0 = mk0[kw], m1 = mk1[kw];
+                if (ih < 0 || ih >= c->H) m0 = m1 = 0;
+                xv0 = _mm512_maskz_loadu_ps(m0, xr + col);
+                xv1 = _mm512_maskz_loadu_ps(m1, xr + col + 16);
+#define NN__DIRECT_ROW(R, A0, A1)                   \
+    wv = _mm512_set1_ps(wk[(int64_t)(R) * KK + t]); \
+    A0 = _mm512_fmadd_ps(wv, xv0, A0);              \
+    A1 = _mm512_fmadd_ps(wv, xv1, A1);
+                NN__DIRECT_ROW(0, a00, a01)
+                NN__DIRECT_ROW(1, a10, a11)
+                NN__DIRECT_ROW(2, a20, a21)
+                NN__DIRECT_ROW(3, a30, a31)
+                NN__DIRECT_ROW(4, a40, a41)
+                NN__DIRECT_ROW(5, a50, a51)
+                NN__DIRECT_ROW(6, a60, a61)
+                NN__DIRECT_ROW(7, a70, a71)
+#undef NN__DIRECT_ROW
+            }
+        }
+#define NN__DIRECT_STORE(R, A0, A1)                                                     \
+    {                                                                                   \
+        __m512 v0 = _mm512_mul_ps(one, A0), v1 = _mm512_mul_ps(one, A1);                \
+        if (b) {                                                                        \
+            __m512 bv = _mm512_set1_ps(b[k0 + (R)]);                                    \
+            v0 = _mm512_add_ps(v0, bv);                                                 \
+            v1 = _mm512_add_ps(v1, bv);                                                 \
+        }                                                                               \
+        _mm512_mask_storeu_ps(yr + (R) * OHW, s0, v0);                                  \
+        if (s1) _mm512_mask_storeu_ps(yr + (R) * OHW + 16, s1, v1);                     \
+    }
+    NN__DIRECT_STORE(0, a00, a01)
+    NN__DIRECT_STORE(1, a10, a11)
+    NN__DIRECT_STORE(2, a20, a21)
+    NN__DIRECT_STORE(3, a30, a31)
+    NN__DIRECT_STORE(4, a40, a41)
+    NN__DIRECT_STORE(5, a50, a51)
+    NN__DIRECT_STORE(6, a60, a61)
+    NN__DIRECT_STORE(7, a70, a71)
+#undef NN__DIRECT_STORE
+}
+#endif
+
+static void nn__iconv_direct_task(void *arg, int t, int n_tasks) {
+    const nn__iconv_job *J = (const nn__iconv_job *)arg;
+    const nn__conv2d *c = J->c;
+    int64_t rows = (int64_t)c->N * c->OH, per = (rows + n_tasks - 1) / n_tasks, q, q1 = per * (t + 1) < rows ? per * (t + 1) : rows;
+    int k0, ow0;
+    for (q = per * t; q < q1; q++)
+        for (k0 = 0; k0 < c->K; k0 += 8)
+            for (ow0 = 0; ow0 < c->OW; ow0 += 32) {
+#if NN__GEMM_X86
+                nn__iconv_direct_avx512(c, J->y, J->x, J->w, J->b, q / c->OH, (int)(q % c->OH), k0, ow0);
+#endif
+            }
+}
+
 /* The number of tasks worth starting for work multiply-adds */
 static int nn__iconv_tasks(nn__threadpool *pool, const nn__iconv *L, double work, int64_t units) {
     int T = L->T < nn__threadpool_size(pool) ? L->T : nn__threadpool_size(pool);
@@ -603,6 +751,12 @@ static void nn__iconv_forward(nn__threadpool *pool, const nn__conv2d *c, int T, 
     J.x = x;
     J.b = b;
     J.y = y;
+    if (nn__iconv_direct_fits(c)) {
+        J.w = w;
+        nn__threadpool_run(pool, nn__iconv_direct_task, &J,
+                           nn__iconv_tasks(pool, &L, (double)P * Kg * KK, (int64_t)c->N * c->OH));
+        return;
+    }
     J.apk = nn__iconv_align(scratch);
     J.bufs = scratch + L.apk;
     J.tasks = nn__iconv_tasks(pool, &L, (double)P * Kg * KK, (P + NN__ICONV_COLS - 1) / NN__ICONV_COLS);
@@ -800,13 +954,20 @@ static void nn__iconv_nhwc(float *dst, const float *src, int C, int H, int W, in
         const float *s = src + (int64_t)c0 * HW;
         q0 = 0;
 #if NN__GEMM_X86
-        if (avx2 && cn == 8)
+        if (avx2 && cn == 8) {
+            int ph_ = 0, pw_ = 0; /* q0's pixel, kept without divisions */
             for (; q0 + 8 <= HW; q0 += 8) {
                 float *d[8];
-                for (q = 0; q < 8; q++)
-                    d[q] = dst + ((size_t)((q0 + q) / W + ph) * Wp + (size_t)((q0 + q) % W + pw)) * C + c0;
+                int hh = ph_, ww = pw_;
+                for (q = 0; q < 8; q++) {
+                    d[q] = dst + ((size_t)(hh + ph) * Wp + (size_t)(ww + pw)) * C + c0;
+                    if (++ww == W) ww = 0, hh++;
+                }
+                ph_ = hh;
+                pw_ = ww;
                 nn__iconv_t8_avx2(d, s + q0, (size_t)HW);
             }
+        }
 #endif
         (void)avx2;
         for (q = q0; q < HW; q++) {
@@ -836,7 +997,7 @@ static void nn__iconv_dwt_task(void *arg, int t, int n_tasks) {
     const nn__gemm_arch *arch = L->arch;
     int mr = arch->mr, nr = arch->nr, Cg = c->C / c->G, Kg = c->K / c->G, KHW = c->KH * c->KW, KK = Cg * KHW;
     int KKp = nn__iconv_round(KK, nr), mt = (Kg + mr - 1) / mr, nt = (KK + nr - 1) / nr;
-    int i0 = 0, i1 = nn__iconv_round(Kg, mr), j0 = 0, j1 = KKp, ir, jr, i, j, si, e;
+    int i0 = 0, i1 = nn__iconv_round(Kg, mr), j0 = 0, j1 = KKp, ir, jr, i, j, si;
     int avx512 = nn__vm_isa() == 2;
     int64_t P = (int64_t)c->N * c->OH * c->OW, pc;
     float *ab = nn__iconv_align(J->bufs + L->per_task * (size_t)t), *bb;
@@ -863,10 +1024,8 @@ static void nn__iconv_dwt_task(void *arg, int t, int n_tasks) {
                 const nn__iconv_seg *sg = &seg[si];
                 const float *s = J->dyt + ((size_t)(sg->img * c->OH + sg->oh) * c->OW + sg->ow) * c->K + (size_t)J->g * Kg + ir;
                 float *o = d + (size_t)sg->j * mr;
-                for (e = 0; e < sg->len; e++, s += c->K, o += mr) {
-                    nn__iconv_copy(avx512, o, m > 0 ? s : NULL, m > 0 ? m : mr);
-                    if (m > 0 && m < mr) nn__iconv_copy(avx512, o + m, NULL, mr - m);
-                }
+                nn__iconv_copy_rows(avx512, o, (size_t)mr, m > 0 ? s : NULL, (size_t)c->K, sg->len, m > 0 ? m : mr);
+                if (m > 0 && m < mr) nn__iconv_copy_rows(avx512, o + m, (size_t)mr, NULL, 0, sg->len, mr - m);
             }
         }
         /* B panels [kc][nr] of col^T, columns kk' in [j0, j1): runs of channels of one tap */
@@ -875,7 +1034,7 @@ static void nn__iconv_dwt_task(void *arg, int t, int n_tasks) {
             while (cc < nr) {
                 int kk = jr + cc, run, s, ci, kh, kw;
                 if (kk >= KK) {
-                    for (e = 0; e < kc; e++) nn__iconv_copy(avx512, d + (size_t)e * nr + cc, NULL, nr - cc);
+                    nn__iconv_copy_rows(avx512, d + cc, (size_t)nr, NULL, 0, kc, nr - cc);
                     break;
                 }
                 s = kk / Cg;
@@ -890,8 +1049,7 @@ static void nn__iconv_dwt_task(void *arg, int t, int n_tasks) {
                     const float *x = J->xt + ((size_t)(sg->img * L->Hp + sg->oh * c->sh + kh * c->dh) * L->Wp +
                                               (size_t)sg->ow * c->sw + (size_t)kw * c->dw) * c->C + (size_t)J->g * Cg + ci;
                     float *o = d + (size_t)sg->j * nr + cc;
-                    size_t step = (size_t)c->sw * c->C;
-                    for (e = 0; e < sg->len; e++, x += step, o += nr) nn__iconv_copy(avx512, o, x, run);
+                    nn__iconv_copy_rows(avx512, o, (size_t)nr, x, (size_t)c->sw * c->C, sg->len, run);
                 }
                 cc += run;
             }
@@ -905,6 +1063,93 @@ static void nn__iconv_dwt_task(void *arg, int t, int n_tasks) {
     if (j1 > KK) j1 = KK;
     for (i = i0; i < i1; i++)
         for (j = j0; j < j1; j++) dw[(int64_t)i * KK + j % Cg * KHW + j / Cg] = J->dwp[(size_t)i * KKp + j];
+}
+
+/* ---- dw, blocked (L->tr == 2) ----
+   A stride-1, undilated, ungrouped convolution whose channels are a multiple of nr: x copied
+   to xb [N][C/nr][Hp][Wp][nr] (padding zeros) and dy to dyb [N][K/mr][OH][Wp][mr] (zeros for
+   the columns ow >= OW and the channels past K), once per call. With the reduction taken over
+   the positions (oh, ow) of an image's OH x Wp grid (the columns past OW add dy = 0 times
+   some x), the microkernel's B panel for tap (kh, kw) and channel block cb over rows
+   [r0, r1) of an image is xb itself from position (r0 + kh) * Wp + kw (nr floats a position,
+   contiguous), and its A panel for channel block mb is dyb from r0 * Wp: no packing. Each
+   task owns its tiles of dwp [K rounded to mr, KH*KW*C] (columns tap-major, as the
+   channels-last path) and sums them over the images and their chunks of rows in order,
+   whatever the thread count; the grid's extra columns cost Wp/OW more multiply-adds (1.14x
+   at 14x14, 1.04x at 56x56). The sums run in another order than the other paths (the error
+   is a float32 sum's: tests/test_conv_algo.c holds it to the double reference), and a
+   non-finite x times those zeros would give NaN where the sum has none, so a dw that is not
+   finite is computed again on nn__iconv_dw_task. */
+
+/* xb and dyb of images [n0, n1); tmp: an image of dy channels last [OH*OW][K] */
+static void nn__iconv_blk_tr(const nn__iconv_job *J, int n0, int n1, float *tmp) {
+    const nn__conv2d *c = J->c;
+    const nn__iconv *L = J->L;
+    int mr = L->arch->mr, nr = L->arch->nr, MB = (c->K + mr - 1) / mr, Wp = L->Wp, n, cb, mb, oh;
+    int avx512 = nn__vm_isa() == 2;
+    size_t HWp = (size_t)L->Hp * Wp, OHWp = (size_t)c->OH * Wp;
+    int64_t OHW = (int64_t)c->OH * c->OW;
+    for (n = n0; n < n1; n++) {
+        for (cb = 0; cb < c->C / nr; cb++)
+            nn__iconv_nhwc(J->xt + ((size_t)n * (c->C / nr) + cb) * HWp * nr,
+                           J->x + ((int64_t)n * c->C + (int64_t)cb * nr) * c->H * c->W, nr, c->H, c->W, c->ph, c->pw);
+        nn__iconv_nhwc(tmp, J->dy + (int64_t)n * c->K * OHW, c->K, c->OH, c->OW, 0, 0);
+        for (mb = 0; mb < MB; mb++) {
+            float *d = J->dyt + ((size_t)n * MB + mb) * OHWp * mr;
+            int m = c->K - mb * mr < mr ? c->K - mb * mr : mr;
+            for (oh = 0; oh < c->OH; oh++, d += (size_t)Wp * mr) {
+                nn__iconv_copy_rows(avx512, d, (size_t)mr, tmp + (size_t)oh * c->OW * c->K + (size_t)mb * mr, (size_t)c->K,
+                                    c->OW, m);
+                if (m < mr) nn__iconv_copy_rows(avx512, d + m, (size_t)mr, NULL, 0, c->OW, mr - m);
+                nn__iconv_copy_rows(avx512, d + (size_t)c->OW * mr, (size_t)mr, NULL, 0, Wp - c->OW, mr);
+            }
+        }
+    }
+}
+
+static void nn__iconv_blk_tr_task(void *arg, int t, int n_tasks) {
+    const nn__iconv_job *J = (const nn__iconv_job *)arg;
+    int N = J->c->N, per = (N + n_tasks - 1) / n_tasks, n1 = per * (t + 1) < N ? per * (t + 1) : N;
+    if (per * t < n1) nn__iconv_blk_tr(J, per * t, n1, nn__iconv_align(J->bufs + J->L->per_task * (size_t)t));
+}
+
+static void nn__iconv_dwb_task(void *arg, int t, int n_tasks) {
+    const nn__iconv_job *J = (const nn__iconv_job *)arg;
+    const nn__conv2d *c = J->c;
+    const nn__iconv *L = J->L;
+    const nn__gemm_arch *arch = L->arch;
+    int mr = arch->mr, nr = arch->nr, KHW = c->KH * c->KW, KK = c->C * KHW, CB = c->C / nr, Wp = L->Wp;
+    int MB = (c->K + mr - 1) / mr, nt = KHW * CB, ntl = nt * MB, per = (ntl + n_tasks - 1) / n_tasks;
+    int u0 = per * t, u1 = per * (t + 1) < ntl ? per * (t + 1) : ntl, rows, r0, n, u, i, j, first = 1;
+    size_t HWp = (size_t)L->Hp * Wp, OHWp = (size_t)c->OH * Wp;
+    if (u0 >= u1) return; /* tiles u = j * MB + i in [u0, u1): no packing, so any split of them */
+    rows = 512 / Wp;      /* a chunk: whole rows, about 512 positions */
+    if (rows < 1) rows = 1;
+    for (n = 0; n < c->N; n++)
+        for (r0 = 0; r0 < c->OH; r0 += rows, first = 0) {
+            int kc = (r0 + rows < c->OH ? rows : c->OH - r0) * Wp;
+            float beta = first ? 0.0f : 1.0f;
+            for (u = u0; u < u1; u++) {
+                int tap, cb, kh, kw;
+                j = u / MB;
+                i = u % MB;
+                tap = j / CB;
+                cb = j % CB;
+                kh = tap / c->KW;
+                kw = tap % c->KW;
+                arch->ukr(kc, J->dyt + (((size_t)n * MB + i) * OHWp + (size_t)r0 * Wp) * mr,
+                          J->xt + (((size_t)n * CB + cb) * HWp + (size_t)(r0 + kh) * Wp + kw) * nr,
+                          J->dwp + (size_t)i * mr * KK + (size_t)j * nr, KK, 1.0f, beta);
+            }
+        }
+    /* back to dw's (ci, kh, kw) order */
+    for (u = u0; u < u1; u++) {
+        int r, q;
+        j = u / MB;
+        i = u % MB;
+        for (r = i * mr; r < i * mr + mr && r < c->K; r++)
+            for (q = j * nr; q < j * nr + nr; q++) J->y[(int64_t)r * KK + q % c->C * KHW + q / c->C] = J->dwp[(size_t)r * KK + q];
+    }
 }
 
 /* dw: task t's tiles of dw_g [Kg, KK] (or of dw_g^T, nn__iconv_dw_ct), a range of column
@@ -986,11 +1231,24 @@ static void nn__iconv_backward_weight(nn__threadpool *pool, const nn__conv2d *c,
         memset(dw, 0, (size_t)c->K * KK * sizeof(float));
         return;
     }
-    if (L.tr) {
+    if (L.tr == 2) {
+        int64_t i, nw = (int64_t)c->K * KK;
+        int bad = 0;
+        J.xt = nn__iconv_align(scratch + L.per_task * (size_t)L.T);
+        J.dyt = J.xt + L.xt;
+        J.dwp = J.dyt + L.dyt;
+        /* the last image's last panels read up to KW - 1 positions past xb (times dy = 0) */
+        memset(J.xt + (size_t)c->N * L.Hp * L.Wp * c->C, 0, (size_t)c->KW * L.arch->nr * sizeof(float));
+        nn__threadpool_run(pool, nn__iconv_blk_tr_task, &J, nn__iconv_tasks(pool, &L, (double)P * Kg * KK, c->N));
+        nn__threadpool_run(pool, nn__iconv_dwb_task, &J, J.tasks);
+        for (i = 0; i < nw; i++) bad |= !(dw[i] - dw[i] == 0.0f); /* NaN or infinite */
+        if (!bad) return;
+    }
+    if (L.tr == 1) {
         J.xt = scratch + L.per_task * (size_t)L.T;
         J.dyt = J.xt + L.xt;
         J.dwp = J.dyt + L.dyt;
         nn__threadpool_run(pool, nn__iconv_tr_task, &J, nn__iconv_tasks(pool, &L, (double)P * Kg * KK, c->N));
     }
-    for (J.g = 0; J.g < c->G; J.g++) nn__threadpool_run(pool, L.tr ? nn__iconv_dwt_task : nn__iconv_dw_task, &J, J.tasks);
+    for (J.g = 0; J.g < c->G; J.g++) nn__threadpool_run(pool, L.tr == 1 ? nn__iconv_dwt_task : nn__iconv_dw_task, &J, J.tasks);
 }
