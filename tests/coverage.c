@@ -239,6 +239,9 @@ int t_cl_map_log(const char **lines, unsigned count, const char *log, char *out,
 #endif
 }
 
+/* tests/test_conv_algo.c's forcing of the float32 GEMM's kernel (src/cpu/gemm.c) */
+const char *t_sgemm_force(const char *name) { return nn__sgemm_force_kernel(name); }
+
 /* tests/test_gemm16.c's path forcing */
 const char *t_gemm16_force(int fmt, const char *name) { return nn__gemm16_force(fmt, name); }
 

@@ -282,6 +282,9 @@ void suite_cl_load(const t_env *e, const char *argv0, int with_devices);
 /* The GEMM on 16-bit operands: fmt 0 (bf16) or 1 (f16)'s path forced by name, NULL for the
    automatic choice; returns the path now in use (tests/coverage.c, nn__gemm16_force). */
 const char *t_gemm16_force(int fmt, const char *name);
+/* The float32 GEMM's kernel ("generic", "avx2", "avx512f") forced, NULL for the automatic
+   choice; returns the kernel now in use (tests/coverage.c, nn__sgemm_force_kernel). */
+const char *t_sgemm_force(const char *name);
 int t_cl_load_child(const char *which);
 /* src/opencl/backend.c's nn__cl_map_log (tests/coverage.c); 0 without the OpenCL backend */
 int t_cl_map_log(const char **lines, unsigned count, const char *log, char *out, size_t n);

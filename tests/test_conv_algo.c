@@ -397,6 +397,93 @@ static void conv_algo_reference(const t_env *e) {
     t_end();
 }
 
+/* The implicit GEMM's weight gradient on its blocked path (channels a multiple of the GEMM
+   kernel's nr: 8 generic, 16 AVX2, 32 AVX-512) with each GEMM kernel this CPU has forced,
+   so the plain-C and AVX2 forms run on an AVX-512 machine too: y, dx, dw within
+   CONV_REF_TOL of the double reference, the same bits on 1 and 3 threads. */
+static void conv_algo_kernels(const t_env *e) {
+    static const char *kernels[] = {"generic", "avx2", "avx512f"};
+    static const int shapes[][6] = {{2, 16, 9, 7, 17, 1}, {2, 32, 9, 7, 13, 1}, {1, 64, 6, 5, 24, 2}, {1, 8, 5, 6, 9, 1}};
+    static const char *what[3] = {"y", "dx", "dw"};
+    size_t s, kn;
+    int k, ran = 0;
+    if (!t_begin_cpu(e, "conv2d implicit GEMM (dw's blocked path) with each float32 GEMM kernel forced, against a double reference",
+                     "the algorithms are the CPU backend's"))
+        return;
+    for (kn = 0; kn < sizeof kernels / sizeof kernels[0]; kn++) {
+        if (strcmp(t_sgemm_force(kernels[kn]), kernels[kn]) != 0) continue; /* not on this CPU */
+        ran++;
+        for (s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            const int *c = shapes[s];
+            int OH = c[2] + 2 * c[5] - 2, OW = c[3] + 2 * c[5] - 2;
+            long n[3], nt = (long)c[0] * c[4] * OH * OW, i;
+            float *xv, *wv, *bv, *tv, *got[3], *got3[3];
+            double *ref[3], *mag[3], *win[2], worst = 0;
+            n[0] = nt;
+            n[1] = (long)c[0] * c[1] * c[2] * c[3];
+            n[2] = (long)c[4] * c[1] * 9;
+            xv = (float *)malloc(sizeof(float) * n[1]);
+            wv = (float *)malloc(sizeof(float) * n[2]);
+            bv = (float *)malloc(sizeof(float) * c[4]);
+            tv = (float *)malloc(sizeof(float) * nt);
+            for (k = 0; k < 3; k++) {
+                got[k] = (float *)malloc(sizeof(float) * n[k]);
+                got3[k] = (float *)malloc(sizeof(float) * n[k]);
+                ref[k] = (double *)malloc(sizeof(double) * n[k]);
+                mag[k] = (double *)malloc(sizeof(double) * n[k]);
+                if (k < 2) win[k] = (double *)malloc(sizeof(double) * n[k]);
+            }
+            if (T_CHECK(xv && wv && bv && tv && got[0] && got[1] && got[2] && got3[0] && got3[1] && got3[2] && ref[0] &&
+                            ref[1] && ref[2] && mag[0] && mag[1] && mag[2] && win[0] && win[1],
+                        "out of memory")) {
+                nn_context_desc cdesc;
+                nn_context *c1 = NULL, *c3 = NULL;
+                t_seed(0x5b10 + (unsigned long long)s);
+                for (i = 0; i < n[1]; i++) xv[i] = (float)t_uniform(-1.0, 1.0);
+                for (i = 0; i < n[2]; i++) wv[i] = (float)t_uniform(-0.5, 0.5);
+                for (i = 0; i < c[4]; i++) bv[i] = (float)t_uniform(-1.0, 1.0);
+                for (i = 0; i < nt; i++) tv[i] = (float)t_uniform(-1.0, 1.0);
+                conv_ref_compute(c, xv, wv, bv, tv, ref, mag, win);
+                t_context_desc(e, &cdesc);
+                cdesc.device = "cpu";
+                cdesc.threads = 1;
+                if (T_OK(nn_context_create(&cdesc, &c1), e->ctx)) {
+                    cdesc.threads = 3;
+                    if (T_OK(nn_context_create(&cdesc, &c3), e->ctx)) {
+                        int ok;
+                        setenv("NN_CONV_ALGO", "gemm", 1);
+                        ok = conv_ref_run(c1, c, xv, wv, bv, tv, got[0], got[1], got[2]) &&
+                             conv_ref_run(c3, c, xv, wv, bv, tv, got3[0], got3[1], got3[2]);
+                        unsetenv("NN_CONV_ALGO");
+                        for (k = 0; ok && k < 3; k++) {
+                            long j = conv_algo_diff(got[k], got3[k], n[k]);
+                            T_CHECK(j < 0, "%s x[%d,%d,%d,%d] w[%d,%d,3,3]: %s[%ld] %.9g on 1 thread, %.9g on 3", kernels[kn], c[0],
+                                    c[1], c[2], c[3], c[4], c[1], what[k], j, j < 0 ? 0.0 : got[k][j], j < 0 ? 0.0 : got3[k][j]);
+                            conv_ref_compare(what[k], kernels[kn], c, got[k], ref[k], mag[k], n[k], CONV_REF_TOL, &worst);
+                        }
+                    }
+                }
+                nn_context_destroy(c1);
+                nn_context_destroy(c3);
+            }
+            free(xv);
+            free(wv);
+            free(bv);
+            free(tv);
+            for (k = 0; k < 3; k++) {
+                free(got[k]);
+                free(got3[k]);
+                free(ref[k]);
+                free(mag[k]);
+                if (k < 2) free(win[k]);
+            }
+        }
+    }
+    t_sgemm_force(NULL);
+    T_CHECK(ran >= 1, "no float32 GEMM kernel could be forced");
+    t_end();
+}
+
 /* tests/test_conv.c's conv2d cases of the op checker with the im2col path forced */
 void t_conv2d_checks(const t_env *e, const char *suffix);
 static void conv_algo_im2col_cases(const t_env *e) {
@@ -415,5 +502,5 @@ static void conv_algo_winograd_cases(const t_env *e) {
 }
 
 void suite_conv_algo(const t_env *e) {
-    T_RUN(e, conv_algo_bitwise, conv_algo_im2col_cases, conv_algo_reference, conv_algo_winograd_cases);
+    T_RUN(e, conv_algo_bitwise, conv_algo_im2col_cases, conv_algo_reference, conv_algo_kernels, conv_algo_winograd_cases);
 }
