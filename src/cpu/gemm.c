@@ -15,7 +15,10 @@
  *
  * Packing absorbs the transposes (the microkernel only ever sees one layout)
  * and zero-pads the edges, so kernels only handle full MR x NR tiles; partial
- * tiles go through a small stack buffer.  When C is narrow (N < NR, e.g. the
+ * tiles go through a small stack buffer.  One exception: with AVX-512, full
+ * 12-row panels of an A [M,K] whose rows are at most 2 KB apart are read in
+ * place (nn__gemm_ukr_avx512_s, the same FMAs, so the same bits), not packed:
+ * the GPT's activations, whose packing cost 7% of a tiny GPT step.  When C is narrow (N < NR, e.g. the
  * 10 logits of a classifier) we compute C^T = op(B)^T op(A)^T instead, which
  * puts the small dimension on the MR side and wastes far less of each tile.
  *
@@ -75,12 +78,17 @@ typedef void (*nn__gemm_ukr)(int kc, const float *a, const float *b, float *c, i
 typedef void (*nn__gemm_pack_fn)(int trans, const float *X, int ldx, int r0, int nr_, int c0, int nc_,
                                  int w, float *dst);
 
+/* The same with op(A)[i, k] read in place at a[i * rs + k * cs] (full MR-row panels only) */
+typedef void (*nn__gemm_ukr_s)(int kc, const float *a, size_t rs, size_t cs, const float *b, float *c, int ldc,
+                               float alpha, float beta);
+
 typedef struct {
     nn__gemm_ukr ukr;
     nn__gemm_pack_fn pack_a, pack_b;
     int mr, nr; /* register tile */
     int mc, kc, nc; /* cache blocks: mc % mr == 0, nc % nr == 0 */
     const char *name;
+    nn__gemm_ukr_s ukr_s; /* or NULL: A is always packed */
 } nn__gemm_arch;
 
 /* ---- generic kernel (4 x 8) ------------------------------------------- */
@@ -190,53 +198,66 @@ nn__gemm_ukr_avx2(int kc, const float *a, const float *b, float *c, int ldc, flo
 
 /* Per k: 2 aligned loads of B (32 floats), 12 broadcasts of A, 24 FMAs into
    24 zmm accumulators (27 of 32 registers live).  Written out by hand:
-   compilers do not keep an accumulator array in registers at -O2. */
-__attribute__((target("avx512f"))) static void
-nn__gemm_ukr_avx512(int kc, const float *a, const float *b, float *c, int ldc, float alpha,
-                    float beta) {
-    __m512 c00 = _mm512_setzero_ps(), c01 = _mm512_setzero_ps();
-    __m512 c10 = _mm512_setzero_ps(), c11 = _mm512_setzero_ps();
-    __m512 c20 = _mm512_setzero_ps(), c21 = _mm512_setzero_ps();
-    __m512 c30 = _mm512_setzero_ps(), c31 = _mm512_setzero_ps();
-    __m512 c40 = _mm512_setzero_ps(), c41 = _mm512_setzero_ps();
-    __m512 c50 = _mm512_setzero_ps(), c51 = _mm512_setzero_ps();
-    __m512 c60 = _mm512_setzero_ps(), c61 = _mm512_setzero_ps();
-    __m512 c70 = _mm512_setzero_ps(), c71 = _mm512_setzero_ps();
-    __m512 c80 = _mm512_setzero_ps(), c81 = _mm512_setzero_ps();
-    __m512 c90 = _mm512_setzero_ps(), c91 = _mm512_setzero_ps();
-    __m512 cA0 = _mm512_setzero_ps(), cA1 = _mm512_setzero_ps();
-    __m512 cB0 = _mm512_setzero_ps(), cB1 = _mm512_setzero_ps();
-    __m512 b0, b1, av, va, vb;
-    int k;
-    for (k = 0; k < 12; k++) {
-        _mm_prefetch((const char *)(c + (size_t)k * ldc), _MM_HINT_T0);
-        _mm_prefetch((const char *)(c + (size_t)k * ldc + 31), _MM_HINT_T0);
-    }
-#define NN__AVX512_ROW(I, X0, X1)               \
-    av = _mm512_set1_ps(a[I]);                  \
+   compilers do not keep an accumulator array in registers at -O2.  A is read
+   as a[i * rs + k * cs]: a packed panel (rs 1, cs 12), or op(A)'s own rows
+   (nn__gemm_ukr_avx512_s: rs lda, cs 1 for A [M,K]; rs 1, cs lda for A stored
+   [K,M]), the same FMAs in the same order either way, so the same bits. */
+#define NN__AVX512_UKR_BODY(AROW, ASTEP)                                                             \
+    __m512 c00 = _mm512_setzero_ps(), c01 = _mm512_setzero_ps();                                     \
+    __m512 c10 = _mm512_setzero_ps(), c11 = _mm512_setzero_ps();                                     \
+    __m512 c20 = _mm512_setzero_ps(), c21 = _mm512_setzero_ps();                                     \
+    __m512 c30 = _mm512_setzero_ps(), c31 = _mm512_setzero_ps();                                     \
+    __m512 c40 = _mm512_setzero_ps(), c41 = _mm512_setzero_ps();                                     \
+    __m512 c50 = _mm512_setzero_ps(), c51 = _mm512_setzero_ps();                                     \
+    __m512 c60 = _mm512_setzero_ps(), c61 = _mm512_setzero_ps();                                     \
+    __m512 c70 = _mm512_setzero_ps(), c71 = _mm512_setzero_ps();                                     \
+    __m512 c80 = _mm512_setzero_ps(), c81 = _mm512_setzero_ps();                                     \
+    __m512 c90 = _mm512_setzero_ps(), c91 = _mm512_setzero_ps();                                     \
+    __m512 cA0 = _mm512_setzero_ps(), cA1 = _mm512_setzero_ps();                                     \
+    __m512 cB0 = _mm512_setzero_ps(), cB1 = _mm512_setzero_ps();                                     \
+    __m512 b0, b1, av, va, vb;                                                                       \
+    int k;                                                                                           \
+    for (k = 0; k < 12; k++) {                                                                       \
+        _mm_prefetch((const char *)(c + (size_t)k * ldc), _MM_HINT_T0);                              \
+        _mm_prefetch((const char *)(c + (size_t)k * ldc + 31), _MM_HINT_T0);                         \
+    }                                                                                                \
+    for (k = 0; k < kc; k++) {                                                                       \
+        b0 = _mm512_load_ps(b);                                                                      \
+        b1 = _mm512_load_ps(b + 16);                                                                 \
+        NN__AVX512_ROW(AROW(0), c00, c01)                                                            \
+        NN__AVX512_ROW(AROW(1), c10, c11)                                                            \
+        NN__AVX512_ROW(AROW(2), c20, c21)                                                            \
+        NN__AVX512_ROW(AROW(3), c30, c31)                                                            \
+        NN__AVX512_ROW(AROW(4), c40, c41)                                                            \
+        NN__AVX512_ROW(AROW(5), c50, c51)                                                            \
+        NN__AVX512_ROW(AROW(6), c60, c61)                                                            \
+        NN__AVX512_ROW(AROW(7), c70, c71)                                                            \
+        NN__AVX512_ROW(AROW(8), c80, c81)                                                            \
+        NN__AVX512_ROW(AROW(9), c90, c91)                                                            \
+        NN__AVX512_ROW(AROW(10), cA0, cA1)                                                           \
+        NN__AVX512_ROW(AROW(11), cB0, cB1)                                                           \
+        a += (ASTEP);                                                                                \
+        b += 32;                                                                                     \
+    }                                                                                                \
+    va = _mm512_set1_ps(alpha);                                                                      \
+    vb = _mm512_set1_ps(beta);                                                                       \
+    NN__AVX512_STORE(0, c00, c01)                                                                    \
+    NN__AVX512_STORE(1, c10, c11)                                                                    \
+    NN__AVX512_STORE(2, c20, c21)                                                                    \
+    NN__AVX512_STORE(3, c30, c31)                                                                    \
+    NN__AVX512_STORE(4, c40, c41)                                                                    \
+    NN__AVX512_STORE(5, c50, c51)                                                                    \
+    NN__AVX512_STORE(6, c60, c61)                                                                    \
+    NN__AVX512_STORE(7, c70, c71)                                                                    \
+    NN__AVX512_STORE(8, c80, c81)                                                                    \
+    NN__AVX512_STORE(9, c90, c91)                                                                    \
+    NN__AVX512_STORE(10, cA0, cA1)                                                                   \
+    NN__AVX512_STORE(11, cB0, cB1)
+
+#define NN__AVX512_ROW(AI, X0, X1)              \
+    av = _mm512_set1_ps(AI);                    \
     X0 = _mm512_fmadd_ps(av, b0, X0);           \
     X1 = _mm512_fmadd_ps(av, b1, X1);
-    for (k = 0; k < kc; k++) {
-        b0 = _mm512_load_ps(b);
-        b1 = _mm512_load_ps(b + 16);
-        NN__AVX512_ROW(0, c00, c01)
-        NN__AVX512_ROW(1, c10, c11)
-        NN__AVX512_ROW(2, c20, c21)
-        NN__AVX512_ROW(3, c30, c31)
-        NN__AVX512_ROW(4, c40, c41)
-        NN__AVX512_ROW(5, c50, c51)
-        NN__AVX512_ROW(6, c60, c61)
-        NN__AVX512_ROW(7, c70, c71)
-        NN__AVX512_ROW(8, c80, c81)
-        NN__AVX512_ROW(9, c90, c91)
-        NN__AVX512_ROW(10, cA0, cA1)
-        NN__AVX512_ROW(11, cB0, cB1)
-        a += 12;
-        b += 32;
-    }
-#undef NN__AVX512_ROW
-    va = _mm512_set1_ps(alpha);
-    vb = _mm512_set1_ps(beta);
 #define NN__AVX512_STORE(R, X0, X1)                                                                  \
     {                                                                                                \
         float *cr = c + (size_t)(R) * ldc;                                                           \
@@ -249,20 +270,29 @@ nn__gemm_ukr_avx512(int kc, const float *a, const float *b, float *c, int ldc, f
                              _mm512_fmadd_ps(va, X1, _mm512_mul_ps(vb, _mm512_loadu_ps(cr + 16)))); \
         }                                                                                            \
     }
-    NN__AVX512_STORE(0, c00, c01)
-    NN__AVX512_STORE(1, c10, c11)
-    NN__AVX512_STORE(2, c20, c21)
-    NN__AVX512_STORE(3, c30, c31)
-    NN__AVX512_STORE(4, c40, c41)
-    NN__AVX512_STORE(5, c50, c51)
-    NN__AVX512_STORE(6, c60, c61)
-    NN__AVX512_STORE(7, c70, c71)
-    NN__AVX512_STORE(8, c80, c81)
-    NN__AVX512_STORE(9, c90, c91)
-    NN__AVX512_STORE(10, cA0, cA1)
-    NN__AVX512_STORE(11, cB0, cB1)
-#undef NN__AVX512_STORE
+#define NN__AVX512_APK(I) a[I]
+#define NN__AVX512_ARS(I) a[(size_t)(I) * rs]
+__attribute__((target("avx512f"))) static void
+nn__gemm_ukr_avx512(int kc, const float *a, const float *b, float *c, int ldc, float alpha,
+                    float beta) {
+    NN__AVX512_UKR_BODY(NN__AVX512_APK, 12)
 }
+/* A read in place: rows rs apart, k steps cs apart (the caller makes sure all 12 rows
+   exist) */
+__attribute__((target("avx512f"))) static void
+nn__gemm_ukr_avx512_s(int kc, const float *a, size_t rs, size_t cs, const float *b, float *c, int ldc,
+                      float alpha, float beta) {
+    if (rs == 1) {
+        NN__AVX512_UKR_BODY(NN__AVX512_APK, cs)
+    } else {
+        NN__AVX512_UKR_BODY(NN__AVX512_ARS, 1)
+    }
+}
+#undef NN__AVX512_ROW
+#undef NN__AVX512_STORE
+#undef NN__AVX512_APK
+#undef NN__AVX512_ARS
+#undef NN__AVX512_UKR_BODY
 #endif /* NN__GEMM_X86 */
 
 /* ---- NEON kernel (8 x 8, aarch64) -------------------------------------- */
@@ -442,8 +472,8 @@ nn__gemm_pack_a_avx2(int transA, const float *A, int lda, int i0, int mc, int p0
         return;
     }
     if (!transA && mr == 12) {
-        /* the AVX-512 kernel's panels (12 rows): rows 0..7 and 8..11 (4 zero rows) in two
-           8 x 8 transposes per 8 k */
+        /* the AVX-512 kernel's panels (12 rows): rows 0..7 in an 8 x 8 transpose per 8 k,
+           rows 8..11 in a 4 x 8 one (two 8 x 4 halves: k 0..3 low, 4..7 high) */
         for (ir = 0; ir + 12 <= mc; ir += 12) {
             const float *a0 = A + (size_t)(i0 + ir) * lda + p0;
             const size_t l = (size_t)lda;
@@ -456,25 +486,27 @@ nn__gemm_pack_a_avx2(int transA, const float *A, int lda, int i0, int mc, int p0
                 __m256 x6 = _mm256_loadu_ps(q + 6 * l), x7 = _mm256_loadu_ps(q + 7 * l);
                 __m256 y0 = _mm256_loadu_ps(q + 8 * l), y1 = _mm256_loadu_ps(q + 9 * l);
                 __m256 y2 = _mm256_loadu_ps(q + 10 * l), y3 = _mm256_loadu_ps(q + 11 * l);
-                __m256 y4 = _mm256_setzero_ps(), y5 = _mm256_setzero_ps(), y6 = _mm256_setzero_ps(), y7 = _mm256_setzero_ps();
+                __m256 t0 = _mm256_unpacklo_ps(y0, y1), t1 = _mm256_unpackhi_ps(y0, y1);
+                __m256 t2 = _mm256_unpacklo_ps(y2, y3), t3 = _mm256_unpackhi_ps(y2, y3);
+                __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+                __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
                 NN__TRANSPOSE8(x0, x1, x2, x3, x4, x5, x6, x7)
-                NN__TRANSPOSE8(y0, y1, y2, y3, y4, y5, y6, y7)
                 _mm256_storeu_ps(d, x0);
-                _mm_storeu_ps(d + 8, _mm256_castps256_ps128(y0));
+                _mm_storeu_ps(d + 8, _mm256_castps256_ps128(s0));
                 _mm256_storeu_ps(d + 12, x1);
-                _mm_storeu_ps(d + 20, _mm256_castps256_ps128(y1));
+                _mm_storeu_ps(d + 20, _mm256_castps256_ps128(s1));
                 _mm256_storeu_ps(d + 24, x2);
-                _mm_storeu_ps(d + 32, _mm256_castps256_ps128(y2));
+                _mm_storeu_ps(d + 32, _mm256_castps256_ps128(s2));
                 _mm256_storeu_ps(d + 36, x3);
-                _mm_storeu_ps(d + 44, _mm256_castps256_ps128(y3));
+                _mm_storeu_ps(d + 44, _mm256_castps256_ps128(s3));
                 _mm256_storeu_ps(d + 48, x4);
-                _mm_storeu_ps(d + 56, _mm256_castps256_ps128(y4));
+                _mm_storeu_ps(d + 56, _mm256_extractf128_ps(s0, 1));
                 _mm256_storeu_ps(d + 60, x5);
-                _mm_storeu_ps(d + 68, _mm256_castps256_ps128(y5));
+                _mm_storeu_ps(d + 68, _mm256_extractf128_ps(s1, 1));
                 _mm256_storeu_ps(d + 72, x6);
-                _mm_storeu_ps(d + 80, _mm256_castps256_ps128(y6));
+                _mm_storeu_ps(d + 80, _mm256_extractf128_ps(s2, 1));
                 _mm256_storeu_ps(d + 84, x7);
-                _mm_storeu_ps(d + 92, _mm256_castps256_ps128(y7));
+                _mm_storeu_ps(d + 92, _mm256_extractf128_ps(s3, 1));
                 d += 96;
             }
             for (; k < kc; k++) {
@@ -526,57 +558,58 @@ nn__gemm_pack_a_avx2(int transA, const float *A, int lda, int i0, int mc, int p0
     if (ir < mc) nn__gemm_pack_a(transA, A, lda, i0 + ir, mc - ir, p0, kc, mr, dst);
 }
 
+/* op(B) in panels of nr = 16 (the AVX2 kernel) or 32 (the AVX-512 kernel's, packed here
+   too: a memcpy call per 128-byte row and a scalar transpose cost 6% of a GPT step) */
 __attribute__((target("avx2,fma"))) static void
 nn__gemm_pack_b_avx2(int transB, const float *B, int ldb, int p0, int kc, int j0, int nc, int nr,
                      float *dst) {
-    int jr, k;
-    if (nr != 16) {
+    int jr, k, h;
+    if (nr != 16 && nr != 32) {
         nn__gemm_pack_b(transB, B, ldb, p0, kc, j0, nc, nr, dst);
         return;
     }
-    for (jr = 0; jr + 16 <= nc; jr += 16) {
+    for (jr = 0; jr + nr <= nc; jr += nr) {
         float *d = dst;
         if (!transB) {
-            /* B [K,N]: each k row of the panel is 16 contiguous floats. */
+            /* B [K,N]: each k row of the panel is nr contiguous floats. */
             const float *s = B + (size_t)p0 * ldb + j0 + jr;
             for (k = 0; k < kc; k++) {
-                _mm256_store_ps(d, _mm256_loadu_ps(s));
-                _mm256_store_ps(d + 8, _mm256_loadu_ps(s + 8));
+                for (h = 0; h < nr; h += 8) _mm256_store_ps(d + h, _mm256_loadu_ps(s + h));
                 s += ldb;
-                d += 16;
+                d += nr;
             }
         } else {
-            /* B [N,K]: 16 rows (= panel columns) read 8 k at a time and
-               transposed in two 8x8 blocks. */
+            /* B [N,K]: nr rows (= panel columns) read 8 k at a time and
+               transposed in nr / 8 blocks of 8x8. */
             const float *s = B + (size_t)(j0 + jr) * ldb + p0;
             const size_t l = (size_t)ldb;
+            const size_t w = (size_t)nr;
             for (k = 0; k + 8 <= kc; k += 8) {
-                int h;
-                for (h = 0; h < 2; h++) {
-                    const float *q = s + (size_t)(8 * h) * l + k;
+                for (h = 0; h < nr; h += 8) {
+                    const float *q = s + (size_t)h * l + k;
                     __m256 x0 = _mm256_loadu_ps(q), x1 = _mm256_loadu_ps(q + l);
                     __m256 x2 = _mm256_loadu_ps(q + 2 * l), x3 = _mm256_loadu_ps(q + 3 * l);
                     __m256 x4 = _mm256_loadu_ps(q + 4 * l), x5 = _mm256_loadu_ps(q + 5 * l);
                     __m256 x6 = _mm256_loadu_ps(q + 6 * l), x7 = _mm256_loadu_ps(q + 7 * l);
                     NN__TRANSPOSE8(x0, x1, x2, x3, x4, x5, x6, x7)
-                    _mm256_store_ps(d + 8 * h, x0);
-                    _mm256_store_ps(d + 8 * h + 16, x1);
-                    _mm256_store_ps(d + 8 * h + 32, x2);
-                    _mm256_store_ps(d + 8 * h + 48, x3);
-                    _mm256_store_ps(d + 8 * h + 64, x4);
-                    _mm256_store_ps(d + 8 * h + 80, x5);
-                    _mm256_store_ps(d + 8 * h + 96, x6);
-                    _mm256_store_ps(d + 8 * h + 112, x7);
+                    _mm256_store_ps(d + h, x0);
+                    _mm256_store_ps(d + h + w, x1);
+                    _mm256_store_ps(d + h + 2 * w, x2);
+                    _mm256_store_ps(d + h + 3 * w, x3);
+                    _mm256_store_ps(d + h + 4 * w, x4);
+                    _mm256_store_ps(d + h + 5 * w, x5);
+                    _mm256_store_ps(d + h + 6 * w, x6);
+                    _mm256_store_ps(d + h + 7 * w, x7);
                 }
-                d += 128;
+                d += 8 * w;
             }
             for (; k < kc; k++) {
                 int c;
-                for (c = 0; c < 16; c++) d[c] = s[(size_t)c * l + k];
-                d += 16;
+                for (c = 0; c < nr; c++) d[c] = s[(size_t)c * l + k];
+                d += nr;
             }
         }
-        dst += (size_t)16 * kc;
+        dst += (size_t)nr * kc;
     }
     if (jr < nc) nn__gemm_pack_b(transB, B, ldb, p0, kc, j0 + jr, nc - jr, nr, dst);
 }
@@ -599,15 +632,15 @@ static const nn__gemm_arch *nn__gemm_arch_cur = NULL;
 #define NN__GEMM_ARCH_SET(x) (nn__gemm_arch_cur = (x))
 #endif
 
-static const nn__gemm_arch nn__gemm_arch_generic = {nn__gemm_ukr_generic, nn__gemm_pack_a, nn__gemm_pack_b, 4, 8, 128, 256, 2048, "generic"};
+static const nn__gemm_arch nn__gemm_arch_generic = {nn__gemm_ukr_generic, nn__gemm_pack_a, nn__gemm_pack_b, 4, 8, 128, 256, 2048, "generic", NULL};
 #if NN__GEMM_X86
 /* Zen3/Skylake-ish blocking: B panel kc*nr*4 = 16 KB in L1, A block mc*kc*4
    = 144 KB in L2, B block kc*nc*4 <= 4 MB in L3 (BLIS haswell/zen values). */
-static const nn__gemm_arch nn__gemm_arch_avx2 = {nn__gemm_ukr_avx2, nn__gemm_pack_a_avx2, nn__gemm_pack_b_avx2, 6, 16, 144, 256, 4080, "avx2"};
-static const nn__gemm_arch nn__gemm_arch_avx512 = {nn__gemm_ukr_avx512, nn__gemm_pack_a_avx2, nn__gemm_pack_b, 12, 32, 192, 256, 4096, "avx512f"};
+static const nn__gemm_arch nn__gemm_arch_avx2 = {nn__gemm_ukr_avx2, nn__gemm_pack_a_avx2, nn__gemm_pack_b_avx2, 6, 16, 144, 256, 4080, "avx2", NULL};
+static const nn__gemm_arch nn__gemm_arch_avx512 = {nn__gemm_ukr_avx512, nn__gemm_pack_a_avx2, nn__gemm_pack_b_avx2, 12, 32, 192, 256, 4096, "avx512f", nn__gemm_ukr_avx512_s};
 #endif
 #if NN__GEMM_NEON
-static const nn__gemm_arch nn__gemm_arch_neon = {nn__gemm_ukr_neon, nn__gemm_pack_a, nn__gemm_pack_b, 8, 8, 128, 256, 4096, "neon"};
+static const nn__gemm_arch nn__gemm_arch_neon = {nn__gemm_ukr_neon, nn__gemm_pack_a, nn__gemm_pack_b, 8, 8, 128, 256, 4096, "neon", NULL};
 #endif
 
 static const nn__gemm_arch *nn__gemm_pick_arch(void) {
@@ -664,8 +697,10 @@ typedef struct {
     size_t a_floats;     /* A part of each slice (then B) */
     const float *bpk;    /* or NULL: op(B) packed whole by nn__gemm_pb_make */
     int npad;            /* its N rounded up to nr */
+    int direct;          /* full MR-row panels of op(A) read in place (arch->ukr_s), not packed */
 } nn__gemm_job;
 
+static int nn__gemm_direct_ok = 1;
 static void nn__gemm_block(const nn__gemm_job *J, int m0, int m1, int n0, int n1, float *abuf,
                            float *bbuf) {
     const nn__gemm_arch *arch = J->arch;
@@ -687,15 +722,35 @@ static void nn__gemm_block(const nn__gemm_job *J, int m0, int m1, int n0, int n1
             else arch->pack_b(J->transB, J->B, J->ldb, pc, kc, jc, nc, nr, bbuf);
             for (ic = m0; ic < m1; ic += mc_blk) {
                 int mc = m1 - ic < mc_blk ? m1 - ic : mc_blk;
-                arch->pack_a(J->transA, J->A, J->lda, ic, mc, pc, kc, mr, abuf);
+                /* direct: only a last partial panel is packed (at abuf) */
+                int mfull = J->direct ? mc / mr * mr : 0;
+                if (mfull < mc) arch->pack_a(J->transA, J->A, J->lda, ic + mfull, mc - mfull, pc, kc, mr, abuf);
                 for (jr = 0; jr < nc; jr += nr) {
                     int n = nc - jr < nr ? nc - jr : nr;
                     const float *bp = bblk + (size_t)jr * kc;
                     for (ir = 0; ir < mc; ir += mr) {
                         int m = mc - ir < mr ? mc - ir : mr;
-                        const float *ap = abuf + (size_t)ir * kc;
+                        const float *ap = abuf + (ir < mfull ? 0 : (size_t)(ir - mfull) * kc);
                         float *cp = J->C + (J->ct ? 0 : (size_t)(ic + ir) * J->ldc + jc + jr);
-                        if (m == mr && n == nr && !J->ct) {
+                        if (ir < mfull) {
+                            /* op(A)[ic+ir.., pc..] in place: A [M,K] by rows, A [K,M] by k */
+                            const float *as = J->transA ? J->A + (size_t)pc * J->lda + ic + ir
+                                                        : J->A + (size_t)(ic + ir) * J->lda + pc;
+                            size_t rs = J->transA ? 1 : (size_t)J->lda, cs = J->transA ? (size_t)J->lda : 1;
+                            if (n == nr)
+                                arch->ukr_s(kc, as, rs, cs, bp, cp, J->ldc, J->alpha, beta);
+                            else {
+                                arch->ukr_s(kc, as, rs, cs, bp, tmp, nr, 1.0f, 0.0f);
+                                for (i = 0; i < m; i++) {
+                                    float *cr = cp + (size_t)i * J->ldc;
+                                    const float *tr = tmp + (size_t)i * nr;
+                                    if (beta == 0.0f)
+                                        for (j = 0; j < n; j++) cr[j] = J->alpha * tr[j];
+                                    else
+                                        for (j = 0; j < n; j++) cr[j] = J->alpha * tr[j] + beta * cr[j];
+                                }
+                            }
+                        } else if (m == mr && n == nr && !J->ct) {
                             arch->ukr(kc, ap, bp, cp, J->ldc, J->alpha, beta);
                         } else {
                             /* Edge tile (or transposed C): full tile into
@@ -917,6 +972,11 @@ static size_t nn__gemm_prepare(nn__gemm_job *Jp, int n_thr, int transA, int tran
     }
     M = J.M;
     N = J.N;
+    /* op(A) from A [M,K] read in place: its 12 rows stream beside the B panel, where
+       packing them took 7% of a tiny GPT step. (A stored [K,M] packs: read in place, its
+       k steps a row of A apart, it ran 10-25% slower than packed; so did rows 12 KB apart,
+       GPT-2 small's 3,072 wide, whose 12 rows share L1 sets: at most 2 KB apart here.) */
+    J.direct = arch->ukr_s != NULL && !J.ct && !J.transA && J.lda <= 512 && nn__gemm_direct_ok;
     /* Balanced K blocks (784 -> 4 x 196, not 3 x 256 + 16), rounded to 8. */
     nkb = (K + arch->kc - 1) / arch->kc;
     J.kc = ((K + nkb - 1) / nkb + 7) / 8 * 8;
