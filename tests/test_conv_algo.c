@@ -294,6 +294,63 @@ static int conv_ref_compare(const char *what, const char *algo, const int *c, co
     return 1;
 }
 
+/* One shape's buffers for the reference tests: inputs x, w, b, dy (t), the results on 1
+   and 3 threads, the double references, magnitudes and Winograd's scales; n[k]: the
+   element counts of y, dx (x), dw (w) */
+typedef struct conv_ref_bufs {
+    long n[3], nt;
+    float *xv, *wv, *bv, *tv, *got[3], *got3[3];
+    double *ref[3], *mag[3], *win[2];
+} conv_ref_bufs;
+
+static void conv_ref_free(conv_ref_bufs *B) {
+    int k;
+    free(B->xv);
+    free(B->wv);
+    free(B->bv);
+    free(B->tv);
+    for (k = 0; k < 3; k++) {
+        free(B->got[k]);
+        free(B->got3[k]);
+        free(B->ref[k]);
+        free(B->mag[k]);
+        if (k < 2) free(B->win[k]);
+    }
+}
+
+/* B's buffers for shape c, x, w, b, dy uniform from seed (0 and a message when out of
+   memory) */
+static int conv_ref_alloc(conv_ref_bufs *B, const int *c, unsigned long long seed) {
+    int OH = c[2] + 2 * c[5] - 2, OW = c[3] + 2 * c[5] - 2, k;
+    long i;
+    memset(B, 0, sizeof *B);
+    B->nt = B->n[0] = (long)c[0] * c[4] * OH * OW;
+    B->n[1] = (long)c[0] * c[1] * c[2] * c[3];
+    B->n[2] = (long)c[4] * c[1] * 9;
+    B->xv = (float *)malloc(sizeof(float) * B->n[1]);
+    B->wv = (float *)malloc(sizeof(float) * B->n[2]);
+    B->bv = (float *)malloc(sizeof(float) * c[4]);
+    B->tv = (float *)malloc(sizeof(float) * B->nt);
+    for (k = 0; k < 3; k++) {
+        B->got[k] = (float *)malloc(sizeof(float) * B->n[k]);
+        B->got3[k] = (float *)malloc(sizeof(float) * B->n[k]);
+        B->ref[k] = (double *)malloc(sizeof(double) * B->n[k]);
+        B->mag[k] = (double *)malloc(sizeof(double) * B->n[k]);
+        if (k < 2) B->win[k] = (double *)malloc(sizeof(double) * B->n[k]);
+    }
+    if (!T_CHECK(B->xv && B->wv && B->bv && B->tv && B->got[0] && B->got[1] && B->got[2] && B->got3[0] && B->got3[1] &&
+                     B->got3[2] && B->ref[0] && B->ref[1] && B->ref[2] && B->mag[0] && B->mag[1] && B->mag[2] && B->win[0] &&
+                     B->win[1],
+                 "out of memory"))
+        return 0;
+    t_seed(seed);
+    for (i = 0; i < B->n[1]; i++) B->xv[i] = (float)t_uniform(-1.0, 1.0);
+    for (i = 0; i < B->n[2]; i++) B->wv[i] = (float)t_uniform(-0.5, 0.5);
+    for (i = 0; i < c[4]; i++) B->bv[i] = (float)t_uniform(-1.0, 1.0);
+    for (i = 0; i < B->nt; i++) B->tv[i] = (float)t_uniform(-1.0, 1.0);
+    return 1;
+}
+
 static void conv_algo_reference(const t_env *e) {
     static const char *algos[] = {"im2col", "gemm", "winograd"};
     static const char *what[3] = {"y", "dx", "dw"};
@@ -307,37 +364,15 @@ static void conv_algo_reference(const t_env *e) {
     for (pass = 0; pass < 2; pass++) /* 1: an infinity in x and a NaN in w */
         for (s = 0; s < sizeof conv_ref_shapes / sizeof conv_ref_shapes[0]; s++) {
             const int *c = conv_ref_shapes[s];
-            int OH = c[2] + 2 * c[5] - 2, OW = c[3] + 2 * c[5] - 2;
-            long n[3], nt = (long)c[0] * c[4] * OH * OW, i;
-            float *xv, *wv, *bv, *tv, *got[3], *got3[3];
-            double *ref[3], *mag[3], *win[2];
-            n[0] = nt;
-            n[1] = (long)c[0] * c[1] * c[2] * c[3];
-            n[2] = (long)c[4] * c[1] * 9;
-            xv = (float *)malloc(sizeof(float) * n[1]);
-            wv = (float *)malloc(sizeof(float) * n[2]);
-            bv = (float *)malloc(sizeof(float) * c[4]);
-            tv = (float *)malloc(sizeof(float) * nt);
-            for (k = 0; k < 3; k++) {
-                got[k] = (float *)malloc(sizeof(float) * n[k]);
-                got3[k] = (float *)malloc(sizeof(float) * n[k]);
-                ref[k] = (double *)malloc(sizeof(double) * n[k]);
-                mag[k] = (double *)malloc(sizeof(double) * n[k]);
-                if (k < 2) win[k] = (double *)malloc(sizeof(double) * n[k]);
-            }
-            if (T_CHECK(xv && wv && bv && tv && got[0] && got[1] && got[2] && got3[0] && got3[1] && got3[2] && ref[0] &&
-                            ref[1] && ref[2] && mag[0] && mag[1] && mag[2] && win[0] && win[1],
-                        "out of memory")) {
-                t_seed(0x3a70 + (unsigned long long)s);
-                for (i = 0; i < n[1]; i++) xv[i] = (float)t_uniform(-1.0, 1.0);
-                for (i = 0; i < n[2]; i++) wv[i] = (float)t_uniform(-0.5, 0.5);
-                for (i = 0; i < c[4]; i++) bv[i] = (float)t_uniform(-1.0, 1.0);
-                for (i = 0; i < nt; i++) tv[i] = (float)t_uniform(-1.0, 1.0);
+            conv_ref_bufs B;
+            if (conv_ref_alloc(&B, c, 0x3a70 + (unsigned long long)s)) {
+                float *xv = B.xv, *wv = B.wv, *bv = B.bv, *tv = B.tv, **got = B.got, **got3 = B.got3;
+                const long *n = B.n;
                 if (pass == 1) {
                     xv[n[1] / 2] = INFINITY;
                     wv[n[2] - 1] = NAN;
                 }
-                conv_ref_compute(c, xv, wv, bv, tv, ref, mag, win);
+                conv_ref_compute(c, xv, wv, bv, tv, B.ref, B.mag, B.win);
                 for (a = 0; a < sizeof algos / sizeof algos[0]; a++) {
                     nn_context_desc cdesc;
                     nn_context *c1 = NULL, *c3 = NULL;
@@ -360,8 +395,8 @@ static void conv_algo_reference(const t_env *e) {
                         T_CHECK(j < 0, "%s x[%d,%d,%d,%d] w[%d,%d,3,3]: %s[%ld] %.9g on 1 thread, %.9g on 3", algos[a], c[0],
                                 c[1], c[2], c[3], c[4], c[1], what[k], j, j < 0 ? 0.0 : got[k][j], j < 0 ? 0.0 : got3[k][j]);
                         if (a == 2 && k < 2) /* Winograd: its window's scale */
-                            conv_ref_compare(what[k], algos[a], c, got[k], ref[k], win[k], n[k], CONV_WINO_TOL, &worst[a][k]);
-                        else conv_ref_compare(what[k], algos[a], c, got[k], ref[k], mag[k], n[k], CONV_REF_TOL, &worst[a][k]);
+                            conv_ref_compare(what[k], algos[a], c, got[k], B.ref[k], B.win[k], n[k], CONV_WINO_TOL, &worst[a][k]);
+                        else conv_ref_compare(what[k], algos[a], c, got[k], B.ref[k], B.mag[k], n[k], CONV_REF_TOL, &worst[a][k]);
                     }
                     nn_context_destroy(c1);
                     nn_context_destroy(c3);
@@ -379,17 +414,7 @@ static void conv_algo_reference(const t_env *e) {
                     nn_context_destroy(cd);
                 }
             }
-            free(xv);
-            free(wv);
-            free(bv);
-            free(tv);
-            for (k = 0; k < 3; k++) {
-                free(got[k]);
-                free(got3[k]);
-                free(ref[k]);
-                free(mag[k]);
-                if (k < 2) free(win[k]);
-            }
+            conv_ref_free(&B);
         }
     if (getenv("NN_TEST_VERBOSE"))
         for (a = 0; a < 3; a++)
@@ -415,35 +440,12 @@ static void conv_algo_kernels(const t_env *e) {
         ran++;
         for (s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
             const int *c = shapes[s];
-            int OH = c[2] + 2 * c[5] - 2, OW = c[3] + 2 * c[5] - 2;
-            long n[3], nt = (long)c[0] * c[4] * OH * OW, i;
-            float *xv, *wv, *bv, *tv, *got[3], *got3[3];
-            double *ref[3], *mag[3], *win[2], worst = 0;
-            n[0] = nt;
-            n[1] = (long)c[0] * c[1] * c[2] * c[3];
-            n[2] = (long)c[4] * c[1] * 9;
-            xv = (float *)malloc(sizeof(float) * n[1]);
-            wv = (float *)malloc(sizeof(float) * n[2]);
-            bv = (float *)malloc(sizeof(float) * c[4]);
-            tv = (float *)malloc(sizeof(float) * nt);
-            for (k = 0; k < 3; k++) {
-                got[k] = (float *)malloc(sizeof(float) * n[k]);
-                got3[k] = (float *)malloc(sizeof(float) * n[k]);
-                ref[k] = (double *)malloc(sizeof(double) * n[k]);
-                mag[k] = (double *)malloc(sizeof(double) * n[k]);
-                if (k < 2) win[k] = (double *)malloc(sizeof(double) * n[k]);
-            }
-            if (T_CHECK(xv && wv && bv && tv && got[0] && got[1] && got[2] && got3[0] && got3[1] && got3[2] && ref[0] &&
-                            ref[1] && ref[2] && mag[0] && mag[1] && mag[2] && win[0] && win[1],
-                        "out of memory")) {
+            conv_ref_bufs B;
+            double worst = 0;
+            if (conv_ref_alloc(&B, c, 0x5b10 + (unsigned long long)s)) {
                 nn_context_desc cdesc;
                 nn_context *c1 = NULL, *c3 = NULL;
-                t_seed(0x5b10 + (unsigned long long)s);
-                for (i = 0; i < n[1]; i++) xv[i] = (float)t_uniform(-1.0, 1.0);
-                for (i = 0; i < n[2]; i++) wv[i] = (float)t_uniform(-0.5, 0.5);
-                for (i = 0; i < c[4]; i++) bv[i] = (float)t_uniform(-1.0, 1.0);
-                for (i = 0; i < nt; i++) tv[i] = (float)t_uniform(-1.0, 1.0);
-                conv_ref_compute(c, xv, wv, bv, tv, ref, mag, win);
+                conv_ref_compute(c, B.xv, B.wv, B.bv, B.tv, B.ref, B.mag, B.win);
                 t_context_desc(e, &cdesc);
                 cdesc.device = "cpu";
                 cdesc.threads = 1;
@@ -452,31 +454,21 @@ static void conv_algo_kernels(const t_env *e) {
                     if (T_OK(nn_context_create(&cdesc, &c3), e->ctx)) {
                         int ok;
                         setenv("NN_CONV_ALGO", "gemm", 1);
-                        ok = conv_ref_run(c1, c, xv, wv, bv, tv, got[0], got[1], got[2]) &&
-                             conv_ref_run(c3, c, xv, wv, bv, tv, got3[0], got3[1], got3[2]);
+                        ok = conv_ref_run(c1, c, B.xv, B.wv, B.bv, B.tv, B.got[0], B.got[1], B.got[2]) &&
+                             conv_ref_run(c3, c, B.xv, B.wv, B.bv, B.tv, B.got3[0], B.got3[1], B.got3[2]);
                         unsetenv("NN_CONV_ALGO");
                         for (k = 0; ok && k < 3; k++) {
-                            long j = conv_algo_diff(got[k], got3[k], n[k]);
+                            long j = conv_algo_diff(B.got[k], B.got3[k], B.n[k]);
                             T_CHECK(j < 0, "%s x[%d,%d,%d,%d] w[%d,%d,3,3]: %s[%ld] %.9g on 1 thread, %.9g on 3", kernels[kn], c[0],
-                                    c[1], c[2], c[3], c[4], c[1], what[k], j, j < 0 ? 0.0 : got[k][j], j < 0 ? 0.0 : got3[k][j]);
-                            conv_ref_compare(what[k], kernels[kn], c, got[k], ref[k], mag[k], n[k], CONV_REF_TOL, &worst);
+                                    c[1], c[2], c[3], c[4], c[1], what[k], j, j < 0 ? 0.0 : B.got[k][j], j < 0 ? 0.0 : B.got3[k][j]);
+                            conv_ref_compare(what[k], kernels[kn], c, B.got[k], B.ref[k], B.mag[k], B.n[k], CONV_REF_TOL, &worst);
                         }
                     }
                 }
                 nn_context_destroy(c1);
                 nn_context_destroy(c3);
             }
-            free(xv);
-            free(wv);
-            free(bv);
-            free(tv);
-            for (k = 0; k < 3; k++) {
-                free(got[k]);
-                free(got3[k]);
-                free(ref[k]);
-                free(mag[k]);
-                if (k < 2) free(win[k]);
-            }
+            conv_ref_free(&B);
         }
     }
     t_sgemm_force(NULL);
