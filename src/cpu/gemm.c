@@ -700,6 +700,20 @@ typedef struct {
     int direct;          /* full MR-row panels of op(A) read in place (arch->ukr_s), not packed */
 } nn__gemm_job;
 
+/* The valid m x n part of a tile t (row stride nr) into C: alpha t, plus beta C unless
+   beta is 0 (the edge tiles of nn__gemm_block and src/cpu/gemm16.c) */
+static void nn__gemm_store_tile(float *cp, size_t ldc, const float *t, int nr, int m, int n, float alpha, float beta) {
+    int i, j;
+    for (i = 0; i < m; i++) {
+        float *cr = cp + (size_t)i * ldc;
+        const float *tr = t + (size_t)i * nr;
+        if (beta == 0.0f)
+            for (j = 0; j < n; j++) cr[j] = alpha * tr[j];
+        else
+            for (j = 0; j < n; j++) cr[j] = alpha * tr[j] + beta * cr[j];
+    }
+}
+
 static int nn__gemm_direct_ok = 1;
 static void nn__gemm_block(const nn__gemm_job *J, int m0, int m1, int n0, int n1, float *abuf,
                            float *bbuf) {
@@ -741,14 +755,7 @@ static void nn__gemm_block(const nn__gemm_job *J, int m0, int m1, int n0, int n1
                                 arch->ukr_s(kc, as, rs, cs, bp, cp, J->ldc, J->alpha, beta);
                             else {
                                 arch->ukr_s(kc, as, rs, cs, bp, tmp, nr, 1.0f, 0.0f);
-                                for (i = 0; i < m; i++) {
-                                    float *cr = cp + (size_t)i * J->ldc;
-                                    const float *tr = tmp + (size_t)i * nr;
-                                    if (beta == 0.0f)
-                                        for (j = 0; j < n; j++) cr[j] = J->alpha * tr[j];
-                                    else
-                                        for (j = 0; j < n; j++) cr[j] = J->alpha * tr[j] + beta * cr[j];
-                                }
+                                nn__gemm_store_tile(cp, J->ldc, tmp, nr, m, n, J->alpha, beta);
                             }
                         } else if (m == mr && n == nr && !J->ct) {
                             arch->ukr(kc, ap, bp, cp, J->ldc, J->alpha, beta);
@@ -757,14 +764,7 @@ static void nn__gemm_block(const nn__gemm_job *J, int m0, int m1, int n0, int n1
                                tmp, then copy the valid part. */
                             arch->ukr(kc, ap, bp, tmp, nr, 1.0f, 0.0f);
                             if (!J->ct) {
-                                for (i = 0; i < m; i++) {
-                                    float *cr = cp + (size_t)i * J->ldc;
-                                    const float *tr = tmp + (size_t)i * nr;
-                                    if (beta == 0.0f)
-                                        for (j = 0; j < n; j++) cr[j] = J->alpha * tr[j];
-                                    else
-                                        for (j = 0; j < n; j++) cr[j] = J->alpha * tr[j] + beta * cr[j];
-                                }
+                                nn__gemm_store_tile(cp, J->ldc, tmp, nr, m, n, J->alpha, beta);
                             } else {
                                 /* tmp holds C^T[ic+ir.., jc+jr..]: column j of
                                    tmp is a contiguous piece of row jc+jr+j of C. */

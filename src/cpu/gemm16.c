@@ -464,14 +464,7 @@ static void nn__g16_block(const nn__g16_job *J, int m0, int m1, int n0, int n1, 
                         if (full) continue;
                         /* edge tile or C^T: the valid part of tmp, as nn__gemm_block */
                         if (!J->ct) {
-                            for (i = 0; i < m; i++) {
-                                float *cr = cp + (size_t)i * J->ldc;
-                                const float *tr = tmp + (size_t)i * nr;
-                                if (beta == 0.0f)
-                                    for (j = 0; j < n; j++) cr[j] = J->alpha * tr[j];
-                                else
-                                    for (j = 0; j < n; j++) cr[j] = J->alpha * tr[j] + beta * cr[j];
-                            }
+                            nn__gemm_store_tile(cp, J->ldc, tmp, nr, m, n, J->alpha, beta);
                         } else {
                             for (j = 0; j < n; j++) {
                                 float *cr = J->C + (size_t)(jc + jr + j) * J->ldc + ic + ir;
