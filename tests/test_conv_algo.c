@@ -164,7 +164,8 @@ static void conv_algo_bitwise(const t_env *e) {
    the sum of the absolute values of an element's terms (|b| + sum |x w| for y, sum |dy w|
    for dx, sum |dy x| for dw); a float sum of n terms is within about n 2^-24 of it in the
    worst case, sqrt(n) 2^-24 in practice (n <= 297 here for y and dx): measured 2.0e-7 (y),
-   1.1e-7 (dx), 1.7e-7 (dw, up to 3267 terms; every algorithm computes dw so). Winograd
+   1.1e-7 (dx), 1.7e-7 (dw, up to 3267 terms; every algorithm computes dw so, on AVX-512 by
+   the direct first-layer kernel at 1 and 3 channels). Winograd
    F(2x2, 3x3) mixes a tile's 4x4 inputs and a filter's 9 weights before the sum over
    channels, so its error follows their magnitudes, not the element's own terms (a border
    element of dx with one small term measured 1.7e-5 of it): relative to the sum over
