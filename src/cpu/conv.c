@@ -1210,6 +1210,123 @@ static void nn__iconv_dw_task(void *arg, int t, int n_tasks) {
     }
 }
 
+/* ---- dw, direct (AVX-512): a first layer ----
+   A 3x3 stride-1, undilated, ungrouped convolution over at most 3 input channels has dw
+   [K, C*9]: a reduction of N*OH*OW products for only 9 taps a filter, which the packed path
+   spends packing dy (a copy of all of it) for a tile it barely fills. Here a unit is two
+   filters and one input channel: its 18 sums stay in registers as 16-lane vectors while 16
+   output pixels of a row at a time are read in place, dy once for the 9 taps and each tap's
+   16 inputs (masked loads) once for the 2 filters. Each lane takes its pixels in order
+   (images, rows, 16-pixel chunks, every row of the padding too) into sums that start from
+   zero per image and are added to the unit's totals image by image; then a lane tree (lane
+   i + 8, + 4, + 2, + 1). The padding's inputs are zeros times dy, as im2col's (a NaN or
+   infinite dy gives NaN there, as PyTorch); the lanes past OW are masked out of the fused
+   multiply-add itself (an infinite x there meets no dy). The result depends on the unit
+   alone, so on no thread count; it is not the packed path's order (its error is a float
+   sum's: tests/test_conv_algo.c, conv_algo_reference). */
+#define NN__DWD_MAXCH 64 /* OW <= 16 * 64 */
+static int nn__iconv_dwd_fits(const nn__conv2d *c) {
+    return nn__vm_isa() == 2 && c->G == 1 && c->sh == 1 && c->sw == 1 && c->dh == 1 && c->dw == 1 && c->KH == 3 &&
+           c->KW == 3 && c->C <= 3 && c->K > 0 && c->OW > 0 && c->OW <= 16 * NN__DWD_MAXCH && c->OH > 0;
+}
+
+#if NN__GEMM_X86
+/* dw of filters k0 and k1 (k1 == k0 for one filter) over input channel ci */
+__attribute__((target("avx512f"))) static void nn__iconv_dwd_avx512(const nn__conv2d *c, float *dw, const float *x,
+                                                                    const float *dy, int k0, int k1, int ci) {
+    __m512 a00, a01, a02, a03, a04, a05, a06, a07, a08, a10, a11, a12, a13, a14, a15, a16, a17, a18;
+    __m512 tot[18], d0, d1, xv;
+    __mmask16 mk[NN__DWD_MAXCH * 4]; /* per 16-pixel chunk: its pixels, and per kw the lanes whose input lies in [0, W) */
+    float lane[16];
+    int nch = (c->OW + 15) / 16, q, kw, i, w, oh;
+    int64_t n, OHW = (int64_t)c->OH * c->OW;
+    for (q = 0; q < nch; q++) {
+        int left = c->OW - q * 16;
+        mk[q * 4 + 3] = (__mmask16)(left >= 16 ? 0xFFFFu : (1u << left) - 1u);
+        for (kw = 0; kw < 3; kw++) {
+            int col = q * 16 - c->pw + kw, lo = col < 0 ? -col : 0, hi = c->W - col;
+            if (lo > 16) lo = 16;
+            hi = hi < 0 ? 0 : hi > 16 ? 16 : hi;
+            mk[q * 4 + kw] = (__mmask16)((hi > lo ? ((1u << hi) - 1u) & ~((1u << lo) - 1u) : 0u) & mk[q * 4 + 3]);
+        }
+    }
+    for (i = 0; i < 18; i++) tot[i] = _mm512_setzero_ps();
+    for (n = 0; n < c->N; n++) {
+        const float *xc = x + (n * c->C + ci) * (int64_t)c->H * c->W;
+        const float *dy0 = dy + (n * c->K + k0) * OHW, *dy1 = dy + (n * c->K + k1) * OHW;
+        a00 = a01 = a02 = a03 = a04 = a05 = a06 = a07 = a08 = _mm512_setzero_ps();
+        a10 = a11 = a12 = a13 = a14 = a15 = a16 = a17 = a18 = a00;
+        for (oh = 0; oh < c->OH; oh++) {
+            int ih0 = oh - c->ph;
+            const float *xr0 = xc + (int64_t)ih0 * c->W, *xr1 = xr0 + c->W, *xr2 = xr1 + c->W;
+            __mmask16 r0 = (__mmask16)(ih0 >= 0 && ih0 < c->H ? 0xFFFFu : 0u);
+            __mmask16 r1 = (__mmask16)(ih0 + 1 >= 0 && ih0 + 1 < c->H ? 0xFFFFu : 0u);
+            __mmask16 r2 = (__mmask16)(ih0 + 2 >= 0 && ih0 + 2 < c->H ? 0xFFFFu : 0u);
+            for (q = 0; q < nch; q++) {
+                int col = q * 16 - c->pw;
+                __mmask16 m0 = mk[q * 4], m1 = mk[q * 4 + 1], m2 = mk[q * 4 + 2], mo = mk[q * 4 + 3];
+                d0 = _mm512_maskz_loadu_ps(mo, dy0 + (int64_t)oh * c->OW + q * 16);
+                d1 = _mm512_maskz_loadu_ps(mo, dy1 + (int64_t)oh * c->OW + q * 16);
+#define NN__DWD_TAP(XR, M, KW, A0, A1)                  \
+    xv = _mm512_maskz_loadu_ps(M, XR + col + (KW));     \
+    A0 = _mm512_mask3_fmadd_ps(xv, d0, A0, mo);         \
+    A1 = _mm512_mask3_fmadd_ps(xv, d1, A1, mo);
+                NN__DWD_TAP(xr0, m0 & r0, 0, a00, a10)
+                NN__DWD_TAP(xr0, m1 & r0, 1, a01, a11)
+                NN__DWD_TAP(xr0, m2 & r0, 2, a02, a12)
+                NN__DWD_TAP(xr1, m0 & r1, 0, a03, a13)
+                NN__DWD_TAP(xr1, m1 & r1, 1, a04, a14)
+                NN__DWD_TAP(xr1, m2 & r1, 2, a05, a15)
+                NN__DWD_TAP(xr2, m0 & r2, 0, a06, a16)
+                NN__DWD_TAP(xr2, m1 & r2, 1, a07, a17)
+                NN__DWD_TAP(xr2, m2 & r2, 2, a08, a18)
+#undef NN__DWD_TAP
+            }
+        }
+        tot[0] = _mm512_add_ps(tot[0], a00);
+        tot[1] = _mm512_add_ps(tot[1], a01);
+        tot[2] = _mm512_add_ps(tot[2], a02);
+        tot[3] = _mm512_add_ps(tot[3], a03);
+        tot[4] = _mm512_add_ps(tot[4], a04);
+        tot[5] = _mm512_add_ps(tot[5], a05);
+        tot[6] = _mm512_add_ps(tot[6], a06);
+        tot[7] = _mm512_add_ps(tot[7], a07);
+        tot[8] = _mm512_add_ps(tot[8], a08);
+        tot[9] = _mm512_add_ps(tot[9], a10);
+        tot[10] = _mm512_add_ps(tot[10], a11);
+        tot[11] = _mm512_add_ps(tot[11], a12);
+        tot[12] = _mm512_add_ps(tot[12], a13);
+        tot[13] = _mm512_add_ps(tot[13], a14);
+        tot[14] = _mm512_add_ps(tot[14], a15);
+        tot[15] = _mm512_add_ps(tot[15], a16);
+        tot[16] = _mm512_add_ps(tot[16], a17);
+        tot[17] = _mm512_add_ps(tot[17], a18);
+    }
+    for (i = 0; i < 18; i++) {
+        if (i >= 9 && k1 == k0) break;
+        _mm512_storeu_ps(lane, tot[i]);
+        for (w = 8; w >= 1; w /= 2)
+            for (q = 0; q < w; q++) lane[q] = lane[q] + lane[q + w];
+        dw[((int64_t)(i < 9 ? k0 : k1) * c->C + ci) * 9 + i % 9] = lane[0];
+    }
+}
+#endif
+
+/* dw direct: task t's units (filter pair, input channel), pair-major */
+static void nn__iconv_dwd_task(void *arg, int t, int n_tasks) {
+    const nn__iconv_job *J = (const nn__iconv_job *)arg;
+    const nn__conv2d *c = J->c;
+    int units = (c->K + 1) / 2 * c->C, per = (units + n_tasks - 1) / n_tasks, u, u1 = per * (t + 1) < units ? per * (t + 1) : units;
+    for (u = per * t; u < u1; u++) {
+        int k0 = u / c->C * 2, k1 = k0 + 1 < c->K ? k0 + 1 : k0;
+#if NN__GEMM_X86
+        nn__iconv_dwd_avx512(c, J->y, J->x, J->dy, k0, k1, u % c->C);
+#else
+        (void)k1;
+#endif
+    }
+}
+
 /* dw [K, C/G, KH, KW] = conv2d's gradient with respect to its weight, scratch from nn__iconv_scratch(c, 2, T) */
 static void nn__iconv_backward_weight(nn__threadpool *pool, const nn__conv2d *c, int T, float *dw, const float *x,
                                       const float *dy, float *scratch) {
@@ -1229,6 +1346,11 @@ static void nn__iconv_backward_weight(nn__threadpool *pool, const nn__conv2d *c,
                               (int64_t)((Kg + L.arch->mr - 1) / L.arch->mr) * ((KK + L.arch->nr - 1) / L.arch->nr));
     if (P == 0) {
         memset(dw, 0, (size_t)c->K * KK * sizeof(float));
+        return;
+    }
+    if (nn__iconv_dwd_fits(c)) {
+        nn__threadpool_run(pool, nn__iconv_dwd_task, &J,
+                           nn__iconv_tasks(pool, &L, (double)P * Kg * KK, (int64_t)(c->K + 1) / 2 * c->C));
         return;
     }
     if (L.tr == 2) {

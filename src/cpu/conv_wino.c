@@ -467,10 +467,11 @@ static void nn__wino_input(const nn__wino_job *J, const nn__wino_seg *sg, int ns
                         e + 8 * (size_t)S, e + 12 * (size_t)S, 4 * S);
         for (jr = 0; jr < lc; jr += nr) { /* one panel's run of columns at a time */
             int len = lc - jr < nr ? lc - jr : nr;
+            float *p0 = nn__wino_vp(L, v, ci, jr); /* V_xi's element is p0 + xi vsz (its divisions once, not 16 times) */
             for (i = 0; i < 4; i++) {
                 const float *E = e + (size_t)(4 * i) * S + jr;
                 float *o[4];
-                for (xi = 0; xi < 4; xi++) o[xi] = nn__wino_vp(L, v + (size_t)(4 * i + xi) * L->vsz, ci, jr);
+                for (xi = 0; xi < 4; xi++) o[xi] = p0 + (size_t)(4 * i + xi) * L->vsz;
                 J->fn->hrow(E, E + S, E + 2 * (size_t)S, E + 3 * (size_t)S, o[0], o[1], o[2], o[3], len);
             }
             if (len < nr) /* the last panel's columns past the chunk: zeros, not stale scratch */
