@@ -5002,6 +5002,7 @@ __attribute__((target("avx2,fma"))) static inline __m256 nn__vscale_avx2(__m256 
         p = NN__FMA(p, s, NN__SET1(-3.76125336e-1f));                                                            \
         p = NN__FMA(p, s, NN__SET1(1.28379166e-1f));                                                             \
         p = NN__FMA(p, a, a);                                                                                    \
+        if (!NN__ANYGT(t, NN__SET1(0.927734375f))) return p; /* every lane the first branch: the same bits */ \
         q = NN__FMA(NN__SET1(-1.72853470e-5f), t, NN__SET1(3.83197126e-4f));                                     \
         u = NN__FMA(NN__SET1(-3.88396438e-3f), t, NN__SET1(2.42546219e-2f));                                     \
         q = NN__FMA(q, s, u);                                                                                    \
@@ -5143,6 +5144,7 @@ __attribute__((target("avx2,fma"))) static inline __m256 nn__vscale_avx2(__m256 
 #define NN__ROUND(v) _mm512_maskz_roundscale_ps(0xFFFF, v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 #define NN__SCALE nn__vscale_avx512
 #define NN__SEL(a, b, P, x, y) _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, b, P), y, x)
+#define NN__ANYGT(a, b) (_mm512_cmp_ps_mask(a, b, _CMP_GT_OQ) != 0)
 #define NN__MAX(a, b) _mm512_maskz_max_ps(0xFFFF, a, b) /* (a > b ? a : b): b where either is NaN, as MIN; maskz: g++ warns on the plain form's undefined pass-through */
 #define NN__MIN(a, b) _mm512_maskz_min_ps(0xFFFF, a, b)
 #define NN__LANEF _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
@@ -5167,6 +5169,7 @@ NN__VM_DEFINE(avx512, __attribute__((target("avx512f"))))
 #undef NN__ROUND
 #undef NN__SCALE
 #undef NN__SEL
+#undef NN__ANYGT
 #undef NN__MAX
 #undef NN__MIN
 #undef NN__LANEF
@@ -5184,6 +5187,7 @@ NN__VM_DEFINE(avx512, __attribute__((target("avx512f"))))
 #define NN__ROUND(v) _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 #define NN__SCALE nn__vscale_avx2
 #define NN__SEL(a, b, P, x, y) _mm256_blendv_ps(y, x, _mm256_cmp_ps(a, b, P))
+#define NN__ANYGT(a, b) (_mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_GT_OQ)) != 0)
 #define NN__MAX _mm256_max_ps
 #define NN__MIN _mm256_min_ps
 #define NN__LANEF _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7)
@@ -5208,6 +5212,7 @@ NN__VM_DEFINE(avx2, __attribute__((target("avx2,fma"))))
 #undef NN__ROUND
 #undef NN__SCALE
 #undef NN__SEL
+#undef NN__ANYGT
 #undef NN__MAX
 #undef NN__MIN
 #undef NN__LANEF
@@ -5997,7 +6002,16 @@ typedef struct {
     const float *bpk;    /* or NULL: op(B) packed whole by nn__gemm_pb_make */
     int npad;            /* its N rounded up to nr */
     int direct;          /* full MR-row panels of op(A) read in place (arch->ukr_s), not packed */
+    const struct nn__gemm_epi *epi; /* or NULL: applied to C's blocks after their last K block */
 } nn__gemm_job;
+
+/* An epilogue (nn__sgemm_epi): fn(e, C + i0 * ldc + j0, ldc, i0, m, j0, n) on each block of
+   finished rows [i0, i0 + m) x columns [j0, j0 + n) of C, once, while it is in cache (a
+   linear layer's bias add, src/ops/matmul.c nn__matmul_bias_ok) */
+typedef struct nn__gemm_epi {
+    void (*fn)(const struct nn__gemm_epi *e, float *c, size_t ldc, int i0, int m, int j0, int n);
+    const float *bias;
+} nn__gemm_epi;
 
 /* The valid m x n part of a tile t (row stride nr) into C: alpha t, plus beta C unless
    beta is 0 (the edge tiles of nn__gemm_block and src/cpu/gemm16.c) */
@@ -6079,6 +6093,8 @@ static void nn__gemm_block(const nn__gemm_job *J, int m0, int m1, int n0, int n1
                         }
                     }
                 }
+                if (J->epi && pc + kc >= K) /* the block's rows done: C [ic, ic + mc) x [jc, jc + nc) */
+                    J->epi->fn(J->epi, J->C + (size_t)ic * J->ldc + jc, (size_t)J->ldc, ic, mc, jc, nc);
             }
         }
     }
@@ -6326,9 +6342,27 @@ static float *nn__gemm_align(void *raw) {
                              ((NN__GEMM_ALIGN - ((uintptr_t)raw & (NN__GEMM_ALIGN - 1))) & (NN__GEMM_ALIGN - 1)));
 }
 
+static void nn__sgemm_run_epi(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int transB, int M, int N, int K,
+                              float alpha, const float *A, int lda, const float *B, int ldb, float beta, float *C,
+                              int ldc, const nn__gemm_epi *epi);
 static void nn__sgemm_run(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int transB, int M, int N, int K,
                           float alpha, const float *A, int lda, const float *B, int ldb, float beta, float *C,
                           int ldc) {
+    nn__sgemm_run_epi(pool, ws, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL);
+}
+
+/* nn__sgemm with epilogue epi (NULL: none) applied to every element of C once, after its
+   product: in nn__gemm_block's blocks of rows as they finish, or over the whole C at the end
+   where that does not run (C^T, the fallbacks). */
+static NN__MAYBE_UNUSED void nn__sgemm_epi(nn__threadpool *pool, int transA, int transB, int M, int N, int K,
+                                           float alpha, const float *A, int lda, const float *B, int ldb, float beta,
+                                           float *C, int ldc, const nn__gemm_epi *epi) {
+    nn__sgemm_run_epi(pool, NULL, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, epi);
+}
+
+static void nn__sgemm_run_epi(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int transB, int M, int N, int K,
+                              float alpha, const float *A, int lda, const float *B, int ldb, float beta, float *C,
+                              int ldc, const nn__gemm_epi *epi) {
     nn__gemm_job J;
     int n_tasks, i;
     void *raw;
@@ -6338,6 +6372,7 @@ static void nn__sgemm_run(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int
     if (M <= 0 || N <= 0) return;
     if (K <= 0 || alpha == 0.0f) {
         nn__gemm_scale_c(M, N, beta, C, ldc);
+        if (epi) epi->fn(epi, C, (size_t)ldc, 0, M, 0, N);
         return;
     }
     ws_bytes = nn__gemm_prepare(&J, nn__threadpool_size(pool), transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C,
@@ -6346,9 +6381,13 @@ static void nn__sgemm_run(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int
     raw = ws ? nn__gemm_ws_get(ws, ws_bytes) : nn__threadpool_workspace(pool, ws_bytes);
     owned = raw == NULL && !ws;
     if (owned) raw = NN_MALLOC(ws_bytes);
+    J.epi = J.ct ? NULL : epi;
     if (!raw) {
-        if (nn__gemm_small(&J, pool)) return;
-        nn__gemm_nopack(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        if (!nn__gemm_small(&J, pool)) {
+            nn__gemm_nopack(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+            J.epi = NULL;
+        }
+        if (epi && !J.epi) epi->fn(epi, C, (size_t)ldc, 0, M, 0, N);
         return;
     }
     J.buf = nn__gemm_align(raw);
@@ -6358,6 +6397,7 @@ static void nn__sgemm_run(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int
     else
         for (i = 0; i < n_tasks; i++) nn__gemm_task(&J, i, n_tasks);
     if (owned) NN_FREE(raw);
+    if (epi && !J.epi) epi->fn(epi, C, (size_t)ldc, 0, M, 0, N);
 }
 
 /* The bytes nn__sgemm_mem needs for this product (0 when it packs nothing). */
@@ -15331,6 +15371,8 @@ typedef struct nn__fuse_member {
 
 typedef struct nn__fuse_chain {
     int n;
+    int gemm; /* CPU backend: node id + 1 of the matmul whose product, with member 0's row operand
+                 added in the GEMM's epilogue, is member 0's value (a linear layer's bias add); 0: none */
     nn__fuse_member m[NN__FUSE_MAX];
     char *source; /* a device backend's kernel "fused" (NULL on the CPU backend) */
 } nn__fuse_chain;
@@ -15369,6 +15411,7 @@ static void nn__fuse_block(const nn__fuse_job *jb, int64_t e0, int64_t e1, float
         const nn__fuse_member *mb = &c->m[j];
         nn__node *n = &g->nodes[mb->node];
         out[j] = mb->written ? n->buf.host + e0 : tmp[j];
+        if (j == 0 && c->gemm) continue; /* written by the GEMM */
         if (mb->kind == NN__FK_BINARY) { /* in row pieces: a row operand restarts at each multiple of its m */
             int64_t e = e0;
             while (e < e1) {
@@ -36317,6 +36360,33 @@ static nn_result nn__cpu_matmul(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
+/* Matmul n, one float32 product (nn__matmul_bias_ok), into out with bias [N] added to each
+   row in the GEMM's epilogue: a linear layer's bias add run with its product
+   (src/ops/fuse.c), the add's bits. */
+static int nn__matmul_bias_ok(const nn_graph *g, const nn__node *n) {
+    nn__mm_geom G;
+    if (n->op != NN__OP_MATMUL || n->dtype != NN_F32 || g->nodes[n->in[0]].dtype != NN_F32 ||
+        g->nodes[n->in[1]].dtype != NN_F32 || n->check)
+        return 0;
+    nn__mm_geom_node(g, n, &G);
+    return G.nd == 0 && (int64_t)G.M * G.N == n->numel && G.ldc == G.N;
+}
+/* the epilogue: bias[j0..j0+n) added to each of the m rows (the add's row loop) */
+static void nn__matmul_bias_epi(const nn__gemm_epi *e, float *c, size_t ldc, int i0, int m, int j0, int n) {
+    int i;
+    (void)i0;
+    for (i = 0; i < m; i++) nn__binary_row(NN__B_ADD, c + (size_t)i * ldc, c + (size_t)i * ldc, 1, e->bias + j0, 1, n);
+}
+static void nn__cpu_matmul_bias(nn_graph *g, const nn__node *n, float *out, const float *bias) {
+    nn__mm_geom G;
+    nn__gemm_epi e;
+    nn__mm_geom_node(g, n, &G);
+    e.fn = nn__matmul_bias_epi;
+    e.bias = bias;
+    nn__sgemm_epi(g->ctx->threads, G.ta, G.tb, G.M, G.N, G.K, 1.0f, g->nodes[n->in[0]].buf.host, G.lda,
+                  g->nodes[n->in[1]].buf.host, G.ldb, 0.0f, out, G.ldc, &e);
+}
+
 /* A 16-bit matmul's float32 scratch rounded into its output (cast.cl's cast_store). */
 static nn_result nn__launch_matmul_round(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
@@ -46031,7 +46101,7 @@ static char *nn__fuse_source(const nn_graph *g, const nn__fuse_chain *c) {
 static nn_result nn__fuse_keep(nn_graph *g, nn__fuse_chain *c, const int *readers, int head) {
     struct nn__fusion *f = g->fusion;
     int j, k, tail = head + c->n - 1;
-    if (c->n < 2) return NN_OK;
+    if (c->n < 2 && !c->gemm) return NN_OK;
     if (f->n == f->cap) {
         int cap = f->cap ? f->cap * 2 : 16;
         nn__fuse_chain *p = (nn__fuse_chain *)NN_REALLOC(f->c, (size_t)cap * sizeof *p);
@@ -46046,6 +46116,16 @@ static nn_result nn__fuse_keep(nn_graph *g, nn__fuse_chain *c, const int *reader
         for (i = j + 1; i < c->n; i++)
             for (k = 0; k < c->m[i].n_opd; k++) inside += c->m[i].opd[k].kind == NN__FA_MEMBER && c->m[i].opd[k].node == j;
         mb->written = j == c->n - 1 || n->is_output || n->storage != NN__ST_ARENA || readers[mb->node] > inside;
+    }
+    if (c->gemm) { /* the product runs at the chain, into member 0's output: its operands live to the tail */
+        nn__node *mm = &g->nodes[c->gemm - 1];
+        c->m[0].written = 1;
+        for (k = 0; k < mm->n_in; k++) {
+            nn__node *x = &g->nodes[mm->in[k]];
+            if (x->storage == NN__ST_VIEW) x = &g->nodes[x->view_of];
+            if (x->last < tail) x->last = tail;
+        }
+        mm->fused = -1;
     }
     for (j = 0; j < c->n; j++) { /* liveness: inputs to the last node, outputs from the first */
         nn__node *n = &g->nodes[c->m[j].node];
@@ -46064,6 +46144,32 @@ static nn_result nn__fuse_keep(nn_graph *g, nn__fuse_chain *c, const int *reader
         return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
     f->c[f->n++] = *c;
     return NN_OK;
+}
+
+/* The CPU backend's GEMM epilogue: node id + 1 of matmul node mm (just before the chain's
+   first node in the schedule) when that first node adds a row vector [N] to mm's product
+   [M, N] and nothing else reads the product: the chain then runs the product with the bias
+   added to each tile after its last K block (nn__sgemm_bias, the same float additions), so
+   the bias add's pass over memory goes. 0 otherwise (a device backend: the product is the
+   matmul's kernel). */
+static int nn__fuse_gemm(const nn_graph *g, const nn__fuse_chain *c, int mm, const int *readers) {
+    const nn__node *m = &g->nodes[mm], *a = &g->nodes[c->m[0].node];
+    const nn__fuse_opd *o = c->m[0].opd;
+    if (!g->ctx->backend->host_memory || a->op != NN__OP_ADD || c->m[0].kind != NN__FK_BINARY || o[0].kind != NN__FA_FULL ||
+        o[0].node != mm || o[1].kind != NN__FA_ROW || m->shape.ndim != 2 || o[1].m != m->shape.dim[1] ||
+        readers[mm] != 1 || m->is_output || m->storage != NN__ST_ARENA || m->fused != 0 || !nn__matmul_bias_ok(g, m))
+        return 0;
+    return mm + 1;
+}
+
+/* ---- the CPU backend: a chain with a GEMM epilogue runs the product first ---- */
+
+static nn_result nn__fuse_cpu_gemm(nn_graph *g, nn__node *last) {
+    const nn__fuse_chain *c = &g->fusion->c[last->fused - 1];
+    if (c->gemm)
+        nn__cpu_matmul_bias(g, &g->nodes[c->gemm - 1], g->nodes[c->m[0].node].buf.host,
+                            g->nodes[c->m[0].opd[1].node].buf.host);
+    return c->n > 1 ? nn__fuse_cpu(g, last) : NN_OK;
 }
 
 /* Finds the chains: runs of schedule positions within one part of the schedule (forward,
@@ -46092,13 +46198,15 @@ static nn_result nn__fuse_plan(nn_graph *g) {
         if (g->nodes[i].grad >= 0 && g->nodes[i].grad < g->n_nodes) readers[g->nodes[i].grad]++;
     if (g->loss > 0) readers[g->loss]++;
     c.n = 0;
+    c.gemm = 0;
     for (i = 0; i < g->n_sched && r == NN_OK; i++) {
         int boundary = i == g->n_sched_forward || i == g->n_sched_update;
         if (c.n > 0 && !boundary && nn__fuse_join(g, &c, g->sched[i])) continue;
         r = nn__fuse_keep(g, &c, readers, head);
         c.n = 0;
         head = i;
-        nn__fuse_join(g, &c, g->sched[i]);
+        if (nn__fuse_join(g, &c, g->sched[i]) && i > 0 && !boundary) c.gemm = nn__fuse_gemm(g, &c, g->sched[i - 1], readers);
+        else c.gemm = 0;
     }
     if (r == NN_OK) r = nn__fuse_keep(g, &c, readers, head);
     NN_FREE(readers);
@@ -46138,7 +46246,7 @@ static nn_result nn__fuse_launch(nn_graph *g, int id) {
 }
 
 static const nn__fuse_hooks *nn__fuse(void) {
-    static const nn__fuse_hooks hooks = {nn__fuse_plan, nn__fuse_cpu, nn__fuse_launch};
+    static const nn__fuse_hooks hooks = {nn__fuse_plan, nn__fuse_cpu_gemm, nn__fuse_launch};
     return &hooks;
 }
 

@@ -88,6 +88,21 @@ static nn_tensor chain_model(nn_graph *g, nn_tensor *extra) {
     return nn_sum(g, out);
 }
 
+/* A linear layer's product over three K blocks (K 520): its bias add runs in the CPU GEMM's
+   epilogue after the last block, then GELU; parameters only. Loss: sum(gelu(x w + b)). */
+static nn_tensor wide_model(nn_graph *g, nn_tensor *extra) {
+    nn_init init;
+    nn_tensor x, w, b;
+    init.kind = NN_INIT_UNIFORM;
+    init.a = -0.1f;
+    init.b = 0.1f;
+    x = nn_param(g, "xp", nn_shape2(24, 520), init);
+    w = nn_param(g, "w", nn_shape2(520, 40), init);
+    b = nn_param(g, "b", nn_shape1(40), init);
+    (void)extra;
+    return nn_sum(g, nn_gelu(g, nn_add(g, nn_matmul(g, x, w, 0, 0), b)));
+}
+
 /* Deterministic contents for every input of g (labels in [0, 10) or the vocabulary). */
 static nn_result write_inputs(nn_graph *g, int which) {
     static const char *const names[] = {"x", "y", "r", "s"};
@@ -108,10 +123,10 @@ static nn_result write_inputs(nn_graph *g, int which) {
     return r;
 }
 
-/* Builds model `which` (0 MLP, 1 GPT, 2 the chain) on e's backend, compiled with fusion on or
+/* Builds model `which` (0 MLP, 1 GPT, 2 the chain, 3 the wide product) on e's backend, compiled with fusion on or
    off (NN_FUSE), and runs STEPS steps of Adam. */
 static void run_model(const t_env *e, int which, int fuse, run_out *o) {
-    static const model_fn models[] = {mlp_model, gpt_model, chain_model};
+    static const model_fn models[] = {mlp_model, gpt_model, chain_model, wide_model};
     const char *old = getenv("NN_FUSE");
     char *saved = old ? strdup(old) : NULL;
     nn_graph_desc gd;
@@ -235,4 +250,5 @@ void suite_fuse(const t_env *e) {
     check_same(e, "fuse: a chain of every form, fused and unfused bits", 2);
     check_same(e, "fuse: MLP training, fused and unfused bits, launches a step", 0);
     check_same(e, "fuse: tiny GPT training, fused and unfused bits, launches a step", 1);
+    check_same(e, "fuse: a bias add in the GEMM's epilogue over three K blocks, fused and unfused bits", 3);
 }

@@ -25,6 +25,8 @@ typedef struct nn__fuse_member {
 
 typedef struct nn__fuse_chain {
     int n;
+    int gemm; /* CPU backend: node id + 1 of the matmul whose product, with member 0's row operand
+                 added in the GEMM's epilogue, is member 0's value (a linear layer's bias add); 0: none */
     nn__fuse_member m[NN__FUSE_MAX];
     char *source; /* a device backend's kernel "fused" (NULL on the CPU backend) */
 } nn__fuse_chain;
@@ -63,6 +65,7 @@ static void nn__fuse_block(const nn__fuse_job *jb, int64_t e0, int64_t e1, float
         const nn__fuse_member *mb = &c->m[j];
         nn__node *n = &g->nodes[mb->node];
         out[j] = mb->written ? n->buf.host + e0 : tmp[j];
+        if (j == 0 && c->gemm) continue; /* written by the GEMM */
         if (mb->kind == NN__FK_BINARY) { /* in row pieces: a row operand restarts at each multiple of its m */
             int64_t e = e0;
             while (e < e1) {

@@ -698,7 +698,16 @@ typedef struct {
     const float *bpk;    /* or NULL: op(B) packed whole by nn__gemm_pb_make */
     int npad;            /* its N rounded up to nr */
     int direct;          /* full MR-row panels of op(A) read in place (arch->ukr_s), not packed */
+    const struct nn__gemm_epi *epi; /* or NULL: applied to C's blocks after their last K block */
 } nn__gemm_job;
+
+/* An epilogue (nn__sgemm_epi): fn(e, C + i0 * ldc + j0, ldc, i0, m, j0, n) on each block of
+   finished rows [i0, i0 + m) x columns [j0, j0 + n) of C, once, while it is in cache (a
+   linear layer's bias add, src/ops/matmul.c nn__matmul_bias_ok) */
+typedef struct nn__gemm_epi {
+    void (*fn)(const struct nn__gemm_epi *e, float *c, size_t ldc, int i0, int m, int j0, int n);
+    const float *bias;
+} nn__gemm_epi;
 
 /* The valid m x n part of a tile t (row stride nr) into C: alpha t, plus beta C unless
    beta is 0 (the edge tiles of nn__gemm_block and src/cpu/gemm16.c) */
@@ -780,6 +789,8 @@ static void nn__gemm_block(const nn__gemm_job *J, int m0, int m1, int n0, int n1
                         }
                     }
                 }
+                if (J->epi && pc + kc >= K) /* the block's rows done: C [ic, ic + mc) x [jc, jc + nc) */
+                    J->epi->fn(J->epi, J->C + (size_t)ic * J->ldc + jc, (size_t)J->ldc, ic, mc, jc, nc);
             }
         }
     }
@@ -1027,9 +1038,27 @@ static float *nn__gemm_align(void *raw) {
                              ((NN__GEMM_ALIGN - ((uintptr_t)raw & (NN__GEMM_ALIGN - 1))) & (NN__GEMM_ALIGN - 1)));
 }
 
+static void nn__sgemm_run_epi(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int transB, int M, int N, int K,
+                              float alpha, const float *A, int lda, const float *B, int ldb, float beta, float *C,
+                              int ldc, const nn__gemm_epi *epi);
 static void nn__sgemm_run(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int transB, int M, int N, int K,
                           float alpha, const float *A, int lda, const float *B, int ldb, float beta, float *C,
                           int ldc) {
+    nn__sgemm_run_epi(pool, ws, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL);
+}
+
+/* nn__sgemm with epilogue epi (NULL: none) applied to every element of C once, after its
+   product: in nn__gemm_block's blocks of rows as they finish, or over the whole C at the end
+   where that does not run (C^T, the fallbacks). */
+static NN__MAYBE_UNUSED void nn__sgemm_epi(nn__threadpool *pool, int transA, int transB, int M, int N, int K,
+                                           float alpha, const float *A, int lda, const float *B, int ldb, float beta,
+                                           float *C, int ldc, const nn__gemm_epi *epi) {
+    nn__sgemm_run_epi(pool, NULL, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, epi);
+}
+
+static void nn__sgemm_run_epi(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int transB, int M, int N, int K,
+                              float alpha, const float *A, int lda, const float *B, int ldb, float beta, float *C,
+                              int ldc, const nn__gemm_epi *epi) {
     nn__gemm_job J;
     int n_tasks, i;
     void *raw;
@@ -1039,6 +1068,7 @@ static void nn__sgemm_run(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int
     if (M <= 0 || N <= 0) return;
     if (K <= 0 || alpha == 0.0f) {
         nn__gemm_scale_c(M, N, beta, C, ldc);
+        if (epi) epi->fn(epi, C, (size_t)ldc, 0, M, 0, N);
         return;
     }
     ws_bytes = nn__gemm_prepare(&J, nn__threadpool_size(pool), transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C,
@@ -1047,9 +1077,13 @@ static void nn__sgemm_run(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int
     raw = ws ? nn__gemm_ws_get(ws, ws_bytes) : nn__threadpool_workspace(pool, ws_bytes);
     owned = raw == NULL && !ws;
     if (owned) raw = NN_MALLOC(ws_bytes);
+    J.epi = J.ct ? NULL : epi;
     if (!raw) {
-        if (nn__gemm_small(&J, pool)) return;
-        nn__gemm_nopack(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        if (!nn__gemm_small(&J, pool)) {
+            nn__gemm_nopack(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+            J.epi = NULL;
+        }
+        if (epi && !J.epi) epi->fn(epi, C, (size_t)ldc, 0, M, 0, N);
         return;
     }
     J.buf = nn__gemm_align(raw);
@@ -1059,6 +1093,7 @@ static void nn__sgemm_run(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int
     else
         for (i = 0; i < n_tasks; i++) nn__gemm_task(&J, i, n_tasks);
     if (owned) NN_FREE(raw);
+    if (epi && !J.epi) epi->fn(epi, C, (size_t)ldc, 0, M, 0, N);
 }
 
 /* The bytes nn__sgemm_mem needs for this product (0 when it packs nothing). */

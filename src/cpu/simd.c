@@ -139,6 +139,7 @@ __attribute__((target("avx2,fma"))) static inline __m256 nn__vscale_avx2(__m256 
         p = NN__FMA(p, s, NN__SET1(-3.76125336e-1f));                                                            \
         p = NN__FMA(p, s, NN__SET1(1.28379166e-1f));                                                             \
         p = NN__FMA(p, a, a);                                                                                    \
+        if (!NN__ANYGT(t, NN__SET1(0.927734375f))) return p; /* every lane the first branch: the same bits */ \
         q = NN__FMA(NN__SET1(-1.72853470e-5f), t, NN__SET1(3.83197126e-4f));                                     \
         u = NN__FMA(NN__SET1(-3.88396438e-3f), t, NN__SET1(2.42546219e-2f));                                     \
         q = NN__FMA(q, s, u);                                                                                    \
@@ -280,6 +281,7 @@ __attribute__((target("avx2,fma"))) static inline __m256 nn__vscale_avx2(__m256 
 #define NN__ROUND(v) _mm512_maskz_roundscale_ps(0xFFFF, v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 #define NN__SCALE nn__vscale_avx512
 #define NN__SEL(a, b, P, x, y) _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, b, P), y, x)
+#define NN__ANYGT(a, b) (_mm512_cmp_ps_mask(a, b, _CMP_GT_OQ) != 0)
 #define NN__MAX(a, b) _mm512_maskz_max_ps(0xFFFF, a, b) /* (a > b ? a : b): b where either is NaN, as MIN; maskz: g++ warns on the plain form's undefined pass-through */
 #define NN__MIN(a, b) _mm512_maskz_min_ps(0xFFFF, a, b)
 #define NN__LANEF _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
@@ -304,6 +306,7 @@ NN__VM_DEFINE(avx512, __attribute__((target("avx512f"))))
 #undef NN__ROUND
 #undef NN__SCALE
 #undef NN__SEL
+#undef NN__ANYGT
 #undef NN__MAX
 #undef NN__MIN
 #undef NN__LANEF
@@ -321,6 +324,7 @@ NN__VM_DEFINE(avx512, __attribute__((target("avx512f"))))
 #define NN__ROUND(v) _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 #define NN__SCALE nn__vscale_avx2
 #define NN__SEL(a, b, P, x, y) _mm256_blendv_ps(y, x, _mm256_cmp_ps(a, b, P))
+#define NN__ANYGT(a, b) (_mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_GT_OQ)) != 0)
 #define NN__MAX _mm256_max_ps
 #define NN__MIN _mm256_min_ps
 #define NN__LANEF _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7)
@@ -345,6 +349,7 @@ NN__VM_DEFINE(avx2, __attribute__((target("avx2,fma"))))
 #undef NN__ROUND
 #undef NN__SCALE
 #undef NN__SEL
+#undef NN__ANYGT
 #undef NN__MAX
 #undef NN__MIN
 #undef NN__LANEF

@@ -235,7 +235,7 @@ static char *nn__fuse_source(const nn_graph *g, const nn__fuse_chain *c) {
 static nn_result nn__fuse_keep(nn_graph *g, nn__fuse_chain *c, const int *readers, int head) {
     struct nn__fusion *f = g->fusion;
     int j, k, tail = head + c->n - 1;
-    if (c->n < 2) return NN_OK;
+    if (c->n < 2 && !c->gemm) return NN_OK;
     if (f->n == f->cap) {
         int cap = f->cap ? f->cap * 2 : 16;
         nn__fuse_chain *p = (nn__fuse_chain *)NN_REALLOC(f->c, (size_t)cap * sizeof *p);
@@ -250,6 +250,16 @@ static nn_result nn__fuse_keep(nn_graph *g, nn__fuse_chain *c, const int *reader
         for (i = j + 1; i < c->n; i++)
             for (k = 0; k < c->m[i].n_opd; k++) inside += c->m[i].opd[k].kind == NN__FA_MEMBER && c->m[i].opd[k].node == j;
         mb->written = j == c->n - 1 || n->is_output || n->storage != NN__ST_ARENA || readers[mb->node] > inside;
+    }
+    if (c->gemm) { /* the product runs at the chain, into member 0's output: its operands live to the tail */
+        nn__node *mm = &g->nodes[c->gemm - 1];
+        c->m[0].written = 1;
+        for (k = 0; k < mm->n_in; k++) {
+            nn__node *x = &g->nodes[mm->in[k]];
+            if (x->storage == NN__ST_VIEW) x = &g->nodes[x->view_of];
+            if (x->last < tail) x->last = tail;
+        }
+        mm->fused = -1;
     }
     for (j = 0; j < c->n; j++) { /* liveness: inputs to the last node, outputs from the first */
         nn__node *n = &g->nodes[c->m[j].node];
@@ -268,6 +278,32 @@ static nn_result nn__fuse_keep(nn_graph *g, nn__fuse_chain *c, const int *reader
         return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
     f->c[f->n++] = *c;
     return NN_OK;
+}
+
+/* The CPU backend's GEMM epilogue: node id + 1 of matmul node mm (just before the chain's
+   first node in the schedule) when that first node adds a row vector [N] to mm's product
+   [M, N] and nothing else reads the product: the chain then runs the product with the bias
+   added to each tile after its last K block (nn__sgemm_bias, the same float additions), so
+   the bias add's pass over memory goes. 0 otherwise (a device backend: the product is the
+   matmul's kernel). */
+static int nn__fuse_gemm(const nn_graph *g, const nn__fuse_chain *c, int mm, const int *readers) {
+    const nn__node *m = &g->nodes[mm], *a = &g->nodes[c->m[0].node];
+    const nn__fuse_opd *o = c->m[0].opd;
+    if (!g->ctx->backend->host_memory || a->op != NN__OP_ADD || c->m[0].kind != NN__FK_BINARY || o[0].kind != NN__FA_FULL ||
+        o[0].node != mm || o[1].kind != NN__FA_ROW || m->shape.ndim != 2 || o[1].m != m->shape.dim[1] ||
+        readers[mm] != 1 || m->is_output || m->storage != NN__ST_ARENA || m->fused != 0 || !nn__matmul_bias_ok(g, m))
+        return 0;
+    return mm + 1;
+}
+
+/* ---- the CPU backend: a chain with a GEMM epilogue runs the product first ---- */
+
+static nn_result nn__fuse_cpu_gemm(nn_graph *g, nn__node *last) {
+    const nn__fuse_chain *c = &g->fusion->c[last->fused - 1];
+    if (c->gemm)
+        nn__cpu_matmul_bias(g, &g->nodes[c->gemm - 1], g->nodes[c->m[0].node].buf.host,
+                            g->nodes[c->m[0].opd[1].node].buf.host);
+    return c->n > 1 ? nn__fuse_cpu(g, last) : NN_OK;
 }
 
 /* Finds the chains: runs of schedule positions within one part of the schedule (forward,
@@ -296,13 +332,15 @@ static nn_result nn__fuse_plan(nn_graph *g) {
         if (g->nodes[i].grad >= 0 && g->nodes[i].grad < g->n_nodes) readers[g->nodes[i].grad]++;
     if (g->loss > 0) readers[g->loss]++;
     c.n = 0;
+    c.gemm = 0;
     for (i = 0; i < g->n_sched && r == NN_OK; i++) {
         int boundary = i == g->n_sched_forward || i == g->n_sched_update;
         if (c.n > 0 && !boundary && nn__fuse_join(g, &c, g->sched[i])) continue;
         r = nn__fuse_keep(g, &c, readers, head);
         c.n = 0;
         head = i;
-        nn__fuse_join(g, &c, g->sched[i]);
+        if (nn__fuse_join(g, &c, g->sched[i]) && i > 0 && !boundary) c.gemm = nn__fuse_gemm(g, &c, g->sched[i - 1], readers);
+        else c.gemm = 0;
     }
     if (r == NN_OK) r = nn__fuse_keep(g, &c, readers, head);
     NN_FREE(readers);
@@ -342,6 +380,6 @@ static nn_result nn__fuse_launch(nn_graph *g, int id) {
 }
 
 static const nn__fuse_hooks *nn__fuse(void) {
-    static const nn__fuse_hooks hooks = {nn__fuse_plan, nn__fuse_cpu, nn__fuse_launch};
+    static const nn__fuse_hooks hooks = {nn__fuse_plan, nn__fuse_cpu_gemm, nn__fuse_launch};
     return &hooks;
 }

@@ -595,6 +595,33 @@ static nn_result nn__cpu_matmul(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
+/* Matmul n, one float32 product (nn__matmul_bias_ok), into out with bias [N] added to each
+   row in the GEMM's epilogue: a linear layer's bias add run with its product
+   (src/ops/fuse.c), the add's bits. */
+static int nn__matmul_bias_ok(const nn_graph *g, const nn__node *n) {
+    nn__mm_geom G;
+    if (n->op != NN__OP_MATMUL || n->dtype != NN_F32 || g->nodes[n->in[0]].dtype != NN_F32 ||
+        g->nodes[n->in[1]].dtype != NN_F32 || n->check)
+        return 0;
+    nn__mm_geom_node(g, n, &G);
+    return G.nd == 0 && (int64_t)G.M * G.N == n->numel && G.ldc == G.N;
+}
+/* the epilogue: bias[j0..j0+n) added to each of the m rows (the add's row loop) */
+static void nn__matmul_bias_epi(const nn__gemm_epi *e, float *c, size_t ldc, int i0, int m, int j0, int n) {
+    int i;
+    (void)i0;
+    for (i = 0; i < m; i++) nn__binary_row(NN__B_ADD, c + (size_t)i * ldc, c + (size_t)i * ldc, 1, e->bias + j0, 1, n);
+}
+static void nn__cpu_matmul_bias(nn_graph *g, const nn__node *n, float *out, const float *bias) {
+    nn__mm_geom G;
+    nn__gemm_epi e;
+    nn__mm_geom_node(g, n, &G);
+    e.fn = nn__matmul_bias_epi;
+    e.bias = bias;
+    nn__sgemm_epi(g->ctx->threads, G.ta, G.tb, G.M, G.N, G.K, 1.0f, g->nodes[n->in[0]].buf.host, G.lda,
+                  g->nodes[n->in[1]].buf.host, G.ldb, 0.0f, out, G.ldc, &e);
+}
+
 /* A 16-bit matmul's float32 scratch rounded into its output (cast.cl's cast_store). */
 static nn_result nn__launch_matmul_round(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
