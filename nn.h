@@ -15711,9 +15711,35 @@ static void nn__gemm_cfg_set(nn__gemm_cfg *c, int wpt_m, int wpt_n, int vw,
     c->items = NN__GEMM_CPU_ITEMS;
 }
 
+/* $NN_CL_GEMM="WPT_M,WPT_N,VW,WG_M,WG_N,TS_K": the GPU-tuned (tiled) GEMM's tile, for timing
+   other tiles on a GPU without a rebuild (HACKING "Kernel development").  Taken only where it
+   is a tile the kernel builds and the device runs (VW of 1, 2, 4, 8 or 16 dividing WPT_N, the
+   work-group within max_wg, the panels within local memory); otherwise the default stands.
+   Every tile gives the same bits: each element sums its K terms in order. */
+static int nn__gemm_env_tile(size_t max_wg_size, uint64_t local_mem_bytes, nn__gemm_cfg *c) {
+    const char *env = getenv("NN_CL_GEMM");
+    int v[6], n = 0, i;
+    if (!env || !env[0]) return 0;
+    for (i = 0; i < 6; i++) {
+        char *end;
+        long x = strtol(env, &end, 10);
+        if (end == env || x < 1 || x > 256) return 0;
+        v[n++] = (int)x;
+        env = end;
+        if (*env == ',') env++;
+    }
+    if (*env) return 0;
+    if (v[2] != 1 && v[2] != 2 && v[2] != 4 && v[2] != 8 && v[2] != 16) return 0;
+    if (v[1] % v[2] != 0 || (size_t)v[3] * (size_t)v[4] > max_wg_size) return 0;
+    if ((uint64_t)v[5] * (uint64_t)(v[0] * v[3] + 1 + v[1] * v[4]) * sizeof(float) > local_mem_bytes) return 0;
+    nn__gemm_cfg_set(c, v[0], v[1], v[2], v[3], v[4], 1, v[5], 1, 1, 0);
+    return 1;
+}
+
 static void nn__gemm_config(int is_cpu_device, size_t max_wg_size, uint64_t local_mem_bytes,
                                nn__gemm_cfg *c)
 {
+    if (!is_cpu_device && nn__gemm_env_tile(max_wg_size, local_mem_bytes, c)) return;
     if (is_cpu_device) {
         /* CPU runtimes (PoCL): the packed path, one item per group.  A 6x16
          * micro-tile is 12 accumulators of 8 floats, which with the two B
