@@ -78,23 +78,11 @@ check-determinism: nn.h tools/init_hash.c tools/check_determinism.sh
 
 # nn.h as C99 and C++, with gcc and clang, with and without OpenCL, with and without
 # NN_STATIC; nn.h including no CL/ header; then nn.h after the system's <CL/cl.h>, whose
-# types it then uses (where that header is installed).
-check-warnings: nn.h
-	@for cc in gcc clang; do for lang in c c++; do for cl in "" -DNN_NO_OPENCL; do for st in "" -DNN_STATIC; do \
-	  for opt in -O0 -O2 -O3; do \
-	  std=-std=c99; [ $$lang = c++ ] && std=-std=c++11; \
-	  printf '#define NN_IMPLEMENTATION\n#include "nn.h"\nint main(void){return 0;}\n' | \
-	  $$cc -x $$lang $$std $$opt -Wall -Wextra -pedantic -Werror $$cl $$st -I. -c - -o /dev/null || exit 1; \
-	  echo "ok: $$cc -x $$lang $$cl $$st $$opt"; done; done; done; done; done
-	@if printf '#define NN_IMPLEMENTATION\n#include "nn.h"\n' | $(CC) -x c -M -I. - | grep -q '/CL/'; then \
-	  echo "check-warnings: nn.h includes an OpenCL header"; exit 1; fi
-	@if printf '\043include <CL/cl.h>\n' | $(CC) -x c -E - >/dev/null 2>&1; then \
-	  for cc in gcc clang; do for lang in c c++; do for st in "" -DNN_STATIC; do \
-	  std=-std=c99; [ $$lang = c++ ] && std=-std=c++11; \
-	  printf '#define CL_TARGET_OPENCL_VERSION 120\n#include <CL/cl.h>\n#define NN_IMPLEMENTATION\n#include "nn.h"\nint main(void){cl_uint n = 0; return clGetPlatformIDs(0, NULL, &n) != CL_SUCCESS;}\n' | \
-	  $$cc -x $$lang $$std -O2 -Wall -Wextra -pedantic -Werror $$st -I. -c - -o /dev/null || exit 1; \
-	  echo "ok: $$cc -x $$lang $$st after <CL/cl.h>"; done; done; done; \
-	else echo "check-warnings: no <CL/cl.h> here: the check with it included first is skipped"; fi
+# types it then uses (where that header is installed). gcc at -O2 and -O3 (its flow-based
+# warnings need the optimiser; -O0 too for the plain builds), clang at -O2 (its warnings
+# are its front end's); JOBS builds at a time (tools/check_warnings.sh, default 2).
+check-warnings: nn.h tools/check_warnings.sh
+	./tools/check_warnings.sh
 
 # The implementation compiled once (tools/nn_impl.c), and the examples linked against it:
 # each example defines NN_IMPLEMENTATION (so that it also builds alone, as README shows),
@@ -301,8 +289,20 @@ tests/fault_cl: tests/fault_cl.c nn.h
 	$(CC) -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all $(WARN) \
 	  -D_POSIX_C_SOURCE=200809L -o $@ tests/fault_cl.c -lm -lpthread
 
+# The binaries CI runs that are each one long compile of nn.h: `make -j2 ci-binaries` builds
+# them two at a time (.ci/run).
+.PHONY: ci-binaries
+ci-binaries: tests/nn_test tests/nn_test_asan tests/nn_test_tsan tests/fault_cl $(FUZZ_BINS) tests/fuzz_alloc
+
+# FAULT_JOBS shards at once (NN_FAULT_SHARD=i/n), each printing its own FAULT line.
+FAULT_JOBS ?= 2
 fault-cl: tests/fault_cl
-	ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/fault_cl.supp ./tests/fault_cl
+	@i=0; pids=; while [ $$i -lt $(FAULT_JOBS) ]; do \
+	  ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/fault_cl.supp \
+	    NN_FAULT_SHARD=$$i/$(FAULT_JOBS) ./tests/fault_cl >tests/fault_cl.$$i.log 2>&1 & pids="$$pids $$!"; i=$$((i + 1)); done; \
+	status=0; for p in $$pids; do wait $$p || status=1; done; \
+	i=0; while [ $$i -lt $(FAULT_JOBS) ]; do cat tests/fault_cl.$$i.log; rm -f tests/fault_cl.$$i.log; i=$$((i + 1)); done; \
+	exit $$status
 
 clean-fuzz:
 	rm -rf $(FUZZ_BINS) tests/fuzz_alloc tests/fuzz_work $(FUZZ_TARGETS:%=tests/fuzz_%.log)

@@ -12,7 +12,8 @@
    retried (the run succeeds). `make fault-cl` builds and runs it; it prints FAULT calls=N
    runs=N failed=N broken_refused=N crashes=0 leaks=N wrong=N silent=N unnamed=N
    unretried=N and fails unless leaks, wrong, silent (an error without a message), unnamed
-   (a message that does not name the error) and unretried are 0. A crash or a sanitizer
+   (a message that does not name the error) and unretried are 0. NN_FAULT_SHARD=i/n runs
+   only the N with N % n == i (make fault-cl runs FAULT_JOBS shards at once). A crash or a sanitizer
    report ends the run with an error. */
 #define NN_IMPLEMENTATION
 #include "../nn.h"
@@ -179,6 +180,12 @@ int main(void) {
     long total, n, runs = 0, leaks = 0, wrong = 0, silent = 0, refused = 0, failed = 0, undone = 0, unnamed = 0,
          unretried = 0;
     nn_device_info info[4];
+    long shard = 0, shards = 1; /* NN_FAULT_SHARD=i/n: only the calls N with N % n == i */
+    const char *sh = getenv("NN_FAULT_SHARD");
+    if (sh && (sscanf(sh, "%ld/%ld", &shard, &shards) != 2 || shards < 1 || shard < 0 || shard >= shards)) {
+        printf("FAULT NN_FAULT_SHARD=%s: expected i/n with 0 <= i < n\n", sh);
+        return 1;
+    }
     setenv("NN_CACHE_DIR", "/tmp/nn-fault-cl-cache", 1);
     int n_devices = 0;
     nn_list_devices(info, 4, &n_devices);
@@ -200,6 +207,7 @@ int main(void) {
     if (live != 0) printf("clean run leaks %ld OpenCL objects\n", live);
     for (n = 1; n <= total; n++) {
         int rc;
+        if (n % shards != shard) continue;
         calls = 0;
         live = 0;
         injected = 0;
@@ -239,6 +247,7 @@ int main(void) {
             printf("call %ld: every call returned NN_OK but the parameters differ from the clean run\n", n);
         }
     }
+    if (shards > 1) printf("FAULT shard %ld of %ld (calls N with N %% %ld == %ld)\n", shard, shards, shards, shard);
     printf("FAULT calls=%ld runs=%ld failed=%ld undone_and_retried=%ld broken_refused=%ld crashes=0 leaks=%ld wrong=%ld "
            "silent=%ld unnamed=%ld unretried=%ld\n", total, runs, failed, undone, refused, leaks, wrong, silent, unnamed,
            unretried);
