@@ -5336,6 +5336,11 @@ static void nn__par_for(nn__threadpool *pool, int64_t n, int64_t work, nn__range
  * buffers.  This duplicates a little packing (each thread packs the A rows
  * and B columns it needs) but needs exactly one pool dispatch per call and no
  * barriers, which is what matters for the small matrices of MLP training.
+ * Products of >= NN_GEMM_PRE_MIN_MACS on the pool pack the operands that
+ * would be packed more than once (op(A) when the tasks split N or one task
+ * has several NC blocks; op(B) when they split M) once, whole, in a first
+ * dispatch whose tasks share the panels (nn__gemm_pre_task); a copy, so the
+ * same bits.
  *
  * Microkernels, chosen once at run time (nn__vm_isa, src/cpu/simd.c):
  *   AVX-512F  12 x 32  (24 zmm accumulators)
@@ -6011,8 +6016,12 @@ typedef struct {
     float *buf;          /* n_tasks slices of buf_floats each */
     size_t buf_floats;
     size_t a_floats;     /* A part of each slice (then B) */
-    const float *bpk;    /* or NULL: op(B) packed whole by nn__gemm_pb_make */
+    const float *bpk;    /* or NULL: op(B) packed whole (nn__gemm_pb_pack, or nn__gemm_pre_task) */
     int npad;            /* its N rounded up to nr */
+    const float *apk;    /* or NULL: op(A) packed whole by nn__gemm_pre_task, per K block all M
+                            rows in MR-tall panels (panel of row i at apk + pc * mpad + i * kc) */
+    int mpad;            /* its M rounded up to mr */
+    float *pre;          /* the memory of apk (mpad * K floats) then bpk (K * npad), or NULL */
     int direct;          /* full MR-row panels of op(A) read in place (arch->ukr_s), not packed */
     const struct nn__gemm_epi *epi; /* or NULL: applied to C's blocks after their last K block */
 } nn__gemm_job;
@@ -6066,14 +6075,15 @@ static void nn__gemm_block(const nn__gemm_job *J, int m0, int m1, int n0, int n1
                 /* the tiles in arch->a_l1's order: A panels outer (each stays in L1 across
                    the NC block's B panels) or B panels outer */
                 const int ntm = (mc + mr - 1) / mr, ntn = (nc + nr - 1) / nr;
-                if (mfull < mc) arch->pack_a(J->transA, J->A, J->lda, ic + mfull, mc - mfull, pc, kc, mr, abuf);
+                const float *ablk = J->apk ? J->apk + (size_t)pc * J->mpad + (size_t)ic * kc : abuf;
+                if (!J->apk && mfull < mc) arch->pack_a(J->transA, J->A, J->lda, ic + mfull, mc - mfull, pc, kc, mr, abuf);
                 for (to = 0; to < (arch->a_l1 ? ntm : ntn); to++) {
                     for (ti = 0; ti < (arch->a_l1 ? ntn : ntm); ti++) {
                         const int ir = (arch->a_l1 ? to : ti) * mr, jr = (arch->a_l1 ? ti : to) * nr;
                         int m = mc - ir < mr ? mc - ir : mr;
                         int n = nc - jr < nr ? nc - jr : nr;
                         const float *bp = bblk + (size_t)jr * kc;
-                        const float *ap = abuf + (ir < mfull ? 0 : (size_t)(ir - mfull) * kc);
+                        const float *ap = ablk + (ir < mfull ? 0 : (size_t)(ir - mfull) * kc);
                         float *cp = J->C + (J->ct ? 0 : (size_t)(ic + ir) * J->ldc + jc + jr);
                         if (ir < mfull) {
                             /* op(A)[ic+ir.., pc..] in place: A [M,K] by rows, A [K,M] by k */
@@ -6125,6 +6135,36 @@ static void nn__gemm_task(void *arg, int t, int n_tasks) {
     (void)n_tasks;
     if (m0 >= m1 || n0 >= n1) return;
     nn__gemm_block(J, m0, m1, n0, n1, abuf, abuf + J->a_floats);
+}
+
+/* Operands packed once for all tasks (nn__sgemm_run_epi's first dispatch): task t packs its
+   share of op(A)'s MR-tall panels and of op(B)'s NR-wide panels, every K block, into J->pre.
+   Where each task packed the panels its block of C needs, the panels that two tasks share (all
+   of op(A) when N is split, again for each NC block; all of op(B) when M is split) were packed
+   by each; the bytes are the same, so is every product. */
+static void nn__gemm_pre_task(void *arg, int t, int n_tasks) {
+    const nn__gemm_job *J = (const nn__gemm_job *)arg;
+    const nn__gemm_arch *arch = J->arch;
+    const int mr = arch->mr, nr = arch->nr, K = J->K;
+    const int na = J->apk ? J->mpad / mr : 0, nb = J->bpk ? J->npad / nr : 0;
+    int pc;
+    float *bw = J->pre + (J->apk ? (size_t)J->mpad * K : 0);
+    /* panels of A then of B, cut into n_tasks even ranges of the whole list */
+    int q0 = (int)((int64_t)(na + nb) * t / n_tasks), q1 = (int)((int64_t)(na + nb) * (t + 1) / n_tasks);
+    for (pc = 0; pc < K; pc += J->kc) {
+        int kc = K - pc < J->kc ? K - pc : J->kc;
+        int a0 = q0 < na ? q0 : na, a1 = q1 < na ? q1 : na;
+        int b0 = (q0 > na ? q0 : na) - na, b1 = (q1 > na ? q1 : na) - na;
+        if (a0 < a1) {
+            int i0 = a0 * mr, i1 = a1 * mr < J->M ? a1 * mr : J->M;
+            arch->pack_a(J->transA, J->A, J->lda, i0, i1 - i0, pc, kc, mr,
+                         J->pre + (size_t)pc * J->mpad + (size_t)i0 * kc);
+        }
+        if (b0 < b1) {
+            int j0 = b0 * nr, j1 = b1 * nr < J->N ? b1 * nr : J->N;
+            arch->pack_b(J->transB, J->B, J->ldb, pc, kc, j0, j1 - j0, nr, bw + (size_t)pc * J->npad + (size_t)j0 * kc);
+        }
+    }
 }
 
 /* ---- fallbacks --------------------------------------------------------- */
@@ -6376,13 +6416,41 @@ static NN__MAYBE_UNUSED void nn__sgemm_epi(nn__threadpool *pool, int transA, int
     nn__sgemm_run_epi(pool, NULL, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, epi);
 }
 
+/* Operands packed once for all tasks (nn__gemm_pre_task) on the pool's products of at least
+   this many multiply-adds (below, the second dispatch costs more than the packing it saves)
+   and at most NN__GEMM_PRE_MAX bytes of packed operands; nn__gemm_pre_ok = 0 (tests) packs
+   per task always. */
+#ifndef NN_GEMM_PRE_MIN_MACS
+#define NN_GEMM_PRE_MIN_MACS (4 * 1024 * 1024)
+#endif
+#define NN__GEMM_PRE_MAX ((size_t)64 << 20)
+static int nn__gemm_pre_ok = 1;
+
+/* J's operands to pack once (sets J->apk / J->bpk to non-NULL markers, J->mpad, J->npad):
+   op(A) where more than one task, or one task's NC blocks, would pack it again (not read in
+   place), op(B) where the tasks split M. Returns the floats of the packed operands (0: none). */
+static size_t nn__gemm_pre_plan(nn__gemm_job *J, int n_tasks) {
+    const nn__gemm_arch *arch = J->arch;
+    int tm = n_tasks / J->tn;
+    size_t fa = 0, fb = 0;
+    if (!nn__gemm_pre_ok || (double)J->M * J->N * J->K < (double)NN_GEMM_PRE_MIN_MACS) return 0;
+    J->mpad = (J->M + arch->mr - 1) / arch->mr * arch->mr;
+    J->npad = (J->N + arch->nr - 1) / arch->nr * arch->nr;
+    if (!J->direct && J->tn * ((J->nblk + arch->nc - 1) / arch->nc) > 1) fa = (size_t)J->mpad * (size_t)J->K;
+    if (tm > 1) fb = (size_t)J->K * (size_t)J->npad;
+    if (sizeof(float) * (fa + fb) > NN__GEMM_PRE_MAX) return 0;
+    J->apk = fa ? J->C : NULL; /* markers until the memory is known */
+    J->bpk = fb ? J->C : NULL;
+    return (fa + fb + 15) / 16 * 16;
+}
+
 static void nn__sgemm_run_epi(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int transB, int M, int N, int K,
                               float alpha, const float *A, int lda, const float *B, int ldb, float beta, float *C,
                               int ldc, const nn__gemm_epi *epi) {
     nn__gemm_job J;
     int n_tasks, i;
     void *raw;
-    size_t ws_bytes;
+    size_t ws_bytes, pre_floats = 0;
     int owned;
 
     if (M <= 0 || N <= 0) return;
@@ -6394,7 +6462,13 @@ static void nn__sgemm_run_epi(nn__threadpool *pool, nn__gemm_ws *ws, int transA,
     ws_bytes = nn__gemm_prepare(&J, nn__threadpool_size(pool), transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C,
                                 ldc, &n_tasks);
     /* the pool's workspace when there is one: a training step then allocates nothing */
-    raw = ws ? nn__gemm_ws_get(ws, ws_bytes) : nn__threadpool_workspace(pool, ws_bytes);
+    if (pool && !ws) pre_floats = nn__gemm_pre_plan(&J, n_tasks);
+    raw = ws ? nn__gemm_ws_get(ws, ws_bytes) : nn__threadpool_workspace(pool, ws_bytes + sizeof(float) * pre_floats);
+    if (!raw && pre_floats) { /* without the operands packed once */
+        pre_floats = 0;
+        J.apk = J.bpk = NULL;
+        raw = nn__threadpool_workspace(pool, ws_bytes);
+    }
     owned = raw == NULL && !ws;
     if (owned) raw = NN_MALLOC(ws_bytes);
     J.epi = J.ct ? NULL : epi;
@@ -6407,6 +6481,13 @@ static void nn__sgemm_run_epi(nn__threadpool *pool, nn__gemm_ws *ws, int transA,
         return;
     }
     J.buf = nn__gemm_align(raw);
+    if (pre_floats) {
+        J.pre = J.buf;
+        J.buf += pre_floats;
+        if (J.apk) J.apk = J.pre;
+        if (J.bpk) J.bpk = J.pre + (J.apk ? (size_t)J.mpad * (size_t)J.K : 0);
+        nn__threadpool_run(pool, nn__gemm_pre_task, &J, n_tasks);
+    }
 
     if (n_tasks > 1)
         nn__threadpool_run(pool, nn__gemm_task, &J, n_tasks);

@@ -242,6 +242,24 @@ int t_cl_map_log(const char **lines, unsigned count, const char *log, char *out,
 /* tests/test_conv_algo.c's forcing of the float32 GEMM's kernel (src/cpu/gemm.c) */
 const char *t_sgemm_force(const char *name) { return nn__sgemm_force_kernel(name); }
 
+/* tests/test_matmul.c's GEMM with its operands packed once for all tasks (pre = 1) or per
+   task (pre = 0), src/cpu/gemm.c nn__gemm_pre_plan, on a pool of the given threads, alpha 0.75,
+   beta 0. Returns 1 when pre = 1 and the product packs an operand once, 0 when not, -1 on failure */
+int t_sgemm_pre(int threads, int pre, int ta, int tb, int M, int N, int K, const float *A, const float *B, float *C) {
+    nn__threadpool *pool = nn__threadpool_create(threads);
+    nn__gemm_job J;
+    int n_tasks, planned;
+    if (!pool) return -1;
+    nn__gemm_pre_ok = pre;
+    nn__gemm_prepare(&J, nn__threadpool_size(pool), ta, tb, M, N, K, 0.75f, A, ta ? M : K, B, tb ? K : N, 0.0f, C, N,
+                     &n_tasks);
+    planned = nn__gemm_pre_plan(&J, n_tasks) > 0;
+    nn__sgemm(pool, ta, tb, M, N, K, 0.75f, A, ta ? M : K, B, tb ? K : N, 0.0f, C, N);
+    nn__gemm_pre_ok = 1;
+    nn__threadpool_destroy(pool);
+    return planned;
+}
+
 /* tests/test_gemm16.c's path forcing */
 const char *t_gemm16_force(int fmt, const char *name) { return nn__gemm16_force(fmt, name); }
 

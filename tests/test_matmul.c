@@ -261,6 +261,53 @@ done:
     t_end();
 }
 
+/* The CPU GEMM with its operands packed once for all threads (op(A) shared by the threads'
+   column blocks, op(B) by their row blocks) gives the bits of each thread packing its own, on
+   1 and 3 threads, each kernel this CPU runs, both transposes; edge tiles on both sides and
+   three K blocks. */
+static void mm_prepack(const t_env *e) {
+    static const char *const kernels[] = {"generic", "avx2", "avx512f"};
+    static const int shapes[2][3] = {{37, 530, 580}, {300, 64, 580}}; /* N split (A shared), M split (B shared) */
+    enum { MAXF = 300 * 580 };
+    float *a = NULL, *b = NULL, *c[3] = {NULL, NULL, NULL};
+    int k, s, ta, tb, i, planned = 0;
+    if (!t_begin_cpu(e, "matmul: the CPU GEMM's operands packed once give the bits of packing per thread",
+                     "the CPU backend's GEMM"))
+        return;
+    a = (float *)malloc((size_t)MAXF * 4);
+    b = (float *)malloc((size_t)MAXF * 4);
+    for (i = 0; i < 3; i++) c[i] = (float *)malloc((size_t)37 * 530 * 4);
+    if (!T_CHECK(a && b && c[0] && c[1] && c[2], "out of memory")) goto done;
+    t_seed(91);
+    for (i = 0; i < MAXF; i++) a[i] = (float)t_uniform(-1, 1);
+    for (i = 0; i < MAXF; i++) b[i] = (float)t_uniform(-1, 1);
+    for (k = 0; k < 3; k++) {
+        if (strcmp(t_sgemm_force(kernels[k]), kernels[k]) != 0) continue; /* not on this CPU */
+        for (s = 0; s < 2; s++)
+            for (ta = 0; ta < 2; ta++)
+                for (tb = 0; tb < 2; tb++) {
+                    int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+                    int p1 = t_sgemm_pre(1, 1, ta, tb, M, N, K, a, b, c[0]);
+                    int p3 = t_sgemm_pre(3, 1, ta, tb, M, N, K, a, b, c[1]);
+                    T_CHECK(t_sgemm_pre(3, 0, ta, tb, M, N, K, a, b, c[2]) == 0, "pre = 0 still packs once");
+                    planned += p1 > 0;
+                    planned += p3 > 0;
+                    T_CHECK(p1 >= 0 && p3 >= 0, "no pool");
+                    T_CHECK(memcmp(c[0], c[1], (size_t)M * N * 4) == 0, "%s %dx%dx%d ta=%d tb=%d: 3 threads differ from 1",
+                            kernels[k], M, N, K, ta, tb);
+                    T_CHECK(memcmp(c[1], c[2], (size_t)M * N * 4) == 0,
+                            "%s %dx%dx%d ta=%d tb=%d: packed once differs from per thread", kernels[k], M, N, K, ta, tb);
+                }
+    }
+    T_CHECK(planned > 0, "no product packed its operands once");
+done:
+    t_sgemm_force(NULL);
+    free(a);
+    free(b);
+    for (i = 0; i < 3; i++) free(c[i]);
+    t_end();
+}
+
 /* The 2-D products, both operands transposed or not, at odd shapes (1, 3, 7, 33, 129). */
 static void matmul_cases(const t_env *e) {
     static const int shapes[][3] = {{7, 33, 3}, {1, 129, 7}, {33, 1, 129}, {3, 7, 1}, {129, 33, 33}};
@@ -507,6 +554,7 @@ void suite_matmul(const t_env *e) {
         einsum_error(e, "ij,jk->ijk", m34, m45, "must lead");
     }
     T_RUN(e, matmul_cases, nanprop_matmul);
+    mm_prepack(e);
     t_bad_rows(e, matmul_bad, (int)(sizeof matmul_bad / sizeof matmul_bad[0]));
     linear_case(e);
 }
