@@ -2881,6 +2881,9 @@ typedef struct nn__device {
                                    desc.tuning); else every GPU choice, the OpenCL backend's
                                    1-D work-groups of 64 included: no other flag, so the GPU
                                    tuning of a CPU device (PoCL) runs all of them */
+    int attn_flash;             /* GPUs: nn_attention's flash kernels where they take the head dim
+                                   (kernels/attention.cl attn_flash_*), else the tiled ones:
+                                   $NN_CL_ATTN flash or tiled, default NN__ATTN_FLASH_DEFAULT */
     size_t max_wg;              /* largest work-group */
     uint64_t local_mem;         /* bytes of local memory */
     uint64_t max_alloc;         /* largest buffer in bytes */
@@ -15765,6 +15768,20 @@ static const nn__backend nn__cpu_backend = {
      : NN__ATTN_FITS(LF, 8, D, L, WG)  ? 8                                                         \
                                        : 0)
 
+/* The flash kernels (attn_flash_*, GPUs; NN_CL_ATTN): a work-group of NN__ATTN_FBR items, one
+   query row (forward, dQ) or key row (dK/dV) each, held in registers with its accumulators
+   at head dims up to FD (a build option, 64 or 32: NN_ATTN_FD), the other side's rows
+   NN__ATTN_FBC at a time in local memory, [FBC, FD] floats each of K and V (forward, with
+   the scores [FBC, FBR]; dQ) or Q and dO (dK/dV, with v's rows of the group [FD, FBR] and
+   FBC log-sum-exps and deltas: the most of the three).
+   FD is the largest of 64, 32 whose dK/dV tiles fit L floats; 0: no flash kernels. */
+#define NN__ATTN_FLASH_DEFAULT 0 /* without $NN_CL_ATTN: 1 flash, 0 tiled */
+#define NN__ATTN_FBR 64
+#define NN__ATTN_FBC 32
+#define NN__ATTN_LF_FLASH(FD) (2 * NN__ATTN_FBC * (FD) + (FD)*NN__ATTN_FBR + 2 * NN__ATTN_FBC)
+#define NN__ATTN_FLASH_D(L, WG)                                                                    \
+    ((WG) < NN__ATTN_FBR ? 0 : NN__ATTN_LF_FLASH(64) <= (L) ? 64 : NN__ATTN_LF_FLASH(32) <= (L) ? 32 : 0)
+
 /* CPU drivers' block kernels (attn_block_*): one work-item a group, NN__ATTN_RB query
    (dQ: query, dK/dV: key) rows of a head each */
 #define NN__ATTN_RB 16
@@ -16008,6 +16025,7 @@ typedef struct nn__attn_cl_cfg {
     int wg;   /* items a work-group (0: no tiled kernels on this device) */
     int lmem; /* floats of local memory a group's tiles may take */
     int own;  /* the most output columns an item accumulates (over every head dim that fits) */
+    int fd;   /* the flash kernels' largest head dim (kernels/attention_tile.h); 0: none, or not chosen */
 } nn__attn_cl_cfg;
 
 /* GPUs: groups of up to 256 items, the device's local memory less 1 KiB for the driver
@@ -16029,6 +16047,9 @@ static void nn__attn_cl_config(const nn__device *dev, nn__attn_cl_cfg *c) {
         if (ob > c->own) c->own = ob;
     }
     if (c->own == 0) c->wg = 0;
+    /* the flash kernels are built only where they run (NN_CL_ATTN flash): their unrolled
+       loops take PoCL a while to compile */
+    if (dev->attn_flash) c->fd = NN__ATTN_FLASH_D(c->lmem, (int)(dev->max_wg < 1024 ? dev->max_wg : 1024));
 }
 
 /* the tile of the tiled forward (bwd 0) or backward kernels at head dim D; 0: the row kernels */
@@ -16049,8 +16070,8 @@ static NN__MAYBE_UNUSED void nn__program_options(const char *name, const nn__dev
     if (strcmp(name, "attention") == 0 && n) {
         nn__attn_cl_cfg c;
         nn__attn_cl_config(dev, &c);
-        snprintf(buf, n, "-DNN_ATTN_WG=%d -DNN_ATTN_LMEM=%d -DNN_ATTN_OWN=%d", c.wg ? c.wg : 1, c.lmem ? c.lmem : 1,
-                 c.own ? c.own : 1);
+        snprintf(buf, n, "-DNN_ATTN_WG=%d -DNN_ATTN_LMEM=%d -DNN_ATTN_OWN=%d -DNN_ATTN_FD=%d", c.wg ? c.wg : 1,
+                 c.lmem ? c.lmem : 1, c.own ? c.own : 1, c.fd);
     }
 }
 
@@ -27061,6 +27082,20 @@ static const char *const nn__cl_src_attention[] = {
 "     : NN__ATTN_FITS(LF, 8, D, L, WG)  ? 8                                                         \\\n",
 "                                       : 0)\n",
 "\n",
+"/* The flash kernels (attn_flash_*, GPUs; NN_CL_ATTN): a work-group of NN__ATTN_FBR items, one\n",
+"   query row (forward, dQ) or key row (dK/dV) each, held in registers with its accumulators\n",
+"   at head dims up to FD (a build option, 64 or 32: NN_ATTN_FD), the other side's rows\n",
+"   NN__ATTN_FBC at a time in local memory, [FBC, FD] floats each of K and V (forward, with\n",
+"   the scores [FBC, FBR]; dQ) or Q and dO (dK/dV, with v's rows of the group [FD, FBR] and\n",
+"   FBC log-sum-exps and deltas: the most of the three).\n",
+"   FD is the largest of 64, 32 whose dK/dV tiles fit L floats; 0: no flash kernels. */\n",
+"#define NN__ATTN_FLASH_DEFAULT 0 /* without $NN_CL_ATTN: 1 flash, 0 tiled */\n",
+"#define NN__ATTN_FBR 64\n",
+"#define NN__ATTN_FBC 32\n",
+"#define NN__ATTN_LF_FLASH(FD) (2 * NN__ATTN_FBC * (FD) + (FD)*NN__ATTN_FBR + 2 * NN__ATTN_FBC)\n",
+"#define NN__ATTN_FLASH_D(L, WG)                                                                    \\\n",
+"    ((WG) < NN__ATTN_FBR ? 0 : NN__ATTN_LF_FLASH(64) <= (L) ? 64 : NN__ATTN_LF_FLASH(32) <= (L) ? 32 : 0)\n",
+"\n",
 "/* CPU drivers' block kernels (attn_block_*): one work-item a group, NN__ATTN_RB query\n",
 "   (dQ: query, dK/dV: key) rows of a head each */\n",
 "#define NN__ATTN_RB 16\n",
@@ -27724,6 +27759,222 @@ static const char *const nn__cl_src_attention[] = {
 "        }\n",
 "    }\n",
 "}\n",
+"\n",
+"/* ==== the flash kernels (GPUs, NN_CL_ATTN flash; kernels/attention_tile.h): a work-group of\n",
+"   NN_ATTN_FBR items, one query row (forward, dQ) or key row (dK/dV) each, its operand rows\n",
+"   and accumulators in registers as NN_ATTN_FV float4 (columns past D zeros); the other\n",
+"   side's rows NN_ATTN_FBC at a time in local memory, [FBC, FD] floats, read by every item\n",
+"   at the same address (broadcast, four columns a read). The per-item arrays are indexed by\n",
+"   compile-time constants only (unrolled loops), so a GPU compiler keeps them in registers.\n",
+"   Barriers stand in loops whose bounds are the group's own; rows past the ends are zeros\n",
+"   in local memory and dead in the scores. Sums: each dot in four column lanes summed\n",
+"   ((x + y) + (z + w)), the keys (queries) in order. ==== */\n",
+"#if defined(NN_ATTN_FD) && NN_ATTN_FD > 0\n",
+"#define NN_ATTN_FBR NN__ATTN_FBR\n",
+"#define NN_ATTN_FBC NN__ATTN_FBC\n",
+"#define NN_ATTN_FV (NN_ATTN_FD / 4)\n",
+"\n",
+"/* element d of a row at p (offset o) when d < D and the row lives, else 0 */\n",
+"#define NN_ATTN_LD0(p_, o_, d_) (live && (d_) < D ? NN_ATTN_LD(p_, (o_) + (d_)) : 0.0f)\n",
+"#define NN_ATTN_LD4(p_, o_, u_)                                                                    \\\n",
+"    (float4)(NN_ATTN_LD0(p_, o_, 4 * (u_)), NN_ATTN_LD0(p_, o_, 4 * (u_) + 1), NN_ATTN_LD0(p_, o_, 4 * (u_) + 2), \\\n",
+"             NN_ATTN_LD0(p_, o_, 4 * (u_) + 3))\n",
+"/* a float4's lanes to a row at p (offset o), the columns before D */\n",
+"#define NN_ATTN_ST4(p_, o_, u_, x_)                                                                \\\n",
+"    do {                                                                                           \\\n",
+"        float4 w4_ = (x_);                                                                         \\\n",
+"        if (4 * (u_) < D) NN__SSTORE(p_, (o_) + 4 * (u_), w4_.s0);                                 \\\n",
+"        if (4 * (u_) + 1 < D) NN__SSTORE(p_, (o_) + 4 * (u_) + 1, w4_.s1);                         \\\n",
+"        if (4 * (u_) + 2 < D) NN__SSTORE(p_, (o_) + 4 * (u_) + 2, w4_.s2);                         \\\n",
+"        if (4 * (u_) + 3 < D) NN__SSTORE(p_, (o_) + 4 * (u_) + 3, w4_.s3);                         \\\n",
+"    } while (0)\n",
+"#define NN_ATTN_HSUM(a_) (((a_).s0 + (a_).s1) + ((a_).s2 + (a_).s3))\n",
+"\n",
+"/* rows [r0, r0 + FBC) of a head into an [FBC, FD] local tile: zeros past row n and column D;\n",
+"   consecutive items take consecutive columns */\n",
+"inline void nn_attn_fload(__local float4 *dst4, __global const NN__STORE_T *src, int lay, int heads, int T, int D, int rs, int off,\n",
+"                          int b, int h, int r0, int n) {\n",
+"    __local float *dst = (__local float *)dst4;\n",
+"    for (int e = get_local_id(0); e < NN_ATTN_FBC * NN_ATTN_FD; e += NN_ATTN_FBR) {\n",
+"        int rr = e / NN_ATTN_FD, d = e % NN_ATTN_FD;\n",
+"        dst[e] = r0 + rr < n && d < D ? NN_ATTN_LD(src, nn_attn_voff(lay, heads, T, D, rs, off, b, h, r0 + rr) + d) : 0.0f;\n",
+"    }\n",
+"}\n",
+"\n",
+"#define NN_ATTN_FLASH_HEAD(NROW, HEADS)                                                            \\\n",
+"    int B = dims.s0, H = dims.s1, Hkv = dims.s2, Tq = dims.s3, Tk = dims.s4, D = dims.s5, lay = dims.s6; \\\n",
+"    int nblk = (NROW + NN_ATTN_FBR - 1) / NN_ATTN_FBR, grp = get_group_id(0);                      \\\n",
+"    if (grp >= B * HEADS * nblk) return;                                                           \\\n",
+"    int b = grp / (HEADS * nblk), hh = grp / nblk % HEADS, r0 = grp % nblk * NN_ATTN_FBR;          \\\n",
+"    int me = r0 + (int)get_local_id(0), live = me < NROW;                                          \\\n",
+"    (void)Hkv\n",
+"\n",
+"/* query row i of head (b, h): per tile of FBC keys, the FBC scores (q from registers, K from\n",
+"   local memory; kept in the item's own column of a local [FBC, FBR] tile), the row's new\n",
+"   maximum, then O = O alpha + sum_c P_c z_c V_c (the row sum counts the dropped weights,\n",
+"   the output not) */\n",
+"__kernel __attribute__((reqd_work_group_size(NN_ATTN_FBR, 1, 1))) void attn_flash_fwd(NN__KPARAMS(attn_fwd)) {\n",
+"    __local float4 Ks[NN_ATTN_FBC * NN_ATTN_FV], Vs[NN_ATTN_FBC * NN_ATTN_FV];\n",
+"    __local float Ss[NN_ATTN_FBC * NN_ATTN_FBR];\n",
+"    NN_ATTN_FLASH_HEAD(Tq, H);\n",
+"    int h = hh, hk = h / (H / Hkv), i = me, t = get_local_id(0), jlo, jhi;\n",
+"    long qo = NN_ATTN_QO(b, h, live ? i : 0);\n",
+"    float4 qr[NN_ATTN_FV], acc[NN_ATTN_FV];\n",
+"    float m = -INFINITY, l = 0.0f;\n",
+"#pragma unroll\n",
+"    for (int u = 0; u < NN_ATTN_FV; u++) {\n",
+"        qr[u] = NN_ATTN_LD4(q, qo, u);\n",
+"        acc[u] = (float4)(0.0f);\n",
+"    }\n",
+"    nn_attn_keys(dims, mk, r0, min(r0 + NN_ATTN_FBR, Tq), &jlo, &jhi);\n",
+"    for (int j0 = jlo; j0 < jhi; j0 += NN_ATTN_FBC) {\n",
+"        barrier(CLK_LOCAL_MEM_FENCE); /* the last tile's reads are done */\n",
+"        nn_attn_fload(Ks, k, lay, Hkv, Tk, D, vw.s2, vw.s3, b, hk, j0, jhi);\n",
+"        nn_attn_fload(Vs, v, lay, Hkv, Tk, D, vw.s4, vw.s5, b, hk, j0, jhi);\n",
+"        barrier(CLK_LOCAL_MEM_FENCE);\n",
+"        float mt = m;\n",
+"        for (int c = 0; c < NN_ATTN_FBC; c++) {\n",
+"            float4 a = (float4)(0.0f);\n",
+"            float bias, sc = -INFINITY;\n",
+"#pragma unroll\n",
+"            for (int u = 0; u < NN_ATTN_FV; u++) a += qr[u] * Ks[c * NN_ATTN_FV + u];\n",
+"            if (live && j0 + c < jhi && !nn_attn_dead(dims, mk, mask, kpm, b, h, i, j0 + c, &bias)) sc = NN_ATTN_HSUM(a) * scale + bias;\n",
+"            Ss[c * NN_ATTN_FBR + t] = sc;\n",
+"            mt = sc > mt ? sc : mt;\n",
+"        }\n",
+"        if (mt != -INFINITY) { /* a live key so far */\n",
+"            float alpha = exp(m - mt);\n",
+"            l *= alpha;\n",
+"#pragma unroll\n",
+"            for (int u = 0; u < NN_ATTN_FV; u++) acc[u] *= alpha;\n",
+"            for (int c = 0; c < NN_ATTN_FBC; c++) {\n",
+"                float sc = Ss[c * NN_ATTN_FBR + t], pe = sc == -INFINITY ? 0.0f : exp(sc - mt);\n",
+"                l += pe;\n",
+"                if (p > 0.0f && pe != 0.0f) pe *= nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j0 + c);\n",
+"#pragma unroll\n",
+"                for (int u = 0; u < NN_ATTN_FV; u++) acc[u] += pe * Vs[c * NN_ATTN_FV + u];\n",
+"            }\n",
+"            m = mt;\n",
+"        }\n",
+"    }\n",
+"    if (live) {\n",
+"        long oo = nn_attn_off(lay, H, Tq, D, b, h, i);\n",
+"        float inv = l > 0.0f ? 1.0f / l : 0.0f;\n",
+"#pragma unroll\n",
+"        for (int u = 0; u < NN_ATTN_FV; u++) NN_ATTN_ST4(out, oo, u, acc[u] * inv);\n",
+"        NN_ATTN_LSE_OUT(out, (long)B * H * Tq * D)[((long)b * H + h) * Tq + i] = l > 0.0f ? m + log(l) : -INFINITY;\n",
+"    }\n",
+"}\n",
+"\n",
+"/* dq of query row i: per key j of each tile, dS = P (dP z - delta) with P = exp(S - lse),\n",
+"   dP = dO v_j, then dq += dS k_j (q, dO and dq in registers); dq = scale dq */\n",
+"__kernel __attribute__((reqd_work_group_size(NN_ATTN_FBR, 1, 1))) void attn_flash_dq(NN__KPARAMS(attn_bwd)) {\n",
+"    __local float4 Ks[NN_ATTN_FBC * NN_ATTN_FV], Vs[NN_ATTN_FBC * NN_ATTN_FV];\n",
+"    NN_ATTN_FLASH_HEAD(Tq, H);\n",
+"    int h = hh, hk = h / (H / Hkv), i = me, jlo, jhi;\n",
+"    long qo = NN_ATTN_QO(b, h, live ? i : 0), oo = nn_attn_off(lay, H, Tq, D, b, h, live ? i : 0);\n",
+"    long row = ((long)b * H + h) * Tq + (live ? i : 0);\n",
+"    float4 qr[NN_ATTN_FV], dor[NN_ATTN_FV], dq[NN_ATTN_FV];\n",
+"    float lse = NN_ATTN_LSE_IN(o, (long)B * H * Tq * D)[row], dl = delta[row];\n",
+"#pragma unroll\n",
+"    for (int u = 0; u < NN_ATTN_FV; u++) {\n",
+"        qr[u] = NN_ATTN_LD4(q, qo, u);\n",
+"        dor[u] = NN_ATTN_LD4(dout, oo, u);\n",
+"        dq[u] = (float4)(0.0f);\n",
+"    }\n",
+"    nn_attn_keys(dims, mk, r0, min(r0 + NN_ATTN_FBR, Tq), &jlo, &jhi);\n",
+"    for (int j0 = jlo; j0 < jhi; j0 += NN_ATTN_FBC) {\n",
+"        barrier(CLK_LOCAL_MEM_FENCE);\n",
+"        nn_attn_fload(Ks, k, lay, Hkv, Tk, D, vw.s2, vw.s3, b, hk, j0, jhi);\n",
+"        nn_attn_fload(Vs, v, lay, Hkv, Tk, D, vw.s4, vw.s5, b, hk, j0, jhi);\n",
+"        barrier(CLK_LOCAL_MEM_FENCE);\n",
+"        for (int c = 0; c < NN_ATTN_FBC; c++) {\n",
+"            float bias;\n",
+"            if (!live || j0 + c >= jhi || nn_attn_dead(dims, mk, mask, kpm, b, h, i, j0 + c, &bias)) continue;\n",
+"            float4 a = (float4)(0.0f);\n",
+"#pragma unroll\n",
+"            for (int u = 0; u < NN_ATTN_FV; u++) a += qr[u] * Ks[c * NN_ATTN_FV + u];\n",
+"            float pe = exp(NN_ATTN_HSUM(a) * scale + bias - lse);\n",
+"            if (pe == 0.0f) continue;\n",
+"            float z = p > 0.0f ? nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j0 + c) : 1.0f;\n",
+"            a = (float4)(0.0f);\n",
+"#pragma unroll\n",
+"            for (int u = 0; u < NN_ATTN_FV; u++) a += dor[u] * Vs[c * NN_ATTN_FV + u];\n",
+"            float ds = pe * (NN_ATTN_HSUM(a) * z - dl);\n",
+"#pragma unroll\n",
+"            for (int u = 0; u < NN_ATTN_FV; u++) dq[u] += ds * Ks[c * NN_ATTN_FV + u];\n",
+"        }\n",
+"    }\n",
+"    if (live) {\n",
+"        long dqo = NN_ATTN_DQO(b, h, i);\n",
+"#pragma unroll\n",
+"        for (int u = 0; u < NN_ATTN_FV; u++) NN_ATTN_ST4(out, dqo, u, dq[u] * scale);\n",
+"    }\n",
+"}\n",
+"\n",
+"/* dk, dv of key row j of key/value head hk: over its query heads h and their queries in\n",
+"   order (FBC at a time in local memory, with their log-sum-exps and deltas), P z and dS =\n",
+"   P (dP z - delta), then dv += P z dO_i, dk += dS q_i; k, dk and dv in registers, the\n",
+"   group's v rows in local memory as columns (item t reads column t: no bank conflicts) */\n",
+"__kernel __attribute__((reqd_work_group_size(NN_ATTN_FBR, 1, 1))) void attn_flash_dkv(NN__KPARAMS(attn_bwd)) {\n",
+"    __local float4 Qs[NN_ATTN_FBC * NN_ATTN_FV], Os[NN_ATTN_FBC * NN_ATTN_FV];\n",
+"    __local float Vt[NN_ATTN_FD * NN_ATTN_FBR], Ls[NN_ATTN_FBC], Dl[NN_ATTN_FBC];\n",
+"    NN_ATTN_FLASH_HEAD(Tk, Hkv);\n",
+"    int hk = hh, j = me, grp_h = H / Hkv, t = get_local_id(0), ilo, ihi;\n",
+"    long ko = NN_ATTN_KO(b, hk, live ? j : 0), vo = NN_ATTN_VO(b, hk, live ? j : 0);\n",
+"    float4 kr[NN_ATTN_FV], dk[NN_ATTN_FV], dv[NN_ATTN_FV];\n",
+"#pragma unroll\n",
+"    for (int u = 0; u < NN_ATTN_FV; u++) {\n",
+"        kr[u] = NN_ATTN_LD4(k, ko, u);\n",
+"        dk[u] = dv[u] = (float4)(0.0f);\n",
+"    }\n",
+"    for (int d = 0; d < NN_ATTN_FD; d++) Vt[d * NN_ATTN_FBR + t] = NN_ATTN_LD0(v, vo, d); /* the item's own column */\n",
+"    nn_attn_queries(dims, mk, r0, min(r0 + NN_ATTN_FBR, Tk), &ilo, &ihi);\n",
+"    for (int h = hk * grp_h; h < (hk + 1) * grp_h; h++)\n",
+"        for (int i0 = ilo; i0 < ihi; i0 += NN_ATTN_FBC) {\n",
+"            barrier(CLK_LOCAL_MEM_FENCE);\n",
+"            nn_attn_fload(Qs, q, lay, H, Tq, D, vw.s0, vw.s1, b, h, i0, ihi);\n",
+"            nn_attn_fload(Os, dout, lay, H, Tq, D, H * D, 0, b, h, i0, ihi);\n",
+"            for (int e = t; e < NN_ATTN_FBC; e += NN_ATTN_FBR) {\n",
+"                long row = ((long)b * H + h) * Tq + (i0 + e < ihi ? i0 + e : 0);\n",
+"                Ls[e] = NN_ATTN_LSE_IN(o, (long)B * H * Tq * D)[row];\n",
+"                Dl[e] = delta[row];\n",
+"            }\n",
+"            barrier(CLK_LOCAL_MEM_FENCE);\n",
+"            for (int c = 0; c < NN_ATTN_FBC; c++) {\n",
+"                float bias;\n",
+"                if (!live || i0 + c >= ihi || nn_attn_dead(dims, mk, mask, kpm, b, h, i0 + c, j, &bias)) continue;\n",
+"                float4 a = (float4)(0.0f);\n",
+"#pragma unroll\n",
+"                for (int u = 0; u < NN_ATTN_FV; u++) a += kr[u] * Qs[c * NN_ATTN_FV + u];\n",
+"                float pe = exp(NN_ATTN_HSUM(a) * scale + bias - Ls[c]);\n",
+"                if (pe == 0.0f) continue;\n",
+"                float z = p > 0.0f ? nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i0 + c, j) : 1.0f;\n",
+"                a = (float4)(0.0f);\n",
+"#pragma unroll\n",
+"                for (int u = 0; u < NN_ATTN_FV; u++) {\n",
+"                    float4 vv = (float4)(Vt[(4 * u) * NN_ATTN_FBR + t], Vt[(4 * u + 1) * NN_ATTN_FBR + t],\n",
+"                                         Vt[(4 * u + 2) * NN_ATTN_FBR + t], Vt[(4 * u + 3) * NN_ATTN_FBR + t]);\n",
+"                    a += vv * Os[c * NN_ATTN_FV + u];\n",
+"                }\n",
+"                float pz = pe * z, ds = pe * (NN_ATTN_HSUM(a) * z - Dl[c]);\n",
+"#pragma unroll\n",
+"                for (int u = 0; u < NN_ATTN_FV; u++) {\n",
+"                    dv[u] += pz * Os[c * NN_ATTN_FV + u];\n",
+"                    dk[u] += ds * Qs[c * NN_ATTN_FV + u];\n",
+"                }\n",
+"            }\n",
+"        }\n",
+"    if (live) {\n",
+"        long dko = NN_ATTN_DKO(b, hk, j), dvo = NN_ATTN_DVO(b, hk, j);\n",
+"#pragma unroll\n",
+"        for (int u = 0; u < NN_ATTN_FV; u++) {\n",
+"            NN_ATTN_ST4(out, dko, u, dk[u] * scale);\n",
+"            NN_ATTN_ST4(out, dvo, u, dv[u]);\n",
+"        }\n",
+"    }\n",
+"}\n",
+"#endif\n",
 0 };
 
 /* ======================================================================
@@ -29129,6 +29380,8 @@ static nn_result nn__cl_open_device(nn_context *ctx, cl_platform_id plat, cl_dev
         if (env && env[0] && strcmp(env, "0") != 0) d->guard = NN__CL_GUARD;
         env = getenv("NN_CL_STAGING");
         cl->staging = !(env && strcmp(env, "0") == 0);
+        env = getenv("NN_CL_ATTN"); /* the GPU attention kernels: flash or tiled */
+        d->attn_flash = env && strcmp(env, "flash") == 0 ? 1 : env && strcmp(env, "tiled") == 0 ? 0 : NN__ATTN_FLASH_DEFAULT;
     }
     nn__cl_str(dev, CL_DEVICE_NAME, cl->name, sizeof cl->name);
     if (!cl->name[0]) snprintf(cl->name, sizeof cl->name, "OpenCL device %d (no name)", index);
@@ -44787,6 +45040,21 @@ static int nn__attn_block(nn_graph *g, const nn__attn_attr *a) { return g->ctx->
 static int nn__attn_tile(nn_graph *g, const nn__attn_attr *a, int bwd) {
     return a->Dv == a->D ? nn__attn_cl_tile(&g->ctx->dev, bwd, a->D) : 0;
 }
+/* GPUs with NN_CL_ATTN flash (nn__device attn_flash): the flash kernels where they take the
+   head dim (Dv = D <= the build's NN_ATTN_FD), a group of NN__ATTN_FBR items per that many
+   rows of each head; else the tiled ones */
+static int nn__attn_flash(nn_graph *g, const nn__attn_attr *a) {
+    nn__attn_cl_cfg c;
+    if (g->ctx->dev.cpu_tuned || a->Dv != a->D) return 0;
+    nn__attn_cl_config(&g->ctx->dev, &c);
+    return c.fd > 0 && a->D <= c.fd;
+}
+static void nn__attn_flash_geom(nn_graph *g, nn__launch *l, int heads, int rows) {
+    const nn__attn_attr *a = &g->nodes[l->node].a.attn;
+    l->gws[0] = (size_t)a->B * heads * ((rows + NN__ATTN_FBR - 1) / NN__ATTN_FBR) * NN__ATTN_FBR;
+    l->lws[0] = NN__ATTN_FBR;
+    l->use_lws = 1;
+}
 static void nn__attn_block_geom(nn_graph *g, nn__launch *l, int heads, int rows) {
     const nn__attn_attr *a = &g->nodes[l->node].a.attn;
     l->gws[0] = (size_t)a->B * heads * ((rows + NN__ATTN_RB - 1) / NN__ATTN_RB);
@@ -44799,10 +45067,14 @@ static void nn__attn_block_geom(nn_graph *g, nn__launch *l, int heads, int rows)
 static nn_result nn__launch_attention(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int dims[8], mk[8], vw[8], tile = nn__attn_tile(g, &n->a.attn, 0), blk = nn__attn_block(g, &n->a.attn);
-    NN__KSTART(attn_fwd, "attention", blk ? "attn_block_fwd" : tile ? "attn_tiled_fwd" : "attn_fwd", (int64_t)n->a.attn.B * n->a.attn.H * n->a.attn.Tq);
+    int fl = nn__attn_flash(g, &n->a.attn);
+    NN__KSTART(attn_fwd, "attention", blk ? "attn_block_fwd" : fl ? "attn_flash_fwd" : tile ? "attn_tiled_fwd" : "attn_fwd",
+               (int64_t)n->a.attn.B * n->a.attn.H * n->a.attn.Tq);
     l->update = nn__attn_update_fwd;
     if (blk)
         nn__attn_block_geom(g, l, n->a.attn.H, n->a.attn.Tq);
+    else if (fl)
+        nn__attn_flash_geom(g, l, n->a.attn.H, n->a.attn.Tq);
     else if (tile)
         nn__attn_tiled_geom(g, l, n->a.attn.H, n->a.attn.Tq, tile);
     else
@@ -44836,12 +45108,15 @@ static nn_result nn__launch_attention_bwd(nn_graph *g, int id, const char *kerne
                                           const nn__buf *out) {
     nn__node *n = &g->nodes[id];
     int dims[8], mk[8], vw[8], tile = heads ? nn__attn_tile(g, &n->a.attn, 1) : 0, blk = heads && nn__attn_block(g, &n->a.attn);
+    int fl = heads && nn__attn_flash(g, &n->a.attn);
     char name[32];
-    sprintf(name, "attn_%s%s", blk ? "block_" : tile ? "tiled_" : "", kernel);
+    sprintf(name, "attn_%s%s", blk ? "block_" : fl ? "flash_" : tile ? "tiled_" : "", kernel);
     NN__KSTART(attn_bwd, "attention", name, items);
     l->update = nn__attn_update_bwd;
     if (blk)
         nn__attn_block_geom(g, l, heads, rows);
+    else if (fl)
+        nn__attn_flash_geom(g, l, heads, rows);
     else if (tile)
         nn__attn_tiled_geom(g, l, heads, rows, tile);
     else

@@ -667,3 +667,219 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void attn_block_dkv(NN__
         }
     }
 }
+
+/* ==== the flash kernels (GPUs, NN_CL_ATTN flash; kernels/attention_tile.h): a work-group of
+   NN_ATTN_FBR items, one query row (forward, dQ) or key row (dK/dV) each, its operand rows
+   and accumulators in registers as NN_ATTN_FV float4 (columns past D zeros); the other
+   side's rows NN_ATTN_FBC at a time in local memory, [FBC, FD] floats, read by every item
+   at the same address (broadcast, four columns a read). The per-item arrays are indexed by
+   compile-time constants only (unrolled loops), so a GPU compiler keeps them in registers.
+   Barriers stand in loops whose bounds are the group's own; rows past the ends are zeros
+   in local memory and dead in the scores. Sums: each dot in four column lanes summed
+   ((x + y) + (z + w)), the keys (queries) in order. ==== */
+#if defined(NN_ATTN_FD) && NN_ATTN_FD > 0
+#define NN_ATTN_FBR NN__ATTN_FBR
+#define NN_ATTN_FBC NN__ATTN_FBC
+#define NN_ATTN_FV (NN_ATTN_FD / 4)
+
+/* element d of a row at p (offset o) when d < D and the row lives, else 0 */
+#define NN_ATTN_LD0(p_, o_, d_) (live && (d_) < D ? NN_ATTN_LD(p_, (o_) + (d_)) : 0.0f)
+#define NN_ATTN_LD4(p_, o_, u_)                                                                    \
+    (float4)(NN_ATTN_LD0(p_, o_, 4 * (u_)), NN_ATTN_LD0(p_, o_, 4 * (u_) + 1), NN_ATTN_LD0(p_, o_, 4 * (u_) + 2), \
+             NN_ATTN_LD0(p_, o_, 4 * (u_) + 3))
+/* a float4's lanes to a row at p (offset o), the columns before D */
+#define NN_ATTN_ST4(p_, o_, u_, x_)                                                                \
+    do {                                                                                           \
+        float4 w4_ = (x_);                                                                         \
+        if (4 * (u_) < D) NN__SSTORE(p_, (o_) + 4 * (u_), w4_.s0);                                 \
+        if (4 * (u_) + 1 < D) NN__SSTORE(p_, (o_) + 4 * (u_) + 1, w4_.s1);                         \
+        if (4 * (u_) + 2 < D) NN__SSTORE(p_, (o_) + 4 * (u_) + 2, w4_.s2);                         \
+        if (4 * (u_) + 3 < D) NN__SSTORE(p_, (o_) + 4 * (u_) + 3, w4_.s3);                         \
+    } while (0)
+#define NN_ATTN_HSUM(a_) (((a_).s0 + (a_).s1) + ((a_).s2 + (a_).s3))
+
+/* rows [r0, r0 + FBC) of a head into an [FBC, FD] local tile: zeros past row n and column D;
+   consecutive items take consecutive columns */
+inline void nn_attn_fload(__local float4 *dst4, __global const NN__STORE_T *src, int lay, int heads, int T, int D, int rs, int off,
+                          int b, int h, int r0, int n) {
+    __local float *dst = (__local float *)dst4;
+    for (int e = get_local_id(0); e < NN_ATTN_FBC * NN_ATTN_FD; e += NN_ATTN_FBR) {
+        int rr = e / NN_ATTN_FD, d = e % NN_ATTN_FD;
+        dst[e] = r0 + rr < n && d < D ? NN_ATTN_LD(src, nn_attn_voff(lay, heads, T, D, rs, off, b, h, r0 + rr) + d) : 0.0f;
+    }
+}
+
+#define NN_ATTN_FLASH_HEAD(NROW, HEADS)                                                            \
+    int B = dims.s0, H = dims.s1, Hkv = dims.s2, Tq = dims.s3, Tk = dims.s4, D = dims.s5, lay = dims.s6; \
+    int nblk = (NROW + NN_ATTN_FBR - 1) / NN_ATTN_FBR, grp = get_group_id(0);                      \
+    if (grp >= B * HEADS * nblk) return;                                                           \
+    int b = grp / (HEADS * nblk), hh = grp / nblk % HEADS, r0 = grp % nblk * NN_ATTN_FBR;          \
+    int me = r0 + (int)get_local_id(0), live = me < NROW;                                          \
+    (void)Hkv
+
+/* query row i of head (b, h): per tile of FBC keys, the FBC scores (q from registers, K from
+   local memory; kept in the item's own column of a local [FBC, FBR] tile), the row's new
+   maximum, then O = O alpha + sum_c P_c z_c V_c (the row sum counts the dropped weights,
+   the output not) */
+__kernel __attribute__((reqd_work_group_size(NN_ATTN_FBR, 1, 1))) void attn_flash_fwd(NN__KPARAMS(attn_fwd)) {
+    __local float4 Ks[NN_ATTN_FBC * NN_ATTN_FV], Vs[NN_ATTN_FBC * NN_ATTN_FV];
+    __local float Ss[NN_ATTN_FBC * NN_ATTN_FBR];
+    NN_ATTN_FLASH_HEAD(Tq, H);
+    int h = hh, hk = h / (H / Hkv), i = me, t = get_local_id(0), jlo, jhi;
+    long qo = NN_ATTN_QO(b, h, live ? i : 0);
+    float4 qr[NN_ATTN_FV], acc[NN_ATTN_FV];
+    float m = -INFINITY, l = 0.0f;
+#pragma unroll
+    for (int u = 0; u < NN_ATTN_FV; u++) {
+        qr[u] = NN_ATTN_LD4(q, qo, u);
+        acc[u] = (float4)(0.0f);
+    }
+    nn_attn_keys(dims, mk, r0, min(r0 + NN_ATTN_FBR, Tq), &jlo, &jhi);
+    for (int j0 = jlo; j0 < jhi; j0 += NN_ATTN_FBC) {
+        barrier(CLK_LOCAL_MEM_FENCE); /* the last tile's reads are done */
+        nn_attn_fload(Ks, k, lay, Hkv, Tk, D, vw.s2, vw.s3, b, hk, j0, jhi);
+        nn_attn_fload(Vs, v, lay, Hkv, Tk, D, vw.s4, vw.s5, b, hk, j0, jhi);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        float mt = m;
+        for (int c = 0; c < NN_ATTN_FBC; c++) {
+            float4 a = (float4)(0.0f);
+            float bias, sc = -INFINITY;
+#pragma unroll
+            for (int u = 0; u < NN_ATTN_FV; u++) a += qr[u] * Ks[c * NN_ATTN_FV + u];
+            if (live && j0 + c < jhi && !nn_attn_dead(dims, mk, mask, kpm, b, h, i, j0 + c, &bias)) sc = NN_ATTN_HSUM(a) * scale + bias;
+            Ss[c * NN_ATTN_FBR + t] = sc;
+            mt = sc > mt ? sc : mt;
+        }
+        if (mt != -INFINITY) { /* a live key so far */
+            float alpha = exp(m - mt);
+            l *= alpha;
+#pragma unroll
+            for (int u = 0; u < NN_ATTN_FV; u++) acc[u] *= alpha;
+            for (int c = 0; c < NN_ATTN_FBC; c++) {
+                float sc = Ss[c * NN_ATTN_FBR + t], pe = sc == -INFINITY ? 0.0f : exp(sc - mt);
+                l += pe;
+                if (p > 0.0f && pe != 0.0f) pe *= nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j0 + c);
+#pragma unroll
+                for (int u = 0; u < NN_ATTN_FV; u++) acc[u] += pe * Vs[c * NN_ATTN_FV + u];
+            }
+            m = mt;
+        }
+    }
+    if (live) {
+        long oo = nn_attn_off(lay, H, Tq, D, b, h, i);
+        float inv = l > 0.0f ? 1.0f / l : 0.0f;
+#pragma unroll
+        for (int u = 0; u < NN_ATTN_FV; u++) NN_ATTN_ST4(out, oo, u, acc[u] * inv);
+        NN_ATTN_LSE_OUT(out, (long)B * H * Tq * D)[((long)b * H + h) * Tq + i] = l > 0.0f ? m + log(l) : -INFINITY;
+    }
+}
+
+/* dq of query row i: per key j of each tile, dS = P (dP z - delta) with P = exp(S - lse),
+   dP = dO v_j, then dq += dS k_j (q, dO and dq in registers); dq = scale dq */
+__kernel __attribute__((reqd_work_group_size(NN_ATTN_FBR, 1, 1))) void attn_flash_dq(NN__KPARAMS(attn_bwd)) {
+    __local float4 Ks[NN_ATTN_FBC * NN_ATTN_FV], Vs[NN_ATTN_FBC * NN_ATTN_FV];
+    NN_ATTN_FLASH_HEAD(Tq, H);
+    int h = hh, hk = h / (H / Hkv), i = me, jlo, jhi;
+    long qo = NN_ATTN_QO(b, h, live ? i : 0), oo = nn_attn_off(lay, H, Tq, D, b, h, live ? i : 0);
+    long row = ((long)b * H + h) * Tq + (live ? i : 0);
+    float4 qr[NN_ATTN_FV], dor[NN_ATTN_FV], dq[NN_ATTN_FV];
+    float lse = NN_ATTN_LSE_IN(o, (long)B * H * Tq * D)[row], dl = delta[row];
+#pragma unroll
+    for (int u = 0; u < NN_ATTN_FV; u++) {
+        qr[u] = NN_ATTN_LD4(q, qo, u);
+        dor[u] = NN_ATTN_LD4(dout, oo, u);
+        dq[u] = (float4)(0.0f);
+    }
+    nn_attn_keys(dims, mk, r0, min(r0 + NN_ATTN_FBR, Tq), &jlo, &jhi);
+    for (int j0 = jlo; j0 < jhi; j0 += NN_ATTN_FBC) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        nn_attn_fload(Ks, k, lay, Hkv, Tk, D, vw.s2, vw.s3, b, hk, j0, jhi);
+        nn_attn_fload(Vs, v, lay, Hkv, Tk, D, vw.s4, vw.s5, b, hk, j0, jhi);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int c = 0; c < NN_ATTN_FBC; c++) {
+            float bias;
+            if (!live || j0 + c >= jhi || nn_attn_dead(dims, mk, mask, kpm, b, h, i, j0 + c, &bias)) continue;
+            float4 a = (float4)(0.0f);
+#pragma unroll
+            for (int u = 0; u < NN_ATTN_FV; u++) a += qr[u] * Ks[c * NN_ATTN_FV + u];
+            float pe = exp(NN_ATTN_HSUM(a) * scale + bias - lse);
+            if (pe == 0.0f) continue;
+            float z = p > 0.0f ? nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i, j0 + c) : 1.0f;
+            a = (float4)(0.0f);
+#pragma unroll
+            for (int u = 0; u < NN_ATTN_FV; u++) a += dor[u] * Vs[c * NN_ATTN_FV + u];
+            float ds = pe * (NN_ATTN_HSUM(a) * z - dl);
+#pragma unroll
+            for (int u = 0; u < NN_ATTN_FV; u++) dq[u] += ds * Ks[c * NN_ATTN_FV + u];
+        }
+    }
+    if (live) {
+        long dqo = NN_ATTN_DQO(b, h, i);
+#pragma unroll
+        for (int u = 0; u < NN_ATTN_FV; u++) NN_ATTN_ST4(out, dqo, u, dq[u] * scale);
+    }
+}
+
+/* dk, dv of key row j of key/value head hk: over its query heads h and their queries in
+   order (FBC at a time in local memory, with their log-sum-exps and deltas), P z and dS =
+   P (dP z - delta), then dv += P z dO_i, dk += dS q_i; k, dk and dv in registers, the
+   group's v rows in local memory as columns (item t reads column t: no bank conflicts) */
+__kernel __attribute__((reqd_work_group_size(NN_ATTN_FBR, 1, 1))) void attn_flash_dkv(NN__KPARAMS(attn_bwd)) {
+    __local float4 Qs[NN_ATTN_FBC * NN_ATTN_FV], Os[NN_ATTN_FBC * NN_ATTN_FV];
+    __local float Vt[NN_ATTN_FD * NN_ATTN_FBR], Ls[NN_ATTN_FBC], Dl[NN_ATTN_FBC];
+    NN_ATTN_FLASH_HEAD(Tk, Hkv);
+    int hk = hh, j = me, grp_h = H / Hkv, t = get_local_id(0), ilo, ihi;
+    long ko = NN_ATTN_KO(b, hk, live ? j : 0), vo = NN_ATTN_VO(b, hk, live ? j : 0);
+    float4 kr[NN_ATTN_FV], dk[NN_ATTN_FV], dv[NN_ATTN_FV];
+#pragma unroll
+    for (int u = 0; u < NN_ATTN_FV; u++) {
+        kr[u] = NN_ATTN_LD4(k, ko, u);
+        dk[u] = dv[u] = (float4)(0.0f);
+    }
+    for (int d = 0; d < NN_ATTN_FD; d++) Vt[d * NN_ATTN_FBR + t] = NN_ATTN_LD0(v, vo, d); /* the item's own column */
+    nn_attn_queries(dims, mk, r0, min(r0 + NN_ATTN_FBR, Tk), &ilo, &ihi);
+    for (int h = hk * grp_h; h < (hk + 1) * grp_h; h++)
+        for (int i0 = ilo; i0 < ihi; i0 += NN_ATTN_FBC) {
+            barrier(CLK_LOCAL_MEM_FENCE);
+            nn_attn_fload(Qs, q, lay, H, Tq, D, vw.s0, vw.s1, b, h, i0, ihi);
+            nn_attn_fload(Os, dout, lay, H, Tq, D, H * D, 0, b, h, i0, ihi);
+            for (int e = t; e < NN_ATTN_FBC; e += NN_ATTN_FBR) {
+                long row = ((long)b * H + h) * Tq + (i0 + e < ihi ? i0 + e : 0);
+                Ls[e] = NN_ATTN_LSE_IN(o, (long)B * H * Tq * D)[row];
+                Dl[e] = delta[row];
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+            for (int c = 0; c < NN_ATTN_FBC; c++) {
+                float bias;
+                if (!live || i0 + c >= ihi || nn_attn_dead(dims, mk, mask, kpm, b, h, i0 + c, j, &bias)) continue;
+                float4 a = (float4)(0.0f);
+#pragma unroll
+                for (int u = 0; u < NN_ATTN_FV; u++) a += kr[u] * Qs[c * NN_ATTN_FV + u];
+                float pe = exp(NN_ATTN_HSUM(a) * scale + bias - Ls[c]);
+                if (pe == 0.0f) continue;
+                float z = p > 0.0f ? nn_attn_keep(dims, p, seed_lo, seed_hi, key, step_lo, step_hi, b, h, i0 + c, j) : 1.0f;
+                a = (float4)(0.0f);
+#pragma unroll
+                for (int u = 0; u < NN_ATTN_FV; u++) {
+                    float4 vv = (float4)(Vt[(4 * u) * NN_ATTN_FBR + t], Vt[(4 * u + 1) * NN_ATTN_FBR + t],
+                                         Vt[(4 * u + 2) * NN_ATTN_FBR + t], Vt[(4 * u + 3) * NN_ATTN_FBR + t]);
+                    a += vv * Os[c * NN_ATTN_FV + u];
+                }
+                float pz = pe * z, ds = pe * (NN_ATTN_HSUM(a) * z - Dl[c]);
+#pragma unroll
+                for (int u = 0; u < NN_ATTN_FV; u++) {
+                    dv[u] += pz * Os[c * NN_ATTN_FV + u];
+                    dk[u] += ds * Qs[c * NN_ATTN_FV + u];
+                }
+            }
+        }
+    if (live) {
+        long dko = NN_ATTN_DKO(b, hk, j), dvo = NN_ATTN_DVO(b, hk, j);
+#pragma unroll
+        for (int u = 0; u < NN_ATTN_FV; u++) {
+            NN_ATTN_ST4(out, dko, u, dk[u] * scale);
+            NN_ATTN_ST4(out, dvo, u, dv[u]);
+        }
+    }
+}
+#endif

@@ -22,6 +22,20 @@
      : NN__ATTN_FITS(LF, 8, D, L, WG)  ? 8                                                         \
                                        : 0)
 
+/* The flash kernels (attn_flash_*, GPUs; NN_CL_ATTN): a work-group of NN__ATTN_FBR items, one
+   query row (forward, dQ) or key row (dK/dV) each, held in registers with its accumulators
+   at head dims up to FD (a build option, 64 or 32: NN_ATTN_FD), the other side's rows
+   NN__ATTN_FBC at a time in local memory, [FBC, FD] floats each of K and V (forward, with
+   the scores [FBC, FBR]; dQ) or Q and dO (dK/dV, with v's rows of the group [FD, FBR] and
+   FBC log-sum-exps and deltas: the most of the three).
+   FD is the largest of 64, 32 whose dK/dV tiles fit L floats; 0: no flash kernels. */
+#define NN__ATTN_FLASH_DEFAULT 0 /* without $NN_CL_ATTN: 1 flash, 0 tiled */
+#define NN__ATTN_FBR 64
+#define NN__ATTN_FBC 32
+#define NN__ATTN_LF_FLASH(FD) (2 * NN__ATTN_FBC * (FD) + (FD)*NN__ATTN_FBR + 2 * NN__ATTN_FBC)
+#define NN__ATTN_FLASH_D(L, WG)                                                                    \
+    ((WG) < NN__ATTN_FBR ? 0 : NN__ATTN_LF_FLASH(64) <= (L) ? 64 : NN__ATTN_LF_FLASH(32) <= (L) ? 32 : 0)
+
 /* CPU drivers' block kernels (attn_block_*): one work-item a group, NN__ATTN_RB query
    (dQ: query, dK/dV: key) rows of a head each */
 #define NN__ATTN_RB 16

@@ -196,6 +196,9 @@ typedef struct nn__device {
                                    desc.tuning); else every GPU choice, the OpenCL backend's
                                    1-D work-groups of 64 included: no other flag, so the GPU
                                    tuning of a CPU device (PoCL) runs all of them */
+    int attn_flash;             /* GPUs: nn_attention's flash kernels where they take the head dim
+                                   (kernels/attention.cl attn_flash_*), else the tiled ones:
+                                   $NN_CL_ATTN flash or tiled, default NN__ATTN_FLASH_DEFAULT */
     size_t max_wg;              /* largest work-group */
     uint64_t local_mem;         /* bytes of local memory */
     uint64_t max_alloc;         /* largest buffer in bytes */

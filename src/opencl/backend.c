@@ -3,6 +3,7 @@
    kernels with their arguments set once, at compile time, so a step only enqueues. */
 #include "../base/internal.h"
 #include "../base/registry.h"
+#include "../../kernels/attention_tile.h" /* NN__ATTN_FLASH_DEFAULT */
 #include "cl_api.h" /* the cl* declarations; the library is loaded by nn__cl_load() (opencl/loader.c) */
 
 #define NN__CL_MAX_DEVICES 32
@@ -229,6 +230,8 @@ static nn_result nn__cl_open_device(nn_context *ctx, cl_platform_id plat, cl_dev
         if (env && env[0] && strcmp(env, "0") != 0) d->guard = NN__CL_GUARD;
         env = getenv("NN_CL_STAGING");
         cl->staging = !(env && strcmp(env, "0") == 0);
+        env = getenv("NN_CL_ATTN"); /* the GPU attention kernels: flash or tiled */
+        d->attn_flash = env && strcmp(env, "flash") == 0 ? 1 : env && strcmp(env, "tiled") == 0 ? 0 : NN__ATTN_FLASH_DEFAULT;
     }
     nn__cl_str(dev, CL_DEVICE_NAME, cl->name, sizeof cl->name);
     if (!cl->name[0]) snprintf(cl->name, sizeof cl->name, "OpenCL device %d (no name)", index);

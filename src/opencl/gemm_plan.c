@@ -213,6 +213,7 @@ typedef struct nn__attn_cl_cfg {
     int wg;   /* items a work-group (0: no tiled kernels on this device) */
     int lmem; /* floats of local memory a group's tiles may take */
     int own;  /* the most output columns an item accumulates (over every head dim that fits) */
+    int fd;   /* the flash kernels' largest head dim (kernels/attention_tile.h); 0: none, or not chosen */
 } nn__attn_cl_cfg;
 
 /* GPUs: groups of up to 256 items, the device's local memory less 1 KiB for the driver
@@ -234,6 +235,9 @@ static void nn__attn_cl_config(const nn__device *dev, nn__attn_cl_cfg *c) {
         if (ob > c->own) c->own = ob;
     }
     if (c->own == 0) c->wg = 0;
+    /* the flash kernels are built only where they run (NN_CL_ATTN flash): their unrolled
+       loops take PoCL a while to compile */
+    if (dev->attn_flash) c->fd = NN__ATTN_FLASH_D(c->lmem, (int)(dev->max_wg < 1024 ? dev->max_wg : 1024));
 }
 
 /* the tile of the tiled forward (bwd 0) or backward kernels at head dim D; 0: the row kernels */
@@ -254,7 +258,7 @@ static NN__MAYBE_UNUSED void nn__program_options(const char *name, const nn__dev
     if (strcmp(name, "attention") == 0 && n) {
         nn__attn_cl_cfg c;
         nn__attn_cl_config(dev, &c);
-        snprintf(buf, n, "-DNN_ATTN_WG=%d -DNN_ATTN_LMEM=%d -DNN_ATTN_OWN=%d", c.wg ? c.wg : 1, c.lmem ? c.lmem : 1,
-                 c.own ? c.own : 1);
+        snprintf(buf, n, "-DNN_ATTN_WG=%d -DNN_ATTN_LMEM=%d -DNN_ATTN_OWN=%d -DNN_ATTN_FD=%d", c.wg ? c.wg : 1,
+                 c.lmem ? c.lmem : 1, c.own ? c.own : 1, c.fd);
     }
 }

@@ -593,6 +593,21 @@ static int nn__attn_block(nn_graph *g, const nn__attn_attr *a) { return g->ctx->
 static int nn__attn_tile(nn_graph *g, const nn__attn_attr *a, int bwd) {
     return a->Dv == a->D ? nn__attn_cl_tile(&g->ctx->dev, bwd, a->D) : 0;
 }
+/* GPUs with NN_CL_ATTN flash (nn__device attn_flash): the flash kernels where they take the
+   head dim (Dv = D <= the build's NN_ATTN_FD), a group of NN__ATTN_FBR items per that many
+   rows of each head; else the tiled ones */
+static int nn__attn_flash(nn_graph *g, const nn__attn_attr *a) {
+    nn__attn_cl_cfg c;
+    if (g->ctx->dev.cpu_tuned || a->Dv != a->D) return 0;
+    nn__attn_cl_config(&g->ctx->dev, &c);
+    return c.fd > 0 && a->D <= c.fd;
+}
+static void nn__attn_flash_geom(nn_graph *g, nn__launch *l, int heads, int rows) {
+    const nn__attn_attr *a = &g->nodes[l->node].a.attn;
+    l->gws[0] = (size_t)a->B * heads * ((rows + NN__ATTN_FBR - 1) / NN__ATTN_FBR) * NN__ATTN_FBR;
+    l->lws[0] = NN__ATTN_FBR;
+    l->use_lws = 1;
+}
 static void nn__attn_block_geom(nn_graph *g, nn__launch *l, int heads, int rows) {
     const nn__attn_attr *a = &g->nodes[l->node].a.attn;
     l->gws[0] = (size_t)a->B * heads * ((rows + NN__ATTN_RB - 1) / NN__ATTN_RB);
@@ -605,10 +620,14 @@ static void nn__attn_block_geom(nn_graph *g, nn__launch *l, int heads, int rows)
 static nn_result nn__launch_attention(nn_graph *g, int id) {
     nn__node *n = &g->nodes[id];
     int dims[8], mk[8], vw[8], tile = nn__attn_tile(g, &n->a.attn, 0), blk = nn__attn_block(g, &n->a.attn);
-    NN__KSTART(attn_fwd, "attention", blk ? "attn_block_fwd" : tile ? "attn_tiled_fwd" : "attn_fwd", (int64_t)n->a.attn.B * n->a.attn.H * n->a.attn.Tq);
+    int fl = nn__attn_flash(g, &n->a.attn);
+    NN__KSTART(attn_fwd, "attention", blk ? "attn_block_fwd" : fl ? "attn_flash_fwd" : tile ? "attn_tiled_fwd" : "attn_fwd",
+               (int64_t)n->a.attn.B * n->a.attn.H * n->a.attn.Tq);
     l->update = nn__attn_update_fwd;
     if (blk)
         nn__attn_block_geom(g, l, n->a.attn.H, n->a.attn.Tq);
+    else if (fl)
+        nn__attn_flash_geom(g, l, n->a.attn.H, n->a.attn.Tq);
     else if (tile)
         nn__attn_tiled_geom(g, l, n->a.attn.H, n->a.attn.Tq, tile);
     else
@@ -642,12 +661,15 @@ static nn_result nn__launch_attention_bwd(nn_graph *g, int id, const char *kerne
                                           const nn__buf *out) {
     nn__node *n = &g->nodes[id];
     int dims[8], mk[8], vw[8], tile = heads ? nn__attn_tile(g, &n->a.attn, 1) : 0, blk = heads && nn__attn_block(g, &n->a.attn);
+    int fl = heads && nn__attn_flash(g, &n->a.attn);
     char name[32];
-    sprintf(name, "attn_%s%s", blk ? "block_" : tile ? "tiled_" : "", kernel);
+    sprintf(name, "attn_%s%s", blk ? "block_" : fl ? "flash_" : tile ? "tiled_" : "", kernel);
     NN__KSTART(attn_bwd, "attention", name, items);
     l->update = nn__attn_update_bwd;
     if (blk)
         nn__attn_block_geom(g, l, heads, rows);
+    else if (fl)
+        nn__attn_flash_geom(g, l, heads, rows);
     else if (tile)
         nn__attn_tiled_geom(g, l, heads, rows, tile);
     else
