@@ -90,6 +90,11 @@ static void nn__wino_layout(const nn__conv2d *c, int op, int T, nn__wino *L) {
     L->usz = ((size_t)L->Cop * L->Ci + 15) / 16 * 16;
     L->vsz = (size_t)L->Ci * L->ntp;
     L->msz = (size_t)L->Cop * L->ntp;
+    /* an odd number of cache lines between the 16 V_xi (and M_xi): the input transform writes
+       all 16 and the output transform reads all 16 at once, and a stride of a multiple of 4 KB
+       (V of 32 or 64 channels: 12 or 24 KB) put the 16 streams in one L1 set */
+    if (L->vsz / 16 % 2 == 0) L->vsz += 16;
+    if (L->msz / 16 % 2 == 0) L->msz += 16;
     L->upk = 16 * L->usz + 16 * (size_t)L->Co * L->Ci + 16;
     L->per_task = 16 * (L->vsz + L->msz) + 32 * (size_t)L->S + 32;
 }
