@@ -465,7 +465,7 @@ static void nn__wino_input(const nn__wino_job *J, const nn__wino_seg *sg, int ns
                 if (s > 0 && sg[s - 1].n == sg[s].n && sg[s - 1].th + 1 == sg[s].th && r0 < r1 - 2) r0 = r1 - 2;
                 p = (const char *)(J->x + (((size_t)sg[s].n * L->Ci + ci + 1) * L->H + (size_t)r0) * L->W);
                 pe = (const char *)(J->x + (((size_t)sg[s].n * L->Ci + ci + 1) * L->H + (size_t)r1) * L->W);
-                for (; p < pe; p += 64) _mm_prefetch(p, _MM_HINT_T0);
+                for (; p < pe; p += 64) __builtin_prefetch(p, 0, 3);
             }
 #endif
         for (s = 0; s < ns; s++) { /* a run of tiles along one tile row */
