@@ -335,10 +335,10 @@ __attribute__((target("avx512f"))) static void nn__wino_vin_avx512(const float *
             NN__WINO_VCOL512(ea, a);
             for (q = 0; q < 4; q++) {
                 float *o = e + (size_t)(4 * q) * S + j;
-                _mm512_mask_storeu_ps(o, st, _mm512_permutexvar_ps(ie, ea[q]));
-                _mm512_mask_storeu_ps(o + S, st, _mm512_permutexvar_ps(io, ea[q]));
-                _mm512_mask_storeu_ps(o + 2 * S, st, _mm512_permutexvar_ps(ie1, ea[q]));
-                _mm512_mask_storeu_ps(o + 3 * S, st, _mm512_permutexvar_ps(io1, ea[q]));
+                _mm512_mask_storeu_ps(o, st, _mm512_maskz_permutexvar_ps((__mmask16)0xFFFF, ie, ea[q]));
+                _mm512_mask_storeu_ps(o + S, st, _mm512_maskz_permutexvar_ps((__mmask16)0xFFFF, io, ea[q]));
+                _mm512_mask_storeu_ps(o + 2 * S, st, _mm512_maskz_permutexvar_ps((__mmask16)0xFFFF, ie1, ea[q]));
+                _mm512_mask_storeu_ps(o + 3 * S, st, _mm512_maskz_permutexvar_ps((__mmask16)0xFFFF, io1, ea[q]));
             }
             continue;
         }
