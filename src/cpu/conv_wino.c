@@ -90,6 +90,11 @@ static void nn__wino_layout(const nn__conv2d *c, int op, int T, nn__wino *L) {
     L->usz = ((size_t)L->Cop * L->Ci + 15) / 16 * 16;
     L->vsz = (size_t)L->Ci * L->ntp;
     L->msz = (size_t)L->Cop * L->ntp;
+    /* an odd number of cache lines between the 16 V_xi (and M_xi): the input transform writes
+       all 16 and the output transform reads all 16 at once, and a stride of a multiple of 4 KB
+       (V of 32 or 64 channels: 12 or 24 KB) put the 16 streams in one L1 set */
+    if (L->vsz / 16 % 2 == 0) L->vsz += 16;
+    if (L->msz / 16 % 2 == 0) L->msz += 16;
     L->upk = 16 * L->usz + 16 * (size_t)L->Co * L->Ci + 16;
     L->per_task = 16 * (L->vsz + L->msz) + 32 * (size_t)L->S + 32;
 }
@@ -284,7 +289,7 @@ __attribute__((target("avx512f"))) static void nn__wino_inter_avx512(const float
         __mmask16 lm = nn__wino_mask(na - j);
         __m512 va = _mm512_maskz_loadu_ps(lm, a + j), vb = _mm512_maskz_loadu_ps(lm, b + j);
         _mm512_mask_storeu_ps(y + 2 * j, nn__wino_mask(ow - 2 * j), _mm512_permutex2var_ps(va, lo, vb));
-        _mm512_mask_storeu_ps(y + 2 * j + 16, nn__wino_mask(ow - 2 * j - 16), _mm512_permutex2var_ps(va, hi, vb));
+        if (ow - 2 * j > 16) _mm512_mask_storeu_ps(y + 2 * j + 16, nn__wino_mask(ow - 2 * j - 16), _mm512_permutex2var_ps(va, hi, vb));
     }
 }
 
@@ -324,6 +329,19 @@ __attribute__((target("avx512f"))) static void nn__wino_vin_avx512(const float *
         __mmask16 st = nn__wino_mask(n), ka = nn__wino_cmask(W, p);
         __mmask16 kb = need > 16 ? nn__wino_cmask(W, p + 16) : 0, kc = need > 32 ? nn__wino_cmask(W, p + 32) : 0;
         __m512 a[4], b[4], c[4], ea[4], eb[4], ec[4];
+        if (need <= 16) { /* a short run (7 tiles at 14x14): one vector a row, one-source permutes */
+            const __m512i ie1 = _mm512_add_epi32(ie, _mm512_set1_epi32(2)), io1 = _mm512_add_epi32(io, _mm512_set1_epi32(2));
+            for (q = 0; q < 4; q++) a[q] = nn__wino_ld16(r[q], p, ka);
+            NN__WINO_VCOL512(ea, a);
+            for (q = 0; q < 4; q++) {
+                float *o = e + (size_t)(4 * q) * S + j;
+                _mm512_mask_storeu_ps(o, st, _mm512_maskz_permutexvar_ps((__mmask16)0xFFFF, ie, ea[q]));
+                _mm512_mask_storeu_ps(o + S, st, _mm512_maskz_permutexvar_ps((__mmask16)0xFFFF, io, ea[q]));
+                _mm512_mask_storeu_ps(o + 2 * S, st, _mm512_maskz_permutexvar_ps((__mmask16)0xFFFF, ie1, ea[q]));
+                _mm512_mask_storeu_ps(o + 3 * S, st, _mm512_maskz_permutexvar_ps((__mmask16)0xFFFF, io1, ea[q]));
+            }
+            continue;
+        }
         for (q = 0; q < 4; q++) {
             a[q] = nn__wino_ld16(r[q], p, ka);
             b[q] = nn__wino_ld16(r[q], p + 16, kb);
@@ -437,6 +455,19 @@ static void nn__wino_input(const nn__wino_job *J, const nn__wino_seg *sg, int ns
     int nr = L->arch->nr, S = L->S, ci, i, xi, jr, t, s;
     float *e = d + 16 * (size_t)S;
     for (ci = 0; ci < L->Ci; ci++) {
+#if NN__GEMM_X86
+        if (ci + 1 < L->Ci) /* the next channel's rows for this chunk: its runs jump between planes */
+            for (s = 0; s < ns; s++) {
+                int r0 = 2 * sg[s].th - L->ph, r1 = r0 + 4;
+                const char *p, *pe;
+                if (r0 < 0) r0 = 0;
+                if (r1 > L->H) r1 = L->H;
+                if (s > 0 && sg[s - 1].n == sg[s].n && sg[s - 1].th + 1 == sg[s].th && r0 < r1 - 2) r0 = r1 - 2;
+                p = (const char *)(J->x + (((size_t)sg[s].n * L->Ci + ci + 1) * L->H + (size_t)r0) * L->W);
+                pe = (const char *)(J->x + (((size_t)sg[s].n * L->Ci + ci + 1) * L->H + (size_t)r1) * L->W);
+                for (; p < pe; p += 64) __builtin_prefetch(p, 0, 3);
+            }
+#endif
         for (s = 0; s < ns; s++) { /* a run of tiles along one tile row */
             int th = sg[s].th, tw0 = sg[s].tw0, len = sg[s].len;
             size_t off = (size_t)sg[s].off;
