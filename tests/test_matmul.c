@@ -268,7 +268,7 @@ done:
 static void mm_prepack(const t_env *e) {
     static const char *const kernels[] = {"generic", "avx2", "avx512f"};
     static const int shapes[2][3] = {{37, 530, 580}, {300, 64, 580}}; /* N split (A shared), M split (B shared) */
-    enum { MAXF = 300 * 580 };
+    enum { MAXF = 580 * 530 }; /* the largest operand: op(B) of the first shape, K x N */
     float *a = NULL, *b = NULL, *c[3] = {NULL, NULL, NULL};
     int k, s, ta, tb, i, planned = 0;
     if (!t_begin_cpu(e, "matmul: the CPU GEMM's operands packed once give the bits of packing per thread",
