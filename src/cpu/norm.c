@@ -256,7 +256,9 @@ NN__LN_TGT static int64_t nn__ln_affine_avx2(const nn__norm *q, float *out, cons
 /* nn__ln_affine_avx2 with AVX-512's eight doubles a vector: a block of 32 channels in 4
    accumulators, not 8, channel c in the same lane of its own accumulator and the rows in
    the same order, so the same bits with half the double instructions (the weight's
-   gradient was the largest of the tiny GPT's layer-norm loops) */
+   gradient was the largest of the tiny GPT's layer-norm loops). The widening is the zero-masked
+   form with every lane set (the same values): g++ warns on _mm512_cvtps_pd's undefined
+   pass-through as maybe-uninitialized. */
 __attribute__((target("avx512f"))) static int64_t nn__ln_affine_avx512(const nn__norm *q, float *out, const float *x, const float *stats,
                                                                        const float *dy, float eps, int64_t c0, int64_t c1) {
     int64_t R = nn__norm_groups(q), C = q->C, a, a0, na, cb, ce = c0 + (c1 - c0) / 32 * 32;
@@ -278,10 +280,10 @@ __attribute__((target("avx512f"))) static int64_t nn__ln_affine_avx512(const nn_
                     __m256 vm = _mm256_set1_ps(mean[a]), vr = _mm256_set1_ps(rs[a]);
                     for (k = 0; k < 4; k++) {
                         __m256 xh = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(xx + 8 * k), vm), vr);
-                        acc[k] = _mm512_add_pd(acc[k], _mm512_mul_pd(_mm512_cvtps_pd(_mm256_loadu_ps(dd + 8 * k)), _mm512_cvtps_pd(xh)));
+                        acc[k] = _mm512_add_pd(acc[k], _mm512_mul_pd(_mm512_maskz_cvtps_pd((__mmask8)0xFF, _mm256_loadu_ps(dd + 8 * k)), _mm512_maskz_cvtps_pd((__mmask8)0xFF, xh)));
                     }
                 } else
-                    for (k = 0; k < 4; k++) acc[k] = _mm512_add_pd(acc[k], _mm512_cvtps_pd(_mm256_loadu_ps(dd + 8 * k)));
+                    for (k = 0; k < 4; k++) acc[k] = _mm512_add_pd(acc[k], _mm512_maskz_cvtps_pd((__mmask8)0xFF, _mm256_loadu_ps(dd + 8 * k)));
             }
             for (k = 0; k < 4; k++) _mm512_storeu_pd(accs + (cb - c0) + 8 * k, acc[k]);
         }
