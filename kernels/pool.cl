@@ -80,8 +80,8 @@ __kernel void max_pool2d_backward_elems(NN__KPARAMS(max_pool2d_backward)) {
 }
 
 /* Devices tuned as CPUs (dev.cpu_tuned) run these variants of the three above, with their
-   signatures (src/ops/pool.c's max pooling launches pick them): one work-item per output
-   row or per plane, so the index arithmetic is paid per row. The
+   signatures (src/ops/pool.c's max pooling launches pick them): one work-item per plane,
+   so the index arithmetic is paid per plane. The
    plane-wise backward adds each output's gradient at its argmax in output order, the same
    order as the gather above. It adds in dx's memory, so the launch runs it on float32 alone
    (16-bit storage would round each add): a 16-bit gradient takes the gather. */
@@ -142,26 +142,28 @@ inline int max_row_2x2(__global const float *xc, const int H, const int W, const
 #define NN__MAX_ROW_2X2(xc, oh, y, idx) 0
 #endif
 
-__kernel void max_pool2d_forward_rows(NN__KPARAMS(max_pool2d_forward)) {
-    int i = get_global_id(0);
-    if (i >= NC * OH) return;
-    int oh = i % OH, c = i / OH;
+__kernel void max_pool2d_forward_planes(NN__KPARAMS(max_pool2d_forward)) {
+    int c = get_global_id(0);
+    if (c >= NC) return;
     __global const NN__STORE_T *xc = x + (size_t)c * H * W;
+    __global NN__STORE_T *yc = y + (size_t)c * OH * OW;
     float v;
-    for (int ow = NN__MAX_ROW_2X2(xc, oh, y + (size_t)i * OW, (__global int *)0); ow < OW; ow++) {
-        max_window(xc, H, W, oh, ow, geo, &v);
-        NN__SSTORE(y, (size_t)i * OW + ow, v);
-    }
+    for (int oh = 0; oh < OH; oh++)
+        for (int ow = NN__MAX_ROW_2X2(xc, oh, yc + oh * OW, (__global int *)0); ow < OW; ow++) {
+            max_window(xc, H, W, oh, ow, geo, &v);
+            NN__SSTORE(yc, oh * OW + ow, v);
+        }
 }
 
-__kernel void max_pool2d_argmax_rows(NN__KPARAMS(max_pool2d_argmax)) {
-    int i = get_global_id(0);
-    if (i >= NC * OH) return;
-    int oh = i % OH, c = i / OH;
+__kernel void max_pool2d_argmax_planes(NN__KPARAMS(max_pool2d_argmax)) {
+    int c = get_global_id(0);
+    if (c >= NC) return;
     __global const NN__STORE_T *xc = x + (size_t)c * H * W;
+    __global int *ic = idx + (size_t)c * OH * OW;
     float v;
-    for (int ow = NN__MAX_ROW_2X2(xc, oh, (__global float *)0, idx + (size_t)i * OW); ow < OW; ow++)
-        idx[(size_t)i * OW + ow] = max_window(xc, H, W, oh, ow, geo, &v);
+    for (int oh = 0; oh < OH; oh++)
+        for (int ow = NN__MAX_ROW_2X2(xc, oh, (__global float *)0, ic + oh * OW); ow < OW; ow++)
+            ic[oh * OW + ow] = max_window(xc, H, W, oh, ow, geo, &v);
 }
 
 __kernel void max_pool2d_backward_planes(NN__KPARAMS(max_pool2d_backward)) {

@@ -192,8 +192,8 @@ static void nn__pool_geo(const nn__pooling *p, int *geo) {
 
 /* A pool launch's common part: the node's pooling p and geometry geo (eight ints), and the
    launch of kernel, one work-item per element of the node; on a device tuned as a CPU,
-   cpu_kernel (when not NULL) with one work-item per output row (per_row) or per plane. */
-static nn_result nn__pool_launch(nn_graph *g, int id, const char *kernel, const char *cpu_kernel, int per_row,
+   cpu_kernel (when not NULL) with one work-item per plane. */
+static nn_result nn__pool_launch(nn_graph *g, int id, const char *kernel, const char *cpu_kernel,
                                  nn__pooling *p, int *geo, nn__launch **l) {
     nn__node *n = &g->nodes[id];
     int cpu = cpu_kernel && g->ctx->dev.cpu_tuned;
@@ -201,7 +201,7 @@ static nn_result nn__pool_launch(nn_graph *g, int id, const char *kernel, const 
     nn__pooling_of(g, n, p);
     nn__pool_geo(p, geo);
     r = nn__launch_kernel(g, id, "pool", cpu ? cpu_kernel : kernel,
-                          cpu ? (size_t)p->NC * (per_row ? (size_t)p->OH : 1) : (size_t)n->numel, l);
+                          cpu ? (size_t)p->NC : (size_t)n->numel, l);
     if (r == NN_OK) (*l)->store = nn__pool_dtype(g, n); /* 16-bit: the program built with NN_STORE_BF16 / _F16 */
     return r;
 }
@@ -218,20 +218,20 @@ static nn_result nn__pool_launch(nn_graph *g, int id, const char *kernel, const 
     } while (0)
 
 /* A pool launch function's opening: n, p, geo and NN__KWITH's l, k (its pool fields set)
-   and r, for kernel (of signature sig; its CPU variant cpu_kernel, per_row as
+   and r, for kernel (of signature sig; its CPU variant cpu_kernel, as
    nn__pool_launch's) */
-#define NN__POOL_KLAUNCH(sig, kernel, cpu_kernel, per_row)                           \
+#define NN__POOL_KLAUNCH(sig, kernel, cpu_kernel)                                    \
     nn__node *n = &g->nodes[id];                                                     \
     nn__pooling p;                                                                   \
     int geo[8];                                                                      \
-    NN__KWITH(sig, nn__pool_launch(g, id, kernel, cpu_kernel, per_row, &p, geo, &l)); \
+    NN__KWITH(sig, nn__pool_launch(g, id, kernel, cpu_kernel, &p, geo, &l));          \
     NN__POOL_KFIELDS(k, p, geo)
 
 /* ==== max_pool2d: y [N, C, OH, OW] = the maximum of each window (kernel, stride, padding,
    dilation, ceil mode: torch.nn.functional.max_pool2d, max_pool1d, and the global form).
    Its gradient recomputes the windows' argmax (MAXPOOL2D_ARGMAX, idx [N, C, OH, OW] int32,
    so inference keeps no indices) and sends dy there (MAXPOOL2D_GRAD: dx [N, C, H, W], in
-   output order). On devices tuned as CPUs the kernels run by rows or planes. ==== */
+   output order). On devices tuned as CPUs the kernels run by planes. ==== */
 
 NN_API nn_tensor nn_max_pool2d(nn_graph *g, nn_tensor x, const nn_pool2d_desc *desc) {
     return nn__pooling2d(g, "nn_max_pool2d", NN__OP_MAXPOOL2D, x, desc);
@@ -305,16 +305,18 @@ static nn_result nn__cpu_maxpool2d_grad(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
-/* One work-item per output element, or per output row on a device tuned as a CPU. */
+/* One work-item per output element, or per plane on a device tuned as a CPU (per output row
+   before: 14 or 7 outputs an item in the CNN, whose index division and checks cost
+   about a tenth of the kernels' time on PoCL). */
 static nn_result nn__launch_maxpool2d(nn_graph *g, int id) {
-    NN__POOL_KLAUNCH(max_pool2d_forward, "max_pool2d_forward_elems", "max_pool2d_forward_rows", 1);
+    NN__POOL_KLAUNCH(max_pool2d_forward, "max_pool2d_forward_elems", "max_pool2d_forward_planes");
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     return nn__kargs_max_pool2d_forward(l, &k);
 }
 
 static nn_result nn__launch_maxpool2d_argmax(nn_graph *g, int id) {
-    NN__POOL_KLAUNCH(max_pool2d_argmax, "max_pool2d_argmax_elems", "max_pool2d_argmax_rows", 1);
+    NN__POOL_KLAUNCH(max_pool2d_argmax, "max_pool2d_argmax_elems", "max_pool2d_argmax_planes");
     k.x = &g->nodes[n->in[0]].buf;
     k.idx = &n->buf;
     return nn__kargs_max_pool2d_argmax(l, &k);
@@ -324,7 +326,7 @@ static nn_result nn__launch_maxpool2d_argmax(nn_graph *g, int id) {
    plane-wise kernel adds into dx in memory, which 16-bit storage would round at each add). */
 static nn_result nn__launch_maxpool2d_grad(nn_graph *g, int id) {
     NN__POOL_KLAUNCH(max_pool2d_backward, "max_pool2d_backward_elems",
-                     nn__dtype_half(g->nodes[id].dtype) ? NULL : "max_pool2d_backward_planes", 0);
+                     nn__dtype_half(g->nodes[id].dtype) ? NULL : "max_pool2d_backward_planes");
     k.idx = &g->nodes[n->in[0]].buf;
     k.dy = &g->nodes[n->in[1]].buf;
     k.dx = &n->buf;
@@ -403,7 +405,7 @@ static nn_result nn__cpu_avgpool2d_grad(nn_graph *g, nn__node *n) {
 }
 
 static nn_result nn__launch_avgpool2d(nn_graph *g, int id) {
-    NN__POOL_KLAUNCH(avg_pool2d_forward, "avg_pool2d_forward", NULL, 0);
+    NN__POOL_KLAUNCH(avg_pool2d_forward, "avg_pool2d_forward", NULL);
     k.x = &g->nodes[n->in[0]].buf;
     k.y = &n->buf;
     k.exclude_pad = p.exclude_pad;
@@ -412,7 +414,7 @@ static nn_result nn__launch_avgpool2d(nn_graph *g, int id) {
 }
 
 static nn_result nn__launch_avgpool2d_grad(nn_graph *g, int id) {
-    NN__POOL_KLAUNCH(avg_pool2d_backward, "avg_pool2d_backward", NULL, 0);
+    NN__POOL_KLAUNCH(avg_pool2d_backward, "avg_pool2d_backward", NULL);
     k.dy = &g->nodes[n->in[0]].buf;
     k.dx = &n->buf;
     k.exclude_pad = p.exclude_pad;
