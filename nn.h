@@ -5611,6 +5611,52 @@ nn__gemm_ukr_avx512_s(int kc, const float *a, size_t rs, size_t cs, const float 
         NN__AVX512_UKR_BODY(NN__AVX512_ARS, 1)
     }
 }
+/* 8 x 32 from 8-row packed panels (a += 8 per k): per element the 12-row kernel's FMAs and
+   store, so the same bits; for products whose M is a multiple of 8 but not of 12 (Winograd's
+   32 or 64 channels: 12 rows pad them to 36 or 72) */
+__attribute__((target("avx512f"))) static void
+nn__gemm_ukr_avx512_8(int kc, const float *a, const float *b, float *c, int ldc, float alpha, float beta) {
+    __m512 c00 = _mm512_setzero_ps(), c01 = _mm512_setzero_ps();
+    __m512 c10 = _mm512_setzero_ps(), c11 = _mm512_setzero_ps();
+    __m512 c20 = _mm512_setzero_ps(), c21 = _mm512_setzero_ps();
+    __m512 c30 = _mm512_setzero_ps(), c31 = _mm512_setzero_ps();
+    __m512 c40 = _mm512_setzero_ps(), c41 = _mm512_setzero_ps();
+    __m512 c50 = _mm512_setzero_ps(), c51 = _mm512_setzero_ps();
+    __m512 c60 = _mm512_setzero_ps(), c61 = _mm512_setzero_ps();
+    __m512 c70 = _mm512_setzero_ps(), c71 = _mm512_setzero_ps();
+    __m512 b0, b1, av, va, vb;
+    int k;
+    for (k = 0; k < 8; k++) {
+        _mm_prefetch((const char *)(c + (size_t)k * ldc), _MM_HINT_T0);
+        _mm_prefetch((const char *)(c + (size_t)k * ldc + 31), _MM_HINT_T0);
+    }
+    for (k = 0; k < kc; k++) {
+        b0 = _mm512_load_ps(b);
+        b1 = _mm512_load_ps(b + 16);
+        _mm_prefetch((const char *)(b + 256), _MM_HINT_T0);
+        _mm_prefetch((const char *)(b + 256 + 16), _MM_HINT_T0);
+        NN__AVX512_ROW(a[0], c00, c01)
+        NN__AVX512_ROW(a[1], c10, c11)
+        NN__AVX512_ROW(a[2], c20, c21)
+        NN__AVX512_ROW(a[3], c30, c31)
+        NN__AVX512_ROW(a[4], c40, c41)
+        NN__AVX512_ROW(a[5], c50, c51)
+        NN__AVX512_ROW(a[6], c60, c61)
+        NN__AVX512_ROW(a[7], c70, c71)
+        a += 8;
+        b += 32;
+    }
+    va = _mm512_set1_ps(alpha);
+    vb = _mm512_set1_ps(beta);
+    NN__AVX512_STORE(0, c00, c01)
+    NN__AVX512_STORE(1, c10, c11)
+    NN__AVX512_STORE(2, c20, c21)
+    NN__AVX512_STORE(3, c30, c31)
+    NN__AVX512_STORE(4, c40, c41)
+    NN__AVX512_STORE(5, c50, c51)
+    NN__AVX512_STORE(6, c60, c61)
+    NN__AVX512_STORE(7, c70, c71)
+}
 #undef NN__AVX512_ROW
 #undef NN__AVX512_STORE
 #undef NN__AVX512_APK
@@ -10336,6 +10382,8 @@ typedef struct nn__wino {
     int ntp;           /* columns of a chunk's panels: lc rounded up */
     int S;             /* floats of one of a chunk's rows of transform values: lc rounded up */
     int kc;            /* the K block of the products (over Ci) */
+    int mr;            /* the products' row tile: arch's, or 8 (ukr) where that pads Co less */
+    nn__gemm_ukr ukr;  /* the products' microkernel */
     int Cop;           /* Co rounded up to mr */
     int T;             /* tasks */
     int64_t ntiles;    /* tiles in all: N * TH * TW */
@@ -10378,7 +10426,17 @@ static void nn__wino_layout(const nn__conv2d *c, int op, int T, nn__wino *L) {
     nkb = (L->Ci + arch->kc - 1) / arch->kc; /* K blocks of at most kc, even, multiples of 8 */
     L->kc = ((L->Ci + nkb - 1) / nkb + 7) / 8 * 8;
     if (L->kc > L->Ci) L->kc = L->Ci;
-    L->Cop = (L->Co + arch->mr - 1) / arch->mr * arch->mr;
+    L->mr = arch->mr;
+    L->ukr = arch->ukr;
+#if NN__GEMM_X86
+    /* the AVX-512 kernel's 12 rows pad 32 or 64 channels to 36 or 72: 8 x 32 tiles instead
+       (the same FMAs per element, so the same bits) */
+    if (arch->ukr == nn__gemm_ukr_avx512 && (L->Co + 7) / 8 * 8 < (L->Co + 11) / 12 * 12) {
+        L->mr = 8;
+        L->ukr = nn__gemm_ukr_avx512_8;
+    }
+#endif
+    L->Cop = (L->Co + L->mr - 1) / L->mr * L->mr;
     L->T = T > 0 ? T : 1;
     L->usz = ((size_t)L->Cop * L->Ci + 15) / 16 * 16;
     L->vsz = (size_t)L->Ci * L->ntp;
@@ -10829,7 +10887,7 @@ static void nn__wino_task(void *arg, int t, int n_tasks) {
     const nn__wino_job *J = (const nn__wino_job *)arg;
     const nn__wino *L = J->L;
     const nn__gemm_arch *arch = L->arch;
-    int mr = arch->mr, nr = arch->nr, xi, pc, jr, ir;
+    int mr = L->mr, nr = arch->nr, xi, pc, jr, ir;
     int64_t per = (J->nchunks + n_tasks - 1) / n_tasks, ch, ch1 = per * (t + 1) < J->nchunks ? per * (t + 1) : J->nchunks;
     float *v = nn__gemm_align(J->bufs + L->per_task * (size_t)t), *m = v + 16 * L->vsz, *d = m + 16 * L->msz;
     nn__wino_seg sg[NN__WINO_TILES];
@@ -10846,7 +10904,7 @@ static void nn__wino_task(void *arg, int t, int n_tasks) {
                 float beta = pc == 0 ? 0.0f : 1.0f;
                 for (jr = 0; jr < lc; jr += nr)
                     for (ir = 0; ir < L->Cop; ir += mr)
-                        arch->ukr(kc, u + (size_t)pc * L->Cop + (size_t)ir * kc, vx + (size_t)pc * L->ntp + (size_t)jr * kc,
+                        L->ukr(kc, u + (size_t)pc * L->Cop + (size_t)ir * kc, vx + (size_t)pc * L->ntp + (size_t)jr * kc,
                                   mx + (size_t)ir * L->ntp + jr, L->ntp, 1.0f, beta);
             }
         }
@@ -10870,7 +10928,7 @@ static int nn__wino_run(nn__threadpool *pool, const nn__conv2d *c, int op, int T
     for (xi = 0; xi < 16; xi++)
         for (pc = 0; pc < L.Ci; pc += L.kc) {
             int kc = L.Ci - pc < L.kc ? L.Ci - pc : L.kc;
-            L.arch->pack_a(0, u + (size_t)xi * L.Co * L.Ci, L.Ci, 0, L.Co, pc, kc, L.arch->mr,
+            L.arch->pack_a(0, u + (size_t)xi * L.Co * L.Ci, L.Ci, 0, L.Co, pc, kc, L.mr,
                            upk + (size_t)xi * L.usz + (size_t)pc * L.Cop);
         }
     memset(&J, 0, sizeof J);
