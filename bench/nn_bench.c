@@ -16,7 +16,9 @@
                                   graph, for the CNN example's two convs at batch 64 and a
                                   ResNet-style 64->64 at 56x56, batch 8. fwd: nn_graph_forward;
                                   bwd: a step (forward, dw, and dx when C > 1) minus fwd, with
-                                  the flops of dw and dx (2*N*K*OH*OW*C*9 each)
+                                  the flops of dw and dx (2*N*K*OH*OW*C*9 each).
+                                  NN_BENCH_CONV=NxCxHxWkK: that shape only;
+                                  NN_BENCH_CONV_DX=0: no dx (bwd is dw alone)
           nn_bench cnn SEL        BENCH name=cnn_train backend=NAME batch=64 samples_per_sec=X
                                   cpu_ms_per_step=X:
                                   examples/fashion_mnist_cnn.c's network and step (Adam,
@@ -430,6 +432,8 @@ static int bench_conv(const char *sel) {
     size_t s;
     int status = 0;
     if (!ctx) return 1;
+    const char *only = getenv("NN_BENCH_CONV"), *dxe = getenv("NN_BENCH_CONV_DX");
+    int want_dx = !(dxe && strcmp(dxe, "0") == 0);
     for (s = 0; s < sizeof shapes / sizeof shapes[0] && status == 0; s++) {
         const int *sh = shapes[s];
         int64_t nx = (int64_t)sh[0] * sh[1] * sh[2] * sh[3];
@@ -454,10 +458,15 @@ static int bench_conv(const char *sel) {
             status = 1;
             break;
         }
+        snprintf(shape, sizeof shape, "%dx%dx%dx%dk%d", sh[0], sh[1], sh[2], sh[3], sh[4]);
+        if (only && *only && strcmp(only, shape) != 0) {
+            free(host);
+            continue;
+        }
         r = nn_graph_create(ctx, NULL, &g);
         if (r == NN_OK) {
             x = nn_input(g, "x", NN_F32, nn_shape4(sh[0], sh[1], sh[2], sh[3]));
-            if (sh[1] > 1) nn_graph_requires_grad(g, x); /* the first layer needs no dx */
+            if (sh[1] > 1 && want_dx) nn_graph_requires_grad(g, x); /* the first layer needs no dx */
             w = nn_param(g, "w", nn_shape4(sh[4], sh[1], 3, 3), init);
             y = nn_conv2d(g, x, w, none, &dd);
             cd.loss = nn_sum(g, y);
@@ -477,11 +486,10 @@ static int bench_conv(const char *sel) {
             /* the step's backward: dw, and dx when C > 1 */
             bwd_ms = step_ms - fwd_ms;
             if (bwd_ms < 0.01 * step_ms) bwd_ms = 0.01 * step_ms; /* noise on a loaded machine */
-            snprintf(shape, sizeof shape, "%dx%dx%dx%dk%d", sh[0], sh[1], sh[2], sh[3], sh[4]);
             printf("BENCH name=conv2d backend=%s shape=%s pass=fwd gflops=%.2f ms=%.3f\n", name, shape,
                    flops / fwd_ms / 1e6, fwd_ms);
             printf("BENCH name=conv2d backend=%s shape=%s pass=bwd gflops=%.2f ms=%.3f\n", name, shape,
-                   flops * (sh[1] > 1 ? 2.0 : 1.0) / bwd_ms / 1e6, bwd_ms);
+                   flops * (sh[1] > 1 && want_dx ? 2.0 : 1.0) / bwd_ms / 1e6, bwd_ms);
         }
         fflush(stdout);
         nn_graph_destroy(g);

@@ -180,6 +180,7 @@ static const int conv_ref_shapes[][6] = {
     {1, 1, 7, 33, 3, 1}, {3, 3, 33, 7, 7, 0}, {1, 7, 1, 33, 33, 1}, {3, 33, 7, 3, 7, 1},
     {1, 33, 33, 33, 33, 0}, {3, 7, 3, 3, 1, 0}, {3, 1, 1, 1, 1, 1}, {1, 3, 7, 7, 7, 2}, {2, 16, 9, 7, 17, 1},
     {2, 32, 9, 7, 13, 1}, {1, 64, 6, 5, 24, 2}, /* dw's blocked path (channels a multiple of nr) */
+    {2, 32, 14, 14, 64, 1}, {1, 32, 3, 300, 8, 1}, {2, 64, 5, 4, 16, 0}, /* and its register tiles (filters a multiple of 8; one row a chunk at OW 300) */
 };
 
 /* x, w, b, t (dy) given; y, dx, dw out */
@@ -438,7 +439,7 @@ static void conv_algo_reference(const t_env *e) {
    CONV_REF_TOL of the double reference, the same bits on 1 and 3 threads. */
 static void conv_algo_kernels(const t_env *e) {
     static const char *kernels[] = {"generic", "avx2", "avx512f"};
-    static const int shapes[][6] = {{2, 16, 9, 7, 17, 1}, {2, 32, 9, 7, 13, 1}, {1, 64, 6, 5, 24, 2}, {1, 8, 5, 6, 9, 1}};
+    static const int shapes[][6] = {{2, 16, 9, 7, 17, 1}, {2, 32, 9, 7, 13, 1}, {1, 64, 6, 5, 24, 2}, {1, 8, 5, 6, 9, 1}, {2, 32, 14, 14, 64, 1}, {1, 32, 3, 300, 8, 1}};
     static const char *what[3] = {"y", "dx", "dw"};
     size_t s, kn;
     int k, ran = 0;

@@ -1093,6 +1093,7 @@ static void nn__iconv_blk_tr(const nn__iconv_job *J, int n0, int n1, float *tmp)
         for (cb = 0; cb < c->C / nr; cb++)
             nn__iconv_nhwc(J->xt + ((size_t)n * (c->C / nr) + cb) * HWp * nr,
                            J->x + ((int64_t)n * c->C + (int64_t)cb * nr) * c->H * c->W, nr, c->H, c->W, c->ph, c->pw);
+        if (!J->dyt) continue; /* the register tiles read dy in place */
         nn__iconv_nhwc(tmp, J->dy + (int64_t)n * c->K * OHW, c->K, c->OH, c->OW, 0, 0);
         for (mb = 0; mb < MB; mb++) {
             float *d = J->dyt + ((size_t)n * MB + mb) * OHWp * mr;
@@ -1149,6 +1150,105 @@ static void nn__iconv_dwb_task(void *arg, int t, int n_tasks) {
         i = u % MB;
         for (r = i * mr; r < i * mr + mr && r < c->K; r++)
             for (q = j * nr; q < j * nr + nr; q++) J->y[(int64_t)r * KK + q % c->C * KHW + q / c->C] = J->dwp[(size_t)r * KK + q];
+    }
+}
+
+/* ---- dw, register tiles (AVX-512: L->tr == 2 with nr == 32, K a multiple of 8) ----
+   The blocked path's xb, but dy read in place: a tile is 8 filters x 32 channels of one tap (kh,
+   kw) in 16 accumulators; each position (oh, ow) of a chunk broadcasts the 8 filters' dy [n, k,
+   oh, ow] and loads the 32 channels of xb at (oh + kh, ow + kw). No copy of dy, no positions past
+   OW (the blocked path's grid: Wp/OW more multiply-adds) and no rows past K (mr = 12 pads 64
+   filters to 72). Each chunk (the blocked path's: whole rows, about 512 positions of its grid)
+   sums from zero and is added to the tile's total in dwp (the blocked path's layout), the
+   chunks in order (images, then rows): the blocked path's sums without its terms dy = 0 times
+   x past OW, which add exact zeros, so its bits (a sum that is -0 there can come out +0), the
+   same on any thread count. */
+static int nn__iconv_dwk_fits(const nn__conv2d *c, const nn__iconv *L) {
+    return nn__vm_isa() == 2 && L->tr == 2 && L->arch->nr == 32 && c->K % 8 == 0 && c->OW > 0;
+}
+
+#if NN__GEMM_X86
+/* tot [8 rows ldt apart][32] (+)= the sums over rows of dy (8 filters OHW apart, rows OW apart)
+   times xb (rows xstep apart, 32 floats a position) */
+__attribute__((target("avx512f"))) static void nn__iconv_dwk_avx512(const float *dy, size_t OHW, int OW, const float *xr,
+                                                                    size_t xstep, int rows, float *tot, size_t ldt,
+                                                                    int first) {
+    __m512 a00 = _mm512_setzero_ps(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00, a30 = a00, a31 = a00;
+    __m512 a40 = a00, a41 = a00, a50 = a00, a51 = a00, a60 = a00, a61 = a00, a70 = a00, a71 = a00, b0, b1, av;
+    int r, ow;
+    for (r = 0; r < rows; r++, dy += OW, xr += xstep) {
+        const float *d0 = dy, *d1 = dy + OHW, *d2 = d1 + OHW, *d3 = d2 + OHW, *d4 = d3 + OHW, *d5 = d4 + OHW,
+                    *d6 = d5 + OHW, *d7 = d6 + OHW;
+        for (ow = 0; ow < OW; ow++) {
+            b0 = _mm512_loadu_ps(xr + (size_t)ow * 32);
+            b1 = _mm512_loadu_ps(xr + (size_t)ow * 32 + 16);
+#define NN__DWK_ROW(D, X0, X1)          \
+    av = _mm512_set1_ps(D[ow]);          \
+    X0 = _mm512_fmadd_ps(av, b0, X0);    \
+    X1 = _mm512_fmadd_ps(av, b1, X1);
+            NN__DWK_ROW(d0, a00, a01)
+            NN__DWK_ROW(d1, a10, a11)
+            NN__DWK_ROW(d2, a20, a21)
+            NN__DWK_ROW(d3, a30, a31)
+            NN__DWK_ROW(d4, a40, a41)
+            NN__DWK_ROW(d5, a50, a51)
+            NN__DWK_ROW(d6, a60, a61)
+            NN__DWK_ROW(d7, a70, a71)
+#undef NN__DWK_ROW
+        }
+    }
+#define NN__DWK_STORE(R, X0, X1)                                                                    \
+    {                                                                                               \
+        float *t = tot + (size_t)(R) * ldt;                                                         \
+        _mm512_storeu_ps(t, first ? X0 : _mm512_add_ps(_mm512_loadu_ps(t), X0));                     \
+        _mm512_storeu_ps(t + 16, first ? X1 : _mm512_add_ps(_mm512_loadu_ps(t + 16), X1));          \
+    }
+    NN__DWK_STORE(0, a00, a01)
+    NN__DWK_STORE(1, a10, a11)
+    NN__DWK_STORE(2, a20, a21)
+    NN__DWK_STORE(3, a30, a31)
+    NN__DWK_STORE(4, a40, a41)
+    NN__DWK_STORE(5, a50, a51)
+    NN__DWK_STORE(6, a60, a61)
+    NN__DWK_STORE(7, a70, a71)
+#undef NN__DWK_STORE
+}
+#endif
+
+/* dw register tiles: task t's tiles u = (tap * CB + cb) * KB + kb in [u0, u1) */
+static void nn__iconv_dwk_task(void *arg, int t, int n_tasks) {
+    const nn__iconv_job *J = (const nn__iconv_job *)arg;
+    const nn__conv2d *c = J->c;
+    const nn__iconv *L = J->L;
+    int KHW = c->KH * c->KW, KK = c->C * KHW, CB = c->C / 32, KB = c->K / 8, Wp = L->Wp;
+    int ntl = KHW * CB * KB, per = (ntl + n_tasks - 1) / n_tasks;
+    int u0 = per * t, u1 = per * (t + 1) < ntl ? per * (t + 1) : ntl, rows, r0, n, u, first = 1;
+    size_t HWp = (size_t)L->Hp * Wp, OHW = (size_t)c->OH * c->OW;
+    if (u0 >= u1) return;
+    rows = 512 / Wp; /* a chunk: the blocked path's (whole rows, about 512 positions of its grid) */
+    if (rows < 1) rows = 1;
+    for (n = 0; n < c->N; n++)
+        for (r0 = 0; r0 < c->OH; r0 += rows, first = 0) {
+            int nr0 = r0 + rows < c->OH ? rows : c->OH - r0;
+            for (u = u0; u < u1; u++) {
+                int j = u / KB, kb = u % KB, tap = j / CB, cb = j % CB, kh = tap / c->KW, kw = tap % c->KW;
+#if NN__GEMM_X86
+                nn__iconv_dwk_avx512(J->dy + ((size_t)n * c->K + (size_t)kb * 8) * OHW + (size_t)r0 * c->OW, OHW, c->OW,
+                                     J->xt + (((size_t)n * CB + cb) * HWp + (size_t)(r0 + kh) * Wp + kw) * 32, (size_t)Wp * 32,
+                                     nr0, J->dwp + (size_t)kb * 8 * KK + (size_t)j * 32, (size_t)KK, first);
+#else
+                (void)kh;
+                (void)kw;
+                (void)nr0;
+                (void)first;
+#endif
+            }
+        }
+    /* back to dw's (ci, kh, kw) order */
+    for (u = u0; u < u1; u++) {
+        int j = u / KB, kb = u % KB, r, q;
+        for (r = kb * 8; r < kb * 8 + 8; r++)
+            for (q = j * 32; q < j * 32 + 32; q++) J->y[(int64_t)r * KK + q % c->C * KHW + q / c->C] = J->dwp[(size_t)r * KK + q];
     }
 }
 
@@ -1361,8 +1461,16 @@ static void nn__iconv_backward_weight(nn__threadpool *pool, const nn__conv2d *c,
         J.dwp = J.dyt + L.dyt;
         /* the last image's last panels read up to KW - 1 positions past xb (times dy = 0) */
         memset(J.xt + (size_t)c->N * L.Hp * L.Wp * c->C, 0, (size_t)c->KW * L.arch->nr * sizeof(float));
-        nn__threadpool_run(pool, nn__iconv_blk_tr_task, &J, nn__iconv_tasks(pool, &L, (double)P * Kg * KK, c->N));
-        nn__threadpool_run(pool, nn__iconv_dwb_task, &J, J.tasks);
+        if (nn__iconv_dwk_fits(c, &L)) {
+            J.dyt = NULL; /* xb only: dy read in place */
+            nn__threadpool_run(pool, nn__iconv_blk_tr_task, &J, nn__iconv_tasks(pool, &L, (double)P * Kg * KK, c->N));
+            nn__threadpool_run(pool, nn__iconv_dwk_task, &J,
+                               nn__iconv_tasks(pool, &L, (double)P * Kg * KK, (int64_t)c->K / 8 * (c->C / 32) * c->KH * c->KW));
+            J.dyt = J.xt + L.xt;
+        } else {
+            nn__threadpool_run(pool, nn__iconv_blk_tr_task, &J, nn__iconv_tasks(pool, &L, (double)P * Kg * KK, c->N));
+            nn__threadpool_run(pool, nn__iconv_dwb_task, &J, J.tasks);
+        }
         for (i = 0; i < nw; i++) bad |= !(dw[i] - dw[i] == 0.0f); /* NaN or infinite */
         if (!bad) return;
     }

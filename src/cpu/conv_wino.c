@@ -43,6 +43,8 @@ typedef struct nn__wino {
     int ntp;           /* columns of a chunk's panels: lc rounded up */
     int S;             /* floats of one of a chunk's rows of transform values: lc rounded up */
     int kc;            /* the K block of the products (over Ci) */
+    int mr;            /* the products' row tile: arch's, or 8 (ukr) where that pads Co less */
+    nn__gemm_ukr ukr;  /* the products' microkernel */
     int Cop;           /* Co rounded up to mr */
     int T;             /* tasks */
     int64_t ntiles;    /* tiles in all: N * TH * TW */
@@ -85,7 +87,17 @@ static void nn__wino_layout(const nn__conv2d *c, int op, int T, nn__wino *L) {
     nkb = (L->Ci + arch->kc - 1) / arch->kc; /* K blocks of at most kc, even, multiples of 8 */
     L->kc = ((L->Ci + nkb - 1) / nkb + 7) / 8 * 8;
     if (L->kc > L->Ci) L->kc = L->Ci;
-    L->Cop = (L->Co + arch->mr - 1) / arch->mr * arch->mr;
+    L->mr = arch->mr;
+    L->ukr = arch->ukr;
+#if NN__GEMM_X86
+    /* the AVX-512 kernel's 12 rows pad 32 or 64 channels to 36 or 72: 8 x 32 tiles instead
+       (the same FMAs per element, so the same bits) */
+    if (arch->ukr == nn__gemm_ukr_avx512 && (L->Co + 7) / 8 * 8 < (L->Co + 11) / 12 * 12) {
+        L->mr = 8;
+        L->ukr = nn__gemm_ukr_avx512_8;
+    }
+#endif
+    L->Cop = (L->Co + L->mr - 1) / L->mr * L->mr;
     L->T = T > 0 ? T : 1;
     L->usz = ((size_t)L->Cop * L->Ci + 15) / 16 * 16;
     L->vsz = (size_t)L->Ci * L->ntp;
@@ -536,7 +548,7 @@ static void nn__wino_task(void *arg, int t, int n_tasks) {
     const nn__wino_job *J = (const nn__wino_job *)arg;
     const nn__wino *L = J->L;
     const nn__gemm_arch *arch = L->arch;
-    int mr = arch->mr, nr = arch->nr, xi, pc, jr, ir;
+    int mr = L->mr, nr = arch->nr, xi, pc, jr, ir;
     int64_t per = (J->nchunks + n_tasks - 1) / n_tasks, ch, ch1 = per * (t + 1) < J->nchunks ? per * (t + 1) : J->nchunks;
     float *v = nn__gemm_align(J->bufs + L->per_task * (size_t)t), *m = v + 16 * L->vsz, *d = m + 16 * L->msz;
     nn__wino_seg sg[NN__WINO_TILES];
@@ -553,7 +565,7 @@ static void nn__wino_task(void *arg, int t, int n_tasks) {
                 float beta = pc == 0 ? 0.0f : 1.0f;
                 for (jr = 0; jr < lc; jr += nr)
                     for (ir = 0; ir < L->Cop; ir += mr)
-                        arch->ukr(kc, u + (size_t)pc * L->Cop + (size_t)ir * kc, vx + (size_t)pc * L->ntp + (size_t)jr * kc,
+                        L->ukr(kc, u + (size_t)pc * L->Cop + (size_t)ir * kc, vx + (size_t)pc * L->ntp + (size_t)jr * kc,
                                   mx + (size_t)ir * L->ntp + jr, L->ntp, 1.0f, beta);
             }
         }
@@ -577,7 +589,7 @@ static int nn__wino_run(nn__threadpool *pool, const nn__conv2d *c, int op, int T
     for (xi = 0; xi < 16; xi++)
         for (pc = 0; pc < L.Ci; pc += L.kc) {
             int kc = L.Ci - pc < L.kc ? L.Ci - pc : L.kc;
-            L.arch->pack_a(0, u + (size_t)xi * L.Co * L.Ci, L.Ci, 0, L.Co, pc, kc, L.arch->mr,
+            L.arch->pack_a(0, u + (size_t)xi * L.Co * L.Ci, L.Ci, 0, L.Co, pc, kc, L.mr,
                            upk + (size_t)xi * L.usz + (size_t)pc * L.Cop);
         }
     memset(&J, 0, sizeof J);

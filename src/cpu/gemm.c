@@ -304,6 +304,52 @@ nn__gemm_ukr_avx512_s(int kc, const float *a, size_t rs, size_t cs, const float 
         NN__AVX512_UKR_BODY(NN__AVX512_ARS, 1)
     }
 }
+/* 8 x 32 from 8-row packed panels (a += 8 per k): per element the 12-row kernel's FMAs and
+   store, so the same bits; for products whose M is a multiple of 8 but not of 12 (Winograd's
+   32 or 64 channels: 12 rows pad them to 36 or 72) */
+__attribute__((target("avx512f"))) static void
+nn__gemm_ukr_avx512_8(int kc, const float *a, const float *b, float *c, int ldc, float alpha, float beta) {
+    __m512 c00 = _mm512_setzero_ps(), c01 = _mm512_setzero_ps();
+    __m512 c10 = _mm512_setzero_ps(), c11 = _mm512_setzero_ps();
+    __m512 c20 = _mm512_setzero_ps(), c21 = _mm512_setzero_ps();
+    __m512 c30 = _mm512_setzero_ps(), c31 = _mm512_setzero_ps();
+    __m512 c40 = _mm512_setzero_ps(), c41 = _mm512_setzero_ps();
+    __m512 c50 = _mm512_setzero_ps(), c51 = _mm512_setzero_ps();
+    __m512 c60 = _mm512_setzero_ps(), c61 = _mm512_setzero_ps();
+    __m512 c70 = _mm512_setzero_ps(), c71 = _mm512_setzero_ps();
+    __m512 b0, b1, av, va, vb;
+    int k;
+    for (k = 0; k < 8; k++) {
+        _mm_prefetch((const char *)(c + (size_t)k * ldc), _MM_HINT_T0);
+        _mm_prefetch((const char *)(c + (size_t)k * ldc + 31), _MM_HINT_T0);
+    }
+    for (k = 0; k < kc; k++) {
+        b0 = _mm512_load_ps(b);
+        b1 = _mm512_load_ps(b + 16);
+        _mm_prefetch((const char *)(b + 256), _MM_HINT_T0);
+        _mm_prefetch((const char *)(b + 256 + 16), _MM_HINT_T0);
+        NN__AVX512_ROW(a[0], c00, c01)
+        NN__AVX512_ROW(a[1], c10, c11)
+        NN__AVX512_ROW(a[2], c20, c21)
+        NN__AVX512_ROW(a[3], c30, c31)
+        NN__AVX512_ROW(a[4], c40, c41)
+        NN__AVX512_ROW(a[5], c50, c51)
+        NN__AVX512_ROW(a[6], c60, c61)
+        NN__AVX512_ROW(a[7], c70, c71)
+        a += 8;
+        b += 32;
+    }
+    va = _mm512_set1_ps(alpha);
+    vb = _mm512_set1_ps(beta);
+    NN__AVX512_STORE(0, c00, c01)
+    NN__AVX512_STORE(1, c10, c11)
+    NN__AVX512_STORE(2, c20, c21)
+    NN__AVX512_STORE(3, c30, c31)
+    NN__AVX512_STORE(4, c40, c41)
+    NN__AVX512_STORE(5, c50, c51)
+    NN__AVX512_STORE(6, c60, c61)
+    NN__AVX512_STORE(7, c70, c71)
+}
 #undef NN__AVX512_ROW
 #undef NN__AVX512_STORE
 #undef NN__AVX512_APK
