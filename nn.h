@@ -5341,9 +5341,12 @@ static void nn__par_for(nn__threadpool *pool, int64_t n, int64_t work, nn__range
  * barriers, which is what matters for the small matrices of MLP training.
  * Products of >= NN_GEMM_PRE_MIN_MACS on the pool pack the operands that
  * would be packed more than once (op(A) when the tasks split N or one task
- * has several NC blocks; op(B) when they split M) once, whole, in a first
- * dispatch whose tasks share the panels (nn__gemm_pre_task); a copy, so the
- * same bits.
+ * has several NC blocks; op(B) when they split M) once, into shared memory:
+ * each block (K block x MC rows, or x NC columns) by the first task that
+ * needs it, claimed with an atomic flag that the others wait on
+ * (nn__gemm_claim); a copy, so the same bits. (It was a first dispatch that
+ * packed them whole: a second wake-up and barrier per product, which cost the
+ * MLP benchmark's step 10% more CPU time on 2 threads.)
  *
  * Microkernels, chosen once at run time (nn__vm_isa, src/cpu/simd.c):
  *   AVX-512F  12 x 32  (24 zmm accumulators)
@@ -6065,12 +6068,15 @@ typedef struct {
     float *buf;          /* n_tasks slices of buf_floats each */
     size_t buf_floats;
     size_t a_floats;     /* A part of each slice (then B) */
-    const float *bpk;    /* or NULL: op(B) packed whole (nn__gemm_pb_pack, or nn__gemm_pre_task) */
+    const float *bpk;    /* or NULL: op(B) packed whole (nn__gemm_pb_pack, or in pre) */
     int npad;            /* its N rounded up to nr */
-    const float *apk;    /* or NULL: op(A) packed whole by nn__gemm_pre_task, per K block all M
+    const float *apk;    /* or NULL: op(A) packed whole in pre, per K block all M
                             rows in MR-tall panels (panel of row i at apk + pc * mpad + i * kc) */
     int mpad;            /* its M rounded up to mr */
     float *pre;          /* the memory of apk (mpad * K floats) then bpk (K * npad), or NULL */
+    int *aflag, *bflag;  /* or NULL: apk's (bpk's) blocks packed before the tasks; else per K block and
+                            MR-row (NR-column) panel, the state of the block starting there
+                            (nn__gemm_claim), packed by the first task that needs it */
     int direct;          /* full MR-row panels of op(A) read in place (arch->ukr_s), not packed */
     const struct nn__gemm_epi *epi; /* or NULL: applied to C's blocks after their last K block */
 } nn__gemm_job;
@@ -6097,6 +6103,38 @@ static void nn__gemm_store_tile(float *cp, size_t ldc, const float *t, int nr, i
     }
 }
 
+/* A block of the operands packed once (J->apk, J->bpk) when its flag says so: 0 not packed,
+   1 being packed, 2 packed. Returns where the calling task packs it: NULL when it is packed
+   (by another task, or by this one for an earlier NC block), shared when this task claimed it
+   (then nn__gemm_claimed once it is), own when another task is packing it and does not finish
+   within about the pool's spin (descheduled): a private copy, the same bytes. */
+#ifndef NN_GEMM_CLAIM_SPIN
+#define NN_GEMM_CLAIM_SPIN 4000
+#endif
+static float *nn__gemm_claim(int *flag, float *shared, float *own) {
+#if NN__POOL_THREADED
+    int s = __atomic_load_n(flag, __ATOMIC_ACQUIRE), spin;
+    if (s == 0 && __atomic_compare_exchange_n(flag, &s, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return shared;
+    for (spin = 0; s != 2 && spin < NN_GEMM_CLAIM_SPIN; spin++) {
+        nn__cpu_relax();
+        s = __atomic_load_n(flag, __ATOMIC_ACQUIRE);
+    }
+    return s == 2 ? NULL : own;
+#else
+    (void)own;
+    if (*flag == 2) return NULL;
+    *flag = 1;
+    return shared;
+#endif
+}
+static void nn__gemm_claimed(int *flag) {
+#if NN__POOL_THREADED
+    __atomic_store_n(flag, 2, __ATOMIC_RELEASE);
+#else
+    *flag = 2;
+#endif
+}
+
 static int nn__gemm_direct_ok = 1;
 static void nn__gemm_block(const nn__gemm_job *J, int m0, int m1, int n0, int n1, float *abuf,
                            float *bbuf) {
@@ -6115,8 +6153,15 @@ static void nn__gemm_block(const nn__gemm_job *J, int m0, int m1, int n0, int n1
             /* Later K blocks accumulate onto the first one's result. */
             float beta = pc == 0 ? J->beta : 1.0f;
             const float *bblk = bbuf;
-            if (J->bpk) bblk = J->bpk + (size_t)pc * J->npad + (size_t)jc * kc;
-            else arch->pack_b(J->transB, J->B, J->ldb, pc, kc, jc, nc, nr, bbuf);
+            float *bdst = bbuf;
+            int *bf = J->bflag ? J->bflag + (size_t)(pc / J->kc) * (size_t)(J->npad / nr) + jc / nr : NULL;
+            if (J->bpk) {
+                bblk = J->bpk + (size_t)pc * J->npad + (size_t)jc * kc;
+                bdst = bf ? nn__gemm_claim(bf, J->pre + (bblk - J->pre), bbuf) : NULL;
+                if (bdst == bbuf) bblk = bbuf;
+            }
+            if (bdst) arch->pack_b(J->transB, J->B, J->ldb, pc, kc, jc, nc, nr, bdst);
+            if (bdst && bdst != bbuf) nn__gemm_claimed(bf);
             for (ic = m0; ic < m1; ic += mc_blk) {
                 int mc = m1 - ic < mc_blk ? m1 - ic : mc_blk;
                 /* direct: only a last partial panel is packed (at abuf) */
@@ -6124,8 +6169,16 @@ static void nn__gemm_block(const nn__gemm_job *J, int m0, int m1, int n0, int n1
                 /* the tiles in arch->a_l1's order: A panels outer (each stays in L1 across
                    the NC block's B panels) or B panels outer */
                 const int ntm = (mc + mr - 1) / mr, ntn = (nc + nr - 1) / nr;
-                const float *ablk = J->apk ? J->apk + (size_t)pc * J->mpad + (size_t)ic * kc : abuf;
-                if (!J->apk && mfull < mc) arch->pack_a(J->transA, J->A, J->lda, ic + mfull, mc - mfull, pc, kc, mr, abuf);
+                const float *ablk = abuf;
+                float *adst = mfull < mc ? abuf : NULL;
+                int *af = J->aflag ? J->aflag + (size_t)(pc / J->kc) * (size_t)(J->mpad / mr) + ic / mr : NULL;
+                if (J->apk) {
+                    ablk = J->apk + (size_t)pc * J->mpad + (size_t)ic * kc;
+                    adst = af ? nn__gemm_claim(af, J->pre + (ablk - J->pre), abuf) : NULL;
+                    if (adst == abuf) ablk = abuf;
+                }
+                if (adst) arch->pack_a(J->transA, J->A, J->lda, ic + mfull, mc - mfull, pc, kc, mr, adst);
+                if (adst && adst != abuf) nn__gemm_claimed(af);
                 for (to = 0; to < (arch->a_l1 ? ntm : ntn); to++) {
                     for (ti = 0; ti < (arch->a_l1 ? ntn : ntm); ti++) {
                         const int ir = (arch->a_l1 ? to : ti) * mr, jr = (arch->a_l1 ? ti : to) * nr;
@@ -6184,36 +6237,6 @@ static void nn__gemm_task(void *arg, int t, int n_tasks) {
     (void)n_tasks;
     if (m0 >= m1 || n0 >= n1) return;
     nn__gemm_block(J, m0, m1, n0, n1, abuf, abuf + J->a_floats);
-}
-
-/* Operands packed once for all tasks (nn__sgemm_run_epi's first dispatch): task t packs its
-   share of op(A)'s MR-tall panels and of op(B)'s NR-wide panels, every K block, into J->pre.
-   Where each task packed the panels its block of C needs, the panels that two tasks share (all
-   of op(A) when N is split, again for each NC block; all of op(B) when M is split) were packed
-   by each; the bytes are the same, so is every product. */
-static void nn__gemm_pre_task(void *arg, int t, int n_tasks) {
-    const nn__gemm_job *J = (const nn__gemm_job *)arg;
-    const nn__gemm_arch *arch = J->arch;
-    const int mr = arch->mr, nr = arch->nr, K = J->K;
-    const int na = J->apk ? J->mpad / mr : 0, nb = J->bpk ? J->npad / nr : 0;
-    int pc;
-    float *bw = J->pre + (J->apk ? (size_t)J->mpad * K : 0);
-    /* panels of A then of B, cut into n_tasks even ranges of the whole list */
-    int q0 = (int)((int64_t)(na + nb) * t / n_tasks), q1 = (int)((int64_t)(na + nb) * (t + 1) / n_tasks);
-    for (pc = 0; pc < K; pc += J->kc) {
-        int kc = K - pc < J->kc ? K - pc : J->kc;
-        int a0 = q0 < na ? q0 : na, a1 = q1 < na ? q1 : na;
-        int b0 = (q0 > na ? q0 : na) - na, b1 = (q1 > na ? q1 : na) - na;
-        if (a0 < a1) {
-            int i0 = a0 * mr, i1 = a1 * mr < J->M ? a1 * mr : J->M;
-            arch->pack_a(J->transA, J->A, J->lda, i0, i1 - i0, pc, kc, mr,
-                         J->pre + (size_t)pc * J->mpad + (size_t)i0 * kc);
-        }
-        if (b0 < b1) {
-            int j0 = b0 * nr, j1 = b1 * nr < J->N ? b1 * nr : J->N;
-            arch->pack_b(J->transB, J->B, J->ldb, pc, kc, j0, j1 - j0, nr, bw + (size_t)pc * J->npad + (size_t)j0 * kc);
-        }
-    }
 }
 
 /* ---- fallbacks --------------------------------------------------------- */
@@ -6465,9 +6488,9 @@ static NN__MAYBE_UNUSED void nn__sgemm_epi(nn__threadpool *pool, int transA, int
     nn__sgemm_run_epi(pool, NULL, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, epi);
 }
 
-/* Operands packed once for all tasks (nn__gemm_pre_task) on the pool's products of at least
-   this many multiply-adds (below, the second dispatch costs more than the packing it saves)
-   and at most NN__GEMM_PRE_MAX bytes of packed operands; nn__gemm_pre_ok = 0 (tests) packs
+/* Operands packed once for all tasks (nn__gemm_claim) on the pool's products of at least
+   this many multiply-adds (the threshold of the first dispatch that packed them before;
+   smaller products against packing per task not measured) and at most NN__GEMM_PRE_MAX bytes of packed operands; nn__gemm_pre_ok = 0 (tests) packs
    per task always. */
 #ifndef NN_GEMM_PRE_MIN_MACS
 #define NN_GEMM_PRE_MIN_MACS (4 * 1024 * 1024)
@@ -6475,9 +6498,17 @@ static NN__MAYBE_UNUSED void nn__sgemm_epi(nn__threadpool *pool, int transA, int
 #define NN__GEMM_PRE_MAX ((size_t)64 << 20)
 static int nn__gemm_pre_ok = 1;
 
+/* the flags of J's operands packed once: per K block, one per MR-row panel of apk and per
+   NR-column panel of bpk */
+static size_t nn__gemm_n_flags(const nn__gemm_job *J) {
+    size_t nkb = (size_t)((J->K + J->kc - 1) / J->kc);
+    return nkb * ((J->apk ? (size_t)(J->mpad / J->arch->mr) : 0) + (J->bpk ? (size_t)(J->npad / J->arch->nr) : 0));
+}
+
 /* J's operands to pack once (sets J->apk / J->bpk to non-NULL markers, J->mpad, J->npad):
    op(A) where more than one task, or one task's NC blocks, would pack it again (not read in
-   place), op(B) where the tasks split M. Returns the floats of the packed operands (0: none). */
+   place), op(B) where the tasks split M. Returns the floats of the packed operands and their
+   flags (0: none). */
 static size_t nn__gemm_pre_plan(nn__gemm_job *J, int n_tasks) {
     const nn__gemm_arch *arch = J->arch;
     int tm = n_tasks / J->tn;
@@ -6490,7 +6521,8 @@ static size_t nn__gemm_pre_plan(nn__gemm_job *J, int n_tasks) {
     if (sizeof(float) * (fa + fb) > NN__GEMM_PRE_MAX) return 0;
     J->apk = fa ? J->C : NULL; /* markers until the memory is known */
     J->bpk = fb ? J->C : NULL;
-    return (fa + fb + 15) / 16 * 16;
+    /* then the blocks' flags (nn__gemm_claim), as many floats as hold them */
+    return (fa + fb + 15) / 16 * 16 + (nn__gemm_n_flags(J) * sizeof(int) + 63) / 64 * 16;
 }
 
 static void nn__sgemm_run_epi(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int transB, int M, int N, int K,
@@ -6531,11 +6563,22 @@ static void nn__sgemm_run_epi(nn__threadpool *pool, nn__gemm_ws *ws, int transA,
     }
     J.buf = nn__gemm_align(raw);
     if (pre_floats) {
+        /* the packed operands, then their flags: all 0 (nothing packed yet) */
+        size_t fa = J.apk ? (size_t)J.mpad * (size_t)J.K : 0, fb = J.bpk ? (size_t)J.K * (size_t)J.npad : 0;
+        size_t nkb = (size_t)((J.K + J.kc - 1) / J.kc);
+        int *flags = (int *)(void *)(J.buf + (fa + fb + 15) / 16 * 16);
+        memset(flags, 0, nn__gemm_n_flags(&J) * sizeof(int));
         J.pre = J.buf;
         J.buf += pre_floats;
-        if (J.apk) J.apk = J.pre;
-        if (J.bpk) J.bpk = J.pre + (J.apk ? (size_t)J.mpad * (size_t)J.K : 0);
-        nn__threadpool_run(pool, nn__gemm_pre_task, &J, n_tasks);
+        if (J.apk) {
+            J.apk = J.pre;
+            J.aflag = flags;
+            flags += nkb * (size_t)(J.mpad / J.arch->mr);
+        }
+        if (J.bpk) {
+            J.bpk = J.pre + fa;
+            J.bflag = flags;
+        }
     }
 
     if (n_tasks > 1)
