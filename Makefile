@@ -25,9 +25,9 @@ nn.h: gen/amalg $(SOURCES) $(KERNELS)
 
 # Fails when the committed nn.h is not what the generator makes.
 check-gen: gen/amalg
-	./gen/amalg gen/parts.txt /tmp/nn-check-gen.h
-	@cmp -s nn.h /tmp/nn-check-gen.h || { echo "check-gen: nn.h differs from a fresh generation; run make"; exit 1; }
-	@echo "check-gen: nn.h is up to date"
+	@t=$$(mktemp) && ./gen/amalg gen/parts.txt $$t && \
+	if cmp -s nn.h $$t; then rm -f $$t; echo "check-gen: nn.h is up to date"; \
+	else rm -f $$t; echo "check-gen: nn.h differs from a fresh generation; run make"; exit 1; fi
 
 tests/nn_test: nn.h $(TESTSRC) $(wildcard tests/*.h) examples/progress.h tools/plot_metrics.c
 	$(CC) $(CFLAGS) $(WARN) -o $@ $(TESTSRC) $(LIBS)
