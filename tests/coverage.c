@@ -239,6 +239,16 @@ int t_cl_map_log(const char **lines, unsigned count, const char *log, char *out,
 #endif
 }
 
+/* tests/test_fuse.c's look at what fusion formed (src/ops/fuse.c): the chains of compiled g,
+   and into *gemm those of them whose first member is added in a GEMM's epilogue (the CPU
+   backend's bias add); 0 and 0 where fusion formed none (NN_FUSE=0). */
+int t_fused_chains(const nn_graph *g, int *gemm) {
+    int i, n = g->fusion ? g->fusion->n : 0;
+    *gemm = 0;
+    for (i = 0; i < n; i++) *gemm += g->fusion->c[i].gemm != 0;
+    return n;
+}
+
 /* tests/test_conv_algo.c's forcing of the float32 GEMM's kernel (src/cpu/gemm.c) */
 const char *t_sgemm_force(const char *name) { return nn__sgemm_force_kernel(name); }
 
