@@ -249,6 +249,9 @@ int t_fused_chains(const nn_graph *g, int *gemm) {
     return n;
 }
 
+/* tests/test_conv_algo.c's forcing of the Winograd transforms' instruction set (src/cpu/conv_wino.c) */
+int t_wino_force(const char *name) { return nn__wino_force(name); }
+
 /* tests/test_conv_algo.c's forcing of the float32 GEMM's kernel (src/cpu/gemm.c) */
 const char *t_sgemm_force(const char *name) { return nn__sgemm_force_kernel(name); }
 
