@@ -249,6 +249,15 @@ int t_fused_chains(const nn_graph *g, int *gemm) {
     return n;
 }
 
+/* Whether compiled g launches the device kernel named (tests/test_attention.c: the flash
+   kernels taken); 0 on the CPU backend */
+int t_graph_launches(const nn_graph *g, const char *kernel) {
+    int i;
+    for (i = 0; i < g->n_launches; i++)
+        if (!strcmp(g->launches[i].kernel, kernel)) return 1;
+    return 0;
+}
+
 /* tests/test_conv_algo.c's forcing of the Winograd transforms' instruction set (src/cpu/conv_wino.c) */
 int t_wino_force(const char *name) { return nn__wino_force(name); }
 
