@@ -258,6 +258,9 @@ int t_graph_launches(const nn_graph *g, const char *kernel) {
     return 0;
 }
 
+/* tests/test_ln16.c's 16-bit group norm (src/ops/norm.c nn__norm_force_half_groups) */
+void t_norm_half_groups(int on) { nn__norm_force_half_groups(on); }
+
 /* tests/test_conv_algo.c's forcing of the Winograd transforms' instruction set (src/cpu/conv_wino.c) */
 int t_wino_force(const char *name) { return nn__wino_force(name); }
 
