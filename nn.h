@@ -2884,6 +2884,10 @@ typedef struct nn__device {
     int attn_flash;             /* GPUs: nn_attention's flash kernels where they take the head dim
                                    (kernels/attention.cl attn_flash_*), else the tiled ones:
                                    $NN_CL_ATTN flash or tiled, default NN__ATTN_FLASH_DEFAULT */
+    int gemm_tile[6];           /* GPUs: $NN_CL_GEMM's tile (WPT_M, WPT_N, VW, WG_M, WG_N, TS_K)
+                                   where the kernel builds it and the device runs it, read once
+                                   when the device opens (src/opencl/gemm_plan.c,
+                                   nn__gemm_env_read); all 0: the planner's own */
     size_t max_wg;              /* largest work-group */
     uint64_t local_mem;         /* bytes of local memory */
     uint64_t max_alloc;         /* largest buffer in bytes */
@@ -10761,7 +10765,11 @@ __attribute__((target("avx512f"))) static void nn__wino_vin_avx512(const float *
 #undef NN__WINO_VCOL512
 #endif
 
-static const nn__wino_fns *nn__wino_pick(void) {
+static const nn__wino_fns *nn__wino_forced; /* nn__wino_force's transforms; NULL: the CPU's */
+
+/* The transforms of name (generic, avx2, avx512) where this CPU runs them, else NULL; name
+   NULL: the best this CPU runs */
+static const nn__wino_fns *nn__wino_table(const char *name) {
     static const nn__wino_fns generic = {nn__wino_vcol_generic, nn__wino_hrow_generic, nn__wino_orow_generic,
                                          nn__wino_deint_generic, nn__wino_inter_generic, NULL};
 #if NN__GEMM_X86
@@ -10769,10 +10777,22 @@ static const nn__wino_fns *nn__wino_pick(void) {
                                         nn__wino_deint_avx512, nn__wino_inter_avx512, nn__wino_vin_avx512};
     static const nn__wino_fns avx2 = {nn__wino_vcol_avx2, nn__wino_hrow_avx2, nn__wino_orow_avx2, nn__wino_deint_generic,
                                       nn__wino_inter_generic, NULL};
-    if (nn__vm_isa() == 2) return &avx512;
-    if (nn__vm_isa() == 1) return &avx2;
+    if (nn__vm_isa() == 2 && (!name || !strcmp(name, "avx512"))) return &avx512;
+    if (nn__vm_isa() >= 1 && (!name || !strcmp(name, "avx2"))) return &avx2;
 #endif
-    return &generic;
+    return !name || !strcmp(name, "generic") ? &generic : NULL;
+}
+
+static const nn__wino_fns *nn__wino_pick(void) { return nn__wino_forced ? nn__wino_forced : nn__wino_table(NULL); }
+
+/* A test hook (tests/test_conv_algo.c): the transforms of name for every Winograd run from
+   now on, NULL: the CPU's own again; 0 where this CPU cannot run them (nothing changes).
+   Every instruction set gives the same bits (above), which the test holds them to. */
+static NN__MAYBE_UNUSED int nn__wino_force(const char *name) {
+    const nn__wino_fns *f = name ? nn__wino_table(name) : NULL;
+    if (name && !f) return 0;
+    nn__wino_forced = f;
+    return 1;
 }
 
 /* U_xi [Co, Ci] = (G g G^T)[xi] of every filter g: w [Co, Ci, 3, 3] (op 0) or, for dx, w
@@ -11616,21 +11636,35 @@ NN__LN_TGT static void nn__ln_dx_avx2(const nn__norm *q, float *dx, const float 
     }
 }
 
+/* nn__ln_affine_avx2's and _avx512's chunk of rows from a0 (64, or what is left): its row
+   count, and each row's mean and rstd into mean and rs (none without x: the bias's gradient) */
+static inline int64_t nn__ln_affine_rows(const nn__norm *q, const float *x, const float *stats, float eps, int64_t a0,
+                                  float *mean, float *rs) {
+    int64_t R = nn__norm_groups(q), na = q->A - a0 < 64 ? q->A - a0 : 64, a;
+    for (a = 0; a < na && x; a++) mean[a] = stats[a0 + a], rs[a] = nn__norm_rstd(stats, R, a0 + a, eps);
+    return na;
+}
+
+/* Their channels c0..ce-1's double sums (accs from channel c0) rounded into out */
+NN__LN_TGT static inline void nn__ln_affine_out(float *out, const double *accs, int64_t c0, int64_t ce) {
+    int64_t cb;
+    for (cb = c0; cb < ce; cb += 4) _mm_storeu_ps(out + cb, _mm256_cvtpd_ps(_mm256_loadu_pd(accs + (cb - c0))));
+}
+
 /* nn__norm_backward_affine_range's channels c0..c1-1 (up to 1,024; the channels past the
    last whole block of 32 are left to the plain loop, whose start it returns): chunks of 64
    rows, each row's mean and rstd computed once per chunk (not once per channel block), then
    each block of 32 channels over the chunk's rows in order in 8 double accumulators */
 NN__LN_TGT static int64_t nn__ln_affine_avx2(const nn__norm *q, float *out, const float *x, const float *stats, const float *dy,
                                             float eps, int64_t c0, int64_t c1) {
-    int64_t R = nn__norm_groups(q), C = q->C, a, a0, na, cb, ce = c0 + (c1 - c0) / 32 * 32;
+    int64_t C = q->C, a, a0, na, cb, ce = c0 + (c1 - c0) / 32 * 32;
     double accs[1024];
     float mean[64], rs[64];
     int k;
     if (c1 - c0 > 1024) return c0;
     for (cb = c0; cb < ce; cb++) accs[cb - c0] = 0.0;
     for (a0 = 0; a0 < q->A; a0 += na) {
-        na = q->A - a0 < 64 ? q->A - a0 : 64;
-        for (a = 0; a < na && x; a++) mean[a] = stats[a0 + a], rs[a] = nn__norm_rstd(stats, R, a0 + a, eps);
+        na = nn__ln_affine_rows(q, x, stats, eps, a0, mean, rs);
         for (cb = c0; cb < ce; cb += 32) {
             __m256d acc[8];
             for (k = 0; k < 8; k++) acc[k] = _mm256_loadu_pd(accs + (cb - c0) + 4 * k);
@@ -11650,7 +11684,7 @@ NN__LN_TGT static int64_t nn__ln_affine_avx2(const nn__norm *q, float *out, cons
             for (k = 0; k < 8; k++) _mm256_storeu_pd(accs + (cb - c0) + 4 * k, acc[k]);
         }
     }
-    for (cb = c0; cb < ce; cb += 4) _mm_storeu_ps(out + cb, _mm256_cvtpd_ps(_mm256_loadu_pd(accs + (cb - c0))));
+    nn__ln_affine_out(out, accs, c0, ce);
     return ce;
 }
 
@@ -11662,15 +11696,14 @@ NN__LN_TGT static int64_t nn__ln_affine_avx2(const nn__norm *q, float *out, cons
    pass-through as maybe-uninitialized. */
 __attribute__((target("avx512f"))) static int64_t nn__ln_affine_avx512(const nn__norm *q, float *out, const float *x, const float *stats,
                                                                        const float *dy, float eps, int64_t c0, int64_t c1) {
-    int64_t R = nn__norm_groups(q), C = q->C, a, a0, na, cb, ce = c0 + (c1 - c0) / 32 * 32;
+    int64_t C = q->C, a, a0, na, cb, ce = c0 + (c1 - c0) / 32 * 32;
     double accs[1024];
     float mean[64], rs[64];
     int k;
     if (c1 - c0 > 1024) return c0;
     for (cb = c0; cb < ce; cb++) accs[cb - c0] = 0.0;
     for (a0 = 0; a0 < q->A; a0 += na) {
-        na = q->A - a0 < 64 ? q->A - a0 : 64;
-        for (a = 0; a < na && x; a++) mean[a] = stats[a0 + a], rs[a] = nn__norm_rstd(stats, R, a0 + a, eps);
+        na = nn__ln_affine_rows(q, x, stats, eps, a0, mean, rs);
         for (cb = c0; cb < ce; cb += 32) {
             __m512d acc[4];
             for (k = 0; k < 4; k++) acc[k] = _mm512_loadu_pd(accs + (cb - c0) + 8 * k);
@@ -11689,7 +11722,7 @@ __attribute__((target("avx512f"))) static int64_t nn__ln_affine_avx512(const nn_
             for (k = 0; k < 4; k++) _mm512_storeu_pd(accs + (cb - c0) + 8 * k, acc[k]);
         }
     }
-    for (cb = c0; cb < ce; cb += 4) _mm_storeu_ps(out + cb, _mm256_cvtpd_ps(_mm256_loadu_pd(accs + (cb - c0))));
+    nn__ln_affine_out(out, accs, c0, ce);
     return ce;
 }
 
@@ -16095,34 +16128,41 @@ static void nn__gemm_cfg_set(nn__gemm_cfg *c, int wpt_m, int wpt_n, int vw,
 }
 
 /* $NN_CL_GEMM="WPT_M,WPT_N,VW,WG_M,WG_N,TS_K": the GPU-tuned (tiled) GEMM's tile, for timing
-   other tiles on a GPU without a rebuild (HACKING "Kernel development").  Taken only where it
-   is a tile the kernel builds and the device runs (VW of 1, 2, 4, 8 or 16 dividing WPT_N, the
-   work-group within max_wg, the panels within local memory); otherwise the default stands.
-   Every tile gives the same bits: each element sums its K terms in order. */
-static int nn__gemm_env_tile(size_t max_wg_size, uint64_t local_mem_bytes, nn__gemm_cfg *c) {
-    const char *env = getenv("NN_CL_GEMM");
-    int v[6], n = 0, i;
-    if (!env || !env[0]) return 0;
+   other tiles on a GPU without a rebuild (HACKING "Kernel development").  Read once when a
+   device opens, into d->gemm_tile, and taken only where it is a tile the kernel builds and the
+   device runs (VW of 1, 2, 4, 8 or 16 dividing WPT_N, the work-group within max_wg, the
+   panels within local memory); otherwise the default stands and a warning (one a context)
+   names the value, why, and the tile used instead.  Every tile gives the same bits: each
+   element sums its K terms in order. */
+/* Why d cannot take the tile env names (read into v), or NULL where it can. */
+static NN__MAYBE_UNUSED const char *nn__gemm_env_why(const nn__device *d, const char *env, int v[6]) {
+    int i;
     for (i = 0; i < 6; i++) {
         char *end;
         long x = strtol(env, &end, 10);
-        if (end == env || x < 1 || x > 256) return 0;
-        v[n++] = (int)x;
-        env = end;
-        if (*env == ',') env++;
+        if (end == env || x < 1 || x > 256) return "not six integers from 1 to 256";
+        v[i] = (int)x;
+        env = *end == ',' && i < 5 ? end + 1 : end;
     }
-    if (*env) return 0;
-    if (v[2] != 1 && v[2] != 2 && v[2] != 4 && v[2] != 8 && v[2] != 16) return 0;
-    if (v[1] % v[2] != 0 || (size_t)v[3] * (size_t)v[4] > max_wg_size) return 0;
-    if ((uint64_t)v[5] * (uint64_t)(v[0] * v[3] + 1 + v[1] * v[4]) * sizeof(float) > local_mem_bytes) return 0;
-    nn__gemm_cfg_set(c, v[0], v[1], v[2], v[3], v[4], 1, v[5], 1, 1, 0);
-    return 1;
+    if (*env) return "not six integers from 1 to 256";
+    if (d->cpu_tuned) return "the device runs the CPU-tuned (packed) GEMM, which has no such tile (NN_CL_TUNING=gpu takes it)";
+    if (v[2] != 1 && v[2] != 2 && v[2] != 4 && v[2] != 8 && v[2] != 16) return "VW is not 1, 2, 4, 8 or 16";
+    if (v[1] % v[2] != 0) return "VW does not divide WPT_N";
+    if ((size_t)v[3] * (size_t)v[4] > d->max_wg) return "WG_M x WG_N is over the device's largest work-group";
+    if ((uint64_t)v[5] * (uint64_t)(v[0] * v[3] + 1 + v[1] * v[4]) * sizeof(float) > d->local_mem)
+        return "TS_K x (WPT_M x WG_M + 1 + WPT_N x WG_N) floats are over the device's local memory";
+    return NULL;
 }
 
-static void nn__gemm_config(int is_cpu_device, size_t max_wg_size, uint64_t local_mem_bytes,
-                               nn__gemm_cfg *c)
-{
-    if (!is_cpu_device && nn__gemm_env_tile(max_wg_size, local_mem_bytes, c)) return;
+static void nn__gemm_config(const nn__device *d, nn__gemm_cfg *c) {
+    int is_cpu_device = d->cpu_tuned;
+    size_t max_wg_size = d->max_wg;
+    uint64_t local_mem_bytes = d->local_mem;
+    const int *t = d->gemm_tile;
+    if (!is_cpu_device && t[0]) {
+        nn__gemm_cfg_set(c, t[0], t[1], t[2], t[3], t[4], 1, t[5], 1, 1, 0);
+        return;
+    }
     if (is_cpu_device) {
         /* CPU runtimes (PoCL): the packed path, one item per group.  A 6x16
          * micro-tile is 12 accumulators of 8 floats, which with the two B
@@ -16161,7 +16201,7 @@ static void nn__gemm_config(int is_cpu_device, size_t max_wg_size, uint64_t loca
    row bands pack it fewer times (a 128 x 256 x 784 NT product in 8 items took 24% less CPU
    time than in 16 on this 2-core PoCL), and 4 a core still balance. */
 static void nn__gemm_config_dev(const nn__device *dev, nn__gemm_cfg *c) {
-    nn__gemm_config(dev->cpu_tuned, dev->max_wg, dev->local_mem, c);
+    nn__gemm_config(dev, c);
     if (!dev->cpu_tuned || c->use_local != 2) return;
     if (dev->vec_float >= 16) {
         c->wpt_n = 32;
@@ -16169,6 +16209,25 @@ static void nn__gemm_config_dev(const nn__device *dev, nn__gemm_cfg *c) {
         c->wg_n = 2;
     }
     if (dev->units > 0 && dev->units < NN__GEMM_CPU_ITEMS / 4) c->items = 4 * (int)dev->units;
+}
+
+/* $NN_CL_GEMM into d->gemm_tile where d takes it, else one warning (above nn__gemm_config). */
+static NN__MAYBE_UNUSED void nn__gemm_env_read(nn_context *ctx, nn__device *d) {
+    const char *env = getenv("NN_CL_GEMM"), *why;
+    int v[6];
+    nn__gemm_cfg dflt;
+    memset(d->gemm_tile, 0, sizeof d->gemm_tile);
+    if (!env || !env[0]) return;
+    why = nn__gemm_env_why(d, env, v);
+    if (!why) {
+        memcpy(d->gemm_tile, v, sizeof v);
+        return;
+    }
+    nn__gemm_config_dev(d, &dflt);
+    nn__log(ctx, NN_LOG_WARN,
+            "NN_CL_GEMM=%s ignored: %s (largest work-group %lu, local memory %lu bytes); the GEMM keeps "
+            "its own tile %d,%d,%d,%d,%d,%d", env, why, (unsigned long)d->max_wg, (unsigned long)d->local_mem,
+            dflt.wpt_m, dflt.wpt_n, dflt.vw, dflt.wg_m, dflt.wg_n, dflt.ts_k);
 }
 
 
@@ -29667,6 +29726,7 @@ static nn_result nn__cl_open_device(nn_context *ctx, cl_platform_id plat, cl_dev
     d->max_alloc = cl->max_alloc;
     d->align = align_bits / 8 > 256 ? align_bits / 8 : 256;
     if (d->max_wg == 0) d->max_wg = 1;
+    nn__gemm_env_read(ctx, d);
     snprintf(ctx->backend_name, sizeof ctx->backend_name, "%s", cl->name);
     err = CL_SUCCESS;
     cl->context = clCreateContext(props, 1, &dev, NULL, NULL, &err);
@@ -41282,7 +41342,7 @@ static void nn__conv2d_dev_plan(const nn_context *ctx, int op, const nn__conv2d 
     if (nn__conv2d_is_depthwise(c)) return;
     if (op == NN__OP_CONV2D_DW) {
         int64_t tile_n, tile_m, tiles, target;
-        nn__gemm_config(ctx->dev.cpu_tuned, ctx->dev.max_wg, ctx->dev.local_mem, &cfg);
+        nn__gemm_config(&ctx->dev, &cfg);
         tile_n = (int64_t)cfg.wpt_n * cfg.wg_n;
         tile_m = (int64_t)cfg.wpt_m * (cfg.use_local == 2 ? 4 : cfg.wg_m);
         tiles = (Kg + tile_m - 1) / tile_m * ((KKg + tile_n - 1) / tile_n) * c->G;
@@ -42374,6 +42434,13 @@ static nn_result nn__launch_rms_norm_dx(nn_graph *g, int id) {
    norm_stats + norm; batch norm adds the running statistics' update in training mode, or
    normalises by them (batch_norm_running_stats) in eval mode ==== */
 
+/* A test hook (tests/test_ln16.c, t_norm_half_groups): group and instance norm take a 16-bit x
+   as they are, as layer norm does, so that the 16-bit norms' paths of several groups and long
+   channels (kernels/norm.cl's norm_runs_* with G > 1 on CPU devices, the CPU bodies' widening
+   with G > 1) run in a test; the API converts such an x to float32 (these norms run in float32) */
+static int nn__norm_half_groups;
+static NN__MAYBE_UNUSED void nn__norm_force_half_groups(int on) { nn__norm_half_groups = on; }
+
 /* Group norm, and instance norm (instance: groups = C, x with spatial dims); x [N, C, ...] */
 static nn_tensor nn__group_norm(nn_graph *g, const char *fn, nn_tensor x, nn_tensor gamma, nn_tensor beta, int groups,
                                 float eps, int instance) {
@@ -42381,9 +42448,10 @@ static nn_tensor nn__group_norm(nn_graph *g, const char *fn, nn_tensor x, nn_ten
     nn__node *nx;
     nn_shape c;
     nn__norm_attr at;
-    if (!nn__norm_check_x(g, fn, x, instance ? 3 : 2, instance ? "[N, C, spatial...]" : "[N, C, ...]", sx, sizeof sx, 0))
+    if (!nn__norm_check_x(g, fn, x, instance ? 3 : 2, instance ? "[N, C, spatial...]" : "[N, C, ...]", sx, sizeof sx,
+                          nn__norm_half_groups))
         return nn__tensor(-1);
-    if ((x = nn__policy_f32_input(g, x)).id < 0) return nn__tensor(-1); /* these norms run in float32 */
+    if (!nn__norm_half_groups && (x = nn__policy_f32_input(g, x)).id < 0) return nn__tensor(-1); /* these norms run in float32 */
     nx = nn__n(g, x);
     if (instance) groups = (int)nx->shape.dim[1];
     if (instance && nx->numel / (nx->shape.dim[0] * nx->shape.dim[1]) < 2) /* PyTorch refuses too */

@@ -7,7 +7,11 @@
                                   C = A*B (square, float32) as an nn_matmul graph run with
                                   nn_graph_forward, several reps after a warm-up
           nn_bench mlp SEL        BENCH name=mlp_train backend=NAME batch=128 samples_per_sec=X
-                                  cpu_ms_per_step=X (the process's CPU time, all threads):
+                                  cpu_ms_per_step=X (the process's CPU time, all threads)
+                                  host_ms_per_step=X (time inside nn_graph_step: the whole
+                                  step on cpu, the enqueues on a device) launches_per_step=X
+                                  (kernel launches, or the CPU backend's op dispatches), then
+                                  the same line with fuse=0 after batch= (NN_FUSE=0):
                                   the 784-256-128-10 ReLU MLP, Adam, batch 128, images and
                                   labels gathered on the device from 60000 random resident
                                   examples, steady state; a step writes only the 128 indices
@@ -20,7 +24,8 @@
                                   NN_BENCH_CONV=NxCxHxWkK: that shape only;
                                   NN_BENCH_CONV_DX=0: no dx (bwd is dw alone)
           nn_bench cnn SEL        BENCH name=cnn_train backend=NAME batch=64 samples_per_sec=X
-                                  cpu_ms_per_step=X:
+                                  cpu_ms_per_step=X host_ms_per_step=X launches_per_step=X,
+                                  and again with fuse=0 (as mlp):
                                   examples/fashion_mnist_cnn.c's network and step (Adam,
                                   batch 64, gathered from 60000 resident random images); on
                                   cpu also BENCH name=cnn_train_bf16 ...: the same under
@@ -125,6 +130,54 @@ static nn_context *open_ctx(const char *sel, char *name, size_t n) {
         bench_name(dev.name, name, n);
     }
     return ctx;
+}
+
+/* NN_FUSE=0 for the compiles between fuse_off(0) and fuse_restore (a run without elementwise
+   fusion, src/ops/fuse.c, beside the default); fuse_off(1) leaves the environment alone. */
+static char *fuse_saved;
+static int fuse_was_set;
+static void fuse_off(int fuse) {
+    const char *e = getenv("NN_FUSE");
+    fuse_was_set = !fuse;
+    if (fuse) return;
+    fuse_saved = e ? strdup(e) : NULL;
+    setenv("NN_FUSE", "0", 1);
+}
+static void fuse_restore(void) {
+    if (!fuse_was_set) return;
+    if (fuse_saved) setenv("NN_FUSE", fuse_saved, 1);
+    else unsetenv("NN_FUSE");
+    free(fuse_saved);
+    fuse_saved = NULL;
+    fuse_was_set = 0;
+}
+
+/* A timed step's host side: nn_graph_step's own time (the whole step on the CPU backend; the
+   enqueues on a device) and the context's launch counter (kernel launches on a device, op
+   dispatches on the CPU backend) over the timed steps. */
+typedef struct step_host {
+    double host;
+    uint64_t launches0;
+} step_host;
+static nn_result timed_step(nn_graph *g, step_host *h, int timed) {
+    double t = now();
+    nn_result r = nn_graph_step(g);
+    if (timed) h->host += now() - t;
+    return r;
+}
+static void step_host_start(nn_context *ctx, step_host *h) {
+    nn_stats st;
+    nn_context_stats(ctx, &st);
+    h->host = 0.0;
+    h->launches0 = st.kernel_launches;
+}
+/* " host_ms_per_step=X launches_per_step=X" of `steps` timed steps into buf */
+static const char *step_host_text(nn_context *ctx, const step_host *h, int steps, char *buf, size_t n) {
+    nn_stats st;
+    nn_context_stats(ctx, &st);
+    snprintf(buf, n, " host_ms_per_step=%.3f launches_per_step=%.1f", h->host * 1e3 / steps,
+             (double)(st.kernel_launches - h->launches0) / steps);
+    return buf;
 }
 
 static int fail(nn_context *ctx, const char *what, nn_result r) {
@@ -343,8 +396,10 @@ static nn_result mlp_build(nn_context *ctx, mlp *m) {
     return r;
 }
 
-static int bench_mlp(const char *sel) {
-    char name[256];
+/* fuse 1: as compiled by default; 0: with NN_FUSE=0 (the line says fuse=0) */
+static int bench_mlp_run(const char *sel, int fuse) {
+    char name[256], hs[96];
+    step_host sh;
     nn_context *ctx = open_ctx(sel, name, sizeof name);
     mlp m;
     float *x = NULL;
@@ -366,7 +421,9 @@ static int bench_mlp(const char *sel) {
     }
     fill_random(x, (size_t)TRAIN_N * IMG, 3u);
     for (i = 0; i < TRAIN_N; i++) y[i] = (int32_t)((uint32_t)i * 2654435761u % 10u);
+    fuse_off(fuse);
     r = mlp_build(ctx, &m);
+    fuse_restore();
     if (r == NN_OK) r = nn_tensor_write(m.g, m.x_all, x, (size_t)TRAIN_N * IMG * sizeof(float));
     if (r == NN_OK) r = nn_tensor_write(m.g, m.y_all, y, (size_t)TRAIN_N * sizeof(int32_t));
     /* 20 warm-up steps, then steps until 2 s have passed (at least 50). */
@@ -377,11 +434,12 @@ static int bench_mlp(const char *sel) {
         }
         /* The step's only transfer: 128 indices (512 bytes). */
         r = nn_tensor_write(m.g, m.idx, idx, sizeof idx);
-        if (r == NN_OK) r = nn_graph_step(m.g);
+        if (r == NN_OK) r = timed_step(m.g, &sh, warm == 0);
         if (r != NN_OK) break;
         if (warm > 0) {
             if (--warm == 0) {
                 r = nn_graph_finish(m.g);
+                step_host_start(ctx, &sh);
                 t0 = now();
                 c0 = clock();
             }
@@ -394,14 +452,21 @@ static int bench_mlp(const char *sel) {
     dt = now() - t0;
     c0 = clock() - c0;
     if (r != NN_OK) status = fail(ctx, "mlp", r);
-    else printf("BENCH name=mlp_train backend=%s batch=%d samples_per_sec=%.0f cpu_ms_per_step=%.3f\n", name, BATCH, steps * (double)BATCH / dt,
-                (double)c0 / CLOCKS_PER_SEC * 1e3 / steps);
+    else printf("BENCH name=mlp_train backend=%s batch=%d%s samples_per_sec=%.0f cpu_ms_per_step=%.3f%s\n", name, BATCH,
+                fuse ? "" : " fuse=0", steps * (double)BATCH / dt, (double)c0 / CLOCKS_PER_SEC * 1e3 / steps,
+                step_host_text(ctx, &sh, steps, hs, sizeof hs));
 done:
     nn_graph_destroy(m.g);
     nn_context_destroy(ctx);
     free(x);
     free(y);
     return status;
+}
+
+/* fused (the default), then with NN_FUSE=0 */
+static int bench_mlp(const char *sel) {
+    int status = bench_mlp_run(sel, 1);
+    return status ? status : bench_mlp_run(sel, 0);
 }
 
 /* ---- conv2d --------------------------------------------------------------------------------- */
@@ -518,8 +583,9 @@ static nn_tensor cnn_block(nn_graph *g, nn_tensor x, int64_t channels, const cha
 
 /* prec: the graph's precision policy (nn_graph_desc.precision); tag: "" for float32, else
    the name's suffix (cnn_train_bf16) */
-static int bench_cnn_run(const char *sel, nn_precision prec, const char *tag) {
-    char name[256];
+static int bench_cnn_run(const char *sel, nn_precision prec, const char *tag, int fuse) {
+    char name[256], hs[96];
+    step_host sh;
     nn_graph_desc gd;
     nn_context *ctx = open_ctx(sel, name, sizeof name);
     nn_graph *g = NULL;
@@ -562,7 +628,9 @@ static int bench_cnn_run(const char *sel, nn_precision prec, const char *tag) {
         cd.loss = loss;
         cd.optimizer.kind = NN_OPT_ADAM;
         cd.optimizer.lr = 1e-3f;
+        fuse_off(fuse);
         r = nn_graph_compile(g, &cd);
+        fuse_restore();
     }
     if (r == NN_OK) r = nn_tensor_write(g, x_all, x, (size_t)TRAIN_N * IMG * sizeof(float));
     if (r == NN_OK) r = nn_tensor_write(g, y_all, y, (size_t)TRAIN_N * sizeof(int32_t));
@@ -574,11 +642,12 @@ static int bench_cnn_run(const char *sel, nn_precision prec, const char *tag) {
             ib[i] = (int32_t)((seed >> 8) % TRAIN_N);
         }
         r = nn_tensor_write(g, idx, ib, sizeof ib);
-        if (r == NN_OK) r = nn_graph_step(g);
+        if (r == NN_OK) r = timed_step(g, &sh, warm == 0);
         if (r != NN_OK) break;
         if (warm > 0) {
             if (--warm == 0) {
                 r = nn_graph_finish(g);
+                step_host_start(ctx, &sh);
                 t0 = now();
                 c0 = clock();
             }
@@ -594,8 +663,9 @@ static int bench_cnn_run(const char *sel, nn_precision prec, const char *tag) {
     dt = now() - t0;
     c0 = clock() - c0;
     if (r != NN_OK) status = fail(ctx, "cnn", r);
-    else printf("BENCH name=cnn_train%s backend=%s batch=%d samples_per_sec=%.0f cpu_ms_per_step=%.3f\n", tag, name,
-                CNN_BATCH, steps * (double)CNN_BATCH / dt, (double)c0 / CLOCKS_PER_SEC * 1e3 / steps);
+    else printf("BENCH name=cnn_train%s backend=%s batch=%d%s samples_per_sec=%.0f cpu_ms_per_step=%.3f%s\n", tag, name,
+                CNN_BATCH, fuse ? "" : " fuse=0", steps * (double)CNN_BATCH / dt, (double)c0 / CLOCKS_PER_SEC * 1e3 / steps,
+                step_host_text(ctx, &sh, steps, hs, sizeof hs));
 done:
     nn_graph_destroy(g);
     nn_context_destroy(ctx);
@@ -604,10 +674,12 @@ done:
     return status;
 }
 
-/* float32, and on the CPU backend the bf16 policy beside it (issue 20's CNN line) */
+/* float32 fused (the default) and with NN_FUSE=0, and on the CPU backend the bf16 policy
+   beside it (issue 20's CNN line) */
 static int bench_cnn(const char *sel) {
-    int status = bench_cnn_run(sel, NN_PRECISION_FP32, "");
-    if (status == 0 && strcmp(sel, "cpu") == 0) status = bench_cnn_run(sel, NN_PRECISION_BF16, "_bf16");
+    int status = bench_cnn_run(sel, NN_PRECISION_FP32, "", 1);
+    if (status == 0) status = bench_cnn_run(sel, NN_PRECISION_FP32, "", 0);
+    if (status == 0 && strcmp(sel, "cpu") == 0) status = bench_cnn_run(sel, NN_PRECISION_BF16, "_bf16", 1);
     return status;
 }
 

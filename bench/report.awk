@@ -69,6 +69,11 @@ function layerrows(cl,    k, l, c, o, r, id) {
 }
 function lfmt(v) { return v == "" ? "n/a" : v >= 100 ? sprintf("%.0f", v) : v >= 10 ? sprintf("%.1f", v) : sprintf("%.2f", v) }
 # get(ID, METRIC): the reported median of a figure, "" if none
+# is_metric(K): whether a RUN line's field K is a figure (its median kept), not a part of the
+# figure's name: the METRIC list, and any rate or time a benchmark adds later (a key with
+# _per_ in it, or ms, or ending in _ms), so that a new field such as cpu_ms_per_step does not
+# make every round's line a figure of its own (the README's cells then came out n/a)
+function is_metric(k) { return (k in METRIC) || k ~ /_per_/ || k == "ms" || k ~ /_ms$/ }
 function get(id, m) { return ((id, m) in M) ? M[id, m] : "" }
 function x(a, b) { return (a != "" && b != "" && b > 0) ? sprintf("%.2fx", a / b) : "" }
 # ratio(WHAT, A, B[, LIB]): A/B; LIB (torch, numpy) marks a ratio to a counterpart on a slow BLAS
@@ -137,7 +142,7 @@ $1 == "RUN" {
         p = index($i, "="); k = substr($i, 1, p - 1); v = substr($i, p + 1)
         if (k == "round") continue
         if (k == "threads") { cfg = v; continue }
-        if (k in METRIC) { MK[++nm] = k; MV[nm] = v; continue }
+        if (is_metric(k)) { MK[++nm] = k; MV[nm] = v; continue }
         id = id (id == "" ? "" : " ") $i
         if (k == "name") name = v
     }

@@ -34,9 +34,10 @@
 # Every measurement is one line (the counterparts' also carry threads=T/B):
 #     RUN round=R [build=baseline] name=sgemm backend=B n=N gflops=X
 #     RUN round=R name=gemm16 backend=cpu shape=MxKxN dtype=f32|bf16|bf16w|f16 gflops=X
-#     RUN round=R ... name=mlp_train backend=B batch=128 samples_per_sec=X
+#     RUN round=R ... name=mlp_train backend=B batch=128 [fuse=0] samples_per_sec=X cpu_ms_per_step=X
+#         host_ms_per_step=X launches_per_step=X (fuse=0: compiled with NN_FUSE=0)
 #     RUN round=R ... name=conv2d backend=B shape=NxCxHxWkK pass=fwd|bwd gflops=X ms=X
-#     RUN round=R ... name=cnn_train backend=B batch=64 samples_per_sec=X
+#     RUN round=R ... name=cnn_train backend=B batch=64 [fuse=0] samples_per_sec=X (and the same fields)
 #     RUN round=R ... name=start backend=B cold_ms=X warm_ms=X
 #     RUN round=R ... name=mem backend=B op=copy|mul_add|sum_last gbps=X
 #     RUN round=R ... name=layer backend=B layer=L ms_per_step=X

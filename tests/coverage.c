@@ -239,6 +239,31 @@ int t_cl_map_log(const char **lines, unsigned count, const char *log, char *out,
 #endif
 }
 
+/* tests/test_fuse.c's look at what fusion formed (src/ops/fuse.c): the chains of compiled g,
+   and into *gemm those of them whose first member is added in a GEMM's epilogue (the CPU
+   backend's bias add); 0 and 0 where fusion formed none (NN_FUSE=0). */
+int t_fused_chains(const nn_graph *g, int *gemm) {
+    int i, n = g->fusion ? g->fusion->n : 0;
+    *gemm = 0;
+    for (i = 0; i < n; i++) *gemm += g->fusion->c[i].gemm != 0;
+    return n;
+}
+
+/* Whether compiled g launches the device kernel named (tests/test_attention.c: the flash
+   kernels taken); 0 on the CPU backend */
+int t_graph_launches(const nn_graph *g, const char *kernel) {
+    int i;
+    for (i = 0; i < g->n_launches; i++)
+        if (!strcmp(g->launches[i].kernel, kernel)) return 1;
+    return 0;
+}
+
+/* tests/test_ln16.c's 16-bit group norm (src/ops/norm.c nn__norm_force_half_groups) */
+void t_norm_half_groups(int on) { nn__norm_force_half_groups(on); }
+
+/* tests/test_conv_algo.c's forcing of the Winograd transforms' instruction set (src/cpu/conv_wino.c) */
+int t_wino_force(const char *name) { return nn__wino_force(name); }
+
 /* tests/test_conv_algo.c's forcing of the float32 GEMM's kernel (src/cpu/gemm.c) */
 const char *t_sgemm_force(const char *name) { return nn__sgemm_force_kernel(name); }
 

@@ -285,6 +285,16 @@ const char *t_gemm16_force(int fmt, const char *name);
 /* The float32 GEMM's kernel ("generic", "avx2", "avx512f") forced, NULL for the automatic
    choice; returns the kernel now in use (tests/coverage.c, nn__sgemm_force_kernel). */
 const char *t_sgemm_force(const char *name);
+/* 1: nn_group_norm takes a 16-bit x as it is (a test hook: the API converts it to float32) */
+void t_norm_half_groups(int on);
+/* Whether compiled g launches the device kernel named (tests/coverage.c) */
+int t_graph_launches(const nn_graph *g, const char *kernel);
+/* The Winograd transforms of name (generic, avx2, avx512) for every Winograd convolution from
+   now on, NULL: the CPU's own; 0 where this CPU has not that instruction set */
+int t_wino_force(const char *name);
+/* The elementwise chains fusion formed in compiled g (src/ops/fuse.c), and into *gemm those
+   that start in a GEMM's epilogue; 0 with NN_FUSE=0 (tests/coverage.c) */
+int t_fused_chains(const nn_graph *g, int *gemm);
 int t_sgemm_pre(int threads, int pre, int ta, int tb, int M, int N, int K, const float *A, const float *B, float *C);
 int t_cl_load_child(const char *which);
 /* src/opencl/backend.c's nn__cl_map_log (tests/coverage.c); 0 without the OpenCL backend */

@@ -6,6 +6,7 @@
    independent Philox, so finite differences of the reference check the backward),
    cross-attention (top-left causal), sliding windows, both layouts; CPU/OpenCL parity
    through the op checker; the same bits across runs and CPU thread counts; refusals. */
+#define _POSIX_C_SOURCE 200809L /* setenv, as tests/nn_test.c */
 #include "test.h"
 #include "bad_rows.h"
 #include <math.h>
@@ -212,6 +213,59 @@ static void attention_cases(const t_env *e) {
     for (i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
         spec s = a_spec(&cases[i]);
         check_case(e, &s);
+    }
+}
+
+/* ---- the flash kernels (kernels/attention.cl attn_flash_fwd, _dq, _dkv), default off
+   (NN_CL_ATTN=flash, read when a context opens): in the gpu-tuning pass, a context opened
+   with it runs two cases through the op checker (the double reference, parity with the CPU
+   backend): D 64 causal and D 32 not, T 33 (a partial block of rows). Both take one program
+   build (the flash program's cold build on PoCL is most of the cost). ---- */
+static void attention_flash(const t_env *e) {
+    /* name, B, H, Hkv, Tq, Tk, D, layout, causal, window, mask, kpm, scale, p, dirs, v_grad_only, Dv */
+    static const acfg cases[] = {
+        {"attention flash T33 causal D64 gqa2", 1, 2, 1, 33, 33, 64, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+        {"attention flash T33 D32 BTHD kpm int", 2, 2, 2, 33, 33, 32, 1, 0, 0, 0, 2, 0, 0, 0, 0, 0},
+    };
+    const char *old = getenv("NN_CL_ATTN");
+    char *saved = old ? strdup(old) : NULL;
+    nn_context_desc d;
+    nn_context *c = NULL;
+    nn_graph *g = NULL;
+    t_env f;
+    int i, flash = 0;
+    if (!e->opencl || !t_gpu_tuned(e)) { free(saved); return; } /* GPU kernels: the gpu-tuning pass (and GPUs) */
+    setenv("NN_CL_ATTN", "flash", 1);
+    t_context_desc(e, &d);
+    i = nn_context_create(&d, &c) == NN_OK;
+    if (saved) setenv("NN_CL_ATTN", saved, 1);
+    else unsetenv("NN_CL_ATTN");
+    free(saved);
+    if (t_begin(e, "attention: NN_CL_ATTN=flash launches attn_flash_fwd, _dq and _dkv")) {
+        if (T_CHECK(i, "a context with NN_CL_ATTN=flash: %s", nn_context_last_error(NULL)) &&
+            T_OK(nn_graph_create(c, NULL, &g), c)) {
+            nn_attention_desc ad;
+            nn_tensor q = nn_input(g, "q", NN_F32, nn_shape4(1, 2, 33, 64)), o;
+            memset(&ad, 0, sizeof ad);
+            ad.causal = 1;
+            nn_graph_requires_grad(g, q);
+            o = nn_attention(g, q, q, q, &ad);
+            if (T_OK(nn_graph_compile(g, &(nn_compile_desc){.loss = nn_sum(g, nn_mul(g, o, o))}), c))
+                flash = t_graph_launches(g, "attn_flash_fwd") && t_graph_launches(g, "attn_flash_dq") &&
+                        t_graph_launches(g, "attn_flash_dkv");
+            T_CHECK(flash, "the graph runs no attn_flash_fwd, _dq and _dkv (the tiled kernels?)");
+        }
+        nn_graph_destroy(g);
+        t_end();
+    }
+    if (c) {
+        f = *e;
+        f.ctx = c;
+        for (i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
+            spec s = a_spec(&cases[i]);
+            check_case(&f, &s);
+        }
+        nn_context_destroy(c);
     }
 }
 
@@ -587,6 +641,6 @@ static const bad_row attention_bad[] = {
 };
 
 void suite_attention(const t_env *e) {
-    T_RUN(e, attention_cases, attention_bits, attention_causal_skip, attention_one_pass, attention_views);
+    T_RUN(e, attention_cases, attention_flash, attention_bits, attention_causal_skip, attention_one_pass, attention_views);
     t_bad_rows(e, attention_bad, (int)(sizeof attention_bad / sizeof attention_bad[0]));
 }

@@ -487,6 +487,57 @@ static void conv_algo_kernels(const t_env *e) {
     t_end();
 }
 
+/* The Winograd transforms (src/cpu/conv_wino.c) under each instruction set this CPU has
+   (plain C, AVX2, AVX-512: t_wino_force), the GEMM between them left as it is: y and dx the
+   same bits under each (the file promises them: each element is the same sequence of float
+   adds); widths that leave vector tails (OW 5, 37, 70), channel counts not a multiple of 16. */
+static void conv_algo_wino_isa(const t_env *e) {
+    static const char *const isas[] = {"generic", "avx2", "avx512"};
+    static const int shapes[][6] = {{2, 16, 9, 37, 17, 1}, {1, 8, 6, 5, 9, 0}, {1, 24, 12, 70, 16, 1}};
+    static const char *what[2] = {"y", "dx"};
+    size_t s, i;
+    int k, ran = 0;
+    if (!t_begin_cpu(e, "conv2d Winograd transforms under each instruction set: the same bits", "the CPU backend's transforms"))
+        return;
+    for (s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const int *c = shapes[s];
+        conv_ref_bufs B;
+        nn_context_desc cdesc;
+        nn_context *c1 = NULL;
+        int first = 1;
+        if (!conv_ref_alloc(&B, c, 0x71a0 + (unsigned long long)s)) continue;
+        t_context_desc(e, &cdesc);
+        cdesc.device = "cpu";
+        cdesc.threads = 1;
+        if (T_OK(nn_context_create(&cdesc, &c1), e->ctx))
+            for (i = 0; i < sizeof isas / sizeof isas[0]; i++) {
+                float **out = first ? B.got : B.got3;
+                int ok;
+                if (!t_wino_force(isas[i])) continue; /* not on this CPU */
+                ran += s == 0;
+                setenv("NN_CONV_ALGO", "winograd", 1);
+                ok = conv_ref_run(c1, c, B.xv, B.wv, B.bv, B.tv, out[0], out[1], out[2]);
+                unsetenv("NN_CONV_ALGO");
+                for (k = 0; ok && !first && k < 2; k++) {
+                    long j = conv_algo_diff(B.got[k], B.got3[k], B.n[k]);
+                    T_CHECK(j < 0, "x[%d,%d,%d,%d] w[%d,%d,3,3]: %s[%ld] %.9g with the generic transforms, %.9g with %s", c[0],
+                            c[1], c[2], c[3], c[4], c[1], what[k], j, j < 0 ? 0.0 : B.got[k][j], j < 0 ? 0.0 : B.got3[k][j],
+                            isas[i]);
+                }
+                first = 0;
+            }
+        t_wino_force(NULL);
+        nn_context_destroy(c1);
+        conv_ref_free(&B);
+    }
+#if defined(__x86_64__) || defined(__i386__)
+    T_CHECK(ran >= 2, "%d instruction sets ran on an x86 CPU", ran);
+#else
+    T_CHECK(ran >= 1, "the generic transforms did not run");
+#endif
+    t_end();
+}
+
 /* tests/test_conv.c's conv2d cases of the op checker with the im2col path forced */
 void t_conv2d_checks(const t_env *e, const char *suffix);
 static void conv_algo_im2col_cases(const t_env *e) {
@@ -505,5 +556,6 @@ static void conv_algo_winograd_cases(const t_env *e) {
 }
 
 void suite_conv_algo(const t_env *e) {
-    T_RUN(e, conv_algo_bitwise, conv_algo_im2col_cases, conv_algo_reference, conv_algo_kernels, conv_algo_winograd_cases);
+    T_RUN(e, conv_algo_bitwise, conv_algo_im2col_cases, conv_algo_reference, conv_algo_kernels, conv_algo_wino_isa,
+          conv_algo_winograd_cases);
 }

@@ -1,6 +1,7 @@
 /* Elementwise fusion (src/ops/fuse.c): the same training run compiled with fusion (the
    default) and with NN_FUSE=0 must give the same bits (losses, parameters, gradients) on the
-   backend under test, with fewer kernel launches per step; a chain's forward is also held to
+   backend under test, with fewer kernel launches per step, chains formed (none with
+   NN_FUSE=0: tests/coverage.c t_fused_chains); a chain's forward is also held to
    a double-precision reference written here. */
 #if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
 #define _POSIX_C_SOURCE 200809L /* setenv */
@@ -19,6 +20,7 @@ typedef struct run_out {
     float *vals;
     long n_vals;
     uint64_t launches;
+    int chains, gemm; /* what fusion formed (t_fused_chains) */
     nn_result r;
 } run_out;
 
@@ -153,6 +155,7 @@ static void run_model(const t_env *e, int which, int fuse, run_out *o) {
     if (saved) setenv("NN_FUSE", saved, 1);
     else unsetenv("NN_FUSE");
     free(saved);
+    if (o->r == NN_OK) o->chains = t_fused_chains(g, &o->gemm);
     if (o->r == NN_OK) o->r = write_inputs(g, which);
     for (i = 0; i < STEPS && o->r == NN_OK; i++) {
         nn_context_stats(e->ctx, &s0);
@@ -199,8 +202,12 @@ static void check_same(const t_env *e, const char *name, int which) {
         T_CHECK(i == a.n_vals, "value %ld of %ld differs: %.9g unfused, %.9g fused", i, a.n_vals, a.vals[i], b.vals[i]);
         T_CHECK(b.launches < a.launches, "%llu launches a step fused, %llu unfused", (unsigned long long)b.launches,
                 (unsigned long long)a.launches);
-        printf("    %s on %s: %llu kernel launches a step unfused, %llu fused\n", name, e->backend,
-               (unsigned long long)a.launches, (unsigned long long)b.launches);
+        T_CHECK(a.chains == 0 && a.gemm == 0, "NN_FUSE=0 formed %d chains (%d in a GEMM's epilogue)", a.chains, a.gemm);
+        T_CHECK(b.chains > 0, "fusion formed no chain");
+        /* the wide product's bias add in the CPU GEMM's epilogue (a device backend has none) */
+        if (which == 3 && !e->opencl) T_CHECK(b.gemm > 0, "no chain in the GEMM's epilogue (%d chains)", b.chains);
+        printf("    %s on %s: %llu kernel launches a step unfused, %llu fused (%d chains, %d in a GEMM's epilogue)\n",
+               name, e->backend, (unsigned long long)a.launches, (unsigned long long)b.launches, b.chains, b.gemm);
     }
     free(a.vals);
     free(b.vals);
@@ -222,7 +229,9 @@ static void check_chain_values(const t_env *e) {
         return;
     }
     (void)chain_model(g, extra);
-    if (T_OK(nn_graph_compile(g, NULL), e->ctx) && T_OK(write_inputs(g, 2), e->ctx) && T_OK(nn_graph_forward(g), e->ctx) &&
+    if (T_OK(nn_graph_compile(g, NULL), e->ctx) &&
+        T_CHECK((getenv("NN_FUSE") && !strcmp(getenv("NN_FUSE"), "0")) || t_fused_chains(g, &k) > 0, "no chain formed") &&
+        T_OK(write_inputs(g, 2), e->ctx) && T_OK(nn_graph_forward(g), e->ctx) &&
         T_OK(nn_tensor_read(g, extra[0], h, sizeof h), e->ctx) && T_OK(nn_tensor_read(g, extra[1], out, sizeof out), e->ctx) &&
         T_OK(nn_tensor_read(g, nn_graph_find(g, "x"), x, sizeof x), e->ctx) &&
         T_OK(nn_tensor_read(g, nn_graph_find(g, "r"), r, sizeof r), e->ctx) &&

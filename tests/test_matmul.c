@@ -4,6 +4,7 @@
    7, 33, 127); the gradients reduce over the broadcast batch dims.
    Gradients along one dense random direction per input (op_check.c's dirs). Tolerances
    are op_check.c's (1e-4 relative). */
+#define _POSIX_C_SOURCE 200809L /* setenv, as tests/nn_test.c */
 #include "test.h"
 #include "bad_rows.h"
 #include <stdint.h>
@@ -488,6 +489,106 @@ static void linear_case(const t_env *e) {
     check_case(e, &s);
 }
 
+/* Log lines of one context, for mm_env_tile. */
+typedef struct {
+    int warns, n;
+    char text[4][512];
+} mm_lines;
+static void mm_collect(void *user, nn_log_level level, const char *msg) {
+    mm_lines *l = (mm_lines *)user;
+    if (level != NN_LOG_WARN) return;
+    if (l->warns < 4) snprintf(l->text[l->warns], sizeof l->text[0], "%s", msg);
+    l->warns++;
+}
+
+/* $NN_CL_GEMM (src/opencl/gemm_plan.c): a tile the kernel cannot build or the device cannot
+   run is ignored with one warning a context, naming the value and why, and the products (two
+   plans, one graph) still come out right; a tile the device takes gives the same products and
+   no warning (on a CPU-tuned device, which has no such tile, a warning too). 33 x 129 x 65
+   against the double product. */
+static void mm_env_tile(const t_env *e) {
+    static const struct { const char *env, *why; } tiles[] = {
+        {"4,4,3,16,16,16", "VW is not"},                    /* VW 3 */
+        {"4,6,4,16,16,16", "VW does not divide WPT_N"},
+        {"4,4,4,256,256,16", "largest work-group"},          /* 65536 items */
+        {"256,256,16,16,16,256", "local memory"},             /* 8 MiB of panels */
+        {"4,4,4,16", "six integers"},
+        {"8,8,4,8,8,8", NULL},                                /* taken where GPU-tuned */
+    };
+    enum { M = 33, K = 129, N = 65 };
+    static float va[M * K], vb[K * N], vc[M * N], vd[N * M];
+    double ref[M * N], worst = 0;
+    int t, i, j, k, gpu = t_gpu_tuned(e);
+    char *saved;
+    if (!t_begin(e, "matmul: NN_CL_GEMM's tile that the device cannot take is ignored with one warning, products right"))
+        return;
+    if (!e->opencl) {
+        t_skip("NN_CL_GEMM is the OpenCL GEMM's tile");
+        return;
+    }
+    saved = getenv("NN_CL_GEMM") ? strdup(getenv("NN_CL_GEMM")) : NULL;
+    t_seed(5);
+    for (i = 0; i < M * K; i++) va[i] = (float)t_uniform(-1, 1);
+    for (i = 0; i < K * N; i++) vb[i] = (float)t_uniform(-1, 1);
+    for (i = 0; i < M; i++)
+        for (j = 0; j < N; j++) {
+            double s = 0;
+            for (k = 0; k < K; k++) s += (double)va[i * K + k] * vb[k * N + j];
+            ref[i * N + j] = s;
+        }
+    for (t = 0; t < (int)(sizeof tiles / sizeof tiles[0]); t++) {
+        nn_context_desc d;
+        nn_context *c = NULL;
+        nn_graph *g = NULL;
+        nn_tensor a, b, y, yt;
+        nn_compile_desc cd;
+        mm_lines lines;
+        int want = tiles[t].why || !gpu, parse = tiles[t].why && strstr(tiles[t].why, "six");
+        const char *why = parse ? tiles[t].why : !gpu ? "CPU-tuned" : tiles[t].why;
+        memset(&lines, 0, sizeof lines);
+        setenv("NN_CL_GEMM", tiles[t].env, 1);
+        t_context_desc(e, &d);
+        d.log = mm_collect;
+        d.log_user = &lines;
+        d.log_level = NN_LOG_WARN;
+        if (!T_OK(nn_context_create(&d, &c), NULL)) break;
+        if (T_OK(nn_graph_create(c, NULL, &g), c)) {
+            a = nn_input(g, "a", NN_F32, nn_shape2(M, K));
+            b = nn_input(g, "b", NN_F32, nn_shape2(K, N));
+            y = nn_matmul(g, a, b, 0, 0);
+            yt = nn_matmul(g, b, a, 1, 1); /* (a b)^T: the TT kernel, a second plan */
+            nn_graph_output(g, y);
+            nn_graph_output(g, yt);
+            memset(&cd, 0, sizeof cd);
+            if (T_OK(nn_graph_compile(g, &cd), c) && T_OK(nn_tensor_write(g, a, va, sizeof va), c) &&
+                T_OK(nn_tensor_write(g, b, vb, sizeof vb), c) && T_OK(nn_graph_forward(g), c) &&
+                T_OK(nn_tensor_read(g, y, vc, sizeof vc), c) && T_OK(nn_tensor_read(g, yt, vd, sizeof vd), c))
+                for (i = 0; i < M; i++)
+                    for (j = 0; j < N; j++) {
+                        double r = ref[i * N + j], e1 = fabs(vc[i * N + j] - r), e2 = fabs(vd[j * M + i] - r);
+                        if (e1 > worst) worst = e1;
+                        if (e2 > worst) worst = e2;
+                    }
+        }
+        T_CHECK(worst < 1e-4, "NN_CL_GEMM=%s: products off by %g", tiles[t].env, worst);
+        T_CHECK(lines.warns == want, "NN_CL_GEMM=%s: %d warnings, want %d (first: %s)", tiles[t].env, lines.warns, want,
+                lines.warns ? lines.text[0] : "");
+        if (lines.warns >= 1) {
+            char v[64];
+            snprintf(v, sizeof v, "NN_CL_GEMM=%s ignored", tiles[t].env);
+            T_CHECK(strstr(lines.text[0], v) && strstr(lines.text[0], why) &&
+                        strstr(lines.text[0], "keeps its own tile"),
+                    "the warning names neither the value, why, nor the fallback: %s", lines.text[0]);
+        }
+        nn_graph_destroy(g);
+        nn_context_destroy(c);
+    }
+    if (saved) setenv("NN_CL_GEMM", saved, 1);
+    else unsetenv("NN_CL_GEMM");
+    free(saved);
+    t_end();
+}
+
 void suite_matmul(const t_env *e) {
     /* untransposed shapes of a, b and the result (0 ends a shape) */
     static const struct { int a[7], b[7], out[7]; int transposes; } cases[] = {
@@ -555,6 +656,7 @@ void suite_matmul(const t_env *e) {
     }
     T_RUN(e, matmul_cases, nanprop_matmul);
     mm_prepack(e);
+    mm_env_tile(e);
     t_bad_rows(e, matmul_bad, (int)(sizeof matmul_bad / sizeof matmul_bad[0]));
     linear_case(e);
 }

@@ -199,6 +199,10 @@ typedef struct nn__device {
     int attn_flash;             /* GPUs: nn_attention's flash kernels where they take the head dim
                                    (kernels/attention.cl attn_flash_*), else the tiled ones:
                                    $NN_CL_ATTN flash or tiled, default NN__ATTN_FLASH_DEFAULT */
+    int gemm_tile[6];           /* GPUs: $NN_CL_GEMM's tile (WPT_M, WPT_N, VW, WG_M, WG_N, TS_K)
+                                   where the kernel builds it and the device runs it, read once
+                                   when the device opens (src/opencl/gemm_plan.c,
+                                   nn__gemm_env_read); all 0: the planner's own */
     size_t max_wg;              /* largest work-group */
     uint64_t local_mem;         /* bytes of local memory */
     uint64_t max_alloc;         /* largest buffer in bytes */

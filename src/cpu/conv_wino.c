@@ -379,7 +379,11 @@ __attribute__((target("avx512f"))) static void nn__wino_vin_avx512(const float *
 #undef NN__WINO_VCOL512
 #endif
 
-static const nn__wino_fns *nn__wino_pick(void) {
+static const nn__wino_fns *nn__wino_forced; /* nn__wino_force's transforms; NULL: the CPU's */
+
+/* The transforms of name (generic, avx2, avx512) where this CPU runs them, else NULL; name
+   NULL: the best this CPU runs */
+static const nn__wino_fns *nn__wino_table(const char *name) {
     static const nn__wino_fns generic = {nn__wino_vcol_generic, nn__wino_hrow_generic, nn__wino_orow_generic,
                                          nn__wino_deint_generic, nn__wino_inter_generic, NULL};
 #if NN__GEMM_X86
@@ -387,10 +391,22 @@ static const nn__wino_fns *nn__wino_pick(void) {
                                         nn__wino_deint_avx512, nn__wino_inter_avx512, nn__wino_vin_avx512};
     static const nn__wino_fns avx2 = {nn__wino_vcol_avx2, nn__wino_hrow_avx2, nn__wino_orow_avx2, nn__wino_deint_generic,
                                       nn__wino_inter_generic, NULL};
-    if (nn__vm_isa() == 2) return &avx512;
-    if (nn__vm_isa() == 1) return &avx2;
+    if (nn__vm_isa() == 2 && (!name || !strcmp(name, "avx512"))) return &avx512;
+    if (nn__vm_isa() >= 1 && (!name || !strcmp(name, "avx2"))) return &avx2;
 #endif
-    return &generic;
+    return !name || !strcmp(name, "generic") ? &generic : NULL;
+}
+
+static const nn__wino_fns *nn__wino_pick(void) { return nn__wino_forced ? nn__wino_forced : nn__wino_table(NULL); }
+
+/* A test hook (tests/test_conv_algo.c): the transforms of name for every Winograd run from
+   now on, NULL: the CPU's own again; 0 where this CPU cannot run them (nothing changes).
+   Every instruction set gives the same bits (above), which the test holds them to. */
+static NN__MAYBE_UNUSED int nn__wino_force(const char *name) {
+    const nn__wino_fns *f = name ? nn__wino_table(name) : NULL;
+    if (name && !f) return 0;
+    nn__wino_forced = f;
+    return 1;
 }
 
 /* U_xi [Co, Ci] = (G g G^T)[xi] of every filter g: w [Co, Ci, 3, 3] (op 0) or, for dx, w

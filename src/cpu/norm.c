@@ -215,21 +215,35 @@ NN__LN_TGT static void nn__ln_dx_avx2(const nn__norm *q, float *dx, const float 
     }
 }
 
+/* nn__ln_affine_avx2's and _avx512's chunk of rows from a0 (64, or what is left): its row
+   count, and each row's mean and rstd into mean and rs (none without x: the bias's gradient) */
+static inline int64_t nn__ln_affine_rows(const nn__norm *q, const float *x, const float *stats, float eps, int64_t a0,
+                                  float *mean, float *rs) {
+    int64_t R = nn__norm_groups(q), na = q->A - a0 < 64 ? q->A - a0 : 64, a;
+    for (a = 0; a < na && x; a++) mean[a] = stats[a0 + a], rs[a] = nn__norm_rstd(stats, R, a0 + a, eps);
+    return na;
+}
+
+/* Their channels c0..ce-1's double sums (accs from channel c0) rounded into out */
+NN__LN_TGT static inline void nn__ln_affine_out(float *out, const double *accs, int64_t c0, int64_t ce) {
+    int64_t cb;
+    for (cb = c0; cb < ce; cb += 4) _mm_storeu_ps(out + cb, _mm256_cvtpd_ps(_mm256_loadu_pd(accs + (cb - c0))));
+}
+
 /* nn__norm_backward_affine_range's channels c0..c1-1 (up to 1,024; the channels past the
    last whole block of 32 are left to the plain loop, whose start it returns): chunks of 64
    rows, each row's mean and rstd computed once per chunk (not once per channel block), then
    each block of 32 channels over the chunk's rows in order in 8 double accumulators */
 NN__LN_TGT static int64_t nn__ln_affine_avx2(const nn__norm *q, float *out, const float *x, const float *stats, const float *dy,
                                             float eps, int64_t c0, int64_t c1) {
-    int64_t R = nn__norm_groups(q), C = q->C, a, a0, na, cb, ce = c0 + (c1 - c0) / 32 * 32;
+    int64_t C = q->C, a, a0, na, cb, ce = c0 + (c1 - c0) / 32 * 32;
     double accs[1024];
     float mean[64], rs[64];
     int k;
     if (c1 - c0 > 1024) return c0;
     for (cb = c0; cb < ce; cb++) accs[cb - c0] = 0.0;
     for (a0 = 0; a0 < q->A; a0 += na) {
-        na = q->A - a0 < 64 ? q->A - a0 : 64;
-        for (a = 0; a < na && x; a++) mean[a] = stats[a0 + a], rs[a] = nn__norm_rstd(stats, R, a0 + a, eps);
+        na = nn__ln_affine_rows(q, x, stats, eps, a0, mean, rs);
         for (cb = c0; cb < ce; cb += 32) {
             __m256d acc[8];
             for (k = 0; k < 8; k++) acc[k] = _mm256_loadu_pd(accs + (cb - c0) + 4 * k);
@@ -249,7 +263,7 @@ NN__LN_TGT static int64_t nn__ln_affine_avx2(const nn__norm *q, float *out, cons
             for (k = 0; k < 8; k++) _mm256_storeu_pd(accs + (cb - c0) + 4 * k, acc[k]);
         }
     }
-    for (cb = c0; cb < ce; cb += 4) _mm_storeu_ps(out + cb, _mm256_cvtpd_ps(_mm256_loadu_pd(accs + (cb - c0))));
+    nn__ln_affine_out(out, accs, c0, ce);
     return ce;
 }
 
@@ -261,15 +275,14 @@ NN__LN_TGT static int64_t nn__ln_affine_avx2(const nn__norm *q, float *out, cons
    pass-through as maybe-uninitialized. */
 __attribute__((target("avx512f"))) static int64_t nn__ln_affine_avx512(const nn__norm *q, float *out, const float *x, const float *stats,
                                                                        const float *dy, float eps, int64_t c0, int64_t c1) {
-    int64_t R = nn__norm_groups(q), C = q->C, a, a0, na, cb, ce = c0 + (c1 - c0) / 32 * 32;
+    int64_t C = q->C, a, a0, na, cb, ce = c0 + (c1 - c0) / 32 * 32;
     double accs[1024];
     float mean[64], rs[64];
     int k;
     if (c1 - c0 > 1024) return c0;
     for (cb = c0; cb < ce; cb++) accs[cb - c0] = 0.0;
     for (a0 = 0; a0 < q->A; a0 += na) {
-        na = q->A - a0 < 64 ? q->A - a0 : 64;
-        for (a = 0; a < na && x; a++) mean[a] = stats[a0 + a], rs[a] = nn__norm_rstd(stats, R, a0 + a, eps);
+        na = nn__ln_affine_rows(q, x, stats, eps, a0, mean, rs);
         for (cb = c0; cb < ce; cb += 32) {
             __m512d acc[4];
             for (k = 0; k < 4; k++) acc[k] = _mm512_loadu_pd(accs + (cb - c0) + 8 * k);
@@ -288,7 +301,7 @@ __attribute__((target("avx512f"))) static int64_t nn__ln_affine_avx512(const nn_
             for (k = 0; k < 4; k++) _mm512_storeu_pd(accs + (cb - c0) + 8 * k, acc[k]);
         }
     }
-    for (cb = c0; cb < ce; cb += 4) _mm_storeu_ps(out + cb, _mm256_cvtpd_ps(_mm256_loadu_pd(accs + (cb - c0))));
+    nn__ln_affine_out(out, accs, c0, ce);
     return ce;
 }
 

@@ -273,6 +273,7 @@ static nn_result nn__cl_open_device(nn_context *ctx, cl_platform_id plat, cl_dev
     d->max_alloc = cl->max_alloc;
     d->align = align_bits / 8 > 256 ? align_bits / 8 : 256;
     if (d->max_wg == 0) d->max_wg = 1;
+    nn__gemm_env_read(ctx, d);
     snprintf(ctx->backend_name, sizeof ctx->backend_name, "%s", cl->name);
     err = CL_SUCCESS;
     cl->context = clCreateContext(props, 1, &dev, NULL, NULL, &err);

@@ -41,34 +41,41 @@ static void nn__gemm_cfg_set(nn__gemm_cfg *c, int wpt_m, int wpt_n, int vw,
 }
 
 /* $NN_CL_GEMM="WPT_M,WPT_N,VW,WG_M,WG_N,TS_K": the GPU-tuned (tiled) GEMM's tile, for timing
-   other tiles on a GPU without a rebuild (HACKING "Kernel development").  Taken only where it
-   is a tile the kernel builds and the device runs (VW of 1, 2, 4, 8 or 16 dividing WPT_N, the
-   work-group within max_wg, the panels within local memory); otherwise the default stands.
-   Every tile gives the same bits: each element sums its K terms in order. */
-static int nn__gemm_env_tile(size_t max_wg_size, uint64_t local_mem_bytes, nn__gemm_cfg *c) {
-    const char *env = getenv("NN_CL_GEMM");
-    int v[6], n = 0, i;
-    if (!env || !env[0]) return 0;
+   other tiles on a GPU without a rebuild (HACKING "Kernel development").  Read once when a
+   device opens, into d->gemm_tile, and taken only where it is a tile the kernel builds and the
+   device runs (VW of 1, 2, 4, 8 or 16 dividing WPT_N, the work-group within max_wg, the
+   panels within local memory); otherwise the default stands and a warning (one a context)
+   names the value, why, and the tile used instead.  Every tile gives the same bits: each
+   element sums its K terms in order. */
+/* Why d cannot take the tile env names (read into v), or NULL where it can. */
+static NN__MAYBE_UNUSED const char *nn__gemm_env_why(const nn__device *d, const char *env, int v[6]) {
+    int i;
     for (i = 0; i < 6; i++) {
         char *end;
         long x = strtol(env, &end, 10);
-        if (end == env || x < 1 || x > 256) return 0;
-        v[n++] = (int)x;
-        env = end;
-        if (*env == ',') env++;
+        if (end == env || x < 1 || x > 256) return "not six integers from 1 to 256";
+        v[i] = (int)x;
+        env = *end == ',' && i < 5 ? end + 1 : end;
     }
-    if (*env) return 0;
-    if (v[2] != 1 && v[2] != 2 && v[2] != 4 && v[2] != 8 && v[2] != 16) return 0;
-    if (v[1] % v[2] != 0 || (size_t)v[3] * (size_t)v[4] > max_wg_size) return 0;
-    if ((uint64_t)v[5] * (uint64_t)(v[0] * v[3] + 1 + v[1] * v[4]) * sizeof(float) > local_mem_bytes) return 0;
-    nn__gemm_cfg_set(c, v[0], v[1], v[2], v[3], v[4], 1, v[5], 1, 1, 0);
-    return 1;
+    if (*env) return "not six integers from 1 to 256";
+    if (d->cpu_tuned) return "the device runs the CPU-tuned (packed) GEMM, which has no such tile (NN_CL_TUNING=gpu takes it)";
+    if (v[2] != 1 && v[2] != 2 && v[2] != 4 && v[2] != 8 && v[2] != 16) return "VW is not 1, 2, 4, 8 or 16";
+    if (v[1] % v[2] != 0) return "VW does not divide WPT_N";
+    if ((size_t)v[3] * (size_t)v[4] > d->max_wg) return "WG_M x WG_N is over the device's largest work-group";
+    if ((uint64_t)v[5] * (uint64_t)(v[0] * v[3] + 1 + v[1] * v[4]) * sizeof(float) > d->local_mem)
+        return "TS_K x (WPT_M x WG_M + 1 + WPT_N x WG_N) floats are over the device's local memory";
+    return NULL;
 }
 
-static void nn__gemm_config(int is_cpu_device, size_t max_wg_size, uint64_t local_mem_bytes,
-                               nn__gemm_cfg *c)
-{
-    if (!is_cpu_device && nn__gemm_env_tile(max_wg_size, local_mem_bytes, c)) return;
+static void nn__gemm_config(const nn__device *d, nn__gemm_cfg *c) {
+    int is_cpu_device = d->cpu_tuned;
+    size_t max_wg_size = d->max_wg;
+    uint64_t local_mem_bytes = d->local_mem;
+    const int *t = d->gemm_tile;
+    if (!is_cpu_device && t[0]) {
+        nn__gemm_cfg_set(c, t[0], t[1], t[2], t[3], t[4], 1, t[5], 1, 1, 0);
+        return;
+    }
     if (is_cpu_device) {
         /* CPU runtimes (PoCL): the packed path, one item per group.  A 6x16
          * micro-tile is 12 accumulators of 8 floats, which with the two B
@@ -107,7 +114,7 @@ static void nn__gemm_config(int is_cpu_device, size_t max_wg_size, uint64_t loca
    row bands pack it fewer times (a 128 x 256 x 784 NT product in 8 items took 24% less CPU
    time than in 16 on this 2-core PoCL), and 4 a core still balance. */
 static void nn__gemm_config_dev(const nn__device *dev, nn__gemm_cfg *c) {
-    nn__gemm_config(dev->cpu_tuned, dev->max_wg, dev->local_mem, c);
+    nn__gemm_config(dev, c);
     if (!dev->cpu_tuned || c->use_local != 2) return;
     if (dev->vec_float >= 16) {
         c->wpt_n = 32;
@@ -115,6 +122,25 @@ static void nn__gemm_config_dev(const nn__device *dev, nn__gemm_cfg *c) {
         c->wg_n = 2;
     }
     if (dev->units > 0 && dev->units < NN__GEMM_CPU_ITEMS / 4) c->items = 4 * (int)dev->units;
+}
+
+/* $NN_CL_GEMM into d->gemm_tile where d takes it, else one warning (above nn__gemm_config). */
+static NN__MAYBE_UNUSED void nn__gemm_env_read(nn_context *ctx, nn__device *d) {
+    const char *env = getenv("NN_CL_GEMM"), *why;
+    int v[6];
+    nn__gemm_cfg dflt;
+    memset(d->gemm_tile, 0, sizeof d->gemm_tile);
+    if (!env || !env[0]) return;
+    why = nn__gemm_env_why(d, env, v);
+    if (!why) {
+        memcpy(d->gemm_tile, v, sizeof v);
+        return;
+    }
+    nn__gemm_config_dev(d, &dflt);
+    nn__log(ctx, NN_LOG_WARN,
+            "NN_CL_GEMM=%s ignored: %s (largest work-group %lu, local memory %lu bytes); the GEMM keeps "
+            "its own tile %d,%d,%d,%d,%d,%d", env, why, (unsigned long)d->max_wg, (unsigned long)d->local_mem,
+            dflt.wpt_m, dflt.wpt_n, dflt.vw, dflt.wg_m, dflt.wg_n, dflt.ts_k);
 }
 
 

@@ -472,6 +472,13 @@ static nn_result nn__launch_rms_norm_dx(nn_graph *g, int id) {
    norm_stats + norm; batch norm adds the running statistics' update in training mode, or
    normalises by them (batch_norm_running_stats) in eval mode ==== */
 
+/* A test hook (tests/test_ln16.c, t_norm_half_groups): group and instance norm take a 16-bit x
+   as they are, as layer norm does, so that the 16-bit norms' paths of several groups and long
+   channels (kernels/norm.cl's norm_runs_* with G > 1 on CPU devices, the CPU bodies' widening
+   with G > 1) run in a test; the API converts such an x to float32 (these norms run in float32) */
+static int nn__norm_half_groups;
+static NN__MAYBE_UNUSED void nn__norm_force_half_groups(int on) { nn__norm_half_groups = on; }
+
 /* Group norm, and instance norm (instance: groups = C, x with spatial dims); x [N, C, ...] */
 static nn_tensor nn__group_norm(nn_graph *g, const char *fn, nn_tensor x, nn_tensor gamma, nn_tensor beta, int groups,
                                 float eps, int instance) {
@@ -479,9 +486,10 @@ static nn_tensor nn__group_norm(nn_graph *g, const char *fn, nn_tensor x, nn_ten
     nn__node *nx;
     nn_shape c;
     nn__norm_attr at;
-    if (!nn__norm_check_x(g, fn, x, instance ? 3 : 2, instance ? "[N, C, spatial...]" : "[N, C, ...]", sx, sizeof sx, 0))
+    if (!nn__norm_check_x(g, fn, x, instance ? 3 : 2, instance ? "[N, C, spatial...]" : "[N, C, ...]", sx, sizeof sx,
+                          nn__norm_half_groups))
         return nn__tensor(-1);
-    if ((x = nn__policy_f32_input(g, x)).id < 0) return nn__tensor(-1); /* these norms run in float32 */
+    if (!nn__norm_half_groups && (x = nn__policy_f32_input(g, x)).id < 0) return nn__tensor(-1); /* these norms run in float32 */
     nx = nn__n(g, x);
     if (instance) groups = (int)nx->shape.dim[1];
     if (instance && nx->numel / (nx->shape.dim[0] * nx->shape.dim[1]) < 2) /* PyTorch refuses too */

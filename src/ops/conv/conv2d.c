@@ -339,7 +339,7 @@ static void nn__conv2d_dev_plan(const nn_context *ctx, int op, const nn__conv2d 
     if (nn__conv2d_is_depthwise(c)) return;
     if (op == NN__OP_CONV2D_DW) {
         int64_t tile_n, tile_m, tiles, target;
-        nn__gemm_config(ctx->dev.cpu_tuned, ctx->dev.max_wg, ctx->dev.local_mem, &cfg);
+        nn__gemm_config(&ctx->dev, &cfg);
         tile_n = (int64_t)cfg.wpt_n * cfg.wg_n;
         tile_m = (int64_t)cfg.wpt_m * (cfg.use_local == 2 ? 4 : cfg.wg_m);
         tiles = (Kg + tile_m - 1) / tile_m * ((KKg + tile_n - 1) / tile_n) * c->G;
