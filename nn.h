@@ -22536,10 +22536,10 @@ static const char *const nn__cl_src_optim[] = {
 "    P(float, eps) P(float, wd) P(int, decoupled) P(fstep, bc1) P(fstep, bc2) P(float, cv)\n",
 "NN__KSIG(adam)\n",
 "/* adam over two parameters in one launch (src/ops/optim.c's pairs): p, grad, m, v, n, lr and\n",
-"   wd the first's, p1..wd1 the second's; items: the work-items of the first */\n",
+"   wd the first's, p1..wd1 the second's */\n",
 "#define NN__KARGS_adam2(F, P)                                                                                    \\\n",
 "    F(out, p) P(in, grad) P(out, m) P(out, v) P(out, p1) P(in, grad1) P(out, m1) P(out, v1) P(in, clip) P(int, n)  \\\n",
-"    P(int, n1) P(int, items) P(fstep, lr) P(fstep, lr1) P(float, b1) P(float, b2) P(float, eps) P(float, wd)       \\\n",
+"    P(int, n1) P(fstep, lr) P(fstep, lr1) P(float, b1) P(float, b2) P(float, eps) P(float, wd)       \\\n",
 "    P(float, wd1) P(int, decoupled) P(fstep, bc1) P(fstep, bc2) P(float, cv)\n",
 "NN__KSIG(adam2)\n",
 "/* kind: nn_optimizer_kind; h0..h4 (h2 is eps) from nn__opt_hparams, c0..c3 the update's\n",
@@ -22672,9 +22672,10 @@ static const char *const nn__cl_src_optim[] = {
 "/* adam on devices tuned as CPUs: 16 elements an item in float16s, the clip factor read once\n",
 "   an item (the form above read it an element: PoCL made it a gather in every iteration and\n",
 "   masked the rest), the last item's tail one at a time; each element's arithmetic as above */\n",
-"/* 16 elements of adam from i (whole when i + 16 <= n, else the tail one at a time) */\n",
-"inline void adam_vec(int i, __global float *p, __global const float *grad, __global float *m, __global float *v, int n,\n",
-"                     float c, float lr, float b1, float b2, float eps, float wd, int decoupled, float bc1, float bc2, float cv) {\n",
+"__kernel void opt_adam_vec(NN__KPARAMS(adam)) {\n",
+"    int i = get_global_id(0) * 16;\n",
+"    if (i >= n || clip[0] < 0.0f) return;\n",
+"    float c = clip[0];\n",
 "    if (i + 16 <= n) {\n",
 "        float16 g = vload16(0, grad + i) * c, w = vload16(0, p + i);\n",
 "        g = select(g, (float16)(-cv), g < -cv);\n",
@@ -22691,34 +22692,14 @@ static const char *const nn__cl_src_optim[] = {
 "    for (; i < n; i++) adam_one(i, p, grad, m, v, c, lr, b1, b2, eps, wd, decoupled, bc1, bc2, cv);\n",
 "}\n",
 "\n",
-"__kernel void opt_adam_vec(NN__KPARAMS(adam)) {\n",
-"    int i = get_global_id(0) * 16;\n",
-"    if (i >= n || clip[0] < 0.0f) return;\n",
-"    adam_vec(i, p, grad, m, v, n, clip[0], lr, b1, b2, eps, wd, decoupled, bc1, bc2, cv);\n",
-"}\n",
-"\n",
-"/* adam over two parameters in one launch: work-items [0, items) update the first (p, n, lr,\n",
-"   wd), the rest the second (p1, n1, lr1, wd1), each element as adam above: one launch\n",
+"/* adam over two parameters in one launch: work-items [0, n) update the first (p, lr, wd),\n",
+"   [n, n + n1) the second (p1, lr1, wd1), each element as adam above: one launch\n",
 "   instead of two for the update ops that the schedule runs back to back */\n",
 "__kernel void adam2(NN__KPARAMS(adam2)) {\n",
 "    int i = get_global_id(0);\n",
-"    if (clip[0] < 0.0f) return;\n",
-"    if (i < items) {\n",
-"        if (i < n) adam_one(i, p, grad, m, v, clip[0], lr, b1, b2, eps, wd, decoupled, bc1, bc2, cv);\n",
-"    } else if (i - items < n1) {\n",
-"        adam_one(i - items, p1, grad1, m1, v1, clip[0], lr1, b1, b2, eps, wd1, decoupled, bc1, bc2, cv);\n",
-"    }\n",
-"}\n",
-"\n",
-"/* adam2 on devices tuned as CPUs: 16 elements an item as opt_adam_vec */\n",
-"__kernel void opt_adam2_vec(NN__KPARAMS(adam2)) {\n",
-"    int i = get_global_id(0);\n",
-"    if (clip[0] < 0.0f) return;\n",
-"    if (i < items) {\n",
-"        if (i * 16 < n) adam_vec(i * 16, p, grad, m, v, n, clip[0], lr, b1, b2, eps, wd, decoupled, bc1, bc2, cv);\n",
-"    } else if ((i - items) * 16 < n1) {\n",
-"        adam_vec((i - items) * 16, p1, grad1, m1, v1, n1, clip[0], lr1, b1, b2, eps, wd1, decoupled, bc1, bc2, cv);\n",
-"    }\n",
+"    if (i >= n + n1 || clip[0] < 0.0f) return;\n",
+"    if (i < n) adam_one(i, p, grad, m, v, clip[0], lr, b1, b2, eps, wd, decoupled, bc1, bc2, cv);\n",
+"    else adam_one(i - n, p1, grad1, m1, v1, clip[0], lr1, b1, b2, eps, wd1, decoupled, bc1, bc2, cv);\n",
 "}\n",
 "\n",
 "/* The rest of the family: one kernel, the rule chosen by `kind` (nn_optimizer_kind, the\n",
@@ -35171,10 +35152,10 @@ NN__KSIG(sgd)
     P(float, eps) P(float, wd) P(int, decoupled) P(fstep, bc1) P(fstep, bc2) P(float, cv)
 NN__KSIG(adam)
 /* adam over two parameters in one launch (src/ops/optim.c's pairs): p, grad, m, v, n, lr and
-   wd the first's, p1..wd1 the second's; items: the work-items of the first */
+   wd the first's, p1..wd1 the second's */
 #define NN__KARGS_adam2(F, P)                                                                                    \
     F(out, p) P(in, grad) P(out, m) P(out, v) P(out, p1) P(in, grad1) P(out, m1) P(out, v1) P(in, clip) P(int, n)  \
-    P(int, n1) P(int, items) P(fstep, lr) P(fstep, lr1) P(float, b1) P(float, b2) P(float, eps) P(float, wd)       \
+    P(int, n1) P(fstep, lr) P(fstep, lr1) P(float, b1) P(float, b2) P(float, eps) P(float, wd)       \
     P(float, wd1) P(int, decoupled) P(fstep, bc1) P(fstep, bc2) P(float, cv)
 NN__KSIG(adam2)
 /* kind: nn_optimizer_kind; h0..h4 (h2 is eps) from nn__opt_hparams, c0..c3 the update's
@@ -43448,12 +43429,15 @@ static nn_result nn__launch_adam_rule(nn_graph *g, int id) {
     return nn__kargs_adam(l, &k);
 }
 
-/* Pairs: two OPT_ADAM nodes that the schedule runs back to back, of float32 parameters and
-   the same clipping coefficient, are one launch of adam2 (or opt_adam2_vec), recorded by the
-   second: each element's update is the same expression as adam's (opt_adam_vec's), so the
+/* Pairs, on devices tuned for a GPU: two OPT_ADAM nodes that the schedule runs back to
+   back, of float32 parameters and the same clipping coefficient, are one launch of adam2,
+   recorded by the second: each element's update is the same expression as adam's, so the
    bits are too, and nothing runs between the two. In a run of such nodes the 1st and 2nd
    pair, the 3rd and 4th, ...; a last odd one launches alone. NN_OPT_MULTI=0 turns pairs off
-   (tests/test_optim.c compares the two). */
+   (tests/test_optim.c compares the two). Not on CPU tuning: on PoCL a 16-wide pair kernel
+   (opt_adam_vec's body on the item's parameter's pointers) made the MLP step (784-256-128-10,
+   3 pairs, 33 -> 30 launches) ~2% slower than one opt_adam_vec a parameter (1 thread,
+   interleaved medians 1.165 vs 1.145 ms). */
 static int nn__adam_pairable(const nn_graph *g, int a, int b) {
     const nn__node *x = &g->nodes[a], *y = &g->nodes[b];
     return x->op == NN__OP_OPT_ADAM && y->op == NN__OP_OPT_ADAM && !nn__param16(g, x) && !nn__param16(g, y) &&
@@ -43465,7 +43449,7 @@ static int nn__adam_pairable(const nn_graph *g, int a, int b) {
 static int nn__adam_partner(const nn_graph *g, int id) {
     const char *env = getenv("NN_OPT_MULTI");
     int s = g->nodes[id].first, j = s;
-    if ((env && strcmp(env, "0") == 0) || s < 0 || s >= g->n_sched || g->sched[s] != id) return 0;
+    if (g->ctx->dev.cpu_tuned || (env && strcmp(env, "0") == 0) || s < 0 || s >= g->n_sched || g->sched[s] != id) return 0;
     while (j > 0 && g->nodes[g->sched[j - 1]].first == j - 1 && nn__adam_pairable(g, g->sched[j - 1], g->sched[j])) j--;
     if ((s - j) % 2 == 1) return g->sched[s - 1];
     if (s + 1 < g->n_sched && nn__adam_pairable(g, id, g->sched[s + 1])) return -g->sched[s + 1];
@@ -43485,10 +43469,8 @@ static void nn__update_adam2(nn_graph *g, nn__launch *l) {
 /* the pair (a, id), recorded as id's launch */
 static nn_result nn__launch_adam2(nn_graph *g, int a, int id) {
     nn__node *x = &g->nodes[a], *y = &g->nodes[id];
-    int cpu = g->ctx->dev.cpu_tuned; /* 16 elements an item */
     int64_t n0 = g->nodes[x->in[0]].numel, n1 = g->nodes[y->in[0]].numel;
-    int64_t i0 = cpu ? (n0 + 15) / 16 : n0, i1 = cpu ? (n1 + 15) / 16 : n1;
-    NN__KSTART(adam2, "optim", cpu ? "opt_adam2_vec" : "adam2", i0 + i1);
+    NN__KSTART(adam2, "optim", "adam2", n0 + n1);
     l->update = nn__update_adam2;
     k.p = &g->nodes[x->in[0]].buf;
     k.grad = &g->nodes[x->in[1]].buf;
@@ -43501,7 +43483,6 @@ static nn_result nn__launch_adam2(nn_graph *g, int a, int id) {
     k.clip = y->n_in > 2 ? &g->nodes[y->in[2]].buf : &g->one;
     k.n = (int)n0;
     k.n1 = (int)n1;
-    k.items = (int)i0;
     k.lr = g->lr;
     k.lr1 = g->lr;
     k.b1 = g->opt.beta1;

@@ -49,9 +49,10 @@ __kernel void adam(NN__KPARAMS(adam)) {
 /* adam on devices tuned as CPUs: 16 elements an item in float16s, the clip factor read once
    an item (the form above read it an element: PoCL made it a gather in every iteration and
    masked the rest), the last item's tail one at a time; each element's arithmetic as above */
-/* 16 elements of adam from i (whole when i + 16 <= n, else the tail one at a time) */
-inline void adam_vec(int i, __global float *p, __global const float *grad, __global float *m, __global float *v, int n,
-                     float c, float lr, float b1, float b2, float eps, float wd, int decoupled, float bc1, float bc2, float cv) {
+__kernel void opt_adam_vec(NN__KPARAMS(adam)) {
+    int i = get_global_id(0) * 16;
+    if (i >= n || clip[0] < 0.0f) return;
+    float c = clip[0];
     if (i + 16 <= n) {
         float16 g = vload16(0, grad + i) * c, w = vload16(0, p + i);
         g = select(g, (float16)(-cv), g < -cv);
@@ -68,34 +69,14 @@ inline void adam_vec(int i, __global float *p, __global const float *grad, __glo
     for (; i < n; i++) adam_one(i, p, grad, m, v, c, lr, b1, b2, eps, wd, decoupled, bc1, bc2, cv);
 }
 
-__kernel void opt_adam_vec(NN__KPARAMS(adam)) {
-    int i = get_global_id(0) * 16;
-    if (i >= n || clip[0] < 0.0f) return;
-    adam_vec(i, p, grad, m, v, n, clip[0], lr, b1, b2, eps, wd, decoupled, bc1, bc2, cv);
-}
-
-/* adam over two parameters in one launch: work-items [0, items) update the first (p, n, lr,
-   wd), the rest the second (p1, n1, lr1, wd1), each element as adam above: one launch
+/* adam over two parameters in one launch: work-items [0, n) update the first (p, lr, wd),
+   [n, n + n1) the second (p1, lr1, wd1), each element as adam above: one launch
    instead of two for the update ops that the schedule runs back to back */
 __kernel void adam2(NN__KPARAMS(adam2)) {
     int i = get_global_id(0);
-    if (clip[0] < 0.0f) return;
-    if (i < items) {
-        if (i < n) adam_one(i, p, grad, m, v, clip[0], lr, b1, b2, eps, wd, decoupled, bc1, bc2, cv);
-    } else if (i - items < n1) {
-        adam_one(i - items, p1, grad1, m1, v1, clip[0], lr1, b1, b2, eps, wd1, decoupled, bc1, bc2, cv);
-    }
-}
-
-/* adam2 on devices tuned as CPUs: 16 elements an item as opt_adam_vec */
-__kernel void opt_adam2_vec(NN__KPARAMS(adam2)) {
-    int i = get_global_id(0);
-    if (clip[0] < 0.0f) return;
-    if (i < items) {
-        if (i * 16 < n) adam_vec(i * 16, p, grad, m, v, n, clip[0], lr, b1, b2, eps, wd, decoupled, bc1, bc2, cv);
-    } else if ((i - items) * 16 < n1) {
-        adam_vec((i - items) * 16, p1, grad1, m1, v1, n1, clip[0], lr1, b1, b2, eps, wd1, decoupled, bc1, bc2, cv);
-    }
+    if (i >= n + n1 || clip[0] < 0.0f) return;
+    if (i < n) adam_one(i, p, grad, m, v, clip[0], lr, b1, b2, eps, wd, decoupled, bc1, bc2, cv);
+    else adam_one(i - n, p1, grad1, m1, v1, clip[0], lr1, b1, b2, eps, wd1, decoupled, bc1, bc2, cv);
 }
 
 /* The rest of the family: one kernel, the rule chosen by `kind` (nn_optimizer_kind, the

@@ -362,12 +362,15 @@ static nn_result nn__launch_adam_rule(nn_graph *g, int id) {
     return nn__kargs_adam(l, &k);
 }
 
-/* Pairs: two OPT_ADAM nodes that the schedule runs back to back, of float32 parameters and
-   the same clipping coefficient, are one launch of adam2 (or opt_adam2_vec), recorded by the
-   second: each element's update is the same expression as adam's (opt_adam_vec's), so the
+/* Pairs, on devices tuned for a GPU: two OPT_ADAM nodes that the schedule runs back to
+   back, of float32 parameters and the same clipping coefficient, are one launch of adam2,
+   recorded by the second: each element's update is the same expression as adam's, so the
    bits are too, and nothing runs between the two. In a run of such nodes the 1st and 2nd
    pair, the 3rd and 4th, ...; a last odd one launches alone. NN_OPT_MULTI=0 turns pairs off
-   (tests/test_optim.c compares the two). */
+   (tests/test_optim.c compares the two). Not on CPU tuning: on PoCL a 16-wide pair kernel
+   (opt_adam_vec's body on the item's parameter's pointers) made the MLP step (784-256-128-10,
+   3 pairs, 33 -> 30 launches) ~2% slower than one opt_adam_vec a parameter (1 thread,
+   interleaved medians 1.165 vs 1.145 ms). */
 static int nn__adam_pairable(const nn_graph *g, int a, int b) {
     const nn__node *x = &g->nodes[a], *y = &g->nodes[b];
     return x->op == NN__OP_OPT_ADAM && y->op == NN__OP_OPT_ADAM && !nn__param16(g, x) && !nn__param16(g, y) &&
@@ -379,7 +382,7 @@ static int nn__adam_pairable(const nn_graph *g, int a, int b) {
 static int nn__adam_partner(const nn_graph *g, int id) {
     const char *env = getenv("NN_OPT_MULTI");
     int s = g->nodes[id].first, j = s;
-    if ((env && strcmp(env, "0") == 0) || s < 0 || s >= g->n_sched || g->sched[s] != id) return 0;
+    if (g->ctx->dev.cpu_tuned || (env && strcmp(env, "0") == 0) || s < 0 || s >= g->n_sched || g->sched[s] != id) return 0;
     while (j > 0 && g->nodes[g->sched[j - 1]].first == j - 1 && nn__adam_pairable(g, g->sched[j - 1], g->sched[j])) j--;
     if ((s - j) % 2 == 1) return g->sched[s - 1];
     if (s + 1 < g->n_sched && nn__adam_pairable(g, id, g->sched[s + 1])) return -g->sched[s + 1];
@@ -399,10 +402,8 @@ static void nn__update_adam2(nn_graph *g, nn__launch *l) {
 /* the pair (a, id), recorded as id's launch */
 static nn_result nn__launch_adam2(nn_graph *g, int a, int id) {
     nn__node *x = &g->nodes[a], *y = &g->nodes[id];
-    int cpu = g->ctx->dev.cpu_tuned; /* 16 elements an item */
     int64_t n0 = g->nodes[x->in[0]].numel, n1 = g->nodes[y->in[0]].numel;
-    int64_t i0 = cpu ? (n0 + 15) / 16 : n0, i1 = cpu ? (n1 + 15) / 16 : n1;
-    NN__KSTART(adam2, "optim", cpu ? "opt_adam2_vec" : "adam2", i0 + i1);
+    NN__KSTART(adam2, "optim", "adam2", n0 + n1);
     l->update = nn__update_adam2;
     k.p = &g->nodes[x->in[0]].buf;
     k.grad = &g->nodes[x->in[1]].buf;
@@ -415,7 +416,6 @@ static nn_result nn__launch_adam2(nn_graph *g, int a, int id) {
     k.clip = y->n_in > 2 ? &g->nodes[y->in[2]].buf : &g->one;
     k.n = (int)n0;
     k.n1 = (int)n1;
-    k.items = (int)i0;
     k.lr = g->lr;
     k.lr1 = g->lr;
     k.b1 = g->opt.beta1;
