@@ -22594,6 +22594,13 @@ static const char *const nn__cl_src_optim[] = {
 "    F(out, p) P(in, grad) P(out, m) P(out, v) P(in, clip) P(int, n) P(fstep, lr) P(float, b1) P(float, b2) \\\n",
 "    P(float, eps) P(float, wd) P(int, decoupled) P(fstep, bc1) P(fstep, bc2) P(float, cv)\n",
 "NN__KSIG(adam)\n",
+"/* adam over two parameters in one launch (src/ops/optim.c's pairs): p, grad, m, v, n, lr and\n",
+"   wd the first's, p1..wd1 the second's */\n",
+"#define NN__KARGS_adam2(F, P)                                                                                    \\\n",
+"    F(out, p) P(in, grad) P(out, m) P(out, v) P(out, p1) P(in, grad1) P(out, m1) P(out, v1) P(in, clip) P(int, n)  \\\n",
+"    P(int, n1) P(fstep, lr) P(fstep, lr1) P(float, b1) P(float, b2) P(float, eps) P(float, wd)       \\\n",
+"    P(float, wd1) P(int, decoupled) P(fstep, bc1) P(fstep, bc2) P(float, cv)\n",
+"NN__KSIG(adam2)\n",
 "/* kind: nn_optimizer_kind; h0..h4 (h2 is eps) from nn__opt_hparams, c0..c3 the update's\n",
 "   constants (g->clock.c); s0..s2 the state, norms LARS's sums of squares */\n",
 "#define NN__KARGS_opt_step(F, P)                                                                                    \\\n",
@@ -22742,6 +22749,16 @@ static const char *const nn__cl_src_optim[] = {
 "        return;\n",
 "    }\n",
 "    for (; i < n; i++) adam_one(i, p, grad, m, v, c, lr, b1, b2, eps, wd, decoupled, bc1, bc2, cv);\n",
+"}\n",
+"\n",
+"/* adam over two parameters in one launch: work-items [0, n) update the first (p, lr, wd),\n",
+"   [n, n + n1) the second (p1, lr1, wd1), each element as adam above: one launch\n",
+"   instead of two for the update ops that the schedule runs back to back */\n",
+"__kernel void adam2(NN__KPARAMS(adam2)) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i >= n + n1 || clip[0] < 0.0f) return;\n",
+"    if (i < n) adam_one(i, p, grad, m, v, clip[0], lr, b1, b2, eps, wd, decoupled, bc1, bc2, cv);\n",
+"    else adam_one(i - n, p1, grad1, m1, v1, clip[0], lr1, b1, b2, eps, wd1, decoupled, bc1, bc2, cv);\n",
 "}\n",
 "\n",
 "/* The rest of the family: one kernel, the rule chosen by `kind` (nn_optimizer_kind, the\n",
@@ -35194,6 +35211,13 @@ NN__KSIG(sgd)
     F(out, p) P(in, grad) P(out, m) P(out, v) P(in, clip) P(int, n) P(fstep, lr) P(float, b1) P(float, b2) \
     P(float, eps) P(float, wd) P(int, decoupled) P(fstep, bc1) P(fstep, bc2) P(float, cv)
 NN__KSIG(adam)
+/* adam over two parameters in one launch (src/ops/optim.c's pairs): p, grad, m, v, n, lr and
+   wd the first's, p1..wd1 the second's */
+#define NN__KARGS_adam2(F, P)                                                                                    \
+    F(out, p) P(in, grad) P(out, m) P(out, v) P(out, p1) P(in, grad1) P(out, m1) P(out, v1) P(in, clip) P(int, n)  \
+    P(int, n1) P(fstep, lr) P(fstep, lr1) P(float, b1) P(float, b2) P(float, eps) P(float, wd)       \
+    P(float, wd1) P(int, decoupled) P(fstep, bc1) P(fstep, bc2) P(float, cv)
+NN__KSIG(adam2)
 /* kind: nn_optimizer_kind; h0..h4 (h2 is eps) from nn__opt_hparams, c0..c3 the update's
    constants (g->clock.c); s0..s2 the state, norms LARS's sums of squares */
 #define NN__KARGS_opt_step(F, P)                                                                                    \
@@ -43473,8 +43497,80 @@ static nn_result nn__launch_adam_rule(nn_graph *g, int id) {
     return nn__kargs_adam(l, &k);
 }
 
+/* Pairs, on devices tuned for a GPU: two OPT_ADAM nodes that the schedule runs back to
+   back, of float32 parameters and the same clipping coefficient, are one launch of adam2,
+   recorded by the second: each element's update is the same expression as adam's, so the
+   bits are too, and nothing runs between the two. In a run of such nodes the 1st and 2nd
+   pair, the 3rd and 4th, ...; a last odd one launches alone. NN_OPT_MULTI=0 turns pairs off
+   (tests/test_optim.c compares the two). Not on CPU tuning: on PoCL a 16-wide pair kernel
+   (opt_adam_vec's body on the item's parameter's pointers) made the MLP step (784-256-128-10,
+   3 pairs, 33 -> 30 launches) ~2% slower than one opt_adam_vec a parameter (1 thread,
+   interleaved medians 1.165 vs 1.145 ms). */
+static int nn__adam_pairable(const nn_graph *g, int a, int b) {
+    const nn__node *x = &g->nodes[a], *y = &g->nodes[b];
+    return x->op == NN__OP_OPT_ADAM && y->op == NN__OP_OPT_ADAM && !nn__param16(g, x) && !nn__param16(g, y) &&
+           x->n_in == y->n_in && (x->n_in <= 2 || x->in[2] == y->in[2]) && x->fused == 0 && y->fused == 0;
+}
+
+/* node id's partner: > 0 the node before it (id launches the pair), < 0 minus the node
+   after it (id launches nothing), 0 none */
+static int nn__adam_partner(const nn_graph *g, int id) {
+    const char *env = getenv("NN_OPT_MULTI");
+    int s = g->nodes[id].first, j = s;
+    if (g->ctx->dev.cpu_tuned || (env && strcmp(env, "0") == 0) || s < 0 || s >= g->n_sched || g->sched[s] != id) return 0;
+    while (j > 0 && g->nodes[g->sched[j - 1]].first == j - 1 && nn__adam_pairable(g, g->sched[j - 1], g->sched[j])) j--;
+    if ((s - j) % 2 == 1) return g->sched[s - 1];
+    if (s + 1 < g->n_sched && nn__adam_pairable(g, id, g->sched[s + 1])) return -g->sched[s + 1];
+    return 0;
+}
+
+static void nn__update_adam2(nn_graph *g, nn__launch *l) {
+    nn__k_adam2 k;
+    int a = nn__adam_partner(g, l->node);
+    memset(&k, 0, sizeof k);
+    k.lr = g->lr * g->nodes[a].a.optim.lr_mult;
+    k.lr1 = g->lr * g->nodes[l->node].a.optim.lr_mult;
+    nn__adam_bc(g, &k.bc1, &k.bc2);
+    nn__kstep_adam2(l, &k);
+}
+
+/* the pair (a, id), recorded as id's launch */
+static nn_result nn__launch_adam2(nn_graph *g, int a, int id) {
+    nn__node *x = &g->nodes[a], *y = &g->nodes[id];
+    int64_t n0 = g->nodes[x->in[0]].numel, n1 = g->nodes[y->in[0]].numel;
+    NN__KSTART(adam2, "optim", "adam2", n0 + n1);
+    l->update = nn__update_adam2;
+    k.p = &g->nodes[x->in[0]].buf;
+    k.grad = &g->nodes[x->in[1]].buf;
+    k.m = &x->aux[0];
+    k.v = &x->aux[1];
+    k.p1 = &g->nodes[y->in[0]].buf;
+    k.grad1 = &g->nodes[y->in[1]].buf;
+    k.m1 = &y->aux[0];
+    k.v1 = &y->aux[1];
+    k.clip = y->n_in > 2 ? &g->nodes[y->in[2]].buf : &g->one;
+    k.n = (int)n0;
+    k.n1 = (int)n1;
+    k.lr = g->lr;
+    k.lr1 = g->lr;
+    k.b1 = g->opt.beta1;
+    k.b2 = g->opt.beta2;
+    k.eps = g->opt.eps;
+    k.wd = g->opt.weight_decay * x->a.optim.wd_mult;
+    k.wd1 = g->opt.weight_decay * y->a.optim.wd_mult;
+    k.decoupled = g->opt.kind == NN_OPT_ADAMW;
+    k.bc1 = 1.0f;
+    k.bc2 = 1.0f;
+    k.cv = nn__opt_cv(g);
+    return nn__kargs_adam2(l, &k);
+}
+
 static nn_result nn__launch_opt_adam(nn_graph *g, int id) {
-    nn_result r = nn__launch_param_widen(g, id);
+    int a = nn__adam_partner(g, id);
+    nn_result r;
+    if (a < 0) return NN_OK; /* the next node launches both */
+    if (a > 0) return nn__launch_adam2(g, a, id);
+    r = nn__launch_param_widen(g, id);
     if (r == NN_OK) r = nn__launch_adam_rule(g, id);
     return r == NN_OK ? nn__launch_param_round(g, id) : r;
 }

@@ -69,6 +69,16 @@ __kernel void opt_adam_vec(NN__KPARAMS(adam)) {
     for (; i < n; i++) adam_one(i, p, grad, m, v, c, lr, b1, b2, eps, wd, decoupled, bc1, bc2, cv);
 }
 
+/* adam over two parameters in one launch: work-items [0, n) update the first (p, lr, wd),
+   [n, n + n1) the second (p1, lr1, wd1), each element as adam above: one launch
+   instead of two for the update ops that the schedule runs back to back */
+__kernel void adam2(NN__KPARAMS(adam2)) {
+    int i = get_global_id(0);
+    if (i >= n + n1 || clip[0] < 0.0f) return;
+    if (i < n) adam_one(i, p, grad, m, v, clip[0], lr, b1, b2, eps, wd, decoupled, bc1, bc2, cv);
+    else adam_one(i - n, p1, grad1, m1, v1, clip[0], lr1, b1, b2, eps, wd1, decoupled, bc1, bc2, cv);
+}
+
 /* The rest of the family: one kernel, the rule chosen by `kind` (nn_optimizer_kind, the
    same on every work-item; its NN_OPT_* names from kernels/optim.h). Each rule is the twin
    of nn__opt_rule in src/cpu/optim.c, which documents h (compile-time hyperparameters) and

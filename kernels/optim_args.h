@@ -13,6 +13,13 @@ NN__KSIG(sgd)
     F(out, p) P(in, grad) P(out, m) P(out, v) P(in, clip) P(int, n) P(fstep, lr) P(float, b1) P(float, b2) \
     P(float, eps) P(float, wd) P(int, decoupled) P(fstep, bc1) P(fstep, bc2) P(float, cv)
 NN__KSIG(adam)
+/* adam over two parameters in one launch (src/ops/optim.c's pairs): p, grad, m, v, n, lr and
+   wd the first's, p1..wd1 the second's */
+#define NN__KARGS_adam2(F, P)                                                                                    \
+    F(out, p) P(in, grad) P(out, m) P(out, v) P(out, p1) P(in, grad1) P(out, m1) P(out, v1) P(in, clip) P(int, n)  \
+    P(int, n1) P(fstep, lr) P(fstep, lr1) P(float, b1) P(float, b2) P(float, eps) P(float, wd)       \
+    P(float, wd1) P(int, decoupled) P(fstep, bc1) P(fstep, bc2) P(float, cv)
+NN__KSIG(adam2)
 /* kind: nn_optimizer_kind; h0..h4 (h2 is eps) from nn__opt_hparams, c0..c3 the update's
    constants (g->clock.c); s0..s2 the state, norms LARS's sums of squares */
 #define NN__KARGS_opt_step(F, P)                                                                                    \

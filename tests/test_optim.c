@@ -2,6 +2,9 @@
    several steps, with two parameters so that global-norm clipping has something to do.
    The loss is L = 0.5 * sum(c1 * p1^2) + 0.5 * sum(c2 * p2^2), so dL/dp = c * p.
    Tolerance: 1e-5 relative to the parameters' scale after each of 6 steps. */
+#if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L /* setenv (adam pairs) */
+#endif
 #include "test.h"
 #include <math.h>
 #include <stdlib.h>
@@ -423,6 +426,87 @@ done:
     t_end();
 }
 
+/* Adam's pairs (src/ops/optim.c: two update ops the schedule runs back to back are one
+   launch of adam2) against the one-launch-a-parameter path (NN_OPT_MULTI=0): 5 parameters
+   of odd sizes (a pair, a pair, one alone), AdamW with a param group's lr and wd
+   multipliers and clip_norm, 3 steps: the same bits of every parameter, and when tuned for
+   a GPU two launches fewer a step (on CPU tuning and the CPU backend pairs are off). With multi 0 into *launches the launches of the last step. */
+static int adam_pairs_run(const t_env *e, int multi, float *out, uint64_t *launches) {
+    static const int sizes[5] = {133, 19, 37, 5, 17};
+    nn_context *ctx = e->ctx;
+    nn_graph *g = NULL;
+    nn_tensor p[5], c[5], loss;
+    nn_compile_desc cd;
+    nn_init in;
+    const char *old = getenv("NN_OPT_MULTI");
+    char *saved = old ? strdup(old) : NULL, name[16];
+    float cv[133];
+    int i, j, off = 0, ok = 0;
+    nn_result r;
+    memset(&in, 0, sizeof in);
+    memset(&loss, 0, sizeof loss);
+    in.kind = NN_INIT_CONSTANT;
+    if (!T_OK(nn_graph_create(ctx, NULL, &g), ctx)) goto done;
+    for (i = 0; i < 5; i++) {
+        nn_tensor t;
+        snprintf(name, sizeof name, "%sp%d", i == 2 ? "g." : "", i);
+        in.a = 0.3f + 0.1f * (float)i;
+        p[i] = nn_param(g, name, nn_shape1(sizes[i]), in);
+        c[i] = nn_input(g, name + (i == 2 ? 2 : 0), NN_F32, nn_shape1(sizes[i]));
+        t = nn_sum(g, nn_mul(g, nn_mul(g, p[i], p[i]), c[i]));
+        loss = i ? nn_add(g, loss, t) : t;
+    }
+    T_OK(nn_graph_param_group(g, "g.", 0.5f, 3.0f), ctx);
+    memset(&cd, 0, sizeof cd);
+    cd.loss = loss;
+    cd.optimizer = opt(NN_OPT_ADAMW, 0.05f);
+    cd.optimizer.weight_decay = 0.1f;
+    cd.optimizer.clip_norm = 4.0f;
+    if (multi) unsetenv("NN_OPT_MULTI");
+    else setenv("NN_OPT_MULTI", "0", 1);
+    r = nn_graph_compile(g, &cd);
+    if (saved) setenv("NN_OPT_MULTI", saved, 1);
+    else unsetenv("NN_OPT_MULTI");
+    if (!T_OK(r, ctx)) goto done;
+    for (i = 0; i < 5; i++) {
+        for (j = 0; j < sizes[i]; j++) cv[j] = (float)((j * 7 + i * 3) % 11) * 0.25f - 1.2f;
+        T_OK(nn_tensor_write(g, c[i], cv, (size_t)sizes[i] * 4), ctx);
+    }
+    for (j = 0; j < 3; j++) {
+        nn_context_reset_stats(ctx);
+        T_OK(nn_graph_step(g), ctx);
+        *launches = t_stats(ctx).kernel_launches;
+    }
+    for (i = 0; i < 5; i++) {
+        T_OK(nn_tensor_read(g, p[i], out + off, (size_t)sizes[i] * 4), ctx);
+        off += sizes[i];
+    }
+    ok = 1;
+done:
+    free(saved);
+    nn_graph_destroy(g);
+    return ok;
+}
+
+static void check_adam_pairs(const t_env *e) {
+    float a[211], b[211];
+    uint64_t la = 0, lb = 0;
+    int i, diff = -1, gpu = e->opencl && t_gpu_tuned(e); /* pairs: GPU tuning only */
+    if (!t_begin(e, "adam pairs: one launch for two parameters, the bits of one launch each")) return;
+    memset(a, 0, sizeof a);
+    memset(b, 1, sizeof b);
+    if (adam_pairs_run(e, 0, a, &la) && adam_pairs_run(e, 1, b, &lb)) {
+        for (i = 0; i < 211 && diff < 0; i++)
+            if (memcmp(&a[i], &b[i], 4) != 0) diff = i;
+        T_CHECK(diff < 0, "element %d: %.9g one launch a parameter, %.9g paired", diff, diff < 0 ? 0.0 : (double)a[diff],
+                diff < 0 ? 0.0 : (double)b[diff]);
+        T_CHECK(a[0] != 0.3f && a[0] == a[0], "the parameters did not move (%g)", (double)a[0]);
+        T_CHECK(lb + (gpu ? 2 : 0) == la, "%llu launches a step paired, %llu alone (expected %s)", (unsigned long long)lb,
+                (unsigned long long)la, gpu ? "2 fewer" : "the same");
+    }
+    t_end();
+}
+
 /* Weight decay off for 1-D parameters, lr/wd multipliers by name prefix, accumulation and
    schedules, each against the same reference. */
 static void suite_optim_options(const t_env *e) {
@@ -599,6 +683,7 @@ static void suite_optim_family(const t_env *e) {
     o.lr_power = -0.6f;
     check_optimizer(e, "ftrl l1 l2 beta lr_power", o);
     suite_optim_options(e);
+    check_adam_pairs(e);
     suite_optim_zero(e);
 }
 

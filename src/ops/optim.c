@@ -362,8 +362,80 @@ static nn_result nn__launch_adam_rule(nn_graph *g, int id) {
     return nn__kargs_adam(l, &k);
 }
 
+/* Pairs, on devices tuned for a GPU: two OPT_ADAM nodes that the schedule runs back to
+   back, of float32 parameters and the same clipping coefficient, are one launch of adam2,
+   recorded by the second: each element's update is the same expression as adam's, so the
+   bits are too, and nothing runs between the two. In a run of such nodes the 1st and 2nd
+   pair, the 3rd and 4th, ...; a last odd one launches alone. NN_OPT_MULTI=0 turns pairs off
+   (tests/test_optim.c compares the two). Not on CPU tuning: on PoCL a 16-wide pair kernel
+   (opt_adam_vec's body on the item's parameter's pointers) made the MLP step (784-256-128-10,
+   3 pairs, 33 -> 30 launches) ~2% slower than one opt_adam_vec a parameter (1 thread,
+   interleaved medians 1.165 vs 1.145 ms). */
+static int nn__adam_pairable(const nn_graph *g, int a, int b) {
+    const nn__node *x = &g->nodes[a], *y = &g->nodes[b];
+    return x->op == NN__OP_OPT_ADAM && y->op == NN__OP_OPT_ADAM && !nn__param16(g, x) && !nn__param16(g, y) &&
+           x->n_in == y->n_in && (x->n_in <= 2 || x->in[2] == y->in[2]) && x->fused == 0 && y->fused == 0;
+}
+
+/* node id's partner: > 0 the node before it (id launches the pair), < 0 minus the node
+   after it (id launches nothing), 0 none */
+static int nn__adam_partner(const nn_graph *g, int id) {
+    const char *env = getenv("NN_OPT_MULTI");
+    int s = g->nodes[id].first, j = s;
+    if (g->ctx->dev.cpu_tuned || (env && strcmp(env, "0") == 0) || s < 0 || s >= g->n_sched || g->sched[s] != id) return 0;
+    while (j > 0 && g->nodes[g->sched[j - 1]].first == j - 1 && nn__adam_pairable(g, g->sched[j - 1], g->sched[j])) j--;
+    if ((s - j) % 2 == 1) return g->sched[s - 1];
+    if (s + 1 < g->n_sched && nn__adam_pairable(g, id, g->sched[s + 1])) return -g->sched[s + 1];
+    return 0;
+}
+
+static void nn__update_adam2(nn_graph *g, nn__launch *l) {
+    nn__k_adam2 k;
+    int a = nn__adam_partner(g, l->node);
+    memset(&k, 0, sizeof k);
+    k.lr = g->lr * g->nodes[a].a.optim.lr_mult;
+    k.lr1 = g->lr * g->nodes[l->node].a.optim.lr_mult;
+    nn__adam_bc(g, &k.bc1, &k.bc2);
+    nn__kstep_adam2(l, &k);
+}
+
+/* the pair (a, id), recorded as id's launch */
+static nn_result nn__launch_adam2(nn_graph *g, int a, int id) {
+    nn__node *x = &g->nodes[a], *y = &g->nodes[id];
+    int64_t n0 = g->nodes[x->in[0]].numel, n1 = g->nodes[y->in[0]].numel;
+    NN__KSTART(adam2, "optim", "adam2", n0 + n1);
+    l->update = nn__update_adam2;
+    k.p = &g->nodes[x->in[0]].buf;
+    k.grad = &g->nodes[x->in[1]].buf;
+    k.m = &x->aux[0];
+    k.v = &x->aux[1];
+    k.p1 = &g->nodes[y->in[0]].buf;
+    k.grad1 = &g->nodes[y->in[1]].buf;
+    k.m1 = &y->aux[0];
+    k.v1 = &y->aux[1];
+    k.clip = y->n_in > 2 ? &g->nodes[y->in[2]].buf : &g->one;
+    k.n = (int)n0;
+    k.n1 = (int)n1;
+    k.lr = g->lr;
+    k.lr1 = g->lr;
+    k.b1 = g->opt.beta1;
+    k.b2 = g->opt.beta2;
+    k.eps = g->opt.eps;
+    k.wd = g->opt.weight_decay * x->a.optim.wd_mult;
+    k.wd1 = g->opt.weight_decay * y->a.optim.wd_mult;
+    k.decoupled = g->opt.kind == NN_OPT_ADAMW;
+    k.bc1 = 1.0f;
+    k.bc2 = 1.0f;
+    k.cv = nn__opt_cv(g);
+    return nn__kargs_adam2(l, &k);
+}
+
 static nn_result nn__launch_opt_adam(nn_graph *g, int id) {
-    nn_result r = nn__launch_param_widen(g, id);
+    int a = nn__adam_partner(g, id);
+    nn_result r;
+    if (a < 0) return NN_OK; /* the next node launches both */
+    if (a > 0) return nn__launch_adam2(g, a, id);
+    r = nn__launch_param_widen(g, id);
     if (r == NN_OK) r = nn__launch_adam_rule(g, id);
     return r == NN_OK ? nn__launch_param_round(g, id) : r;
 }
