@@ -43526,7 +43526,9 @@ static int nn__adam_partner(const nn_graph *g, int id) {
 
 static void nn__update_adam2(nn_graph *g, nn__launch *l) {
     nn__k_adam2 k;
-    int a = nn__adam_partner(g, l->node);
+    /* the pair's first node runs just before l->node in the schedule (nn__launch_adam2's
+       record): no partner search, and no environment read, at every step */
+    int a = g->sched[g->nodes[l->node].first - 1];
     memset(&k, 0, sizeof k);
     k.lr = g->lr * g->nodes[a].a.optim.lr_mult;
     k.lr1 = g->lr * g->nodes[l->node].a.optim.lr_mult;
