@@ -10510,6 +10510,12 @@ static int64_t nn__wino_scratch(const nn__conv2d *c, int op, int T) {
    orow: A^T m A of tiles j from the 16 rows m[4 i + j'] of M:
          s0 = m0 + m1 + m2, s1 = m1 - m2 - m3 down each column j', then the same along
          the rows: y00, y01 (from s0), y10, y11 (from s1) */
+/* A run of a chunk's tiles along one tile row: image n, tile row th, tile columns tw0 ..
+   tw0 + len - 1, the chunk's tiles off .. off + len - 1 */
+typedef struct nn__wino_seg {
+    int n, th, tw0, len, off;
+} nn__wino_seg;
+
 typedef struct nn__wino_fns {
     void (*vcol)(const float *d0, const float *d1, const float *d2, const float *d3, float *e0, float *e1, float *e2,
                  float *e3, int n);
@@ -10524,6 +10530,11 @@ typedef struct nn__wino_fns {
        rows r[0..3] (NULL: a row of zeros) of width W, the run's columns from c0 = 2 tw0 - pw;
        e[(4 q + k) S + j] = row q of B^T d at column c0 + 2 j + k (k = 0..3: E, O, E1, O1) */
     void (*vin)(const float *const *r, int W, int c0, int len, float *e, size_t S);
+    /* orow and inter of one output channel at once (NULL: orow into a buffer, then inter per
+       run): m as orow's, n tiles, the chunk's runs sg[0..ns), y the channel's plane of image 0
+       (image k at y + k ys), OH x OW; whether every output is finite */
+    int (*oscat)(const float *const *m, int n, const nn__wino_seg *sg, int ns, float *y, size_t ys, int OH, int OW,
+                 const float *bias);
 } nn__wino_fns;
 
 #define NN__WINO_LD(p) (__builtin_memcpy(&v_, (p), sizeof v_), v_)
@@ -10758,17 +10769,63 @@ __attribute__((target("avx512f"))) static void nn__wino_vin_avx512(const float *
         }
     }
 }
+
+/* orow's arithmetic on 16 tiles at a time (the same adds in the same order), its four rows
+   interleaved straight into y by run: a run's lanes a .. b - 1 of the vector are its tiles
+   j + a - off .., output columns 2 (tw0 + that) on; no buffer, no second pass */
+__attribute__((target("avx512f"))) static int nn__wino_oscat_avx512(const float *const *m, int n,
+                                                                    const nn__wino_seg *sg, int ns, float *y,
+                                                                    size_t ys, int OH, int OW, const float *bias) {
+    const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i hi = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    __m512 acc = _mm512_setzero_ps(), bv = _mm512_set1_ps(bias ? *bias : 0.0f);
+    int j, q, s = 0, t;
+    for (j = 0; j < n; j += 16) {
+        __mmask16 k = nn__wino_mask(n - j);
+        __m512 s0[4], s1[4], r[4];
+        for (q = 0; q < 4; q++) {
+            __m512 a0 = _mm512_maskz_loadu_ps(k, m[q] + j), a1 = _mm512_maskz_loadu_ps(k, m[4 + q] + j);
+            __m512 a2 = _mm512_maskz_loadu_ps(k, m[8 + q] + j), a3 = _mm512_maskz_loadu_ps(k, m[12 + q] + j);
+            s0[q] = _mm512_add_ps(_mm512_add_ps(a0, a1), a2);
+            s1[q] = _mm512_sub_ps(_mm512_sub_ps(a1, a2), a3);
+        }
+        r[0] = _mm512_add_ps(_mm512_add_ps(s0[0], s0[1]), s0[2]);
+        r[1] = _mm512_sub_ps(_mm512_sub_ps(s0[1], s0[2]), s0[3]);
+        r[2] = _mm512_add_ps(_mm512_add_ps(s1[0], s1[1]), s1[2]);
+        r[3] = _mm512_sub_ps(_mm512_sub_ps(s1[1], s1[2]), s1[3]);
+        for (q = 0; q < 4; q++) {
+            if (bias) r[q] = _mm512_add_ps(r[q], bv);
+            acc = _mm512_add_ps(acc, _mm512_sub_ps(r[q], r[q])); /* 0 while every value is finite */
+        }
+        while (s < ns && sg[s].off + sg[s].len <= j) s++;
+        for (t = s; t < ns && sg[t].off < j + 16; t++) {
+            int a = sg[t].off > j ? sg[t].off - j : 0, b = sg[t].off + sg[t].len - j < 16 ? sg[t].off + sg[t].len - j : 16;
+            int c = 2 * (sg[t].tw0 + j + a - sg[t].off), nout = 2 * (b - a) < OW - c ? 2 * (b - a) : OW - c;
+            float *y0 = y + (size_t)sg[t].n * ys + (size_t)(2 * sg[t].th) * OW + c;
+            __m512i ia = _mm512_set1_epi32(a), il = _mm512_add_epi32(lo, ia), ih = _mm512_add_epi32(hi, ia);
+            _mm512_mask_storeu_ps(y0, nn__wino_mask(nout), _mm512_permutex2var_ps(r[0], il, r[1]));
+            if (nout > 16) _mm512_mask_storeu_ps(y0 + 16, nn__wino_mask(nout - 16), _mm512_permutex2var_ps(r[0], ih, r[1]));
+            if (2 * sg[t].th + 1 < OH) {
+                _mm512_mask_storeu_ps(y0 + OW, nn__wino_mask(nout), _mm512_permutex2var_ps(r[2], il, r[3]));
+                if (nout > 16)
+                    _mm512_mask_storeu_ps(y0 + OW + 16, nn__wino_mask(nout - 16), _mm512_permutex2var_ps(r[2], ih, r[3]));
+            }
+        }
+    }
+    return _mm512_cmp_ps_mask(acc, _mm512_setzero_ps(), _CMP_EQ_OQ) == (__mmask16)0xFFFF;
+}
 #undef NN__WINO_VCOL512
 #endif
 
 static const nn__wino_fns *nn__wino_pick(void) {
     static const nn__wino_fns generic = {nn__wino_vcol_generic, nn__wino_hrow_generic, nn__wino_orow_generic,
-                                         nn__wino_deint_generic, nn__wino_inter_generic, NULL};
+                                         nn__wino_deint_generic, nn__wino_inter_generic, NULL, NULL};
 #if NN__GEMM_X86
     static const nn__wino_fns avx512 = {nn__wino_vcol_avx512, nn__wino_hrow_avx512, nn__wino_orow_avx512,
-                                        nn__wino_deint_avx512, nn__wino_inter_avx512, nn__wino_vin_avx512};
+                                        nn__wino_deint_avx512, nn__wino_inter_avx512, nn__wino_vin_avx512,
+                                        nn__wino_oscat_avx512};
     static const nn__wino_fns avx2 = {nn__wino_vcol_avx2, nn__wino_hrow_avx2, nn__wino_orow_avx2, nn__wino_deint_generic,
-                                      nn__wino_inter_generic, NULL};
+                                      nn__wino_inter_generic, NULL, NULL};
     if (nn__vm_isa() == 2) return &avx512;
     if (nn__vm_isa() == 1) return &avx2;
 #endif
@@ -10809,12 +10866,6 @@ typedef struct nn__wino_job {
     float *y, *bufs, *bad; /* bad[t]: task t wrote an output that is not finite */
     int64_t nchunks;
 } nn__wino_job;
-
-/* A run of a chunk's tiles along one tile row: image n, tile row th, tile columns tw0 ..
-   tw0 + len - 1, the chunk's tiles off .. off + len - 1 */
-typedef struct nn__wino_seg {
-    int n, th, tw0, len, off;
-} nn__wino_seg;
 
 /* The runs of tiles [t0, t1) (at most t1 - t0 of them); their count */
 static int nn__wino_segs(const nn__wino *L, int64_t t0, int64_t t1, nn__wino_seg *sg) {
@@ -10913,6 +10964,12 @@ static int nn__wino_output(const nn__wino_job *J, const nn__wino_seg *sg, int ns
     for (co = 0; co < L->Co; co++) {
         const float *mp[16];
         for (xi = 0; xi < 16; xi++) mp[xi] = m + (size_t)xi * L->msz + (size_t)co * L->ntp;
+        if (J->fn->oscat) {
+            size_t plane = (size_t)L->OH * L->OW;
+            ok &= J->fn->oscat(mp, lc, sg, ns, J->y + (size_t)co * plane, (size_t)L->Co * plane, L->OH, L->OW,
+                               J->b ? J->b + co : NULL);
+            continue;
+        }
         ok &= J->fn->orow(mp, ob, ob + S, ob + 2 * (size_t)S, ob + 3 * (size_t)S, lc, J->b ? J->b + co : NULL);
         for (s = 0; s < ns; s++) {
             int th = sg[s].th, tw0 = sg[s].tw0, len = sg[s].len;
