@@ -153,6 +153,10 @@ typedef struct nn__wino_fns {
        (image k at y + k ys), OH x OW; whether every output is finite */
     int (*oscat)(const float *const *m, int n, const nn__wino_seg *sg, int ns, float *y, size_t ys, int OH, int OW,
                  const float *bias);
+    /* vin and hrow of one run at once, straight into V's panels (NULL: vin or deint and vcol,
+       then hrow): r, W, c0, len as vin's; the run's tile j is the chunk's column t0 + j, at
+       p + (t / nr) P + t % nr of V_xi (p: the channel's row of V_0, V_xi at p + xi vsz) */
+    void (*vinp)(const float *const *r, int W, int c0, int len, float *p, int t0, int nr, size_t P, size_t vsz);
 } nn__wino_fns;
 
 #define NN__WINO_LD(p) (__builtin_memcpy(&v_, (p), sizeof v_), v_)
@@ -388,6 +392,72 @@ __attribute__((target("avx512f"))) static void nn__wino_vin_avx512(const float *
     }
 }
 
+/* 16 lanes (the first n) to a chunk's columns t0 .. t0 + n - 1 of a panelled row p (column t
+   at p + (t / nr) P + t % nr): one masked store, two where the lanes cross a panel; the
+   addresses are formed as integers (a masked-off lane is not written) */
+__attribute__((target("avx512f"), always_inline)) static inline void nn__wino_pst(float *p, int t0, int n, int nr, size_t P,
+                                                                                  __m512 v) {
+    int c = t0 % nr, in = nr - c;
+    uintptr_t a = (uintptr_t)(p + (size_t)(t0 / nr) * P + c);
+    if (n <= in) {
+        _mm512_mask_storeu_ps((float *)a, nn__wino_mask(n), v);
+        return;
+    }
+    _mm512_mask_storeu_ps((float *)a, nn__wino_mask(in), v);
+    a = (uintptr_t)(p + (size_t)(t0 / nr + 1) * P) - (uintptr_t)in * sizeof(float);
+    _mm512_mask_storeu_ps((float *)a, (__mmask16)(nn__wino_mask(n) & ~nn__wino_mask(in)), v);
+}
+
+/* vin's loads, B^T and permutes, then hrow's adds (in hrow's order) in registers, stored to
+   V's panels: no e buffer, no second pass */
+__attribute__((target("avx512f"))) static void nn__wino_vinp_avx512(const float *const *r, int W, int c0, int len, float *p,
+                                                                    int t0, int nr, size_t P, size_t vsz) {
+    const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i io = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    const __m512i ie1 = _mm512_add_epi32(ie, _mm512_set1_epi32(2)), io1 = _mm512_add_epi32(io, _mm512_set1_epi32(2));
+    int j, q;
+    for (j = 0; j < len; j += 16) {
+        int pc = c0 + 2 * j, n = len - j < 16 ? len - j : 16, need = 2 * n + 2; /* columns pc .. pc + need - 1 */
+        __mmask16 ka = nn__wino_cmask(W, pc);
+        __m512 a[4], b[4], c[4], ea[4], eb[4], ec[4];
+        for (q = 0; q < 4; q++) a[q] = nn__wino_ld16(r[q], pc, ka);
+        NN__WINO_VCOL512(ea, a);
+        if (need > 16) {
+            __mmask16 kb = nn__wino_cmask(W, pc + 16), kc = need > 32 ? nn__wino_cmask(W, pc + 32) : 0;
+            for (q = 0; q < 4; q++) {
+                b[q] = nn__wino_ld16(r[q], pc + 16, kb);
+                c[q] = nn__wino_ld16(r[q], pc + 32, kc);
+            }
+            NN__WINO_VCOL512(eb, b);
+            NN__WINO_VCOL512(ec, c);
+        }
+        for (q = 0; q < 4; q++) {
+            __m512 E, O, E1, O1;
+            float *o = p + (size_t)(4 * q) * vsz;
+            if (need <= 16) { /* a short run (7 tiles at 14x14): one vector a row, one-source permutes */
+                E = _mm512_maskz_permutexvar_ps((__mmask16)0xFFFF, ie, ea[q]);
+                O = _mm512_maskz_permutexvar_ps((__mmask16)0xFFFF, io, ea[q]);
+                E1 = _mm512_maskz_permutexvar_ps((__mmask16)0xFFFF, ie1, ea[q]);
+                O1 = _mm512_maskz_permutexvar_ps((__mmask16)0xFFFF, io1, ea[q]);
+            } else {
+                /* the window shifted by 2 columns for E1, O1 (maskz: g++ warns on the undefined pass-through) */
+                __m512 sa = _mm512_castsi512_ps(
+                    _mm512_maskz_alignr_epi32((__mmask16)0xFFFF, _mm512_castps_si512(eb[q]), _mm512_castps_si512(ea[q]), 2));
+                __m512 sb = _mm512_castsi512_ps(
+                    _mm512_maskz_alignr_epi32((__mmask16)0xFFFF, _mm512_castps_si512(ec[q]), _mm512_castps_si512(eb[q]), 2));
+                E = _mm512_permutex2var_ps(ea[q], ie, eb[q]);
+                O = _mm512_permutex2var_ps(ea[q], io, eb[q]);
+                E1 = _mm512_permutex2var_ps(sa, ie, sb);
+                O1 = _mm512_permutex2var_ps(sa, io, sb);
+            }
+            nn__wino_pst(o, t0 + j, n, nr, P, _mm512_sub_ps(E, E1));
+            nn__wino_pst(o + vsz, t0 + j, n, nr, P, _mm512_add_ps(O, E1));
+            nn__wino_pst(o + 2 * vsz, t0 + j, n, nr, P, _mm512_sub_ps(E1, O));
+            nn__wino_pst(o + 3 * vsz, t0 + j, n, nr, P, _mm512_sub_ps(O, O1));
+        }
+    }
+}
+
 /* orow's arithmetic on 16 tiles at a time (the same adds in the same order), its four rows
    interleaved straight into y by run: a run's lanes a .. b - 1 of the vector are its tiles
    j + a - off .., output columns 2 (tw0 + that) on; no buffer, no second pass */
@@ -437,13 +507,13 @@ __attribute__((target("avx512f"))) static int nn__wino_oscat_avx512(const float 
 
 static const nn__wino_fns *nn__wino_pick(void) {
     static const nn__wino_fns generic = {nn__wino_vcol_generic, nn__wino_hrow_generic, nn__wino_orow_generic,
-                                         nn__wino_deint_generic, nn__wino_inter_generic, NULL, NULL};
+                                         nn__wino_deint_generic, nn__wino_inter_generic, NULL, NULL, NULL};
 #if NN__GEMM_X86
     static const nn__wino_fns avx512 = {nn__wino_vcol_avx512, nn__wino_hrow_avx512, nn__wino_orow_avx512,
                                         nn__wino_deint_avx512, nn__wino_inter_avx512, nn__wino_vin_avx512,
-                                        nn__wino_oscat_avx512};
+                                        nn__wino_oscat_avx512, nn__wino_vinp_avx512};
     static const nn__wino_fns avx2 = {nn__wino_vcol_avx2, nn__wino_hrow_avx2, nn__wino_orow_avx2, nn__wino_deint_generic,
-                                      nn__wino_inter_generic, NULL, NULL};
+                                      nn__wino_inter_generic, NULL, NULL, NULL};
     if (nn__vm_isa() == 2) return &avx512;
     if (nn__vm_isa() == 1) return &avx2;
 #endif
@@ -535,6 +605,16 @@ static void nn__wino_input(const nn__wino_job *J, const nn__wino_seg *sg, int ns
             int th = sg[s].th, tw0 = sg[s].tw0, len = sg[s].len;
             size_t off = (size_t)sg[s].off;
             const float *xc = J->x + ((size_t)sg[s].n * L->Ci + ci) * L->H * (size_t)L->W;
+            if (J->fn->vinp) { /* vcol, deint and hrow in one pass, into the panels */
+                const float *rows[4];
+                int pc = ci / L->kc * L->kc, kcb = L->Ci - pc < L->kc ? L->Ci - pc : L->kc;
+                for (i = 0; i < 4; i++) {
+                    int iy = 2 * th - L->ph + i;
+                    rows[i] = iy < 0 || iy >= L->H ? NULL : xc + (size_t)iy * L->W;
+                }
+                J->fn->vinp(rows, L->W, 2 * tw0 - L->pw, len, nn__wino_vp(L, v, ci, 0), (int)off, nr, (size_t)kcb * nr, L->vsz);
+                continue;
+            }
             if (J->fn->vin) { /* vcol and deint in one pass */
                 const float *rows[4];
                 for (i = 0; i < 4; i++) {
@@ -556,6 +636,12 @@ static void nn__wino_input(const nn__wino_job *J, const nn__wino_seg *sg, int ns
                 }
             }
         }
+        if (J->fn->vinp) {
+            if (lc % nr) /* the last panel's columns past the chunk: zeros, not stale scratch */
+                for (xi = 0; xi < 16; xi++)
+                    for (t = lc; t < (lc + nr - 1) / nr * nr; t++) *nn__wino_vp(L, v + (size_t)xi * L->vsz, ci, t) = 0.0f;
+            continue;
+        }
         if (!J->fn->vin)
             J->fn->vcol(d, d + 4 * (size_t)S, d + 8 * (size_t)S, d + 12 * (size_t)S, e, e + 4 * (size_t)S,
                         e + 8 * (size_t)S, e + 12 * (size_t)S, 4 * S);
@@ -576,10 +662,11 @@ static void nn__wino_input(const nn__wino_job *J, const nn__wino_seg *sg, int ns
 }
 
 /* One chunk's output transform: M [16][Cop, ntp] to y (+ bias); whether every output is finite */
-static int nn__wino_output(const nn__wino_job *J, const nn__wino_seg *sg, int ns, int lc, const float *m, float *ob) {
+static int nn__wino_output(const nn__wino_job *J, const nn__wino_seg *sg, int ns, int lc, const float *m, float *ob,
+                           int co0, int co1) {
     const nn__wino *L = J->L;
     int S = L->S, co, xi, ok = 1, s;
-    for (co = 0; co < L->Co; co++) {
+    for (co = co0; co < co1; co++) {
         const float *mp[16];
         for (xi = 0; xi < 16; xi++) mp[xi] = m + (size_t)xi * L->msz + (size_t)co * L->ntp;
         if (J->fn->oscat) {
@@ -614,19 +701,23 @@ static void nn__wino_task(void *arg, int t, int n_tasks) {
         int64_t t0 = ch * L->lc, t1 = t0 + L->lc < L->ntiles ? t0 + L->lc : L->ntiles;
         int lc = (int)(t1 - t0), ns = nn__wino_segs(L, t0, t1, sg);
         nn__wino_input(J, sg, ns, lc, v, d);
-        for (xi = 0; xi < 16; xi++) {
-            const float *u = J->upk + (size_t)xi * L->usz, *vx = v + (size_t)xi * L->vsz;
-            float *mx = m + (size_t)xi * L->msz;
-            for (pc = 0; pc < L->Ci; pc += L->kc) {
-                int kc = L->Ci - pc < L->kc ? L->Ci - pc : L->kc;
-                float beta = pc == 0 ? 0.0f : 1.0f;
-                for (jr = 0; jr < lc; jr += nr)
-                    for (ir = 0; ir < L->Cop; ir += mr)
+        /* a row tile of M at a time, all 16 products, then its output transform: the
+           tile's 16 x mr rows of M are still in L1 when it is read (M of all Co rows, 16
+           Cop ntp floats, is 384 KB at 64 channels and 96 tiles, past L1 and half of L2) */
+        for (ir = 0; ir < L->Cop; ir += mr) {
+            for (xi = 0; xi < 16; xi++) {
+                const float *u = J->upk + (size_t)xi * L->usz, *vx = v + (size_t)xi * L->vsz;
+                float *mx = m + (size_t)xi * L->msz;
+                for (pc = 0; pc < L->Ci; pc += L->kc) {
+                    int kc = L->Ci - pc < L->kc ? L->Ci - pc : L->kc;
+                    float beta = pc == 0 ? 0.0f : 1.0f;
+                    for (jr = 0; jr < lc; jr += nr)
                         L->ukr(kc, u + (size_t)pc * L->Cop + (size_t)ir * kc, vx + (size_t)pc * L->ntp + (size_t)jr * kc,
-                                  mx + (size_t)ir * L->ntp + jr, L->ntp, 1.0f, beta);
+                               mx + (size_t)ir * L->ntp + jr, L->ntp, 1.0f, beta);
+                }
             }
+            if (ir < L->Co && !nn__wino_output(J, sg, ns, lc, m, d, ir, ir + mr < L->Co ? ir + mr : L->Co)) J->bad[t] = 1.0f;
         }
-        if (!nn__wino_output(J, sg, ns, lc, m, d)) J->bad[t] = 1.0f;
     }
 }
 
