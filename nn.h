@@ -10514,6 +10514,12 @@ static int64_t nn__wino_scratch(const nn__conv2d *c, int op, int T) {
    orow: A^T m A of tiles j from the 16 rows m[4 i + j'] of M:
          s0 = m0 + m1 + m2, s1 = m1 - m2 - m3 down each column j', then the same along
          the rows: y00, y01 (from s0), y10, y11 (from s1) */
+/* A run of a chunk's tiles along one tile row: image n, tile row th, tile columns tw0 ..
+   tw0 + len - 1, the chunk's tiles off .. off + len - 1 */
+typedef struct nn__wino_seg {
+    int n, th, tw0, len, off;
+} nn__wino_seg;
+
 typedef struct nn__wino_fns {
     void (*vcol)(const float *d0, const float *d1, const float *d2, const float *d3, float *e0, float *e1, float *e2,
                  float *e3, int n);
@@ -10528,6 +10534,15 @@ typedef struct nn__wino_fns {
        rows r[0..3] (NULL: a row of zeros) of width W, the run's columns from c0 = 2 tw0 - pw;
        e[(4 q + k) S + j] = row q of B^T d at column c0 + 2 j + k (k = 0..3: E, O, E1, O1) */
     void (*vin)(const float *const *r, int W, int c0, int len, float *e, size_t S);
+    /* orow and inter of one output channel at once (NULL: orow into a buffer, then inter per
+       run): m as orow's, n tiles, the chunk's runs sg[0..ns), y the channel's plane of image 0
+       (image k at y + k ys), OH x OW; whether every output is finite */
+    int (*oscat)(const float *const *m, int n, const nn__wino_seg *sg, int ns, float *y, size_t ys, int OH, int OW,
+                 const float *bias);
+    /* vin and hrow of one run at once, straight into V's panels (NULL: vin or deint and vcol,
+       then hrow): r, W, c0, len as vin's; the run's tile j is the chunk's column t0 + j, at
+       p + (t / nr) P + t % nr of V_xi (p: the channel's row of V_0, V_xi at p + xi vsz) */
+    void (*vinp)(const float *const *r, int W, int c0, int len, float *p, int t0, int nr, size_t P, size_t vsz);
 } nn__wino_fns;
 
 #define NN__WINO_LD(p) (__builtin_memcpy(&v_, (p), sizeof v_), v_)
@@ -10762,6 +10777,117 @@ __attribute__((target("avx512f"))) static void nn__wino_vin_avx512(const float *
         }
     }
 }
+
+/* 16 lanes (the first n) to a chunk's columns t0 .. t0 + n - 1 of a panelled row p (column t
+   at p + (t / nr) P + t % nr): one masked store, two where the lanes cross a panel; the
+   addresses are formed as integers (a masked-off lane is not written) */
+__attribute__((target("avx512f"), always_inline)) static inline void nn__wino_pst(float *p, int t0, int n, int nr, size_t P,
+                                                                                  __m512 v) {
+    int c = t0 % nr, in = nr - c;
+    uintptr_t a = (uintptr_t)(p + (size_t)(t0 / nr) * P + c);
+    if (n <= in) {
+        _mm512_mask_storeu_ps((float *)a, nn__wino_mask(n), v);
+        return;
+    }
+    _mm512_mask_storeu_ps((float *)a, nn__wino_mask(in), v);
+    a = (uintptr_t)(p + (size_t)(t0 / nr + 1) * P) - (uintptr_t)in * sizeof(float);
+    _mm512_mask_storeu_ps((float *)a, (__mmask16)(nn__wino_mask(n) & ~nn__wino_mask(in)), v);
+}
+
+/* vin's loads, B^T and permutes, then hrow's adds (in hrow's order) in registers, stored to
+   V's panels: no e buffer, no second pass */
+__attribute__((target("avx512f"))) static void nn__wino_vinp_avx512(const float *const *r, int W, int c0, int len, float *p,
+                                                                    int t0, int nr, size_t P, size_t vsz) {
+    const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i io = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    const __m512i ie1 = _mm512_add_epi32(ie, _mm512_set1_epi32(2)), io1 = _mm512_add_epi32(io, _mm512_set1_epi32(2));
+    int j, q;
+    for (j = 0; j < len; j += 16) {
+        int pc = c0 + 2 * j, n = len - j < 16 ? len - j : 16, need = 2 * n + 2; /* columns pc .. pc + need - 1 */
+        __mmask16 ka = nn__wino_cmask(W, pc);
+        __m512 a[4], b[4], c[4], ea[4], eb[4], ec[4];
+        for (q = 0; q < 4; q++) a[q] = nn__wino_ld16(r[q], pc, ka);
+        NN__WINO_VCOL512(ea, a);
+        if (need > 16) {
+            __mmask16 kb = nn__wino_cmask(W, pc + 16), kc = need > 32 ? nn__wino_cmask(W, pc + 32) : 0;
+            for (q = 0; q < 4; q++) {
+                b[q] = nn__wino_ld16(r[q], pc + 16, kb);
+                c[q] = nn__wino_ld16(r[q], pc + 32, kc);
+            }
+            NN__WINO_VCOL512(eb, b);
+            NN__WINO_VCOL512(ec, c);
+        }
+        for (q = 0; q < 4; q++) {
+            __m512 E, O, E1, O1;
+            float *o = p + (size_t)(4 * q) * vsz;
+            if (need <= 16) { /* a short run (7 tiles at 14x14): one vector a row, one-source permutes */
+                E = _mm512_maskz_permutexvar_ps((__mmask16)0xFFFF, ie, ea[q]);
+                O = _mm512_maskz_permutexvar_ps((__mmask16)0xFFFF, io, ea[q]);
+                E1 = _mm512_maskz_permutexvar_ps((__mmask16)0xFFFF, ie1, ea[q]);
+                O1 = _mm512_maskz_permutexvar_ps((__mmask16)0xFFFF, io1, ea[q]);
+            } else {
+                /* the window shifted by 2 columns for E1, O1 (maskz: g++ warns on the undefined pass-through) */
+                __m512 sa = _mm512_castsi512_ps(
+                    _mm512_maskz_alignr_epi32((__mmask16)0xFFFF, _mm512_castps_si512(eb[q]), _mm512_castps_si512(ea[q]), 2));
+                __m512 sb = _mm512_castsi512_ps(
+                    _mm512_maskz_alignr_epi32((__mmask16)0xFFFF, _mm512_castps_si512(ec[q]), _mm512_castps_si512(eb[q]), 2));
+                E = _mm512_permutex2var_ps(ea[q], ie, eb[q]);
+                O = _mm512_permutex2var_ps(ea[q], io, eb[q]);
+                E1 = _mm512_permutex2var_ps(sa, ie, sb);
+                O1 = _mm512_permutex2var_ps(sa, io, sb);
+            }
+            nn__wino_pst(o, t0 + j, n, nr, P, _mm512_sub_ps(E, E1));
+            nn__wino_pst(o + vsz, t0 + j, n, nr, P, _mm512_add_ps(O, E1));
+            nn__wino_pst(o + 2 * vsz, t0 + j, n, nr, P, _mm512_sub_ps(E1, O));
+            nn__wino_pst(o + 3 * vsz, t0 + j, n, nr, P, _mm512_sub_ps(O, O1));
+        }
+    }
+}
+
+/* orow's arithmetic on 16 tiles at a time (the same adds in the same order), its four rows
+   interleaved straight into y by run: a run's lanes a .. b - 1 of the vector are its tiles
+   j + a - off .., output columns 2 (tw0 + that) on; no buffer, no second pass */
+__attribute__((target("avx512f"))) static int nn__wino_oscat_avx512(const float *const *m, int n,
+                                                                    const nn__wino_seg *sg, int ns, float *y,
+                                                                    size_t ys, int OH, int OW, const float *bias) {
+    const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i hi = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    __m512 acc = _mm512_setzero_ps(), bv = _mm512_set1_ps(bias ? *bias : 0.0f);
+    int j, q, s = 0, t;
+    for (j = 0; j < n; j += 16) {
+        __mmask16 k = nn__wino_mask(n - j);
+        __m512 s0[4], s1[4], r[4];
+        for (q = 0; q < 4; q++) {
+            __m512 a0 = _mm512_maskz_loadu_ps(k, m[q] + j), a1 = _mm512_maskz_loadu_ps(k, m[4 + q] + j);
+            __m512 a2 = _mm512_maskz_loadu_ps(k, m[8 + q] + j), a3 = _mm512_maskz_loadu_ps(k, m[12 + q] + j);
+            s0[q] = _mm512_add_ps(_mm512_add_ps(a0, a1), a2);
+            s1[q] = _mm512_sub_ps(_mm512_sub_ps(a1, a2), a3);
+        }
+        r[0] = _mm512_add_ps(_mm512_add_ps(s0[0], s0[1]), s0[2]);
+        r[1] = _mm512_sub_ps(_mm512_sub_ps(s0[1], s0[2]), s0[3]);
+        r[2] = _mm512_add_ps(_mm512_add_ps(s1[0], s1[1]), s1[2]);
+        r[3] = _mm512_sub_ps(_mm512_sub_ps(s1[1], s1[2]), s1[3]);
+        for (q = 0; q < 4; q++) {
+            if (bias) r[q] = _mm512_add_ps(r[q], bv);
+            acc = _mm512_add_ps(acc, _mm512_sub_ps(r[q], r[q])); /* 0 while every value is finite */
+        }
+        while (s < ns && sg[s].off + sg[s].len <= j) s++;
+        for (t = s; t < ns && sg[t].off < j + 16; t++) {
+            int a = sg[t].off > j ? sg[t].off - j : 0, b = sg[t].off + sg[t].len - j < 16 ? sg[t].off + sg[t].len - j : 16;
+            int c = 2 * (sg[t].tw0 + j + a - sg[t].off), nout = 2 * (b - a) < OW - c ? 2 * (b - a) : OW - c;
+            float *y0 = y + (size_t)sg[t].n * ys + (size_t)(2 * sg[t].th) * OW + c;
+            __m512i ia = _mm512_set1_epi32(a), il = _mm512_add_epi32(lo, ia), ih = _mm512_add_epi32(hi, ia);
+            _mm512_mask_storeu_ps(y0, nn__wino_mask(nout), _mm512_permutex2var_ps(r[0], il, r[1]));
+            if (nout > 16) _mm512_mask_storeu_ps(y0 + 16, nn__wino_mask(nout - 16), _mm512_permutex2var_ps(r[0], ih, r[1]));
+            if (2 * sg[t].th + 1 < OH) {
+                _mm512_mask_storeu_ps(y0 + OW, nn__wino_mask(nout), _mm512_permutex2var_ps(r[2], il, r[3]));
+                if (nout > 16)
+                    _mm512_mask_storeu_ps(y0 + OW + 16, nn__wino_mask(nout - 16), _mm512_permutex2var_ps(r[2], ih, r[3]));
+            }
+        }
+    }
+    return _mm512_cmp_ps_mask(acc, _mm512_setzero_ps(), _CMP_EQ_OQ) == (__mmask16)0xFFFF;
+}
 #undef NN__WINO_VCOL512
 #endif
 
@@ -10771,12 +10897,13 @@ static const nn__wino_fns *nn__wino_forced; /* nn__wino_force's transforms; NULL
    NULL: the best this CPU runs */
 static const nn__wino_fns *nn__wino_table(const char *name) {
     static const nn__wino_fns generic = {nn__wino_vcol_generic, nn__wino_hrow_generic, nn__wino_orow_generic,
-                                         nn__wino_deint_generic, nn__wino_inter_generic, NULL};
+                                         nn__wino_deint_generic, nn__wino_inter_generic, NULL, NULL, NULL};
 #if NN__GEMM_X86
     static const nn__wino_fns avx512 = {nn__wino_vcol_avx512, nn__wino_hrow_avx512, nn__wino_orow_avx512,
-                                        nn__wino_deint_avx512, nn__wino_inter_avx512, nn__wino_vin_avx512};
+                                        nn__wino_deint_avx512, nn__wino_inter_avx512, nn__wino_vin_avx512,
+                                        nn__wino_oscat_avx512, nn__wino_vinp_avx512};
     static const nn__wino_fns avx2 = {nn__wino_vcol_avx2, nn__wino_hrow_avx2, nn__wino_orow_avx2, nn__wino_deint_generic,
-                                      nn__wino_inter_generic, NULL};
+                                      nn__wino_inter_generic, NULL, NULL, NULL};
     if (nn__vm_isa() == 2 && (!name || !strcmp(name, "avx512"))) return &avx512;
     if (nn__vm_isa() >= 1 && (!name || !strcmp(name, "avx2"))) return &avx2;
 #endif
@@ -10830,12 +10957,6 @@ typedef struct nn__wino_job {
     int64_t nchunks;
 } nn__wino_job;
 
-/* A run of a chunk's tiles along one tile row: image n, tile row th, tile columns tw0 ..
-   tw0 + len - 1, the chunk's tiles off .. off + len - 1 */
-typedef struct nn__wino_seg {
-    int n, th, tw0, len, off;
-} nn__wino_seg;
-
 /* The runs of tiles [t0, t1) (at most t1 - t0 of them); their count */
 static int nn__wino_segs(const nn__wino *L, int64_t t0, int64_t t1, nn__wino_seg *sg) {
     int64_t q = t0;
@@ -10886,6 +11007,16 @@ static void nn__wino_input(const nn__wino_job *J, const nn__wino_seg *sg, int ns
             int th = sg[s].th, tw0 = sg[s].tw0, len = sg[s].len;
             size_t off = (size_t)sg[s].off;
             const float *xc = J->x + ((size_t)sg[s].n * L->Ci + ci) * L->H * (size_t)L->W;
+            if (J->fn->vinp) { /* vcol, deint and hrow in one pass, into the panels */
+                const float *rows[4];
+                int pc = ci / L->kc * L->kc, kcb = L->Ci - pc < L->kc ? L->Ci - pc : L->kc;
+                for (i = 0; i < 4; i++) {
+                    int iy = 2 * th - L->ph + i;
+                    rows[i] = iy < 0 || iy >= L->H ? NULL : xc + (size_t)iy * L->W;
+                }
+                J->fn->vinp(rows, L->W, 2 * tw0 - L->pw, len, nn__wino_vp(L, v, ci, 0), (int)off, nr, (size_t)kcb * nr, L->vsz);
+                continue;
+            }
             if (J->fn->vin) { /* vcol and deint in one pass */
                 const float *rows[4];
                 for (i = 0; i < 4; i++) {
@@ -10907,6 +11038,12 @@ static void nn__wino_input(const nn__wino_job *J, const nn__wino_seg *sg, int ns
                 }
             }
         }
+        if (J->fn->vinp) {
+            if (lc % nr) /* the last panel's columns past the chunk: zeros, not stale scratch */
+                for (xi = 0; xi < 16; xi++)
+                    for (t = lc; t < (lc + nr - 1) / nr * nr; t++) *nn__wino_vp(L, v + (size_t)xi * L->vsz, ci, t) = 0.0f;
+            continue;
+        }
         if (!J->fn->vin)
             J->fn->vcol(d, d + 4 * (size_t)S, d + 8 * (size_t)S, d + 12 * (size_t)S, e, e + 4 * (size_t)S,
                         e + 8 * (size_t)S, e + 12 * (size_t)S, 4 * S);
@@ -10927,12 +11064,19 @@ static void nn__wino_input(const nn__wino_job *J, const nn__wino_seg *sg, int ns
 }
 
 /* One chunk's output transform: M [16][Cop, ntp] to y (+ bias); whether every output is finite */
-static int nn__wino_output(const nn__wino_job *J, const nn__wino_seg *sg, int ns, int lc, const float *m, float *ob) {
+static int nn__wino_output(const nn__wino_job *J, const nn__wino_seg *sg, int ns, int lc, const float *m, float *ob,
+                           int co0, int co1) {
     const nn__wino *L = J->L;
     int S = L->S, co, xi, ok = 1, s;
-    for (co = 0; co < L->Co; co++) {
+    for (co = co0; co < co1; co++) {
         const float *mp[16];
         for (xi = 0; xi < 16; xi++) mp[xi] = m + (size_t)xi * L->msz + (size_t)co * L->ntp;
+        if (J->fn->oscat) {
+            size_t plane = (size_t)L->OH * L->OW;
+            ok &= J->fn->oscat(mp, lc, sg, ns, J->y + (size_t)co * plane, (size_t)L->Co * plane, L->OH, L->OW,
+                               J->b ? J->b + co : NULL);
+            continue;
+        }
         ok &= J->fn->orow(mp, ob, ob + S, ob + 2 * (size_t)S, ob + 3 * (size_t)S, lc, J->b ? J->b + co : NULL);
         for (s = 0; s < ns; s++) {
             int th = sg[s].th, tw0 = sg[s].tw0, len = sg[s].len;
@@ -10959,19 +11103,23 @@ static void nn__wino_task(void *arg, int t, int n_tasks) {
         int64_t t0 = ch * L->lc, t1 = t0 + L->lc < L->ntiles ? t0 + L->lc : L->ntiles;
         int lc = (int)(t1 - t0), ns = nn__wino_segs(L, t0, t1, sg);
         nn__wino_input(J, sg, ns, lc, v, d);
-        for (xi = 0; xi < 16; xi++) {
-            const float *u = J->upk + (size_t)xi * L->usz, *vx = v + (size_t)xi * L->vsz;
-            float *mx = m + (size_t)xi * L->msz;
-            for (pc = 0; pc < L->Ci; pc += L->kc) {
-                int kc = L->Ci - pc < L->kc ? L->Ci - pc : L->kc;
-                float beta = pc == 0 ? 0.0f : 1.0f;
-                for (jr = 0; jr < lc; jr += nr)
-                    for (ir = 0; ir < L->Cop; ir += mr)
+        /* a row tile of M at a time, all 16 products, then its output transform: the
+           tile's 16 x mr rows of M are still in L1 when it is read (M of all Co rows, 16
+           Cop ntp floats, is 384 KB at 64 channels and 96 tiles, past L1 and half of L2) */
+        for (ir = 0; ir < L->Cop; ir += mr) {
+            for (xi = 0; xi < 16; xi++) {
+                const float *u = J->upk + (size_t)xi * L->usz, *vx = v + (size_t)xi * L->vsz;
+                float *mx = m + (size_t)xi * L->msz;
+                for (pc = 0; pc < L->Ci; pc += L->kc) {
+                    int kc = L->Ci - pc < L->kc ? L->Ci - pc : L->kc;
+                    float beta = pc == 0 ? 0.0f : 1.0f;
+                    for (jr = 0; jr < lc; jr += nr)
                         L->ukr(kc, u + (size_t)pc * L->Cop + (size_t)ir * kc, vx + (size_t)pc * L->ntp + (size_t)jr * kc,
-                                  mx + (size_t)ir * L->ntp + jr, L->ntp, 1.0f, beta);
+                               mx + (size_t)ir * L->ntp + jr, L->ntp, 1.0f, beta);
+                }
             }
+            if (ir < L->Co && !nn__wino_output(J, sg, ns, lc, m, d, ir, ir + mr < L->Co ? ir + mr : L->Co)) J->bad[t] = 1.0f;
         }
-        if (!nn__wino_output(J, sg, ns, lc, m, d)) J->bad[t] = 1.0f;
     }
 }
 
