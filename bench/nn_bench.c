@@ -399,7 +399,7 @@ static nn_result mlp_build(nn_context *ctx, mlp *m) {
 /* fuse 1: as compiled by default; 0: with NN_FUSE=0 (the line says fuse=0) */
 static int bench_mlp_run(const char *sel, int fuse) {
     char name[256], hs[96];
-    step_host sh;
+    step_host sh = {0.0, 0};
     nn_context *ctx = open_ctx(sel, name, sizeof name);
     mlp m;
     float *x = NULL;
@@ -605,7 +605,7 @@ static nn_tensor cnn_block(nn_graph *g, nn_tensor x, int64_t channels, const cha
    the name's suffix (cnn_train_bf16) */
 static int bench_cnn_run(const char *sel, nn_precision prec, const char *tag, int fuse) {
     char name[256], hs[96];
-    step_host sh;
+    step_host sh = {0.0, 0};
     nn_graph_desc gd;
     nn_context *ctx = open_ctx(sel, name, sizeof name);
     nn_graph *g = NULL;
