@@ -399,7 +399,7 @@ static nn_result mlp_build(nn_context *ctx, mlp *m) {
 /* fuse 1: as compiled by default; 0: with NN_FUSE=0 (the line says fuse=0) */
 static int bench_mlp_run(const char *sel, int fuse) {
     char name[256], hs[96];
-    step_host sh;
+    step_host sh = {0.0, 0};
     nn_context *ctx = open_ctx(sel, name, sizeof name);
     mlp m;
     float *x = NULL;
@@ -546,10 +546,30 @@ static int bench_conv(const char *sel) {
         if (r == NN_OK) r = time_runs(g, nn_graph_step, &step_ms);
         if (r == NN_OK) r = time_runs(g, nn_graph_forward, &ms2); /* again: the lower of the two */
         if (r == NN_OK && ms2 < fwd_ms) fwd_ms = ms2;
+        /* the step's backward: dw, and dx when C > 1 (the step less its forward, the loss's
+           sum included in both) */
+        bwd_ms = step_ms - fwd_ms;
+        /* fwd: the convolution alone, as PyTorch's figure (bench/cnn_torch.py times F.conv2d
+           alone): a forward-only graph whose output is y, not the training graph's forward,
+           which also sums y for its loss (a pass over y: a third of the first layer's time) */
+        nn_graph_destroy(g);
+        g = NULL;
+        if (r == NN_OK) r = nn_graph_create(ctx, NULL, &g);
+        if (r == NN_OK) {
+            nn_compile_desc fd;
+            memset(&fd, 0, sizeof fd);
+            x = nn_input(g, "x", NN_F32, nn_shape4(sh[0], sh[1], sh[2], sh[3]));
+            w = nn_param(g, "w", nn_shape4(sh[4], sh[1], 3, 3), init);
+            y = nn_conv2d(g, x, w, none, &dd);
+            r = nn_graph_output(g, y);
+            if (r == NN_OK) r = nn_graph_compile(g, &fd);
+        }
+        if (r == NN_OK) r = nn_tensor_write(g, x, host, (size_t)nx * sizeof(float));
+        if (r == NN_OK) r = time_runs(g, nn_graph_forward, &fwd_ms);
+        if (r == NN_OK) r = time_runs(g, nn_graph_forward, &ms2);
+        if (r == NN_OK && ms2 < fwd_ms) fwd_ms = ms2;
         if (r != NN_OK) status = fail(ctx, "conv", r);
         else {
-            /* the step's backward: dw, and dx when C > 1 */
-            bwd_ms = step_ms - fwd_ms;
             if (bwd_ms < 0.01 * step_ms) bwd_ms = 0.01 * step_ms; /* noise on a loaded machine */
             printf("BENCH name=conv2d backend=%s shape=%s pass=fwd gflops=%.2f ms=%.3f\n", name, shape,
                    flops / fwd_ms / 1e6, fwd_ms);
@@ -585,7 +605,7 @@ static nn_tensor cnn_block(nn_graph *g, nn_tensor x, int64_t channels, const cha
    the name's suffix (cnn_train_bf16) */
 static int bench_cnn_run(const char *sel, nn_precision prec, const char *tag, int fuse) {
     char name[256], hs[96];
-    step_host sh;
+    step_host sh = {0.0, 0};
     nn_graph_desc gd;
     nn_context *ctx = open_ctx(sel, name, sizeof name);
     nn_graph *g = NULL;
