@@ -17814,6 +17814,12 @@ static const char *const nn__cl_src_conv[] = {
 "    F(in, x) P(in, a) P(in, b) P(out, y) P(int, N) P(int, C) P(int, H) P(int, W) P(int, M) P(int, KH)     \\\n",
 "    P(int, KW) P(int, OH) P(int, OW) P(int8, geo) P(int, has_bias) P(int, rows) P(int, exact)\n",
 "NN__KSIG(conv2d_implicit)\n",
+"/* its weight gradient: part [items, K, C*KH*KW] = each item's sum over its per images of\n",
+"   dy [N, K, OH, OW] col(x)^T */\n",
+"#define NN__KARGS_conv2d_dw_implicit(F, P)                                                               \\\n",
+"    F(in, x) P(in, dy) P(out, part) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) P(int, KW) \\\n",
+"    P(int, OH) P(int, OW) P(int8, geo) P(int, per)\n",
+"NN__KSIG(conv2d_dw_implicit)\n",
 "/* wf [C, K, KH, KW] = w [K, C, KH, KW] turned by 180 degrees in (KH, KW): the input gradient's\n",
 "   weights as a forward convolution's, then C flags (a row not all finite) */\n",
 "#define NN__KARGS_conv2d_flip_w(F, P) F(in, w) P(out, wf) P(int, K) P(int, C) P(int, KH) P(int, KW)\n",
@@ -18232,6 +18238,123 @@ static const char *const nn__cl_src_conv[] = {
 "                        }\n",
 "                        y[(((size_t)n * M + m) * OH + oh) * OW + ow] = acc + (has_bias ? b[m] : 0.0f);\n",
 "                    }\n",
+"}\n",
+"\n",
+"/* The weight gradient the same way: dw [K, R] = sum over images of dy_n [K, OH*OW] col_n^T.\n",
+"   Item i takes images i*per .. (i+1)*per-1, whole: per image, the input planes as above (L,\n",
+"   rows = OH) and after them dy zero-padded to the same virtual columns (D [K, U16]: Wp columns an\n",
+"   output row, zeros at ow >= OW and up to U16, a multiple of 16); then every dw element is a\n",
+"   dot product of a row of D with a run of L, in float16s (lane l: u = l mod 16), 4 x 6\n",
+"   elements at a time as kernels/gemm.cl's gemm_nt_dot, its 16 lanes added in a fixed tree.\n",
+"   The first image stores the item's partial sums part [i, K, R], later ones add to them;\n",
+"   sum_leading adds the items' partials in order. A junk column (ow >= OW) multiplies D's zero\n",
+"   by an element of L that may be a real x value: with a NaN or an infinity in an image's\n",
+"   planes that would be NaN where PyTorch adds nothing, so such an image adds its terms one\n",
+"   at a time instead, from the taps inside x only (as conv2d_backward_weight). */\n",
+"#define ID_R 4\n",
+"#define ID_C 6\n",
+"\n",
+"__kernel __attribute__((reqd_work_group_size(1, 1, 1))) void conv2d_dw_implicit(NN__KPARAMS(conv2d_dw_implicit)) {\n",
+"    __local float L[IC_L]; /* the planes, then D */\n",
+"    __local int ro[IC_R];\n",
+"    const int i = get_global_id(0), n0 = i * per, dh = geo.s4, dw = geo.s5;\n",
+"    if (n0 >= N) return;\n",
+"    const int Wp = OW + dw * (KW - 1), R = C * KH * KW, U = OH * Wp, U16 = (U + 15) / 16 * 16;\n",
+"    const int Hp = OH + dh * (KH - 1), lo = clamp(geo.s3, 0, Wp), hi = clamp(W + geo.s3, lo, Wp);\n",
+"    __local float *D = L + C * Hp * Wp + dw * (KW - 1) + 16;\n",
+"    __global float *pi = part + (size_t)i * K * R;\n",
+"    for (int r = 0, c = 0, kh = 0, kw = 0; r < R; r++) {\n",
+"        ro[r] = (c * Hp + kh * dh) * Wp + kw * dw;\n",
+"        if (++kw == KW) {\n",
+"            kw = 0;\n",
+"            if (++kh == KH) kh = 0, c++;\n",
+"        }\n",
+"    }\n",
+"    for (int u = C * Hp * Wp; u < C * Hp * Wp + dw * (KW - 1) + 16; u++) L[u] = 0.0f; /* read past by the last lanes */\n",
+"    for (int n = n0; n < min(n0 + per, N); n++) {\n",
+"        __global const float *xn = x + (size_t)n * C * H * W;\n",
+"        int bad = 0;\n",
+"        for (int c = 0; c < C; c++)\n",
+"            for (int rr = 0; rr < Hp; rr++) {\n",
+"                __local float *d = L + (c * Hp + rr) * Wp;\n",
+"                const int ih = rr - geo.s2;\n",
+"                int u = 0;\n",
+"                if (ih >= 0 && ih < H) {\n",
+"                    __global const float *xs = xn + ((size_t)c * H + ih) * W - geo.s3;\n",
+"                    for (; u < lo; u++) d[u] = 0.0f;\n",
+"                    for (; u + 8 <= hi; u += 8) {\n",
+"                        const float8 v = vload8(0, xs + u);\n",
+"                        bad |= any(!isfinite(v));\n",
+"                        vstore8(v, 0, d + u);\n",
+"                    }\n",
+"                    for (; u < hi; u++) bad |= !isfinite(d[u] = xs[u]);\n",
+"                }\n",
+"                for (; u < Wp; u++) d[u] = 0.0f;\n",
+"            }\n",
+"        for (int k = 0; k < K; k++) {\n",
+"            __global const float *dk = dy + ((size_t)n * K + k) * OH * OW;\n",
+"            __local float *e = D + k * U16;\n",
+"            for (int oh = 0; oh < OH; oh++) {\n",
+"                int u = 0;\n",
+"                for (; u + 8 <= OW; u += 8) vstore8(vload8(0, dk + oh * OW + u), 0, e + oh * Wp + u);\n",
+"                for (; u < OW; u++) e[oh * Wp + u] = dk[oh * OW + u];\n",
+"                for (; u < Wp; u++) e[oh * Wp + u] = 0.0f;\n",
+"            }\n",
+"            for (int u = U; u < U16; u++) e[u] = 0.0f;\n",
+"        }\n",
+"        for (int k0 = 0; k0 < K && !bad; k0 += ID_R) {\n",
+"            __local const float *dr[ID_R];\n",
+"#pragma unroll\n",
+"            for (int a = 0; a < ID_R; a++) dr[a] = D + min(k0 + a, K - 1) * U16;\n",
+"            for (int r0 = 0; r0 < R; r0 += ID_C) {\n",
+"                __local const float *lr[ID_C];\n",
+"                float16 acc[ID_R][ID_C];\n",
+"#pragma unroll\n",
+"                for (int c = 0; c < ID_C; c++) lr[c] = L + ro[min(r0 + c, R - 1)];\n",
+"#pragma unroll\n",
+"                for (int a = 0; a < ID_R; a++)\n",
+"#pragma unroll\n",
+"                    for (int c = 0; c < ID_C; c++) acc[a][c] = (float16)(0.0f);\n",
+"                for (int u = 0; u < U16; u += 16) {\n",
+"                    float16 lv[ID_C];\n",
+"#pragma unroll\n",
+"                    for (int c = 0; c < ID_C; c++) lv[c] = vload16(0, lr[c] + u);\n",
+"#pragma unroll\n",
+"                    for (int a = 0; a < ID_R; a++) {\n",
+"                        const float16 dv = vload16(0, dr[a] + u);\n",
+"#pragma unroll\n",
+"                        for (int c = 0; c < ID_C; c++) acc[a][c] += dv * lv[c]; /* contracted to FMA where the target has it */\n",
+"                    }\n",
+"                }\n",
+"#pragma unroll\n",
+"                for (int a = 0; a < ID_R; a++)\n",
+"#pragma unroll\n",
+"                    for (int c = 0; c < ID_C; c++)\n",
+"                        if (k0 + a < K && r0 + c < R) {\n",
+"                            const float16 v = acc[a][c];\n",
+"                            const float8 h = v.lo + v.hi;\n",
+"                            const float4 q = h.lo + h.hi;\n",
+"                            const float2 t = q.lo + q.hi;\n",
+"                            __global float *o = pi + (size_t)(k0 + a) * R + r0 + c;\n",
+"                            *o = n == n0 ? t.x + t.y : *o + (t.x + t.y);\n",
+"                        }\n",
+"            }\n",
+"        }\n",
+"        if (bad) /* the image's terms, each from the taps inside x only */\n",
+"            for (int k = 0; k < K; k++)\n",
+"                for (int r = 0; r < R; r++) {\n",
+"                    const int c = r / (KH * KW), kh = r / KW - c * KH, kw = r - r / KW * KW;\n",
+"                    float acc = 0.0f;\n",
+"                    for (int oh = 0; oh < OH; oh++)\n",
+"                        for (int ow = 0; ow < OW; ow++) {\n",
+"                            const int ih = oh - geo.s2 + kh * dh, iw = ow - geo.s3 + kw * dw;\n",
+"                            const float xv = ih >= 0 && ih < H && iw >= 0 && iw < W ? xn[((size_t)c * H + ih) * W + iw] : 0.0f;\n",
+"                            acc += dy[(((size_t)n * K + k) * OH + oh) * OW + ow] * xv;\n",
+"                        }\n",
+"                    __global float *o = pi + (size_t)k * R + r;\n",
+"                    *o = n == n0 ? acc : *o + acc;\n",
+"                }\n",
+"    }\n",
 "}\n",
 "#endif /* IC_L */\n",
 "\n",
@@ -35423,6 +35546,12 @@ NN__KSIG(conv2d_pack)
     F(in, x) P(in, a) P(in, b) P(out, y) P(int, N) P(int, C) P(int, H) P(int, W) P(int, M) P(int, KH)     \
     P(int, KW) P(int, OH) P(int, OW) P(int8, geo) P(int, has_bias) P(int, rows) P(int, exact)
 NN__KSIG(conv2d_implicit)
+/* its weight gradient: part [items, K, C*KH*KW] = each item's sum over its per images of
+   dy [N, K, OH, OW] col(x)^T */
+#define NN__KARGS_conv2d_dw_implicit(F, P)                                                               \
+    F(in, x) P(in, dy) P(out, part) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) P(int, KW) \
+    P(int, OH) P(int, OW) P(int8, geo) P(int, per)
+NN__KSIG(conv2d_dw_implicit)
 /* wf [C, K, KH, KW] = w [K, C, KH, KW] turned by 180 degrees in (KH, KW): the input gradient's
    weights as a forward convolution's, then C flags (a row not all finite) */
 #define NN__KARGS_conv2d_flip_w(F, P) F(in, w) P(out, wf) P(int, K) P(int, C) P(int, KH) P(int, KW)
@@ -41689,7 +41818,8 @@ typedef struct nn__conv_plan {
 /* CPU devices run an ungrouped stride-1 convolution's forward and input gradient as an
    implicit GEMM (kernels/conv.cl's conv2d_implicit: no column matrix, no unpack or col2im
    pass). The input gradient is the forward convolution of dy with the weights flipped
-   (conv2d_flip_w), padding dilation*(KH-1) - pad; t is the convolution that runs. Its
+   (conv2d_flip_w), padding dilation*(KH-1) - pad; t is the convolution that runs. The
+   weight gradient (conv2d_dw_implicit) takes whole images an item, their planes and dy's. Its
    planes of one output row (C*(1 + dh*(KH-1))*(OW + dw*(KW-1)) floats, and what the last
    chunk reads past them) must fit the kernel's IC_L, its rows of col(x) IC_R (its build
    options: nn__ic_config, src/opencl/gemm_plan.c). */
@@ -41706,13 +41836,27 @@ static int64_t nn__conv2d_implicit_floats(const nn__conv2d *t, int rows) {
     return (int64_t)t->C * (rows + t->dh * (t->KH - 1)) * (t->OW + t->dw * (t->KW - 1)) + t->dw * (t->KW - 1) + 32;
 }
 
+/* the weight gradient's local floats: whole images' planes, then dy padded alike [K, U16] */
+static int64_t nn__conv2d_dw_implicit_floats(const nn__conv2d *c) {
+    int64_t U = (int64_t)c->OH * (c->OW + c->dw * (c->KW - 1));
+    return nn__conv2d_implicit_floats(c, c->OH) - 16 + (int64_t)c->K * ((U + 15) / 16 * 16);
+}
+
+/* the weight gradient's items (whole images each, their partial sums [K, R] in the scratch) */
+static int nn__conv2d_dw_items(const nn_context *ctx, const nn__conv2d *c) {
+    int most = 8 * (ctx->dev.units ? (int)ctx->dev.units : 1);
+    return c->N < most ? c->N : most;
+}
+
 static int nn__conv2d_dev_implicit(const nn_context *ctx, int op, const nn__conv2d *c) {
     nn__conv2d t;
     int lf, rows;
     nn__ic_config(&ctx->dev, &lf, &rows);
-    if (!lf || c->G != 1 || op == NN__OP_CONV2D_DW || c->sh != 1 || c->sw != 1) return 0;
+    if (!lf || c->G != 1 || c->sh != 1 || c->sw != 1) return 0;
     nn__conv2d_implicit_geom(op, c, &t);
-    return nn__conv2d_implicit_floats(&t, 1) <= lf && (int64_t)t.C * t.KH * t.KW <= rows;
+    if ((int64_t)t.C * t.KH * t.KW > rows) return 0;
+    if (op == NN__OP_CONV2D_DW) return nn__conv2d_dw_implicit_floats(c) <= lf;
+    return nn__conv2d_implicit_floats(&t, 1) <= lf;
 }
 
 /* Depthwise convolutions (one input channel per group) run the direct kernels: their
@@ -41733,6 +41877,8 @@ static void nn__conv2d_dev_plan(const nn_context *ctx, int op, const nn__conv2d 
     if (nn__conv2d_dev_implicit(ctx, op, c)) {
         p->algo = NN__CONV_IMPLICIT;
         p->scratch = op == NN__OP_CONV2D_DX ? ((int64_t)c->K * c->KH * c->KW + 1) * c->C : 0; /* flipped weights, flags */
+        if (op == NN__OP_CONV2D_DW && nn__conv2d_dw_items(ctx, c) > 1) /* the items' partial sums */
+            p->scratch = (int64_t)nn__conv2d_dw_items(ctx, c) * c->K * c->C * c->KH * c->KW;
         return;
     }
     if (op == NN__OP_CONV2D_DW) {
@@ -42121,6 +42267,51 @@ static nn_result nn__launch_conv2d_dx(nn_graph *g, int id) {
     }
 }
 
+/* conv2d_dw_implicit: each item's partial dw over its images into the scratch, then
+   sum_leading adds the items' partials in order (one item: straight into dw) */
+static nn_result nn__launch_conv2d_dw_implicit(nn_graph *g, int id, const nn__conv2d *c, const nn__buf *x, const nn__buf *dy) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_conv2d_dw_implicit k;
+    int geo[8], items = nn__conv2d_dw_items(g->ctx, c), per = (c->N + items - 1) / items, R = c->C * c->KH * c->KW;
+    nn_result r;
+    items = (c->N + per - 1) / per;
+    r = nn__launch_kernel(g, id, "conv", "conv2d_dw_implicit", (size_t)items, &l);
+    if (r != NN_OK) return r;
+    l->lws[0] = 1;
+    l->use_lws = 1;
+    geo[0] = 1, geo[1] = 1, geo[2] = c->ph, geo[3] = c->pw, geo[4] = c->dh, geo[5] = c->dw, geo[6] = 1, geo[7] = 0;
+    memset(&k, 0, sizeof k);
+    k.x = x;
+    k.dy = dy;
+    k.part = items > 1 ? &n->scratch_buf : &n->buf;
+    k.N = c->N;
+    k.C = c->C;
+    k.H = c->H;
+    k.W = c->W;
+    k.K = c->K;
+    k.KH = c->KH;
+    k.KW = c->KW;
+    k.OH = c->OH;
+    k.OW = c->OW;
+    k.geo = geo;
+    k.per = per;
+    r = nn__kargs_conv2d_dw_implicit(l, &k);
+    if (r == NN_OK && items > 1) {
+        nn__k_sum_leading ks;
+        r = nn__launch_kernel(g, id, "elementwise", "sum_leading", (size_t)c->K * R, &l);
+        if (r != NN_OK) return r;
+        memset(&ks, 0, sizeof ks);
+        ks.x = &n->scratch_buf;
+        ks.y = &n->buf;
+        ks.n = items * c->K * R;
+        ks.nb = c->K * R;
+        ks.off = 0;
+        r = nn__kargs_sum_leading(l, &ks);
+    }
+    return r;
+}
+
 /* GEMM path: col = im2col(x), dyg = pack(dy); dw_g = the sum over the plan's K slices of
    dyg_g col_g^T (elementwise.cl's sum_leading adds the slices in order). Direct:
    conv2d_backward_weight, one work-item per element of dw. */
@@ -42132,6 +42323,7 @@ static nn_result nn__launch_conv2d_dw(nn_graph *g, int id) {
     nn_result r;
     int geo[8];
     nn__conv2d_geom(&c, &x->shape, &n->shape, &n->a.conv);
+    if (n->algo == NN__CONV_IMPLICIT) return nn__launch_conv2d_dw_implicit(g, id, &c, &x->buf, &dy->buf);
     if (n->algo == NN__CONV_GEMM) {
         nn__conv2d_gemm q;
         const nn__buf *s = &n->scratch_buf;

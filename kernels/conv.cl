@@ -413,6 +413,123 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void conv2d_implicit(NN_
                         y[(((size_t)n * M + m) * OH + oh) * OW + ow] = acc + (has_bias ? b[m] : 0.0f);
                     }
 }
+
+/* The weight gradient the same way: dw [K, R] = sum over images of dy_n [K, OH*OW] col_n^T.
+   Item i takes images i*per .. (i+1)*per-1, whole: per image, the input planes as above (L,
+   rows = OH) and after them dy zero-padded to the same virtual columns (D [K, U16]: Wp columns an
+   output row, zeros at ow >= OW and up to U16, a multiple of 16); then every dw element is a
+   dot product of a row of D with a run of L, in float16s (lane l: u = l mod 16), 4 x 6
+   elements at a time as kernels/gemm.cl's gemm_nt_dot, its 16 lanes added in a fixed tree.
+   The first image stores the item's partial sums part [i, K, R], later ones add to them;
+   sum_leading adds the items' partials in order. A junk column (ow >= OW) multiplies D's zero
+   by an element of L that may be a real x value: with a NaN or an infinity in an image's
+   planes that would be NaN where PyTorch adds nothing, so such an image adds its terms one
+   at a time instead, from the taps inside x only (as conv2d_backward_weight). */
+#define ID_R 4
+#define ID_C 6
+
+__kernel __attribute__((reqd_work_group_size(1, 1, 1))) void conv2d_dw_implicit(NN__KPARAMS(conv2d_dw_implicit)) {
+    __local float L[IC_L]; /* the planes, then D */
+    __local int ro[IC_R];
+    const int i = get_global_id(0), n0 = i * per, dh = geo.s4, dw = geo.s5;
+    if (n0 >= N) return;
+    const int Wp = OW + dw * (KW - 1), R = C * KH * KW, U = OH * Wp, U16 = (U + 15) / 16 * 16;
+    const int Hp = OH + dh * (KH - 1), lo = clamp(geo.s3, 0, Wp), hi = clamp(W + geo.s3, lo, Wp);
+    __local float *D = L + C * Hp * Wp + dw * (KW - 1) + 16;
+    __global float *pi = part + (size_t)i * K * R;
+    for (int r = 0, c = 0, kh = 0, kw = 0; r < R; r++) {
+        ro[r] = (c * Hp + kh * dh) * Wp + kw * dw;
+        if (++kw == KW) {
+            kw = 0;
+            if (++kh == KH) kh = 0, c++;
+        }
+    }
+    for (int u = C * Hp * Wp; u < C * Hp * Wp + dw * (KW - 1) + 16; u++) L[u] = 0.0f; /* read past by the last lanes */
+    for (int n = n0; n < min(n0 + per, N); n++) {
+        __global const float *xn = x + (size_t)n * C * H * W;
+        int bad = 0;
+        for (int c = 0; c < C; c++)
+            for (int rr = 0; rr < Hp; rr++) {
+                __local float *d = L + (c * Hp + rr) * Wp;
+                const int ih = rr - geo.s2;
+                int u = 0;
+                if (ih >= 0 && ih < H) {
+                    __global const float *xs = xn + ((size_t)c * H + ih) * W - geo.s3;
+                    for (; u < lo; u++) d[u] = 0.0f;
+                    for (; u + 8 <= hi; u += 8) {
+                        const float8 v = vload8(0, xs + u);
+                        bad |= any(!isfinite(v));
+                        vstore8(v, 0, d + u);
+                    }
+                    for (; u < hi; u++) bad |= !isfinite(d[u] = xs[u]);
+                }
+                for (; u < Wp; u++) d[u] = 0.0f;
+            }
+        for (int k = 0; k < K; k++) {
+            __global const float *dk = dy + ((size_t)n * K + k) * OH * OW;
+            __local float *e = D + k * U16;
+            for (int oh = 0; oh < OH; oh++) {
+                int u = 0;
+                for (; u + 8 <= OW; u += 8) vstore8(vload8(0, dk + oh * OW + u), 0, e + oh * Wp + u);
+                for (; u < OW; u++) e[oh * Wp + u] = dk[oh * OW + u];
+                for (; u < Wp; u++) e[oh * Wp + u] = 0.0f;
+            }
+            for (int u = U; u < U16; u++) e[u] = 0.0f;
+        }
+        for (int k0 = 0; k0 < K && !bad; k0 += ID_R) {
+            __local const float *dr[ID_R];
+#pragma unroll
+            for (int a = 0; a < ID_R; a++) dr[a] = D + min(k0 + a, K - 1) * U16;
+            for (int r0 = 0; r0 < R; r0 += ID_C) {
+                __local const float *lr[ID_C];
+                float16 acc[ID_R][ID_C];
+#pragma unroll
+                for (int c = 0; c < ID_C; c++) lr[c] = L + ro[min(r0 + c, R - 1)];
+#pragma unroll
+                for (int a = 0; a < ID_R; a++)
+#pragma unroll
+                    for (int c = 0; c < ID_C; c++) acc[a][c] = (float16)(0.0f);
+                for (int u = 0; u < U16; u += 16) {
+                    float16 lv[ID_C];
+#pragma unroll
+                    for (int c = 0; c < ID_C; c++) lv[c] = vload16(0, lr[c] + u);
+#pragma unroll
+                    for (int a = 0; a < ID_R; a++) {
+                        const float16 dv = vload16(0, dr[a] + u);
+#pragma unroll
+                        for (int c = 0; c < ID_C; c++) acc[a][c] += dv * lv[c]; /* contracted to FMA where the target has it */
+                    }
+                }
+#pragma unroll
+                for (int a = 0; a < ID_R; a++)
+#pragma unroll
+                    for (int c = 0; c < ID_C; c++)
+                        if (k0 + a < K && r0 + c < R) {
+                            const float16 v = acc[a][c];
+                            const float8 h = v.lo + v.hi;
+                            const float4 q = h.lo + h.hi;
+                            const float2 t = q.lo + q.hi;
+                            __global float *o = pi + (size_t)(k0 + a) * R + r0 + c;
+                            *o = n == n0 ? t.x + t.y : *o + (t.x + t.y);
+                        }
+            }
+        }
+        if (bad) /* the image's terms, each from the taps inside x only */
+            for (int k = 0; k < K; k++)
+                for (int r = 0; r < R; r++) {
+                    const int c = r / (KH * KW), kh = r / KW - c * KH, kw = r - r / KW * KW;
+                    float acc = 0.0f;
+                    for (int oh = 0; oh < OH; oh++)
+                        for (int ow = 0; ow < OW; ow++) {
+                            const int ih = oh - geo.s2 + kh * dh, iw = ow - geo.s3 + kw * dw;
+                            const float xv = ih >= 0 && ih < H && iw >= 0 && iw < W ? xn[((size_t)c * H + ih) * W + iw] : 0.0f;
+                            acc += dy[(((size_t)n * K + k) * OH + oh) * OW + ow] * xv;
+                        }
+                    __global float *o = pi + (size_t)k * R + r;
+                    *o = n == n0 ? acc : *o + acc;
+                }
+    }
+}
 #endif /* IC_L */
 
 /* wf [C, K*KH*KW] = w [K, C, KH, KW] with (kh, kw) -> (KH-1-kh, KW-1-kw): the input gradient

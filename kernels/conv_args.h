@@ -48,6 +48,12 @@ NN__KSIG(conv2d_pack)
     F(in, x) P(in, a) P(in, b) P(out, y) P(int, N) P(int, C) P(int, H) P(int, W) P(int, M) P(int, KH)     \
     P(int, KW) P(int, OH) P(int, OW) P(int8, geo) P(int, has_bias) P(int, rows) P(int, exact)
 NN__KSIG(conv2d_implicit)
+/* its weight gradient: part [items, K, C*KH*KW] = each item's sum over its per images of
+   dy [N, K, OH, OW] col(x)^T */
+#define NN__KARGS_conv2d_dw_implicit(F, P)                                                               \
+    F(in, x) P(in, dy) P(out, part) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) P(int, KW) \
+    P(int, OH) P(int, OW) P(int8, geo) P(int, per)
+NN__KSIG(conv2d_dw_implicit)
 /* wf [C, K, KH, KW] = w [K, C, KH, KW] turned by 180 degrees in (KH, KW): the input gradient's
    weights as a forward convolution's, then C flags (a row not all finite) */
 #define NN__KARGS_conv2d_flip_w(F, P) F(in, w) P(out, wf) P(int, K) P(int, C) P(int, KH) P(int, KW)

@@ -325,7 +325,8 @@ typedef struct nn__conv_plan {
 /* CPU devices run an ungrouped stride-1 convolution's forward and input gradient as an
    implicit GEMM (kernels/conv.cl's conv2d_implicit: no column matrix, no unpack or col2im
    pass). The input gradient is the forward convolution of dy with the weights flipped
-   (conv2d_flip_w), padding dilation*(KH-1) - pad; t is the convolution that runs. Its
+   (conv2d_flip_w), padding dilation*(KH-1) - pad; t is the convolution that runs. The
+   weight gradient (conv2d_dw_implicit) takes whole images an item, their planes and dy's. Its
    planes of one output row (C*(1 + dh*(KH-1))*(OW + dw*(KW-1)) floats, and what the last
    chunk reads past them) must fit the kernel's IC_L, its rows of col(x) IC_R (its build
    options: nn__ic_config, src/opencl/gemm_plan.c). */
@@ -342,13 +343,27 @@ static int64_t nn__conv2d_implicit_floats(const nn__conv2d *t, int rows) {
     return (int64_t)t->C * (rows + t->dh * (t->KH - 1)) * (t->OW + t->dw * (t->KW - 1)) + t->dw * (t->KW - 1) + 32;
 }
 
+/* the weight gradient's local floats: whole images' planes, then dy padded alike [K, U16] */
+static int64_t nn__conv2d_dw_implicit_floats(const nn__conv2d *c) {
+    int64_t U = (int64_t)c->OH * (c->OW + c->dw * (c->KW - 1));
+    return nn__conv2d_implicit_floats(c, c->OH) - 16 + (int64_t)c->K * ((U + 15) / 16 * 16);
+}
+
+/* the weight gradient's items (whole images each, their partial sums [K, R] in the scratch) */
+static int nn__conv2d_dw_items(const nn_context *ctx, const nn__conv2d *c) {
+    int most = 8 * (ctx->dev.units ? (int)ctx->dev.units : 1);
+    return c->N < most ? c->N : most;
+}
+
 static int nn__conv2d_dev_implicit(const nn_context *ctx, int op, const nn__conv2d *c) {
     nn__conv2d t;
     int lf, rows;
     nn__ic_config(&ctx->dev, &lf, &rows);
-    if (!lf || c->G != 1 || op == NN__OP_CONV2D_DW || c->sh != 1 || c->sw != 1) return 0;
+    if (!lf || c->G != 1 || c->sh != 1 || c->sw != 1) return 0;
     nn__conv2d_implicit_geom(op, c, &t);
-    return nn__conv2d_implicit_floats(&t, 1) <= lf && (int64_t)t.C * t.KH * t.KW <= rows;
+    if ((int64_t)t.C * t.KH * t.KW > rows) return 0;
+    if (op == NN__OP_CONV2D_DW) return nn__conv2d_dw_implicit_floats(c) <= lf;
+    return nn__conv2d_implicit_floats(&t, 1) <= lf;
 }
 
 /* Depthwise convolutions (one input channel per group) run the direct kernels: their
@@ -369,6 +384,8 @@ static void nn__conv2d_dev_plan(const nn_context *ctx, int op, const nn__conv2d 
     if (nn__conv2d_dev_implicit(ctx, op, c)) {
         p->algo = NN__CONV_IMPLICIT;
         p->scratch = op == NN__OP_CONV2D_DX ? ((int64_t)c->K * c->KH * c->KW + 1) * c->C : 0; /* flipped weights, flags */
+        if (op == NN__OP_CONV2D_DW && nn__conv2d_dw_items(ctx, c) > 1) /* the items' partial sums */
+            p->scratch = (int64_t)nn__conv2d_dw_items(ctx, c) * c->K * c->C * c->KH * c->KW;
         return;
     }
     if (op == NN__OP_CONV2D_DW) {
@@ -757,6 +774,51 @@ static nn_result nn__launch_conv2d_dx(nn_graph *g, int id) {
     }
 }
 
+/* conv2d_dw_implicit: each item's partial dw over its images into the scratch, then
+   sum_leading adds the items' partials in order (one item: straight into dw) */
+static nn_result nn__launch_conv2d_dw_implicit(nn_graph *g, int id, const nn__conv2d *c, const nn__buf *x, const nn__buf *dy) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_conv2d_dw_implicit k;
+    int geo[8], items = nn__conv2d_dw_items(g->ctx, c), per = (c->N + items - 1) / items, R = c->C * c->KH * c->KW;
+    nn_result r;
+    items = (c->N + per - 1) / per;
+    r = nn__launch_kernel(g, id, "conv", "conv2d_dw_implicit", (size_t)items, &l);
+    if (r != NN_OK) return r;
+    l->lws[0] = 1;
+    l->use_lws = 1;
+    geo[0] = 1, geo[1] = 1, geo[2] = c->ph, geo[3] = c->pw, geo[4] = c->dh, geo[5] = c->dw, geo[6] = 1, geo[7] = 0;
+    memset(&k, 0, sizeof k);
+    k.x = x;
+    k.dy = dy;
+    k.part = items > 1 ? &n->scratch_buf : &n->buf;
+    k.N = c->N;
+    k.C = c->C;
+    k.H = c->H;
+    k.W = c->W;
+    k.K = c->K;
+    k.KH = c->KH;
+    k.KW = c->KW;
+    k.OH = c->OH;
+    k.OW = c->OW;
+    k.geo = geo;
+    k.per = per;
+    r = nn__kargs_conv2d_dw_implicit(l, &k);
+    if (r == NN_OK && items > 1) {
+        nn__k_sum_leading ks;
+        r = nn__launch_kernel(g, id, "elementwise", "sum_leading", (size_t)c->K * R, &l);
+        if (r != NN_OK) return r;
+        memset(&ks, 0, sizeof ks);
+        ks.x = &n->scratch_buf;
+        ks.y = &n->buf;
+        ks.n = items * c->K * R;
+        ks.nb = c->K * R;
+        ks.off = 0;
+        r = nn__kargs_sum_leading(l, &ks);
+    }
+    return r;
+}
+
 /* GEMM path: col = im2col(x), dyg = pack(dy); dw_g = the sum over the plan's K slices of
    dyg_g col_g^T (elementwise.cl's sum_leading adds the slices in order). Direct:
    conv2d_backward_weight, one work-item per element of dw. */
@@ -768,6 +830,7 @@ static nn_result nn__launch_conv2d_dw(nn_graph *g, int id) {
     nn_result r;
     int geo[8];
     nn__conv2d_geom(&c, &x->shape, &n->shape, &n->a.conv);
+    if (n->algo == NN__CONV_IMPLICIT) return nn__launch_conv2d_dw_implicit(g, id, &c, &x->buf, &dy->buf);
     if (n->algo == NN__CONV_GEMM) {
         nn__conv2d_gemm q;
         const nn__buf *s = &n->scratch_buf;
