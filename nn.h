@@ -16532,7 +16532,11 @@ static NN__MAYBE_UNUSED void nn__program_options(const char *name, const nn__dev
     if (strcmp(name, "conv") == 0 && n) {
         int lf, rows;
         nn__ic_config(dev, &lf, &rows);
-        if (lf) snprintf(buf, n, "-DIC_L=%d -DIC_R=%d", lf, rows);
+        /* the register tiles by the vector width, as the GEMM's: 6 x 2 float16 accumulators
+           (forward) and 4 x 6 (weight gradient) are zmm registers on AVX-512; on narrower
+           devices a float16 takes two or four registers, so 3 x 2 and 2 x 3 */
+        if (lf) snprintf(buf, n, "-DIC_L=%d -DIC_R=%d -DIC_MR=%d -DID_R=%d -DID_C=%d", lf, rows, dev->vec_float >= 16 ? 6 : 3,
+                         dev->vec_float >= 16 ? 4 : 2, dev->vec_float >= 16 ? 6 : 3);
     }
     if (strcmp(name, "attention") == 0 && n) {
         nn__attn_cl_cfg c;
@@ -18123,13 +18127,15 @@ static const char *const nn__cl_src_conv[] = {
 "   virtual [R, rows*Wp] matrix whose row r = (c, kh, kw) starts at c*Hb*Wp + kh*dh*Wp + kw*dw\n",
 "   of the planes: every row of col(x) a contiguous run of local memory, read in float16s with\n",
 "   no packing; the columns ow >= OW are computed and dropped (Wp/OW more work: 16/14 for a\n",
-"   3x3 'same' convolution at 14 wide). Rows of a in 6 x 32 micro-tiles, 12 float16\n",
-"   accumulators, as kernels/gemm.cl's packed path; each element sums its R products in k\n",
-"   order, then adds the bias. No im2col, unpack or col2im pass, and nothing of R x N*OH*OW\n",
+"   3x3 'same' convolution at 14 wide). Rows of a in IC_MR x 32 micro-tiles (6 x 32 on\n",
+"   AVX-512: 12 zmm accumulators, as kernels/gemm.cl's packed path); each element sums its R\n",
+"   products in k order, then adds the bias. No im2col, unpack or col2im pass, and nothing of R x N*OH*OW\n",
 "   floats to memory and back. */\n",
 "#ifdef IC_L /* floats of an item's planes, and the most rows of col(x): build options on CPU devices\n",
 "               (nn__ic_config, src/opencl/gemm_plan.c; the host checks a shape fits) */\n",
+"#ifndef IC_MR /* rows of a micro-tile (the build options say, by the vector width) */\n",
 "#define IC_MR 6\n",
+"#endif\n",
 "\n",
 "/* the runs of output columns (ow < OW) among the band's columns u0 .. u0+v-1: run q takes\n",
 "   lanes sl[q] .. sl[q]+sn[q]-1 to yo[q] of y's band; the count */\n",
@@ -18244,15 +18250,20 @@ static const char *const nn__cl_src_conv[] = {
 "   Item i takes images i*per .. (i+1)*per-1, whole: per image, the input planes as above (L,\n",
 "   rows = OH) and after them dy zero-padded to the same virtual columns (D [K, U16]: Wp columns an\n",
 "   output row, zeros at ow >= OW and up to U16, a multiple of 16); then every dw element is a\n",
-"   dot product of a row of D with a run of L, in float16s (lane l: u = l mod 16), 4 x 6\n",
-"   elements at a time as kernels/gemm.cl's gemm_nt_dot, its 16 lanes added in a fixed tree.\n",
+"   dot product of a row of D with a run of L, in float16s (lane l: u = l mod 16), ID_R x ID_C\n",
+"   (4 x 6 on AVX-512) elements at a time as kernels/gemm.cl's gemm_nt_dot, its 16 lanes\n",
+"   added in a fixed tree.\n",
 "   The first image stores the item's partial sums part [i, K, R], later ones add to them;\n",
 "   sum_leading adds the items' partials in order. A junk column (ow >= OW) multiplies D's zero\n",
 "   by an element of L that may be a real x value: with a NaN or an infinity in an image's\n",
 "   planes that would be NaN where PyTorch adds nothing, so such an image adds its terms one\n",
 "   at a time instead, from the taps inside x only (as conv2d_backward_weight). */\n",
+"#ifndef ID_R /* rows of dy and of col(x) a tile */\n",
 "#define ID_R 4\n",
+"#endif\n",
+"#ifndef ID_C\n",
 "#define ID_C 6\n",
+"#endif\n",
 "\n",
 "__kernel __attribute__((reqd_work_group_size(1, 1, 1))) void conv2d_dw_implicit(NN__KPARAMS(conv2d_dw_implicit)) {\n",
 "    __local float L[IC_L]; /* the planes, then D */\n",

@@ -297,13 +297,15 @@ __kernel void conv2d_pack_rows(NN__KPARAMS(conv2d_pack)) {
    virtual [R, rows*Wp] matrix whose row r = (c, kh, kw) starts at c*Hb*Wp + kh*dh*Wp + kw*dw
    of the planes: every row of col(x) a contiguous run of local memory, read in float16s with
    no packing; the columns ow >= OW are computed and dropped (Wp/OW more work: 16/14 for a
-   3x3 'same' convolution at 14 wide). Rows of a in 6 x 32 micro-tiles, 12 float16
-   accumulators, as kernels/gemm.cl's packed path; each element sums its R products in k
-   order, then adds the bias. No im2col, unpack or col2im pass, and nothing of R x N*OH*OW
+   3x3 'same' convolution at 14 wide). Rows of a in IC_MR x 32 micro-tiles (6 x 32 on
+   AVX-512: 12 zmm accumulators, as kernels/gemm.cl's packed path); each element sums its R
+   products in k order, then adds the bias. No im2col, unpack or col2im pass, and nothing of R x N*OH*OW
    floats to memory and back. */
 #ifdef IC_L /* floats of an item's planes, and the most rows of col(x): build options on CPU devices
                (nn__ic_config, src/opencl/gemm_plan.c; the host checks a shape fits) */
+#ifndef IC_MR /* rows of a micro-tile (the build options say, by the vector width) */
 #define IC_MR 6
+#endif
 
 /* the runs of output columns (ow < OW) among the band's columns u0 .. u0+v-1: run q takes
    lanes sl[q] .. sl[q]+sn[q]-1 to yo[q] of y's band; the count */
@@ -418,15 +420,20 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void conv2d_implicit(NN_
    Item i takes images i*per .. (i+1)*per-1, whole: per image, the input planes as above (L,
    rows = OH) and after them dy zero-padded to the same virtual columns (D [K, U16]: Wp columns an
    output row, zeros at ow >= OW and up to U16, a multiple of 16); then every dw element is a
-   dot product of a row of D with a run of L, in float16s (lane l: u = l mod 16), 4 x 6
-   elements at a time as kernels/gemm.cl's gemm_nt_dot, its 16 lanes added in a fixed tree.
+   dot product of a row of D with a run of L, in float16s (lane l: u = l mod 16), ID_R x ID_C
+   (4 x 6 on AVX-512) elements at a time as kernels/gemm.cl's gemm_nt_dot, its 16 lanes
+   added in a fixed tree.
    The first image stores the item's partial sums part [i, K, R], later ones add to them;
    sum_leading adds the items' partials in order. A junk column (ow >= OW) multiplies D's zero
    by an element of L that may be a real x value: with a NaN or an infinity in an image's
    planes that would be NaN where PyTorch adds nothing, so such an image adds its terms one
    at a time instead, from the taps inside x only (as conv2d_backward_weight). */
+#ifndef ID_R /* rows of dy and of col(x) a tile */
 #define ID_R 4
+#endif
+#ifndef ID_C
 #define ID_C 6
+#endif
 
 __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void conv2d_dw_implicit(NN__KPARAMS(conv2d_dw_implicit)) {
     __local float L[IC_L]; /* the planes, then D */

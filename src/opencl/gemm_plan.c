@@ -297,7 +297,11 @@ static NN__MAYBE_UNUSED void nn__program_options(const char *name, const nn__dev
     if (strcmp(name, "conv") == 0 && n) {
         int lf, rows;
         nn__ic_config(dev, &lf, &rows);
-        if (lf) snprintf(buf, n, "-DIC_L=%d -DIC_R=%d", lf, rows);
+        /* the register tiles by the vector width, as the GEMM's: 6 x 2 float16 accumulators
+           (forward) and 4 x 6 (weight gradient) are zmm registers on AVX-512; on narrower
+           devices a float16 takes two or four registers, so 3 x 2 and 2 x 3 */
+        if (lf) snprintf(buf, n, "-DIC_L=%d -DIC_R=%d -DIC_MR=%d -DID_R=%d -DID_C=%d", lf, rows, dev->vec_float >= 16 ? 6 : 3,
+                         dev->vec_float >= 16 ? 4 : 2, dev->vec_float >= 16 ? 6 : 3);
     }
     if (strcmp(name, "attention") == 0 && n) {
         nn__attn_cl_cfg c;
