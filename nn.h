@@ -16509,6 +16509,19 @@ static NN__MAYBE_UNUSED int nn__attn_cl_tile(const nn__device *dev, int bwd, int
     return bwd ? NN__ATTN_TILE(NN__ATTN_LF_BWD, D, c.lmem, c.wg) : NN__ATTN_TILE(NN__ATTN_LF_FWD, D, c.lmem, c.wg);
 }
 
+/* kernels/conv.cl's implicit GEMM (conv2d_implicit, CPU devices only): floats of an item's
+   input planes in local memory (IC_L: up to 128 KiB, less where the device has less) and the
+   most rows of col(x) (IC_R, ints of local memory too); 0 and 0 where the kernel is not built.
+   The plan (nn__conv2d_dev_implicit, src/ops/conv/conv2d.c) takes a shape only where it fits. */
+static void nn__ic_config(const nn__device *dev, int *lf, int *rows) {
+    uint64_t lm = dev->local_mem;
+    *lf = *rows = 0;
+    if (!dev->cpu_tuned || lm < 4 * 2048 + 1024 + 4 * 4096) return;
+    *rows = 2048;
+    lm = (lm - 4 * 2048 - 1024) / 4;
+    *lf = lm > 32768 ? 32768 : (int)lm;
+}
+
 /* The build options (-D ...) of kernels/NAME.cl on a device, from the facts device plans
    read too (so the kernels' tiles and the plans' launch geometry agree); "" for a file
    that takes none. The backend asks for every program it builds, and keys its cache on
@@ -16516,6 +16529,15 @@ static NN__MAYBE_UNUSED int nn__attn_cl_tile(const nn__device *dev, int bwd, int
 static NN__MAYBE_UNUSED void nn__program_options(const char *name, const nn__device *dev, char *buf, size_t n) {
     if (n) buf[0] = 0;
     if (strcmp(name, "gemm") == 0) nn__gemm_options(dev, buf, n);
+    if (strcmp(name, "conv") == 0 && n) {
+        int lf, rows;
+        nn__ic_config(dev, &lf, &rows);
+        /* the register tiles by the vector width, as the GEMM's: 6 x 2 float16 accumulators
+           (forward) and 4 x 6 (weight gradient) are zmm registers on AVX-512; on narrower
+           devices a float16 takes two or four registers, so 3 x 2 and 2 x 3 */
+        if (lf) snprintf(buf, n, "-DIC_L=%d -DIC_R=%d -DIC_MR=%d -DID_R=%d -DID_C=%d", lf, rows, dev->vec_float >= 16 ? 6 : 3,
+                         dev->vec_float >= 16 ? 4 : 2, dev->vec_float >= 16 ? 6 : 3);
+    }
     if (strcmp(name, "attention") == 0 && n) {
         nn__attn_cl_cfg c;
         nn__attn_cl_config(dev, &c);
@@ -17789,6 +17811,24 @@ static const char *const nn__cl_src_conv[] = {
 "#define NN__KARGS_conv2d_pack(F, P) F(in, dy) P(out, dyg) P(int, off) P(int, N) P(int, K) P(int, S) P(int, ld)\n",
 "NN__KSIG(conv2d_pack)\n",
 "\n",
+"/* The implicit GEMM on CPU devices: y [N, M, OH, OW] = a [M, C*KH*KW] col(x) (+ b [M]), x\n",
+"   [N, C, H, W], stride 1; rows: output rows an item (src/ops/conv/conv2d.c); exact: a is\n",
+"   conv2d_flip_w's, its rows' flags after it */\n",
+"#define NN__KARGS_conv2d_implicit(F, P)                                                                  \\\n",
+"    F(in, x) P(in, a) P(in, b) P(out, y) P(int, N) P(int, C) P(int, H) P(int, W) P(int, M) P(int, KH)     \\\n",
+"    P(int, KW) P(int, OH) P(int, OW) P(int8, geo) P(int, has_bias) P(int, rows) P(int, exact)\n",
+"NN__KSIG(conv2d_implicit)\n",
+"/* its weight gradient: part [items, K, C*KH*KW] = each item's sum over its per images of\n",
+"   dy [N, K, OH, OW] col(x)^T */\n",
+"#define NN__KARGS_conv2d_dw_implicit(F, P)                                                               \\\n",
+"    F(in, x) P(in, dy) P(out, part) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) P(int, KW) \\\n",
+"    P(int, OH) P(int, OW) P(int8, geo) P(int, per)\n",
+"NN__KSIG(conv2d_dw_implicit)\n",
+"/* wf [C, K, KH, KW] = w [K, C, KH, KW] turned by 180 degrees in (KH, KW): the input gradient's\n",
+"   weights as a forward convolution's, then C flags (a row not all finite) */\n",
+"#define NN__KARGS_conv2d_flip_w(F, P) F(in, w) P(out, wf) P(int, K) P(int, C) P(int, KH) P(int, KW)\n",
+"NN__KSIG(conv2d_flip_w)\n",
+"\n",
 "#endif\n",
 "#line 4 \"kernels/conv.cl\"\n",
 "\n",
@@ -18077,6 +18117,277 @@ static const char *const nn__cl_src_conv[] = {
 "    __global const float *src = dy + ((size_t)n * K + k) * S;\n",
 "    d += (size_t)n * S;\n",
 "    for (int s = 0; s < S; s++) d[s] = src[s];\n",
+"}\n",
+"\n",
+"/* ---- the implicit GEMM (CPU devices; NN__CONV_IMPLICIT in src/ops/conv/conv2d.c) ----\n",
+"   A stride-1 convolution y [N, M, OH, OW] = a [M, R] col(x) (+ b), R = C*KH*KW, with no\n",
+"   column matrix: item (n, band of `rows` output rows) copies the input rows its band reads,\n",
+"   zero-padded, into local memory, planes [C, Hb, Wp] with Wp = OW + dw*(KW-1) and Hb = rows +\n",
+"   dh*(KH-1). Output position (oh, ow) of the band is then column u = oh*Wp + ow of a\n",
+"   virtual [R, rows*Wp] matrix whose row r = (c, kh, kw) starts at c*Hb*Wp + kh*dh*Wp + kw*dw\n",
+"   of the planes: every row of col(x) a contiguous run of local memory, read in float16s with\n",
+"   no packing; the columns ow >= OW are computed and dropped (Wp/OW more work: 16/14 for a\n",
+"   3x3 'same' convolution at 14 wide). Rows of a in IC_MR x 32 micro-tiles (6 x 32 on\n",
+"   AVX-512: 12 zmm accumulators, as kernels/gemm.cl's packed path); each element sums its R\n",
+"   products in k order, then adds the bias. No im2col, unpack or col2im pass, and nothing of R x N*OH*OW\n",
+"   floats to memory and back. */\n",
+"#ifdef IC_L /* floats of an item's planes, and the most rows of col(x): build options on CPU devices\n",
+"               (nn__ic_config, src/opencl/gemm_plan.c; the host checks a shape fits) */\n",
+"#ifndef IC_MR /* rows of a micro-tile (the build options say, by the vector width) */\n",
+"#define IC_MR 6\n",
+"#endif\n",
+"\n",
+"/* the runs of output columns (ow < OW) among the band's columns u0 .. u0+v-1: run q takes\n",
+"   lanes sl[q] .. sl[q]+sn[q]-1 to yo[q] of y's band; the count */\n",
+"inline int ic_runs(const int u0, const int v, const int Wp, const int OW, int *sl, int *sn, int *yo) {\n",
+"    int oh = u0 / Wp, ow = u0 - oh * Wp, j = 0, q = 0;\n",
+"    while (j < v) {\n",
+"        const int run = min(Wp - ow, v - j);\n",
+"        if (ow < OW) {\n",
+"            sl[q] = j;\n",
+"            sn[q] = min(run, OW - ow);\n",
+"            yo[q] = oh * OW + ow;\n",
+"            q++;\n",
+"        }\n",
+"        j += run;\n",
+"        ow = 0;\n",
+"        oh++;\n",
+"    }\n",
+"    return q;\n",
+"}\n",
+"\n",
+"/* the runs of one row's 32 lanes into its plane of y, plus the bias */\n",
+"inline void ic_store(__global float *yp, const float16 lo, const float16 hi, const int nq, const int *sl, const int *sn,\n",
+"                     const int *yo, const float bias) {\n",
+"    float t[32];\n",
+"    vstore16(lo + bias, 0, t);\n",
+"    vstore16(hi + bias, 0, t + 16);\n",
+"    for (int q = 0; q < nq; q++) {\n",
+"        const float *src = t + sl[q];\n",
+"        __global float *dst = yp + yo[q];\n",
+"        int j = 0;\n",
+"        for (; j + 8 <= sn[q]; j += 8) vstore8(vload8(0, src + j), 0, dst + j);\n",
+"        for (; j + 4 <= sn[q]; j += 4) vstore4(vload4(0, src + j), 0, dst + j);\n",
+"        for (; j < sn[q]; j++) dst[j] = src[j];\n",
+"    }\n",
+"}\n",
+"\n",
+"__kernel __attribute__((reqd_work_group_size(1, 1, 1))) void conv2d_implicit(NN__KPARAMS(conv2d_implicit)) {\n",
+"    __local float L[IC_L];\n",
+"    __local int ro[IC_R];\n",
+"    const int bands = (OH + rows - 1) / rows, i = get_global_id(0), n = i / bands;\n",
+"    if (n >= N) return;\n",
+"    const int oh0 = (i - n * bands) * rows, nr = min(rows, OH - oh0), dh = geo.s4, dw = geo.s5;\n",
+"    const int Wp = OW + dw * (KW - 1), Hb = nr + dh * (KH - 1), R = C * KH * KW, U = nr * Wp;\n",
+"    const int lo = clamp(geo.s3, 0, Wp), hi = clamp(W + geo.s3, lo, Wp); /* columns of x in a padded row */\n",
+"    __global const float *xn = x + (size_t)n * C * H * W;\n",
+"    /* the planes: row rr of plane c is x's row oh0 - ph + rr, columns -pw .. Wp-pw-1 */\n",
+"    for (int c = 0; c < C; c++)\n",
+"        for (int rr = 0; rr < Hb; rr++) {\n",
+"            __local float *d = L + (c * Hb + rr) * Wp;\n",
+"            const int ih = oh0 - geo.s2 + rr;\n",
+"            int u = 0;\n",
+"            if (ih >= 0 && ih < H) {\n",
+"                __global const float *xs = xn + ((size_t)c * H + ih) * W - geo.s3; /* xs[u]: column u of the padded row */\n",
+"                for (; u < lo; u++) d[u] = 0.0f;\n",
+"                for (; u + 8 <= hi; u += 8) vstore8(vload8(0, xs + u), 0, d + u);\n",
+"                for (; u < hi; u++) d[u] = xs[u];\n",
+"            }\n",
+"            for (; u < Wp; u++) d[u] = 0.0f;\n",
+"        }\n",
+"    for (int u = C * Hb * Wp; u < C * Hb * Wp + dw * (KW - 1) + 32; u++) L[u] = 0.0f; /* what the last chunk reads past */\n",
+"    for (int r = 0, c = 0, kh = 0, kw = 0; r < R; r++) {\n",
+"        ro[r] = (c * Hb + kh * dh) * Wp + kw * dw;\n",
+"        if (++kw == KW) {\n",
+"            kw = 0;\n",
+"            if (++kh == KH) kh = 0, c++;\n",
+"        }\n",
+"    }\n",
+"    for (int m0 = 0; m0 < M; m0 += IC_MR) {\n",
+"        __global const float *ar[IC_MR];\n",
+"#pragma unroll\n",
+"        for (int r = 0; r < IC_MR; r++) ar[r] = a + (size_t)min(m0 + r, M - 1) * R;\n",
+"        for (int j0 = 0; j0 < U; j0 += 32) {\n",
+"            float16 acc[IC_MR][2];\n",
+"#pragma unroll\n",
+"            for (int r = 0; r < IC_MR; r++) acc[r][0] = acc[r][1] = (float16)(0.0f);\n",
+"            for (int k = 0; k < R; k++) {\n",
+"                __local const float *bp = L + ro[k] + j0;\n",
+"                const float16 b0 = vload16(0, bp), b1 = vload16(0, bp + 16);\n",
+"#pragma unroll\n",
+"                for (int r = 0; r < IC_MR; r++) {\n",
+"                    const float16 av = (float16)(ar[r][k]);\n",
+"                    acc[r][0] += av * b0; /* contracted to FMA where the target has it */\n",
+"                    acc[r][1] += av * b1;\n",
+"                }\n",
+"            }\n",
+"            int sl[33], sn[33], yo[33];\n",
+"            const int nq = ic_runs(j0, min(32, U - j0), Wp, OW, sl, sn, yo);\n",
+"#pragma unroll\n",
+"            for (int r = 0; r < IC_MR; r++)\n",
+"                if (m0 + r < M)\n",
+"                    ic_store(y + (((size_t)n * M + m0 + r) * OH + oh0) * OW, acc[r][0], acc[r][1], nq, sl, sn, yo,\n",
+"                             has_bias ? b[m0 + r] : 0.0f);\n",
+"        }\n",
+"    }\n",
+"    if (exact) /* rows of a flagged by conv2d_flip_w: again, each element from the taps inside x only */\n",
+"        for (int m = 0; m < M; m++)\n",
+"            if (a[(size_t)M * R + m] != 0.0f)\n",
+"                for (int oh = oh0; oh < oh0 + nr; oh++)\n",
+"                    for (int ow = 0; ow < OW; ow++) {\n",
+"                        float acc = 0.0f;\n",
+"                        for (int r = 0; r < R; r++) {\n",
+"                            const int ci = r / (KH * KW), kh = r / KW - ci * KH, kw = r - r / KW * KW;\n",
+"                            const int ih = oh - geo.s2 + kh * dh, iw = ow - geo.s3 + kw * dw;\n",
+"                            if (ih >= 0 && ih < H && iw >= 0 && iw < W)\n",
+"                                acc += a[(size_t)m * R + r] * xn[((size_t)ci * H + ih) * W + iw];\n",
+"                        }\n",
+"                        y[(((size_t)n * M + m) * OH + oh) * OW + ow] = acc + (has_bias ? b[m] : 0.0f);\n",
+"                    }\n",
+"}\n",
+"\n",
+"/* The weight gradient the same way: dw [K, R] = sum over images of dy_n [K, OH*OW] col_n^T.\n",
+"   Item i takes images i*per .. (i+1)*per-1, whole: per image, the input planes as above (L,\n",
+"   rows = OH) and after them dy zero-padded to the same virtual columns (D [K, U16]: Wp columns an\n",
+"   output row, zeros at ow >= OW and up to U16, a multiple of 16); then every dw element is a\n",
+"   dot product of a row of D with a run of L, in float16s (lane l: u = l mod 16), ID_R x ID_C\n",
+"   (4 x 6 on AVX-512) elements at a time as kernels/gemm.cl's gemm_nt_dot, its 16 lanes\n",
+"   added in a fixed tree.\n",
+"   The first image stores the item's partial sums part [i, K, R], later ones add to them;\n",
+"   sum_leading adds the items' partials in order. A junk column (ow >= OW) multiplies D's zero\n",
+"   by an element of L that may be a real x value: with a NaN or an infinity in an image's\n",
+"   planes that would be NaN where PyTorch adds nothing, so such an image adds its terms one\n",
+"   at a time instead, from the taps inside x only (as conv2d_backward_weight). */\n",
+"#ifndef ID_R /* rows of dy and of col(x) a tile */\n",
+"#define ID_R 4\n",
+"#endif\n",
+"#ifndef ID_C\n",
+"#define ID_C 6\n",
+"#endif\n",
+"\n",
+"__kernel __attribute__((reqd_work_group_size(1, 1, 1))) void conv2d_dw_implicit(NN__KPARAMS(conv2d_dw_implicit)) {\n",
+"    __local float L[IC_L]; /* the planes, then D */\n",
+"    __local int ro[IC_R];\n",
+"    const int i = get_global_id(0), n0 = i * per, dh = geo.s4, dw = geo.s5;\n",
+"    if (n0 >= N) return;\n",
+"    const int Wp = OW + dw * (KW - 1), R = C * KH * KW, U = OH * Wp, U16 = (U + 15) / 16 * 16;\n",
+"    const int Hp = OH + dh * (KH - 1), lo = clamp(geo.s3, 0, Wp), hi = clamp(W + geo.s3, lo, Wp);\n",
+"    __local float *D = L + C * Hp * Wp + dw * (KW - 1) + 16;\n",
+"    __global float *pi = part + (size_t)i * K * R;\n",
+"    for (int r = 0, c = 0, kh = 0, kw = 0; r < R; r++) {\n",
+"        ro[r] = (c * Hp + kh * dh) * Wp + kw * dw;\n",
+"        if (++kw == KW) {\n",
+"            kw = 0;\n",
+"            if (++kh == KH) kh = 0, c++;\n",
+"        }\n",
+"    }\n",
+"    for (int u = C * Hp * Wp; u < C * Hp * Wp + dw * (KW - 1) + 16; u++) L[u] = 0.0f; /* read past by the last lanes */\n",
+"    for (int n = n0; n < min(n0 + per, N); n++) {\n",
+"        __global const float *xn = x + (size_t)n * C * H * W;\n",
+"        int bad = 0;\n",
+"        for (int c = 0; c < C; c++)\n",
+"            for (int rr = 0; rr < Hp; rr++) {\n",
+"                __local float *d = L + (c * Hp + rr) * Wp;\n",
+"                const int ih = rr - geo.s2;\n",
+"                int u = 0;\n",
+"                if (ih >= 0 && ih < H) {\n",
+"                    __global const float *xs = xn + ((size_t)c * H + ih) * W - geo.s3;\n",
+"                    for (; u < lo; u++) d[u] = 0.0f;\n",
+"                    for (; u + 8 <= hi; u += 8) {\n",
+"                        const float8 v = vload8(0, xs + u);\n",
+"                        bad |= any(!isfinite(v));\n",
+"                        vstore8(v, 0, d + u);\n",
+"                    }\n",
+"                    for (; u < hi; u++) bad |= !isfinite(d[u] = xs[u]);\n",
+"                }\n",
+"                for (; u < Wp; u++) d[u] = 0.0f;\n",
+"            }\n",
+"        for (int k = 0; k < K; k++) {\n",
+"            __global const float *dk = dy + ((size_t)n * K + k) * OH * OW;\n",
+"            __local float *e = D + k * U16;\n",
+"            for (int oh = 0; oh < OH; oh++) {\n",
+"                int u = 0;\n",
+"                for (; u + 8 <= OW; u += 8) vstore8(vload8(0, dk + oh * OW + u), 0, e + oh * Wp + u);\n",
+"                for (; u < OW; u++) e[oh * Wp + u] = dk[oh * OW + u];\n",
+"                for (; u < Wp; u++) e[oh * Wp + u] = 0.0f;\n",
+"            }\n",
+"            for (int u = U; u < U16; u++) e[u] = 0.0f;\n",
+"        }\n",
+"        for (int k0 = 0; k0 < K && !bad; k0 += ID_R) {\n",
+"            __local const float *dr[ID_R];\n",
+"#pragma unroll\n",
+"            for (int a = 0; a < ID_R; a++) dr[a] = D + min(k0 + a, K - 1) * U16;\n",
+"            for (int r0 = 0; r0 < R; r0 += ID_C) {\n",
+"                __local const float *lr[ID_C];\n",
+"                float16 acc[ID_R][ID_C];\n",
+"#pragma unroll\n",
+"                for (int c = 0; c < ID_C; c++) lr[c] = L + ro[min(r0 + c, R - 1)];\n",
+"#pragma unroll\n",
+"                for (int a = 0; a < ID_R; a++)\n",
+"#pragma unroll\n",
+"                    for (int c = 0; c < ID_C; c++) acc[a][c] = (float16)(0.0f);\n",
+"                for (int u = 0; u < U16; u += 16) {\n",
+"                    float16 lv[ID_C];\n",
+"#pragma unroll\n",
+"                    for (int c = 0; c < ID_C; c++) lv[c] = vload16(0, lr[c] + u);\n",
+"#pragma unroll\n",
+"                    for (int a = 0; a < ID_R; a++) {\n",
+"                        const float16 dv = vload16(0, dr[a] + u);\n",
+"#pragma unroll\n",
+"                        for (int c = 0; c < ID_C; c++) acc[a][c] += dv * lv[c]; /* contracted to FMA where the target has it */\n",
+"                    }\n",
+"                }\n",
+"#pragma unroll\n",
+"                for (int a = 0; a < ID_R; a++)\n",
+"#pragma unroll\n",
+"                    for (int c = 0; c < ID_C; c++)\n",
+"                        if (k0 + a < K && r0 + c < R) {\n",
+"                            const float16 v = acc[a][c];\n",
+"                            const float8 h = v.lo + v.hi;\n",
+"                            const float4 q = h.lo + h.hi;\n",
+"                            const float2 t = q.lo + q.hi;\n",
+"                            __global float *o = pi + (size_t)(k0 + a) * R + r0 + c;\n",
+"                            *o = n == n0 ? t.x + t.y : *o + (t.x + t.y);\n",
+"                        }\n",
+"            }\n",
+"        }\n",
+"        if (bad) /* the image's terms, each from the taps inside x only */\n",
+"            for (int k = 0; k < K; k++)\n",
+"                for (int r = 0; r < R; r++) {\n",
+"                    const int c = r / (KH * KW), kh = r / KW - c * KH, kw = r - r / KW * KW;\n",
+"                    float acc = 0.0f;\n",
+"                    for (int oh = 0; oh < OH; oh++)\n",
+"                        for (int ow = 0; ow < OW; ow++) {\n",
+"                            const int ih = oh - geo.s2 + kh * dh, iw = ow - geo.s3 + kw * dw;\n",
+"                            const float xv = ih >= 0 && ih < H && iw >= 0 && iw < W ? xn[((size_t)c * H + ih) * W + iw] : 0.0f;\n",
+"                            acc += dy[(((size_t)n * K + k) * OH + oh) * OW + ow] * xv;\n",
+"                        }\n",
+"                    __global float *o = pi + (size_t)k * R + r;\n",
+"                    *o = n == n0 ? acc : *o + acc;\n",
+"                }\n",
+"    }\n",
+"}\n",
+"#endif /* IC_L */\n",
+"\n",
+"/* wf [C, K*KH*KW] = w [K, C, KH, KW] with (kh, kw) -> (KH-1-kh, KW-1-kw): the input gradient\n",
+"   of a stride-1 convolution is the forward convolution of dy with these weights, padding\n",
+"   dilation*(KH-1) - pad. Item c writes row c, and after the C rows its flag wf[C*K*KH*KW + c]:\n",
+"   1 where the row holds a NaN or an infinity. The dense product multiplies such a weight by\n",
+"   the zeros of dy's padding (NaN), where PyTorch's col2im adds no product with the padding at\n",
+"   all, so conv2d_implicit (exact = 1) computes those rows again from the taps inside dy. */\n",
+"__kernel void conv2d_flip_w(NN__KPARAMS(conv2d_flip_w)) {\n",
+"    int c = get_global_id(0);\n",
+"    if (c >= C) return;\n",
+"    int R = K * KH * KW, bad = 0;\n",
+"    __global float *o = wf + (size_t)c * R;\n",
+"    for (int k = 0; k < K; k++)\n",
+"        for (int kh = 0; kh < KH; kh++)\n",
+"            for (int kw = 0; kw < KW; kw++) {\n",
+"                float v = w[(((size_t)k * C + c) * KH + KH - 1 - kh) * KW + KW - 1 - kw];\n",
+"                bad |= !isfinite(v);\n",
+"                o[(k * KH + kh) * KW + kw] = v;\n",
+"            }\n",
+"    wf[(size_t)C * R + c] = bad ? 1.0f : 0.0f;\n",
 "}\n",
 0 };
 
@@ -23649,45 +23960,52 @@ static const char *const nn__cl_src_pool[] = {
 "\n",
 "/* The common window, 2x2 at stride 2 without padding or dilation, on float32: output row oh\n",
 "   of plane xc 8, then 4 outputs at a time (their 4 candidates each as a float8 or float4,\n",
-"   taken in window order as max_window takes them), then one at a time, the maxima to y\n",
-"   and/or the argmaxes to idx (either may be NULL). Returns the outputs done; the rest\n",
-"   (windows cut by the plane's edge) go through max_window. */\n",
+"   taken in window order as max_window takes them), the maxima to y and/or the argmaxes to\n",
+"   idx (either may be NULL). A row's last outputs short of a whole vector are the last 8 (or\n",
+"   4) again, overlapping what is done: the same values stored twice, where one output at a\n",
+"   time took most of the kernels' time at the CNN example's rows of 14 and 7. Returns the\n",
+"   outputs done; the rest (rows under 4, windows cut by the plane's edge) go through\n",
+"   max_window. */\n",
+"inline void max_2x2_8(__global const float *r0, __global const float *r1, const int at, const int W, const int ow,\n",
+"                      __global float *y, __global int *idx) {\n",
+"    float16 u = vload16(0, r0 + 2 * ow), w = vload16(0, r1 + 2 * ow);\n",
+"    int8 a = at + 2 * (ow + (int8)(0, 1, 2, 3, 4, 5, 6, 7));\n",
+"    float8 m = u.even;\n",
+"    NN__MAX_TAKE(m, a, u.odd, a + 1, int8);\n",
+"    NN__MAX_TAKE(m, a, w.even, (at + W) + 2 * (ow + (int8)(0, 1, 2, 3, 4, 5, 6, 7)), int8);\n",
+"    NN__MAX_TAKE(m, a, w.odd, (at + W + 1) + 2 * (ow + (int8)(0, 1, 2, 3, 4, 5, 6, 7)), int8);\n",
+"    if (y) vstore8(m, 0, y + ow);\n",
+"    if (idx) vstore8(a, 0, idx + ow);\n",
+"}\n",
+"\n",
+"inline void max_2x2_4(__global const float *r0, __global const float *r1, const int at, const int W, const int ow,\n",
+"                      __global float *y, __global int *idx) {\n",
+"    float8 u = vload8(0, r0 + 2 * ow), w = vload8(0, r1 + 2 * ow);\n",
+"    int4 a = at + 2 * (ow + (int4)(0, 1, 2, 3));\n",
+"    float4 m = u.even;\n",
+"    NN__MAX_TAKE(m, a, u.odd, a + 1, int4);\n",
+"    NN__MAX_TAKE(m, a, w.even, (at + W) + 2 * (ow + (int4)(0, 1, 2, 3)), int4);\n",
+"    NN__MAX_TAKE(m, a, w.odd, (at + W + 1) + 2 * (ow + (int4)(0, 1, 2, 3)), int4);\n",
+"    if (y) vstore4(m, 0, y + ow);\n",
+"    if (idx) vstore4(a, 0, idx + ow);\n",
+"}\n",
+"\n",
 "inline int max_row_2x2(__global const float *xc, const int H, const int W, const int OW, const int oh,\n",
 "                       const int8 geo, __global float *y, __global int *idx) {\n",
 "    int ow = 0, full = min(OW, W / 2), at = 2 * oh * W;\n",
-"    if (any(geo != (int8)(2, 2, 2, 2, 0, 0, 1, 1)) || 2 * oh + 1 >= H) return 0;\n",
+"    if (any(geo != (int8)(2, 2, 2, 2, 0, 0, 1, 1)) || 2 * oh + 1 >= H || full < 4) return 0;\n",
 "    __global const float *r0 = xc + at, *r1 = r0 + W;\n",
-"    for (; ow + 8 <= full; ow += 8) {\n",
-"        float16 u = vload16(0, r0 + 2 * ow), w = vload16(0, r1 + 2 * ow);\n",
-"        int8 a = at + 2 * (ow + (int8)(0, 1, 2, 3, 4, 5, 6, 7));\n",
-"        float8 m = u.even;\n",
-"        NN__MAX_TAKE(m, a, u.odd, a + 1, int8);\n",
-"        NN__MAX_TAKE(m, a, w.even, (at + W) + 2 * (ow + (int8)(0, 1, 2, 3, 4, 5, 6, 7)), int8);\n",
-"        NN__MAX_TAKE(m, a, w.odd, (at + W + 1) + 2 * (ow + (int8)(0, 1, 2, 3, 4, 5, 6, 7)), int8);\n",
-"        if (y) vstore8(m, 0, y + ow);\n",
-"        if (idx) vstore8(a, 0, idx + ow);\n",
+"    for (; ow + 8 <= full; ow += 8) max_2x2_8(r0, r1, at, W, ow, y, idx);\n",
+"    if (ow < full && full >= 8) {\n",
+"        max_2x2_8(r0, r1, at, W, full - 8, y, idx);\n",
+"        return full;\n",
 "    }\n",
 "    if (ow + 4 <= full) {\n",
-"        float8 u = vload8(0, r0 + 2 * ow), w = vload8(0, r1 + 2 * ow);\n",
-"        int4 a = at + 2 * (ow + (int4)(0, 1, 2, 3));\n",
-"        float4 m = u.even;\n",
-"        NN__MAX_TAKE(m, a, u.odd, a + 1, int4);\n",
-"        NN__MAX_TAKE(m, a, w.even, (at + W) + 2 * (ow + (int4)(0, 1, 2, 3)), int4);\n",
-"        NN__MAX_TAKE(m, a, w.odd, (at + W + 1) + 2 * (ow + (int4)(0, 1, 2, 3)), int4);\n",
-"        if (y) vstore4(m, 0, y + ow);\n",
-"        if (idx) vstore4(a, 0, idx + ow);\n",
+"        max_2x2_4(r0, r1, at, W, ow, y, idx);\n",
 "        ow += 4;\n",
 "    }\n",
-"    for (; ow < full; ow++) {\n",
-"        int a = at + 2 * ow;\n",
-"        float m = r0[2 * ow];\n",
-"        if (r0[2 * ow + 1] > m || isnan(r0[2 * ow + 1])) m = r0[2 * ow + 1], a = at + 2 * ow + 1;\n",
-"        if (r1[2 * ow] > m || isnan(r1[2 * ow])) m = r1[2 * ow], a = at + W + 2 * ow;\n",
-"        if (r1[2 * ow + 1] > m || isnan(r1[2 * ow + 1])) m = r1[2 * ow + 1], a = at + W + 2 * ow + 1;\n",
-"        if (y) y[ow] = m;\n",
-"        if (idx) idx[ow] = a;\n",
-"    }\n",
-"    return ow;\n",
+"    if (ow < full) max_2x2_4(r0, r1, at, W, full - 4, y, idx);\n",
+"    return full;\n",
 "}\n",
 "#define NN__MAX_ROW_2X2(xc, oh, y, idx) max_row_2x2(xc, H, W, OW, oh, geo, y, idx)\n",
 "#else\n",
@@ -35239,6 +35557,24 @@ NN__KSIG(conv2d_unpack)
 #define NN__KARGS_conv2d_pack(F, P) F(in, dy) P(out, dyg) P(int, off) P(int, N) P(int, K) P(int, S) P(int, ld)
 NN__KSIG(conv2d_pack)
 
+/* The implicit GEMM on CPU devices: y [N, M, OH, OW] = a [M, C*KH*KW] col(x) (+ b [M]), x
+   [N, C, H, W], stride 1; rows: output rows an item (src/ops/conv/conv2d.c); exact: a is
+   conv2d_flip_w's, its rows' flags after it */
+#define NN__KARGS_conv2d_implicit(F, P)                                                                  \
+    F(in, x) P(in, a) P(in, b) P(out, y) P(int, N) P(int, C) P(int, H) P(int, W) P(int, M) P(int, KH)     \
+    P(int, KW) P(int, OH) P(int, OW) P(int8, geo) P(int, has_bias) P(int, rows) P(int, exact)
+NN__KSIG(conv2d_implicit)
+/* its weight gradient: part [items, K, C*KH*KW] = each item's sum over its per images of
+   dy [N, K, OH, OW] col(x)^T */
+#define NN__KARGS_conv2d_dw_implicit(F, P)                                                               \
+    F(in, x) P(in, dy) P(out, part) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) P(int, KW) \
+    P(int, OH) P(int, OW) P(int8, geo) P(int, per)
+NN__KSIG(conv2d_dw_implicit)
+/* wf [C, K, KH, KW] = w [K, C, KH, KW] turned by 180 degrees in (KH, KW): the input gradient's
+   weights as a forward convolution's, then C flags (a row not all finite) */
+#define NN__KARGS_conv2d_flip_w(F, P) F(in, w) P(out, wf) P(int, K) P(int, C) P(int, KH) P(int, KW)
+NN__KSIG(conv2d_flip_w)
+
 #endif
 
 /* ======================================================================
@@ -41491,11 +41827,55 @@ static void nn__grad_conv2d_dx(nn_graph *g, int id) {
 
 /* A device's algorithm for a convolution, chosen at compile time (nn__plan_conv2d). */
 typedef struct nn__conv_plan {
-    int algo;        /* NN__CONV_GEMM or NN__CONV_DIRECT */
+    int algo;        /* NN__CONV_GEMM, NN__CONV_IMPLICIT or NN__CONV_DIRECT */
     int ld;          /* columns of the column matrices: P = N*OH*OW, padded for the K slices */
     int split;       /* K slices of the weight gradient's product (1: none) */
     int64_t scratch; /* floats */
 } nn__conv_plan;
+
+/* CPU devices run an ungrouped stride-1 convolution's forward and input gradient as an
+   implicit GEMM (kernels/conv.cl's conv2d_implicit: no column matrix, no unpack or col2im
+   pass). The input gradient is the forward convolution of dy with the weights flipped
+   (conv2d_flip_w), padding dilation*(KH-1) - pad; t is the convolution that runs. The
+   weight gradient (conv2d_dw_implicit) takes whole images an item, their planes and dy's. Its
+   planes of one output row (C*(1 + dh*(KH-1))*(OW + dw*(KW-1)) floats, and what the last
+   chunk reads past them) must fit the kernel's IC_L, its rows of col(x) IC_R (its build
+   options: nn__ic_config, src/opencl/gemm_plan.c). */
+static void nn__conv2d_implicit_geom(int op, const nn__conv2d *c, nn__conv2d *t) {
+    *t = *c;
+    if (op != NN__OP_CONV2D_DX) return;
+    t->C = c->K, t->H = c->OH, t->W = c->OW, t->K = c->C, t->OH = c->H, t->OW = c->W;
+    t->ph = c->dh * (c->KH - 1) - c->ph;
+    t->pw = c->dw * (c->KW - 1) - c->pw;
+}
+
+/* the planes' floats for output rows of the band, with the tail the last chunk reads */
+static int64_t nn__conv2d_implicit_floats(const nn__conv2d *t, int rows) {
+    return (int64_t)t->C * (rows + t->dh * (t->KH - 1)) * (t->OW + t->dw * (t->KW - 1)) + t->dw * (t->KW - 1) + 32;
+}
+
+/* the weight gradient's local floats: whole images' planes, then dy padded alike [K, U16] */
+static int64_t nn__conv2d_dw_implicit_floats(const nn__conv2d *c) {
+    int64_t U = (int64_t)c->OH * (c->OW + c->dw * (c->KW - 1));
+    return nn__conv2d_implicit_floats(c, c->OH) - 16 + (int64_t)c->K * ((U + 15) / 16 * 16);
+}
+
+/* the weight gradient's items (whole images each, their partial sums [K, R] in the scratch) */
+static int nn__conv2d_dw_items(const nn_context *ctx, const nn__conv2d *c) {
+    int most = 8 * (ctx->dev.units ? (int)ctx->dev.units : 1);
+    return c->N < most ? c->N : most;
+}
+
+static int nn__conv2d_dev_implicit(const nn_context *ctx, int op, const nn__conv2d *c) {
+    nn__conv2d t;
+    int lf, rows;
+    nn__ic_config(&ctx->dev, &lf, &rows);
+    if (!lf || c->G != 1 || c->sh != 1 || c->sw != 1) return 0;
+    nn__conv2d_implicit_geom(op, c, &t);
+    if ((int64_t)t.C * t.KH * t.KW > rows) return 0;
+    if (op == NN__OP_CONV2D_DW) return nn__conv2d_dw_implicit_floats(c) <= lf;
+    return nn__conv2d_implicit_floats(&t, 1) <= lf;
+}
 
 /* Depthwise convolutions (one input channel per group) run the direct kernels: their
    products are too thin for a GEMM. Everything else is im2col + the tuned GEMM, one
@@ -41512,6 +41892,13 @@ static void nn__conv2d_dev_plan(const nn_context *ctx, int op, const nn__conv2d 
     p->ld = (int)P;
     p->split = 1;
     if (nn__conv2d_is_depthwise(c)) return;
+    if (nn__conv2d_dev_implicit(ctx, op, c)) {
+        p->algo = NN__CONV_IMPLICIT;
+        p->scratch = op == NN__OP_CONV2D_DX ? ((int64_t)c->K * c->KH * c->KW + 1) * c->C : 0; /* flipped weights, flags */
+        if (op == NN__OP_CONV2D_DW && nn__conv2d_dw_items(ctx, c) > 1) /* the items' partial sums */
+            p->scratch = (int64_t)nn__conv2d_dw_items(ctx, c) * c->K * c->C * c->KH * c->KW;
+        return;
+    }
     if (op == NN__OP_CONV2D_DW) {
         int64_t tile_n, tile_m, tiles, target;
         nn__gemm_config(&ctx->dev, &cfg);
@@ -41700,6 +42087,68 @@ static nn_result nn__launch_conv2d_pack(nn_graph *g, int id, const nn__conv2d *c
     return nn__kargs_conv2d_pack(l, &k);
 }
 
+/* conv2d_implicit: y [N, M, OH, OW] = a [M, C*KH*KW] col(x) (+ bias [M]) for the stride-1
+   geometry t (M = t->K). An item takes a band of output rows of one image, as many as fit
+   its planes (the CNN example's convolutions: whole images), fewer where that leaves under
+   4 items a compute unit; groups of one item (their own local memory). */
+static nn_result nn__launch_conv2d_implicit(nn_graph *g, int id, const nn__conv2d *t, const nn__buf *x, const nn__buf *a,
+                                            const nn__buf *bias, int has_bias, const nn__buf *y, int exact) {
+    nn__launch *l = NULL;
+    nn__k_conv2d_implicit k;
+    int geo[8], rows = t->OH, units = g->ctx->dev.units ? (int)g->ctx->dev.units : 1, lf, most;
+    nn_result r;
+    nn__ic_config(&g->ctx->dev, &lf, &most);
+    while (rows > 1 && nn__conv2d_implicit_floats(t, rows) > lf) rows--;
+    while (rows > 1 && (int64_t)t->N * ((t->OH + rows - 1) / rows) < 4 * (int64_t)units) rows = (rows + 1) / 2;
+    r = nn__launch_kernel(g, id, "conv", "conv2d_implicit", (size_t)t->N * (size_t)((t->OH + rows - 1) / rows), &l);
+    if (r != NN_OK) return r;
+    l->lws[0] = 1;
+    l->use_lws = 1;
+    geo[0] = t->sh, geo[1] = t->sw, geo[2] = t->ph, geo[3] = t->pw, geo[4] = t->dh, geo[5] = t->dw, geo[6] = 1, geo[7] = 0;
+    memset(&k, 0, sizeof k);
+    k.x = x;
+    k.a = a;
+    k.b = bias;
+    k.y = y;
+    k.N = t->N;
+    k.C = t->C;
+    k.H = t->H;
+    k.W = t->W;
+    k.M = t->K;
+    k.KH = t->KH;
+    k.KW = t->KW;
+    k.OH = t->OH;
+    k.OW = t->OW;
+    k.geo = geo;
+    k.has_bias = has_bias;
+    k.rows = rows;
+    k.exact = exact;
+    return nn__kargs_conv2d_implicit(l, &k);
+}
+
+/* The input gradient at stride 1 as conv2d_implicit: wf = flip(w) and its rows' flags into
+   the scratch (an item a row), then dx [N, C, H, W] = wf [C, K*KH*KW] col(dy), dy [N, K, OH,
+   OW] padded dilation*(KH-1) - pad, rows of non-finite weights again without the padding. */
+static nn_result nn__launch_conv2d_dx_implicit(nn_graph *g, int id, const nn__conv2d *c, const nn__buf *w, const nn__buf *dy) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_conv2d_flip_w k;
+    nn__conv2d t;
+    nn_result r = nn__launch_kernel(g, id, "conv", "conv2d_flip_w", (size_t)c->C, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.w = w;
+    k.wf = &n->scratch_buf;
+    k.K = c->K;
+    k.C = c->C;
+    k.KH = c->KH;
+    k.KW = c->KW;
+    r = nn__kargs_conv2d_flip_w(l, &k);
+    if (r != NN_OK) return r;
+    nn__conv2d_implicit_geom(NN__OP_CONV2D_DX, c, &t);
+    return nn__launch_conv2d_implicit(g, id, &t, dy, &n->scratch_buf, &g->one, 0, &n->buf, 1);
+}
+
 /* GEMM path: col = im2col(x); out_g = w_g col_g; y = out + bias. Direct: conv2d_forward,
    one work-item per output. */
 static nn_result nn__launch_conv2d(nn_graph *g, int id) {
@@ -41711,6 +42160,8 @@ static nn_result nn__launch_conv2d(nn_graph *g, int id) {
     nn_result r;
     int geo[8];
     nn__conv2d_geom(&c, &x->shape, &w->shape, &n->a.conv);
+    if (n->algo == NN__CONV_IMPLICIT)
+        return nn__launch_conv2d_implicit(g, id, &c, &x->buf, &w->buf, bias, n->n_in > 2, &n->buf, 0);
     if (n->algo == NN__CONV_GEMM) {
         nn__conv2d_gemm q;
         nn__k_conv2d_unpack k;
@@ -41777,6 +42228,7 @@ static nn_result nn__launch_conv2d_dx(nn_graph *g, int id) {
     int geo[8];
     nn__conv2d_geom(&c, &n->shape, &w->shape, &n->a.conv);
     nn__conv2d_geo(&n->a.conv, geo);
+    if (n->algo == NN__CONV_IMPLICIT) return nn__launch_conv2d_dx_implicit(g, id, &c, &w->buf, &dy->buf);
     if (n->algo == NN__CONV_GEMM) {
         nn__conv2d_gemm q;
         nn__k_conv2d_col2im k;
@@ -41833,6 +42285,51 @@ static nn_result nn__launch_conv2d_dx(nn_graph *g, int id) {
     }
 }
 
+/* conv2d_dw_implicit: each item's partial dw over its images into the scratch, then
+   sum_leading adds the items' partials in order (one item: straight into dw) */
+static nn_result nn__launch_conv2d_dw_implicit(nn_graph *g, int id, const nn__conv2d *c, const nn__buf *x, const nn__buf *dy) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_conv2d_dw_implicit k;
+    int geo[8], items = nn__conv2d_dw_items(g->ctx, c), per = (c->N + items - 1) / items, R = c->C * c->KH * c->KW;
+    nn_result r;
+    items = (c->N + per - 1) / per;
+    r = nn__launch_kernel(g, id, "conv", "conv2d_dw_implicit", (size_t)items, &l);
+    if (r != NN_OK) return r;
+    l->lws[0] = 1;
+    l->use_lws = 1;
+    geo[0] = 1, geo[1] = 1, geo[2] = c->ph, geo[3] = c->pw, geo[4] = c->dh, geo[5] = c->dw, geo[6] = 1, geo[7] = 0;
+    memset(&k, 0, sizeof k);
+    k.x = x;
+    k.dy = dy;
+    k.part = items > 1 ? &n->scratch_buf : &n->buf;
+    k.N = c->N;
+    k.C = c->C;
+    k.H = c->H;
+    k.W = c->W;
+    k.K = c->K;
+    k.KH = c->KH;
+    k.KW = c->KW;
+    k.OH = c->OH;
+    k.OW = c->OW;
+    k.geo = geo;
+    k.per = per;
+    r = nn__kargs_conv2d_dw_implicit(l, &k);
+    if (r == NN_OK && items > 1) {
+        nn__k_sum_leading ks;
+        r = nn__launch_kernel(g, id, "elementwise", "sum_leading", (size_t)c->K * R, &l);
+        if (r != NN_OK) return r;
+        memset(&ks, 0, sizeof ks);
+        ks.x = &n->scratch_buf;
+        ks.y = &n->buf;
+        ks.n = items * c->K * R;
+        ks.nb = c->K * R;
+        ks.off = 0;
+        r = nn__kargs_sum_leading(l, &ks);
+    }
+    return r;
+}
+
 /* GEMM path: col = im2col(x), dyg = pack(dy); dw_g = the sum over the plan's K slices of
    dyg_g col_g^T (elementwise.cl's sum_leading adds the slices in order). Direct:
    conv2d_backward_weight, one work-item per element of dw. */
@@ -41844,6 +42341,7 @@ static nn_result nn__launch_conv2d_dw(nn_graph *g, int id) {
     nn_result r;
     int geo[8];
     nn__conv2d_geom(&c, &x->shape, &n->shape, &n->a.conv);
+    if (n->algo == NN__CONV_IMPLICIT) return nn__launch_conv2d_dw_implicit(g, id, &c, &x->buf, &dy->buf);
     if (n->algo == NN__CONV_GEMM) {
         nn__conv2d_gemm q;
         const nn__buf *s = &n->scratch_buf;

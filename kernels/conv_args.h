@@ -41,4 +41,22 @@ NN__KSIG(conv2d_unpack)
 #define NN__KARGS_conv2d_pack(F, P) F(in, dy) P(out, dyg) P(int, off) P(int, N) P(int, K) P(int, S) P(int, ld)
 NN__KSIG(conv2d_pack)
 
+/* The implicit GEMM on CPU devices: y [N, M, OH, OW] = a [M, C*KH*KW] col(x) (+ b [M]), x
+   [N, C, H, W], stride 1; rows: output rows an item (src/ops/conv/conv2d.c); exact: a is
+   conv2d_flip_w's, its rows' flags after it */
+#define NN__KARGS_conv2d_implicit(F, P)                                                                  \
+    F(in, x) P(in, a) P(in, b) P(out, y) P(int, N) P(int, C) P(int, H) P(int, W) P(int, M) P(int, KH)     \
+    P(int, KW) P(int, OH) P(int, OW) P(int8, geo) P(int, has_bias) P(int, rows) P(int, exact)
+NN__KSIG(conv2d_implicit)
+/* its weight gradient: part [items, K, C*KH*KW] = each item's sum over its per images of
+   dy [N, K, OH, OW] col(x)^T */
+#define NN__KARGS_conv2d_dw_implicit(F, P)                                                               \
+    F(in, x) P(in, dy) P(out, part) P(int, N) P(int, C) P(int, H) P(int, W) P(int, K) P(int, KH) P(int, KW) \
+    P(int, OH) P(int, OW) P(int8, geo) P(int, per)
+NN__KSIG(conv2d_dw_implicit)
+/* wf [C, K, KH, KW] = w [K, C, KH, KW] turned by 180 degrees in (KH, KW): the input gradient's
+   weights as a forward convolution's, then C flags (a row not all finite) */
+#define NN__KARGS_conv2d_flip_w(F, P) F(in, w) P(out, wf) P(int, K) P(int, C) P(int, KH) P(int, KW)
+NN__KSIG(conv2d_flip_w)
+
 #endif

@@ -341,6 +341,13 @@ void t_conv2d_checks(const t_env *e, const char *suffix) {
         /* 33 channels: C*KH*KW = 297, two K blocks of the CPU GEMM */
         {1, 33, 5, 6, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
         {2, 33, 4, 7, 3, 3, 3, 2, 1, 1, 0, 1, 2, 1, 0},
+        /* CPU devices' implicit GEMM (conv2d_implicit): the input gradient at stride 1 as the
+           forward convolution of dy, here padded by dilation*(KH-1) - pad = 2 and 1; padding
+           beyond the kernel (-1 there: a crop); 29 rows of weights (6-row micro-tiles), 81
+           positions (two 64-wide tiles), forward rows 261 and 13*9 of the gradient's */
+        {2, 3, 9, 10, 8, 3, 3, 1, 1, 2, 1, 2, 1, 1, 1},
+        {1, 2, 6, 5, 3, 3, 2, 1, 1, 3, 2, 1, 1, 1, 0},
+        {2, 29, 9, 9, 13, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
     };
     int k;
     for (k = 0; k < (int)(sizeof cs / sizeof cs[0]); k++) {
@@ -370,7 +377,8 @@ static void conv_cases(const t_env *e) {
         /* conv_transpose2d: N, Cin, H, W, Cout/G, KH, KW, stride h/w, pad h/w, dilation h/w, G, output pad h/w */
         static const int ct[][15] = {{1, 2, 3, 4, 3, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},
                                      {2, 4, 5, 3, 1, 2, 3, 3, 1, 0, 1, 1, 2, 2, 2},
-                                     {1, 3, 4, 4, 2, 4, 4, 2, 2, 1, 1, 1, 1, 1, 0}};
+                                     {1, 3, 4, 4, 2, 4, 4, 2, 2, 1, 1, 1, 1, 1, 0},
+                                     {2, 3, 5, 6, 2, 3, 3, 1, 1, 1, 0, 1, 1, 1, 0}}; /* stride 1: conv2d_implicit */
         for (k = 0; k < 2; k++) {
             const int *c = c1[k];
             char name[128];
@@ -388,7 +396,7 @@ static void conv_cases(const t_env *e) {
             in_f(&s, nn_shape1(c[3]));
             check_case(e, &s);
         }
-        for (k = 0; k < 3; k++) {
+        for (k = 0; k < 4; k++) {
             const int *c = ct[k];
             char name[160];
             int G = c[13], OH = (c[2] - 1) * c[7] - 2 * c[9] + c[11] * (c[5] - 1) + c[14] + 1;
@@ -403,7 +411,7 @@ static void conv_cases(const t_env *e) {
             s.ip[1] = k == 2;
             in_f(&s, nn_shape4(c[0], c[1], c[2], c[3]));
             in_f(&s, nn_shape4(c[1], c[4], c[5], c[6]));
-            if (k != 1) in_f(&s, nn_shape1(c[4] * G)); /* a bias on two of the three */
+            if (k != 1) in_f(&s, nn_shape1(c[4] * G)); /* a bias on all but one */
             check_case(e, &s);
         }
     }

@@ -224,7 +224,8 @@ static const pcase cases[] = {
     {P_MAX, 2, 2, 3, 8, 6, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},     /* 2x2 stride 2 inside (the CNN's) */
     {P_MAX, 2, 1, 2, 7, 9, 2, 2, 1, 2, 0, 0, 0, 0, 0, 0, 0, 0},     /* 2x2 inside, overlapping rows */
     {P_MAX, 2, 1, 2, 7, 8, 3, 3, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0},     /* 3x3 inside */
-    {P_MAX, 2, 1, 2, 9, 31, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0},    /* 2x2 stride 2, rows of 15: CPU devices' 8, 4, 1 */
+    {P_MAX, 2, 1, 2, 9, 31, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0},    /* 2x2 stride 2, rows of 15: CPU devices' 8, 8 from 7 */
+    {P_MAX, 2, 2, 3, 6, 14, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0},    /* rows of 7: 4, 4 from 3 */
     {P_MAX, 2, 1, 1, 7, 27, 2, 2, 2, 2, 0, 0, 0, 0, 1, 0, 0, 0},    /* the same in ceil mode: windows cut by the edge */
     {P_AVG, 2, 1, 1, 7, 7, 3, 3, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0},
     {P_AVG, 2, 1, 1, 7, 7, 3, 3, 0, 0, 1, 1, 0, 0, 0, 1, 0, 0},

@@ -274,6 +274,19 @@ static NN__MAYBE_UNUSED int nn__attn_cl_tile(const nn__device *dev, int bwd, int
     return bwd ? NN__ATTN_TILE(NN__ATTN_LF_BWD, D, c.lmem, c.wg) : NN__ATTN_TILE(NN__ATTN_LF_FWD, D, c.lmem, c.wg);
 }
 
+/* kernels/conv.cl's implicit GEMM (conv2d_implicit, CPU devices only): floats of an item's
+   input planes in local memory (IC_L: up to 128 KiB, less where the device has less) and the
+   most rows of col(x) (IC_R, ints of local memory too); 0 and 0 where the kernel is not built.
+   The plan (nn__conv2d_dev_implicit, src/ops/conv/conv2d.c) takes a shape only where it fits. */
+static void nn__ic_config(const nn__device *dev, int *lf, int *rows) {
+    uint64_t lm = dev->local_mem;
+    *lf = *rows = 0;
+    if (!dev->cpu_tuned || lm < 4 * 2048 + 1024 + 4 * 4096) return;
+    *rows = 2048;
+    lm = (lm - 4 * 2048 - 1024) / 4;
+    *lf = lm > 32768 ? 32768 : (int)lm;
+}
+
 /* The build options (-D ...) of kernels/NAME.cl on a device, from the facts device plans
    read too (so the kernels' tiles and the plans' launch geometry agree); "" for a file
    that takes none. The backend asks for every program it builds, and keys its cache on
@@ -281,6 +294,15 @@ static NN__MAYBE_UNUSED int nn__attn_cl_tile(const nn__device *dev, int bwd, int
 static NN__MAYBE_UNUSED void nn__program_options(const char *name, const nn__device *dev, char *buf, size_t n) {
     if (n) buf[0] = 0;
     if (strcmp(name, "gemm") == 0) nn__gemm_options(dev, buf, n);
+    if (strcmp(name, "conv") == 0 && n) {
+        int lf, rows;
+        nn__ic_config(dev, &lf, &rows);
+        /* the register tiles by the vector width, as the GEMM's: 6 x 2 float16 accumulators
+           (forward) and 4 x 6 (weight gradient) are zmm registers on AVX-512; on narrower
+           devices a float16 takes two or four registers, so 3 x 2 and 2 x 3 */
+        if (lf) snprintf(buf, n, "-DIC_L=%d -DIC_R=%d -DIC_MR=%d -DID_R=%d -DID_C=%d", lf, rows, dev->vec_float >= 16 ? 6 : 3,
+                         dev->vec_float >= 16 ? 4 : 2, dev->vec_float >= 16 ? 6 : 3);
+    }
     if (strcmp(name, "attention") == 0 && n) {
         nn__attn_cl_cfg c;
         nn__attn_cl_config(dev, &c);

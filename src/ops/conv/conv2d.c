@@ -316,11 +316,55 @@ static void nn__grad_conv2d_dx(nn_graph *g, int id) {
 
 /* A device's algorithm for a convolution, chosen at compile time (nn__plan_conv2d). */
 typedef struct nn__conv_plan {
-    int algo;        /* NN__CONV_GEMM or NN__CONV_DIRECT */
+    int algo;        /* NN__CONV_GEMM, NN__CONV_IMPLICIT or NN__CONV_DIRECT */
     int ld;          /* columns of the column matrices: P = N*OH*OW, padded for the K slices */
     int split;       /* K slices of the weight gradient's product (1: none) */
     int64_t scratch; /* floats */
 } nn__conv_plan;
+
+/* CPU devices run an ungrouped stride-1 convolution's forward and input gradient as an
+   implicit GEMM (kernels/conv.cl's conv2d_implicit: no column matrix, no unpack or col2im
+   pass). The input gradient is the forward convolution of dy with the weights flipped
+   (conv2d_flip_w), padding dilation*(KH-1) - pad; t is the convolution that runs. The
+   weight gradient (conv2d_dw_implicit) takes whole images an item, their planes and dy's. Its
+   planes of one output row (C*(1 + dh*(KH-1))*(OW + dw*(KW-1)) floats, and what the last
+   chunk reads past them) must fit the kernel's IC_L, its rows of col(x) IC_R (its build
+   options: nn__ic_config, src/opencl/gemm_plan.c). */
+static void nn__conv2d_implicit_geom(int op, const nn__conv2d *c, nn__conv2d *t) {
+    *t = *c;
+    if (op != NN__OP_CONV2D_DX) return;
+    t->C = c->K, t->H = c->OH, t->W = c->OW, t->K = c->C, t->OH = c->H, t->OW = c->W;
+    t->ph = c->dh * (c->KH - 1) - c->ph;
+    t->pw = c->dw * (c->KW - 1) - c->pw;
+}
+
+/* the planes' floats for output rows of the band, with the tail the last chunk reads */
+static int64_t nn__conv2d_implicit_floats(const nn__conv2d *t, int rows) {
+    return (int64_t)t->C * (rows + t->dh * (t->KH - 1)) * (t->OW + t->dw * (t->KW - 1)) + t->dw * (t->KW - 1) + 32;
+}
+
+/* the weight gradient's local floats: whole images' planes, then dy padded alike [K, U16] */
+static int64_t nn__conv2d_dw_implicit_floats(const nn__conv2d *c) {
+    int64_t U = (int64_t)c->OH * (c->OW + c->dw * (c->KW - 1));
+    return nn__conv2d_implicit_floats(c, c->OH) - 16 + (int64_t)c->K * ((U + 15) / 16 * 16);
+}
+
+/* the weight gradient's items (whole images each, their partial sums [K, R] in the scratch) */
+static int nn__conv2d_dw_items(const nn_context *ctx, const nn__conv2d *c) {
+    int most = 8 * (ctx->dev.units ? (int)ctx->dev.units : 1);
+    return c->N < most ? c->N : most;
+}
+
+static int nn__conv2d_dev_implicit(const nn_context *ctx, int op, const nn__conv2d *c) {
+    nn__conv2d t;
+    int lf, rows;
+    nn__ic_config(&ctx->dev, &lf, &rows);
+    if (!lf || c->G != 1 || c->sh != 1 || c->sw != 1) return 0;
+    nn__conv2d_implicit_geom(op, c, &t);
+    if ((int64_t)t.C * t.KH * t.KW > rows) return 0;
+    if (op == NN__OP_CONV2D_DW) return nn__conv2d_dw_implicit_floats(c) <= lf;
+    return nn__conv2d_implicit_floats(&t, 1) <= lf;
+}
 
 /* Depthwise convolutions (one input channel per group) run the direct kernels: their
    products are too thin for a GEMM. Everything else is im2col + the tuned GEMM, one
@@ -337,6 +381,13 @@ static void nn__conv2d_dev_plan(const nn_context *ctx, int op, const nn__conv2d 
     p->ld = (int)P;
     p->split = 1;
     if (nn__conv2d_is_depthwise(c)) return;
+    if (nn__conv2d_dev_implicit(ctx, op, c)) {
+        p->algo = NN__CONV_IMPLICIT;
+        p->scratch = op == NN__OP_CONV2D_DX ? ((int64_t)c->K * c->KH * c->KW + 1) * c->C : 0; /* flipped weights, flags */
+        if (op == NN__OP_CONV2D_DW && nn__conv2d_dw_items(ctx, c) > 1) /* the items' partial sums */
+            p->scratch = (int64_t)nn__conv2d_dw_items(ctx, c) * c->K * c->C * c->KH * c->KW;
+        return;
+    }
     if (op == NN__OP_CONV2D_DW) {
         int64_t tile_n, tile_m, tiles, target;
         nn__gemm_config(&ctx->dev, &cfg);
@@ -525,6 +576,68 @@ static nn_result nn__launch_conv2d_pack(nn_graph *g, int id, const nn__conv2d *c
     return nn__kargs_conv2d_pack(l, &k);
 }
 
+/* conv2d_implicit: y [N, M, OH, OW] = a [M, C*KH*KW] col(x) (+ bias [M]) for the stride-1
+   geometry t (M = t->K). An item takes a band of output rows of one image, as many as fit
+   its planes (the CNN example's convolutions: whole images), fewer where that leaves under
+   4 items a compute unit; groups of one item (their own local memory). */
+static nn_result nn__launch_conv2d_implicit(nn_graph *g, int id, const nn__conv2d *t, const nn__buf *x, const nn__buf *a,
+                                            const nn__buf *bias, int has_bias, const nn__buf *y, int exact) {
+    nn__launch *l = NULL;
+    nn__k_conv2d_implicit k;
+    int geo[8], rows = t->OH, units = g->ctx->dev.units ? (int)g->ctx->dev.units : 1, lf, most;
+    nn_result r;
+    nn__ic_config(&g->ctx->dev, &lf, &most);
+    while (rows > 1 && nn__conv2d_implicit_floats(t, rows) > lf) rows--;
+    while (rows > 1 && (int64_t)t->N * ((t->OH + rows - 1) / rows) < 4 * (int64_t)units) rows = (rows + 1) / 2;
+    r = nn__launch_kernel(g, id, "conv", "conv2d_implicit", (size_t)t->N * (size_t)((t->OH + rows - 1) / rows), &l);
+    if (r != NN_OK) return r;
+    l->lws[0] = 1;
+    l->use_lws = 1;
+    geo[0] = t->sh, geo[1] = t->sw, geo[2] = t->ph, geo[3] = t->pw, geo[4] = t->dh, geo[5] = t->dw, geo[6] = 1, geo[7] = 0;
+    memset(&k, 0, sizeof k);
+    k.x = x;
+    k.a = a;
+    k.b = bias;
+    k.y = y;
+    k.N = t->N;
+    k.C = t->C;
+    k.H = t->H;
+    k.W = t->W;
+    k.M = t->K;
+    k.KH = t->KH;
+    k.KW = t->KW;
+    k.OH = t->OH;
+    k.OW = t->OW;
+    k.geo = geo;
+    k.has_bias = has_bias;
+    k.rows = rows;
+    k.exact = exact;
+    return nn__kargs_conv2d_implicit(l, &k);
+}
+
+/* The input gradient at stride 1 as conv2d_implicit: wf = flip(w) and its rows' flags into
+   the scratch (an item a row), then dx [N, C, H, W] = wf [C, K*KH*KW] col(dy), dy [N, K, OH,
+   OW] padded dilation*(KH-1) - pad, rows of non-finite weights again without the padding. */
+static nn_result nn__launch_conv2d_dx_implicit(nn_graph *g, int id, const nn__conv2d *c, const nn__buf *w, const nn__buf *dy) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_conv2d_flip_w k;
+    nn__conv2d t;
+    nn_result r = nn__launch_kernel(g, id, "conv", "conv2d_flip_w", (size_t)c->C, &l);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.w = w;
+    k.wf = &n->scratch_buf;
+    k.K = c->K;
+    k.C = c->C;
+    k.KH = c->KH;
+    k.KW = c->KW;
+    r = nn__kargs_conv2d_flip_w(l, &k);
+    if (r != NN_OK) return r;
+    nn__conv2d_implicit_geom(NN__OP_CONV2D_DX, c, &t);
+    return nn__launch_conv2d_implicit(g, id, &t, dy, &n->scratch_buf, &g->one, 0, &n->buf, 1);
+}
+
 /* GEMM path: col = im2col(x); out_g = w_g col_g; y = out + bias. Direct: conv2d_forward,
    one work-item per output. */
 static nn_result nn__launch_conv2d(nn_graph *g, int id) {
@@ -536,6 +649,8 @@ static nn_result nn__launch_conv2d(nn_graph *g, int id) {
     nn_result r;
     int geo[8];
     nn__conv2d_geom(&c, &x->shape, &w->shape, &n->a.conv);
+    if (n->algo == NN__CONV_IMPLICIT)
+        return nn__launch_conv2d_implicit(g, id, &c, &x->buf, &w->buf, bias, n->n_in > 2, &n->buf, 0);
     if (n->algo == NN__CONV_GEMM) {
         nn__conv2d_gemm q;
         nn__k_conv2d_unpack k;
@@ -602,6 +717,7 @@ static nn_result nn__launch_conv2d_dx(nn_graph *g, int id) {
     int geo[8];
     nn__conv2d_geom(&c, &n->shape, &w->shape, &n->a.conv);
     nn__conv2d_geo(&n->a.conv, geo);
+    if (n->algo == NN__CONV_IMPLICIT) return nn__launch_conv2d_dx_implicit(g, id, &c, &w->buf, &dy->buf);
     if (n->algo == NN__CONV_GEMM) {
         nn__conv2d_gemm q;
         nn__k_conv2d_col2im k;
@@ -658,6 +774,51 @@ static nn_result nn__launch_conv2d_dx(nn_graph *g, int id) {
     }
 }
 
+/* conv2d_dw_implicit: each item's partial dw over its images into the scratch, then
+   sum_leading adds the items' partials in order (one item: straight into dw) */
+static nn_result nn__launch_conv2d_dw_implicit(nn_graph *g, int id, const nn__conv2d *c, const nn__buf *x, const nn__buf *dy) {
+    nn__node *n = &g->nodes[id];
+    nn__launch *l = NULL;
+    nn__k_conv2d_dw_implicit k;
+    int geo[8], items = nn__conv2d_dw_items(g->ctx, c), per = (c->N + items - 1) / items, R = c->C * c->KH * c->KW;
+    nn_result r;
+    items = (c->N + per - 1) / per;
+    r = nn__launch_kernel(g, id, "conv", "conv2d_dw_implicit", (size_t)items, &l);
+    if (r != NN_OK) return r;
+    l->lws[0] = 1;
+    l->use_lws = 1;
+    geo[0] = 1, geo[1] = 1, geo[2] = c->ph, geo[3] = c->pw, geo[4] = c->dh, geo[5] = c->dw, geo[6] = 1, geo[7] = 0;
+    memset(&k, 0, sizeof k);
+    k.x = x;
+    k.dy = dy;
+    k.part = items > 1 ? &n->scratch_buf : &n->buf;
+    k.N = c->N;
+    k.C = c->C;
+    k.H = c->H;
+    k.W = c->W;
+    k.K = c->K;
+    k.KH = c->KH;
+    k.KW = c->KW;
+    k.OH = c->OH;
+    k.OW = c->OW;
+    k.geo = geo;
+    k.per = per;
+    r = nn__kargs_conv2d_dw_implicit(l, &k);
+    if (r == NN_OK && items > 1) {
+        nn__k_sum_leading ks;
+        r = nn__launch_kernel(g, id, "elementwise", "sum_leading", (size_t)c->K * R, &l);
+        if (r != NN_OK) return r;
+        memset(&ks, 0, sizeof ks);
+        ks.x = &n->scratch_buf;
+        ks.y = &n->buf;
+        ks.n = items * c->K * R;
+        ks.nb = c->K * R;
+        ks.off = 0;
+        r = nn__kargs_sum_leading(l, &ks);
+    }
+    return r;
+}
+
 /* GEMM path: col = im2col(x), dyg = pack(dy); dw_g = the sum over the plan's K slices of
    dyg_g col_g^T (elementwise.cl's sum_leading adds the slices in order). Direct:
    conv2d_backward_weight, one work-item per element of dw. */
@@ -669,6 +830,7 @@ static nn_result nn__launch_conv2d_dw(nn_graph *g, int id) {
     nn_result r;
     int geo[8];
     nn__conv2d_geom(&c, &x->shape, &n->shape, &n->a.conv);
+    if (n->algo == NN__CONV_IMPLICIT) return nn__launch_conv2d_dw_implicit(g, id, &c, &x->buf, &dy->buf);
     if (n->algo == NN__CONV_GEMM) {
         nn__conv2d_gemm q;
         const nn__buf *s = &n->scratch_buf;
