@@ -266,10 +266,13 @@ int t_wino_force(const char *name) { return nn__wino_force(name); }
 
 /* tests/test_conv_algo.c's forcing of the float32 GEMM's kernel (src/cpu/gemm.c) */
 const char *t_sgemm_force(const char *name) { return nn__sgemm_force_kernel(name); }
+/* the NC (columns of C per B block) of the GEMM kernel in use */
+int t_sgemm_nc(void) { return nn__gemm_pick_arch()->nc; }
 
-/* tests/test_matmul.c's GEMM with its operands packed once for all tasks (pre = 1) or per
-   task (pre = 0), src/cpu/gemm.c nn__gemm_pre_plan, on a pool of the given threads, alpha 0.75,
-   beta 0. Returns 1 when pre = 1 and the product packs an operand once, 0 when not, -1 on failure */
+/* tests/test_matmul.c's GEMM with op(A) packed once for each task's NC blocks where it plans
+   so (pre = 1) or per NC block (pre = 0), src/cpu/gemm.c nn__gemm_pre_plan, on a pool of the
+   given threads, alpha 0.75, beta 0. Returns 1 when pre = 1 and the product packs op(A) once,
+   0 when not, -1 on failure */
 int t_sgemm_pre(int threads, int pre, int ta, int tb, int M, int N, int K, const float *A, const float *B, float *C) {
     nn__threadpool *pool = nn__threadpool_create(threads);
     nn__gemm_job J;

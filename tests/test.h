@@ -285,6 +285,7 @@ const char *t_gemm16_force(int fmt, const char *name);
 /* The float32 GEMM's kernel ("generic", "avx2", "avx512f") forced, NULL for the automatic
    choice; returns the kernel now in use (tests/coverage.c, nn__sgemm_force_kernel). */
 const char *t_sgemm_force(const char *name);
+int t_sgemm_nc(void);
 /* 1: nn_group_norm takes a 16-bit x as it is (a test hook: the API converts it to float32) */
 void t_norm_half_groups(int on);
 /* Whether compiled g launches the device kernel named (tests/coverage.c) */

@@ -32,14 +32,13 @@
  * buffers.  This duplicates a little packing (each thread packs the A rows
  * and B columns it needs) but needs exactly one pool dispatch per call and no
  * barriers, which is what matters for the small matrices of MLP training.
- * Products of >= NN_GEMM_PRE_MIN_MACS on the pool pack the operands that
- * would be packed more than once (op(A) when the tasks split N or one task
- * has several NC blocks; op(B) when they split M) once, into shared memory:
- * each block (K block x MC rows, or x NC columns) by the first task that
- * needs it, claimed with an atomic flag that the others wait on
- * (nn__gemm_claim); a copy, so the same bits. (It was a first dispatch that
- * packed them whole: a second wake-up and barrier per product, which cost the
- * MLP benchmark's step 10% more CPU time on 2 threads.)
+ * Products of >= NN_GEMM_PRE_MIN_MACS on the pool whose tasks split M only
+ * pack op(A) once where a task has several NC blocks (each would pack its
+ * rows again): each block (K block x MC rows) by the task's first NC block
+ * that needs it; a copy, so the same bits. Blocks that several tasks need are
+ * packed by each: packed once, shared, the tasks (which reach a block
+ * together) waited for the one packing it, and reading another core's panels
+ * cost more than packing them (nn__gemm_pre_plan).
  *
  * Microkernels, chosen once at run time (nn__vm_isa, src/cpu/simd.c):
  *   AVX-512F  12 x 32  (24 zmm accumulators)
@@ -761,15 +760,15 @@ typedef struct {
     float *buf;          /* n_tasks slices of buf_floats each */
     size_t buf_floats;
     size_t a_floats;     /* A part of each slice (then B) */
-    const float *bpk;    /* or NULL: op(B) packed whole (nn__gemm_pb_pack, or in pre) */
+    const float *bpk;    /* or NULL: op(B) packed whole before the product (nn__gemm_pb_pack) */
     int npad;            /* its N rounded up to nr */
     const float *apk;    /* or NULL: op(A) packed whole in pre, per K block all M
                             rows in MR-tall panels (panel of row i at apk + pc * mpad + i * kc) */
     int mpad;            /* its M rounded up to mr */
-    float *pre;          /* the memory of apk (mpad * K floats) then bpk (K * npad), or NULL */
-    int *aflag, *bflag;  /* or NULL: apk's (bpk's) blocks packed before the tasks; else per K block and
-                            MR-row (NR-column) panel, the state of the block starting there
-                            (nn__gemm_claim), packed by the first task that needs it */
+    float *pre;          /* the memory of apk (mpad * K floats), or NULL */
+    int *aflag;          /* or NULL: apk's blocks packed before the tasks; else per K block and
+                            MR-row panel, the state of the block starting there
+                            packed by the task's first NC block that needs it */
     int direct;          /* full MR-row panels of op(A) read in place (arch->ukr_s), not packed */
     const struct nn__gemm_epi *epi; /* or NULL: applied to C's blocks after their last K block */
 } nn__gemm_job;
@@ -796,38 +795,6 @@ static void nn__gemm_store_tile(float *cp, size_t ldc, const float *t, int nr, i
     }
 }
 
-/* A block of the operands packed once (J->apk, J->bpk) when its flag says so: 0 not packed,
-   1 being packed, 2 packed. Returns where the calling task packs it: NULL when it is packed
-   (by another task, or by this one for an earlier NC block), shared when this task claimed it
-   (then nn__gemm_claimed once it is), own when another task is packing it and does not finish
-   within about the pool's spin (descheduled): a private copy, the same bytes. */
-#ifndef NN_GEMM_CLAIM_SPIN
-#define NN_GEMM_CLAIM_SPIN 4000
-#endif
-static float *nn__gemm_claim(int *flag, float *shared, float *own) {
-#if NN__POOL_THREADED
-    int s = __atomic_load_n(flag, __ATOMIC_ACQUIRE), spin;
-    if (s == 0 && __atomic_compare_exchange_n(flag, &s, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return shared;
-    for (spin = 0; s != 2 && spin < NN_GEMM_CLAIM_SPIN; spin++) {
-        nn__cpu_relax();
-        s = __atomic_load_n(flag, __ATOMIC_ACQUIRE);
-    }
-    return s == 2 ? NULL : own;
-#else
-    (void)own;
-    if (*flag == 2) return NULL;
-    *flag = 1;
-    return shared;
-#endif
-}
-static void nn__gemm_claimed(int *flag) {
-#if NN__POOL_THREADED
-    __atomic_store_n(flag, 2, __ATOMIC_RELEASE);
-#else
-    *flag = 2;
-#endif
-}
-
 static int nn__gemm_direct_ok = 1;
 static void nn__gemm_block(const nn__gemm_job *J, int m0, int m1, int n0, int n1, float *abuf,
                            float *bbuf) {
@@ -845,16 +812,8 @@ static void nn__gemm_block(const nn__gemm_job *J, int m0, int m1, int n0, int n1
             int kc = K - pc < J->kc ? K - pc : J->kc;
             /* Later K blocks accumulate onto the first one's result. */
             float beta = pc == 0 ? J->beta : 1.0f;
-            const float *bblk = bbuf;
-            float *bdst = bbuf;
-            int *bf = J->bflag ? J->bflag + (size_t)(pc / J->kc) * (size_t)(J->npad / nr) + jc / nr : NULL;
-            if (J->bpk) {
-                bblk = J->bpk + (size_t)pc * J->npad + (size_t)jc * kc;
-                bdst = bf ? nn__gemm_claim(bf, J->pre + (bblk - J->pre), bbuf) : NULL;
-                if (bdst == bbuf) bblk = bbuf;
-            }
-            if (bdst) arch->pack_b(J->transB, J->B, J->ldb, pc, kc, jc, nc, nr, bdst);
-            if (bdst && bdst != bbuf) nn__gemm_claimed(bf);
+            const float *bblk = J->bpk ? J->bpk + (size_t)pc * J->npad + (size_t)jc * kc : bbuf;
+            if (!J->bpk) arch->pack_b(J->transB, J->B, J->ldb, pc, kc, jc, nc, nr, bbuf);
             for (ic = m0; ic < m1; ic += mc_blk) {
                 int mc = m1 - ic < mc_blk ? m1 - ic : mc_blk;
                 /* direct: only a last partial panel is packed (at abuf) */
@@ -864,14 +823,15 @@ static void nn__gemm_block(const nn__gemm_job *J, int m0, int m1, int n0, int n1
                 const int ntm = (mc + mr - 1) / mr, ntn = (nc + nr - 1) / nr;
                 const float *ablk = abuf;
                 float *adst = mfull < mc ? abuf : NULL;
+                /* op(A) packed once: the block's flag is set once the task's first NC block
+                   has packed it (each block is one task's: nn__gemm_pre_plan) */
                 int *af = J->aflag ? J->aflag + (size_t)(pc / J->kc) * (size_t)(J->mpad / mr) + ic / mr : NULL;
                 if (J->apk) {
                     ablk = J->apk + (size_t)pc * J->mpad + (size_t)ic * kc;
-                    adst = af ? nn__gemm_claim(af, J->pre + (ablk - J->pre), abuf) : NULL;
-                    if (adst == abuf) ablk = abuf;
+                    adst = af && !*af ? J->pre + (ablk - J->pre) : NULL;
                 }
                 if (adst) arch->pack_a(J->transA, J->A, J->lda, ic + mfull, mc - mfull, pc, kc, mr, adst);
-                if (adst && adst != abuf) nn__gemm_claimed(af);
+                if (adst && af) *af = 1;
                 for (to = 0; to < (arch->a_l1 ? ntm : ntn); to++) {
                     for (ti = 0; ti < (arch->a_l1 ? ntn : ntm); ti++) {
                         const int ir = (arch->a_l1 ? to : ti) * mr, jr = (arch->a_l1 ? ti : to) * nr;
@@ -1181,41 +1141,42 @@ static NN__MAYBE_UNUSED void nn__sgemm_epi(nn__threadpool *pool, int transA, int
     nn__sgemm_run_epi(pool, NULL, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, epi);
 }
 
-/* Operands packed once for all tasks (nn__gemm_claim) on the pool's products of at least
-   this many multiply-adds (the threshold of the first dispatch that packed them before;
-   smaller products against packing per task not measured) and at most NN__GEMM_PRE_MAX bytes of packed operands; nn__gemm_pre_ok = 0 (tests) packs
-   per task always. */
+/* op(A) packed once (nn__gemm_pre_plan) on the pool's products of at least this many
+   multiply-adds (smaller products against packing per NC block not measured) and at most
+   NN__GEMM_PRE_MAX bytes of packed operand; nn__gemm_pre_ok = 0 (tests) packs per NC block
+   always. */
 #ifndef NN_GEMM_PRE_MIN_MACS
 #define NN_GEMM_PRE_MIN_MACS (4 * 1024 * 1024)
 #endif
 #define NN__GEMM_PRE_MAX ((size_t)64 << 20)
 static int nn__gemm_pre_ok = 1;
 
-/* the flags of J's operands packed once: per K block, one per MR-row panel of apk and per
-   NR-column panel of bpk */
+/* the flags of op(A) packed once: per K block, one per MR-row panel of apk */
 static size_t nn__gemm_n_flags(const nn__gemm_job *J) {
     size_t nkb = (size_t)((J->K + J->kc - 1) / J->kc);
-    return nkb * ((J->apk ? (size_t)(J->mpad / J->arch->mr) : 0) + (J->bpk ? (size_t)(J->npad / J->arch->nr) : 0));
+    return nkb * (J->apk ? (size_t)(J->mpad / J->arch->mr) : 0);
 }
 
-/* J's operands to pack once (sets J->apk / J->bpk to non-NULL markers, J->mpad, J->npad):
-   op(A) where more than one task, or one task's NC blocks, would pack it again (not read in
-   place), op(B) where the tasks split M. Returns the floats of the packed operands and their
-   flags (0: none). */
+/* op(A) to pack once (sets J->apk to a non-NULL marker, J->mpad) where a task has several NC
+   blocks, each of which would pack its rows again (not read in place), and the tasks split M
+   only, so that no two tasks share a panel. Blocks that several tasks need are packed by each:
+   the tasks reach them together, so one packing while the others waited saved no time, and
+   reading another core's panels cost more. On a 2-core Zen 5, 5 interleaved rounds, GFLOP/s
+   shared -> per task: 128x256x784 208 -> 275, 784x256x128 355 -> 423, 256x768x768 309 -> 345,
+   1024^3 331 -> 343 in a slow state of the machine; 0-4% lower, within its noise, in a fast
+   one (BENCHMARKS.md, "SGEMM: operands shared between cores"). Returns the floats of the
+   packed operand and its flags (0: none). */
 static size_t nn__gemm_pre_plan(nn__gemm_job *J, int n_tasks) {
     const nn__gemm_arch *arch = J->arch;
-    int tm = n_tasks / J->tn;
-    size_t fa = 0, fb = 0;
+    size_t fa = 0;
+    (void)n_tasks;
     if (!nn__gemm_pre_ok || (double)J->M * J->N * J->K < (double)NN_GEMM_PRE_MIN_MACS) return 0;
     J->mpad = (J->M + arch->mr - 1) / arch->mr * arch->mr;
-    J->npad = (J->N + arch->nr - 1) / arch->nr * arch->nr;
-    if (!J->direct && J->tn * ((J->nblk + arch->nc - 1) / arch->nc) > 1) fa = (size_t)J->mpad * (size_t)J->K;
-    if (tm > 1) fb = (size_t)J->K * (size_t)J->npad;
-    if (sizeof(float) * (fa + fb) > NN__GEMM_PRE_MAX) return 0;
-    J->apk = fa ? J->C : NULL; /* markers until the memory is known */
-    J->bpk = fb ? J->C : NULL;
-    /* then the blocks' flags (nn__gemm_claim), as many floats as hold them */
-    return (fa + fb + 15) / 16 * 16 + (nn__gemm_n_flags(J) * sizeof(int) + 63) / 64 * 16;
+    if (!J->direct && J->tn == 1 && (J->nblk + arch->nc - 1) / arch->nc > 1) fa = (size_t)J->mpad * (size_t)J->K;
+    if (!fa || sizeof(float) * fa > NN__GEMM_PRE_MAX) return 0;
+    J->apk = J->C; /* a marker until the memory is known */
+    /* then the blocks' flags, as many floats as hold them */
+    return (fa + 15) / 16 * 16 + (nn__gemm_n_flags(J) * sizeof(int) + 63) / 64 * 16;
 }
 
 static void nn__sgemm_run_epi(nn__threadpool *pool, nn__gemm_ws *ws, int transA, int transB, int M, int N, int K,
@@ -1240,7 +1201,7 @@ static void nn__sgemm_run_epi(nn__threadpool *pool, nn__gemm_ws *ws, int transA,
     raw = ws ? nn__gemm_ws_get(ws, ws_bytes) : nn__threadpool_workspace(pool, ws_bytes + sizeof(float) * pre_floats);
     if (!raw && pre_floats) { /* without the operands packed once */
         pre_floats = 0;
-        J.apk = J.bpk = NULL;
+        J.apk = NULL;
         raw = nn__threadpool_workspace(pool, ws_bytes);
     }
     owned = raw == NULL && !ws;
@@ -1256,22 +1217,14 @@ static void nn__sgemm_run_epi(nn__threadpool *pool, nn__gemm_ws *ws, int transA,
     }
     J.buf = nn__gemm_align(raw);
     if (pre_floats) {
-        /* the packed operands, then their flags: all 0 (nothing packed yet) */
-        size_t fa = J.apk ? (size_t)J.mpad * (size_t)J.K : 0, fb = J.bpk ? (size_t)J.K * (size_t)J.npad : 0;
-        size_t nkb = (size_t)((J.K + J.kc - 1) / J.kc);
-        int *flags = (int *)(void *)(J.buf + (fa + fb + 15) / 16 * 16);
+        /* the packed operand, then its flags: all 0 (nothing packed yet) */
+        size_t fa = (size_t)J.mpad * (size_t)J.K;
+        int *flags = (int *)(void *)(J.buf + (fa + 15) / 16 * 16);
         memset(flags, 0, nn__gemm_n_flags(&J) * sizeof(int));
         J.pre = J.buf;
         J.buf += pre_floats;
-        if (J.apk) {
-            J.apk = J.pre;
-            J.aflag = flags;
-            flags += nkb * (size_t)(J.mpad / J.arch->mr);
-        }
-        if (J.bpk) {
-            J.bpk = J.pre + fa;
-            J.bflag = flags;
-        }
+        J.apk = J.pre;
+        J.aflag = flags;
     }
 
     if (n_tasks > 1)
