@@ -3716,6 +3716,17 @@ static NN__MAYBE_UNUSED void *nn__threadpool_workspace(nn__threadpool *p, size_t
 
 static NN__MAYBE_UNUSED int nn__threadpool_size(const nn__threadpool *p) { return p ? p->n : 1; }
 
+/* The next item of a job's shared counter (*next, then one more): tasks of one
+   nn__threadpool_run that take their items this way, rather than a fixed range each,
+   finish within an item of each other whatever the threads' speed. */
+static NN__MAYBE_UNUSED int64_t nn__take_next(int64_t *next) {
+#if NN__POOL_THREADED
+    return __atomic_fetch_add(next, 1, __ATOMIC_RELAXED);
+#else
+    return (*next)++;
+#endif
+}
+
 /* Runs fn(arg, i, n_tasks) for every i in [0, n_tasks) and returns when all
    calls have finished.  The caller executes tasks too; tasks are handed out
    dynamically in increasing index order, so a task may be run by any thread
@@ -10908,6 +10919,7 @@ typedef struct nn__wino_job {
     const float *x, *b, *upk;
     float *y, *bufs, *bad; /* bad[t]: task t wrote an output that is not finite */
     int64_t nchunks;
+    int64_t next; /* the next chunk to take (nn__take_next) */
 } nn__wino_job;
 
 /* The runs of tiles [t0, t1) (at most t1 - t0 of them); their count */
@@ -11044,15 +11056,18 @@ static int nn__wino_output(const nn__wino_job *J, const nn__wino_seg *sg, int ns
 }
 
 static void nn__wino_task(void *arg, int t, int n_tasks) {
-    const nn__wino_job *J = (const nn__wino_job *)arg;
+    nn__wino_job *J = (nn__wino_job *)arg;
     const nn__wino *L = J->L;
     const nn__gemm_arch *arch = L->arch;
     int mr = L->mr, nr = arch->nr, xi, pc, jr, ir;
-    int64_t per = (J->nchunks + n_tasks - 1) / n_tasks, ch, ch1 = per * (t + 1) < J->nchunks ? per * (t + 1) : J->nchunks;
+    int64_t ch;
     float *v = nn__gemm_align(J->bufs + L->per_task * (size_t)t), *m = v + 16 * L->vsz, *d = m + 16 * L->msz;
     nn__wino_seg sg[NN__WINO_TILES];
+    (void)n_tasks;
     J->bad[t] = 0.0f;
-    for (ch = per * t; ch < ch1; ch++) {
+    /* chunks taken one at a time, not a range a task: a thread that starts late or runs
+       slower takes fewer (each chunk's outputs are its own, so the same bits) */
+    while ((ch = nn__take_next(&J->next)) < J->nchunks) {
         int64_t t0 = ch * L->lc, t1 = t0 + L->lc < L->ntiles ? t0 + L->lc : L->ntiles;
         int lc = (int)(t1 - t0), ns = nn__wino_segs(L, t0, t1, sg);
         nn__wino_input(J, sg, ns, lc, v, d);

@@ -258,6 +258,17 @@ static NN__MAYBE_UNUSED void *nn__threadpool_workspace(nn__threadpool *p, size_t
 
 static NN__MAYBE_UNUSED int nn__threadpool_size(const nn__threadpool *p) { return p ? p->n : 1; }
 
+/* The next item of a job's shared counter (*next, then one more): tasks of one
+   nn__threadpool_run that take their items this way, rather than a fixed range each,
+   finish within an item of each other whatever the threads' speed. */
+static NN__MAYBE_UNUSED int64_t nn__take_next(int64_t *next) {
+#if NN__POOL_THREADED
+    return __atomic_fetch_add(next, 1, __ATOMIC_RELAXED);
+#else
+    return (*next)++;
+#endif
+}
+
 /* Runs fn(arg, i, n_tasks) for every i in [0, n_tasks) and returns when all
    calls have finished.  The caller executes tasks too; tasks are handed out
    dynamically in increasing index order, so a task may be run by any thread
