@@ -19136,6 +19136,10 @@ static const char *const nn__cl_src_elementwise[] = {
 "/* one flat dim: a and b advance by sa and sb (1, or 0 for a one-element operand) */\n",
 "#define NN__KARGS_binary_flat(F, P) F(sin, a) P(sin, b) P(sout, y) P(int, n) P(int, fn) P(int, sa) P(int, sb)\n",
 "NN__KSIG(binary_flat)\n",
+"/* a row broadcast (a linear layer's bias add): a [rows, C] and the row b [C] (arow 0), or the\n",
+"   row a [C] and b [rows, C] (arow 1) */\n",
+"#define NN__KARGS_binary_row(F, P) F(sin, a) P(sin, b) P(sout, y) P(int, n) P(int, fn) P(int, C) P(int, arow)\n",
+"NN__KSIG(binary_row)\n",
 "#define NN__KARGS_binary_bcast(F, P) \\\n",
 "    F(sin, a) P(sin, b) P(sout, y) P(int, n) P(int, fn) P(int, nd) P(int8, dims) P(int8, sa) P(int8, sb)\n",
 "NN__KSIG(binary_bcast)\n",
@@ -19561,6 +19565,17 @@ static const char *const nn__cl_src_elementwise[] = {
 "    }\n",
 "NN__BINARY_FNS(NN__X)\n",
 "#undef NN__X\n",
+"\n",
+"/* a row broadcast, y [rows, C] from a [rows, C] and the row b [C] (arow 0) or the row a [C]\n",
+"   and b [rows, C] (arow 1): one remainder an element instead of nn__bc_offsets' walk over\n",
+"   the dims (binary_bcast on a [128, 256] bias add ran 4-16x slower than binary_same on PoCL) */\n",
+"__kernel void binary_row(NN__KPARAMS(binary_row)) {\n",
+"    int i = get_global_id(0);\n",
+"    if (i < n) {\n",
+"        int c = i % C;\n",
+"        NN__SSTORE(y, i, nn__ew_binary(fn, NN__SLOAD(a, arow ? c : i), NN__SLOAD(b, arow ? i : c)));\n",
+"    }\n",
+"}\n",
 "\n",
 "__kernel void binary_bcast(NN__KPARAMS(binary_bcast)) {\n",
 "    int i = get_global_id(0), oa, ob, oc;\n",
@@ -35211,6 +35226,10 @@ NN__KSIG(binary_same_grad)
 /* one flat dim: a and b advance by sa and sb (1, or 0 for a one-element operand) */
 #define NN__KARGS_binary_flat(F, P) F(sin, a) P(sin, b) P(sout, y) P(int, n) P(int, fn) P(int, sa) P(int, sb)
 NN__KSIG(binary_flat)
+/* a row broadcast (a linear layer's bias add): a [rows, C] and the row b [C] (arow 0), or the
+   row a [C] and b [rows, C] (arow 1) */
+#define NN__KARGS_binary_row(F, P) F(sin, a) P(sin, b) P(sout, y) P(int, n) P(int, fn) P(int, C) P(int, arow)
+NN__KSIG(binary_row)
 #define NN__KARGS_binary_bcast(F, P) \
     F(sin, a) P(sin, b) P(sout, y) P(int, n) P(int, fn) P(int, nd) P(int8, dims) P(int8, sa) P(int8, sb)
 NN__KSIG(binary_bcast)
@@ -36609,7 +36628,8 @@ static const char *const nn__same_fwd[] = {
 };
 
 /* Same shapes: the function's own kernel; one flat dim otherwise (a one-element operand):
-   binary_flat; anything else binary_bcast. */
+   binary_flat; a row broadcast ([rows, C] with [C], either way): binary_row; anything else
+   binary_bcast. */
 /* The fields every binary kernel takes: operands a and b, output y, N elements */
 #define NN__BINARY_KFIELDS(k) \
     do {                      \
@@ -36632,6 +36652,16 @@ static nn_result nn__launch_binary(nn_graph *g, int id) {
         l->store = n->dtype;
         NN__BINARY_KFIELDS(k);
         return nn__kargs_binary_same(l, &k);
+    }
+    if (bc.nd == 2 && st[0][1] == 1 && st[1][1] == 1 &&
+        ((st[0][0] == dims[1] && st[1][0] == 0) || (st[0][0] == 0 && st[1][0] == dims[1]))) {
+        NN__KSTART(binary_row, "elementwise", "binary_row", N);
+        l->store = n->dtype;
+        NN__BINARY_KFIELDS(k);
+        k.fn = fn;
+        k.C = dims[1];
+        k.arow = st[0][0] == 0;
+        return nn__kargs_binary_row(l, &k);
     }
     if (bc.nd == 1) {
         NN__KSTART(binary_flat, "elementwise", "binary_flat", N);

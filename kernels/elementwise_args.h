@@ -53,6 +53,10 @@ NN__KSIG(binary_same_grad)
 /* one flat dim: a and b advance by sa and sb (1, or 0 for a one-element operand) */
 #define NN__KARGS_binary_flat(F, P) F(sin, a) P(sin, b) P(sout, y) P(int, n) P(int, fn) P(int, sa) P(int, sb)
 NN__KSIG(binary_flat)
+/* a row broadcast (a linear layer's bias add): a [rows, C] and the row b [C] (arow 0), or the
+   row a [C] and b [rows, C] (arow 1) */
+#define NN__KARGS_binary_row(F, P) F(sin, a) P(sin, b) P(sout, y) P(int, n) P(int, fn) P(int, C) P(int, arow)
+NN__KSIG(binary_row)
 #define NN__KARGS_binary_bcast(F, P) \
     F(sin, a) P(sin, b) P(sout, y) P(int, n) P(int, fn) P(int, nd) P(int8, dims) P(int8, sa) P(int8, sb)
 NN__KSIG(binary_bcast)

@@ -686,6 +686,48 @@ static void rank0_cases(const t_env *e) {
     t_end();
 }
 
+/* A row broadcast on its own, unfused (OpenCL's binary_row; the op checker's graphs fuse the
+   op with their loss's product): a [7, 33] with b [33] and a [33] with b [7, 33], sub and
+   div (the operands' order shows), against the same arithmetic on the host in float32; sub
+   exactly, div within OpenCL's 2.5 ulp. */
+static void row_bcast_cases(const t_env *e) {
+    int op, arow, i;
+    if (!t_begin(e, "elementwise: row broadcasts unfused, [7, 33] with [33] and [33] with [7, 33] (sub, div)")) return;
+    for (op = 0; op < 2; op++)
+        for (arow = 0; arow < 2; arow++) {
+            nn_graph *g = NULL;
+            nn_compile_desc cd;
+            nn_tensor a, b, y;
+            float A[7 * 33], B[7 * 33], Y[7 * 33];
+            int na = arow ? 33 : 7 * 33, nb = arow ? 7 * 33 : 33;
+            for (i = 0; i < na; i++) A[i] = (float)t_uniform(-2, 2);
+            for (i = 0; i < nb; i++) B[i] = (float)t_uniform(0.5, 2);
+            memset(&cd, 0, sizeof cd);
+            if (T_OK(nn_graph_create(e->ctx, NULL, &g), e->ctx)) {
+                a = nn_input(g, "a", NN_F32, arow ? nn_shape1(33) : nn_shape2(7, 33));
+                b = nn_input(g, "b", NN_F32, arow ? nn_shape2(7, 33) : nn_shape1(33));
+                y = op ? nn_div(g, a, b) : nn_sub(g, a, b);
+                nn_graph_output(g, y);
+                if (T_OK(t_compile_unfused(g, &cd), e->ctx) && T_OK(nn_tensor_write(g, a, A, (size_t)na * 4), e->ctx) &&
+                    T_OK(nn_tensor_write(g, b, B, (size_t)nb * 4), e->ctx) && T_OK(nn_graph_forward(g), e->ctx) &&
+                    T_OK(nn_tensor_read(g, y, Y, sizeof Y), e->ctx)) {
+                    int bad = -1;
+                    for (i = 0; i < 7 * 33 && bad < 0; i++) {
+                        float u = A[arow ? i % 33 : i], w = B[arow ? i : i % 33], want = op ? u / w : u - w;
+                        if (op ? fabsf(Y[i] - want) > 3e-7f * fabsf(want) : Y[i] != want) bad = i;
+                    }
+                    T_CHECK(bad < 0, "%s %s: element %d is %.9g, expected %.9g", op ? "div" : "sub",
+                            arow ? "[33] with [7, 33]" : "[7, 33] with [33]", bad, bad < 0 ? 0.0 : (double)Y[bad],
+                            bad < 0 ? 0.0
+                                    : (double)(op ? A[arow ? bad % 33 : bad] / B[arow ? bad : bad % 33]
+                                                  : A[arow ? bad % 33 : bad] - B[arow ? bad : bad % 33]));
+                }
+            }
+            nn_graph_destroy(g);
+        }
+    t_end();
+}
+
 /* ==== NaN and infinity propagation (the op checker's expected-value mode: PyTorch's
    NaN, +-inf and values; the rules in tests/op_check.c) ==== */
 
@@ -860,7 +902,7 @@ static void arith_cases(const t_env *e) {
 
 void suite_elementwise(const t_env *e) {
     T_RUN(e, rank0_cases, binary_cases, unary_cases, select_cases, exact_cases, gradient_stop_cases, thread_cases,
-          error_cases, nanprop_binary);
+          error_cases, nanprop_binary, row_bcast_cases);
     t_bad_rows(e, elementwise_bad, (int)(sizeof elementwise_bad / sizeof elementwise_bad[0]));
     arith_cases(e);
 }

@@ -77,7 +77,8 @@ static const char *const nn__same_fwd[] = {
 };
 
 /* Same shapes: the function's own kernel; one flat dim otherwise (a one-element operand):
-   binary_flat; anything else binary_bcast. */
+   binary_flat; a row broadcast ([rows, C] with [C], either way): binary_row; anything else
+   binary_bcast. */
 /* The fields every binary kernel takes: operands a and b, output y, N elements */
 #define NN__BINARY_KFIELDS(k) \
     do {                      \
@@ -100,6 +101,16 @@ static nn_result nn__launch_binary(nn_graph *g, int id) {
         l->store = n->dtype;
         NN__BINARY_KFIELDS(k);
         return nn__kargs_binary_same(l, &k);
+    }
+    if (bc.nd == 2 && st[0][1] == 1 && st[1][1] == 1 &&
+        ((st[0][0] == dims[1] && st[1][0] == 0) || (st[0][0] == 0 && st[1][0] == dims[1]))) {
+        NN__KSTART(binary_row, "elementwise", "binary_row", N);
+        l->store = n->dtype;
+        NN__BINARY_KFIELDS(k);
+        k.fn = fn;
+        k.C = dims[1];
+        k.arow = st[0][0] == 0;
+        return nn__kargs_binary_row(l, &k);
     }
     if (bc.nd == 1) {
         NN__KSTART(binary_flat, "elementwise", "binary_flat", N);
