@@ -50,6 +50,9 @@ typedef struct nn__wino {
     int64_t ntiles;    /* tiles in all: N * TH * TW */
     size_t usz, vsz, msz; /* floats of one packed U_xi, V_xi (panels), M_xi */
     size_t upk, per_task; /* floats: U packed and its unpacked copy; each task's own */
+    size_t umat;          /* floats from one unpacked U_xi to the next: Co * Ci rounded up to 16, and
+                             16 more, so that a filter's 16 values (one in each) do not all fall in
+                             one L1 set (at 32 x 64 channels they were 8 KB apart) */
 } nn__wino;
 
 /* op 0: the forward of c; op 1: its dx (dy [N, K, OH, OW] in, dx [N, C, H, W] out) */
@@ -107,7 +110,8 @@ static void nn__wino_layout(const nn__conv2d *c, int op, int T, nn__wino *L) {
        (V of 32 or 64 channels: 12 or 24 KB) put the 16 streams in one L1 set */
     if (L->vsz / 16 % 2 == 0) L->vsz += 16;
     if (L->msz / 16 % 2 == 0) L->msz += 16;
-    L->upk = 16 * L->usz + 16 * (size_t)L->Co * L->Ci + 16;
+    L->umat = ((size_t)L->Co * L->Ci + 15) / 16 * 16 + 16;
+    L->upk = 16 * L->usz + 16 * L->umat + 16;
     L->per_task = 16 * (L->vsz + L->msz) + 32 * (size_t)L->S + 32;
 }
 
@@ -537,14 +541,18 @@ static NN__MAYBE_UNUSED int nn__wino_force(const char *name) {
 }
 
 /* U_xi [Co, Ci] = (G g G^T)[xi] of every filter g: w [Co, Ci, 3, 3] (op 0) or, for dx, w
-   [Ci, Co, 3, 3] flipped (g[a][b] = w[ci][co][2 - a][2 - b]); u holds 16 matrices of Co*Ci */
+   [Ci, Co, 3, 3] flipped (g[a][b] = w[ci][co][2 - a][2 - b]); u holds 16 matrices of Co*Ci, L->umat apart */
 static void nn__wino_filter(const nn__wino *L, int op, const float *w, float *u) {
-    int co, ci, i, a;
-    size_t mat = (size_t)L->Co * L->Ci;
-    for (co = 0; co < L->Co; co++)
-        for (ci = 0; ci < L->Ci; ci++) {
+    int co, ci, o, q, i, a;
+    size_t mat = L->umat;
+    /* w read in order: ci inner for the forward's [Co, Ci, 3, 3], co inner for dx's [Ci, Co] */
+    for (o = 0; o < (op == 0 ? L->Co : L->Ci); o++)
+        for (q = 0; q < (op == 0 ? L->Ci : L->Co); q++) {
             float g[3][3], t[4][3];
-            const float *src = op == 0 ? w + ((size_t)co * L->Ci + ci) * 9 : w + ((size_t)ci * L->Co + co) * 9;
+            const float *src;
+            co = op == 0 ? o : q;
+            ci = op == 0 ? q : o;
+            src = op == 0 ? w + ((size_t)co * L->Ci + ci) * 9 : w + ((size_t)ci * L->Co + co) * 9;
             for (i = 0; i < 3; i++)
                 for (a = 0; a < 3; a++) g[i][a] = op == 0 ? src[i * 3 + a] : src[(2 - i) * 3 + 2 - a];
             for (a = 0; a < 3; a++) { /* t = G g */
@@ -757,7 +765,7 @@ static int nn__wino_run(nn__threadpool *pool, const nn__conv2d *c, int op, int T
     for (xi = 0; xi < 16; xi++)
         for (pc = 0; pc < L.Ci; pc += L.kc) {
             int kc = L.Ci - pc < L.kc ? L.Ci - pc : L.kc;
-            L.arch->pack_a(0, u + (size_t)xi * L.Co * L.Ci, L.Ci, 0, L.Co, pc, kc, L.mr,
+            L.arch->pack_a(0, u + (size_t)xi * L.umat, L.Ci, 0, L.Co, pc, kc, L.mr,
                            upk + (size_t)xi * L.usz + (size_t)pc * L.Cop);
         }
     memset(&J, 0, sizeof J);
