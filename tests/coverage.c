@@ -281,7 +281,7 @@ int t_sgemm_pre(int threads, int pre, int ta, int tb, int M, int N, int K, const
     nn__gemm_pre_ok = pre;
     nn__gemm_prepare(&J, nn__threadpool_size(pool), ta, tb, M, N, K, 0.75f, A, ta ? M : K, B, tb ? K : N, 0.0f, C, N,
                      &n_tasks);
-    planned = nn__gemm_pre_plan(&J, n_tasks) > 0;
+    planned = nn__gemm_pre_plan(&J) > 0;
     nn__sgemm(pool, ta, tb, M, N, K, 0.75f, A, ta ? M : K, B, tb ? K : N, 0.0f, C, N);
     nn__gemm_pre_ok = 1;
     nn__threadpool_destroy(pool);

@@ -1166,10 +1166,9 @@ static size_t nn__gemm_n_flags(const nn__gemm_job *J) {
    1024^3 331 -> 343 in a slow state of the machine; 0-4% lower, within its noise, in a fast
    one (BENCHMARKS.md, "SGEMM: operands shared between cores"). Returns the floats of the
    packed operand and its flags (0: none). */
-static size_t nn__gemm_pre_plan(nn__gemm_job *J, int n_tasks) {
+static size_t nn__gemm_pre_plan(nn__gemm_job *J) {
     const nn__gemm_arch *arch = J->arch;
     size_t fa = 0;
-    (void)n_tasks;
     if (!nn__gemm_pre_ok || (double)J->M * J->N * J->K < (double)NN_GEMM_PRE_MIN_MACS) return 0;
     J->mpad = (J->M + arch->mr - 1) / arch->mr * arch->mr;
     if (!J->direct && J->tn == 1 && (J->nblk + arch->nc - 1) / arch->nc > 1) fa = (size_t)J->mpad * (size_t)J->K;
@@ -1197,7 +1196,7 @@ static void nn__sgemm_run_epi(nn__threadpool *pool, nn__gemm_ws *ws, int transA,
     ws_bytes = nn__gemm_prepare(&J, nn__threadpool_size(pool), transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C,
                                 ldc, &n_tasks);
     /* the pool's workspace when there is one: a training step then allocates nothing */
-    if (pool && !ws) pre_floats = nn__gemm_pre_plan(&J, n_tasks);
+    if (pool && !ws) pre_floats = nn__gemm_pre_plan(&J);
     raw = ws ? nn__gemm_ws_get(ws, ws_bytes) : nn__threadpool_workspace(pool, ws_bytes + sizeof(float) * pre_floats);
     if (!raw && pre_floats) { /* without the operands packed once */
         pre_floats = 0;
