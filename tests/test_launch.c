@@ -63,6 +63,57 @@ static nn_result run_planted(const t_env *e, const char *dir, nn_tensor (*fn)(nn
     return r;
 }
 
+/* NN_CL_PROFILE's lines (NN_LOG_INFO) as one text */
+typedef struct prof_log {
+    char text[8192];
+    size_t len;
+} prof_log;
+static void prof_collect(void *user, nn_log_level level, const char *msg) {
+    prof_log *l = (prof_log *)user;
+    if (level != NN_LOG_INFO || !strstr(msg, "NN_CL_PROFILE")) return;
+    l->len += (size_t)snprintf(l->text + l->len, l->len < sizeof l->text ? sizeof l->text - l->len : 0, "%s\n", msg);
+    if (l->len >= sizeof l->text) l->len = sizeof l->text - 1;
+}
+
+/* y = relu(a b) + a b, 3 forward runs, on a context of e's device with $NN_CL_PROFILE set to
+   profile (restored after): y, and the profile's lines (none when profile is "0") */
+static nn_result run_profiled(const t_env *e, const char *profile, float *y, prof_log *log) {
+    enum { M = 33, K = 65, N = 7 };
+    static float a[M * K], b[K * N];
+    char *saved = getenv("NN_CL_PROFILE") ? strdup(getenv("NN_CL_PROFILE")) : NULL;
+    nn_context_desc d;
+    nn_context *ctx = NULL;
+    nn_graph *g = NULL;
+    nn_result r;
+    int i;
+    for (i = 0; i < M * K; i++) a[i] = (float)((i * 37) % 101 - 50) / 50.0f;
+    for (i = 0; i < K * N; i++) b[i] = (float)((i * 53) % 89 - 44) / 44.0f;
+    memset(log, 0, sizeof *log);
+    setenv("NN_CL_PROFILE", profile, 1);
+    t_context_desc(e, &d);
+    d.log = prof_collect;
+    d.log_user = log;
+    d.log_level = NN_LOG_INFO;
+    r = nn_context_create(&d, &ctx);
+    if (saved) setenv("NN_CL_PROFILE", saved, 1);
+    else unsetenv("NN_CL_PROFILE");
+    free(saved);
+    if (r == NN_OK) r = nn_graph_create(ctx, NULL, &g);
+    if (r == NN_OK) {
+        nn_tensor ta = nn_input(g, "a", NN_F32, nn_shape2(M, K)), tb = nn_input(g, "b", NN_F32, nn_shape2(K, N));
+        nn_tensor p = nn_matmul(g, ta, tb, 0, 0), out = nn_add(g, nn_relu(g, p), p);
+        nn_graph_output(g, out);
+        r = nn_graph_compile(g, NULL);
+        if (r == NN_OK) r = nn_tensor_write(g, ta, a, sizeof a);
+        if (r == NN_OK) r = nn_tensor_write(g, tb, b, sizeof b);
+        for (i = 0; i < 3 && r == NN_OK; i++) r = nn_graph_forward(g);
+        if (r == NN_OK) r = nn_tensor_read(g, out, y, (size_t)M * N * sizeof(float));
+    }
+    nn_graph_destroy(g); /* the profile is logged here */
+    nn_context_destroy(ctx);
+    return r;
+}
+
 void suite_launch(const t_env *e) {
     char dir[] = "/tmp/nn-test-launch-XXXXXX", path[300], err[1024];
     const char *guards = getenv("NN_CL_GUARDS");
@@ -129,6 +180,29 @@ void suite_launch(const t_env *e) {
             T_CHECK(strstr(err, "kernels/elementwise.cl tanh_forward wrote past the end of its argument 1 (20 bytes): float 0 "
                                 "after the end changed") != NULL,
                     "the message does not name the kernel and its output: %s", err);
+        }
+        t_end();
+    }
+
+    if (t_begin(e, "launch: NN_CL_PROFILE logs each kernel's device time when the graph goes, results unchanged")) {
+        static float y0[33 * 7], y1[33 * 7];
+        static prof_log l0, l1;
+        nn_result r0 = run_profiled(e, "0", y0, &l0), r1 = run_profiled(e, "1", y1, &l1);
+        if (T_CHECK(r0 == NN_OK && r1 == NN_OK, "the runs returned %d and %d", (int)r0, (int)r1)) {
+            T_CHECK(memcmp(y0, y1, sizeof y0) == 0, "profiled results differ from unprofiled ones");
+            T_CHECK(l0.len == 0, "NN_CL_PROFILE=0 logged a profile:\n%s", l0.text);
+            if (strstr(l1.text, "did not record them")) {
+                t_skip("the driver records no kernel times");
+            } else {
+                const char *head = strstr(l1.text, "NN_CL_PROFILE: a graph of "), *gemm = strstr(l1.text, "  kernels/gemm.cl gemm_nn_");
+                T_CHECK(head && strstr(head, " launches, 3 runs on ") && strstr(head, " ms a run on the device, ") &&
+                            strstr(head, " ms between them"),
+                        "no profile line of 3 runs:\n%s", l1.text);
+                /* the product's line: its share, ms a run, and 1 launch a run */
+                T_CHECK(gemm && strstr(l1.text, "share  ms a run  launches a run  kernel") && gemm - l1.text > 8 &&
+                            strncmp(gemm - 5, "  1.0", 5) == 0,
+                        "no line for the product's kernel with 1 launch a run:\n%s", l1.text);
+            }
         }
         t_end();
     }

@@ -188,6 +188,10 @@ typedef struct nn__launch {
     const char *source;         /* generated kernel source appended to kernels/FILE.cl's (a fused chain,
                                    src/ops/fuse.c), owned by the graph; NULL: the file alone */
     void *bk;                   /* the backend's kernel object */
+    void *bev;                  /* NN_CL_PROFILE: the event of its last enqueue, not yet read */
+    uint64_t prof_ns, prof_gap_ns; /* NN_CL_PROFILE: its time on the device, and the time from the end
+                                   of the launch before it (in the same run) to its start, summed */
+    long prof_n;                /* NN_CL_PROFILE: the runs summed */
 } nn__launch;
 
 /* What device plans may ask about the device (filled by a device backend's open). */
@@ -305,6 +309,7 @@ struct nn_graph {
     void (*datasets_free)(nn_graph *g); /* their destructor, set with the first (files/ckpt.c) */
     nn__launch *launches;        /* device plans, in schedule order */
     int n_launches, cap_launches;
+    long prof_missing;          /* NN_CL_PROFILE: launches whose event had no times */
     int *sched_launch;           /* [n_sched + 1]: the first launch of each schedule position */
     nn__buf one;                 /* a float 1.0, for kernels' absent operands */
     nn__buf checks;              /* int32 [n_checks]: bad inputs counted by checked ops (node.check) */

@@ -34,6 +34,8 @@ typedef struct nn__cl {
     unsigned char *stage[8];
     size_t stage_cap[8];
     int staged, staging;
+    int profile;   /* NN_CL_PROFILE: the queue records each launch's start and end (nn__cl_prof_read),
+                      and a graph's release logs its kernels' device times (nn__cl_prof_report) */
     int exact_div; /* the device divides and takes square roots correctly rounded when asked
                       (CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT): programs are built with
                       -cl-fp32-correctly-rounded-divide-sqrt, so a / b and sqrt give the CPU
@@ -230,6 +232,8 @@ static nn_result nn__cl_open_device(nn_context *ctx, cl_platform_id plat, cl_dev
         if (env && env[0] && strcmp(env, "0") != 0) d->guard = NN__CL_GUARD;
         env = getenv("NN_CL_STAGING");
         cl->staging = !(env && strcmp(env, "0") == 0);
+        env = getenv("NN_CL_PROFILE");
+        cl->profile = env && env[0] && strcmp(env, "0") != 0;
         env = getenv("NN_CL_ATTN"); /* the GPU attention kernels: flash or tiled */
         d->attn_flash = env && strcmp(env, "flash") == 0 ? 1 : env && strcmp(env, "tiled") == 0 ? 0 : NN__ATTN_FLASH_DEFAULT;
     }
@@ -291,7 +295,7 @@ static nn_result nn__cl_open_device(nn_context *ctx, cl_platform_id plat, cl_dev
     if (!cl->context)
         return nn__fail(ctx, NN_ERR_DEVICE, "clCreateContext failed on %s: %s (%d)", cl->name, nn__cl_errstr(err),
                         (int)err);
-    cl->queue = clCreateCommandQueue(cl->context, dev, 0, &err);
+    cl->queue = clCreateCommandQueue(cl->context, dev, cl->profile ? CL_QUEUE_PROFILING_ENABLE : 0, &err);
     if (!cl->queue)
         return nn__fail(ctx, NN_ERR_DEVICE, "clCreateCommandQueue failed on %s: %s (%d)", cl->name, nn__cl_errstr(err),
                         err);
@@ -984,12 +988,102 @@ static nn_result nn__cl_guard_check(nn_graph *g, int from, int n) {
 /* Enqueues the launches of the first n_sched schedule positions (from g->run_from: 0 but
    for a data-parallel update part; with NN_CL_GUARDS, each between its guards' fills and
    reads, and waits for them to check). */
+/* ---- NN_CL_PROFILE: each launch's device time, from its event's start and end ---- */
+
+/* Reads and releases the events of the launches' last enqueues (a run's: consecutive
+   launches), waiting for them: each launch's time from start to end, and the time from the
+   end of the launch before it in that run to its start (the device idle between the two:
+   the runtime's work between kernels). An event without the times (a driver that does not
+   record them) is counted in *missing. */
+static void nn__cl_prof_read(nn_graph *g, long *missing) {
+    cl_ulong prev = 0;
+    int i, have_prev = 0;
+    for (i = 0; i < g->n_launches; i++) {
+        nn__launch *l = &g->launches[i];
+        cl_event ev = (cl_event)l->bev;
+        cl_ulong s = 0, e = 0;
+        if (!ev) {
+            have_prev = 0;
+            continue;
+        }
+        l->bev = NULL;
+        if (clWaitForEvents(1, &ev) == CL_SUCCESS &&
+            clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof s, &s, NULL) == CL_SUCCESS &&
+            clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof e, &e, NULL) == CL_SUCCESS && e >= s) {
+            l->prof_ns += e - s;
+            l->prof_n++;
+            if (have_prev && s >= prev) l->prof_gap_ns += s - prev;
+            prev = e;
+            have_prev = 1;
+        } else {
+            (*missing)++;
+            have_prev = 0;
+        }
+        clReleaseEvent(ev);
+    }
+}
+
+/* The graph's profile, logged (NN_LOG_INFO) when it is released: its runs (those of its
+   most-run launch), the device time of its kernels and the time between them a run, then one
+   line a kernel (kernels/FILE.cl and name; the generated chains are fuse.cl's "fused"), its
+   launches summed, largest first. */
+static void nn__cl_prof_report(nn_graph *g, long missing) {
+    nn_context *ctx = g->ctx;
+    int *first = (int *)nn__calloc((size_t)g->n_launches + 1, sizeof(int)), nk = 0, i, j;
+    uint64_t *ns = (uint64_t *)nn__calloc((size_t)g->n_launches + 1, sizeof(uint64_t)), run = 0, gap = 0;
+    long *cnt = (long *)nn__calloc((size_t)g->n_launches + 1, sizeof(long)), runs = 0;
+    if (!first || !ns || !cnt) {
+        NN_FREE(first);
+        NN_FREE(ns);
+        NN_FREE(cnt);
+        return;
+    }
+    for (i = 0; i < g->n_launches; i++) {
+        const nn__launch *l = &g->launches[i];
+        if (!l->prof_n) continue;
+        run += l->prof_ns;
+        gap += l->prof_gap_ns;
+        if (l->prof_n > runs) runs = l->prof_n;
+        for (j = 0; j < nk; j++) {
+            const nn__launch *f = &g->launches[first[j]];
+            if (strcmp(f->kernel, l->kernel) == 0 && strcmp(f->file, l->file) == 0) break;
+        }
+        if (j == nk) first[nk++] = i;
+        ns[j] += l->prof_ns;
+        cnt[j] += l->prof_n;
+    }
+    if (runs > 0) {
+        nn__log(ctx, NN_LOG_INFO,
+                "NN_CL_PROFILE: a graph of %d launches, %ld runs on %s: its kernels %.3f ms a run on the device, %.3f ms "
+                "between them%s",
+                g->n_launches, runs, NN__CL(ctx)->name, (double)run / runs * 1e-6, (double)gap / runs * 1e-6,
+                missing ? " (some launches had no times: the driver did not record them)" : "");
+        nn__log(ctx, NN_LOG_INFO, "NN_CL_PROFILE:   share  ms a run  launches a run  kernel");
+        for (;;) { /* the largest left, then the next */
+            int b = -1;
+            for (j = 0; j < nk; j++)
+                if (cnt[j] > 0 && (b < 0 || ns[j] > ns[b])) b = j;
+            if (b < 0) break;
+            nn__log(ctx, NN_LOG_INFO, "NN_CL_PROFILE: %6.1f%%  %8.3f  %14.1f  kernels/%s.cl %s", run ? 100.0 * (double)ns[b] / (double)run : 0.0,
+                    (double)ns[b] / runs * 1e-6, (double)cnt[b] / runs, g->launches[first[b]].file, g->launches[first[b]].kernel);
+            cnt[b] = 0;
+        }
+    } else if (missing) {
+        nn__log(ctx, NN_LOG_INFO, "NN_CL_PROFILE: no launch of a graph on %s had its times: the driver did not record them",
+                NN__CL(ctx)->name);
+    }
+    NN_FREE(first);
+    NN_FREE(ns);
+    NN_FREE(cnt);
+}
+
 static nn_result nn__cl_run(nn_graph *g, int n_sched) {
     nn__cl *cl = NN__CL(g->ctx);
     cl_command_queue q = cl->queue;
     int i, k, n = g->sched_launch[n_sched], from = g->sched_launch[g->run_from], guard = g->ctx->dev.guard != 0;
     unsigned char *at = NULL;
     nn_result r = NN_OK;
+    if (cl->profile) nn__cl_prof_read(g, &g->prof_missing); /* the last run's, before its launches enqueue again */
     if (guard) {
         size_t need = 0;
         for (i = from; i < n; i++) need += (size_t)2 * nn__cl_guard_bufs(&g->launches[i]) * NN__CL_GUARD;
@@ -1010,9 +1104,12 @@ static nn_result nn__cl_run(nn_graph *g, int n_sched) {
                 err = nn__cl_set_arg((cl_kernel)l->bk, (cl_uint)l->upd[k], &l->args[l->upd[k]]);
         }
         if (guard && err == CL_SUCCESS) err = nn__cl_guard_enqueue(q, l, at, 0);
-        if (err == CL_SUCCESS)
+        if (err == CL_SUCCESS) {
+            cl_event ev = NULL;
             err = clEnqueueNDRangeKernel(q, (cl_kernel)l->bk, (cl_uint)l->dims, NULL, l->gws, l->use_lws ? l->lws : NULL, 0,
-                                         NULL, NULL);
+                                         NULL, cl->profile ? &ev : NULL);
+            if (err == CL_SUCCESS) l->bev = ev;
+        }
         if (guard && err == CL_SUCCESS) {
             err = nn__cl_guard_enqueue(q, l, at, 1);
             at += (size_t)2 * nn__cl_guard_bufs(l) * NN__CL_GUARD;
@@ -1041,6 +1138,10 @@ static nn_result nn__cl_finish(nn_context *ctx) {
 
 static void nn__cl_release_graph(nn_graph *g) {
     int i;
+    if (NN__CL(g->ctx)->profile) {
+        nn__cl_prof_read(g, &g->prof_missing);
+        nn__cl_prof_report(g, g->prof_missing);
+    }
     for (i = 0; i < g->n_launches; i++)
         if (g->launches[i].bk) clReleaseKernel((cl_kernel)g->launches[i].bk);
 }
@@ -1072,6 +1173,9 @@ static const nn__backend nn__opencl_backend = {
 #undef clCreateKernel
 #undef clReleaseKernel
 #undef clSetKernelArg
+#undef clWaitForEvents
+#undef clReleaseEvent
+#undef clGetEventProfilingInfo
 #undef clFinish
 #undef clEnqueueReadBuffer
 #undef clEnqueueWriteBuffer

@@ -104,6 +104,9 @@ typedef struct _cl_buffer_region { size_t origin; size_t size; } cl_buffer_regio
 #define CL_DEVICE_VERSION 0x102F
 
 #define CL_CONTEXT_PLATFORM 0x1084
+#define CL_QUEUE_PROFILING_ENABLE (1 << 1)
+#define CL_PROFILING_COMMAND_START 0x1282
+#define CL_PROFILING_COMMAND_END 0x1283
 #define CL_MEM_READ_WRITE (1 << 0)
 #define CL_BUFFER_CREATE_TYPE_REGION 0x1220
 #define CL_PROGRAM_BINARY_SIZES 0x1165
@@ -154,6 +157,10 @@ typedef struct _cl_buffer_region { size_t origin; size_t size; } cl_buffer_regio
     X(cl_kernel, CreateKernel, (cl_program p, const char *name, cl_int *e), (p, name, e), p, 34)  \
     X(cl_int, ReleaseKernel, (cl_kernel k), (k), k, 37)                                           \
     X(cl_int, SetKernelArg, (cl_kernel k, cl_uint i, size_t n, const void *v), (k, i, n, v), k, 38) \
+    X(cl_int, WaitForEvents, (cl_uint n, const cl_event *ev), (n, ev), ev[0], 41)                 \
+    X(cl_int, ReleaseEvent, (cl_event ev), (ev), ev, 44)                                          \
+    X(cl_int, GetEventProfilingInfo, (cl_event ev, cl_uint w, size_t n, void *v, size_t *r),       \
+      (ev, w, n, v, r), ev, 45)                                                                   \
     X(cl_int, Finish, (cl_command_queue q), (q), q, 47)                                           \
     X(cl_int, EnqueueReadBuffer,                                                                  \
       (cl_command_queue q, cl_mem m, cl_bool bl, size_t off, size_t n, void *h, cl_uint ne,       \
@@ -211,6 +218,9 @@ static nn__cl_api nn__clfn;
 #define clCreateKernel nn__clfn.CreateKernel
 #define clReleaseKernel nn__clfn.ReleaseKernel
 #define clSetKernelArg nn__clfn.SetKernelArg
+#define clWaitForEvents nn__clfn.WaitForEvents
+#define clReleaseEvent nn__clfn.ReleaseEvent
+#define clGetEventProfilingInfo nn__clfn.GetEventProfilingInfo
 #define clFinish nn__clfn.Finish
 #define clEnqueueReadBuffer nn__clfn.EnqueueReadBuffer
 #define clEnqueueWriteBuffer nn__clfn.EnqueueWriteBuffer
