@@ -15,6 +15,9 @@
 #            extensions), nn.h's tuning of it, and a small check against the CPU backend
 #   tests    tests/nn_test on every OpenCL device (NN_TEST_BACKENDS=opencl,gpu-tuning), the
 #            GPUs first (NN_TEST_DEVICES)
+#   profile  NN_CL_PROFILE=1 bench/nn_bench mlp and cnn on the first GPU (else the first
+#            OpenCL device): each kernel's device time a step, and the runtime's time between
+#            kernels
 #   bench    make bench's figures of nn.h on each GPU, or every OpenCL device when there is
 #            no GPU (bench/run.sh, ONLY=nn, 1 round)
 #   cpu      tests/nn_test on the CPU backend (this machine's CPU), with the time left
@@ -25,14 +28,14 @@
 # OUT: where the two files go (default $OUT when set, else ./gpu-report-out).
 # GPU_REPORT_SECONDS=540   the whole run's limit; a step cut off leaves what it printed in the
 #                          log, and the summary says so
-# GPU_REPORT_STEPS="facts tests bench cpu"   the steps to run (machine always runs)
+# GPU_REPORT_STEPS="facts tests profile bench cpu"   the steps to run (machine always runs)
 # GPU_REPORT_BENCH="0 1"   nn_bench's device selectors (default: the GPUs, else every OpenCL device)
 # Exit status: 0 when every step ran to its end and passed, else 1.
 set -u
 
 T_START=$(date +%s)
 BUDGET=${GPU_REPORT_SECONDS:-540}
-STEPS=${GPU_REPORT_STEPS:-facts tests bench cpu}
+STEPS=${GPU_REPORT_STEPS:-facts tests profile bench cpu}
 case $BUDGET in '' | *[!0-9]*) echo "gpu_report.sh: GPU_REPORT_SECONDS must be a number of seconds" >&2; exit 2 ;; esac
 DEADLINE=$((T_START + BUDGET))
 RESERVE=10 # seconds kept for the summary
@@ -248,6 +251,17 @@ if wants tests; then
     TESTS_RC=$STEP_RC TESTS_S=$STEP_S
     [ $TESTS_RC -ne 0 ] && [ $TESTS_RC -lt 124 ] && problem "tests on OpenCL failed"
 fi
+PROFILE_RC=-
+if wants profile; then
+    sel=${GPU_REPORT_BENCH:-$GPUS}
+    [ -z "$sel" ] && sel=$("$BIN/bench/nn_bench" devices 2>/dev/null | awk '$1 != "cpu" { printf "%s%s", s, $1; s = " " }')
+    sel=${sel%% *}
+    if [ -n "$sel" ]; then
+        step profile 90 env NN_CL_PROFILE=1 sh -c '"$1" mlp "$2" && "$1" cnn "$2"' sh "$BIN/bench/nn_bench" "$sel"
+        PROFILE_RC=$STEP_RC
+        [ $PROFILE_RC -ne 0 ] && [ $PROFILE_RC -lt 124 ] && problem "NN_CL_PROFILE's runs failed (exit status $PROFILE_RC)"
+    fi
+fi
 if wants bench; then
     sel=${GPU_REPORT_BENCH:-$GPUS}
     [ -z "$sel" ] && sel=$("$BIN/bench/nn_bench" devices 2>/dev/null | awk '$1 != "cpu" { printf "%s%s", s, $1; s = " " }')
@@ -333,6 +347,13 @@ tests_line() {
                     if (G[b] != "") print "    memory-bound, GB/s: " G[b] } }'
             grep -E '^nn_bench|failed' "$WORK/bench.out" | grep -v '^BENCH\|^RUN' | head -n 5 | sed 's/^/  /'
         fi
+    fi
+    if wants profile && [ -s "$WORK/profile.out" ]; then
+        # the fused MLP's and CNN's profiles (each run's first graph): the totals and the 8
+        # largest kernels
+        echo "profile (NN_CL_PROFILE=1 nn_bench mlp, cnn; exit status $PROFILE_RC):"
+        awk '/NN_CL_PROFILE: a graph of/ { n++; k = 0 } /NN_CL_PROFILE:/ && (n == 1 || n == 3) && k++ < 10 { sub(/^nn: NN_CL_PROFILE: /, ""); print "  " $0 }' \
+            "$WORK/profile.out"
     fi
     if wants cpu; then tests_line cpu "tests on the CPU backend" "${CPU_S:-0}" "$CPU_RC"; fi
     echo "steps: $STEP_TIMES; total $(($(date +%s) - T_START)) s of the run's $BUDGET s"
