@@ -4641,6 +4641,21 @@ enum {
 #undef NN__X
     NN__B_COUNT
 };
+#ifdef __OPENCL_VERSION__
+/* i % m for i in [0, n), m >= 1, as the chains' bias operands read on devices tuned as CPUs
+   (src/ops/fuse.c writes it in the generated kernels, fused and GEMM epilogues; GPUs keep
+   i % m): an integer division an element does
+   not vectorise (x86 has no vector one: PoCL ran it scalar), a float reciprocal does. For
+   n <= 2^22 the float estimate of i / m is within 1/2 of it (three roundings of 2^-24 each),
+   so its truncation is the quotient or one off, which the two corrections fix: the same
+   remainder. */
+inline int nn_fuse_mod(int i, int m, int n) {
+    if (n > (1 << 22)) return i % m;
+    int t = i - (int)((float)i * (1.0f / (float)m)) * m;
+    t += t < 0 ? m : 0;
+    return t >= m ? t - m : t;
+}
+#endif
 #endif /* NN__ACTIVATION_H */
 
 /* ======================================================================
@@ -19423,6 +19438,21 @@ static const char *const nn__cl_src_elementwise[] = {
 "#undef NN__X\n",
 "    NN__B_COUNT\n",
 "};\n",
+"#ifdef __OPENCL_VERSION__\n",
+"/* i % m for i in [0, n), m >= 1, as the chains' bias operands read on devices tuned as CPUs\n",
+"   (src/ops/fuse.c writes it in the generated kernels, fused and GEMM epilogues; GPUs keep\n",
+"   i % m): an integer division an element does\n",
+"   not vectorise (x86 has no vector one: PoCL ran it scalar), a float reciprocal does. For\n",
+"   n <= 2^22 the float estimate of i / m is within 1/2 of it (three roundings of 2^-24 each),\n",
+"   so its truncation is the quotient or one off, which the two corrections fix: the same\n",
+"   remainder. */\n",
+"inline int nn_fuse_mod(int i, int m, int n) {\n",
+"    if (n > (1 << 22)) return i % m;\n",
+"    int t = i - (int)((float)i * (1.0f / (float)m)) * m;\n",
+"    t += t < 0 ? m : 0;\n",
+"    return t >= m ? t - m : t;\n",
+"}\n",
+"#endif\n",
 "#endif /* NN__ACTIVATION_H */\n",
 "#line 9 \"kernels/elementwise.cl\"\n",
 "\n",
@@ -20636,6 +20666,10 @@ static const char *const nn__cl_src_gemm[] = {
 "#define GEMM_ATTR __attribute__((reqd_work_group_size(WG_N, WG_M, 1)))\n",
 "#define GEMM_LOCALS\n",
 "#define GEMM_CALL(a, b, c, ta, tb) gemm_direct(M, N, K, a, lda, b, ldb, c, ldc, alpha, beta, ta, tb)\n",
+"/* the elements of C an item stored (GEMM_OWN_FOR: each (r, c), r < M, c < N) */\n",
+"#define GEMM_OWN_SETUP const int own_i0 = (int)get_global_id(1) * WPT_M, own_j0 = (int)get_global_id(0) * WPT_N;\n",
+"#define GEMM_OWN_FOR(r, c) \\\n",
+"    for (int r = own_i0; r < min(own_i0 + WPT_M, M); r++) for (int c = own_j0; c < min(own_j0 + WPT_N, N); c++)\n",
 "\n",
 "#elif USE_LOCAL == 2\n",
 "\n",
@@ -20895,6 +20929,12 @@ static const char *const nn__cl_src_gemm[] = {
 "#define GEMM_ATTR __attribute__((reqd_work_group_size(1, 1, 1)))\n",
 "#define GEMM_LOCALS __local float Bp[TS_K * TS_N];\n",
 "#define GEMM_CALL(a, b, c, ta, tb) gemm_packed(M, N, K, a, lda, b, ldb, c, ldc, alpha, beta, Bp, ta, tb)\n",
+"/* an item's rows (gemm_packed's and gemm_nt_dot's split) and TS_N columns */\n",
+"#define GEMM_OWN_SETUP                                                                                      \\\n",
+"    const int own_rows = ((M + (int)get_global_size(1) - 1) / (int)get_global_size(1) + WPT_M - 1) / WPT_M * WPT_M, \\\n",
+"              own_i0 = (int)get_global_id(1) * own_rows, own_j0 = (int)get_global_id(0) * TS_N;\n",
+"#define GEMM_OWN_FOR(r, c) \\\n",
+"    for (int r = own_i0; r < min(own_i0 + own_rows, M); r++) for (int c = own_j0; c < min(own_j0 + TS_N, N); c++)\n",
 "\n",
 "#else /* USE_LOCAL == 1 */\n",
 "\n",
@@ -20989,6 +21029,15 @@ static const char *const nn__cl_src_gemm[] = {
 "#define GEMM_ATTR __attribute__((reqd_work_group_size(WG_N, WG_M, 1)))\n",
 "#define GEMM_LOCALS __local float As[TS_K * LDA_S]; __local float Bs[TS_K * LDB_S];\n",
 "#define GEMM_CALL(a, b, c, ta, tb) gemm_tiled(M, N, K, a, lda, b, ldb, c, ldc, alpha, beta, As, Bs, ta, tb)\n",
+"/* an item's WPT_M rows ROW(ly, r) and chunks COL(lx, c) of VW columns in its group's tile */\n",
+"#define GEMM_OWN_SETUP                                                                               \\\n",
+"    const int own_m0 = (int)get_group_id(1) * TS_M, own_n0 = (int)get_group_id(0) * TS_N,           \\\n",
+"              own_lx = (int)get_local_id(0), own_ly = (int)get_local_id(1);\n",
+"#define GEMM_OWN_FOR(r, c)                                                                           \\\n",
+"    for (int own_r = 0; own_r < WPT_M; own_r++)                                                      \\\n",
+"        for (int own_c = 0; own_c < WPT_N; own_c++)                                                  \\\n",
+"            for (int r = own_m0 + ROW(own_ly, own_r), c = own_n0 + COL(own_lx, own_c / VW) + own_c % VW, \\\n",
+"                     own_once = r < M && c < N; own_once; own_once = 0)\n",
 "\n",
 "#endif /* USE_LOCAL */\n",
 "\n",
@@ -21021,6 +21070,270 @@ static const char *const nn__cl_src_gemm[] = {
 "GEMM_BATCHED_KERNEL(gemm_nt_batched, 0, 1)\n",
 "GEMM_BATCHED_KERNEL(gemm_tn_batched, 1, 0)\n",
 "GEMM_BATCHED_KERNEL(gemm_tt_batched, 1, 1)\n",
+"\n",
+"/* A fused chain's GEMM epilogue (src/ops/fuse.c, nn__fuse_gemm_source) follows this text: a\n",
+"   kernel gemm_epi that runs one product (GEMM_CALL) and then, over the elements of C its item\n",
+"   stored (GEMM_OWN_SETUP, GEMM_OWN_FOR: the same item wrote them, so no barrier), the\n",
+"   chain's statements, the bias add first. The formulas come last: activation.h turns\n",
+"   contraction off for what follows it, not for the products above. */\n",
+"#line 1 \"kernels/activation.h\"\n",
+"/* The elementwise functions, each formula written once for both backends. This file is a\n",
+"   part of nn.h (C99 and C++: the CPU backend's loops in src/cpu/elementwise.c and the\n",
+"   vector ones in src/cpu/simd.c, the builders in src/ops/elementwise/unary.c and\n",
+"   binary.c) and is included by kernels/elementwise.cl and kernels/loss.cl (OpenCL C 1.2:\n",
+"   their kernels), so it uses only what the two languages share; the math functions go by\n",
+"   NN__EXP and friends, expf in C and exp in OpenCL C.\n",
+"\n",
+"   NN__ACTIVATIONS(X), NN__MATH(X) and NN__NOGRAD(X) list the functions of the unary ops\n",
+"   (UNARY; UNARY_NOGRAD for NN__NOGRAD's), one X(ENUM, name, params, valid, forward,\n",
+"   derivative) each:\n",
+"     ENUM        NN__U_ENUM, the op's function (the node's a.ew.fn)\n",
+"     name        the builder nn_<name> (declared in src/api/api.h) and the kernels\n",
+"                 <name>_forward / <name>_backward of kernels/elementwise.cl\n",
+"     params      how many float parameters follow x in the builder (0, 1 or 2): p0 and p1\n",
+"                 in the formulas, the node's a.ew.param[0] and a.ew.param[1]\n",
+"     valid       what the builder requires of p0 and p1 (1: anything)\n",
+"     forward     y as an expression of the input v (float), p0 and p1\n",
+"     derivative  dy/dv the same way; at a kink, the value PyTorch's backward gives\n",
+"   A comparison is written so that NaN takes the branch PyTorch's takes (relu(NaN) is NaN\n",
+"   and its gradient passes, since v <= 0 is false for NaN; clamps keep NaN), and infinities\n",
+"   give what PyTorch's formula gives (tests/test_nanprop.c).\n",
+"   A function is a line here (with helpers above the table when its formula needs\n",
+"   statements), its declaration in src/api/api.h and its cases in tests/test_activation.c.\n",
+"   Formulas follow PyTorch's definitions (ATen's CPU kernels); where an equal expression is\n",
+"   safer in float (softplus without overflow, expm1 near 0) that one is used.\n",
+"   NN__BINARY_FNS(X), at the end, lists the binary ops' functions the same way. */\n",
+"#ifndef NN__ACTIVATION_H\n",
+"#define NN__ACTIVATION_H\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"/* No contraction in the kernels that include this file (elementwise, loss, the generated\n",
+"   fused chains): the CPU backend does not contract (src/base/fp_begin.h), and a fused chain\n",
+"   must give its unfused nodes' bits; drivers contract a * b + c by default (NVIDIA does). */\n",
+"#pragma OPENCL FP_CONTRACT OFF\n",
+"#define NN__EXP exp\n",
+"#define NN__EXPM1 expm1\n",
+"#define NN__LOG1P log1p\n",
+"#define NN__TANH tanh\n",
+"#define NN__ERF erf\n",
+"#define NN__FABS fabs\n",
+"#define NN__LOG log\n",
+"#define NN__SQRT sqrt\n",
+"#define NN__SIN sin\n",
+"#define NN__COS cos\n",
+"#define NN__FLOOR floor\n",
+"#define NN__RINT rint\n",
+"#define NN__POW pow\n",
+"#else\n",
+"#include <math.h>\n",
+"#define NN__EXP expf\n",
+"#define NN__EXPM1 expm1f\n",
+"#define NN__LOG1P log1pf\n",
+"#define NN__TANH tanhf\n",
+"#define NN__ERF erff\n",
+"#define NN__FABS fabsf\n",
+"#define NN__LOG logf\n",
+"#define NN__SQRT sqrtf\n",
+"#define NN__SIN sinf\n",
+"#define NN__COS cosf\n",
+"#define NN__FLOOR floorf\n",
+"#define NN__RINT rintf /* round half to even in the default rounding mode, as torch.round */\n",
+"#define NN__POW powf\n",
+"#endif\n",
+"\n",
+"static inline float nn__act_sigmoid(float v) { return 1.0f / (1.0f + NN__EXP(-v)); }\n",
+"static inline float nn__act_sigmoid_der(float v) {\n",
+"    float s = nn__act_sigmoid(v);\n",
+"    return s * (1.0f - s);\n",
+"}\n",
+"static inline float nn__act_tanh_der(float v) {\n",
+"    float t = NN__TANH(v);\n",
+"    return 1.0f - t * t;\n",
+"}\n",
+"/* the exact GELU: x * Phi(x), with Phi'(x) = exp(-x^2/2) / sqrt(2 pi) */\n",
+"static inline float nn__act_gelu(float v) { return 0.5f * v * (1.0f + NN__ERF(v * 0.70710678118654752f)); }\n",
+"static inline float nn__act_gelu_der(float v) {\n",
+"    return 0.5f * (1.0f + NN__ERF(v * 0.70710678118654752f)) + v * 0.39894228040143268f * NN__EXP(-0.5f * v * v);\n",
+"}\n",
+"/* GELU's tanh approximation (PyTorch's approximate=\"tanh\"): 0.5 x (1 + tanh(u)), u =\n",
+"   sqrt(2/pi) (x + 0.044715 x^3), and its derivative as PyTorch writes it:\n",
+"   0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2);\n",
+"   t is exactly +-1 beyond |u| = 10 (where float's tanh is), since an OpenCL tanh may stop an\n",
+"   ulp short of 1 at +-inf, where PyTorch's -inf * 0 and 0 * inf give NaN. */\n",
+"static inline float nn__act_gelu_tanh_t(float v) {\n",
+"    float u = 0.79788456080286536f * (v + 0.044715f * (v * v * v));\n",
+"    return u > 10.0f ? 1.0f : u < -10.0f ? -1.0f : NN__TANH(u);\n",
+"}\n",
+"static inline float nn__act_gelu_tanh(float v) { return 0.5f * v * (1.0f + nn__act_gelu_tanh_t(v)); }\n",
+"static inline float nn__act_gelu_tanh_der(float v) {\n",
+"    float t = nn__act_gelu_tanh_t(v);\n",
+"    return 0.5f * (1.0f + t) + 0.5f * v * ((1.0f - t * t) * (0.79788456080286536f * (1.0f + 0.134145f * (v * v))));\n",
+"}\n",
+"static inline float nn__act_silu_der(float v) {\n",
+"    float s = nn__act_sigmoid(v);\n",
+"    return s * (1.0f + v * (1.0f - s));\n",
+"}\n",
+"/* leaky ReLU with slope w; PReLU (its own op, with w learned per channel) uses these too */\n",
+"static inline float nn__act_leaky(float v, float w) { return v > 0.0f ? v : w * v; }\n",
+"static inline float nn__act_leaky_der(float v, float w) { return v > 0.0f ? 1.0f : w; }\n",
+"static inline float nn__act_leaky_dslope(float v) { return v > 0.0f ? 0.0f : v; } /* d/dw */\n",
+"\n",
+"/* SELU with PyTorch's constants (Klambauer et al.): scale 1.0507..., scale * alpha 1.7581... */\n",
+"static inline float nn__act_selu(float v) {\n",
+"    return v > 0.0f ? 1.05070098735548049342f * v : 1.75809934084737685994f * NN__EXPM1(v);\n",
+"}\n",
+"static inline float nn__act_selu_der(float v) {\n",
+"    return v > 0.0f ? 1.05070098735548049342f : 1.75809934084737685994f * NN__EXP(v);\n",
+"}\n",
+"\n",
+"/* log(1 + exp(z)) without overflow for large z */\n",
+"static inline float nn__act_softplus(float z) { return (z > 0.0f ? z : 0.0f) + NN__LOG1P(NN__EXP(-NN__FABS(z))); }\n",
+"\n",
+"/* at +-inf PyTorch's formula gives NaN (inf * 0); (v - v), 0 for finite v, says so\n",
+"   explicitly, since an OpenCL tanh may stop an ulp short of 1 there */\n",
+"static inline float nn__act_mish_der(float v) {\n",
+"    float t = NN__TANH(nn__act_softplus(v));\n",
+"    return t + v * nn__act_sigmoid(v) * (1.0f - t * t) + (v - v);\n",
+"}\n",
+"\n",
+"/* v clamped to [lo, hi]; NaN stays NaN, as with PyTorch's min(max(v, lo), hi) */\n",
+"static inline float nn__act_clamp(float v, float lo, float hi) { return v < lo ? lo : v > hi ? hi : v; }\n",
+"\n",
+"/* PyTorch's softsign is x / (1 + |x|) through autograd, whose derivative is NaN at +-inf\n",
+"   (inf / inf): (v - v) is 0 for finite v and NaN there */\n",
+"static inline float nn__act_softsign_der(float v) {\n",
+"    float d = 1.0f + NN__FABS(v);\n",
+"    return 1.0f / (d * d) + (v - v);\n",
+"}\n",
+"\n",
+"#define NN__ACTIVATIONS(X)                                                                                  \\\n",
+"    X(RELU, relu, 0, 1, v <= 0.0f ? 0.0f : v, v <= 0.0f ? 0.0f : 1.0f)                                      \\\n",
+"    X(LEAKY_RELU, leaky_relu, 1, 1, nn__act_leaky(v, p0), nn__act_leaky_der(v, p0))                         \\\n",
+"    X(SIGMOID, sigmoid, 0, 1, nn__act_sigmoid(v), nn__act_sigmoid_der(v))                                   \\\n",
+"    X(TANH, tanh, 0, 1, NN__TANH(v), nn__act_tanh_der(v))                                                   \\\n",
+"    X(GELU, gelu, 0, 1, nn__act_gelu(v), nn__act_gelu_der(v))                                               \\\n",
+"    X(SILU, silu, 0, 1, v / (1.0f + NN__EXP(-v)), nn__act_silu_der(v))                                      \\\n",
+"    X(ELU, elu, 1, 1, v > 0.0f ? v : p0 * NN__EXPM1(v), v > 0.0f ? 1.0f : p0 * NN__EXP(v))                  \\\n",
+"    X(SELU, selu, 0, 1, nn__act_selu(v), nn__act_selu_der(v))                                               \\\n",
+"    X(CELU, celu, 1, p0 != 0.0f, v > 0.0f ? v : p0 * NN__EXPM1(v / p0), v > 0.0f ? 1.0f : NN__EXP(v / p0))  \\\n",
+"    X(SOFTPLUS, softplus, 2, p0 != 0.0f, v * p0 > p1 ? v : nn__act_softplus(v * p0) / p0,                   \\\n",
+"      v * p0 > p1 ? 1.0f : nn__act_sigmoid(v * p0))                                                         \\\n",
+"    X(MISH, mish, 0, 1, v * NN__TANH(nn__act_softplus(v)), nn__act_mish_der(v))                             \\\n",
+"    X(HARDSWISH, hardswish, 0, 1, v * nn__act_clamp(v + 3.0f, 0.0f, 6.0f) / 6.0f,                           \\\n",
+"      v < -3.0f ? 0.0f : v <= 3.0f ? v / 3.0f + 0.5f : 1.0f)                                                \\\n",
+"    X(HARDSIGMOID, hardsigmoid, 0, 1, nn__act_clamp(v + 3.0f, 0.0f, 6.0f) / 6.0f,                           \\\n",
+"      v > -3.0f && v < 3.0f ? 1.0f / 6.0f : 0.0f)                                                           \\\n",
+"    X(HARDTANH, hardtanh, 2, p0 <= p1, nn__act_clamp(v, p0, p1), v <= p0 || v >= p1 ? 0.0f : 1.0f)          \\\n",
+"    X(RELU6, relu6, 0, 1, nn__act_clamp(v, 0.0f, 6.0f), v <= 0.0f || v >= 6.0f ? 0.0f : 1.0f)               \\\n",
+"    X(SOFTSIGN, softsign, 0, 1, v / (1.0f + NN__FABS(v)), nn__act_softsign_der(v))                          \\\n",
+"    X(LOG_SIGMOID, log_sigmoid, 0, 1, (v < 0.0f ? v : 0.0f) - NN__LOG1P(NN__EXP(-NN__FABS(v))),             \\\n",
+"      nn__act_sigmoid(-v))                                                                                  \\\n",
+"    X(GELU_TANH, gelu_tanh, 0, 1, nn__act_gelu_tanh(v), nn__act_gelu_tanh_der(v))\n",
+"\n",
+"/* Elementwise math (torch.exp, torch.clamp, ...), the same columns as NN__ACTIVATIONS and\n",
+"   the same op (UNARY): a line each, its builder nn_<name> and kernels stamped the same way.\n",
+"   Derivatives are PyTorch's (ATen's derivatives.yaml): abs's is sign(x), 0 at 0; sqrt's is\n",
+"   1 / (2 sqrt(x)), inf at 0; floor, round and sign have 0. */\n",
+"\n",
+"/* x clamped to [lo, hi], a NaN bound meaning none: min(max(x, lo), hi) as torch.clamp\n",
+"   (lo > hi gives hi everywhere); a NaN x stays NaN. */\n",
+"static inline float nn__ew_clamp(float v, float lo, float hi) {\n",
+"    float t = (lo == lo && v < lo) ? lo : v;\n",
+"    return (hi == hi && t > hi) ? hi : t;\n",
+"}\n",
+"/* torch.clamp's gradient: 1 where lo <= x <= hi (bounds included), an absent bound passing */\n",
+"static inline float nn__ew_clamp_der(float v, float lo, float hi) {\n",
+"    return (lo != lo || v >= lo) && (hi != hi || v <= hi) ? 1.0f : 0.0f;\n",
+"}\n",
+"static inline float nn__ew_sign(float v) { return v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : 0.0f; } /* NaN: 0, as ATen */\n",
+"static inline float nn__ew_rsqrt(float v) { return 1.0f / NN__SQRT(v); }\n",
+"/* x ** p and its gradient p * x ** (p - 1), 0 for p == 0 (PyTorch's pow_backward) */\n",
+"static inline float nn__ew_pow_der(float v, float p) { return p == 0.0f ? 0.0f : p * NN__POW(v, p - 1.0f); }\n",
+"\n",
+"#define NN__MATH(X)                                                                                         \\\n",
+"    X(NEG, neg, 0, 1, -v, -1.0f)                                                                            \\\n",
+"    X(ABS, abs, 0, 1, NN__FABS(v), nn__ew_sign(v))                                                          \\\n",
+"    X(SIGN, sign, 0, 1, nn__ew_sign(v), 0.0f)                                                               \\\n",
+"    X(EXP, exp, 0, 1, NN__EXP(v), NN__EXP(v))                                                               \\\n",
+"    X(EXPM1, expm1, 0, 1, NN__EXPM1(v), NN__EXP(v))                                                         \\\n",
+"    X(LOG, log, 0, 1, NN__LOG(v), 1.0f / v)                                                                 \\\n",
+"    X(LOG1P, log1p, 0, 1, NN__LOG1P(v), 1.0f / (1.0f + v))                                                  \\\n",
+"    X(SQRT, sqrt, 0, 1, NN__SQRT(v), 0.5f / NN__SQRT(v))                                                    \\\n",
+"    X(RSQRT, rsqrt, 0, 1, nn__ew_rsqrt(v), -0.5f * nn__ew_rsqrt(v) / v)                                     \\\n",
+"    X(RECIPROCAL, reciprocal, 0, 1, 1.0f / v, -1.0f / (v * v))                                              \\\n",
+"    X(SQUARE, square, 0, 1, v * v, 2.0f * v)                                                                \\\n",
+"    X(SIN, sin, 0, 1, NN__SIN(v), NN__COS(v))                                                               \\\n",
+"    X(COS, cos, 0, 1, NN__COS(v), -NN__SIN(v))                                                              \\\n",
+"    X(ERF, erf, 0, 1, NN__ERF(v), 1.12837916709551257f * NN__EXP(-v * v))                                   \\\n",
+"    X(FLOOR, floor, 0, 1, NN__FLOOR(v), 0.0f)                                                               \\\n",
+"    X(ROUND, round, 0, 1, NN__RINT(v), 0.0f)                                                                \\\n",
+"    X(CLAMP, clamp, 2, 1, nn__ew_clamp(v, p0, p1), nn__ew_clamp_der(v, p0, p1))                             \\\n",
+"    X(ADD_SCALAR, add_scalar, 1, 1, v + p0, 1.0f)                                                           \\\n",
+"    X(POW_SCALAR, pow_scalar, 1, 1, NN__POW(v, p0), nn__ew_pow_der(v, p0))\n",
+"\n",
+"/* Functions with no gradient at all (op UNARY_NOGRAD: nothing flows back through them). */\n",
+"#define NN__NOGRAD(X)                                                                                       \\\n",
+"    X(DETACH, detach, 0, 1, v, 0.0f)                                                                        \\\n",
+"    X(LOGICAL_NOT, logical_not, 0, 1, v == 0.0f ? 1.0f : 0.0f, 0.0f)\n",
+"\n",
+"/* Every function of the unary ops, in enum order. */\n",
+"#define NN__UNARY_ALL(X) NN__ACTIVATIONS(X) NN__MATH(X) NN__NOGRAD(X)\n",
+"\n",
+"/* The binary functions, broadcast over both operands (NumPy's rules):\n",
+"   X(ENUM, name, forward, d/du, d/dw) of u (the first operand) and w (the second). minimum\n",
+"   and maximum propagate NaN and split the gradient half and half on ties (PyTorch's);\n",
+"   pow's d/dw is 0 where u == 0 and w >= 0, as PyTorch's pow_backward_exponent. The\n",
+"   comparisons and logical ops (float 0/1 masks, nonzero is true) have no gradient. */\n",
+"#define NN__BINARY_FNS(X)                                                                                   \\\n",
+"    X(ADD, add, u + w, 1.0f, 1.0f)                                                                          \\\n",
+"    X(SUB, sub, u - w, 1.0f, -1.0f)                                                                         \\\n",
+"    X(MUL, mul, u * w, w, u)                                                                                \\\n",
+"    X(DIV, div, u / w, 1.0f / w, -u / (w * w))                                                              \\\n",
+"    X(MINIMUM, minimum, (u != u || w != w) ? u + w : u < w ? u : w, u == w ? 0.5f : u > w ? 0.0f : 1.0f,    \\\n",
+"      u == w ? 0.5f : u < w ? 0.0f : 1.0f)                                                                  \\\n",
+"    X(MAXIMUM, maximum, (u != u || w != w) ? u + w : u > w ? u : w, u == w ? 0.5f : u < w ? 0.0f : 1.0f,    \\\n",
+"      u == w ? 0.5f : u > w ? 0.0f : 1.0f)                                                                  \\\n",
+"    X(POW, pow, NN__POW(u, w), nn__ew_pow_der(u, w), (u == 0.0f && w >= 0.0f) ? 0.0f : NN__POW(u, w) * NN__LOG(u)) \\\n",
+"    X(EQ, eq, u == w ? 1.0f : 0.0f, 0.0f, 0.0f)                                                             \\\n",
+"    X(NE, ne, u != w ? 1.0f : 0.0f, 0.0f, 0.0f)                                                             \\\n",
+"    X(LT, lt, u < w ? 1.0f : 0.0f, 0.0f, 0.0f)                                                              \\\n",
+"    X(LE, le, u <= w ? 1.0f : 0.0f, 0.0f, 0.0f)                                                             \\\n",
+"    X(GT, gt, u > w ? 1.0f : 0.0f, 0.0f, 0.0f)                                                              \\\n",
+"    X(GE, ge, u >= w ? 1.0f : 0.0f, 0.0f, 0.0f)                                                             \\\n",
+"    X(LOGICAL_AND, logical_and, (u != 0.0f && w != 0.0f) ? 1.0f : 0.0f, 0.0f, 0.0f)                         \\\n",
+"    X(LOGICAL_OR, logical_or, (u != 0.0f || w != 0.0f) ? 1.0f : 0.0f, 0.0f, 0.0f)\n",
+"\n",
+"/* The enums: NN__U_* a unary function, NN__B_* a binary one (shared with the kernels, which\n",
+"   take the function as an argument). */\n",
+"enum {\n",
+"#define NN__X(E, name, params, valid, fwd, der) NN__U_##E,\n",
+"    NN__UNARY_ALL(NN__X)\n",
+"#undef NN__X\n",
+"    NN__U_COUNT\n",
+"};\n",
+"enum {\n",
+"#define NN__X(E, name, fwd, da, db) NN__B_##E,\n",
+"    NN__BINARY_FNS(NN__X)\n",
+"#undef NN__X\n",
+"    NN__B_COUNT\n",
+"};\n",
+"#ifdef __OPENCL_VERSION__\n",
+"/* i % m for i in [0, n), m >= 1, as the chains' bias operands read on devices tuned as CPUs\n",
+"   (src/ops/fuse.c writes it in the generated kernels, fused and GEMM epilogues; GPUs keep\n",
+"   i % m): an integer division an element does\n",
+"   not vectorise (x86 has no vector one: PoCL ran it scalar), a float reciprocal does. For\n",
+"   n <= 2^22 the float estimate of i / m is within 1/2 of it (three roundings of 2^-24 each),\n",
+"   so its truncation is the quotient or one off, which the two corrections fix: the same\n",
+"   remainder. */\n",
+"inline int nn_fuse_mod(int i, int m, int n) {\n",
+"    if (n > (1 << 22)) return i % m;\n",
+"    int t = i - (int)((float)i * (1.0f / (float)m)) * m;\n",
+"    t += t < 0 ? m : 0;\n",
+"    return t >= m ? t - m : t;\n",
+"}\n",
+"#endif\n",
+"#endif /* NN__ACTIVATION_H */\n",
+"#line 651 \"kernels/gemm.cl\"\n",
 0 };
 
 /* ======================================================================
@@ -21561,6 +21874,21 @@ static const char *const nn__cl_src_loss[] = {
 "#undef NN__X\n",
 "    NN__B_COUNT\n",
 "};\n",
+"#ifdef __OPENCL_VERSION__\n",
+"/* i % m for i in [0, n), m >= 1, as the chains' bias operands read on devices tuned as CPUs\n",
+"   (src/ops/fuse.c writes it in the generated kernels, fused and GEMM epilogues; GPUs keep\n",
+"   i % m): an integer division an element does\n",
+"   not vectorise (x86 has no vector one: PoCL ran it scalar), a float reciprocal does. For\n",
+"   n <= 2^22 the float estimate of i / m is within 1/2 of it (three roundings of 2^-24 each),\n",
+"   so its truncation is the quotient or one off, which the two corrections fix: the same\n",
+"   remainder. */\n",
+"inline int nn_fuse_mod(int i, int m, int n) {\n",
+"    if (n > (1 << 22)) return i % m;\n",
+"    int t = i - (int)((float)i * (1.0f / (float)m)) * m;\n",
+"    t += t < 0 ? m : 0;\n",
+"    return t >= m ? t - m : t;\n",
+"}\n",
+"#endif\n",
 "#endif /* NN__ACTIVATION_H */\n",
 "#line 8 \"kernels/loss.cl\"\n",
 "#line 1 \"kernels/loss.h\"\n",
@@ -29654,7 +29982,8 @@ static const char *const nn__cl_src_fuse[] = {
 "/* What the kernels that src/ops/fuse.c generates for chains of elementwise nodes stand on:\n",
 "   the formulas of kernels/activation.h (the generated text follows this file's, one kernel\n",
 "   \"fused\" per program, a statement per node of the chain, with the same expressions as\n",
-"   kernels/elementwise.cl's kernels: the same bits). */\n",
+"   kernels/elementwise.cl's kernels: the same bits), and nn_fuse_mod, the remainder the bias\n",
+"   operands read by on devices tuned as CPUs. */\n",
 "#line 1 \"kernels/activation.h\"\n",
 "/* The elementwise functions, each formula written once for both backends. This file is a\n",
 "   part of nn.h (C99 and C++: the CPU backend's loops in src/cpu/elementwise.c and the\n",
@@ -29896,11 +30225,10 @@ static const char *const nn__cl_src_fuse[] = {
 "#undef NN__X\n",
 "    NN__B_COUNT\n",
 "};\n",
-"#endif /* NN__ACTIVATION_H */\n",
-"#line 6 \"kernels/fuse.cl\"\n",
-"\n",
+"#ifdef __OPENCL_VERSION__\n",
 "/* i % m for i in [0, n), m >= 1, as the chains' bias operands read on devices tuned as CPUs\n",
-"   (src/ops/fuse.c writes it there; GPUs keep i % m): an integer division an element does\n",
+"   (src/ops/fuse.c writes it in the generated kernels, fused and GEMM epilogues; GPUs keep\n",
+"   i % m): an integer division an element does\n",
 "   not vectorise (x86 has no vector one: PoCL ran it scalar), a float reciprocal does. For\n",
 "   n <= 2^22 the float estimate of i / m is within 1/2 of it (three roundings of 2^-24 each),\n",
 "   so its truncation is the quotient or one off, which the two corrections fix: the same\n",
@@ -29911,6 +30239,9 @@ static const char *const nn__cl_src_fuse[] = {
 "    t += t < 0 ? m : 0;\n",
 "    return t >= m ? t - m : t;\n",
 "}\n",
+"#endif\n",
+"#endif /* NN__ACTIVATION_H */\n",
+"#line 7 \"kernels/fuse.cl\"\n",
 0 };
 
 /* ======================================================================
@@ -47652,16 +47983,25 @@ static int nn__fuse_join(nn_graph *g, nn__fuse_chain *c, int id) {
     }
     if (!reads_prev) return 0;
     c->n++;
-    if (nn__fuse_nargs(c) > NN__MAX_KARGS) {
+    /* a device's GEMM epilogue takes the product's 11 arguments, less n, the product's x and y0 */
+    if (nn__fuse_nargs(c) + (c->gemm && !g->ctx->backend->host_memory ? 8 : 0) > NN__MAX_KARGS) {
         c->n--;
         return 0;
     }
     return 1;
 }
 
+/* Whether operand k of member j is the product of chain c's GEMM (c->gemm: member 0's first
+   operand, which its epilogue reads from C, no argument) */
+static int nn__fuse_is_product(const nn__fuse_chain *c, int j, int k) { return c->gemm && j == 0 && k == 0; }
+
 /* kernels/fuse.cl's kernel "fused" for chain c: its parameters the buffers it reads (x<node>)
-   and writes (y<j>), n, each row operand's m, each node's parameters; one statement per node. */
-static char *nn__fuse_source(const nn_graph *g, const nn__fuse_chain *c) {
+   and writes (y<j>), n, each row operand's m, each node's parameters; one statement per node.
+   A chain with a GEMM (c->gemm, on a device) is instead kernels/gemm.cl's gemm_epi: the
+   product's parameters (NN__KPARAMS(gemm)) then the chain's (member 0's output is C, its
+   product operand C's element), one product (GEMM_CALL, op(A) and op(B) transposed as ta, tb
+   say) and then the statements over each element of C the item stored (GEMM_OWN_FOR). */
+static char *nn__fuse_source(const nn_graph *g, const nn__fuse_chain *c, int ta, int tb) {
     char *s = NULL, *p;
     size_t cap = 4096, len = 0;
     int j, k;
@@ -47671,30 +48011,40 @@ static char *nn__fuse_source(const nn_graph *g, const nn__fuse_chain *c) {
     s = (char *)NN_MALLOC(cap);
     if (!s) return NULL;
 #define NN__PUT(...) (len += (size_t)snprintf(s + len, cap - len, __VA_ARGS__))
-    NN__PUT("\n#line 1 \"the fused kernel of a chain (src/ops/fuse.c)\"\n__kernel void fused(const int n");
+    if (c->gemm)
+        NN__PUT("\n#line 1 \"the GEMM epilogue of a chain (src/ops/fuse.c)\"\n__kernel GEMM_ATTR void gemm_epi(NN__KPARAMS(gemm)");
+    else
+        NN__PUT("\n#line 1 \"the fused kernel of a chain (src/ops/fuse.c)\"\n__kernel void fused(const int n");
     for (j = 0; j < c->n; j++) { /* the arguments, in nn__fuse_launch's order */
         const nn__fuse_member *mb = &c->m[j];
         for (k = 0; k < mb->n_opd; k++) {
             int first = 0, x;
-            if (mb->opd[k].kind == NN__FA_MEMBER) continue;
+            if (mb->opd[k].kind == NN__FA_MEMBER || nn__fuse_is_product(c, j, k)) continue;
             x = nn__fuse_ext(c, j, k, &first);
             if (first) NN__PUT(", __global const float *x%d", x);
             if (mb->opd[k].kind == NN__FA_ROW) NN__PUT(", const int m%d_%d", j, k);
         }
-        if (mb->written) NN__PUT(", __global float *y%d", j);
+        if (mb->written && !(c->gemm && j == 0)) NN__PUT(", __global float *y%d", j);
         if (mb->kind == NN__FK_UNARY || mb->kind == NN__FK_UNARY_GRAD) NN__PUT(", const float a%d, const float b%d", j, j);
         if (mb->kind == NN__FK_SCALE) NN__PUT(", const float s%d", j);
     }
-    NN__PUT(") {\n    int i = get_global_id(0);\n    if (i >= n) return;\n");
+    if (c->gemm)
+        NN__PUT(") {\n    GEMM_LOCALS\n    GEMM_CALL(A, B, C, %d, %d);\n    {\n    const int n = M * N;\n    GEMM_OWN_SETUP\n"
+                "    (void)n;\n    GEMM_OWN_FOR(row_, col_) {\n    int i = row_ * ldc + col_;\n", ta != 0, tb != 0);
+    else
+        NN__PUT(") {\n    int i = get_global_id(0);\n    if (i >= n) return;\n");
     for (j = 0; j < c->n; j++) {
         const nn__fuse_member *mb = &c->m[j];
         char opd[2][64];
         for (k = 0; k < mb->n_opd; k++) {
             const nn__fuse_opd *o = &mb->opd[k];
-            int first = 0, x = o->kind == NN__FA_MEMBER ? 0 : nn__fuse_ext(c, j, k, &first);
-            if (o->kind == NN__FA_MEMBER) snprintf(opd[k], sizeof opd[k], "v%d", o->node);
+            int first = 0, x = o->kind == NN__FA_MEMBER || nn__fuse_is_product(c, j, k) ? 0 : nn__fuse_ext(c, j, k, &first);
+            if (nn__fuse_is_product(c, j, k)) snprintf(opd[k], sizeof opd[k], "C[i]");
+            else if (o->kind == NN__FA_MEMBER) snprintf(opd[k], sizeof opd[k], "v%d", o->node);
             else if (o->kind == NN__FA_FULL) snprintf(opd[k], sizeof opd[k], "x%d[i]", x);
             else if (o->kind == NN__FA_SCALAR) snprintf(opd[k], sizeof opd[k], "x%d[0]", x);
+            else if (c->gemm && o->m == g->nodes[c->m[0].node].shape.dim[1]) /* a row of C: i % m is its column */
+                snprintf(opd[k], sizeof opd[k], "x%d[col_]", x);
             else if (g->ctx->dev.cpu_tuned) snprintf(opd[k], sizeof opd[k], "x%d[nn_fuse_mod(i, m%d_%d, n)]", x, j, k);
             else snprintf(opd[k], sizeof opd[k], "x%d[i %% m%d_%d]", x, j, k);
         }
@@ -47708,9 +48058,10 @@ static char *nn__fuse_source(const nn_graph *g, const nn__fuse_chain *c) {
                     j, opd[1], nn__fuse_uder[mb->fn]);
         else
             NN__PUT("    float v%d = %s * s%d;\n", j, opd[0], j);
-        if (mb->written) NN__PUT("    y%d[i] = v%d;\n", j, j);
+        if (mb->written && c->gemm && j == 0) NN__PUT("    C[i] = v0;\n");
+        else if (mb->written) NN__PUT("    y%d[i] = v%d;\n", j, j);
     }
-    NN__PUT("}\n");
+    NN__PUT(c->gemm ? "    }\n    }\n}\n" : "}\n");
 #undef NN__PUT
     if (len >= cap) { /* cannot happen: cap counts every piece */
         NN_FREE(s);
@@ -47763,22 +48114,29 @@ static nn_result nn__fuse_keep(nn_graph *g, nn__fuse_chain *c, const int *reader
         n->fused = j == c->n - 1 ? f->n + 1 : -1;
     }
     c->source = NULL;
-    if (!g->ctx->backend->host_memory && !(c->source = nn__fuse_source(g, c)))
-        return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
+    if (!g->ctx->backend->host_memory) {
+        nn__mm_geom G;
+        if (c->gemm) nn__mm_geom_node(g, &g->nodes[c->gemm - 1], &G);
+        if (!(c->source = nn__fuse_source(g, c, c->gemm ? G.ta : 0, c->gemm ? G.tb : 0)))
+            return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
+    }
     f->c[f->n++] = *c;
     return NN_OK;
 }
 
-/* The CPU backend's GEMM epilogue: node id + 1 of matmul node mm (just before the chain's
-   first node in the schedule) when that first node adds a row vector [N] to mm's product
-   [M, N] and nothing else reads the product: the chain then runs the product with the bias
-   added to each tile after its last K block (nn__sgemm_bias, the same float additions), so
-   the bias add's pass over memory goes. 0 otherwise (a device backend: the product is the
-   matmul's kernel). */
+/* The GEMM epilogue: node id + 1 of matmul node mm (just before the chain's first node in
+   the schedule) when that first node adds a row vector [N] to mm's product [M, N] (one
+   float32 product, nn__matmul_bias_ok) and nothing else reads the product: the chain then
+   runs with the product, into member 0's output, and 0 otherwise. The CPU backend adds the
+   bias to each tile after its last K block (nn__sgemm_bias, the same float additions) and
+   runs the rest of the chain as without; a device runs the product and the whole chain as
+   one kernel (gemm_epi: nn__fuse_source, nn__fuse_gemm_launch), each element the product's
+   float, then the chain's statements: the unfused kernels' bits, one launch and one pass over
+   memory less. */
 static int nn__fuse_gemm(const nn_graph *g, const nn__fuse_chain *c, int mm, const int *readers) {
     const nn__node *m = &g->nodes[mm], *a = &g->nodes[c->m[0].node];
     const nn__fuse_opd *o = c->m[0].opd;
-    if (!g->ctx->backend->host_memory || a->op != NN__OP_ADD || c->m[0].kind != NN__FK_BINARY || o[0].kind != NN__FA_FULL ||
+    if (a->op != NN__OP_ADD || c->m[0].kind != NN__FK_BINARY || o[0].kind != NN__FA_FULL ||
         o[0].node != mm || o[1].kind != NN__FA_ROW || m->shape.ndim != 2 || o[1].m != m->shape.dim[1] ||
         readers[mm] != 1 || m->is_output || m->storage != NN__ST_ARENA || m->fused != 0 || !nn__matmul_bias_ok(g, m))
         return 0;
@@ -47840,25 +48198,54 @@ static nn_result nn__fuse_plan(nn_graph *g) {
 
 /* ---- a device backend: the chain's one launch of its generated kernel ---- */
 
+/* Chain c's gemm_epi (kernels/gemm.cl with the chain's text): the product's launch as the
+   matmul's own (nn__gemm_plan_make's geometry), into member 0's output */
+static nn_result nn__fuse_gemm_launch(nn_graph *g, int id, const nn__fuse_chain *c, nn__launch **out) {
+    const nn__node *mm = &g->nodes[c->gemm - 1];
+    nn__mm_geom G;
+    nn__gemm_plan plan;
+    nn__k_gemm k;
+    nn_result r;
+    nn__mm_geom_node(g, mm, &G);
+    nn__gemm_plan_make(&g->ctx->dev, G.ta, G.tb, G.M, G.N, G.K, &plan);
+    plan.kernel = "gemm_epi";
+    r = nn__launch_gemm_plan(g, id, &plan, out);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.M = G.M;
+    k.N = G.N;
+    k.K = G.K;
+    k.A = &g->nodes[mm->in[0]].buf;
+    k.lda = G.lda;
+    k.B = &g->nodes[mm->in[1]].buf;
+    k.ldb = G.ldb;
+    k.C = &g->nodes[c->m[0].node].buf;
+    k.ldc = G.ldc;
+    k.alpha = 1.0f;
+    k.beta = 0.0f;
+    return nn__kargs_gemm(*out, &k);
+}
+
 static nn_result nn__fuse_launch(nn_graph *g, int id) {
     const nn__fuse_chain *c = &g->fusion->c[g->nodes[id].fused - 1];
     nn__launch *l = NULL;
-    nn_result r = nn__launch_kernel(g, id, "fuse", "fused", (size_t)g->nodes[id].numel, &l);
+    nn_result r = c->gemm ? nn__fuse_gemm_launch(g, id, c, &l)
+                          : nn__launch_kernel(g, id, "fuse", "fused", (size_t)g->nodes[id].numel, &l);
     int j, k;
     if (r != NN_OK) return r;
     l->source = c->source;
-    r = nn__karg_int(l, "n", (int)g->nodes[id].numel);
+    if (!c->gemm) r = nn__karg_int(l, "n", (int)g->nodes[id].numel);
     for (j = 0; j < c->n && r == NN_OK; j++) { /* nn__fuse_source's order */
         const nn__fuse_member *mb = &c->m[j];
         const nn__node *n = &g->nodes[mb->node];
         for (k = 0; k < mb->n_opd && r == NN_OK; k++) {
             int first = 0;
-            if (mb->opd[k].kind == NN__FA_MEMBER) continue;
+            if (mb->opd[k].kind == NN__FA_MEMBER || nn__fuse_is_product(c, j, k)) continue;
             (void)nn__fuse_ext(c, j, k, &first);
             if (first) r = nn__karg_buf(l, "x", &g->nodes[mb->opd[k].node].buf);
             if (r == NN_OK && mb->opd[k].kind == NN__FA_ROW) r = nn__karg_int(l, "m", (int)mb->opd[k].m);
         }
-        if (r == NN_OK && mb->written) r = nn__karg_buf(l, "y", &n->buf);
+        if (r == NN_OK && mb->written && !(c->gemm && j == 0)) r = nn__karg_buf(l, "y", &n->buf);
         if (r == NN_OK && (mb->kind == NN__FK_UNARY || mb->kind == NN__FK_UNARY_GRAD)) {
             r = nn__karg_float(l, "p0", n->a.ew.param[0]);
             if (r == NN_OK) r = nn__karg_float(l, "p1", n->a.ew.param[1]);

@@ -238,4 +238,19 @@ enum {
 #undef NN__X
     NN__B_COUNT
 };
+#ifdef __OPENCL_VERSION__
+/* i % m for i in [0, n), m >= 1, as the chains' bias operands read on devices tuned as CPUs
+   (src/ops/fuse.c writes it in the generated kernels, fused and GEMM epilogues; GPUs keep
+   i % m): an integer division an element does
+   not vectorise (x86 has no vector one: PoCL ran it scalar), a float reciprocal does. For
+   n <= 2^22 the float estimate of i / m is within 1/2 of it (three roundings of 2^-24 each),
+   so its truncation is the quotient or one off, which the two corrections fix: the same
+   remainder. */
+inline int nn_fuse_mod(int i, int m, int n) {
+    if (n > (1 << 22)) return i % m;
+    int t = i - (int)((float)i * (1.0f / (float)m)) * m;
+    t += t < 0 ? m : 0;
+    return t >= m ? t - m : t;
+}
+#endif
 #endif /* NN__ACTIVATION_H */

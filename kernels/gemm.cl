@@ -237,6 +237,10 @@ inline void gemm_direct(const int M, const int N, const int K,
 #define GEMM_ATTR __attribute__((reqd_work_group_size(WG_N, WG_M, 1)))
 #define GEMM_LOCALS
 #define GEMM_CALL(a, b, c, ta, tb) gemm_direct(M, N, K, a, lda, b, ldb, c, ldc, alpha, beta, ta, tb)
+/* the elements of C an item stored (GEMM_OWN_FOR: each (r, c), r < M, c < N) */
+#define GEMM_OWN_SETUP const int own_i0 = (int)get_global_id(1) * WPT_M, own_j0 = (int)get_global_id(0) * WPT_N;
+#define GEMM_OWN_FOR(r, c) \
+    for (int r = own_i0; r < min(own_i0 + WPT_M, M); r++) for (int c = own_j0; c < min(own_j0 + WPT_N, N); c++)
 
 #elif USE_LOCAL == 2
 
@@ -496,6 +500,12 @@ inline void gemm_packed(const int M, const int N, const int K,
 #define GEMM_ATTR __attribute__((reqd_work_group_size(1, 1, 1)))
 #define GEMM_LOCALS __local float Bp[TS_K * TS_N];
 #define GEMM_CALL(a, b, c, ta, tb) gemm_packed(M, N, K, a, lda, b, ldb, c, ldc, alpha, beta, Bp, ta, tb)
+/* an item's rows (gemm_packed's and gemm_nt_dot's split) and TS_N columns */
+#define GEMM_OWN_SETUP                                                                                      \
+    const int own_rows = ((M + (int)get_global_size(1) - 1) / (int)get_global_size(1) + WPT_M - 1) / WPT_M * WPT_M, \
+              own_i0 = (int)get_global_id(1) * own_rows, own_j0 = (int)get_global_id(0) * TS_N;
+#define GEMM_OWN_FOR(r, c) \
+    for (int r = own_i0; r < min(own_i0 + own_rows, M); r++) for (int c = own_j0; c < min(own_j0 + TS_N, N); c++)
 
 #else /* USE_LOCAL == 1 */
 
@@ -590,6 +600,15 @@ inline void gemm_tiled(const int M, const int N, const int K,
 #define GEMM_ATTR __attribute__((reqd_work_group_size(WG_N, WG_M, 1)))
 #define GEMM_LOCALS __local float As[TS_K * LDA_S]; __local float Bs[TS_K * LDB_S];
 #define GEMM_CALL(a, b, c, ta, tb) gemm_tiled(M, N, K, a, lda, b, ldb, c, ldc, alpha, beta, As, Bs, ta, tb)
+/* an item's WPT_M rows ROW(ly, r) and chunks COL(lx, c) of VW columns in its group's tile */
+#define GEMM_OWN_SETUP                                                                               \
+    const int own_m0 = (int)get_group_id(1) * TS_M, own_n0 = (int)get_group_id(0) * TS_N,           \
+              own_lx = (int)get_local_id(0), own_ly = (int)get_local_id(1);
+#define GEMM_OWN_FOR(r, c)                                                                           \
+    for (int own_r = 0; own_r < WPT_M; own_r++)                                                      \
+        for (int own_c = 0; own_c < WPT_N; own_c++)                                                  \
+            for (int r = own_m0 + ROW(own_ly, own_r), c = own_n0 + COL(own_lx, own_c / VW) + own_c % VW, \
+                     own_once = r < M && c < N; own_once; own_once = 0)
 
 #endif /* USE_LOCAL */
 
@@ -622,3 +641,10 @@ GEMM_BATCHED_KERNEL(gemm_nn_batched, 0, 0)
 GEMM_BATCHED_KERNEL(gemm_nt_batched, 0, 1)
 GEMM_BATCHED_KERNEL(gemm_tn_batched, 1, 0)
 GEMM_BATCHED_KERNEL(gemm_tt_batched, 1, 1)
+
+/* A fused chain's GEMM epilogue (src/ops/fuse.c, nn__fuse_gemm_source) follows this text: a
+   kernel gemm_epi that runs one product (GEMM_CALL) and then, over the elements of C its item
+   stored (GEMM_OWN_SETUP, GEMM_OWN_FOR: the same item wrote them, so no barrier), the
+   chain's statements, the bias add first. The formulas come last: activation.h turns
+   contraction off for what follows it, not for the products above. */
+#include "activation.h"

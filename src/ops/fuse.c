@@ -163,16 +163,25 @@ static int nn__fuse_join(nn_graph *g, nn__fuse_chain *c, int id) {
     }
     if (!reads_prev) return 0;
     c->n++;
-    if (nn__fuse_nargs(c) > NN__MAX_KARGS) {
+    /* a device's GEMM epilogue takes the product's 11 arguments, less n, the product's x and y0 */
+    if (nn__fuse_nargs(c) + (c->gemm && !g->ctx->backend->host_memory ? 8 : 0) > NN__MAX_KARGS) {
         c->n--;
         return 0;
     }
     return 1;
 }
 
+/* Whether operand k of member j is the product of chain c's GEMM (c->gemm: member 0's first
+   operand, which its epilogue reads from C, no argument) */
+static int nn__fuse_is_product(const nn__fuse_chain *c, int j, int k) { return c->gemm && j == 0 && k == 0; }
+
 /* kernels/fuse.cl's kernel "fused" for chain c: its parameters the buffers it reads (x<node>)
-   and writes (y<j>), n, each row operand's m, each node's parameters; one statement per node. */
-static char *nn__fuse_source(const nn_graph *g, const nn__fuse_chain *c) {
+   and writes (y<j>), n, each row operand's m, each node's parameters; one statement per node.
+   A chain with a GEMM (c->gemm, on a device) is instead kernels/gemm.cl's gemm_epi: the
+   product's parameters (NN__KPARAMS(gemm)) then the chain's (member 0's output is C, its
+   product operand C's element), one product (GEMM_CALL, op(A) and op(B) transposed as ta, tb
+   say) and then the statements over each element of C the item stored (GEMM_OWN_FOR). */
+static char *nn__fuse_source(const nn_graph *g, const nn__fuse_chain *c, int ta, int tb) {
     char *s = NULL, *p;
     size_t cap = 4096, len = 0;
     int j, k;
@@ -182,30 +191,40 @@ static char *nn__fuse_source(const nn_graph *g, const nn__fuse_chain *c) {
     s = (char *)NN_MALLOC(cap);
     if (!s) return NULL;
 #define NN__PUT(...) (len += (size_t)snprintf(s + len, cap - len, __VA_ARGS__))
-    NN__PUT("\n#line 1 \"the fused kernel of a chain (src/ops/fuse.c)\"\n__kernel void fused(const int n");
+    if (c->gemm)
+        NN__PUT("\n#line 1 \"the GEMM epilogue of a chain (src/ops/fuse.c)\"\n__kernel GEMM_ATTR void gemm_epi(NN__KPARAMS(gemm)");
+    else
+        NN__PUT("\n#line 1 \"the fused kernel of a chain (src/ops/fuse.c)\"\n__kernel void fused(const int n");
     for (j = 0; j < c->n; j++) { /* the arguments, in nn__fuse_launch's order */
         const nn__fuse_member *mb = &c->m[j];
         for (k = 0; k < mb->n_opd; k++) {
             int first = 0, x;
-            if (mb->opd[k].kind == NN__FA_MEMBER) continue;
+            if (mb->opd[k].kind == NN__FA_MEMBER || nn__fuse_is_product(c, j, k)) continue;
             x = nn__fuse_ext(c, j, k, &first);
             if (first) NN__PUT(", __global const float *x%d", x);
             if (mb->opd[k].kind == NN__FA_ROW) NN__PUT(", const int m%d_%d", j, k);
         }
-        if (mb->written) NN__PUT(", __global float *y%d", j);
+        if (mb->written && !(c->gemm && j == 0)) NN__PUT(", __global float *y%d", j);
         if (mb->kind == NN__FK_UNARY || mb->kind == NN__FK_UNARY_GRAD) NN__PUT(", const float a%d, const float b%d", j, j);
         if (mb->kind == NN__FK_SCALE) NN__PUT(", const float s%d", j);
     }
-    NN__PUT(") {\n    int i = get_global_id(0);\n    if (i >= n) return;\n");
+    if (c->gemm)
+        NN__PUT(") {\n    GEMM_LOCALS\n    GEMM_CALL(A, B, C, %d, %d);\n    {\n    const int n = M * N;\n    GEMM_OWN_SETUP\n"
+                "    (void)n;\n    GEMM_OWN_FOR(row_, col_) {\n    int i = row_ * ldc + col_;\n", ta != 0, tb != 0);
+    else
+        NN__PUT(") {\n    int i = get_global_id(0);\n    if (i >= n) return;\n");
     for (j = 0; j < c->n; j++) {
         const nn__fuse_member *mb = &c->m[j];
         char opd[2][64];
         for (k = 0; k < mb->n_opd; k++) {
             const nn__fuse_opd *o = &mb->opd[k];
-            int first = 0, x = o->kind == NN__FA_MEMBER ? 0 : nn__fuse_ext(c, j, k, &first);
-            if (o->kind == NN__FA_MEMBER) snprintf(opd[k], sizeof opd[k], "v%d", o->node);
+            int first = 0, x = o->kind == NN__FA_MEMBER || nn__fuse_is_product(c, j, k) ? 0 : nn__fuse_ext(c, j, k, &first);
+            if (nn__fuse_is_product(c, j, k)) snprintf(opd[k], sizeof opd[k], "C[i]");
+            else if (o->kind == NN__FA_MEMBER) snprintf(opd[k], sizeof opd[k], "v%d", o->node);
             else if (o->kind == NN__FA_FULL) snprintf(opd[k], sizeof opd[k], "x%d[i]", x);
             else if (o->kind == NN__FA_SCALAR) snprintf(opd[k], sizeof opd[k], "x%d[0]", x);
+            else if (c->gemm && o->m == g->nodes[c->m[0].node].shape.dim[1]) /* a row of C: i % m is its column */
+                snprintf(opd[k], sizeof opd[k], "x%d[col_]", x);
             else if (g->ctx->dev.cpu_tuned) snprintf(opd[k], sizeof opd[k], "x%d[nn_fuse_mod(i, m%d_%d, n)]", x, j, k);
             else snprintf(opd[k], sizeof opd[k], "x%d[i %% m%d_%d]", x, j, k);
         }
@@ -219,9 +238,10 @@ static char *nn__fuse_source(const nn_graph *g, const nn__fuse_chain *c) {
                     j, opd[1], nn__fuse_uder[mb->fn]);
         else
             NN__PUT("    float v%d = %s * s%d;\n", j, opd[0], j);
-        if (mb->written) NN__PUT("    y%d[i] = v%d;\n", j, j);
+        if (mb->written && c->gemm && j == 0) NN__PUT("    C[i] = v0;\n");
+        else if (mb->written) NN__PUT("    y%d[i] = v%d;\n", j, j);
     }
-    NN__PUT("}\n");
+    NN__PUT(c->gemm ? "    }\n    }\n}\n" : "}\n");
 #undef NN__PUT
     if (len >= cap) { /* cannot happen: cap counts every piece */
         NN_FREE(s);
@@ -274,22 +294,29 @@ static nn_result nn__fuse_keep(nn_graph *g, nn__fuse_chain *c, const int *reader
         n->fused = j == c->n - 1 ? f->n + 1 : -1;
     }
     c->source = NULL;
-    if (!g->ctx->backend->host_memory && !(c->source = nn__fuse_source(g, c)))
-        return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
+    if (!g->ctx->backend->host_memory) {
+        nn__mm_geom G;
+        if (c->gemm) nn__mm_geom_node(g, &g->nodes[c->gemm - 1], &G);
+        if (!(c->source = nn__fuse_source(g, c, c->gemm ? G.ta : 0, c->gemm ? G.tb : 0)))
+            return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
+    }
     f->c[f->n++] = *c;
     return NN_OK;
 }
 
-/* The CPU backend's GEMM epilogue: node id + 1 of matmul node mm (just before the chain's
-   first node in the schedule) when that first node adds a row vector [N] to mm's product
-   [M, N] and nothing else reads the product: the chain then runs the product with the bias
-   added to each tile after its last K block (nn__sgemm_bias, the same float additions), so
-   the bias add's pass over memory goes. 0 otherwise (a device backend: the product is the
-   matmul's kernel). */
+/* The GEMM epilogue: node id + 1 of matmul node mm (just before the chain's first node in
+   the schedule) when that first node adds a row vector [N] to mm's product [M, N] (one
+   float32 product, nn__matmul_bias_ok) and nothing else reads the product: the chain then
+   runs with the product, into member 0's output, and 0 otherwise. The CPU backend adds the
+   bias to each tile after its last K block (nn__sgemm_bias, the same float additions) and
+   runs the rest of the chain as without; a device runs the product and the whole chain as
+   one kernel (gemm_epi: nn__fuse_source, nn__fuse_gemm_launch), each element the product's
+   float, then the chain's statements: the unfused kernels' bits, one launch and one pass over
+   memory less. */
 static int nn__fuse_gemm(const nn_graph *g, const nn__fuse_chain *c, int mm, const int *readers) {
     const nn__node *m = &g->nodes[mm], *a = &g->nodes[c->m[0].node];
     const nn__fuse_opd *o = c->m[0].opd;
-    if (!g->ctx->backend->host_memory || a->op != NN__OP_ADD || c->m[0].kind != NN__FK_BINARY || o[0].kind != NN__FA_FULL ||
+    if (a->op != NN__OP_ADD || c->m[0].kind != NN__FK_BINARY || o[0].kind != NN__FA_FULL ||
         o[0].node != mm || o[1].kind != NN__FA_ROW || m->shape.ndim != 2 || o[1].m != m->shape.dim[1] ||
         readers[mm] != 1 || m->is_output || m->storage != NN__ST_ARENA || m->fused != 0 || !nn__matmul_bias_ok(g, m))
         return 0;
@@ -351,25 +378,54 @@ static nn_result nn__fuse_plan(nn_graph *g) {
 
 /* ---- a device backend: the chain's one launch of its generated kernel ---- */
 
+/* Chain c's gemm_epi (kernels/gemm.cl with the chain's text): the product's launch as the
+   matmul's own (nn__gemm_plan_make's geometry), into member 0's output */
+static nn_result nn__fuse_gemm_launch(nn_graph *g, int id, const nn__fuse_chain *c, nn__launch **out) {
+    const nn__node *mm = &g->nodes[c->gemm - 1];
+    nn__mm_geom G;
+    nn__gemm_plan plan;
+    nn__k_gemm k;
+    nn_result r;
+    nn__mm_geom_node(g, mm, &G);
+    nn__gemm_plan_make(&g->ctx->dev, G.ta, G.tb, G.M, G.N, G.K, &plan);
+    plan.kernel = "gemm_epi";
+    r = nn__launch_gemm_plan(g, id, &plan, out);
+    if (r != NN_OK) return r;
+    memset(&k, 0, sizeof k);
+    k.M = G.M;
+    k.N = G.N;
+    k.K = G.K;
+    k.A = &g->nodes[mm->in[0]].buf;
+    k.lda = G.lda;
+    k.B = &g->nodes[mm->in[1]].buf;
+    k.ldb = G.ldb;
+    k.C = &g->nodes[c->m[0].node].buf;
+    k.ldc = G.ldc;
+    k.alpha = 1.0f;
+    k.beta = 0.0f;
+    return nn__kargs_gemm(*out, &k);
+}
+
 static nn_result nn__fuse_launch(nn_graph *g, int id) {
     const nn__fuse_chain *c = &g->fusion->c[g->nodes[id].fused - 1];
     nn__launch *l = NULL;
-    nn_result r = nn__launch_kernel(g, id, "fuse", "fused", (size_t)g->nodes[id].numel, &l);
+    nn_result r = c->gemm ? nn__fuse_gemm_launch(g, id, c, &l)
+                          : nn__launch_kernel(g, id, "fuse", "fused", (size_t)g->nodes[id].numel, &l);
     int j, k;
     if (r != NN_OK) return r;
     l->source = c->source;
-    r = nn__karg_int(l, "n", (int)g->nodes[id].numel);
+    if (!c->gemm) r = nn__karg_int(l, "n", (int)g->nodes[id].numel);
     for (j = 0; j < c->n && r == NN_OK; j++) { /* nn__fuse_source's order */
         const nn__fuse_member *mb = &c->m[j];
         const nn__node *n = &g->nodes[mb->node];
         for (k = 0; k < mb->n_opd && r == NN_OK; k++) {
             int first = 0;
-            if (mb->opd[k].kind == NN__FA_MEMBER) continue;
+            if (mb->opd[k].kind == NN__FA_MEMBER || nn__fuse_is_product(c, j, k)) continue;
             (void)nn__fuse_ext(c, j, k, &first);
             if (first) r = nn__karg_buf(l, "x", &g->nodes[mb->opd[k].node].buf);
             if (r == NN_OK && mb->opd[k].kind == NN__FA_ROW) r = nn__karg_int(l, "m", (int)mb->opd[k].m);
         }
-        if (r == NN_OK && mb->written) r = nn__karg_buf(l, "y", &n->buf);
+        if (r == NN_OK && mb->written && !(c->gemm && j == 0)) r = nn__karg_buf(l, "y", &n->buf);
         if (r == NN_OK && (mb->kind == NN__FK_UNARY || mb->kind == NN__FK_UNARY_GRAD)) {
             r = nn__karg_float(l, "p0", n->a.ew.param[0]);
             if (r == NN_OK) r = nn__karg_float(l, "p1", n->a.ew.param[1]);
