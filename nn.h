@@ -20666,10 +20666,11 @@ static const char *const nn__cl_src_gemm[] = {
 "#define GEMM_ATTR __attribute__((reqd_work_group_size(WG_N, WG_M, 1)))\n",
 "#define GEMM_LOCALS\n",
 "#define GEMM_CALL(a, b, c, ta, tb) gemm_direct(M, N, K, a, lda, b, ldb, c, ldc, alpha, beta, ta, tb)\n",
-"/* the elements of C an item stored (GEMM_OWN_FOR: each (r, c), r < M, c < N) */\n",
+"/* the elements of C an item stored: GEMM_OWN_ROWS(r, c0, c1) runs the statement after it for\n",
+"   each row r < M and its columns [c0, c1), c1 <= N, of them */\n",
 "#define GEMM_OWN_SETUP const int own_i0 = (int)get_global_id(1) * WPT_M, own_j0 = (int)get_global_id(0) * WPT_N;\n",
-"#define GEMM_OWN_FOR(r, c) \\\n",
-"    for (int r = own_i0; r < min(own_i0 + WPT_M, M); r++) for (int c = own_j0; c < min(own_j0 + WPT_N, N); c++)\n",
+"#define GEMM_OWN_ROWS(r, c0, c1) \\\n",
+"    for (int r = own_i0, c0 = own_j0, c1 = min(own_j0 + WPT_N, N); r < min(own_i0 + WPT_M, M) && c0 < c1; r++)\n",
 "\n",
 "#elif USE_LOCAL == 2\n",
 "\n",
@@ -20933,8 +20934,8 @@ static const char *const nn__cl_src_gemm[] = {
 "#define GEMM_OWN_SETUP                                                                                      \\\n",
 "    const int own_rows = ((M + (int)get_global_size(1) - 1) / (int)get_global_size(1) + WPT_M - 1) / WPT_M * WPT_M, \\\n",
 "              own_i0 = (int)get_global_id(1) * own_rows, own_j0 = (int)get_global_id(0) * TS_N;\n",
-"#define GEMM_OWN_FOR(r, c) \\\n",
-"    for (int r = own_i0; r < min(own_i0 + own_rows, M); r++) for (int c = own_j0; c < min(own_j0 + TS_N, N); c++)\n",
+"#define GEMM_OWN_ROWS(r, c0, c1) \\\n",
+"    for (int r = own_i0, c0 = own_j0, c1 = min(own_j0 + TS_N, N); r < min(own_i0 + own_rows, M) && c0 < c1; r++)\n",
 "\n",
 "#else /* USE_LOCAL == 1 */\n",
 "\n",
@@ -21033,11 +21034,11 @@ static const char *const nn__cl_src_gemm[] = {
 "#define GEMM_OWN_SETUP                                                                               \\\n",
 "    const int own_m0 = (int)get_group_id(1) * TS_M, own_n0 = (int)get_group_id(0) * TS_N,           \\\n",
 "              own_lx = (int)get_local_id(0), own_ly = (int)get_local_id(1);\n",
-"#define GEMM_OWN_FOR(r, c)                                                                           \\\n",
+"#define GEMM_OWN_ROWS(r, c0, c1)                                                                     \\\n",
 "    for (int own_r = 0; own_r < WPT_M; own_r++)                                                      \\\n",
-"        for (int own_c = 0; own_c < WPT_N; own_c++)                                                  \\\n",
-"            for (int r = own_m0 + ROW(own_ly, own_r), c = own_n0 + COL(own_lx, own_c / VW) + own_c % VW, \\\n",
-"                     own_once = r < M && c < N; own_once; own_once = 0)\n",
+"        for (int own_c = 0; own_c < NCH; own_c++)                                                    \\\n",
+"            for (int r = own_m0 + ROW(own_ly, own_r), c0 = own_n0 + COL(own_lx, own_c), c1 = min(c0 + VW, N), \\\n",
+"                     own_once = r < M && c0 < N; own_once; own_once = 0)\n",
 "\n",
 "#endif /* USE_LOCAL */\n",
 "\n",
@@ -21073,8 +21074,9 @@ static const char *const nn__cl_src_gemm[] = {
 "\n",
 "/* A fused chain's GEMM epilogue (src/ops/fuse.c, nn__fuse_gemm_source) follows this text: a\n",
 "   kernel gemm_epi that runs one product (GEMM_CALL) and then, over the elements of C its item\n",
-"   stored (GEMM_OWN_SETUP, GEMM_OWN_FOR: the same item wrote them, so no barrier), the\n",
-"   chain's statements, the bias add first. The formulas come last: activation.h turns\n",
+"   stored (GEMM_OWN_SETUP, GEMM_OWN_ROWS: the same item wrote them, so no barrier), the\n",
+"   chain's statements, the bias add first (a function over a row's columns whose pointers are\n",
+"   restrict, so that a CPU compiler vectorises it). The formulas come last: activation.h turns\n",
 "   contraction off for what follows it, not for the products above. */\n",
 "#line 1 \"kernels/activation.h\"\n",
 "/* The elementwise functions, each formula written once for both backends. This file is a\n",
@@ -21333,7 +21335,7 @@ static const char *const nn__cl_src_gemm[] = {
 "}\n",
 "#endif\n",
 "#endif /* NN__ACTIVATION_H */\n",
-"#line 651 \"kernels/gemm.cl\"\n",
+"#line 653 \"kernels/gemm.cl\"\n",
 0 };
 
 /* ======================================================================
@@ -47995,12 +47997,39 @@ static int nn__fuse_join(nn_graph *g, nn__fuse_chain *c, int id) {
    operand, which its epilogue reads from C, no argument) */
 static int nn__fuse_is_product(const nn__fuse_chain *c, int j, int k) { return c->gemm && j == 0 && k == 0; }
 
-/* kernels/fuse.cl's kernel "fused" for chain c: its parameters the buffers it reads (x<node>)
-   and writes (y<j>), n, each row operand's m, each node's parameters; one statement per node.
-   A chain with a GEMM (c->gemm, on a device) is instead kernels/gemm.cl's gemm_epi: the
-   product's parameters (NN__KPARAMS(gemm)) then the chain's (member 0's output is C, its
-   product operand C's element), one product (GEMM_CALL, op(A) and op(B) transposed as ta, tb
-   say) and then the statements over each element of C the item stored (GEMM_OWN_FOR). */
+/* Chain c's parameters after the first ones (n, or the product's), in nn__fuse_launch's order:
+   the buffers it reads (x<index>) and writes (y<j>), each row operand's m, each node's
+   parameters; `names` their names alone (a call's arguments), `restr` the pointers restrict.
+   Appended to s (cap bytes, len used); returns the new length. */
+static size_t nn__fuse_params(const nn__fuse_chain *c, int names, int restr, char *s, size_t cap, size_t len) {
+    const char *ro = names ? "" : restr ? "__global const float *restrict " : "__global const float *",
+               *rw = names ? "" : restr ? "__global float *restrict " : "__global float *",
+               *in = names ? "" : "const int ", *fl = names ? "" : "const float ";
+    int j, k;
+    for (j = 0; j < c->n; j++) {
+        const nn__fuse_member *mb = &c->m[j];
+        for (k = 0; k < mb->n_opd; k++) {
+            int first = 0, x;
+            if (mb->opd[k].kind == NN__FA_MEMBER || nn__fuse_is_product(c, j, k)) continue;
+            x = nn__fuse_ext(c, j, k, &first);
+            if (first) len += (size_t)snprintf(s + len, len < cap ? cap - len : 0, ", %sx%d", ro, x);
+            if (mb->opd[k].kind == NN__FA_ROW) len += (size_t)snprintf(s + len, len < cap ? cap - len : 0, ", %sm%d_%d", in, j, k);
+        }
+        if (mb->written && !(c->gemm && j == 0)) len += (size_t)snprintf(s + len, len < cap ? cap - len : 0, ", %sy%d", rw, j);
+        if (mb->kind == NN__FK_UNARY || mb->kind == NN__FK_UNARY_GRAD)
+            len += (size_t)snprintf(s + len, len < cap ? cap - len : 0, ", %sa%d, %sb%d", fl, j, fl, j);
+        if (mb->kind == NN__FK_SCALE) len += (size_t)snprintf(s + len, len < cap ? cap - len : 0, ", %ss%d", fl, j);
+    }
+    return len;
+}
+
+/* kernels/fuse.cl's kernel "fused" for chain c: its parameters n and nn__fuse_params'; one
+   statement per node. A chain with a GEMM (c->gemm, on a device) is instead kernels/gemm.cl's
+   gemm_epi: the product's parameters (NN__KPARAMS(gemm)) then the chain's (member 0's output
+   is C, its product operand C's element), one product (GEMM_CALL, op(A) and op(B) transposed
+   as ta, tb say), then for each row of C the item stored and its columns (GEMM_OWN_ROWS)
+   gemm_epi_cols, the statements in a loop over the columns (restrict pointers: PoCL
+   vectorises it; with plain ones its compiler left the loop scalar). */
 static char *nn__fuse_source(const nn_graph *g, const nn__fuse_chain *c, int ta, int tb) {
     char *s = NULL, *p;
     size_t cap = 4096, len = 0;
@@ -48010,29 +48039,18 @@ static char *nn__fuse_source(const nn_graph *g, const nn__fuse_chain *c, int ta,
                strlen(c->m[j].kind == NN__FK_UNARY_GRAD ? nn__fuse_uder[c->m[j].fn] : "") + 512;
     s = (char *)NN_MALLOC(cap);
     if (!s) return NULL;
-#define NN__PUT(...) (len += (size_t)snprintf(s + len, cap - len, __VA_ARGS__))
-    if (c->gemm)
-        NN__PUT("\n#line 1 \"the GEMM epilogue of a chain (src/ops/fuse.c)\"\n__kernel GEMM_ATTR void gemm_epi(NN__KPARAMS(gemm)");
-    else
+#define NN__PUT(...) (len += (size_t)snprintf(s + len, len < cap ? cap - len : 0, __VA_ARGS__))
+    if (c->gemm) {
+        NN__PUT("\n#line 1 \"the GEMM epilogue of a chain (src/ops/fuse.c)\"\n"
+                "inline void gemm_epi_cols(const int n, const int ldc, const int row_, const int c0_, const int c1_, "
+                "__global float *restrict C");
+        len = nn__fuse_params(c, 0, 1, s, cap, len);
+        NN__PUT(") {\n    (void)n;\n    for (int col_ = c0_; col_ < c1_; col_++) {\n    int i = row_ * ldc + col_;\n");
+    } else {
         NN__PUT("\n#line 1 \"the fused kernel of a chain (src/ops/fuse.c)\"\n__kernel void fused(const int n");
-    for (j = 0; j < c->n; j++) { /* the arguments, in nn__fuse_launch's order */
-        const nn__fuse_member *mb = &c->m[j];
-        for (k = 0; k < mb->n_opd; k++) {
-            int first = 0, x;
-            if (mb->opd[k].kind == NN__FA_MEMBER || nn__fuse_is_product(c, j, k)) continue;
-            x = nn__fuse_ext(c, j, k, &first);
-            if (first) NN__PUT(", __global const float *x%d", x);
-            if (mb->opd[k].kind == NN__FA_ROW) NN__PUT(", const int m%d_%d", j, k);
-        }
-        if (mb->written && !(c->gemm && j == 0)) NN__PUT(", __global float *y%d", j);
-        if (mb->kind == NN__FK_UNARY || mb->kind == NN__FK_UNARY_GRAD) NN__PUT(", const float a%d, const float b%d", j, j);
-        if (mb->kind == NN__FK_SCALE) NN__PUT(", const float s%d", j);
-    }
-    if (c->gemm)
-        NN__PUT(") {\n    GEMM_LOCALS\n    GEMM_CALL(A, B, C, %d, %d);\n    {\n    const int n = M * N;\n    GEMM_OWN_SETUP\n"
-                "    (void)n;\n    GEMM_OWN_FOR(row_, col_) {\n    int i = row_ * ldc + col_;\n", ta != 0, tb != 0);
-    else
+        len = nn__fuse_params(c, 0, 0, s, cap, len);
         NN__PUT(") {\n    int i = get_global_id(0);\n    if (i >= n) return;\n");
+    }
     for (j = 0; j < c->n; j++) {
         const nn__fuse_member *mb = &c->m[j];
         char opd[2][64];
@@ -48061,7 +48079,16 @@ static char *nn__fuse_source(const nn_graph *g, const nn__fuse_chain *c, int ta,
         if (mb->written && c->gemm && j == 0) NN__PUT("    C[i] = v0;\n");
         else if (mb->written) NN__PUT("    y%d[i] = v%d;\n", j, j);
     }
-    NN__PUT(c->gemm ? "    }\n    }\n}\n" : "}\n");
+    if (c->gemm) {
+        NN__PUT("    }\n}\n__kernel GEMM_ATTR void gemm_epi(NN__KPARAMS(gemm)");
+        len = nn__fuse_params(c, 0, 0, s, cap, len);
+        NN__PUT(") {\n    GEMM_LOCALS\n    GEMM_CALL(A, B, C, %d, %d);\n    {\n    const int n = M * N;\n    GEMM_OWN_SETUP\n"
+                "    GEMM_OWN_ROWS(row_, c0_, c1_) gemm_epi_cols(n, ldc, row_, c0_, c1_, C", ta != 0, tb != 0);
+        len = nn__fuse_params(c, 1, 0, s, cap, len);
+        NN__PUT(");\n    }\n}\n");
+    } else {
+        NN__PUT("}\n");
+    }
 #undef NN__PUT
     if (len >= cap) { /* cannot happen: cap counts every piece */
         NN_FREE(s);

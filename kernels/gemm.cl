@@ -237,10 +237,11 @@ inline void gemm_direct(const int M, const int N, const int K,
 #define GEMM_ATTR __attribute__((reqd_work_group_size(WG_N, WG_M, 1)))
 #define GEMM_LOCALS
 #define GEMM_CALL(a, b, c, ta, tb) gemm_direct(M, N, K, a, lda, b, ldb, c, ldc, alpha, beta, ta, tb)
-/* the elements of C an item stored (GEMM_OWN_FOR: each (r, c), r < M, c < N) */
+/* the elements of C an item stored: GEMM_OWN_ROWS(r, c0, c1) runs the statement after it for
+   each row r < M and its columns [c0, c1), c1 <= N, of them */
 #define GEMM_OWN_SETUP const int own_i0 = (int)get_global_id(1) * WPT_M, own_j0 = (int)get_global_id(0) * WPT_N;
-#define GEMM_OWN_FOR(r, c) \
-    for (int r = own_i0; r < min(own_i0 + WPT_M, M); r++) for (int c = own_j0; c < min(own_j0 + WPT_N, N); c++)
+#define GEMM_OWN_ROWS(r, c0, c1) \
+    for (int r = own_i0, c0 = own_j0, c1 = min(own_j0 + WPT_N, N); r < min(own_i0 + WPT_M, M) && c0 < c1; r++)
 
 #elif USE_LOCAL == 2
 
@@ -504,8 +505,8 @@ inline void gemm_packed(const int M, const int N, const int K,
 #define GEMM_OWN_SETUP                                                                                      \
     const int own_rows = ((M + (int)get_global_size(1) - 1) / (int)get_global_size(1) + WPT_M - 1) / WPT_M * WPT_M, \
               own_i0 = (int)get_global_id(1) * own_rows, own_j0 = (int)get_global_id(0) * TS_N;
-#define GEMM_OWN_FOR(r, c) \
-    for (int r = own_i0; r < min(own_i0 + own_rows, M); r++) for (int c = own_j0; c < min(own_j0 + TS_N, N); c++)
+#define GEMM_OWN_ROWS(r, c0, c1) \
+    for (int r = own_i0, c0 = own_j0, c1 = min(own_j0 + TS_N, N); r < min(own_i0 + own_rows, M) && c0 < c1; r++)
 
 #else /* USE_LOCAL == 1 */
 
@@ -604,11 +605,11 @@ inline void gemm_tiled(const int M, const int N, const int K,
 #define GEMM_OWN_SETUP                                                                               \
     const int own_m0 = (int)get_group_id(1) * TS_M, own_n0 = (int)get_group_id(0) * TS_N,           \
               own_lx = (int)get_local_id(0), own_ly = (int)get_local_id(1);
-#define GEMM_OWN_FOR(r, c)                                                                           \
+#define GEMM_OWN_ROWS(r, c0, c1)                                                                     \
     for (int own_r = 0; own_r < WPT_M; own_r++)                                                      \
-        for (int own_c = 0; own_c < WPT_N; own_c++)                                                  \
-            for (int r = own_m0 + ROW(own_ly, own_r), c = own_n0 + COL(own_lx, own_c / VW) + own_c % VW, \
-                     own_once = r < M && c < N; own_once; own_once = 0)
+        for (int own_c = 0; own_c < NCH; own_c++)                                                    \
+            for (int r = own_m0 + ROW(own_ly, own_r), c0 = own_n0 + COL(own_lx, own_c), c1 = min(c0 + VW, N), \
+                     own_once = r < M && c0 < N; own_once; own_once = 0)
 
 #endif /* USE_LOCAL */
 
@@ -644,7 +645,8 @@ GEMM_BATCHED_KERNEL(gemm_tt_batched, 1, 1)
 
 /* A fused chain's GEMM epilogue (src/ops/fuse.c, nn__fuse_gemm_source) follows this text: a
    kernel gemm_epi that runs one product (GEMM_CALL) and then, over the elements of C its item
-   stored (GEMM_OWN_SETUP, GEMM_OWN_FOR: the same item wrote them, so no barrier), the
-   chain's statements, the bias add first. The formulas come last: activation.h turns
+   stored (GEMM_OWN_SETUP, GEMM_OWN_ROWS: the same item wrote them, so no barrier), the
+   chain's statements, the bias add first (a function over a row's columns whose pointers are
+   restrict, so that a CPU compiler vectorises it). The formulas come last: activation.h turns
    contraction off for what follows it, not for the products above. */
 #include "activation.h"
