@@ -49,10 +49,9 @@ __kernel void adam(NN__KPARAMS(adam)) {
 /* adam on devices tuned as CPUs: 16 elements an item in float16s, the clip factor read once
    an item (the form above read it an element: PoCL made it a gather in every iteration and
    masked the rest), the last item's tail one at a time; each element's arithmetic as above */
-__kernel void opt_adam_vec(NN__KPARAMS(adam)) {
-    int i = get_global_id(0) * 16;
-    if (i >= n || clip[0] < 0.0f) return;
-    float c = clip[0];
+inline void adam_vec16(int i, __global float *p, __global const float *grad, __global float *m, __global float *v,
+                       int n, float c, float lr, float b1, float b2, float eps, float wd, int decoupled, float bc1,
+                       float bc2, float cv) {
     if (i + 16 <= n) {
         float16 g = vload16(0, grad + i) * c, w = vload16(0, p + i);
         g = select(g, (float16)(-cv), g < -cv);
@@ -67,6 +66,22 @@ __kernel void opt_adam_vec(NN__KPARAMS(adam)) {
         return;
     }
     for (; i < n; i++) adam_one(i, p, grad, m, v, c, lr, b1, b2, eps, wd, decoupled, bc1, bc2, cv);
+}
+
+__kernel void opt_adam_vec(NN__KPARAMS(adam)) {
+    int i = get_global_id(0) * 16;
+    if (i >= n || clip[0] < 0.0f) return;
+    adam_vec16(i, p, grad, m, v, n, clip[0], lr, b1, b2, eps, wd, decoupled, bc1, bc2, cv);
+}
+
+/* adam2 on devices tuned as CPUs: items [0, ceil(n / 16)) update the first parameter 16
+   elements an item as opt_adam_vec, the next ceil(n1 / 16) the second */
+__kernel void opt_adam_pair(NN__KPARAMS(adam2)) {
+    int it = get_global_id(0), n16 = (n + 15) / 16;
+    if (clip[0] < 0.0f) return;
+    if (it < n16) adam_vec16(it * 16, p, grad, m, v, n, clip[0], lr, b1, b2, eps, wd, decoupled, bc1, bc2, cv);
+    else if ((it - n16) * 16 < n1)
+        adam_vec16((it - n16) * 16, p1, grad1, m1, v1, n1, clip[0], lr1, b1, b2, eps, wd1, decoupled, bc1, bc2, cv);
 }
 
 /* adam over two parameters in one launch: work-items [0, n) update the first (p, lr, wd),

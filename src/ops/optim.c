@@ -362,15 +362,18 @@ static nn_result nn__launch_adam_rule(nn_graph *g, int id) {
     return nn__kargs_adam(l, &k);
 }
 
-/* Pairs, on devices tuned for a GPU: two OPT_ADAM nodes that the schedule runs back to
-   back, of float32 parameters and the same clipping coefficient, are one launch of adam2,
+/* Pairs: two OPT_ADAM nodes that the schedule runs back to back, of float32 parameters and
+   the same clipping coefficient, are one launch of adam2 (opt_adam_pair on devices tuned as
+   CPUs: opt_adam_vec's 16 elements an item, the first parameter's items then the second's),
    recorded by the second: each element's update is the same expression as adam's, so the
    bits are too, and nothing runs between the two. In a run of such nodes the 1st and 2nd
    pair, the 3rd and 4th, ...; a last odd one launches alone. NN_OPT_MULTI=0 turns pairs off
-   (tests/test_optim.c compares the two). Not on CPU tuning: on PoCL a 16-wide pair kernel
-   (opt_adam_vec's body on the item's parameter's pointers) made the MLP step (784-256-128-10,
-   3 pairs, 33 -> 30 launches) ~2% slower than one opt_adam_vec a parameter (1 thread,
-   interleaved medians 1.165 vs 1.145 ms). */
+   (tests/test_optim.c compares the two). On PoCL in a 2-core VM, where the runtime's work
+   between two kernels is 10-16 us with its two worker threads (NN_CL_PROFILE), the MLP step
+   (784-256-128-10, 3 pairs, 30 -> 27 launches) took 1.213 ms against 1.262 unpaired and
+   1.182 against 1.218 the other way round (medians of 25 alternating blocks of 40 steps in
+   one process), and the same with one worker thread (1.118 vs 1.114 ms), where that work
+   is about 2 us. */
 static int nn__adam_pairable(const nn_graph *g, int a, int b) {
     const nn__node *x = &g->nodes[a], *y = &g->nodes[b];
     return x->op == NN__OP_OPT_ADAM && y->op == NN__OP_OPT_ADAM && !nn__param16(g, x) && !nn__param16(g, y) &&
@@ -382,7 +385,7 @@ static int nn__adam_pairable(const nn_graph *g, int a, int b) {
 static int nn__adam_partner(const nn_graph *g, int id) {
     const char *env = getenv("NN_OPT_MULTI");
     int s = g->nodes[id].first, j = s;
-    if (g->ctx->dev.cpu_tuned || (env && strcmp(env, "0") == 0) || s < 0 || s >= g->n_sched || g->sched[s] != id) return 0;
+    if ((env && strcmp(env, "0") == 0) || s < 0 || s >= g->n_sched || g->sched[s] != id) return 0;
     while (j > 0 && g->nodes[g->sched[j - 1]].first == j - 1 && nn__adam_pairable(g, g->sched[j - 1], g->sched[j])) j--;
     if ((s - j) % 2 == 1) return g->sched[s - 1];
     if (s + 1 < g->n_sched && nn__adam_pairable(g, id, g->sched[s + 1])) return -g->sched[s + 1];
@@ -405,7 +408,8 @@ static void nn__update_adam2(nn_graph *g, nn__launch *l) {
 static nn_result nn__launch_adam2(nn_graph *g, int a, int id) {
     nn__node *x = &g->nodes[a], *y = &g->nodes[id];
     int64_t n0 = g->nodes[x->in[0]].numel, n1 = g->nodes[y->in[0]].numel;
-    NN__KSTART(adam2, "optim", "adam2", n0 + n1);
+    int cpu = g->ctx->dev.cpu_tuned; /* 16 elements an item */
+    NN__KSTART(adam2, "optim", cpu ? "opt_adam_pair" : "adam2", cpu ? (n0 + 15) / 16 + (n1 + 15) / 16 : n0 + n1);
     l->update = nn__update_adam2;
     k.p = &g->nodes[x->in[0]].buf;
     k.grad = &g->nodes[x->in[1]].buf;
