@@ -74,6 +74,10 @@ trap 'exit 130' INT TERM
 
 note() { echo "# $*"; }
 die() { echo "run.sh: $*" >&2; exit 1; }
+# run.sh builds nothing (make bench does): a binary older than nn.h would measure an old build
+for b in "$NN" ./bench/gpt_bench; do
+    if [ -f nn.h ] && [ -x "$b" ] && [ nn.h -nt "$b" ]; then die "$b is older than nn.h: run 'make ${b#./}' (or make bench) first"; fi
+done
 # Lines go to stdout and are kept for the report.
 keep() { tee -a "$LINES"; }
 # tag ROUND [BUILD]: a command's BENCH lines as RUN lines of that round (and build)
