@@ -89,6 +89,9 @@ ENVIRONMENT
                     kind of device, on any device (default: by the device's type)
     NN_CL_GUARDS    1: 256 guard bytes after every OpenCL buffer; a launch that writes one
                     fails its run, naming the kernel (a debugging aid; the tests set it)
+    NN_CL_PROFILE   1: time every OpenCL kernel on the device; destroying a graph logs (info)
+                    its kernels' time a run, the time between them, and one line a kernel.
+                    A run then waits for the previous one's kernels before queuing its own
     NN_LOG          error | warn | info (default: one line naming the backend) | debug
     NN_FUSE         0: no elementwise fusion at nn_graph_compile (default on: a chain of
                     elementwise ops runs as one pass; the same bits either way)
@@ -16068,6 +16071,12 @@ static nn_result nn__cpub_open(nn_context *ctx, const char *device, const nn_con
     ctx->dev.info.index = -1;
     ctx->dev.info.is_cpu = 1;
     strcpy(ctx->dev.info.name, "cpu");
+    {
+        const char *prof = getenv("NN_CL_PROFILE");
+        if (prof && prof[0] && strcmp(prof, "0") != 0)
+            nn__log(ctx, NN_LOG_WARN, "NN_CL_PROFILE=%s has no effect on the CPU backend (it times OpenCL kernels): pick "
+                    "an OpenCL device (NN_DEVICE=opencl) to profile, or unset it", prof);
+    }
     if (nn__fp_fuses())
         nn__log(ctx, NN_LOG_INFO, "nn.h was compiled with multiply-adds fused (clang's -ffp-contract=fast or "
                 "-ffast-math, which override its pragmas): CPU results differ in the last bits from other builds'; "
@@ -21072,11 +21081,11 @@ static const char *const nn__cl_src_gemm[] = {
 "GEMM_BATCHED_KERNEL(gemm_tn_batched, 1, 0)\n",
 "GEMM_BATCHED_KERNEL(gemm_tt_batched, 1, 1)\n",
 "\n",
-"/* A fused chain's GEMM epilogue (src/ops/fuse.c, nn__fuse_gemm_source) follows this text: a\n",
+"/* A fused chain's GEMM epilogue (src/ops/fuse.c, nn__fuse_source) follows this text: a\n",
 "   kernel gemm_epi that runs one product (GEMM_CALL) and then, over the elements of C its item\n",
 "   stored (GEMM_OWN_SETUP, GEMM_OWN_ROWS: the same item wrote them, so no barrier), the\n",
-"   chain's statements, the bias add first (a function over a row's columns whose pointers are\n",
-"   restrict, so that a CPU compiler vectorises it). The formulas come last: activation.h turns\n",
+"   chain's statements, the bias add first (a function over a row's columns, its pointers\n",
+"   restrict). The formulas come last: activation.h turns\n",
 "   contraction off for what follows it, not for the products above. */\n",
 "#line 1 \"kernels/activation.h\"\n",
 "/* The elementwise functions, each formula written once for both backends. This file is a\n",
@@ -31274,9 +31283,6 @@ static nn_result nn__cl_guard_check(nn_graph *g, int from, int n) {
     return NN_OK;
 }
 
-/* Enqueues the launches of the first n_sched schedule positions (from g->run_from: 0 but
-   for a data-parallel update part; with NN_CL_GUARDS, each between its guards' fills and
-   reads, and waits for them to check). */
 /* ---- NN_CL_PROFILE: each launch's device time, from its event's start and end ---- */
 
 /* Reads and releases the events of the launches' last enqueues (a run's: consecutive
@@ -31366,6 +31372,9 @@ static void nn__cl_prof_report(nn_graph *g, long missing) {
     NN_FREE(cnt);
 }
 
+/* Enqueues the launches of the first n_sched schedule positions (from g->run_from: 0 but
+   for a data-parallel update part; with NN_CL_GUARDS, each between its guards' fills and
+   reads, and waits for them to check). With NN_CL_PROFILE, the last run's events are read first. */
 static nn_result nn__cl_run(nn_graph *g, int n_sched) {
     nn__cl *cl = NN__CL(g->ctx);
     cl_command_queue q = cl->queue;
@@ -38101,6 +38110,37 @@ static nn_result nn__launch_matmul_round(nn_graph *g, int id) {
     return nn__kargs_cast_store(l, &k);
 }
 
+/* The launch of matmul n's single product (a 2-D matmul: nn__mm_geom's nd 0) into C, recorded
+   for node id: the plain kernel of its transposes, or `kernel` of kernels/gemm.cl (NULL: the
+   plain one; src/ops/fuse.c's gemm_epi, which takes the same arguments first) with the same
+   geometry; *out the launch, its arguments the product's. */
+static nn_result nn__launch_matmul_one(nn_graph *g, int id, const nn__node *n, const char *kernel, const nn__buf *C,
+                                       nn__launch **out) {
+    nn__mm_geom G;
+    nn__gemm_plan plan;
+    nn__k_gemm k;
+    nn_result r;
+    nn__mm_geom_node(g, n, &G);
+    nn__gemm_plan_make(&g->ctx->dev, G.ta, G.tb, G.M, G.N, G.K, &plan);
+    if (kernel) plan.kernel = kernel;
+    r = nn__launch_gemm_plan(g, id, &plan, out);
+    if (r != NN_OK) return r;
+    (*out)->store = g->nodes[n->in[0]].dtype; /* the operands' storage: n->dtype, or 16 bits with C float32 */
+    memset(&k, 0, sizeof k);
+    k.M = G.M;
+    k.N = G.N;
+    k.K = G.K;
+    k.A = &g->nodes[n->in[0]].buf;
+    k.lda = G.lda;
+    k.B = &g->nodes[n->in[1]].buf;
+    k.ldb = G.ldb;
+    k.C = C;
+    k.ldc = G.ldc;
+    k.alpha = 1.0f;
+    k.beta = 0.0f;
+    return nn__kargs_gemm(*out, &k);
+}
+
 /* One launch of the plain kernels for a single product; else batched launches of the two
    largest dims that may run at once (those stepping C, or any of them into scratch) for
    every index of the other dims, in order: C takes its first product with beta 0 and adds
@@ -38110,7 +38150,6 @@ static nn_result nn__launch_matmul_round(nn_graph *g, int id) {
    kernels/storage.h) write C in the float32 scratch (beta 1 adding the later products), and
    cast.cl's cast_store rounds it into the output. */
 static nn_result nn__launch_matmul(nn_graph *g, int id) {
-    nn_context *ctx = g->ctx;
     nn__node *n = &g->nodes[id];
     nn_dtype in_dt = g->nodes[n->in[0]].dtype; /* the operands' storage: n->dtype, or 16 bits with C float32 */
     int half = nn__dtype_half(n->dtype);
@@ -38125,25 +38164,7 @@ static nn_result nn__launch_matmul(nn_graph *g, int id) {
     int64_t n_launch = 1, x, step_keep, step_sum;
     nn__mm_geom_node(g, n, &G);
     if (G.nd == 0) {
-        nn__gemm_plan plan;
-        nn__k_gemm k;
-        nn__gemm_plan_make(&ctx->dev, G.ta, G.tb, G.M, G.N, G.K, &plan);
-        r = nn__launch_gemm_plan(g, id, &plan, &l);
-        if (r != NN_OK) return r;
-        l->store = in_dt;
-        memset(&k, 0, sizeof k);
-        k.M = G.M;
-        k.N = G.N;
-        k.K = G.K;
-        k.A = A;
-        k.lda = G.lda;
-        k.B = B;
-        k.ldb = G.ldb;
-        k.C = C;
-        k.ldc = G.ldc;
-        k.alpha = 1.0f;
-        k.beta = 0.0f;
-        r = nn__kargs_gemm(l, &k);
+        r = nn__launch_matmul_one(g, id, n, NULL, C, &l);
         return r == NN_OK && half ? nn__launch_matmul_round(g, id) : r;
     }
     nn__mm_split_make(&G, &S);
@@ -48047,8 +48068,8 @@ static size_t nn__fuse_params(const nn__fuse_chain *c, int names, int restr, cha
    gemm_epi: the product's parameters (NN__KPARAMS(gemm)) then the chain's (member 0's output
    is C, its product operand C's element), one product (GEMM_CALL, op(A) and op(B) transposed
    as ta, tb say), then for each row of C the item stored and its columns (GEMM_OWN_ROWS)
-   gemm_epi_cols, the statements in a loop over the columns (restrict pointers: PoCL
-   vectorises it; with plain ones its compiler left the loop scalar). */
+   gemm_epi_cols, the statements in a loop over the columns (its pointers restrict, for a
+   compiler that would vectorise the loop; PoCL 3.1 still leaves it scalar). */
 static char *nn__fuse_source(const nn_graph *g, const nn__fuse_chain *c, int ta, int tb) {
     char *s = NULL, *p;
     size_t cap = 4096, len = 0;
@@ -48176,7 +48197,7 @@ static nn_result nn__fuse_keep(nn_graph *g, nn__fuse_chain *c, const int *reader
    runs with the product, into member 0's output, and 0 otherwise. The CPU backend adds the
    bias to each tile after its last K block (nn__sgemm_bias, the same float additions) and
    runs the rest of the chain as without; a device runs the product and the whole chain as
-   one kernel (gemm_epi: nn__fuse_source, nn__fuse_gemm_launch), each element the product's
+   one kernel (gemm_epi: nn__fuse_source, nn__fuse_launch), each element the product's
    float, then the chain's statements: the unfused kernels' bits, one launch and one pass over
    memory less. */
 static int nn__fuse_gemm(const nn_graph *g, const nn__fuse_chain *c, int mm, const int *readers) {
@@ -48244,38 +48265,11 @@ static nn_result nn__fuse_plan(nn_graph *g) {
 
 /* ---- a device backend: the chain's one launch of its generated kernel ---- */
 
-/* Chain c's gemm_epi (kernels/gemm.cl with the chain's text): the product's launch as the
-   matmul's own (nn__gemm_plan_make's geometry), into member 0's output */
-static nn_result nn__fuse_gemm_launch(nn_graph *g, int id, const nn__fuse_chain *c, nn__launch **out) {
-    const nn__node *mm = &g->nodes[c->gemm - 1];
-    nn__mm_geom G;
-    nn__gemm_plan plan;
-    nn__k_gemm k;
-    nn_result r;
-    nn__mm_geom_node(g, mm, &G);
-    nn__gemm_plan_make(&g->ctx->dev, G.ta, G.tb, G.M, G.N, G.K, &plan);
-    plan.kernel = "gemm_epi";
-    r = nn__launch_gemm_plan(g, id, &plan, out);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
-    k.M = G.M;
-    k.N = G.N;
-    k.K = G.K;
-    k.A = &g->nodes[mm->in[0]].buf;
-    k.lda = G.lda;
-    k.B = &g->nodes[mm->in[1]].buf;
-    k.ldb = G.ldb;
-    k.C = &g->nodes[c->m[0].node].buf;
-    k.ldc = G.ldc;
-    k.alpha = 1.0f;
-    k.beta = 0.0f;
-    return nn__kargs_gemm(*out, &k);
-}
-
 static nn_result nn__fuse_launch(nn_graph *g, int id) {
     const nn__fuse_chain *c = &g->fusion->c[g->nodes[id].fused - 1];
     nn__launch *l = NULL;
-    nn_result r = c->gemm ? nn__fuse_gemm_launch(g, id, c, &l)
+    /* with a GEMM: gemm_epi, the matmul's launch (its geometry and arguments) into member 0's output */
+    nn_result r = c->gemm ? nn__launch_matmul_one(g, id, &g->nodes[c->gemm - 1], "gemm_epi", &g->nodes[c->m[0].node].buf, &l)
                           : nn__launch_kernel(g, id, "fuse", "fused", (size_t)g->nodes[id].numel, &l);
     int j, k;
     if (r != NN_OK) return r;

@@ -643,10 +643,10 @@ GEMM_BATCHED_KERNEL(gemm_nt_batched, 0, 1)
 GEMM_BATCHED_KERNEL(gemm_tn_batched, 1, 0)
 GEMM_BATCHED_KERNEL(gemm_tt_batched, 1, 1)
 
-/* A fused chain's GEMM epilogue (src/ops/fuse.c, nn__fuse_gemm_source) follows this text: a
+/* A fused chain's GEMM epilogue (src/ops/fuse.c, nn__fuse_source) follows this text: a
    kernel gemm_epi that runs one product (GEMM_CALL) and then, over the elements of C its item
    stored (GEMM_OWN_SETUP, GEMM_OWN_ROWS: the same item wrote them, so no barrier), the
-   chain's statements, the bias add first (a function over a row's columns whose pointers are
-   restrict, so that a CPU compiler vectorises it). The formulas come last: activation.h turns
+   chain's statements, the bias add first (a function over a row's columns, its pointers
+   restrict). The formulas come last: activation.h turns
    contraction off for what follows it, not for the products above. */
 #include "activation.h"

@@ -83,6 +83,9 @@ ENVIRONMENT
                     kind of device, on any device (default: by the device's type)
     NN_CL_GUARDS    1: 256 guard bytes after every OpenCL buffer; a launch that writes one
                     fails its run, naming the kernel (a debugging aid; the tests set it)
+    NN_CL_PROFILE   1: time every OpenCL kernel on the device; destroying a graph logs (info)
+                    its kernels' time a run, the time between them, and one line a kernel.
+                    A run then waits for the previous one's kernels before queuing its own
     NN_LOG          error | warn | info (default: one line naming the backend) | debug
     NN_FUSE         0: no elementwise fusion at nn_graph_compile (default on: a chain of
                     elementwise ops runs as one pass; the same bits either way)

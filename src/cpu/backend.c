@@ -42,6 +42,12 @@ static nn_result nn__cpub_open(nn_context *ctx, const char *device, const nn_con
     ctx->dev.info.index = -1;
     ctx->dev.info.is_cpu = 1;
     strcpy(ctx->dev.info.name, "cpu");
+    {
+        const char *prof = getenv("NN_CL_PROFILE");
+        if (prof && prof[0] && strcmp(prof, "0") != 0)
+            nn__log(ctx, NN_LOG_WARN, "NN_CL_PROFILE=%s has no effect on the CPU backend (it times OpenCL kernels): pick "
+                    "an OpenCL device (NN_DEVICE=opencl) to profile, or unset it", prof);
+    }
     if (nn__fp_fuses())
         nn__log(ctx, NN_LOG_INFO, "nn.h was compiled with multiply-adds fused (clang's -ffp-contract=fast or "
                 "-ffast-math, which override its pragmas): CPU results differ in the last bits from other builds'; "

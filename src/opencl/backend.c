@@ -985,9 +985,6 @@ static nn_result nn__cl_guard_check(nn_graph *g, int from, int n) {
     return NN_OK;
 }
 
-/* Enqueues the launches of the first n_sched schedule positions (from g->run_from: 0 but
-   for a data-parallel update part; with NN_CL_GUARDS, each between its guards' fills and
-   reads, and waits for them to check). */
 /* ---- NN_CL_PROFILE: each launch's device time, from its event's start and end ---- */
 
 /* Reads and releases the events of the launches' last enqueues (a run's: consecutive
@@ -1077,6 +1074,9 @@ static void nn__cl_prof_report(nn_graph *g, long missing) {
     NN_FREE(cnt);
 }
 
+/* Enqueues the launches of the first n_sched schedule positions (from g->run_from: 0 but
+   for a data-parallel update part; with NN_CL_GUARDS, each between its guards' fills and
+   reads, and waits for them to check). With NN_CL_PROFILE, the last run's events are read first. */
 static nn_result nn__cl_run(nn_graph *g, int n_sched) {
     nn__cl *cl = NN__CL(g->ctx);
     cl_command_queue q = cl->queue;

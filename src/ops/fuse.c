@@ -206,8 +206,8 @@ static size_t nn__fuse_params(const nn__fuse_chain *c, int names, int restr, cha
    gemm_epi: the product's parameters (NN__KPARAMS(gemm)) then the chain's (member 0's output
    is C, its product operand C's element), one product (GEMM_CALL, op(A) and op(B) transposed
    as ta, tb say), then for each row of C the item stored and its columns (GEMM_OWN_ROWS)
-   gemm_epi_cols, the statements in a loop over the columns (restrict pointers: PoCL
-   vectorises it; with plain ones its compiler left the loop scalar). */
+   gemm_epi_cols, the statements in a loop over the columns (its pointers restrict, for a
+   compiler that would vectorise the loop; PoCL 3.1 still leaves it scalar). */
 static char *nn__fuse_source(const nn_graph *g, const nn__fuse_chain *c, int ta, int tb) {
     char *s = NULL, *p;
     size_t cap = 4096, len = 0;
@@ -335,7 +335,7 @@ static nn_result nn__fuse_keep(nn_graph *g, nn__fuse_chain *c, const int *reader
    runs with the product, into member 0's output, and 0 otherwise. The CPU backend adds the
    bias to each tile after its last K block (nn__sgemm_bias, the same float additions) and
    runs the rest of the chain as without; a device runs the product and the whole chain as
-   one kernel (gemm_epi: nn__fuse_source, nn__fuse_gemm_launch), each element the product's
+   one kernel (gemm_epi: nn__fuse_source, nn__fuse_launch), each element the product's
    float, then the chain's statements: the unfused kernels' bits, one launch and one pass over
    memory less. */
 static int nn__fuse_gemm(const nn_graph *g, const nn__fuse_chain *c, int mm, const int *readers) {
@@ -403,38 +403,11 @@ static nn_result nn__fuse_plan(nn_graph *g) {
 
 /* ---- a device backend: the chain's one launch of its generated kernel ---- */
 
-/* Chain c's gemm_epi (kernels/gemm.cl with the chain's text): the product's launch as the
-   matmul's own (nn__gemm_plan_make's geometry), into member 0's output */
-static nn_result nn__fuse_gemm_launch(nn_graph *g, int id, const nn__fuse_chain *c, nn__launch **out) {
-    const nn__node *mm = &g->nodes[c->gemm - 1];
-    nn__mm_geom G;
-    nn__gemm_plan plan;
-    nn__k_gemm k;
-    nn_result r;
-    nn__mm_geom_node(g, mm, &G);
-    nn__gemm_plan_make(&g->ctx->dev, G.ta, G.tb, G.M, G.N, G.K, &plan);
-    plan.kernel = "gemm_epi";
-    r = nn__launch_gemm_plan(g, id, &plan, out);
-    if (r != NN_OK) return r;
-    memset(&k, 0, sizeof k);
-    k.M = G.M;
-    k.N = G.N;
-    k.K = G.K;
-    k.A = &g->nodes[mm->in[0]].buf;
-    k.lda = G.lda;
-    k.B = &g->nodes[mm->in[1]].buf;
-    k.ldb = G.ldb;
-    k.C = &g->nodes[c->m[0].node].buf;
-    k.ldc = G.ldc;
-    k.alpha = 1.0f;
-    k.beta = 0.0f;
-    return nn__kargs_gemm(*out, &k);
-}
-
 static nn_result nn__fuse_launch(nn_graph *g, int id) {
     const nn__fuse_chain *c = &g->fusion->c[g->nodes[id].fused - 1];
     nn__launch *l = NULL;
-    nn_result r = c->gemm ? nn__fuse_gemm_launch(g, id, c, &l)
+    /* with a GEMM: gemm_epi, the matmul's launch (its geometry and arguments) into member 0's output */
+    nn_result r = c->gemm ? nn__launch_matmul_one(g, id, &g->nodes[c->gemm - 1], "gemm_epi", &g->nodes[c->m[0].node].buf, &l)
                           : nn__launch_kernel(g, id, "fuse", "fused", (size_t)g->nodes[id].numel, &l);
     int j, k;
     if (r != NN_OK) return r;

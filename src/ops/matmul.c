@@ -633,6 +633,37 @@ static nn_result nn__launch_matmul_round(nn_graph *g, int id) {
     return nn__kargs_cast_store(l, &k);
 }
 
+/* The launch of matmul n's single product (a 2-D matmul: nn__mm_geom's nd 0) into C, recorded
+   for node id: the plain kernel of its transposes, or `kernel` of kernels/gemm.cl (NULL: the
+   plain one; src/ops/fuse.c's gemm_epi, which takes the same arguments first) with the same
+   geometry; *out the launch, its arguments the product's. */
+static nn_result nn__launch_matmul_one(nn_graph *g, int id, const nn__node *n, const char *kernel, const nn__buf *C,
+                                       nn__launch **out) {
+    nn__mm_geom G;
+    nn__gemm_plan plan;
+    nn__k_gemm k;
+    nn_result r;
+    nn__mm_geom_node(g, n, &G);
+    nn__gemm_plan_make(&g->ctx->dev, G.ta, G.tb, G.M, G.N, G.K, &plan);
+    if (kernel) plan.kernel = kernel;
+    r = nn__launch_gemm_plan(g, id, &plan, out);
+    if (r != NN_OK) return r;
+    (*out)->store = g->nodes[n->in[0]].dtype; /* the operands' storage: n->dtype, or 16 bits with C float32 */
+    memset(&k, 0, sizeof k);
+    k.M = G.M;
+    k.N = G.N;
+    k.K = G.K;
+    k.A = &g->nodes[n->in[0]].buf;
+    k.lda = G.lda;
+    k.B = &g->nodes[n->in[1]].buf;
+    k.ldb = G.ldb;
+    k.C = C;
+    k.ldc = G.ldc;
+    k.alpha = 1.0f;
+    k.beta = 0.0f;
+    return nn__kargs_gemm(*out, &k);
+}
+
 /* One launch of the plain kernels for a single product; else batched launches of the two
    largest dims that may run at once (those stepping C, or any of them into scratch) for
    every index of the other dims, in order: C takes its first product with beta 0 and adds
@@ -642,7 +673,6 @@ static nn_result nn__launch_matmul_round(nn_graph *g, int id) {
    kernels/storage.h) write C in the float32 scratch (beta 1 adding the later products), and
    cast.cl's cast_store rounds it into the output. */
 static nn_result nn__launch_matmul(nn_graph *g, int id) {
-    nn_context *ctx = g->ctx;
     nn__node *n = &g->nodes[id];
     nn_dtype in_dt = g->nodes[n->in[0]].dtype; /* the operands' storage: n->dtype, or 16 bits with C float32 */
     int half = nn__dtype_half(n->dtype);
@@ -657,25 +687,7 @@ static nn_result nn__launch_matmul(nn_graph *g, int id) {
     int64_t n_launch = 1, x, step_keep, step_sum;
     nn__mm_geom_node(g, n, &G);
     if (G.nd == 0) {
-        nn__gemm_plan plan;
-        nn__k_gemm k;
-        nn__gemm_plan_make(&ctx->dev, G.ta, G.tb, G.M, G.N, G.K, &plan);
-        r = nn__launch_gemm_plan(g, id, &plan, &l);
-        if (r != NN_OK) return r;
-        l->store = in_dt;
-        memset(&k, 0, sizeof k);
-        k.M = G.M;
-        k.N = G.N;
-        k.K = G.K;
-        k.A = A;
-        k.lda = G.lda;
-        k.B = B;
-        k.ldb = G.ldb;
-        k.C = C;
-        k.ldc = G.ldc;
-        k.alpha = 1.0f;
-        k.beta = 0.0f;
-        r = nn__kargs_gemm(l, &k);
+        r = nn__launch_matmul_one(g, id, n, NULL, C, &l);
         return r == NN_OK && half ? nn__launch_matmul_round(g, id) : r;
     }
     nn__mm_split_make(&G, &S);
