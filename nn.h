@@ -2410,6 +2410,8 @@ typedef struct nn__reduce_attr {
     int fwd;             /* REDUCE_GRAD: the forward op (NN__OP_RED_*) */
     float p;             /* RED_NORM: the order p (INFINITY: the max norm) */
     float correction;    /* RED_VAR, RED_STD: divisor max(0, R - correction) */
+    int acc;             /* SUM_ALL on a device: the ACCUMULATE node of its value whose addition
+                            its kernel makes (src/ops/fuse.c's nn__fuse_tails), 0 none */
 } nn__reduce_attr;
 
 #endif
@@ -4706,6 +4708,17 @@ inline int nn_fuse_mod(int i, int m, int n) {
 #define NN__R_ENUM(E, name) NN__R_##E,
 typedef enum nn__loss_kind { NN__LOSS_EW_KINDS(NN__L_ENUM) NN__L_COUNT } nn__loss_kind;
 typedef enum nn__row_kind { NN__LOSS_ROW_KINDS(NN__R_ENUM) NN__R_COUNT } nn__row_kind;
+
+#ifdef __OPENCL_VERSION__
+/* Softmax cross-entropy of one row xr [C] at its label t in [0, C): logsumexp(xr) - xr[t]
+   (kernels/loss.cl's xent_forward; kernels/reduce.cl's xent_sum, its mean in one pass) */
+inline float nn_xent_row(__global const float *xr, int t, int C) {
+    float m = xr[0], s = 0.0f;
+    for (int c = 1; c < C; c++) m = fmax(m, xr[c]);
+    for (int c = 0; c < C; c++) s += exp(xr[c] - m);
+    return log(s) + m - xr[t];
+}
+#endif
 
 #endif /* NN__LOSS_H */
 
@@ -15935,8 +15948,11 @@ typedef struct nn__fuse_member {
 
 typedef struct nn__fuse_chain {
     int n;
-    int gemm; /* CPU backend: node id + 1 of the matmul whose product, with member 0's row operand
-                 added in the GEMM's epilogue, is member 0's value (a linear layer's bias add); 0: none */
+    int gemm;   /* node id + 1 of the matmul whose product member 0 reads as its operand gemm_k (0:
+                   none): the bias form (gemm_k 0, member 0 adds a row vector to the product: a linear
+                   layer's bias add), on every backend; the product form (any operand, the matmul
+                   earlier in the schedule: a layer's activation gradient), on devices only */
+    int gemm_k;
     nn__fuse_member m[NN__FUSE_MAX];
     char *source; /* a device backend's kernel "fused" (NULL on the CPU backend) */
 } nn__fuse_chain;
@@ -21586,13 +21602,17 @@ static const char *const nn__cl_src_loss[] = {
 "/* the fused softmax cross-entropy, x [B, C], label [B]; bad[slot] counts labels outside [0, C) */\n",
 "#define NN__KARGS_xent_forward(F, P) F(in, x) P(iin, label) P(out, loss) P(int, B) P(int, C) P(iout, bad) P(int, slot)\n",
 "NN__KSIG(xent_forward)\n",
-"#define NN__KARGS_xent_backward(F, P) F(in, x) P(iin, label) P(in, dloss) P(out, dx) P(int, B) P(int, C)\n",
+"/* the gradient dloss [B], or with dstride 0 the scalar dloss[0] * dscale for every row (an\n",
+"   expand of the mean's gradient folded in: src/ops/fuse.c's nn__fuse_tails) */\n",
+"#define NN__KARGS_xent_backward(F, P) \\\n",
+"    F(in, x) P(iin, label) P(in, dloss) P(out, dx) P(int, B) P(int, C) P(float, dscale) P(int, dstride)\n",
 "NN__KSIG(xent_backward)\n",
 "/* the same, one work-group per row; tmp: the work-group's floats */\n",
 "#define NN__KARGS_xent_group_forward(F, P) \\\n",
 "    F(in, x) P(iin, label) P(out, loss) P(int, B) P(int, C) P(iout, bad) P(int, slot) P(lfloat, tmp)\n",
 "NN__KSIG(xent_group_forward)\n",
-"#define NN__KARGS_xent_group_backward(F, P) F(in, x) P(iin, label) P(in, dloss) P(out, dx) P(int, B) P(int, C) P(lfloat, tmp)\n",
+"#define NN__KARGS_xent_group_backward(F, P) \\\n",
+"    F(in, x) P(iin, label) P(in, dloss) P(out, dx) P(int, B) P(int, C) P(float, dscale) P(int, dstride) P(lfloat, tmp)\n",
 "NN__KSIG(xent_group_backward)\n",
 "\n",
 "/* BCE with logits, n elements */\n",
@@ -21946,6 +21966,17 @@ static const char *const nn__cl_src_loss[] = {
 "typedef enum nn__loss_kind { NN__LOSS_EW_KINDS(NN__L_ENUM) NN__L_COUNT } nn__loss_kind;\n",
 "typedef enum nn__row_kind { NN__LOSS_ROW_KINDS(NN__R_ENUM) NN__R_COUNT } nn__row_kind;\n",
 "\n",
+"#ifdef __OPENCL_VERSION__\n",
+"/* Softmax cross-entropy of one row xr [C] at its label t in [0, C): logsumexp(xr) - xr[t]\n",
+"   (kernels/loss.cl's xent_forward; kernels/reduce.cl's xent_sum, its mean in one pass) */\n",
+"inline float nn_xent_row(__global const float *xr, int t, int C) {\n",
+"    float m = xr[0], s = 0.0f;\n",
+"    for (int c = 1; c < C; c++) m = fmax(m, xr[c]);\n",
+"    for (int c = 0; c < C; c++) s += exp(xr[c] - m);\n",
+"    return log(s) + m - xr[t];\n",
+"}\n",
+"#endif\n",
+"\n",
 "#endif /* NN__LOSS_H */\n",
 "#line 9 \"kernels/loss.cl\"\n",
 "\n",
@@ -22160,10 +22191,7 @@ static const char *const nn__cl_src_loss[] = {
 "    __global const float *xr = x + (size_t)b * C;\n",
 "    int t = label[b];\n",
 "    if (t < 0 || t >= C) { atomic_inc(bad + slot); loss[b] = 0.0f; return; }\n",
-"    float m = xr[0], s = 0.0f;\n",
-"    for (int c = 1; c < C; c++) m = fmax(m, xr[c]);\n",
-"    for (int c = 0; c < C; c++) s += exp(xr[c] - m);\n",
-"    loss[b] = log(s) + m - xr[t];\n",
+"    loss[b] = nn_xent_row(xr, t, C);\n",
 "}\n",
 "\n",
 "__kernel void xent_backward(NN__KPARAMS(xent_backward)) {\n",
@@ -22173,7 +22201,7 @@ static const char *const nn__cl_src_loss[] = {
 "    __global float *dxr = dx + (size_t)b * C;\n",
 "    int t = label[b];\n",
 "    if (t < 0 || t >= C) { for (int c = 0; c < C; c++) dxr[c] = 0.0f; return; }\n",
-"    float m = xr[0], s = 0.0f, g = dloss[b];\n",
+"    float m = xr[0], s = 0.0f, g = dstride ? dloss[b] : dloss[0] * dscale;\n",
 "    for (int c = 1; c < C; c++) m = fmax(m, xr[c]);\n",
 "    for (int c = 0; c < C; c++) s += exp(xr[c] - m);\n",
 "    for (int c = 0; c < C; c++) dxr[c] = g * (exp(xr[c] - m) / s - (c == t ? 1.0f : 0.0f));\n",
@@ -22236,7 +22264,7 @@ static const char *const nn__cl_src_loss[] = {
 "        for (int c = l; c < C; c += wg) dxr[c] = 0.0f;\n",
 "        return;\n",
 "    }\n",
-"    float m, s, g = dloss[b];\n",
+"    float m, s, g = dstride ? dloss[b] : dloss[0] * dscale;\n",
 "    loss_row_stats(tmp, xr, C, &m, &s);\n",
 "    for (int c = l; c < C; c += wg) dxr[c] = g * (exp(xr[c] - m) / s - (c == t ? 1.0f : 0.0f));\n",
 "}\n",
@@ -25556,8 +25584,18 @@ static const char *const nn__cl_src_reduce[] = {
 "#define NN__REDUCE_ARGS_H\n",
 "\n",
 "/* to a scalar in one work-group; tmp: the work-group's floats */\n",
-"#define NN__KARGS_sum_all(F, P) F(in, x) P(out, y) P(int, n) P(float, scale) P(lfloat, tmp)\n",
+"/* has_acc: acc[0] += y[0] too (an nn_accumulate of the sum folded in: src/ops/fuse.c's\n",
+"   nn__fuse_tails) */\n",
+"#define NN__KARGS_sum_all(F, P) F(in, x) P(out, y) P(out, acc) P(int, n) P(int, has_acc) P(float, scale) P(lfloat, tmp)\n",
 "NN__KSIG(sum_all)\n",
+"/* sum_all of the rows' values an op made, folded in (nn__fuse_tails): softmax cross-entropy's\n",
+"   (bad, slot: xent_forward's count of labels outside [0, C)) and accuracy's correct rows */\n",
+"#define NN__KARGS_xent_sum(F, P) \\\n",
+"    F(in, x) P(iin, label) P(out, y) P(out, acc) P(int, B) P(int, C) P(int, has_acc) P(float, scale) P(iout, bad) P(int, slot) P(lfloat, tmp)\n",
+"NN__KSIG(xent_sum)\n",
+"#define NN__KARGS_correct_sum(F, P) \\\n",
+"    F(in, x) P(iin, label) P(out, y) P(out, acc) P(int, B) P(int, C) P(int, has_acc) P(float, scale) P(lfloat, tmp)\n",
+"NN__KSIG(correct_sum)\n",
 "#define NN__KARGS_grad_sumsq(F, P) F(in, g) P(in, prev) P(out, y) P(int, n) P(int, has_prev) P(lfloat, tmp)\n",
 "NN__KSIG(grad_sumsq)\n",
 "/* to a scalar over many work-groups, two passes (part: the groups' sums, the node's scratch) */\n",
@@ -25594,6 +25632,63 @@ static const char *const nn__cl_src_reduce[] = {
 "\n",
 "#endif\n",
 "#line 3 \"kernels/reduce.cl\"\n",
+"#line 1 \"kernels/loss.h\"\n",
+"/* The loss kinds, listed once for both backends. This file is a part of nn.h (C99 and C++:\n",
+"   the builders in src/ops/loss/, the loops in src/cpu/loss.c) and is included by\n",
+"   kernels/loss.cl (OpenCL C 1.2), so the kind numbers a plan passes and the kernels'\n",
+"   switches are one enum.\n",
+"\n",
+"   NN__LOSS_EW_KINDS(X): the elementwise losses (op LOSS_EW), one X(ENUM, name, of_d) each:\n",
+"     ENUM  NN__L_ENUM, the node's a.loss.kind and the kernels' `kind`; its formulas are the\n",
+"           case NN__L_ENUM of nn__loss_ew1 / nn__loss_ew1_dx (src/cpu/loss.c) and of\n",
+"           nn_loss1 / nn_loss1_dx (kernels/loss.cl)\n",
+"     name  the builder nn_<name> (declared in src/api/api.h, stamped in src/ops/loss/),\n",
+"           and so the op's name in messages\n",
+"     of_d  1: a function of d = x - t alone, so d/dt = -d/dx and the target gets that\n",
+"           gradient; 0: the target gets none\n",
+"   NN__LOSS_ROW_KINDS(X): the losses of op LOSS_ROWS, one per row of [B, ...] inputs,\n",
+"   X(ENUM, name): NN__R_ENUM and the builder nn_<name>.\n",
+"   NN__L_COUNT and NN__R_COUNT are the range checks' bounds. */\n",
+"#ifndef NN__LOSS_H\n",
+"#define NN__LOSS_H\n",
+"\n",
+"#define NN__LOSS_EW_KINDS(X)          \\\n",
+"    X(MSE, mse_loss, 1)               \\\n",
+"    X(L1, l1_loss, 1)                 \\\n",
+"    X(HUBER, huber_loss, 1)           \\\n",
+"    X(SMOOTH_L1, smooth_l1_loss, 1)   \\\n",
+"    X(LOG_COSH, log_cosh_loss, 1)     \\\n",
+"    X(QUANTILE, quantile_loss, 1)     \\\n",
+"    X(HINGE, hinge_loss, 0)           \\\n",
+"    X(SQ_HINGE, squared_hinge_loss, 0) \\\n",
+"    X(BCE, bce_loss, 0)               \\\n",
+"    X(BCE_LOGITS, bce_with_logits_loss, 0) \\\n",
+"    X(FOCAL, sigmoid_focal_loss, 0)   \\\n",
+"    X(KL, kl_div_loss, 0)\n",
+"\n",
+"#define NN__LOSS_ROW_KINDS(X) \\\n",
+"    X(DICE, dice_loss)        \\\n",
+"    X(COSINE, cosine_embedding_loss) \\\n",
+"    X(TRIPLET, triplet_margin_loss)\n",
+"\n",
+"#define NN__L_ENUM(E, name, of_d) NN__L_##E,\n",
+"#define NN__R_ENUM(E, name) NN__R_##E,\n",
+"typedef enum nn__loss_kind { NN__LOSS_EW_KINDS(NN__L_ENUM) NN__L_COUNT } nn__loss_kind;\n",
+"typedef enum nn__row_kind { NN__LOSS_ROW_KINDS(NN__R_ENUM) NN__R_COUNT } nn__row_kind;\n",
+"\n",
+"#ifdef __OPENCL_VERSION__\n",
+"/* Softmax cross-entropy of one row xr [C] at its label t in [0, C): logsumexp(xr) - xr[t]\n",
+"   (kernels/loss.cl's xent_forward; kernels/reduce.cl's xent_sum, its mean in one pass) */\n",
+"inline float nn_xent_row(__global const float *xr, int t, int C) {\n",
+"    float m = xr[0], s = 0.0f;\n",
+"    for (int c = 1; c < C; c++) m = fmax(m, xr[c]);\n",
+"    for (int c = 0; c < C; c++) s += exp(xr[c] - m);\n",
+"    return log(s) + m - xr[t];\n",
+"}\n",
+"#endif\n",
+"\n",
+"#endif /* NN__LOSS_H */\n",
+"#line 4 \"kernels/reduce.cl\"\n",
 "\n",
 "/* Reductions to a scalar: one work-group, a strided pass then a tree, so the order of the\n",
 "   additions is fixed and the result is the same run to run. The work-group size (a power\n",
@@ -25610,13 +25705,37 @@ static const char *const nn__cl_src_reduce[] = {
 "    return tmp[0];\n",
 "}\n",
 "\n",
-"/* y[0] = scale * sum(x) */\n",
+"/* y[0] = scale * sum(x); has_acc: acc[0] += y[0] (accumulate's addition) */\n",
+"inline void sum_store(__global float *y, __global float *acc, int has_acc, float s, float scale) {\n",
+"    const float v = s * scale;\n",
+"    y[0] = v;\n",
+"    if (has_acc) acc[0] += v;\n",
+"}\n",
+"\n",
 "__kernel void sum_all(NN__KPARAMS(sum_all)) {\n",
 "    float s = 0.0f;\n",
 "    for (int i = get_local_id(0); i < n; i += get_local_size(0)) s += x[i];\n",
 "    s = nn_tree(tmp, s);\n",
-"    if (get_local_id(0) == 0) y[0] = s * scale;\n",
+"    if (get_local_id(0) == 0) sum_store(y, acc, has_acc, s, scale);\n",
 "}\n",
+"\n",
+"/* sum_all over the values of rows b = 0..B-1 made here, in sum_all's order (work-item l adds\n",
+"   rows l, l + wg, ..., then the tree), each row's value the float its own kernel stores:\n",
+"   loss.cl's xent_forward (0 and a count in bad[slot] for a label outside [0, C)), and\n",
+"   correct_rows (below). The same bits as the op's kernel then sum_all. */\n",
+"__kernel void xent_sum(NN__KPARAMS(xent_sum)) {\n",
+"    float s = 0.0f;\n",
+"    for (int b = get_local_id(0); b < B; b += get_local_size(0)) {\n",
+"        const int t = label[b];\n",
+"        float v = 0.0f;\n",
+"        if (t < 0 || t >= C) atomic_inc(bad + slot);\n",
+"        else v = nn_xent_row(x + (size_t)b * C, t, C);\n",
+"        s += v;\n",
+"    }\n",
+"    s = nn_tree(tmp, s);\n",
+"    if (get_local_id(0) == 0) sum_store(y, acc, has_acc, s, scale);\n",
+"}\n",
+"\n",
 "\n",
 "/* y[0] = (has_prev ? prev[0] : 0) + sum(g^2): a chain over all gradients for clipping */\n",
 "__kernel void grad_sumsq(NN__KPARAMS(grad_sumsq)) {\n",
@@ -25944,6 +26063,15 @@ static const char *const nn__cl_src_reduce[] = {
 "__kernel void correct_rows(NN__KPARAMS(correct_rows)) {\n",
 "    int b = get_global_id(0);\n",
 "    if (b < B) y[b] = nn_argmax_row(x + (size_t)b * C, C) == label[b] ? 1.0f : 0.0f;\n",
+"}\n",
+"\n",
+"/* correct_rows then sum_all, folded (xent_sum above says how) */\n",
+"__kernel void correct_sum(NN__KPARAMS(correct_sum)) {\n",
+"    float s = 0.0f;\n",
+"    for (int b = get_local_id(0); b < B; b += get_local_size(0))\n",
+"        s += nn_argmax_row(x + (size_t)b * C, C) == label[b] ? 1.0f : 0.0f;\n",
+"    s = nn_tree(tmp, s);\n",
+"    if (get_local_id(0) == 0) sum_store(y, acc, has_acc, s, scale);\n",
 "}\n",
 0 };
 
@@ -35765,8 +35893,18 @@ NN__KSIG(gemm_batched)
 #define NN__REDUCE_ARGS_H
 
 /* to a scalar in one work-group; tmp: the work-group's floats */
-#define NN__KARGS_sum_all(F, P) F(in, x) P(out, y) P(int, n) P(float, scale) P(lfloat, tmp)
+/* has_acc: acc[0] += y[0] too (an nn_accumulate of the sum folded in: src/ops/fuse.c's
+   nn__fuse_tails) */
+#define NN__KARGS_sum_all(F, P) F(in, x) P(out, y) P(out, acc) P(int, n) P(int, has_acc) P(float, scale) P(lfloat, tmp)
 NN__KSIG(sum_all)
+/* sum_all of the rows' values an op made, folded in (nn__fuse_tails): softmax cross-entropy's
+   (bad, slot: xent_forward's count of labels outside [0, C)) and accuracy's correct rows */
+#define NN__KARGS_xent_sum(F, P) \
+    F(in, x) P(iin, label) P(out, y) P(out, acc) P(int, B) P(int, C) P(int, has_acc) P(float, scale) P(iout, bad) P(int, slot) P(lfloat, tmp)
+NN__KSIG(xent_sum)
+#define NN__KARGS_correct_sum(F, P) \
+    F(in, x) P(iin, label) P(out, y) P(out, acc) P(int, B) P(int, C) P(int, has_acc) P(float, scale) P(lfloat, tmp)
+NN__KSIG(correct_sum)
 #define NN__KARGS_grad_sumsq(F, P) F(in, g) P(in, prev) P(out, y) P(int, n) P(int, has_prev) P(lfloat, tmp)
 NN__KSIG(grad_sumsq)
 /* to a scalar over many work-groups, two passes (part: the groups' sums, the node's scratch) */
@@ -35834,13 +35972,17 @@ NN__KSIG(softmax_group_backward)
 /* the fused softmax cross-entropy, x [B, C], label [B]; bad[slot] counts labels outside [0, C) */
 #define NN__KARGS_xent_forward(F, P) F(in, x) P(iin, label) P(out, loss) P(int, B) P(int, C) P(iout, bad) P(int, slot)
 NN__KSIG(xent_forward)
-#define NN__KARGS_xent_backward(F, P) F(in, x) P(iin, label) P(in, dloss) P(out, dx) P(int, B) P(int, C)
+/* the gradient dloss [B], or with dstride 0 the scalar dloss[0] * dscale for every row (an
+   expand of the mean's gradient folded in: src/ops/fuse.c's nn__fuse_tails) */
+#define NN__KARGS_xent_backward(F, P) \
+    F(in, x) P(iin, label) P(in, dloss) P(out, dx) P(int, B) P(int, C) P(float, dscale) P(int, dstride)
 NN__KSIG(xent_backward)
 /* the same, one work-group per row; tmp: the work-group's floats */
 #define NN__KARGS_xent_group_forward(F, P) \
     F(in, x) P(iin, label) P(out, loss) P(int, B) P(int, C) P(iout, bad) P(int, slot) P(lfloat, tmp)
 NN__KSIG(xent_group_forward)
-#define NN__KARGS_xent_group_backward(F, P) F(in, x) P(iin, label) P(in, dloss) P(out, dx) P(int, B) P(int, C) P(lfloat, tmp)
+#define NN__KARGS_xent_group_backward(F, P) \
+    F(in, x) P(iin, label) P(in, dloss) P(out, dx) P(int, B) P(int, C) P(float, dscale) P(int, dstride) P(lfloat, tmp)
 NN__KSIG(xent_group_backward)
 
 /* BCE with logits, n elements */
@@ -38410,17 +38552,57 @@ static nn_result nn__cpu_expand_scalar(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
+/* The one-group sum with the rows' op it sums folded in (src/ops/fuse.c's nn__fuse_tails:
+   the op, softmax cross-entropy's rows or accuracy's, is not launched), and its value's
+   accumulate (a.reduce.acc) */
+static nn_result nn__launch_sum_rows(nn_graph *g, int id, const nn__node *p, const nn__buf *acc) {
+    const nn__node *x = &g->nodes[p->in[0]];
+    if (p->op == NN__OP_XENT_ROWS) {
+        NN__KGROUP(xent_sum, "reduce");
+        k.x = &x->buf;
+        k.label = &g->nodes[p->in[1]].buf;
+        k.y = &n->buf;
+        k.acc = acc ? acc : &n->buf;
+        k.B = (int)x->shape.dim[0];
+        k.C = (int)x->shape.dim[1];
+        k.has_acc = acc != NULL;
+        k.scale = n->a.reduce.scale;
+        k.bad = &g->checks;
+        k.slot = p->check_slot;
+        k.tmp = wg * 4;
+        return nn__kargs_xent_sum(l, &k);
+    } else {
+        NN__KGROUP(correct_sum, "reduce");
+        k.x = &x->buf;
+        k.label = &g->nodes[p->in[1]].buf;
+        k.y = &n->buf;
+        k.acc = acc ? acc : &n->buf;
+        k.B = (int)x->shape.dim[0];
+        k.C = (int)x->shape.dim[1];
+        k.has_acc = acc != NULL;
+        k.scale = n->a.reduce.scale;
+        k.tmp = wg * 4;
+        return nn__kargs_correct_sum(l, &k);
+    }
+}
+
 static nn_result nn__launch_sum_all(nn_graph *g, int id) {
+    const nn__node *p = &g->nodes[g->nodes[id].in[0]];
+    const nn__buf *acc = g->nodes[id].a.reduce.acc > 0 ? &g->nodes[g->nodes[id].a.reduce.acc].buf : NULL;
     if (g->nodes[id].scratch > 0)
-        return nn__launch_sum_two_pass(g, id, &g->nodes[g->nodes[id].in[0]].buf, g->nodes[g->nodes[id].in[0]].numel, 0,
-                                       NULL, g->nodes[id].a.reduce.scale);
-    NN__KGROUP(sum_all, "reduce");
-    k.x = &g->nodes[n->in[0]].buf;
-    k.y = &n->buf;
-    k.n = (int)g->nodes[n->in[0]].numel;
-    k.scale = n->a.reduce.scale;
-    k.tmp = wg * 4;
-    return nn__kargs_sum_all(l, &k);
+        return nn__launch_sum_two_pass(g, id, &p->buf, p->numel, 0, NULL, g->nodes[id].a.reduce.scale);
+    if (p->fused < 0 && (p->op == NN__OP_XENT_ROWS || p->op == NN__OP_CORRECT_ROWS)) return nn__launch_sum_rows(g, id, p, acc);
+    {
+        NN__KGROUP(sum_all, "reduce");
+        k.x = &p->buf;
+        k.y = &n->buf;
+        k.acc = acc ? acc : &n->buf;
+        k.n = (int)p->numel;
+        k.has_acc = acc != NULL;
+        k.scale = n->a.reduce.scale;
+        k.tmp = wg * 4;
+        return nn__kargs_sum_all(l, &k);
+    }
 }
 
 static nn_result nn__launch_expand_scalar(nn_graph *g, int id) {
@@ -39424,6 +39606,17 @@ static nn_result nn__cpu_xent_grad(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
+/* XENT_GRAD n's dloss on a device: its input dy [B], or, when dy is the mean's expand of a
+   scalar folded in (src/ops/fuse.c's nn__fuse_tails), that scalar (g->one for a folded fill
+   of 1, the loss's seed) and the expand's factor */
+static void nn__xent_dloss(const nn_graph *g, const nn__node *n, const nn__buf **d, float *scale, int *stride) {
+    const nn__node *e = &g->nodes[n->in[2]];
+    int folded = e->fused < 0 && e->op == NN__OP_EXPAND_SCALAR;
+    *d = !folded ? &e->buf : g->nodes[e->in[0]].fused < 0 ? &g->one : &g->nodes[e->in[0]].buf;
+    *scale = folded ? e->a.reduce.scale : 1.0f;
+    *stride = !folded;
+}
+
 /* one work-group per row (GPU devices, long rows: softmax.c's nn__row_group_wg) */
 static nn_result nn__launch_xent_rows_group(nn_graph *g, int id, size_t wg) {
     nn__node *n = &g->nodes[id];
@@ -39445,7 +39638,7 @@ static nn_result nn__launch_xent_grad_group(nn_graph *g, int id, size_t wg) {
     NN__KWITH(xent_group_backward, nn__launch_groups(g, id, "loss", "xent_group_backward", (size_t)n->shape.dim[0], wg, &l));
     k.x = &g->nodes[n->in[0]].buf;
     k.label = &g->nodes[n->in[1]].buf;
-    k.dloss = &g->nodes[n->in[2]].buf;
+    nn__xent_dloss(g, n, &k.dloss, &k.dscale, &k.dstride);
     k.dx = &n->buf;
     k.B = (int)n->shape.dim[0];
     k.C = (int)n->shape.dim[1];
@@ -39471,7 +39664,7 @@ static nn_result nn__launch_xent_grad(nn_graph *g, int id) {
     NN__KLAUNCH(xent_backward, "loss", "xent_backward", n->shape.dim[0]);
     k.x = &g->nodes[n->in[0]].buf;
     k.label = &g->nodes[n->in[1]].buf;
-    k.dloss = &g->nodes[n->in[2]].buf;
+    nn__xent_dloss(g, n, &k.dloss, &k.dscale, &k.dstride);
     k.dx = &n->buf;
     k.B = (int)n->shape.dim[0];
     k.C = (int)n->shape.dim[1];
@@ -48033,9 +48226,9 @@ static int nn__fuse_join(nn_graph *g, nn__fuse_chain *c, int id) {
     return 1;
 }
 
-/* Whether operand k of member j is the product of chain c's GEMM (c->gemm: member 0's first
-   operand, which its epilogue reads from C, no argument) */
-static int nn__fuse_is_product(const nn__fuse_chain *c, int j, int k) { return c->gemm && j == 0 && k == 0; }
+/* Whether operand k of member j is the product of chain c's GEMM (c->gemm: member 0's operand
+   c->gemm_k, which its epilogue reads from C, no argument) */
+static int nn__fuse_is_product(const nn__fuse_chain *c, int j, int k) { return c->gemm && j == 0 && k == c->gemm_k; }
 
 /* Chain c's parameters after the first ones (n, or the product's), in nn__fuse_launch's order:
    the buffers it reads (x<index>) and writes (y<j>), each row operand's m, each node's
@@ -48191,23 +48384,44 @@ static nn_result nn__fuse_keep(nn_graph *g, nn__fuse_chain *c, const int *reader
     return NN_OK;
 }
 
-/* The GEMM epilogue: node id + 1 of matmul node mm (just before the chain's first node in
-   the schedule) when that first node adds a row vector [N] to mm's product [M, N] (one
-   float32 product, nn__matmul_bias_ok) and nothing else reads the product: the chain then
-   runs with the product, into member 0's output, and 0 otherwise. The CPU backend adds the
-   bias to each tile after its last K block (nn__sgemm_bias, the same float additions) and
-   runs the rest of the chain as without; a device runs the product and the whole chain as
-   one kernel (gemm_epi: nn__fuse_source, nn__fuse_launch), each element the product's
-   float, then the chain's statements: the unfused kernels' bits, one launch and one pass over
-   memory less. */
-static int nn__fuse_gemm(const nn_graph *g, const nn__fuse_chain *c, int mm, const int *readers) {
-    const nn__node *m = &g->nodes[mm], *a = &g->nodes[c->m[0].node];
+/* The GEMM epilogue: node id + 1 of the matmul whose product member 0 of chain c (at schedule
+   position pos, in the schedule part that starts at part0) reads, to run with it, and 0
+   otherwise. The product must be one float32 product [M, N] (nn__matmul_bias_ok) that nothing
+   else reads; the chain then runs with the product, into member 0's output.
+   - The bias form, on every backend: member 0 adds a row vector [N] to the product made just
+     before it (a linear layer's bias add). The CPU backend adds the bias to each tile after
+     its last K block (nn__sgemm_bias, the same float additions) and runs the rest of the
+     chain as without.
+   - The product form, on a device: member 0 reads the product, made anywhere earlier in
+     the same part, as any operand at its own shape (an activation's gradient of the product
+     dy W, in the backward). The product then runs at the chain, its operands kept live to
+     it (nn__fuse_keep).
+   A device runs the product and the whole chain as one kernel (gemm_epi: nn__fuse_source,
+   nn__fuse_launch), each element the product's float, then the chain's statements: the
+   unfused kernels' bits, one launch and one pass over memory less. */
+static int nn__fuse_gemm_ok(const nn_graph *g, int mm, const int *readers) {
+    const nn__node *m = &g->nodes[mm];
+    return m->op == NN__OP_MATMUL && m->shape.ndim == 2 && readers[mm] == 1 && !m->is_output &&
+           m->storage == NN__ST_ARENA && m->fused == 0 && nn__matmul_bias_ok(g, m);
+}
+static int nn__fuse_gemm(const nn_graph *g, nn__fuse_chain *c, int pos, int part0, const int *readers) {
+    const nn__node *a = &g->nodes[c->m[0].node];
     const nn__fuse_opd *o = c->m[0].opd;
-    if (a->op != NN__OP_ADD || c->m[0].kind != NN__FK_BINARY || o[0].kind != NN__FA_FULL ||
-        o[0].node != mm || o[1].kind != NN__FA_ROW || m->shape.ndim != 2 || o[1].m != m->shape.dim[1] ||
-        readers[mm] != 1 || m->is_output || m->storage != NN__ST_ARENA || m->fused != 0 || !nn__matmul_bias_ok(g, m))
-        return 0;
-    return mm + 1;
+    int k, mm = pos > part0 ? g->sched[pos - 1] : -1;
+    c->gemm_k = 0;
+    if (mm >= 0 && a->op == NN__OP_ADD && c->m[0].kind == NN__FK_BINARY && o[0].kind == NN__FA_FULL && o[0].node == mm &&
+        o[1].kind == NN__FA_ROW && nn__fuse_gemm_ok(g, mm, readers) && o[1].m == g->nodes[mm].shape.dim[1])
+        return mm + 1;
+    if (g->ctx->backend->host_memory) return 0;
+    for (k = 0; k < c->m[0].n_opd; k++) {
+        mm = o[k].node;
+        if (o[k].kind == NN__FA_FULL && g->nodes[mm].first >= part0 && g->nodes[mm].first < pos &&
+            nn__fuse_gemm_ok(g, mm, readers)) {
+            c->gemm_k = k;
+            return mm + 1;
+        }
+    }
+    return 0;
 }
 
 /* ---- the CPU backend: a chain with a GEMM epilogue runs the product first ---- */
@@ -48218,6 +48432,76 @@ static nn_result nn__fuse_cpu_gemm(nn_graph *g, nn__node *last) {
         nn__cpu_matmul_bias(g, &g->nodes[c->gemm - 1], g->nodes[c->m[0].node].buf.host,
                             g->nodes[c->m[0].opd[1].node].buf.host);
     return c->n > 1 ? nn__fuse_cpu(g, last) : NN_OK;
+}
+
+/* ---- a device backend: the scalar tails of a loss and its metrics ----
+   On a device, three folds, each a launch less and the unfolded kernels' bits (kernels/
+   reduce.cl and loss.cl say how):
+   - a one-group SUM_ALL (a mean) of the rows of softmax cross-entropy or of accuracy, when
+     nothing else reads them: the sum's kernel makes the rows' values (xent_sum, correct_sum);
+   - the ACCUMULATE of a one-group SUM_ALL (nn_accumulate of a loss or a metric): the sum's
+     kernel adds its value (a.reduce.acc);
+   - the EXPAND_SCALAR of a mean's gradient that softmax cross-entropy's gradient alone reads:
+     that kernel reads the scalar and the factor (xent_backward's dstride 0); and when that
+     scalar is a FILL of 1 the expand alone reads (the loss's seed), the graph's constant 1.
+   A folded node keeps its place in the schedule and is not launched (fused -1); the inputs it
+   reads live to the node that runs it. At most 2048 rows, so one work-group of a GPU is not
+   handed a batch of any size. */
+static int nn__fuse_part0(const nn_graph *g, int pos) {
+    return pos >= g->n_sched_update ? g->n_sched_update : pos >= g->n_sched_forward ? g->n_sched_forward : 0;
+}
+
+/* Whether node id, read by the node at schedule position pos alone, can run there instead */
+static int nn__fuse_foldable(const nn_graph *g, int id, int pos, const int *readers) {
+    const nn__node *n = &g->nodes[id];
+    return readers[id] == 1 && !n->is_output && n->storage == NN__ST_ARENA && n->fused == 0 && n->first >= nn__fuse_part0(g, pos) &&
+           n->first < pos && n->numel <= 2048;
+}
+
+/* Node id, run at schedule position pos: its inputs live to there */
+static void nn__fuse_fold(nn_graph *g, int id, int pos) {
+    nn__node *n = &g->nodes[id];
+    int k;
+    for (k = 0; k < n->n_in; k++) {
+        nn__node *x = &g->nodes[n->in[k]];
+        if (x->storage == NN__ST_VIEW) x = &g->nodes[x->view_of];
+        if (x->last < pos) x->last = pos;
+    }
+    n->fused = -1;
+}
+
+static void nn__fuse_tails(nn_graph *g, const int *readers) {
+    int i, k;
+    if (g->ctx->backend->host_memory) return;
+    for (i = 0; i < g->n_sched; i++) {
+        int id = g->sched[i], end = i < g->n_sched_forward ? g->n_sched_forward : i < g->n_sched_update ? g->n_sched_update : g->n_sched;
+        nn__node *n = &g->nodes[id];
+        if (n->fused != 0) continue;
+        if (n->op == NN__OP_SUM_ALL && n->scratch == 0) {
+            const nn__node *p = &g->nodes[n->in[0]];
+            if (((p->op == NN__OP_XENT_ROWS && nn__row_group_wg(g, g->nodes[p->in[0]].shape.dim[1]) == 0) ||
+                 p->op == NN__OP_CORRECT_ROWS) &&
+                nn__fuse_foldable(g, n->in[0], i, readers))
+                nn__fuse_fold(g, n->in[0], i);
+            for (k = i + 1; k < end; k++) {
+                nn__node *a = &g->nodes[g->sched[k]];
+                if (a->op == NN__OP_ACCUMULATE && a->in[0] == id && a->fused == 0 && readers[g->sched[k]] == 0 &&
+                    a->storage == NN__ST_OWN) {
+                    n->a.reduce.acc = g->sched[k];
+                    a->fused = -1;
+                    break;
+                }
+            }
+        }
+        if (n->op == NN__OP_XENT_GRAD && g->nodes[n->in[2]].op == NN__OP_EXPAND_SCALAR && nn__fuse_foldable(g, n->in[2], i, readers)) {
+            const nn__node *s = &g->nodes[g->nodes[n->in[2]].in[0]];
+            nn__fuse_fold(g, n->in[2], i);
+            /* the gradient's seed, a fill of 1 (the loss's): g->one */
+            if (s->op == NN__OP_FILL && s->dtype == NN_F32 && s->numel == 1 && s->a.ew.s == 1.0f &&
+                nn__fuse_foldable(g, g->nodes[n->in[2]].in[0], i, readers))
+                nn__fuse_fold(g, g->nodes[n->in[2]].in[0], i);
+        }
+    }
 }
 
 /* Finds the chains: runs of schedule positions within one part of the schedule (forward,
@@ -48242,21 +48526,26 @@ static nn_result nn__fuse_plan(nn_graph *g) {
         const nn__node *n = &g->nodes[g->sched[i]];
         for (k = 0; k < n->n_in; k++) readers[n->in[k]]++;
     }
-    for (i = 0; i < g->n_nodes; i++) /* gradients and the loss: read by the engine, kept */
-        if (g->nodes[i].grad >= 0 && g->nodes[i].grad < g->n_nodes) readers[g->nodes[i].grad]++;
+    for (i = 0; i < g->n_nodes; i++) /* parameters' and inputs' gradients and the loss: read by the engine, kept
+                                           (another node's gradient is read by the backward alone) */
+        if ((g->nodes[i].op == NN__OP_PARAM || g->nodes[i].op == NN__OP_INPUT) && g->nodes[i].grad >= 0 &&
+            g->nodes[i].grad < g->n_nodes)
+            readers[g->nodes[i].grad]++;
     if (g->loss > 0) readers[g->loss]++;
     c.n = 0;
-    c.gemm = 0;
+    c.gemm = c.gemm_k = 0;
     for (i = 0; i < g->n_sched && r == NN_OK; i++) {
         int boundary = i == g->n_sched_forward || i == g->n_sched_update;
+        int part0 = i >= g->n_sched_update ? g->n_sched_update : i >= g->n_sched_forward ? g->n_sched_forward : 0;
         if (c.n > 0 && !boundary && nn__fuse_join(g, &c, g->sched[i])) continue;
         r = nn__fuse_keep(g, &c, readers, head);
         c.n = 0;
         head = i;
-        if (nn__fuse_join(g, &c, g->sched[i]) && i > 0 && !boundary) c.gemm = nn__fuse_gemm(g, &c, g->sched[i - 1], readers);
-        else c.gemm = 0;
+        c.gemm = c.gemm_k = 0;
+        if (nn__fuse_join(g, &c, g->sched[i])) c.gemm = nn__fuse_gemm(g, &c, i, part0, readers);
     }
     if (r == NN_OK) r = nn__fuse_keep(g, &c, readers, head);
+    if (r == NN_OK) nn__fuse_tails(g, readers);
     NN_FREE(readers);
     if (r == NN_OK && g->fusion->n)
         nn__log(g->ctx, NN_LOG_DEBUG, "fusion: %d chains of elementwise nodes run as one pass each", g->fusion->n);

@@ -218,10 +218,7 @@ __kernel void xent_forward(NN__KPARAMS(xent_forward)) {
     __global const float *xr = x + (size_t)b * C;
     int t = label[b];
     if (t < 0 || t >= C) { atomic_inc(bad + slot); loss[b] = 0.0f; return; }
-    float m = xr[0], s = 0.0f;
-    for (int c = 1; c < C; c++) m = fmax(m, xr[c]);
-    for (int c = 0; c < C; c++) s += exp(xr[c] - m);
-    loss[b] = log(s) + m - xr[t];
+    loss[b] = nn_xent_row(xr, t, C);
 }
 
 __kernel void xent_backward(NN__KPARAMS(xent_backward)) {
@@ -231,7 +228,7 @@ __kernel void xent_backward(NN__KPARAMS(xent_backward)) {
     __global float *dxr = dx + (size_t)b * C;
     int t = label[b];
     if (t < 0 || t >= C) { for (int c = 0; c < C; c++) dxr[c] = 0.0f; return; }
-    float m = xr[0], s = 0.0f, g = dloss[b];
+    float m = xr[0], s = 0.0f, g = dstride ? dloss[b] : dloss[0] * dscale;
     for (int c = 1; c < C; c++) m = fmax(m, xr[c]);
     for (int c = 0; c < C; c++) s += exp(xr[c] - m);
     for (int c = 0; c < C; c++) dxr[c] = g * (exp(xr[c] - m) / s - (c == t ? 1.0f : 0.0f));
@@ -294,7 +291,7 @@ __kernel void xent_group_backward(NN__KPARAMS(xent_group_backward)) {
         for (int c = l; c < C; c += wg) dxr[c] = 0.0f;
         return;
     }
-    float m, s, g = dloss[b];
+    float m, s, g = dstride ? dloss[b] : dloss[0] * dscale;
     loss_row_stats(tmp, xr, C, &m, &s);
     for (int c = l; c < C; c += wg) dxr[c] = g * (exp(xr[c] - m) / s - (c == t ? 1.0f : 0.0f));
 }

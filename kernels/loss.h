@@ -41,4 +41,15 @@
 typedef enum nn__loss_kind { NN__LOSS_EW_KINDS(NN__L_ENUM) NN__L_COUNT } nn__loss_kind;
 typedef enum nn__row_kind { NN__LOSS_ROW_KINDS(NN__R_ENUM) NN__R_COUNT } nn__row_kind;
 
+#ifdef __OPENCL_VERSION__
+/* Softmax cross-entropy of one row xr [C] at its label t in [0, C): logsumexp(xr) - xr[t]
+   (kernels/loss.cl's xent_forward; kernels/reduce.cl's xent_sum, its mean in one pass) */
+inline float nn_xent_row(__global const float *xr, int t, int C) {
+    float m = xr[0], s = 0.0f;
+    for (int c = 1; c < C; c++) m = fmax(m, xr[c]);
+    for (int c = 0; c < C; c++) s += exp(xr[c] - m);
+    return log(s) + m - xr[t];
+}
+#endif
+
 #endif /* NN__LOSS_H */

@@ -5,13 +5,17 @@
 /* the fused softmax cross-entropy, x [B, C], label [B]; bad[slot] counts labels outside [0, C) */
 #define NN__KARGS_xent_forward(F, P) F(in, x) P(iin, label) P(out, loss) P(int, B) P(int, C) P(iout, bad) P(int, slot)
 NN__KSIG(xent_forward)
-#define NN__KARGS_xent_backward(F, P) F(in, x) P(iin, label) P(in, dloss) P(out, dx) P(int, B) P(int, C)
+/* the gradient dloss [B], or with dstride 0 the scalar dloss[0] * dscale for every row (an
+   expand of the mean's gradient folded in: src/ops/fuse.c's nn__fuse_tails) */
+#define NN__KARGS_xent_backward(F, P) \
+    F(in, x) P(iin, label) P(in, dloss) P(out, dx) P(int, B) P(int, C) P(float, dscale) P(int, dstride)
 NN__KSIG(xent_backward)
 /* the same, one work-group per row; tmp: the work-group's floats */
 #define NN__KARGS_xent_group_forward(F, P) \
     F(in, x) P(iin, label) P(out, loss) P(int, B) P(int, C) P(iout, bad) P(int, slot) P(lfloat, tmp)
 NN__KSIG(xent_group_forward)
-#define NN__KARGS_xent_group_backward(F, P) F(in, x) P(iin, label) P(in, dloss) P(out, dx) P(int, B) P(int, C) P(lfloat, tmp)
+#define NN__KARGS_xent_group_backward(F, P) \
+    F(in, x) P(iin, label) P(in, dloss) P(out, dx) P(int, B) P(int, C) P(float, dscale) P(int, dstride) P(lfloat, tmp)
 NN__KSIG(xent_group_backward)
 
 /* BCE with logits, n elements */

@@ -1,5 +1,6 @@
 #include "kargs.h"
 #include "reduce_args.h"
+#include "loss.h"
 
 /* Reductions to a scalar: one work-group, a strided pass then a tree, so the order of the
    additions is fixed and the result is the same run to run. The work-group size (a power
@@ -16,13 +17,37 @@ inline float nn_tree(__local float *tmp, float s) {
     return tmp[0];
 }
 
-/* y[0] = scale * sum(x) */
+/* y[0] = scale * sum(x); has_acc: acc[0] += y[0] (accumulate's addition) */
+inline void sum_store(__global float *y, __global float *acc, int has_acc, float s, float scale) {
+    const float v = s * scale;
+    y[0] = v;
+    if (has_acc) acc[0] += v;
+}
+
 __kernel void sum_all(NN__KPARAMS(sum_all)) {
     float s = 0.0f;
     for (int i = get_local_id(0); i < n; i += get_local_size(0)) s += x[i];
     s = nn_tree(tmp, s);
-    if (get_local_id(0) == 0) y[0] = s * scale;
+    if (get_local_id(0) == 0) sum_store(y, acc, has_acc, s, scale);
 }
+
+/* sum_all over the values of rows b = 0..B-1 made here, in sum_all's order (work-item l adds
+   rows l, l + wg, ..., then the tree), each row's value the float its own kernel stores:
+   loss.cl's xent_forward (0 and a count in bad[slot] for a label outside [0, C)), and
+   correct_rows (below). The same bits as the op's kernel then sum_all. */
+__kernel void xent_sum(NN__KPARAMS(xent_sum)) {
+    float s = 0.0f;
+    for (int b = get_local_id(0); b < B; b += get_local_size(0)) {
+        const int t = label[b];
+        float v = 0.0f;
+        if (t < 0 || t >= C) atomic_inc(bad + slot);
+        else v = nn_xent_row(x + (size_t)b * C, t, C);
+        s += v;
+    }
+    s = nn_tree(tmp, s);
+    if (get_local_id(0) == 0) sum_store(y, acc, has_acc, s, scale);
+}
+
 
 /* y[0] = (has_prev ? prev[0] : 0) + sum(g^2): a chain over all gradients for clipping */
 __kernel void grad_sumsq(NN__KPARAMS(grad_sumsq)) {
@@ -350,4 +375,13 @@ __kernel void argmax_rows(NN__KPARAMS(argmax_rows)) {
 __kernel void correct_rows(NN__KPARAMS(correct_rows)) {
     int b = get_global_id(0);
     if (b < B) y[b] = nn_argmax_row(x + (size_t)b * C, C) == label[b] ? 1.0f : 0.0f;
+}
+
+/* correct_rows then sum_all, folded (xent_sum above says how) */
+__kernel void correct_sum(NN__KPARAMS(correct_sum)) {
+    float s = 0.0f;
+    for (int b = get_local_id(0); b < B; b += get_local_size(0))
+        s += nn_argmax_row(x + (size_t)b * C, C) == label[b] ? 1.0f : 0.0f;
+    s = nn_tree(tmp, s);
+    if (get_local_id(0) == 0) sum_store(y, acc, has_acc, s, scale);
 }

@@ -21,6 +21,7 @@ typedef struct run_out {
     long n_vals;
     uint64_t launches;
     int chains, gemm; /* what fusion formed (t_fused_chains) */
+    int tails;        /* the folded scalar tails' kernels launched (xent_sum, correct_sum) */
     nn_result r;
 } run_out;
 
@@ -38,13 +39,17 @@ nn_result t_compile_unfused(nn_graph *g, const nn_compile_desc *desc) {
 
 typedef nn_tensor (*model_fn)(nn_graph *g, nn_tensor *extra);
 
-/* MLP: x [16, 20] -> 32 -> relu -> 24 -> relu -> 10 logits; softmax cross-entropy. */
+/* MLP: x [16, 20] -> 32 -> relu -> 24 -> relu -> 10 logits; softmax cross-entropy, and the
+   loss and the accuracy accumulated (extra[0], extra[1]: the scalar tails a device folds). */
 static nn_tensor mlp_model(nn_graph *g, nn_tensor *extra) {
-    nn_tensor x = nn_input(g, "x", NN_F32, nn_shape2(16, 20)), y = nn_input(g, "y", NN_I32, nn_shape1(16)), h;
+    nn_tensor x = nn_input(g, "x", NN_F32, nn_shape2(16, 20)), y = nn_input(g, "y", NN_I32, nn_shape1(16)), h, logits, loss;
     h = nn_relu(g, nn_linear_layer(g, x, 32, NULL, "fc1"));
     h = nn_relu(g, nn_linear_layer(g, h, 24, NULL, "fc2"));
-    (void)extra;
-    return nn_softmax_cross_entropy(g, nn_linear_layer(g, h, 10, NULL, "fc3"), y);
+    logits = nn_linear_layer(g, h, 10, NULL, "fc3");
+    loss = nn_softmax_cross_entropy(g, logits, y);
+    extra[0] = nn_accumulate(g, loss);
+    extra[1] = nn_accumulate(g, nn_accuracy(g, logits, y));
+    return loss;
 }
 
 /* nanoGPT's model, tiny: vocabulary 16, context 8, 2 layers of 2 heads, width 16, no dropout
@@ -156,6 +161,7 @@ static void run_model(const t_env *e, int which, int fuse, run_out *o) {
     else unsetenv("NN_FUSE");
     free(saved);
     if (o->r == NN_OK) o->chains = t_fused_chains(g, &o->gemm);
+    if (o->r == NN_OK) o->tails = t_graph_launches(g, "xent_sum") + t_graph_launches(g, "correct_sum");
     if (o->r == NN_OK) o->r = write_inputs(g, which);
     for (i = 0; i < STEPS && o->r == NN_OK; i++) {
         nn_context_stats(e->ctx, &s0);
@@ -181,6 +187,8 @@ static void run_model(const t_env *e, int which, int fuse, run_out *o) {
             o->r = nn_tensor_read(g, t, o->vals + at, (size_t)n * 4);
             at += n;
         }
+    if (which == 0) /* the accumulated loss and accuracy */
+        for (i = 0; i < 2 && o->r == NN_OK; i++) o->r = nn_tensor_read(g, extra[i], o->vals + at++, 4);
     o->n_vals = at;
     if (!o->vals) o->r = NN_ERR_OUT_OF_MEMORY;
     nn_graph_destroy(g);
@@ -207,6 +215,11 @@ static void check_same(const t_env *e, const char *name, int which) {
         /* the wide product's bias add in the GEMM's epilogue (on a device, kernels/gemm.cl's
            gemm_epi with the chain) */
         if (which == 3) T_CHECK(b.gemm > 0, "no chain in the GEMM's epilogue (%d chains)", b.chains);
+        /* the MLP's three bias adds; on a device also the two relu gradients of the backward's
+           products dy W (the product form) */
+        if (which == 0) T_CHECK(b.gemm == (e->opencl ? 5 : 3), "%d chains in a GEMM's epilogue", b.gemm);
+        /* on a device, the loss's and the accuracy's rows in their means' kernels */
+        if (which == 0) T_CHECK(a.tails == 0 && b.tails == (e->opencl ? 2 : 0), "%d folded tails unfused, %d fused", a.tails, b.tails);
         printf("    %s on %s: %llu kernel launches a step unfused, %llu fused (%d chains, %d in a GEMM's epilogue)\n",
                name, e->backend, (unsigned long long)a.launches, (unsigned long long)b.launches, b.chains, b.gemm);
     }

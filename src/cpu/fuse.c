@@ -25,8 +25,11 @@ typedef struct nn__fuse_member {
 
 typedef struct nn__fuse_chain {
     int n;
-    int gemm; /* CPU backend: node id + 1 of the matmul whose product, with member 0's row operand
-                 added in the GEMM's epilogue, is member 0's value (a linear layer's bias add); 0: none */
+    int gemm;   /* node id + 1 of the matmul whose product member 0 reads as its operand gemm_k (0:
+                   none): the bias form (gemm_k 0, member 0 adds a row vector to the product: a linear
+                   layer's bias add), on every backend; the product form (any operand, the matmul
+                   earlier in the schedule: a layer's activation gradient), on devices only */
+    int gemm_k;
     nn__fuse_member m[NN__FUSE_MAX];
     char *source; /* a device backend's kernel "fused" (NULL on the CPU backend) */
 } nn__fuse_chain;

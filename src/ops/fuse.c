@@ -171,9 +171,9 @@ static int nn__fuse_join(nn_graph *g, nn__fuse_chain *c, int id) {
     return 1;
 }
 
-/* Whether operand k of member j is the product of chain c's GEMM (c->gemm: member 0's first
-   operand, which its epilogue reads from C, no argument) */
-static int nn__fuse_is_product(const nn__fuse_chain *c, int j, int k) { return c->gemm && j == 0 && k == 0; }
+/* Whether operand k of member j is the product of chain c's GEMM (c->gemm: member 0's operand
+   c->gemm_k, which its epilogue reads from C, no argument) */
+static int nn__fuse_is_product(const nn__fuse_chain *c, int j, int k) { return c->gemm && j == 0 && k == c->gemm_k; }
 
 /* Chain c's parameters after the first ones (n, or the product's), in nn__fuse_launch's order:
    the buffers it reads (x<index>) and writes (y<j>), each row operand's m, each node's
@@ -329,23 +329,44 @@ static nn_result nn__fuse_keep(nn_graph *g, nn__fuse_chain *c, const int *reader
     return NN_OK;
 }
 
-/* The GEMM epilogue: node id + 1 of matmul node mm (just before the chain's first node in
-   the schedule) when that first node adds a row vector [N] to mm's product [M, N] (one
-   float32 product, nn__matmul_bias_ok) and nothing else reads the product: the chain then
-   runs with the product, into member 0's output, and 0 otherwise. The CPU backend adds the
-   bias to each tile after its last K block (nn__sgemm_bias, the same float additions) and
-   runs the rest of the chain as without; a device runs the product and the whole chain as
-   one kernel (gemm_epi: nn__fuse_source, nn__fuse_launch), each element the product's
-   float, then the chain's statements: the unfused kernels' bits, one launch and one pass over
-   memory less. */
-static int nn__fuse_gemm(const nn_graph *g, const nn__fuse_chain *c, int mm, const int *readers) {
-    const nn__node *m = &g->nodes[mm], *a = &g->nodes[c->m[0].node];
+/* The GEMM epilogue: node id + 1 of the matmul whose product member 0 of chain c (at schedule
+   position pos, in the schedule part that starts at part0) reads, to run with it, and 0
+   otherwise. The product must be one float32 product [M, N] (nn__matmul_bias_ok) that nothing
+   else reads; the chain then runs with the product, into member 0's output.
+   - The bias form, on every backend: member 0 adds a row vector [N] to the product made just
+     before it (a linear layer's bias add). The CPU backend adds the bias to each tile after
+     its last K block (nn__sgemm_bias, the same float additions) and runs the rest of the
+     chain as without.
+   - The product form, on a device: member 0 reads the product, made anywhere earlier in
+     the same part, as any operand at its own shape (an activation's gradient of the product
+     dy W, in the backward). The product then runs at the chain, its operands kept live to
+     it (nn__fuse_keep).
+   A device runs the product and the whole chain as one kernel (gemm_epi: nn__fuse_source,
+   nn__fuse_launch), each element the product's float, then the chain's statements: the
+   unfused kernels' bits, one launch and one pass over memory less. */
+static int nn__fuse_gemm_ok(const nn_graph *g, int mm, const int *readers) {
+    const nn__node *m = &g->nodes[mm];
+    return m->op == NN__OP_MATMUL && m->shape.ndim == 2 && readers[mm] == 1 && !m->is_output &&
+           m->storage == NN__ST_ARENA && m->fused == 0 && nn__matmul_bias_ok(g, m);
+}
+static int nn__fuse_gemm(const nn_graph *g, nn__fuse_chain *c, int pos, int part0, const int *readers) {
+    const nn__node *a = &g->nodes[c->m[0].node];
     const nn__fuse_opd *o = c->m[0].opd;
-    if (a->op != NN__OP_ADD || c->m[0].kind != NN__FK_BINARY || o[0].kind != NN__FA_FULL ||
-        o[0].node != mm || o[1].kind != NN__FA_ROW || m->shape.ndim != 2 || o[1].m != m->shape.dim[1] ||
-        readers[mm] != 1 || m->is_output || m->storage != NN__ST_ARENA || m->fused != 0 || !nn__matmul_bias_ok(g, m))
-        return 0;
-    return mm + 1;
+    int k, mm = pos > part0 ? g->sched[pos - 1] : -1;
+    c->gemm_k = 0;
+    if (mm >= 0 && a->op == NN__OP_ADD && c->m[0].kind == NN__FK_BINARY && o[0].kind == NN__FA_FULL && o[0].node == mm &&
+        o[1].kind == NN__FA_ROW && nn__fuse_gemm_ok(g, mm, readers) && o[1].m == g->nodes[mm].shape.dim[1])
+        return mm + 1;
+    if (g->ctx->backend->host_memory) return 0;
+    for (k = 0; k < c->m[0].n_opd; k++) {
+        mm = o[k].node;
+        if (o[k].kind == NN__FA_FULL && g->nodes[mm].first >= part0 && g->nodes[mm].first < pos &&
+            nn__fuse_gemm_ok(g, mm, readers)) {
+            c->gemm_k = k;
+            return mm + 1;
+        }
+    }
+    return 0;
 }
 
 /* ---- the CPU backend: a chain with a GEMM epilogue runs the product first ---- */
@@ -356,6 +377,76 @@ static nn_result nn__fuse_cpu_gemm(nn_graph *g, nn__node *last) {
         nn__cpu_matmul_bias(g, &g->nodes[c->gemm - 1], g->nodes[c->m[0].node].buf.host,
                             g->nodes[c->m[0].opd[1].node].buf.host);
     return c->n > 1 ? nn__fuse_cpu(g, last) : NN_OK;
+}
+
+/* ---- a device backend: the scalar tails of a loss and its metrics ----
+   On a device, three folds, each a launch less and the unfolded kernels' bits (kernels/
+   reduce.cl and loss.cl say how):
+   - a one-group SUM_ALL (a mean) of the rows of softmax cross-entropy or of accuracy, when
+     nothing else reads them: the sum's kernel makes the rows' values (xent_sum, correct_sum);
+   - the ACCUMULATE of a one-group SUM_ALL (nn_accumulate of a loss or a metric): the sum's
+     kernel adds its value (a.reduce.acc);
+   - the EXPAND_SCALAR of a mean's gradient that softmax cross-entropy's gradient alone reads:
+     that kernel reads the scalar and the factor (xent_backward's dstride 0); and when that
+     scalar is a FILL of 1 the expand alone reads (the loss's seed), the graph's constant 1.
+   A folded node keeps its place in the schedule and is not launched (fused -1); the inputs it
+   reads live to the node that runs it. At most 2048 rows, so one work-group of a GPU is not
+   handed a batch of any size. */
+static int nn__fuse_part0(const nn_graph *g, int pos) {
+    return pos >= g->n_sched_update ? g->n_sched_update : pos >= g->n_sched_forward ? g->n_sched_forward : 0;
+}
+
+/* Whether node id, read by the node at schedule position pos alone, can run there instead */
+static int nn__fuse_foldable(const nn_graph *g, int id, int pos, const int *readers) {
+    const nn__node *n = &g->nodes[id];
+    return readers[id] == 1 && !n->is_output && n->storage == NN__ST_ARENA && n->fused == 0 && n->first >= nn__fuse_part0(g, pos) &&
+           n->first < pos && n->numel <= 2048;
+}
+
+/* Node id, run at schedule position pos: its inputs live to there */
+static void nn__fuse_fold(nn_graph *g, int id, int pos) {
+    nn__node *n = &g->nodes[id];
+    int k;
+    for (k = 0; k < n->n_in; k++) {
+        nn__node *x = &g->nodes[n->in[k]];
+        if (x->storage == NN__ST_VIEW) x = &g->nodes[x->view_of];
+        if (x->last < pos) x->last = pos;
+    }
+    n->fused = -1;
+}
+
+static void nn__fuse_tails(nn_graph *g, const int *readers) {
+    int i, k;
+    if (g->ctx->backend->host_memory) return;
+    for (i = 0; i < g->n_sched; i++) {
+        int id = g->sched[i], end = i < g->n_sched_forward ? g->n_sched_forward : i < g->n_sched_update ? g->n_sched_update : g->n_sched;
+        nn__node *n = &g->nodes[id];
+        if (n->fused != 0) continue;
+        if (n->op == NN__OP_SUM_ALL && n->scratch == 0) {
+            const nn__node *p = &g->nodes[n->in[0]];
+            if (((p->op == NN__OP_XENT_ROWS && nn__row_group_wg(g, g->nodes[p->in[0]].shape.dim[1]) == 0) ||
+                 p->op == NN__OP_CORRECT_ROWS) &&
+                nn__fuse_foldable(g, n->in[0], i, readers))
+                nn__fuse_fold(g, n->in[0], i);
+            for (k = i + 1; k < end; k++) {
+                nn__node *a = &g->nodes[g->sched[k]];
+                if (a->op == NN__OP_ACCUMULATE && a->in[0] == id && a->fused == 0 && readers[g->sched[k]] == 0 &&
+                    a->storage == NN__ST_OWN) {
+                    n->a.reduce.acc = g->sched[k];
+                    a->fused = -1;
+                    break;
+                }
+            }
+        }
+        if (n->op == NN__OP_XENT_GRAD && g->nodes[n->in[2]].op == NN__OP_EXPAND_SCALAR && nn__fuse_foldable(g, n->in[2], i, readers)) {
+            const nn__node *s = &g->nodes[g->nodes[n->in[2]].in[0]];
+            nn__fuse_fold(g, n->in[2], i);
+            /* the gradient's seed, a fill of 1 (the loss's): g->one */
+            if (s->op == NN__OP_FILL && s->dtype == NN_F32 && s->numel == 1 && s->a.ew.s == 1.0f &&
+                nn__fuse_foldable(g, g->nodes[n->in[2]].in[0], i, readers))
+                nn__fuse_fold(g, g->nodes[n->in[2]].in[0], i);
+        }
+    }
 }
 
 /* Finds the chains: runs of schedule positions within one part of the schedule (forward,
@@ -380,21 +471,26 @@ static nn_result nn__fuse_plan(nn_graph *g) {
         const nn__node *n = &g->nodes[g->sched[i]];
         for (k = 0; k < n->n_in; k++) readers[n->in[k]]++;
     }
-    for (i = 0; i < g->n_nodes; i++) /* gradients and the loss: read by the engine, kept */
-        if (g->nodes[i].grad >= 0 && g->nodes[i].grad < g->n_nodes) readers[g->nodes[i].grad]++;
+    for (i = 0; i < g->n_nodes; i++) /* parameters' and inputs' gradients and the loss: read by the engine, kept
+                                           (another node's gradient is read by the backward alone) */
+        if ((g->nodes[i].op == NN__OP_PARAM || g->nodes[i].op == NN__OP_INPUT) && g->nodes[i].grad >= 0 &&
+            g->nodes[i].grad < g->n_nodes)
+            readers[g->nodes[i].grad]++;
     if (g->loss > 0) readers[g->loss]++;
     c.n = 0;
-    c.gemm = 0;
+    c.gemm = c.gemm_k = 0;
     for (i = 0; i < g->n_sched && r == NN_OK; i++) {
         int boundary = i == g->n_sched_forward || i == g->n_sched_update;
+        int part0 = i >= g->n_sched_update ? g->n_sched_update : i >= g->n_sched_forward ? g->n_sched_forward : 0;
         if (c.n > 0 && !boundary && nn__fuse_join(g, &c, g->sched[i])) continue;
         r = nn__fuse_keep(g, &c, readers, head);
         c.n = 0;
         head = i;
-        if (nn__fuse_join(g, &c, g->sched[i]) && i > 0 && !boundary) c.gemm = nn__fuse_gemm(g, &c, g->sched[i - 1], readers);
-        else c.gemm = 0;
+        c.gemm = c.gemm_k = 0;
+        if (nn__fuse_join(g, &c, g->sched[i])) c.gemm = nn__fuse_gemm(g, &c, i, part0, readers);
     }
     if (r == NN_OK) r = nn__fuse_keep(g, &c, readers, head);
+    if (r == NN_OK) nn__fuse_tails(g, readers);
     NN_FREE(readers);
     if (r == NN_OK && g->fusion->n)
         nn__log(g->ctx, NN_LOG_DEBUG, "fusion: %d chains of elementwise nodes run as one pass each", g->fusion->n);

@@ -12,6 +12,8 @@ typedef struct nn__reduce_attr {
     int fwd;             /* REDUCE_GRAD: the forward op (NN__OP_RED_*) */
     float p;             /* RED_NORM: the order p (INFINITY: the max norm) */
     float correction;    /* RED_VAR, RED_STD: divisor max(0, R - correction) */
+    int acc;             /* SUM_ALL on a device: the ACCUMULATE node of its value whose addition
+                            its kernel makes (src/ops/fuse.c's nn__fuse_tails), 0 none */
 } nn__reduce_attr;
 
 #endif

@@ -45,6 +45,17 @@ static nn_result nn__cpu_xent_grad(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
+/* XENT_GRAD n's dloss on a device: its input dy [B], or, when dy is the mean's expand of a
+   scalar folded in (src/ops/fuse.c's nn__fuse_tails), that scalar (g->one for a folded fill
+   of 1, the loss's seed) and the expand's factor */
+static void nn__xent_dloss(const nn_graph *g, const nn__node *n, const nn__buf **d, float *scale, int *stride) {
+    const nn__node *e = &g->nodes[n->in[2]];
+    int folded = e->fused < 0 && e->op == NN__OP_EXPAND_SCALAR;
+    *d = !folded ? &e->buf : g->nodes[e->in[0]].fused < 0 ? &g->one : &g->nodes[e->in[0]].buf;
+    *scale = folded ? e->a.reduce.scale : 1.0f;
+    *stride = !folded;
+}
+
 /* one work-group per row (GPU devices, long rows: softmax.c's nn__row_group_wg) */
 static nn_result nn__launch_xent_rows_group(nn_graph *g, int id, size_t wg) {
     nn__node *n = &g->nodes[id];
@@ -66,7 +77,7 @@ static nn_result nn__launch_xent_grad_group(nn_graph *g, int id, size_t wg) {
     NN__KWITH(xent_group_backward, nn__launch_groups(g, id, "loss", "xent_group_backward", (size_t)n->shape.dim[0], wg, &l));
     k.x = &g->nodes[n->in[0]].buf;
     k.label = &g->nodes[n->in[1]].buf;
-    k.dloss = &g->nodes[n->in[2]].buf;
+    nn__xent_dloss(g, n, &k.dloss, &k.dscale, &k.dstride);
     k.dx = &n->buf;
     k.B = (int)n->shape.dim[0];
     k.C = (int)n->shape.dim[1];
@@ -92,7 +103,7 @@ static nn_result nn__launch_xent_grad(nn_graph *g, int id) {
     NN__KLAUNCH(xent_backward, "loss", "xent_backward", n->shape.dim[0]);
     k.x = &g->nodes[n->in[0]].buf;
     k.label = &g->nodes[n->in[1]].buf;
-    k.dloss = &g->nodes[n->in[2]].buf;
+    nn__xent_dloss(g, n, &k.dloss, &k.dscale, &k.dstride);
     k.dx = &n->buf;
     k.B = (int)n->shape.dim[0];
     k.C = (int)n->shape.dim[1];

@@ -116,17 +116,57 @@ static nn_result nn__cpu_expand_scalar(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
+/* The one-group sum with the rows' op it sums folded in (src/ops/fuse.c's nn__fuse_tails:
+   the op, softmax cross-entropy's rows or accuracy's, is not launched), and its value's
+   accumulate (a.reduce.acc) */
+static nn_result nn__launch_sum_rows(nn_graph *g, int id, const nn__node *p, const nn__buf *acc) {
+    const nn__node *x = &g->nodes[p->in[0]];
+    if (p->op == NN__OP_XENT_ROWS) {
+        NN__KGROUP(xent_sum, "reduce");
+        k.x = &x->buf;
+        k.label = &g->nodes[p->in[1]].buf;
+        k.y = &n->buf;
+        k.acc = acc ? acc : &n->buf;
+        k.B = (int)x->shape.dim[0];
+        k.C = (int)x->shape.dim[1];
+        k.has_acc = acc != NULL;
+        k.scale = n->a.reduce.scale;
+        k.bad = &g->checks;
+        k.slot = p->check_slot;
+        k.tmp = wg * 4;
+        return nn__kargs_xent_sum(l, &k);
+    } else {
+        NN__KGROUP(correct_sum, "reduce");
+        k.x = &x->buf;
+        k.label = &g->nodes[p->in[1]].buf;
+        k.y = &n->buf;
+        k.acc = acc ? acc : &n->buf;
+        k.B = (int)x->shape.dim[0];
+        k.C = (int)x->shape.dim[1];
+        k.has_acc = acc != NULL;
+        k.scale = n->a.reduce.scale;
+        k.tmp = wg * 4;
+        return nn__kargs_correct_sum(l, &k);
+    }
+}
+
 static nn_result nn__launch_sum_all(nn_graph *g, int id) {
+    const nn__node *p = &g->nodes[g->nodes[id].in[0]];
+    const nn__buf *acc = g->nodes[id].a.reduce.acc > 0 ? &g->nodes[g->nodes[id].a.reduce.acc].buf : NULL;
     if (g->nodes[id].scratch > 0)
-        return nn__launch_sum_two_pass(g, id, &g->nodes[g->nodes[id].in[0]].buf, g->nodes[g->nodes[id].in[0]].numel, 0,
-                                       NULL, g->nodes[id].a.reduce.scale);
-    NN__KGROUP(sum_all, "reduce");
-    k.x = &g->nodes[n->in[0]].buf;
-    k.y = &n->buf;
-    k.n = (int)g->nodes[n->in[0]].numel;
-    k.scale = n->a.reduce.scale;
-    k.tmp = wg * 4;
-    return nn__kargs_sum_all(l, &k);
+        return nn__launch_sum_two_pass(g, id, &p->buf, p->numel, 0, NULL, g->nodes[id].a.reduce.scale);
+    if (p->fused < 0 && (p->op == NN__OP_XENT_ROWS || p->op == NN__OP_CORRECT_ROWS)) return nn__launch_sum_rows(g, id, p, acc);
+    {
+        NN__KGROUP(sum_all, "reduce");
+        k.x = &p->buf;
+        k.y = &n->buf;
+        k.acc = acc ? acc : &n->buf;
+        k.n = (int)p->numel;
+        k.has_acc = acc != NULL;
+        k.scale = n->a.reduce.scale;
+        k.tmp = wg * 4;
+        return nn__kargs_sum_all(l, &k);
+    }
 }
 
 static nn_result nn__launch_expand_scalar(nn_graph *g, int id) {
