@@ -2389,6 +2389,9 @@ typedef struct nn__matmul_attr {
     int trans_a, trans_b; /* the operands' last two dims are swapped */
     int vec[3];          /* a, b, the output: NN__MM_MATRIX [..., rows, cols], NN__MM_ROW
                             [..., cols] (1 row), NN__MM_COL [..., rows] (1 column) */
+    int bsum;            /* on a device: the SUM_TO node whose sums of op(A)'s rows (a bias's
+                            gradient beside its weight's, dy^T x) this product's kernel makes
+                            (src/ops/fuse.c's nn__fuse_tails), 0 none */
 } nn__matmul_attr;
 
 #endif
@@ -21092,6 +21095,26 @@ static const char *const nn__cl_src_gemm[] = {
 "GEMM_KERNEL(gemm_nt_single, 0, 1)\n",
 "GEMM_KERNEL(gemm_tn_single, 1, 0)\n",
 "GEMM_KERNEL(gemm_tt_single, 1, 1)\n",
+"/* A TN product dy^T x [M, N] and the sums of op(A)'s rows, db[i] = the sum over k of A[k][i]\n",
+"   (A = dy stored [K, M], lda M: a bias's gradient beside its weight's; src/ops/fuse.c's\n",
+"   nn__fuse_tails). After the product, the grid's items share the M sums in contiguous\n",
+"   chunks, each adding its rows' terms in k order: elementwise.cl's sum_leading's additions,\n",
+"   so the same bits, and no barrier (C is not read). */\n",
+"__kernel GEMM_ATTR void gemm_tn_bsum(NN__KPARAMS(gemm), __global float *db)\n",
+"{\n",
+"    GEMM_LOCALS\n",
+"    GEMM_CALL(A, B, C, 1, 0);\n",
+"    {\n",
+"        const int items = (int)(get_global_size(0) * get_global_size(1));\n",
+"        const int item = (int)(get_global_id(1) * get_global_size(0) + get_global_id(0));\n",
+"        const int chunk = (M + items - 1) / items, i0 = min(M, item * chunk), i1 = min(M, i0 + chunk);\n",
+"        int i, k;\n",
+"        for (i = i0; i < i1; i++) db[i] = 0.0f;\n",
+"        for (k = 0; k < K; k++)\n",
+"            for (i = i0; i < i1; i++) db[i] += GLD(A, (size_t)k * lda + i);\n",
+"    }\n",
+"}\n",
+"\n",
 "GEMM_BATCHED_KERNEL(gemm_nn_batched, 0, 0)\n",
 "GEMM_BATCHED_KERNEL(gemm_nt_batched, 0, 1)\n",
 "GEMM_BATCHED_KERNEL(gemm_tn_batched, 1, 0)\n",
@@ -21360,7 +21383,7 @@ static const char *const nn__cl_src_gemm[] = {
 "}\n",
 "#endif\n",
 "#endif /* NN__ACTIVATION_H */\n",
-"#line 653 \"kernels/gemm.cl\"\n",
+"#line 673 \"kernels/gemm.cl\"\n",
 0 };
 
 /* ======================================================================
@@ -38305,6 +38328,10 @@ static nn_result nn__launch_matmul(nn_graph *g, int id) {
     int sc[NN_MAX_DIMS];
     int64_t n_launch = 1, x, step_keep, step_sum;
     nn__mm_geom_node(g, n, &G);
+    if (G.nd == 0 && n->a.matmul.bsum > 0 && !half) { /* with the bias's gradient: gemm_tn_bsum */
+        r = nn__launch_matmul_one(g, id, n, "gemm_tn_bsum", C, &l);
+        return r == NN_OK ? nn__karg_buf(l, "db", &g->nodes[n->a.matmul.bsum].buf) : r;
+    }
     if (G.nd == 0) {
         r = nn__launch_matmul_one(g, id, n, NULL, C, &l);
         return r == NN_OK && half ? nn__launch_matmul_round(g, id) : r;
@@ -48441,6 +48468,8 @@ static nn_result nn__fuse_cpu_gemm(nn_graph *g, nn__node *last) {
      nothing else reads them: the sum's kernel makes the rows' values (xent_sum, correct_sum);
    - the ACCUMULATE of a one-group SUM_ALL (nn_accumulate of a loss or a metric): the sum's
      kernel adds its value (a.reduce.acc);
+   - a bias's gradient (SUM_TO of dy [K, M] over its rows) in the kernel of its weight's, the TN
+     product dy^T x later in the backward (gemm_tn_bsum, nn__fuse_bsum);
    - the EXPAND_SCALAR of a mean's gradient that softmax cross-entropy's gradient alone reads:
      that kernel reads the scalar and the factor (xent_backward's dstride 0); and when that
      scalar is a FILL of 1 the expand alone reads (the loss's seed), the graph's constant 1.
@@ -48470,6 +48499,32 @@ static void nn__fuse_fold(nn_graph *g, int id, int pos) {
     n->fused = -1;
 }
 
+/* The SUM_TO at schedule position pos, a float32 dy [K, M] summed over its rows (a bias's
+   gradient), into the kernel of a later TN product dy^T x in the part (before `end`) that
+   reads dy as A [K, M] (lda M), when nothing in between reads the sums (gemm_tn_bsum) */
+static void nn__fuse_bsum(nn_graph *g, int pos, int end) {
+    nn__node *s = &g->nodes[g->sched[pos]];
+    const nn__node *x = &g->nodes[s->in[0]];
+    int p, k;
+    if (s->dtype != NN_F32 || x->dtype != NN_F32 || x->shape.ndim != 2 || s->numel != x->shape.dim[1] ||
+        x->numel >= (int64_t)1 << 31 || s->storage == NN__ST_VIEW || s->fused != 0)
+        return;
+    for (p = pos + 1; p < end; p++) {
+        nn__node *m = &g->nodes[g->sched[p]];
+        nn__mm_geom G;
+        for (k = 0; k < m->n_in; k++)
+            if (m->in[k] == g->sched[pos]) return; /* read before a product takes it */
+        if (m->op != NN__OP_MATMUL || m->in[0] != s->in[0] || m->fused != 0 || m->a.matmul.bsum != 0 || !nn__matmul_bias_ok(g, m))
+            continue;
+        nn__mm_geom_node(g, m, &G);
+        if (G.ta && !G.tb && G.M == s->numel && G.K == x->shape.dim[0] && G.lda == G.M) {
+            m->a.matmul.bsum = g->sched[pos];
+            s->fused = -1;
+            return;
+        }
+    }
+}
+
 static void nn__fuse_tails(nn_graph *g, const int *readers) {
     int i, k;
     if (g->ctx->backend->host_memory) return;
@@ -48493,6 +48548,7 @@ static void nn__fuse_tails(nn_graph *g, const int *readers) {
                 }
             }
         }
+        if (n->op == NN__OP_SUM_TO) nn__fuse_bsum(g, i, end);
         if (n->op == NN__OP_XENT_GRAD && g->nodes[n->in[2]].op == NN__OP_EXPAND_SCALAR && nn__fuse_foldable(g, n->in[2], i, readers)) {
             const nn__node *s = &g->nodes[g->nodes[n->in[2]].in[0]];
             nn__fuse_fold(g, n->in[2], i);

@@ -638,6 +638,26 @@ GEMM_KERNEL(gemm_nn_single, 0, 0)
 GEMM_KERNEL(gemm_nt_single, 0, 1)
 GEMM_KERNEL(gemm_tn_single, 1, 0)
 GEMM_KERNEL(gemm_tt_single, 1, 1)
+/* A TN product dy^T x [M, N] and the sums of op(A)'s rows, db[i] = the sum over k of A[k][i]
+   (A = dy stored [K, M], lda M: a bias's gradient beside its weight's; src/ops/fuse.c's
+   nn__fuse_tails). After the product, the grid's items share the M sums in contiguous
+   chunks, each adding its rows' terms in k order: elementwise.cl's sum_leading's additions,
+   so the same bits, and no barrier (C is not read). */
+__kernel GEMM_ATTR void gemm_tn_bsum(NN__KPARAMS(gemm), __global float *db)
+{
+    GEMM_LOCALS
+    GEMM_CALL(A, B, C, 1, 0);
+    {
+        const int items = (int)(get_global_size(0) * get_global_size(1));
+        const int item = (int)(get_global_id(1) * get_global_size(0) + get_global_id(0));
+        const int chunk = (M + items - 1) / items, i0 = min(M, item * chunk), i1 = min(M, i0 + chunk);
+        int i, k;
+        for (i = i0; i < i1; i++) db[i] = 0.0f;
+        for (k = 0; k < K; k++)
+            for (i = i0; i < i1; i++) db[i] += GLD(A, (size_t)k * lda + i);
+    }
+}
+
 GEMM_BATCHED_KERNEL(gemm_nn_batched, 0, 0)
 GEMM_BATCHED_KERNEL(gemm_nt_batched, 0, 1)
 GEMM_BATCHED_KERNEL(gemm_tn_batched, 1, 0)

@@ -386,6 +386,8 @@ static nn_result nn__fuse_cpu_gemm(nn_graph *g, nn__node *last) {
      nothing else reads them: the sum's kernel makes the rows' values (xent_sum, correct_sum);
    - the ACCUMULATE of a one-group SUM_ALL (nn_accumulate of a loss or a metric): the sum's
      kernel adds its value (a.reduce.acc);
+   - a bias's gradient (SUM_TO of dy [K, M] over its rows) in the kernel of its weight's, the TN
+     product dy^T x later in the backward (gemm_tn_bsum, nn__fuse_bsum);
    - the EXPAND_SCALAR of a mean's gradient that softmax cross-entropy's gradient alone reads:
      that kernel reads the scalar and the factor (xent_backward's dstride 0); and when that
      scalar is a FILL of 1 the expand alone reads (the loss's seed), the graph's constant 1.
@@ -415,6 +417,32 @@ static void nn__fuse_fold(nn_graph *g, int id, int pos) {
     n->fused = -1;
 }
 
+/* The SUM_TO at schedule position pos, a float32 dy [K, M] summed over its rows (a bias's
+   gradient), into the kernel of a later TN product dy^T x in the part (before `end`) that
+   reads dy as A [K, M] (lda M), when nothing in between reads the sums (gemm_tn_bsum) */
+static void nn__fuse_bsum(nn_graph *g, int pos, int end) {
+    nn__node *s = &g->nodes[g->sched[pos]];
+    const nn__node *x = &g->nodes[s->in[0]];
+    int p, k;
+    if (s->dtype != NN_F32 || x->dtype != NN_F32 || x->shape.ndim != 2 || s->numel != x->shape.dim[1] ||
+        x->numel >= (int64_t)1 << 31 || s->storage == NN__ST_VIEW || s->fused != 0)
+        return;
+    for (p = pos + 1; p < end; p++) {
+        nn__node *m = &g->nodes[g->sched[p]];
+        nn__mm_geom G;
+        for (k = 0; k < m->n_in; k++)
+            if (m->in[k] == g->sched[pos]) return; /* read before a product takes it */
+        if (m->op != NN__OP_MATMUL || m->in[0] != s->in[0] || m->fused != 0 || m->a.matmul.bsum != 0 || !nn__matmul_bias_ok(g, m))
+            continue;
+        nn__mm_geom_node(g, m, &G);
+        if (G.ta && !G.tb && G.M == s->numel && G.K == x->shape.dim[0] && G.lda == G.M) {
+            m->a.matmul.bsum = g->sched[pos];
+            s->fused = -1;
+            return;
+        }
+    }
+}
+
 static void nn__fuse_tails(nn_graph *g, const int *readers) {
     int i, k;
     if (g->ctx->backend->host_memory) return;
@@ -438,6 +466,7 @@ static void nn__fuse_tails(nn_graph *g, const int *readers) {
                 }
             }
         }
+        if (n->op == NN__OP_SUM_TO) nn__fuse_bsum(g, i, end);
         if (n->op == NN__OP_XENT_GRAD && g->nodes[n->in[2]].op == NN__OP_EXPAND_SCALAR && nn__fuse_foldable(g, n->in[2], i, readers)) {
             const nn__node *s = &g->nodes[g->nodes[n->in[2]].in[0]];
             nn__fuse_fold(g, n->in[2], i);

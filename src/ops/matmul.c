@@ -686,6 +686,10 @@ static nn_result nn__launch_matmul(nn_graph *g, int id) {
     int sc[NN_MAX_DIMS];
     int64_t n_launch = 1, x, step_keep, step_sum;
     nn__mm_geom_node(g, n, &G);
+    if (G.nd == 0 && n->a.matmul.bsum > 0 && !half) { /* with the bias's gradient: gemm_tn_bsum */
+        r = nn__launch_matmul_one(g, id, n, "gemm_tn_bsum", C, &l);
+        return r == NN_OK ? nn__karg_buf(l, "db", &g->nodes[n->a.matmul.bsum].buf) : r;
+    }
     if (G.nd == 0) {
         r = nn__launch_matmul_one(g, id, n, NULL, C, &l);
         return r == NN_OK && half ? nn__launch_matmul_round(g, id) : r;
