@@ -11,7 +11,10 @@
 #   3. api      those cases run under --check-api (NN_TEST_CASES);
 #   4. races    the cheapest case of every kernel of the kernel files that use __local memory
 #               or barriers (grep), per tuning, under --data-races too;
-#   5. check    any report of Oclgrind fails the run, naming the kernel, the .cl file and
+#   5. small    the fusion cases (tests/test_fuse.c: GEMM epilogues, folded tails) on a device of
+#               32 work-items a group and 32 KiB of local memory, whose GPU tuning takes the
+#               GEMM's direct strategy (kernels/gemm.cl's USE_LOCAL 0), which no other pass reaches;
+#   6. check    any report of Oclgrind fails the run, naming the kernel, the .cl file and
 #               line (the line's text read from the file) and the case; so does any case the
 #               test binary fails (tools/oclgrind_check.awk, which also lists what is skipped).
 #
@@ -73,8 +76,10 @@ awk -v cap="$CAP" -v local_re="^k:($local_files)/" -v api="$OUT/api.txt" -v race
 NN_TEST_CASES="$OUT/api.txt" pass api --check-api
 NN_TEST_CASES="$OUT/races.txt" pass races --check-api --data-races
 grep '^coverage ' "$OUT/api.log" | sed 's/^/test-oclgrind: api: /'
+LIMITS="--local-mem-size 32768 --max-wgsize 32"
+NN_TEST_FILTER=fuse pass small --check-api
 
-awk -f tools/oclgrind_check.awk "$OUT/survey.err" "$OUT/api.err" "$OUT/races.err" | tee "$OUT/check.txt"
+awk -f tools/oclgrind_check.awk "$OUT/survey.err" "$OUT/api.err" "$OUT/races.err" "$OUT/small.err" | tee "$OUT/check.txt"
 bad=$?
 # tee's status hides awk's: the report says it
 grep -q '^oclgrind: ERROR\|^oclgrind: FAIL' "$OUT/check.txt" && bad=1
