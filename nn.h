@@ -25611,14 +25611,12 @@ static const char *const nn__cl_src_reduce[] = {
 "   nn__fuse_tails) */\n",
 "#define NN__KARGS_sum_all(F, P) F(in, x) P(out, y) P(out, acc) P(int, n) P(int, has_acc) P(float, scale) P(lfloat, tmp)\n",
 "NN__KSIG(sum_all)\n",
-"/* sum_all of the rows' values an op made, folded in (nn__fuse_tails): softmax cross-entropy's\n",
-"   (bad, slot: xent_forward's count of labels outside [0, C)) and accuracy's correct rows */\n",
-"#define NN__KARGS_xent_sum(F, P) \\\n",
+"/* sum_all of the rows' values an op made, folded in (nn__fuse_tails): xent_sum, softmax\n",
+"   cross-entropy's (bad, slot: xent_forward's count of labels outside [0, C)), and\n",
+"   correct_sum, accuracy's correct rows (bad, slot unused) */\n",
+"#define NN__KARGS_rows_sum(F, P) \\\n",
 "    F(in, x) P(iin, label) P(out, y) P(out, acc) P(int, B) P(int, C) P(int, has_acc) P(float, scale) P(iout, bad) P(int, slot) P(lfloat, tmp)\n",
-"NN__KSIG(xent_sum)\n",
-"#define NN__KARGS_correct_sum(F, P) \\\n",
-"    F(in, x) P(iin, label) P(out, y) P(out, acc) P(int, B) P(int, C) P(int, has_acc) P(float, scale) P(lfloat, tmp)\n",
-"NN__KSIG(correct_sum)\n",
+"NN__KSIG(rows_sum)\n",
 "#define NN__KARGS_grad_sumsq(F, P) F(in, g) P(in, prev) P(out, y) P(int, n) P(int, has_prev) P(lfloat, tmp)\n",
 "NN__KSIG(grad_sumsq)\n",
 "/* to a scalar over many work-groups, two passes (part: the groups' sums, the node's scratch) */\n",
@@ -25746,7 +25744,7 @@ static const char *const nn__cl_src_reduce[] = {
 "   rows l, l + wg, ..., then the tree), each row's value the float its own kernel stores:\n",
 "   loss.cl's xent_forward (0 and a count in bad[slot] for a label outside [0, C)), and\n",
 "   correct_rows (below). The same bits as the op's kernel then sum_all. */\n",
-"__kernel void xent_sum(NN__KPARAMS(xent_sum)) {\n",
+"__kernel void xent_sum(NN__KPARAMS(rows_sum)) {\n",
 "    float s = 0.0f;\n",
 "    for (int b = get_local_id(0); b < B; b += get_local_size(0)) {\n",
 "        const int t = label[b];\n",
@@ -26089,7 +26087,7 @@ static const char *const nn__cl_src_reduce[] = {
 "}\n",
 "\n",
 "/* correct_rows then sum_all, folded (xent_sum above says how) */\n",
-"__kernel void correct_sum(NN__KPARAMS(correct_sum)) {\n",
+"__kernel void correct_sum(NN__KPARAMS(rows_sum)) {\n",
 "    float s = 0.0f;\n",
 "    for (int b = get_local_id(0); b < B; b += get_local_size(0))\n",
 "        s += nn_argmax_row(x + (size_t)b * C, C) == label[b] ? 1.0f : 0.0f;\n",
@@ -35920,14 +35918,12 @@ NN__KSIG(gemm_batched)
    nn__fuse_tails) */
 #define NN__KARGS_sum_all(F, P) F(in, x) P(out, y) P(out, acc) P(int, n) P(int, has_acc) P(float, scale) P(lfloat, tmp)
 NN__KSIG(sum_all)
-/* sum_all of the rows' values an op made, folded in (nn__fuse_tails): softmax cross-entropy's
-   (bad, slot: xent_forward's count of labels outside [0, C)) and accuracy's correct rows */
-#define NN__KARGS_xent_sum(F, P) \
+/* sum_all of the rows' values an op made, folded in (nn__fuse_tails): xent_sum, softmax
+   cross-entropy's (bad, slot: xent_forward's count of labels outside [0, C)), and
+   correct_sum, accuracy's correct rows (bad, slot unused) */
+#define NN__KARGS_rows_sum(F, P) \
     F(in, x) P(iin, label) P(out, y) P(out, acc) P(int, B) P(int, C) P(int, has_acc) P(float, scale) P(iout, bad) P(int, slot) P(lfloat, tmp)
-NN__KSIG(xent_sum)
-#define NN__KARGS_correct_sum(F, P) \
-    F(in, x) P(iin, label) P(out, y) P(out, acc) P(int, B) P(int, C) P(int, has_acc) P(float, scale) P(lfloat, tmp)
-NN__KSIG(correct_sum)
+NN__KSIG(rows_sum)
 #define NN__KARGS_grad_sumsq(F, P) F(in, g) P(in, prev) P(out, y) P(int, n) P(int, has_prev) P(lfloat, tmp)
 NN__KSIG(grad_sumsq)
 /* to a scalar over many work-groups, two passes (part: the groups' sums, the node's scratch) */
@@ -38583,34 +38579,22 @@ static nn_result nn__cpu_expand_scalar(nn_graph *g, nn__node *n) {
    the op, softmax cross-entropy's rows or accuracy's, is not launched), and its value's
    accumulate (a.reduce.acc) */
 static nn_result nn__launch_sum_rows(nn_graph *g, int id, const nn__node *p, const nn__buf *acc) {
-    const nn__node *x = &g->nodes[p->in[0]];
-    if (p->op == NN__OP_XENT_ROWS) {
-        NN__KGROUP(xent_sum, "reduce");
-        k.x = &x->buf;
-        k.label = &g->nodes[p->in[1]].buf;
-        k.y = &n->buf;
-        k.acc = acc ? acc : &n->buf;
-        k.B = (int)x->shape.dim[0];
-        k.C = (int)x->shape.dim[1];
-        k.has_acc = acc != NULL;
-        k.scale = n->a.reduce.scale;
-        k.bad = &g->checks;
-        k.slot = p->check_slot;
-        k.tmp = wg * 4;
-        return nn__kargs_xent_sum(l, &k);
-    } else {
-        NN__KGROUP(correct_sum, "reduce");
-        k.x = &x->buf;
-        k.label = &g->nodes[p->in[1]].buf;
-        k.y = &n->buf;
-        k.acc = acc ? acc : &n->buf;
-        k.B = (int)x->shape.dim[0];
-        k.C = (int)x->shape.dim[1];
-        k.has_acc = acc != NULL;
-        k.scale = n->a.reduce.scale;
-        k.tmp = wg * 4;
-        return nn__kargs_correct_sum(l, &k);
-    }
+    const nn__node *x = &g->nodes[p->in[0]], *n = &g->nodes[id];
+    int xent = p->op == NN__OP_XENT_ROWS;
+    size_t wg = nn__reduce_wg(g);
+    NN__KWITH(rows_sum, nn__launch_groups(g, id, "reduce", xent ? "xent_sum" : "correct_sum", 1, wg, &l));
+    k.x = &x->buf;
+    k.label = &g->nodes[p->in[1]].buf;
+    k.y = &n->buf;
+    k.acc = acc ? acc : &n->buf;
+    k.B = (int)x->shape.dim[0];
+    k.C = (int)x->shape.dim[1];
+    k.has_acc = acc != NULL;
+    k.scale = n->a.reduce.scale;
+    k.bad = &g->checks; /* counted by xent_sum only */
+    k.slot = xent ? p->check_slot : 0;
+    k.tmp = wg * 4;
+    return nn__kargs_rows_sum(l, &k);
 }
 
 static nn_result nn__launch_sum_all(nn_graph *g, int id) {

@@ -35,7 +35,7 @@ __kernel void sum_all(NN__KPARAMS(sum_all)) {
    rows l, l + wg, ..., then the tree), each row's value the float its own kernel stores:
    loss.cl's xent_forward (0 and a count in bad[slot] for a label outside [0, C)), and
    correct_rows (below). The same bits as the op's kernel then sum_all. */
-__kernel void xent_sum(NN__KPARAMS(xent_sum)) {
+__kernel void xent_sum(NN__KPARAMS(rows_sum)) {
     float s = 0.0f;
     for (int b = get_local_id(0); b < B; b += get_local_size(0)) {
         const int t = label[b];
@@ -378,7 +378,7 @@ __kernel void correct_rows(NN__KPARAMS(correct_rows)) {
 }
 
 /* correct_rows then sum_all, folded (xent_sum above says how) */
-__kernel void correct_sum(NN__KPARAMS(correct_sum)) {
+__kernel void correct_sum(NN__KPARAMS(rows_sum)) {
     float s = 0.0f;
     for (int b = get_local_id(0); b < B; b += get_local_size(0))
         s += nn_argmax_row(x + (size_t)b * C, C) == label[b] ? 1.0f : 0.0f;

@@ -7,14 +7,12 @@
    nn__fuse_tails) */
 #define NN__KARGS_sum_all(F, P) F(in, x) P(out, y) P(out, acc) P(int, n) P(int, has_acc) P(float, scale) P(lfloat, tmp)
 NN__KSIG(sum_all)
-/* sum_all of the rows' values an op made, folded in (nn__fuse_tails): softmax cross-entropy's
-   (bad, slot: xent_forward's count of labels outside [0, C)) and accuracy's correct rows */
-#define NN__KARGS_xent_sum(F, P) \
+/* sum_all of the rows' values an op made, folded in (nn__fuse_tails): xent_sum, softmax
+   cross-entropy's (bad, slot: xent_forward's count of labels outside [0, C)), and
+   correct_sum, accuracy's correct rows (bad, slot unused) */
+#define NN__KARGS_rows_sum(F, P) \
     F(in, x) P(iin, label) P(out, y) P(out, acc) P(int, B) P(int, C) P(int, has_acc) P(float, scale) P(iout, bad) P(int, slot) P(lfloat, tmp)
-NN__KSIG(xent_sum)
-#define NN__KARGS_correct_sum(F, P) \
-    F(in, x) P(iin, label) P(out, y) P(out, acc) P(int, B) P(int, C) P(int, has_acc) P(float, scale) P(lfloat, tmp)
-NN__KSIG(correct_sum)
+NN__KSIG(rows_sum)
 #define NN__KARGS_grad_sumsq(F, P) F(in, g) P(in, prev) P(out, y) P(int, n) P(int, has_prev) P(lfloat, tmp)
 NN__KSIG(grad_sumsq)
 /* to a scalar over many work-groups, two passes (part: the groups' sums, the node's scratch) */

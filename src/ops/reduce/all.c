@@ -120,34 +120,22 @@ static nn_result nn__cpu_expand_scalar(nn_graph *g, nn__node *n) {
    the op, softmax cross-entropy's rows or accuracy's, is not launched), and its value's
    accumulate (a.reduce.acc) */
 static nn_result nn__launch_sum_rows(nn_graph *g, int id, const nn__node *p, const nn__buf *acc) {
-    const nn__node *x = &g->nodes[p->in[0]];
-    if (p->op == NN__OP_XENT_ROWS) {
-        NN__KGROUP(xent_sum, "reduce");
-        k.x = &x->buf;
-        k.label = &g->nodes[p->in[1]].buf;
-        k.y = &n->buf;
-        k.acc = acc ? acc : &n->buf;
-        k.B = (int)x->shape.dim[0];
-        k.C = (int)x->shape.dim[1];
-        k.has_acc = acc != NULL;
-        k.scale = n->a.reduce.scale;
-        k.bad = &g->checks;
-        k.slot = p->check_slot;
-        k.tmp = wg * 4;
-        return nn__kargs_xent_sum(l, &k);
-    } else {
-        NN__KGROUP(correct_sum, "reduce");
-        k.x = &x->buf;
-        k.label = &g->nodes[p->in[1]].buf;
-        k.y = &n->buf;
-        k.acc = acc ? acc : &n->buf;
-        k.B = (int)x->shape.dim[0];
-        k.C = (int)x->shape.dim[1];
-        k.has_acc = acc != NULL;
-        k.scale = n->a.reduce.scale;
-        k.tmp = wg * 4;
-        return nn__kargs_correct_sum(l, &k);
-    }
+    const nn__node *x = &g->nodes[p->in[0]], *n = &g->nodes[id];
+    int xent = p->op == NN__OP_XENT_ROWS;
+    size_t wg = nn__reduce_wg(g);
+    NN__KWITH(rows_sum, nn__launch_groups(g, id, "reduce", xent ? "xent_sum" : "correct_sum", 1, wg, &l));
+    k.x = &x->buf;
+    k.label = &g->nodes[p->in[1]].buf;
+    k.y = &n->buf;
+    k.acc = acc ? acc : &n->buf;
+    k.B = (int)x->shape.dim[0];
+    k.C = (int)x->shape.dim[1];
+    k.has_acc = acc != NULL;
+    k.scale = n->a.reduce.scale;
+    k.bad = &g->checks; /* counted by xent_sum only */
+    k.slot = xent ? p->check_slot : 0;
+    k.tmp = wg * 4;
+    return nn__kargs_rows_sum(l, &k);
 }
 
 static nn_result nn__launch_sum_all(nn_graph *g, int id) {
