@@ -413,16 +413,25 @@ int main(int argc, char **argv) {
     nn_context_desc cd;
     int counts[2], total[2];
     int provided = 0;
+    /* `device`: the data-parallel cases alone on an OpenCL device ($NN_DEVICE, default the
+       first): a device's schedule (fused kernels that complete a gradient later than its
+       node) cut into buckets; skipped without a device */
+    int device = argc > 1 && strcmp(argv[1], "device") == 0;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
     if (nn_dist_init(NULL) != NN_OK || nn_dist_rank(&rank_) != NN_OK || nn_dist_size(&size_) != NN_OK) {
         fprintf(stderr, "nn_dist_init failed\n");
         return 1;
     }
     memset(&cd, 0, sizeof cd);
-    cd.device = getenv("NN_DEVICE") ? getenv("NN_DEVICE") : "cpu"; /* make dist-test: the CPU backend */
+    cd.device = getenv("NN_DEVICE") ? getenv("NN_DEVICE") : device ? "opencl" : "cpu"; /* make dist-test: the CPU backend */
     cd.threads = 1;
     cd.log_level = NN_LOG_WARN;
-    if (nn_context_create(&cd, &ctx) != NN_OK) return 1;
+    if (nn_context_create(&cd, &ctx) != NN_OK) {
+        if (!device) return 1;
+        if (rank_ == 0) printf("dist_test (%d ranks) device: skipped, no OpenCL device (%s)\n", size_, cd.device);
+        MPI_Finalize();
+        return 0;
+    }
     if (size_ < 2) {
         fprintf(stderr, "dist_test: run it with mpirun -np 2 or more\n");
         return 1;
@@ -441,6 +450,8 @@ int main(int argc, char **argv) {
     t_equal("adam_dataset_uneven", NN_OPT_ADAM, 0.2f, 7 * B, 9);
     t_resume(NN_OPT_ADAM, "resume_adam_on_1");
     t_resume_on_ranks("resume_1_on_ranks");
+    if (device) /* ZeRO updates on the host: a device's kernels differ in last bits (README) */
+        goto report;
     zero_ = 1; /* ZeRO-1: the same cases, against the same single-process reference */
     t_equal("zero_sgd_momentum", NN_OPT_SGD, 0.0f, 0, 6);
     t_equal("zero_adam_dropout", NN_OPT_ADAM, 0.3f, 0, 6);
@@ -463,10 +474,11 @@ int main(int argc, char **argv) {
     t_bn_stats();
     t_mismatch();
     t_silent_rank();
+report:
     counts[0] = passed;
     counts[1] = failed;
     MPI_Reduce(counts, total, 2, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (rank_ == 0) printf("dist_test (%d ranks): %d passed, %d failed\n", size_, total[0], total[1]);
+    if (rank_ == 0) printf("dist_test (%d ranks)%s: %d passed, %d failed\n", size_, device ? " device" : "", total[0], total[1]);
     MPI_Bcast(total, 2, MPI_INT, 0, MPI_COMM_WORLD);
     nn_context_destroy(ctx);
     MPI_Finalize();

@@ -322,6 +322,22 @@ static nn_result nn__dist_plan(nn_graph *g, const nn_compile_desc *desc) {
 
 /* At the end of a training graph's compile: whether it is data-parallel, the ranks'
    hashes compared, the buffers. */
+/* The schedule position whose launches complete node id's value: its own, or for a node that
+   another one runs (fused -1, src/ops/fuse.c) that one's: its chain's last node, or the TN
+   product that makes a bias's gradient on a device (a.matmul.bsum), later in the backward */
+static int nn__dist_done_at(const nn_graph *g, int id) {
+    int i, j;
+    if (g->nodes[id].fused >= 0) return g->nodes[id].first;
+    for (i = g->nodes[id].first; i >= 0 && i < g->n_sched; i++) {
+        const nn__node *m = &g->nodes[g->sched[i]];
+        if (m->op == NN__OP_MATMUL && m->a.matmul.bsum == id) return i;
+        if (m->fused > 0 && g->fusion)
+            for (j = 0; j < g->fusion->c[m->fused - 1].n; j++)
+                if (g->fusion->c[m->fused - 1].m[j].node == id) return i;
+    }
+    return g->nodes[id].first;
+}
+
 static nn_result nn__dist_compile(nn_graph *g, const nn_compile_desc *desc) {
     nn__dist *d;
     MPI_Request rq;
@@ -397,9 +413,10 @@ static nn_result nn__dist_compile(nn_graph *g, const nn_compile_desc *desc) {
     if (!d->par || !d->poff || !d->bend || !d->bpar || !d->blo)
         return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: data-parallel: out of memory");
     for (i = 0; i < g->n_nodes; i++) {
-        int k;
+        int k, at;
         if (g->nodes[i].op != NN__OP_PARAM || g->nodes[i].grad < 0) continue;
-        for (k = d->n_par; k > 0 && g->nodes[g->nodes[d->par[k - 1]].grad].first > g->nodes[g->nodes[i].grad].first; k--)
+        at = nn__dist_done_at(g, g->nodes[i].grad);
+        for (k = d->n_par; k > 0 && nn__dist_done_at(g, g->nodes[d->par[k - 1]].grad) > at; k--)
             d->par[k] = d->par[k - 1];
         d->par[k] = i;
         d->n_par++;
@@ -417,7 +434,7 @@ static nn_result nn__dist_compile(nn_graph *g, const nn_compile_desc *desc) {
             d->poff[i] = d->n;
             d->n += p->numel;
             bytes += p->numel * 4;
-            d->bend[d->n_buckets] = g->nodes[p->grad].first;
+            d->bend[d->n_buckets] = nn__dist_done_at(g, p->grad);
             if (bytes >= cap || i == d->n_par - 1) {
                 d->n_buckets++;
                 bytes = 0;

@@ -438,6 +438,7 @@ static void nn__fuse_bsum(nn_graph *g, int pos, int end) {
         if (G.ta && !G.tb && G.M == s->numel && G.K == x->shape.dim[0] && G.lda == G.M) {
             m->a.matmul.bsum = g->sched[pos];
             s->fused = -1;
+            if (s->last < p) s->last = p; /* written there: live to it whatever reads it */
             return;
         }
     }
