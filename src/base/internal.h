@@ -135,7 +135,9 @@ typedef struct nn__node {
     int written;         /* INPUT: 0 never written, 1 written since the last step, 2 since read by a step */
     int per_step;        /* INPUT: a step refuses it unless written since the last step (a dataset's indices) */
     int fused;           /* elementwise fusion (src/ops/fuse.c): k > 0 the last node of chain k - 1, which
-                            runs the whole chain; -1 a node its chain's last node runs; 0 none */
+                            runs the whole chain; -1 a node another node runs (its chain's last, or
+                            a device's fold): at schedule position done_at; 0 none */
+    int done_at;         /* fused -1: the schedule position whose launches write its value */
 } nn__node;
 
 typedef struct nn__param {

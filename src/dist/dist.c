@@ -323,19 +323,10 @@ static nn_result nn__dist_plan(nn_graph *g, const nn_compile_desc *desc) {
 /* At the end of a training graph's compile: whether it is data-parallel, the ranks'
    hashes compared, the buffers. */
 /* The schedule position whose launches complete node id's value: its own, or for a node that
-   another one runs (fused -1, src/ops/fuse.c) that one's: its chain's last node, or the TN
-   product that makes a bias's gradient on a device (a.matmul.bsum), later in the backward */
+   another one runs (fused -1, src/ops/fuse.c: its chain's last node, or on a device the TN
+   product that makes a bias's gradient later in the backward) that one's */
 static int nn__dist_done_at(const nn_graph *g, int id) {
-    int i, j;
-    if (g->nodes[id].fused >= 0) return g->nodes[id].first;
-    for (i = g->nodes[id].first; i >= 0 && i < g->n_sched; i++) {
-        const nn__node *m = &g->nodes[g->sched[i]];
-        if (m->op == NN__OP_MATMUL && m->a.matmul.bsum == id) return i;
-        if (m->fused > 0 && g->fusion)
-            for (j = 0; j < g->fusion->c[m->fused - 1].n; j++)
-                if (g->fusion->c[m->fused - 1].m[j].node == id) return i;
-    }
-    return g->nodes[id].first;
+    return g->nodes[id].fused < 0 ? g->nodes[id].done_at : g->nodes[id].first;
 }
 
 static nn_result nn__dist_compile(nn_graph *g, const nn_compile_desc *desc) {

@@ -276,6 +276,23 @@ static char *nn__fuse_source(const nn_graph *g, const nn__fuse_chain *c, int ta,
     return p;
 }
 
+/* Node x (its storage's node for a view) is read at schedule position pos: live to there */
+static void nn__fuse_live_to(nn_graph *g, int x, int pos) {
+    nn__node *n = &g->nodes[x];
+    if (n->storage == NN__ST_VIEW) n = &g->nodes[n->view_of];
+    if (n->last < pos) n->last = pos;
+}
+
+/* Node id runs at schedule position pos, launched by the node there (fused -1, done_at pos):
+   its inputs live to there */
+static void nn__fuse_fold(nn_graph *g, int id, int pos) {
+    nn__node *n = &g->nodes[id];
+    int k;
+    for (k = 0; k < n->n_in; k++) nn__fuse_live_to(g, n->in[k], pos);
+    n->fused = -1;
+    n->done_at = pos;
+}
+
 /* Closes chain c (of schedule positions [head, tail]): kept when it has two nodes or more. */
 static nn_result nn__fuse_keep(nn_graph *g, nn__fuse_chain *c, const int *readers, int head) {
     struct nn__fusion *f = g->fusion;
@@ -297,26 +314,16 @@ static nn_result nn__fuse_keep(nn_graph *g, nn__fuse_chain *c, const int *reader
         mb->written = j == c->n - 1 || n->is_output || n->storage != NN__ST_ARENA || readers[mb->node] > inside;
     }
     if (c->gemm) { /* the product runs at the chain, into member 0's output: its operands live to the tail */
-        nn__node *mm = &g->nodes[c->gemm - 1];
         c->m[0].written = 1;
-        for (k = 0; k < mm->n_in; k++) {
-            nn__node *x = &g->nodes[mm->in[k]];
-            if (x->storage == NN__ST_VIEW) x = &g->nodes[x->view_of];
-            if (x->last < tail) x->last = tail;
-        }
-        mm->fused = -1;
+        nn__fuse_fold(g, c->gemm - 1, tail);
     }
     for (j = 0; j < c->n; j++) { /* liveness: inputs to the last node, outputs from the first */
         nn__node *n = &g->nodes[c->m[j].node];
-        for (k = 0; k < c->m[j].n_opd; k++) {
-            nn__node *x;
-            if (c->m[j].opd[k].kind == NN__FA_MEMBER) continue;
-            x = &g->nodes[c->m[j].opd[k].node];
-            if (x->storage == NN__ST_VIEW) x = &g->nodes[x->view_of];
-            if (x->last < tail) x->last = tail;
-        }
+        for (k = 0; k < c->m[j].n_opd; k++)
+            if (c->m[j].opd[k].kind != NN__FA_MEMBER) nn__fuse_live_to(g, c->m[j].opd[k].node, tail);
         n->first = head;
         n->fused = j == c->n - 1 ? f->n + 1 : -1;
+        n->done_at = tail;
     }
     c->source = NULL;
     if (!g->ctx->backend->host_memory) {
@@ -405,17 +412,6 @@ static int nn__fuse_foldable(const nn_graph *g, int id, int pos, const int *read
            n->first < pos && n->numel <= 2048;
 }
 
-/* Node id, run at schedule position pos: its inputs live to there */
-static void nn__fuse_fold(nn_graph *g, int id, int pos) {
-    nn__node *n = &g->nodes[id];
-    int k;
-    for (k = 0; k < n->n_in; k++) {
-        nn__node *x = &g->nodes[n->in[k]];
-        if (x->storage == NN__ST_VIEW) x = &g->nodes[x->view_of];
-        if (x->last < pos) x->last = pos;
-    }
-    n->fused = -1;
-}
 
 /* The SUM_TO at schedule position pos, a float32 dy [K, M] summed over its rows (a bias's
    gradient), into the kernel of a later TN product dy^T x in the part (before `end`) that
@@ -438,6 +434,7 @@ static void nn__fuse_bsum(nn_graph *g, int pos, int end) {
         if (G.ta && !G.tb && G.M == s->numel && G.K == x->shape.dim[0] && G.lda == G.M) {
             m->a.matmul.bsum = g->sched[pos];
             s->fused = -1;
+            s->done_at = p;
             if (s->last < p) s->last = p; /* written there: live to it whatever reads it */
             return;
         }
@@ -463,6 +460,7 @@ static void nn__fuse_tails(nn_graph *g, const int *readers) {
                     a->storage == NN__ST_OWN) {
                     n->a.reduce.acc = g->sched[k];
                     a->fused = -1;
+                    a->done_at = i;
                     break;
                 }
             }
@@ -511,7 +509,7 @@ static nn_result nn__fuse_plan(nn_graph *g) {
     c.gemm = c.gemm_k = 0;
     for (i = 0; i < g->n_sched && r == NN_OK; i++) {
         int boundary = i == g->n_sched_forward || i == g->n_sched_update;
-        int part0 = i >= g->n_sched_update ? g->n_sched_update : i >= g->n_sched_forward ? g->n_sched_forward : 0;
+        int part0 = nn__fuse_part0(g, i);
         if (c.n > 0 && !boundary && nn__fuse_join(g, &c, g->sched[i])) continue;
         r = nn__fuse_keep(g, &c, readers, head);
         c.n = 0;
