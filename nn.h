@@ -2859,7 +2859,7 @@ typedef struct nn__karg {
     union { nn__buf buf; int32_t i; uint32_t u; float f; int32_t v8[8]; size_t local; } v;
 } nn__karg;
 
-#define NN__MAX_KARGS 24
+#define NN__MAX_KARGS 32 /* gemm_epi: the product's 15 and a chain's */
 #define NN__MAX_KUPD 6
 
 /* A kernel launch that an op's launch function records at compile time (kernels/FILE.cl,
@@ -16410,6 +16410,14 @@ static void nn__gemm_config_dev(const nn__device *dev, nn__gemm_cfg *c) {
     if (dev->units > 0 && dev->units < NN__GEMM_CPU_ITEMS / 4) c->items = 4 * (int)dev->units;
 }
 
+/* Whether the device's single products read rows by index (kernels/gemm_args.h's ra and rb,
+   the packed path's alone): where src/ops/fuse.c folds a gather of rows into its readers */
+static NN__MAYBE_UNUSED int nn__gemm_rows_by_index(const nn__device *dev) {
+    nn__gemm_cfg c;
+    nn__gemm_config_dev(dev, &c);
+    return c.use_local == 2;
+}
+
 /* $NN_CL_GEMM into d->gemm_tile where d takes it, else one warning (above nn__gemm_config). */
 static NN__MAYBE_UNUSED void nn__gemm_env_read(nn_context *ctx, nn__device *d) {
     const char *env = getenv("NN_CL_GEMM"), *why;
@@ -20471,10 +20479,14 @@ static const char *const nn__cl_src_gemm[] = {
 "#ifndef NN__GEMM_ARGS_H\n",
 "#define NN__GEMM_ARGS_H\n",
 "\n",
-"/* gemm_nn_single, gemm_nt_single, gemm_tn_single, gemm_tt_single (GEMM_KERNEL) */\n",
+"/* gemm_nn_single, gemm_nt_single, gemm_tn_single, gemm_tt_single (GEMM_KERNEL). Rows by\n",
+"   index (rna > 0): A's stored row i is A's row ra[i] of rna rows (an index outside [0, rna): a\n",
+"   row of zeros), B's by rb and rnb alike: a gather of rows (nn_gather_rows) read in place by\n",
+"   the CPU-tuned (packed) kernels, op(A) = A and op(B) = B only (src/ops/fuse.c,\n",
+"   nn__fuse_gather); with rna and rnb 0, ra and rb are not read. */\n",
 "#define NN__KARGS_gemm(F, P)                                                                       \\\n",
 "    F(int, M) P(int, N) P(int, K) P(sin, A) P(int, lda) P(sin, B) P(int, ldb) P(out, C) P(int, ldc) \\\n",
-"    P(float, alpha) P(float, beta)\n",
+"    P(float, alpha) P(float, beta) P(iin, ra) P(int, rna) P(iin, rb) P(int, rnb)\n",
 "NN__KSIG(gemm)\n",
 "/* gemm_nn_batched ... gemm_tt_batched (GEMM_BATCHED_KERNEL): product z of the grid's\n",
 "   dimension 2 at offA + (z / inner) * sa0 + (z % inner) * sa1 floats into A (B, C alike) */\n",
@@ -20623,6 +20635,17 @@ static const char *const nn__cl_src_gemm[] = {
 "    }\n",
 "}\n",
 "\n",
+"/* Row i of a matrix whose rows come by index (kernels/gemm_args.h): with rn > 0 row ri[i]\n",
+"   of rn, -1 for an index outside [0, rn) (a row of zeros); else i itself. */\n",
+"inline int gemm_srow(__global const int *ri, const int rn, const int i)\n",
+"{\n",
+"    int j;\n",
+"    if (rn <= 0)\n",
+"        return i;\n",
+"    j = ri[i];\n",
+"    return j >= 0 && j < rn ? j : -1;\n",
+"}\n",
+"\n",
 "#if !USE_LOCAL\n",
 "\n",
 "/* Direct path: rows i0..i0+WPT_M-1, columns j0..j0+WPT_N-1 (contiguous). */\n",
@@ -20721,7 +20744,9 @@ static const char *const nn__cl_src_gemm[] = {
 "\n",
 "#define GEMM_ATTR __attribute__((reqd_work_group_size(WG_N, WG_M, 1)))\n",
 "#define GEMM_LOCALS\n",
-"#define GEMM_CALL(a, b, c, ta, tb) gemm_direct(M, N, K, a, lda, b, ldb, c, ldc, alpha, beta, ta, tb)\n",
+"/* rows by index are the packed path's alone (the host folds no gather for the others) */\n",
+"#define GEMM_CALL(a, b, c, ta, tb) gemm_direct(M, N, K, a, lda, b, ldb, c, ldc, alpha, beta, ta, tb); \\\n",
+"    (void)ra; (void)rna; (void)rb; (void)rnb\n",
 "/* the elements of C an item stored: GEMM_OWN_ROWS(r, c0, c1) runs the statement after it for\n",
 "   each row r < M and its columns [c0, c1), c1 <= N, of them */\n",
 "#define GEMM_OWN_SETUP const int own_i0 = (int)get_global_id(1) * WPT_M, own_j0 = (int)get_global_id(0) * WPT_N;\n",
@@ -20782,7 +20807,8 @@ static const char *const nn__cl_src_gemm[] = {
 "                        __global const NN__STORE_T *A, const int lda,\n",
 "                        __global const NN__STORE_T *B, const int ldb,\n",
 "                        __global float *C, const int ldc,\n",
-"                        const float alpha, const float beta)\n",
+"                        const float alpha, const float beta,\n",
+"                        __global const int *ra, const int rna, __global const int *rb, const int rnb)\n",
 "{\n",
 "    const int gm = (int)get_global_size(1);\n",
 "    const int rows = ((M + gm - 1) / gm + WPT_M - 1) / WPT_M * WPT_M;\n",
@@ -20795,16 +20821,24 @@ static const char *const nn__cl_src_gemm[] = {
 "        const int kv = min(DOT_KB, K - k0), k16 = kv / 16 * 16;\n",
 "        for (i0 = m0; i0 < m1; i0 += DOT_R) {\n",
 "            __global const NN__STORE_T *a[DOT_R];\n",
+"            int aok[DOT_R];\n",
 "#pragma unroll\n",
-"            for (r = 0; r < DOT_R; r++)\n",
-"                a[r] = A + (size_t)min(i0 + r, m1 - 1) * lda + k0;\n",
+"            for (r = 0; r < DOT_R; r++) {\n",
+"                const int sr = gemm_srow(ra, rna, min(i0 + r, m1 - 1));\n",
+"                aok[r] = sr >= 0;\n",
+"                a[r] = A + (size_t)max(sr, 0) * lda + k0;\n",
+"            }\n",
 "            for (j0 = n0; j0 < n1; j0 += DOT_C) {\n",
 "                __global const NN__STORE_T *b[DOT_C];\n",
+"                int bok[DOT_C];\n",
 "                float16 acc[DOT_R][DOT_C];\n",
 "                float s[DOT_R][DOT_C];\n",
 "#pragma unroll\n",
-"                for (c = 0; c < DOT_C; c++)\n",
-"                    b[c] = B + (size_t)min(j0 + c, n1 - 1) * ldb + k0;\n",
+"                for (c = 0; c < DOT_C; c++) {\n",
+"                    const int sr = gemm_srow(rb, rnb, min(j0 + c, n1 - 1));\n",
+"                    bok[c] = sr >= 0;\n",
+"                    b[c] = B + (size_t)max(sr, 0) * ldb + k0;\n",
+"                }\n",
 "#pragma unroll\n",
 "                for (r = 0; r < DOT_R; r++)\n",
 "#pragma unroll\n",
@@ -20834,6 +20868,13 @@ static const char *const nn__cl_src_gemm[] = {
 "#pragma unroll\n",
 "                        for (c = 0; c < DOT_C; c++)\n",
 "                            s[r][c] += GLD(a[r], k) * GLD(b[c], k);\n",
+"                /* a row by an index out of range: a row of zeros, whose products sum to +0 (the\n",
+"                   gather's row, where the other operand is finite) */\n",
+"#pragma unroll\n",
+"                for (r = 0; r < DOT_R; r++)\n",
+"#pragma unroll\n",
+"                    for (c = 0; c < DOT_C; c++)\n",
+"                        s[r][c] = aok[r] && bok[c] ? s[r][c] : 0.0f;\n",
 "                /* Later K blocks add onto what the first one stored. */\n",
 "#pragma unroll\n",
 "                for (r = 0; r < DOT_R; r++) {\n",
@@ -20856,7 +20897,8 @@ static const char *const nn__cl_src_gemm[] = {
 "                        __global const NN__STORE_T *B, const int ldb,\n",
 "                        __global float *C, const int ldc,\n",
 "                        const float alpha, const float beta,\n",
-"                        __local float *Bp, const int ta, const int tb)\n",
+"                        __local float *Bp, const int ta, const int tb,\n",
+"                        __global const int *ra, const int rna, __global const int *rb, const int rnb)\n",
 "{\n",
 "    /* Rows per item are a runtime split of M over the grid height (whole\n",
 "     * micro-tiles), so the host can trade tile height for parallelism on\n",
@@ -20873,7 +20915,7 @@ static const char *const nn__cl_src_gemm[] = {
 "    if (mv <= 0 || nv <= 0)\n",
 "        return;\n",
 "    if (!ta && tb) {\n",
-"        gemm_nt_dot(M, N, K, A, lda, B, ldb, C, ldc, alpha, beta);\n",
+"        gemm_nt_dot(M, N, K, A, lda, B, ldb, C, ldc, alpha, beta, ra, rna, rb, rnb);\n",
 "        return;\n",
 "    }\n",
 "\n",
@@ -20885,7 +20927,21 @@ static const char *const nn__cl_src_gemm[] = {
 "            __local float *dst = Bp + ni * kv * WPT_N;\n",
 "            const int j0 = n0 + ni * WPT_N;\n",
 "            const int w = min(WPT_N, N - j0);        /* valid columns */\n",
-"            if (!tb) {\n",
+"            if (!tb && rnb > 0) {\n",
+"                /* B's rows by index: each k's row found, a row of zeros for one out of range */\n",
+"                for (kk = 0; kk < kv; kk++, dst += WPT_N) {\n",
+"                    const int sr = gemm_srow(rb, rnb, k0 + kk);\n",
+"                    __global const NN__STORE_T *src = B + (size_t)max(sr, 0) * ldb + j0;\n",
+"                    if (sr >= 0 && w == WPT_N) {\n",
+"#pragma unroll\n",
+"                        for (c = 0; c < NCH; c++)\n",
+"                            VSTORE(GVLOAD(src + c * VW), dst + c * VW);\n",
+"                    } else {\n",
+"                        for (c = 0; c < WPT_N; c++)\n",
+"                            dst[c] = sr >= 0 && c < w ? GLD(src, c) : 0.0f;\n",
+"                    }\n",
+"                }\n",
+"            } else if (!tb) {\n",
 "                __global const NN__STORE_T *src = B + (size_t)k0 * ldb + j0;\n",
 "                if (w == WPT_N) {\n",
 "                    for (kk = 0; kk < kv; kk++, src += ldb, dst += WPT_N)\n",
@@ -20943,11 +20999,13 @@ static const char *const nn__cl_src_gemm[] = {
 "                __local const float *b = Bp + ni * kv * WPT_N;\n",
 "                __global const NN__STORE_T *a = A + (size_t)k0 * a_k;\n",
 "                size_t aoff[WPT_M];\n",
+"                int aok[WPT_M];\n",
 "                floatv acc[WPT_M][NCH];\n",
 "#pragma unroll\n",
 "                for (r = 0; r < WPT_M; r++) {\n",
-"                    const size_t i = (size_t)min(i0 + r, M - 1);\n",
-"                    aoff[r] = ta ? i : i * (size_t)lda;\n",
+"                    const int i = min(i0 + r, M - 1), sr = ta ? i : gemm_srow(ra, rna, i);\n",
+"                    aok[r] = sr >= 0;\n",
+"                    aoff[r] = ta ? (size_t)i : (size_t)max(sr, 0) * (size_t)lda;\n",
 "#pragma unroll\n",
 "                    for (c = 0; c < NCH; c++)\n",
 "                        acc[r][c] = (floatv)(0.0f);\n",
@@ -20974,7 +21032,7 @@ static const char *const nn__cl_src_gemm[] = {
 "#pragma unroll\n",
 "                        for (c = 0; c < NCH; c++)\n",
 "                            if (j0 + c * VW < N)\n",
-"                                store_chunk(C, ldc, i0 + r, j0 + c * VW, N, acc[r][c],\n",
+"                                store_chunk(C, ldc, i0 + r, j0 + c * VW, N, aok[r] ? acc[r][c] : (floatv)(0.0f),\n",
 "                                            alpha, k0 == 0 ? beta : 1.0f);\n",
 "                    }\n",
 "                }\n",
@@ -20985,7 +21043,7 @@ static const char *const nn__cl_src_gemm[] = {
 "\n",
 "#define GEMM_ATTR __attribute__((reqd_work_group_size(1, 1, 1)))\n",
 "#define GEMM_LOCALS __local float Bp[TS_K * TS_N];\n",
-"#define GEMM_CALL(a, b, c, ta, tb) gemm_packed(M, N, K, a, lda, b, ldb, c, ldc, alpha, beta, Bp, ta, tb)\n",
+"#define GEMM_CALL(a, b, c, ta, tb) gemm_packed(M, N, K, a, lda, b, ldb, c, ldc, alpha, beta, Bp, ta, tb, ra, rna, rb, rnb)\n",
 "/* an item's rows (gemm_packed's and gemm_nt_dot's split) and TS_N columns */\n",
 "#define GEMM_OWN_SETUP                                                                                      \\\n",
 "    const int own_rows = ((M + (int)get_global_size(1) - 1) / (int)get_global_size(1) + WPT_M - 1) / WPT_M * WPT_M, \\\n",
@@ -21085,7 +21143,8 @@ static const char *const nn__cl_src_gemm[] = {
 "\n",
 "#define GEMM_ATTR __attribute__((reqd_work_group_size(WG_N, WG_M, 1)))\n",
 "#define GEMM_LOCALS __local float As[TS_K * LDA_S]; __local float Bs[TS_K * LDB_S];\n",
-"#define GEMM_CALL(a, b, c, ta, tb) gemm_tiled(M, N, K, a, lda, b, ldb, c, ldc, alpha, beta, As, Bs, ta, tb)\n",
+"#define GEMM_CALL(a, b, c, ta, tb) gemm_tiled(M, N, K, a, lda, b, ldb, c, ldc, alpha, beta, As, Bs, ta, tb); \\\n",
+"    (void)ra; (void)rna; (void)rb; (void)rnb\n",
 "/* an item's WPT_M rows ROW(ly, r) and chunks COL(lx, c) of VW columns in its group's tile */\n",
 "#define GEMM_OWN_SETUP                                                                               \\\n",
 "    const int own_m0 = (int)get_group_id(1) * TS_M, own_n0 = (int)get_group_id(0) * TS_N,           \\\n",
@@ -21114,6 +21173,8 @@ static const char *const nn__cl_src_gemm[] = {
 "    {                                                                                \\\n",
 "        GEMM_LOCALS                                                                  \\\n",
 "        const int z = (int)get_global_id(2), zo = z / inner, zi = z - zo * inner;    \\\n",
+"        __global const int *ra = 0, *rb = 0;                                         \\\n",
+"        const int rna = 0, rnb = 0;                                                  \\\n",
 "        GEMM_CALL(A + offA + (size_t)zo * sa0 + (size_t)zi * sa1,                    \\\n",
 "                  B + offB + (size_t)zo * sb0 + (size_t)zi * sb1,                    \\\n",
 "                  C + offC + (size_t)zo * sc0 + (size_t)zi * sc1, ta, tb);           \\\n",
@@ -21411,7 +21472,7 @@ static const char *const nn__cl_src_gemm[] = {
 "}\n",
 "#endif\n",
 "#endif /* NN__ACTIVATION_H */\n",
-"#line 673 \"kernels/gemm.cl\"\n",
+"#line 722 \"kernels/gemm.cl\"\n",
 0 };
 
 /* ======================================================================
@@ -34913,8 +34974,11 @@ static nn_result nn__record_launches(nn_graph *g) {
     for (i = 0; i < g->n_sched && r == NN_OK; i++) {
         const nn__node *n = &g->nodes[g->sched[i]];
         g->sched_launch[i] = g->n_launches;
+        char c0 = g->ctx->err[0]; /* an earlier call's message, hidden while the launch may write its own */
         if (n->fused < 0) continue; /* launched by its fused chain's last node (src/ops/fuse.c) */
+        g->ctx->err[0] = 0;
         r = n->fused > 0 ? nn__fuse()->launch(g, g->sched[i]) : nn__op(n->op)->launch(g, g->sched[i]);
+        if (r != NN_ERR_STATE && !g->ctx->err[0]) g->ctx->err[0] = c0;
         if (r == NN_ERR_STATE && !g->ctx->err[0]) {
             const nn__launch *l = g->n_launches ? &g->launches[g->n_launches - 1] : NULL;
             char what[160] = "";
@@ -35927,10 +35991,14 @@ NN__KSIG(masked_fill_bcast)
 #ifndef NN__GEMM_ARGS_H
 #define NN__GEMM_ARGS_H
 
-/* gemm_nn_single, gemm_nt_single, gemm_tn_single, gemm_tt_single (GEMM_KERNEL) */
+/* gemm_nn_single, gemm_nt_single, gemm_tn_single, gemm_tt_single (GEMM_KERNEL). Rows by
+   index (rna > 0): A's stored row i is A's row ra[i] of rna rows (an index outside [0, rna): a
+   row of zeros), B's by rb and rnb alike: a gather of rows (nn_gather_rows) read in place by
+   the CPU-tuned (packed) kernels, op(A) = A and op(B) = B only (src/ops/fuse.c,
+   nn__fuse_gather); with rna and rnb 0, ra and rb are not read. */
 #define NN__KARGS_gemm(F, P)                                                                       \
     F(int, M) P(int, N) P(int, K) P(sin, A) P(int, lda) P(sin, B) P(int, ldb) P(out, C) P(int, ldc) \
-    P(float, alpha) P(float, beta)
+    P(float, alpha) P(float, beta) P(iin, ra) P(int, rna) P(iin, rb) P(int, rnb)
 NN__KSIG(gemm)
 /* gemm_nn_batched ... gemm_tt_batched (GEMM_BATCHED_KERNEL): product z of the grid's
    dimension 2 at offA + (z / inner) * sa0 + (z % inner) * sa1 floats into A (B, C alike) */
@@ -38307,6 +38375,23 @@ static nn_result nn__launch_matmul_round(nn_graph *g, int id) {
     return nn__kargs_cast_store(l, &k);
 }
 
+/* Operand x of a product on a device: a gather of rows that src/ops/fuse.c folded into the
+   product (nn__fuse_gather: fused -1) is read in place, the gathered data's buffer with its
+   index and rows (kernels/gemm_args.h's ra, rna); any other, its own buffer and no index (the
+   index argument set to that buffer, which the kernel does not read). */
+static void nn__mm_operand(const nn_graph *g, int x, const nn__buf **buf, const nn__buf **idx, int *rows) {
+    const nn__node *n = &g->nodes[x];
+    if (n->op == NN__OP_GATHER_ROWS && n->fused == -1) {
+        *buf = &g->nodes[n->in[0]].buf;
+        *idx = &g->nodes[n->in[1]].buf;
+        *rows = (int)g->nodes[n->in[0]].shape.dim[0];
+        return;
+    }
+    *buf = &n->buf;
+    *idx = &n->buf;
+    *rows = 0;
+}
+
 /* The launch of matmul n's single product (a 2-D matmul: nn__mm_geom's nd 0) into C, recorded
    for node id: the plain kernel of its transposes, or `kernel` of kernels/gemm.cl (NULL: the
    plain one; src/ops/fuse.c's gemm_epi, which takes the same arguments first) with the same
@@ -38327,9 +38412,9 @@ static nn_result nn__launch_matmul_one(nn_graph *g, int id, const nn__node *n, c
     k.M = G.M;
     k.N = G.N;
     k.K = G.K;
-    k.A = &g->nodes[n->in[0]].buf;
+    nn__mm_operand(g, n->in[0], &k.A, &k.ra, &k.rna);
     k.lda = G.lda;
-    k.B = &g->nodes[n->in[1]].buf;
+    nn__mm_operand(g, n->in[1], &k.B, &k.rb, &k.rnb);
     k.ldb = G.ldb;
     k.C = C;
     k.ldc = G.ldc;
@@ -48543,6 +48628,38 @@ static void nn__fuse_bsum(nn_graph *g, int pos, int end) {
     }
 }
 
+/* The gather of rows at schedule position pos (nn_gather_rows: float32 data [N, D] by idx
+   [B]), when single products alone read it, each as op(A) = A or op(B) = B (its stored rows,
+   D apart), on a device whose products read rows by index (kernels/gemm.cl's packed path,
+   nn__gemm_rows_by_index): each product reads the data's rows in place (src/ops/matmul.c,
+   nn__mm_operand) and the gather is not launched, its copy of the batch's rows (the MLP's
+   images, 400 KB a step) neither written nor read back. An index out of range reads a row of
+   zeros as the gather's would (with the other operand finite, the same +0 sums). */
+static void nn__fuse_gather(nn_graph *g, int pos, const int *readers) {
+    int id = g->sched[pos], p, k, n_read = 0, last = pos;
+    nn__node *x = &g->nodes[id];
+    const nn__node *d = &g->nodes[x->in[0]];
+    if (x->dtype != NN_F32 || x->is_output || x->fused != 0 || d->shape.ndim != 2 || d->numel >= (int64_t)1 << 31 ||
+        readers[id] == 0)
+        return;
+    for (p = pos + 1; p < g->n_sched; p++) {
+        const nn__node *m = &g->nodes[g->sched[p]];
+        nn__mm_geom G;
+        int uses = 0;
+        for (k = 0; k < m->n_in; k++) uses += m->in[k] == id;
+        if (uses == 0) continue;
+        if (uses != 1 || !nn__matmul_bias_ok(g, m)) return;
+        nn__mm_geom_node(g, m, &G);
+        if (m->in[0] == id ? G.ta || G.lda != d->shape.dim[1] : G.tb || G.ldb != d->shape.dim[1]) return;
+        n_read++;
+        last = p;
+    }
+    if (n_read != readers[id]) return; /* read by the engine too */
+    nn__fuse_fold(g, id, pos);
+    nn__fuse_live_to(g, x->in[0], last);
+    nn__fuse_live_to(g, x->in[1], last);
+}
+
 static void nn__fuse_tails(nn_graph *g, const int *readers) {
     int i, k;
     if (g->ctx->backend->host_memory) return;
@@ -48568,6 +48685,7 @@ static void nn__fuse_tails(nn_graph *g, const int *readers) {
             }
         }
         if (n->op == NN__OP_SUM_TO) nn__fuse_bsum(g, i, end);
+        if (n->op == NN__OP_GATHER_ROWS && nn__gemm_rows_by_index(&g->ctx->dev)) nn__fuse_gather(g, i, readers);
         if (n->op == NN__OP_XENT_GRAD && g->nodes[n->in[2]].op == NN__OP_EXPAND_SCALAR && nn__fuse_foldable(g, n->in[2], i, readers)) {
             const nn__node *s = &g->nodes[g->nodes[n->in[2]].in[0]];
             nn__fuse_fold(g, n->in[2], i);

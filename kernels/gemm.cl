@@ -138,6 +138,17 @@ inline void store_chunk(__global float *C, const int ldc, const int i, const int
     }
 }
 
+/* Row i of a matrix whose rows come by index (kernels/gemm_args.h): with rn > 0 row ri[i]
+   of rn, -1 for an index outside [0, rn) (a row of zeros); else i itself. */
+inline int gemm_srow(__global const int *ri, const int rn, const int i)
+{
+    int j;
+    if (rn <= 0)
+        return i;
+    j = ri[i];
+    return j >= 0 && j < rn ? j : -1;
+}
+
 #if !USE_LOCAL
 
 /* Direct path: rows i0..i0+WPT_M-1, columns j0..j0+WPT_N-1 (contiguous). */
@@ -236,7 +247,9 @@ inline void gemm_direct(const int M, const int N, const int K,
 
 #define GEMM_ATTR __attribute__((reqd_work_group_size(WG_N, WG_M, 1)))
 #define GEMM_LOCALS
-#define GEMM_CALL(a, b, c, ta, tb) gemm_direct(M, N, K, a, lda, b, ldb, c, ldc, alpha, beta, ta, tb)
+/* rows by index are the packed path's alone (the host folds no gather for the others) */
+#define GEMM_CALL(a, b, c, ta, tb) gemm_direct(M, N, K, a, lda, b, ldb, c, ldc, alpha, beta, ta, tb); \
+    (void)ra; (void)rna; (void)rb; (void)rnb
 /* the elements of C an item stored: GEMM_OWN_ROWS(r, c0, c1) runs the statement after it for
    each row r < M and its columns [c0, c1), c1 <= N, of them */
 #define GEMM_OWN_SETUP const int own_i0 = (int)get_global_id(1) * WPT_M, own_j0 = (int)get_global_id(0) * WPT_N;
@@ -297,7 +310,8 @@ inline void gemm_nt_dot(const int M, const int N, const int K,
                         __global const NN__STORE_T *A, const int lda,
                         __global const NN__STORE_T *B, const int ldb,
                         __global float *C, const int ldc,
-                        const float alpha, const float beta)
+                        const float alpha, const float beta,
+                        __global const int *ra, const int rna, __global const int *rb, const int rnb)
 {
     const int gm = (int)get_global_size(1);
     const int rows = ((M + gm - 1) / gm + WPT_M - 1) / WPT_M * WPT_M;
@@ -310,16 +324,24 @@ inline void gemm_nt_dot(const int M, const int N, const int K,
         const int kv = min(DOT_KB, K - k0), k16 = kv / 16 * 16;
         for (i0 = m0; i0 < m1; i0 += DOT_R) {
             __global const NN__STORE_T *a[DOT_R];
+            int aok[DOT_R];
 #pragma unroll
-            for (r = 0; r < DOT_R; r++)
-                a[r] = A + (size_t)min(i0 + r, m1 - 1) * lda + k0;
+            for (r = 0; r < DOT_R; r++) {
+                const int sr = gemm_srow(ra, rna, min(i0 + r, m1 - 1));
+                aok[r] = sr >= 0;
+                a[r] = A + (size_t)max(sr, 0) * lda + k0;
+            }
             for (j0 = n0; j0 < n1; j0 += DOT_C) {
                 __global const NN__STORE_T *b[DOT_C];
+                int bok[DOT_C];
                 float16 acc[DOT_R][DOT_C];
                 float s[DOT_R][DOT_C];
 #pragma unroll
-                for (c = 0; c < DOT_C; c++)
-                    b[c] = B + (size_t)min(j0 + c, n1 - 1) * ldb + k0;
+                for (c = 0; c < DOT_C; c++) {
+                    const int sr = gemm_srow(rb, rnb, min(j0 + c, n1 - 1));
+                    bok[c] = sr >= 0;
+                    b[c] = B + (size_t)max(sr, 0) * ldb + k0;
+                }
 #pragma unroll
                 for (r = 0; r < DOT_R; r++)
 #pragma unroll
@@ -349,6 +371,13 @@ inline void gemm_nt_dot(const int M, const int N, const int K,
 #pragma unroll
                         for (c = 0; c < DOT_C; c++)
                             s[r][c] += GLD(a[r], k) * GLD(b[c], k);
+                /* a row by an index out of range: a row of zeros, whose products sum to +0 (the
+                   gather's row, where the other operand is finite) */
+#pragma unroll
+                for (r = 0; r < DOT_R; r++)
+#pragma unroll
+                    for (c = 0; c < DOT_C; c++)
+                        s[r][c] = aok[r] && bok[c] ? s[r][c] : 0.0f;
                 /* Later K blocks add onto what the first one stored. */
 #pragma unroll
                 for (r = 0; r < DOT_R; r++) {
@@ -371,7 +400,8 @@ inline void gemm_packed(const int M, const int N, const int K,
                         __global const NN__STORE_T *B, const int ldb,
                         __global float *C, const int ldc,
                         const float alpha, const float beta,
-                        __local float *Bp, const int ta, const int tb)
+                        __local float *Bp, const int ta, const int tb,
+                        __global const int *ra, const int rna, __global const int *rb, const int rnb)
 {
     /* Rows per item are a runtime split of M over the grid height (whole
      * micro-tiles), so the host can trade tile height for parallelism on
@@ -388,7 +418,7 @@ inline void gemm_packed(const int M, const int N, const int K,
     if (mv <= 0 || nv <= 0)
         return;
     if (!ta && tb) {
-        gemm_nt_dot(M, N, K, A, lda, B, ldb, C, ldc, alpha, beta);
+        gemm_nt_dot(M, N, K, A, lda, B, ldb, C, ldc, alpha, beta, ra, rna, rb, rnb);
         return;
     }
 
@@ -400,7 +430,21 @@ inline void gemm_packed(const int M, const int N, const int K,
             __local float *dst = Bp + ni * kv * WPT_N;
             const int j0 = n0 + ni * WPT_N;
             const int w = min(WPT_N, N - j0);        /* valid columns */
-            if (!tb) {
+            if (!tb && rnb > 0) {
+                /* B's rows by index: each k's row found, a row of zeros for one out of range */
+                for (kk = 0; kk < kv; kk++, dst += WPT_N) {
+                    const int sr = gemm_srow(rb, rnb, k0 + kk);
+                    __global const NN__STORE_T *src = B + (size_t)max(sr, 0) * ldb + j0;
+                    if (sr >= 0 && w == WPT_N) {
+#pragma unroll
+                        for (c = 0; c < NCH; c++)
+                            VSTORE(GVLOAD(src + c * VW), dst + c * VW);
+                    } else {
+                        for (c = 0; c < WPT_N; c++)
+                            dst[c] = sr >= 0 && c < w ? GLD(src, c) : 0.0f;
+                    }
+                }
+            } else if (!tb) {
                 __global const NN__STORE_T *src = B + (size_t)k0 * ldb + j0;
                 if (w == WPT_N) {
                     for (kk = 0; kk < kv; kk++, src += ldb, dst += WPT_N)
@@ -458,11 +502,13 @@ inline void gemm_packed(const int M, const int N, const int K,
                 __local const float *b = Bp + ni * kv * WPT_N;
                 __global const NN__STORE_T *a = A + (size_t)k0 * a_k;
                 size_t aoff[WPT_M];
+                int aok[WPT_M];
                 floatv acc[WPT_M][NCH];
 #pragma unroll
                 for (r = 0; r < WPT_M; r++) {
-                    const size_t i = (size_t)min(i0 + r, M - 1);
-                    aoff[r] = ta ? i : i * (size_t)lda;
+                    const int i = min(i0 + r, M - 1), sr = ta ? i : gemm_srow(ra, rna, i);
+                    aok[r] = sr >= 0;
+                    aoff[r] = ta ? (size_t)i : (size_t)max(sr, 0) * (size_t)lda;
 #pragma unroll
                     for (c = 0; c < NCH; c++)
                         acc[r][c] = (floatv)(0.0f);
@@ -489,7 +535,7 @@ inline void gemm_packed(const int M, const int N, const int K,
 #pragma unroll
                         for (c = 0; c < NCH; c++)
                             if (j0 + c * VW < N)
-                                store_chunk(C, ldc, i0 + r, j0 + c * VW, N, acc[r][c],
+                                store_chunk(C, ldc, i0 + r, j0 + c * VW, N, aok[r] ? acc[r][c] : (floatv)(0.0f),
                                             alpha, k0 == 0 ? beta : 1.0f);
                     }
                 }
@@ -500,7 +546,7 @@ inline void gemm_packed(const int M, const int N, const int K,
 
 #define GEMM_ATTR __attribute__((reqd_work_group_size(1, 1, 1)))
 #define GEMM_LOCALS __local float Bp[TS_K * TS_N];
-#define GEMM_CALL(a, b, c, ta, tb) gemm_packed(M, N, K, a, lda, b, ldb, c, ldc, alpha, beta, Bp, ta, tb)
+#define GEMM_CALL(a, b, c, ta, tb) gemm_packed(M, N, K, a, lda, b, ldb, c, ldc, alpha, beta, Bp, ta, tb, ra, rna, rb, rnb)
 /* an item's rows (gemm_packed's and gemm_nt_dot's split) and TS_N columns */
 #define GEMM_OWN_SETUP                                                                                      \
     const int own_rows = ((M + (int)get_global_size(1) - 1) / (int)get_global_size(1) + WPT_M - 1) / WPT_M * WPT_M, \
@@ -600,7 +646,8 @@ inline void gemm_tiled(const int M, const int N, const int K,
 
 #define GEMM_ATTR __attribute__((reqd_work_group_size(WG_N, WG_M, 1)))
 #define GEMM_LOCALS __local float As[TS_K * LDA_S]; __local float Bs[TS_K * LDB_S];
-#define GEMM_CALL(a, b, c, ta, tb) gemm_tiled(M, N, K, a, lda, b, ldb, c, ldc, alpha, beta, As, Bs, ta, tb)
+#define GEMM_CALL(a, b, c, ta, tb) gemm_tiled(M, N, K, a, lda, b, ldb, c, ldc, alpha, beta, As, Bs, ta, tb); \
+    (void)ra; (void)rna; (void)rb; (void)rnb
 /* an item's WPT_M rows ROW(ly, r) and chunks COL(lx, c) of VW columns in its group's tile */
 #define GEMM_OWN_SETUP                                                                               \
     const int own_m0 = (int)get_group_id(1) * TS_M, own_n0 = (int)get_group_id(0) * TS_N,           \
@@ -629,6 +676,8 @@ inline void gemm_tiled(const int M, const int N, const int K,
     {                                                                                \
         GEMM_LOCALS                                                                  \
         const int z = (int)get_global_id(2), zo = z / inner, zi = z - zo * inner;    \
+        __global const int *ra = 0, *rb = 0;                                         \
+        const int rna = 0, rnb = 0;                                                  \
         GEMM_CALL(A + offA + (size_t)zo * sa0 + (size_t)zi * sa1,                    \
                   B + offB + (size_t)zo * sb0 + (size_t)zi * sb1,                    \
                   C + offC + (size_t)zo * sc0 + (size_t)zi * sc1, ta, tb);           \

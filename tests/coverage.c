@@ -258,6 +258,13 @@ int t_graph_launches(const nn_graph *g, const char *kernel) {
     return 0;
 }
 
+/* The launches of compiled g that run the device kernel named; 0 on the CPU backend */
+int t_graph_launch_count(const nn_graph *g, const char *kernel) {
+    int i, n = 0;
+    for (i = 0; i < g->n_launches; i++) n += !strcmp(g->launches[i].kernel, kernel);
+    return n;
+}
+
 /* tests/test_ln16.c's 16-bit group norm (src/ops/norm.c nn__norm_force_half_groups) */
 void t_norm_half_groups(int on) { nn__norm_force_half_groups(on); }
 

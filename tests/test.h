@@ -290,6 +290,8 @@ int t_sgemm_nc(void);
 void t_norm_half_groups(int on);
 /* Whether compiled g launches the device kernel named (tests/coverage.c) */
 int t_graph_launches(const nn_graph *g, const char *kernel);
+/* how many of compiled g's launches run the device kernel named; 0 on the CPU backend */
+int t_graph_launch_count(const nn_graph *g, const char *kernel);
 /* The Winograd transforms of name (generic, avx2, avx512) for every Winograd convolution from
    now on, NULL: the CPU's own; 0 where this CPU has not that instruction set */
 int t_wino_force(const char *name);

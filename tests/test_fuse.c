@@ -22,6 +22,7 @@ typedef struct run_out {
     uint64_t launches;
     int chains, gemm; /* what fusion formed (t_fused_chains) */
     int tails;        /* the folds' kernels launched (xent_sum, correct_sum, gemm_tn_bsum) */
+    int gathers;      /* gathers of rows launched (a device folds those products alone read) */
     nn_result r;
 } run_out;
 
@@ -110,16 +111,35 @@ static nn_tensor wide_model(nn_graph *g, nn_tensor *extra) {
     return nn_sum(g, nn_gelu(g, nn_add(g, nn_matmul(g, x, w, 0, 0), b)));
 }
 
+/* The MLP's batch gathered from resident data: nn_gather_rows of x [40, 20] and of the labels
+   y [40] by idx [16], two indices out of range (rows of zeros, label 0). On a device tuned as a
+   CPU the products read x's rows in place (fc1's NT product as op(A), its weight's gradient
+   x^T dy as op(B)) and the gather of x is not launched. */
+static nn_tensor gather_model(nn_graph *g, nn_tensor *extra) {
+    nn_tensor x = nn_input(g, "x", NN_F32, nn_shape2(40, 20)), y = nn_input(g, "y", NN_I32, nn_shape1(40));
+    nn_tensor idx = nn_input(g, "idx", NN_I32, nn_shape1(16)), yb = nn_gather_rows(g, y, idx), h, logits, loss;
+    h = nn_relu(g, nn_linear_layer(g, nn_gather_rows(g, x, idx), 32, NULL, "fc1"));
+    h = nn_relu(g, nn_linear_layer(g, h, 24, NULL, "fc2"));
+    logits = nn_linear_layer(g, h, 10, NULL, "fc3");
+    loss = nn_softmax_cross_entropy(g, logits, yb);
+    extra[0] = nn_accumulate(g, loss);
+    extra[1] = nn_accumulate(g, nn_accuracy(g, logits, yb));
+    return loss;
+}
+
 /* Deterministic contents for every input of g (labels in [0, 10) or the vocabulary). */
 static nn_result write_inputs(nn_graph *g, int which) {
     static const char *const names[] = {"x", "y", "r", "s"};
+    static const int32_t idx[16] = {3, 39, 0, 17, -1, 5, 40, 22, 9, 9, 31, 2, 14, 27, 8, 36};
     float f[1024];
-    int32_t lab[16];
+    int32_t lab[64];
+    nn_tensor ti = nn_graph_find(g, "idx");
     nn_result r = NN_OK;
     int k, i;
     t_seed(7);
     for (i = 0; i < 1024; i++) f[i] = (float)t_uniform(-1.5, 1.5);
-    for (i = 0; i < 16; i++) lab[i] = which == 1 ? t_randint(16) : t_randint(10);
+    for (i = 0; i < 64; i++) lab[i] = which == 1 ? t_randint(16) : t_randint(10);
+    if (ti.id > 0) r = nn_tensor_write(g, ti, idx, sizeof idx);
     for (k = 0; k < 4 && r == NN_OK; k++) {
         nn_tensor t = nn_graph_find(g, names[k]);
         int64_t n = t_numel(g, t);
@@ -130,10 +150,10 @@ static nn_result write_inputs(nn_graph *g, int which) {
     return r;
 }
 
-/* Builds model `which` (0 MLP, 1 GPT, 2 the chain, 3 the wide product) on e's backend, compiled with fusion on or
+/* Builds model `which` (0 MLP, 1 GPT, 2 the chain, 3 the wide product, 4 the gathered MLP) on e's backend, compiled with fusion on or
    off (NN_FUSE), and runs STEPS steps of Adam. */
 static void run_model(const t_env *e, int which, int fuse, run_out *o) {
-    static const model_fn models[] = {mlp_model, gpt_model, chain_model, wide_model};
+    static const model_fn models[] = {mlp_model, gpt_model, chain_model, wide_model, gather_model};
     const char *old = getenv("NN_FUSE");
     char *saved = old ? strdup(old) : NULL;
     nn_graph_desc gd;
@@ -163,6 +183,7 @@ static void run_model(const t_env *e, int which, int fuse, run_out *o) {
     if (o->r == NN_OK) o->chains = t_fused_chains(g, &o->gemm);
     if (o->r == NN_OK)
         o->tails = t_graph_launches(g, "xent_sum") + t_graph_launches(g, "correct_sum") + t_graph_launches(g, "gemm_tn_bsum");
+    if (o->r == NN_OK) o->gathers = t_graph_launch_count(g, "gather_rows_by_row") + t_graph_launch_count(g, "gather_rows_forward");
     if (o->r == NN_OK) o->r = write_inputs(g, which);
     for (i = 0; i < STEPS && o->r == NN_OK; i++) {
         nn_context_stats(e->ctx, &s0);
@@ -188,7 +209,7 @@ static void run_model(const t_env *e, int which, int fuse, run_out *o) {
             o->r = nn_tensor_read(g, t, o->vals + at, (size_t)n * 4);
             at += n;
         }
-    if (which == 0) /* the accumulated loss and accuracy */
+    if (which == 0 || which == 4) /* the accumulated loss and accuracy */
         for (i = 0; i < 2 && o->r == NN_OK; i++) o->r = nn_tensor_read(g, extra[i], o->vals + at++, 4);
     o->n_vals = at;
     if (!o->vals) o->r = NN_ERR_OUT_OF_MEMORY;
@@ -222,6 +243,10 @@ static void check_same(const t_env *e, const char *name, int which) {
         /* on a device, the loss's and the accuracy's rows in their means' kernels, the biases'
            gradients in their weights' products */
         if (which == 0) T_CHECK(a.tails == 0 && b.tails == (e->opencl ? 3 : 0), "%d fold kernels unfused, %d fused", a.tails, b.tails);
+        /* on a device tuned as a CPU, the products read x's rows in place: the labels' gather alone */
+        if (which == 4)
+            T_CHECK(a.gathers == (e->opencl ? 2 : 0) && b.gathers == (e->opencl ? (t_gpu_tuned(e) ? 2 : 1) : 0),
+                    "%d gathers launched unfused, %d fused", a.gathers, b.gathers);
         printf("    %s on %s: %llu kernel launches a step unfused, %llu fused (%d chains, %d in a GEMM's epilogue)\n",
                name, e->backend, (unsigned long long)a.launches, (unsigned long long)b.launches, b.chains, b.gemm);
     }
@@ -276,4 +301,5 @@ void suite_fuse(const t_env *e) {
     check_same(e, "fuse: MLP training, fused and unfused bits, launches a step", 0);
     check_same(e, "fuse: tiny GPT training, fused and unfused bits, launches a step", 1);
     check_same(e, "fuse: a bias add in the GEMM's epilogue over three K blocks, fused and unfused bits", 3);
+    check_same(e, "fuse: MLP training on gathered rows (two out of range), fused and unfused bits", 4);
 }

@@ -404,8 +404,11 @@ static nn_result nn__record_launches(nn_graph *g) {
     for (i = 0; i < g->n_sched && r == NN_OK; i++) {
         const nn__node *n = &g->nodes[g->sched[i]];
         g->sched_launch[i] = g->n_launches;
+        char c0 = g->ctx->err[0]; /* an earlier call's message, hidden while the launch may write its own */
         if (n->fused < 0) continue; /* launched by its fused chain's last node (src/ops/fuse.c) */
+        g->ctx->err[0] = 0;
         r = n->fused > 0 ? nn__fuse()->launch(g, g->sched[i]) : nn__op(n->op)->launch(g, g->sched[i]);
+        if (r != NN_ERR_STATE && !g->ctx->err[0]) g->ctx->err[0] = c0;
         if (r == NN_ERR_STATE && !g->ctx->err[0]) {
             const nn__launch *l = g->n_launches ? &g->launches[g->n_launches - 1] : NULL;
             char what[160] = "";

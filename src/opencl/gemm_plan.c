@@ -124,6 +124,14 @@ static void nn__gemm_config_dev(const nn__device *dev, nn__gemm_cfg *c) {
     if (dev->units > 0 && dev->units < NN__GEMM_CPU_ITEMS / 4) c->items = 4 * (int)dev->units;
 }
 
+/* Whether the device's single products read rows by index (kernels/gemm_args.h's ra and rb,
+   the packed path's alone): where src/ops/fuse.c folds a gather of rows into its readers */
+static NN__MAYBE_UNUSED int nn__gemm_rows_by_index(const nn__device *dev) {
+    nn__gemm_cfg c;
+    nn__gemm_config_dev(dev, &c);
+    return c.use_local == 2;
+}
+
 /* $NN_CL_GEMM into d->gemm_tile where d takes it, else one warning (above nn__gemm_config). */
 static NN__MAYBE_UNUSED void nn__gemm_env_read(nn_context *ctx, nn__device *d) {
     const char *env = getenv("NN_CL_GEMM"), *why;

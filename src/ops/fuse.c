@@ -441,6 +441,38 @@ static void nn__fuse_bsum(nn_graph *g, int pos, int end) {
     }
 }
 
+/* The gather of rows at schedule position pos (nn_gather_rows: float32 data [N, D] by idx
+   [B]), when single products alone read it, each as op(A) = A or op(B) = B (its stored rows,
+   D apart), on a device whose products read rows by index (kernels/gemm.cl's packed path,
+   nn__gemm_rows_by_index): each product reads the data's rows in place (src/ops/matmul.c,
+   nn__mm_operand) and the gather is not launched, its copy of the batch's rows (the MLP's
+   images, 400 KB a step) neither written nor read back. An index out of range reads a row of
+   zeros as the gather's would (with the other operand finite, the same +0 sums). */
+static void nn__fuse_gather(nn_graph *g, int pos, const int *readers) {
+    int id = g->sched[pos], p, k, n_read = 0, last = pos;
+    nn__node *x = &g->nodes[id];
+    const nn__node *d = &g->nodes[x->in[0]];
+    if (x->dtype != NN_F32 || x->is_output || x->fused != 0 || d->shape.ndim != 2 || d->numel >= (int64_t)1 << 31 ||
+        readers[id] == 0)
+        return;
+    for (p = pos + 1; p < g->n_sched; p++) {
+        const nn__node *m = &g->nodes[g->sched[p]];
+        nn__mm_geom G;
+        int uses = 0;
+        for (k = 0; k < m->n_in; k++) uses += m->in[k] == id;
+        if (uses == 0) continue;
+        if (uses != 1 || !nn__matmul_bias_ok(g, m)) return;
+        nn__mm_geom_node(g, m, &G);
+        if (m->in[0] == id ? G.ta || G.lda != d->shape.dim[1] : G.tb || G.ldb != d->shape.dim[1]) return;
+        n_read++;
+        last = p;
+    }
+    if (n_read != readers[id]) return; /* read by the engine too */
+    nn__fuse_fold(g, id, pos);
+    nn__fuse_live_to(g, x->in[0], last);
+    nn__fuse_live_to(g, x->in[1], last);
+}
+
 static void nn__fuse_tails(nn_graph *g, const int *readers) {
     int i, k;
     if (g->ctx->backend->host_memory) return;
@@ -466,6 +498,7 @@ static void nn__fuse_tails(nn_graph *g, const int *readers) {
             }
         }
         if (n->op == NN__OP_SUM_TO) nn__fuse_bsum(g, i, end);
+        if (n->op == NN__OP_GATHER_ROWS && nn__gemm_rows_by_index(&g->ctx->dev)) nn__fuse_gather(g, i, readers);
         if (n->op == NN__OP_XENT_GRAD && g->nodes[n->in[2]].op == NN__OP_EXPAND_SCALAR && nn__fuse_foldable(g, n->in[2], i, readers)) {
             const nn__node *s = &g->nodes[g->nodes[n->in[2]].in[0]];
             nn__fuse_fold(g, n->in[2], i);

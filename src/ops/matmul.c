@@ -633,6 +633,23 @@ static nn_result nn__launch_matmul_round(nn_graph *g, int id) {
     return nn__kargs_cast_store(l, &k);
 }
 
+/* Operand x of a product on a device: a gather of rows that src/ops/fuse.c folded into the
+   product (nn__fuse_gather: fused -1) is read in place, the gathered data's buffer with its
+   index and rows (kernels/gemm_args.h's ra, rna); any other, its own buffer and no index (the
+   index argument set to that buffer, which the kernel does not read). */
+static void nn__mm_operand(const nn_graph *g, int x, const nn__buf **buf, const nn__buf **idx, int *rows) {
+    const nn__node *n = &g->nodes[x];
+    if (n->op == NN__OP_GATHER_ROWS && n->fused == -1) {
+        *buf = &g->nodes[n->in[0]].buf;
+        *idx = &g->nodes[n->in[1]].buf;
+        *rows = (int)g->nodes[n->in[0]].shape.dim[0];
+        return;
+    }
+    *buf = &n->buf;
+    *idx = &n->buf;
+    *rows = 0;
+}
+
 /* The launch of matmul n's single product (a 2-D matmul: nn__mm_geom's nd 0) into C, recorded
    for node id: the plain kernel of its transposes, or `kernel` of kernels/gemm.cl (NULL: the
    plain one; src/ops/fuse.c's gemm_epi, which takes the same arguments first) with the same
@@ -653,9 +670,9 @@ static nn_result nn__launch_matmul_one(nn_graph *g, int id, const nn__node *n, c
     k.M = G.M;
     k.N = G.N;
     k.K = G.K;
-    k.A = &g->nodes[n->in[0]].buf;
+    nn__mm_operand(g, n->in[0], &k.A, &k.ra, &k.rna);
     k.lda = G.lda;
-    k.B = &g->nodes[n->in[1]].buf;
+    nn__mm_operand(g, n->in[1], &k.B, &k.rb, &k.rnb);
     k.ldb = G.ldb;
     k.C = C;
     k.ldc = G.ldc;
