@@ -2859,7 +2859,7 @@ typedef struct nn__karg {
     union { nn__buf buf; int32_t i; uint32_t u; float f; int32_t v8[8]; size_t local; } v;
 } nn__karg;
 
-#define NN__MAX_KARGS 32 /* gemm_epi: the product's 15 and a chain's */
+#define NN__MAX_KARGS 40 /* adam6's 37; gemm_epi: the product's 15 and a chain's */
 #define NN__MAX_KUPD 6
 
 /* A kernel launch that an op's launch function records at compile time (kernels/FILE.cl,
@@ -23544,6 +23544,15 @@ static const char *const nn__cl_src_optim[] = {
 "    P(int, n1) P(fstep, lr) P(fstep, lr1) P(float, b1) P(float, b2) P(float, eps) P(float, wd)       \\\n",
 "    P(float, wd1) P(int, decoupled) P(fstep, bc1) P(fstep, bc2) P(float, cv)\n",
 "NN__KSIG(adam2)\n",
+"/* adam over up to six parameters in one launch on devices tuned as CPUs (src/ops/optim.c's\n",
+"   groups): p0..v5 the count in use (unused ones repeat the first, never read), n their sizes,\n",
+"   lrm their rate multipliers and wd their decays (floats' bits), lr the scheduled rate */\n",
+"#define NN__KARGS_adam6(F, P)                                                                                    \\\n",
+"    F(out, p0) P(in, g0) P(out, m0) P(out, v0) P(out, p1) P(in, g1) P(out, m1) P(out, v1) P(out, p2) P(in, g2)     \\\n",
+"    P(out, m2) P(out, v2) P(out, p3) P(in, g3) P(out, m3) P(out, v3) P(out, p4) P(in, g4) P(out, m4) P(out, v4)   \\\n",
+"    P(out, p5) P(in, g5) P(out, m5) P(out, v5) P(in, clip) P(int, count) P(int8, n) P(int8, lrm) P(int8, wd)      \\\n",
+"    P(fstep, lr) P(float, b1) P(float, b2) P(float, eps) P(int, decoupled) P(fstep, bc1) P(fstep, bc2) P(float, cv)\n",
+"NN__KSIG(adam6)\n",
 "/* kind: nn_optimizer_kind; h0..h4 (h2 is eps) from nn__opt_hparams, c0..c3 the update's\n",
 "   constants (g->clock.c); s0..s2 the state, norms LARS's sums of squares */\n",
 "#define NN__KARGS_opt_step(F, P)                                                                                    \\\n",
@@ -23708,6 +23717,29 @@ static const char *const nn__cl_src_optim[] = {
 "    else if ((it - n16) * 16 < n1)\n",
 "        adam_vec16((it - n16) * 16, p1, grad1, m1, v1, n1, clip[0], lr1, b1, b2, eps, wd1, decoupled, bc1, bc2, cv);\n",
 "}\n",
+"\n",
+"/* adam6 on devices tuned as CPUs: parameter j's items follow those of 0..j-1, ceil(n.sj / 16)\n",
+"   of them, each 16 elements as opt_adam_vec with the rate lr * lrm.sj and the decay wd.sj\n",
+"   (the host's rate is the same float product, so each element's arithmetic is adam's) */\n",
+"#define ADAM6_ONE(J)                                                                                                \\\n",
+"    if (it < n16 + (n.s##J + 15) / 16) {                                                                            \\\n",
+"        adam_vec16((it - n16) * 16, p##J, g##J, m##J, v##J, n.s##J, clip[0], lr * as_float(lrm.s##J), b1, b2, eps, \\\n",
+"                   as_float(wd.s##J), decoupled, bc1, bc2, cv);                                                     \\\n",
+"        return;                                                                                                     \\\n",
+"    }                                                                                                               \\\n",
+"    n16 += (n.s##J + 15) / 16;                                                                                      \\\n",
+"    if (count == J + 1) return;\n",
+"__kernel void opt_adam_multi(NN__KPARAMS(adam6)) {\n",
+"    int it = get_global_id(0), n16 = 0;\n",
+"    if (clip[0] < 0.0f) return;\n",
+"    ADAM6_ONE(0)\n",
+"    ADAM6_ONE(1)\n",
+"    ADAM6_ONE(2)\n",
+"    ADAM6_ONE(3)\n",
+"    ADAM6_ONE(4)\n",
+"    ADAM6_ONE(5)\n",
+"}\n",
+"#undef ADAM6_ONE\n",
 "\n",
 "/* adam over two parameters in one launch: work-items [0, n) update the first (p, lr, wd),\n",
 "   [n, n + n1) the second (p1, lr1, wd1), each element as adam above: one launch\n",
@@ -36437,6 +36469,15 @@ NN__KSIG(adam)
     P(int, n1) P(fstep, lr) P(fstep, lr1) P(float, b1) P(float, b2) P(float, eps) P(float, wd)       \
     P(float, wd1) P(int, decoupled) P(fstep, bc1) P(fstep, bc2) P(float, cv)
 NN__KSIG(adam2)
+/* adam over up to six parameters in one launch on devices tuned as CPUs (src/ops/optim.c's
+   groups): p0..v5 the count in use (unused ones repeat the first, never read), n their sizes,
+   lrm their rate multipliers and wd their decays (floats' bits), lr the scheduled rate */
+#define NN__KARGS_adam6(F, P)                                                                                    \
+    F(out, p0) P(in, g0) P(out, m0) P(out, v0) P(out, p1) P(in, g1) P(out, m1) P(out, v1) P(out, p2) P(in, g2)     \
+    P(out, m2) P(out, v2) P(out, p3) P(in, g3) P(out, m3) P(out, v3) P(out, p4) P(in, g4) P(out, m4) P(out, v4)   \
+    P(out, p5) P(in, g5) P(out, m5) P(out, v5) P(in, clip) P(int, count) P(int8, n) P(int8, lrm) P(int8, wd)      \
+    P(fstep, lr) P(float, b1) P(float, b2) P(float, eps) P(int, decoupled) P(fstep, bc1) P(fstep, bc2) P(float, cv)
+NN__KSIG(adam6)
 /* kind: nn_optimizer_kind; h0..h4 (h2 is eps) from nn__opt_hparams, c0..c3 the update's
    constants (g->clock.c); s0..s2 the state, norms LARS's sums of squares */
 #define NN__KARGS_opt_step(F, P)                                                                                    \
@@ -44979,16 +45020,25 @@ static int nn__adam_pairable(const nn_graph *g, int a, int b) {
            x->n_in == y->n_in && (x->n_in <= 2 || x->in[2] == y->in[2]) && x->fused == 0 && y->fused == 0;
 }
 
-/* node id's partner: > 0 the node before it (id launches the pair), < 0 minus the node
-   after it (id launches nothing), 0 none */
-static int nn__adam_partner(const nn_graph *g, int id) {
+/* node id's group: a run of pairable OPT_ADAM nodes back to back in the schedule is cut, from
+   its start, into groups of 2 (adam2), or of NN__ADAM_GROUP on devices tuned as CPUs, where a
+   group of 3 or more is one launch of adam6 (opt_adam_multi; pairs stay opt_adam_pair): PoCL's
+   work between two kernels is several microseconds, and the MLP's six parameters become one
+   launch. Returns the group's size when id is its last node (id launches the group, whose
+   first schedule position goes to *first), 0 when a later node of its group launches it, 1
+   when id is alone. */
+#define NN__ADAM_GROUP 6
+static int nn__adam_group(const nn_graph *g, int id, int *first) {
     const char *env = getenv("NN_OPT_MULTI");
-    int s = g->nodes[id].first, j = s;
-    if ((env && strcmp(env, "0") == 0) || s < 0 || s >= g->n_sched || g->sched[s] != id) return 0;
+    int s = g->nodes[id].first, j = s, size = g->ctx->dev.cpu_tuned ? NN__ADAM_GROUP : 2, last = s;
+    *first = s;
+    if ((env && strcmp(env, "0") == 0) || s < 0 || s >= g->n_sched || g->sched[s] != id) return 1;
     while (j > 0 && g->nodes[g->sched[j - 1]].first == j - 1 && nn__adam_pairable(g, g->sched[j - 1], g->sched[j])) j--;
-    if ((s - j) % 2 == 1) return g->sched[s - 1];
-    if (s + 1 < g->n_sched && nn__adam_pairable(g, id, g->sched[s + 1])) return -g->sched[s + 1];
-    return 0;
+    *first = s - (s - j) % size;
+    while (last + 1 < g->n_sched && last + 1 - *first < size && g->nodes[g->sched[last + 1]].first == last + 1 &&
+           nn__adam_pairable(g, g->sched[last], g->sched[last + 1]))
+        last++;
+    return last == s ? s - *first + 1 : 0;
 }
 
 static void nn__update_adam2(nn_graph *g, nn__launch *l) {
@@ -45035,11 +45085,69 @@ static nn_result nn__launch_adam2(nn_graph *g, int a, int id) {
     return nn__kargs_adam2(l, &k);
 }
 
+/* the rate, each parameter's multiplier applied in the kernel, and the bias corrections */
+static void nn__update_adam6(nn_graph *g, nn__launch *l) {
+    nn__k_adam6 k;
+    memset(&k, 0, sizeof k);
+    k.lr = g->lr;
+    nn__adam_bc(g, &k.bc1, &k.bc2);
+    nn__kstep_adam6(l, &k);
+}
+
+/* the group of `count` (3 to 6) at schedule positions first.., recorded as its last node's launch */
+static nn_result nn__launch_adam6(nn_graph *g, int first, int count) {
+    int id = g->sched[first + count - 1], j, sizes[8], lrm[8], wd[8];
+    int64_t items = 0;
+    const nn__node *o[6];
+    for (j = 0; j < 8; j++) sizes[j] = lrm[j] = wd[j] = 0;
+    for (j = 0; j < 6; j++) {
+        o[j] = &g->nodes[g->sched[first + (j < count ? j : 0)]];
+        if (j < count) {
+            float f = o[j]->a.optim.lr_mult, w = g->opt.weight_decay * o[j]->a.optim.wd_mult;
+            sizes[j] = (int)g->nodes[o[j]->in[0]].numel;
+            memcpy(&lrm[j], &f, sizeof f);
+            memcpy(&wd[j], &w, sizeof w);
+            items += (sizes[j] + 15) / 16;
+        }
+    }
+    {
+        NN__KSTART(adam6, "optim", "opt_adam_multi", items);
+        l->update = nn__update_adam6;
+#define NN__ADAM6_SET(J)                                \
+    k.p##J = &g->nodes[o[J]->in[0]].buf;                \
+    k.g##J = &g->nodes[o[J]->in[1]].buf;                \
+    k.m##J = &o[J]->aux[0];                             \
+    k.v##J = &o[J]->aux[1];
+        NN__ADAM6_SET(0)
+        NN__ADAM6_SET(1)
+        NN__ADAM6_SET(2)
+        NN__ADAM6_SET(3)
+        NN__ADAM6_SET(4)
+        NN__ADAM6_SET(5)
+#undef NN__ADAM6_SET
+        k.clip = o[0]->n_in > 2 ? &g->nodes[o[0]->in[2]].buf : &g->one;
+        k.count = count;
+        k.n = sizes;
+        k.lrm = lrm;
+        k.wd = wd;
+        k.lr = g->lr;
+        k.b1 = g->opt.beta1;
+        k.b2 = g->opt.beta2;
+        k.eps = g->opt.eps;
+        k.decoupled = g->opt.kind == NN_OPT_ADAMW;
+        k.bc1 = 1.0f;
+        k.bc2 = 1.0f;
+        k.cv = nn__opt_cv(g);
+        return nn__kargs_adam6(l, &k);
+    }
+}
+
 static nn_result nn__launch_opt_adam(nn_graph *g, int id) {
-    int a = nn__adam_partner(g, id);
+    int first, count = nn__adam_group(g, id, &first);
     nn_result r;
-    if (a < 0) return NN_OK; /* the next node launches both */
-    if (a > 0) return nn__launch_adam2(g, a, id);
+    if (count == 0) return NN_OK; /* a later node launches its group */
+    if (count == 2) return nn__launch_adam2(g, g->sched[first], id);
+    if (count > 2) return nn__launch_adam6(g, first, count);
     r = nn__launch_param_widen(g, id);
     if (r == NN_OK) r = nn__launch_adam_rule(g, id);
     return r == NN_OK ? nn__launch_param_round(g, id) : r;

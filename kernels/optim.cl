@@ -84,6 +84,29 @@ __kernel void opt_adam_pair(NN__KPARAMS(adam2)) {
         adam_vec16((it - n16) * 16, p1, grad1, m1, v1, n1, clip[0], lr1, b1, b2, eps, wd1, decoupled, bc1, bc2, cv);
 }
 
+/* adam6 on devices tuned as CPUs: parameter j's items follow those of 0..j-1, ceil(n.sj / 16)
+   of them, each 16 elements as opt_adam_vec with the rate lr * lrm.sj and the decay wd.sj
+   (the host's rate is the same float product, so each element's arithmetic is adam's) */
+#define ADAM6_ONE(J)                                                                                                \
+    if (it < n16 + (n.s##J + 15) / 16) {                                                                            \
+        adam_vec16((it - n16) * 16, p##J, g##J, m##J, v##J, n.s##J, clip[0], lr * as_float(lrm.s##J), b1, b2, eps, \
+                   as_float(wd.s##J), decoupled, bc1, bc2, cv);                                                     \
+        return;                                                                                                     \
+    }                                                                                                               \
+    n16 += (n.s##J + 15) / 16;                                                                                      \
+    if (count == J + 1) return;
+__kernel void opt_adam_multi(NN__KPARAMS(adam6)) {
+    int it = get_global_id(0), n16 = 0;
+    if (clip[0] < 0.0f) return;
+    ADAM6_ONE(0)
+    ADAM6_ONE(1)
+    ADAM6_ONE(2)
+    ADAM6_ONE(3)
+    ADAM6_ONE(4)
+    ADAM6_ONE(5)
+}
+#undef ADAM6_ONE
+
 /* adam over two parameters in one launch: work-items [0, n) update the first (p, lr, wd),
    [n, n + n1) the second (p1, lr1, wd1), each element as adam above: one launch
    instead of two for the update ops that the schedule runs back to back */

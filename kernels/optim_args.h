@@ -20,6 +20,15 @@ NN__KSIG(adam)
     P(int, n1) P(fstep, lr) P(fstep, lr1) P(float, b1) P(float, b2) P(float, eps) P(float, wd)       \
     P(float, wd1) P(int, decoupled) P(fstep, bc1) P(fstep, bc2) P(float, cv)
 NN__KSIG(adam2)
+/* adam over up to six parameters in one launch on devices tuned as CPUs (src/ops/optim.c's
+   groups): p0..v5 the count in use (unused ones repeat the first, never read), n their sizes,
+   lrm their rate multipliers and wd their decays (floats' bits), lr the scheduled rate */
+#define NN__KARGS_adam6(F, P)                                                                                    \
+    F(out, p0) P(in, g0) P(out, m0) P(out, v0) P(out, p1) P(in, g1) P(out, m1) P(out, v1) P(out, p2) P(in, g2)     \
+    P(out, m2) P(out, v2) P(out, p3) P(in, g3) P(out, m3) P(out, v3) P(out, p4) P(in, g4) P(out, m4) P(out, v4)   \
+    P(out, p5) P(in, g5) P(out, m5) P(out, v5) P(in, clip) P(int, count) P(int8, n) P(int8, lrm) P(int8, wd)      \
+    P(fstep, lr) P(float, b1) P(float, b2) P(float, eps) P(int, decoupled) P(fstep, bc1) P(fstep, bc2) P(float, cv)
+NN__KSIG(adam6)
 /* kind: nn_optimizer_kind; h0..h4 (h2 is eps) from nn__opt_hparams, c0..c3 the update's
    constants (g->clock.c); s0..s2 the state, norms LARS's sums of squares */
 #define NN__KARGS_opt_step(F, P)                                                                                    \

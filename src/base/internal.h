@@ -166,7 +166,7 @@ typedef struct nn__karg {
     union { nn__buf buf; int32_t i; uint32_t u; float f; int32_t v8[8]; size_t local; } v;
 } nn__karg;
 
-#define NN__MAX_KARGS 32 /* gemm_epi: the product's 15 and a chain's */
+#define NN__MAX_KARGS 40 /* adam6's 37; gemm_epi: the product's 15 and a chain's */
 #define NN__MAX_KUPD 6
 
 /* A kernel launch that an op's launch function records at compile time (kernels/FILE.cl,

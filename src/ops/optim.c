@@ -380,16 +380,25 @@ static int nn__adam_pairable(const nn_graph *g, int a, int b) {
            x->n_in == y->n_in && (x->n_in <= 2 || x->in[2] == y->in[2]) && x->fused == 0 && y->fused == 0;
 }
 
-/* node id's partner: > 0 the node before it (id launches the pair), < 0 minus the node
-   after it (id launches nothing), 0 none */
-static int nn__adam_partner(const nn_graph *g, int id) {
+/* node id's group: a run of pairable OPT_ADAM nodes back to back in the schedule is cut, from
+   its start, into groups of 2 (adam2), or of NN__ADAM_GROUP on devices tuned as CPUs, where a
+   group of 3 or more is one launch of adam6 (opt_adam_multi; pairs stay opt_adam_pair): PoCL's
+   work between two kernels is several microseconds, and the MLP's six parameters become one
+   launch. Returns the group's size when id is its last node (id launches the group, whose
+   first schedule position goes to *first), 0 when a later node of its group launches it, 1
+   when id is alone. */
+#define NN__ADAM_GROUP 6
+static int nn__adam_group(const nn_graph *g, int id, int *first) {
     const char *env = getenv("NN_OPT_MULTI");
-    int s = g->nodes[id].first, j = s;
-    if ((env && strcmp(env, "0") == 0) || s < 0 || s >= g->n_sched || g->sched[s] != id) return 0;
+    int s = g->nodes[id].first, j = s, size = g->ctx->dev.cpu_tuned ? NN__ADAM_GROUP : 2, last = s;
+    *first = s;
+    if ((env && strcmp(env, "0") == 0) || s < 0 || s >= g->n_sched || g->sched[s] != id) return 1;
     while (j > 0 && g->nodes[g->sched[j - 1]].first == j - 1 && nn__adam_pairable(g, g->sched[j - 1], g->sched[j])) j--;
-    if ((s - j) % 2 == 1) return g->sched[s - 1];
-    if (s + 1 < g->n_sched && nn__adam_pairable(g, id, g->sched[s + 1])) return -g->sched[s + 1];
-    return 0;
+    *first = s - (s - j) % size;
+    while (last + 1 < g->n_sched && last + 1 - *first < size && g->nodes[g->sched[last + 1]].first == last + 1 &&
+           nn__adam_pairable(g, g->sched[last], g->sched[last + 1]))
+        last++;
+    return last == s ? s - *first + 1 : 0;
 }
 
 static void nn__update_adam2(nn_graph *g, nn__launch *l) {
@@ -436,11 +445,69 @@ static nn_result nn__launch_adam2(nn_graph *g, int a, int id) {
     return nn__kargs_adam2(l, &k);
 }
 
+/* the rate, each parameter's multiplier applied in the kernel, and the bias corrections */
+static void nn__update_adam6(nn_graph *g, nn__launch *l) {
+    nn__k_adam6 k;
+    memset(&k, 0, sizeof k);
+    k.lr = g->lr;
+    nn__adam_bc(g, &k.bc1, &k.bc2);
+    nn__kstep_adam6(l, &k);
+}
+
+/* the group of `count` (3 to 6) at schedule positions first.., recorded as its last node's launch */
+static nn_result nn__launch_adam6(nn_graph *g, int first, int count) {
+    int id = g->sched[first + count - 1], j, sizes[8], lrm[8], wd[8];
+    int64_t items = 0;
+    const nn__node *o[6];
+    for (j = 0; j < 8; j++) sizes[j] = lrm[j] = wd[j] = 0;
+    for (j = 0; j < 6; j++) {
+        o[j] = &g->nodes[g->sched[first + (j < count ? j : 0)]];
+        if (j < count) {
+            float f = o[j]->a.optim.lr_mult, w = g->opt.weight_decay * o[j]->a.optim.wd_mult;
+            sizes[j] = (int)g->nodes[o[j]->in[0]].numel;
+            memcpy(&lrm[j], &f, sizeof f);
+            memcpy(&wd[j], &w, sizeof w);
+            items += (sizes[j] + 15) / 16;
+        }
+    }
+    {
+        NN__KSTART(adam6, "optim", "opt_adam_multi", items);
+        l->update = nn__update_adam6;
+#define NN__ADAM6_SET(J)                                \
+    k.p##J = &g->nodes[o[J]->in[0]].buf;                \
+    k.g##J = &g->nodes[o[J]->in[1]].buf;                \
+    k.m##J = &o[J]->aux[0];                             \
+    k.v##J = &o[J]->aux[1];
+        NN__ADAM6_SET(0)
+        NN__ADAM6_SET(1)
+        NN__ADAM6_SET(2)
+        NN__ADAM6_SET(3)
+        NN__ADAM6_SET(4)
+        NN__ADAM6_SET(5)
+#undef NN__ADAM6_SET
+        k.clip = o[0]->n_in > 2 ? &g->nodes[o[0]->in[2]].buf : &g->one;
+        k.count = count;
+        k.n = sizes;
+        k.lrm = lrm;
+        k.wd = wd;
+        k.lr = g->lr;
+        k.b1 = g->opt.beta1;
+        k.b2 = g->opt.beta2;
+        k.eps = g->opt.eps;
+        k.decoupled = g->opt.kind == NN_OPT_ADAMW;
+        k.bc1 = 1.0f;
+        k.bc2 = 1.0f;
+        k.cv = nn__opt_cv(g);
+        return nn__kargs_adam6(l, &k);
+    }
+}
+
 static nn_result nn__launch_opt_adam(nn_graph *g, int id) {
-    int a = nn__adam_partner(g, id);
+    int first, count = nn__adam_group(g, id, &first);
     nn_result r;
-    if (a < 0) return NN_OK; /* the next node launches both */
-    if (a > 0) return nn__launch_adam2(g, a, id);
+    if (count == 0) return NN_OK; /* a later node launches its group */
+    if (count == 2) return nn__launch_adam2(g, g->sched[first], id);
+    if (count > 2) return nn__launch_adam6(g, first, count);
     r = nn__launch_param_widen(g, id);
     if (r == NN_OK) r = nn__launch_adam_rule(g, id);
     return r == NN_OK ? nn__launch_param_round(g, id) : r;
