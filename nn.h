@@ -4723,6 +4723,16 @@ inline float nn_xent_row(__global const float *xr, int t, int C) {
     for (int c = 0; c < C; c++) s += exp(xr[c] - m);
     return log(s) + m - xr[t];
 }
+
+/* Row b's label: label[b], or with labels by index (ln > 0: a gather of rows folded in, src/ops/
+   fuse.c's nn__fuse_gather_labels) label[lidx[b]] of ln, 0 for an index outside [0, ln) as the
+   gather's */
+inline int nn_label_at(__global const int *label, __global const int *lidx, int ln, int b) {
+    int j;
+    if (ln <= 0) return label[b];
+    j = lidx[b];
+    return j >= 0 && j < ln ? label[j] : 0;
+}
 #endif
 
 #endif /* NN__LOSS_H */
@@ -21717,7 +21727,8 @@ static const char *const nn__cl_src_loss[] = {
 "/* the gradient dloss [B], or with dstride 0 the scalar dloss[0] * dscale for every row (an\n",
 "   expand of the mean's gradient folded in: src/ops/fuse.c's nn__fuse_tails) */\n",
 "#define NN__KARGS_xent_backward(F, P) \\\n",
-"    F(in, x) P(iin, label) P(in, dloss) P(out, dx) P(int, B) P(int, C) P(float, dscale) P(int, dstride)\n",
+"    F(in, x) P(iin, label) P(in, dloss) P(out, dx) P(int, B) P(int, C) P(float, dscale) P(int, dstride) P(iin, lidx) \\\n",
+"    P(int, ln)\n",
 "NN__KSIG(xent_backward)\n",
 "/* the same, one work-group per row; tmp: the work-group's floats */\n",
 "#define NN__KARGS_xent_group_forward(F, P) \\\n",
@@ -22087,6 +22098,16 @@ static const char *const nn__cl_src_loss[] = {
 "    for (int c = 0; c < C; c++) s += exp(xr[c] - m);\n",
 "    return log(s) + m - xr[t];\n",
 "}\n",
+"\n",
+"/* Row b's label: label[b], or with labels by index (ln > 0: a gather of rows folded in, src/ops/\n",
+"   fuse.c's nn__fuse_gather_labels) label[lidx[b]] of ln, 0 for an index outside [0, ln) as the\n",
+"   gather's */\n",
+"inline int nn_label_at(__global const int *label, __global const int *lidx, int ln, int b) {\n",
+"    int j;\n",
+"    if (ln <= 0) return label[b];\n",
+"    j = lidx[b];\n",
+"    return j >= 0 && j < ln ? label[j] : 0;\n",
+"}\n",
 "#endif\n",
 "\n",
 "#endif /* NN__LOSS_H */\n",
@@ -22311,7 +22332,7 @@ static const char *const nn__cl_src_loss[] = {
 "    if (b >= B) return;\n",
 "    __global const float *xr = x + (size_t)b * C;\n",
 "    __global float *dxr = dx + (size_t)b * C;\n",
-"    int t = label[b];\n",
+"    int t = nn_label_at(label, lidx, ln, b);\n",
 "    if (t < 0 || t >= C) { for (int c = 0; c < C; c++) dxr[c] = 0.0f; return; }\n",
 "    float m = xr[0], s = 0.0f, g = dstride ? dloss[b] : dloss[0] * dscale;\n",
 "    for (int c = 1; c < C; c++) m = fmax(m, xr[c]);\n",
@@ -25736,7 +25757,8 @@ static const char *const nn__cl_src_reduce[] = {
 "   cross-entropy's (bad, slot: xent_forward's count of labels outside [0, C)), and\n",
 "   correct_sum, accuracy's correct rows (bad, slot unused) */\n",
 "#define NN__KARGS_rows_sum(F, P) \\\n",
-"    F(in, x) P(iin, label) P(out, y) P(out, acc) P(int, B) P(int, C) P(int, has_acc) P(float, scale) P(iout, bad) P(int, slot) P(lfloat, tmp)\n",
+"    F(in, x) P(iin, label) P(out, y) P(out, acc) P(int, B) P(int, C) P(int, has_acc) P(float, scale) P(iout, bad) P(int, slot) \\\n",
+"    P(iin, lidx) P(int, ln) P(lfloat, tmp)\n",
 "NN__KSIG(rows_sum)\n",
 "#define NN__KARGS_grad_sumsq(F, P) F(in, g) P(in, prev) P(out, y) P(int, n) P(int, has_prev) P(lfloat, tmp)\n",
 "NN__KSIG(grad_sumsq)\n",
@@ -25827,6 +25849,16 @@ static const char *const nn__cl_src_reduce[] = {
 "    for (int c = 0; c < C; c++) s += exp(xr[c] - m);\n",
 "    return log(s) + m - xr[t];\n",
 "}\n",
+"\n",
+"/* Row b's label: label[b], or with labels by index (ln > 0: a gather of rows folded in, src/ops/\n",
+"   fuse.c's nn__fuse_gather_labels) label[lidx[b]] of ln, 0 for an index outside [0, ln) as the\n",
+"   gather's */\n",
+"inline int nn_label_at(__global const int *label, __global const int *lidx, int ln, int b) {\n",
+"    int j;\n",
+"    if (ln <= 0) return label[b];\n",
+"    j = lidx[b];\n",
+"    return j >= 0 && j < ln ? label[j] : 0;\n",
+"}\n",
 "#endif\n",
 "\n",
 "#endif /* NN__LOSS_H */\n",
@@ -25868,7 +25900,7 @@ static const char *const nn__cl_src_reduce[] = {
 "__kernel void xent_sum(NN__KPARAMS(rows_sum)) {\n",
 "    float s = 0.0f;\n",
 "    for (int b = get_local_id(0); b < B; b += get_local_size(0)) {\n",
-"        const int t = label[b];\n",
+"        const int t = nn_label_at(label, lidx, ln, b);\n",
 "        float v = 0.0f;\n",
 "        if (t < 0 || t >= C) atomic_inc(bad + slot);\n",
 "        else v = nn_xent_row(x + (size_t)b * C, t, C);\n",
@@ -26211,7 +26243,7 @@ static const char *const nn__cl_src_reduce[] = {
 "__kernel void correct_sum(NN__KPARAMS(rows_sum)) {\n",
 "    float s = 0.0f;\n",
 "    for (int b = get_local_id(0); b < B; b += get_local_size(0))\n",
-"        s += nn_argmax_row(x + (size_t)b * C, C) == label[b] ? 1.0f : 0.0f;\n",
+"        s += nn_argmax_row(x + (size_t)b * C, C) == nn_label_at(label, lidx, ln, b) ? 1.0f : 0.0f;\n",
 "    s = nn_tree(tmp, s);\n",
 "    if (get_local_id(0) == 0) sum_store(y, acc, has_acc, s, scale);\n",
 "}\n",
@@ -36058,7 +36090,8 @@ NN__KSIG(sum_all)
    cross-entropy's (bad, slot: xent_forward's count of labels outside [0, C)), and
    correct_sum, accuracy's correct rows (bad, slot unused) */
 #define NN__KARGS_rows_sum(F, P) \
-    F(in, x) P(iin, label) P(out, y) P(out, acc) P(int, B) P(int, C) P(int, has_acc) P(float, scale) P(iout, bad) P(int, slot) P(lfloat, tmp)
+    F(in, x) P(iin, label) P(out, y) P(out, acc) P(int, B) P(int, C) P(int, has_acc) P(float, scale) P(iout, bad) P(int, slot) \
+    P(iin, lidx) P(int, ln) P(lfloat, tmp)
 NN__KSIG(rows_sum)
 #define NN__KARGS_grad_sumsq(F, P) F(in, g) P(in, prev) P(out, y) P(int, n) P(int, has_prev) P(lfloat, tmp)
 NN__KSIG(grad_sumsq)
@@ -36130,7 +36163,8 @@ NN__KSIG(xent_forward)
 /* the gradient dloss [B], or with dstride 0 the scalar dloss[0] * dscale for every row (an
    expand of the mean's gradient folded in: src/ops/fuse.c's nn__fuse_tails) */
 #define NN__KARGS_xent_backward(F, P) \
-    F(in, x) P(iin, label) P(in, dloss) P(out, dx) P(int, B) P(int, C) P(float, dscale) P(int, dstride)
+    F(in, x) P(iin, label) P(in, dloss) P(out, dx) P(int, B) P(int, C) P(float, dscale) P(int, dstride) P(iin, lidx) \
+    P(int, ln)
 NN__KSIG(xent_backward)
 /* the same, one work-group per row; tmp: the work-group's floats */
 #define NN__KARGS_xent_group_forward(F, P) \
@@ -38416,11 +38450,12 @@ static nn_result nn__launch_matmul_round(nn_graph *g, int id) {
     return nn__kargs_cast_store(l, &k);
 }
 
-/* Operand x of a product on a device: a gather of rows that src/ops/fuse.c folded into the
-   product (nn__fuse_gather: fused -1) is read in place, the gathered data's buffer with its
-   index and rows (kernels/gemm_args.h's ra, rna); any other, its own buffer and no index (the
-   index argument set to that buffer, which the kernel does not read). */
-static void nn__mm_operand(const nn_graph *g, int x, const nn__buf **buf, const nn__buf **idx, int *rows) {
+/* Operand x of a kernel on a device: a gather of rows that src/ops/fuse.c folded into its
+   readers (nn__fuse_gather, a product's operand; nn__fuse_gather_labels, softmax cross-entropy's
+   labels: fused -1) is read in place, the gathered data's buffer with its index and rows
+   (kernels/gemm_args.h's ra, rna; loss.h's nn_label_at); any other, its own buffer and no index
+   (the index argument set to that buffer, which the kernel does not read). */
+static void nn__rows_operand(const nn_graph *g, int x, const nn__buf **buf, const nn__buf **idx, int *rows) {
     const nn__node *n = &g->nodes[x];
     if (n->op == NN__OP_GATHER_ROWS && n->fused == -1) {
         *buf = &g->nodes[n->in[0]].buf;
@@ -38453,9 +38488,9 @@ static nn_result nn__launch_matmul_one(nn_graph *g, int id, const nn__node *n, c
     k.M = G.M;
     k.N = G.N;
     k.K = G.K;
-    nn__mm_operand(g, n->in[0], &k.A, &k.ra, &k.rna);
+    nn__rows_operand(g, n->in[0], &k.A, &k.ra, &k.rna);
     k.lda = G.lda;
-    nn__mm_operand(g, n->in[1], &k.B, &k.rb, &k.rnb);
+    nn__rows_operand(g, n->in[1], &k.B, &k.rb, &k.rnb);
     k.ldb = G.ldb;
     k.C = C;
     k.ldc = G.ldc;
@@ -38746,7 +38781,7 @@ static nn_result nn__launch_sum_rows(nn_graph *g, int id, const nn__node *p, con
     size_t wg = nn__reduce_wg(g);
     NN__KWITH(rows_sum, nn__launch_groups(g, id, "reduce", xent ? "xent_sum" : "correct_sum", 1, wg, &l));
     k.x = &x->buf;
-    k.label = &g->nodes[p->in[1]].buf;
+    nn__rows_operand(g, p->in[1], &k.label, &k.lidx, &k.ln);
     k.y = &n->buf;
     k.acc = acc ? acc : &n->buf;
     k.B = (int)x->shape.dim[0];
@@ -39836,7 +39871,7 @@ static nn_result nn__launch_xent_grad(nn_graph *g, int id) {
     if (wg && g->nodes[id].shape.dim[0] > 0) return nn__launch_xent_grad_group(g, id, wg);
     NN__KLAUNCH(xent_backward, "loss", "xent_backward", n->shape.dim[0]);
     k.x = &g->nodes[n->in[0]].buf;
-    k.label = &g->nodes[n->in[1]].buf;
+    nn__rows_operand(g, n->in[1], &k.label, &k.lidx, &k.ln);
     nn__xent_dloss(g, n, &k.dloss, &k.dscale, &k.dstride);
     k.dx = &n->buf;
     k.B = (int)n->shape.dim[0];
@@ -48740,7 +48775,7 @@ static void nn__fuse_bsum(nn_graph *g, int pos, int end) {
    [B]), when single products alone read it, each as op(A) = A or op(B) = B (its stored rows,
    D apart), on a device whose products read rows by index (kernels/gemm.cl's packed path,
    nn__gemm_rows_by_index): each product reads the data's rows in place (src/ops/matmul.c,
-   nn__mm_operand) and the gather is not launched, its copy of the batch's rows (the MLP's
+   nn__rows_operand) and the gather is not launched, its copy of the batch's rows (the MLP's
    images, 400 KB a step) neither written nor read back. An index out of range reads a row of
    zeros as the gather's would (with the other operand finite, the same +0 sums). */
 static void nn__fuse_gather(nn_graph *g, int pos, const int *readers) {
@@ -48761,6 +48796,37 @@ static void nn__fuse_gather(nn_graph *g, int pos, const int *readers) {
         if (m->in[0] == id ? G.ta || G.lda != d->shape.dim[1] : G.tb || G.ldb != d->shape.dim[1]) return;
         n_read++;
         last = p;
+    }
+    if (n_read != readers[id]) return; /* read by the engine too */
+    nn__fuse_fold(g, id, pos);
+    nn__fuse_live_to(g, x->in[0], last);
+    nn__fuse_live_to(g, x->in[1], last);
+}
+
+/* The gather at schedule position pos of int32 labels [N] by idx [B], when only softmax
+   cross-entropy's kernels that take labels by index read it: a folded XENT_ROWS's or
+   CORRECT_ROWS's (xent_sum, correct_sum, at their sum's position) and XENT_GRAD's one item a
+   row (xent_backward): each reads label[idx[b]] (kernels/loss.h's nn_label_at; an index out of
+   range, label 0 as the gather's) and the gather is not launched. After nn__fuse_tails's folds. */
+static void nn__fuse_gather_labels(nn_graph *g, int pos, const int *readers) {
+    int id = g->sched[pos], p, k, n_read = 0, last = pos;
+    nn__node *x = &g->nodes[id];
+    if (x->dtype != NN_I32 || x->is_output || x->fused != 0 || g->nodes[x->in[0]].shape.ndim != 1 || readers[id] == 0)
+        return;
+    for (p = pos + 1; p < g->n_sched; p++) {
+        const nn__node *m = &g->nodes[g->sched[p]];
+        int uses = 0;
+        for (k = 0; k < m->n_in; k++) uses += m->in[k] == id;
+        if (uses == 0) continue;
+        if (uses != 1 || m->in[1] != id) return;
+        if ((m->op == NN__OP_XENT_ROWS || m->op == NN__OP_CORRECT_ROWS) && m->fused == -1) {
+            if (last < m->done_at) last = m->done_at;
+        } else if (m->op == NN__OP_XENT_GRAD && m->fused == 0 && nn__row_group_wg(g, m->shape.dim[1]) == 0) {
+            if (last < p) last = p;
+        } else {
+            return;
+        }
+        n_read++;
     }
     if (n_read != readers[id]) return; /* read by the engine too */
     nn__fuse_fold(g, id, pos);
@@ -48803,6 +48869,8 @@ static void nn__fuse_tails(nn_graph *g, const int *readers) {
                 nn__fuse_fold(g, g->nodes[n->in[2]].in[0], i);
         }
     }
+    for (i = 0; i < g->n_sched; i++)
+        if (g->nodes[g->sched[i]].op == NN__OP_GATHER_ROWS) nn__fuse_gather_labels(g, i, readers);
 }
 
 /* Finds the chains: runs of schedule positions within one part of the schedule (forward,

@@ -50,6 +50,16 @@ inline float nn_xent_row(__global const float *xr, int t, int C) {
     for (int c = 0; c < C; c++) s += exp(xr[c] - m);
     return log(s) + m - xr[t];
 }
+
+/* Row b's label: label[b], or with labels by index (ln > 0: a gather of rows folded in, src/ops/
+   fuse.c's nn__fuse_gather_labels) label[lidx[b]] of ln, 0 for an index outside [0, ln) as the
+   gather's */
+inline int nn_label_at(__global const int *label, __global const int *lidx, int ln, int b) {
+    int j;
+    if (ln <= 0) return label[b];
+    j = lidx[b];
+    return j >= 0 && j < ln ? label[j] : 0;
+}
 #endif
 
 #endif /* NN__LOSS_H */

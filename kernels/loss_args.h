@@ -8,7 +8,8 @@ NN__KSIG(xent_forward)
 /* the gradient dloss [B], or with dstride 0 the scalar dloss[0] * dscale for every row (an
    expand of the mean's gradient folded in: src/ops/fuse.c's nn__fuse_tails) */
 #define NN__KARGS_xent_backward(F, P) \
-    F(in, x) P(iin, label) P(in, dloss) P(out, dx) P(int, B) P(int, C) P(float, dscale) P(int, dstride)
+    F(in, x) P(iin, label) P(in, dloss) P(out, dx) P(int, B) P(int, C) P(float, dscale) P(int, dstride) P(iin, lidx) \
+    P(int, ln)
 NN__KSIG(xent_backward)
 /* the same, one work-group per row; tmp: the work-group's floats */
 #define NN__KARGS_xent_group_forward(F, P) \

@@ -38,7 +38,7 @@ __kernel void sum_all(NN__KPARAMS(sum_all)) {
 __kernel void xent_sum(NN__KPARAMS(rows_sum)) {
     float s = 0.0f;
     for (int b = get_local_id(0); b < B; b += get_local_size(0)) {
-        const int t = label[b];
+        const int t = nn_label_at(label, lidx, ln, b);
         float v = 0.0f;
         if (t < 0 || t >= C) atomic_inc(bad + slot);
         else v = nn_xent_row(x + (size_t)b * C, t, C);
@@ -381,7 +381,7 @@ __kernel void correct_rows(NN__KPARAMS(correct_rows)) {
 __kernel void correct_sum(NN__KPARAMS(rows_sum)) {
     float s = 0.0f;
     for (int b = get_local_id(0); b < B; b += get_local_size(0))
-        s += nn_argmax_row(x + (size_t)b * C, C) == label[b] ? 1.0f : 0.0f;
+        s += nn_argmax_row(x + (size_t)b * C, C) == nn_label_at(label, lidx, ln, b) ? 1.0f : 0.0f;
     s = nn_tree(tmp, s);
     if (get_local_id(0) == 0) sum_store(y, acc, has_acc, s, scale);
 }

@@ -11,7 +11,8 @@ NN__KSIG(sum_all)
    cross-entropy's (bad, slot: xent_forward's count of labels outside [0, C)), and
    correct_sum, accuracy's correct rows (bad, slot unused) */
 #define NN__KARGS_rows_sum(F, P) \
-    F(in, x) P(iin, label) P(out, y) P(out, acc) P(int, B) P(int, C) P(int, has_acc) P(float, scale) P(iout, bad) P(int, slot) P(lfloat, tmp)
+    F(in, x) P(iin, label) P(out, y) P(out, acc) P(int, B) P(int, C) P(int, has_acc) P(float, scale) P(iout, bad) P(int, slot) \
+    P(iin, lidx) P(int, ln) P(lfloat, tmp)
 NN__KSIG(rows_sum)
 #define NN__KARGS_grad_sumsq(F, P) F(in, g) P(in, prev) P(out, y) P(int, n) P(int, has_prev) P(lfloat, tmp)
 NN__KSIG(grad_sumsq)

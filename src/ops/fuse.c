@@ -445,7 +445,7 @@ static void nn__fuse_bsum(nn_graph *g, int pos, int end) {
    [B]), when single products alone read it, each as op(A) = A or op(B) = B (its stored rows,
    D apart), on a device whose products read rows by index (kernels/gemm.cl's packed path,
    nn__gemm_rows_by_index): each product reads the data's rows in place (src/ops/matmul.c,
-   nn__mm_operand) and the gather is not launched, its copy of the batch's rows (the MLP's
+   nn__rows_operand) and the gather is not launched, its copy of the batch's rows (the MLP's
    images, 400 KB a step) neither written nor read back. An index out of range reads a row of
    zeros as the gather's would (with the other operand finite, the same +0 sums). */
 static void nn__fuse_gather(nn_graph *g, int pos, const int *readers) {
@@ -466,6 +466,37 @@ static void nn__fuse_gather(nn_graph *g, int pos, const int *readers) {
         if (m->in[0] == id ? G.ta || G.lda != d->shape.dim[1] : G.tb || G.ldb != d->shape.dim[1]) return;
         n_read++;
         last = p;
+    }
+    if (n_read != readers[id]) return; /* read by the engine too */
+    nn__fuse_fold(g, id, pos);
+    nn__fuse_live_to(g, x->in[0], last);
+    nn__fuse_live_to(g, x->in[1], last);
+}
+
+/* The gather at schedule position pos of int32 labels [N] by idx [B], when only softmax
+   cross-entropy's kernels that take labels by index read it: a folded XENT_ROWS's or
+   CORRECT_ROWS's (xent_sum, correct_sum, at their sum's position) and XENT_GRAD's one item a
+   row (xent_backward): each reads label[idx[b]] (kernels/loss.h's nn_label_at; an index out of
+   range, label 0 as the gather's) and the gather is not launched. After nn__fuse_tails's folds. */
+static void nn__fuse_gather_labels(nn_graph *g, int pos, const int *readers) {
+    int id = g->sched[pos], p, k, n_read = 0, last = pos;
+    nn__node *x = &g->nodes[id];
+    if (x->dtype != NN_I32 || x->is_output || x->fused != 0 || g->nodes[x->in[0]].shape.ndim != 1 || readers[id] == 0)
+        return;
+    for (p = pos + 1; p < g->n_sched; p++) {
+        const nn__node *m = &g->nodes[g->sched[p]];
+        int uses = 0;
+        for (k = 0; k < m->n_in; k++) uses += m->in[k] == id;
+        if (uses == 0) continue;
+        if (uses != 1 || m->in[1] != id) return;
+        if ((m->op == NN__OP_XENT_ROWS || m->op == NN__OP_CORRECT_ROWS) && m->fused == -1) {
+            if (last < m->done_at) last = m->done_at;
+        } else if (m->op == NN__OP_XENT_GRAD && m->fused == 0 && nn__row_group_wg(g, m->shape.dim[1]) == 0) {
+            if (last < p) last = p;
+        } else {
+            return;
+        }
+        n_read++;
     }
     if (n_read != readers[id]) return; /* read by the engine too */
     nn__fuse_fold(g, id, pos);
@@ -508,6 +539,8 @@ static void nn__fuse_tails(nn_graph *g, const int *readers) {
                 nn__fuse_fold(g, g->nodes[n->in[2]].in[0], i);
         }
     }
+    for (i = 0; i < g->n_sched; i++)
+        if (g->nodes[g->sched[i]].op == NN__OP_GATHER_ROWS) nn__fuse_gather_labels(g, i, readers);
 }
 
 /* Finds the chains: runs of schedule positions within one part of the schedule (forward,

@@ -633,11 +633,12 @@ static nn_result nn__launch_matmul_round(nn_graph *g, int id) {
     return nn__kargs_cast_store(l, &k);
 }
 
-/* Operand x of a product on a device: a gather of rows that src/ops/fuse.c folded into the
-   product (nn__fuse_gather: fused -1) is read in place, the gathered data's buffer with its
-   index and rows (kernels/gemm_args.h's ra, rna); any other, its own buffer and no index (the
-   index argument set to that buffer, which the kernel does not read). */
-static void nn__mm_operand(const nn_graph *g, int x, const nn__buf **buf, const nn__buf **idx, int *rows) {
+/* Operand x of a kernel on a device: a gather of rows that src/ops/fuse.c folded into its
+   readers (nn__fuse_gather, a product's operand; nn__fuse_gather_labels, softmax cross-entropy's
+   labels: fused -1) is read in place, the gathered data's buffer with its index and rows
+   (kernels/gemm_args.h's ra, rna; loss.h's nn_label_at); any other, its own buffer and no index
+   (the index argument set to that buffer, which the kernel does not read). */
+static void nn__rows_operand(const nn_graph *g, int x, const nn__buf **buf, const nn__buf **idx, int *rows) {
     const nn__node *n = &g->nodes[x];
     if (n->op == NN__OP_GATHER_ROWS && n->fused == -1) {
         *buf = &g->nodes[n->in[0]].buf;
@@ -670,9 +671,9 @@ static nn_result nn__launch_matmul_one(nn_graph *g, int id, const nn__node *n, c
     k.M = G.M;
     k.N = G.N;
     k.K = G.K;
-    nn__mm_operand(g, n->in[0], &k.A, &k.ra, &k.rna);
+    nn__rows_operand(g, n->in[0], &k.A, &k.ra, &k.rna);
     k.lda = G.lda;
-    nn__mm_operand(g, n->in[1], &k.B, &k.rb, &k.rnb);
+    nn__rows_operand(g, n->in[1], &k.B, &k.rb, &k.rnb);
     k.ldb = G.ldb;
     k.C = C;
     k.ldc = G.ldc;

@@ -102,7 +102,7 @@ static nn_result nn__launch_xent_grad(nn_graph *g, int id) {
     if (wg && g->nodes[id].shape.dim[0] > 0) return nn__launch_xent_grad_group(g, id, wg);
     NN__KLAUNCH(xent_backward, "loss", "xent_backward", n->shape.dim[0]);
     k.x = &g->nodes[n->in[0]].buf;
-    k.label = &g->nodes[n->in[1]].buf;
+    nn__rows_operand(g, n->in[1], &k.label, &k.lidx, &k.ln);
     nn__xent_dloss(g, n, &k.dloss, &k.dscale, &k.dstride);
     k.dx = &n->buf;
     k.B = (int)n->shape.dim[0];

@@ -125,7 +125,7 @@ static nn_result nn__launch_sum_rows(nn_graph *g, int id, const nn__node *p, con
     size_t wg = nn__reduce_wg(g);
     NN__KWITH(rows_sum, nn__launch_groups(g, id, "reduce", xent ? "xent_sum" : "correct_sum", 1, wg, &l));
     k.x = &x->buf;
-    k.label = &g->nodes[p->in[1]].buf;
+    nn__rows_operand(g, p->in[1], &k.label, &k.lidx, &k.ln);
     k.y = &n->buf;
     k.acc = acc ? acc : &n->buf;
     k.B = (int)x->shape.dim[0];
