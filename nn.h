@@ -2415,6 +2415,9 @@ typedef struct nn__reduce_attr {
     float correction;    /* RED_VAR, RED_STD: divisor max(0, R - correction) */
     int acc;             /* SUM_ALL on a device: the ACCUMULATE node of its value whose addition
                             its kernel makes (src/ops/fuse.c's nn__fuse_tails), 0 none */
+    int tail_correct, tail_grad; /* SUM_ALL of softmax cross-entropy's rows on a device: the
+                            accuracy's SUM_ALL and the XENT_GRAD its launch makes too
+                            (kernels/reduce.cl's xent_tail, nn__fuse_xent_tail), 0 none */
 } nn__reduce_attr;
 
 #endif
@@ -2832,6 +2835,13 @@ typedef struct nn__node {
                             a device's fold): at schedule position done_at; 0 none */
     int done_at;         /* fused -1: the schedule position whose launches write its value */
 } nn__node;
+
+/* The schedule position from which node n's storage holds its value: its first use, or where
+   a fold writes it earlier (src/ops/fuse.c's nn__fuse_xent_tail: the logits' gradient made
+   with the loss in the forward) */
+static NN__MAYBE_UNUSED int nn__live_from(const nn__node *n) {
+    return n->fused < 0 && n->done_at >= 0 && n->done_at < n->first ? n->done_at : n->first;
+}
 
 typedef struct nn__param {
     char *name;
@@ -4722,6 +4732,21 @@ inline float nn_xent_row(__global const float *xr, int t, int C) {
     for (int c = 1; c < C; c++) m = fmax(m, xr[c]);
     for (int c = 0; c < C; c++) s += exp(xr[c] - m);
     return log(s) + m - xr[t];
+}
+
+/* Softmax cross-entropy's gradient of row xr [C] at its label t into dxr [C]: g (softmax(xr)
+   - onehot(t)), zeros for a label outside [0, C) (kernels/loss.cl's xent_backward, reduce.cl's
+   xent_tail) */
+inline void nn_xent_grad_row(__global const float *xr, __global float *dxr, int t, int C, float g) {
+#pragma OPENCL FP_CONTRACT OFF
+    float m = xr[0], s = 0.0f;
+    if (t < 0 || t >= C) {
+        for (int c = 0; c < C; c++) dxr[c] = 0.0f;
+        return;
+    }
+    for (int c = 1; c < C; c++) m = fmax(m, xr[c]);
+    for (int c = 0; c < C; c++) s += exp(xr[c] - m);
+    for (int c = 0; c < C; c++) dxr[c] = g * (exp(xr[c] - m) / s - (c == t ? 1.0f : 0.0f));
 }
 
 /* Row b's label: label[b], or with labels by index (ln > 0: a gather of rows folded in, src/ops/
@@ -22099,6 +22124,21 @@ static const char *const nn__cl_src_loss[] = {
 "    return log(s) + m - xr[t];\n",
 "}\n",
 "\n",
+"/* Softmax cross-entropy's gradient of row xr [C] at its label t into dxr [C]: g (softmax(xr)\n",
+"   - onehot(t)), zeros for a label outside [0, C) (kernels/loss.cl's xent_backward, reduce.cl's\n",
+"   xent_tail) */\n",
+"inline void nn_xent_grad_row(__global const float *xr, __global float *dxr, int t, int C, float g) {\n",
+"#pragma OPENCL FP_CONTRACT OFF\n",
+"    float m = xr[0], s = 0.0f;\n",
+"    if (t < 0 || t >= C) {\n",
+"        for (int c = 0; c < C; c++) dxr[c] = 0.0f;\n",
+"        return;\n",
+"    }\n",
+"    for (int c = 1; c < C; c++) m = fmax(m, xr[c]);\n",
+"    for (int c = 0; c < C; c++) s += exp(xr[c] - m);\n",
+"    for (int c = 0; c < C; c++) dxr[c] = g * (exp(xr[c] - m) / s - (c == t ? 1.0f : 0.0f));\n",
+"}\n",
+"\n",
 "/* Row b's label: label[b], or with labels by index (ln > 0: a gather of rows folded in, src/ops/\n",
 "   fuse.c's nn__fuse_gather_labels) label[lidx[b]] of ln, 0 for an index outside [0, ln) as the\n",
 "   gather's */\n",
@@ -22332,12 +22372,7 @@ static const char *const nn__cl_src_loss[] = {
 "    if (b >= B) return;\n",
 "    __global const float *xr = x + (size_t)b * C;\n",
 "    __global float *dxr = dx + (size_t)b * C;\n",
-"    int t = nn_label_at(label, lidx, ln, b);\n",
-"    if (t < 0 || t >= C) { for (int c = 0; c < C; c++) dxr[c] = 0.0f; return; }\n",
-"    float m = xr[0], s = 0.0f, g = dstride ? dloss[b] : dloss[0] * dscale;\n",
-"    for (int c = 1; c < C; c++) m = fmax(m, xr[c]);\n",
-"    for (int c = 0; c < C; c++) s += exp(xr[c] - m);\n",
-"    for (int c = 0; c < C; c++) dxr[c] = g * (exp(xr[c] - m) / s - (c == t ? 1.0f : 0.0f));\n",
+"    nn_xent_grad_row(xr, dxr, nn_label_at(label, lidx, ln, b), C, dstride ? dloss[b] : dloss[0] * dscale);\n",
 "}\n",
 "\n",
 "/* The same, one work-group per row (GPU devices, rows of 128 classes and more: src/ops/softmax.c's\n",
@@ -25760,6 +25795,13 @@ static const char *const nn__cl_src_reduce[] = {
 "    F(in, x) P(iin, label) P(out, y) P(out, acc) P(int, B) P(int, C) P(int, has_acc) P(float, scale) P(iout, bad) P(int, slot) \\\n",
 "    P(iin, lidx) P(int, ln) P(lfloat, tmp)\n",
 "NN__KSIG(rows_sum)\n",
+"/* rows_sum's xent_sum, correct_sum's (y2 .. scale2, where has_correct) and xent_backward's\n",
+"   (dx: the gradient, factor dloss[0] * dscale) in one launch */\n",
+"#define NN__KARGS_xent_tail(F, P)                                                                                     \\\n",
+"    F(in, x) P(iin, label) P(iin, lidx) P(int, ln) P(out, y) P(out, acc) P(int, has_acc) P(float, scale) P(iout, bad) \\\n",
+"    P(int, slot) P(int, has_correct) P(out, y2) P(out, acc2) P(int, has_acc2) P(float, scale2) P(in, dloss)         \\\n",
+"    P(out, dx) P(float, dscale) P(int, B) P(int, C) P(lfloat, tmp)\n",
+"NN__KSIG(xent_tail)\n",
 "#define NN__KARGS_grad_sumsq(F, P) F(in, g) P(in, prev) P(out, y) P(int, n) P(int, has_prev) P(lfloat, tmp)\n",
 "NN__KSIG(grad_sumsq)\n",
 "/* to a scalar over many work-groups, two passes (part: the groups' sums, the node's scratch) */\n",
@@ -25850,6 +25892,21 @@ static const char *const nn__cl_src_reduce[] = {
 "    return log(s) + m - xr[t];\n",
 "}\n",
 "\n",
+"/* Softmax cross-entropy's gradient of row xr [C] at its label t into dxr [C]: g (softmax(xr)\n",
+"   - onehot(t)), zeros for a label outside [0, C) (kernels/loss.cl's xent_backward, reduce.cl's\n",
+"   xent_tail) */\n",
+"inline void nn_xent_grad_row(__global const float *xr, __global float *dxr, int t, int C, float g) {\n",
+"#pragma OPENCL FP_CONTRACT OFF\n",
+"    float m = xr[0], s = 0.0f;\n",
+"    if (t < 0 || t >= C) {\n",
+"        for (int c = 0; c < C; c++) dxr[c] = 0.0f;\n",
+"        return;\n",
+"    }\n",
+"    for (int c = 1; c < C; c++) m = fmax(m, xr[c]);\n",
+"    for (int c = 0; c < C; c++) s += exp(xr[c] - m);\n",
+"    for (int c = 0; c < C; c++) dxr[c] = g * (exp(xr[c] - m) / s - (c == t ? 1.0f : 0.0f));\n",
+"}\n",
+"\n",
 "/* Row b's label: label[b], or with labels by index (ln > 0: a gather of rows folded in, src/ops/\n",
 "   fuse.c's nn__fuse_gather_labels) label[lidx[b]] of ln, 0 for an index outside [0, ln) as the\n",
 "   gather's */\n",
@@ -25897,7 +25954,9 @@ static const char *const nn__cl_src_reduce[] = {
 "   rows l, l + wg, ..., then the tree), each row's value the float its own kernel stores:\n",
 "   loss.cl's xent_forward (0 and a count in bad[slot] for a label outside [0, C)), and\n",
 "   correct_rows (below). The same bits as the op's kernel then sum_all. */\n",
-"__kernel void xent_sum(NN__KPARAMS(rows_sum)) {\n",
+"/* a work-item's terms of xent_sum, before the tree (xent_tail's too) */\n",
+"inline float xent_rows_part(__global const float *x, __global const int *label, __global const int *lidx, int ln,\n",
+"                            __global int *bad, int slot, int B, int C) {\n",
 "    float s = 0.0f;\n",
 "    for (int b = get_local_id(0); b < B; b += get_local_size(0)) {\n",
 "        const int t = nn_label_at(label, lidx, ln, b);\n",
@@ -25906,7 +25965,10 @@ static const char *const nn__cl_src_reduce[] = {
 "        else v = nn_xent_row(x + (size_t)b * C, t, C);\n",
 "        s += v;\n",
 "    }\n",
-"    s = nn_tree(tmp, s);\n",
+"    return s;\n",
+"}\n",
+"__kernel void xent_sum(NN__KPARAMS(rows_sum)) {\n",
+"    float s = nn_tree(tmp, xent_rows_part(x, label, lidx, ln, bad, slot, B, C));\n",
 "    if (get_local_id(0) == 0) sum_store(y, acc, has_acc, s, scale);\n",
 "}\n",
 "\n",
@@ -26240,12 +26302,40 @@ static const char *const nn__cl_src_reduce[] = {
 "}\n",
 "\n",
 "/* correct_rows then sum_all, folded (xent_sum above says how) */\n",
-"__kernel void correct_sum(NN__KPARAMS(rows_sum)) {\n",
+"/* a work-item's terms of correct_sum, before the tree (xent_tail's too) */\n",
+"inline float correct_rows_part(__global const float *x, __global const int *label, __global const int *lidx, int ln,\n",
+"                               int B, int C) {\n",
 "    float s = 0.0f;\n",
 "    for (int b = get_local_id(0); b < B; b += get_local_size(0))\n",
 "        s += nn_argmax_row(x + (size_t)b * C, C) == nn_label_at(label, lidx, ln, b) ? 1.0f : 0.0f;\n",
-"    s = nn_tree(tmp, s);\n",
+"    return s;\n",
+"}\n",
+"__kernel void correct_sum(NN__KPARAMS(rows_sum)) {\n",
+"    float s = nn_tree(tmp, correct_rows_part(x, label, lidx, ln, B, C));\n",
 "    if (get_local_id(0) == 0) sum_store(y, acc, has_acc, s, scale);\n",
+"}\n",
+"\n",
+"/* Softmax cross-entropy's tail in one launch (src/ops/fuse.c's nn__fuse_xent_tail): group 0\n",
+"   is xent_sum, group 1 correct_sum (the accuracy's mean of the same rows) where has_correct,\n",
+"   the others xent_backward's rows, a work-item each, the gradient's factor dloss[0] * dscale\n",
+"   (a mean's of the seed 1). Each part the bits of its own kernel (the sums' groups of the\n",
+"   same size, the same terms in the same tree). Every group runs the tree, so its barriers are\n",
+"   outside the branches (PoCL loops forever on a barrier under one, uniform or not). */\n",
+"__kernel void xent_tail(NN__KPARAMS(xent_tail)) {\n",
+"    const int grp = get_group_id(0), part = grp == 0 ? 0 : grp == 1 && has_correct ? 1 : 2;\n",
+"    float s = 0.0f;\n",
+"    if (part == 0) {\n",
+"        s = xent_rows_part(x, label, lidx, ln, bad, slot, B, C);\n",
+"    } else if (part == 1) {\n",
+"        s = correct_rows_part(x, label, lidx, ln, B, C);\n",
+"    } else {\n",
+"        const int b = (grp - 1 - has_correct) * (int)get_local_size(0) + (int)get_local_id(0);\n",
+"        if (b < B)\n",
+"            nn_xent_grad_row(x + (size_t)b * C, dx + (size_t)b * C, nn_label_at(label, lidx, ln, b), C, dloss[0] * dscale);\n",
+"    }\n",
+"    s = nn_tree(tmp, s);\n",
+"    if (get_local_id(0) == 0 && part == 0) sum_store(y, acc, has_acc, s, scale);\n",
+"    if (get_local_id(0) == 0 && part == 1) sum_store(y2, acc2, has_acc2, s, scale2);\n",
 "}\n",
 0 };
 
@@ -34261,10 +34351,10 @@ static nn_result nn__memory_report(nn_graph *g, nn_memory_report *r) {
             persistent += bytes;
             if (kind == NN__MEM_GRAD && !is_pgrad[i]) ag_persistent += bytes;
         } else if (n->storage == NN__ST_ARENA && bytes > 0 && n->first >= 0) {
-            d[(size_t)n->first * NN__MEM_KINDS + (size_t)kind] += bytes;
+            d[(size_t)nn__live_from(n) * NN__MEM_KINDS + (size_t)kind] += bytes;
             d[(size_t)(n->last + 1) * NN__MEM_KINDS + (size_t)kind] -= bytes;
             if (kind == NN__MEM_GRAD && !is_pgrad[i]) {
-                ag[n->first] += bytes;
+                ag[nn__live_from(n)] += bytes;
                 ag[n->last + 1] -= bytes;
             }
         }
@@ -34738,7 +34828,7 @@ static nn_result nn__plan_memory(nn_graph *g, size_t align, size_t chunk) {
         nn__node *nd = &g->nodes[g->sched[i]];
         if (nd->storage == NN__ST_ARENA && nd->numel > 0) {
             it[n].id = g->sched[i];
-            it[n].first = nd->first;
+            it[n].first = nn__live_from(nd);
             it[n].last = nd->last;
             it[n++].bytes = (nn__dtype_bytes(nd->dtype, nd->numel) + guard + align - 1) / align * align;
         }
@@ -34748,6 +34838,17 @@ static nn_result nn__plan_memory(nn_graph *g, size_t align, size_t chunk) {
             it[n].first = it[n].last = nd->first;
             it[n++].bytes = (nn__dtype_bytes(NN_F32, nd->scratch) + guard + align - 1) / align * align;
         }
+    }
+    /* a node a fold writes before its own position (nn__live_from) moves up to there; the
+       others keep their order (insertion: such nodes are few) */
+    for (i = 1; ok && i < n; i++) {
+        nn__item t = it[i];
+        int j = i;
+        while (j > 0 && it[j - 1].first > t.first) {
+            it[j] = it[j - 1];
+            j--;
+        }
+        it[j] = t;
     }
     for (i = 0; ok && i < n; i++) {
         nn__item *a = &it[i];
@@ -36093,6 +36194,13 @@ NN__KSIG(sum_all)
     F(in, x) P(iin, label) P(out, y) P(out, acc) P(int, B) P(int, C) P(int, has_acc) P(float, scale) P(iout, bad) P(int, slot) \
     P(iin, lidx) P(int, ln) P(lfloat, tmp)
 NN__KSIG(rows_sum)
+/* rows_sum's xent_sum, correct_sum's (y2 .. scale2, where has_correct) and xent_backward's
+   (dx: the gradient, factor dloss[0] * dscale) in one launch */
+#define NN__KARGS_xent_tail(F, P)                                                                                     \
+    F(in, x) P(iin, label) P(iin, lidx) P(int, ln) P(out, y) P(out, acc) P(int, has_acc) P(float, scale) P(iout, bad) \
+    P(int, slot) P(int, has_correct) P(out, y2) P(out, acc2) P(int, has_acc2) P(float, scale2) P(in, dloss)         \
+    P(out, dx) P(float, dscale) P(int, B) P(int, C) P(lfloat, tmp)
+NN__KSIG(xent_tail)
 #define NN__KARGS_grad_sumsq(F, P) F(in, g) P(in, prev) P(out, y) P(int, n) P(int, has_prev) P(lfloat, tmp)
 NN__KSIG(grad_sumsq)
 /* to a scalar over many work-groups, two passes (part: the groups' sums, the node's scratch) */
@@ -38775,10 +38883,43 @@ static nn_result nn__cpu_expand_scalar(nn_graph *g, nn__node *n) {
 /* The one-group sum with the rows' op it sums folded in (src/ops/fuse.c's nn__fuse_tails:
    the op, softmax cross-entropy's rows or accuracy's, is not launched), and its value's
    accumulate (a.reduce.acc) */
+/* softmax cross-entropy's mean n (of rows p) with the accuracy's mean and the logits'
+   gradient its launch makes too (src/ops/fuse.c's nn__fuse_xent_tail: a.reduce.tail_correct,
+   tail_grad) */
+static nn_result nn__launch_xent_tail(nn_graph *g, int id, const nn__node *p, const nn__buf *acc, size_t wg) {
+    const nn__node *x = &g->nodes[p->in[0]], *n = &g->nodes[id];
+    const nn__node *c = n->a.reduce.tail_correct > 0 ? &g->nodes[n->a.reduce.tail_correct] : NULL;
+    const nn__node *d = n->a.reduce.tail_grad > 0 ? &g->nodes[n->a.reduce.tail_grad] : NULL;
+    int B = (int)x->shape.dim[0];
+    size_t groups = 1 + (c != NULL) + (d ? ((size_t)B + wg - 1) / wg : 0);
+    NN__KWITH(xent_tail, nn__launch_groups(g, id, "reduce", "xent_tail", groups, wg, &l));
+    k.x = &x->buf;
+    nn__rows_operand(g, p->in[1], &k.label, &k.lidx, &k.ln);
+    k.y = &n->buf;
+    k.acc = acc ? acc : &n->buf;
+    k.has_acc = acc != NULL;
+    k.scale = n->a.reduce.scale;
+    k.bad = &g->checks;
+    k.slot = p->check_slot;
+    k.has_correct = c != NULL;
+    k.y2 = c ? &c->buf : &n->buf;
+    k.acc2 = c && c->a.reduce.acc > 0 ? &g->nodes[c->a.reduce.acc].buf : k.y2;
+    k.has_acc2 = c && c->a.reduce.acc > 0;
+    k.scale2 = c ? c->a.reduce.scale : 1.0f;
+    k.dloss = &g->one;
+    k.dx = d ? &d->buf : &n->buf;
+    k.dscale = d ? g->nodes[d->in[2]].a.reduce.scale : 1.0f; /* the folded expand's factor */
+    k.B = B;
+    k.C = (int)x->shape.dim[1];
+    k.tmp = wg * 4;
+    return nn__kargs_xent_tail(l, &k);
+}
+
 static nn_result nn__launch_sum_rows(nn_graph *g, int id, const nn__node *p, const nn__buf *acc) {
     const nn__node *x = &g->nodes[p->in[0]], *n = &g->nodes[id];
     int xent = p->op == NN__OP_XENT_ROWS;
     size_t wg = nn__reduce_wg(g);
+    if (xent && (n->a.reduce.tail_correct > 0 || n->a.reduce.tail_grad > 0)) return nn__launch_xent_tail(g, id, p, acc, wg);
     NN__KWITH(rows_sum, nn__launch_groups(g, id, "reduce", xent ? "xent_sum" : "correct_sum", 1, wg, &l));
     k.x = &x->buf;
     nn__rows_operand(g, p->in[1], &k.label, &k.lidx, &k.ln);
@@ -48834,6 +48975,52 @@ static void nn__fuse_gather_labels(nn_graph *g, int pos, const int *readers) {
     nn__fuse_live_to(g, x->in[1], last);
 }
 
+/* Softmax cross-entropy's tail in one launch (kernels/reduce.cl's xent_tail), after the folds
+   above: the mean of its rows folded into a SUM_ALL at schedule position pos (xent_sum) makes
+   too, where they read the same logits and labels,
+   - the accuracy's mean (a SUM_ALL of folded CORRECT_ROWS, in the same part, which only its
+     folded accumulate reads): a.reduce.tail_correct;
+   - the logits' gradient (XENT_GRAD of one item a row, later in the schedule, whose factor is
+     the folded expand of the loss's seed 1: g->one, dstride 0): a.reduce.tail_grad.
+   Each becomes fused -1, written at pos: the memory plan holds its storage from there
+   (nn__live_from) to its last use. Two launches fewer for the MLP's loss and accuracy. */
+static void nn__fuse_xent_tail(nn_graph *g, int pos, const int *readers) {
+    nn__node *s = &g->nodes[g->sched[pos]];
+    const nn__node *p = &g->nodes[s->in[0]];
+    int q, end = pos < g->n_sched_forward ? g->n_sched_forward : pos < g->n_sched_update ? g->n_sched_update : g->n_sched;
+    if (s->op != NN__OP_SUM_ALL || s->fused != 0 || s->scratch != 0 || p->op != NN__OP_XENT_ROWS || p->fused != -1)
+        return;
+    for (q = nn__fuse_part0(g, pos); q < end; q++) {
+        nn__node *c = &g->nodes[g->sched[q]];
+        const nn__node *cp = &g->nodes[c->in[0]];
+        if (q == pos || c->op != NN__OP_SUM_ALL || c->fused != 0 || c->scratch != 0 || cp->op != NN__OP_CORRECT_ROWS ||
+            cp->fused != -1 || cp->in[0] != p->in[0] || cp->in[1] != p->in[1] || c->is_output ||
+            readers[g->sched[q]] != (c->a.reduce.acc > 0) || c->storage != NN__ST_ARENA)
+            continue;
+        s->a.reduce.tail_correct = g->sched[q];
+        c->fused = -1;
+        c->done_at = pos; /* before its position: live from there (nn__live_from); after: to there */
+        nn__fuse_live_to(g, g->sched[q], pos);
+        nn__fuse_live_to(g, cp->in[0], pos);
+        nn__fuse_live_to(g, cp->in[1], pos);
+        break;
+    }
+    for (q = pos + 1; q < g->n_sched; q++) {
+        nn__node *d = &g->nodes[g->sched[q]];
+        const nn__node *e;
+        if (d->op != NN__OP_XENT_GRAD || d->fused != 0 || d->in[0] != p->in[0] || d->in[1] != p->in[1] ||
+            d->storage != NN__ST_ARENA || nn__row_group_wg(g, d->shape.dim[1]) != 0)
+            continue;
+        e = &g->nodes[d->in[2]];
+        if (e->op == NN__OP_EXPAND_SCALAR && e->fused < 0 && g->nodes[e->in[0]].fused < 0 && g->nodes[e->in[0]].op == NN__OP_FILL) {
+            s->a.reduce.tail_grad = g->sched[q];
+            d->fused = -1;
+            d->done_at = pos; /* its storage live from there (nn__live_from) */
+        }
+        break;
+    }
+}
+
 static void nn__fuse_tails(nn_graph *g, const int *readers) {
     int i, k;
     if (g->ctx->backend->host_memory) return;
@@ -48871,6 +49058,7 @@ static void nn__fuse_tails(nn_graph *g, const int *readers) {
     }
     for (i = 0; i < g->n_sched; i++)
         if (g->nodes[g->sched[i]].op == NN__OP_GATHER_ROWS) nn__fuse_gather_labels(g, i, readers);
+    for (i = 0; i < g->n_sched; i++) nn__fuse_xent_tail(g, i, readers);
 }
 
 /* Finds the chains: runs of schedule positions within one part of the schedule (forward,

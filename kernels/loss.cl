@@ -226,12 +226,7 @@ __kernel void xent_backward(NN__KPARAMS(xent_backward)) {
     if (b >= B) return;
     __global const float *xr = x + (size_t)b * C;
     __global float *dxr = dx + (size_t)b * C;
-    int t = nn_label_at(label, lidx, ln, b);
-    if (t < 0 || t >= C) { for (int c = 0; c < C; c++) dxr[c] = 0.0f; return; }
-    float m = xr[0], s = 0.0f, g = dstride ? dloss[b] : dloss[0] * dscale;
-    for (int c = 1; c < C; c++) m = fmax(m, xr[c]);
-    for (int c = 0; c < C; c++) s += exp(xr[c] - m);
-    for (int c = 0; c < C; c++) dxr[c] = g * (exp(xr[c] - m) / s - (c == t ? 1.0f : 0.0f));
+    nn_xent_grad_row(xr, dxr, nn_label_at(label, lidx, ln, b), C, dstride ? dloss[b] : dloss[0] * dscale);
 }
 
 /* The same, one work-group per row (GPU devices, rows of 128 classes and more: src/ops/softmax.c's

@@ -51,6 +51,21 @@ inline float nn_xent_row(__global const float *xr, int t, int C) {
     return log(s) + m - xr[t];
 }
 
+/* Softmax cross-entropy's gradient of row xr [C] at its label t into dxr [C]: g (softmax(xr)
+   - onehot(t)), zeros for a label outside [0, C) (kernels/loss.cl's xent_backward, reduce.cl's
+   xent_tail) */
+inline void nn_xent_grad_row(__global const float *xr, __global float *dxr, int t, int C, float g) {
+#pragma OPENCL FP_CONTRACT OFF
+    float m = xr[0], s = 0.0f;
+    if (t < 0 || t >= C) {
+        for (int c = 0; c < C; c++) dxr[c] = 0.0f;
+        return;
+    }
+    for (int c = 1; c < C; c++) m = fmax(m, xr[c]);
+    for (int c = 0; c < C; c++) s += exp(xr[c] - m);
+    for (int c = 0; c < C; c++) dxr[c] = g * (exp(xr[c] - m) / s - (c == t ? 1.0f : 0.0f));
+}
+
 /* Row b's label: label[b], or with labels by index (ln > 0: a gather of rows folded in, src/ops/
    fuse.c's nn__fuse_gather_labels) label[lidx[b]] of ln, 0 for an index outside [0, ln) as the
    gather's */

@@ -35,7 +35,9 @@ __kernel void sum_all(NN__KPARAMS(sum_all)) {
    rows l, l + wg, ..., then the tree), each row's value the float its own kernel stores:
    loss.cl's xent_forward (0 and a count in bad[slot] for a label outside [0, C)), and
    correct_rows (below). The same bits as the op's kernel then sum_all. */
-__kernel void xent_sum(NN__KPARAMS(rows_sum)) {
+/* a work-item's terms of xent_sum, before the tree (xent_tail's too) */
+inline float xent_rows_part(__global const float *x, __global const int *label, __global const int *lidx, int ln,
+                            __global int *bad, int slot, int B, int C) {
     float s = 0.0f;
     for (int b = get_local_id(0); b < B; b += get_local_size(0)) {
         const int t = nn_label_at(label, lidx, ln, b);
@@ -44,7 +46,10 @@ __kernel void xent_sum(NN__KPARAMS(rows_sum)) {
         else v = nn_xent_row(x + (size_t)b * C, t, C);
         s += v;
     }
-    s = nn_tree(tmp, s);
+    return s;
+}
+__kernel void xent_sum(NN__KPARAMS(rows_sum)) {
+    float s = nn_tree(tmp, xent_rows_part(x, label, lidx, ln, bad, slot, B, C));
     if (get_local_id(0) == 0) sum_store(y, acc, has_acc, s, scale);
 }
 
@@ -378,10 +383,38 @@ __kernel void correct_rows(NN__KPARAMS(correct_rows)) {
 }
 
 /* correct_rows then sum_all, folded (xent_sum above says how) */
-__kernel void correct_sum(NN__KPARAMS(rows_sum)) {
+/* a work-item's terms of correct_sum, before the tree (xent_tail's too) */
+inline float correct_rows_part(__global const float *x, __global const int *label, __global const int *lidx, int ln,
+                               int B, int C) {
     float s = 0.0f;
     for (int b = get_local_id(0); b < B; b += get_local_size(0))
         s += nn_argmax_row(x + (size_t)b * C, C) == nn_label_at(label, lidx, ln, b) ? 1.0f : 0.0f;
-    s = nn_tree(tmp, s);
+    return s;
+}
+__kernel void correct_sum(NN__KPARAMS(rows_sum)) {
+    float s = nn_tree(tmp, correct_rows_part(x, label, lidx, ln, B, C));
     if (get_local_id(0) == 0) sum_store(y, acc, has_acc, s, scale);
+}
+
+/* Softmax cross-entropy's tail in one launch (src/ops/fuse.c's nn__fuse_xent_tail): group 0
+   is xent_sum, group 1 correct_sum (the accuracy's mean of the same rows) where has_correct,
+   the others xent_backward's rows, a work-item each, the gradient's factor dloss[0] * dscale
+   (a mean's of the seed 1). Each part the bits of its own kernel (the sums' groups of the
+   same size, the same terms in the same tree). Every group runs the tree, so its barriers are
+   outside the branches (PoCL loops forever on a barrier under one, uniform or not). */
+__kernel void xent_tail(NN__KPARAMS(xent_tail)) {
+    const int grp = get_group_id(0), part = grp == 0 ? 0 : grp == 1 && has_correct ? 1 : 2;
+    float s = 0.0f;
+    if (part == 0) {
+        s = xent_rows_part(x, label, lidx, ln, bad, slot, B, C);
+    } else if (part == 1) {
+        s = correct_rows_part(x, label, lidx, ln, B, C);
+    } else {
+        const int b = (grp - 1 - has_correct) * (int)get_local_size(0) + (int)get_local_id(0);
+        if (b < B)
+            nn_xent_grad_row(x + (size_t)b * C, dx + (size_t)b * C, nn_label_at(label, lidx, ln, b), C, dloss[0] * dscale);
+    }
+    s = nn_tree(tmp, s);
+    if (get_local_id(0) == 0 && part == 0) sum_store(y, acc, has_acc, s, scale);
+    if (get_local_id(0) == 0 && part == 1) sum_store(y2, acc2, has_acc2, s, scale2);
 }

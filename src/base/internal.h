@@ -140,6 +140,13 @@ typedef struct nn__node {
     int done_at;         /* fused -1: the schedule position whose launches write its value */
 } nn__node;
 
+/* The schedule position from which node n's storage holds its value: its first use, or where
+   a fold writes it earlier (src/ops/fuse.c's nn__fuse_xent_tail: the logits' gradient made
+   with the loss in the forward) */
+static NN__MAYBE_UNUSED int nn__live_from(const nn__node *n) {
+    return n->fused < 0 && n->done_at >= 0 && n->done_at < n->first ? n->done_at : n->first;
+}
+
 typedef struct nn__param {
     char *name;
     nn_shape shape;

@@ -104,7 +104,7 @@ static nn_result nn__plan_memory(nn_graph *g, size_t align, size_t chunk) {
         nn__node *nd = &g->nodes[g->sched[i]];
         if (nd->storage == NN__ST_ARENA && nd->numel > 0) {
             it[n].id = g->sched[i];
-            it[n].first = nd->first;
+            it[n].first = nn__live_from(nd);
             it[n].last = nd->last;
             it[n++].bytes = (nn__dtype_bytes(nd->dtype, nd->numel) + guard + align - 1) / align * align;
         }
@@ -114,6 +114,17 @@ static nn_result nn__plan_memory(nn_graph *g, size_t align, size_t chunk) {
             it[n].first = it[n].last = nd->first;
             it[n++].bytes = (nn__dtype_bytes(NN_F32, nd->scratch) + guard + align - 1) / align * align;
         }
+    }
+    /* a node a fold writes before its own position (nn__live_from) moves up to there; the
+       others keep their order (insertion: such nodes are few) */
+    for (i = 1; ok && i < n; i++) {
+        nn__item t = it[i];
+        int j = i;
+        while (j > 0 && it[j - 1].first > t.first) {
+            it[j] = it[j - 1];
+            j--;
+        }
+        it[j] = t;
     }
     for (i = 0; ok && i < n; i++) {
         nn__item *a = &it[i];

@@ -91,10 +91,10 @@ static nn_result nn__memory_report(nn_graph *g, nn_memory_report *r) {
             persistent += bytes;
             if (kind == NN__MEM_GRAD && !is_pgrad[i]) ag_persistent += bytes;
         } else if (n->storage == NN__ST_ARENA && bytes > 0 && n->first >= 0) {
-            d[(size_t)n->first * NN__MEM_KINDS + (size_t)kind] += bytes;
+            d[(size_t)nn__live_from(n) * NN__MEM_KINDS + (size_t)kind] += bytes;
             d[(size_t)(n->last + 1) * NN__MEM_KINDS + (size_t)kind] -= bytes;
             if (kind == NN__MEM_GRAD && !is_pgrad[i]) {
-                ag[n->first] += bytes;
+                ag[nn__live_from(n)] += bytes;
                 ag[n->last + 1] -= bytes;
             }
         }

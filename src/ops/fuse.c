@@ -504,6 +504,52 @@ static void nn__fuse_gather_labels(nn_graph *g, int pos, const int *readers) {
     nn__fuse_live_to(g, x->in[1], last);
 }
 
+/* Softmax cross-entropy's tail in one launch (kernels/reduce.cl's xent_tail), after the folds
+   above: the mean of its rows folded into a SUM_ALL at schedule position pos (xent_sum) makes
+   too, where they read the same logits and labels,
+   - the accuracy's mean (a SUM_ALL of folded CORRECT_ROWS, in the same part, which only its
+     folded accumulate reads): a.reduce.tail_correct;
+   - the logits' gradient (XENT_GRAD of one item a row, later in the schedule, whose factor is
+     the folded expand of the loss's seed 1: g->one, dstride 0): a.reduce.tail_grad.
+   Each becomes fused -1, written at pos: the memory plan holds its storage from there
+   (nn__live_from) to its last use. Two launches fewer for the MLP's loss and accuracy. */
+static void nn__fuse_xent_tail(nn_graph *g, int pos, const int *readers) {
+    nn__node *s = &g->nodes[g->sched[pos]];
+    const nn__node *p = &g->nodes[s->in[0]];
+    int q, end = pos < g->n_sched_forward ? g->n_sched_forward : pos < g->n_sched_update ? g->n_sched_update : g->n_sched;
+    if (s->op != NN__OP_SUM_ALL || s->fused != 0 || s->scratch != 0 || p->op != NN__OP_XENT_ROWS || p->fused != -1)
+        return;
+    for (q = nn__fuse_part0(g, pos); q < end; q++) {
+        nn__node *c = &g->nodes[g->sched[q]];
+        const nn__node *cp = &g->nodes[c->in[0]];
+        if (q == pos || c->op != NN__OP_SUM_ALL || c->fused != 0 || c->scratch != 0 || cp->op != NN__OP_CORRECT_ROWS ||
+            cp->fused != -1 || cp->in[0] != p->in[0] || cp->in[1] != p->in[1] || c->is_output ||
+            readers[g->sched[q]] != (c->a.reduce.acc > 0) || c->storage != NN__ST_ARENA)
+            continue;
+        s->a.reduce.tail_correct = g->sched[q];
+        c->fused = -1;
+        c->done_at = pos; /* before its position: live from there (nn__live_from); after: to there */
+        nn__fuse_live_to(g, g->sched[q], pos);
+        nn__fuse_live_to(g, cp->in[0], pos);
+        nn__fuse_live_to(g, cp->in[1], pos);
+        break;
+    }
+    for (q = pos + 1; q < g->n_sched; q++) {
+        nn__node *d = &g->nodes[g->sched[q]];
+        const nn__node *e;
+        if (d->op != NN__OP_XENT_GRAD || d->fused != 0 || d->in[0] != p->in[0] || d->in[1] != p->in[1] ||
+            d->storage != NN__ST_ARENA || nn__row_group_wg(g, d->shape.dim[1]) != 0)
+            continue;
+        e = &g->nodes[d->in[2]];
+        if (e->op == NN__OP_EXPAND_SCALAR && e->fused < 0 && g->nodes[e->in[0]].fused < 0 && g->nodes[e->in[0]].op == NN__OP_FILL) {
+            s->a.reduce.tail_grad = g->sched[q];
+            d->fused = -1;
+            d->done_at = pos; /* its storage live from there (nn__live_from) */
+        }
+        break;
+    }
+}
+
 static void nn__fuse_tails(nn_graph *g, const int *readers) {
     int i, k;
     if (g->ctx->backend->host_memory) return;
@@ -541,6 +587,7 @@ static void nn__fuse_tails(nn_graph *g, const int *readers) {
     }
     for (i = 0; i < g->n_sched; i++)
         if (g->nodes[g->sched[i]].op == NN__OP_GATHER_ROWS) nn__fuse_gather_labels(g, i, readers);
+    for (i = 0; i < g->n_sched; i++) nn__fuse_xent_tail(g, i, readers);
 }
 
 /* Finds the chains: runs of schedule positions within one part of the schedule (forward,

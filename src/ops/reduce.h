@@ -14,6 +14,9 @@ typedef struct nn__reduce_attr {
     float correction;    /* RED_VAR, RED_STD: divisor max(0, R - correction) */
     int acc;             /* SUM_ALL on a device: the ACCUMULATE node of its value whose addition
                             its kernel makes (src/ops/fuse.c's nn__fuse_tails), 0 none */
+    int tail_correct, tail_grad; /* SUM_ALL of softmax cross-entropy's rows on a device: the
+                            accuracy's SUM_ALL and the XENT_GRAD its launch makes too
+                            (kernels/reduce.cl's xent_tail, nn__fuse_xent_tail), 0 none */
 } nn__reduce_attr;
 
 #endif

@@ -119,10 +119,43 @@ static nn_result nn__cpu_expand_scalar(nn_graph *g, nn__node *n) {
 /* The one-group sum with the rows' op it sums folded in (src/ops/fuse.c's nn__fuse_tails:
    the op, softmax cross-entropy's rows or accuracy's, is not launched), and its value's
    accumulate (a.reduce.acc) */
+/* softmax cross-entropy's mean n (of rows p) with the accuracy's mean and the logits'
+   gradient its launch makes too (src/ops/fuse.c's nn__fuse_xent_tail: a.reduce.tail_correct,
+   tail_grad) */
+static nn_result nn__launch_xent_tail(nn_graph *g, int id, const nn__node *p, const nn__buf *acc, size_t wg) {
+    const nn__node *x = &g->nodes[p->in[0]], *n = &g->nodes[id];
+    const nn__node *c = n->a.reduce.tail_correct > 0 ? &g->nodes[n->a.reduce.tail_correct] : NULL;
+    const nn__node *d = n->a.reduce.tail_grad > 0 ? &g->nodes[n->a.reduce.tail_grad] : NULL;
+    int B = (int)x->shape.dim[0];
+    size_t groups = 1 + (c != NULL) + (d ? ((size_t)B + wg - 1) / wg : 0);
+    NN__KWITH(xent_tail, nn__launch_groups(g, id, "reduce", "xent_tail", groups, wg, &l));
+    k.x = &x->buf;
+    nn__rows_operand(g, p->in[1], &k.label, &k.lidx, &k.ln);
+    k.y = &n->buf;
+    k.acc = acc ? acc : &n->buf;
+    k.has_acc = acc != NULL;
+    k.scale = n->a.reduce.scale;
+    k.bad = &g->checks;
+    k.slot = p->check_slot;
+    k.has_correct = c != NULL;
+    k.y2 = c ? &c->buf : &n->buf;
+    k.acc2 = c && c->a.reduce.acc > 0 ? &g->nodes[c->a.reduce.acc].buf : k.y2;
+    k.has_acc2 = c && c->a.reduce.acc > 0;
+    k.scale2 = c ? c->a.reduce.scale : 1.0f;
+    k.dloss = &g->one;
+    k.dx = d ? &d->buf : &n->buf;
+    k.dscale = d ? g->nodes[d->in[2]].a.reduce.scale : 1.0f; /* the folded expand's factor */
+    k.B = B;
+    k.C = (int)x->shape.dim[1];
+    k.tmp = wg * 4;
+    return nn__kargs_xent_tail(l, &k);
+}
+
 static nn_result nn__launch_sum_rows(nn_graph *g, int id, const nn__node *p, const nn__buf *acc) {
     const nn__node *x = &g->nodes[p->in[0]], *n = &g->nodes[id];
     int xent = p->op == NN__OP_XENT_ROWS;
     size_t wg = nn__reduce_wg(g);
+    if (xent && (n->a.reduce.tail_correct > 0 || n->a.reduce.tail_grad > 0)) return nn__launch_xent_tail(g, id, p, acc, wg);
     NN__KWITH(rows_sum, nn__launch_groups(g, id, "reduce", xent ? "xent_sum" : "correct_sum", 1, wg, &l));
     k.x = &x->buf;
     nn__rows_operand(g, p->in[1], &k.label, &k.lidx, &k.ln);
