@@ -43,8 +43,8 @@ typedef nn_tensor (*model_fn)(nn_graph *g, nn_tensor *extra);
 
 /* MLP: x [16, 20] -> 32 -> relu -> 24 -> relu -> 10 logits; softmax cross-entropy, and the
    loss and the accuracy accumulated (extra[0], extra[1]: the scalar tails a device folds). */
-static nn_tensor mlp_model(nn_graph *g, nn_tensor *extra) {
-    nn_tensor x = nn_input(g, "x", NN_F32, nn_shape2(16, 20)), y = nn_input(g, "y", NN_I32, nn_shape1(16)), h, logits, loss;
+static nn_tensor mlp_layers(nn_graph *g, nn_tensor x, nn_tensor y, nn_tensor *extra) {
+    nn_tensor h, logits, loss;
     h = nn_relu(g, nn_linear_layer(g, x, 32, NULL, "fc1"));
     h = nn_relu(g, nn_linear_layer(g, h, 24, NULL, "fc2"));
     logits = nn_linear_layer(g, h, 10, NULL, "fc3");
@@ -52,6 +52,10 @@ static nn_tensor mlp_model(nn_graph *g, nn_tensor *extra) {
     extra[0] = nn_accumulate(g, loss);
     extra[1] = nn_accumulate(g, nn_accuracy(g, logits, y));
     return loss;
+}
+static nn_tensor mlp_model(nn_graph *g, nn_tensor *extra) {
+    nn_tensor x = nn_input(g, "x", NN_F32, nn_shape2(16, 20)), y = nn_input(g, "y", NN_I32, nn_shape1(16));
+    return mlp_layers(g, x, y, extra);
 }
 
 /* nanoGPT's model, tiny: vocabulary 16, context 8, 2 layers of 2 heads, width 16, no dropout
@@ -119,14 +123,8 @@ static nn_tensor wide_model(nn_graph *g, nn_tensor *extra) {
    x^T dy as op(B)): neither gather launched. */
 static nn_tensor gather_model(nn_graph *g, nn_tensor *extra) {
     nn_tensor x = nn_input(g, "x", NN_F32, nn_shape2(40, 20)), y = nn_input(g, "y", NN_I32, nn_shape1(40));
-    nn_tensor idx = nn_input(g, "idx", NN_I32, nn_shape1(16)), yb = nn_gather_rows(g, y, idx), h, logits, loss;
-    h = nn_relu(g, nn_linear_layer(g, nn_gather_rows(g, x, idx), 32, NULL, "fc1"));
-    h = nn_relu(g, nn_linear_layer(g, h, 24, NULL, "fc2"));
-    logits = nn_linear_layer(g, h, 10, NULL, "fc3");
-    loss = nn_softmax_cross_entropy(g, logits, yb);
-    extra[0] = nn_accumulate(g, loss);
-    extra[1] = nn_accumulate(g, nn_accuracy(g, logits, yb));
-    return loss;
+    nn_tensor idx = nn_input(g, "idx", NN_I32, nn_shape1(16)), yb = nn_gather_rows(g, y, idx);
+    return mlp_layers(g, nn_gather_rows(g, x, idx), yb, extra);
 }
 
 /* Deterministic contents for every input of g (labels in [0, 10) or the vocabulary). */
