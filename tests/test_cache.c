@@ -171,15 +171,29 @@ static int t_dir_valid(const char *dir, char names[T_MAXFILES][256], const char 
     return ok ? n : -1;
 }
 
+/* The threads' case: every thread builds its graph (the builds fill the directory at once),
+   waits until all have, then runs and releases its context in turn. PoCL 3.1 aborts now and
+   then when one context's kernel finishes while another's programs are built or released
+   (pocl_release_dlhandle_cache: "found->ref_count > 0" failed, in 3 of 5 full runs with cold
+   kernel caches, once with the runs alone taking turns): its race, not the cache's. */
+typedef struct t_turns {
+    pthread_mutex_t m;
+    pthread_cond_t c;
+    int arrived, expected;
+} t_turns;
+static t_turns *t_run_turns = NULL;
+
+/* arrives, waits for the others, returns holding the turn (t->m) */
+static void t_turn_take(t_turns *t) {
+    pthread_mutex_lock(&t->m);
+    t->arrived++;
+    pthread_cond_broadcast(&t->c);
+    while (t->arrived < t->expected) pthread_cond_wait(&t->c, &t->m);
+}
+
 /* A context caching in dir: a matmul and relu, forward, checked against a double
    reference; 1 when it all worked, else 0 and log->fail says why (no T_CHECK: threads call
    it). Its log (debug level) goes to *log. */
-/* Set by the threads' case: their runs take turns (their builds, which fill the directory, do
-   not). PoCL 3.1 aborts now and then when contexts on several threads run a kernel of the
-   same program at once (pocl_release_dlhandle_cache: "found->ref_count > 0" failed, 2 of 4
-   runs after the kernels' sources changed): its race, not the cache's. */
-static pthread_mutex_t *t_run_serial = NULL;
-
 static int t_run(const t_env *e, const char *dir, t_log *log, const char *when) {
     static const float x[2 * 3] = {-1.0f, 2.0f, 0.5f, 3.0f, -0.25f, 1.5f};
     nn_context_desc d;
@@ -187,7 +201,11 @@ static int t_run(const t_env *e, const char *dir, t_log *log, const char *when) 
     nn_graph *g = NULL;
     nn_tensor xt, wt, yt;
     float w[4 * 3], y[2 * 4];
-    int i, j, k;
+    int i, j, k, built = 0, ran = 0;
+    t_turns *turns = t_run_turns;
+    memset(&xt, 0, sizeof xt);
+    memset(&wt, 0, sizeof wt);
+    memset(&yt, 0, sizeof yt);
     for (i = 0; i < 12; i++) w[i] = (float)((i * 7) % 5) * 0.25f - 0.5f;
     t_context_desc(e, &d);
     d.backend.cache_dir = dir;
@@ -197,6 +215,10 @@ static int t_run(const t_env *e, const char *dir, t_log *log, const char *when) 
     memset(log, 0, sizeof *log);
     if (nn_context_create(&d, &ctx) != NN_OK) {
         snprintf(log->fail, sizeof log->fail, "%.100s: nn_context_create failed; log:\n%.400s", when, log->text);
+        if (turns) {
+            t_turn_take(turns);
+            pthread_mutex_unlock(&turns->m);
+        }
         return 0;
     }
     if (nn_graph_create(ctx, NULL, &g) == NN_OK) {
@@ -204,29 +226,26 @@ static int t_run(const t_env *e, const char *dir, t_log *log, const char *when) 
         wt = nn_input(g, "w", NN_F32, nn_shape2(4, 3));
         yt = nn_relu(g, nn_matmul(g, xt, wt, 0, 1));
         nn_graph_output(g, yt);
-        int ran = nn_graph_compile(g, NULL) == NN_OK, locked = ran && t_run_serial;
-        if (locked) pthread_mutex_lock(t_run_serial);
-        ran = ran && nn_tensor_write(g, xt, x, sizeof x) == NN_OK && nn_tensor_write(g, wt, w, sizeof w) == NN_OK &&
-              nn_graph_forward(g) == NN_OK && nn_tensor_read(g, yt, y, sizeof y) == NN_OK;
-        if (locked) pthread_mutex_unlock(t_run_serial);
-        if (ran) {
-            for (i = 0; i < 2; i++)
-                for (j = 0; j < 4; j++) {
-                    double r = 0;
-                    for (k = 0; k < 3; k++) r += (double)x[i * 3 + k] * (double)w[j * 3 + k];
-                    r = r > 0 ? r : 0;
-                    if (!(fabs(y[i * 4 + j] - r) <= 1e-5 * (1 + fabs(r))) && !log->fail[0])
-                        snprintf(log->fail, sizeof log->fail, "%s: y[%d][%d] = %g, expected %g", when, i, j,
-                                 y[i * 4 + j], r);
-                }
-        } else {
-            snprintf(log->fail, sizeof log->fail, "%s: %s", when, nn_context_last_error(ctx));
-        }
+        built = nn_graph_compile(g, NULL) == NN_OK;
+    }
+    if (turns) t_turn_take(turns);
+    ran = built && nn_tensor_write(g, xt, x, sizeof x) == NN_OK && nn_tensor_write(g, wt, w, sizeof w) == NN_OK &&
+          nn_graph_forward(g) == NN_OK && nn_tensor_read(g, yt, y, sizeof y) == NN_OK;
+    if (ran) {
+        for (i = 0; i < 2; i++)
+            for (j = 0; j < 4; j++) {
+                double r = 0;
+                for (k = 0; k < 3; k++) r += (double)x[i * 3 + k] * (double)w[j * 3 + k];
+                r = r > 0 ? r : 0;
+                if (!(fabs(y[i * 4 + j] - r) <= 1e-5 * (1 + fabs(r))) && !log->fail[0])
+                    snprintf(log->fail, sizeof log->fail, "%s: y[%d][%d] = %g, expected %g", when, i, j, y[i * 4 + j], r);
+            }
     } else {
         snprintf(log->fail, sizeof log->fail, "%s: %s", when, nn_context_last_error(ctx));
     }
     nn_graph_destroy(g);
     nn_context_destroy(ctx);
+    if (turns) pthread_mutex_unlock(&turns->m);
     return !log->fail[0];
 }
 
@@ -537,7 +556,7 @@ static void test_cache_threads(const t_env *e) {
     char dir[] = "/tmp/nn-test-cache-XXXXXX", cmd[300], names[T_MAXFILES][256];
     t_job *jobs = (t_job *)calloc(T_THREADS, sizeof *jobs);
     pthread_t th[T_THREADS];
-    pthread_mutex_t serial = PTHREAD_MUTEX_INITIALIZER;
+    t_turns turns = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
     int started[T_THREADS], i;
     if (!t_begin(e, "opencl: program cache: threads fill one directory")) {
         free(jobs);
@@ -548,16 +567,23 @@ static void test_cache_threads(const t_env *e) {
         goto done;
     }
     if (!T_CHECK(jobs != NULL && mkdtemp(dir) != NULL, "mkdtemp failed")) goto done;
-    t_run_serial = &serial;
+    turns.expected = T_THREADS;
+    t_run_turns = &turns;
     for (i = 0; i < T_THREADS; i++) {
         jobs[i].e = e;
         jobs[i].dir = dir;
         started[i] = pthread_create(&th[i], NULL, t_job_run, &jobs[i]) == 0;
         T_CHECK(started[i], "pthread_create failed");
+        if (!started[i]) { /* one fewer to wait for */
+            pthread_mutex_lock(&turns.m);
+            turns.expected--;
+            pthread_cond_broadcast(&turns.c);
+            pthread_mutex_unlock(&turns.m);
+        }
     }
     for (i = 0; i < T_THREADS; i++)
         if (started[i]) pthread_join(th[i], NULL);
-    t_run_serial = NULL;
+    t_run_turns = NULL;
     for (i = 0; i < T_THREADS; i++) T_CHECK(jobs[i].ok, "thread %d: %s", i, jobs[i].log.fail);
     t_dir_valid(dir, names, "after the threads");
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
