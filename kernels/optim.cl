@@ -74,16 +74,6 @@ __kernel void opt_adam_vec(NN__KPARAMS(adam)) {
     adam_vec16(i, p, grad, m, v, n, clip[0], lr, b1, b2, eps, wd, decoupled, bc1, bc2, cv);
 }
 
-/* adam2 on devices tuned as CPUs: items [0, ceil(n / 16)) update the first parameter 16
-   elements an item as opt_adam_vec, the next ceil(n1 / 16) the second */
-__kernel void opt_adam_pair(NN__KPARAMS(adam2)) {
-    int it = get_global_id(0), n16 = (n + 15) / 16;
-    if (clip[0] < 0.0f) return;
-    if (it < n16) adam_vec16(it * 16, p, grad, m, v, n, clip[0], lr, b1, b2, eps, wd, decoupled, bc1, bc2, cv);
-    else if ((it - n16) * 16 < n1)
-        adam_vec16((it - n16) * 16, p1, grad1, m1, v1, n1, clip[0], lr1, b1, b2, eps, wd1, decoupled, bc1, bc2, cv);
-}
-
 /* adam6 on devices tuned as CPUs: parameter j's items follow those of 0..j-1, ceil(n.sj / 16)
    of them, each 16 elements as opt_adam_vec with the rate lr * lrm.sj and the decay wd.sj
    (the host's rate is the same float product, so each element's arithmetic is adam's) */

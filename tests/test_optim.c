@@ -426,12 +426,13 @@ done:
     t_end();
 }
 
-/* Adam's pairs (src/ops/optim.c: two update ops the schedule runs back to back are one
-   launch of adam2) against the one-launch-a-parameter path (NN_OPT_MULTI=0): 5 parameters
-   of odd sizes (a pair, a pair, one alone), AdamW with a param group's lr and wd
-   multipliers and clip_norm, 3 steps: the same bits of every parameter, and on a device two
-   launches fewer a step tuned for a GPU (adam2), four tuned for a CPU (the five in one group,
-   opt_adam_multi); the CPU backend has no launches to save. With multi 0 into *launches the launches of the last step. */
+/* Adam's groups (src/ops/optim.c: update ops the schedule runs back to back are one
+   launch, adam2's pairs, or opt_adam_multi's up to six on a CPU-tuned device) against the
+   one-launch-a-parameter path (NN_OPT_MULTI=0): 5 parameters of odd sizes, AdamW with a
+   param group's lr and wd multipliers and clip_norm, 3 steps: the same bits of every
+   parameter, and on a device two launches fewer a step tuned for a GPU (a pair, a pair, one
+   alone), four tuned for a CPU (the five in one group); the CPU backend has no launches to
+   save. With multi 0 into *launches the launches of the last step. */
 static int adam_pairs_run(const t_env *e, int multi, float *out, uint64_t *launches) {
     static const int sizes[5] = {133, 19, 37, 5, 17};
     nn_context *ctx = e->ctx;

@@ -363,9 +363,8 @@ static nn_result nn__launch_adam_rule(nn_graph *g, int id) {
 }
 
 /* Pairs: two OPT_ADAM nodes that the schedule runs back to back, of float32 parameters and
-   the same clipping coefficient, are one launch of adam2 (opt_adam_pair on devices tuned as
-   CPUs: opt_adam_vec's 16 elements an item, the first parameter's items then the second's),
-   recorded by the second: each element's update is the same expression as adam's, so the
+   the same clipping coefficient, are one launch of adam2 (on devices tuned as CPUs groups of
+   up to six, opt_adam_multi: nn__adam_group below), recorded by the second: each element's update is the same expression as adam's, so the
    bits are too, and nothing runs between the two. In a run of such nodes the 1st and 2nd
    pair, the 3rd and 4th, ...; a last odd one launches alone. NN_OPT_MULTI=0 turns pairs off
    (tests/test_optim.c compares the two). On PoCL in a 2-core VM, where the runtime's work
@@ -382,7 +381,8 @@ static int nn__adam_pairable(const nn_graph *g, int a, int b) {
 
 /* node id's group: a run of pairable OPT_ADAM nodes back to back in the schedule is cut, from
    its start, into groups of 2 (adam2), or of NN__ADAM_GROUP on devices tuned as CPUs, where a
-   group of 3 or more is one launch of adam6 (opt_adam_multi; pairs stay opt_adam_pair): PoCL's
+   group of 2 or more is one launch of adam6 (opt_adam_multi: opt_adam_vec's 16 elements an item,
+   each parameter's items after the one's before): PoCL's
    work between two kernels is several microseconds, and the MLP's six parameters become one
    launch. Returns the group's size when id is its last node (id launches the group, whose
    first schedule position goes to *first), 0 when a later node of its group launches it, 1
@@ -417,8 +417,7 @@ static void nn__update_adam2(nn_graph *g, nn__launch *l) {
 static nn_result nn__launch_adam2(nn_graph *g, int a, int id) {
     nn__node *x = &g->nodes[a], *y = &g->nodes[id];
     int64_t n0 = g->nodes[x->in[0]].numel, n1 = g->nodes[y->in[0]].numel;
-    int cpu = g->ctx->dev.cpu_tuned; /* 16 elements an item */
-    NN__KSTART(adam2, "optim", cpu ? "opt_adam_pair" : "adam2", cpu ? (n0 + 15) / 16 + (n1 + 15) / 16 : n0 + n1);
+    NN__KSTART(adam2, "optim", "adam2", n0 + n1);
     l->update = nn__update_adam2;
     k.p = &g->nodes[x->in[0]].buf;
     k.grad = &g->nodes[x->in[1]].buf;
@@ -454,7 +453,7 @@ static void nn__update_adam6(nn_graph *g, nn__launch *l) {
     nn__kstep_adam6(l, &k);
 }
 
-/* the group of `count` (3 to 6) at schedule positions first.., recorded as its last node's launch */
+/* the group of `count` (2 to 6) at schedule positions first.., recorded as its last node's launch */
 static nn_result nn__launch_adam6(nn_graph *g, int first, int count) {
     int id = g->sched[first + count - 1], j, sizes[8], lrm[8], wd[8];
     int64_t items = 0;
@@ -506,8 +505,8 @@ static nn_result nn__launch_opt_adam(nn_graph *g, int id) {
     int first, count = nn__adam_group(g, id, &first);
     nn_result r;
     if (count == 0) return NN_OK; /* a later node launches its group */
+    if (count >= 2 && g->ctx->dev.cpu_tuned) return nn__launch_adam6(g, first, count);
     if (count == 2) return nn__launch_adam2(g, g->sched[first], id);
-    if (count > 2) return nn__launch_adam6(g, first, count);
     r = nn__launch_param_widen(g, id);
     if (r == NN_OK) r = nn__launch_adam_rule(g, id);
     return r == NN_OK ? nn__launch_param_round(g, id) : r;
