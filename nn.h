@@ -16337,6 +16337,9 @@ typedef struct nn__gemm_plan {
     size_t lws[3];        /* local size; lws[0]==0 means pass NULL (let the runtime choose) */
 } nn__gemm_plan;
 
+#ifndef NN__GEMM_ONE_ITEM_FLOPS
+#define NN__GEMM_ONE_ITEM_FLOPS 2e6 /* a CPU-tuned product below this many flops: one item */
+#endif
 #ifndef NN__GEMM_CPU_ITEMS
 #define NN__GEMM_CPU_ITEMS 16   /* items a CPU-tuned product aims at where the core count is unknown */
 #endif
@@ -16523,9 +16526,13 @@ static void nn__gemm_plan_make(const nn__device *dev, int transA, int transB, in
                                   nn__gemm_plan *p)
 {
     nn__gemm_cfg c;
-    (void)K;
     nn__gemm_config_dev(dev, &c);
     nn__gemm_cfg_plan(&c, transA, transB, M, N, p);
+    /* A tiny product on a CPU-tuned device in one item (its columns in turn: gemm.cl's
+       gemm_packed, the same bits): a CPU driver's second thread woke ~8 us into a launch on
+       the 2-core machine, so a product of a few microseconds' work split in items waited
+       for it or ran its items one after another anyway */
+    if (c.use_local == 2 && 2.0 * M * N * K < NN__GEMM_ONE_ITEM_FLOPS) p->gws[0] = p->gws[1] = 1;
 }
 
 /* Launch geometry for `batch` products of the batched kernels (see kernels/gemm.cl). */
@@ -20843,12 +20850,12 @@ static const char *const nn__cl_src_gemm[] = {
 "                        __global const NN__STORE_T *B, const int ldb,\n",
 "                        __global float *C, const int ldc,\n",
 "                        const float alpha, const float beta,\n",
-"                        __global const int *ra, const int rna, __global const int *rb, const int rnb)\n",
+"                        __global const int *ra, const int rna, __global const int *rb, const int rnb,\n",
+"                        const int n0)\n",
 "{\n",
 "    const int gm = (int)get_global_size(1);\n",
 "    const int rows = ((M + gm - 1) / gm + WPT_M - 1) / WPT_M * WPT_M;\n",
 "    const int m0 = (int)get_global_id(1) * rows;\n",
-"    const int n0 = (int)get_global_id(0) * TS_N;\n",
 "    const int m1 = min(m0 + rows, M), n1 = min(n0 + TS_N, N);\n",
 "    int k0, i0, j0, r, c, k;\n",
 "\n",
@@ -20927,21 +20934,31 @@ static const char *const nn__cl_src_gemm[] = {
 "    }\n",
 "}\n",
 "\n",
-"inline void gemm_packed(const int M, const int N, const int K,\n",
-"                        __global const NN__STORE_T *A, const int lda,\n",
-"                        __global const NN__STORE_T *B, const int ldb,\n",
-"                        __global float *C, const int ldc,\n",
-"                        const float alpha, const float beta,\n",
-"                        __local float *Bp, const int ta, const int tb,\n",
-"                        __global const int *ra, const int rna, __global const int *rb, const int rnb)\n",
+"/* The columns of C an item owns: a split of N over the grid's width in whole panels of TS_N\n",
+"   (one panel an item as the host plans products, all N in one item for the tiny ones) */\n",
+"inline int gemm_own_cols(const int N)\n",
+"{\n",
+"    const int gn = (int)get_global_size(0);\n",
+"    return ((N + gn - 1) / gn + TS_N - 1) / TS_N * TS_N;\n",
+"}\n",
+"\n",
+"/* One panel of the item's columns, [n0, n0 + TS_N) */\n",
+"inline void gemm_packed_panel(const int M, const int N, const int K,\n",
+"                              __global const NN__STORE_T *A, const int lda,\n",
+"                              __global const NN__STORE_T *B, const int ldb,\n",
+"                              __global float *C, const int ldc,\n",
+"                              const float alpha, const float beta,\n",
+"                              __local float *Bp, const int ta, const int tb,\n",
+"                              __global const int *ra, const int rna, __global const int *rb, const int rnb,\n",
+"                              const int n0)\n",
 "{\n",
 "    /* Rows per item are a runtime split of M over the grid height (whole\n",
 "     * micro-tiles), so the host can trade tile height for parallelism on\n",
-"     * small problems; columns per item are fixed at TS_N (the local panel). */\n",
+"     * small problems; columns are the item's panels of TS_N (the local panel)\n",
+"     * one after another (gemm_packed). */\n",
 "    const int gm = (int)get_global_size(1);\n",
 "    const int rows = ((M + gm - 1) / gm + WPT_M - 1) / WPT_M * WPT_M;\n",
 "    const int m0 = (int)get_global_id(1) * rows;\n",
-"    const int n0 = (int)get_global_id(0) * TS_N;\n",
 "    const int mv = min(rows, M - m0), nv = min(TS_N, N - n0);\n",
 "    const int mt = (mv + WPT_M - 1) / WPT_M, nt = (nv + WPT_N - 1) / WPT_N;\n",
 "    const size_t a_k = ta ? (size_t)lda : 1;   /* step of op(A) along k */\n",
@@ -20950,7 +20967,7 @@ static const char *const nn__cl_src_gemm[] = {
 "    if (mv <= 0 || nv <= 0)\n",
 "        return;\n",
 "    if (!ta && tb) {\n",
-"        gemm_nt_dot(M, N, K, A, lda, B, ldb, C, ldc, alpha, beta, ra, rna, rb, rnb);\n",
+"        gemm_nt_dot(M, N, K, A, lda, B, ldb, C, ldc, alpha, beta, ra, rna, rb, rnb, n0);\n",
 "        return;\n",
 "    }\n",
 "\n",
@@ -21076,15 +21093,32 @@ static const char *const nn__cl_src_gemm[] = {
 "    }\n",
 "}\n",
 "\n",
+"/* The item's panels in turn: each element of C has the same terms in the same order however\n",
+"   the columns are split, so the bits do not depend on the grid */\n",
+"inline void gemm_packed(const int M, const int N, const int K,\n",
+"                        __global const NN__STORE_T *A, const int lda,\n",
+"                        __global const NN__STORE_T *B, const int ldb,\n",
+"                        __global float *C, const int ldc,\n",
+"                        const float alpha, const float beta,\n",
+"                        __local float *Bp, const int ta, const int tb,\n",
+"                        __global const int *ra, const int rna, __global const int *rb, const int rnb)\n",
+"{\n",
+"    const int cols = gemm_own_cols(N), c0 = (int)get_global_id(0) * cols, c1 = min(c0 + cols, N);\n",
+"    int n0;\n",
+"    for (n0 = c0; n0 < c1; n0 += TS_N)\n",
+"        gemm_packed_panel(M, N, K, A, lda, B, ldb, C, ldc, alpha, beta, Bp, ta, tb, ra, rna, rb, rnb, n0);\n",
+"}\n",
+"\n",
 "#define GEMM_ATTR __attribute__((reqd_work_group_size(1, 1, 1)))\n",
 "#define GEMM_LOCALS __local float Bp[TS_K * TS_N];\n",
 "#define GEMM_CALL(a, b, c, ta, tb) gemm_packed(M, N, K, a, lda, b, ldb, c, ldc, alpha, beta, Bp, ta, tb, ra, rna, rb, rnb)\n",
-"/* an item's rows (gemm_packed's and gemm_nt_dot's split) and TS_N columns */\n",
+"/* an item's rows (gemm_packed's and gemm_nt_dot's split) and columns (gemm_own_cols) */\n",
 "#define GEMM_OWN_SETUP                                                                                      \\\n",
 "    const int own_rows = ((M + (int)get_global_size(1) - 1) / (int)get_global_size(1) + WPT_M - 1) / WPT_M * WPT_M, \\\n",
-"              own_i0 = (int)get_global_id(1) * own_rows, own_j0 = (int)get_global_id(0) * TS_N;\n",
+"              own_i0 = (int)get_global_id(1) * own_rows, own_cols = gemm_own_cols(N), \\\n",
+"              own_j0 = (int)get_global_id(0) * own_cols;\n",
 "#define GEMM_OWN_ROWS(r, c0, c1) \\\n",
-"    for (int r = own_i0, c0 = own_j0, c1 = min(own_j0 + TS_N, N); r < min(own_i0 + own_rows, M) && c0 < c1; r++)\n",
+"    for (int r = own_i0, c0 = own_j0, c1 = min(own_j0 + own_cols, N); r < min(own_i0 + own_rows, M) && c0 < c1; r++)\n",
 "\n",
 "#else /* USE_LOCAL == 1 */\n",
 "\n",
@@ -21507,7 +21541,7 @@ static const char *const nn__cl_src_gemm[] = {
 "}\n",
 "#endif\n",
 "#endif /* NN__ACTIVATION_H */\n",
-"#line 722 \"kernels/gemm.cl\"\n",
+"#line 749 \"kernels/gemm.cl\"\n",
 0 };
 
 /* ======================================================================
@@ -23738,21 +23772,28 @@ static const char *const nn__cl_src_optim[] = {
 "\n",
 "/* adam on devices tuned as CPUs: 16 elements an item in float16s, the clip factor read once\n",
 "   an item (the form above read it an element: PoCL made it a gather in every iteration and\n",
-"   masked the rest), the last item's tail one at a time; each element's arithmetic as above */\n",
+"   masked the rest), the last item's tail one at a time; each element's arithmetic as above.\n",
+"   The float16s are read and written through float16 pointers, which needs p + i (and the\n",
+"   others) 64-byte aligned: i is a multiple of 16, and every buffer and sub-buffer starts\n",
+"   CL_DEVICE_MEM_BASE_ADDR_ALIGN aligned, at least the size of a long16 (128 bytes; an int16,\n",
+"   64, in the embedded profile). PoCL 3.1 split each vstore16 into three stores (16, 16 and 32\n",
+"   bytes): 3% of the MLP benchmark's step (an alignment test beside them kept that cost). */\n",
 "inline void adam_vec16(int i, __global float *p, __global const float *grad, __global float *m, __global float *v,\n",
 "                       int n, float c, float lr, float b1, float b2, float eps, float wd, int decoupled, float bc1,\n",
 "                       float bc2, float cv) {\n",
 "    if (i + 16 <= n) {\n",
-"        float16 g = vload16(0, grad + i) * c, w = vload16(0, p + i);\n",
+"        __global float16 *p16 = (__global float16 *)(p + i), *m16 = (__global float16 *)(m + i);\n",
+"        __global float16 *v16 = (__global float16 *)(v + i);\n",
+"        float16 g = *(__global const float16 *)(grad + i) * c, w = *p16;\n",
 "        g = select(g, (float16)(-cv), g < -cv);\n",
 "        g = select(g, (float16)(cv), g > cv);\n",
 "        if (decoupled) w *= 1.0f - lr * wd;\n",
 "        else g += wd * w;\n",
-"        float16 mi = b1 * vload16(0, m + i) + (1.0f - b1) * g;\n",
-"        float16 vi = b2 * vload16(0, v + i) + (1.0f - b2) * g * g;\n",
-"        vstore16(mi, 0, m + i);\n",
-"        vstore16(vi, 0, v + i);\n",
-"        vstore16(w - (lr / bc1) * mi / (sqrt(vi) * rsqrt(bc2) + eps), 0, p + i);\n",
+"        float16 mi = b1 * *m16 + (1.0f - b1) * g;\n",
+"        float16 vi = b2 * *v16 + (1.0f - b2) * g * g;\n",
+"        *m16 = mi;\n",
+"        *v16 = vi;\n",
+"        *p16 = w - (lr / bc1) * mi / (sqrt(vi) * rsqrt(bc2) + eps);\n",
 "        return;\n",
 "    }\n",
 "    for (; i < n; i++) adam_one(i, p, grad, m, v, c, lr, b1, b2, eps, wd, decoupled, bc1, bc2, cv);\n",

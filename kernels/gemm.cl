@@ -311,12 +311,12 @@ inline void gemm_nt_dot(const int M, const int N, const int K,
                         __global const NN__STORE_T *B, const int ldb,
                         __global float *C, const int ldc,
                         const float alpha, const float beta,
-                        __global const int *ra, const int rna, __global const int *rb, const int rnb)
+                        __global const int *ra, const int rna, __global const int *rb, const int rnb,
+                        const int n0)
 {
     const int gm = (int)get_global_size(1);
     const int rows = ((M + gm - 1) / gm + WPT_M - 1) / WPT_M * WPT_M;
     const int m0 = (int)get_global_id(1) * rows;
-    const int n0 = (int)get_global_id(0) * TS_N;
     const int m1 = min(m0 + rows, M), n1 = min(n0 + TS_N, N);
     int k0, i0, j0, r, c, k;
 
@@ -395,21 +395,31 @@ inline void gemm_nt_dot(const int M, const int N, const int K,
     }
 }
 
-inline void gemm_packed(const int M, const int N, const int K,
-                        __global const NN__STORE_T *A, const int lda,
-                        __global const NN__STORE_T *B, const int ldb,
-                        __global float *C, const int ldc,
-                        const float alpha, const float beta,
-                        __local float *Bp, const int ta, const int tb,
-                        __global const int *ra, const int rna, __global const int *rb, const int rnb)
+/* The columns of C an item owns: a split of N over the grid's width in whole panels of TS_N
+   (one panel an item as the host plans products, all N in one item for the tiny ones) */
+inline int gemm_own_cols(const int N)
+{
+    const int gn = (int)get_global_size(0);
+    return ((N + gn - 1) / gn + TS_N - 1) / TS_N * TS_N;
+}
+
+/* One panel of the item's columns, [n0, n0 + TS_N) */
+inline void gemm_packed_panel(const int M, const int N, const int K,
+                              __global const NN__STORE_T *A, const int lda,
+                              __global const NN__STORE_T *B, const int ldb,
+                              __global float *C, const int ldc,
+                              const float alpha, const float beta,
+                              __local float *Bp, const int ta, const int tb,
+                              __global const int *ra, const int rna, __global const int *rb, const int rnb,
+                              const int n0)
 {
     /* Rows per item are a runtime split of M over the grid height (whole
      * micro-tiles), so the host can trade tile height for parallelism on
-     * small problems; columns per item are fixed at TS_N (the local panel). */
+     * small problems; columns are the item's panels of TS_N (the local panel)
+     * one after another (gemm_packed). */
     const int gm = (int)get_global_size(1);
     const int rows = ((M + gm - 1) / gm + WPT_M - 1) / WPT_M * WPT_M;
     const int m0 = (int)get_global_id(1) * rows;
-    const int n0 = (int)get_global_id(0) * TS_N;
     const int mv = min(rows, M - m0), nv = min(TS_N, N - n0);
     const int mt = (mv + WPT_M - 1) / WPT_M, nt = (nv + WPT_N - 1) / WPT_N;
     const size_t a_k = ta ? (size_t)lda : 1;   /* step of op(A) along k */
@@ -418,7 +428,7 @@ inline void gemm_packed(const int M, const int N, const int K,
     if (mv <= 0 || nv <= 0)
         return;
     if (!ta && tb) {
-        gemm_nt_dot(M, N, K, A, lda, B, ldb, C, ldc, alpha, beta, ra, rna, rb, rnb);
+        gemm_nt_dot(M, N, K, A, lda, B, ldb, C, ldc, alpha, beta, ra, rna, rb, rnb, n0);
         return;
     }
 
@@ -544,15 +554,32 @@ inline void gemm_packed(const int M, const int N, const int K,
     }
 }
 
+/* The item's panels in turn: each element of C has the same terms in the same order however
+   the columns are split, so the bits do not depend on the grid */
+inline void gemm_packed(const int M, const int N, const int K,
+                        __global const NN__STORE_T *A, const int lda,
+                        __global const NN__STORE_T *B, const int ldb,
+                        __global float *C, const int ldc,
+                        const float alpha, const float beta,
+                        __local float *Bp, const int ta, const int tb,
+                        __global const int *ra, const int rna, __global const int *rb, const int rnb)
+{
+    const int cols = gemm_own_cols(N), c0 = (int)get_global_id(0) * cols, c1 = min(c0 + cols, N);
+    int n0;
+    for (n0 = c0; n0 < c1; n0 += TS_N)
+        gemm_packed_panel(M, N, K, A, lda, B, ldb, C, ldc, alpha, beta, Bp, ta, tb, ra, rna, rb, rnb, n0);
+}
+
 #define GEMM_ATTR __attribute__((reqd_work_group_size(1, 1, 1)))
 #define GEMM_LOCALS __local float Bp[TS_K * TS_N];
 #define GEMM_CALL(a, b, c, ta, tb) gemm_packed(M, N, K, a, lda, b, ldb, c, ldc, alpha, beta, Bp, ta, tb, ra, rna, rb, rnb)
-/* an item's rows (gemm_packed's and gemm_nt_dot's split) and TS_N columns */
+/* an item's rows (gemm_packed's and gemm_nt_dot's split) and columns (gemm_own_cols) */
 #define GEMM_OWN_SETUP                                                                                      \
     const int own_rows = ((M + (int)get_global_size(1) - 1) / (int)get_global_size(1) + WPT_M - 1) / WPT_M * WPT_M, \
-              own_i0 = (int)get_global_id(1) * own_rows, own_j0 = (int)get_global_id(0) * TS_N;
+              own_i0 = (int)get_global_id(1) * own_rows, own_cols = gemm_own_cols(N), \
+              own_j0 = (int)get_global_id(0) * own_cols;
 #define GEMM_OWN_ROWS(r, c0, c1) \
-    for (int r = own_i0, c0 = own_j0, c1 = min(own_j0 + TS_N, N); r < min(own_i0 + own_rows, M) && c0 < c1; r++)
+    for (int r = own_i0, c0 = own_j0, c1 = min(own_j0 + own_cols, N); r < min(own_i0 + own_rows, M) && c0 < c1; r++)
 
 #else /* USE_LOCAL == 1 */
 

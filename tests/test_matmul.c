@@ -333,6 +333,22 @@ static void matmul_cases(const t_env *e) {
                 in_f(&s, tb ? nn_shape2(N, K) : nn_shape2(K, N));
                 check_case(e, &s);
             }
+    /* Above the size CPU-tuned devices run in one item (2 MFLOP: NN__GEMM_ONE_ITEM_FLOPS in
+       src/opencl/gemm_plan.c; the cases above all run there in one): 3 x 3 items, edge tiles
+       on both sides */
+    for (ta = 0; ta < 2; ta++)
+        for (tb = 0; tb < 2; tb++) {
+            const int M = 67, N = 131, K = 129;
+            spec s;
+            snprintf(name, sizeof name, "matmul%s%s M=%d N=%d K=%d", ta ? " A^T" : "", tb ? " B^T" : "", M, N, K);
+            s = mk(name, b_mm, t_ref_matmul, nn_shape2(M, N));
+            s.ta = ta;
+            s.tb = tb;
+            s.dirs = 1;
+            in_f(&s, ta ? nn_shape2(K, M) : nn_shape2(M, K));
+            in_f(&s, tb ? nn_shape2(N, K) : nn_shape2(K, N));
+            check_case(e, &s);
+        }
     {   /* K past the CPU devices' NT blocks (gemm_nt_dot: 1,024 a block): two whole blocks and a tail */
         spec s = mk("matmul B^T M=5 N=7 K=2100", b_mm, t_ref_matmul, nn_shape2(5, 7));
         s.tb = 1;

@@ -16,6 +16,9 @@ typedef struct nn__gemm_plan {
     size_t lws[3];        /* local size; lws[0]==0 means pass NULL (let the runtime choose) */
 } nn__gemm_plan;
 
+#ifndef NN__GEMM_ONE_ITEM_FLOPS
+#define NN__GEMM_ONE_ITEM_FLOPS 2e6 /* a CPU-tuned product below this many flops: one item */
+#endif
 #ifndef NN__GEMM_CPU_ITEMS
 #define NN__GEMM_CPU_ITEMS 16   /* items a CPU-tuned product aims at where the core count is unknown */
 #endif
@@ -202,9 +205,13 @@ static void nn__gemm_plan_make(const nn__device *dev, int transA, int transB, in
                                   nn__gemm_plan *p)
 {
     nn__gemm_cfg c;
-    (void)K;
     nn__gemm_config_dev(dev, &c);
     nn__gemm_cfg_plan(&c, transA, transB, M, N, p);
+    /* A tiny product on a CPU-tuned device in one item (its columns in turn: gemm.cl's
+       gemm_packed, the same bits): a CPU driver's second thread woke ~8 us into a launch on
+       the 2-core machine, so a product of a few microseconds' work split in items waited
+       for it or ran its items one after another anyway */
+    if (c.use_local == 2 && 2.0 * M * N * K < NN__GEMM_ONE_ITEM_FLOPS) p->gws[0] = p->gws[1] = 1;
 }
 
 /* Launch geometry for `batch` products of the batched kernels (see kernels/gemm.cl). */
