@@ -4749,6 +4749,23 @@ inline void nn_xent_grad_row(__global const float *xr, __global float *dxr, int 
     for (int c = 0; c < C; c++) dxr[c] = g * (exp(xr[c] - m) / s - (c == t ? 1.0f : 0.0f));
 }
 
+/* nn_xent_row's value and nn_xent_grad_row's gradient of row xr at a label t in [0, C), with
+   each exp(xr[c] - m) computed once (kept in dxr until the gradient replaces it): the same
+   terms in the same order, so the bits of the two (kernels/reduce.cl's xent_tail in one group;
+   PoCL calls a scalar exp for each, 30 a row apart, 10 here) */
+inline float nn_xent_row_grad(__global const float *xr, __global float *dxr, int t, int C, float g) {
+#pragma OPENCL FP_CONTRACT OFF
+    float m = xr[0], s = 0.0f;
+    for (int c = 1; c < C; c++) m = fmax(m, xr[c]);
+    for (int c = 0; c < C; c++) {
+        const float e = exp(xr[c] - m);
+        dxr[c] = e;
+        s += e;
+    }
+    for (int c = 0; c < C; c++) dxr[c] = g * (dxr[c] / s - (c == t ? 1.0f : 0.0f));
+    return log(s) + m - xr[t];
+}
+
 /* Row b's label: label[b], or with labels by index (ln > 0: a gather of rows folded in, src/ops/
    fuse.c's nn__fuse_gather_labels) label[lidx[b]] of ln, 0 for an index outside [0, ln) as the
    gather's */
@@ -22173,6 +22190,23 @@ static const char *const nn__cl_src_loss[] = {
 "    for (int c = 0; c < C; c++) dxr[c] = g * (exp(xr[c] - m) / s - (c == t ? 1.0f : 0.0f));\n",
 "}\n",
 "\n",
+"/* nn_xent_row's value and nn_xent_grad_row's gradient of row xr at a label t in [0, C), with\n",
+"   each exp(xr[c] - m) computed once (kept in dxr until the gradient replaces it): the same\n",
+"   terms in the same order, so the bits of the two (kernels/reduce.cl's xent_tail in one group;\n",
+"   PoCL calls a scalar exp for each, 30 a row apart, 10 here) */\n",
+"inline float nn_xent_row_grad(__global const float *xr, __global float *dxr, int t, int C, float g) {\n",
+"#pragma OPENCL FP_CONTRACT OFF\n",
+"    float m = xr[0], s = 0.0f;\n",
+"    for (int c = 1; c < C; c++) m = fmax(m, xr[c]);\n",
+"    for (int c = 0; c < C; c++) {\n",
+"        const float e = exp(xr[c] - m);\n",
+"        dxr[c] = e;\n",
+"        s += e;\n",
+"    }\n",
+"    for (int c = 0; c < C; c++) dxr[c] = g * (dxr[c] / s - (c == t ? 1.0f : 0.0f));\n",
+"    return log(s) + m - xr[t];\n",
+"}\n",
+"\n",
 "/* Row b's label: label[b], or with labels by index (ln > 0: a gather of rows folded in, src/ops/\n",
 "   fuse.c's nn__fuse_gather_labels) label[lidx[b]] of ln, 0 for an index outside [0, ln) as the\n",
 "   gather's */\n",
@@ -25827,11 +25861,11 @@ static const char *const nn__cl_src_reduce[] = {
 "    P(iin, lidx) P(int, ln) P(lfloat, tmp)\n",
 "NN__KSIG(rows_sum)\n",
 "/* rows_sum's xent_sum, correct_sum's (y2 .. scale2, where has_correct) and xent_backward's\n",
-"   (dx: the gradient, factor dloss[0] * dscale) in one launch */\n",
+"   (dx: the gradient, factor dloss[0] * dscale, where has_grad) in one launch */\n",
 "#define NN__KARGS_xent_tail(F, P)                                                                                     \\\n",
 "    F(in, x) P(iin, label) P(iin, lidx) P(int, ln) P(out, y) P(out, acc) P(int, has_acc) P(float, scale) P(iout, bad) \\\n",
 "    P(int, slot) P(int, has_correct) P(out, y2) P(out, acc2) P(int, has_acc2) P(float, scale2) P(in, dloss)         \\\n",
-"    P(out, dx) P(float, dscale) P(int, B) P(int, C) P(lfloat, tmp)\n",
+"    P(out, dx) P(float, dscale) P(int, has_grad) P(int, B) P(int, C) P(lfloat, tmp)\n",
 "NN__KSIG(xent_tail)\n",
 "#define NN__KARGS_grad_sumsq(F, P) F(in, g) P(in, prev) P(out, y) P(int, n) P(int, has_prev) P(lfloat, tmp)\n",
 "NN__KSIG(grad_sumsq)\n",
@@ -25936,6 +25970,23 @@ static const char *const nn__cl_src_reduce[] = {
 "    for (int c = 1; c < C; c++) m = fmax(m, xr[c]);\n",
 "    for (int c = 0; c < C; c++) s += exp(xr[c] - m);\n",
 "    for (int c = 0; c < C; c++) dxr[c] = g * (exp(xr[c] - m) / s - (c == t ? 1.0f : 0.0f));\n",
+"}\n",
+"\n",
+"/* nn_xent_row's value and nn_xent_grad_row's gradient of row xr at a label t in [0, C), with\n",
+"   each exp(xr[c] - m) computed once (kept in dxr until the gradient replaces it): the same\n",
+"   terms in the same order, so the bits of the two (kernels/reduce.cl's xent_tail in one group;\n",
+"   PoCL calls a scalar exp for each, 30 a row apart, 10 here) */\n",
+"inline float nn_xent_row_grad(__global const float *xr, __global float *dxr, int t, int C, float g) {\n",
+"#pragma OPENCL FP_CONTRACT OFF\n",
+"    float m = xr[0], s = 0.0f;\n",
+"    for (int c = 1; c < C; c++) m = fmax(m, xr[c]);\n",
+"    for (int c = 0; c < C; c++) {\n",
+"        const float e = exp(xr[c] - m);\n",
+"        dxr[c] = e;\n",
+"        s += e;\n",
+"    }\n",
+"    for (int c = 0; c < C; c++) dxr[c] = g * (dxr[c] / s - (c == t ? 1.0f : 0.0f));\n",
+"    return log(s) + m - xr[t];\n",
 "}\n",
 "\n",
 "/* Row b's label: label[b], or with labels by index (ln > 0: a gather of rows folded in, src/ops/\n",
@@ -26346,27 +26397,57 @@ static const char *const nn__cl_src_reduce[] = {
 "    if (get_local_id(0) == 0) sum_store(y, acc, has_acc, s, scale);\n",
 "}\n",
 "\n",
-"/* Softmax cross-entropy's tail in one launch (src/ops/fuse.c's nn__fuse_xent_tail): group 0\n",
-"   is xent_sum, group 1 correct_sum (the accuracy's mean of the same rows) where has_correct,\n",
-"   the others xent_backward's rows, a work-item each, the gradient's factor dloss[0] * dscale\n",
-"   (a mean's of the seed 1). Each part the bits of its own kernel (the sums' groups of the\n",
-"   same size, the same terms in the same tree). Every group runs the tree, so its barriers are\n",
-"   outside the branches (PoCL loops forever on a barrier under one, uniform or not). */\n",
+"/* Softmax cross-entropy's tail in one launch (src/ops/fuse.c's nn__fuse_xent_tail). In groups\n",
+"   (GPUs): group 0 is xent_sum, group 1 correct_sum (the accuracy's mean of the same rows)\n",
+"   where has_correct, the others xent_backward's rows, a work-item each, the gradient's factor\n",
+"   dloss[0] * dscale (a mean's of the seed 1). In one group (devices tuned as CPUs, small\n",
+"   batches: src/ops/reduce/all.c): each work-item its rows of all three, a label read once a\n",
+"   row, then the two trees: in three groups PoCL's second thread, woken late, held up a launch\n",
+"   of microseconds' work and each group read every label again. Each part the bits of its own\n",
+"   kernel either way (the sums' groups of the same size, the same terms in the same tree).\n",
+"   Every group runs both trees, so the barriers are outside the branches (PoCL loops forever\n",
+"   on a barrier under one, uniform or not). */\n",
 "__kernel void xent_tail(NN__KPARAMS(xent_tail)) {\n",
-"    const int grp = get_group_id(0), part = grp == 0 ? 0 : grp == 1 && has_correct ? 1 : 2;\n",
-"    float s = 0.0f;\n",
+"    const int grp = get_group_id(0), one = get_num_groups(0) == 1;\n",
+"    const int part = one ? 3 : grp == 0 ? 0 : grp == 1 && has_correct ? 1 : 2;\n",
+"    float s = 0.0f, s2 = 0.0f;\n",
+"    /* one group: the rows in turns of a row an item, each turn's labels read into tmp first\n",
+"       (before a barrier, so that PoCL reads them in a loop of their own: in the loop over\n",
+"       rows, each label's miss waited for the row before it); only the item reads its slot */\n",
+"    for (int b0 = 0; b0 < (part == 3 ? B : 0); b0 += (int)get_local_size(0)) {\n",
+"        const int l = get_local_id(0), b = b0 + l;\n",
+"        tmp[l] = as_float(b < B ? nn_label_at(label, lidx, ln, b) : 0);\n",
+"        barrier(CLK_LOCAL_MEM_FENCE);\n",
+"        if (b < B) {\n",
+"            const int t = as_int(tmp[l]);\n",
+"            float v = 0.0f;\n",
+"            if (t < 0 || t >= C) {\n",
+"                atomic_inc(bad + slot);\n",
+"                if (has_grad) nn_xent_grad_row(x + (size_t)b * C, dx + (size_t)b * C, t, C, dloss[0] * dscale);\n",
+"            } else if (has_grad) {\n",
+"                v = nn_xent_row_grad(x + (size_t)b * C, dx + (size_t)b * C, t, C, dloss[0] * dscale);\n",
+"            } else {\n",
+"                v = nn_xent_row(x + (size_t)b * C, t, C);\n",
+"            }\n",
+"            s += v;\n",
+"            if (has_correct) s2 += nn_argmax_row(x + (size_t)b * C, C) == t ? 1.0f : 0.0f;\n",
+"        }\n",
+"        barrier(CLK_LOCAL_MEM_FENCE);\n",
+"    }\n",
 "    if (part == 0) {\n",
 "        s = xent_rows_part(x, label, lidx, ln, bad, slot, B, C);\n",
 "    } else if (part == 1) {\n",
-"        s = correct_rows_part(x, label, lidx, ln, B, C);\n",
-"    } else {\n",
+"        s2 = correct_rows_part(x, label, lidx, ln, B, C);\n",
+"    } else if (part == 2) {\n",
 "        const int b = (grp - 1 - has_correct) * (int)get_local_size(0) + (int)get_local_id(0);\n",
 "        if (b < B)\n",
 "            nn_xent_grad_row(x + (size_t)b * C, dx + (size_t)b * C, nn_label_at(label, lidx, ln, b), C, dloss[0] * dscale);\n",
 "    }\n",
 "    s = nn_tree(tmp, s);\n",
-"    if (get_local_id(0) == 0 && part == 0) sum_store(y, acc, has_acc, s, scale);\n",
-"    if (get_local_id(0) == 0 && part == 1) sum_store(y2, acc2, has_acc2, s, scale2);\n",
+"    if (get_local_id(0) == 0 && (part == 0 || part == 3)) sum_store(y, acc, has_acc, s, scale);\n",
+"    barrier(CLK_LOCAL_MEM_FENCE); /* every item has read tmp[0] before the second tree writes it */\n",
+"    s2 = nn_tree(tmp, s2);\n",
+"    if (get_local_id(0) == 0 && (part == 1 || (part == 3 && has_correct))) sum_store(y2, acc2, has_acc2, s2, scale2);\n",
 "}\n",
 0 };
 
@@ -36226,11 +36307,11 @@ NN__KSIG(sum_all)
     P(iin, lidx) P(int, ln) P(lfloat, tmp)
 NN__KSIG(rows_sum)
 /* rows_sum's xent_sum, correct_sum's (y2 .. scale2, where has_correct) and xent_backward's
-   (dx: the gradient, factor dloss[0] * dscale) in one launch */
+   (dx: the gradient, factor dloss[0] * dscale, where has_grad) in one launch */
 #define NN__KARGS_xent_tail(F, P)                                                                                     \
     F(in, x) P(iin, label) P(iin, lidx) P(int, ln) P(out, y) P(out, acc) P(int, has_acc) P(float, scale) P(iout, bad) \
     P(int, slot) P(int, has_correct) P(out, y2) P(out, acc2) P(int, has_acc2) P(float, scale2) P(in, dloss)         \
-    P(out, dx) P(float, dscale) P(int, B) P(int, C) P(lfloat, tmp)
+    P(out, dx) P(float, dscale) P(int, has_grad) P(int, B) P(int, C) P(lfloat, tmp)
 NN__KSIG(xent_tail)
 #define NN__KARGS_grad_sumsq(F, P) F(in, g) P(in, prev) P(out, y) P(int, n) P(int, has_prev) P(lfloat, tmp)
 NN__KSIG(grad_sumsq)
@@ -38914,6 +38995,10 @@ static nn_result nn__cpu_expand_scalar(nn_graph *g, nn__node *n) {
 /* The one-group sum with the rows' op it sums folded in (src/ops/fuse.c's nn__fuse_tails:
    the op, softmax cross-entropy's rows or accuracy's, is not launched), and its value's
    accumulate (a.reduce.acc) */
+/* the most logits whose tail a device tuned as a CPU runs in one work-group */
+#ifndef NN__XENT_TAIL_ONE
+#define NN__XENT_TAIL_ONE 65536
+#endif
 /* softmax cross-entropy's mean n (of rows p) with the accuracy's mean and the logits'
    gradient its launch makes too (src/ops/fuse.c's nn__fuse_xent_tail: a.reduce.tail_correct,
    tail_grad) */
@@ -38922,7 +39007,9 @@ static nn_result nn__launch_xent_tail(nn_graph *g, int id, const nn__node *p, co
     const nn__node *c = n->a.reduce.tail_correct > 0 ? &g->nodes[n->a.reduce.tail_correct] : NULL;
     const nn__node *d = n->a.reduce.tail_grad > 0 ? &g->nodes[n->a.reduce.tail_grad] : NULL;
     int B = (int)x->shape.dim[0];
-    size_t groups = 1 + (c != NULL) + (d ? ((size_t)B + wg - 1) / wg : 0);
+    /* devices tuned as CPUs: one group where the logits are few (kernels/reduce.cl says why) */
+    int one = g->ctx->dev.cpu_tuned && x->numel <= NN__XENT_TAIL_ONE;
+    size_t groups = one ? 1 : 1 + (c != NULL) + (d ? ((size_t)B + wg - 1) / wg : 0);
     NN__KWITH(xent_tail, nn__launch_groups(g, id, "reduce", "xent_tail", groups, wg, &l));
     k.x = &x->buf;
     nn__rows_operand(g, p->in[1], &k.label, &k.lidx, &k.ln);
@@ -38940,6 +39027,7 @@ static nn_result nn__launch_xent_tail(nn_graph *g, int id, const nn__node *p, co
     k.dloss = &g->one;
     k.dx = d ? &d->buf : &n->buf;
     k.dscale = d ? g->nodes[d->in[2]].a.reduce.scale : 1.0f; /* the folded expand's factor */
+    k.has_grad = d != NULL;
     k.B = B;
     k.C = (int)x->shape.dim[1];
     k.tmp = wg * 4;

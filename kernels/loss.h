@@ -66,6 +66,23 @@ inline void nn_xent_grad_row(__global const float *xr, __global float *dxr, int 
     for (int c = 0; c < C; c++) dxr[c] = g * (exp(xr[c] - m) / s - (c == t ? 1.0f : 0.0f));
 }
 
+/* nn_xent_row's value and nn_xent_grad_row's gradient of row xr at a label t in [0, C), with
+   each exp(xr[c] - m) computed once (kept in dxr until the gradient replaces it): the same
+   terms in the same order, so the bits of the two (kernels/reduce.cl's xent_tail in one group;
+   PoCL calls a scalar exp for each, 30 a row apart, 10 here) */
+inline float nn_xent_row_grad(__global const float *xr, __global float *dxr, int t, int C, float g) {
+#pragma OPENCL FP_CONTRACT OFF
+    float m = xr[0], s = 0.0f;
+    for (int c = 1; c < C; c++) m = fmax(m, xr[c]);
+    for (int c = 0; c < C; c++) {
+        const float e = exp(xr[c] - m);
+        dxr[c] = e;
+        s += e;
+    }
+    for (int c = 0; c < C; c++) dxr[c] = g * (dxr[c] / s - (c == t ? 1.0f : 0.0f));
+    return log(s) + m - xr[t];
+}
+
 /* Row b's label: label[b], or with labels by index (ln > 0: a gather of rows folded in, src/ops/
    fuse.c's nn__fuse_gather_labels) label[lidx[b]] of ln, 0 for an index outside [0, ln) as the
    gather's */

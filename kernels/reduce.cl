@@ -396,25 +396,55 @@ __kernel void correct_sum(NN__KPARAMS(rows_sum)) {
     if (get_local_id(0) == 0) sum_store(y, acc, has_acc, s, scale);
 }
 
-/* Softmax cross-entropy's tail in one launch (src/ops/fuse.c's nn__fuse_xent_tail): group 0
-   is xent_sum, group 1 correct_sum (the accuracy's mean of the same rows) where has_correct,
-   the others xent_backward's rows, a work-item each, the gradient's factor dloss[0] * dscale
-   (a mean's of the seed 1). Each part the bits of its own kernel (the sums' groups of the
-   same size, the same terms in the same tree). Every group runs the tree, so its barriers are
-   outside the branches (PoCL loops forever on a barrier under one, uniform or not). */
+/* Softmax cross-entropy's tail in one launch (src/ops/fuse.c's nn__fuse_xent_tail). In groups
+   (GPUs): group 0 is xent_sum, group 1 correct_sum (the accuracy's mean of the same rows)
+   where has_correct, the others xent_backward's rows, a work-item each, the gradient's factor
+   dloss[0] * dscale (a mean's of the seed 1). In one group (devices tuned as CPUs, small
+   batches: src/ops/reduce/all.c): each work-item its rows of all three, a label read once a
+   row, then the two trees: in three groups PoCL's second thread, woken late, held up a launch
+   of microseconds' work and each group read every label again. Each part the bits of its own
+   kernel either way (the sums' groups of the same size, the same terms in the same tree).
+   Every group runs both trees, so the barriers are outside the branches (PoCL loops forever
+   on a barrier under one, uniform or not). */
 __kernel void xent_tail(NN__KPARAMS(xent_tail)) {
-    const int grp = get_group_id(0), part = grp == 0 ? 0 : grp == 1 && has_correct ? 1 : 2;
-    float s = 0.0f;
+    const int grp = get_group_id(0), one = get_num_groups(0) == 1;
+    const int part = one ? 3 : grp == 0 ? 0 : grp == 1 && has_correct ? 1 : 2;
+    float s = 0.0f, s2 = 0.0f;
+    /* one group: the rows in turns of a row an item, each turn's labels read into tmp first
+       (before a barrier, so that PoCL reads them in a loop of their own: in the loop over
+       rows, each label's miss waited for the row before it); only the item reads its slot */
+    for (int b0 = 0; b0 < (part == 3 ? B : 0); b0 += (int)get_local_size(0)) {
+        const int l = get_local_id(0), b = b0 + l;
+        tmp[l] = as_float(b < B ? nn_label_at(label, lidx, ln, b) : 0);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (b < B) {
+            const int t = as_int(tmp[l]);
+            float v = 0.0f;
+            if (t < 0 || t >= C) {
+                atomic_inc(bad + slot);
+                if (has_grad) nn_xent_grad_row(x + (size_t)b * C, dx + (size_t)b * C, t, C, dloss[0] * dscale);
+            } else if (has_grad) {
+                v = nn_xent_row_grad(x + (size_t)b * C, dx + (size_t)b * C, t, C, dloss[0] * dscale);
+            } else {
+                v = nn_xent_row(x + (size_t)b * C, t, C);
+            }
+            s += v;
+            if (has_correct) s2 += nn_argmax_row(x + (size_t)b * C, C) == t ? 1.0f : 0.0f;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
     if (part == 0) {
         s = xent_rows_part(x, label, lidx, ln, bad, slot, B, C);
     } else if (part == 1) {
-        s = correct_rows_part(x, label, lidx, ln, B, C);
-    } else {
+        s2 = correct_rows_part(x, label, lidx, ln, B, C);
+    } else if (part == 2) {
         const int b = (grp - 1 - has_correct) * (int)get_local_size(0) + (int)get_local_id(0);
         if (b < B)
             nn_xent_grad_row(x + (size_t)b * C, dx + (size_t)b * C, nn_label_at(label, lidx, ln, b), C, dloss[0] * dscale);
     }
     s = nn_tree(tmp, s);
-    if (get_local_id(0) == 0 && part == 0) sum_store(y, acc, has_acc, s, scale);
-    if (get_local_id(0) == 0 && part == 1) sum_store(y2, acc2, has_acc2, s, scale2);
+    if (get_local_id(0) == 0 && (part == 0 || part == 3)) sum_store(y, acc, has_acc, s, scale);
+    barrier(CLK_LOCAL_MEM_FENCE); /* every item has read tmp[0] before the second tree writes it */
+    s2 = nn_tree(tmp, s2);
+    if (get_local_id(0) == 0 && (part == 1 || (part == 3 && has_correct))) sum_store(y2, acc2, has_acc2, s2, scale2);
 }

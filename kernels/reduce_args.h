@@ -15,11 +15,11 @@ NN__KSIG(sum_all)
     P(iin, lidx) P(int, ln) P(lfloat, tmp)
 NN__KSIG(rows_sum)
 /* rows_sum's xent_sum, correct_sum's (y2 .. scale2, where has_correct) and xent_backward's
-   (dx: the gradient, factor dloss[0] * dscale) in one launch */
+   (dx: the gradient, factor dloss[0] * dscale, where has_grad) in one launch */
 #define NN__KARGS_xent_tail(F, P)                                                                                     \
     F(in, x) P(iin, label) P(iin, lidx) P(int, ln) P(out, y) P(out, acc) P(int, has_acc) P(float, scale) P(iout, bad) \
     P(int, slot) P(int, has_correct) P(out, y2) P(out, acc2) P(int, has_acc2) P(float, scale2) P(in, dloss)         \
-    P(out, dx) P(float, dscale) P(int, B) P(int, C) P(lfloat, tmp)
+    P(out, dx) P(float, dscale) P(int, has_grad) P(int, B) P(int, C) P(lfloat, tmp)
 NN__KSIG(xent_tail)
 #define NN__KARGS_grad_sumsq(F, P) F(in, g) P(in, prev) P(out, y) P(int, n) P(int, has_prev) P(lfloat, tmp)
 NN__KSIG(grad_sumsq)

@@ -302,7 +302,84 @@ static void check_chain_values(const t_env *e) {
     t_end();
 }
 
+/* Labels outside [0, C) in a training step whose loss, accuracy and logits' gradient run as
+   the loss's tail (on a device one launch, xent_tail; tuned as a CPU one work-group, here
+   two turns of its rows): counted and reported at the next read, their rows' gradient zero
+   (a step with good labels first, so a gradient row left unwritten would move them), the
+   others' (softmax - onehot) / B against doubles, and fused and unfused the same bits. */
+static void check_tail_bad_labels(const t_env *e) {
+    enum { B = 300, C = 5 };
+    static float z0[B * C], z1[2][B * C], zs[2][B * C];
+    int32_t y[B], y1[B];
+    int b, c, fuse, ok = 1;
+    if (!t_begin(e, "fuse: labels outside [0, C) in the loss's tail: counted, their gradient zero, fused and unfused bits"))
+        return;
+    t_seed(17);
+    for (b = 0; b < B * C; b++) z0[b] = (float)t_uniform(-2, 2);
+    for (b = 0; b < B; b++) y[b] = b % 97 == 5 ? C + b % 3 : b % 89 == 7 ? -1 - b % 2 : t_randint(C);
+    for (b = 0; b < B; b++) y1[b] = t_randint(C);
+    for (fuse = 0; fuse < 2 && ok; fuse++) {
+        const char *old = getenv("NN_FUSE");
+        char *saved = old ? strdup(old) : NULL;
+        nn_graph *g = NULL;
+        nn_compile_desc cd;
+        nn_init init;
+        nn_tensor z, yt, loss;
+        float v;
+        memset(&init, 0, sizeof init);
+        init.kind = NN_INIT_ZEROS;
+        memset(&cd, 0, sizeof cd);
+        ok = T_OK(nn_graph_create(e->ctx, NULL, &g), e->ctx);
+        if (ok) {
+            z = nn_param(g, "z", nn_shape2(B, C), init);
+            yt = nn_input(g, "y", NN_I32, nn_shape1(B));
+            loss = nn_softmax_cross_entropy(g, z, yt);
+            nn_accumulate(g, loss);
+            nn_accumulate(g, nn_accuracy(g, z, yt));
+            cd.loss = loss;
+            cd.optimizer.kind = NN_OPT_SGD;
+            cd.optimizer.lr = 1.0f;
+            if (fuse) unsetenv("NN_FUSE");
+            else setenv("NN_FUSE", "0", 1);
+            ok = T_OK(nn_graph_compile(g, &cd), e->ctx);
+            if (saved) setenv("NN_FUSE", saved, 1);
+            else unsetenv("NN_FUSE");
+        }
+        free(saved);
+        if (ok && fuse && e->opencl) ok = T_CHECK(t_graph_launches(g, "xent_tail") == 1, "no xent_tail");
+        ok = ok && T_OK(nn_tensor_write(g, z, z0, sizeof z0), e->ctx) && T_OK(nn_tensor_write(g, yt, y1, sizeof y1), e->ctx) &&
+             T_OK(nn_graph_step(g), e->ctx) && T_OK(nn_tensor_read(g, z, z1[fuse], sizeof z1[fuse]), e->ctx) &&
+             T_OK(nn_tensor_write(g, yt, y, sizeof y), e->ctx) && T_OK(nn_graph_step(g), e->ctx);
+        ok = ok && T_CHECK(nn_tensor_read(g, loss, &v, 4) == NN_ERR_INVALID_ARGUMENT &&
+                               strstr(nn_context_last_error(e->ctx), "nn_softmax_cross_entropy") &&
+                               strstr(nn_context_last_error(e->ctx), "labels outside [0, C)"),
+                           "a read after bad labels: \"%s\"", nn_context_last_error(e->ctx));
+        ok = ok && T_OK(nn_tensor_read(g, z, zs[fuse], sizeof zs[fuse]), e->ctx);
+        nn_graph_destroy(g);
+    }
+    if (ok) {
+        double worst = 0;
+        for (b = 0; b < B; b++) {
+            const float *r = z1[1] + b * C;
+            double m = r[0], s = 0;
+            for (c = 1; c < C; c++) m = fmax(m, r[c]);
+            for (c = 0; c < C; c++) s += exp(r[c] - m);
+            for (c = 0; c < C; c++) {
+                double gr = y[b] >= 0 && y[b] < C ? (exp(r[c] - m) / s - (c == y[b])) / B : 0.0, want = r[c] - gr;
+                double err = fabs(zs[1][b * C + c] - want) / (1e-3 + fabs(gr));
+                if (y[b] < 0 || y[b] >= C) err = zs[1][b * C + c] == r[c] ? 0 : 1;
+                if (err > worst) worst = err;
+            }
+        }
+        T_CHECK(worst < 1e-4, "the step's rows against doubles: error %g (a bad label's row must not move)", worst);
+        T_CHECK(memcmp(z1[0], z1[1], sizeof z1[0]) == 0 && memcmp(zs[0], zs[1], sizeof zs[0]) == 0,
+                "fused and unfused steps differ");
+    }
+    t_end();
+}
+
 void suite_fuse(const t_env *e) {
+    check_tail_bad_labels(e);
     check_chain_values(e);
     check_same(e, "fuse: a chain of every form, fused and unfused bits", 2);
     check_same(e, "fuse: MLP training, fused and unfused bits, launches a step", 0);

@@ -119,6 +119,10 @@ static nn_result nn__cpu_expand_scalar(nn_graph *g, nn__node *n) {
 /* The one-group sum with the rows' op it sums folded in (src/ops/fuse.c's nn__fuse_tails:
    the op, softmax cross-entropy's rows or accuracy's, is not launched), and its value's
    accumulate (a.reduce.acc) */
+/* the most logits whose tail a device tuned as a CPU runs in one work-group */
+#ifndef NN__XENT_TAIL_ONE
+#define NN__XENT_TAIL_ONE 65536
+#endif
 /* softmax cross-entropy's mean n (of rows p) with the accuracy's mean and the logits'
    gradient its launch makes too (src/ops/fuse.c's nn__fuse_xent_tail: a.reduce.tail_correct,
    tail_grad) */
@@ -127,7 +131,9 @@ static nn_result nn__launch_xent_tail(nn_graph *g, int id, const nn__node *p, co
     const nn__node *c = n->a.reduce.tail_correct > 0 ? &g->nodes[n->a.reduce.tail_correct] : NULL;
     const nn__node *d = n->a.reduce.tail_grad > 0 ? &g->nodes[n->a.reduce.tail_grad] : NULL;
     int B = (int)x->shape.dim[0];
-    size_t groups = 1 + (c != NULL) + (d ? ((size_t)B + wg - 1) / wg : 0);
+    /* devices tuned as CPUs: one group where the logits are few (kernels/reduce.cl says why) */
+    int one = g->ctx->dev.cpu_tuned && x->numel <= NN__XENT_TAIL_ONE;
+    size_t groups = one ? 1 : 1 + (c != NULL) + (d ? ((size_t)B + wg - 1) / wg : 0);
     NN__KWITH(xent_tail, nn__launch_groups(g, id, "reduce", "xent_tail", groups, wg, &l));
     k.x = &x->buf;
     nn__rows_operand(g, p->in[1], &k.label, &k.lidx, &k.ln);
@@ -145,6 +151,7 @@ static nn_result nn__launch_xent_tail(nn_graph *g, int id, const nn__node *p, co
     k.dloss = &g->one;
     k.dx = d ? &d->buf : &n->buf;
     k.dscale = d ? g->nodes[d->in[2]].a.reduce.scale : 1.0f; /* the folded expand's factor */
+    k.has_grad = d != NULL;
     k.B = B;
     k.C = (int)x->shape.dim[1];
     k.tmp = wg * 4;
