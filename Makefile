@@ -127,6 +127,17 @@ demo: examples/fashion_mnist_mlp
 bench/nn_bench: bench/nn_bench.c nn.h
 	$(CC) $(CFLAGS) -I. -o $@ $< $(LIBS)
 
+# Two builds of nn.h side by side in one process, the MLP's or the CNN's step alternating
+# (bench/ab_step.c): `make bench/ab_step AB_A=/old/tree/nn.h` (AB_B defaults to this nn.h),
+# then `./bench/ab_step DEVICE [mlp|cnn] [ROUNDS]`.
+AB_A ?= nn.h
+AB_B ?= nn.h
+bench/ab_step: bench/ab_step.c bench/ab_step_tu.c $(AB_A) $(AB_B)
+	$(CC) $(CFLAGS) $(WARN) -c -DAB_PREFIX=a_ -DAB_HEADER='"$(abspath $(AB_A))"' -o $@_a.o bench/ab_step_tu.c
+	$(CC) $(CFLAGS) $(WARN) -c -DAB_PREFIX=b_ -DAB_HEADER='"$(abspath $(AB_B))"' -o $@_b.o bench/ab_step_tu.c
+	$(CC) $(CFLAGS) $(WARN) -o $@ bench/ab_step.c $@_a.o $@_b.o $(LIBS)
+	rm -f $@_a.o $@_b.o
+
 # Optional: CLBlast's SGEMM on the same OpenCL devices, for comparison (libclblast-dev).
 bench/sgemm_clblast: bench/sgemm_clblast.c
 	$(CC) $(CFLAGS) -o $@ $< -lclblast -lOpenCL
@@ -223,7 +234,7 @@ gpu-report: gpu-report-build
 clean:
 	rm -rf tests/oclgrind-out
 	rm -f $(IMPL_OBJ)
-	rm -f gen/amalg tests/nn_test tests/nn_test_asan tests/nn_test_tsan tests/interop_mlp $(EXAMPLES) bench/nn_bench bench/compile_scale bench/sgemm_clblast bench/segment_bench bench/segment_bench_base bench/moe_bench tests/interop_rnn bench/rnn_bench tests/interop_gpt bench/gpt_bench
+	rm -f gen/amalg tests/nn_test tests/nn_test_asan tests/nn_test_tsan tests/interop_mlp $(EXAMPLES) bench/nn_bench bench/ab_step bench/compile_scale bench/sgemm_clblast bench/segment_bench bench/segment_bench_base bench/moe_bench tests/interop_rnn bench/rnn_bench tests/interop_gpt bench/gpt_bench
 	rm -rf build/gpu-report build/gpu-report-out
 
 # ---- fuzzing: every loader of untrusted bytes under libFuzzer, ASan and UBSan (clang) -------
