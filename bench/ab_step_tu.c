@@ -4,6 +4,7 @@
 #define NN_STATIC
 #define NN_IMPLEMENTATION
 #include AB_HEADER
+#include "cnn_block.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,19 +20,6 @@ int AB_CAT(AB_PREFIX, build)(const char *device, int cnn, int batch, const float
 void AB_CAT(AB_PREFIX, step)(const int *idx, int batch);
 void AB_CAT(AB_PREFIX, finish)(void);
 
-/* conv 3x3 pad 1 -> batch norm -> ReLU -> 2x2 max pool (bench/nn_bench.c's cnn_block) */
-static nn_tensor ab_block(nn_graph *g, nn_tensor x, int64_t channels, const char *conv, const char *bn) {
-    nn_conv2d_desc cd;
-    nn_pool2d_desc pd;
-    memset(&cd, 0, sizeof cd);
-    memset(&pd, 0, sizeof pd);
-    cd.pad_h = cd.pad_w = 1;
-    pd.kernel_h = pd.kernel_w = 2;
-    x = nn_conv2d_layer(g, x, channels, 3, 3, &cd, conv);
-    x = nn_relu(g, nn_batch_norm2d_layer(g, x, NULL, bn));
-    return nn_max_pool2d(g, x, &pd);
-}
-
 /* bench/nn_bench.c's MLP (cnn 0) or CNN (1) training graph on `device` (NN_DEVICE's syntax),
    its data x [60000, 784] and labels y resident; 0 when built */
 int AB_CAT(AB_PREFIX, build)(const char *device, int cnn, int batch, const float *x, const int *y) {
@@ -46,7 +34,7 @@ int AB_CAT(AB_PREFIX, build)(const char *device, int cnn, int batch, const float
     yb = nn_gather_rows(ab_g, y_all, ab_idx);
     h = nn_gather_rows(ab_g, x_all, ab_idx);
     if (cnn) {
-        h = ab_block(ab_g, ab_block(ab_g, h, 32, "conv1", "bn1"), 64, "conv2", "bn2");
+        h = cnn_block(ab_g, cnn_block(ab_g, h, 32, "conv1", "bn1"), 64, "conv2", "bn2");
         h = nn_dropout(ab_g, nn_relu(ab_g, nn_linear_layer(ab_g, nn_flatten(ab_g, h), 128, NULL, "fc1")), 0.25f);
         logits = nn_linear_layer(ab_g, h, 10, NULL, "fc2");
     } else {

@@ -16,23 +16,12 @@
 #define NN_IMPLEMENTATION
 #define NN_MPI
 #include "nn.h"
+#include "cnn_block.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define BATCH 64
-
-static nn_tensor conv_block(nn_graph *g, nn_tensor x, int64_t channels, const char *conv, const char *bn) {
-    nn_conv2d_desc cd;
-    nn_pool2d_desc pd;
-    memset(&cd, 0, sizeof cd);
-    memset(&pd, 0, sizeof pd);
-    cd.pad_h = cd.pad_w = 1;
-    pd.kernel_h = pd.kernel_w = 2;
-    x = nn_conv2d_layer(g, x, channels, 3, 3, &cd, conv);
-    x = nn_relu(g, nn_batch_norm2d_layer(g, x, NULL, bn));
-    return nn_max_pool2d(g, x, &pd);
-}
 
 static int gpt_; /* DIST_MODEL=gpt */
 #define GB 16
@@ -67,8 +56,8 @@ static nn_graph *build(nn_context *ctx, int dp, nn_tensor *x, nn_tensor *y) {
     }
     *x = nn_input(g, "x", NN_F32, nn_shape4(BATCH, 1, 28, 28));
     *y = nn_input(g, "y", NN_I32, nn_shape1(BATCH));
-    h = conv_block(g, *x, 32, "conv1", "bn1");
-    h = conv_block(g, h, 64, "conv2", "bn2");
+    h = cnn_block(g, *x, 32, "conv1", "bn1");
+    h = cnn_block(g, h, 64, "conv2", "bn2");
     h = nn_relu(g, nn_linear_layer(g, nn_flatten(g, h), 128, NULL, "fc1"));
     h = nn_dropout(g, h, 0.25f);
     h = nn_linear_layer(g, h, 10, NULL, "fc2");

@@ -79,6 +79,7 @@
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #define NN_IMPLEMENTATION
 #include "nn.h"
+#include "cnn_block.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -587,19 +588,6 @@ static int bench_conv(const char *sel) {
 /* ---- the CNN training step ----------------------------------------------------------------- */
 
 #define CNN_BATCH 64
-
-/* conv 3x3 pad 1 -> batch norm -> ReLU -> 2x2 max pool, as in examples/fashion_mnist_cnn.c */
-static nn_tensor cnn_block(nn_graph *g, nn_tensor x, int64_t channels, const char *conv, const char *bn) {
-    nn_conv2d_desc cd;
-    nn_pool2d_desc pd;
-    memset(&cd, 0, sizeof cd);
-    memset(&pd, 0, sizeof pd);
-    cd.pad_h = cd.pad_w = 1;
-    pd.kernel_h = pd.kernel_w = 2;
-    x = nn_conv2d_layer(g, x, channels, 3, 3, &cd, conv);
-    x = nn_relu(g, nn_batch_norm2d_layer(g, x, NULL, bn));
-    return nn_max_pool2d(g, x, &pd);
-}
 
 /* prec: the graph's precision policy (nn_graph_desc.precision); tag: "" for float32, else
    the name's suffix (cnn_train_bf16) */
