@@ -218,7 +218,7 @@ gpu-report-build: tests/nn_test bench/nn_bench $(GPU_REPORT_DIR)/tools/cl_facts 
 	@d=$(GPU_REPORT_DIR); rm -rf $$d/src && mkdir -p $$d/tests $$d/bench $$d/src/tests $$d/src/bench $$d/src/tools && \
 	  cp tests/nn_test $$d/tests/ && cp bench/nn_bench bench/run.sh bench/report.awk $$d/bench/ && \
 	  cp tools/gpu_report.sh $$d/ && cp nn.h $$d/src/ && cp $(TESTSRC) $(wildcard tests/*.h) $$d/src/tests/ && \
-	  cp bench/nn_bench.c $$d/src/bench/ && cp tools/cl_facts.c $$d/src/tools/ && \
+	  cp bench/nn_bench.c bench/cnn_block.h $$d/src/bench/ && cp tools/cl_facts.c $$d/src/tools/ && \
 	  glibc=$$(for f in $$d/tests/nn_test $$d/bench/nn_bench $$d/tools/cl_facts; do objdump -T $$f 2>/dev/null; done | \
 	    grep -o 'GLIBC_[0-9][0-9.]*' | sed 's/GLIBC_//' | sort -t. -k1,1n -k2,2n -k3,3n | tail -n 1) && \
 	  { echo "built: commit $$(git rev-parse --short HEAD 2>/dev/null || echo '?')$$(git diff --quiet HEAD -- 2>/dev/null || \
