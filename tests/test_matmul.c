@@ -349,6 +349,13 @@ static void matmul_cases(const t_env *e) {
             in_f(&s, tb ? nn_shape2(N, K) : nn_shape2(K, N));
             check_case(e, &s);
         }
+    {   /* the same above it in a batched launch (kernels/gemm.cl's gemm_nn_batched): 2 x 3 x 3 items */
+        spec s = mk("matmul batched [2] M=67 N=131 K=129", b_mm, t_ref_matmul, nn_shape3(2, 67, 131));
+        s.dirs = 1;
+        in_f(&s, nn_shape3(2, 67, 129));
+        in_f(&s, nn_shape3(2, 129, 131));
+        check_case(e, &s);
+    }
     {   /* K past the CPU devices' NT blocks (gemm_nt_dot: 1,024 a block): two whole blocks and a tail */
         spec s = mk("matmul B^T M=5 N=7 K=2100", b_mm, t_ref_matmul, nn_shape2(5, 7));
         s.tb = 1;

@@ -17,7 +17,7 @@ typedef struct nn__gemm_plan {
 } nn__gemm_plan;
 
 #ifndef NN__GEMM_ONE_ITEM_FLOPS
-#define NN__GEMM_ONE_ITEM_FLOPS 2e6 /* a CPU-tuned product below this many flops: one item */
+#define NN__GEMM_ONE_ITEM_FLOPS 2e6 /* a CPU-tuned launch of products below this many flops: an item each */
 #endif
 #ifndef NN__GEMM_CPU_ITEMS
 #define NN__GEMM_CPU_ITEMS 16   /* items a CPU-tuned product aims at where the core count is unknown */
@@ -155,10 +155,10 @@ static NN__MAYBE_UNUSED void nn__gemm_env_read(nn_context *ctx, nn__device *d) {
 }
 
 
-/* Geometry of `batch` products of M x N each with the batched kernels (grid dimension 2
+/* Geometry of `batch` products of M x N (x K) each with the batched kernels (grid dimension 2
    numbers them); batch 0 means one product with the plain 2-D kernels. */
 static void nn__gemm_cfg_plan_batched(const nn__gemm_cfg *c, int transA, int transB,
-                                         int M, int N, int batch, nn__gemm_plan *p)
+                                         int M, int N, int K, int batch, nn__gemm_plan *p)
 {
     static const char *const names[8] = { "gemm_nn_single", "gemm_nt_single", "gemm_tn_single", "gemm_tt_single",
                                           "gemm_nn_batched", "gemm_nt_batched", "gemm_tn_batched",
@@ -182,6 +182,11 @@ static void nn__gemm_cfg_plan_batched(const nn__gemm_cfg *c, int transA, int tra
         size_t want = ((size_t)c->items + items_n * nb - 1) / (items_n * nb);
         if (want > most) want = most;
         if (want > items_m) items_m = want;
+        /* A launch of tiny products: one item a product, which runs its columns' panels in
+           turn (gemm.cl's gemm_packed, the same bits). A CPU driver's second thread woke ~8 us
+           into a launch on the 2-core machine, so a few microseconds' work split in items
+           waited for it or ran its items one after another anyway. */
+        if (2.0 * M * N * K * (double)nb < NN__GEMM_ONE_ITEM_FLOPS) items_n = items_m = 1;
     }
     p->kernel = names[(transA ? 2 : 0) + (transB ? 1 : 0) + (batch > 0 ? 4 : 0)];
     p->dims = batch > 0 ? 3 : 2;
@@ -194,9 +199,9 @@ static void nn__gemm_cfg_plan_batched(const nn__gemm_cfg *c, int transA, int tra
 }
 
 static void nn__gemm_cfg_plan(const nn__gemm_cfg *c, int transA, int transB,
-                                 int M, int N, nn__gemm_plan *p)
+                                 int M, int N, int K, nn__gemm_plan *p)
 {
-    nn__gemm_cfg_plan_batched(c, transA, transB, M, N, 0, p);
+    nn__gemm_cfg_plan_batched(c, transA, transB, M, N, K, 0, p);
 }
 
 
@@ -206,21 +211,16 @@ static void nn__gemm_plan_make(const nn__device *dev, int transA, int transB, in
 {
     nn__gemm_cfg c;
     nn__gemm_config_dev(dev, &c);
-    nn__gemm_cfg_plan(&c, transA, transB, M, N, p);
-    /* A tiny product on a CPU-tuned device in one item (its columns in turn: gemm.cl's
-       gemm_packed, the same bits): a CPU driver's second thread woke ~8 us into a launch on
-       the 2-core machine, so a product of a few microseconds' work split in items waited
-       for it or ran its items one after another anyway */
-    if (c.use_local == 2 && 2.0 * M * N * K < NN__GEMM_ONE_ITEM_FLOPS) p->gws[0] = p->gws[1] = 1;
+    nn__gemm_cfg_plan(&c, transA, transB, M, N, K, p);
 }
 
 /* Launch geometry for `batch` products of the batched kernels (see kernels/gemm.cl). */
-static void nn__gemm_plan_batched(const nn__device *dev, int transA, int transB, int M, int N, int batch,
+static void nn__gemm_plan_batched(const nn__device *dev, int transA, int transB, int M, int N, int K, int batch,
                                      nn__gemm_plan *p)
 {
     nn__gemm_cfg c;
     nn__gemm_config_dev(dev, &c);
-    nn__gemm_cfg_plan_batched(&c, transA, transB, M, N, batch, p);
+    nn__gemm_cfg_plan_batched(&c, transA, transB, M, N, K, batch, p);
 }
 
 static void nn__gemm_cfg_options(const nn__gemm_cfg *c, char *buf, size_t bufsize)

@@ -30,7 +30,7 @@ static nn_result nn__launch_gemm_store(nn_graph *g, int id, nn_dtype store, int 
     nn__launch *l = NULL;
     nn__k_gemm_batched k;
     nn_result r;
-    nn__gemm_plan_batched(&ctx->dev, ta, tb, M, Nc, outer * inner, &plan);
+    nn__gemm_plan_batched(&ctx->dev, ta, tb, M, Nc, K, outer * inner, &plan);
     r = nn__launch_gemm_plan(g, id, &plan, &l);
     if (r != NN_OK) return r;
     l->store = store;

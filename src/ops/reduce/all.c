@@ -116,9 +116,6 @@ static nn_result nn__cpu_expand_scalar(nn_graph *g, nn__node *n) {
     return NN_OK;
 }
 
-/* The one-group sum with the rows' op it sums folded in (src/ops/fuse.c's nn__fuse_tails:
-   the op, softmax cross-entropy's rows or accuracy's, is not launched), and its value's
-   accumulate (a.reduce.acc) */
 /* the most logits whose tail a device tuned as a CPU runs in one work-group */
 #ifndef NN__XENT_TAIL_ONE
 #define NN__XENT_TAIL_ONE 65536
@@ -158,6 +155,9 @@ static nn_result nn__launch_xent_tail(nn_graph *g, int id, const nn__node *p, co
     return nn__kargs_xent_tail(l, &k);
 }
 
+/* The one-group sum with the rows' op it sums folded in (src/ops/fuse.c's nn__fuse_tails:
+   the op, softmax cross-entropy's rows or accuracy's, is not launched), and its value's
+   accumulate (a.reduce.acc) */
 static nn_result nn__launch_sum_rows(nn_graph *g, int id, const nn__node *p, const nn__buf *acc) {
     const nn__node *x = &g->nodes[p->in[0]], *n = &g->nodes[id];
     int xent = p->op == NN__OP_XENT_ROWS;
