@@ -124,7 +124,7 @@ demo: examples/fashion_mnist_mlp
 	@d='$(DATA_DIR)'; [ -s "$$d/train-images-idx3-ubyte" ] || [ -s "$$d/train-images-idx3-ubyte.gz" ] || d=; \
 	  echo "./examples/fashion_mnist_mlp '$$d'"; ./examples/fashion_mnist_mlp "$$d"
 
-bench/nn_bench: bench/nn_bench.c bench/cnn_block.h nn.h
+bench/nn_bench: bench/nn_bench.c bench/models.h nn.h
 	$(CC) $(CFLAGS) -I. -o $@ $< $(LIBS)
 
 # Two builds of nn.h side by side in one process, the MLP's or the CNN's step alternating
@@ -132,7 +132,7 @@ bench/nn_bench: bench/nn_bench.c bench/cnn_block.h nn.h
 # then `./bench/ab_step DEVICE [mlp|cnn] [ROUNDS]`.
 AB_A ?= nn.h
 AB_B ?= nn.h
-bench/ab_step: bench/ab_step.c bench/ab_step_tu.c bench/cnn_block.h $(AB_A) $(AB_B)
+bench/ab_step: bench/ab_step.c bench/ab_step_tu.c bench/models.h $(AB_A) $(AB_B)
 	$(CC) $(CFLAGS) $(WARN) -c -DAB_PREFIX=a_ -DAB_HEADER='"$(abspath $(AB_A))"' -o $@_a.o bench/ab_step_tu.c
 	$(CC) $(CFLAGS) $(WARN) -c -DAB_PREFIX=b_ -DAB_HEADER='"$(abspath $(AB_B))"' -o $@_b.o bench/ab_step_tu.c
 	$(CC) $(CFLAGS) $(WARN) -o $@ bench/ab_step.c $@_a.o $@_b.o $(LIBS)
@@ -218,7 +218,7 @@ gpu-report-build: tests/nn_test bench/nn_bench $(GPU_REPORT_DIR)/tools/cl_facts 
 	@d=$(GPU_REPORT_DIR); rm -rf $$d/src && mkdir -p $$d/tests $$d/bench $$d/src/tests $$d/src/bench $$d/src/tools && \
 	  cp tests/nn_test $$d/tests/ && cp bench/nn_bench bench/run.sh bench/report.awk $$d/bench/ && \
 	  cp tools/gpu_report.sh $$d/ && cp nn.h $$d/src/ && cp $(TESTSRC) $(wildcard tests/*.h) $$d/src/tests/ && \
-	  cp bench/nn_bench.c bench/cnn_block.h $$d/src/bench/ && cp tools/cl_facts.c $$d/src/tools/ && \
+	  cp bench/nn_bench.c bench/models.h $$d/src/bench/ && cp tools/cl_facts.c $$d/src/tools/ && \
 	  glibc=$$(for f in $$d/tests/nn_test $$d/bench/nn_bench $$d/tools/cl_facts; do objdump -T $$f 2>/dev/null; done | \
 	    grep -o 'GLIBC_[0-9][0-9.]*' | sed 's/GLIBC_//' | sort -t. -k1,1n -k2,2n -k3,3n | tail -n 1) && \
 	  { echo "built: commit $$(git rev-parse --short HEAD 2>/dev/null || echo '?')$$(git diff --quiet HEAD -- 2>/dev/null || \
@@ -380,7 +380,7 @@ EXAMPLES_MPI = examples/fashion_mnist_mlp_mpi examples/fashion_mnist_cnn_mpi
 $(EXAMPLES_MPI): examples/%_mpi: examples/%.c examples/fashion_mnist.h nn.h
 	$(MPICC) $(CFLAGS) -DNN_MPI $(if $(FMNIST_HAVE_ZLIB),,-DFMNIST_NO_ZLIB) -I. -o $@ $< $(if $(FMNIST_HAVE_ZLIB),-lz) $(LIBS)
 
-bench/dist_bench: bench/dist_bench.c bench/cnn_block.h nn.h
+bench/dist_bench: bench/dist_bench.c bench/models.h nn.h
 	$(MPICC) $(CFLAGS) $(WARN) -I. -o $@ $< $(LIBS)
 
 # ms per step of the CNN, 2 ranks x 1 thread, data-parallel against local, interleaved

@@ -4,7 +4,7 @@
 #define NN_STATIC
 #define NN_IMPLEMENTATION
 #include AB_HEADER
-#include "cnn_block.h"
+#include "models.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,7 +24,7 @@ void AB_CAT(AB_PREFIX, finish)(void);
    its data x [60000, 784] and labels y resident; 0 when built */
 int AB_CAT(AB_PREFIX, build)(const char *device, int cnn, int batch, const float *x, const int *y) {
     nn_compile_desc cd;
-    nn_tensor x_all, y_all, yb, h, logits, loss;
+    nn_tensor x_all, y_all, yb, h;
     memset(&cd, 0, sizeof cd);
     setenv("NN_DEVICE", device, 1);
     if (nn_context_create(NULL, &ab_ctx) != NN_OK || nn_graph_create(ab_ctx, NULL, &ab_g) != NN_OK) return 1;
@@ -33,19 +33,7 @@ int AB_CAT(AB_PREFIX, build)(const char *device, int cnn, int batch, const float
     ab_idx = nn_input(ab_g, "idx", NN_I32, nn_shape1(batch));
     yb = nn_gather_rows(ab_g, y_all, ab_idx);
     h = nn_gather_rows(ab_g, x_all, ab_idx);
-    if (cnn) {
-        h = cnn_block(ab_g, cnn_block(ab_g, h, 32, "conv1", "bn1"), 64, "conv2", "bn2");
-        h = nn_dropout(ab_g, nn_relu(ab_g, nn_linear_layer(ab_g, nn_flatten(ab_g, h), 128, NULL, "fc1")), 0.25f);
-        logits = nn_linear_layer(ab_g, h, 10, NULL, "fc2");
-    } else {
-        h = nn_relu(ab_g, nn_linear_layer(ab_g, h, 256, NULL, "fc1"));
-        h = nn_relu(ab_g, nn_linear_layer(ab_g, h, 128, NULL, "fc2"));
-        logits = nn_linear_layer(ab_g, h, 10, NULL, "fc3");
-    }
-    loss = nn_softmax_cross_entropy(ab_g, logits, yb);
-    nn_accumulate(ab_g, loss);
-    nn_accumulate(ab_g, nn_accuracy(ab_g, logits, yb));
-    cd.loss = loss;
+    cd.loss = cnn ? bench_cnn_loss(ab_g, h, yb) : bench_mlp_loss(ab_g, h, yb);
     cd.optimizer.kind = NN_OPT_ADAM;
     cd.optimizer.lr = 1e-3f;
     if (nn_graph_compile(ab_g, &cd) != NN_OK) return 1;

@@ -16,7 +16,7 @@
 #define NN_IMPLEMENTATION
 #define NN_MPI
 #include "nn.h"
-#include "cnn_block.h"
+#include "models.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -79,7 +79,7 @@
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #define NN_IMPLEMENTATION
 #include "nn.h"
-#include "cnn_block.h"
+#include "models.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -374,7 +374,7 @@ typedef struct mlp {
    the rate is a kernel argument and costs a step nothing.) */
 static nn_result mlp_build(nn_context *ctx, mlp *m) {
     nn_compile_desc cd;
-    nn_tensor h, logits, loss, yb;
+    nn_tensor yb;
     nn_result r;
     memset(&cd, 0, sizeof cd);
     r = nn_graph_create(ctx, NULL, &m->g);
@@ -383,13 +383,7 @@ static nn_result mlp_build(nn_context *ctx, mlp *m) {
     m->y_all = nn_input(m->g, "y_all", NN_I32, nn_shape1(TRAIN_N));
     m->idx = nn_input(m->g, "idx", NN_I32, nn_shape1(BATCH));
     yb = nn_gather_rows(m->g, m->y_all, m->idx);
-    h = nn_relu(m->g, nn_linear_layer(m->g, nn_gather_rows(m->g, m->x_all, m->idx), 256, NULL, "fc1"));
-    h = nn_relu(m->g, nn_linear_layer(m->g, h, 128, NULL, "fc2"));
-    logits = nn_linear_layer(m->g, h, 10, NULL, "fc3");
-    loss = nn_softmax_cross_entropy(m->g, logits, yb);
-    nn_accumulate(m->g, loss);
-    nn_accumulate(m->g, nn_accuracy(m->g, logits, yb));
-    cd.loss = loss;
+    cd.loss = bench_mlp_loss(m->g, nn_gather_rows(m->g, m->x_all, m->idx), yb);
     cd.optimizer.kind = NN_OPT_ADAM;
     cd.optimizer.lr = 1e-3f;
     r = nn_graph_compile(m->g, &cd);
@@ -598,7 +592,7 @@ static int bench_cnn_run(const char *sel, nn_precision prec, const char *tag, in
     nn_context *ctx = open_ctx(sel, name, sizeof name);
     nn_graph *g = NULL;
     nn_compile_desc cd;
-    nn_tensor x_all, y_all, idx, yb, h, logits, loss;
+    nn_tensor x_all, y_all, idx, yb;
     float *x = NULL;
     int32_t *y = NULL, ib[CNN_BATCH];
     uint32_t seed = 7;
@@ -626,14 +620,7 @@ static int bench_cnn_run(const char *sel, nn_precision prec, const char *tag, in
         y_all = nn_input(g, "y_all", NN_I32, nn_shape1(TRAIN_N));
         idx = nn_input(g, "idx", NN_I32, nn_shape1(CNN_BATCH));
         yb = nn_gather_rows(g, y_all, idx);
-        h = cnn_block(g, nn_gather_rows(g, x_all, idx), 32, "conv1", "bn1");
-        h = cnn_block(g, h, 64, "conv2", "bn2");
-        h = nn_dropout(g, nn_relu(g, nn_linear_layer(g, nn_flatten(g, h), 128, NULL, "fc1")), 0.25f);
-        logits = nn_linear_layer(g, h, 10, NULL, "fc2");
-        loss = nn_softmax_cross_entropy(g, logits, yb);
-        nn_accumulate(g, loss);
-        nn_accumulate(g, nn_accuracy(g, logits, yb));
-        cd.loss = loss;
+        cd.loss = bench_cnn_loss(g, nn_gather_rows(g, x_all, idx), yb);
         cd.optimizer.kind = NN_OPT_ADAM;
         cd.optimizer.lr = 1e-3f;
         fuse_off(fuse);
