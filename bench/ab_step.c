@@ -70,7 +70,10 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s DEVICE [mlp|cnn] [ROUNDS]\n", argv[0]);
         return 2;
     }
-    if (rounds < 1 || rounds > MAX_ROUNDS) rounds = 31;
+    if (rounds < 1 || rounds > MAX_ROUNDS) {
+        fprintf(stderr, "ab_step: ROUNDS must be 1 to %d (got '%s')\n", MAX_ROUNDS, argv[3]);
+        return 2;
+    }
     if (!x || !y) {
         fprintf(stderr, "ab_step: out of memory\n");
         return 1;
