@@ -5438,7 +5438,11 @@ static void nn__par_for(nn__threadpool *pool, int64_t n, int64_t work, nn__range
  * tiles go through a small stack buffer.  One exception: with AVX-512, full
  * 12-row panels of an A [M,K] whose rows are at most 2 KB apart are read in
  * place (nn__gemm_ukr_avx512_s, the same FMAs, so the same bits), not packed:
- * the GPT's activations, whose packing cost 7% of a tiny GPT step.  When C is narrow (N < NR, e.g. the
+ * the GPT's activations, whose packing cost 7% of a tiny GPT step.  And with AVX-512, op(B) =
+ * B [K,N] is packed by the block's first A panel as it multiplies (nn__gemm_ukr_avx512_pb: its
+ * B rows loaded from B, stored into the panel, the same FMAs): no pass of its own over B, which
+ * cost 3-6% of SGEMM 1024 (2-core Zen 5, in-process A/B: 1024^3 1.01-1.025x, the MLP's
+ * 128x256x784 1.03-1.04x, 256 to 2048 within noise).  When C is narrow (N < NR, e.g. the
  * 10 logits of a classifier) we compute C^T = op(B)^T op(A)^T instead, which
  * puts the small dimension on the MR side and wastes far less of each tile.
  *
@@ -5510,6 +5514,11 @@ typedef void (*nn__gemm_pack_fn)(int trans, const float *X, int ldx, int r0, int
 typedef void (*nn__gemm_ukr_s)(int kc, const float *a, size_t rs, size_t cs, const float *b, float *c, int ldc,
                                float alpha, float beta);
 
+/* The full-tile kernel with op(B) = B [K,N] read from bs (rows ldb apart) and packed into the
+   panel b on the way (the same FMAs as ukr) */
+typedef void (*nn__gemm_ukr_pb)(int kc, const float *a, const float *bs, int ldb, float *b, float *c, int ldc,
+                                float alpha, float beta);
+
 typedef struct {
     nn__gemm_ukr ukr;
     nn__gemm_pack_fn pack_a, pack_b;
@@ -5520,6 +5529,7 @@ typedef struct {
     int a_l1; /* tile order in nn__gemm_block: 1, A panels outer (an A panel stays in L1,
                  the NC block's B panels stream from L2); 0, B panels outer (a B panel
                  stays in L1, the MC block's A panels stream from L2) */
+    nn__gemm_ukr_pb ukr_pb; /* or NULL: op(B) is packed in a pass of its own */
 } nn__gemm_arch;
 
 /* ---- generic kernel (4 x 8) ------------------------------------------- */
@@ -5633,7 +5643,7 @@ nn__gemm_ukr_avx2(int kc, const float *a, const float *b, float *c, int ldc, flo
    as a[i * rs + k * cs]: a packed panel (rs 1, cs 12), or op(A)'s own rows
    (nn__gemm_ukr_avx512_s: rs lda, cs 1 for A [M,K]; rs 1, cs lda for A stored
    [K,M]), the same FMAs in the same order either way, so the same bits. */
-#define NN__AVX512_UKR_BODY(AROW, ASTEP)                                                             \
+#define NN__AVX512_UKR_BODY(AROW, ASTEP, BLOAD)                                                      \
     __m512 c00 = _mm512_setzero_ps(), c01 = _mm512_setzero_ps();                                     \
     __m512 c10 = _mm512_setzero_ps(), c11 = _mm512_setzero_ps();                                     \
     __m512 c20 = _mm512_setzero_ps(), c21 = _mm512_setzero_ps();                                     \
@@ -5653,11 +5663,7 @@ nn__gemm_ukr_avx2(int kc, const float *a, const float *b, float *c, int ldc, flo
         _mm_prefetch((const char *)(c + (size_t)k * ldc + 31), _MM_HINT_T0);                         \
     }                                                                                                \
     for (k = 0; k < kc; k++) {                                                                       \
-        b0 = _mm512_load_ps(b);                                                                      \
-        b1 = _mm512_load_ps(b + 16);                                                                 \
-        /* the B panel streams from L2 (a_l1): fetch 8 k steps ahead */                             \
-        _mm_prefetch((const char *)(b + 256), _MM_HINT_T0);                                          \
-        _mm_prefetch((const char *)(b + 256 + 16), _MM_HINT_T0);                                     \
+        BLOAD                                                                                        \
         NN__AVX512_ROW(AROW(0), c00, c01)                                                            \
         NN__AVX512_ROW(AROW(1), c10, c11)                                                            \
         NN__AVX512_ROW(AROW(2), c20, c21)                                                            \
@@ -5704,12 +5710,38 @@ nn__gemm_ukr_avx2(int kc, const float *a, const float *b, float *c, int ldc, flo
                              _mm512_fmadd_ps(va, X1, _mm512_mul_ps(vb, _mm512_loadu_ps(cr + 16)))); \
         }                                                                                            \
     }
+/* B's k step from the packed panel, which streams from L2 (a_l1): fetched 8 k steps ahead */
+#define NN__AVX512_BPK                                       \
+    b0 = _mm512_load_ps(b);                                  \
+    b1 = _mm512_load_ps(b + 16);                             \
+    _mm_prefetch((const char *)(b + 256), _MM_HINT_T0);      \
+    _mm_prefetch((const char *)(b + 256 + 16), _MM_HINT_T0);
+/* B's k step from B [K,N] itself (rows ldb apart), stored into the packed panel at b as it goes
+   (nn__gemm_ukr_avx512_pb); the row 8 k steps ahead fetched, its 128 bytes on up to 3 lines */
+#define NN__AVX512_BSRC                                                    \
+    b0 = _mm512_loadu_ps(bs);                                              \
+    b1 = _mm512_loadu_ps(bs + 16);                                         \
+    _mm512_store_ps((float *)b, b0);                                       \
+    _mm512_store_ps((float *)b + 16, b1);                                  \
+    _mm_prefetch((const char *)(bs + 8 * (size_t)ldb), _MM_HINT_T0);      \
+    _mm_prefetch((const char *)(bs + 8 * (size_t)ldb + 16), _MM_HINT_T0); \
+    _mm_prefetch((const char *)(bs + 8 * (size_t)ldb + 31), _MM_HINT_T0); \
+    bs += ldb;
 #define NN__AVX512_APK(I) a[I]
 #define NN__AVX512_ARS(I) a[(size_t)(I) * rs]
 __attribute__((target("avx512f"))) static void
 nn__gemm_ukr_avx512(int kc, const float *a, const float *b, float *c, int ldc, float alpha,
                     float beta) {
-    NN__AVX512_UKR_BODY(NN__AVX512_APK, 12)
+    NN__AVX512_UKR_BODY(NN__AVX512_APK, 12, NN__AVX512_BPK)
+}
+/* The same tile with op(B) = B [K,N] read from B (bs, rows ldb apart) and packed into the
+   64-byte aligned panel b as the k steps go: the first A panel of a block packs its B panels
+   while it multiplies, where a separate pass over B (nn__gemm_pack_b_avx2) cost 3-6% of
+   SGEMM 1024. The same FMAs in the same order, so the same bits. */
+__attribute__((target("avx512f"))) static void
+nn__gemm_ukr_avx512_pb(int kc, const float *a, const float *bs, int ldb, float *b, float *c, int ldc, float alpha,
+                       float beta) {
+    NN__AVX512_UKR_BODY(NN__AVX512_APK, 12, NN__AVX512_BSRC)
 }
 /* A read in place: rows rs apart, k steps cs apart (the caller makes sure all 12 rows
    exist) */
@@ -5717,9 +5749,9 @@ __attribute__((target("avx512f"))) static void
 nn__gemm_ukr_avx512_s(int kc, const float *a, size_t rs, size_t cs, const float *b, float *c, int ldc,
                       float alpha, float beta) {
     if (rs == 1) {
-        NN__AVX512_UKR_BODY(NN__AVX512_APK, cs)
+        NN__AVX512_UKR_BODY(NN__AVX512_APK, cs, NN__AVX512_BPK)
     } else {
-        NN__AVX512_UKR_BODY(NN__AVX512_ARS, 1)
+        NN__AVX512_UKR_BODY(NN__AVX512_ARS, 1, NN__AVX512_BPK)
     }
 }
 /* 8 x 32 from 8-row packed panels (a += 8 per k): per element the 12-row kernel's FMAs and
@@ -5772,6 +5804,8 @@ nn__gemm_ukr_avx512_8(int kc, const float *a, const float *b, float *c, int ldc,
 #undef NN__AVX512_STORE
 #undef NN__AVX512_APK
 #undef NN__AVX512_ARS
+#undef NN__AVX512_BPK
+#undef NN__AVX512_BSRC
 #undef NN__AVX512_UKR_BODY
 #endif /* NN__GEMM_X86 */
 
@@ -6112,20 +6146,20 @@ static const nn__gemm_arch *nn__gemm_arch_cur = NULL;
 #define NN__GEMM_ARCH_SET(x) (nn__gemm_arch_cur = (x))
 #endif
 
-static const nn__gemm_arch nn__gemm_arch_generic = {nn__gemm_ukr_generic, nn__gemm_pack_a, nn__gemm_pack_b, 4, 8, 128, 256, 2048, "generic", NULL, 0};
+static const nn__gemm_arch nn__gemm_arch_generic = {nn__gemm_ukr_generic, nn__gemm_pack_a, nn__gemm_pack_b, 4, 8, 128, 256, 2048, "generic", NULL, 0, NULL};
 #if NN__GEMM_X86
 /* Zen3/Skylake-ish blocking: B panel kc*nr*4 = 16 KB in L1, A block mc*kc*4
    = 144 KB in L2, B block kc*nc*4 <= 4 MB in L3 (BLIS haswell/zen values).
    AVX-512: A panel 12 KB in L1 (a_l1), B block kc*nc*4 = 512 KB in L2. */
-static const nn__gemm_arch nn__gemm_arch_avx2 = {nn__gemm_ukr_avx2, nn__gemm_pack_a_avx2, nn__gemm_pack_b_avx2, 6, 16, 144, 256, 4080, "avx2", NULL, 0};
-static const nn__gemm_arch nn__gemm_arch_avx512 = {nn__gemm_ukr_avx512, nn__gemm_pack_a_avx2, nn__gemm_pack_b_avx2, 12, 32, 192, 256, 512, "avx512f", nn__gemm_ukr_avx512_s, 1};
+static const nn__gemm_arch nn__gemm_arch_avx2 = {nn__gemm_ukr_avx2, nn__gemm_pack_a_avx2, nn__gemm_pack_b_avx2, 6, 16, 144, 256, 4080, "avx2", NULL, 0, NULL};
+static const nn__gemm_arch nn__gemm_arch_avx512 = {nn__gemm_ukr_avx512, nn__gemm_pack_a_avx2, nn__gemm_pack_b_avx2, 12, 32, 192, 256, 512, "avx512f", nn__gemm_ukr_avx512_s, 1, nn__gemm_ukr_avx512_pb};
 /* The same kernel where L1 holds 48 KiB or more (Zen 5): K blocks of up to 512, an A panel
    of 24 KB, half of them, so C takes half the read-modify-write passes. Measured on a 2-core
    Zen 5 VM (in-process, alternating, medians of 30): SGEMM 1024 +6% and 512 +11% while the
    VM's caches were contended (the state in which 256 fell to 73% of the FMA peak), -1% to
    +3% when they were not; the MLP and the benchmark convolutions unchanged. On 32 KiB L1s
    (Zen 4, Intel) such a panel would leave the B panels too little: 256 there. */
-static const nn__gemm_arch nn__gemm_arch_avx512_l1 = {nn__gemm_ukr_avx512, nn__gemm_pack_a_avx2, nn__gemm_pack_b_avx2, 12, 32, 192, 512, 512, "avx512f", nn__gemm_ukr_avx512_s, 1};
+static const nn__gemm_arch nn__gemm_arch_avx512_l1 = {nn__gemm_ukr_avx512, nn__gemm_pack_a_avx2, nn__gemm_pack_b_avx2, 12, 32, 192, 512, 512, "avx512f", nn__gemm_ukr_avx512_s, 1, nn__gemm_ukr_avx512_pb};
 
 /* The L1 data cache's bytes from CPUID's cache descriptors (leaf 4, Intel; 0x8000001D, AMD),
    0 where neither says */
@@ -6145,7 +6179,7 @@ static int nn__gemm_l1d_bytes(void) {
 }
 #endif
 #if NN__GEMM_NEON
-static const nn__gemm_arch nn__gemm_arch_neon = {nn__gemm_ukr_neon, nn__gemm_pack_a, nn__gemm_pack_b, 8, 8, 128, 256, 4096, "neon", NULL, 0};
+static const nn__gemm_arch nn__gemm_arch_neon = {nn__gemm_ukr_neon, nn__gemm_pack_a, nn__gemm_pack_b, 8, 8, 128, 256, 4096, "neon", NULL, 0, NULL};
 #endif
 
 static const nn__gemm_arch *nn__gemm_pick_arch(void) {
@@ -6211,6 +6245,7 @@ typedef struct {
                             MR-row panel, the state of the block starting there
                             packed by the task's first NC block that needs it */
     int direct;          /* full MR-row panels of op(A) read in place (arch->ukr_s), not packed */
+    int pb;              /* op(B) = B [K,N] packed by the first A panel's tiles (arch->ukr_pb) */
     const struct nn__gemm_epi *epi; /* or NULL: applied to C's blocks after their last K block */
 } nn__gemm_job;
 
@@ -6237,6 +6272,7 @@ static void nn__gemm_store_tile(float *cp, size_t ldc, const float *t, int nr, i
 }
 
 static int nn__gemm_direct_ok = 1;
+static int nn__gemm_pb_ok = 1; /* 0: op(B) always packed in a pass of its own (tests) */
 static void nn__gemm_block(const nn__gemm_job *J, int m0, int m1, int n0, int n1, float *abuf,
                            float *bbuf) {
     const nn__gemm_arch *arch = J->arch;
@@ -6254,7 +6290,11 @@ static void nn__gemm_block(const nn__gemm_job *J, int m0, int m1, int n0, int n1
             /* Later K blocks accumulate onto the first one's result. */
             float beta = pc == 0 ? J->beta : 1.0f;
             const float *bblk = J->bpk ? J->bpk + (size_t)pc * J->npad + (size_t)jc * kc : bbuf;
-            if (!J->bpk) arch->pack_b(J->transB, J->B, J->ldb, pc, kc, jc, nc, nr, bbuf);
+            /* op(B) = B [K,N] packed by the first A panel's tiles as they multiply (arch->ukr_pb)
+               where that panel is a full one packed (not read in place), its full B panels;
+               the rest (a last partial panel) in a pass of its own */
+            const int pb_n = J->pb && !J->bpk && m1 - m0 >= mr ? nc / nr * nr : 0;
+            if (!J->bpk && pb_n < nc) arch->pack_b(J->transB, J->B, J->ldb, pc, kc, jc + pb_n, nc - pb_n, nr, bbuf + (size_t)pb_n * kc);
             for (ic = m0; ic < m1; ic += mc_blk) {
                 int mc = m1 - ic < mc_blk ? m1 - ic : mc_blk;
                 /* direct: only a last partial panel is packed (at abuf) */
@@ -6293,7 +6333,11 @@ static void nn__gemm_block(const nn__gemm_job *J, int m0, int m1, int n0, int n1
                                 nn__gemm_store_tile(cp, J->ldc, tmp, nr, m, n, J->alpha, beta);
                             }
                         } else if (m == mr && n == nr && !J->ct) {
-                            arch->ukr(kc, ap, bp, cp, J->ldc, J->alpha, beta);
+                            if (jr < pb_n && ic == m0 && ir == 0)
+                                arch->ukr_pb(kc, ap, J->B + (size_t)pc * J->ldb + jc + jr, J->ldb, bbuf + (size_t)jr * kc, cp,
+                                             J->ldc, J->alpha, beta);
+                            else
+                                arch->ukr(kc, ap, bp, cp, J->ldc, J->alpha, beta);
                         } else {
                             /* Edge tile (or transposed C): full tile into
                                tmp, then copy the valid part. */
@@ -6514,6 +6558,9 @@ static size_t nn__gemm_prepare(nn__gemm_job *Jp, int n_thr, int transA, int tran
        k steps a row of A apart, it ran 10-25% slower than packed; so did rows 12 KB apart,
        GPT-2 small's 3,072 wide, whose 12 rows share L1 sets: at most 2 KB apart here.) */
     J.direct = arch->ukr_s != NULL && !J.ct && !J.transA && J.lda <= 512 && nn__gemm_direct_ok;
+    /* B [K,N] packed while the first A panel multiplies: tiles (not C^T, whose edges go
+       through tmp) from packed A panels; a_l1, so that panel's tiles come first */
+    J.pb = arch->ukr_pb != NULL && arch->a_l1 && !J.ct && !J.transB && !J.direct && nn__gemm_pb_ok;
     /* Balanced K blocks (784 -> 4 x 196, not 3 x 256 + 16), rounded to 8. */
     nkb = (K + arch->kc - 1) / arch->kc;
     J.kc = ((K + nkb - 1) / nkb + 7) / 8 * 8;

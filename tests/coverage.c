@@ -295,6 +295,24 @@ int t_sgemm_pre(int threads, int pre, int ta, int tb, int M, int N, int K, const
     return planned;
 }
 
+/* tests/test_matmul.c's GEMM with op(B) packed by the first A panel's tiles where it plans so
+   (pb = 1) or in a pass of its own (pb = 0), src/cpu/gemm.c nn__gemm_ukr_avx512_pb, on a pool of
+   the given threads, alpha 0.75, beta 0. Returns 1 when the product packs op(B) on the way, 0 when
+   not, -1 on failure */
+int t_sgemm_pb(int threads, int pb, int ta, int tb, int M, int N, int K, const float *A, const float *B, float *C) {
+    nn__threadpool *pool = nn__threadpool_create(threads);
+    nn__gemm_job J;
+    int n_tasks;
+    if (!pool) return -1;
+    nn__gemm_pb_ok = pb;
+    nn__gemm_prepare(&J, nn__threadpool_size(pool), ta, tb, M, N, K, 0.75f, A, ta ? M : K, B, tb ? K : N, 0.0f, C, N,
+                     &n_tasks);
+    nn__sgemm(pool, ta, tb, M, N, K, 0.75f, A, ta ? M : K, B, tb ? K : N, 0.0f, C, N);
+    nn__gemm_pb_ok = 1;
+    nn__threadpool_destroy(pool);
+    return J.pb;
+}
+
 /* tests/test_gemm16.c's path forcing */
 const char *t_gemm16_force(int fmt, const char *name) { return nn__gemm16_force(fmt, name); }
 

@@ -678,7 +678,8 @@ static void fa_run(long fail_at, int persistent) {
    pool holding only the small workspace the CPU backend reserves) gives the bits of the
    blocked path, on one thread and on four: shapes with edge tiles, several K blocks, the
    C^T mode (narrow C), both transposes, beta 0 and 1, each kernel this CPU runs; and op(A)
-   read in place (A [M,K]'s full panels, nn__gemm_ukr_avx512_s) the bits of it packed. Returns
+   read in place (A [M,K]'s full panels, nn__gemm_ukr_avx512_s) the bits of it packed, op(B)
+   packed by the first A panel's tiles (nn__gemm_ukr_avx512_pb) those of a packing pass. Returns
    the cases that differ; *cases counts them all. */
 static long fa_gemm_check(long *cases) {
     static const char *const kernels[] = {"generic", "avx2", "avx512f", "neon"};
@@ -700,16 +701,16 @@ static long fa_gemm_check(long *cases) {
             int M = shapes[sh][0], N = shapes[sh][1], K = shapes[sh][2], v;
             size_t na = (size_t)M * K, nb = (size_t)K * N, nc = (size_t)M * N, i;
             float *a = (float *)malloc(na * 4), *b = (float *)malloc(nb * 4), *c0 = (float *)malloc(nc * 4);
-            float *c[4];
+            float *c[5];
             uint32_t r = 777u + (uint32_t)sh;
             for (i = 0; i < na; i++) a[i] = (float)((r = r * 1664525u + 1013904223u) >> 8) / 8388608.0f - 1.0f;
             for (i = 0; i < nb; i++) b[i] = (float)((r = r * 1664525u + 1013904223u) >> 8) / 8388608.0f - 1.0f;
             for (i = 0; i < nc; i++) c0[i] = (float)((r = r * 1664525u + 1013904223u) >> 8) / 8388608.0f - 1.0f;
-            for (i = 0; i < 4; i++) c[i] = (float *)malloc(nc * 4);
+            for (i = 0; i < 5; i++) c[i] = (float *)malloc(nc * 4);
             for (v = 0; v < 8; v++) { /* transA, transB, beta */
                 int ta = v & 1, tb = (v >> 1) & 1, j;
                 float beta = (v >> 2) ? 1.0f : 0.0f;
-                for (j = 0; j < 4; j++) memcpy(c[j], c0, nc * 4);
+                for (j = 0; j < 5; j++) memcpy(c[j], c0, nc * 4);
                 nn__sgemm(one, ta, tb, M, N, K, 0.75f, a, ta ? M : K, b, tb ? K : N, beta, c[0], N);
                 nn__sgemm(four, ta, tb, M, N, K, 0.75f, a, ta ? M : K, b, tb ? K : N, beta, c[1], N);
                 fa_armed = 1;
@@ -721,18 +722,23 @@ static long fa_gemm_check(long *cases) {
                 fa_fail_at = 0;
                 nn__gemm_direct_ok = 0; /* op(A) always packed, not read in place */
                 nn__sgemm(one, ta, tb, M, N, K, 0.75f, a, ta ? M : K, b, tb ? K : N, beta, c[3], N);
+                nn__gemm_pb_ok = 0; /* and op(B) in a packing pass of its own */
+                nn__sgemm(one, ta, tb, M, N, K, 0.75f, a, ta ? M : K, b, tb ? K : N, beta, c[4], N);
+                nn__gemm_pb_ok = 1;
                 nn__gemm_direct_ok = 1;
                 (*cases)++;
-                if (memcmp(c[0], c[1], nc * 4) != 0 || memcmp(c[0], c[2], nc * 4) != 0 || memcmp(c[0], c[3], nc * 4) != 0) {
+                if (memcmp(c[0], c[1], nc * 4) != 0 || memcmp(c[0], c[2], nc * 4) != 0 || memcmp(c[0], c[3], nc * 4) != 0 ||
+                    memcmp(c[0], c[4], nc * 4) != 0) {
                     if (bad++ < 10)
                         fprintf(stderr, "  gemm %s M=%d N=%d K=%d transA=%d transB=%d beta=%g: %s\n", kernels[k], M, N, K, ta,
                                 tb, beta,
                                 memcmp(c[0], c[1], nc * 4)   ? "4 threads differ from 1"
                                 : memcmp(c[0], c[2], nc * 4) ? "the fallback differs"
-                                                             : "A packed differs from A in place");
+                                : memcmp(c[0], c[3], nc * 4) ? "A packed differs from A in place"
+                                                             : "B packed in a pass differs from B packed on the way");
                 }
             }
-            for (i = 0; i < 4; i++) free(c[i]);
+            for (i = 0; i < 5; i++) free(c[i]);
             free(a);
             free(b);
             free(c0);

@@ -299,6 +299,7 @@ int t_wino_force(const char *name);
    that start in a GEMM's epilogue; 0 with NN_FUSE=0 (tests/coverage.c) */
 int t_fused_chains(const nn_graph *g, int *gemm);
 int t_sgemm_pre(int threads, int pre, int ta, int tb, int M, int N, int K, const float *A, const float *B, float *C);
+int t_sgemm_pb(int threads, int pb, int ta, int tb, int M, int N, int K, const float *A, const float *B, float *C);
 int t_cl_load_child(const char *which);
 /* src/opencl/backend.c's nn__cl_map_log (tests/coverage.c); 0 without the OpenCL backend */
 int t_cl_map_log(const char **lines, unsigned count, const char *log, char *out, size_t n);

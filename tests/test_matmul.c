@@ -314,6 +314,58 @@ done:
     t_end();
 }
 
+/* The CPU GEMM with op(B) packed by the first A panel's tiles as they multiply (the AVX-512
+   kernel's nn__gemm_ukr_avx512_pb) gives the bits of a packing pass of its own, on 1 and 3
+   threads, both transposes (B^T and op(A) read in place pack as before): a last partial B
+   panel, A's edge rows, two K blocks, two NC blocks, fewer rows than a panel. */
+static void mm_pack_b(const t_env *e) {
+    static const int shapes[][3] = {{37, 530, 580}, {100, 64, 513}, {13, 33, 1}, {11, 70, 600}, {25, 96, 7}};
+    enum { MAXF = 530 * 580 }; /* the largest operand: op(B) of the first shape, K x N */
+    float *a = NULL, *b = NULL, *c[4] = {NULL, NULL, NULL, NULL};
+    int s, ta, tb, i, fused = 0;
+    if (!t_begin_cpu(e, "matmul: the CPU GEMM's op(B) packed on the way gives the bits of a packing pass",
+                     "the CPU backend's GEMM"))
+        return;
+    if (strcmp(t_sgemm_force("avx512f"), "avx512f") != 0) {
+        t_skip("the CPU has no AVX-512F (the only kernel that packs op(B) on the way)");
+        goto done;
+    }
+    a = (float *)malloc((size_t)MAXF * 4);
+    b = (float *)malloc((size_t)MAXF * 4);
+    for (i = 0; i < 4; i++) c[i] = (float *)malloc((size_t)MAXF * 4);
+    if (!T_CHECK(a && b && c[0] && c[1] && c[2] && c[3], "out of memory")) goto done;
+    t_seed(92);
+    for (i = 0; i < MAXF; i++) a[i] = (float)t_uniform(-1, 1);
+    for (i = 0; i < MAXF; i++) b[i] = (float)t_uniform(-1, 1);
+    for (s = 0; s < (int)(sizeof shapes / sizeof shapes[0]); s++)
+        for (ta = 0; ta < 2; ta++)
+            for (tb = 0; tb < 2; tb++) {
+                int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+                int p1 = t_sgemm_pb(1, 1, ta, tb, M, N, K, a, b, c[0]);
+                int p3 = t_sgemm_pb(3, 1, ta, tb, M, N, K, a, b, c[1]);
+                T_CHECK(t_sgemm_pb(1, 0, ta, tb, M, N, K, a, b, c[2]) == 0, "pb = 0 still packs on the way");
+                T_CHECK(t_sgemm_pb(3, 0, ta, tb, M, N, K, a, b, c[3]) == 0, "pb = 0 still packs on the way");
+                T_CHECK(p1 >= 0 && p3 >= 0, "no pool");
+                /* B [K,N] with op(A) packed (A [M,K] rows 580 apart are not read in place) */
+                if (s == 0 && !tb)
+                    T_CHECK(p1 == 1, "%dx%dx%d ta=%d: op(B) not packed on the way", M, N, K, ta);
+                fused += p1 == 1;
+                T_CHECK(memcmp(c[0], c[2], (size_t)M * N * 4) == 0, "%dx%dx%d ta=%d tb=%d: 1 thread differs from a packing pass",
+                        M, N, K, ta, tb);
+                T_CHECK(memcmp(c[1], c[3], (size_t)M * N * 4) == 0, "%dx%dx%d ta=%d tb=%d: 3 threads differ from a packing pass",
+                        M, N, K, ta, tb);
+                T_CHECK(memcmp(c[0], c[1], (size_t)M * N * 4) == 0, "%dx%dx%d ta=%d tb=%d: 3 threads differ from 1", M, N, K,
+                        ta, tb);
+            }
+    T_CHECK(fused > 0, "no product packed op(B) on the way");
+done:
+    t_sgemm_force(NULL);
+    free(a);
+    free(b);
+    for (i = 0; i < 4; i++) free(c[i]);
+    t_end();
+}
+
 /* The 2-D products, both operands transposed or not, at odd shapes (1, 3, 7, 33, 129). */
 static void matmul_cases(const t_env *e) {
     static const int shapes[][3] = {{7, 33, 3}, {1, 129, 7}, {33, 1, 129}, {3, 7, 1}, {129, 33, 33}};
@@ -684,6 +736,7 @@ void suite_matmul(const t_env *e) {
     }
     T_RUN(e, matmul_cases, nanprop_matmul);
     mm_prepack(e);
+    mm_pack_b(e);
     mm_env_tile(e);
     t_bad_rows(e, matmul_bad, (int)(sizeof matmul_bad / sizeof matmul_bad[0]));
     linear_case(e);
