@@ -264,11 +264,13 @@ done:
 
 /* The CPU GEMM with op(A) packed once for a task's NC blocks (N > 512: two NC blocks; the
    tasks split M, or one task) gives the bits of packing it per NC block, on 1 and 3 threads,
-   each kernel this CPU runs, both transposes; edge tiles on both sides and three K blocks. */
+   each kernel this CPU runs, both transposes; edge tiles on both sides and two to four K
+   blocks. K 1,024: rows of A [M,K] 4 KB apart, which the AVX-512 kernel packs (it reads rows
+   that keep to L1's sets in place, nn__gemm_direct_lda_ok). */
 static void mm_prepack(const t_env *e) {
     static const char *const kernels[] = {"generic", "avx2", "avx512f"};
-    static const int shapes[2][3] = {{37, 530, 580}, {600, 530, 580}}; /* 3 threads split N, M */
-    enum { MAXF = 600 * 580 }; /* the largest operand: op(A) of the second shape, M x K */
+    static const int shapes[2][3] = {{37, 530, 1024}, {600, 530, 1024}}; /* 3 threads split N, M */
+    enum { MAXF = 600 * 1024 }; /* the largest operand: op(A) of the second shape, M x K */
     float *a = NULL, *b = NULL, *c[3] = {NULL, NULL, NULL};
     int k, s, ta, tb, i, planned = 0, two_nc = 0;
     if (!t_begin_cpu(e, "matmul: the CPU GEMM's op(A) packed once gives the bits of packing it per NC block",

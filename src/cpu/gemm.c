@@ -21,8 +21,8 @@
  * Packing absorbs the transposes (the microkernel only ever sees one layout)
  * and zero-pads the edges, so kernels only handle full MR x NR tiles; partial
  * tiles go through a small stack buffer.  One exception: with AVX-512, full
- * 12-row panels of an A [M,K] whose rows are at most 2 KB apart are read in
- * place (nn__gemm_ukr_avx512_s, the same FMAs, so the same bits), not packed:
+ * 12-row panels of an A [M,K] whose rows do not crowd L1's sets (nn__gemm_direct_lda_ok) are
+ * read in place (nn__gemm_ukr_avx512_s, the same FMAs, so the same bits), not packed:
  * the GPT's activations, whose packing cost 7% of a tiny GPT step.  And with AVX-512, op(B) =
  * B [K,N] is packed by the block's first A panel as it multiplies (nn__gemm_ukr_avx512_pb: its
  * B rows loaded from B, stored into the panel, the same FMAs): no pass of its own over B, which
@@ -100,9 +100,9 @@ typedef void (*nn__gemm_ukr_s)(int kc, const float *a, size_t rs, size_t cs, con
                                float alpha, float beta);
 
 /* The full-tile kernel with op(B) = B [K,N] read from bs (rows ldb apart) and packed into the
-   panel b on the way (the same FMAs as ukr) */
-typedef void (*nn__gemm_ukr_pb)(int kc, const float *a, const float *bs, int ldb, float *b, float *c, int ldc,
-                                float alpha, float beta);
+   panel b on the way (the same FMAs as ukr); op(A)[i, k] at a[i * rs + k * cs], as ukr_s reads it */
+typedef void (*nn__gemm_ukr_pb)(int kc, const float *a, size_t rs, size_t cs, const float *bs, int ldb, float *b,
+                                float *c, int ldc, float alpha, float beta);
 
 typedef struct {
     nn__gemm_ukr ukr;
@@ -324,9 +324,13 @@ nn__gemm_ukr_avx512(int kc, const float *a, const float *b, float *c, int ldc, f
    while it multiplies, where a separate pass over B (nn__gemm_pack_b_avx2) cost 3-6% of
    SGEMM 1024. The same FMAs in the same order, so the same bits. */
 __attribute__((target("avx512f"))) static void
-nn__gemm_ukr_avx512_pb(int kc, const float *a, const float *bs, int ldb, float *b, float *c, int ldc, float alpha,
-                       float beta) {
-    NN__AVX512_UKR_BODY(NN__AVX512_APK, 12, NN__AVX512_BSRC)
+nn__gemm_ukr_avx512_pb(int kc, const float *a, size_t rs, size_t cs, const float *bs, int ldb, float *b, float *c,
+                       int ldc, float alpha, float beta) {
+    if (rs == 1) { /* a packed A panel (cs 12) */
+        NN__AVX512_UKR_BODY(NN__AVX512_APK, cs, NN__AVX512_BSRC)
+    } else { /* A [M,K]'s rows read in place */
+        NN__AVX512_UKR_BODY(NN__AVX512_ARS, 1, NN__AVX512_BSRC)
+    }
 }
 /* A read in place: rows rs apart, k steps cs apart (the caller makes sure all 12 rows
    exist) */
@@ -858,6 +862,22 @@ static void nn__gemm_store_tile(float *cp, size_t ldc, const float *t, int nr, i
 
 static int nn__gemm_direct_ok = 1;
 static int nn__gemm_pb_ok = 1; /* 0: op(B) always packed in a pass of its own (tests) */
+/* Whether a panel's 12 rows of A, lda floats apart, read in place keep to L1's sets: at most 6
+   of their lines in one set of 64 (64-byte lines, 4 KB a way, as in Zen's and Intel's 32 and
+   48 KB L1s). Rows 4 KB apart or a multiple of it (lda 1,024 or GPT-2 small's 3,072) put all
+   12 in one set and ran 10-25% slower than packed; 512 puts 6 in each of 2, 784 one in each */
+static int nn__gemm_direct_lda_ok(int lda) {
+    int cnt[64], i, most = 0;
+    size_t last = (size_t)-1;
+    memset(cnt, 0, sizeof cnt);
+    for (i = 0; i < 12; i++) {
+        size_t line = (size_t)i * (size_t)lda * sizeof(float) / 64;
+        if (line == last) continue; /* rows on one line: one line in the set */
+        last = line;
+        if (++cnt[line % 64] > most) most = cnt[line % 64];
+    }
+    return most <= 6;
+}
 static void nn__gemm_block(const nn__gemm_job *J, int m0, int m1, int n0, int n1, float *abuf,
                            float *bbuf) {
     const nn__gemm_arch *arch = J->arch;
@@ -911,7 +931,10 @@ static void nn__gemm_block(const nn__gemm_job *J, int m0, int m1, int n0, int n1
                             const float *as = J->transA ? J->A + (size_t)pc * J->lda + ic + ir
                                                         : J->A + (size_t)(ic + ir) * J->lda + pc;
                             size_t rs = J->transA ? 1 : (size_t)J->lda, cs = J->transA ? (size_t)J->lda : 1;
-                            if (n == nr)
+                            if (n == nr && jr < pb_n && ic == m0 && ir == 0)
+                                arch->ukr_pb(kc, as, rs, cs, J->B + (size_t)pc * J->ldb + jc + jr, J->ldb,
+                                             bbuf + (size_t)jr * kc, cp, J->ldc, J->alpha, beta);
+                            else if (n == nr)
                                 arch->ukr_s(kc, as, rs, cs, bp, cp, J->ldc, J->alpha, beta);
                             else {
                                 arch->ukr_s(kc, as, rs, cs, bp, tmp, nr, 1.0f, 0.0f);
@@ -919,8 +942,8 @@ static void nn__gemm_block(const nn__gemm_job *J, int m0, int m1, int n0, int n1
                             }
                         } else if (m == mr && n == nr && !J->ct) {
                             if (jr < pb_n && ic == m0 && ir == 0)
-                                arch->ukr_pb(kc, ap, J->B + (size_t)pc * J->ldb + jc + jr, J->ldb, bbuf + (size_t)jr * kc, cp,
-                                             J->ldc, J->alpha, beta);
+                                arch->ukr_pb(kc, ap, 1, (size_t)mr, J->B + (size_t)pc * J->ldb + jc + jr, J->ldb,
+                                             bbuf + (size_t)jr * kc, cp, J->ldc, J->alpha, beta);
                             else
                                 arch->ukr(kc, ap, bp, cp, J->ldc, J->alpha, beta);
                         } else {
@@ -1140,12 +1163,14 @@ static size_t nn__gemm_prepare(nn__gemm_job *Jp, int n_thr, int transA, int tran
     N = J.N;
     /* op(A) from A [M,K] read in place: its 12 rows stream beside the B panel, where
        packing them took 7% of a tiny GPT step. (A stored [K,M] packs: read in place, its
-       k steps a row of A apart, it ran 10-25% slower than packed; so did rows 12 KB apart,
-       GPT-2 small's 3,072 wide, whose 12 rows share L1 sets: at most 2 KB apart here.) */
-    J.direct = arch->ukr_s != NULL && !J.ct && !J.transA && J.lda <= 512 && nn__gemm_direct_ok;
-    /* B [K,N] packed while the first A panel multiplies: tiles (not C^T, whose edges go
-       through tmp) from packed A panels; a_l1, so that panel's tiles come first */
-    J.pb = arch->ukr_pb != NULL && arch->a_l1 && !J.ct && !J.transB && !J.direct && nn__gemm_pb_ok;
+       k steps a row of A apart, it ran 10-25% slower than packed; so did rows whose lines
+       share L1's sets, nn__gemm_direct_lda_ok. Rows up to 2 KB apart only, before: lda 784
+       to 3,000 in place on a 2-core Zen 5, in-process A/B, 128x256x784 NT 1.05x and NN
+       1.07x, 128x256x1536 and x3000 NT 1.06x and 1.08x, 1024x1024x1000 1.03x.) */
+    J.direct = arch->ukr_s != NULL && !J.ct && !J.transA && nn__gemm_direct_lda_ok(J.lda) && nn__gemm_direct_ok;
+    /* B [K,N] packed while the first A panel multiplies: full tiles (not C^T, whose edges go
+       through tmp); a_l1, so that panel's tiles come first */
+    J.pb = arch->ukr_pb != NULL && arch->a_l1 && !J.ct && !J.transB && nn__gemm_pb_ok;
     /* Balanced K blocks (784 -> 4 x 196, not 3 x 256 + 16), rounded to 8. */
     nkb = (K + arch->kc - 1) / arch->kc;
     J.kc = ((K + nkb - 1) / nkb + 7) / 8 * 8;
