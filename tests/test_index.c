@@ -726,6 +726,12 @@ static void gather_rows_cases(const t_env *e) {
     in_f(&s, nn_shape2(33, 7));
     in_i(&s, nn_shape1(129), -2, 35); /* some out of range: zero rows */
     check_case(e, &s);
+    /* 66 KB gathered: the CPU backend splits the rows between its threads (nn__gather_rows_pool) */
+    s = mk("gather_rows [300, 131] by [127] (rows split between threads)", b_gather_rows, r_gather_rows, nn_shape2(127, 131));
+    s.dirs = 1; /* directional derivatives: one dense random direction per input */
+    in_f(&s, nn_shape2(300, 131));
+    in_i(&s, nn_shape1(127), -3, 303);
+    check_case(e, &s);
     s = mk("gather_rows [3, 2, 5] by [1]", b_gather_rows, r_gather_rows, nn_shape3(1, 2, 5));
     in_f(&s, nn_shape3(3, 2, 5));
     in_i(&s, nn_shape1(1), 0, 3);

@@ -158,7 +158,7 @@ static nn_result nn__cpu_gather_rows(nn_graph *g, nn__node *n) {
     float *y = n->buf.host;
     nn__node *d = &g->nodes[in[0]];
     int64_t D = d->numel / d->shape.dim[0];
-    nn__gather_rows_forward(y, d->buf.host, NN__I(in[1]), n->shape.dim[0], d->shape.dim[0], D);
+    nn__gather_rows_pool(g->ctx->threads, y, d->buf.host, NN__I(in[1]), n->shape.dim[0], d->shape.dim[0], D);
     return NN_OK;
 }
 
