@@ -262,6 +262,36 @@ done:
     t_end();
 }
 
+/* A CPU GEMM with one of its paths on or off (tests/coverage.c's t_sgemm_pre, t_sgemm_pb):
+   the product into C, alpha 0.75, beta 0; returns 1 when the path was planned, 0 when not,
+   -1 on failure */
+typedef int (*mm_switch_fn)(int threads, int on, int ta, int tb, int M, int N, int K, const float *A, const float *B,
+                            float *C);
+
+/* a and b of n floats each, uniform in [-1, 1) from seed */
+static void mm_fill2(float *a, float *b, int n, unsigned long long seed) {
+    int i;
+    t_seed(seed);
+    for (i = 0; i < n; i++) a[i] = (float)t_uniform(-1, 1);
+    for (i = 0; i < n; i++) b[i] = (float)t_uniform(-1, 1);
+}
+
+/* fn on 1 and 3 threads with its path on (c[0], c[1]) and off (c[2], c[3]): the four give the
+   same bits, the off runs plan no such path; plan[0], plan[1] what the on runs planned */
+static void mm_switch_runs(mm_switch_fn fn, const char *what, const char *kernel, int ta, int tb, int M, int N, int K,
+                           const float *a, const float *b, float *const *c, int plan[2]) {
+    static const char *const runs[4] = {"on, 1 thread", "on, 3 threads", "off, 1 thread", "off, 3 threads"};
+    int got[4], i;
+    for (i = 0; i < 4; i++) got[i] = fn(i % 2 ? 3 : 1, i < 2, ta, tb, M, N, K, a, b, c[i]);
+    T_CHECK(got[0] >= 0 && got[1] >= 0 && got[2] >= 0 && got[3] >= 0, "no pool");
+    T_CHECK(got[2] == 0 && got[3] == 0, "%s: off, still planned", what);
+    for (i = 1; i < 4; i++)
+        T_CHECK(memcmp(c[0], c[i], (size_t)M * N * 4) == 0, "%s %s %dx%dx%d ta=%d tb=%d: %s differs from on, 1 thread",
+                what, kernel, M, N, K, ta, tb, runs[i]);
+    plan[0] = got[0];
+    plan[1] = got[1];
+}
+
 /* The CPU GEMM with op(A) packed once for a task's NC blocks (N > 512: two NC blocks; the
    tasks split M, or one task) gives the bits of packing it per NC block, on 1 and 3 threads,
    each kernel this CPU runs, both transposes; edge tiles on both sides and two to four K
@@ -271,40 +301,30 @@ static void mm_prepack(const t_env *e) {
     static const char *const kernels[] = {"generic", "avx2", "avx512f"};
     static const int shapes[2][3] = {{37, 530, 1024}, {600, 530, 1024}}; /* 3 threads split N, M */
     enum { MAXF = 600 * 1024 }; /* the largest operand: op(A) of the second shape, M x K */
-    float *a = NULL, *b = NULL, *c[3] = {NULL, NULL, NULL};
+    float *a = NULL, *b = NULL, *c[4] = {NULL, NULL, NULL, NULL};
     int k, s, ta, tb, i, planned = 0, two_nc = 0;
     if (!t_begin_cpu(e, "matmul: the CPU GEMM's op(A) packed once gives the bits of packing it per NC block",
                      "the CPU backend's GEMM"))
         return;
     a = (float *)malloc((size_t)MAXF * 4);
     b = (float *)malloc((size_t)MAXF * 4);
-    for (i = 0; i < 3; i++) c[i] = (float *)malloc((size_t)600 * 530 * 4);
-    if (!T_CHECK(a && b && c[0] && c[1] && c[2], "out of memory")) goto done;
-    t_seed(91);
-    for (i = 0; i < MAXF; i++) a[i] = (float)t_uniform(-1, 1);
-    for (i = 0; i < MAXF; i++) b[i] = (float)t_uniform(-1, 1);
+    for (i = 0; i < 4; i++) c[i] = (float *)malloc((size_t)600 * 530 * 4);
+    if (!T_CHECK(a && b && c[0] && c[1] && c[2] && c[3], "out of memory")) goto done;
+    mm_fill2(a, b, MAXF, 91);
     for (k = 0; k < 3; k++) {
         if (strcmp(t_sgemm_force(kernels[k]), kernels[k]) != 0) continue; /* not on this CPU */
         for (s = 0; s < 2; s++)
             for (ta = 0; ta < 2; ta++)
                 for (tb = 0; tb < 2; tb++) {
-                    int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
-                    int p1 = t_sgemm_pre(1, 1, ta, tb, M, N, K, a, b, c[0]);
-                    int p3 = t_sgemm_pre(3, 1, ta, tb, M, N, K, a, b, c[1]);
-                    T_CHECK(t_sgemm_pre(3, 0, ta, tb, M, N, K, a, b, c[2]) == 0, "pre = 0 still packs once");
-                    planned += p1 > 0;
-                    planned += p3 > 0;
-                    T_CHECK(p1 >= 0 && p3 >= 0, "no pool");
+                    int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2], p[2];
+                    mm_switch_runs(t_sgemm_pre, "op(A) packed once", kernels[k], ta, tb, M, N, K, a, b, c, p);
+                    planned += (p[0] > 0) + (p[1] > 0);
                     /* two NC blocks (this kernel's NC below N): packed once on 1 thread, and on 3
                        where they split M */
                     two_nc += N > t_sgemm_nc();
                     if (N > t_sgemm_nc())
-                        T_CHECK(p1 > 0 && (s == 0 || p3 > 0), "%s %dx%dx%d ta=%d tb=%d: op(A) not packed once (%d, %d)",
-                                kernels[k], M, N, K, ta, tb, p1, p3);
-                    T_CHECK(memcmp(c[0], c[1], (size_t)M * N * 4) == 0, "%s %dx%dx%d ta=%d tb=%d: 3 threads differ from 1",
-                            kernels[k], M, N, K, ta, tb);
-                    T_CHECK(memcmp(c[1], c[2], (size_t)M * N * 4) == 0,
-                            "%s %dx%dx%d ta=%d tb=%d: packed once differs from per NC block", kernels[k], M, N, K, ta, tb);
+                        T_CHECK(p[0] > 0 && (s == 0 || p[1] > 0), "%s %dx%dx%d ta=%d tb=%d: op(A) not packed once (%d, %d)",
+                                kernels[k], M, N, K, ta, tb, p[0], p[1]);
                 }
     }
     T_CHECK(planned > 0 || !two_nc, "no product packed its operands once");
@@ -312,14 +332,14 @@ done:
     t_sgemm_force(NULL);
     free(a);
     free(b);
-    for (i = 0; i < 3; i++) free(c[i]);
+    for (i = 0; i < 4; i++) free(c[i]);
     t_end();
 }
 
 /* The CPU GEMM with op(B) packed by the first A panel's tiles as they multiply (the AVX-512
    kernel's nn__gemm_ukr_avx512_pb) gives the bits of a packing pass of its own, on 1 and 3
-   threads, both transposes (B^T and op(A) read in place pack as before): a last partial B
-   panel, A's edge rows, two K blocks, two NC blocks, fewer rows than a panel. */
+   threads, both transposes (B^T packs as before): a last partial B panel, A's edge rows, op(A)
+   read in place and packed, two K blocks, two NC blocks, fewer rows than a panel. */
 static void mm_pack_b(const t_env *e) {
     static const int shapes[][3] = {{37, 530, 580}, {100, 64, 513}, {13, 33, 1}, {11, 70, 600}, {25, 96, 7}};
     enum { MAXF = 530 * 580 }; /* the largest operand: op(B) of the first shape, K x N */
@@ -336,28 +356,15 @@ static void mm_pack_b(const t_env *e) {
     b = (float *)malloc((size_t)MAXF * 4);
     for (i = 0; i < 4; i++) c[i] = (float *)malloc((size_t)MAXF * 4);
     if (!T_CHECK(a && b && c[0] && c[1] && c[2] && c[3], "out of memory")) goto done;
-    t_seed(92);
-    for (i = 0; i < MAXF; i++) a[i] = (float)t_uniform(-1, 1);
-    for (i = 0; i < MAXF; i++) b[i] = (float)t_uniform(-1, 1);
+    mm_fill2(a, b, MAXF, 92);
     for (s = 0; s < (int)(sizeof shapes / sizeof shapes[0]); s++)
         for (ta = 0; ta < 2; ta++)
             for (tb = 0; tb < 2; tb++) {
-                int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
-                int p1 = t_sgemm_pb(1, 1, ta, tb, M, N, K, a, b, c[0]);
-                int p3 = t_sgemm_pb(3, 1, ta, tb, M, N, K, a, b, c[1]);
-                T_CHECK(t_sgemm_pb(1, 0, ta, tb, M, N, K, a, b, c[2]) == 0, "pb = 0 still packs on the way");
-                T_CHECK(t_sgemm_pb(3, 0, ta, tb, M, N, K, a, b, c[3]) == 0, "pb = 0 still packs on the way");
-                T_CHECK(p1 >= 0 && p3 >= 0, "no pool");
-                /* B [K,N] with op(A) packed (A [M,K] rows 580 apart are not read in place) */
-                if (s == 0 && !tb)
-                    T_CHECK(p1 == 1, "%dx%dx%d ta=%d: op(B) not packed on the way", M, N, K, ta);
-                fused += p1 == 1;
-                T_CHECK(memcmp(c[0], c[2], (size_t)M * N * 4) == 0, "%dx%dx%d ta=%d tb=%d: 1 thread differs from a packing pass",
-                        M, N, K, ta, tb);
-                T_CHECK(memcmp(c[1], c[3], (size_t)M * N * 4) == 0, "%dx%dx%d ta=%d tb=%d: 3 threads differ from a packing pass",
-                        M, N, K, ta, tb);
-                T_CHECK(memcmp(c[0], c[1], (size_t)M * N * 4) == 0, "%dx%dx%d ta=%d tb=%d: 3 threads differ from 1", M, N, K,
-                        ta, tb);
+                int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2], p[2];
+                mm_switch_runs(t_sgemm_pb, "op(B) packed on the way", "avx512f", ta, tb, M, N, K, a, b, c, p);
+                /* B [K,N], the first shape's A packed (ta) or read in place (rows 580 apart) */
+                if (s == 0 && !tb) T_CHECK(p[0] == 1, "%dx%dx%d ta=%d: op(B) not packed on the way", M, N, K, ta);
+                fused += p[0] == 1;
             }
     T_CHECK(fused > 0, "no product packed op(B) on the way");
 done:
