@@ -6296,6 +6296,15 @@ static int nn__gemm_direct_lda_ok(int lda) {
     }
     return most <= 6;
 }
+/* That rule where L1 holds 48 KB or more (12 ways: measured there); rows up to 2 KB apart
+   elsewhere (an 8-way 32 KB L1 would hold 6 of a panel's lines in a set beside B's) */
+static int nn__gemm_direct_lda(const nn__gemm_arch *arch, int lda) {
+#if NN__GEMM_X86
+    if (arch == &nn__gemm_arch_avx512_l1) return nn__gemm_direct_lda_ok(lda);
+#endif
+    (void)arch;
+    return lda <= 512;
+}
 static void nn__gemm_block(const nn__gemm_job *J, int m0, int m1, int n0, int n1, float *abuf,
                            float *bbuf) {
     const nn__gemm_arch *arch = J->arch;
@@ -6582,10 +6591,10 @@ static size_t nn__gemm_prepare(nn__gemm_job *Jp, int n_thr, int transA, int tran
     /* op(A) from A [M,K] read in place: its 12 rows stream beside the B panel, where
        packing them took 7% of a tiny GPT step. (A stored [K,M] packs: read in place, its
        k steps a row of A apart, it ran 10-25% slower than packed; so did rows whose lines
-       share L1's sets, nn__gemm_direct_lda_ok. Rows up to 2 KB apart only, before: lda 784
+       share L1's sets, nn__gemm_direct_lda. Rows up to 2 KB apart only, before: lda 784
        to 3,000 in place on a 2-core Zen 5, in-process A/B, 128x256x784 NT 1.05x and NN
        1.07x, 128x256x1536 and x3000 NT 1.06x and 1.08x, 1024x1024x1000 1.03x.) */
-    J.direct = arch->ukr_s != NULL && !J.ct && !J.transA && nn__gemm_direct_lda_ok(J.lda) && nn__gemm_direct_ok;
+    J.direct = arch->ukr_s != NULL && !J.ct && !J.transA && nn__gemm_direct_lda(arch, J.lda) && nn__gemm_direct_ok;
     /* B [K,N] packed while the first A panel multiplies: full tiles (not C^T, whose edges go
        through tmp); a_l1, so that panel's tiles come first */
     J.pb = arch->ukr_pb != NULL && arch->a_l1 && !J.ct && !J.transB && nn__gemm_pb_ok;
