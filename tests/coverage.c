@@ -276,41 +276,32 @@ const char *t_sgemm_force(const char *name) { return nn__sgemm_force_kernel(name
 /* the NC (columns of C per B block) of the GEMM kernel in use */
 int t_sgemm_nc(void) { return nn__gemm_pick_arch()->nc; }
 
-/* tests/test_matmul.c's GEMM with op(A) packed once for each task's NC blocks where it plans
-   so (pre = 1) or per NC block (pre = 0), src/cpu/gemm.c nn__gemm_pre_plan, on a pool of the
-   given threads, alpha 0.75, beta 0. Returns 1 when pre = 1 and the product packs op(A) once,
-   0 when not, -1 on failure */
-int t_sgemm_pre(int threads, int pre, int ta, int tb, int M, int N, int K, const float *A, const float *B, float *C) {
+/* tests/test_matmul.c's GEMM with one of its paths switched on or off (src/cpu/gemm.c), on a
+   pool of the given threads, alpha 0.75, beta 0: pb 0, op(A) packed once for each task's NC
+   blocks where it plans so (nn__gemm_pre_plan) or per NC block; pb 1, op(B) packed by the first
+   A panel's tiles (nn__gemm_ukr_avx512_pb) or in a pass of its own. Returns 1 when the path is
+   on and the product takes it, 0 when not, -1 on failure */
+static int t_sgemm_switch(int pb, int threads, int on, int ta, int tb, int M, int N, int K, const float *A,
+                          const float *B, float *C) {
     nn__threadpool *pool = nn__threadpool_create(threads);
+    int *flag = pb ? &nn__gemm_pb_ok : &nn__gemm_pre_ok;
     nn__gemm_job J;
     int n_tasks, planned;
     if (!pool) return -1;
-    nn__gemm_pre_ok = pre;
+    *flag = on;
     nn__gemm_prepare(&J, nn__threadpool_size(pool), ta, tb, M, N, K, 0.75f, A, ta ? M : K, B, tb ? K : N, 0.0f, C, N,
                      &n_tasks);
-    planned = nn__gemm_pre_plan(&J) > 0;
+    planned = pb ? J.pb : nn__gemm_pre_plan(&J) > 0;
     nn__sgemm(pool, ta, tb, M, N, K, 0.75f, A, ta ? M : K, B, tb ? K : N, 0.0f, C, N);
-    nn__gemm_pre_ok = 1;
+    *flag = 1;
     nn__threadpool_destroy(pool);
     return planned;
 }
-
-/* tests/test_matmul.c's GEMM with op(B) packed by the first A panel's tiles where it plans so
-   (pb = 1) or in a pass of its own (pb = 0), src/cpu/gemm.c nn__gemm_ukr_avx512_pb, on a pool of
-   the given threads, alpha 0.75, beta 0. Returns 1 when the product packs op(B) on the way, 0 when
-   not, -1 on failure */
+int t_sgemm_pre(int threads, int pre, int ta, int tb, int M, int N, int K, const float *A, const float *B, float *C) {
+    return t_sgemm_switch(0, threads, pre, ta, tb, M, N, K, A, B, C);
+}
 int t_sgemm_pb(int threads, int pb, int ta, int tb, int M, int N, int K, const float *A, const float *B, float *C) {
-    nn__threadpool *pool = nn__threadpool_create(threads);
-    nn__gemm_job J;
-    int n_tasks;
-    if (!pool) return -1;
-    nn__gemm_pb_ok = pb;
-    nn__gemm_prepare(&J, nn__threadpool_size(pool), ta, tb, M, N, K, 0.75f, A, ta ? M : K, B, tb ? K : N, 0.0f, C, N,
-                     &n_tasks);
-    nn__sgemm(pool, ta, tb, M, N, K, 0.75f, A, ta ? M : K, B, tb ? K : N, 0.0f, C, N);
-    nn__gemm_pb_ok = 1;
-    nn__threadpool_destroy(pool);
-    return J.pb;
+    return t_sgemm_switch(1, threads, pb, ta, tb, M, N, K, A, B, C);
 }
 
 /* tests/test_gemm16.c's path forcing */

@@ -907,9 +907,9 @@ static void nn__gemm_block(const nn__gemm_job *J, int m0, int m1, int n0, int n1
             /* Later K blocks accumulate onto the first one's result. */
             float beta = pc == 0 ? J->beta : 1.0f;
             const float *bblk = J->bpk ? J->bpk + (size_t)pc * J->npad + (size_t)jc * kc : bbuf;
-            /* op(B) = B [K,N] packed by the first A panel's tiles as they multiply (arch->ukr_pb)
-               where that panel is a full one packed (not read in place), its full B panels;
-               the rest (a last partial panel) in a pass of its own */
+            /* op(B) = B [K,N] packed by the first A panel's tiles as they multiply (arch->ukr_pb,
+               that panel packed or read in place), its full B panels; the rest (a last partial
+               panel) in a pass of its own */
             const int pb_n = J->pb && !J->bpk && m1 - m0 >= mr ? nc / nr * nr : 0;
             if (!J->bpk && pb_n < nc) arch->pack_b(J->transB, J->B, J->ldb, pc, kc, jc + pb_n, nc - pb_n, nr, bbuf + (size_t)pb_n * kc);
             for (ic = m0; ic < m1; ic += mc_blk) {
