@@ -388,6 +388,69 @@ static int nn__cl_try_nvidia(char *why, size_t n) {
 }
 #endif
 
+#if defined(__linux__)
+/* The first line of a small text file starting with key (the whole first line where key is
+   ""), after the key and any blanks, without its newline; 0 where there is none. */
+static int nn__cl_text_line(const char *path, const char *key, char *out, size_t n) {
+    FILE *f = fopen(path, "r");
+    char line[512];
+    size_t kl = strlen(key);
+    int found = 0;
+    if (!f) return 0;
+    while (!found && fgets(line, sizeof line, f)) {
+        if (strncmp(line, key, kl) == 0) {
+            const char *s = line + kl;
+            size_t len;
+            while (*s == ' ' || *s == '\t') s++;
+            len = strcspn(s, "\r\n");
+            if (len < n) {
+                memcpy(out, s, len);
+                out[len] = 0;
+                found = 1;
+            }
+            break;
+        }
+    }
+    fclose(f);
+    return found;
+}
+#endif
+
+/* PoCL's CPU device runs a launch's work-groups on worker threads that sleep on a condition
+   variable whenever its queue is empty, which happens between any two kernels. On the
+   2-vCPU VMs this project is measured on, the scheduler put the woken worker on the vCPU
+   that woke it, so a kernel of 150 us ran on one core: 1.02x one worker's speed with two,
+   against 1.73-1.88x with each worker pinned to its own CPU (PoCL's POCL_AFFINITY=1), and
+   the MLP's training step 6-10% faster (BENCHMARKS.md, "PoCL's workers pinned"). So before
+   the OpenCL library loads, POCL_AFFINITY=1 goes into the environment, where: the user has
+   set none of POCL_AFFINITY, POCL_MAX_PTHREAD_COUNT and POCL_CPU_MAX_CU_COUNT (PoCL pins
+   worker i to CPU i, which must exist and be allowed: it aborts where the call fails), the
+   process may run on every online CPU, those are 0..N-1, and NN_POCL_AFFINITY is not 0
+   (which leaves PoCL as it is). Other drivers do not read the variable. Linux only. */
+static void nn__cl_pocl_affinity(void) {
+#if defined(__linux__)
+    char online[256], allowed[256];
+    const char *opt = getenv("NN_POCL_AFFINITY"), *s;
+    if ((opt && strcmp(opt, "0") == 0) || getenv("POCL_AFFINITY") || getenv("POCL_MAX_PTHREAD_COUNT") ||
+        getenv("POCL_CPU_MAX_CU_COUNT"))
+        return;
+    if (!nn__cl_text_line("/sys/devices/system/cpu/online", "", online, sizeof online) ||
+        !nn__cl_text_line("/proc/self/status", "Cpus_allowed_list:", allowed, sizeof allowed) ||
+        strcmp(online, allowed) != 0)
+        return;
+    /* "0" or "0-N": CPUs 0..N, no gaps */
+    s = online;
+    if (*s++ != '0') return;
+    if (*s == '-') {
+        s++;
+        if (!(*s >= '0' && *s <= '9')) return;
+        while (*s >= '0' && *s <= '9') s++;
+    }
+    if (*s) return;
+    setenv("POCL_AFFINITY", "1", 0);
+#endif
+}
+
 static void nn__cl_load_once(void) {
 #if defined(_WIN32)
     static const char *const libs[] = {"OpenCL.dll"};
@@ -401,6 +464,7 @@ static void nn__cl_load_once(void) {
     char other[1536];
     size_t k;
     int mode;
+    nn__cl_pocl_affinity();
     if (env && env[0]) {
         mode = nn__cl_try(env, L->why, sizeof L->why);
         if (mode)
