@@ -3018,6 +3018,8 @@ struct nn_graph {
     int *sched_launch;           /* [n_sched + 1]: the first launch of each schedule position */
     nn__buf one;                 /* a float 1.0, for kernels' absent operands */
     nn__buf checks;              /* int32 [n_checks]: bad inputs counted by checked ops (node.check) */
+    nn__buf claim;               /* int32 [2], 0 between launches (a device's): the CPU-tuned GEMM's items taken and groups
+                                    done (kernels/gemm.cl's GEMM_ITEMS_BEGIN) */
     int n_checks;
     int checks_pending;          /* a run since the counters were last read */
     /* data-parallel training (src/dist/dist.c, NN_MPI builds; unset otherwise) */
@@ -16470,6 +16472,8 @@ typedef struct nn__gemm_plan {
     int dims;             /* 2, or 3 for a batch (dimension 2 numbers the products) */
     size_t gws[3];        /* global size (already rounded up to a multiple of lws) */
     size_t lws[3];        /* local size; lws[0]==0 means pass NULL (let the runtime choose) */
+    int vnx, vny, vnz;    /* the packed path's grid of items (x along N, y along M, z the products), taken in
+                             turn by the gws[0] groups (kernels/gemm.cl's GEMM_ITEMS_BEGIN); 0 on the others */
 } nn__gemm_plan;
 
 #ifndef NN__GEMM_ONE_ITEM_FLOPS
@@ -16486,6 +16490,7 @@ typedef struct nn__gemm_cfg {
     int use_local, ts_k;       /* local-memory panels and their K depth */
     int strided, pad_a, pad_b;
     int items;                 /* packed: items a product aims at (4 a core) */
+    int groups;                /* packed: the groups a launch runs, which take the items in turn (a core each) */
 } nn__gemm_cfg;
 
 static void nn__gemm_cfg_set(nn__gemm_cfg *c, int wpt_m, int wpt_n, int vw,
@@ -16497,6 +16502,7 @@ static void nn__gemm_cfg_set(nn__gemm_cfg *c, int wpt_m, int wpt_n, int vw,
     c->use_local = use_local; c->ts_k = ts_k;
     c->strided = strided; c->pad_a = pad_a; c->pad_b = pad_b;
     c->items = NN__GEMM_CPU_ITEMS;
+    c->groups = NN__GEMM_CPU_ITEMS / 4;
 }
 
 /* $NN_CL_GEMM="WPT_M,WPT_N,VW,WG_M,WG_N,TS_K": the GPU-tuned (tiled) GEMM's tile, for timing
@@ -16581,6 +16587,7 @@ static void nn__gemm_config_dev(const nn__device *dev, nn__gemm_cfg *c) {
         c->wg_n = 2;
     }
     if (dev->units > 0 && dev->units < NN__GEMM_CPU_ITEMS / 4) c->items = 4 * (int)dev->units;
+    if (dev->units > 0) c->groups = (int)dev->units;
 }
 
 /* Whether the device's single products read rows by index (kernels/gemm_args.h's ra and rb,
@@ -16652,6 +16659,15 @@ static void nn__gemm_cfg_plan_batched(const nn__gemm_cfg *c, int transA, int tra
     p->gws[0] = (items_n + p->lws[0] - 1) / p->lws[0] * p->lws[0];
     p->gws[1] = (items_m + p->lws[1] - 1) / p->lws[1] * p->lws[1];
     p->gws[2] = nb;
+    p->vnx = p->vny = p->vnz = 0;
+    if (packed) {
+        size_t all = items_n * items_m * nb;
+        p->vnx = (int)items_n;
+        p->vny = (int)items_m;
+        p->vnz = (int)nb;
+        p->gws[0] = all < (size_t)c->groups ? all : (size_t)c->groups;
+        p->gws[1] = p->gws[2] = 1;
+    }
 }
 
 static void nn__gemm_cfg_plan(const nn__gemm_cfg *c, int transA, int transB,
@@ -20727,14 +20743,14 @@ static const char *const nn__cl_src_gemm[] = {
 "   nn__fuse_gather); with rna and rnb 0, ra and rb are not read. */\n",
 "#define NN__KARGS_gemm(F, P)                                                                       \\\n",
 "    F(int, M) P(int, N) P(int, K) P(sin, A) P(int, lda) P(sin, B) P(int, ldb) P(out, C) P(int, ldc) \\\n",
-"    P(float, alpha) P(float, beta) P(iin, ra) P(int, rna) P(iin, rb) P(int, rnb)\n",
+"    P(float, alpha) P(float, beta) P(iin, ra) P(int, rna) P(iin, rb) P(int, rnb) P(iout, claim) P(int, vnx) P(int, vny)\n",
 "NN__KSIG(gemm)\n",
 "/* gemm_nn_batched ... gemm_tt_batched (GEMM_BATCHED_KERNEL): product z of the grid's\n",
 "   dimension 2 at offA + (z / inner) * sa0 + (z % inner) * sa1 floats into A (B, C alike) */\n",
 "#define NN__KARGS_gemm_batched(F, P)                                                               \\\n",
 "    F(int, M) P(int, N) P(int, K) P(sin, A) P(int, lda) P(sin, B) P(int, ldb) P(out, C) P(int, ldc) \\\n",
 "    P(float, alpha) P(float, beta) P(int, inner) P(int, offA) P(int, sa0) P(int, sa1) P(int, offB) \\\n",
-"    P(int, sb0) P(int, sb1) P(int, offC) P(int, sc0) P(int, sc1)\n",
+"    P(int, sb0) P(int, sb1) P(int, offC) P(int, sc0) P(int, sc1) P(iout, claim) P(int, vnx) P(int, vny) P(int, vnz)\n",
 "NN__KSIG(gemm_batched)\n",
 "\n",
 "#endif\n",
@@ -20993,6 +21009,10 @@ static const char *const nn__cl_src_gemm[] = {
 "#define GEMM_OWN_SETUP const int own_i0 = (int)get_global_id(1) * WPT_M, own_j0 = (int)get_global_id(0) * WPT_N;\n",
 "#define GEMM_OWN_ROWS(r, c0, c1) \\\n",
 "    for (int r = own_i0, c0 = own_j0, c1 = min(own_j0 + WPT_N, N); r < min(own_i0 + WPT_M, M) && c0 < c1; r++)\n",
+"#define GEMM_ITEMS_BEGIN(nz) { const int gv_z = (int)get_global_id(2); (void)claim; (void)vnx; (void)vny;\n",
+"#define GEMM_ITEMS_END }\n",
+"#define GEMM_ITEMS (int)(get_global_size(0) * get_global_size(1))\n",
+"#define GEMM_ITEM (int)(get_global_id(1) * get_global_size(0) + get_global_id(0))\n",
 "\n",
 "#elif USE_LOCAL == 2\n",
 "\n",
@@ -21050,11 +21070,10 @@ static const char *const nn__cl_src_gemm[] = {
 "                        __global float *C, const int ldc,\n",
 "                        const float alpha, const float beta,\n",
 "                        __global const int *ra, const int rna, __global const int *rb, const int rnb,\n",
-"                        const int n0)\n",
+"                        const int n0, const int vy, const int vny)\n",
 "{\n",
-"    const int gm = (int)get_global_size(1);\n",
-"    const int rows = ((M + gm - 1) / gm + WPT_M - 1) / WPT_M * WPT_M;\n",
-"    const int m0 = (int)get_global_id(1) * rows;\n",
+"    const int rows = ((M + vny - 1) / vny + WPT_M - 1) / WPT_M * WPT_M;\n",
+"    const int m0 = vy * rows;\n",
 "    const int m1 = min(m0 + rows, M), n1 = min(n0 + TS_N, N);\n",
 "    int k0, i0, j0, r, c, k;\n",
 "\n",
@@ -21135,10 +21154,9 @@ static const char *const nn__cl_src_gemm[] = {
 "\n",
 "/* The columns of C an item owns: a split of N over the grid's width in whole panels of TS_N\n",
 "   (one panel an item as the host plans products, all N in one item for the tiny ones) */\n",
-"inline int gemm_own_cols(const int N)\n",
+"inline int gemm_own_cols(const int N, const int vnx)\n",
 "{\n",
-"    const int gn = (int)get_global_size(0);\n",
-"    return ((N + gn - 1) / gn + TS_N - 1) / TS_N * TS_N;\n",
+"    return ((N + vnx - 1) / vnx + TS_N - 1) / TS_N * TS_N;\n",
 "}\n",
 "\n",
 "/* One panel of the item's columns, [n0, n0 + TS_N) */\n",
@@ -21149,15 +21167,14 @@ static const char *const nn__cl_src_gemm[] = {
 "                              const float alpha, const float beta,\n",
 "                              __local float *Bp, const int ta, const int tb,\n",
 "                              __global const int *ra, const int rna, __global const int *rb, const int rnb,\n",
-"                              const int n0)\n",
+"                              const int n0, const int vy, const int vny)\n",
 "{\n",
 "    /* Rows per item are a runtime split of M over the grid height (whole\n",
 "     * micro-tiles), so the host can trade tile height for parallelism on\n",
 "     * small problems; columns are the item's panels of TS_N (the local panel)\n",
 "     * one after another (gemm_packed). */\n",
-"    const int gm = (int)get_global_size(1);\n",
-"    const int rows = ((M + gm - 1) / gm + WPT_M - 1) / WPT_M * WPT_M;\n",
-"    const int m0 = (int)get_global_id(1) * rows;\n",
+"    const int rows = ((M + vny - 1) / vny + WPT_M - 1) / WPT_M * WPT_M;\n",
+"    const int m0 = vy * rows;\n",
 "    const int mv = min(rows, M - m0), nv = min(TS_N, N - n0);\n",
 "    const int mt = (mv + WPT_M - 1) / WPT_M, nt = (nv + WPT_N - 1) / WPT_N;\n",
 "    const size_t a_k = ta ? (size_t)lda : 1;   /* step of op(A) along k */\n",
@@ -21166,7 +21183,7 @@ static const char *const nn__cl_src_gemm[] = {
 "    if (mv <= 0 || nv <= 0)\n",
 "        return;\n",
 "    if (!ta && tb) {\n",
-"        gemm_nt_dot(M, N, K, A, lda, B, ldb, C, ldc, alpha, beta, ra, rna, rb, rnb, n0);\n",
+"        gemm_nt_dot(M, N, K, A, lda, B, ldb, C, ldc, alpha, beta, ra, rna, rb, rnb, n0, vy, vny);\n",
 "        return;\n",
 "    }\n",
 "\n",
@@ -21300,22 +21317,44 @@ static const char *const nn__cl_src_gemm[] = {
 "                        __global float *C, const int ldc,\n",
 "                        const float alpha, const float beta,\n",
 "                        __local float *Bp, const int ta, const int tb,\n",
-"                        __global const int *ra, const int rna, __global const int *rb, const int rnb)\n",
+"                        __global const int *ra, const int rna, __global const int *rb, const int rnb,\n",
+"                        const int vx, const int vy, const int vnx, const int vny)\n",
 "{\n",
-"    const int cols = gemm_own_cols(N), c0 = (int)get_global_id(0) * cols, c1 = min(c0 + cols, N);\n",
+"    const int cols = gemm_own_cols(N, vnx), c0 = vx * cols, c1 = min(c0 + cols, N);\n",
 "    int n0;\n",
 "    for (n0 = c0; n0 < c1; n0 += TS_N)\n",
-"        gemm_packed_panel(M, N, K, A, lda, B, ldb, C, ldc, alpha, beta, Bp, ta, tb, ra, rna, rb, rnb, n0);\n",
+"        gemm_packed_panel(M, N, K, A, lda, B, ldb, C, ldc, alpha, beta, Bp, ta, tb, ra, rna, rb, rnb, n0, vy, vny);\n",
 "}\n",
 "\n",
 "#define GEMM_ATTR __attribute__((reqd_work_group_size(1, 1, 1)))\n",
 "#define GEMM_LOCALS __local float Bp[TS_K * TS_N];\n",
-"#define GEMM_CALL(a, b, c, ta, tb) gemm_packed(M, N, K, a, lda, b, ldb, c, ldc, alpha, beta, Bp, ta, tb, ra, rna, rb, rnb)\n",
+"#define GEMM_CALL(a, b, c, ta, tb) gemm_packed(M, N, K, a, lda, b, ldb, c, ldc, alpha, beta, Bp, ta, tb, ra, rna, rb, rnb, \\\n",
+"                                               gv_x, gv_y, gv_nx, gv_ny)\n",
 "/* an item's rows (gemm_packed's and gemm_nt_dot's split) and columns (gemm_own_cols) */\n",
 "#define GEMM_OWN_SETUP                                                                                      \\\n",
-"    const int own_rows = ((M + (int)get_global_size(1) - 1) / (int)get_global_size(1) + WPT_M - 1) / WPT_M * WPT_M, \\\n",
-"              own_i0 = (int)get_global_id(1) * own_rows, own_cols = gemm_own_cols(N), \\\n",
-"              own_j0 = (int)get_global_id(0) * own_cols;\n",
+"    const int own_rows = ((M + gv_ny - 1) / gv_ny + WPT_M - 1) / WPT_M * WPT_M, \\\n",
+"              own_i0 = gv_y * own_rows, own_cols = gemm_own_cols(N, gv_nx), \\\n",
+"              own_j0 = gv_x * own_cols;\n",
+"/* The items of the plan's grid (vnx x vny, x vnz products), taken in turn by the launch's few\n",
+"   groups from the counter claim[0] (the host's grid is about a group a core): a CPU runtime\n",
+"   such as PoCL gives the first of its threads half of a launch's groups at once, so a\n",
+"   second thread that wakes late (microseconds, on a VM) left the launch to the first for\n",
+"   the rest; taken one at a time, the items go to whichever thread is free. Each item does\n",
+"   what it did as a group of its own, so the bits do not change. The last group to finish\n",
+"   sets the counters back to 0 for the next launch (claim[1] counts the groups done). */\n",
+"#define GEMM_ITEMS_BEGIN(nz)                                                                      \\\n",
+"    for (;;) {                                                                                    \\\n",
+"        const int gv_ = atomic_inc(claim);                                                        \\\n",
+"        if (gv_ >= vnx * vny * (nz)) break;                                                       \\\n",
+"        const int gv_nx = vnx, gv_ny = vny, gv_x = gv_ % vnx, gv_y = gv_ / vnx % vny, gv_z = gv_ / (vnx * vny);\n",
+"#define GEMM_ITEMS_END                                                                            \\\n",
+"    }                                                                                             \\\n",
+"    if (atomic_inc(claim + 1) == (int)(get_num_groups(0) * get_num_groups(1) * get_num_groups(2)) - 1) { \\\n",
+"        claim[0] = 0;                                                                             \\\n",
+"        claim[1] = 0;                                                                             \\\n",
+"    }\n",
+"#define GEMM_ITEMS (gv_nx * gv_ny)\n",
+"#define GEMM_ITEM (gv_y * gv_nx + gv_x)\n",
 "#define GEMM_OWN_ROWS(r, c0, c1) \\\n",
 "    for (int r = own_i0, c0 = own_j0, c1 = min(own_j0 + own_cols, N); r < min(own_i0 + own_rows, M) && c0 < c1; r++)\n",
 "\n",
@@ -21422,6 +21461,10 @@ static const char *const nn__cl_src_gemm[] = {
 "        for (int own_c = 0; own_c < NCH; own_c++)                                                    \\\n",
 "            for (int r = own_m0 + ROW(own_ly, own_r), c0 = own_n0 + COL(own_lx, own_c), c1 = min(c0 + VW, N), \\\n",
 "                     own_once = r < M && c0 < N; own_once; own_once = 0)\n",
+"#define GEMM_ITEMS_BEGIN(nz) { const int gv_z = (int)get_global_id(2); (void)claim; (void)vnx; (void)vny;\n",
+"#define GEMM_ITEMS_END }\n",
+"#define GEMM_ITEMS (int)(get_global_size(0) * get_global_size(1))\n",
+"#define GEMM_ITEM (int)(get_global_id(1) * get_global_size(0) + get_global_id(0))\n",
 "\n",
 "#endif /* USE_LOCAL */\n",
 "\n",
@@ -21429,7 +21472,10 @@ static const char *const nn__cl_src_gemm[] = {
 "    __kernel GEMM_ATTR void name(NN__KPARAMS(gemm))                                 \\\n",
 "    {                                                                                \\\n",
 "        GEMM_LOCALS                                                                  \\\n",
+"        GEMM_ITEMS_BEGIN(1)                                                          \\\n",
+"        (void)gv_z;                                                                  \\\n",
 "        GEMM_CALL(A, B, C, ta, tb);                                                  \\\n",
+"        GEMM_ITEMS_END                                                               \\\n",
 "    }\n",
 "\n",
 "/* Batched: grid dimension 2 numbers the products.  Product z uses the matrices at\n",
@@ -21440,12 +21486,14 @@ static const char *const nn__cl_src_gemm[] = {
 "    __kernel GEMM_ATTR void name(NN__KPARAMS(gemm_batched))                         \\\n",
 "    {                                                                                \\\n",
 "        GEMM_LOCALS                                                                  \\\n",
-"        const int z = (int)get_global_id(2), zo = z / inner, zi = z - zo * inner;    \\\n",
 "        __global const int *ra = 0, *rb = 0;                                         \\\n",
 "        const int rna = 0, rnb = 0;                                                  \\\n",
+"        GEMM_ITEMS_BEGIN(vnz)                                                        \\\n",
+"        const int zo = gv_z / inner, zi = gv_z - zo * inner;                         \\\n",
 "        GEMM_CALL(A + offA + (size_t)zo * sa0 + (size_t)zi * sa1,                    \\\n",
 "                  B + offB + (size_t)zo * sb0 + (size_t)zi * sb1,                    \\\n",
 "                  C + offC + (size_t)zo * sc0 + (size_t)zi * sc1, ta, tb);           \\\n",
+"        GEMM_ITEMS_END                                                               \\\n",
 "    }\n",
 "\n",
 "GEMM_KERNEL(gemm_nn_single, 0, 0)\n",
@@ -21460,16 +21508,18 @@ static const char *const nn__cl_src_gemm[] = {
 "__kernel GEMM_ATTR void gemm_tn_bsum(NN__KPARAMS(gemm), __global float *db)\n",
 "{\n",
 "    GEMM_LOCALS\n",
+"    GEMM_ITEMS_BEGIN(1)\n",
+"    (void)gv_z;\n",
 "    GEMM_CALL(A, B, C, 1, 0);\n",
 "    {\n",
-"        const int items = (int)(get_global_size(0) * get_global_size(1));\n",
-"        const int item = (int)(get_global_id(1) * get_global_size(0) + get_global_id(0));\n",
+"        const int items = GEMM_ITEMS, item = GEMM_ITEM;\n",
 "        const int chunk = (M + items - 1) / items, i0 = min(M, item * chunk), i1 = min(M, i0 + chunk);\n",
 "        int i, k;\n",
 "        for (i = i0; i < i1; i++) db[i] = 0.0f;\n",
 "        for (k = 0; k < K; k++)\n",
 "            for (i = i0; i < i1; i++) db[i] += GLD(A, (size_t)k * lda + i);\n",
 "    }\n",
+"    GEMM_ITEMS_END\n",
 "}\n",
 "\n",
 "GEMM_BATCHED_KERNEL(gemm_nn_batched, 0, 0)\n",
@@ -21740,7 +21790,7 @@ static const char *const nn__cl_src_gemm[] = {
 "}\n",
 "#endif\n",
 "#endif /* NN__ACTIVATION_H */\n",
-"#line 749 \"kernels/gemm.cl\"\n",
+"#line 783 \"kernels/gemm.cl\"\n",
 0 };
 
 /* ======================================================================
@@ -32500,6 +32550,7 @@ static void nn__graph_release_compiled(nn_graph *g) {
     g->sched_launch = NULL;
     nn__buf_free(g->ctx, &g->one);
     nn__buf_free(g->ctx, &g->checks);
+    nn__buf_free(g->ctx, &g->claim);
     g->n_checks = g->checks_pending = 0;
     nn__buf_free(g->ctx, &g->arena);
     for (i = 0; i < g->n_arena_parts; i++) nn__buf_free(g->ctx, &g->arena_parts[i]);
@@ -35597,6 +35648,8 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     }
     if (r == NN_OK && g->n_checks) r = nn__buf_alloc(g->ctx, &g->checks, nn__dtype_bytes(NN_I32, g->n_checks), 1, "the input checks");
     if (r == NN_OK && g->n_checks) r = g->ctx->backend->fill(g->ctx, &g->checks, 0.0f, nn__dtype_bytes(NN_I32, g->n_checks));
+    if (r == NN_OK && !g->ctx->backend->host_memory) r = nn__buf_alloc(g->ctx, &g->claim, 8, 1, "the GEMM's item counters");
+    if (r == NN_OK && !g->ctx->backend->host_memory) r = g->ctx->backend->fill(g->ctx, &g->claim, 0.0f, 8);
     if (r == NN_OK && !g->ctx->backend->host_memory) r = nn__record_launches(g);
     if (r == NN_OK) r = g->ctx->backend->prepare(g);
     if (r != NN_OK) {
@@ -36457,14 +36510,14 @@ NN__KSIG(masked_fill_bcast)
    nn__fuse_gather); with rna and rnb 0, ra and rb are not read. */
 #define NN__KARGS_gemm(F, P)                                                                       \
     F(int, M) P(int, N) P(int, K) P(sin, A) P(int, lda) P(sin, B) P(int, ldb) P(out, C) P(int, ldc) \
-    P(float, alpha) P(float, beta) P(iin, ra) P(int, rna) P(iin, rb) P(int, rnb)
+    P(float, alpha) P(float, beta) P(iin, ra) P(int, rna) P(iin, rb) P(int, rnb) P(iout, claim) P(int, vnx) P(int, vny)
 NN__KSIG(gemm)
 /* gemm_nn_batched ... gemm_tt_batched (GEMM_BATCHED_KERNEL): product z of the grid's
    dimension 2 at offA + (z / inner) * sa0 + (z % inner) * sa1 floats into A (B, C alike) */
 #define NN__KARGS_gemm_batched(F, P)                                                               \
     F(int, M) P(int, N) P(int, K) P(sin, A) P(int, lda) P(sin, B) P(int, ldb) P(out, C) P(int, ldc) \
     P(float, alpha) P(float, beta) P(int, inner) P(int, offA) P(int, sa0) P(int, sa1) P(int, offB) \
-    P(int, sb0) P(int, sb1) P(int, offC) P(int, sc0) P(int, sc1)
+    P(int, sb0) P(int, sb1) P(int, offC) P(int, sc0) P(int, sc1) P(iout, claim) P(int, vnx) P(int, vny) P(int, vnz)
 NN__KSIG(gemm_batched)
 
 #endif
@@ -38275,6 +38328,10 @@ static nn_result nn__launch_gemm_store(nn_graph *g, int id, nn_dtype store, int 
     k.offC = c[1];
     k.sc0 = c[2];
     k.sc1 = c[3];
+    k.claim = &g->claim;
+    k.vnx = plan.vnx;
+    k.vny = plan.vny;
+    k.vnz = plan.vnz;
     return nn__kargs_gemm_batched(l, &k);
 }
 
@@ -38898,6 +38955,9 @@ static nn_result nn__launch_matmul_one(nn_graph *g, int id, const nn__node *n, c
     k.ldc = G.ldc;
     k.alpha = 1.0f;
     k.beta = 0.0f;
+    k.claim = &g->claim;
+    k.vnx = plan.vnx;
+    k.vny = plan.vny;
     return nn__kargs_gemm(*out, &k);
 }
 
@@ -49031,10 +49091,11 @@ static char *nn__fuse_source(const nn_graph *g, const nn__fuse_chain *c, int ta,
     if (c->gemm) {
         NN__PUT("    }\n}\n__kernel GEMM_ATTR void gemm_epi(NN__KPARAMS(gemm)");
         len = nn__fuse_params(c, 0, 0, s, cap, len);
-        NN__PUT(") {\n    GEMM_LOCALS\n    GEMM_CALL(A, B, C, %d, %d);\n    {\n    const int n = M * N;\n    GEMM_OWN_SETUP\n"
+        NN__PUT(") {\n    GEMM_LOCALS\n    GEMM_ITEMS_BEGIN(1)\n    (void)gv_z;\n    GEMM_CALL(A, B, C, %d, %d);\n    {\n"
+                "    const int n = M * N;\n    GEMM_OWN_SETUP\n"
                 "    GEMM_OWN_ROWS(row_, c0_, c1_) gemm_epi_cols(n, ldc, row_, c0_, c1_, C", ta != 0, tb != 0);
         len = nn__fuse_params(c, 1, 0, s, cap, len);
-        NN__PUT(");\n    }\n}\n");
+        NN__PUT(");\n    }\n    GEMM_ITEMS_END\n}\n");
     } else {
         NN__PUT("}\n");
     }

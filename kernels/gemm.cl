@@ -255,6 +255,10 @@ inline void gemm_direct(const int M, const int N, const int K,
 #define GEMM_OWN_SETUP const int own_i0 = (int)get_global_id(1) * WPT_M, own_j0 = (int)get_global_id(0) * WPT_N;
 #define GEMM_OWN_ROWS(r, c0, c1) \
     for (int r = own_i0, c0 = own_j0, c1 = min(own_j0 + WPT_N, N); r < min(own_i0 + WPT_M, M) && c0 < c1; r++)
+#define GEMM_ITEMS_BEGIN(nz) { const int gv_z = (int)get_global_id(2); (void)claim; (void)vnx; (void)vny;
+#define GEMM_ITEMS_END }
+#define GEMM_ITEMS (int)(get_global_size(0) * get_global_size(1))
+#define GEMM_ITEM (int)(get_global_id(1) * get_global_size(0) + get_global_id(0))
 
 #elif USE_LOCAL == 2
 
@@ -312,11 +316,10 @@ inline void gemm_nt_dot(const int M, const int N, const int K,
                         __global float *C, const int ldc,
                         const float alpha, const float beta,
                         __global const int *ra, const int rna, __global const int *rb, const int rnb,
-                        const int n0)
+                        const int n0, const int vy, const int vny)
 {
-    const int gm = (int)get_global_size(1);
-    const int rows = ((M + gm - 1) / gm + WPT_M - 1) / WPT_M * WPT_M;
-    const int m0 = (int)get_global_id(1) * rows;
+    const int rows = ((M + vny - 1) / vny + WPT_M - 1) / WPT_M * WPT_M;
+    const int m0 = vy * rows;
     const int m1 = min(m0 + rows, M), n1 = min(n0 + TS_N, N);
     int k0, i0, j0, r, c, k;
 
@@ -397,10 +400,9 @@ inline void gemm_nt_dot(const int M, const int N, const int K,
 
 /* The columns of C an item owns: a split of N over the grid's width in whole panels of TS_N
    (one panel an item as the host plans products, all N in one item for the tiny ones) */
-inline int gemm_own_cols(const int N)
+inline int gemm_own_cols(const int N, const int vnx)
 {
-    const int gn = (int)get_global_size(0);
-    return ((N + gn - 1) / gn + TS_N - 1) / TS_N * TS_N;
+    return ((N + vnx - 1) / vnx + TS_N - 1) / TS_N * TS_N;
 }
 
 /* One panel of the item's columns, [n0, n0 + TS_N) */
@@ -411,15 +413,14 @@ inline void gemm_packed_panel(const int M, const int N, const int K,
                               const float alpha, const float beta,
                               __local float *Bp, const int ta, const int tb,
                               __global const int *ra, const int rna, __global const int *rb, const int rnb,
-                              const int n0)
+                              const int n0, const int vy, const int vny)
 {
     /* Rows per item are a runtime split of M over the grid height (whole
      * micro-tiles), so the host can trade tile height for parallelism on
      * small problems; columns are the item's panels of TS_N (the local panel)
      * one after another (gemm_packed). */
-    const int gm = (int)get_global_size(1);
-    const int rows = ((M + gm - 1) / gm + WPT_M - 1) / WPT_M * WPT_M;
-    const int m0 = (int)get_global_id(1) * rows;
+    const int rows = ((M + vny - 1) / vny + WPT_M - 1) / WPT_M * WPT_M;
+    const int m0 = vy * rows;
     const int mv = min(rows, M - m0), nv = min(TS_N, N - n0);
     const int mt = (mv + WPT_M - 1) / WPT_M, nt = (nv + WPT_N - 1) / WPT_N;
     const size_t a_k = ta ? (size_t)lda : 1;   /* step of op(A) along k */
@@ -428,7 +429,7 @@ inline void gemm_packed_panel(const int M, const int N, const int K,
     if (mv <= 0 || nv <= 0)
         return;
     if (!ta && tb) {
-        gemm_nt_dot(M, N, K, A, lda, B, ldb, C, ldc, alpha, beta, ra, rna, rb, rnb, n0);
+        gemm_nt_dot(M, N, K, A, lda, B, ldb, C, ldc, alpha, beta, ra, rna, rb, rnb, n0, vy, vny);
         return;
     }
 
@@ -562,22 +563,44 @@ inline void gemm_packed(const int M, const int N, const int K,
                         __global float *C, const int ldc,
                         const float alpha, const float beta,
                         __local float *Bp, const int ta, const int tb,
-                        __global const int *ra, const int rna, __global const int *rb, const int rnb)
+                        __global const int *ra, const int rna, __global const int *rb, const int rnb,
+                        const int vx, const int vy, const int vnx, const int vny)
 {
-    const int cols = gemm_own_cols(N), c0 = (int)get_global_id(0) * cols, c1 = min(c0 + cols, N);
+    const int cols = gemm_own_cols(N, vnx), c0 = vx * cols, c1 = min(c0 + cols, N);
     int n0;
     for (n0 = c0; n0 < c1; n0 += TS_N)
-        gemm_packed_panel(M, N, K, A, lda, B, ldb, C, ldc, alpha, beta, Bp, ta, tb, ra, rna, rb, rnb, n0);
+        gemm_packed_panel(M, N, K, A, lda, B, ldb, C, ldc, alpha, beta, Bp, ta, tb, ra, rna, rb, rnb, n0, vy, vny);
 }
 
 #define GEMM_ATTR __attribute__((reqd_work_group_size(1, 1, 1)))
 #define GEMM_LOCALS __local float Bp[TS_K * TS_N];
-#define GEMM_CALL(a, b, c, ta, tb) gemm_packed(M, N, K, a, lda, b, ldb, c, ldc, alpha, beta, Bp, ta, tb, ra, rna, rb, rnb)
+#define GEMM_CALL(a, b, c, ta, tb) gemm_packed(M, N, K, a, lda, b, ldb, c, ldc, alpha, beta, Bp, ta, tb, ra, rna, rb, rnb, \
+                                               gv_x, gv_y, gv_nx, gv_ny)
 /* an item's rows (gemm_packed's and gemm_nt_dot's split) and columns (gemm_own_cols) */
 #define GEMM_OWN_SETUP                                                                                      \
-    const int own_rows = ((M + (int)get_global_size(1) - 1) / (int)get_global_size(1) + WPT_M - 1) / WPT_M * WPT_M, \
-              own_i0 = (int)get_global_id(1) * own_rows, own_cols = gemm_own_cols(N), \
-              own_j0 = (int)get_global_id(0) * own_cols;
+    const int own_rows = ((M + gv_ny - 1) / gv_ny + WPT_M - 1) / WPT_M * WPT_M, \
+              own_i0 = gv_y * own_rows, own_cols = gemm_own_cols(N, gv_nx), \
+              own_j0 = gv_x * own_cols;
+/* The items of the plan's grid (vnx x vny, x vnz products), taken in turn by the launch's few
+   groups from the counter claim[0] (the host's grid is about a group a core): a CPU runtime
+   such as PoCL gives the first of its threads half of a launch's groups at once, so a
+   second thread that wakes late (microseconds, on a VM) left the launch to the first for
+   the rest; taken one at a time, the items go to whichever thread is free. Each item does
+   what it did as a group of its own, so the bits do not change. The last group to finish
+   sets the counters back to 0 for the next launch (claim[1] counts the groups done). */
+#define GEMM_ITEMS_BEGIN(nz)                                                                      \
+    for (;;) {                                                                                    \
+        const int gv_ = atomic_inc(claim);                                                        \
+        if (gv_ >= vnx * vny * (nz)) break;                                                       \
+        const int gv_nx = vnx, gv_ny = vny, gv_x = gv_ % vnx, gv_y = gv_ / vnx % vny, gv_z = gv_ / (vnx * vny);
+#define GEMM_ITEMS_END                                                                            \
+    }                                                                                             \
+    if (atomic_inc(claim + 1) == (int)(get_num_groups(0) * get_num_groups(1) * get_num_groups(2)) - 1) { \
+        claim[0] = 0;                                                                             \
+        claim[1] = 0;                                                                             \
+    }
+#define GEMM_ITEMS (gv_nx * gv_ny)
+#define GEMM_ITEM (gv_y * gv_nx + gv_x)
 #define GEMM_OWN_ROWS(r, c0, c1) \
     for (int r = own_i0, c0 = own_j0, c1 = min(own_j0 + own_cols, N); r < min(own_i0 + own_rows, M) && c0 < c1; r++)
 
@@ -684,6 +707,10 @@ inline void gemm_tiled(const int M, const int N, const int K,
         for (int own_c = 0; own_c < NCH; own_c++)                                                    \
             for (int r = own_m0 + ROW(own_ly, own_r), c0 = own_n0 + COL(own_lx, own_c), c1 = min(c0 + VW, N), \
                      own_once = r < M && c0 < N; own_once; own_once = 0)
+#define GEMM_ITEMS_BEGIN(nz) { const int gv_z = (int)get_global_id(2); (void)claim; (void)vnx; (void)vny;
+#define GEMM_ITEMS_END }
+#define GEMM_ITEMS (int)(get_global_size(0) * get_global_size(1))
+#define GEMM_ITEM (int)(get_global_id(1) * get_global_size(0) + get_global_id(0))
 
 #endif /* USE_LOCAL */
 
@@ -691,7 +718,10 @@ inline void gemm_tiled(const int M, const int N, const int K,
     __kernel GEMM_ATTR void name(NN__KPARAMS(gemm))                                 \
     {                                                                                \
         GEMM_LOCALS                                                                  \
+        GEMM_ITEMS_BEGIN(1)                                                          \
+        (void)gv_z;                                                                  \
         GEMM_CALL(A, B, C, ta, tb);                                                  \
+        GEMM_ITEMS_END                                                               \
     }
 
 /* Batched: grid dimension 2 numbers the products.  Product z uses the matrices at
@@ -702,12 +732,14 @@ inline void gemm_tiled(const int M, const int N, const int K,
     __kernel GEMM_ATTR void name(NN__KPARAMS(gemm_batched))                         \
     {                                                                                \
         GEMM_LOCALS                                                                  \
-        const int z = (int)get_global_id(2), zo = z / inner, zi = z - zo * inner;    \
         __global const int *ra = 0, *rb = 0;                                         \
         const int rna = 0, rnb = 0;                                                  \
+        GEMM_ITEMS_BEGIN(vnz)                                                        \
+        const int zo = gv_z / inner, zi = gv_z - zo * inner;                         \
         GEMM_CALL(A + offA + (size_t)zo * sa0 + (size_t)zi * sa1,                    \
                   B + offB + (size_t)zo * sb0 + (size_t)zi * sb1,                    \
                   C + offC + (size_t)zo * sc0 + (size_t)zi * sc1, ta, tb);           \
+        GEMM_ITEMS_END                                                               \
     }
 
 GEMM_KERNEL(gemm_nn_single, 0, 0)
@@ -722,16 +754,18 @@ GEMM_KERNEL(gemm_tt_single, 1, 1)
 __kernel GEMM_ATTR void gemm_tn_bsum(NN__KPARAMS(gemm), __global float *db)
 {
     GEMM_LOCALS
+    GEMM_ITEMS_BEGIN(1)
+    (void)gv_z;
     GEMM_CALL(A, B, C, 1, 0);
     {
-        const int items = (int)(get_global_size(0) * get_global_size(1));
-        const int item = (int)(get_global_id(1) * get_global_size(0) + get_global_id(0));
+        const int items = GEMM_ITEMS, item = GEMM_ITEM;
         const int chunk = (M + items - 1) / items, i0 = min(M, item * chunk), i1 = min(M, i0 + chunk);
         int i, k;
         for (i = i0; i < i1; i++) db[i] = 0.0f;
         for (k = 0; k < K; k++)
             for (i = i0; i < i1; i++) db[i] += GLD(A, (size_t)k * lda + i);
     }
+    GEMM_ITEMS_END
 }
 
 GEMM_BATCHED_KERNEL(gemm_nn_batched, 0, 0)

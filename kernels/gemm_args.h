@@ -11,14 +11,14 @@
    nn__fuse_gather); with rna and rnb 0, ra and rb are not read. */
 #define NN__KARGS_gemm(F, P)                                                                       \
     F(int, M) P(int, N) P(int, K) P(sin, A) P(int, lda) P(sin, B) P(int, ldb) P(out, C) P(int, ldc) \
-    P(float, alpha) P(float, beta) P(iin, ra) P(int, rna) P(iin, rb) P(int, rnb)
+    P(float, alpha) P(float, beta) P(iin, ra) P(int, rna) P(iin, rb) P(int, rnb) P(iout, claim) P(int, vnx) P(int, vny)
 NN__KSIG(gemm)
 /* gemm_nn_batched ... gemm_tt_batched (GEMM_BATCHED_KERNEL): product z of the grid's
    dimension 2 at offA + (z / inner) * sa0 + (z % inner) * sa1 floats into A (B, C alike) */
 #define NN__KARGS_gemm_batched(F, P)                                                               \
     F(int, M) P(int, N) P(int, K) P(sin, A) P(int, lda) P(sin, B) P(int, ldb) P(out, C) P(int, ldc) \
     P(float, alpha) P(float, beta) P(int, inner) P(int, offA) P(int, sa0) P(int, sa1) P(int, offB) \
-    P(int, sb0) P(int, sb1) P(int, offC) P(int, sc0) P(int, sc1)
+    P(int, sb0) P(int, sb1) P(int, offC) P(int, sc0) P(int, sc1) P(iout, claim) P(int, vnx) P(int, vny) P(int, vnz)
 NN__KSIG(gemm_batched)
 
 #endif

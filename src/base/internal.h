@@ -322,6 +322,8 @@ struct nn_graph {
     int *sched_launch;           /* [n_sched + 1]: the first launch of each schedule position */
     nn__buf one;                 /* a float 1.0, for kernels' absent operands */
     nn__buf checks;              /* int32 [n_checks]: bad inputs counted by checked ops (node.check) */
+    nn__buf claim;               /* int32 [2], 0 between launches (a device's): the CPU-tuned GEMM's items taken and groups
+                                    done (kernels/gemm.cl's GEMM_ITEMS_BEGIN) */
     int n_checks;
     int checks_pending;          /* a run since the counters were last read */
     /* data-parallel training (src/dist/dist.c, NN_MPI builds; unset otherwise) */

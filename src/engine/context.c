@@ -321,6 +321,7 @@ static void nn__graph_release_compiled(nn_graph *g) {
     g->sched_launch = NULL;
     nn__buf_free(g->ctx, &g->one);
     nn__buf_free(g->ctx, &g->checks);
+    nn__buf_free(g->ctx, &g->claim);
     g->n_checks = g->checks_pending = 0;
     nn__buf_free(g->ctx, &g->arena);
     for (i = 0; i < g->n_arena_parts; i++) nn__buf_free(g->ctx, &g->arena_parts[i]);

@@ -14,6 +14,8 @@ typedef struct nn__gemm_plan {
     int dims;             /* 2, or 3 for a batch (dimension 2 numbers the products) */
     size_t gws[3];        /* global size (already rounded up to a multiple of lws) */
     size_t lws[3];        /* local size; lws[0]==0 means pass NULL (let the runtime choose) */
+    int vnx, vny, vnz;    /* the packed path's grid of items (x along N, y along M, z the products), taken in
+                             turn by the gws[0] groups (kernels/gemm.cl's GEMM_ITEMS_BEGIN); 0 on the others */
 } nn__gemm_plan;
 
 #ifndef NN__GEMM_ONE_ITEM_FLOPS
@@ -30,6 +32,7 @@ typedef struct nn__gemm_cfg {
     int use_local, ts_k;       /* local-memory panels and their K depth */
     int strided, pad_a, pad_b;
     int items;                 /* packed: items a product aims at (4 a core) */
+    int groups;                /* packed: the groups a launch runs, which take the items in turn (a core each) */
 } nn__gemm_cfg;
 
 static void nn__gemm_cfg_set(nn__gemm_cfg *c, int wpt_m, int wpt_n, int vw,
@@ -41,6 +44,7 @@ static void nn__gemm_cfg_set(nn__gemm_cfg *c, int wpt_m, int wpt_n, int vw,
     c->use_local = use_local; c->ts_k = ts_k;
     c->strided = strided; c->pad_a = pad_a; c->pad_b = pad_b;
     c->items = NN__GEMM_CPU_ITEMS;
+    c->groups = NN__GEMM_CPU_ITEMS / 4;
 }
 
 /* $NN_CL_GEMM="WPT_M,WPT_N,VW,WG_M,WG_N,TS_K": the GPU-tuned (tiled) GEMM's tile, for timing
@@ -125,6 +129,7 @@ static void nn__gemm_config_dev(const nn__device *dev, nn__gemm_cfg *c) {
         c->wg_n = 2;
     }
     if (dev->units > 0 && dev->units < NN__GEMM_CPU_ITEMS / 4) c->items = 4 * (int)dev->units;
+    if (dev->units > 0) c->groups = (int)dev->units;
 }
 
 /* Whether the device's single products read rows by index (kernels/gemm_args.h's ra and rb,
@@ -196,6 +201,15 @@ static void nn__gemm_cfg_plan_batched(const nn__gemm_cfg *c, int transA, int tra
     p->gws[0] = (items_n + p->lws[0] - 1) / p->lws[0] * p->lws[0];
     p->gws[1] = (items_m + p->lws[1] - 1) / p->lws[1] * p->lws[1];
     p->gws[2] = nb;
+    p->vnx = p->vny = p->vnz = 0;
+    if (packed) {
+        size_t all = items_n * items_m * nb;
+        p->vnx = (int)items_n;
+        p->vny = (int)items_m;
+        p->vnz = (int)nb;
+        p->gws[0] = all < (size_t)c->groups ? all : (size_t)c->groups;
+        p->gws[1] = p->gws[2] = 1;
+    }
 }
 
 static void nn__gemm_cfg_plan(const nn__gemm_cfg *c, int transA, int transB,

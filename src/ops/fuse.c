@@ -260,10 +260,11 @@ static char *nn__fuse_source(const nn_graph *g, const nn__fuse_chain *c, int ta,
     if (c->gemm) {
         NN__PUT("    }\n}\n__kernel GEMM_ATTR void gemm_epi(NN__KPARAMS(gemm)");
         len = nn__fuse_params(c, 0, 0, s, cap, len);
-        NN__PUT(") {\n    GEMM_LOCALS\n    GEMM_CALL(A, B, C, %d, %d);\n    {\n    const int n = M * N;\n    GEMM_OWN_SETUP\n"
+        NN__PUT(") {\n    GEMM_LOCALS\n    GEMM_ITEMS_BEGIN(1)\n    (void)gv_z;\n    GEMM_CALL(A, B, C, %d, %d);\n    {\n"
+                "    const int n = M * N;\n    GEMM_OWN_SETUP\n"
                 "    GEMM_OWN_ROWS(row_, c0_, c1_) gemm_epi_cols(n, ldc, row_, c0_, c1_, C", ta != 0, tb != 0);
         len = nn__fuse_params(c, 1, 0, s, cap, len);
-        NN__PUT(");\n    }\n}\n");
+        NN__PUT(");\n    }\n    GEMM_ITEMS_END\n}\n");
     } else {
         NN__PUT("}\n");
     }

@@ -56,6 +56,10 @@ static nn_result nn__launch_gemm_store(nn_graph *g, int id, nn_dtype store, int 
     k.offC = c[1];
     k.sc0 = c[2];
     k.sc1 = c[3];
+    k.claim = &g->claim;
+    k.vnx = plan.vnx;
+    k.vny = plan.vny;
+    k.vnz = plan.vnz;
     return nn__kargs_gemm_batched(l, &k);
 }
 
@@ -679,6 +683,9 @@ static nn_result nn__launch_matmul_one(nn_graph *g, int id, const nn__node *n, c
     k.ldc = G.ldc;
     k.alpha = 1.0f;
     k.beta = 0.0f;
+    k.claim = &g->claim;
+    k.vnx = plan.vnx;
+    k.vny = plan.vny;
     return nn__kargs_gemm(*out, &k);
 }
 
