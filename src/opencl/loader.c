@@ -389,6 +389,11 @@ static int nn__cl_try_nvidia(char *why, size_t n) {
 #endif
 
 #if defined(__linux__)
+#if !defined(__cplusplus)
+/* POSIX's, declared again: a program that included <stdlib.h> before nn.h, without asking for
+   POSIX (strict C99), has no declaration of it (C++ compilers on Linux ask for it) */
+int setenv(const char *name, const char *value, int overwrite);
+#endif
 /* The first line of a small text file starting with key (the whole first line where key is
    ""), after the key and any blanks, without its newline; 0 where there is none. */
 static int nn__cl_text_line(const char *path, const char *key, char *out, size_t n) {
