@@ -2893,6 +2893,10 @@ typedef struct nn__launch {
     const char *source;         /* generated kernel source appended to kernels/FILE.cl's (a fused chain,
                                    src/ops/fuse.c), owned by the graph; NULL: the file alone */
     void *bk;                   /* the backend's kernel object */
+    int merged;                 /* OpenCL on a device tuned as a CPU: > 0, the first of that many launches run as
+                                   one launch of stages (bk its kernel: opencl/backend.c, nn__cl_stages); -1, one
+                                   of them after the first (no kernel of its own); 0, on its own */
+    int n_stage_args;           /* merged > 0: its kernel's arguments before lo_ and hi_ (the products it runs) */
     void *bev;                  /* NN_CL_PROFILE: the event of its last enqueue, not yet read */
     uint64_t prof_ns, prof_gap_ns; /* NN_CL_PROFILE: its time on the device, and the time from the end
                                    of the launch before it (in the same run) to its start, summed */
@@ -3018,8 +3022,8 @@ struct nn_graph {
     int *sched_launch;           /* [n_sched + 1]: the first launch of each schedule position */
     nn__buf one;                 /* a float 1.0, for kernels' absent operands */
     nn__buf checks;              /* int32 [n_checks]: bad inputs counted by checked ops (node.check) */
-    nn__buf claim;               /* int32 [2], 0 between launches (a device's): the CPU-tuned GEMM's items taken and groups
-                                    done (kernels/gemm.cl's GEMM_ITEMS_BEGIN) */
+    nn__buf claim;               /* int32 [4], 0 between launches (a device's): the CPU-tuned GEMM's items taken, groups
+                                    done and (a launch of stages) items done (kernels/gemm.cl's GEMM_ITEMS_BEGIN, gemm_stages) */
     int n_checks;
     int checks_pending;          /* a run since the counters were last read */
     /* data-parallel training (src/dist/dist.c, NN_MPI builds; unset otherwise) */
@@ -3476,8 +3480,15 @@ typedef struct nn__fuse_hooks {
     nn_result (*plan)(nn_graph *g);
     nn_result (*cpu)(nn_graph *g, nn__node *last);
     nn_result (*launch)(nn_graph *g, int last);
+    char *(*stage_text)(const nn_graph *g, int id, const char *sfx, int part);
 } nn__fuse_hooks;
 static const nn__fuse_hooks *nn__fuse(void); /* src/ops/fuse.c */
+
+/* Launches of stages (src/ops/matmul.c): what src/opencl/backend.c's nn__cl_stages asks of the
+   GEMM's launches */
+static int nn__gemm_stage_kind(const nn__launch *l);
+static int nn__gemm_sig_index(const char *name);
+static char *nn__gemm_stages_source(const nn_graph *g, int first, int n);
 #endif /* NN__OPS_H */
 
 /* ======================================================================
@@ -17040,6 +17051,7 @@ typedef struct _cl_buffer_region { size_t origin; size_t size; } cl_buffer_regio
 #define CL_DEVICE_MAX_WORK_GROUP_SIZE 0x1004
 #define CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT 0x100A
 #define CL_DEVICE_MAX_MEM_ALLOC_SIZE 0x1010
+#define CL_DEVICE_MAX_PARAMETER_SIZE 0x1017
 #define CL_DEVICE_MEM_BASE_ADDR_ALIGN 0x1019
 #define CL_DEVICE_SINGLE_FP_CONFIG 0x101B
 #define CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT (1 << 7)
@@ -17567,6 +17579,11 @@ static int nn__cl_try_nvidia(char *why, size_t n) {
 #endif
 
 #if defined(__linux__)
+#if !defined(__cplusplus)
+/* POSIX's, declared again: a program that included <stdlib.h> before nn.h, without asking for
+   POSIX (strict C99), has no declaration of it (C++ compilers on Linux ask for it) */
+int setenv(const char *name, const char *value, int overwrite);
+#endif
 /* The first line of a small text file starting with key (the whole first line where key is
    ""), after the key and any blanks, without its newline; 0 where there is none. */
 static int nn__cl_text_line(const char *path, const char *key, char *out, size_t n) {
@@ -21342,11 +21359,13 @@ static const char *const nn__cl_src_gemm[] = {
 "   the rest; taken one at a time, the items go to whichever thread is free. Each item does\n",
 "   what it did as a group of its own, so the bits do not change. The last group to finish\n",
 "   sets the counters back to 0 for the next launch (claim[1] counts the groups done). */\n",
+"#define GEMM_ITEM_VARS(v)                                                                         \\\n",
+"    const int gv_nx = vnx, gv_ny = vny, gv_x = (v) % vnx, gv_y = (v) / vnx % vny, gv_z = (v) / (vnx * vny);\n",
 "#define GEMM_ITEMS_BEGIN(nz)                                                                      \\\n",
 "    for (;;) {                                                                                    \\\n",
 "        const int gv_ = atomic_inc(claim);                                                        \\\n",
 "        if (gv_ >= vnx * vny * (nz)) break;                                                       \\\n",
-"        const int gv_nx = vnx, gv_ny = vny, gv_x = gv_ % vnx, gv_y = gv_ / vnx % vny, gv_z = gv_ / (vnx * vny);\n",
+"        GEMM_ITEM_VARS(gv_)\n",
 "#define GEMM_ITEMS_END                                                                            \\\n",
 "    }                                                                                             \\\n",
 "    if (atomic_inc(claim + 1) == (int)(get_num_groups(0) * get_num_groups(1) * get_num_groups(2)) - 1) { \\\n",
@@ -21505,20 +21524,22 @@ static const char *const nn__cl_src_gemm[] = {
 "   nn__fuse_tails). After the product, the grid's items share the M sums in contiguous\n",
 "   chunks, each adding its rows' terms in k order: elementwise.cl's sum_leading's additions,\n",
 "   so the same bits, and no barrier (C is not read). */\n",
+"inline void gemm_bsum_part(const int M, const int K, __global const NN__STORE_T *A, const int lda, __global float *db,\n",
+"                           const int items, const int item)\n",
+"{\n",
+"    const int chunk = (M + items - 1) / items, i0 = min(M, item * chunk), i1 = min(M, i0 + chunk);\n",
+"    int i, k;\n",
+"    for (i = i0; i < i1; i++) db[i] = 0.0f;\n",
+"    for (k = 0; k < K; k++)\n",
+"        for (i = i0; i < i1; i++) db[i] += GLD(A, (size_t)k * lda + i);\n",
+"}\n",
 "__kernel GEMM_ATTR void gemm_tn_bsum(NN__KPARAMS(gemm), __global float *db)\n",
 "{\n",
 "    GEMM_LOCALS\n",
 "    GEMM_ITEMS_BEGIN(1)\n",
 "    (void)gv_z;\n",
 "    GEMM_CALL(A, B, C, 1, 0);\n",
-"    {\n",
-"        const int items = GEMM_ITEMS, item = GEMM_ITEM;\n",
-"        const int chunk = (M + items - 1) / items, i0 = min(M, item * chunk), i1 = min(M, i0 + chunk);\n",
-"        int i, k;\n",
-"        for (i = i0; i < i1; i++) db[i] = 0.0f;\n",
-"        for (k = 0; k < K; k++)\n",
-"            for (i = i0; i < i1; i++) db[i] += GLD(A, (size_t)k * lda + i);\n",
-"    }\n",
+"    gemm_bsum_part(M, K, A, lda, db, GEMM_ITEMS, GEMM_ITEM);\n",
 "    GEMM_ITEMS_END\n",
 "}\n",
 "\n",
@@ -21526,6 +21547,58 @@ static const char *const nn__cl_src_gemm[] = {
 "GEMM_BATCHED_KERNEL(gemm_nt_batched, 0, 1)\n",
 "GEMM_BATCHED_KERNEL(gemm_tn_batched, 1, 0)\n",
 "GEMM_BATCHED_KERNEL(gemm_tt_batched, 1, 1)\n",
+"\n",
+"#if USE_LOCAL == 2\n",
+"/* Launches of stages (src/opencl/backend.c, nn__cl_stages): a run of consecutive products on\n",
+"   a device tuned as a CPU as one launch, whose groups take the items of all of them in turn\n",
+"   from claim[0] (the first product's items, then the second's, ...). An item of a later\n",
+"   product waits until every item before its product's first is done (claim[2] counts the\n",
+"   items done), so each product reads what the ones before it wrote; a group waits only for\n",
+"   items that running groups took, so a runtime that runs the groups one after another\n",
+"   finishes too. The last group to finish sets the counters back to 0 (claim[1] counts the\n",
+"   groups done). Each item does what it did in its product's own launch: the same bits. The\n",
+"   generated kernel gemm_stages calls the items' functions below (the fused chains' own\n",
+"   gemm_epi_item_K, src/ops/fuse.c). */\n",
+"inline void gemm_stage_wait(__global int *claim, const int before)\n",
+"{\n",
+"    while (atomic_add(claim + 2, 0) < before)\n",
+"        ;\n",
+"    mem_fence(CLK_GLOBAL_MEM_FENCE);\n",
+"}\n",
+"inline void gemm_stage_done(__global int *claim)\n",
+"{\n",
+"    mem_fence(CLK_GLOBAL_MEM_FENCE);\n",
+"    atomic_inc(claim + 2);\n",
+"}\n",
+"inline void gemm_stages_end(__global int *claim)\n",
+"{\n",
+"    if (atomic_inc(claim + 1) == (int)(get_num_groups(0) * get_num_groups(1) * get_num_groups(2)) - 1) {\n",
+"        claim[0] = 0;\n",
+"        claim[1] = 0;\n",
+"        claim[2] = 0;\n",
+"    }\n",
+"}\n",
+"#define GEMM_SINGLE_ITEM(name, ta, tb)                                                            \\\n",
+"    inline void name##_item(NN__KPARAMS(gemm), __local float *Bp, const int gv_)                 \\\n",
+"    {                                                                                             \\\n",
+"        GEMM_ITEM_VARS(gv_)                                                                       \\\n",
+"        (void)gv_z;                                                                               \\\n",
+"        (void)claim;                                                                              \\\n",
+"        GEMM_CALL(A, B, C, ta, tb);                                                               \\\n",
+"    }\n",
+"GEMM_SINGLE_ITEM(gemm_nn_single, 0, 0)\n",
+"GEMM_SINGLE_ITEM(gemm_nt_single, 0, 1)\n",
+"GEMM_SINGLE_ITEM(gemm_tn_single, 1, 0)\n",
+"GEMM_SINGLE_ITEM(gemm_tt_single, 1, 1)\n",
+"inline void gemm_tn_bsum_item(NN__KPARAMS(gemm), __global float *db, __local float *Bp, const int gv_)\n",
+"{\n",
+"    GEMM_ITEM_VARS(gv_)\n",
+"    (void)gv_z;\n",
+"    (void)claim;\n",
+"    GEMM_CALL(A, B, C, 1, 0);\n",
+"    gemm_bsum_part(M, K, A, lda, db, GEMM_ITEMS, GEMM_ITEM);\n",
+"}\n",
+"#endif\n",
 "\n",
 "/* A fused chain's GEMM epilogue (src/ops/fuse.c, nn__fuse_source) follows this text: a\n",
 "   kernel gemm_epi that runs one product (GEMM_CALL) and then, over the elements of C its item\n",
@@ -21790,7 +21863,7 @@ static const char *const nn__cl_src_gemm[] = {
 "}\n",
 "#endif\n",
 "#endif /* NN__ACTIVATION_H */\n",
-"#line 783 \"kernels/gemm.cl\"\n",
+"#line 839 \"kernels/gemm.cl\"\n",
 0 };
 
 /* ======================================================================
@@ -31923,15 +31996,109 @@ static size_t nn__cl_wg_1d(const nn__device *dev, size_t n) {
     return wg ? wg : 1;
 }
 
+/* The most products a launch of stages runs */
+#ifndef NN__CL_STAGES_MAX
+#define NN__CL_STAGES_MAX 8
+#endif
+
+/* Launches of stages, on a device tuned as a CPU with the packed GEMM (kernels/gemm.cl): each
+   run of two or more consecutive launches of single float32 products (plain, with a bias's
+   gradient, or with a chain's epilogue) becomes one launch of kernel gemm_stages, whose
+   groups take the products' items in turn, a product's items after the ones before it are
+   done. Why: PoCL runs each launch's groups on worker threads that sleep between launches,
+   and a launch cost the MLP's step 6-15 us on the 2-core VM beyond its work; in one launch
+   the threads go from product to product as the CPU backend's do. A run stays within the
+   parts of the schedule a run may start or stop at (the forward, the backward, the update);
+   its arguments (the launches', in order) within the device's parameter bytes. Not in a
+   data-parallel build (src/dist/dist.c runs the backward in segments of its own), nor with
+   NN_FUSE=0 or NN_CL_STAGES=0. Each product's items do what its own launch did: the same bits. */
+static nn_result nn__cl_stages(nn_graph *g) {
+    nn_context *ctx = g->ctx;
+    nn__gemm_cfg c;
+    const char *env = getenv("NN_CL_STAGES"), *fuse = getenv("NN_FUSE");
+    int i, vx = nn__gemm_sig_index("vnx"), vy = nn__gemm_sig_index("vny"), seg[4];
+    cl_ulong maxp = 1024;
+    for (i = 0; i < g->n_launches; i++) g->launches[i].merged = 0;
+#ifdef NN_MPI
+    return NN_OK;
+#endif
+    if ((env && strcmp(env, "0") == 0) || (fuse && strcmp(fuse, "0") == 0) || !ctx->dev.cpu_tuned || vx < 0 || vy < 0)
+        return NN_OK;
+    nn__gemm_config_dev(&ctx->dev, &c);
+    if (c.use_local != 2) return NN_OK;
+    (void)clGetDeviceInfo(NN__CL(ctx)->device, CL_DEVICE_MAX_PARAMETER_SIZE, sizeof maxp, &maxp, NULL);
+    seg[0] = g->sched_launch[g->n_sched_forward];
+    seg[1] = g->sched_launch[g->n_sched_update];
+    seg[2] = g->n_launches;
+    for (i = 0; i < g->n_launches;) {
+        int n = 0, s, items = 0;
+        cl_ulong bytes = 0;
+        for (s = 0; s < 3 && seg[s] <= i; s++)
+            ;
+        while (i + n < g->n_launches && i + n < (s < 3 ? seg[s] : g->n_launches) && n < NN__CL_STAGES_MAX) {
+            const nn__launch *l = &g->launches[i + n];
+            cl_ulong b = 0;
+            int k;
+            if (!nn__gemm_stage_kind(l)) break;
+            for (k = 0; k < l->n_args; k++) b += l->args[k].kind == 'm' ? sizeof(cl_mem) : l->args[k].kind == '8' ? 32 : 4;
+            if (bytes + b > maxp) break;
+            bytes += b;
+            items += l->args[vx].v.i * l->args[vy].v.i;
+            n++;
+        }
+        if (n >= 2) {
+            nn__launch *h = &g->launches[i];
+            char *src = nn__gemm_stages_source(g, i, n);
+            cl_kernel kern;
+            nn_result r;
+            int k, a = 0, j;
+            if (!src) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
+            r = nn__cl_kernel(ctx, "gemm", NN_F32, src, "gemm_stages", &kern);
+            NN_FREE(src);
+            if (r != NN_OK) return r;
+            h->bk = kern;
+            h->merged = n;
+            h->dims = 1;
+            h->gws[0] = (size_t)(items < c.groups ? items : c.groups);
+            h->gws[1] = h->gws[2] = 1;
+            h->lws[0] = h->lws[1] = h->lws[2] = 1;
+            h->use_lws = 1;
+            for (j = 0; j <= n; j++) {
+                nn__launch *l = &g->launches[i + (j < n ? j : 0)];
+                cl_int err = CL_SUCCESS;
+                if (j && j < n) l->merged = -1;
+                for (k = 0; j < n && k < l->n_args && err == CL_SUCCESS; k++, a++) err = nn__cl_set_arg(kern, (cl_uint)a, &l->args[k]);
+                if (j == n) { /* the products [lo_, hi_) it runs: all of them */
+                    cl_int lo = 0, hi = n;
+                    err = clSetKernelArg(kern, (cl_uint)a, sizeof lo, &lo);
+                    if (err == CL_SUCCESS) err = clSetKernelArg(kern, (cl_uint)a + 1, sizeof hi, &hi);
+                }
+                if (err != CL_SUCCESS)
+                    return nn__fail(ctx, NN_ERR_DEVICE, "%s: kernels/gemm.cl gemm_stages: clSetKernelArg %d failed: %s (%d)",
+                                    nn__op(g->nodes[l->node].op)->name, a, nn__cl_errstr(err), err);
+            }
+            h->n_stage_args = a;
+            i += n;
+        } else {
+            i += n > 0 ? n : 1;
+        }
+    }
+    return NN_OK;
+}
+
 /* Each recorded launch gets its kernel, its work-group shape where its plan left it to the
-   backend, and all its arguments, once. */
+   backend, and all its arguments, once (those of launches of stages: nn__cl_stages). */
 static nn_result nn__cl_prepare(nn_graph *g) {
     nn_context *ctx = g->ctx;
     int i, k;
+    nn_result r0 = nn__cl_stages(g);
+    if (r0 != NN_OK) return r0;
     for (i = 0; i < g->n_launches; i++) {
         nn__launch *l = &g->launches[i];
         cl_kernel kern;
-        nn_result r = nn__cl_kernel(ctx, l->file, l->store, l->source, l->kernel, &kern);
+        nn_result r;
+        if (l->merged) continue;
+        r = nn__cl_kernel(ctx, l->file, l->store, l->source, l->kernel, &kern);
         if (r != NN_OK) return r;
         l->bk = kern;
         if (!l->use_lws && l->dims == 1) { /* a driver's choice for a NULL local size can be a poor one */
@@ -31962,29 +32129,28 @@ static int nn__cl_guard_bufs(const nn__launch *l) {
     return m;
 }
 
-/* Before launch l (after == 0): each buffer argument's guard filled with a NaN naming the
-   argument (a kernel that copies one argument's guard into another's changes it), then
-   all of them read, as arguments that share a buffer leave them; after l (after == 1),
-   read again. */
-static cl_int nn__cl_guard_enqueue(cl_command_queue q, const nn__launch *l, unsigned char *at, int after) {
-    int k, j, pass, m = nn__cl_guard_bufs(l);
+/* Before launch l: each buffer argument's guard filled with a NaN naming the argument (op 0:
+   a kernel that copies one argument's guard into another's changes it), then all of them
+   read (op 1), as arguments that share a buffer leave them; after l, read again (op 2). A
+   launch of stages fills its products' guards, then reads them all. */
+static cl_int nn__cl_guard_enqueue(cl_command_queue q, const nn__launch *l, unsigned char *at, int op) {
+    int k, j, m = nn__cl_guard_bufs(l), after = op == 2;
     cl_int err = CL_SUCCESS;
-    for (pass = after; pass < 2; pass++)
-        for (k = 0, j = 0; k < l->n_args && err == CL_SUCCESS; k++) {
-            cl_mem b = (cl_mem)l->args[k].v.buf.handle;
-            size_t end = l->args[k].v.buf.bytes;
-            if (l->args[k].kind != 'm' || !b) continue;
-            if (pass == 0) {
-                uint32_t bits = 0x7FA5A500u | (uint32_t)k;
-                float v;
-                memcpy(&v, &bits, sizeof v);
-                err = clEnqueueFillBuffer(q, b, &v, sizeof v, end, NN__CL_GUARD, 0, NULL, NULL);
-            } else {
-                err = clEnqueueReadBuffer(q, b, CL_FALSE, end, NN__CL_GUARD, at + (size_t)(after * m + j) * NN__CL_GUARD,
-                                          0, NULL, NULL);
-            }
-            j++;
+    for (k = 0, j = 0; k < l->n_args && err == CL_SUCCESS; k++) {
+        cl_mem b = (cl_mem)l->args[k].v.buf.handle;
+        size_t end = l->args[k].v.buf.bytes;
+        if (l->args[k].kind != 'm' || !b) continue;
+        if (op == 0) {
+            uint32_t bits = 0x7FA5A500u | (uint32_t)k;
+            float v;
+            memcpy(&v, &bits, sizeof v);
+            err = clEnqueueFillBuffer(q, b, &v, sizeof v, end, NN__CL_GUARD, 0, NULL, NULL);
+        } else {
+            err = clEnqueueReadBuffer(q, b, CL_FALSE, end, NN__CL_GUARD, at + (size_t)(after * m + j) * NN__CL_GUARD, 0,
+                                      NULL, NULL);
         }
+        j++;
+    }
     return err;
 }
 
@@ -32021,6 +32187,9 @@ static nn_result nn__cl_guard_check(nn_graph *g, int from, int n) {
 
 /* ---- NN_CL_PROFILE: each launch's device time, from its event's start and end ---- */
 
+/* the kernel a launch runs: its own, or a launch of stages' (nn__cl_stages) */
+#define NN__CL_KNAME(l) ((l)->merged > 0 ? "gemm_stages" : (l)->kernel)
+
 /* Reads and releases the events of the launches' last enqueues (a run's: consecutive
    launches), waiting for them: each launch's time from start to end, and the time from the
    end of the launch before it in that run to its start (the device idle between the two:
@@ -32033,6 +32202,7 @@ static void nn__cl_prof_read(nn_graph *g, long *missing) {
         nn__launch *l = &g->launches[i];
         cl_event ev = (cl_event)l->bev;
         cl_ulong s = 0, e = 0;
+        if (l->merged < 0) continue; /* in the launch of stages before it */
         if (!ev) {
             have_prev = 0;
             continue;
@@ -32077,17 +32247,19 @@ static void nn__cl_prof_report(nn_graph *g, long missing) {
         if (l->prof_n > runs) runs = l->prof_n;
         for (j = 0; j < nk; j++) {
             const nn__launch *f = &g->launches[first[j]];
-            if (strcmp(f->kernel, l->kernel) == 0 && strcmp(f->file, l->file) == 0) break;
+            if (strcmp(NN__CL_KNAME(f), NN__CL_KNAME(l)) == 0 && strcmp(f->file, l->file) == 0) break;
         }
         if (j == nk) first[nk++] = i;
         ns[j] += l->prof_ns;
         cnt[j] += l->prof_n;
     }
     if (runs > 0) {
+        int nl = 0;
+        for (i = 0; i < g->n_launches; i++) nl += g->launches[i].merged >= 0; /* a launch of stages counts once */
         nn__log(ctx, NN_LOG_INFO,
                 "NN_CL_PROFILE: a graph of %d launches, %ld runs on %s: its kernels %.3f ms a run on the device, %.3f ms "
                 "between them%s",
-                g->n_launches, runs, NN__CL(ctx)->name, (double)run / runs * 1e-6, (double)gap / runs * 1e-6,
+                nl, runs, NN__CL(ctx)->name, (double)run / runs * 1e-6, (double)gap / runs * 1e-6,
                 missing ? " (some launches had no times: the driver did not record them)" : "");
         nn__log(ctx, NN_LOG_INFO, "NN_CL_PROFILE:   share  ms a run  launches a run  kernel");
         for (;;) { /* the largest left, then the next */
@@ -32096,7 +32268,7 @@ static void nn__cl_prof_report(nn_graph *g, long missing) {
                 if (cnt[j] > 0 && (b < 0 || ns[j] > ns[b])) b = j;
             if (b < 0) break;
             nn__log(ctx, NN_LOG_INFO, "NN_CL_PROFILE: %6.1f%%  %8.3f  %14.1f  kernels/%s.cl %s", run ? 100.0 * (double)ns[b] / (double)run : 0.0,
-                    (double)ns[b] / runs * 1e-6, (double)cnt[b] / runs, g->launches[first[b]].file, g->launches[first[b]].kernel);
+                    (double)ns[b] / runs * 1e-6, (double)cnt[b] / runs, g->launches[first[b]].file, NN__CL_KNAME(&g->launches[first[b]]));
             cnt[b] = 0;
         }
     } else if (missing) {
@@ -32114,7 +32286,8 @@ static void nn__cl_prof_report(nn_graph *g, long missing) {
 static nn_result nn__cl_run(nn_graph *g, int n_sched) {
     nn__cl *cl = NN__CL(g->ctx);
     cl_command_queue q = cl->queue;
-    int i, k, n = g->sched_launch[n_sched], from = g->sched_launch[g->run_from], guard = g->ctx->dev.guard != 0;
+    int i, k, p, parts, n = g->sched_launch[n_sched], from = g->sched_launch[g->run_from], guard = g->ctx->dev.guard != 0;
+    int launched = 0;
     unsigned char *at = NULL;
     nn_result r = NN_OK;
     if (cl->profile) nn__cl_prof_read(g, &g->prof_missing); /* the last run's, before its launches enqueue again */
@@ -32132,25 +32305,40 @@ static nn_result nn__cl_run(nn_graph *g, int n_sched) {
     for (i = from; i < n && r == NN_OK; i++) {
         nn__launch *l = &g->launches[i];
         cl_int err = CL_SUCCESS;
+        if (l->merged < 0) continue; /* run by the launch of stages before it */
         if (l->update) {
             l->update(g, l);
             for (k = 0; k < l->n_upd && err == CL_SUCCESS; k++)
                 err = nn__cl_set_arg((cl_kernel)l->bk, (cl_uint)l->upd[k], &l->args[l->upd[k]]);
         }
-        if (guard && err == CL_SUCCESS) err = nn__cl_guard_enqueue(q, l, at, 0);
-        if (err == CL_SUCCESS) {
-            cl_event ev = NULL;
-            err = clEnqueueNDRangeKernel(q, (cl_kernel)l->bk, (cl_uint)l->dims, NULL, l->gws, l->use_lws ? l->lws : NULL, 0,
-                                         NULL, cl->profile ? &ev : NULL);
-            if (err == CL_SUCCESS) l->bev = ev;
-        }
-        if (guard && err == CL_SUCCESS) {
-            err = nn__cl_guard_enqueue(q, l, at, 1);
-            at += (size_t)2 * nn__cl_guard_bufs(l) * NN__CL_GUARD;
+        /* with guards, a launch of stages runs each of its products alone between that product's
+           guards (a guard is free space only while its buffer lives: the products after it may
+           use the bytes) */
+        parts = guard && l->merged > 0 ? l->merged : 1;
+        for (p = 0; p < parts && err == CL_SUCCESS; p++) {
+            const nn__launch *gl = l + (parts > 1 ? p : 0);
+            if (parts > 1) {
+                cl_int lo = p, hi = p + 1;
+                err = clSetKernelArg((cl_kernel)l->bk, (cl_uint)l->n_stage_args, sizeof lo, &lo);
+                if (err == CL_SUCCESS) err = clSetKernelArg((cl_kernel)l->bk, (cl_uint)l->n_stage_args + 1, sizeof hi, &hi);
+            }
+            if (guard && err == CL_SUCCESS) err = nn__cl_guard_enqueue(q, gl, at, 0);
+            if (guard && err == CL_SUCCESS) err = nn__cl_guard_enqueue(q, gl, at, 1);
+            if (err == CL_SUCCESS) {
+                cl_event ev = NULL;
+                err = clEnqueueNDRangeKernel(q, (cl_kernel)l->bk, (cl_uint)l->dims, NULL, l->gws, l->use_lws ? l->lws : NULL,
+                                             0, NULL, cl->profile && p == parts - 1 ? &ev : NULL);
+                if (err == CL_SUCCESS && p == parts - 1) l->bev = ev;
+            }
+            if (guard && err == CL_SUCCESS) {
+                err = nn__cl_guard_enqueue(q, gl, at, 2);
+                at += (size_t)2 * nn__cl_guard_bufs(gl) * NN__CL_GUARD;
+            }
+            if (err == CL_SUCCESS) launched++;
         }
         if (err != CL_SUCCESS)
             r = nn__fail(g->ctx, NN_ERR_DEVICE, "%s: kernels/%s.cl %s: %s (%d)", nn__op(g->nodes[l->node].op)->name,
-                         l->file, l->kernel, nn__cl_errstr(err), err);
+                         l->file, NN__CL_KNAME(l), nn__cl_errstr(err), err);
         else
             g->progress++;
     }
@@ -32159,7 +32347,7 @@ static nn_result nn__cl_run(nn_graph *g, int n_sched) {
         if (r == NN_OK && err != CL_SUCCESS) r = nn__fail(g->ctx, NN_ERR_DEVICE, "clFinish: %s (%d)", nn__cl_errstr(err), err);
         if (r == NN_OK) r = nn__cl_guard_check(g, from, n);
     }
-    if (r == NN_OK) g->ctx->stats.kernel_launches += (uint64_t)(n - from);
+    if (r == NN_OK) g->ctx->stats.kernel_launches += (uint64_t)launched;
     return r;
 }
 
@@ -35648,8 +35836,8 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     }
     if (r == NN_OK && g->n_checks) r = nn__buf_alloc(g->ctx, &g->checks, nn__dtype_bytes(NN_I32, g->n_checks), 1, "the input checks");
     if (r == NN_OK && g->n_checks) r = g->ctx->backend->fill(g->ctx, &g->checks, 0.0f, nn__dtype_bytes(NN_I32, g->n_checks));
-    if (r == NN_OK && !g->ctx->backend->host_memory) r = nn__buf_alloc(g->ctx, &g->claim, 8, 1, "the GEMM's item counters");
-    if (r == NN_OK && !g->ctx->backend->host_memory) r = g->ctx->backend->fill(g->ctx, &g->claim, 0.0f, 8);
+    if (r == NN_OK && !g->ctx->backend->host_memory) r = nn__buf_alloc(g->ctx, &g->claim, 16, 1, "the GEMM's item counters");
+    if (r == NN_OK && !g->ctx->backend->host_memory) r = g->ctx->backend->fill(g->ctx, &g->claim, 0.0f, 16);
     if (r == NN_OK && !g->ctx->backend->host_memory) r = nn__record_launches(g);
     if (r == NN_OK) r = g->ctx->backend->prepare(g);
     if (r != NN_OK) {
@@ -38346,6 +38534,158 @@ static nn_result nn__launch_gemm_beta(nn_graph *g, int id, int ta, int tb, int M
 static nn_result nn__launch_gemm(nn_graph *g, int id, int ta, int tb, int M, int Nc, int K, const nn__buf *A, const int *a,
                                  const nn__buf *B, const int *b, const nn__buf *C, const int *c, int outer, int inner) {
     return nn__launch_gemm_beta(g, id, ta, tb, M, Nc, K, A, a, B, b, C, c, outer, inner, 0.0f);
+}
+
+/* ==== launches of stages: consecutive products as one launch (src/opencl/backend.c's
+   nn__cl_stages, on devices tuned as CPUs; kernels/gemm.cl says how they run) ==== */
+
+/* kernels/gemm_args.h's gemm parameters as text, "kind name,kind name,..." */
+#define NN__KTXT_F(kind, name) #kind " " #name
+#define NN__KTXT_P(kind, name) "," #kind " " #name
+static const char nn__gemm_sig_text[] = NN__KARGS_gemm(NN__KTXT_F, NN__KTXT_P);
+#undef NN__KTXT_F
+#undef NN__KTXT_P
+
+/* Launch l as a product of a launch of stages: 1-4 gemm_nn/nt/tn/tt_single, 5 gemm_tn_bsum, 6
+   a chain's gemm_epi, 0 none (another kernel, or 16-bit operands) */
+static NN__MAYBE_UNUSED int nn__gemm_stage_kind(const nn__launch *l) {
+    static const char *const names[6] = {"gemm_nn_single", "gemm_nt_single", "gemm_tn_single", "gemm_tt_single",
+                                         "gemm_tn_bsum", "gemm_epi"};
+    int k;
+    if (strcmp(l->file, "gemm") != 0 || l->store != NN_F32 || l->update) return 0;
+    for (k = 0; k < 6; k++)
+        if (strcmp(l->kernel, names[k]) == 0) return k + 1;
+    return 0;
+}
+
+/* The index of gemm's parameter `name` (kernels/gemm_args.h), -1 where it has none */
+static NN__MAYBE_UNUSED int nn__gemm_sig_index(const char *name) {
+    const char *p = nn__gemm_sig_text;
+    size_t n = strlen(name);
+    int i = 0;
+    while (*p) {
+        const char *e = strchr(p, ','), *sp = strchr(p, ' ');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (sp && (size_t)(sp - p) < len && len - (size_t)(sp - p) - 1 == n && strncmp(sp + 1, name, n) == 0) return i;
+        if (!e) break;
+        p = e + 1;
+        i++;
+    }
+    return -1;
+}
+
+/* A growing string; ok 0 after an allocation failed */
+typedef struct nn__text {
+    char *s;
+    size_t len, cap;
+    int ok;
+} nn__text;
+
+static void nn__text_add(nn__text *t, const char *fmt, ...) {
+    va_list ap;
+    int n;
+    if (!t->ok) return;
+    va_start(ap, fmt);
+    n = vsnprintf(t->s ? t->s + t->len : NULL, t->s ? t->cap - t->len : 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        t->ok = 0;
+        return;
+    }
+    if (!t->s || t->len + (size_t)n >= t->cap) {
+        size_t cap = (t->len + (size_t)n + 1) * 2 + 1024;
+        char *p = (char *)NN_REALLOC(t->s, cap);
+        if (!p) {
+            t->ok = 0;
+            return;
+        }
+        t->s = p;
+        t->cap = cap;
+        va_start(ap, fmt);
+        n = vsnprintf(t->s + t->len, t->cap - t->len, fmt, ap);
+        va_end(ap);
+    }
+    t->len += (size_t)n;
+}
+
+/* gemm's parameters with names ending in _k: declarations (decl 1) or names, each after ", " */
+static void nn__gemm_stage_params(nn__text *t, int k, int decl) {
+    const char *p = nn__gemm_sig_text;
+    while (*p) {
+        const char *e = strchr(p, ','), *sp = strchr(p, ' ');
+        int len = e ? (int)(e - p) : (int)strlen(p), kl = (int)(sp - p);
+        if (decl) nn__text_add(t, ", NN__KCL_%.*s %.*s_%d", kl, p, len - kl - 1, sp + 1, k);
+        else nn__text_add(t, ", %.*s_%d", len - kl - 1, sp + 1, k);
+        if (!e) break;
+        p = e + 1;
+    }
+}
+
+/* kernels/gemm.cl's source for launches [first, first + n) of g run as one launch of stages:
+   the chains' item functions, then the kernel gemm_stages (its parameters the launches'
+   arguments, in order, then lo_ and hi_: it runs the products [lo_, hi_), all of them but
+   where each runs alone between its guards, NN_CL_GUARDS); NULL where out of memory */
+static NN__MAYBE_UNUSED char *nn__gemm_stages_source(const nn_graph *g, int first, int n) {
+    nn__text t = {NULL, 0, 0, 1}, decl = {NULL, 0, 0, 1};
+    int k;
+    nn__text_add(&t, "\n#line 1 \"a launch of stages (src/ops/matmul.c, nn__gemm_stages_source)\"\n");
+    for (k = 0; k < n; k++) {
+        const nn__launch *l = &g->launches[first + k];
+        int kind = nn__gemm_stage_kind(l);
+        char sfx[16];
+        snprintf(sfx, sizeof sfx, "_%d", k);
+        nn__gemm_stage_params(&decl, k, 1);
+        if (kind == 5) nn__text_add(&decl, ", __global float *db_%d", k);
+        if (kind == 6) {
+            char *src = nn__fuse()->stage_text(g, l->node, sfx, 0), *par = nn__fuse()->stage_text(g, l->node, sfx, 1);
+            if (src && par) {
+                nn__text_add(&t, "%s", src);
+                nn__text_add(&decl, "%s", par);
+            } else {
+                t.ok = 0;
+            }
+            NN_FREE(src);
+            NN_FREE(par);
+        }
+    }
+    nn__text_add(&t, "__kernel GEMM_ATTR void gemm_stages(%s, const int lo_, const int hi_)\n{\n    GEMM_LOCALS\n    int e_[%d];\n",
+                 decl.ok && decl.s ? decl.s + 2 : "", n);
+    t.ok = t.ok && decl.ok;
+    NN_FREE(decl.s);
+    nn__text_add(&t, "    e_[0] = vnx_0 * vny_0;\n");
+    for (k = 1; k < n; k++) nn__text_add(&t, "    e_[%d] = e_[%d] + vnx_%d * vny_%d;\n", k, k - 1, k, k);
+    nn__text_add(&t, "    const int b_ = lo_ > 0 ? e_[lo_ - 1] : 0, end_ = e_[hi_ - 1];\n"
+                     "    for (;;) {\n        const int v_ = b_ + atomic_inc(claim_0);\n        if (v_ >= end_) break;\n");
+    for (k = 0; k < n; k++) {
+        const nn__launch *l = &g->launches[first + k];
+        int kind = nn__gemm_stage_kind(l);
+        nn__text args = {NULL, 0, 0, 1};
+        nn__gemm_stage_params(&args, k, 0);
+        if (kind == 5) nn__text_add(&args, ", db_%d", k);
+        if (kind == 6) {
+            char sfx[16], *a;
+            snprintf(sfx, sizeof sfx, "_%d", k);
+            a = nn__fuse()->stage_text(g, l->node, sfx, 2);
+            if (a) nn__text_add(&args, "%s", a);
+            else args.ok = 0;
+            NN_FREE(a);
+        }
+        nn__text_add(&t, "        %sif (v_ < e_[%d]) {\n", k ? "else " : "", k);
+        if (k) nn__text_add(&t, "            gemm_stage_wait(claim_0, e_[%d] - b_);\n", k - 1);
+        if (kind == 6) nn__text_add(&t, "            gemm_epi_item_%d(", k);
+        else nn__text_add(&t, "            %s_item(", l->kernel);
+        nn__text_add(&t, "%s, Bp, v_", args.ok && args.s ? args.s + 2 : "");
+        if (k) nn__text_add(&t, " - e_[%d]", k - 1);
+        nn__text_add(&t, ");\n        }\n");
+        t.ok = t.ok && args.ok;
+        NN_FREE(args.s);
+    }
+    nn__text_add(&t, "        gemm_stage_done(claim_0);\n    }\n    gemm_stages_end(claim_0);\n}\n");
+    if (!t.ok) {
+        NN_FREE(t.s);
+        return NULL;
+    }
+    return t.s;
 }
 
 /* ==== matmul: C [..., M, N] = op(A) [..., M, K] op(B) [..., K, N], torch.matmul: a 1-D
@@ -49010,7 +49350,8 @@ static int nn__fuse_is_product(const nn__fuse_chain *c, int j, int k) { return c
    the buffers it reads (x<index>) and writes (y<j>), each row operand's m, each node's
    parameters; `names` their names alone (a call's arguments), `restr` the pointers restrict.
    Appended to s (cap bytes, len used); returns the new length. */
-static size_t nn__fuse_params(const nn__fuse_chain *c, int names, int restr, char *s, size_t cap, size_t len) {
+static size_t nn__fuse_params(const nn__fuse_chain *c, int names, int restr, const char *sfx, char *s, size_t cap,
+                              size_t len) {
     const char *ro = names ? "" : restr ? "__global const float *restrict " : "__global const float *",
                *rw = names ? "" : restr ? "__global float *restrict " : "__global float *",
                *in = names ? "" : "const int ", *fl = names ? "" : "const float ";
@@ -49021,13 +49362,14 @@ static size_t nn__fuse_params(const nn__fuse_chain *c, int names, int restr, cha
             int first = 0, x;
             if (mb->opd[k].kind == NN__FA_MEMBER || nn__fuse_is_product(c, j, k)) continue;
             x = nn__fuse_ext(c, j, k, &first);
-            if (first) len += (size_t)snprintf(s + len, len < cap ? cap - len : 0, ", %sx%d", ro, x);
-            if (mb->opd[k].kind == NN__FA_ROW) len += (size_t)snprintf(s + len, len < cap ? cap - len : 0, ", %sm%d_%d", in, j, k);
+            if (first) len += (size_t)snprintf(s + len, len < cap ? cap - len : 0, ", %sx%d%s", ro, x, sfx);
+            if (mb->opd[k].kind == NN__FA_ROW)
+                len += (size_t)snprintf(s + len, len < cap ? cap - len : 0, ", %sm%d_%d%s", in, j, k, sfx);
         }
-        if (mb->written && !(c->gemm && j == 0)) len += (size_t)snprintf(s + len, len < cap ? cap - len : 0, ", %sy%d", rw, j);
+        if (mb->written && !(c->gemm && j == 0)) len += (size_t)snprintf(s + len, len < cap ? cap - len : 0, ", %sy%d%s", rw, j, sfx);
         if (mb->kind == NN__FK_UNARY || mb->kind == NN__FK_UNARY_GRAD)
-            len += (size_t)snprintf(s + len, len < cap ? cap - len : 0, ", %sa%d, %sb%d", fl, j, fl, j);
-        if (mb->kind == NN__FK_SCALE) len += (size_t)snprintf(s + len, len < cap ? cap - len : 0, ", %ss%d", fl, j);
+            len += (size_t)snprintf(s + len, len < cap ? cap - len : 0, ", %sa%d%s, %sb%d%s", fl, j, sfx, fl, j, sfx);
+        if (mb->kind == NN__FK_SCALE) len += (size_t)snprintf(s + len, len < cap ? cap - len : 0, ", %ss%d%s", fl, j, sfx);
     }
     return len;
 }
@@ -49038,26 +49380,30 @@ static size_t nn__fuse_params(const nn__fuse_chain *c, int names, int restr, cha
    is C, its product operand C's element), one product (GEMM_CALL, op(A) and op(B) transposed
    as ta, tb say), then for each row of C the item stored and its columns (GEMM_OWN_ROWS)
    gemm_epi_cols, the statements in a loop over the columns (its pointers restrict, for a
-   compiler that would vectorise the loop; PoCL 3.1 still leaves it scalar). */
-static char *nn__fuse_source(const nn_graph *g, const nn__fuse_chain *c, int ta, int tb) {
+   compiler that would vectorise the loop; PoCL 3.1 still leaves it scalar). With item set
+   (a launch of stages, kernels/gemm.cl's gemm_stages), no kernel but a function of one item
+   of the plan's grid, gemm_epi_item (the chain's parameters, then the B panel and the item's
+   number), each name ending in sfx. */
+static char *nn__fuse_source(const nn_graph *g, const nn__fuse_chain *c, int ta, int tb, int item, const char *sfx) {
     char *s = NULL, *p;
     size_t cap = 4096, len = 0;
     int j, k;
     for (j = 0; j < c->n; j++)
         cap += strlen(c->m[j].kind == NN__FK_BINARY ? nn__fuse_bfwd[c->m[j].fn] : nn__fuse_ufwd[c->m[j].fn]) +
                strlen(c->m[j].kind == NN__FK_UNARY_GRAD ? nn__fuse_uder[c->m[j].fn] : "") + 512;
+    cap += 4 * strlen(sfx);
     s = (char *)NN_MALLOC(cap);
     if (!s) return NULL;
 #define NN__PUT(...) (len += (size_t)snprintf(s + len, len < cap ? cap - len : 0, __VA_ARGS__))
     if (c->gemm) {
         NN__PUT("\n#line 1 \"the GEMM epilogue of a chain (src/ops/fuse.c)\"\n"
-                "inline void gemm_epi_cols(const int n, const int ldc, const int row_, const int c0_, const int c1_, "
-                "__global float *restrict C");
-        len = nn__fuse_params(c, 0, 1, s, cap, len);
+                "inline void gemm_epi_cols%s(const int n, const int ldc, const int row_, const int c0_, const int c1_, "
+                "__global float *restrict C", sfx);
+        len = nn__fuse_params(c, 0, 1, "", s, cap, len);
         NN__PUT(") {\n    (void)n;\n    for (int col_ = c0_; col_ < c1_; col_++) {\n    int i = row_ * ldc + col_;\n");
     } else {
         NN__PUT("\n#line 1 \"the fused kernel of a chain (src/ops/fuse.c)\"\n__kernel void fused(const int n");
-        len = nn__fuse_params(c, 0, 0, s, cap, len);
+        len = nn__fuse_params(c, 0, 0, "", s, cap, len);
         NN__PUT(") {\n    int i = get_global_id(0);\n    if (i >= n) return;\n");
     }
     for (j = 0; j < c->n; j++) {
@@ -49088,13 +49434,21 @@ static char *nn__fuse_source(const nn_graph *g, const nn__fuse_chain *c, int ta,
         if (mb->written && c->gemm && j == 0) NN__PUT("    C[i] = v0;\n");
         else if (mb->written) NN__PUT("    y%d[i] = v%d;\n", j, j);
     }
-    if (c->gemm) {
+    if (c->gemm && item) {
+        NN__PUT("    }\n}\ninline void gemm_epi_item%s(NN__KPARAMS(gemm)", sfx);
+        len = nn__fuse_params(c, 0, 0, "", s, cap, len);
+        NN__PUT(", __local float *Bp, const int gv_) {\n    GEMM_ITEM_VARS(gv_)\n    (void)gv_z;\n    (void)claim;\n"
+                "    GEMM_CALL(A, B, C, %d, %d);\n    {\n    const int n = M * N;\n    GEMM_OWN_SETUP\n"
+                "    GEMM_OWN_ROWS(row_, c0_, c1_) gemm_epi_cols%s(n, ldc, row_, c0_, c1_, C", ta != 0, tb != 0, sfx);
+        len = nn__fuse_params(c, 1, 0, "", s, cap, len);
+        NN__PUT(");\n    }\n}\n");
+    } else if (c->gemm) {
         NN__PUT("    }\n}\n__kernel GEMM_ATTR void gemm_epi(NN__KPARAMS(gemm)");
-        len = nn__fuse_params(c, 0, 0, s, cap, len);
+        len = nn__fuse_params(c, 0, 0, "", s, cap, len);
         NN__PUT(") {\n    GEMM_LOCALS\n    GEMM_ITEMS_BEGIN(1)\n    (void)gv_z;\n    GEMM_CALL(A, B, C, %d, %d);\n    {\n"
                 "    const int n = M * N;\n    GEMM_OWN_SETUP\n"
                 "    GEMM_OWN_ROWS(row_, c0_, c1_) gemm_epi_cols(n, ldc, row_, c0_, c1_, C", ta != 0, tb != 0);
-        len = nn__fuse_params(c, 1, 0, s, cap, len);
+        len = nn__fuse_params(c, 1, 0, "", s, cap, len);
         NN__PUT(");\n    }\n    GEMM_ITEMS_END\n}\n");
     } else {
         NN__PUT("}\n");
@@ -49161,7 +49515,7 @@ static nn_result nn__fuse_keep(nn_graph *g, nn__fuse_chain *c, const int *reader
     if (!g->ctx->backend->host_memory) {
         nn__mm_geom G;
         if (c->gemm) nn__mm_geom_node(g, &g->nodes[c->gemm - 1], &G);
-        if (!(c->source = nn__fuse_source(g, c, c->gemm ? G.ta : 0, c->gemm ? G.tb : 0)))
+        if (!(c->source = nn__fuse_source(g, c, c->gemm ? G.ta : 0, c->gemm ? G.tb : 0, 0, "")))
             return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
     }
     f->c[f->n++] = *c;
@@ -49502,8 +49856,39 @@ static nn_result nn__fuse_launch(nn_graph *g, int id) {
     return r;
 }
 
+/* A launch of stages (src/opencl/backend.c, nn__cl_stages) runs node id's chain with a product
+   (its gemm_epi launch) as one of its products: part 0, the chain's item function
+   (gemm_epi_item, nn__fuse_source); 1, its parameters after the product's, each as ", type
+   name"; 2, the same names as arguments: every name ending in sfx. NULL: out of memory, or
+   no such chain. */
+static char *nn__fuse_stage_text(const nn_graph *g, int id, const char *sfx, int part) {
+    const nn__fuse_chain *c;
+    char *s;
+    size_t len;
+    if (g->nodes[id].fused < 1 || !g->fusion) return NULL;
+    c = &g->fusion->c[g->nodes[id].fused - 1];
+    if (!c->gemm) return NULL;
+    if (part == 0) {
+        nn__mm_geom G;
+        nn__mm_geom_node(g, &g->nodes[c->gemm - 1], &G);
+        return nn__fuse_source(g, c, G.ta, G.tb, 1, sfx);
+    }
+    {
+        size_t cap = 256 + (size_t)c->n * 8 * (64 + strlen(sfx)); /* > any text: a member has 6 parameters at most */
+        s = (char *)NN_MALLOC(cap);
+        if (!s) return NULL;
+        s[0] = 0;
+        len = nn__fuse_params(c, part == 2, 0, sfx, s, cap, 0);
+        if (len >= cap) { /* cannot happen: cap counts every piece */
+            NN_FREE(s);
+            return NULL;
+        }
+    }
+    return s;
+}
+
 static const nn__fuse_hooks *nn__fuse(void) {
-    static const nn__fuse_hooks hooks = {nn__fuse_plan, nn__fuse_cpu_gemm, nn__fuse_launch};
+    static const nn__fuse_hooks hooks = {nn__fuse_plan, nn__fuse_cpu_gemm, nn__fuse_launch, nn__fuse_stage_text};
     return &hooks;
 }
 

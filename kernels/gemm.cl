@@ -588,11 +588,13 @@ inline void gemm_packed(const int M, const int N, const int K,
    the rest; taken one at a time, the items go to whichever thread is free. Each item does
    what it did as a group of its own, so the bits do not change. The last group to finish
    sets the counters back to 0 for the next launch (claim[1] counts the groups done). */
+#define GEMM_ITEM_VARS(v)                                                                         \
+    const int gv_nx = vnx, gv_ny = vny, gv_x = (v) % vnx, gv_y = (v) / vnx % vny, gv_z = (v) / (vnx * vny);
 #define GEMM_ITEMS_BEGIN(nz)                                                                      \
     for (;;) {                                                                                    \
         const int gv_ = atomic_inc(claim);                                                        \
         if (gv_ >= vnx * vny * (nz)) break;                                                       \
-        const int gv_nx = vnx, gv_ny = vny, gv_x = gv_ % vnx, gv_y = gv_ / vnx % vny, gv_z = gv_ / (vnx * vny);
+        GEMM_ITEM_VARS(gv_)
 #define GEMM_ITEMS_END                                                                            \
     }                                                                                             \
     if (atomic_inc(claim + 1) == (int)(get_num_groups(0) * get_num_groups(1) * get_num_groups(2)) - 1) { \
@@ -751,20 +753,22 @@ GEMM_KERNEL(gemm_tt_single, 1, 1)
    nn__fuse_tails). After the product, the grid's items share the M sums in contiguous
    chunks, each adding its rows' terms in k order: elementwise.cl's sum_leading's additions,
    so the same bits, and no barrier (C is not read). */
+inline void gemm_bsum_part(const int M, const int K, __global const NN__STORE_T *A, const int lda, __global float *db,
+                           const int items, const int item)
+{
+    const int chunk = (M + items - 1) / items, i0 = min(M, item * chunk), i1 = min(M, i0 + chunk);
+    int i, k;
+    for (i = i0; i < i1; i++) db[i] = 0.0f;
+    for (k = 0; k < K; k++)
+        for (i = i0; i < i1; i++) db[i] += GLD(A, (size_t)k * lda + i);
+}
 __kernel GEMM_ATTR void gemm_tn_bsum(NN__KPARAMS(gemm), __global float *db)
 {
     GEMM_LOCALS
     GEMM_ITEMS_BEGIN(1)
     (void)gv_z;
     GEMM_CALL(A, B, C, 1, 0);
-    {
-        const int items = GEMM_ITEMS, item = GEMM_ITEM;
-        const int chunk = (M + items - 1) / items, i0 = min(M, item * chunk), i1 = min(M, i0 + chunk);
-        int i, k;
-        for (i = i0; i < i1; i++) db[i] = 0.0f;
-        for (k = 0; k < K; k++)
-            for (i = i0; i < i1; i++) db[i] += GLD(A, (size_t)k * lda + i);
-    }
+    gemm_bsum_part(M, K, A, lda, db, GEMM_ITEMS, GEMM_ITEM);
     GEMM_ITEMS_END
 }
 
@@ -772,6 +776,58 @@ GEMM_BATCHED_KERNEL(gemm_nn_batched, 0, 0)
 GEMM_BATCHED_KERNEL(gemm_nt_batched, 0, 1)
 GEMM_BATCHED_KERNEL(gemm_tn_batched, 1, 0)
 GEMM_BATCHED_KERNEL(gemm_tt_batched, 1, 1)
+
+#if USE_LOCAL == 2
+/* Launches of stages (src/opencl/backend.c, nn__cl_stages): a run of consecutive products on
+   a device tuned as a CPU as one launch, whose groups take the items of all of them in turn
+   from claim[0] (the first product's items, then the second's, ...). An item of a later
+   product waits until every item before its product's first is done (claim[2] counts the
+   items done), so each product reads what the ones before it wrote; a group waits only for
+   items that running groups took, so a runtime that runs the groups one after another
+   finishes too. The last group to finish sets the counters back to 0 (claim[1] counts the
+   groups done). Each item does what it did in its product's own launch: the same bits. The
+   generated kernel gemm_stages calls the items' functions below (the fused chains' own
+   gemm_epi_item_K, src/ops/fuse.c). */
+inline void gemm_stage_wait(__global int *claim, const int before)
+{
+    while (atomic_add(claim + 2, 0) < before)
+        ;
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+}
+inline void gemm_stage_done(__global int *claim)
+{
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    atomic_inc(claim + 2);
+}
+inline void gemm_stages_end(__global int *claim)
+{
+    if (atomic_inc(claim + 1) == (int)(get_num_groups(0) * get_num_groups(1) * get_num_groups(2)) - 1) {
+        claim[0] = 0;
+        claim[1] = 0;
+        claim[2] = 0;
+    }
+}
+#define GEMM_SINGLE_ITEM(name, ta, tb)                                                            \
+    inline void name##_item(NN__KPARAMS(gemm), __local float *Bp, const int gv_)                 \
+    {                                                                                             \
+        GEMM_ITEM_VARS(gv_)                                                                       \
+        (void)gv_z;                                                                               \
+        (void)claim;                                                                              \
+        GEMM_CALL(A, B, C, ta, tb);                                                               \
+    }
+GEMM_SINGLE_ITEM(gemm_nn_single, 0, 0)
+GEMM_SINGLE_ITEM(gemm_nt_single, 0, 1)
+GEMM_SINGLE_ITEM(gemm_tn_single, 1, 0)
+GEMM_SINGLE_ITEM(gemm_tt_single, 1, 1)
+inline void gemm_tn_bsum_item(NN__KPARAMS(gemm), __global float *db, __local float *Bp, const int gv_)
+{
+    GEMM_ITEM_VARS(gv_)
+    (void)gv_z;
+    (void)claim;
+    GEMM_CALL(A, B, C, 1, 0);
+    gemm_bsum_part(M, K, A, lda, db, GEMM_ITEMS, GEMM_ITEM);
+}
+#endif
 
 /* A fused chain's GEMM epilogue (src/ops/fuse.c, nn__fuse_source) follows this text: a
    kernel gemm_epi that runs one product (GEMM_CALL) and then, over the elements of C its item

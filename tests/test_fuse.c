@@ -218,6 +218,65 @@ static void run_model(const t_env *e, int which, int fuse, run_out *o) {
     nn_graph_destroy(g);
 }
 
+/* Launches of stages (src/opencl/backend.c, nn__cl_stages: on a device tuned as a CPU, a run
+   of consecutive products as one launch, each product's items waiting for those of the
+   products before it): training runs with them and without (NN_CL_STAGES=0), both fused, give
+   the same bits, and the MLP's step fewer launches. On a context without guards: with
+   NN_CL_GUARDS (the test binary's default) each product of such a launch runs alone between
+   its guards, so the waits between products run only here. */
+static void check_stages(const t_env *e) {
+    static const int models[] = {0, 1, 3, 4};
+    static const char *const names[] = {"MLP", "tiny GPT", "wide product", "gathered MLP"};
+    nn_context_desc d;
+    t_env u = *e;
+    const char *old = getenv("NN_CL_GUARDS");
+    char *saved = old ? strdup(old) : NULL;
+    nn_result r;
+    size_t m;
+    if (!t_begin(e, "fuse: launches of stages (no guards): the same bits as a launch a product, fewer launches")) return;
+    if (!e->opencl || t_gpu_tuned(e)) {
+        free(saved);
+        t_skip("launches of stages are for OpenCL devices tuned as CPUs");
+        t_end();
+        return;
+    }
+    t_context_desc(e, &d);
+    setenv("NN_CL_GUARDS", "0", 1);
+    r = nn_context_create(&d, &u.ctx);
+    if (saved) setenv("NN_CL_GUARDS", saved, 1);
+    else unsetenv("NN_CL_GUARDS");
+    free(saved);
+    if (!T_CHECK(r == NN_OK, "a context without guards: %s", nn_result_string(r))) {
+        t_end();
+        return;
+    }
+    for (m = 0; m < sizeof models / sizeof models[0]; m++) {
+        run_out a, b;
+        long i;
+        setenv("NN_CL_STAGES", "0", 1);
+        run_model(&u, models[m], 1, &a);
+        unsetenv("NN_CL_STAGES");
+        run_model(&u, models[m], 1, &b);
+        if (T_CHECK(a.r == NN_OK && b.r == NN_OK, "%s: runs failed: %s", names[m], nn_context_last_error(u.ctx)) &&
+            T_CHECK(a.n_vals == b.n_vals && a.n_vals > 0, "%s: %ld and %ld values", names[m], a.n_vals, b.n_vals) &&
+            T_CHECK(memcmp(a.loss, b.loss, sizeof a.loss) == 0, "%s: losses differ: %.9g %.9g %.9g apart, %.9g %.9g %.9g in stages",
+                    names[m], a.loss[0], a.loss[1], a.loss[2], b.loss[0], b.loss[1], b.loss[2])) {
+            for (i = 0; i < a.n_vals && memcmp(&a.vals[i], &b.vals[i], 4) == 0; i++) {}
+            T_CHECK(i == a.n_vals, "%s: value %ld of %ld differs: %.9g apart, %.9g in stages", names[m], i, a.n_vals, a.vals[i],
+                    b.vals[i]);
+            if (models[m] == 0)
+                T_CHECK(b.launches < a.launches, "MLP: %llu launches a step in stages, %llu apart", (unsigned long long)b.launches,
+                        (unsigned long long)a.launches);
+            printf("    %s: %llu launches a step in stages, %llu apart\n", names[m], (unsigned long long)b.launches,
+                   (unsigned long long)a.launches);
+        }
+        free(a.vals);
+        free(b.vals);
+    }
+    nn_context_destroy(u.ctx);
+    t_end();
+}
+
 /* Fused and unfused: the same bits, and fewer launches with fusion. */
 static void check_same(const t_env *e, const char *name, int which) {
     run_out a, b;
@@ -386,4 +445,5 @@ void suite_fuse(const t_env *e) {
     check_same(e, "fuse: tiny GPT training, fused and unfused bits, launches a step", 1);
     check_same(e, "fuse: a bias add in the GEMM's epilogue over three K blocks, fused and unfused bits", 3);
     check_same(e, "fuse: MLP training on gathered rows (two out of range), fused and unfused bits", 4);
+    check_stages(e);
 }

@@ -197,6 +197,10 @@ typedef struct nn__launch {
     const char *source;         /* generated kernel source appended to kernels/FILE.cl's (a fused chain,
                                    src/ops/fuse.c), owned by the graph; NULL: the file alone */
     void *bk;                   /* the backend's kernel object */
+    int merged;                 /* OpenCL on a device tuned as a CPU: > 0, the first of that many launches run as
+                                   one launch of stages (bk its kernel: opencl/backend.c, nn__cl_stages); -1, one
+                                   of them after the first (no kernel of its own); 0, on its own */
+    int n_stage_args;           /* merged > 0: its kernel's arguments before lo_ and hi_ (the products it runs) */
     void *bev;                  /* NN_CL_PROFILE: the event of its last enqueue, not yet read */
     uint64_t prof_ns, prof_gap_ns; /* NN_CL_PROFILE: its time on the device, and the time from the end
                                    of the launch before it (in the same run) to its start, summed */
@@ -322,8 +326,8 @@ struct nn_graph {
     int *sched_launch;           /* [n_sched + 1]: the first launch of each schedule position */
     nn__buf one;                 /* a float 1.0, for kernels' absent operands */
     nn__buf checks;              /* int32 [n_checks]: bad inputs counted by checked ops (node.check) */
-    nn__buf claim;               /* int32 [2], 0 between launches (a device's): the CPU-tuned GEMM's items taken and groups
-                                    done (kernels/gemm.cl's GEMM_ITEMS_BEGIN) */
+    nn__buf claim;               /* int32 [4], 0 between launches (a device's): the CPU-tuned GEMM's items taken, groups
+                                    done and (a launch of stages) items done (kernels/gemm.cl's GEMM_ITEMS_BEGIN, gemm_stages) */
     int n_checks;
     int checks_pending;          /* a run since the counters were last read */
     /* data-parallel training (src/dist/dist.c, NN_MPI builds; unset otherwise) */

@@ -276,6 +276,13 @@ typedef struct nn__fuse_hooks {
     nn_result (*plan)(nn_graph *g);
     nn_result (*cpu)(nn_graph *g, nn__node *last);
     nn_result (*launch)(nn_graph *g, int last);
+    char *(*stage_text)(const nn_graph *g, int id, const char *sfx, int part);
 } nn__fuse_hooks;
 static const nn__fuse_hooks *nn__fuse(void); /* src/ops/fuse.c */
+
+/* Launches of stages (src/ops/matmul.c): what src/opencl/backend.c's nn__cl_stages asks of the
+   GEMM's launches */
+static int nn__gemm_stage_kind(const nn__launch *l);
+static int nn__gemm_sig_index(const char *name);
+static char *nn__gemm_stages_source(const nn_graph *g, int first, int n);
 #endif /* NN__OPS_H */

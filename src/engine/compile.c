@@ -579,8 +579,8 @@ static nn_result nn__graph_compile(nn_graph *g, const nn_compile_desc *desc) {
     }
     if (r == NN_OK && g->n_checks) r = nn__buf_alloc(g->ctx, &g->checks, nn__dtype_bytes(NN_I32, g->n_checks), 1, "the input checks");
     if (r == NN_OK && g->n_checks) r = g->ctx->backend->fill(g->ctx, &g->checks, 0.0f, nn__dtype_bytes(NN_I32, g->n_checks));
-    if (r == NN_OK && !g->ctx->backend->host_memory) r = nn__buf_alloc(g->ctx, &g->claim, 8, 1, "the GEMM's item counters");
-    if (r == NN_OK && !g->ctx->backend->host_memory) r = g->ctx->backend->fill(g->ctx, &g->claim, 0.0f, 8);
+    if (r == NN_OK && !g->ctx->backend->host_memory) r = nn__buf_alloc(g->ctx, &g->claim, 16, 1, "the GEMM's item counters");
+    if (r == NN_OK && !g->ctx->backend->host_memory) r = g->ctx->backend->fill(g->ctx, &g->claim, 0.0f, 16);
     if (r == NN_OK && !g->ctx->backend->host_memory) r = nn__record_launches(g);
     if (r == NN_OK) r = g->ctx->backend->prepare(g);
     if (r != NN_OK) {

@@ -889,15 +889,109 @@ static size_t nn__cl_wg_1d(const nn__device *dev, size_t n) {
     return wg ? wg : 1;
 }
 
+/* The most products a launch of stages runs */
+#ifndef NN__CL_STAGES_MAX
+#define NN__CL_STAGES_MAX 8
+#endif
+
+/* Launches of stages, on a device tuned as a CPU with the packed GEMM (kernels/gemm.cl): each
+   run of two or more consecutive launches of single float32 products (plain, with a bias's
+   gradient, or with a chain's epilogue) becomes one launch of kernel gemm_stages, whose
+   groups take the products' items in turn, a product's items after the ones before it are
+   done. Why: PoCL runs each launch's groups on worker threads that sleep between launches,
+   and a launch cost the MLP's step 6-15 us on the 2-core VM beyond its work; in one launch
+   the threads go from product to product as the CPU backend's do. A run stays within the
+   parts of the schedule a run may start or stop at (the forward, the backward, the update);
+   its arguments (the launches', in order) within the device's parameter bytes. Not in a
+   data-parallel build (src/dist/dist.c runs the backward in segments of its own), nor with
+   NN_FUSE=0 or NN_CL_STAGES=0. Each product's items do what its own launch did: the same bits. */
+static nn_result nn__cl_stages(nn_graph *g) {
+    nn_context *ctx = g->ctx;
+    nn__gemm_cfg c;
+    const char *env = getenv("NN_CL_STAGES"), *fuse = getenv("NN_FUSE");
+    int i, vx = nn__gemm_sig_index("vnx"), vy = nn__gemm_sig_index("vny"), seg[4];
+    cl_ulong maxp = 1024;
+    for (i = 0; i < g->n_launches; i++) g->launches[i].merged = 0;
+#ifdef NN_MPI
+    return NN_OK;
+#endif
+    if ((env && strcmp(env, "0") == 0) || (fuse && strcmp(fuse, "0") == 0) || !ctx->dev.cpu_tuned || vx < 0 || vy < 0)
+        return NN_OK;
+    nn__gemm_config_dev(&ctx->dev, &c);
+    if (c.use_local != 2) return NN_OK;
+    (void)clGetDeviceInfo(NN__CL(ctx)->device, CL_DEVICE_MAX_PARAMETER_SIZE, sizeof maxp, &maxp, NULL);
+    seg[0] = g->sched_launch[g->n_sched_forward];
+    seg[1] = g->sched_launch[g->n_sched_update];
+    seg[2] = g->n_launches;
+    for (i = 0; i < g->n_launches;) {
+        int n = 0, s, items = 0;
+        cl_ulong bytes = 0;
+        for (s = 0; s < 3 && seg[s] <= i; s++)
+            ;
+        while (i + n < g->n_launches && i + n < (s < 3 ? seg[s] : g->n_launches) && n < NN__CL_STAGES_MAX) {
+            const nn__launch *l = &g->launches[i + n];
+            cl_ulong b = 0;
+            int k;
+            if (!nn__gemm_stage_kind(l)) break;
+            for (k = 0; k < l->n_args; k++) b += l->args[k].kind == 'm' ? sizeof(cl_mem) : l->args[k].kind == '8' ? 32 : 4;
+            if (bytes + b > maxp) break;
+            bytes += b;
+            items += l->args[vx].v.i * l->args[vy].v.i;
+            n++;
+        }
+        if (n >= 2) {
+            nn__launch *h = &g->launches[i];
+            char *src = nn__gemm_stages_source(g, i, n);
+            cl_kernel kern;
+            nn_result r;
+            int k, a = 0, j;
+            if (!src) return nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
+            r = nn__cl_kernel(ctx, "gemm", NN_F32, src, "gemm_stages", &kern);
+            NN_FREE(src);
+            if (r != NN_OK) return r;
+            h->bk = kern;
+            h->merged = n;
+            h->dims = 1;
+            h->gws[0] = (size_t)(items < c.groups ? items : c.groups);
+            h->gws[1] = h->gws[2] = 1;
+            h->lws[0] = h->lws[1] = h->lws[2] = 1;
+            h->use_lws = 1;
+            for (j = 0; j <= n; j++) {
+                nn__launch *l = &g->launches[i + (j < n ? j : 0)];
+                cl_int err = CL_SUCCESS;
+                if (j && j < n) l->merged = -1;
+                for (k = 0; j < n && k < l->n_args && err == CL_SUCCESS; k++, a++) err = nn__cl_set_arg(kern, (cl_uint)a, &l->args[k]);
+                if (j == n) { /* the products [lo_, hi_) it runs: all of them */
+                    cl_int lo = 0, hi = n;
+                    err = clSetKernelArg(kern, (cl_uint)a, sizeof lo, &lo);
+                    if (err == CL_SUCCESS) err = clSetKernelArg(kern, (cl_uint)a + 1, sizeof hi, &hi);
+                }
+                if (err != CL_SUCCESS)
+                    return nn__fail(ctx, NN_ERR_DEVICE, "%s: kernels/gemm.cl gemm_stages: clSetKernelArg %d failed: %s (%d)",
+                                    nn__op(g->nodes[l->node].op)->name, a, nn__cl_errstr(err), err);
+            }
+            h->n_stage_args = a;
+            i += n;
+        } else {
+            i += n > 0 ? n : 1;
+        }
+    }
+    return NN_OK;
+}
+
 /* Each recorded launch gets its kernel, its work-group shape where its plan left it to the
-   backend, and all its arguments, once. */
+   backend, and all its arguments, once (those of launches of stages: nn__cl_stages). */
 static nn_result nn__cl_prepare(nn_graph *g) {
     nn_context *ctx = g->ctx;
     int i, k;
+    nn_result r0 = nn__cl_stages(g);
+    if (r0 != NN_OK) return r0;
     for (i = 0; i < g->n_launches; i++) {
         nn__launch *l = &g->launches[i];
         cl_kernel kern;
-        nn_result r = nn__cl_kernel(ctx, l->file, l->store, l->source, l->kernel, &kern);
+        nn_result r;
+        if (l->merged) continue;
+        r = nn__cl_kernel(ctx, l->file, l->store, l->source, l->kernel, &kern);
         if (r != NN_OK) return r;
         l->bk = kern;
         if (!l->use_lws && l->dims == 1) { /* a driver's choice for a NULL local size can be a poor one */
@@ -928,29 +1022,28 @@ static int nn__cl_guard_bufs(const nn__launch *l) {
     return m;
 }
 
-/* Before launch l (after == 0): each buffer argument's guard filled with a NaN naming the
-   argument (a kernel that copies one argument's guard into another's changes it), then
-   all of them read, as arguments that share a buffer leave them; after l (after == 1),
-   read again. */
-static cl_int nn__cl_guard_enqueue(cl_command_queue q, const nn__launch *l, unsigned char *at, int after) {
-    int k, j, pass, m = nn__cl_guard_bufs(l);
+/* Before launch l: each buffer argument's guard filled with a NaN naming the argument (op 0:
+   a kernel that copies one argument's guard into another's changes it), then all of them
+   read (op 1), as arguments that share a buffer leave them; after l, read again (op 2). A
+   launch of stages fills its products' guards, then reads them all. */
+static cl_int nn__cl_guard_enqueue(cl_command_queue q, const nn__launch *l, unsigned char *at, int op) {
+    int k, j, m = nn__cl_guard_bufs(l), after = op == 2;
     cl_int err = CL_SUCCESS;
-    for (pass = after; pass < 2; pass++)
-        for (k = 0, j = 0; k < l->n_args && err == CL_SUCCESS; k++) {
-            cl_mem b = (cl_mem)l->args[k].v.buf.handle;
-            size_t end = l->args[k].v.buf.bytes;
-            if (l->args[k].kind != 'm' || !b) continue;
-            if (pass == 0) {
-                uint32_t bits = 0x7FA5A500u | (uint32_t)k;
-                float v;
-                memcpy(&v, &bits, sizeof v);
-                err = clEnqueueFillBuffer(q, b, &v, sizeof v, end, NN__CL_GUARD, 0, NULL, NULL);
-            } else {
-                err = clEnqueueReadBuffer(q, b, CL_FALSE, end, NN__CL_GUARD, at + (size_t)(after * m + j) * NN__CL_GUARD,
-                                          0, NULL, NULL);
-            }
-            j++;
+    for (k = 0, j = 0; k < l->n_args && err == CL_SUCCESS; k++) {
+        cl_mem b = (cl_mem)l->args[k].v.buf.handle;
+        size_t end = l->args[k].v.buf.bytes;
+        if (l->args[k].kind != 'm' || !b) continue;
+        if (op == 0) {
+            uint32_t bits = 0x7FA5A500u | (uint32_t)k;
+            float v;
+            memcpy(&v, &bits, sizeof v);
+            err = clEnqueueFillBuffer(q, b, &v, sizeof v, end, NN__CL_GUARD, 0, NULL, NULL);
+        } else {
+            err = clEnqueueReadBuffer(q, b, CL_FALSE, end, NN__CL_GUARD, at + (size_t)(after * m + j) * NN__CL_GUARD, 0,
+                                      NULL, NULL);
         }
+        j++;
+    }
     return err;
 }
 
@@ -987,6 +1080,9 @@ static nn_result nn__cl_guard_check(nn_graph *g, int from, int n) {
 
 /* ---- NN_CL_PROFILE: each launch's device time, from its event's start and end ---- */
 
+/* the kernel a launch runs: its own, or a launch of stages' (nn__cl_stages) */
+#define NN__CL_KNAME(l) ((l)->merged > 0 ? "gemm_stages" : (l)->kernel)
+
 /* Reads and releases the events of the launches' last enqueues (a run's: consecutive
    launches), waiting for them: each launch's time from start to end, and the time from the
    end of the launch before it in that run to its start (the device idle between the two:
@@ -999,6 +1095,7 @@ static void nn__cl_prof_read(nn_graph *g, long *missing) {
         nn__launch *l = &g->launches[i];
         cl_event ev = (cl_event)l->bev;
         cl_ulong s = 0, e = 0;
+        if (l->merged < 0) continue; /* in the launch of stages before it */
         if (!ev) {
             have_prev = 0;
             continue;
@@ -1043,17 +1140,19 @@ static void nn__cl_prof_report(nn_graph *g, long missing) {
         if (l->prof_n > runs) runs = l->prof_n;
         for (j = 0; j < nk; j++) {
             const nn__launch *f = &g->launches[first[j]];
-            if (strcmp(f->kernel, l->kernel) == 0 && strcmp(f->file, l->file) == 0) break;
+            if (strcmp(NN__CL_KNAME(f), NN__CL_KNAME(l)) == 0 && strcmp(f->file, l->file) == 0) break;
         }
         if (j == nk) first[nk++] = i;
         ns[j] += l->prof_ns;
         cnt[j] += l->prof_n;
     }
     if (runs > 0) {
+        int nl = 0;
+        for (i = 0; i < g->n_launches; i++) nl += g->launches[i].merged >= 0; /* a launch of stages counts once */
         nn__log(ctx, NN_LOG_INFO,
                 "NN_CL_PROFILE: a graph of %d launches, %ld runs on %s: its kernels %.3f ms a run on the device, %.3f ms "
                 "between them%s",
-                g->n_launches, runs, NN__CL(ctx)->name, (double)run / runs * 1e-6, (double)gap / runs * 1e-6,
+                nl, runs, NN__CL(ctx)->name, (double)run / runs * 1e-6, (double)gap / runs * 1e-6,
                 missing ? " (some launches had no times: the driver did not record them)" : "");
         nn__log(ctx, NN_LOG_INFO, "NN_CL_PROFILE:   share  ms a run  launches a run  kernel");
         for (;;) { /* the largest left, then the next */
@@ -1062,7 +1161,7 @@ static void nn__cl_prof_report(nn_graph *g, long missing) {
                 if (cnt[j] > 0 && (b < 0 || ns[j] > ns[b])) b = j;
             if (b < 0) break;
             nn__log(ctx, NN_LOG_INFO, "NN_CL_PROFILE: %6.1f%%  %8.3f  %14.1f  kernels/%s.cl %s", run ? 100.0 * (double)ns[b] / (double)run : 0.0,
-                    (double)ns[b] / runs * 1e-6, (double)cnt[b] / runs, g->launches[first[b]].file, g->launches[first[b]].kernel);
+                    (double)ns[b] / runs * 1e-6, (double)cnt[b] / runs, g->launches[first[b]].file, NN__CL_KNAME(&g->launches[first[b]]));
             cnt[b] = 0;
         }
     } else if (missing) {
@@ -1080,7 +1179,8 @@ static void nn__cl_prof_report(nn_graph *g, long missing) {
 static nn_result nn__cl_run(nn_graph *g, int n_sched) {
     nn__cl *cl = NN__CL(g->ctx);
     cl_command_queue q = cl->queue;
-    int i, k, n = g->sched_launch[n_sched], from = g->sched_launch[g->run_from], guard = g->ctx->dev.guard != 0;
+    int i, k, p, parts, n = g->sched_launch[n_sched], from = g->sched_launch[g->run_from], guard = g->ctx->dev.guard != 0;
+    int launched = 0;
     unsigned char *at = NULL;
     nn_result r = NN_OK;
     if (cl->profile) nn__cl_prof_read(g, &g->prof_missing); /* the last run's, before its launches enqueue again */
@@ -1098,25 +1198,40 @@ static nn_result nn__cl_run(nn_graph *g, int n_sched) {
     for (i = from; i < n && r == NN_OK; i++) {
         nn__launch *l = &g->launches[i];
         cl_int err = CL_SUCCESS;
+        if (l->merged < 0) continue; /* run by the launch of stages before it */
         if (l->update) {
             l->update(g, l);
             for (k = 0; k < l->n_upd && err == CL_SUCCESS; k++)
                 err = nn__cl_set_arg((cl_kernel)l->bk, (cl_uint)l->upd[k], &l->args[l->upd[k]]);
         }
-        if (guard && err == CL_SUCCESS) err = nn__cl_guard_enqueue(q, l, at, 0);
-        if (err == CL_SUCCESS) {
-            cl_event ev = NULL;
-            err = clEnqueueNDRangeKernel(q, (cl_kernel)l->bk, (cl_uint)l->dims, NULL, l->gws, l->use_lws ? l->lws : NULL, 0,
-                                         NULL, cl->profile ? &ev : NULL);
-            if (err == CL_SUCCESS) l->bev = ev;
-        }
-        if (guard && err == CL_SUCCESS) {
-            err = nn__cl_guard_enqueue(q, l, at, 1);
-            at += (size_t)2 * nn__cl_guard_bufs(l) * NN__CL_GUARD;
+        /* with guards, a launch of stages runs each of its products alone between that product's
+           guards (a guard is free space only while its buffer lives: the products after it may
+           use the bytes) */
+        parts = guard && l->merged > 0 ? l->merged : 1;
+        for (p = 0; p < parts && err == CL_SUCCESS; p++) {
+            const nn__launch *gl = l + (parts > 1 ? p : 0);
+            if (parts > 1) {
+                cl_int lo = p, hi = p + 1;
+                err = clSetKernelArg((cl_kernel)l->bk, (cl_uint)l->n_stage_args, sizeof lo, &lo);
+                if (err == CL_SUCCESS) err = clSetKernelArg((cl_kernel)l->bk, (cl_uint)l->n_stage_args + 1, sizeof hi, &hi);
+            }
+            if (guard && err == CL_SUCCESS) err = nn__cl_guard_enqueue(q, gl, at, 0);
+            if (guard && err == CL_SUCCESS) err = nn__cl_guard_enqueue(q, gl, at, 1);
+            if (err == CL_SUCCESS) {
+                cl_event ev = NULL;
+                err = clEnqueueNDRangeKernel(q, (cl_kernel)l->bk, (cl_uint)l->dims, NULL, l->gws, l->use_lws ? l->lws : NULL,
+                                             0, NULL, cl->profile && p == parts - 1 ? &ev : NULL);
+                if (err == CL_SUCCESS && p == parts - 1) l->bev = ev;
+            }
+            if (guard && err == CL_SUCCESS) {
+                err = nn__cl_guard_enqueue(q, gl, at, 2);
+                at += (size_t)2 * nn__cl_guard_bufs(gl) * NN__CL_GUARD;
+            }
+            if (err == CL_SUCCESS) launched++;
         }
         if (err != CL_SUCCESS)
             r = nn__fail(g->ctx, NN_ERR_DEVICE, "%s: kernels/%s.cl %s: %s (%d)", nn__op(g->nodes[l->node].op)->name,
-                         l->file, l->kernel, nn__cl_errstr(err), err);
+                         l->file, NN__CL_KNAME(l), nn__cl_errstr(err), err);
         else
             g->progress++;
     }
@@ -1125,7 +1240,7 @@ static nn_result nn__cl_run(nn_graph *g, int n_sched) {
         if (r == NN_OK && err != CL_SUCCESS) r = nn__fail(g->ctx, NN_ERR_DEVICE, "clFinish: %s (%d)", nn__cl_errstr(err), err);
         if (r == NN_OK) r = nn__cl_guard_check(g, from, n);
     }
-    if (r == NN_OK) g->ctx->stats.kernel_launches += (uint64_t)(n - from);
+    if (r == NN_OK) g->ctx->stats.kernel_launches += (uint64_t)launched;
     return r;
 }
 

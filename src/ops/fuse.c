@@ -179,7 +179,8 @@ static int nn__fuse_is_product(const nn__fuse_chain *c, int j, int k) { return c
    the buffers it reads (x<index>) and writes (y<j>), each row operand's m, each node's
    parameters; `names` their names alone (a call's arguments), `restr` the pointers restrict.
    Appended to s (cap bytes, len used); returns the new length. */
-static size_t nn__fuse_params(const nn__fuse_chain *c, int names, int restr, char *s, size_t cap, size_t len) {
+static size_t nn__fuse_params(const nn__fuse_chain *c, int names, int restr, const char *sfx, char *s, size_t cap,
+                              size_t len) {
     const char *ro = names ? "" : restr ? "__global const float *restrict " : "__global const float *",
                *rw = names ? "" : restr ? "__global float *restrict " : "__global float *",
                *in = names ? "" : "const int ", *fl = names ? "" : "const float ";
@@ -190,13 +191,14 @@ static size_t nn__fuse_params(const nn__fuse_chain *c, int names, int restr, cha
             int first = 0, x;
             if (mb->opd[k].kind == NN__FA_MEMBER || nn__fuse_is_product(c, j, k)) continue;
             x = nn__fuse_ext(c, j, k, &first);
-            if (first) len += (size_t)snprintf(s + len, len < cap ? cap - len : 0, ", %sx%d", ro, x);
-            if (mb->opd[k].kind == NN__FA_ROW) len += (size_t)snprintf(s + len, len < cap ? cap - len : 0, ", %sm%d_%d", in, j, k);
+            if (first) len += (size_t)snprintf(s + len, len < cap ? cap - len : 0, ", %sx%d%s", ro, x, sfx);
+            if (mb->opd[k].kind == NN__FA_ROW)
+                len += (size_t)snprintf(s + len, len < cap ? cap - len : 0, ", %sm%d_%d%s", in, j, k, sfx);
         }
-        if (mb->written && !(c->gemm && j == 0)) len += (size_t)snprintf(s + len, len < cap ? cap - len : 0, ", %sy%d", rw, j);
+        if (mb->written && !(c->gemm && j == 0)) len += (size_t)snprintf(s + len, len < cap ? cap - len : 0, ", %sy%d%s", rw, j, sfx);
         if (mb->kind == NN__FK_UNARY || mb->kind == NN__FK_UNARY_GRAD)
-            len += (size_t)snprintf(s + len, len < cap ? cap - len : 0, ", %sa%d, %sb%d", fl, j, fl, j);
-        if (mb->kind == NN__FK_SCALE) len += (size_t)snprintf(s + len, len < cap ? cap - len : 0, ", %ss%d", fl, j);
+            len += (size_t)snprintf(s + len, len < cap ? cap - len : 0, ", %sa%d%s, %sb%d%s", fl, j, sfx, fl, j, sfx);
+        if (mb->kind == NN__FK_SCALE) len += (size_t)snprintf(s + len, len < cap ? cap - len : 0, ", %ss%d%s", fl, j, sfx);
     }
     return len;
 }
@@ -207,26 +209,30 @@ static size_t nn__fuse_params(const nn__fuse_chain *c, int names, int restr, cha
    is C, its product operand C's element), one product (GEMM_CALL, op(A) and op(B) transposed
    as ta, tb say), then for each row of C the item stored and its columns (GEMM_OWN_ROWS)
    gemm_epi_cols, the statements in a loop over the columns (its pointers restrict, for a
-   compiler that would vectorise the loop; PoCL 3.1 still leaves it scalar). */
-static char *nn__fuse_source(const nn_graph *g, const nn__fuse_chain *c, int ta, int tb) {
+   compiler that would vectorise the loop; PoCL 3.1 still leaves it scalar). With item set
+   (a launch of stages, kernels/gemm.cl's gemm_stages), no kernel but a function of one item
+   of the plan's grid, gemm_epi_item (the chain's parameters, then the B panel and the item's
+   number), each name ending in sfx. */
+static char *nn__fuse_source(const nn_graph *g, const nn__fuse_chain *c, int ta, int tb, int item, const char *sfx) {
     char *s = NULL, *p;
     size_t cap = 4096, len = 0;
     int j, k;
     for (j = 0; j < c->n; j++)
         cap += strlen(c->m[j].kind == NN__FK_BINARY ? nn__fuse_bfwd[c->m[j].fn] : nn__fuse_ufwd[c->m[j].fn]) +
                strlen(c->m[j].kind == NN__FK_UNARY_GRAD ? nn__fuse_uder[c->m[j].fn] : "") + 512;
+    cap += 4 * strlen(sfx);
     s = (char *)NN_MALLOC(cap);
     if (!s) return NULL;
 #define NN__PUT(...) (len += (size_t)snprintf(s + len, len < cap ? cap - len : 0, __VA_ARGS__))
     if (c->gemm) {
         NN__PUT("\n#line 1 \"the GEMM epilogue of a chain (src/ops/fuse.c)\"\n"
-                "inline void gemm_epi_cols(const int n, const int ldc, const int row_, const int c0_, const int c1_, "
-                "__global float *restrict C");
-        len = nn__fuse_params(c, 0, 1, s, cap, len);
+                "inline void gemm_epi_cols%s(const int n, const int ldc, const int row_, const int c0_, const int c1_, "
+                "__global float *restrict C", sfx);
+        len = nn__fuse_params(c, 0, 1, "", s, cap, len);
         NN__PUT(") {\n    (void)n;\n    for (int col_ = c0_; col_ < c1_; col_++) {\n    int i = row_ * ldc + col_;\n");
     } else {
         NN__PUT("\n#line 1 \"the fused kernel of a chain (src/ops/fuse.c)\"\n__kernel void fused(const int n");
-        len = nn__fuse_params(c, 0, 0, s, cap, len);
+        len = nn__fuse_params(c, 0, 0, "", s, cap, len);
         NN__PUT(") {\n    int i = get_global_id(0);\n    if (i >= n) return;\n");
     }
     for (j = 0; j < c->n; j++) {
@@ -257,13 +263,21 @@ static char *nn__fuse_source(const nn_graph *g, const nn__fuse_chain *c, int ta,
         if (mb->written && c->gemm && j == 0) NN__PUT("    C[i] = v0;\n");
         else if (mb->written) NN__PUT("    y%d[i] = v%d;\n", j, j);
     }
-    if (c->gemm) {
+    if (c->gemm && item) {
+        NN__PUT("    }\n}\ninline void gemm_epi_item%s(NN__KPARAMS(gemm)", sfx);
+        len = nn__fuse_params(c, 0, 0, "", s, cap, len);
+        NN__PUT(", __local float *Bp, const int gv_) {\n    GEMM_ITEM_VARS(gv_)\n    (void)gv_z;\n    (void)claim;\n"
+                "    GEMM_CALL(A, B, C, %d, %d);\n    {\n    const int n = M * N;\n    GEMM_OWN_SETUP\n"
+                "    GEMM_OWN_ROWS(row_, c0_, c1_) gemm_epi_cols%s(n, ldc, row_, c0_, c1_, C", ta != 0, tb != 0, sfx);
+        len = nn__fuse_params(c, 1, 0, "", s, cap, len);
+        NN__PUT(");\n    }\n}\n");
+    } else if (c->gemm) {
         NN__PUT("    }\n}\n__kernel GEMM_ATTR void gemm_epi(NN__KPARAMS(gemm)");
-        len = nn__fuse_params(c, 0, 0, s, cap, len);
+        len = nn__fuse_params(c, 0, 0, "", s, cap, len);
         NN__PUT(") {\n    GEMM_LOCALS\n    GEMM_ITEMS_BEGIN(1)\n    (void)gv_z;\n    GEMM_CALL(A, B, C, %d, %d);\n    {\n"
                 "    const int n = M * N;\n    GEMM_OWN_SETUP\n"
                 "    GEMM_OWN_ROWS(row_, c0_, c1_) gemm_epi_cols(n, ldc, row_, c0_, c1_, C", ta != 0, tb != 0);
-        len = nn__fuse_params(c, 1, 0, s, cap, len);
+        len = nn__fuse_params(c, 1, 0, "", s, cap, len);
         NN__PUT(");\n    }\n    GEMM_ITEMS_END\n}\n");
     } else {
         NN__PUT("}\n");
@@ -330,7 +344,7 @@ static nn_result nn__fuse_keep(nn_graph *g, nn__fuse_chain *c, const int *reader
     if (!g->ctx->backend->host_memory) {
         nn__mm_geom G;
         if (c->gemm) nn__mm_geom_node(g, &g->nodes[c->gemm - 1], &G);
-        if (!(c->source = nn__fuse_source(g, c, c->gemm ? G.ta : 0, c->gemm ? G.tb : 0)))
+        if (!(c->source = nn__fuse_source(g, c, c->gemm ? G.ta : 0, c->gemm ? G.tb : 0, 0, "")))
             return nn__fail(g->ctx, NN_ERR_OUT_OF_MEMORY, "nn_graph_compile: out of memory");
     }
     f->c[f->n++] = *c;
@@ -671,7 +685,38 @@ static nn_result nn__fuse_launch(nn_graph *g, int id) {
     return r;
 }
 
+/* A launch of stages (src/opencl/backend.c, nn__cl_stages) runs node id's chain with a product
+   (its gemm_epi launch) as one of its products: part 0, the chain's item function
+   (gemm_epi_item, nn__fuse_source); 1, its parameters after the product's, each as ", type
+   name"; 2, the same names as arguments: every name ending in sfx. NULL: out of memory, or
+   no such chain. */
+static char *nn__fuse_stage_text(const nn_graph *g, int id, const char *sfx, int part) {
+    const nn__fuse_chain *c;
+    char *s;
+    size_t len;
+    if (g->nodes[id].fused < 1 || !g->fusion) return NULL;
+    c = &g->fusion->c[g->nodes[id].fused - 1];
+    if (!c->gemm) return NULL;
+    if (part == 0) {
+        nn__mm_geom G;
+        nn__mm_geom_node(g, &g->nodes[c->gemm - 1], &G);
+        return nn__fuse_source(g, c, G.ta, G.tb, 1, sfx);
+    }
+    {
+        size_t cap = 256 + (size_t)c->n * 8 * (64 + strlen(sfx)); /* > any text: a member has 6 parameters at most */
+        s = (char *)NN_MALLOC(cap);
+        if (!s) return NULL;
+        s[0] = 0;
+        len = nn__fuse_params(c, part == 2, 0, sfx, s, cap, 0);
+        if (len >= cap) { /* cannot happen: cap counts every piece */
+            NN_FREE(s);
+            return NULL;
+        }
+    }
+    return s;
+}
+
 static const nn__fuse_hooks *nn__fuse(void) {
-    static const nn__fuse_hooks hooks = {nn__fuse_plan, nn__fuse_cpu_gemm, nn__fuse_launch};
+    static const nn__fuse_hooks hooks = {nn__fuse_plan, nn__fuse_cpu_gemm, nn__fuse_launch, nn__fuse_stage_text};
     return &hooks;
 }

@@ -76,6 +76,158 @@ static nn_result nn__launch_gemm(nn_graph *g, int id, int ta, int tb, int M, int
     return nn__launch_gemm_beta(g, id, ta, tb, M, Nc, K, A, a, B, b, C, c, outer, inner, 0.0f);
 }
 
+/* ==== launches of stages: consecutive products as one launch (src/opencl/backend.c's
+   nn__cl_stages, on devices tuned as CPUs; kernels/gemm.cl says how they run) ==== */
+
+/* kernels/gemm_args.h's gemm parameters as text, "kind name,kind name,..." */
+#define NN__KTXT_F(kind, name) #kind " " #name
+#define NN__KTXT_P(kind, name) "," #kind " " #name
+static const char nn__gemm_sig_text[] = NN__KARGS_gemm(NN__KTXT_F, NN__KTXT_P);
+#undef NN__KTXT_F
+#undef NN__KTXT_P
+
+/* Launch l as a product of a launch of stages: 1-4 gemm_nn/nt/tn/tt_single, 5 gemm_tn_bsum, 6
+   a chain's gemm_epi, 0 none (another kernel, or 16-bit operands) */
+static NN__MAYBE_UNUSED int nn__gemm_stage_kind(const nn__launch *l) {
+    static const char *const names[6] = {"gemm_nn_single", "gemm_nt_single", "gemm_tn_single", "gemm_tt_single",
+                                         "gemm_tn_bsum", "gemm_epi"};
+    int k;
+    if (strcmp(l->file, "gemm") != 0 || l->store != NN_F32 || l->update) return 0;
+    for (k = 0; k < 6; k++)
+        if (strcmp(l->kernel, names[k]) == 0) return k + 1;
+    return 0;
+}
+
+/* The index of gemm's parameter `name` (kernels/gemm_args.h), -1 where it has none */
+static NN__MAYBE_UNUSED int nn__gemm_sig_index(const char *name) {
+    const char *p = nn__gemm_sig_text;
+    size_t n = strlen(name);
+    int i = 0;
+    while (*p) {
+        const char *e = strchr(p, ','), *sp = strchr(p, ' ');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (sp && (size_t)(sp - p) < len && len - (size_t)(sp - p) - 1 == n && strncmp(sp + 1, name, n) == 0) return i;
+        if (!e) break;
+        p = e + 1;
+        i++;
+    }
+    return -1;
+}
+
+/* A growing string; ok 0 after an allocation failed */
+typedef struct nn__text {
+    char *s;
+    size_t len, cap;
+    int ok;
+} nn__text;
+
+static void nn__text_add(nn__text *t, const char *fmt, ...) {
+    va_list ap;
+    int n;
+    if (!t->ok) return;
+    va_start(ap, fmt);
+    n = vsnprintf(t->s ? t->s + t->len : NULL, t->s ? t->cap - t->len : 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        t->ok = 0;
+        return;
+    }
+    if (!t->s || t->len + (size_t)n >= t->cap) {
+        size_t cap = (t->len + (size_t)n + 1) * 2 + 1024;
+        char *p = (char *)NN_REALLOC(t->s, cap);
+        if (!p) {
+            t->ok = 0;
+            return;
+        }
+        t->s = p;
+        t->cap = cap;
+        va_start(ap, fmt);
+        n = vsnprintf(t->s + t->len, t->cap - t->len, fmt, ap);
+        va_end(ap);
+    }
+    t->len += (size_t)n;
+}
+
+/* gemm's parameters with names ending in _k: declarations (decl 1) or names, each after ", " */
+static void nn__gemm_stage_params(nn__text *t, int k, int decl) {
+    const char *p = nn__gemm_sig_text;
+    while (*p) {
+        const char *e = strchr(p, ','), *sp = strchr(p, ' ');
+        int len = e ? (int)(e - p) : (int)strlen(p), kl = (int)(sp - p);
+        if (decl) nn__text_add(t, ", NN__KCL_%.*s %.*s_%d", kl, p, len - kl - 1, sp + 1, k);
+        else nn__text_add(t, ", %.*s_%d", len - kl - 1, sp + 1, k);
+        if (!e) break;
+        p = e + 1;
+    }
+}
+
+/* kernels/gemm.cl's source for launches [first, first + n) of g run as one launch of stages:
+   the chains' item functions, then the kernel gemm_stages (its parameters the launches'
+   arguments, in order, then lo_ and hi_: it runs the products [lo_, hi_), all of them but
+   where each runs alone between its guards, NN_CL_GUARDS); NULL where out of memory */
+static NN__MAYBE_UNUSED char *nn__gemm_stages_source(const nn_graph *g, int first, int n) {
+    nn__text t = {NULL, 0, 0, 1}, decl = {NULL, 0, 0, 1};
+    int k;
+    nn__text_add(&t, "\n#line 1 \"a launch of stages (src/ops/matmul.c, nn__gemm_stages_source)\"\n");
+    for (k = 0; k < n; k++) {
+        const nn__launch *l = &g->launches[first + k];
+        int kind = nn__gemm_stage_kind(l);
+        char sfx[16];
+        snprintf(sfx, sizeof sfx, "_%d", k);
+        nn__gemm_stage_params(&decl, k, 1);
+        if (kind == 5) nn__text_add(&decl, ", __global float *db_%d", k);
+        if (kind == 6) {
+            char *src = nn__fuse()->stage_text(g, l->node, sfx, 0), *par = nn__fuse()->stage_text(g, l->node, sfx, 1);
+            if (src && par) {
+                nn__text_add(&t, "%s", src);
+                nn__text_add(&decl, "%s", par);
+            } else {
+                t.ok = 0;
+            }
+            NN_FREE(src);
+            NN_FREE(par);
+        }
+    }
+    nn__text_add(&t, "__kernel GEMM_ATTR void gemm_stages(%s, const int lo_, const int hi_)\n{\n    GEMM_LOCALS\n    int e_[%d];\n",
+                 decl.ok && decl.s ? decl.s + 2 : "", n);
+    t.ok = t.ok && decl.ok;
+    NN_FREE(decl.s);
+    nn__text_add(&t, "    e_[0] = vnx_0 * vny_0;\n");
+    for (k = 1; k < n; k++) nn__text_add(&t, "    e_[%d] = e_[%d] + vnx_%d * vny_%d;\n", k, k - 1, k, k);
+    nn__text_add(&t, "    const int b_ = lo_ > 0 ? e_[lo_ - 1] : 0, end_ = e_[hi_ - 1];\n"
+                     "    for (;;) {\n        const int v_ = b_ + atomic_inc(claim_0);\n        if (v_ >= end_) break;\n");
+    for (k = 0; k < n; k++) {
+        const nn__launch *l = &g->launches[first + k];
+        int kind = nn__gemm_stage_kind(l);
+        nn__text args = {NULL, 0, 0, 1};
+        nn__gemm_stage_params(&args, k, 0);
+        if (kind == 5) nn__text_add(&args, ", db_%d", k);
+        if (kind == 6) {
+            char sfx[16], *a;
+            snprintf(sfx, sizeof sfx, "_%d", k);
+            a = nn__fuse()->stage_text(g, l->node, sfx, 2);
+            if (a) nn__text_add(&args, "%s", a);
+            else args.ok = 0;
+            NN_FREE(a);
+        }
+        nn__text_add(&t, "        %sif (v_ < e_[%d]) {\n", k ? "else " : "", k);
+        if (k) nn__text_add(&t, "            gemm_stage_wait(claim_0, e_[%d] - b_);\n", k - 1);
+        if (kind == 6) nn__text_add(&t, "            gemm_epi_item_%d(", k);
+        else nn__text_add(&t, "            %s_item(", l->kernel);
+        nn__text_add(&t, "%s, Bp, v_", args.ok && args.s ? args.s + 2 : "");
+        if (k) nn__text_add(&t, " - e_[%d]", k - 1);
+        nn__text_add(&t, ");\n        }\n");
+        t.ok = t.ok && args.ok;
+        NN_FREE(args.s);
+    }
+    nn__text_add(&t, "        gemm_stage_done(claim_0);\n    }\n    gemm_stages_end(claim_0);\n}\n");
+    if (!t.ok) {
+        NN_FREE(t.s);
+        return NULL;
+    }
+    return t.s;
+}
+
 /* ==== matmul: C [..., M, N] = op(A) [..., M, K] op(B) [..., K, N], torch.matmul: a 1-D
    operand is a row or a column, batch dims broadcast, and a gradient sums over the dims
    its operand was broadcast along. nn_einsum's one-matmul specs and nn_linear_layer build it ==== */
