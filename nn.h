@@ -95,6 +95,14 @@ ENVIRONMENT
     NN_LOG          error | warn | info (default: one line naming the backend) | debug
     NN_FUSE         0: no elementwise fusion at nn_graph_compile (default on: a chain of
                     elementwise ops runs as one pass; the same bits either way)
+    NN_CL_STAGES    0: on an OpenCL device tuned as a CPU (PoCL), each product its own
+                    launch (default: a run of consecutive products is one launch whose
+                    work-groups go from product to product; the same bits either way)
+    NN_POCL_AFFINITY  0: leave PoCL's worker threads unpinned. By default, on Linux, nn.h sets
+                    POCL_AFFINITY=1 before it loads the OpenCL library (PoCL then pins
+                    worker i to CPU i) where none of POCL_AFFINITY, POCL_MAX_PTHREAD_COUNT
+                    and POCL_CPU_MAX_CU_COUNT is set and the process may run on every online
+                    CPU, numbered 0..N-1; other drivers ignore the variable
     NN_OPENCL_LIBRARY  the OpenCL library (an ICD loader or a vendor driver) to load
                     instead of the system's
 
@@ -17616,7 +17624,8 @@ static int nn__cl_text_line(const char *path, const char *key, char *out, size_t
    2-vCPU VMs this project is measured on, the scheduler put the woken worker on the vCPU
    that woke it, so a kernel of 150 us ran on one core: 1.02x one worker's speed with two,
    against 1.73-1.88x with each worker pinned to its own CPU (PoCL's POCL_AFFINITY=1), and
-   the MLP's training step 6-10% faster (BENCHMARKS.md, "PoCL's workers pinned"). So before
+   the MLP's training step 2% faster (median of 8 alternating process pairs; BENCHMARKS.md,
+   "PoCL's step in four launches"). So before
    the OpenCL library loads, POCL_AFFINITY=1 goes into the environment, where: the user has
    set none of POCL_AFFINITY, POCL_MAX_PTHREAD_COUNT and POCL_CPU_MAX_CU_COUNT (PoCL pins
    worker i to CPU i, which must exist and be allowed: it aborts where the call fails), the

@@ -89,6 +89,14 @@ ENVIRONMENT
     NN_LOG          error | warn | info (default: one line naming the backend) | debug
     NN_FUSE         0: no elementwise fusion at nn_graph_compile (default on: a chain of
                     elementwise ops runs as one pass; the same bits either way)
+    NN_CL_STAGES    0: on an OpenCL device tuned as a CPU (PoCL), each product its own
+                    launch (default: a run of consecutive products is one launch whose
+                    work-groups go from product to product; the same bits either way)
+    NN_POCL_AFFINITY  0: leave PoCL's worker threads unpinned. By default, on Linux, nn.h sets
+                    POCL_AFFINITY=1 before it loads the OpenCL library (PoCL then pins
+                    worker i to CPU i) where none of POCL_AFFINITY, POCL_MAX_PTHREAD_COUNT
+                    and POCL_CPU_MAX_CU_COUNT is set and the process may run on every online
+                    CPU, numbered 0..N-1; other drivers ignore the variable
     NN_OPENCL_LIBRARY  the OpenCL library (an ICD loader or a vendor driver) to load
                     instead of the system's
 

@@ -426,7 +426,8 @@ static int nn__cl_text_line(const char *path, const char *key, char *out, size_t
    2-vCPU VMs this project is measured on, the scheduler put the woken worker on the vCPU
    that woke it, so a kernel of 150 us ran on one core: 1.02x one worker's speed with two,
    against 1.73-1.88x with each worker pinned to its own CPU (PoCL's POCL_AFFINITY=1), and
-   the MLP's training step 6-10% faster (BENCHMARKS.md, "PoCL's workers pinned"). So before
+   the MLP's training step 2% faster (median of 8 alternating process pairs; BENCHMARKS.md,
+   "PoCL's step in four launches"). So before
    the OpenCL library loads, POCL_AFFINITY=1 goes into the environment, where: the user has
    set none of POCL_AFFINITY, POCL_MAX_PTHREAD_COUNT and POCL_CPU_MAX_CU_COUNT (PoCL pins
    worker i to CPU i, which must exist and be allowed: it aborts where the call fails), the
