@@ -119,7 +119,8 @@ static void nn__gemm_config(const nn__device *d, nn__gemm_cfg *c) {
    across), so the rows' split, the K blocks and so the bits are those of 6x16.  Items a
    product: 4 a compute unit, against 16 before: every item packs its own B panel, so fewer
    row bands pack it fewer times (a 128 x 256 x 784 NT product in 8 items took 24% less CPU
-   time than in 16 on this 2-core PoCL), and 4 a core still balance. */
+   time than in 16 on this 2-core PoCL), and 4 a core still balance (8 a core: 0.991 of the
+   MLP's step). Groups a launch: one a compute unit, each taking items in turn. */
 static void nn__gemm_config_dev(const nn__device *dev, nn__gemm_cfg *c) {
     nn__gemm_config(dev, c);
     if (!dev->cpu_tuned || c->use_local != 2) return;
@@ -175,8 +176,10 @@ static void nn__gemm_cfg_plan_batched(const nn__gemm_cfg *c, int transA, int tra
     size_t items_m = ((size_t)M + tile_m - 1) / tile_m;
     size_t nb = batch > 0 ? (size_t)batch : 1;
     if (packed) {
-        /* One item per group covers wg_n*wpt_n columns and an equal share of
-         * the rows (the kernel derives it from the grid height).  Tiles of
+        /* An item covers wg_n*wpt_n columns and an equal share of the rows (the
+         * kernel derives it from the grid's height, vny).  The launch runs
+         * c->groups groups of one item, which take the vnx x vny (x vnz) items
+         * in turn (kernels/gemm.cl's GEMM_ITEMS_BEGIN).  Tiles of
          * up to wg_m*wpt_m rows amortise the B packing best, but small
          * problems are split further (down to 4 micro-tiles of rows) so that
          * there are about c->items items to spread over the cores (4 a
