@@ -32144,7 +32144,7 @@ static int nn__cl_guard_bufs(const nn__launch *l) {
 /* Before launch l: each buffer argument's guard filled with a NaN naming the argument (op 0:
    a kernel that copies one argument's guard into another's changes it), then all of them
    read (op 1), as arguments that share a buffer leave them; after l, read again (op 2). A
-   launch of stages fills its products' guards, then reads them all. */
+   launch of stages runs product by product under guards, each between its own (nn__cl_run). */
 static cl_int nn__cl_guard_enqueue(cl_command_queue q, const nn__launch *l, unsigned char *at, int op) {
     int k, j, m = nn__cl_guard_bufs(l), after = op == 2;
     cl_int err = CL_SUCCESS;
