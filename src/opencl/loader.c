@@ -423,8 +423,8 @@ static int nn__cl_text_line(const char *path, const char *key, char *out, size_t
 
 /* PoCL's CPU device runs a launch's work-groups on worker threads that sleep on a condition
    variable whenever its queue is empty, which happens between any two kernels. On the
-   2-vCPU VMs this project is measured on, the scheduler put the woken worker on the vCPU
-   that woke it, so a kernel of 150 us ran on one core: 1.02x one worker's speed with two,
+   2-vCPU VMs this project is measured on, the woken worker did not run for the first
+   100-150 us of a launch, so a kernel of 150 us ran on one core: 1.02x one worker's speed with two,
    against 1.73-1.88x with each worker pinned to its own CPU (PoCL's POCL_AFFINITY=1), and
    the MLP's training step 2% faster (median of 8 alternating process pairs; BENCHMARKS.md,
    "PoCL's step in four launches"). So before
