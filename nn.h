@@ -3088,6 +3088,47 @@ static char *nn__strdup(const char *s) {
     return d;
 }
 
+/* A growing text, 0-terminated (the JSON writers, src/files/json.c; the generated source of a
+   launch of stages, src/ops/matmul.c); oom set after an allocation failed (later puts do nothing).
+   nn__jt_printf writes at most 511 bytes a call: longer pieces go through nn__jt_puts. */
+
+typedef struct nn__jtext {
+    char *s;
+    size_t n, cap;
+    int oom;
+} nn__jtext;
+
+static NN__MAYBE_UNUSED void nn__jt_put(nn__jtext *t, const char *s, size_t n) {
+    if (t->oom) return;
+    if (t->n + n + 1 > t->cap) {
+        size_t cap = t->cap ? t->cap : 256;
+        char *ns;
+        while (cap < t->n + n + 1) cap *= 2;
+        ns = (char *)NN_REALLOC(t->s, cap);
+        if (!ns) {
+            t->oom = 1;
+            return;
+        }
+        t->s = ns;
+        t->cap = cap;
+    }
+    memcpy(t->s + t->n, s, n);
+    t->n += n;
+    t->s[t->n] = 0;
+}
+
+static NN__MAYBE_UNUSED void nn__jt_puts(nn__jtext *t, const char *s) { nn__jt_put(t, s, strlen(s)); }
+
+static NN__MAYBE_UNUSED void nn__jt_printf(nn__jtext *t, const char *fmt, ...) {
+    char b[512];
+    va_list ap;
+    int n;
+    va_start(ap, fmt);
+    n = vsnprintf(b, sizeof b, fmt, ap);
+    va_end(ap);
+    if (n > 0) nn__jt_put(t, b, (size_t)n < sizeof b ? (size_t)n : sizeof b - 1);
+}
+
 static void nn__log(nn_context *ctx, nn_log_level level, const char *fmt, ...) {
     char msg[1024];
     va_list ap;
@@ -38570,66 +38611,37 @@ static NN__MAYBE_UNUSED int nn__gemm_stage_kind(const nn__launch *l) {
     return 0;
 }
 
+/* Parameter *i of a signature's text (nn__gemm_sig_text's form): its kind (kind, kl bytes) and
+   name (name, nl bytes); 0 past the last */
+static int nn__sig_param(const char *sig, int i, const char **kind, int *kl, const char **name, int *nl) {
+    const char *p = sig, *e, *sp;
+    for (; i > 0 && p; i--) p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL;
+    if (!p || !*p) return 0;
+    e = strchr(p, ',');
+    sp = strchr(p, ' ');
+    *kind = p;
+    *kl = (int)(sp - p);
+    *name = sp + 1;
+    *nl = (int)((e ? e : p + strlen(p)) - sp - 1);
+    return 1;
+}
+
 /* The index of gemm's parameter `name` (kernels/gemm_args.h), -1 where it has none */
 static NN__MAYBE_UNUSED int nn__gemm_sig_index(const char *name) {
-    const char *p = nn__gemm_sig_text;
-    size_t n = strlen(name);
-    int i = 0;
-    while (*p) {
-        const char *e = strchr(p, ','), *sp = strchr(p, ' ');
-        size_t len = e ? (size_t)(e - p) : strlen(p);
-        if (sp && (size_t)(sp - p) < len && len - (size_t)(sp - p) - 1 == n && strncmp(sp + 1, name, n) == 0) return i;
-        if (!e) break;
-        p = e + 1;
-        i++;
-    }
+    const char *kind, *nm;
+    int i, kl, nl;
+    for (i = 0; nn__sig_param(nn__gemm_sig_text, i, &kind, &kl, &nm, &nl); i++)
+        if ((size_t)nl == strlen(name) && strncmp(nm, name, (size_t)nl) == 0) return i;
     return -1;
 }
 
-/* A growing string; ok 0 after an allocation failed */
-typedef struct nn__text {
-    char *s;
-    size_t len, cap;
-    int ok;
-} nn__text;
-
-static void nn__text_add(nn__text *t, const char *fmt, ...) {
-    va_list ap;
-    int n;
-    if (!t->ok) return;
-    va_start(ap, fmt);
-    n = vsnprintf(t->s ? t->s + t->len : NULL, t->s ? t->cap - t->len : 0, fmt, ap);
-    va_end(ap);
-    if (n < 0) {
-        t->ok = 0;
-        return;
-    }
-    if (!t->s || t->len + (size_t)n >= t->cap) {
-        size_t cap = (t->len + (size_t)n + 1) * 2 + 1024;
-        char *p = (char *)NN_REALLOC(t->s, cap);
-        if (!p) {
-            t->ok = 0;
-            return;
-        }
-        t->s = p;
-        t->cap = cap;
-        va_start(ap, fmt);
-        n = vsnprintf(t->s + t->len, t->cap - t->len, fmt, ap);
-        va_end(ap);
-    }
-    t->len += (size_t)n;
-}
-
 /* gemm's parameters with names ending in _k: declarations (decl 1) or names, each after ", " */
-static void nn__gemm_stage_params(nn__text *t, int k, int decl) {
-    const char *p = nn__gemm_sig_text;
-    while (*p) {
-        const char *e = strchr(p, ','), *sp = strchr(p, ' ');
-        int len = e ? (int)(e - p) : (int)strlen(p), kl = (int)(sp - p);
-        if (decl) nn__text_add(t, ", NN__KCL_%.*s %.*s_%d", kl, p, len - kl - 1, sp + 1, k);
-        else nn__text_add(t, ", %.*s_%d", len - kl - 1, sp + 1, k);
-        if (!e) break;
-        p = e + 1;
+static void nn__gemm_stage_params(nn__jtext *t, int k, int decl) {
+    const char *kind, *nm;
+    int i, kl, nl;
+    for (i = 0; nn__sig_param(nn__gemm_sig_text, i, &kind, &kl, &nm, &nl); i++) {
+        if (decl) nn__jt_printf(t, ", NN__KCL_%.*s %.*s_%d", kl, kind, nl, nm, k);
+        else nn__jt_printf(t, ", %.*s_%d", nl, nm, k);
     }
 }
 
@@ -38638,62 +38650,64 @@ static void nn__gemm_stage_params(nn__text *t, int k, int decl) {
    arguments, in order, then lo_ and hi_: it runs the products [lo_, hi_), all of them but
    where each runs alone between its guards, NN_CL_GUARDS); NULL where out of memory */
 static NN__MAYBE_UNUSED char *nn__gemm_stages_source(const nn_graph *g, int first, int n) {
-    nn__text t = {NULL, 0, 0, 1}, decl = {NULL, 0, 0, 1};
+    nn__jtext t = {NULL, 0, 0, 0}, decl = {NULL, 0, 0, 0};
     int k;
-    nn__text_add(&t, "\n#line 1 \"a launch of stages (src/ops/matmul.c, nn__gemm_stages_source)\"\n");
+    nn__jt_puts(&t, "\n#line 1 \"a launch of stages (src/ops/matmul.c, nn__gemm_stages_source)\"\n");
     for (k = 0; k < n; k++) {
         const nn__launch *l = &g->launches[first + k];
         int kind = nn__gemm_stage_kind(l);
         char sfx[16];
         snprintf(sfx, sizeof sfx, "_%d", k);
         nn__gemm_stage_params(&decl, k, 1);
-        if (kind == 5) nn__text_add(&decl, ", __global float *db_%d", k);
+        if (kind == 5) nn__jt_printf(&decl, ", __global float *db_%d", k);
         if (kind == 6) {
             char *src = nn__fuse()->stage_text(g, l->node, sfx, 0), *par = nn__fuse()->stage_text(g, l->node, sfx, 1);
             if (src && par) {
-                nn__text_add(&t, "%s", src);
-                nn__text_add(&decl, "%s", par);
+                nn__jt_puts(&t, src);
+                nn__jt_puts(&decl, par);
             } else {
-                t.ok = 0;
+                t.oom = 1;
             }
             NN_FREE(src);
             NN_FREE(par);
         }
     }
-    nn__text_add(&t, "__kernel GEMM_ATTR void gemm_stages(%s, const int lo_, const int hi_)\n{\n    GEMM_LOCALS\n    int e_[%d];\n",
-                 decl.ok && decl.s ? decl.s + 2 : "", n);
-    t.ok = t.ok && decl.ok;
+    nn__jt_puts(&t, "__kernel GEMM_ATTR void gemm_stages(");
+    nn__jt_puts(&t, !decl.oom && decl.s ? decl.s + 2 : "");
+    nn__jt_printf(&t, ", const int lo_, const int hi_)\n{\n    GEMM_LOCALS\n    int e_[%d];\n", n);
+    t.oom = t.oom || decl.oom;
     NN_FREE(decl.s);
-    nn__text_add(&t, "    e_[0] = vnx_0 * vny_0;\n");
-    for (k = 1; k < n; k++) nn__text_add(&t, "    e_[%d] = e_[%d] + vnx_%d * vny_%d;\n", k, k - 1, k, k);
-    nn__text_add(&t, "    const int b_ = lo_ > 0 ? e_[lo_ - 1] : 0, end_ = e_[hi_ - 1];\n"
-                     "    for (;;) {\n        const int v_ = b_ + atomic_inc(claim_0);\n        if (v_ >= end_) break;\n");
+    nn__jt_puts(&t, "    e_[0] = vnx_0 * vny_0;\n");
+    for (k = 1; k < n; k++) nn__jt_printf(&t, "    e_[%d] = e_[%d] + vnx_%d * vny_%d;\n", k, k - 1, k, k);
+    nn__jt_puts(&t, "    const int b_ = lo_ > 0 ? e_[lo_ - 1] : 0, end_ = e_[hi_ - 1];\n"
+                    "    for (;;) {\n        const int v_ = b_ + atomic_inc(claim_0);\n        if (v_ >= end_) break;\n");
     for (k = 0; k < n; k++) {
         const nn__launch *l = &g->launches[first + k];
         int kind = nn__gemm_stage_kind(l);
-        nn__text args = {NULL, 0, 0, 1};
+        nn__jtext args = {NULL, 0, 0, 0};
         nn__gemm_stage_params(&args, k, 0);
-        if (kind == 5) nn__text_add(&args, ", db_%d", k);
+        if (kind == 5) nn__jt_printf(&args, ", db_%d", k);
         if (kind == 6) {
             char sfx[16], *a;
             snprintf(sfx, sizeof sfx, "_%d", k);
             a = nn__fuse()->stage_text(g, l->node, sfx, 2);
-            if (a) nn__text_add(&args, "%s", a);
-            else args.ok = 0;
+            if (a) nn__jt_puts(&args, a);
+            else args.oom = 1;
             NN_FREE(a);
         }
-        nn__text_add(&t, "        %sif (v_ < e_[%d]) {\n", k ? "else " : "", k);
-        if (k) nn__text_add(&t, "            gemm_stage_wait(claim_0, e_[%d] - b_);\n", k - 1);
-        if (kind == 6) nn__text_add(&t, "            gemm_epi_item_%d(", k);
-        else nn__text_add(&t, "            %s_item(", l->kernel);
-        nn__text_add(&t, "%s, Bp, v_", args.ok && args.s ? args.s + 2 : "");
-        if (k) nn__text_add(&t, " - e_[%d]", k - 1);
-        nn__text_add(&t, ");\n        }\n");
-        t.ok = t.ok && args.ok;
+        nn__jt_printf(&t, "        %sif (v_ < e_[%d]) {\n", k ? "else " : "", k);
+        if (k) nn__jt_printf(&t, "            gemm_stage_wait(claim_0, e_[%d] - b_);\n", k - 1);
+        if (kind == 6) nn__jt_printf(&t, "            gemm_epi_item_%d(", k);
+        else nn__jt_printf(&t, "            %s_item(", l->kernel);
+        nn__jt_puts(&t, !args.oom && args.s ? args.s + 2 : "");
+        nn__jt_puts(&t, ", Bp, v_");
+        if (k) nn__jt_printf(&t, " - e_[%d]", k - 1);
+        nn__jt_puts(&t, ");\n        }\n");
+        t.oom = t.oom || args.oom;
         NN_FREE(args.s);
     }
-    nn__text_add(&t, "        gemm_stage_done(claim_0);\n    }\n    gemm_stages_end(claim_0);\n}\n");
-    if (!t.ok) {
+    nn__jt_puts(&t, "        gemm_stage_done(claim_0);\n    }\n    gemm_stages_end(claim_0);\n}\n");
+    if (t.oom) {
         NN_FREE(t.s);
         return NULL;
     }
@@ -53560,44 +53574,7 @@ static int nn__json_get(const nn__json *j, int o, const char *key) {
     return -1;
 }
 
-/* ---- writing: a growing text ---- */
-
-typedef struct nn__jtext {
-    char *s;
-    size_t n, cap;
-    int oom;
-} nn__jtext;
-
-static void nn__jt_put(nn__jtext *t, const char *s, size_t n) {
-    if (t->oom) return;
-    if (t->n + n + 1 > t->cap) {
-        size_t cap = t->cap ? t->cap : 256;
-        char *ns;
-        while (cap < t->n + n + 1) cap *= 2;
-        ns = (char *)NN_REALLOC(t->s, cap);
-        if (!ns) {
-            t->oom = 1;
-            return;
-        }
-        t->s = ns;
-        t->cap = cap;
-    }
-    memcpy(t->s + t->n, s, n);
-    t->n += n;
-    t->s[t->n] = 0;
-}
-
-static void nn__jt_puts(nn__jtext *t, const char *s) { nn__jt_put(t, s, strlen(s)); }
-
-static void nn__jt_printf(nn__jtext *t, const char *fmt, ...) {
-    char b[512];
-    va_list ap;
-    int n;
-    va_start(ap, fmt);
-    n = vsnprintf(b, sizeof b, fmt, ap);
-    va_end(ap);
-    if (n > 0) nn__jt_put(t, b, (size_t)n < sizeof b ? (size_t)n : sizeof b - 1);
-}
+/* ---- writing: a growing text (nn__jtext, src/base/internal.h) ---- */
 
 /* A JSON string (s valid UTF-8: names the builders accepted) */
 static void nn__jt_string(nn__jtext *t, const char *s) {

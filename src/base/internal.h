@@ -384,6 +384,47 @@ static char *nn__strdup(const char *s) {
     return d;
 }
 
+/* A growing text, 0-terminated (the JSON writers, src/files/json.c; the generated source of a
+   launch of stages, src/ops/matmul.c); oom set after an allocation failed (later puts do nothing).
+   nn__jt_printf writes at most 511 bytes a call: longer pieces go through nn__jt_puts. */
+
+typedef struct nn__jtext {
+    char *s;
+    size_t n, cap;
+    int oom;
+} nn__jtext;
+
+static NN__MAYBE_UNUSED void nn__jt_put(nn__jtext *t, const char *s, size_t n) {
+    if (t->oom) return;
+    if (t->n + n + 1 > t->cap) {
+        size_t cap = t->cap ? t->cap : 256;
+        char *ns;
+        while (cap < t->n + n + 1) cap *= 2;
+        ns = (char *)NN_REALLOC(t->s, cap);
+        if (!ns) {
+            t->oom = 1;
+            return;
+        }
+        t->s = ns;
+        t->cap = cap;
+    }
+    memcpy(t->s + t->n, s, n);
+    t->n += n;
+    t->s[t->n] = 0;
+}
+
+static NN__MAYBE_UNUSED void nn__jt_puts(nn__jtext *t, const char *s) { nn__jt_put(t, s, strlen(s)); }
+
+static NN__MAYBE_UNUSED void nn__jt_printf(nn__jtext *t, const char *fmt, ...) {
+    char b[512];
+    va_list ap;
+    int n;
+    va_start(ap, fmt);
+    n = vsnprintf(b, sizeof b, fmt, ap);
+    va_end(ap);
+    if (n > 0) nn__jt_put(t, b, (size_t)n < sizeof b ? (size_t)n : sizeof b - 1);
+}
+
 static void nn__log(nn_context *ctx, nn_log_level level, const char *fmt, ...) {
     char msg[1024];
     va_list ap;

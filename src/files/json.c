@@ -362,44 +362,7 @@ static int nn__json_get(const nn__json *j, int o, const char *key) {
     return -1;
 }
 
-/* ---- writing: a growing text ---- */
-
-typedef struct nn__jtext {
-    char *s;
-    size_t n, cap;
-    int oom;
-} nn__jtext;
-
-static void nn__jt_put(nn__jtext *t, const char *s, size_t n) {
-    if (t->oom) return;
-    if (t->n + n + 1 > t->cap) {
-        size_t cap = t->cap ? t->cap : 256;
-        char *ns;
-        while (cap < t->n + n + 1) cap *= 2;
-        ns = (char *)NN_REALLOC(t->s, cap);
-        if (!ns) {
-            t->oom = 1;
-            return;
-        }
-        t->s = ns;
-        t->cap = cap;
-    }
-    memcpy(t->s + t->n, s, n);
-    t->n += n;
-    t->s[t->n] = 0;
-}
-
-static void nn__jt_puts(nn__jtext *t, const char *s) { nn__jt_put(t, s, strlen(s)); }
-
-static void nn__jt_printf(nn__jtext *t, const char *fmt, ...) {
-    char b[512];
-    va_list ap;
-    int n;
-    va_start(ap, fmt);
-    n = vsnprintf(b, sizeof b, fmt, ap);
-    va_end(ap);
-    if (n > 0) nn__jt_put(t, b, (size_t)n < sizeof b ? (size_t)n : sizeof b - 1);
-}
+/* ---- writing: a growing text (nn__jtext, src/base/internal.h) ---- */
 
 /* A JSON string (s valid UTF-8: names the builders accepted) */
 static void nn__jt_string(nn__jtext *t, const char *s) {
