@@ -293,6 +293,18 @@ inline void gemm_direct(const int M, const int N, const int K,
 #define DOT_R 3
 #define DOT_C 2
 #endif
+/* a row of a tile's DOT_C sums as one vector */
+#if DOT_C == 4
+#define DOT_VEC         float4
+#define DOT_ROW(a)      hsum16x4((a)[0], (a)[1], (a)[2], (a)[3])
+#define DOT_LOAD(p)     vload4(0, p)
+#define DOT_STORE(v, p) vstore4(v, 0, p)
+#else
+#define DOT_VEC         float2
+#define DOT_ROW(a)      (float2)(hsum16((a)[0]), hsum16((a)[1]))
+#define DOT_LOAD(p)     vload2(0, p)
+#define DOT_STORE(v, p) vstore2(v, 0, p)
+#endif
 #define DOT_KB 1024   /* k a block: an inner tile's rows of A (24 KiB at 6 rows) stay in L1 */
 #if !defined(NN_STORE_BF16) && !defined(NN_STORE_F16)
 #define GV16(p)     vload16(0, p)
@@ -308,6 +320,18 @@ inline float hsum16(const float16 v)
     const float4 q = h.lo + h.hi;
     const float2 d = q.lo + q.hi;
     return d.x + d.y;
+}
+
+/* hsum16 of four vectors at once: the same additions in the same tree (each level adds the
+   lane pairs hsum16's level adds), so the same sums, in a third of the instructions */
+inline float4 hsum16x4(const float16 a, const float16 b, const float16 c, const float16 d)
+{
+    const float16 ab = (float16)(a.lo, b.lo) + (float16)(a.hi, b.hi);
+    const float16 cd = (float16)(c.lo, d.lo) + (float16)(c.hi, d.hi);
+    const float16 q = (float16)(ab.s0123, ab.s89ab, cd.s0123, cd.s89ab) +
+                      (float16)(ab.s4567, ab.scdef, cd.s4567, cd.scdef);
+    const float8 e = (float8)(q.s01, q.s45, q.s89, q.scd) + (float8)(q.s23, q.s67, q.sab, q.sef);
+    return (float4)(e.s0, e.s2, e.s4, e.s6) + (float4)(e.s1, e.s3, e.s5, e.s7);
 }
 
 inline void gemm_nt_dot(const int M, const int N, const int K,
@@ -362,6 +386,26 @@ inline void gemm_nt_dot(const int M, const int N, const int K,
                         for (c = 0; c < DOT_C; c++)
                             acc[r][c] += av * bv[c];   /* contracted to FMA where the target has it */
                     }
+                }
+                /* a whole tile, every row of it there and k a multiple of 16: each row's sums
+                   as one vector (DOT_ROW), stored as one (the same sums and the same
+                   alpha * s + bt * c as the element by element path below) */
+                int all_ok = i0 + DOT_R <= m1 && j0 + DOT_C <= n1 && k16 == kv;
+#pragma unroll
+                for (r = 0; r < DOT_R; r++)
+                    all_ok = all_ok && aok[r];
+#pragma unroll
+                for (c = 0; c < DOT_C; c++)
+                    all_ok = all_ok && bok[c];
+                if (all_ok) {
+                    const float bt = k0 == 0 ? beta : 1.0f;
+#pragma unroll
+                    for (r = 0; r < DOT_R; r++) {
+                        __global float *o = C + (size_t)(i0 + r) * ldc + j0;
+                        const DOT_VEC h = DOT_ROW(acc[r]);
+                        DOT_STORE(bt != 0.0f ? alpha * h + bt * DOT_LOAD(o) : alpha * h, o);
+                    }
+                    continue;
                 }
 #pragma unroll
                 for (r = 0; r < DOT_R; r++)

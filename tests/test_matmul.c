@@ -425,6 +425,23 @@ static void matmul_cases(const t_env *e) {
         in_f(&s, nn_shape2(7, 2100));
         check_case(e, &s);
     }
+    {   /* k a multiple of 16, so gemm_nt_dot's whole tiles store a row's sums as one vector
+           (its edge tiles element by element); above 2 MFLOP, several items */
+        spec s = mk("matmul B^T M=67 N=131 K=128", b_mm, t_ref_matmul, nn_shape2(67, 131));
+        s.tb = 1;
+        s.dirs = 1;
+        in_f(&s, nn_shape2(67, 128));
+        in_f(&s, nn_shape2(131, 128));
+        check_case(e, &s);
+    }
+    {   /* the same past a K block: the second block's whole tiles add onto the first's sums */
+        spec s = mk("matmul B^T M=13 N=9 K=2048", b_mm, t_ref_matmul, nn_shape2(13, 9));
+        s.tb = 1;
+        s.dirs = 1;
+        in_f(&s, nn_shape2(13, 2048));
+        in_f(&s, nn_shape2(9, 2048));
+        check_case(e, &s);
+    }
 }
 
 /* ==== NaN and infinity propagation (the op checker's expected-value mode: PyTorch's
