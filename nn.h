@@ -21223,11 +21223,15 @@ static const char *const nn__cl_src_gemm[] = {
 "                    all_ok = all_ok && bok[c];\n",
 "                if (all_ok) {\n",
 "                    const float bt = k0 == 0 ? beta : 1.0f;\n",
+"                    __global float *o = C + (size_t)i0 * ldc + j0;\n",
+"                    if (bt != 0.0f) {\n",
 "#pragma unroll\n",
-"                    for (r = 0; r < DOT_R; r++) {\n",
-"                        __global float *o = C + (size_t)(i0 + r) * ldc + j0;\n",
-"                        const DOT_VEC h = DOT_ROW(acc[r]);\n",
-"                        DOT_STORE(bt != 0.0f ? alpha * h + bt * DOT_LOAD(o) : alpha * h, o);\n",
+"                        for (r = 0; r < DOT_R; r++, o += ldc)\n",
+"                            DOT_STORE(alpha * DOT_ROW(acc[r]) + bt * DOT_LOAD(o), o);\n",
+"                    } else {\n",
+"#pragma unroll\n",
+"                        for (r = 0; r < DOT_R; r++, o += ldc)\n",
+"                            DOT_STORE(alpha * DOT_ROW(acc[r]), o);\n",
 "                    }\n",
 "                    continue;\n",
 "                }\n",
@@ -21960,7 +21964,7 @@ static const char *const nn__cl_src_gemm[] = {
 "}\n",
 "#endif\n",
 "#endif /* NN__ACTIVATION_H */\n",
-"#line 883 \"kernels/gemm.cl\"\n",
+"#line 887 \"kernels/gemm.cl\"\n",
 0 };
 
 /* ======================================================================

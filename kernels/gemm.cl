@@ -399,11 +399,15 @@ inline void gemm_nt_dot(const int M, const int N, const int K,
                     all_ok = all_ok && bok[c];
                 if (all_ok) {
                     const float bt = k0 == 0 ? beta : 1.0f;
+                    __global float *o = C + (size_t)i0 * ldc + j0;
+                    if (bt != 0.0f) {
 #pragma unroll
-                    for (r = 0; r < DOT_R; r++) {
-                        __global float *o = C + (size_t)(i0 + r) * ldc + j0;
-                        const DOT_VEC h = DOT_ROW(acc[r]);
-                        DOT_STORE(bt != 0.0f ? alpha * h + bt * DOT_LOAD(o) : alpha * h, o);
+                        for (r = 0; r < DOT_R; r++, o += ldc)
+                            DOT_STORE(alpha * DOT_ROW(acc[r]) + bt * DOT_LOAD(o), o);
+                    } else {
+#pragma unroll
+                        for (r = 0; r < DOT_R; r++, o += ldc)
+                            DOT_STORE(alpha * DOT_ROW(acc[r]), o);
                     }
                     continue;
                 }
