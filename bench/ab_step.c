@@ -9,7 +9,10 @@
 
    prints  AB model=M device=D a_us=X b_us=Y a_over_b=R min=R0 max=R1 rounds=N
    (a_us, b_us: medians of the step's time; a_over_b above 1: build B is faster). The same
-   build on both sides shows the harness's own spread (about 2% on the 2-core VM). */
+   build on both sides shows the harness's own spread (about 2% on the 2-core VM).
+   AB_A_ENV / AB_B_ENV ("NAME=VALUE NAME=VALUE ..."): set while that side's graph is built
+   (and unset after), so one build against itself compares settings read at compile time,
+   e.g. AB_A_ENV=NN_CL_STAGES=0. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
 #include <stdio.h>
@@ -52,6 +55,28 @@ static double run(void (*step)(const int *, int), void (*finish)(void), int batc
     return (now() - t0) / steps;
 }
 
+/* the words NAME=VALUE of $var set (on) or unset (off) */
+static void side_env(const char *var, int on) {
+    const char *spec = getenv(var);
+    char word[256];
+    while (spec && *spec) {
+        size_t n = strcspn(spec, " ");
+        if (n > 0 && n < sizeof word) {
+            char *eq;
+            memcpy(word, spec, n);
+            word[n] = 0;
+            eq = strchr(word, '=');
+            if (eq) {
+                *eq = 0;
+                if (on) setenv(word, eq + 1, 1);
+                else unsetenv(word);
+            }
+        }
+        spec += n;
+        spec += strspn(spec, " ");
+    }
+}
+
 static int cmp(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
@@ -83,7 +108,13 @@ int main(int argc, char **argv) {
         x[i] = (float)((s >> 8) & 0xffff) / 65536.0f - 0.5f;
     }
     for (i = 0; i < TRAIN_N; i++) y[i] = (int)((uint32_t)i * 2654435761u % 10u);
-    if (a_build(device, cnn, batch, x, y) || b_build(device, cnn, batch, x, y)) {
+    side_env("AB_A_ENV", 1);
+    k = a_build(device, cnn, batch, x, y);
+    side_env("AB_A_ENV", 0);
+    side_env("AB_B_ENV", 1);
+    k = k || b_build(device, cnn, batch, x, y);
+    side_env("AB_B_ENV", 0);
+    if (k) {
         fprintf(stderr, "ab_step: a build failed on %s\n", device);
         return 1;
     }
