@@ -60,6 +60,12 @@
                                   forward and backward). 3 warm-up steps, then steps (each
                                   finished before the clock is read) until >= 0.5 s and
                                   >= 5 steps; bench/layers_torch.py is PyTorch's side
+          nn_bench product SEL M N K TA TB
+                                  BENCH name=product backend=NAME m= n= k= ta= tb= us=X
+                                  gflops=X: one product C [M, N] = op(A) op(B) (TA, TB: 1
+                                  transposed) as an nn_matmul graph, the best of 9 blocks of
+                                  50 nn_graph_forward runs (POCL_MAX_PTHREAD_COUNT=1 or
+                                  NN_THREADS=1: one core's)
           nn_bench gemm16 cpu     the CPU GEMM on 16-bit operands beside the fp32 one,
                                   C[M,N] = A[M,K] B[K,N], A and B random in [-1, 1), on the
                                   context's threads: dtype=f32 (nn__sgemm, what nn_matmul runs),
@@ -963,6 +969,67 @@ static int list_devices(void) {
     return 0;
 }
 
+/* ---- one product ------------------------------------------------------------------------ */
+
+/* C [M, N] = op(A) op(B) as an nn_matmul graph (A stored [K, M] where ta, B [N, K] where tb),
+   operands in [-0.5, 0.5): the best of 9 blocks of 50 nn_graph_forward runs, each block
+   finished before the clock is read (one product's own speed, as a step's products run) */
+static int bench_product(const char *sel, int M, int N, int K, int ta, int tb) {
+    char name[256];
+    nn_context *ctx;
+    nn_graph *g = NULL;
+    nn_compile_desc cd;
+    nn_tensor a, b, c;
+    size_t na = (size_t)M * (size_t)K, nb = (size_t)N * (size_t)K, i;
+    float *host;
+    double best = 1e30;
+    int blk, rep, status = 0;
+    nn_result r;
+    if (M < 1 || N < 1 || K < 1) {
+        fprintf(stderr, "nn_bench product: M, N and K must be positive\n");
+        return 2;
+    }
+    host = (float *)malloc((na > nb ? na : nb) * sizeof(float));
+    if (!host) {
+        fprintf(stderr, "nn_bench: out of memory\n");
+        return 1;
+    }
+    for (i = 0; i < (na > nb ? na : nb); i++) host[i] = (float)(i * 2654435761u % 1000u) / 1000.0f - 0.5f;
+    ctx = open_ctx(sel, name, sizeof name);
+    if (!ctx) {
+        free(host);
+        return 1;
+    }
+    memset(&cd, 0, sizeof cd);
+    r = nn_graph_create(ctx, NULL, &g);
+    if (r == NN_OK) {
+        a = nn_input(g, "a", NN_F32, ta ? nn_shape2(K, M) : nn_shape2(M, K));
+        b = nn_input(g, "b", NN_F32, tb ? nn_shape2(N, K) : nn_shape2(K, N));
+        c = nn_matmul(g, a, b, ta, tb);
+        nn_graph_output(g, c);
+        r = nn_graph_compile(g, &cd);
+    }
+    if (r == NN_OK) r = nn_tensor_write(g, a, host, na * sizeof(float));
+    if (r == NN_OK) r = nn_tensor_write(g, b, host, nb * sizeof(float));
+    for (blk = 0; blk < 9 && r == NN_OK; blk++) {
+        double t0, dt;
+        r = nn_graph_finish(g);
+        t0 = now();
+        for (rep = 0; rep < 50 && r == NN_OK; rep++) r = nn_graph_forward(g);
+        if (r == NN_OK) r = nn_graph_finish(g);
+        dt = (now() - t0) / 50;
+        if (dt < best) best = dt;
+    }
+    if (r != NN_OK) status = fail(ctx, "product", r);
+    else
+        printf("BENCH name=product backend=%s m=%d n=%d k=%d ta=%d tb=%d us=%.1f gflops=%.1f\n", name, M, N, K, ta, tb,
+               best * 1e6, 2.0 * M * N * K / best / 1e9);
+    nn_graph_destroy(g);
+    nn_context_destroy(ctx);
+    free(host);
+    return status;
+}
+
 int main(int argc, char **argv) {
     const char *cmd = argc > 1 ? argv[1] : "";
     if (strcmp(cmd, "devices") == 0) return list_devices();
@@ -974,8 +1041,10 @@ int main(int argc, char **argv) {
     if (argc == 3 && strcmp(cmd, "start") == 0) return bench_start(argv[2]);
     if (argc == 3 && strcmp(cmd, "mem") == 0) return bench_mem(argv[2]);
     if (argc == 3 && strcmp(cmd, "layers") == 0) return bench_layers(argv[2]);
+    if (argc == 8 && strcmp(cmd, "product") == 0)
+        return bench_product(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6]) != 0, atoi(argv[7]) != 0);
     fprintf(stderr, "usage: %s devices | sgemm DEVICE | mlp DEVICE | conv DEVICE | cnn DEVICE | start DEVICE | mem DEVICE"
-                    " | layers DEVICE | gemm16 cpu\n"
+                    " | layers DEVICE | gemm16 cpu | product DEVICE M N K TA TB\n"
                     "  DEVICE: cpu, or an OpenCL device index as `devices` lists them\n", argv[0]);
     return 2;
 }
