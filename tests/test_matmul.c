@@ -417,30 +417,22 @@ static void matmul_cases(const t_env *e) {
         in_f(&s, nn_shape3(2, 129, 131));
         check_case(e, &s);
     }
-    {   /* K past the CPU devices' NT blocks (gemm_nt_dot: 1,024 a block): two whole blocks and a tail */
-        spec s = mk("matmul B^T M=5 N=7 K=2100", b_mm, t_ref_matmul, nn_shape2(5, 7));
-        s.tb = 1;
-        s.dirs = 1;
-        in_f(&s, nn_shape2(5, 2100));
-        in_f(&s, nn_shape2(7, 2100));
-        check_case(e, &s);
-    }
-    {   /* k a multiple of 16, so gemm_nt_dot's whole tiles store a row's sums as one vector
-           (its edge tiles element by element); above 2 MFLOP, several items */
-        spec s = mk("matmul B^T M=67 N=131 K=128", b_mm, t_ref_matmul, nn_shape2(67, 131));
-        s.tb = 1;
-        s.dirs = 1;
-        in_f(&s, nn_shape2(67, 128));
-        in_f(&s, nn_shape2(131, 128));
-        check_case(e, &s);
-    }
-    {   /* the same past a K block: the second block's whole tiles add onto the first's sums */
-        spec s = mk("matmul B^T M=13 N=9 K=2048", b_mm, t_ref_matmul, nn_shape2(13, 9));
-        s.tb = 1;
-        s.dirs = 1;
-        in_f(&s, nn_shape2(13, 2048));
-        in_f(&s, nn_shape2(9, 2048));
-        check_case(e, &s);
+    {   /* NT on the CPU devices' dot products (gemm_nt_dot, 1,024 k a block): K past a block
+           (two whole blocks and a tail); K a multiple of 16, so the whole tiles store a row's
+           sums as one vector and the edge tiles element by element, above 2 MFLOP (several
+           items); and that past a block (the second block's whole tiles add onto the first's) */
+        static const int nt[3][3] = {{5, 7, 2100}, {67, 131, 128}, {13, 9, 2048}};
+        for (k = 0; k < 3; k++) {
+            const int M = nt[k][0], N = nt[k][1], K = nt[k][2];
+            spec s;
+            snprintf(name, sizeof name, "matmul B^T M=%d N=%d K=%d", M, N, K);
+            s = mk(name, b_mm, t_ref_matmul, nn_shape2(M, N));
+            s.tb = 1;
+            s.dirs = 1;
+            in_f(&s, nn_shape2(M, K));
+            in_f(&s, nn_shape2(N, K));
+            check_case(e, &s);
+        }
     }
 }
 
