@@ -384,8 +384,9 @@ static char *nn__strdup(const char *s) {
     return d;
 }
 
-/* A growing text, 0-terminated (the JSON writers, src/files/json.c; the generated source of a
-   launch of stages, src/ops/matmul.c); oom set after an allocation failed (later puts do nothing).
+/* A growing text, 0-terminated (the JSON writers, src/files/json.c; the safetensors header and
+   its metadata, src/files/safetensors.c, ckpt.c, model.c; the generated source of a launch of
+   stages, src/ops/matmul.c); oom set after an allocation failed (later puts do nothing).
    nn__jt_printf writes at most 511 bytes a call: longer pieces go through nn__jt_puts. */
 
 typedef struct nn__jtext {

@@ -244,15 +244,15 @@ static nn_result nn__state_collect(nn_graph *g, const char *path, nn__state_list
     return NN_OK;
 }
 
-static void nn__meta_put(nn__st_text *h, int *first, const char *key, const char *value) {
-    if (!*first) nn__st_puts(h, ",");
+static void nn__meta_put(nn__jtext *h, int *first, const char *key, const char *value) {
+    if (!*first) nn__jt_puts(h, ",");
     *first = 0;
     nn__st_put_string(h, key); /* ASCII keys; dataset names checked to be UTF-8 at creation */
-    nn__st_puts(h, ":");
+    nn__jt_puts(h, ":");
     nn__st_put_string(h, value);
 }
 
-static void nn__meta_u64(nn__st_text *h, int *first, const char *key, uint64_t v) {
+static void nn__meta_u64(nn__jtext *h, int *first, const char *key, uint64_t v) {
     char b[32];
     snprintf(b, sizeof b, "%llu", (unsigned long long)v);
     nn__meta_put(h, first, key, b);
@@ -279,7 +279,7 @@ static int nn__accum_effective(const nn_graph *g) { return g->accum_steps * (g->
 static nn_result nn__save_state(nn_graph *g, const char *path) {
     nn_context *ctx;
     nn__state_list l;
-    nn__st_text h;
+    nn__jtext h;
     nn_dataset *d;
     char b[64];
     int first = 1;
@@ -293,7 +293,7 @@ static nn_result nn__save_state(nn_graph *g, const char *path) {
     r = nn__state_collect(g, path, &l);
     if (r != NN_OK) return r;
     memset(&h, 0, sizeof h);
-    nn__st_puts(&h, "{");
+    nn__jt_puts(&h, "{");
     nn__meta_put(&h, &first, "format", "pt");
     nn__meta_put(&h, &first, "nn.state", "1");
     nn__meta_put(&h, &first, "nn.optimizer", nn__opt_kind_name(g->opt.kind));
@@ -313,7 +313,7 @@ static nn_result nn__save_state(nn_graph *g, const char *path) {
         snprintf(key, sizeof key, "nn.dataset.%.200s.position", d->name);
         nn__meta_u64(&h, &first, key, (uint64_t)d->pos);
     }
-    nn__st_puts(&h, "}");
+    nn__jt_puts(&h, "}");
     if (h.oom) r = nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     else r = nn__st_save(ctx, path, h.s, l.it, l.n, NN_F32);
     NN_FREE(h.s);

@@ -1408,7 +1408,7 @@ static nn_result nn__model_save(nn_graph *g, nn_tensor x, nn_tensor y, const cha
     nn_context *ctx = g->ctx;
     nn__params *ps = g->params;
     nn__st_item *items = NULL;
-    nn__st_text meta;
+    nn__jtext meta;
     char *json = NULL;
     int i;
     nn_result r;
@@ -1416,9 +1416,9 @@ static nn_result nn__model_save(nn_graph *g, nn_tensor x, nn_tensor y, const cha
     if ((r = nn__graph_orphaned(g, "nn_model_save")) != NN_OK) return r;
     if (!path || !path[0]) return nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "nn_model_save: no path given");
     if ((r = nn__model_describe(g, x, y, "nn_model_save", &json)) != NN_OK) return r;
-    nn__st_puts(&meta, "{\"format\":\"pt\",\"" NN__MODEL_KEY "\":");
+    nn__jt_puts(&meta, "{\"format\":\"pt\",\"" NN__MODEL_KEY "\":");
     nn__st_put_string(&meta, json); /* valid UTF-8: names the builders took, and ASCII */
-    nn__st_puts(&meta, "}");
+    nn__jt_puts(&meta, "}");
     items = (nn__st_item *)nn__calloc((size_t)(ps->n > 0 ? ps->n : 1), sizeof *items);
     if (!items || meta.oom) {
         r = nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);

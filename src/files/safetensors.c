@@ -669,44 +669,13 @@ NN_API nn_result nn_graph_load_safetensors(nn_graph *g, const char *path, int al
 
 /* ---- saving ---- */
 
-typedef struct nn__st_text {
-    char *s;
-    size_t n, cap;
-    int oom;
-} nn__st_text;
-
-static void nn__st_put(nn__st_text *t, const char *s, size_t n) {
-    if (t->oom) return;
-    if (t->n + n + 1 > t->cap) {
-        size_t cap = t->cap ? t->cap : 256;
-        char *ns;
-        while (cap < t->n + n + 1) cap *= 2;
-        ns = (char *)NN_REALLOC(t->s, cap);
-        if (!ns) {
-            t->oom = 1;
-            return;
-        }
-        t->s = ns;
-        t->cap = cap;
-    }
-    memcpy(t->s + t->n, s, n);
-    t->n += n;
-    t->s[t->n] = 0;
-}
-
-static void nn__st_puts(nn__st_text *t, const char *s) { nn__st_put(t, s, strlen(s)); }
-
-static void nn__st_putu(nn__st_text *t, unsigned long long v) {
-    char b[32];
-    snprintf(b, sizeof b, "%llu", v);
-    nn__st_puts(t, b);
-}
+/* The header's text grows in an nn__jtext (src/base/internal.h) */
 
 /* A JSON string; 0 if s is not valid UTF-8 (JSON cannot carry it). */
-static int nn__st_put_string(nn__st_text *t, const char *name) {
+static int nn__st_put_string(nn__jtext *t, const char *name) {
     const unsigned char *s = (const unsigned char *)name;
     size_t len = strlen(name), i = 0;
-    nn__st_put(t, "\"", 1);
+    nn__jt_put(t, "\"", 1);
     while (i < len) {
         size_t n = nn__st_utf8_len(s + i, len - i);
         if (!n) return 0;
@@ -714,15 +683,15 @@ static int nn__st_put_string(nn__st_text *t, const char *name) {
             char e[2];
             e[0] = '\\';
             e[1] = (char)s[i];
-            nn__st_put(t, e, 2);
+            nn__jt_put(t, e, 2);
         } else if (s[i] < 0x20) {
             char e[8];
             snprintf(e, sizeof e, "\\u%04x", s[i]);
-            nn__st_puts(t, e);
-        } else nn__st_put(t, name + i, n);
+            nn__jt_puts(t, e);
+        } else nn__jt_put(t, name + i, n);
         i += n;
     }
-    nn__st_put(t, "\"", 1);
+    nn__jt_put(t, "\"", 1);
     return 1;
 }
 
@@ -750,7 +719,7 @@ static int nn__st_cmp_item(const void *a, const void *b) {
 static nn_result nn__st_save(nn_context *ctx, const char *path, const char *metadata, const nn__st_item *items, int n,
                              nn_dtype dtype) {
     static const char spaces[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
-    nn__st_text h;
+    nn__jtext h;
     nn__wfile w;
     unsigned char *bytes = NULL, len8[8];
     uint64_t off = 0;
@@ -761,32 +730,32 @@ static nn_result nn__st_save(nn_context *ctx, const char *path, const char *meta
     memset(&w, 0, sizeof w);
     w.fd = -1;
     /* the header: keys sorted by name, data in that order, padded with spaces to 8 bytes */
-    nn__st_puts(&h, "{\"__metadata__\":");
-    nn__st_puts(&h, metadata);
+    nn__jt_puts(&h, "{\"__metadata__\":");
+    nn__jt_puts(&h, metadata);
     for (i = 0; i < n; i++) {
         const nn__st_item *it = &items[i];
-        nn__st_puts(&h, ",");
+        nn__jt_puts(&h, ",");
         if (!nn__st_put_string(&h, it->name)) {
             r = nn__fail(ctx, NN_ERR_INVALID_ARGUMENT, "%s: tensor name %s is not valid UTF-8", path, it->name);
             goto done;
         }
         nn_dtype odt = dtype != NN_F32 ? dtype : it->stored;
-        nn__st_puts(&h, odt == NN_BF16 ? ":{\"dtype\":\"BF16\",\"shape\":[" : odt == NN_F16 ? ":{\"dtype\":\"F16\",\"shape\":["
+        nn__jt_puts(&h, odt == NN_BF16 ? ":{\"dtype\":\"BF16\",\"shape\":[" : odt == NN_F16 ? ":{\"dtype\":\"F16\",\"shape\":["
                                                                       : ":{\"dtype\":\"F32\",\"shape\":[");
         for (k = 0; k < it->shape.ndim; k++) {
-            if (k) nn__st_puts(&h, ",");
-            nn__st_putu(&h, (unsigned long long)it->shape.dim[k]);
+            if (k) nn__jt_puts(&h, ",");
+            nn__jt_printf(&h, "%llu", (unsigned long long)it->shape.dim[k]);
         }
-        nn__st_puts(&h, "],\"data_offsets\":[");
-        nn__st_putu(&h, (unsigned long long)off);
-        nn__st_puts(&h, ",");
+        nn__jt_puts(&h, "],\"data_offsets\":[");
+        nn__jt_printf(&h, "%llu", (unsigned long long)off);
+        nn__jt_puts(&h, ",");
         off += (uint64_t)it->numel * nn__dtype_size(odt);
-        nn__st_putu(&h, (unsigned long long)off);
-        nn__st_puts(&h, "]}");
+        nn__jt_printf(&h, "%llu", (unsigned long long)off);
+        nn__jt_puts(&h, "]}");
         if ((size_t)it->numel > most) most = (size_t)it->numel;
     }
-    nn__st_puts(&h, "}");
-    nn__st_put(&h, spaces, (8 - h.n % 8) % 8); /* (once: the text stops growing when out of memory) */
+    nn__jt_puts(&h, "}");
+    nn__jt_put(&h, spaces, (8 - h.n % 8) % 8); /* (once: the text stops growing when out of memory) */
     if (h.oom || (bytes = (unsigned char *)NN_MALLOC(most * 4)) == NULL) {
         r = nn__fail(ctx, NN_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
         goto done;
