@@ -55,26 +55,33 @@ static double run(void (*step)(const int *, int), void (*finish)(void), int batc
     return (now() - t0) / steps;
 }
 
-/* the words NAME=VALUE of $var set (on) or unset (off) */
-static void side_env(const char *var, int on) {
+/* the words NAME=VALUE of $var set (on) or unset (off); 0 (and a message) for a word that
+   is not NAME=VALUE or is longer than 255 characters */
+static int side_env(const char *var, int on) {
     const char *spec = getenv(var);
     char word[256];
     while (spec && *spec) {
         size_t n = strcspn(spec, " ");
+        char *eq = NULL;
         if (n > 0 && n < sizeof word) {
-            char *eq;
             memcpy(word, spec, n);
             word[n] = 0;
             eq = strchr(word, '=');
-            if (eq) {
-                *eq = 0;
-                if (on) setenv(word, eq + 1, 1);
-                else unsetenv(word);
-            }
+        }
+        if (n > 0 && (!eq || eq == word)) {
+            fprintf(stderr, "ab_step: %s: '%.*s' is not NAME=VALUE (words of at most 255 characters, separated by spaces)\n",
+                    var, (int)n, spec);
+            return 0;
+        }
+        if (eq) {
+            *eq = 0;
+            if (on) setenv(word, eq + 1, 1);
+            else unsetenv(word);
         }
         spec += n;
         spec += strspn(spec, " ");
     }
+    return 1;
 }
 
 static int cmp(const void *a, const void *b) {
@@ -108,6 +115,7 @@ int main(int argc, char **argv) {
         x[i] = (float)((s >> 8) & 0xffff) / 65536.0f - 0.5f;
     }
     for (i = 0; i < TRAIN_N; i++) y[i] = (int)((uint32_t)i * 2654435761u % 10u);
+    if (!side_env("AB_A_ENV", 0) || !side_env("AB_B_ENV", 0)) return 2;
     side_env("AB_A_ENV", 1);
     k = a_build(device, cnn, batch, x, y);
     side_env("AB_A_ENV", 0);
